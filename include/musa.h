@@ -1,0 +1,554 @@
+/*
+ * musa.h - the public C API of musa, a deep learning framework.
+ *
+ * This header is the manual. Read it top to bottom once; every later section
+ * builds on the ones before it.
+ *
+ * ## A worked example
+ *
+ *     #include <musa.h>
+ *     #include <stdio.h>
+ *
+ *     int main(void) {
+ *         int64_t shape[2] = {2, 3};
+ *         musa_tensor *x = musa_arange(0, 6, 1, MUSA_DTYPE_FLOAT32); // [0 1 2 3 4 5]
+ *         musa_tensor *a = musa_reshape(x, 2, shape);                // 2x3 view of x
+ *         musa_tensor *b = musa_mul(a, a);                           // new 2x3 tensor
+ *         musa_tensor *s = musa_sum(b, 0, NULL, false);              // 0-d tensor: 55
+ *         double v;
+ *         if (musa_tensor_item(s, &v) != MUSA_OK) {                  // NULLs propagate:
+ *             fprintf(stderr, "%s\n", musa_last_error());            // check once, at
+ *             return 1;                                              // the end
+ *         }
+ *         printf("sum of squares = %g\n", v);
+ *         musa_tensor_release(s); musa_tensor_release(b);
+ *         musa_tensor_release(a); musa_tensor_release(x);
+ *         return 0;
+ *     }
+ *
+ * ## Ownership
+ *
+ * - Tensors are reference counted. Every function that returns a
+ *   `musa_tensor *` returns a NEW reference: the caller owns it and must call
+ *   musa_tensor_release() once. musa_tensor_retain() adds a reference.
+ * - Arguments are BORROWED: a function never takes ownership of a tensor it is
+ *   given, and never keeps it past the call unless it retains it.
+ * - musa_tensor_release(NULL) is a no-op.
+ * - Views (musa_view, musa_permute, musa_slice, musa_expand, ...) share
+ *   storage with their base. Writing through a view writes the base.
+ *
+ * ## Errors
+ *
+ * - A function that returns a pointer returns NULL on failure; a function that
+ *   returns `int` returns MUSA_OK (0) or a negative MUSA_ERR_* code.
+ * - On failure a thread-local last error is set: musa_last_error() gives the
+ *   message, prefixed with the function or op that failed, for example
+ *   "[matmul] shapes (2,3) and (4,5) cannot be multiplied".
+ * - Every op accepts NULL inputs and then fails at once without overwriting
+ *   the last error. So a chain of calls can be checked once at the end: the
+ *   message is the one from the first failure.
+ * - No function ever aborts, exits or prints because of bad input.
+ *
+ * ## Threads
+ *
+ * - The last error, grad mode and the dispatcher mode are thread-local.
+ * - A tensor may be read from several threads at once; writing a tensor while
+ *   another thread reads it is a data race, as in any array library.
+ * - musa_set_num_threads() bounds every thread musa uses: its own pool, the
+ *   OpenMP threads of oneDNN and the BLAS threads.
+ *
+ * ## Type promotion (binary and ternary ops)
+ *
+ * Operands are ranked in three tiers: tensors with at least one dimension,
+ * 0-d tensors, and wrapped numbers (musa_number_*: what a Python scalar
+ * becomes). The result dtype is the promotion of the highest non-empty tier,
+ * unless a lower tier holds a higher *category* (bool < integer < floating),
+ * in which case that category wins: a float number with an integer tensor
+ * gives float32, an int number with a bool tensor gives int64, and a float64
+ * 0-d tensor with a float32 tensor stays float32. Within a tier: bool < uint8
+ * < int8 < int32 < int64 < float16/bfloat16 < float32 < float64, with
+ * uint8+int8 -> int16-like int32 and float16+bfloat16 -> float32.
+ * Per-op rules (division, comparisons, float-only functions) are given where
+ * the op is declared.
+ */
+#ifndef MUSA_H
+#define MUSA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MUSA_API __attribute__((visibility("default")))
+
+#define MUSA_VERSION_MAJOR 0
+#define MUSA_VERSION_MINOR 1
+#define MUSA_VERSION_PATCH 0
+
+/* The most dimensions a tensor may have. */
+#define MUSA_MAX_DIMS 8
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and the last error                                          */
+/* ------------------------------------------------------------------------ */
+
+enum musa_status {
+    MUSA_OK = 0,
+    MUSA_ERR_VALUE = -1,           /* bad value or shape           -> ValueError          */
+    MUSA_ERR_TYPE = -2,            /* unsupported dtype            -> TypeError           */
+    MUSA_ERR_INDEX = -3,           /* index or dim out of range    -> IndexError          */
+    MUSA_ERR_RUNTIME = -4,         /* state error (e.g. autograd)  -> RuntimeError        */
+    MUSA_ERR_NOMEM = -5,           /* allocation failed            -> MemoryError         */
+    MUSA_ERR_NOT_IMPLEMENTED = -6, /* valid but not supported yet  -> NotImplementedError */
+    MUSA_ERR_IO = -7,              /* file or format error         -> OSError             */
+    MUSA_ERR_DEVICE = -8,          /* device not available         -> RuntimeError        */
+    MUSA_ERR_ZERO_DIVISION = -9,   /* integer division by zero     -> ZeroDivisionError   */
+};
+
+/* The message of the last error on this thread ("" if none). Never NULL. */
+MUSA_API const char *musa_last_error(void);
+/* The code of the last error on this thread (MUSA_OK if none). */
+MUSA_API int musa_last_error_code(void);
+/* The source location attached to the last error, if any: *file is NULL when
+ * none is known. Locations come from musa_set_error_location (the Python
+ * layer and the graph executor attach the user's file:line). */
+MUSA_API void musa_last_error_location(const char **file, int *line);
+/* Attach a source location to the current last error. */
+MUSA_API void musa_set_error_location(const char *file, int line);
+/* Forget the last error on this thread. */
+MUSA_API void musa_clear_error(void);
+/* A short name for a status code, e.g. "MUSA_ERR_VALUE". */
+MUSA_API const char *musa_status_name(int code);
+
+/* ------------------------------------------------------------------------ */
+/* Data types and devices                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum musa_dtype {
+    MUSA_DTYPE_FLOAT32 = 0,
+    MUSA_DTYPE_FLOAT64 = 1,
+    MUSA_DTYPE_FLOAT16 = 2,  /* IEEE binary16 */
+    MUSA_DTYPE_BFLOAT16 = 3, /* bfloat16: float32 with 7 mantissa bits */
+    MUSA_DTYPE_INT64 = 4,
+    MUSA_DTYPE_INT32 = 5,
+    MUSA_DTYPE_INT8 = 6,
+    MUSA_DTYPE_UINT8 = 7,
+    MUSA_DTYPE_BOOL = 8, /* one byte, 0 or 1 */
+    MUSA_DTYPE_COUNT = 9,
+} musa_dtype;
+
+/* "float32", "int64", ...; "?" for an invalid value. */
+MUSA_API const char *musa_dtype_name(musa_dtype dtype);
+/* Bytes per element; 0 for an invalid dtype. */
+MUSA_API size_t musa_dtype_size(musa_dtype dtype);
+MUSA_API bool musa_dtype_is_floating(musa_dtype dtype);
+/* The dtype named `name` ("float32", "float", "half", "long", ...), or -1. */
+MUSA_API int musa_dtype_from_name(const char *name);
+/* The promoted dtype of two dtypes in the same tier (see Type promotion). */
+MUSA_API musa_dtype musa_promote_types(musa_dtype a, musa_dtype b);
+
+typedef enum musa_device_type {
+    MUSA_DEVICE_CPU = 0,
+    MUSA_DEVICE_CUDA = 1, /* recognised; not available in this build */
+} musa_device_type;
+
+typedef struct musa_device {
+    musa_device_type type;
+    int index; /* device ordinal; 0 for the CPU */
+} musa_device;
+
+/* Check that a device can hold tensors. Returns MUSA_OK for the CPU and
+ * MUSA_ERR_DEVICE ("[device] cuda is not available in this build") for CUDA. */
+MUSA_API int musa_device_check(musa_device device);
+/* Whether a CUDA device is usable (always false in this build). */
+MUSA_API bool musa_cuda_is_available(void);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct musa_tensor musa_tensor;
+
+/* Reference counting. retain returns its argument. */
+MUSA_API musa_tensor *musa_tensor_retain(musa_tensor *t);
+MUSA_API void musa_tensor_release(musa_tensor *t);
+
+/* Shape and layout. Strides are in elements, as in NumPy divided by itemsize. */
+MUSA_API int musa_tensor_ndim(const musa_tensor *t);
+MUSA_API const int64_t *musa_tensor_shape(const musa_tensor *t);
+MUSA_API const int64_t *musa_tensor_strides(const musa_tensor *t);
+/* Size of dimension `dim` (negative counts from the end); -1 and an error if
+ * out of range. */
+MUSA_API int64_t musa_tensor_size(const musa_tensor *t, int64_t dim);
+MUSA_API int64_t musa_tensor_numel(const musa_tensor *t);
+/* Offset of the first element in its storage, in elements. */
+MUSA_API int64_t musa_tensor_offset(const musa_tensor *t);
+MUSA_API musa_dtype musa_tensor_dtype(const musa_tensor *t);
+MUSA_API musa_device musa_tensor_device(const musa_tensor *t);
+/* Row-major contiguous (size-1 dims may have any stride). */
+MUSA_API bool musa_tensor_is_contiguous(const musa_tensor *t);
+/* A meta tensor has a shape and dtype but no storage (symbolic mode). */
+MUSA_API bool musa_tensor_is_meta(const musa_tensor *t);
+/* Pointer to the first element (base pointer + offset), or NULL for a meta
+ * tensor. Valid while the tensor (or any view of its storage) is alive. */
+MUSA_API void *musa_tensor_data(const musa_tensor *t);
+/* Whether two tensors share storage. */
+MUSA_API bool musa_tensor_shares_storage(const musa_tensor *a, const musa_tensor *b);
+/* The version counter shared by all views of a storage; bumped by every
+ * in-place write. Autograd uses it to detect modified saved tensors. */
+MUSA_API uint64_t musa_tensor_version(const musa_tensor *t);
+/* Bump the version counter (for code that writes musa_tensor_data directly). */
+MUSA_API void musa_tensor_bump_version(musa_tensor *t);
+
+/* Copy the elements (any layout) into `dst` as a row-major array of the
+ * tensor's dtype. Fails with MUSA_ERR_VALUE unless dst_bytes >= numel*size. */
+MUSA_API int musa_tensor_copy_to(const musa_tensor *t, void *dst, size_t dst_bytes);
+/* The value of a one-element tensor as double / int64 (any dtype). */
+MUSA_API int musa_tensor_item(const musa_tensor *t, double *out);
+MUSA_API int musa_tensor_item_int(const musa_tensor *t, int64_t *out);
+/* Read one element at a multi-index (ndim entries, negatives allowed). */
+MUSA_API int musa_tensor_get(const musa_tensor *t, const int64_t *index, double *out);
+/* Human-readable dump ("tensor([[1., 2.], ...], dtype=...)") into buf;
+ * returns the length it needed (like snprintf). */
+MUSA_API int musa_tensor_format(const musa_tensor *t, char *buf, size_t buf_size);
+
+/* ------------------------------------------------------------------------ */
+/* Creation                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Uninitialised, zeros, ones, or `value`. Shapes have 0..MUSA_MAX_DIMS dims,
+ * each >= 0 (0 gives an empty tensor); ndim 0 gives a 0-d scalar tensor. */
+MUSA_API musa_tensor *musa_empty(int ndim, const int64_t *shape, musa_dtype dtype);
+MUSA_API musa_tensor *musa_zeros(int ndim, const int64_t *shape, musa_dtype dtype);
+MUSA_API musa_tensor *musa_ones(int ndim, const int64_t *shape, musa_dtype dtype);
+MUSA_API musa_tensor *musa_full(int ndim, const int64_t *shape, double value, musa_dtype dtype);
+/* Same shape and dtype as `like`. */
+MUSA_API musa_tensor *musa_zeros_like(const musa_tensor *like);
+MUSA_API musa_tensor *musa_ones_like(const musa_tensor *like);
+MUSA_API musa_tensor *musa_full_like(const musa_tensor *like, double value);
+/* [start, end) in steps of `step` (nonzero); ceil((end-start)/step) values. */
+MUSA_API musa_tensor *musa_arange(double start, double end, double step, musa_dtype dtype);
+/* `steps` evenly spaced values from start to end inclusive. */
+MUSA_API musa_tensor *musa_linspace(double start, double end, int64_t steps, musa_dtype dtype);
+/* n x m matrix with ones on the diagonal (m < 0 means m = n). */
+MUSA_API musa_tensor *musa_eye(int64_t n, int64_t m, musa_dtype dtype);
+/* A copy of `ndim`/`shape` row-major elements of `dtype` read from `data`. */
+MUSA_API musa_tensor *musa_from_data(const void *data, int ndim, const int64_t *shape,
+                                     musa_dtype dtype);
+/* Wrap memory owned elsewhere, without copying. strides (in elements) may be
+ * NULL for row-major. `deleter(ctx)` is called when the last view dies
+ * (deleter may be NULL). The memory must stay valid until then. */
+MUSA_API musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape,
+                                     const int64_t *strides, musa_dtype dtype,
+                                     void (*deleter)(void *ctx), void *ctx);
+/* 0-d tensors holding one value. */
+MUSA_API musa_tensor *musa_scalar(double value, musa_dtype dtype);
+/* Wrapped numbers: 0-d tensors with the lowest promotion priority, the way a
+ * Python number behaves in PyTorch (float64, int64 and bool). */
+MUSA_API musa_tensor *musa_number(double value);
+MUSA_API musa_tensor *musa_number_int(int64_t value);
+MUSA_API musa_tensor *musa_number_bool(bool value);
+MUSA_API bool musa_tensor_is_number(const musa_tensor *t);
+
+/* ------------------------------------------------------------------------ */
+/* Random numbers                                                           */
+/* ------------------------------------------------------------------------ */
+/* One global generator: Philox4x32-10, counter based. Element i of a call
+ * depends only on (seed, the generator's offset, i), never on the number of
+ * threads. Each call advances the offset past the values it used. */
+
+MUSA_API void musa_manual_seed(uint64_t seed);
+MUSA_API uint64_t musa_initial_seed(void);
+/* Save and restore the generator (seed and offset). */
+MUSA_API void musa_get_rng_state(uint64_t *seed, uint64_t *offset);
+MUSA_API void musa_set_rng_state(uint64_t seed, uint64_t offset);
+
+/* Uniform [0, 1) and standard normal; floating dtypes only. */
+MUSA_API musa_tensor *musa_rand(int ndim, const int64_t *shape, musa_dtype dtype);
+MUSA_API musa_tensor *musa_randn(int ndim, const int64_t *shape, musa_dtype dtype);
+/* Uniform integers in [low, high); any non-bool dtype. */
+MUSA_API musa_tensor *musa_randint(int64_t low, int64_t high, int ndim, const int64_t *shape,
+                                   musa_dtype dtype);
+/* 1 with probability p[i], else 0; same shape and dtype as p (floating). */
+MUSA_API musa_tensor *musa_bernoulli(musa_tensor *p);
+
+/* ------------------------------------------------------------------------ */
+/* Views (share storage; no data is copied)                                 */
+/* ------------------------------------------------------------------------ */
+
+/* One entry of `shape` may be -1 (inferred). view fails if the strides do
+ * not allow it; reshape then copies. */
+MUSA_API musa_tensor *musa_view(musa_tensor *x, int ndim, const int64_t *shape);
+MUSA_API musa_tensor *musa_reshape(musa_tensor *x, int ndim, const int64_t *shape);
+/* Flatten dims start..end (inclusive) into one. */
+MUSA_API musa_tensor *musa_flatten(musa_tensor *x, int64_t start_dim, int64_t end_dim);
+MUSA_API musa_tensor *musa_permute(musa_tensor *x, int ndim, const int64_t *dims);
+MUSA_API musa_tensor *musa_transpose(musa_tensor *x, int64_t dim0, int64_t dim1);
+/* Elements start, start+step, ... < end along `dim`; start/end are clamped as
+ * in Python slicing (negatives count from the end); step > 0. */
+MUSA_API musa_tensor *musa_slice(musa_tensor *x, int64_t dim, int64_t start, int64_t end,
+                                 int64_t step);
+/* Drop dimension `dim`, taking index `index` (negative counts from the end). */
+MUSA_API musa_tensor *musa_select(musa_tensor *x, int64_t dim, int64_t index);
+/* Broadcast to `shape` (-1 keeps a size); new leading dims allowed. */
+MUSA_API musa_tensor *musa_expand(musa_tensor *x, int ndim, const int64_t *shape);
+MUSA_API musa_tensor *musa_broadcast_to(musa_tensor *x, int ndim, const int64_t *shape);
+/* Remove the listed size-1 dims (ndims = 0: all size-1 dims). Listed dims
+ * whose size is not 1 are left alone, as in PyTorch. */
+MUSA_API musa_tensor *musa_squeeze(musa_tensor *x, int ndims, const int64_t *dims);
+MUSA_API musa_tensor *musa_unsqueeze(musa_tensor *x, int64_t dim);
+/* Any strides into x's storage; checked to stay inside the storage. */
+MUSA_API musa_tensor *musa_as_strided(musa_tensor *x, int ndim, const int64_t *shape,
+                                      const int64_t *strides, int64_t offset);
+/* x itself (a new reference) when contiguous, else a contiguous copy. */
+MUSA_API musa_tensor *musa_contiguous(musa_tensor *x);
+
+/* ------------------------------------------------------------------------ */
+/* Elementwise ops                                                          */
+/* ------------------------------------------------------------------------ */
+/* Unary float functions (exp, log, sqrt, sin, tanh, sigmoid, erf, ...) on
+ * integer or bool input compute in float32. neg, abs, sign, relu keep the
+ * dtype (not bool for neg). floor/ceil/round are identities on integers;
+ * round is half-to-even. logical_not, isnan, isinf return bool. */
+
+MUSA_API musa_tensor *musa_neg(musa_tensor *x);
+MUSA_API musa_tensor *musa_abs(musa_tensor *x);
+MUSA_API musa_tensor *musa_sign(musa_tensor *x);
+MUSA_API musa_tensor *musa_exp(musa_tensor *x);
+MUSA_API musa_tensor *musa_expm1(musa_tensor *x);
+MUSA_API musa_tensor *musa_log(musa_tensor *x);
+MUSA_API musa_tensor *musa_log1p(musa_tensor *x);
+MUSA_API musa_tensor *musa_sqrt(musa_tensor *x);
+MUSA_API musa_tensor *musa_rsqrt(musa_tensor *x);
+MUSA_API musa_tensor *musa_reciprocal(musa_tensor *x);
+MUSA_API musa_tensor *musa_sin(musa_tensor *x);
+MUSA_API musa_tensor *musa_cos(musa_tensor *x);
+MUSA_API musa_tensor *musa_tanh(musa_tensor *x);
+MUSA_API musa_tensor *musa_sigmoid(musa_tensor *x);
+MUSA_API musa_tensor *musa_erf(musa_tensor *x);
+MUSA_API musa_tensor *musa_relu(musa_tensor *x);
+MUSA_API musa_tensor *musa_floor(musa_tensor *x);
+MUSA_API musa_tensor *musa_ceil(musa_tensor *x);
+MUSA_API musa_tensor *musa_round(musa_tensor *x);
+MUSA_API musa_tensor *musa_logical_not(musa_tensor *x);
+MUSA_API musa_tensor *musa_isnan(musa_tensor *x);
+MUSA_API musa_tensor *musa_isinf(musa_tensor *x);
+
+/* Binary ops broadcast as NumPy does and promote as described above.
+ * div is true division (integers give float32); floor_divide rounds toward
+ * -inf; fmod takes the sign of the dividend, remainder that of the divisor;
+ * integer division by zero fails with MUSA_ERR_ZERO_DIVISION. Integer
+ * arithmetic wraps on overflow. pow of integers to negative integer powers
+ * fails. maximum/minimum propagate NaN. Comparisons return bool;
+ * logical_and/or/xor take any dtype (nonzero is true) and return bool. */
+MUSA_API musa_tensor *musa_add(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_sub(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_mul(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_div(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_floor_divide(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_pow(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_maximum(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_minimum(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_fmod(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_remainder(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_eq(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_ne(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_lt(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_le(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_gt(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_ge(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_logical_and(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_logical_or(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_logical_xor(musa_tensor *a, musa_tensor *b);
+/* cond ? a : b elementwise; cond is read as bool; a and b are promoted. */
+MUSA_API musa_tensor *musa_where(musa_tensor *cond, musa_tensor *a, musa_tensor *b);
+/* Clamp into [*min, *max]; a NULL bound is absent. Keeps x's dtype (an
+ * integer tensor with a fractional bound computes in float32). */
+MUSA_API musa_tensor *musa_clamp(musa_tensor *x, const double *min, const double *max);
+/* Elementwise conversion; floats to integers truncate toward zero and
+ * saturate (NaN gives 0); to bool is "nonzero"; float16 and bfloat16 round
+ * to nearest even. */
+MUSA_API musa_tensor *musa_cast(musa_tensor *x, musa_dtype dtype);
+/* A contiguous copy. */
+MUSA_API musa_tensor *musa_clone(musa_tensor *x);
+
+/* In place: the result (broadcast to self's shape, cast to self's dtype) is
+ * written into self, whose version counter is bumped. */
+MUSA_API int musa_add_(musa_tensor *self, musa_tensor *other);
+MUSA_API int musa_sub_(musa_tensor *self, musa_tensor *other);
+MUSA_API int musa_mul_(musa_tensor *self, musa_tensor *other);
+MUSA_API int musa_div_(musa_tensor *self, musa_tensor *other);
+/* dst[...] = src, broadcasting src and converting its dtype. */
+MUSA_API int musa_copy_(musa_tensor *dst, musa_tensor *src);
+MUSA_API int musa_fill_(musa_tensor *self, double value);
+MUSA_API int musa_zero_(musa_tensor *self);
+
+/* ------------------------------------------------------------------------ */
+/* Reductions                                                               */
+/* ------------------------------------------------------------------------ */
+/* `dims` lists ndims dims to reduce (negatives allowed, no repeats);
+ * ndims = 0 reduces every dim. keepdim keeps reduced dims with size 1.
+ * sum/prod of integer or bool input give int64; floating input keeps its
+ * dtype. float16/bfloat16/float32 sums accumulate in float32 with blocked
+ * pairwise summation: the error is at most about
+ *     (log2(n/512) + 16) * 2^-24 * sum(|x|)
+ * and float64 sums likewise in float64. mean/var/std need floating input.
+ * Reducing over a zero-size dim gives 0 (sum), 1 (prod) or NaN (mean), and
+ * an error for amax/amin/argmax/argmin/max/min. */
+MUSA_API musa_tensor *musa_sum(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
+MUSA_API musa_tensor *musa_mean(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
+MUSA_API musa_tensor *musa_prod(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
+MUSA_API musa_tensor *musa_amax(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
+MUSA_API musa_tensor *musa_amin(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
+/* Variance with Bessel-style `correction` (1 = unbiased, 0 = population). */
+MUSA_API musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims,
+                               int64_t correction, bool keepdim);
+MUSA_API musa_tensor *musa_std(musa_tensor *x, int ndims, const int64_t *dims,
+                               int64_t correction, bool keepdim);
+/* log(sum(exp(x))), computed stably by subtracting the max. */
+MUSA_API musa_tensor *musa_logsumexp(musa_tensor *x, int ndims, const int64_t *dims,
+                                     bool keepdim);
+/* p-norm over dims: p = 1, 2, INFINITY, -INFINITY or any p > 0. */
+MUSA_API musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
+                                bool keepdim);
+/* The 2-norm of all elements of n tensors together, in one pass; a 0-d
+ * tensor of the promoted floating dtype (float32 for float16/bfloat16). */
+MUSA_API musa_tensor *musa_norm_list(int n, musa_tensor *const *tensors);
+
+/* Along one dim: the max (min) values and their int64 indices (the first
+ * index among ties). Both outputs are new references. */
+MUSA_API int musa_max_dim(musa_tensor *x, int64_t dim, bool keepdim, musa_tensor **values,
+                          musa_tensor **indices);
+MUSA_API int musa_min_dim(musa_tensor *x, int64_t dim, bool keepdim, musa_tensor **values,
+                          musa_tensor **indices);
+/* Index of the max/min along `dim`; dim = MUSA_DIM_ALL flattens x first. */
+#define MUSA_DIM_ALL INT64_MIN
+MUSA_API musa_tensor *musa_argmax(musa_tensor *x, int64_t dim, bool keepdim);
+MUSA_API musa_tensor *musa_argmin(musa_tensor *x, int64_t dim, bool keepdim);
+
+/* ------------------------------------------------------------------------ */
+/* Linear algebra                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* NumPy matmul: 1-D operands are promoted to matrices and the added dim is
+ * removed; leading batch dims broadcast. float32 runs on oneDNN's sgemm,
+ * float64 on BLAS dgemm; float16/bfloat16 accumulate in float32; integers
+ * accumulate in int64. Transposed views are passed to GEMM without copies. */
+MUSA_API musa_tensor *musa_matmul(musa_tensor *a, musa_tensor *b);
+
+/* ------------------------------------------------------------------------ */
+/* Shape and data movement                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Join along an existing dim (cat) or a new one (stack); dtypes promote. */
+MUSA_API musa_tensor *musa_cat(int n, musa_tensor *const *tensors, int64_t dim);
+MUSA_API musa_tensor *musa_stack(int n, musa_tensor *const *tensors, int64_t dim);
+/* Views of consecutive pieces of `split_size` (the last may be smaller),
+ * or of `chunks` nearly equal pieces. Writes at most max_out new references
+ * into outs and returns how many pieces there are (or a negative status). */
+MUSA_API int musa_split(musa_tensor *x, int64_t split_size, int64_t dim, int max_out,
+                        musa_tensor **outs);
+MUSA_API int musa_chunk(musa_tensor *x, int64_t chunks, int64_t dim, int max_out,
+                        musa_tensor **outs);
+/* out[i][j] = x[index[i][j]][j] for dim 0, etc.; index is int64 with the
+ * same ndim as x and sizes <= x's outside `dim`. */
+MUSA_API musa_tensor *musa_gather(musa_tensor *x, int64_t dim, musa_tensor *index);
+/* A copy of x with src scattered (scatter) or added (scatter_add) at index. */
+MUSA_API musa_tensor *musa_scatter(musa_tensor *x, int64_t dim, musa_tensor *index,
+                                   musa_tensor *src);
+MUSA_API musa_tensor *musa_scatter_add(musa_tensor *x, int64_t dim, musa_tensor *index,
+                                       musa_tensor *src);
+/* Rows of x along dim picked by a 1-D int64 index (negatives allowed). */
+MUSA_API musa_tensor *musa_index_select(musa_tensor *x, int64_t dim, musa_tensor *index);
+/* A copy of x with src's slices added at the rows named by index. */
+MUSA_API musa_tensor *musa_index_add(musa_tensor *x, int64_t dim, musa_tensor *index,
+                                     musa_tensor *src);
+/* x with `value` where mask (broadcast to x) is true. */
+MUSA_API musa_tensor *musa_masked_fill(musa_tensor *x, musa_tensor *mask, double value);
+/* Constant padding. pads has 2*k entries (before, after) for the last k
+ * dims, last dim first, as in torch.nn.functional.pad; negatives crop. */
+MUSA_API musa_tensor *musa_pad(musa_tensor *x, int npads, const int64_t *pads, double value);
+MUSA_API musa_tensor *musa_flip(musa_tensor *x, int ndims, const int64_t *dims);
+/* Tile x: repeats has at least x's ndim entries. */
+MUSA_API musa_tensor *musa_repeat(musa_tensor *x, int ndim, const int64_t *repeats);
+/* Lower/upper triangle of the last two dims, relative to diagonal k. */
+MUSA_API musa_tensor *musa_tril(musa_tensor *x, int64_t k);
+MUSA_API musa_tensor *musa_triu(musa_tensor *x, int64_t k);
+/* Inclusive prefix sum along dim; integers give int64. */
+MUSA_API musa_tensor *musa_cumsum(musa_tensor *x, int64_t dim);
+/* int64 classes -> int64 one-hot with a new last dim (num_classes < 0:
+ * max + 1). */
+MUSA_API musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes);
+/* Stable sort along dim (NaN sorts as the largest value). */
+MUSA_API int musa_sort(musa_tensor *x, int64_t dim, bool descending, musa_tensor **values,
+                       musa_tensor **indices);
+/* The k largest (or smallest) along dim, in sorted order. */
+MUSA_API int musa_topk(musa_tensor *x, int64_t k, int64_t dim, bool largest,
+                       musa_tensor **values, musa_tensor **indices);
+
+/* ------------------------------------------------------------------------ */
+/* Generic op access                                                        */
+/* ------------------------------------------------------------------------ */
+/* Every primitive op has a row in musa's op table. These calls reach any op
+ * by name, which is what graph builders, loaders and bindings use. */
+
+typedef struct musa_attrs musa_attrs;
+
+/* Number of primitive ops, and the op id of a name (or -1). */
+MUSA_API int musa_op_count(void);
+MUSA_API int musa_op_lookup(const char *name);
+MUSA_API const char *musa_op_name(int op);
+/* Number of tensor inputs (-1: variadic) and outputs of an op. */
+MUSA_API int musa_op_num_inputs(int op);
+MUSA_API int musa_op_num_outputs(int op);
+
+/* An op's attributes, with defaults; set fields by name. Setting a field the
+ * op does not have, or of the wrong kind, fails with MUSA_ERR_VALUE. */
+MUSA_API musa_attrs *musa_attrs_new(int op);
+MUSA_API void musa_attrs_free(musa_attrs *attrs);
+MUSA_API int musa_attrs_set_int(musa_attrs *attrs, const char *field, int64_t value);
+MUSA_API int musa_attrs_set_float(musa_attrs *attrs, const char *field, double value);
+MUSA_API int musa_attrs_set_bool(musa_attrs *attrs, const char *field, bool value);
+MUSA_API int musa_attrs_set_ints(musa_attrs *attrs, const char *field, int n,
+                                 const int64_t *values);
+MUSA_API int musa_attrs_set_dtype(musa_attrs *attrs, const char *field, musa_dtype value);
+
+/* Run op on n_in inputs. attrs may be NULL (defaults). outs has the op's
+ * output count of entries: a NULL entry receives a new tensor (a new
+ * reference); a non-NULL entry is written in place (it must have the
+ * result's shape and a dtype the result casts to) and is left as is. */
+MUSA_API int musa_op_call(int op, int n_in, musa_tensor *const *inputs, const musa_attrs *attrs,
+                          musa_tensor **outs);
+
+/* ------------------------------------------------------------------------ */
+/* Threads and memory                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Threads used by musa, oneDNN (OpenMP) and BLAS together; n >= 1. The
+ * default is the number of online CPUs. */
+MUSA_API int musa_set_num_threads(int n);
+MUSA_API int musa_get_num_threads(void);
+
+typedef struct musa_alloc_stats {
+    size_t current_bytes; /* bytes held by live tensors (rounded to size classes) */
+    size_t peak_bytes;    /* max of current_bytes since start or the last reset */
+    size_t cached_bytes;  /* freed blocks kept for reuse */
+    uint64_t alloc_count; /* allocations served (from the cache or the system) */
+    uint64_t system_allocs; /* allocations that reached the system allocator */
+} musa_alloc_stats;
+
+/* Statistics of the caching CPU allocator. All blocks are 64-byte aligned. */
+MUSA_API void musa_alloc_get_stats(musa_alloc_stats *stats);
+/* Set peak_bytes to current_bytes. */
+MUSA_API void musa_alloc_reset_peak(void);
+/* Return cached blocks to the system. */
+MUSA_API void musa_alloc_empty_cache(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MUSA_H */

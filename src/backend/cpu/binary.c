@@ -1,0 +1,328 @@
+/*
+ * binary.c - binary elementwise kernels (arithmetic, comparisons, logical),
+ * where and clamp. Inputs arrive already promoted to one dtype.
+ *
+ * Each loop has a contiguous path, two scalar-broadcast paths (x op c and
+ * c op x, the common cases in models) and a strided path. Integer
+ * arithmetic goes through uint64 so overflow wraps; integer division by
+ * zero raises a flag the kernel turns into MUSA_ERR_ZERO_DIVISION.
+ */
+#include <math.h>
+#include <stdatomic.h>
+
+#include "elem.h"
+#include "iter.h"
+#include "kernels.h"
+
+/* The generic integer expressions compare unsigned values with 0 (e.g. the
+ * exponent sign check for uint8); that is intended. */
+#pragma GCC diagnostic ignored "-Wtype-limits"
+
+typedef struct {
+    atomic_int zero_div;  /* set by integer division by zero */
+    atomic_int neg_power; /* set by integer ** negative integer */
+} binary_flags;
+
+#define FLAG(field) (atomic_store_explicit(&((binary_flags *)ctx)->field, 1, memory_order_relaxed), 0)
+
+#define DEF_B(NAME, SN, T, C, OT, OST, EXPR)                                                       \
+    static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
+        (void)ctx;                                                                                 \
+        const int64_t es = (int64_t)sizeof(T), eo = (int64_t)sizeof(OT);                           \
+        if (s[0] == eo && s[1] == es && s[2] == es) {                                              \
+            OT *o = (OT *)p[0];                                                                    \
+            const T *pa = (const T *)p[1], *pb = (const T *)p[2];                                  \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                C a = LD_##SN(pa[i]), b = LD_##SN(pb[i]);                                          \
+                o[i] = OST(EXPR);                                                                  \
+            }                                                                                      \
+        } else if (s[0] == eo && s[1] == es && s[2] == 0) {                                        \
+            OT *o = (OT *)p[0];                                                                    \
+            const T *pa = (const T *)p[1];                                                         \
+            const C b = LD_##SN(*(const T *)p[2]);                                                 \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                C a = LD_##SN(pa[i]);                                                              \
+                o[i] = OST(EXPR);                                                                  \
+            }                                                                                      \
+        } else if (s[0] == eo && s[1] == 0 && s[2] == es) {                                        \
+            OT *o = (OT *)p[0];                                                                    \
+            const T *pb = (const T *)p[2];                                                         \
+            const C a = LD_##SN(*(const T *)p[1]);                                                 \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                C b = LD_##SN(pb[i]);                                                              \
+                o[i] = OST(EXPR);                                                                  \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                C a = LD_##SN(*(const T *)(p[1] + i * s[1]));                                      \
+                C b = LD_##SN(*(const T *)(p[2] + i * s[2]));                                      \
+                *(OT *)(p[0] + i * s[0]) = OST(EXPR);                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* Same-dtype result. FE: float expr (also f16/bf16), DE: double, IE: ints,
+ * BE: bool (omit with 0 to reject). */
+#define BIN_FLOATS(NAME, FE, DE)                                                                   \
+    DEF_B(NAME, f32, float, float, float, ST_f32, FE)                                              \
+    DEF_B(NAME, f64, double, double, double, ST_f64, DE)                                           \
+    DEF_B(NAME, f16, musa_f16, float, musa_f16, ST_f16, FE)                                        \
+    DEF_B(NAME, bf16, musa_bf16, float, musa_bf16, ST_bf16, FE)
+#define BIN_INTS(NAME, IE)                                                                         \
+    DEF_B(NAME, i64, int64_t, int64_t, int64_t, ST_i64, IE)                                        \
+    DEF_B(NAME, i32, int32_t, int32_t, int32_t, ST_i32, IE)                                        \
+    DEF_B(NAME, i8, int8_t, int8_t, int8_t, ST_i8, IE)                                             \
+    DEF_B(NAME, u8, uint8_t, uint8_t, uint8_t, ST_u8, IE)
+#define FLOAT_ENTRIES(NAME)                                                                        \
+    [MUSA_DTYPE_FLOAT32] = NAME##_f32, [MUSA_DTYPE_FLOAT64] = NAME##_f64,                          \
+    [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16
+#define INT_ENTRIES(NAME)                                                                          \
+    [MUSA_DTYPE_INT64] = NAME##_i64, [MUSA_DTYPE_INT32] = NAME##_i32,                              \
+    [MUSA_DTYPE_INT8] = NAME##_i8, [MUSA_DTYPE_UINT8] = NAME##_u8
+
+#define BINARY_ARITH(NAME, FE, DE, IE, BE)                                                         \
+    BIN_FLOATS(NAME, FE, DE)                                                                       \
+    BIN_INTS(NAME, IE)                                                                             \
+    DEF_B(NAME, b, uint8_t, uint8_t, uint8_t, ST_b, BE)                                            \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
+        FLOAT_ENTRIES(NAME), INT_ENTRIES(NAME), [MUSA_DTYPE_BOOL] = NAME##_b};                     \
+    DEF_KERNEL(NAME)
+
+#define BINARY_NUMERIC(NAME, FE, DE, IE)                                                           \
+    BIN_FLOATS(NAME, FE, DE)                                                                       \
+    BIN_INTS(NAME, IE)                                                                             \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(NAME),               \
+                                                                INT_ENTRIES(NAME)};                \
+    DEF_KERNEL(NAME)
+
+#define BINARY_FLOAT(NAME, FE, DE)                                                                 \
+    BIN_FLOATS(NAME, FE, DE)                                                                       \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(NAME)};              \
+    DEF_KERNEL(NAME)
+
+/* Comparisons: any dtype in, bool out. */
+#define BINARY_CMP(NAME, OPR)                                                                      \
+    DEF_B(NAME, f32, float, float, uint8_t, (uint8_t), a OPR b)                                    \
+    DEF_B(NAME, f64, double, double, uint8_t, (uint8_t), a OPR b)                                  \
+    DEF_B(NAME, f16, musa_f16, float, uint8_t, (uint8_t), a OPR b)                                 \
+    DEF_B(NAME, bf16, musa_bf16, float, uint8_t, (uint8_t), a OPR b)                               \
+    DEF_B(NAME, i64, int64_t, int64_t, uint8_t, (uint8_t), a OPR b)                                \
+    DEF_B(NAME, i32, int32_t, int32_t, uint8_t, (uint8_t), a OPR b)                                \
+    DEF_B(NAME, i8, int8_t, int8_t, uint8_t, (uint8_t), a OPR b)                                   \
+    DEF_B(NAME, u8, uint8_t, uint8_t, uint8_t, (uint8_t), a OPR b)                                 \
+    DEF_B(NAME, b, uint8_t, uint8_t, uint8_t, (uint8_t), a OPR b)                                  \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
+        FLOAT_ENTRIES(NAME), INT_ENTRIES(NAME), [MUSA_DTYPE_BOOL] = NAME##_b};                     \
+    DEF_KERNEL(NAME)
+
+/* Logical ops: inputs are bool (inference casts them). */
+#define BINARY_LOGIC(NAME, EXPR)                                                                   \
+    DEF_B(NAME, b, uint8_t, uint8_t, uint8_t, (uint8_t), EXPR)                                     \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {[MUSA_DTYPE_BOOL] = NAME##_b};     \
+    DEF_KERNEL(NAME)
+
+#define DEF_KERNEL(NAME)                                                                           \
+    int cpu_##NAME(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,          \
+                   const void *attrs) {                                                            \
+        (void)n_in, (void)attrs;                                                                   \
+        return binary_run(ctx, out, in, loops_##NAME);                                             \
+    }
+
+static int binary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                      const musa_loop_fn *loops) {
+    musa_loop_fn fn = loops[in[0].dtype];
+    if (!fn)
+        return musa_err(MUSA_ERR_TYPE, "[%s] no CPU kernel for %s", ctx->op_name,
+                        musa_dtype_name((musa_dtype)in[0].dtype));
+    binary_flags flags;
+    atomic_init(&flags.zero_div, 0);
+    atomic_init(&flags.neg_power, 0);
+    musa_kview ops[3] = {out[0], in[0], in[1]};
+    musa_iter it;
+    musa_iter_init(&it, ops, 3);
+    musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, &flags);
+    if (atomic_load(&flags.zero_div))
+        return musa_err(MUSA_ERR_ZERO_DIVISION, "[%s] integer division by zero", ctx->op_name);
+    if (atomic_load(&flags.neg_power))
+        return musa_err(MUSA_ERR_VALUE, "[%s] integers to negative integer powers are not allowed",
+                        ctx->op_name);
+    return MUSA_OK;
+}
+
+/* ---- integer helpers (wrapping, checked) ---- */
+#define U64(x)    ((uint64_t)(int64_t)(x))
+#define IADD(a, b) ((int64_t)(U64(a) + U64(b)))
+#define ISUB(a, b) ((int64_t)(U64(a) - U64(b)))
+#define IMUL(a, b) ((int64_t)(U64(a) * U64(b)))
+
+static inline int64_t ifloordiv(int64_t a, int64_t b) {
+    if (b == -1) return (int64_t)(0u - (uint64_t)a);
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    return q;
+}
+static inline int64_t ifmod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
+static inline int64_t iremainder(int64_t a, int64_t b) {
+    if (b == -1) return 0;
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+static inline int64_t ipow(int64_t a, int64_t b) {
+    uint64_t r = 1, base = (uint64_t)a;
+    while (b > 0) {
+        if (b & 1) r *= base;
+        base *= base;
+        b >>= 1;
+    }
+    return (int64_t)r;
+}
+
+/* Python-style floor division on floats (as PyTorch computes it). */
+#define DEF_FFLOORDIV(NAME, T, FMOD, FLOOR, COPYSIGN)                                              \
+    static inline T NAME(T a, T b) {                                                               \
+        if (b == 0) return a / b;                                                                  \
+        T mod = FMOD(a, b), div = (a - mod) / b;                                                   \
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                                            \
+        if (div == 0) return COPYSIGN((T)0, a / b);                                                \
+        T fl = FLOOR(div);                                                                         \
+        if (div - fl > (T)0.5) fl += 1;                                                            \
+        return fl;                                                                                 \
+    }
+DEF_FFLOORDIV(ffloordivf, float, fmodf, floorf, copysignf)
+DEF_FFLOORDIV(ffloordiv, double, fmod, floor, copysign)
+
+#define DEF_FREM(NAME, T, FMOD)                                                                    \
+    static inline T NAME(T a, T b) {                                                               \
+        T r = FMOD(a, b);                                                                          \
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;                                                \
+        return r;                                                                                  \
+    }
+DEF_FREM(fremf, float, fmodf)
+DEF_FREM(frem, double, fmod)
+
+#define FMAX(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) > (b) ? (a) : (b))
+#define FMIN(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) < (b) ? (a) : (b))
+
+BINARY_ARITH(add, a + b, a + b, IADD(a, b), a | b)
+BINARY_NUMERIC(sub, a - b, a - b, ISUB(a, b))
+BINARY_ARITH(mul, a * b, a * b, IMUL(a, b), a & b)
+BINARY_FLOAT(div, a / b, a / b)
+BINARY_NUMERIC(floor_divide, ffloordivf(a, b), ffloordiv(a, b),
+               b == 0 ? FLAG(zero_div) : ifloordiv(a, b))
+BINARY_NUMERIC(pow, powf(a, b), pow(a, b), b < 0 ? FLAG(neg_power) : ipow(a, b))
+BINARY_ARITH(maximum, FMAX(a, b), FMAX(a, b), a > b ? a : b, a | b)
+BINARY_ARITH(minimum, FMIN(a, b), FMIN(a, b), a < b ? a : b, a & b)
+BINARY_NUMERIC(fmod, fmodf(a, b), fmod(a, b), b == 0 ? FLAG(zero_div) : ifmod(a, b))
+BINARY_NUMERIC(remainder, fremf(a, b), frem(a, b), b == 0 ? FLAG(zero_div) : iremainder(a, b))
+
+BINARY_CMP(eq, ==)
+BINARY_CMP(ne, !=)
+BINARY_CMP(lt, <)
+BINARY_CMP(le, <=)
+BINARY_CMP(gt, >)
+BINARY_CMP(ge, >=)
+
+BINARY_LOGIC(logical_and, a && b)
+BINARY_LOGIC(logical_or, a || b)
+BINARY_LOGIC(logical_xor, (a != 0) != (b != 0))
+
+/* ---- where: bytewise select, any dtype ---- */
+
+#define DEF_WHERE(BITS)                                                                            \
+    static void where_##BITS(void *ctx, int64_t n, char **p, const int64_t *s) {                   \
+        (void)ctx;                                                                                 \
+        typedef uint##BITS##_t T;                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            uint8_t c = *(const uint8_t *)(p[1] + i * s[1]);                                       \
+            T a = *(const T *)(p[2] + i * s[2]), b = *(const T *)(p[3] + i * s[3]);                \
+            *(T *)(p[0] + i * s[0]) = c ? a : b;                                                   \
+        }                                                                                          \
+    }
+DEF_WHERE(8)
+DEF_WHERE(16)
+DEF_WHERE(32)
+DEF_WHERE(64)
+
+int cpu_where(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+              const void *attrs) {
+    MUSA_UNUSED(ctx), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    musa_kview ops[4] = {out[0], in[0], in[1], in[2]};
+    musa_iter it;
+    musa_iter_init(&it, ops, 4);
+    musa_loop_fn fn;
+    switch (musa_dtype_info[out[0].dtype].size) {
+    case 1: fn = where_8; break;
+    case 2: fn = where_16; break;
+    case 4: fn = where_32; break;
+    default: fn = where_64; break;
+    }
+    musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, NULL);
+    return MUSA_OK;
+}
+
+/* ---- clamp ---- */
+
+typedef struct {
+    double lo, hi;    /* float bounds (+-inf when absent) */
+    int64_t ilo, ihi; /* integer bounds */
+} clamp_bounds;
+
+#define DEF_CLAMP_F(SN, T, C)                                                                      \
+    static void clamp_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                     \
+        const clamp_bounds *cb = ctx;                                                              \
+        const C lo = (C)cb->lo, hi = (C)cb->hi;                                                    \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            C x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                          \
+            x = x < lo ? lo : x;                                                                   \
+            x = x > hi ? hi : x;                                                                   \
+            *(T *)(p[0] + i * s[0]) = ST_##SN(x);                                                  \
+        }                                                                                          \
+    }
+#define DEF_CLAMP_I(SN, T, C)                                                                      \
+    static void clamp_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                     \
+        const clamp_bounds *cb = ctx;                                                              \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            int64_t x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                    \
+            x = x < cb->ilo ? cb->ilo : x;                                                         \
+            x = x > cb->ihi ? cb->ihi : x;                                                         \
+            *(T *)(p[0] + i * s[0]) = ST_##SN(x);                                                  \
+        }                                                                                          \
+    }
+DEF_CLAMP_F(f32, float, float)
+DEF_CLAMP_F(f64, double, double)
+DEF_CLAMP_F(f16, musa_f16, float)
+DEF_CLAMP_F(bf16, musa_bf16, float)
+DEF_CLAMP_I(i64, int64_t, int64_t)
+DEF_CLAMP_I(i32, int32_t, int32_t)
+DEF_CLAMP_I(i8, int8_t, int8_t)
+DEF_CLAMP_I(u8, uint8_t, uint8_t)
+
+int cpu_clamp(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+              const void *attrs) {
+    MUSA_UNUSED(n_in);
+    static const musa_loop_fn loops[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(clamp), INT_ENTRIES(clamp)};
+    const musa_attrs_clamp *a = attrs;
+    musa_loop_fn fn = loops[in[0].dtype];
+    if (!fn) return musa_err(MUSA_ERR_TYPE, "[%s] no CPU kernel for bool", ctx->op_name);
+    clamp_bounds cb = {a->has_min ? a->min : -INFINITY, a->has_max ? a->max : INFINITY,
+                       a->has_min ? musa_sat_i64(ceil(a->min)) : INT64_MIN,
+                       a->has_max ? musa_sat_i64(floor(a->max)) : INT64_MAX};
+    if (a->has_min && a->min != a->min) cb.ilo = 0; /* NaN bound: nothing sensible; keep defined */
+    musa_kview ops[2] = {out[0], in[0]};
+    musa_iter it;
+    musa_iter_init(&it, ops, 2);
+    musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, &cb);
+    return MUSA_OK;
+}
+
+int musa_cpu_add_into(const musa_kview *dst, const musa_kview *src) {
+    musa_kview ops[3] = {*dst, *dst, *src};
+    musa_iter it;
+    musa_iter_init(&it, ops, 3);
+    binary_flags flags;
+    atomic_init(&flags.zero_div, 0);
+    atomic_init(&flags.neg_power, 0);
+    musa_iter_run(&it, MUSA_GRAIN_CHEAP, loops_add[dst->dtype], &flags);
+    return MUSA_OK;
+}

@@ -1,0 +1,40 @@
+/*
+ * iter.h - the elementwise iterator: broadcasts inputs to the output's
+ * shape, orders dims so the innermost loop walks the output's smallest
+ * stride, merges dims that are contiguous for every operand, and runs a 1-D
+ * inner loop over the rest, in parallel above a size threshold.
+ *
+ * Invariants: operand 0 is the output; inputs have ndim <= the output's and
+ * broadcast to it (inference checked that); strides handed to loops are in
+ * bytes and may be 0 (broadcast) or negative (internal flipped views).
+ */
+#ifndef MUSA_CPU_ITER_H
+#define MUSA_CPU_ITER_H
+
+#include "../kernel.h"
+
+#define MUSA_ITER_MAX_OPS 4
+
+/* Inner loop over n elements; p[k] points at operand k's first element and
+ * s[k] is its stride in bytes. */
+typedef void (*musa_loop_fn)(void *ctx, int64_t n, char **p, const int64_t *s);
+
+typedef struct musa_iter {
+    int nops;
+    int ndim;                                           /* >= 1 after coalescing */
+    int64_t shape[MUSA_MAX_DIMS];                       /* dim 0 is innermost */
+    int64_t strides[MUSA_MAX_DIMS][MUSA_ITER_MAX_OPS];  /* bytes, [dim][operand] */
+    char *data[MUSA_ITER_MAX_OPS];
+    int64_t numel;
+} musa_iter;
+
+void musa_iter_init(musa_iter *it, const musa_kview *ops, int nops);
+/* Run fn over every element; ranges of at least `grain` elements go to the
+ * thread pool when numel > grain. */
+void musa_iter_run(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ctx);
+
+/* Default grains: cheap ops (add, copy) and expensive ones (exp, tanh). */
+#define MUSA_GRAIN_CHEAP 32768
+#define MUSA_GRAIN_MATH  4096
+
+#endif

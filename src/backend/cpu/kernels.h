@@ -1,0 +1,45 @@
+/*
+ * kernels.h - declarations of every CPU kernel named in the op table, and
+ * the copy primitive shared by casts, clones and the dispatcher.
+ *
+ * The declarations are generated from ops/ops.def (a pure data file; this is
+ * the one place the backend reads it) so that each kernel definition is
+ * checked against the kernel ABI in backend/kernel.h.
+ */
+#ifndef MUSA_CPU_KERNELS_H
+#define MUSA_CPU_KERNELS_H
+
+#include "../kernel.h"
+
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags)                                     \
+    int kernel(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in_,            \
+               const void *attrs_);
+#include "../../ops/ops.def"
+#undef OP
+
+size_t ws_matmul(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs);
+size_t ws_sort(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs);
+
+/* dst[...] = src broadcast to dst's shape, converting dtypes (rounding to
+ * nearest even for float16/bfloat16, saturating float->int). Any layouts;
+ * dst must not partially overlap src. */
+int musa_cpu_copy(const musa_kview *dst, const musa_kview *src);
+
+/* dst += src (src broadcast to dst; same dtype). */
+int musa_cpu_add_into(const musa_kview *dst, const musa_kview *src);
+/* Set every element of v to value (converted like musa_cast). */
+void musa_cpu_fill(const musa_kview *v, double value);
+/* Address of element `linear` (row-major order) of v. */
+static inline char *musa_kview_elem(const musa_kview *v, int64_t linear, size_t es) {
+    int64_t off = 0;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        off += (linear % v->shape[d]) * v->strides[d];
+        linear /= v->shape[d];
+    }
+    return v->data + off * (int64_t)es;
+}
+
+/* Tell oneDNN (OpenMP) and BLAS how many threads they may use. */
+void musa_cpu_set_library_threads(int n);
+
+#endif

@@ -1,0 +1,255 @@
+/*
+ * matmul.c - NumPy-semantics matmul on GEMM libraries.
+ *
+ * float32 calls oneDNN's dnnl_sgemm (measured faster than OpenBLAS here,
+ * see bench/bench_core.c), float64 calls cblas_dgemm, float16/bfloat16 are
+ * converted to float32 in the workspace, multiplied there and rounded once,
+ * and integers use a plain int64-accumulating loop. Operands whose layout a
+ * GEMM can take directly (row- or column-major matrices, i.e. transposed
+ * views) are passed with the transpose flag and no copy; others are copied
+ * into the workspace. Batches broadcast; when the right operand is one
+ * matrix for the whole batch and the left batch is contiguous, the batch is
+ * folded into a single tall GEMM.
+ */
+#include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
+
+#include "../../base/threadpool.h"
+#include "elem.h"
+#include "kernels.h"
+
+typedef struct {
+    int64_t rows, cols, rs, cs; /* strides in elements */
+} mat2;
+
+typedef struct {
+    mat2 a, b, c;
+    int nb;                       /* batch dims */
+    int64_t bshape[MUSA_MAX_DIMS];
+    int64_t sa[MUSA_MAX_DIMS], sb[MUSA_MAX_DIMS], sc[MUSA_MAX_DIMS]; /* batch strides */
+    int64_t batch;                /* product of bshape */
+} mm_plan;
+
+static void plan(const musa_kview *out, const musa_kview *a, const musa_kview *b,
+                 const musa_attrs_matmul *at, mm_plan *p) {
+    memset(p, 0, sizeof *p);
+    int na = a->ndim, nbd = b->ndim, no = out->ndim;
+    if (na == 1) p->a = (mat2){1, a->shape[0], 0, a->strides[0]};
+    else {
+        p->a = (mat2){a->shape[na - 2], a->shape[na - 1], a->strides[na - 2], a->strides[na - 1]};
+        if (at->transpose_a) p->a = (mat2){p->a.cols, p->a.rows, p->a.cs, p->a.rs};
+    }
+    if (nbd == 1) p->b = (mat2){b->shape[0], 1, b->strides[0], 0};
+    else {
+        p->b = (mat2){b->shape[nbd - 2], b->shape[nbd - 1], b->strides[nbd - 2], b->strides[nbd - 1]};
+        if (at->transpose_b) p->b = (mat2){p->b.cols, p->b.rows, p->b.cs, p->b.rs};
+    }
+    int tail = (na > 1) + (nbd > 1);
+    p->nb = no - tail;
+    int64_t crs = na > 1 ? out->strides[p->nb] : 0;
+    int64_t ccs = nbd > 1 ? out->strides[no - 1] : 0;
+    p->c = (mat2){p->a.rows, p->b.cols, crs, ccs};
+    p->batch = 1;
+    for (int i = 0; i < p->nb; i++) {
+        p->bshape[i] = out->shape[i];
+        p->batch *= out->shape[i];
+        p->sc[i] = out->strides[i];
+        int ia = i - (p->nb - (na - 2)), ib = i - (p->nb - (nbd - 2));
+        p->sa[i] = (na > 2 && ia >= 0 && a->shape[ia] != 1) ? a->strides[ia] : 0;
+        p->sb[i] = (nbd > 2 && ib >= 0 && b->shape[ib] != 1) ? b->strides[ib] : 0;
+    }
+}
+
+/* Fold the batch into the rows of A and C when B is shared and the batch
+ * walks A and C like extra rows. */
+static void fold_batch(mm_plan *p) {
+    if (p->nb == 0 || p->batch <= 1) return;
+    for (int i = 0; i < p->nb; i++)
+        if (p->sb[i] != 0) return;
+    int64_t ra = p->a.rs * p->a.rows, rc = p->c.rs * p->c.rows;
+    for (int i = p->nb - 1; i >= 0; i--) {
+        if (p->bshape[i] == 1) continue;
+        if (p->sa[i] != ra || p->sc[i] != rc) return;
+        ra *= p->bshape[i];
+        rc *= p->bshape[i];
+    }
+    p->a.rows *= p->batch;
+    p->c.rows *= p->batch;
+    p->nb = 0;
+    p->batch = 1;
+}
+
+/* Can a GEMM read this matrix directly? Sets the transpose flag and the
+ * leading dimension (row-major convention). */
+static bool gemm_layout(const mat2 *m, char *trans, int64_t *ld) {
+    int64_t r = m->rows, c = m->cols;
+    if ((m->cs == 1 || c == 1) && (r == 1 || m->rs >= (c > 1 ? c : 1))) {
+        *trans = 'N';
+        *ld = r == 1 ? (c > 1 ? c : 1) : m->rs;
+        return *ld >= 1;
+    }
+    if ((m->rs == 1 || r == 1) && (c == 1 || m->cs >= (r > 1 ? r : 1))) {
+        *trans = 'T';
+        *ld = c == 1 ? (r > 1 ? r : 1) : m->cs;
+        return *ld >= 1;
+    }
+    return false;
+}
+
+static bool is_lowp(int dt) { return dt == MUSA_DTYPE_FLOAT16 || dt == MUSA_DTYPE_BFLOAT16; }
+
+/* Workspace in elements of the compute type, laid out [A | B | C]. */
+static void ws_parts(const mm_plan *p, int dt, int64_t *na, int64_t *nb, int64_t *nc) {
+    char t;
+    int64_t ld;
+    bool low = is_lowp(dt);
+    *na = (low || !gemm_layout(&p->a, &t, &ld)) ? p->a.rows * p->a.cols : 0;
+    *nb = (low || !gemm_layout(&p->b, &t, &ld)) ? p->b.rows * p->b.cols : 0;
+    *nc = (low || !gemm_layout(&p->c, &t, &ld) || t != 'N') ? p->c.rows * p->c.cols : 0;
+}
+
+size_t ws_matmul(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    int dt = in[0].dtype;
+    if (!musa_is_float((musa_dtype)dt)) return 0;
+    mm_plan p;
+    plan(&out[0], &in[0], &in[1], attrs, &p);
+    fold_batch(&p);
+    int64_t na, nb, nc;
+    ws_parts(&p, dt, &na, &nb, &nc);
+    size_t es = dt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
+    return (size_t)(na + nb + nc) * es;
+}
+
+/* Copy a strided matrix of dtype `dt` into a contiguous float/double one. */
+static void pack(const char *src, int dt, const mat2 *m, void *dst, int cdt) {
+    musa_kview s = {.data = (char *)src, .dtype = dt, .ndim = 2, .shape = {m->rows, m->cols},
+                    .strides = {m->rs, m->cs}};
+    musa_kview d = {.data = dst, .dtype = cdt, .ndim = 2, .shape = {m->rows, m->cols},
+                    .strides = {m->cols, 1}};
+    musa_cpu_copy(&d, &s);
+}
+
+static void unpack(const void *src, int cdt, const mat2 *m, char *dst, int dt) {
+    musa_kview s = {.data = (char *)src, .dtype = cdt, .ndim = 2, .shape = {m->rows, m->cols},
+                    .strides = {m->cols, 1}};
+    musa_kview d = {.data = dst, .dtype = dt, .ndim = 2, .shape = {m->rows, m->cols},
+                    .strides = {m->rs, m->cs}};
+    musa_cpu_copy(&d, &s);
+}
+
+static void set_omp_threads(void) {
+    int nt = musa_pool_intra_threads();
+    if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
+}
+
+/* One GEMM C = A B for float32/float64 data (es = 4 or 8). */
+static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, const char *b,
+                      const mat2 *C, char *c, char *ws, int64_t wa, int64_t wb, int64_t wc,
+                      int src_dt) {
+    size_t es = cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
+    int64_t M = C->rows, N = C->cols, K = A->cols;
+    mat2 a2 = *A, b2 = *B, c2 = *C;
+    const char *pa = a, *pb = b;
+    char *pc = c;
+    char *wsa = ws, *wsb = ws + (size_t)wa * es, *wsc = ws + (size_t)(wa + wb) * es;
+    if (wa) {
+        pack(a, src_dt, A, wsa, cdt);
+        a2 = (mat2){M, K, K, 1};
+        pa = wsa;
+    }
+    if (wb) {
+        pack(b, src_dt, B, wsb, cdt);
+        b2 = (mat2){K, N, N, 1};
+        pb = wsb;
+    }
+    if (wc) {
+        c2 = (mat2){M, N, N, 1};
+        pc = wsc;
+    }
+    char ta, tb, tc;
+    int64_t lda, ldb, ldc;
+    bool ok = gemm_layout(&a2, &ta, &lda) && gemm_layout(&b2, &tb, &ldb) &&
+              gemm_layout(&c2, &tc, &ldc) && tc == 'N';
+    MUSA_ASSERT(ok);
+    if (K == 0) {
+        for (int64_t i = 0; i < M; i++)
+            memset(pc + (size_t)(i * ldc) * es, 0, (size_t)N * es);
+    } else if (cdt == MUSA_DTYPE_FLOAT32) {
+        set_omp_threads();
+        dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, 1.0f, (const float *)pa, lda,
+                                      (const float *)pb, ldb, 0.0f, (float *)pc, ldc);
+        if (st != dnnl_success)
+            return musa_err(MUSA_ERR_RUNTIME, "[matmul] dnnl_sgemm failed with status %d", (int)st);
+    } else {
+        cblas_dgemm(CblasRowMajor, ta == 'N' ? CblasNoTrans : CblasTrans,
+                    tb == 'N' ? CblasNoTrans : CblasTrans, (int)M, (int)N, (int)K, 1.0,
+                    (const double *)pa, (int)lda, (const double *)pb, (int)ldb, 0.0, (double *)pc,
+                    (int)ldc);
+    }
+    if (wc) unpack(wsc, cdt, C, c, src_dt);
+    return MUSA_OK;
+}
+
+#define DEF_IMM(SN, T, C_, E)                                                                      \
+    static void imm_##SN(const mat2 *A, const char *a, const mat2 *B, const char *b,              \
+                         const mat2 *C, char *c) {                                                 \
+        for (int64_t i = 0; i < C->rows; i++)                                                      \
+            for (int64_t j = 0; j < C->cols; j++) {                                                \
+                uint64_t acc = 0;                                                                  \
+                for (int64_t k = 0; k < A->cols; k++)                                              \
+                    acc += (uint64_t)(int64_t) * (const T *)(a + (i * A->rs + k * A->cs) * (int64_t)sizeof(T)) * \
+                           (uint64_t)(int64_t) * (const T *)(b + (k * B->rs + j * B->cs) * (int64_t)sizeof(T)); \
+                *(T *)(c + (i * C->rs + j * C->cs) * (int64_t)sizeof(T)) = ST_##SN((int64_t)acc);  \
+            }                                                                                      \
+    }
+MUSA_FOR_INTS(DEF_IMM)
+
+int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+               const void *attrs) {
+    MUSA_UNUSED(n_in);
+    mm_plan p;
+    plan(&out[0], &in[0], &in[1], attrs, &p);
+    fold_batch(&p);
+    int dt = in[0].dtype;
+    size_t es = musa_dtype_info[dt].size;
+    if (p.c.rows == 0 || p.c.cols == 0 || p.batch == 0) return MUSA_OK;
+    int64_t wa = 0, wb = 0, wc = 0;
+    int cdt = dt == MUSA_DTYPE_FLOAT64 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
+    if (musa_is_float((musa_dtype)dt)) {
+        ws_parts(&p, dt, &wa, &wb, &wc);
+        MUSA_ASSERT(ctx->scratch_bytes >= (size_t)(wa + wb + wc) * (cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4));
+    }
+    int64_t idx[MUSA_MAX_DIMS] = {0};
+    for (int64_t bi = 0; bi < p.batch; bi++) {
+        int64_t oa = 0, ob = 0, oc = 0;
+        for (int i = 0; i < p.nb; i++) {
+            oa += idx[i] * p.sa[i];
+            ob += idx[i] * p.sb[i];
+            oc += idx[i] * p.sc[i];
+        }
+        const char *pa = in[0].data + (size_t)oa * es, *pb = in[1].data + (size_t)ob * es;
+        char *pc = out[0].data + (size_t)oc * es;
+        int rc = MUSA_OK;
+        switch (dt) {
+        case MUSA_DTYPE_INT64: imm_i64(&p.a, pa, &p.b, pb, &p.c, pc); break;
+        case MUSA_DTYPE_INT32: imm_i32(&p.a, pa, &p.b, pb, &p.c, pc); break;
+        case MUSA_DTYPE_INT8: imm_i8(&p.a, pa, &p.b, pb, &p.c, pc); break;
+        case MUSA_DTYPE_UINT8: imm_u8(&p.a, pa, &p.b, pb, &p.c, pc); break;
+        default:
+            rc = gemm_float(cdt, &p.a, pa, &p.b, pb, &p.c, pc, ctx->scratch, wa, wb, wc, dt);
+        }
+        if (rc) return rc;
+        for (int i = p.nb - 1; i >= 0; i--) { /* next batch index */
+            if (++idx[i] < p.bshape[i]) break;
+            idx[i] = 0;
+        }
+    }
+    return MUSA_OK;
+}
+
+void musa_cpu_set_library_threads(int n) {
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}

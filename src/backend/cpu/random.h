@@ -1,0 +1,33 @@
+/*
+ * random.h - the global counter-based generator (Philox4x32-10).
+ *
+ * A kernel reserves a range of counters when it runs (not when it is
+ * recorded), so a random op inside a compiled plan draws fresh numbers on
+ * every run, exactly as the eager op would.
+ */
+#ifndef MUSA_CPU_RANDOM_H
+#define MUSA_CPU_RANDOM_H
+
+#include "../../base/base.h"
+
+/* Reserve `blocks` 128-bit counter blocks; returns the key and first block. */
+void musa_rng_reserve(uint64_t blocks, uint64_t *seed, uint64_t *first_block);
+
+/* Philox4x32-10 of counter `block` under key `seed`: four uint32 outputs. */
+static inline void musa_philox(uint64_t seed, uint64_t block, uint32_t out[4]) {
+    uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * unary.c - unary elementwise kernels. Each op is one line per compute
+ * kind (float, double, integer); the macros expand them into contiguous
+ * (vectorisable) and strided loops for every dtype the op accepts.
+ *
+ * float16/bfloat16 compute in float and round once on store. Integer
+ * negation and abs go through unsigned arithmetic so INT_MIN wraps instead
+ * of being undefined.
+ */
+#include <math.h>
+
+#include "elem.h"
+#include "iter.h"
+#include "kernels.h"
+
+/* Generic integer expressions test `x < 0` on unsigned types too. */
+#pragma GCC diagnostic ignored "-Wtype-limits"
+
+/* Same-dtype loop: x is the loaded value, EXPR the result. */
+#define DEF_U(NAME, SN, T, C, EXPR)                                                                \
+    static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
+        (void)ctx;                                                                                 \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                            \
+            T *o = (T *)p[0];                                                                      \
+            const T *a = (const T *)p[1];                                                          \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                C x = LD_##SN(a[i]);                                                               \
+                o[i] = ST_##SN(EXPR);                                                              \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                C x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                      \
+                *(T *)(p[0] + i * s[0]) = ST_##SN(EXPR);                                           \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* Loop with a bool output. */
+#define DEF_UB(NAME, SN, T, C, EXPR)                                                               \
+    static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
+        (void)ctx;                                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            C x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                          \
+            *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)(EXPR);                                       \
+        }                                                                                          \
+    }
+
+/* An op defined for floats (FE: float expr, DE: double expr) and
+ * integers (IE), or floats only. */
+#define UNARY_ALL(NAME, FE, DE, IE)                                                                \
+    DEF_U(NAME, f32, float, float, FE)                                                             \
+    DEF_U(NAME, f64, double, double, DE)                                                           \
+    DEF_U(NAME, f16, musa_f16, float, FE)                                                          \
+    DEF_U(NAME, bf16, musa_bf16, float, FE)                                                        \
+    DEF_U(NAME, i64, int64_t, int64_t, IE)                                                         \
+    DEF_U(NAME, i32, int32_t, int32_t, IE)                                                         \
+    DEF_U(NAME, i8, int8_t, int8_t, IE)                                                            \
+    DEF_U(NAME, u8, uint8_t, uint8_t, IE)                                                          \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
+        [MUSA_DTYPE_FLOAT32] = NAME##_f32, [MUSA_DTYPE_FLOAT64] = NAME##_f64,                      \
+        [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16,                    \
+        [MUSA_DTYPE_INT64] = NAME##_i64,   [MUSA_DTYPE_INT32] = NAME##_i32,                        \
+        [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8};                        \
+    DEF_KERNEL(NAME, MUSA_GRAIN_CHEAP)
+
+#define UNARY_FLOAT(NAME, FE, DE)                                                                  \
+    DEF_U(NAME, f32, float, float, FE)                                                             \
+    DEF_U(NAME, f64, double, double, DE)                                                           \
+    DEF_U(NAME, f16, musa_f16, float, FE)                                                          \
+    DEF_U(NAME, bf16, musa_bf16, float, FE)                                                        \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
+        [MUSA_DTYPE_FLOAT32] = NAME##_f32, [MUSA_DTYPE_FLOAT64] = NAME##_f64,                      \
+        [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16};                   \
+    DEF_KERNEL(NAME, MUSA_GRAIN_MATH)
+
+/* A predicate on any dtype: FE on floats, IE on integers and bool. */
+#define UNARY_PRED(NAME, FE, IE)                                                                   \
+    DEF_UB(NAME, f32, float, float, FE)                                                            \
+    DEF_UB(NAME, f64, double, double, FE)                                                          \
+    DEF_UB(NAME, f16, musa_f16, float, FE)                                                         \
+    DEF_UB(NAME, bf16, musa_bf16, float, FE)                                                       \
+    DEF_UB(NAME, i64, int64_t, int64_t, IE)                                                        \
+    DEF_UB(NAME, i32, int32_t, int32_t, IE)                                                        \
+    DEF_UB(NAME, i8, int8_t, int8_t, IE)                                                           \
+    DEF_UB(NAME, u8, uint8_t, uint8_t, IE)                                                         \
+    DEF_UB(NAME, b, uint8_t, uint8_t, IE)                                                          \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
+        [MUSA_DTYPE_FLOAT32] = NAME##_f32, [MUSA_DTYPE_FLOAT64] = NAME##_f64,                      \
+        [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16,                    \
+        [MUSA_DTYPE_INT64] = NAME##_i64,   [MUSA_DTYPE_INT32] = NAME##_i32,                        \
+        [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8,                         \
+        [MUSA_DTYPE_BOOL] = NAME##_b};                                                             \
+    DEF_KERNEL(NAME, MUSA_GRAIN_CHEAP)
+
+#define DEF_KERNEL(NAME, GRAIN)                                                                    \
+    int cpu_##NAME(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,          \
+                   const void *attrs) {                                                            \
+        (void)n_in, (void)attrs;                                                                   \
+        return unary_run(ctx, out, in, loops_##NAME, GRAIN);                                       \
+    }
+
+static int unary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                     const musa_loop_fn *loops, int64_t grain) {
+    musa_loop_fn fn = loops[in[0].dtype];
+    if (!fn)
+        return musa_err(MUSA_ERR_TYPE, "[%s] no CPU kernel for %s", ctx->op_name,
+                        musa_dtype_name((musa_dtype)in[0].dtype));
+    musa_kview ops[2] = {out[0], in[0]};
+    musa_iter it;
+    musa_iter_init(&it, ops, 2);
+    musa_iter_run(&it, grain, fn, NULL);
+    return MUSA_OK;
+}
+
+/* Integer helpers that wrap instead of overflowing. */
+#define INEG(x) ((int64_t)(0u - (uint64_t)(int64_t)(x)))
+#define IABS(x) ((x) < 0 ? INEG(x) : (int64_t)(x))
+
+UNARY_ALL(neg, -x, -x, INEG(x))
+UNARY_ALL(abs, fabsf(x), fabs(x), IABS(x))
+UNARY_ALL(sign, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)), (x > 0) - (x < 0))
+UNARY_ALL(relu, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x, x < 0 ? 0 : x)
+UNARY_ALL(floor, floorf(x), floor(x), x)
+UNARY_ALL(ceil, ceilf(x), ceil(x), x)
+UNARY_ALL(round, nearbyintf(x), nearbyint(x), x)
+
+UNARY_FLOAT(exp, expf(x), exp(x))
+UNARY_FLOAT(expm1, expm1f(x), expm1(x))
+UNARY_FLOAT(log, logf(x), log(x))
+UNARY_FLOAT(log1p, log1pf(x), log1p(x))
+UNARY_FLOAT(sqrt, sqrtf(x), sqrt(x))
+UNARY_FLOAT(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
+UNARY_FLOAT(reciprocal, 1.0f / x, 1.0 / x)
+UNARY_FLOAT(sin, sinf(x), sin(x))
+UNARY_FLOAT(cos, cosf(x), cos(x))
+UNARY_FLOAT(tanh, tanhf(x), tanh(x))
+UNARY_FLOAT(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+UNARY_FLOAT(erf, erff(x), erf(x))
+
+UNARY_PRED(logical_not, x == 0, x == 0)
+UNARY_PRED(isnan, x != x, 0 * x)
+UNARY_PRED(isinf, isinf(x), 0 * x)

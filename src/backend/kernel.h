@@ -1,0 +1,58 @@
+/*
+ * kernel.h - the ABI between the op layer and the backends.
+ *
+ * A kernel sees plain "kernel views" - a data pointer, dtype, shape and
+ * strides - never tensors, refcounts or autograd. That keeps backends below
+ * the tensor layer and lets the static-graph executor call the very same
+ * kernels on buffers it planned itself.
+ *
+ * Invariants: kernels never allocate; scratch memory comes in ctx->scratch,
+ * sized by the op's workspace function. Kernels run on the caller's thread
+ * and may use musa_parallel_for. Outputs are written in full; inputs are
+ * never written (in-place ops pass the same view as input and output, and
+ * only for ops whose kernels read each element before writing it).
+ */
+#ifndef MUSA_KERNEL_H
+#define MUSA_KERNEL_H
+
+#include "../base/base.h"
+#include "attrs.h"
+
+typedef struct musa_kview {
+    char *data;                      /* first element (NULL for meta) */
+    int32_t dtype;                   /* musa_dtype */
+    int32_t ndim;                    /* 0..MUSA_MAX_DIMS */
+    int64_t shape[MUSA_MAX_DIMS];    /* elements per dim */
+    int64_t strides[MUSA_MAX_DIMS];  /* in elements */
+} musa_kview;
+
+typedef struct musa_kctx {
+    void *scratch;        /* 64-byte aligned workspace, or NULL */
+    size_t scratch_bytes; /* as asked for by the op's workspace function */
+    const char *op_name;  /* for error messages */
+} musa_kctx;
+
+/* Run an op: out[0..n_out), in[0..n_in). Returns MUSA_OK or a status with
+ * the last error set (e.g. integer division by zero). */
+typedef int (*musa_kernel_fn)(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                              int n_in, const void *attrs);
+/* Scratch bytes the kernel needs for these operands (0 if none). */
+typedef size_t (*musa_workspace_fn)(const musa_kview *out, const musa_kview *in, int n_in,
+                                    const void *attrs);
+
+static inline int64_t musa_kview_numel(const musa_kview *v) {
+    int64_t n = 1;
+    for (int i = 0; i < v->ndim; i++) n *= v->shape[i];
+    return n;
+}
+
+static inline bool musa_kview_contiguous(const musa_kview *v) {
+    int64_t expect = 1;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        if (v->shape[i] != 1 && v->strides[i] != expect) return false;
+        expect *= v->shape[i];
+    }
+    return true;
+}
+
+#endif

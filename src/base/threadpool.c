@@ -1,0 +1,280 @@
+/*
+ * threadpool.c - a pthread pool with one FIFO task queue (see threadpool.h).
+ *
+ * Invariants:
+ * - every task in the queue has group->pending counting it;
+ * - `queued` equals the number of tasks in the queue (read without the lock
+ *   only as a hint for spinning);
+ * - a worker touches a task's group only before the decrement that may
+ *   release the waiter, never after it.
+ */
+#include "threadpool.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#define SPIN_ITERS 4000 /* pause loops before sleeping: a few microseconds */
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;
+    pthread_cond_t done_cv;
+    musa_task *head, *tail;
+    atomic_int queued;
+    pthread_t threads[MUSA_MAX_THREADS];
+    int n_workers;
+    int num_threads;
+    bool stop;
+    atomic_uint_fast64_t run_by_workers, run_by_callers;
+} pool = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .work_cv = PTHREAD_COND_INITIALIZER,
+    .done_cv = PTHREAD_COND_INITIALIZER,
+};
+
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t resize_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int tls_serial_depth; /* >0: inside a task or parallel body */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static musa_task *queue_pop_locked(void) {
+    musa_task *t = pool.head;
+    if (!t) return NULL;
+    pool.head = t->next;
+    if (pool.head) pool.head->prev = NULL;
+    else pool.tail = NULL;
+    atomic_fetch_sub(&pool.queued, 1);
+    return t;
+}
+
+static void task_finish(musa_task *t) {
+    musa_task_group *g = t->group;
+    if (atomic_fetch_sub(&g->pending, 1) == 1) {
+        pthread_mutex_lock(&pool.mu);
+        pthread_cond_broadcast(&pool.done_cv);
+        pthread_mutex_unlock(&pool.mu);
+    }
+}
+
+static void run_task(musa_task *t) {
+    tls_serial_depth++;
+    t->fn(t->ctx);
+    tls_serial_depth--;
+    task_finish(t);
+}
+
+static void *worker_main(void *arg) {
+    MUSA_UNUSED(arg);
+    tls_serial_depth = 1; /* kernels inside tasks run serially */
+    for (;;) {
+        for (int i = 0; i < SPIN_ITERS && atomic_load_explicit(&pool.queued, memory_order_relaxed) == 0;
+             i++)
+            cpu_relax();
+        pthread_mutex_lock(&pool.mu);
+        while (!pool.head && !pool.stop) pthread_cond_wait(&pool.work_cv, &pool.mu);
+        if (!pool.head && pool.stop) {
+            pthread_mutex_unlock(&pool.mu);
+            break;
+        }
+        musa_task *t = queue_pop_locked();
+        pthread_mutex_unlock(&pool.mu);
+        t->fn(t->ctx);
+        atomic_fetch_add_explicit(&pool.run_by_workers, 1, memory_order_relaxed);
+        task_finish(t);
+    }
+    return NULL;
+}
+
+static void start_workers(int n_threads) {
+    pool.stop = false;
+    pool.n_workers = 0;
+    pool.num_threads = n_threads;
+    for (int i = 0; i < n_threads - 1; i++) {
+        if (pthread_create(&pool.threads[i], NULL, worker_main, NULL) != 0) break;
+        pool.n_workers++;
+    }
+    /* If the system refused threads, the calling thread still does all work. */
+    pool.num_threads = pool.n_workers + 1;
+}
+
+static void stop_workers(void) {
+    pthread_mutex_lock(&pool.mu);
+    pool.stop = true;
+    pthread_cond_broadcast(&pool.work_cv);
+    pthread_mutex_unlock(&pool.mu);
+    for (int i = 0; i < pool.n_workers; i++) pthread_join(pool.threads[i], NULL);
+    pool.n_workers = 0;
+}
+
+static void pool_init(void) {
+    int n = 0;
+    const char *env = getenv("MUSA_NUM_THREADS");
+    if (env) n = atoi(env);
+    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0) n = 1;
+    if (n > MUSA_MAX_THREADS) n = MUSA_MAX_THREADS;
+    start_workers(n);
+}
+
+static void ensure_pool(void) { pthread_once(&pool_once, pool_init); }
+
+void musa_pool_resize(int n) {
+    ensure_pool();
+    if (n < 1) n = 1;
+    if (n > MUSA_MAX_THREADS) n = MUSA_MAX_THREADS;
+    pthread_mutex_lock(&resize_mu);
+    if (n != pool.num_threads) {
+        stop_workers();
+        start_workers(n);
+    }
+    pthread_mutex_unlock(&resize_mu);
+}
+
+int musa_pool_threads(void) {
+    ensure_pool();
+    return pool.num_threads;
+}
+
+int musa_pool_intra_threads(void) {
+    return tls_serial_depth > 0 ? 1 : musa_pool_threads();
+}
+
+void musa_task_group_init(musa_task_group *g) { atomic_init(&g->pending, 0); }
+
+static void enqueue_locked(musa_task *t) {
+    t->next = NULL;
+    t->prev = pool.tail;
+    if (pool.tail) pool.tail->next = t;
+    else pool.head = t;
+    pool.tail = t;
+    atomic_fetch_add(&pool.queued, 1);
+}
+
+void musa_task_submit(musa_task_group *g, musa_task *t) {
+    ensure_pool();
+    t->group = g;
+    atomic_fetch_add(&g->pending, 1);
+    if (pool.n_workers == 0) { /* no workers: run now, on this thread */
+        atomic_fetch_add_explicit(&pool.run_by_callers, 1, memory_order_relaxed);
+        run_task(t);
+        return;
+    }
+    pthread_mutex_lock(&pool.mu);
+    enqueue_locked(t);
+    pthread_cond_signal(&pool.work_cv);
+    pthread_mutex_unlock(&pool.mu);
+}
+
+static void wait_pending(musa_task_group *g) {
+    for (int i = 0; i < SPIN_ITERS && atomic_load(&g->pending) > 0; i++) cpu_relax();
+    if (atomic_load(&g->pending) == 0) return;
+    pthread_mutex_lock(&pool.mu);
+    while (atomic_load(&g->pending) > 0) pthread_cond_wait(&pool.done_cv, &pool.mu);
+    pthread_mutex_unlock(&pool.mu);
+}
+
+void musa_task_group_wait(musa_task_group *g) {
+    /* Help: run queued tasks of this group while any remain. */
+    while (atomic_load(&g->pending) > 0) {
+        musa_task *t = NULL;
+        pthread_mutex_lock(&pool.mu);
+        for (musa_task *q = pool.head; q; q = q->next) {
+            if (q->group == g) {
+                t = q;
+                break;
+            }
+        }
+        if (t) {
+            if (t->prev) t->prev->next = t->next;
+            else pool.head = t->next;
+            if (t->next) t->next->prev = t->prev;
+            else pool.tail = t->prev;
+            atomic_fetch_sub(&pool.queued, 1);
+        }
+        pthread_mutex_unlock(&pool.mu);
+        if (!t) break;
+        atomic_fetch_add_explicit(&pool.run_by_callers, 1, memory_order_relaxed);
+        run_task(t);
+    }
+    wait_pending(g);
+}
+
+void musa_pool_counters(uint64_t *by_workers, uint64_t *by_callers) {
+    if (by_workers) *by_workers = atomic_load(&pool.run_by_workers);
+    if (by_callers) *by_callers = atomic_load(&pool.run_by_callers);
+}
+
+/* ---- parallel_for ---- */
+
+typedef struct {
+    musa_range_fn fn;
+    void *ctx;
+    int64_t n, chunk;
+    atomic_int_fast64_t next;
+} pf_job;
+
+static void pf_runner(void *arg) {
+    pf_job *j = arg;
+    for (;;) {
+        int64_t b = atomic_fetch_add(&j->next, j->chunk);
+        if (b >= j->n) break;
+        j->fn(j->ctx, b, b + j->chunk < j->n ? b + j->chunk : j->n);
+    }
+}
+
+void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    int threads = tls_serial_depth > 0 ? 1 : musa_pool_threads();
+    if (threads <= 1 || n <= grain) {
+        fn(ctx, 0, n);
+        return;
+    }
+    int64_t max_chunks = n / grain;
+    int64_t chunks = (int64_t)threads * 4 < max_chunks ? (int64_t)threads * 4 : max_chunks;
+    pf_job job = {.fn = fn, .ctx = ctx, .n = n, .chunk = (n + chunks - 1) / chunks};
+    atomic_init(&job.next, 0);
+    int helpers = threads - 1;
+    if (helpers > chunks - 1) helpers = (int)(chunks - 1);
+    musa_task tasks[MUSA_MAX_THREADS];
+    musa_task_group g;
+    musa_task_group_init(&g);
+    atomic_store(&g.pending, helpers);
+    pthread_mutex_lock(&pool.mu);
+    for (int i = 0; i < helpers; i++) {
+        tasks[i] = (musa_task){.fn = pf_runner, .ctx = &job, .group = &g};
+        enqueue_locked(&tasks[i]);
+    }
+    pthread_cond_broadcast(&pool.work_cv);
+    pthread_mutex_unlock(&pool.mu);
+
+    tls_serial_depth++;
+    pf_runner(&job);
+    tls_serial_depth--;
+
+    /* Withdraw helpers that never started: all chunks are taken already. */
+    pthread_mutex_lock(&pool.mu);
+    for (int i = 0; i < helpers; i++) {
+        musa_task *t = &tasks[i];
+        bool queued = false;
+        for (musa_task *q = pool.head; q; q = q->next)
+            if (q == t) {
+                queued = true;
+                break;
+            }
+        if (!queued) continue;
+        if (t->prev) t->prev->next = t->next;
+        else pool.head = t->next;
+        if (t->next) t->next->prev = t->prev;
+        else pool.tail = t->prev;
+        atomic_fetch_sub(&pool.queued, 1);
+        atomic_fetch_sub(&g.pending, 1);
+    }
+    pthread_mutex_unlock(&pool.mu);
+    wait_pending(&g);
+}

@@ -1,0 +1,55 @@
+/*
+ * threadpool.h - musa's one thread pool: parallel_for for kernels (intra-op)
+ * and task groups for the graph scheduler (inter-op).
+ *
+ * The pool has num_threads - 1 workers; the calling thread is the last one.
+ * Nesting never oversubscribes: a parallel_for started inside a pool task or
+ * inside another parallel_for body runs serially on its own thread.
+ */
+#ifndef MUSA_THREADPOOL_H
+#define MUSA_THREADPOOL_H
+
+#include "base.h"
+
+#include <stdatomic.h>
+
+#define MUSA_MAX_THREADS 256
+
+typedef void (*musa_range_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* Run fn(ctx, b, e) over disjoint ranges covering [0, n), each at least
+ * `grain` long (except the last), on up to musa_pool_threads() threads.
+ * Returns when every range is done. Ranges never overlap, so fn may write
+ * disjoint output regions without locks. */
+void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx);
+
+/* Threads a kernel running on this thread may use: the pool size on a free
+ * thread, 1 inside a pool task or a parallel_for body. */
+int musa_pool_intra_threads(void);
+
+/* Resize the pool to n threads in all (n >= 1); blocks while it joins. */
+void musa_pool_resize(int n);
+int musa_pool_threads(void);
+
+/* Task groups. A task lives in memory the submitter owns until the group's
+ * wait returns. */
+typedef struct musa_task_group {
+    atomic_int_fast64_t pending; /* tasks submitted and not yet finished */
+} musa_task_group;
+
+typedef struct musa_task {
+    void (*fn)(void *ctx);
+    void *ctx;
+    musa_task_group *group;
+    struct musa_task *next, *prev; /* queue links, owned by the pool */
+} musa_task;
+
+void musa_task_group_init(musa_task_group *g);
+/* Queue t (fn and ctx set by the caller) as part of g. */
+void musa_task_submit(musa_task_group *g, musa_task *t);
+/* Help run queued tasks until every task of g has finished. */
+void musa_task_group_wait(musa_task_group *g);
+/* Counters for tests and benchmarks: tasks run by workers / by waiters. */
+void musa_pool_counters(uint64_t *by_workers, uint64_t *by_callers);
+
+#endif

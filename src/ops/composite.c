@@ -1,0 +1,336 @@
+/*
+ * composite.c - ops built from primitives, with no row in the op table and
+ * no backward of their own: autograd and graph capture see the primitives
+ * they are made of. A composite becomes a primitive only when a benchmark
+ * shows a fused kernel pays.
+ *
+ * Every composite accepts NULL inputs (and returns NULL), and releases its
+ * temporaries on every path through musa_temps.
+ */
+#include <math.h>
+
+#include "op.h"
+
+musa_tensor *musa_reshape(musa_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return NULL;
+    if (ndim < 0 || ndim > MUSA_MAX_DIMS || (ndim && !shape)) {
+        musa_err(MUSA_ERR_VALUE, "[reshape] a tensor has 0 to %d dims, got %d", MUSA_MAX_DIMS, ndim);
+        return NULL;
+    }
+    /* Resolve -1 first so the view test sees the real shape. */
+    int64_t s[MUSA_MAX_DIMS], known = 1;
+    int infer_at = -1;
+    for (int i = 0; i < ndim; i++) {
+        s[i] = shape[i];
+        if (s[i] == -1 && infer_at < 0) infer_at = i;
+        else if (s[i] >= 0 && !musa_mul_i64(known, s[i], &known)) known = -1;
+    }
+    if (infer_at >= 0 && known > 0 && x->numel % known == 0) s[infer_at] = x->numel / known;
+    int64_t total = 1;
+    bool valid = true;
+    for (int i = 0; i < ndim && valid; i++) valid = s[i] >= 0 && musa_mul_i64(total, s[i], &total);
+    /* An invalid shape goes to view, which reports it. */
+    if (!valid || total != x->numel || musa_view_possible(x, ndim, s)) return musa_view(x, ndim, shape);
+    musa_tensor *c = musa_clone(x);
+    musa_tensor *r = musa_view(c, ndim, s);
+    musa_tensor_release(c);
+    return r;
+}
+
+musa_tensor *musa_flatten(musa_tensor *x, int64_t start_dim, int64_t end_dim) {
+    if (!x) return NULL;
+    int64_t s, e;
+    if (x->ndim == 0) {
+        int64_t one = 1;
+        return musa_reshape(x, 1, &one);
+    }
+    if (musa_wrap_dim("flatten", start_dim, x->ndim, &s) ||
+        musa_wrap_dim("flatten", end_dim, x->ndim, &e))
+        return NULL;
+    if (s > e) {
+        musa_err(MUSA_ERR_VALUE, "[flatten] start_dim %lld comes after end_dim %lld",
+                 (long long)start_dim, (long long)end_dim);
+        return NULL;
+    }
+    int64_t shape[MUSA_MAX_DIMS];
+    int n = 0;
+    for (int64_t d = 0; d < x->ndim; d++) {
+        if (d <= s || d > e) shape[n++] = x->shape[d];
+        else shape[n - 1] *= x->shape[d];
+    }
+    return musa_reshape(x, n, shape);
+}
+
+musa_tensor *musa_transpose(musa_tensor *x, int64_t dim0, int64_t dim1) {
+    if (!x) return NULL;
+    int64_t a, b;
+    if (musa_wrap_dim("transpose", dim0, x->ndim, &a) || musa_wrap_dim("transpose", dim1, x->ndim, &b))
+        return NULL;
+    if (x->ndim < 2) return musa_tensor_retain(x);
+    int64_t perm[MUSA_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) perm[i] = i;
+    perm[a] = b, perm[b] = a;
+    return musa_permute(x, x->ndim, perm);
+}
+
+musa_tensor *musa_broadcast_to(musa_tensor *x, int ndim, const int64_t *shape) {
+    return musa_expand(x, ndim, shape);
+}
+
+musa_tensor *musa_contiguous(musa_tensor *x) {
+    if (!x) return NULL;
+    if (musa_tensor_is_contiguous(x)) return musa_tensor_retain(x);
+    return musa_clone(x);
+}
+
+/* ---- reductions ---- */
+
+static int need_float(const char *op, const musa_tensor *x) {
+    if (!musa_is_float((musa_dtype)x->dtype))
+        return musa_err(MUSA_ERR_TYPE, "[%s] needs a floating dtype, got %s", op,
+                        musa_dtype_name((musa_dtype)x->dtype));
+    return MUSA_OK;
+}
+
+/* Number of elements each output of a reduction over dims combines. */
+static int64_t reduced_count(const musa_tensor *x, int ndims, const int64_t *dims) {
+    if (ndims == 0) return x->numel;
+    int64_t n = 1;
+    for (int i = 0; i < ndims; i++) {
+        int64_t d;
+        if (musa_wrap_dim("reduce", dims[i], x->ndim, &d)) return -1;
+        n *= x->ndim ? x->shape[d] : 1;
+    }
+    return n;
+}
+
+musa_tensor *musa_mean(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
+    if (!x || need_float("mean", x)) return NULL;
+    int64_t n = reduced_count(x, ndims, dims);
+    if (n < 0) return NULL;
+    musa_temps t = {0};
+    musa_tensor *s = musa_tmp(&t, musa_sum(x, ndims, dims, keepdim));
+    musa_tensor *r = musa_div(s, musa_tmp(&t, musa_number((double)n)));
+    musa_temps_release(&t);
+    return r;
+}
+
+musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
+                      bool keepdim) {
+    if (!x || need_float("var", x)) return NULL;
+    int64_t n = reduced_count(x, ndims, dims);
+    if (n < 0) return NULL;
+    musa_temps t = {0};
+    musa_tensor *m = musa_tmp(&t, musa_mean(x, ndims, dims, true));
+    musa_tensor *d = musa_tmp(&t, musa_sub(x, m));
+    musa_tensor *s = musa_tmp(&t, musa_sum(musa_tmp(&t, musa_mul(d, d)), ndims, dims, keepdim));
+    double denom = (double)(n - correction) > 0 ? (double)(n - correction) : 0.0;
+    musa_tensor *r = musa_div(s, musa_tmp(&t, musa_number(denom)));
+    musa_temps_release(&t);
+    return r;
+}
+
+musa_tensor *musa_std(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
+                      bool keepdim) {
+    musa_tensor *v = musa_var(x, ndims, dims, correction, keepdim);
+    musa_tensor *r = musa_sqrt(v);
+    musa_tensor_release(v);
+    return r;
+}
+
+musa_tensor *musa_logsumexp(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
+    if (!x || need_float("logsumexp", x)) return NULL;
+    musa_temps t = {0};
+    /* Shift by the max, treating infinite maxima as 0 so all -inf rows give
+     * -inf and +inf rows give +inf instead of NaN. */
+    musa_tensor *m = musa_tmp(&t, musa_amax(x, ndims, dims, true));
+    musa_tensor *zero = musa_tmp(&t, musa_number(0));
+    musa_tensor *ms = musa_tmp(&t, musa_where(musa_tmp(&t, musa_isinf(m)), zero, m));
+    musa_tensor *e = musa_tmp(&t, musa_exp(musa_tmp(&t, musa_sub(x, ms))));
+    musa_tensor *l = musa_tmp(&t, musa_log(musa_tmp(&t, musa_sum(e, ndims, dims, keepdim))));
+    /* The shift's own gradient cancels (d/dm of log-sum-exp(x - m) + m is 0). */
+    musa_tensor *shift = keepdim ? ms : musa_tmp(&t, musa_squeeze(ms, ndims, dims));
+    musa_tensor *r = musa_add(l, shift);
+    musa_temps_release(&t);
+    return r;
+}
+
+musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims, bool keepdim) {
+    if (!x || need_float("norm", x)) return NULL;
+    musa_temps t = {0};
+    musa_tensor *r = NULL;
+    if (p == 2) {
+        r = musa_sqrt(musa_tmp(&t, musa_sum(musa_tmp(&t, musa_mul(x, x)), ndims, dims, keepdim)));
+    } else if (p == 1) {
+        r = musa_sum(musa_tmp(&t, musa_abs(x)), ndims, dims, keepdim);
+    } else if (isinf(p)) {
+        musa_tensor *a = musa_tmp(&t, musa_abs(x));
+        r = p > 0 ? musa_amax(a, ndims, dims, keepdim) : musa_amin(a, ndims, dims, keepdim);
+    } else if (p > 0) {
+        musa_tensor *a = musa_tmp(&t, musa_pow(musa_tmp(&t, musa_abs(x)), musa_tmp(&t, musa_number(p))));
+        r = musa_pow(musa_tmp(&t, musa_sum(a, ndims, dims, keepdim)), musa_tmp(&t, musa_number(1.0 / p)));
+    } else {
+        musa_err(MUSA_ERR_VALUE, "[norm] p must be positive or +-inf, got %g", p);
+    }
+    musa_temps_release(&t);
+    return r;
+}
+
+/* ---- joining and splitting ---- */
+
+musa_tensor *musa_stack(int n, musa_tensor *const *tensors, int64_t dim) {
+    if (n < 1 || !tensors) {
+        musa_err(MUSA_ERR_VALUE, "[stack] needs a non-empty list of tensors");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (!tensors[i]) return NULL;
+    int64_t d;
+    if (musa_wrap_dim("stack", dim, tensors[0]->ndim + 1, &d)) return NULL;
+    musa_tensor **u = musa_calloc((size_t)n, sizeof *u, "stack");
+    if (!u) return NULL;
+    musa_tensor *r = NULL;
+    int i = 0;
+    for (; i < n; i++)
+        if (!(u[i] = musa_unsqueeze(tensors[i], d))) break;
+    if (i == n) r = musa_cat(n, u, d);
+    for (int k = 0; k < i; k++) musa_tensor_release(u[k]);
+    free(u);
+    return r;
+}
+
+int musa_split(musa_tensor *x, int64_t split_size, int64_t dim, int max_out, musa_tensor **outs) {
+    if (!x) return musa_last_error_code() ? musa_last_error_code()
+                                          : musa_err(MUSA_ERR_VALUE, "[split] tensor is NULL");
+    int64_t d;
+    int rc = musa_wrap_dim("split", dim, x->ndim, &d);
+    if (rc) return rc;
+    if (x->ndim == 0) return musa_err(MUSA_ERR_VALUE, "[split] cannot split a 0-d tensor");
+    int64_t size = x->shape[d];
+    if (split_size <= 0 && !(split_size == 0 && size == 0))
+        return musa_err(MUSA_ERR_VALUE, "[split] split_size must be positive, got %lld",
+                        (long long)split_size);
+    int64_t count = size == 0 ? 1 : (size + split_size - 1) / split_size;
+    if (count > INT32_MAX) return musa_err(MUSA_ERR_VALUE, "[split] too many pieces");
+    for (int64_t i = 0; i < count && i < max_out; i++) {
+        int64_t start = i * split_size;
+        outs[i] = musa_slice(x, d, start, start + split_size, 1);
+        if (!outs[i]) {
+            for (int64_t k = 0; k < i; k++) musa_tensor_release(outs[k]);
+            return musa_last_error_code();
+        }
+    }
+    return (int)count;
+}
+
+int musa_chunk(musa_tensor *x, int64_t chunks, int64_t dim, int max_out, musa_tensor **outs) {
+    if (!x) return musa_last_error_code() ? musa_last_error_code()
+                                          : musa_err(MUSA_ERR_VALUE, "[chunk] tensor is NULL");
+    if (chunks <= 0)
+        return musa_err(MUSA_ERR_VALUE, "[chunk] chunks must be positive, got %lld", (long long)chunks);
+    int64_t d;
+    int rc = musa_wrap_dim("chunk", dim, x->ndim, &d);
+    if (rc) return rc;
+    if (x->ndim == 0) return musa_err(MUSA_ERR_VALUE, "[chunk] cannot chunk a 0-d tensor");
+    int64_t size = x->shape[d];
+    int64_t split = size == 0 ? 0 : (size + chunks - 1) / chunks;
+    return musa_split(x, split, d, max_out, outs);
+}
+
+musa_tensor *musa_masked_fill(musa_tensor *x, musa_tensor *mask, double value) {
+    if (!x || !mask) return NULL;
+    int nd;
+    int64_t shape[MUSA_MAX_DIMS];
+    if (musa_broadcast_shape("masked_fill", x->ndim, x->shape, mask->ndim, mask->shape, &nd, shape))
+        return NULL;
+    bool same = nd == x->ndim;
+    for (int i = 0; same && i < nd; i++) same = shape[i] == x->shape[i];
+    if (!same) {
+        musa_err(MUSA_ERR_VALUE, "[masked_fill] the mask must broadcast to the input's shape");
+        return NULL;
+    }
+    if (mask->dtype != MUSA_DTYPE_BOOL) {
+        musa_err(MUSA_ERR_TYPE, "[masked_fill] the mask must be bool, got %s",
+                 musa_dtype_name((musa_dtype)mask->dtype));
+        return NULL;
+    }
+    musa_temps t = {0};
+    musa_tensor *v = musa_tmp(&t, musa_scalar(value, (musa_dtype)x->dtype));
+    musa_tensor *r = musa_where(mask, v, x);
+    musa_temps_release(&t);
+    return r;
+}
+
+musa_tensor *musa_repeat(musa_tensor *x, int ndim, const int64_t *repeats) {
+    if (!x) return NULL;
+    if (ndim < x->ndim || ndim > MUSA_MAX_DIMS || (ndim && !repeats)) {
+        musa_err(MUSA_ERR_VALUE, "[repeat] needs at least %d repeat counts (and at most %d), got %d",
+                 x->ndim, MUSA_MAX_DIMS, ndim);
+        return NULL;
+    }
+    int64_t shape[MUSA_MAX_DIMS] = {0};
+    for (int i = 0; i < ndim; i++) {
+        if (repeats[i] < 0) {
+            musa_err(MUSA_ERR_VALUE, "[repeat] negative repeat count %lld", (long long)repeats[i]);
+            return NULL;
+        }
+        int xi = i - (ndim - x->ndim);
+        shape[i] = xi < 0 ? 1 : x->shape[xi];
+    }
+    musa_tensor *cur = musa_reshape(x, ndim, shape);
+    for (int i = 0; cur && i < ndim; i++) {
+        if (repeats[i] == 1) continue;
+        if (repeats[i] > INT32_MAX) {
+            musa_err(MUSA_ERR_VALUE, "[repeat] repeat count too large");
+            musa_tensor_release(cur);
+            return NULL;
+        }
+        int n = (int)repeats[i];
+        musa_tensor **copies = musa_malloc(sizeof *copies * (size_t)(n ? n : 1), "repeat");
+        musa_tensor *next = NULL;
+        if (copies) {
+            for (int k = 0; k < n; k++) copies[k] = cur;
+            if (n) next = musa_cat(n, copies, i);
+            else next = musa_slice(cur, i, 0, 0, 1);
+            free(copies);
+        }
+        musa_tensor_release(cur);
+        cur = next;
+    }
+    return cur;
+}
+
+musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes) {
+    if (!x) return NULL;
+    if (musa_is_float((musa_dtype)x->dtype) || x->dtype == MUSA_DTYPE_BOOL) {
+        musa_err(MUSA_ERR_TYPE, "[one_hot] needs an integer tensor, got %s",
+                 musa_dtype_name((musa_dtype)x->dtype));
+        return NULL;
+    }
+    musa_temps t = {0};
+    musa_tensor *r = NULL;
+    if (x->storage && x->numel) { /* check the classes (eager only: needs values) */
+        double lo, hi;
+        musa_tensor *mn = musa_tmp(&t, musa_amin(x, 0, NULL, false));
+        musa_tensor *mx = musa_tmp(&t, musa_amax(x, 0, NULL, false));
+        if (musa_tensor_item(mn, &lo) || musa_tensor_item(mx, &hi)) goto done;
+        if (num_classes < 0) num_classes = (int64_t)hi + 1;
+        if (lo < 0 || hi >= (double)num_classes) {
+            musa_err(MUSA_ERR_VALUE, "[one_hot] class values must be in [0, %lld), got %g..%g",
+                     (long long)num_classes, lo, hi);
+            goto done;
+        }
+    } else if (num_classes < 0) {
+        if (x->storage) num_classes = 0;
+        else {
+            musa_err(MUSA_ERR_VALUE, "[one_hot] num_classes must be given in symbolic mode");
+            goto done;
+        }
+    }
+    musa_tensor *classes = musa_tmp(&t, musa_arange(0, (double)num_classes, 1, MUSA_DTYPE_INT64));
+    musa_tensor *eq = musa_tmp(&t, musa_eq(musa_tmp(&t, musa_unsqueeze(x, -1)), classes));
+    r = musa_cast(eq, MUSA_DTYPE_INT64);
+done:
+    musa_temps_release(&t);
+    return r;
+}

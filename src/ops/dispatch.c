@@ -1,0 +1,406 @@
+/*
+ * dispatch.c - the op info table and musa_dispatch, the one path from an op
+ * call to a kernel: validate and infer, cast inputs, produce outputs (view,
+ * meta or allocated), run the kernel, then record, attach autograd history
+ * and profile.
+ *
+ * Invariants: on failure no output is returned and every temporary is
+ * released; provided outputs (in place / out=) are only written after all
+ * validation has passed, so a failed call never leaves them half written.
+ */
+#include "op.h"
+
+#include <stdio.h>
+
+#include "../backend/cpu/alloc.h"
+#include "../backend/cpu/kernels.h"
+
+const musa_op_info musa_ops[MUSA_OP_COUNT] = {
+#define OP(name_, n_in_, n_out_, attrs_, infer_, kernel_, ws_, flags_)                             \
+    [MUSA_OP_##name_] = {.name = #name_,                                                           \
+                         .n_in = n_in_,                                                            \
+                         .n_out = n_out_,                                                          \
+                         .attrs_kind = MUSA_ATTRS_##attrs_,                                        \
+                         .infer = infer_,                                                          \
+                         .kernel = kernel_,                                                        \
+                         .workspace = ws_,                                                         \
+                         .flags = flags_},
+#include "ops.def"
+#undef OP
+};
+
+_Thread_local musa_tls_state musa_tls;
+
+int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                          int n_out, musa_tensor **out);
+int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
+                        const void *attrs, int n_out, musa_tensor **out);
+void (*musa_profile_hook)(musa_op_id op, bool begin);
+
+/* ---- type promotion ---- */
+
+static musa_dtype combine_categories(int have_hi, musa_dtype hi, int have_lo, musa_dtype lo) {
+    if (!have_hi) return lo;
+    if (!have_lo) return hi;
+    if (musa_is_float(hi)) return hi;
+    if (hi == MUSA_DTYPE_BOOL || musa_is_float(lo)) return musa_promote_types(hi, lo);
+    return hi;
+}
+
+musa_dtype musa_result_type(int n, musa_tensor *const *ts) {
+    int have[3] = {0, 0, 0};
+    musa_dtype d[3] = {MUSA_DTYPE_BOOL, MUSA_DTYPE_BOOL, MUSA_DTYPE_BOOL};
+    for (int i = 0; i < n; i++) {
+        const musa_tensor *t = ts[i];
+        int tier = (t->flags & MUSA_TF_NUMBER) ? 2 : t->ndim == 0 ? 1 : 0;
+        musa_dtype dt = (musa_dtype)t->dtype;
+        /* A wrapped number takes its category's default dtype. */
+        if (tier == 2) dt = musa_default_dtype(musa_dtype_info[dt].category);
+        d[tier] = have[tier] ? musa_promote_types(d[tier], dt) : dt;
+        have[tier] = 1;
+    }
+    musa_dtype lower = combine_categories(have[1], d[1], have[2], d[2]);
+    return combine_categories(have[0], d[0], have[1] || have[2], lower);
+}
+
+/* ---- the dispatcher ---- */
+
+static bool can_cast(musa_dtype from, musa_dtype to) {
+    return musa_dtype_info[from].category <= musa_dtype_info[to].category;
+}
+
+static bool has_internal_overlap(const musa_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] == 0 && t->shape[i] > 1) return true;
+    return false;
+}
+
+static int check_provided_out(const musa_op_info *info, int j, const musa_tensor *o,
+                              const musa_infer *r) {
+    char s1[128], s2[128];
+    if (!o->storage && musa_tls.mode != MUSA_MODE_SYMBOLIC)
+        return musa_err(MUSA_ERR_RUNTIME, "[%s] cannot write into a meta tensor", info->name);
+    bool same = o->ndim == r->out_ndim[j];
+    for (int d = 0; same && d < o->ndim; d++) same = o->shape[d] == r->out_shape[j][d];
+    if (!same)
+        return musa_err(MUSA_ERR_VALUE, "[%s] output has shape %s but the result has shape %s",
+                        info->name, musa_shape_str(o->ndim, o->shape, s1, sizeof s1),
+                        musa_shape_str(r->out_ndim[j], r->out_shape[j], s2, sizeof s2));
+    if (!can_cast((musa_dtype)r->out_dtype[j], (musa_dtype)o->dtype))
+        return musa_err(MUSA_ERR_TYPE, "[%s] result type %s can't be cast to the output type %s",
+                        info->name, musa_dtype_name((musa_dtype)r->out_dtype[j]),
+                        musa_dtype_name((musa_dtype)o->dtype));
+    if (has_internal_overlap(o))
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] cannot write into a tensor whose elements overlap (an expanded "
+                        "view); clone it first",
+                        info->name);
+    return MUSA_OK;
+}
+
+static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_tensor *const *cin,
+                      const void *attrs, musa_tensor **dst) {
+    musa_kview kin_buf[8], *kin = kin_buf;
+    musa_kview kout[MUSA_MAX_OUTPUTS];
+    if (n_in > 8) {
+        kin = musa_malloc(sizeof(musa_kview) * (size_t)n_in, info->name);
+        if (!kin) return MUSA_ERR_NOMEM;
+    }
+    for (int i = 0; i < n_in; i++) musa_tensor_kview(cin[i], &kin[i]);
+    for (int j = 0; j < info->n_out; j++) musa_tensor_kview(dst[j], &kout[j]);
+    musa_kctx ctx = {.op_name = info->name};
+    size_t block = 0;
+    int rc = MUSA_OK;
+    if (info->workspace) {
+        ctx.scratch_bytes = info->workspace(kout, kin, n_in, attrs);
+        if (ctx.scratch_bytes) {
+            ctx.scratch = musa_cpu_alloc(ctx.scratch_bytes, &block);
+            if (!ctx.scratch) rc = MUSA_ERR_NOMEM;
+        }
+    }
+    if (!rc) {
+        if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, true);
+        rc = info->kernel(&ctx, kout, kin, n_in, attrs);
+        if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, false);
+        if (rc) musa_err_prefix(info->name);
+    }
+    if (ctx.scratch) musa_cpu_free(ctx.scratch, block);
+    if (kin != kin_buf) free(kin);
+    return rc;
+}
+
+int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                  musa_tensor **out) {
+    const musa_op_info *info = &musa_ops[op];
+    int rc = MUSA_OK;
+    for (int i = 0; i < n_in; i++) {
+        if (MUSA_UNLIKELY(!in[i])) {
+            if (musa_last_error_code() == MUSA_OK)
+                musa_err(MUSA_ERR_VALUE, "[%s] input %d is NULL", info->name, i);
+            return musa_last_error_code();
+        }
+    }
+    if (info->n_in >= 0 && n_in != info->n_in)
+        return musa_err(MUSA_ERR_VALUE, "[%s] takes %d tensor inputs, got %d", info->name,
+                        info->n_in, n_in);
+
+    musa_attrs_any a;
+    if (attrs) memcpy(&a, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
+    else musa_attrs_init(info->attrs_kind, &a);
+
+    int8_t in_dt_buf[8], *in_dt = in_dt_buf;
+    musa_tensor *cin_buf[8], **cin = cin_buf;
+    if (n_in > 8) {
+        in_dt = musa_malloc((size_t)n_in, info->name);
+        cin = musa_calloc((size_t)n_in, sizeof *cin, info->name);
+        if (!in_dt || !cin) {
+            free(in_dt);
+            free(cin);
+            return MUSA_ERR_NOMEM;
+        }
+    }
+    memset(in_dt, -1, (size_t)(n_in > 0 ? n_in : 0));
+    musa_infer r;
+    r.in_dtype = in_dt;
+    r.view_offset = 0;
+    musa_tensor *fresh[MUSA_MAX_OUTPUTS] = {NULL, NULL}; /* outputs we created */
+    musa_tensor *temp[MUSA_MAX_OUTPUTS] = {NULL, NULL};  /* staging for provided outputs */
+    int n_cin = 0;
+    bool symbolic = musa_tls.mode == MUSA_MODE_SYMBOLIC;
+
+    rc = info->infer(info, in, n_in, &a, &r);
+    if (rc) {
+        musa_err_prefix(info->name);
+        goto done;
+    }
+    for (int i = 0; i < n_in; i++) {
+        if (!in[i]->storage && !symbolic) {
+            rc = musa_err(MUSA_ERR_RUNTIME,
+                          "[%s] input %d is a meta tensor (from symbolic mode) in eager mode",
+                          info->name, i);
+            goto done;
+        }
+    }
+
+    /* Cast inputs the kernel wants in another dtype. */
+    for (int i = 0; i < n_in; i++, n_cin++) {
+        cin[i] = in[i];
+        if (in_dt[i] < 0 || in_dt[i] == in[i]->dtype) continue;
+        musa_attrs_cast ca;
+        musa_attrs_init(MUSA_ATTRS_cast, &ca);
+        ca.dtype = in_dt[i];
+        musa_tensor *c = NULL;
+        rc = musa_dispatch(MUSA_OP_cast, 1, &in[i], &ca, &c);
+        if (rc) goto done;
+        cin[i] = c;
+    }
+
+    for (int j = 0; j < info->n_out; j++) {
+        if (out[j]) {
+            if (info->flags & MUSA_OPF_VIEW) {
+                rc = musa_err(MUSA_ERR_VALUE, "[%s] a view op cannot write into an output",
+                              info->name);
+                goto done;
+            }
+            if ((rc = check_provided_out(info, j, out[j], &r))) goto done;
+        }
+    }
+
+    if (info->flags & MUSA_OPF_VIEW) {
+        fresh[0] = musa_tensor_view_of(cin[0], r.out_ndim[0], r.out_shape[0], r.view_strides,
+                                       r.view_offset);
+        if (!fresh[0]) {
+            rc = musa_last_error_code();
+            musa_err_prefix(info->name);
+            goto done;
+        }
+    } else {
+        musa_tensor *dst[MUSA_MAX_OUTPUTS];
+        for (int j = 0; j < info->n_out; j++) {
+            musa_dtype dt = (musa_dtype)r.out_dtype[j];
+            bool direct = out[j] && (symbolic || out[j]->dtype == (int8_t)dt);
+            /* Writing straight into a provided output is safe when it does not
+             * alias an input, or when it is an input with the same layout and
+             * the op is elementwise (each element is read before written). */
+            for (int i = 0; direct && !symbolic && i < n_in; i++) {
+                if (!musa_tensor_may_overlap(out[j], cin[i])) continue;
+                if (!((info->flags & MUSA_OPF_ELEMENTWISE) &&
+                      musa_tensor_same_layout(out[j], cin[i])))
+                    direct = false;
+            }
+            if (direct) {
+                dst[j] = out[j];
+                continue;
+            }
+            musa_tensor *t = symbolic ? musa_tensor_meta(dt, r.out_ndim[j], r.out_shape[j])
+                                      : musa_tensor_alloc(dt, r.out_ndim[j], r.out_shape[j]);
+            if (!t) {
+                rc = musa_last_error_code();
+                goto done;
+            }
+            if (out[j]) temp[j] = t;
+            else fresh[j] = t;
+            dst[j] = t;
+        }
+        if (!symbolic) {
+            if ((rc = run_kernel(info, op, n_in, cin, &a, dst))) goto done;
+            for (int j = 0; j < info->n_out; j++) {
+                if (!temp[j]) continue;
+                musa_kview kd, ks;
+                musa_tensor_kview(out[j], &kd);
+                musa_tensor_kview(temp[j], &ks);
+                if ((rc = musa_cpu_copy(&kd, &ks))) goto done;
+            }
+        }
+        for (int j = 0; j < info->n_out; j++)
+            if (out[j]) musa_tensor_bump_version(out[j]);
+    }
+
+    musa_tensor *res[MUSA_MAX_OUTPUTS];
+    for (int j = 0; j < info->n_out; j++) res[j] = out[j] ? out[j] : fresh[j];
+    if (musa_tls.mode != MUSA_MODE_EAGER && musa_record_hook && musa_tls.recorder) {
+        if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, info->n_out, res)))
+            goto done;
+    }
+    if (musa_autograd_hook && !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF)) {
+        bool need = false;
+        for (int i = 0; i < n_in && !need; i++) need = cin[i]->flags & MUSA_TF_REQUIRES_GRAD;
+        for (int j = 0; j < info->n_out && !need; j++)
+            need = out[j] && (out[j]->flags & MUSA_TF_REQUIRES_GRAD);
+        if (need && (rc = musa_autograd_hook(op, n_in, cin, &a, info->n_out, res))) goto done;
+    }
+    for (int j = 0; j < info->n_out; j++)
+        if (!out[j]) {
+            out[j] = fresh[j];
+            fresh[j] = NULL;
+        }
+
+done:
+    for (int j = 0; j < MUSA_MAX_OUTPUTS; j++) {
+        musa_tensor_release(fresh[j]);
+        musa_tensor_release(temp[j]);
+    }
+    for (int i = 0; i < n_cin; i++)
+        if (cin[i] != in[i]) musa_tensor_release(cin[i]);
+    if (in_dt != in_dt_buf) free(in_dt);
+    if (cin != cin_buf) free(cin);
+    return rc;
+}
+
+musa_tensor *musa_call(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs) {
+    musa_tensor *out[MUSA_MAX_OUTPUTS] = {NULL, NULL};
+    if (musa_dispatch(op, n_in, in, attrs, out)) return NULL;
+    for (int j = 1; j < musa_ops[op].n_out; j++) musa_tensor_release(out[j]);
+    return out[0];
+}
+
+/* ---- generic op access (public) ---- */
+
+struct musa_attrs {
+    int op;
+    musa_attrs_any rec;
+};
+
+int musa_op_count(void) { return MUSA_OP_COUNT; }
+
+int musa_op_lookup(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < MUSA_OP_COUNT; i++)
+        if (!strcmp(musa_ops[i].name, name)) return i;
+    return -1;
+}
+
+const char *musa_op_name(int op) { return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].name : "?"; }
+int musa_op_num_inputs(int op) { return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].n_in : 0; }
+int musa_op_num_outputs(int op) { return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].n_out : 0; }
+
+musa_attrs *musa_attrs_new(int op) {
+    if (op < 0 || op >= MUSA_OP_COUNT) {
+        musa_err(MUSA_ERR_VALUE, "[attrs_new] unknown op id %d", op);
+        return NULL;
+    }
+    musa_attrs *a = musa_malloc(sizeof *a, "attrs_new");
+    if (!a) return NULL;
+    a->op = op;
+    musa_attrs_init(musa_ops[op].attrs_kind, &a->rec);
+    return a;
+}
+
+void musa_attrs_free(musa_attrs *a) { free(a); }
+
+static void *attr_slot(musa_attrs *a, const char *field, musa_attr_type type, int *rc) {
+    if (!a || !field) {
+        *rc = musa_err(MUSA_ERR_VALUE, "[attrs] attrs or field name is NULL");
+        return NULL;
+    }
+    const musa_op_info *info = &musa_ops[a->op];
+    const musa_attr_field *f = musa_attrs_field(info->attrs_kind, field);
+    if (!f || info->attrs_kind == MUSA_ATTRS_none) {
+        *rc = musa_err(MUSA_ERR_VALUE, "[attrs] op %s has no attribute '%s'", info->name, field);
+        return NULL;
+    }
+    if (f->type != type) {
+        static const char *names[] = {"bool", "int", "float", "ints", "dtype"};
+        *rc = musa_err(MUSA_ERR_TYPE, "[attrs] attribute '%s' of op %s is %s, not %s", field,
+                       info->name, names[f->type], names[type]);
+        return NULL;
+    }
+    *rc = MUSA_OK;
+    return (char *)&a->rec + f->offset;
+}
+
+int musa_attrs_set_int(musa_attrs *a, const char *field, int64_t v) {
+    int rc;
+    int64_t *p = attr_slot(a, field, MUSA_ATTR_INT, &rc);
+    if (p) *p = v;
+    return rc;
+}
+
+int musa_attrs_set_float(musa_attrs *a, const char *field, double v) {
+    int rc;
+    double *p = attr_slot(a, field, MUSA_ATTR_FLOAT, &rc);
+    if (p) *p = v;
+    return rc;
+}
+
+int musa_attrs_set_bool(musa_attrs *a, const char *field, bool v) {
+    int rc;
+    bool *p = attr_slot(a, field, MUSA_ATTR_BOOL, &rc);
+    if (p) *p = v;
+    return rc;
+}
+
+int musa_attrs_set_dtype(musa_attrs *a, const char *field, musa_dtype v) {
+    int rc;
+    int32_t *p = attr_slot(a, field, MUSA_ATTR_DTYPE, &rc);
+    if (!p) return rc;
+    if (!musa_dtype_valid((int)v))
+        return musa_err(MUSA_ERR_TYPE, "[attrs] invalid dtype %d for '%s'", (int)v, field);
+    *p = (int32_t)v;
+    return rc;
+}
+
+int musa_attrs_set_ints(musa_attrs *a, const char *field, int n, const int64_t *v) {
+    int rc;
+    musa_ints *p = attr_slot(a, field, MUSA_ATTR_INTS, &rc);
+    if (!p) return rc;
+    if (n < 0 || n > MUSA_MAX_ATTR_INTS || (n && !v))
+        return musa_err(MUSA_ERR_VALUE, "[attrs] '%s' takes 0 to %d values, got %d", field,
+                        MUSA_MAX_ATTR_INTS, n);
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    if (n) memcpy(p->v, v, sizeof(int64_t) * (size_t)n);
+    return rc;
+}
+
+int musa_op_call(int op, int n_in, musa_tensor *const *inputs, const musa_attrs *attrs,
+                 musa_tensor **outs) {
+    if (op < 0 || op >= MUSA_OP_COUNT)
+        return musa_err(MUSA_ERR_VALUE, "[op_call] unknown op id %d", op);
+    if (attrs && attrs->op != op)
+        return musa_err(MUSA_ERR_VALUE, "[op_call] attrs were made for op %s, not %s",
+                        musa_ops[attrs->op].name, musa_ops[op].name);
+    if (n_in < 0 || (n_in > 0 && !inputs) || !outs)
+        return musa_err(MUSA_ERR_VALUE, "[op_call] bad input or output arrays");
+    return musa_dispatch((musa_op_id)op, n_in, inputs, attrs ? &attrs->rec : NULL, outs);
+}

@@ -1,0 +1,147 @@
+/*
+ * op.h - the op layer: the op enum and info table generated from ops.def,
+ * inference results, the dispatcher, and the thread-local dispatch state.
+ *
+ * Invariants:
+ * - musa_ops[op] is the only description of an op; passes and the executor
+ *   ask its flags, never lists of op names;
+ * - musa_dispatch is the only path from a public op function to a kernel,
+ *   so validation, recording, autograd and profiling happen in one place.
+ */
+#ifndef MUSA_OP_H
+#define MUSA_OP_H
+
+#include "../tensor/tensor.h"
+
+enum musa_op_flags {
+    MUSA_OPF_ELEMENTWISE = 1u << 0, /* out[i] depends on inputs at i (broadcast) */
+    MUSA_OPF_COMMUTATIVE = 1u << 1, /* f(a, b) == f(b, a) */
+    MUSA_OPF_NO_BOOL = 1u << 2,     /* rejects bool operands */
+    MUSA_OPF_NONDIFF = 1u << 3,     /* no gradient flows through it */
+    MUSA_OPF_REDUCTION = 1u << 4,   /* reduces dims of input 0 */
+    MUSA_OPF_VIEW = 1u << 5,        /* output aliases input 0; no kernel */
+    MUSA_OPF_RANDOM = 1u << 6,      /* draws from the generator at run time */
+    MUSA_OPF_CREATION = 1u << 7,    /* no tensor inputs */
+};
+
+typedef enum musa_op_id {
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags) MUSA_OP_##name,
+#include "ops.def"
+#undef OP
+    MUSA_OP_COUNT
+} musa_op_id;
+
+#define MUSA_MAX_OUTPUTS 2
+
+/* What inference decides about one call. */
+typedef struct musa_infer {
+    int8_t out_dtype[MUSA_MAX_OUTPUTS];
+    int8_t out_ndim[MUSA_MAX_OUTPUTS];
+    int64_t out_shape[MUSA_MAX_OUTPUTS][MUSA_MAX_DIMS];
+    int64_t view_strides[MUSA_MAX_DIMS]; /* VIEW ops: layout in input 0's storage */
+    int64_t view_offset;
+    int8_t *in_dtype; /* [n_in]: dtype to cast each input to first, or -1 (as is) */
+} musa_infer;
+
+typedef struct musa_op_info musa_op_info;
+
+/* Validate inputs and attrs (which it may normalise in place, e.g. wrap
+ * negative dims) and fill r. Returns MUSA_OK or an error naming the op. */
+typedef int (*musa_infer_fn)(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                             musa_infer *r);
+
+struct musa_op_info {
+    const char *name;
+    int n_in; /* -1: variadic */
+    int n_out;
+    musa_attrs_kind attrs_kind;
+    musa_infer_fn infer;
+    musa_kernel_fn kernel;       /* CPU kernel; cpu_none for VIEW ops */
+    musa_workspace_fn workspace; /* NULL: no scratch */
+    uint32_t flags;
+};
+
+extern const musa_op_info musa_ops[MUSA_OP_COUNT];
+
+/* ---- thread-local dispatch state ---- */
+
+typedef enum musa_mode {
+    MUSA_MODE_EAGER = 0,    /* run kernels */
+    MUSA_MODE_TRACE = 1,    /* run kernels and record nodes */
+    MUSA_MODE_SYMBOLIC = 2, /* record only; tensors are meta */
+} musa_mode;
+
+typedef struct musa_tls_state {
+    musa_mode mode;
+    bool grad_disabled; /* grad mode is on when false (the default) */
+    bool anomaly;       /* anomaly detection */
+    void *recorder;     /* graph being recorded (trace/symbolic), owned by jit */
+} musa_tls_state;
+
+extern _Thread_local musa_tls_state musa_tls;
+
+/* Hooks filled by upper layers; NULL when absent. */
+/* Attach autograd history to fresh outputs. Called when grad mode is on, the
+ * op is differentiable and some input requires grad. */
+extern int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in,
+                                 const void *attrs, int n_out, musa_tensor **out);
+/* Record a node (trace and symbolic modes). */
+extern int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
+                               const void *attrs, int n_out, musa_tensor **out);
+/* Profiler begin/end around kernels; NULL when no profiler is active. */
+extern void (*musa_profile_hook)(musa_op_id op, bool begin);
+
+/* Tensor flag used by autograd; the dispatcher tests it without knowing
+ * the autograd meta. */
+enum { MUSA_TF_REQUIRES_GRAD = 2 };
+
+/* ---- the dispatcher ---- */
+
+/* Run op on inputs. attrs points to the op's record (NULL: defaults).
+ * out has n_out entries: NULL entries receive new references, non-NULL
+ * entries are written in place. NULL inputs fail at once, keeping the
+ * last error as is. */
+int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                  musa_tensor **out);
+
+/* Run a single-output op and return its output (new reference) or NULL. */
+musa_tensor *musa_call(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs);
+
+static inline musa_tensor *musa_call1(musa_op_id op, musa_tensor *x, const void *attrs) {
+    return musa_call(op, 1, &x, attrs);
+}
+static inline musa_tensor *musa_call2(musa_op_id op, musa_tensor *a, musa_tensor *b,
+                                      const void *attrs) {
+    musa_tensor *in[2] = {a, b};
+    return musa_call(op, 2, in, attrs);
+}
+
+/* Type promotion over operands with PyTorch's three tiers (see musa.h). */
+musa_dtype musa_result_type(int n, musa_tensor *const *ts);
+
+/* Temporaries in op compositions: collect, then release together. */
+typedef struct musa_temps {
+    musa_tensor *t[48];
+    int n;
+} musa_temps;
+static inline musa_tensor *musa_tmp(musa_temps *s, musa_tensor *t) {
+    if (s->n < (int)(sizeof s->t / sizeof s->t[0])) s->t[s->n++] = t;
+    else MUSA_ASSERT(!"too many temporaries");
+    return t;
+}
+static inline void musa_temps_release(musa_temps *s) {
+    for (int i = 0; i < s->n; i++) musa_tensor_release(s->t[i]);
+    s->n = 0;
+}
+
+/* Whether x can be viewed as `shape` without a copy (ops/infer_shape.c). */
+int musa_view_possible(const musa_tensor *x, int ndim, const int64_t *shape);
+
+/* Infer functions, one per family (ops/infer_*.c). */
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags)                                     \
+    int infer(const musa_op_info *op, musa_tensor *const *in, int n_in_, void *attrs_,            \
+              musa_infer *r);
+#include "ops.def"
+#undef OP
+
+#endif
