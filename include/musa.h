@@ -392,10 +392,9 @@ MUSA_API int musa_zero_(musa_tensor *self);
 /* `dims` lists ndims dims to reduce (negatives allowed, no repeats);
  * ndims = 0 reduces every dim. keepdim keeps reduced dims with size 1.
  * sum/prod of integer or bool input give int64; floating input keeps its
- * dtype. float16/bfloat16/float32 sums accumulate in float32 with blocked
- * pairwise summation: the error is at most about
- *     (log2(n/512) + 16) * 2^-24 * sum(|x|)
- * and float64 sums likewise in float64. mean/var/std need floating input.
+ * dtype. Floating sums accumulate in float64 with blocked pairwise
+ * summation: before the single rounding to the output dtype the error is at
+ * most about (log2(n) + 12) * 2^-53 * sum(|x|). mean/var/std need floating input.
  * Reducing over a zero-size dim gives 0 (sum), 1 (prod) or NaN (mean), and
  * an error for amax/amin/argmax/argmin/max/min. */
 MUSA_API musa_tensor *musa_sum(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);

@@ -94,7 +94,13 @@ static int resolve_shape(const musa_op_info *op, int64_t numel, musa_ints *shape
         }
     }
     if (infer_at >= 0) {
-        if (known == 0 || numel % known != 0)
+        if (known == 0)
+            return musa_err(MUSA_ERR_VALUE,
+                            "[%s] cannot infer the -1 in shape %s for a tensor of %lld elements: "
+                            "it could be any value",
+                            op->name, musa_shape_str(shape->n, shape->v, buf, sizeof buf),
+                            (long long)numel);
+        if (numel % known != 0)
             return musa_err(MUSA_ERR_VALUE, "[%s] shape %s is invalid for input of size %lld",
                             op->name, musa_shape_str(shape->n, shape->v, buf, sizeof buf),
                             (long long)numel);

@@ -61,6 +61,7 @@ char *musa_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
 int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, const int64_t *b,
                          int *nout, int64_t *out) {
     int n = na > nb ? na : nb;
+    int64_t res[MUSA_MAX_DIMS]; /* out may alias a or b */
     for (int i = 0; i < n; i++) {
         int64_t da = i < n - na ? 1 : a[i - (n - na)];
         int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
@@ -69,8 +70,9 @@ int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, co
             return musa_err(MUSA_ERR_VALUE, "[%s] shapes %s and %s cannot be broadcast", where,
                             musa_shape_str(na, a, sa, sizeof sa), musa_shape_str(nb, b, sb, sizeof sb));
         }
-        out[i] = da == 1 ? db : da;
+        res[i] = da == 1 ? db : da;
     }
+    memcpy(out, res, sizeof(int64_t) * (size_t)n);
     *nout = n;
     return MUSA_OK;
 }

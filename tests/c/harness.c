@@ -32,6 +32,12 @@ void harness_fail(const char *file, int line, const char *fmt, ...) {
 
 bool harness_failed(void) { return current_failed; }
 
+bool harness_has_test(const char *name) {
+    for (int i = 0; i < n_tests; i++)
+        if (!strcmp(tests[i].name, name)) return true;
+    return false;
+}
+
 bool test_release_ok(musa_tensor *t) {
     musa_tensor_release(t);
     return t != NULL;

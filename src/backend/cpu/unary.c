@@ -41,7 +41,7 @@
         (void)ctx;                                                                                 \
         for (int64_t i = 0; i < n; i++) {                                                          \
             C x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                          \
-            *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)(EXPR);                                       \
+            *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)((EXPR) != 0);                                       \
         }                                                                                          \
     }
 

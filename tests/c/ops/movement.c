@@ -1,0 +1,282 @@
+/*
+ * movement.c - data movement ops: cat, gather, scatter(_add),
+ * index_select, index_add, pad, flip, tril/triu, cumsum, sort, topk, and
+ * the composites stack, masked_fill, repeat and one_hot.
+ */
+#include "../util.h"
+
+TEST(op_cat) {
+    for (int di = 0; di < 9; di++) {
+        musa_dtype dt = ALL_DTYPES[di];
+        musa_tensor *a = rnd(dt, 2, (int64_t[]){2, 3}, -5, 5, L_CONTIG);
+        musa_tensor *b = rnd(dt, 2, (int64_t[]){4, 3}, -5, 5, L_TRANSPOSED);
+        musa_tensor *e = musa_zeros(2, (int64_t[]){0, 3}, dt);
+        musa_tensor *list[3] = {a, e, b};
+        musa_tensor *y = musa_cat(3, list, 0);
+        CHECK_SHAPE(y, 2, 6, 3);
+        double *av = values(a), *bv = values(b), *yv = values(y), want[18];
+        for (int i = 0; i < 6; i++) want[i] = av[i];
+        for (int i = 0; i < 12; i++) want[6 + i] = bv[i];
+        CHECK_CLOSE("cat", dt, yv, want, 18);
+        free(av), free(bv), free(yv);
+        release_all(4, a, b, e, y);
+    }
+    musa_tensor *a = musa_ones(2, (int64_t[]){2, 2}, MUSA_DTYPE_INT32);
+    musa_tensor *b = musa_zeros(2, (int64_t[]){2, 3}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *l[2] = {a, b}, *y = musa_cat(2, l, -1);
+    CHECK(y && musa_tensor_dtype(y) == MUSA_DTYPE_FLOAT32);
+    CHECK_SHAPE(y, 2, 2, 5);
+    CHECK_ERR(FAILS(musa_cat(2, l, 0)), MUSA_ERR_VALUE, "[cat] tensor 1 has shape (2, 3); expected (2, 2) except in dim 0");
+    CHECK_ERR(FAILS(musa_cat(0, l, 0)), MUSA_ERR_VALUE, "non-empty");
+    musa_tensor *st = musa_stack(2, (musa_tensor *[]){a, a}, 1);
+    CHECK_SHAPE(st, 3, 2, 2, 2);
+    release_all(4, a, b, y, st);
+}
+
+TEST(op_gather) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -5, 5, L_TRANSPOSED);
+    double iv[6] = {0, 3, -1, 2, 1, 1};
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){3, 2}, iv);
+    musa_tensor *y = musa_gather(x, 1, i);
+    CHECK_SHAPE(y, 2, 3, 2);
+    double *xv = values(x), *yv = values(y), want[6];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 2; c++) {
+            int k = (int)iv[r * 2 + c];
+            want[r * 2 + c] = xv[r * 4 + (k < 0 ? k + 4 : k)];
+        }
+    CHECK_CLOSE("gather", MUSA_DTYPE_FLOAT32, yv, want, 6);
+    free(xv), free(yv);
+    musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){1, 1}, (double[]){4});
+    CHECK_ERR(FAILS(musa_gather(x, 1, bad)), MUSA_ERR_INDEX, "[gather] index 4 is out of bounds for a dim of size 4");
+    musa_tensor *fi = musa_zeros(2, (int64_t[]){1, 1}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_gather(x, 1, fi)), MUSA_ERR_TYPE, "index must be an integer tensor");
+    musa_tensor *big = musa_zeros(2, (int64_t[]){4, 1}, MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_gather(x, 1, big)), MUSA_ERR_VALUE, "exceeds input size");
+    release_all(6, x, i, y, bad, fi, big);
+}
+
+static void check_scatter(bool add) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){3, 4}, -5, 5, L_CONTIG);
+    double iv[6] = {0, 2, 2, 2, 1, 0};
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){2, 3}, iv);
+    musa_tensor *src = rnd(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 3}, -5, 5, L_TRANSPOSED);
+    musa_tensor *y = add ? musa_scatter_add(x, 0, i, src) : musa_scatter(x, 0, i, src);
+    CHECK(y);
+    double *xv = values(x), *sv = values(src), *yv = values(y), want[12];
+    memcpy(want, xv, sizeof want);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            int k = (int)iv[r * 3 + c];
+            if (add) want[k * 4 + c] += sv[r * 3 + c];
+            else want[k * 4 + c] = sv[r * 3 + c];
+        }
+    CHECK_CLOSE(add ? "scatter_add" : "scatter", MUSA_DTYPE_FLOAT64, yv, want, 12);
+    /* x itself is untouched */
+    double *x2 = values(x);
+    CHECK(memcmp(x2, xv, sizeof want) == 0);
+    free(xv), free(sv), free(yv), free(x2);
+    musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){1, 1}, (double[]){-4});
+    CHECK_ERR(FAILS(add ? musa_scatter_add(x, 0, bad, src) : musa_scatter(x, 0, bad, src)),
+              MUSA_ERR_INDEX, "index -4 is out of bounds");
+    release_all(5, x, i, src, y, bad);
+}
+
+TEST(op_scatter) { check_scatter(false); }
+TEST(op_scatter_add) { check_scatter(true); }
+
+TEST(op_index_select) {
+    musa_tensor *x = rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 3}, -9, 9, L_TRANSPOSED);
+    musa_tensor *i = from_list(MUSA_DTYPE_INT32, 1, (int64_t[]){5}, (double[]){3, 0, 0, -1, 2});
+    musa_tensor *y = musa_index_select(x, 0, i);
+    CHECK_SHAPE(y, 2, 5, 3);
+    double *xv = values(x), *yv = values(y), want[15];
+    int rows[5] = {3, 0, 0, 3, 2};
+    for (int r = 0; r < 5; r++)
+        for (int c = 0; c < 3; c++) want[r * 3 + c] = xv[rows[r] * 3 + c];
+    CHECK_CLOSE("index_select", MUSA_DTYPE_INT32, yv, want, 15);
+    free(xv), free(yv);
+    musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){1}, (double[]){4});
+    CHECK_ERR(FAILS(musa_index_select(x, 0, bad)), MUSA_ERR_INDEX, "[index_select] index 4 is out of bounds");
+    musa_tensor *i2 = musa_zeros(2, (int64_t[]){1, 1}, MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_index_select(x, 0, i2)), MUSA_ERR_VALUE, "0-d or 1-d");
+    release_all(5, x, i, y, bad, i2);
+}
+
+TEST(op_index_add) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -5, 5, L_CONTIG);
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){3}, (double[]){1, 1, 3});
+    musa_tensor *src = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 3}, -5, 5, L_TRANSPOSED);
+    musa_tensor *y = musa_index_add(x, 1, i, src);
+    double *xv = values(x), *sv = values(src), *yv = values(y), want[12];
+    memcpy(want, xv, sizeof want);
+    int cols[3] = {1, 1, 3};
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) want[r * 4 + cols[k]] += sv[r * 3 + k];
+    CHECK_CLOSE("index_add", MUSA_DTYPE_FLOAT32, yv, want, 12);
+    free(xv), free(sv), free(yv);
+    musa_tensor *bsrc = musa_zeros(2, (int64_t[]){3, 2}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_index_add(x, 1, i, bsrc)), MUSA_ERR_VALUE, "source shape (3, 2) must match");
+    musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){3}, (double[]){0, 9, 1});
+    CHECK_ERR(FAILS(musa_index_add(x, 1, bad, src)), MUSA_ERR_INDEX, "index 9");
+    release_all(6, x, i, src, y, bsrc, bad);
+}
+
+TEST(op_pad) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -5, 5, L_TRANSPOSED);
+    musa_tensor *y = musa_pad(x, 4, (int64_t[]){1, 2, -1, 1}, 7); /* last dim (1,2), dim 0 (-1,1) */
+    CHECK_SHAPE(y, 2, 3, 7);
+    double *xv = values(x), *yv = values(y);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 7; c++) {
+            int sr = r + 1, sc = c - 1;
+            double w = (sr < 3 && sc >= 0 && sc < 4) ? xv[sr * 4 + sc] : 7;
+            CHECK_MSG(yv[r * 7 + c] == w, "pad (%d,%d) = %g, want %g", r, c, yv[r * 7 + c], w);
+        }
+    free(xv), free(yv);
+    CHECK_ERR(FAILS(musa_pad(x, 3, (int64_t[]){1, 1, 1}, 0)), MUSA_ERR_VALUE, "even number");
+    CHECK_ERR(FAILS(musa_pad(x, 2, (int64_t[]){-3, -2}, 0)), MUSA_ERR_VALUE, "negative");
+    release_all(2, x, y);
+}
+
+TEST(op_flip) {
+    musa_tensor *x = rnd(MUSA_DTYPE_INT64, 3, (int64_t[]){2, 3, 4}, -9, 9, L_STRIDED);
+    musa_tensor *y = musa_flip(x, 2, (int64_t[]){0, -1});
+    double *xv = values(x), *yv = values(y);
+    for (int i = 0; i < 24; i++) {
+        int64_t idx[3];
+        unravel(i, 3, (int64_t[]){2, 3, 4}, idx);
+        idx[0] = 1 - idx[0], idx[2] = 3 - idx[2];
+        CHECK(yv[i] == xv[ravel(3, (int64_t[]){2, 3, 4}, idx)]);
+    }
+    free(xv), free(yv);
+    CHECK_ERR(FAILS(musa_flip(x, 2, (int64_t[]){1, 1})), MUSA_ERR_VALUE, "more than once");
+    release_all(2, x, y);
+}
+
+static void check_tri(bool lower) {
+    for (int64_t k = -2; k <= 2; k++) {
+        musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 3, (int64_t[]){2, 3, 4}, 1, 5, L_TRANSPOSED);
+        musa_tensor *y = lower ? musa_tril(x, k) : musa_triu(x, k);
+        double *xv = values(x), *yv = values(y);
+        for (int i = 0; i < 24; i++) {
+            int r = (i / 4) % 3, c = i % 4;
+            bool keep = lower ? c - r <= k : c - r >= k;
+            CHECK(yv[i] == (keep ? xv[i] : 0));
+        }
+        free(xv), free(yv);
+        release_all(2, x, y);
+    }
+    musa_tensor *v = musa_zeros(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(lower ? musa_tril(v, 0) : musa_triu(v, 0)), MUSA_ERR_VALUE, "at least 2 dims");
+    musa_tensor_release(v);
+}
+
+TEST(op_tril) { check_tri(true); }
+TEST(op_triu) { check_tri(false); }
+
+TEST(op_cumsum) {
+    for (int di = 0; di < 8; di++) {
+        musa_dtype dt = ALL_DTYPES[di];
+        musa_tensor *x = rnd(dt, 2, (int64_t[]){3, 5}, -4, 4, L_TRANSPOSED);
+        for (int dim = 0; dim < 2; dim++) {
+            musa_tensor *y = musa_cumsum(x, dim);
+            musa_dtype od = musa_dtype_is_floating(dt) ? dt : MUSA_DTYPE_INT64;
+            CHECK(y && musa_tensor_dtype(y) == od);
+            double *xv = values(x), *yv = values(y), want[15];
+            for (int r = 0; r < 3; r++)
+                for (int c = 0; c < 5; c++) {
+                    double prev = dim == 0 ? (r ? want[(r - 1) * 5 + c] : 0) : (c ? want[r * 5 + c - 1] : 0);
+                    want[r * 5 + c] = prev + xv[r * 5 + c];
+                }
+            /* float16/bfloat16 round each prefix once; compare with their tolerance */
+            for (int i = 0; i < 15; i++) want[i] = musa_dtype_is_floating(od) ? want[i] : want[i];
+            CHECK_CLOSE("cumsum", od, yv, want, 15);
+            free(xv), free(yv);
+            musa_tensor_release(y);
+        }
+        musa_tensor_release(x);
+    }
+}
+
+static void check_sorted(musa_tensor *x, musa_tensor *v, musa_tensor *ix, int64_t n, int64_t k,
+                         bool desc) {
+    double *xv = values(x), *vv = values(v);
+    int64_t *iv = ivalues(ix);
+    for (int64_t i = 0; i < k; i++) {
+        CHECK_MSG(vv[i] == xv[iv[i]] || (vv[i] != vv[i] && xv[iv[i]] != xv[iv[i]]), "value/index");
+        if (i) {
+            double a = vv[i - 1], b = vv[i];
+            bool ordered = desc ? (a >= b || a != a) : (a <= b || b != b);
+            CHECK_MSG(ordered, "not sorted at %lld: %g, %g", (long long)i, a, b);
+            if (a == b) CHECK_MSG(iv[i - 1] < iv[i], "not stable at %lld", (long long)i);
+        }
+    }
+    (void)n;
+    free(xv), free(vv), free(iv);
+}
+
+TEST(op_sort) {
+    double v[8] = {3, 1, NAN, 2, 1, -5, 3, 0};
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){8}, v);
+    for (int desc = 0; desc < 2; desc++) {
+        musa_tensor *s = NULL, *i = NULL;
+        CHECK_OK(musa_sort(x, 0, desc, &s, &i));
+        check_sorted(x, s, i, 8, 8, desc);
+        double last;
+        CHECK_OK(musa_tensor_get(s, (int64_t[]){desc ? 0 : 7}, &last));
+        CHECK(last != last); /* NaN is the largest */
+        release_all(2, s, i);
+    }
+    musa_tensor *m = rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 6}, -3, 3, L_TRANSPOSED);
+    musa_tensor *s = NULL, *i = NULL;
+    CHECK_OK(musa_sort(m, 0, false, &s, &i));
+    CHECK_SHAPE(s, 2, 4, 6);
+    musa_tensor *col = musa_select(m, 1, 2), *scol = musa_select(s, 1, 2), *icol = musa_select(i, 1, 2);
+    check_sorted(col, scol, icol, 4, 4, false);
+    release_all(7, x, m, s, i, col, scol, icol);
+}
+
+TEST(op_topk) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){3, 10}, -9, 9, L_CONTIG);
+    musa_tensor *v = NULL, *i = NULL;
+    CHECK_OK(musa_topk(x, 4, -1, true, &v, &i));
+    CHECK_SHAPE(v, 2, 3, 4);
+    for (int r = 0; r < 3; r++) {
+        musa_tensor *xr = musa_select(x, 0, r), *vr = musa_select(v, 0, r), *ir = musa_select(i, 0, r);
+        check_sorted(xr, vr, ir, 10, 4, true);
+        double *xv = values(xr), *vv = values(vr);
+        int bigger = 0;
+        for (int k = 0; k < 10; k++) bigger += xv[k] > vv[3];
+        CHECK(bigger <= 3);
+        free(xv), free(vv);
+        release_all(3, xr, vr, ir);
+    }
+    musa_tensor *a = NULL, *b = NULL;
+    CHECK_ERR(musa_topk(x, 11, 1, true, &a, &b) == MUSA_OK, MUSA_ERR_VALUE, "[topk] k = 11 is out of range");
+    release_all(3, x, v, i);
+}
+
+TEST(composite_masked_fill_repeat_one_hot) {
+    musa_tensor *x = musa_arange(0, 6, 1, MUSA_DTYPE_INT32);
+    musa_tensor *v = musa_view(x, 2, (int64_t[]){2, 3});
+    musa_tensor *three = musa_number_int(3), *mask = musa_ge(v, three);
+    musa_tensor *f = musa_masked_fill(v, mask, -1);
+    double *fv = values(f);
+    CHECK(f && musa_tensor_dtype(f) == MUSA_DTYPE_INT32 && fv[2] == 2 && fv[3] == -1);
+    free(fv);
+    musa_tensor *r = musa_repeat(v, 3, (int64_t[]){2, 1, 2});
+    CHECK_SHAPE(r, 3, 2, 2, 6);
+    double *rv = values(r);
+    CHECK(rv[0] == 0 && rv[3] == 0 && rv[5] == 2 && rv[12 + 9] == 3);
+    free(rv);
+    musa_tensor *labels = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){3}, (double[]){2, 0, 1});
+    musa_tensor *oh = musa_one_hot(labels, -1);
+    CHECK_SHAPE(oh, 2, 3, 3);
+    double *ov = values(oh);
+    CHECK(ov[2] == 1 && ov[3] == 1 && ov[7] == 1 && ov[0] == 0);
+    free(ov);
+    CHECK_ERR(FAILS(musa_one_hot(labels, 2)), MUSA_ERR_VALUE, "[one_hot] class values must be in [0, 2)");
+    CHECK_ERR(FAILS(musa_masked_fill(v, v, 0)), MUSA_ERR_TYPE, "mask must be bool");
+    release_all(8, x, v, three, mask, f, r, labels, oh);
+}

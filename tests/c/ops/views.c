@@ -1,0 +1,163 @@
+/*
+ * views.c - view ops: shapes, strides, storage sharing, values, writes
+ * through views, and errors.
+ */
+#include "../util.h"
+
+/* Values of `v` must equal base values at offset + sum(idx * strides). */
+static bool view_matches(musa_tensor *base, musa_tensor *v) {
+    double *bv = values(base), *vv = values(v);
+    int nd = musa_tensor_ndim(v);
+    const int64_t *sh = musa_tensor_shape(v), *st = musa_tensor_strides(v);
+    int64_t off0 = musa_tensor_offset(v) - musa_tensor_offset(base), idx[8];
+    bool ok = bv && vv;
+    for (int64_t i = 0; ok && i < musa_tensor_numel(v); i++) {
+        unravel(i, nd, sh, idx);
+        int64_t off = off0;
+        for (int d = 0; d < nd; d++) off += idx[d] * st[d];
+        ok = vv[i] == bv[off];
+    }
+    free(bv), free(vv);
+    return ok;
+}
+
+TEST(op_view) {
+    musa_tensor *x = musa_arange(0, 24, 1, MUSA_DTYPE_FLOAT32);
+    musa_tensor *v = musa_view(x, 3, (int64_t[]){2, -1, 4});
+    CHECK_SHAPE(v, 3, 2, 3, 4);
+    CHECK(musa_tensor_shares_storage(x, v) && view_matches(x, v));
+    musa_tensor *t = musa_transpose(v, 1, 2);
+    CHECK_ERR(FAILS(musa_view(t, 1, (int64_t[]){24})), MUSA_ERR_RUNTIME, "use reshape");
+    musa_tensor *ok = musa_view(t, 4, (int64_t[]){2, 2, 2, 3}); /* splits dim 1 only */
+    CHECK(ok && view_matches(x, ok));
+    musa_tensor *r = musa_reshape(t, 1, (int64_t[]){24}); /* copies */
+    CHECK(r && !musa_tensor_shares_storage(r, x));
+    CHECK_ERR(FAILS(musa_view(x, 2, (int64_t[]){5, 5})), MUSA_ERR_VALUE, "[view] shape (5, 5) is invalid for input of size 24");
+    CHECK_ERR(FAILS(musa_view(x, 2, (int64_t[]){-1, -1})), MUSA_ERR_VALUE, "only one dim can be -1");
+    musa_tensor *s = musa_scalar(3, MUSA_DTYPE_FLOAT32);
+    musa_tensor *s1 = musa_view(s, 2, (int64_t[]){1, 1});
+    CHECK(s1);
+    musa_tensor *e = musa_zeros(2, (int64_t[]){0, 4}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *e2 = musa_view(e, 3, (int64_t[]){2, 0, 7});
+    CHECK_ERR(FAILS(musa_view(e, 2, (int64_t[]){-1, 0})), MUSA_ERR_VALUE, "could be any value");
+    CHECK(e2);
+    release_all(9, x, v, t, ok, r, s, s1, e, e2);
+}
+
+TEST(op_permute) {
+    musa_tensor *x = musa_arange(0, 24, 1, MUSA_DTYPE_INT64);
+    musa_tensor *v = musa_view(x, 3, (int64_t[]){2, 3, 4});
+    musa_tensor *p = musa_permute(v, 3, (int64_t[]){2, 0, -2});
+    CHECK_SHAPE(p, 3, 4, 2, 3);
+    CHECK(view_matches(x, p) && !musa_tensor_is_contiguous(p));
+    CHECK_ERR(FAILS(musa_permute(v, 3, (int64_t[]){0, 0, 1})), MUSA_ERR_VALUE, "repeats");
+    CHECK_ERR(FAILS(musa_permute(v, 2, (int64_t[]){0, 1})), MUSA_ERR_VALUE, "got 2 dims for a 3-d tensor");
+    CHECK_ERR(FAILS(musa_permute(v, 3, (int64_t[]){0, 1, 3})), MUSA_ERR_INDEX, "dim 3 out of range");
+    release_all(3, x, v, p);
+}
+
+TEST(op_slice) {
+    musa_tensor *x = musa_arange(0, 20, 1, MUSA_DTYPE_FLOAT64);
+    musa_tensor *v = musa_view(x, 2, (int64_t[]){4, 5});
+    musa_tensor *s = musa_slice(v, 1, 1, 100, 2), *n = musa_slice(v, 0, -3, -1, 1);
+    musa_tensor *e = musa_slice(v, 1, 4, 2, 1);
+    CHECK_SHAPE(s, 2, 4, 2);
+    CHECK_SHAPE(n, 2, 2, 5);
+    CHECK_SHAPE(e, 2, 4, 0);
+    CHECK(view_matches(x, s) && view_matches(x, n));
+    /* writing through a view writes the base and bumps the shared version */
+    uint64_t ver = musa_tensor_version(x);
+    CHECK_OK(musa_fill_(s, -1));
+    CHECK(musa_tensor_version(x) == ver + 1);
+    double g;
+    CHECK_OK(musa_tensor_get(v, (int64_t[]){2, 3}, &g));
+    CHECK(g == -1);
+    CHECK_ERR(FAILS(musa_slice(v, 1, 0, 3, 0)), MUSA_ERR_VALUE, "step must be positive");
+    musa_tensor *z = musa_scalar(1, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_slice(z, 0, 0, 1, 1)), MUSA_ERR_INDEX, "0-d");
+    release_all(6, x, v, s, n, e, z);
+}
+
+TEST(op_select) {
+    musa_tensor *x = musa_arange(0, 12, 1, MUSA_DTYPE_INT32);
+    musa_tensor *v = musa_view(x, 2, (int64_t[]){3, 4});
+    musa_tensor *r = musa_select(v, 0, -1), *c = musa_select(v, 1, 2);
+    CHECK_SHAPE(r, 1, 4);
+    CHECK_SHAPE(c, 1, 3);
+    CHECK(view_matches(x, r) && view_matches(x, c));
+    musa_tensor *e = musa_select(r, 0, 1);
+    CHECK(e && musa_tensor_ndim(e) == 0);
+    CHECK_ERR(FAILS(musa_select(v, 0, 3)), MUSA_ERR_INDEX, "[select] index 3 is out of bounds for dim 0 with size 3");
+    CHECK_ERR(FAILS(musa_select(e, 0, 0)), MUSA_ERR_INDEX, "0-d");
+    release_all(5, x, v, r, c, e);
+}
+
+TEST(op_expand) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 1}, -1, 1, L_CONTIG);
+    musa_tensor *e = musa_expand(x, 3, (int64_t[]){2, -1, 4});
+    CHECK_SHAPE(e, 3, 2, 3, 4);
+    CHECK(musa_tensor_strides(e)[0] == 0 && musa_tensor_strides(e)[2] == 0);
+    CHECK(view_matches(x, e));
+    musa_tensor *b = musa_broadcast_to(x, 2, (int64_t[]){3, 0});
+    CHECK_SHAPE(b, 2, 3, 0);
+    CHECK_ERR(FAILS(musa_expand(x, 2, (int64_t[]){4, 4})), MUSA_ERR_VALUE, "[expand] the expanded size 4 must match the existing size 3 at dim 0");
+    CHECK_ERR(FAILS(musa_expand(x, 1, (int64_t[]){3})), MUSA_ERR_VALUE, "cannot expand a 2-d tensor to 1 dims");
+    CHECK_ERR(FAILS(musa_expand(x, 3, (int64_t[]){-1, 3, 1})), MUSA_ERR_VALUE, "new leading dim");
+    release_all(3, x, e, b);
+}
+
+TEST(op_squeeze) {
+    musa_tensor *x = musa_zeros(4, (int64_t[]){1, 3, 1, 2}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *a = musa_squeeze(x, 0, NULL), *b = musa_squeeze(x, 2, (int64_t[]){-2, 1});
+    CHECK_SHAPE(a, 2, 3, 2);
+    CHECK_SHAPE(b, 3, 1, 3, 2); /* dim 1 has size 3: left alone */
+    CHECK_ERR(FAILS(musa_squeeze(x, 1, (int64_t[]){4})), MUSA_ERR_INDEX, "out of range");
+    release_all(3, x, a, b);
+}
+
+TEST(op_unsqueeze) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -1, 1, L_CONTIG);
+    musa_tensor *a = musa_unsqueeze(x, 0), *b = musa_unsqueeze(x, -1), *c = musa_unsqueeze(x, 1);
+    CHECK_SHAPE(a, 3, 1, 3, 4);
+    CHECK_SHAPE(b, 3, 3, 4, 1);
+    CHECK_SHAPE(c, 3, 3, 1, 4);
+    CHECK(view_matches(x, a) && view_matches(x, b) && view_matches(x, c));
+    CHECK_ERR(FAILS(musa_unsqueeze(x, 3)), MUSA_ERR_INDEX, "out of range");
+    musa_tensor *big = musa_zeros(8, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_unsqueeze(big, 0)), MUSA_ERR_VALUE, "at most 8 dims");
+    release_all(5, x, a, b, c, big);
+}
+
+TEST(op_as_strided) {
+    musa_tensor *x = musa_arange(0, 10, 1, MUSA_DTYPE_FLOAT32);
+    musa_tensor *w = musa_as_strided(x, 2, (int64_t[]){4, 3}, (int64_t[]){2, 1}, 1); /* windows */
+    CHECK_SHAPE(w, 2, 4, 3);
+    double *v = values(w);
+    CHECK(v[0] == 1 && v[2] == 3 && v[3] == 3 && v[11] == 9);
+    free(v);
+    CHECK_ERR(FAILS(musa_as_strided(x, 2, (int64_t[]){4, 3}, (int64_t[]){3, 1}, 1)), MUSA_ERR_VALUE,
+              "reaches element 12 of a storage with 10 elements");
+    CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){2}, (int64_t[]){-1}, 5)), MUSA_ERR_VALUE, "negative stride");
+    release_all(2, x, w);
+}
+
+TEST(composite_shape_helpers) {
+    musa_tensor *x = musa_arange(0, 24, 1, MUSA_DTYPE_FLOAT32);
+    musa_tensor *v = musa_view(x, 4, (int64_t[]){2, 3, 2, 2});
+    musa_tensor *f = musa_flatten(v, 1, -2);
+    CHECK_SHAPE(f, 3, 2, 6, 2);
+    musa_tensor *t = musa_transpose(v, 0, 3), *c = musa_contiguous(t), *c2 = musa_contiguous(v);
+    CHECK(musa_tensor_is_contiguous(c) && !musa_tensor_is_contiguous(t) && c2 == v);
+    double *tv = values(t), *cv = values(c);
+    CHECK_CLOSE("contiguous", MUSA_DTYPE_FLOAT32, cv, tv, 24);
+    free(tv), free(cv);
+    musa_tensor *pieces[8];
+    int n = musa_split(x, 7, 0, 8, pieces);
+    CHECK(n == 4 && musa_tensor_numel(pieces[3]) == 3);
+    for (int i = 0; i < n; i++) musa_tensor_release(pieces[i]);
+    n = musa_chunk(x, 5, 0, 8, pieces);
+    CHECK(n == 5 && musa_tensor_numel(pieces[0]) == 5 && musa_tensor_numel(pieces[4]) == 4);
+    for (int i = 0; i < n; i++) musa_tensor_release(pieces[i]);
+    CHECK_ERR(musa_split(x, 0, 0, 8, pieces) >= 0, MUSA_ERR_VALUE, "split_size must be positive");
+    release_all(6, x, v, f, t, c, c2);
+}

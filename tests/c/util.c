@@ -1,0 +1,199 @@
+/*
+ * util.c - see util.h. The reference values are computed here in float64
+ * with code independent of the kernels under test.
+ */
+#include "util.h"
+
+#include <stdarg.h>
+
+const musa_dtype ALL_DTYPES[9] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
+                                  MUSA_DTYPE_BFLOAT16, MUSA_DTYPE_INT64, MUSA_DTYPE_INT32,
+                                  MUSA_DTYPE_INT8, MUSA_DTYPE_UINT8, MUSA_DTYPE_BOOL};
+const musa_dtype FLOAT_DTYPES[4] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
+                                    MUSA_DTYPE_BFLOAT16};
+
+static uint64_t state = 0x9e3779b97f4a7c15ull;
+
+void useed(uint64_t seed) { state = seed ? seed : 1; }
+
+double urand(void) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return (double)(state >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double round_to(double v, musa_dtype d) {
+    switch (d) {
+    case MUSA_DTYPE_FLOAT64: return v;
+    case MUSA_DTYPE_FLOAT32: return (float)v;
+    case MUSA_DTYPE_FLOAT16: return (double)(_Float16)v;
+    case MUSA_DTYPE_BFLOAT16: {
+        /* nearest bfloat16, ties to even, computed on the double itself */
+        if (v != v || isinf(v) || v == 0) return v;
+        int e;
+        double m = frexp(fabs(v), &e); /* |v| = m 2^e, m in [0.5, 1) */
+        double scaled = ldexp(m, 8);   /* 8 significant bits */
+        double fl = floor(scaled), r = scaled - fl;
+        if (r > 0.5 || (r == 0.5 && fmod(fl, 2) == 1)) fl += 1;
+        double out = ldexp(fl, e - 8);
+        if (out > 3.3895313892515355e38) out = INFINITY; /* beyond bf16 max */
+        return v < 0 ? -out : out;
+    }
+    case MUSA_DTYPE_BOOL: return v != 0;
+    case MUSA_DTYPE_INT64:
+        if (v != v) return 0;
+        if (v >= 9223372036854775807.0) return 9223372036854775807.0;
+        if (v <= -9223372036854775808.0) return -9223372036854775808.0;
+        return trunc(v);
+    case MUSA_DTYPE_INT32: return v != v ? 0 : fmax(fmin(trunc(v), 2147483647.0), -2147483648.0);
+    case MUSA_DTYPE_INT8: return v != v ? 0 : fmax(fmin(trunc(v), 127.0), -128.0);
+    case MUSA_DTYPE_UINT8: return v != v ? 0 : fmax(fmin(trunc(v), 255.0), 0.0);
+    default: return v;
+    }
+}
+
+double wrap_to(double v, musa_dtype d) {
+    if (musa_dtype_is_floating(d) || d == MUSA_DTYPE_BOOL || v != v) return round_to(v, d);
+    int64_t i = v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
+    switch (d) {
+    case MUSA_DTYPE_INT32: return (int32_t)(uint32_t)(uint64_t)i;
+    case MUSA_DTYPE_INT8: return (int8_t)(uint8_t)(uint64_t)i;
+    case MUSA_DTYPE_UINT8: return (uint8_t)(uint64_t)i;
+    default: return (double)i;
+    }
+}
+
+int64_t numel_of(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+void unravel(int64_t i, int ndim, const int64_t *shape, int64_t *idx) {
+    for (int d = ndim - 1; d >= 0; d--) {
+        idx[d] = shape[d] ? i % shape[d] : 0;
+        i = shape[d] ? i / shape[d] : 0;
+    }
+}
+
+int64_t ravel(int ndim, const int64_t *shape, const int64_t *idx) {
+    int64_t i = 0;
+    for (int d = 0; d < ndim; d++) i = i * shape[d] + idx[d];
+    return i;
+}
+
+musa_tensor *from_list(musa_dtype dtype, int ndim, const int64_t *shape, const double *v) {
+    musa_tensor *t64 = musa_from_data(v, ndim, shape, MUSA_DTYPE_FLOAT64);
+    musa_tensor *t = musa_cast(t64, dtype);
+    musa_tensor_release(t64);
+    return t;
+}
+
+musa_tensor *rnd(musa_dtype dtype, int ndim, const int64_t *shape, double lo, double hi,
+                 layout lay) {
+    int64_t phys[MUSA_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) phys[i] = shape[i];
+    if (lay == L_TRANSPOSED && ndim >= 2) {
+        phys[ndim - 2] = shape[ndim - 1];
+        phys[ndim - 1] = shape[ndim - 2];
+    } else if (lay == L_STRIDED && ndim >= 1) {
+        phys[ndim - 1] = shape[ndim - 1] * 2;
+    }
+    int64_t n = numel_of(ndim, phys);
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) {
+        double x = lo + (hi - lo) * urand();
+        if (dtype == MUSA_DTYPE_BOOL) x = urand() < 0.5;
+        else if (!musa_dtype_is_floating(dtype)) x = floor(x);
+        v[i] = x;
+    }
+    musa_tensor *base = from_list(dtype, ndim, phys, v);
+    free(v);
+    musa_tensor *r = NULL;
+    if (lay == L_TRANSPOSED && ndim >= 2) r = musa_transpose(base, ndim - 2, ndim - 1);
+    else if (lay == L_STRIDED && ndim >= 1) r = musa_slice(base, ndim - 1, 0, phys[ndim - 1], 2);
+    else r = musa_tensor_retain(base);
+    musa_tensor_release(base);
+    return r;
+}
+
+double *values(const musa_tensor *t) {
+    if (!t) return NULL;
+    musa_tensor *d = musa_cast((musa_tensor *)t, MUSA_DTYPE_FLOAT64);
+    int64_t n = musa_tensor_numel(t);
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!d || musa_tensor_copy_to(d, v, sizeof(double) * (size_t)(n ? n : 1))) {
+        free(v);
+        v = NULL;
+    }
+    musa_tensor_release(d);
+    return v;
+}
+
+int64_t *ivalues(const musa_tensor *t) {
+    if (!t) return NULL;
+    musa_tensor *d = musa_cast((musa_tensor *)t, MUSA_DTYPE_INT64);
+    int64_t n = musa_tensor_numel(t);
+    int64_t *v = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!d || musa_tensor_copy_to(d, v, sizeof(int64_t) * (size_t)(n ? n : 1))) {
+        free(v);
+        v = NULL;
+    }
+    musa_tensor_release(d);
+    return v;
+}
+
+double tol_rel(musa_dtype d) {
+    switch (d) {
+    case MUSA_DTYPE_FLOAT64: return 1e-7;
+    case MUSA_DTYPE_FLOAT32: return 1.3e-6;
+    case MUSA_DTYPE_FLOAT16: return 1e-3;
+    case MUSA_DTYPE_BFLOAT16: return 1.6e-2;
+    default: return 0;
+    }
+}
+
+double tol_abs(musa_dtype d) {
+    switch (d) {
+    case MUSA_DTYPE_FLOAT64: return 1e-7;
+    case MUSA_DTYPE_FLOAT32: return 1e-5;
+    case MUSA_DTYPE_FLOAT16: return 1e-3;
+    case MUSA_DTYPE_BFLOAT16: return 1.6e-2;
+    default: return 0;
+    }
+}
+
+bool close_to(const char *what, musa_dtype d, const double *got, const double *want, int64_t n,
+              const char *file, int line) {
+    if (!got || !want) {
+        harness_fail(file, line, "%s: missing values (%s)", what, musa_last_error());
+        return false;
+    }
+    double rt = tol_rel(d), at = tol_abs(d);
+    for (int64_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        if (g != g && w != w) continue;
+        if (isinf(w) && g == w) continue;
+        if (!(fabs(g - w) <= at + rt * fabs(w))) {
+            harness_fail(file, line, "%s [%s]: element %lld is %.17g, expected %.17g", what,
+                         musa_dtype_name(d), (long long)i, g, w);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool same_shape(const musa_tensor *t, int ndim, const int64_t *shape) {
+    if (!t || musa_tensor_ndim(t) != ndim) return false;
+    for (int i = 0; i < ndim; i++)
+        if (musa_tensor_shape(t)[i] != shape[i]) return false;
+    return true;
+}
+
+void release_all(int n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++) musa_tensor_release(va_arg(ap, musa_tensor *));
+    va_end(ap);
+}

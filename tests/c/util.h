@@ -1,0 +1,71 @@
+/*
+ * util.h - helpers for the op tests: a test-local random generator, random
+ * tensors in several layouts, reading values back as doubles, and
+ * tolerance checks per dtype (float64 1e-7; float32 rtol 1.3e-6 atol 1e-5;
+ * float16 1e-3; bfloat16 1.6e-2).
+ */
+#ifndef MUSA_TEST_UTIL_H
+#define MUSA_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+typedef enum { L_CONTIG, L_TRANSPOSED, L_STRIDED, L_COUNT } layout;
+
+extern const musa_dtype ALL_DTYPES[9];
+extern const musa_dtype FLOAT_DTYPES[4];
+
+double urand(void);          /* [0, 1) from the test generator */
+void useed(uint64_t seed);   /* reseed it */
+
+/* A random tensor of `dtype` with values uniform in [lo, hi) (rounded for
+ * integers, 0/1 for bool), laid out as asked: contiguous, the transpose of
+ * a contiguous tensor (needs ndim >= 2), or every other element of a wider
+ * tensor along the last dim. */
+musa_tensor *rnd(musa_dtype dtype, int ndim, const int64_t *shape, double lo, double hi,
+                 layout lay);
+/* A tensor from a list of doubles (converted to dtype), row-major. */
+musa_tensor *from_list(musa_dtype dtype, int ndim, const int64_t *shape, const double *v);
+
+/* All values of t as doubles in row-major order (caller frees), or NULL. */
+double *values(const musa_tensor *t);
+/* All values of an integer tensor as int64, exactly. */
+int64_t *ivalues(const musa_tensor *t);
+
+/* Tolerances for comparing a dtype's results with a float64 reference. */
+double tol_rel(musa_dtype d);
+double tol_abs(musa_dtype d);
+/* Compare n values against a reference with dtype tolerances; on mismatch
+ * report the first bad index via harness_fail and return false. */
+bool close_to(const char *what, musa_dtype d, const double *got, const double *want, int64_t n,
+              const char *file, int line);
+#define CHECK_CLOSE(what, d, got, want, n)                                                         \
+    do {                                                                                           \
+        if (!close_to((what), (d), (got), (want), (n), __FILE__, __LINE__)) return;               \
+    } while (0)
+
+bool same_shape(const musa_tensor *t, int ndim, const int64_t *shape);
+#define CHECK_SHAPE(t, ndim, ...)                                                                  \
+    do {                                                                                           \
+        const int64_t s_[] = {__VA_ARGS__};                                                        \
+        CHECK_MSG(same_shape((t), (ndim), s_), "unexpected shape for %s", #t);                     \
+    } while (0)
+
+/* Round a double to what dtype d can hold (the reference for casts). */
+double round_to(double v, musa_dtype d);
+
+/* An exact integer result as an integer dtype holds it (wrapping modulo
+ * 2^bits, as integer arithmetic does); floats and bool go through round_to. */
+double wrap_to(double v, musa_dtype d);
+
+/* Row-major multi-index helpers. */
+void unravel(int64_t i, int ndim, const int64_t *shape, int64_t *idx);
+int64_t ravel(int ndim, const int64_t *shape, const int64_t *idx);
+int64_t numel_of(int ndim, const int64_t *shape);
+
+/* Release a list of tensors (NULLs allowed). */
+void release_all(int n, ...);
+
+#endif
