@@ -33,8 +33,12 @@ void *musa_arena_alloc(musa_arena *a, size_t bytes, size_t align) {
         musa_err_nomem("arena", bytes);
         return NULL;
     }
-    c = musa_malloc(sizeof(musa_arena_chunk) + size, "arena");
-    if (!c) return NULL;
+    size_t total = (sizeof(musa_arena_chunk) + size + 63) & ~(size_t)63;
+    c = aligned_alloc(64, total); /* data[] is 64-byte aligned within the chunk */
+    if (!c) {
+        musa_err_nomem("arena", bytes);
+        return NULL;
+    }
     c->size = size;
     c->top = bytes;
     /* A big request gets its own chunk placed behind the current one, so the

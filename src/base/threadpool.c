@@ -227,54 +227,31 @@ static void pf_runner(void *arg) {
     }
 }
 
+/* Intra-op work runs on OpenMP: oneDNN's GEMMs already use its thread
+ * team, and a second team of pthreads waking while OpenMP's threads still
+ * spin after a GEMM fights them for the cores (measured: an add after
+ * an OpenMP region ran at 0.65 of memcpy bandwidth on the pthread pool, 0.82
+ * when the same team did both; see docs/design.md). Chunks are claimed
+ * dynamically, so a late thread takes fewer. */
 void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     int threads = tls_serial_depth > 0 ? 1 : musa_pool_threads();
     if (threads <= 1 || n <= grain) {
+        tls_serial_depth++;
         fn(ctx, 0, n);
+        tls_serial_depth--;
         return;
     }
     int64_t max_chunks = n / grain;
     int64_t chunks = (int64_t)threads * 4 < max_chunks ? (int64_t)threads * 4 : max_chunks;
     pf_job job = {.fn = fn, .ctx = ctx, .n = n, .chunk = (n + chunks - 1) / chunks};
     atomic_init(&job.next, 0);
-    int helpers = threads - 1;
-    if (helpers > chunks - 1) helpers = (int)(chunks - 1);
-    musa_task tasks[MUSA_MAX_THREADS];
-    musa_task_group g;
-    musa_task_group_init(&g);
-    atomic_store(&g.pending, helpers);
-    pthread_mutex_lock(&pool.mu);
-    for (int i = 0; i < helpers; i++) {
-        tasks[i] = (musa_task){.fn = pf_runner, .ctx = &job, .group = &g};
-        enqueue_locked(&tasks[i]);
+    int team = chunks < threads ? (int)chunks : threads;
+#pragma omp parallel num_threads(team)
+    {
+        tls_serial_depth++;
+        pf_runner(&job);
+        tls_serial_depth--;
     }
-    pthread_cond_broadcast(&pool.work_cv);
-    pthread_mutex_unlock(&pool.mu);
-
-    tls_serial_depth++;
-    pf_runner(&job);
-    tls_serial_depth--;
-
-    /* Withdraw helpers that never started: all chunks are taken already. */
-    pthread_mutex_lock(&pool.mu);
-    for (int i = 0; i < helpers; i++) {
-        musa_task *t = &tasks[i];
-        bool queued = false;
-        for (musa_task *q = pool.head; q; q = q->next)
-            if (q == t) {
-                queued = true;
-                break;
-            }
-        if (!queued) continue;
-        if (t->prev) t->prev->next = t->next;
-        else pool.head = t->next;
-        if (t->next) t->next->prev = t->prev;
-        else pool.tail = t->prev;
-        atomic_fetch_sub(&pool.queued, 1);
-        atomic_fetch_sub(&g.pending, 1);
-    }
-    pthread_mutex_unlock(&pool.mu);
-    wait_pending(&g);
 }

@@ -48,6 +48,11 @@ static musa_dtype combine_categories(int have_hi, musa_dtype hi, int have_lo, mu
 }
 
 musa_dtype musa_result_type(int n, musa_tensor *const *ts) {
+    /* Common case: operands of one dtype and no wrapped numbers. */
+    bool same = true;
+    for (int i = 0; i < n && same; i++)
+        same = ts[i]->dtype == ts[0]->dtype && !(ts[i]->flags & MUSA_TF_NUMBER);
+    if (same) return (musa_dtype)ts[0]->dtype;
     int have[3] = {0, 0, 0};
     musa_dtype d[3] = {MUSA_DTYPE_BOOL, MUSA_DTYPE_BOOL, MUSA_DTYPE_BOOL};
     for (int i = 0; i < n; i++) {
@@ -145,8 +150,10 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
                         info->n_in, n_in);
 
     musa_attrs_any a;
-    if (attrs) memcpy(&a, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
-    else musa_attrs_init(info->attrs_kind, &a);
+    if (info->attrs_kind != MUSA_ATTRS_none) {
+        if (attrs) memcpy(&a, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
+        else musa_attrs_init(info->attrs_kind, &a);
+    }
 
     int8_t in_dt_buf[8], *in_dt = in_dt_buf;
     musa_tensor *cin_buf[8], **cin = cin_buf;

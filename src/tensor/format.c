@@ -99,6 +99,8 @@ static void scan(fmt_state *f, int dim, int64_t *idx, double *lo, double *hi, bo
                 }
             }
         }
+        /* As in PyTorch, nan and inf do not widen the columns. */
+        if (musa_is_float((musa_dtype)t->dtype) && !isfinite(elem(t, idx))) return;
         char s[64];
         value_text(f, idx, s, sizeof s);
         int w = (int)strlen(s);
@@ -125,7 +127,7 @@ static void emit(fmt_state *f, sbuf *b, int dim, int64_t *idx) {
     int64_t n = t->shape[dim];
     for (int64_t i = 0; i < n; i++) {
         if (f->summarize && n > 2 * EDGE && i == EDGE) {
-            if (dim == t->ndim - 1) put(b, "..., ");
+            if (dim == t->ndim - 1) put(b, " ..., "); /* PyTorch pads the 1-d ellipsis */
             else {
                 put(b, "...,");
                 for (int k = 0; k < t->ndim - dim - 1; k++) put(b, "\n");

@@ -8,6 +8,7 @@
 
 #include "../backend/cpu/alloc.h"
 #include "../backend/cpu/kernels.h"
+#include "../base/tlcache.h"
 
 void (*musa_tensor_autograd_free_hook)(musa_tensor *t);
 
@@ -60,6 +61,11 @@ char *musa_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
 
 int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, const int64_t *b,
                          int *nout, int64_t *out) {
+    if (na == nb && (na == 0 || !memcmp(a, b, sizeof(int64_t) * (size_t)na))) { /* equal shapes */
+        if (out != a) memmove(out, a, sizeof(int64_t) * (size_t)na);
+        *nout = na;
+        return MUSA_OK;
+    }
     int n = na > nb ? na : nb;
     int64_t res[MUSA_MAX_DIMS]; /* out may alias a or b */
     for (int i = 0; i < n; i++) {
@@ -80,12 +86,12 @@ int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, co
 /* ---- storage ---- */
 
 static musa_storage *storage_new(size_t nbytes) {
-    musa_storage *s = musa_malloc(sizeof *s, "tensor");
+    musa_storage *s = musa_tl_alloc(MUSA_TL_STORAGE, sizeof *s, "tensor");
     if (!s) return NULL;
     size_t block;
     s->data = musa_cpu_alloc(nbytes, &block);
     if (!s->data) {
-        free(s);
+        musa_tl_free(MUSA_TL_STORAGE, s);
         return NULL;
     }
     atomic_init(&s->refcount, 1);
@@ -102,15 +108,16 @@ static void storage_release(musa_storage *s) {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
     if (s->block_bytes) musa_cpu_free(s->data, s->block_bytes);
     else if (s->deleter) s->deleter(s->deleter_ctx);
-    free(s);
+    musa_tl_free(MUSA_TL_STORAGE, s);
 }
 
 /* ---- tensors ---- */
 
 static musa_tensor *tensor_struct(musa_dtype dtype, int ndim, const int64_t *shape, int64_t numel) {
-    musa_tensor *t = musa_malloc(sizeof *t, "tensor");
+    musa_tensor *t = musa_tl_alloc(MUSA_TL_TENSOR, sizeof *t, "tensor");
     if (!t) return NULL;
-    memset(t, 0, sizeof *t);
+    memset(t, 0, offsetof(musa_tensor, shape)); /* dims past ndim are never read */
+    t->storage = NULL, t->autograd = NULL, t->pyobj = NULL, t->trace_tag = 0;
     atomic_init(&t->refcount, 1);
     t->dtype = (int8_t)dtype;
     t->ndim = (int8_t)ndim;
@@ -136,7 +143,7 @@ musa_tensor *musa_tensor_alloc(musa_dtype dtype, int ndim, const int64_t *shape)
     if (!t) return NULL;
     t->storage = storage_new(bytes);
     if (!t->storage) {
-        free(t);
+        musa_tl_free(MUSA_TL_TENSOR, t);
         return NULL;
     }
     return t;
@@ -192,7 +199,7 @@ void musa_tensor_release(musa_tensor *t) {
     if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
     if (t->autograd && musa_tensor_autograd_free_hook) musa_tensor_autograd_free_hook(t);
     storage_release(t->storage);
-    free(t);
+    musa_tl_free(MUSA_TL_TENSOR, t);
 }
 
 void musa_tensor_kview(const musa_tensor *t, musa_kview *kv) {
@@ -201,8 +208,10 @@ void musa_tensor_kview(const musa_tensor *t, musa_kview *kv) {
                           : NULL;
     kv->dtype = t->dtype;
     kv->ndim = t->ndim;
-    memcpy(kv->shape, t->shape, sizeof kv->shape);
-    memcpy(kv->strides, t->strides, sizeof kv->strides);
+    for (int i = 0; i < t->ndim; i++) { /* entries past ndim are never read */
+        kv->shape[i] = t->shape[i];
+        kv->strides[i] = t->strides[i];
+    }
 }
 
 bool musa_tensor_may_overlap(const musa_tensor *a, const musa_tensor *b) {
@@ -369,7 +378,7 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
         }
         if (shape[i] > 0) last += (shape[i] - 1) * st[i];
     }
-    musa_storage *s = musa_malloc(sizeof *s, "from_blob");
+    musa_storage *s = musa_tl_alloc(MUSA_TL_STORAGE, sizeof *s, "from_blob");
     if (!s) return NULL;
     atomic_init(&s->refcount, 1);
     atomic_init(&s->version, 0);
@@ -381,7 +390,7 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
     s->device = (musa_device){MUSA_DEVICE_CPU, 0};
     musa_tensor *t = tensor_struct(dtype, ndim, shape, numel);
     if (!t) {
-        free(s); /* the caller keeps ownership of data when we fail */
+        musa_tl_free(MUSA_TL_STORAGE, s); /* the caller keeps ownership of data when we fail */
         return NULL;
     }
     memcpy(t->strides, st, sizeof(int64_t) * (size_t)ndim);

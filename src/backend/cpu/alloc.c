@@ -5,10 +5,16 @@
  * other bytes of cached blocks are poisoned under AddressSanitizer, so a
  * use after free is still caught although the memory is not returned.
  * current_bytes counts blocks handed out and not yet freed.
+ *
+ * Small blocks (the first TL_CLASSES size classes, up to 1 KiB) also have a
+ * per-thread cache in front of the shared lists, so the per-op tensors of
+ * eager code take no lock; a thread's cache returns to the shared lists when
+ * the thread exits. Statistics are atomics, exact at any time.
  */
 #include "alloc.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -27,11 +33,51 @@ typedef struct free_block {
 } free_block;
 
 static struct {
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* guards lists */
     free_block *lists[N_CLASSES];
-    size_t current, peak, cached;
-    uint64_t allocs, system_allocs;
+    atomic_size_t current, peak, cached;
+    atomic_uint_fast64_t allocs, system_allocs;
 } A = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+#define TL_CLASSES 10 /* classes up to 1 KiB */
+#define TL_MAX     64 /* blocks per class per thread */
+
+typedef struct {
+    free_block *head[TL_CLASSES];
+    int count[TL_CLASSES];
+    bool registered;
+} thread_cache;
+
+static _Thread_local thread_cache tc;
+static pthread_key_t tc_key;
+static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
+
+static void note_alloc(size_t cls) {
+    size_t cur = atomic_fetch_add(&A.current, cls) + cls;
+    size_t peak = atomic_load(&A.peak);
+    while (cur > peak && !atomic_compare_exchange_weak(&A.peak, &peak, cur)) {
+    }
+    atomic_fetch_add_explicit(&A.allocs, 1, memory_order_relaxed);
+}
+
+/* Move a thread cache's blocks to the shared lists. */
+static void drain_thread_cache(void *arg) {
+    thread_cache *c = arg;
+    pthread_mutex_lock(&A.mu);
+    for (int i = 0; i < TL_CLASSES; i++) {
+        while (c->head[i]) {
+            free_block *b = c->head[i];
+            UNPOISON(b, sizeof *b);
+            c->head[i] = b->next;
+            b->next = A.lists[i];
+            A.lists[i] = b;
+        }
+        c->count[i] = 0;
+    }
+    pthread_mutex_unlock(&A.mu);
+}
+
+static void make_tc_key(void) { pthread_key_create(&tc_key, drain_thread_cache); }
 
 static int class_index(size_t bytes, size_t *class_bytes) {
     if (bytes <= 512) {
@@ -52,18 +98,40 @@ size_t musa_cpu_alloc_class_size(size_t bytes) {
     return c;
 }
 
+/* The size of class `idx` (inverse of class_index). */
+static size_t class_size(int idx) {
+    if (idx < 8) return (size_t)(idx + 1) * 64;
+    int k = 9 + (idx - 8) / 4, step = (idx - 8) % 4 + 1;
+    size_t base = (size_t)1 << k;
+    return base + (size_t)step * (base / 4);
+}
+
 static void drop_cache_locked(void) {
+    size_t dropped = 0;
+    /* The calling thread's own cache goes too; other threads' caches stay
+     * (and stay counted) until those threads exit. */
+    for (int i = 0; i < TL_CLASSES; i++) {
+        while (tc.head[i]) {
+            free_block *b = tc.head[i];
+            UNPOISON(b, sizeof *b);
+            tc.head[i] = b->next;
+            free(b);
+            dropped += class_size(i);
+        }
+        tc.count[i] = 0;
+    }
     for (int i = 0; i < N_CLASSES; i++) {
         free_block *b = A.lists[i];
         while (b) {
             UNPOISON(b, sizeof *b);
             free_block *next = b->next;
             free(b);
+            dropped += class_size(i);
             b = next;
         }
         A.lists[i] = NULL;
     }
-    A.cached = 0;
+    atomic_fetch_sub(&A.cached, dropped);
 }
 
 void *musa_cpu_alloc(size_t bytes, size_t *block_bytes) {
@@ -73,32 +141,39 @@ void *musa_cpu_alloc(size_t bytes, size_t *block_bytes) {
     }
     size_t cls;
     int idx = class_index(bytes, &cls);
+    *block_bytes = cls;
+    free_block *b = NULL;
+    if (idx < TL_CLASSES && tc.head[idx]) {
+        b = tc.head[idx];
+        UNPOISON(b, cls);
+        tc.head[idx] = b->next;
+        tc.count[idx]--;
+        atomic_fetch_sub(&A.cached, cls);
+        note_alloc(cls);
+        return b;
+    }
     pthread_mutex_lock(&A.mu);
-    free_block *b = A.lists[idx];
+    b = A.lists[idx];
     if (b) {
         UNPOISON(b, cls);
         A.lists[idx] = b->next;
-        A.cached -= cls;
+        atomic_fetch_sub(&A.cached, cls);
     }
-    A.allocs++;
     if (!b) {
-        A.system_allocs++;
+        atomic_fetch_add(&A.system_allocs, 1);
         b = aligned_alloc(64, cls);
-        if (!b && A.cached) { /* give the cache back and try once more */
+        if (!b && atomic_load(&A.cached)) { /* give the cache back and try once more */
             drop_cache_locked();
             b = aligned_alloc(64, cls);
         }
         if (!b) {
-            A.allocs--;
             pthread_mutex_unlock(&A.mu);
             musa_err_nomem("alloc", bytes);
             return NULL;
         }
     }
-    A.current += cls;
-    if (A.current > A.peak) A.peak = A.current;
     pthread_mutex_unlock(&A.mu);
-    *block_bytes = cls;
+    note_alloc(cls);
     return b;
 }
 
@@ -107,36 +182,41 @@ void musa_cpu_free(void *p, size_t block_bytes) {
     size_t cls;
     int idx = class_index(block_bytes, &cls);
     MUSA_ASSERT(cls == block_bytes);
-    pthread_mutex_lock(&A.mu);
-    A.current -= cls;
+    atomic_fetch_sub(&A.current, cls);
     if (cls > MAX_CACHED_BLK) {
-        pthread_mutex_unlock(&A.mu);
         free(p);
         return;
     }
     free_block *b = p;
+    atomic_fetch_add(&A.cached, cls);
+    if (idx < TL_CLASSES && tc.count[idx] < TL_MAX) {
+        if (!tc.registered) {
+            pthread_once(&tc_once, make_tc_key);
+            pthread_setspecific(tc_key, &tc);
+            tc.registered = true;
+        }
+        b->next = tc.head[idx];
+        tc.head[idx] = b;
+        tc.count[idx]++;
+        POISON((char *)p + sizeof *b, cls - sizeof *b);
+        return;
+    }
+    pthread_mutex_lock(&A.mu);
     b->next = A.lists[idx];
     A.lists[idx] = b;
-    A.cached += cls;
     POISON((char *)p + sizeof *b, cls - sizeof *b);
     pthread_mutex_unlock(&A.mu);
 }
 
 void musa_alloc_get_stats(musa_alloc_stats *s) {
-    pthread_mutex_lock(&A.mu);
-    s->current_bytes = A.current;
-    s->peak_bytes = A.peak;
-    s->cached_bytes = A.cached;
-    s->alloc_count = A.allocs;
-    s->system_allocs = A.system_allocs;
-    pthread_mutex_unlock(&A.mu);
+    s->current_bytes = atomic_load(&A.current);
+    s->peak_bytes = atomic_load(&A.peak);
+    s->cached_bytes = atomic_load(&A.cached);
+    s->alloc_count = atomic_load(&A.allocs);
+    s->system_allocs = atomic_load(&A.system_allocs);
 }
 
-void musa_alloc_reset_peak(void) {
-    pthread_mutex_lock(&A.mu);
-    A.peak = A.current;
-    pthread_mutex_unlock(&A.mu);
-}
+void musa_alloc_reset_peak(void) { atomic_store(&A.peak, atomic_load(&A.current)); }
 
 void musa_alloc_empty_cache(void) {
     pthread_mutex_lock(&A.mu);

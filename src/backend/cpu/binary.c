@@ -137,7 +137,7 @@ static int binary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *i
     binary_flags flags;
     atomic_init(&flags.zero_div, 0);
     atomic_init(&flags.neg_power, 0);
-    musa_kview ops[3] = {out[0], in[0], in[1]};
+    const musa_kview *ops[3] = {&out[0], &in[0], &in[1]};
     musa_iter it;
     musa_iter_init(&it, ops, 3);
     musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, &flags);
@@ -247,7 +247,7 @@ DEF_WHERE(64)
 int cpu_where(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
               const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
-    musa_kview ops[4] = {out[0], in[0], in[1], in[2]};
+    const musa_kview *ops[4] = {&out[0], &in[0], &in[1], &in[2]};
     musa_iter it;
     musa_iter_init(&it, ops, 4);
     musa_loop_fn fn;
@@ -309,7 +309,7 @@ int cpu_clamp(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n
                        a->has_min ? musa_sat_i64(ceil(a->min)) : INT64_MIN,
                        a->has_max ? musa_sat_i64(floor(a->max)) : INT64_MAX};
     if (a->has_min && a->min != a->min) cb.ilo = 0; /* NaN bound: nothing sensible; keep defined */
-    musa_kview ops[2] = {out[0], in[0]};
+    const musa_kview *ops[2] = {&out[0], &in[0]};
     musa_iter it;
     musa_iter_init(&it, ops, 2);
     musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, &cb);
@@ -317,7 +317,7 @@ int cpu_clamp(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n
 }
 
 int musa_cpu_add_into(const musa_kview *dst, const musa_kview *src) {
-    musa_kview ops[3] = {*dst, *dst, *src};
+    const musa_kview *ops[3] = {dst, dst, src};
     musa_iter it;
     musa_iter_init(&it, ops, 3);
     binary_flags flags;

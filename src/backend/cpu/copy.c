@@ -53,7 +53,7 @@ static const musa_loop_fn copy_loops[MUSA_DTYPE_COUNT][MUSA_DTYPE_COUNT] = {
 };
 
 int musa_cpu_copy(const musa_kview *dst, const musa_kview *src) {
-    musa_kview ops[2] = {*dst, *src};
+    const musa_kview *ops[2] = {dst, src};
     musa_iter it;
     musa_iter_init(&it, ops, 2);
     musa_iter_run(&it, MUSA_GRAIN_CHEAP, copy_loops[dst->dtype][src->dtype], NULL);

@@ -59,7 +59,7 @@ void musa_cpu_fill(const musa_kview *v, double value) {
     _Alignas(8) char scalar[8];
     musa_store_f64(scalar, (musa_dtype)v->dtype, value);
     musa_iter it;
-    musa_iter_init(&it, v, 1);
+    musa_iter_init(&it, &v, 1);
     musa_iter_run(&it, MUSA_GRAIN_CHEAP, loops[v->dtype], scalar);
 }
 

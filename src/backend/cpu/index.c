@@ -114,7 +114,8 @@ int cpu_gather(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     idx_ctx c = {.size = x->ndim ? x->shape[dim] : 1, .es = esize(x)};
     c.dim_stride = x->ndim ? x->strides[dim] * (int64_t)c.es : 0;
     atomic_init(&c.bad, INT64_MIN);
-    musa_kview ops[3] = {out[0], *index, restride(x, index, dim)};
+    musa_kview xr = restride(x, index, dim);
+    const musa_kview *ops[3] = {&out[0], index, &xr};
     musa_iter it;
     musa_iter_init(&it, ops, 3);
     musa_iter_run(&it, MUSA_GRAIN_CHEAP, gather_loop, &c);
@@ -166,7 +167,8 @@ static int scatter_common(const musa_kctx *ctx, musa_kview *out, const musa_kvie
     musa_kview srcv = *src; /* src restricted to index's shape */
     srcv.ndim = index->ndim;
     for (int d = 0; d < index->ndim; d++) srcv.shape[d] = index->shape[d];
-    musa_kview ops[3] = {restride(&out[0], index, dim), *index, srcv};
+    musa_kview outr = restride(&out[0], index, dim);
+    const musa_kview *ops[3] = {&outr, index, &srcv};
     musa_iter it;
     musa_iter_init(&it, ops, 3);
     musa_iter_run(&it, INT64_MAX, fn, &c); /* serial: duplicates must not race */

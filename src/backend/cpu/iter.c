@@ -6,15 +6,38 @@
 #include "../../base/dtype.h"
 #include "../../base/threadpool.h"
 
-void musa_iter_init(musa_iter *it, const musa_kview *ops, int nops) {
-    const musa_kview *o = &ops[0];
+/* Fast path: every operand contiguous with the output's shape (or a single
+ * element): one flat dim. */
+static bool init_flat(musa_iter *it, const musa_kview *const *ops, int nops) {
+    const musa_kview *o = ops[0];
+    int64_t n = musa_kview_numel(o);
+    for (int k = 0; k < nops; k++) {
+        const musa_kview *v = ops[k];
+        if (n != 1) {
+            if (v->ndim != o->ndim || !musa_kview_contiguous(v)) return false;
+            for (int d = 0; d < o->ndim; d++)
+                if (v->shape[d] != o->shape[d]) return false;
+        }
+        it->data[k] = v->data;
+        it->strides[0][k] = n == 1 ? 0 : (int64_t)musa_dtype_info[v->dtype].size;
+    }
+    it->nops = nops;
+    it->ndim = 1;
+    it->shape[0] = n;
+    it->numel = n;
+    return true;
+}
+
+void musa_iter_init(musa_iter *it, const musa_kview *const *ops, int nops) {
+    if (init_flat(it, ops, nops)) return;
+    const musa_kview *o = ops[0];
     int nd = o->ndim;
     int64_t shape[MUSA_MAX_DIMS], st[MUSA_MAX_DIMS][MUSA_ITER_MAX_OPS];
     /* Gather byte strides per dim in output order, broadcasting inputs. */
     for (int d = 0; d < nd; d++) {
         shape[d] = o->shape[d];
         for (int k = 0; k < nops; k++) {
-            const musa_kview *v = &ops[k];
+            const musa_kview *v = ops[k];
             int vd = d - (nd - v->ndim);
             int64_t es = (int64_t)musa_dtype_info[v->dtype].size;
             st[d][k] = (vd < 0 || v->shape[vd] == 1) ? 0 : v->strides[vd] * es;
@@ -39,7 +62,7 @@ void musa_iter_init(musa_iter *it, const musa_kview *ops, int nops) {
     }
     it->nops = nops;
     it->numel = 1;
-    for (int k = 0; k < nops; k++) it->data[k] = ops[k].data;
+    for (int k = 0; k < nops; k++) it->data[k] = ops[k]->data;
     it->ndim = 0;
     for (int i = 0; i < n; i++) {
         int d = order[i];
@@ -106,6 +129,12 @@ static void run_range(void *arg, int64_t begin, int64_t end) {
 
 void musa_iter_run(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ctx) {
     if (it->numel == 0) return;
+    if (it->ndim == 1 && it->numel <= grain) { /* one run, no bookkeeping */
+        char *p[MUSA_ITER_MAX_OPS];
+        memcpy(p, it->data, sizeof(char *) * (size_t)it->nops);
+        fn(ctx, it->numel, p, it->strides[0]);
+        return;
+    }
     iter_job j = {it, fn, ctx};
     if (it->numel <= grain) run_range(&j, 0, it->numel);
     else musa_parallel_for(it->numel, grain, run_range, &j);

@@ -28,7 +28,8 @@ typedef struct musa_iter {
     int64_t numel;
 } musa_iter;
 
-void musa_iter_init(musa_iter *it, const musa_kview *ops, int nops);
+/* ops[0] is the output; pointers so callers need not copy views. */
+void musa_iter_init(musa_iter *it, const musa_kview *const *ops, int nops);
 /* Run fn over every element; ranges of at least `grain` elements go to the
  * thread pool when numel > grain. */
 void musa_iter_run(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ctx);

@@ -105,7 +105,7 @@ static int unary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in
     if (!fn)
         return musa_err(MUSA_ERR_TYPE, "[%s] no CPU kernel for %s", ctx->op_name,
                         musa_dtype_name((musa_dtype)in[0].dtype));
-    musa_kview ops[2] = {out[0], in[0]};
+    const musa_kview *ops[2] = {&out[0], &in[0]};
     musa_iter it;
     musa_iter_init(&it, ops, 2);
     musa_iter_run(&it, grain, fn, NULL);

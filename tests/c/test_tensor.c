@@ -1,0 +1,143 @@
+/* Tensors: creation from memory, allocator statistics, layout queries,
+ * printing, devices and the generic op interface. */
+#include "harness.h"
+#include "util.h"
+
+TEST(allocator_caches_and_counts) {
+    musa_alloc_empty_cache();
+    musa_alloc_stats s0, s1, s2;
+    musa_alloc_get_stats(&s0);
+    musa_tensor *t = musa_empty(1, (int64_t[]){1000}, MUSA_DTYPE_FLOAT32);
+    CHECK(((uintptr_t)musa_tensor_data(t) % 64) == 0);
+    musa_alloc_get_stats(&s1);
+    CHECK(s1.current_bytes >= s0.current_bytes + 4000 && s1.alloc_count == s0.alloc_count + 1);
+    CHECK(s1.peak_bytes >= s1.current_bytes);
+    musa_tensor_release(t);
+    musa_alloc_get_stats(&s2);
+    CHECK(s2.current_bytes == s0.current_bytes && s2.cached_bytes >= 4000);
+    /* the same size class is served from the cache */
+    musa_tensor *u = musa_empty(1, (int64_t[]){990}, MUSA_DTYPE_FLOAT32);
+    musa_alloc_stats s3;
+    musa_alloc_get_stats(&s3);
+    CHECK(s3.system_allocs == s2.system_allocs);
+    musa_alloc_reset_peak();
+    musa_alloc_get_stats(&s3);
+    CHECK(s3.peak_bytes == s3.current_bytes);
+    musa_tensor_release(u);
+    musa_alloc_empty_cache();
+    musa_alloc_get_stats(&s3);
+    CHECK(s3.cached_bytes == 0);
+}
+
+static int deleted;
+static void on_delete(void *ctx) { deleted += *(int *)ctx; }
+
+TEST(from_blob_shares_memory) {
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    int one = 1;
+    deleted = 0;
+    musa_tensor *t = musa_from_blob(data, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, MUSA_DTYPE_FLOAT32, on_delete, &one);
+    CHECK(t && !musa_tensor_is_contiguous(t));
+    double v;
+    CHECK_OK(musa_tensor_get(t, (int64_t[]){2, 1}, &v));
+    CHECK(v == 6);
+    musa_tensor *s = musa_select(t, 1, 0);
+    musa_tensor_release(t);
+    CHECK(deleted == 0); /* the view keeps the memory alive */
+    CHECK_OK(musa_fill_(s, 9));
+    CHECK(data[0] == 9 && data[2] == 9 && data[3] == 4);
+    musa_tensor_release(s);
+    CHECK(deleted == 1);
+    CHECK_ERR(FAILS(musa_from_blob(NULL, 1, (int64_t[]){2}, NULL, MUSA_DTYPE_FLOAT32, NULL, NULL)), MUSA_ERR_VALUE, "data is NULL");
+    CHECK_ERR(FAILS(musa_from_blob(data, 1, (int64_t[]){2}, (int64_t[]){-1}, MUSA_DTYPE_FLOAT32, NULL, NULL)), MUSA_ERR_VALUE, "negative strides");
+}
+
+TEST(item_copy_get_and_errors) {
+    musa_tensor *t = musa_arange(0, 6, 1, MUSA_DTYPE_INT64);
+    double d;
+    int64_t i;
+    CHECK_ERR(musa_tensor_item(t, &d) == MUSA_OK, MUSA_ERR_VALUE, "[item] a tensor with 6 elements cannot be converted to a scalar");
+    int64_t buf[6];
+    CHECK_ERR(musa_tensor_copy_to(t, buf, 8) == MUSA_OK, MUSA_ERR_VALUE, "holds 8 bytes, need 48");
+    CHECK_OK(musa_tensor_copy_to(t, buf, sizeof buf));
+    CHECK(buf[5] == 5);
+    CHECK_ERR(musa_tensor_get(t, (int64_t[]){6}, &d) == MUSA_OK, MUSA_ERR_INDEX, "out of range");
+    musa_tensor *s = musa_select(t, 0, -1);
+    CHECK_OK(musa_tensor_item_int(s, &i));
+    CHECK(i == 5 && musa_tensor_size(t, -1) == 6);
+    CHECK_ERR(musa_tensor_size(t, 1) >= 0, MUSA_ERR_INDEX, "dim 1 out of range");
+    CHECK(musa_tensor_ndim(NULL) == -1 && musa_tensor_data(NULL) == NULL);
+    musa_tensor_release(NULL);
+    release_all(2, t, s);
+}
+
+TEST(format_like_pytorch) {
+    struct {
+        musa_dtype dt;
+        int nd;
+        int64_t shape[3];
+        double vals[8];
+        const char *want;
+    } cases[] = {
+        {MUSA_DTYPE_FLOAT32, 1, {2}, {1, 2}, "tensor([1., 2.])"},
+        {MUSA_DTYPE_FLOAT32, 1, {3}, {1.5, -2.25, 3}, "tensor([ 1.5000, -2.2500,  3.0000])"},
+        {MUSA_DTYPE_FLOAT64, 0, {0}, {3}, "tensor(3., dtype=musa.float64)"},
+        {MUSA_DTYPE_INT64, 2, {2, 2}, {1, 20, 3, 4}, "tensor([[ 1, 20],\n        [ 3,  4]])"},
+        {MUSA_DTYPE_BOOL, 1, {2}, {1, 0}, "tensor([ True, False])"},
+        {MUSA_DTYPE_FLOAT32, 1, {2}, {1e-5, 1}, "tensor([1.0000e-05, 1.0000e+00])"},
+        {MUSA_DTYPE_INT8, 1, {2}, {-1, 2}, "tensor([-1,  2], dtype=musa.int8)"},
+        {MUSA_DTYPE_FLOAT32, 2, {0, 3}, {0}, "tensor([], size=(0, 3))"},
+        {MUSA_DTYPE_FLOAT32, 1, {3}, {NAN, INFINITY, 1}, "tensor([nan, inf, 1.])"},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        musa_tensor *t = from_list(cases[i].dt, cases[i].nd, cases[i].shape, cases[i].vals);
+        char buf[256];
+        int n = musa_tensor_format(t, buf, sizeof buf);
+        CHECK_MSG(n > 0 && !strcmp(buf, cases[i].want), "format case %d: got\n%s\nwant\n%s", i, buf, cases[i].want);
+        musa_tensor_release(t);
+    }
+    musa_tensor *big = musa_arange(0, 2000, 1, MUSA_DTYPE_INT32);
+    char buf[256];
+    musa_tensor_format(big, buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "tensor([   0,    1,    2,  ..., 1997, 1998, 1999], dtype=musa.int32)"), "%s", buf);
+    char tiny[8];
+    int need = musa_tensor_format(big, tiny, sizeof tiny);
+    CHECK(need > 8 && strlen(tiny) == 7); /* snprintf semantics */
+    musa_tensor_release(big);
+}
+
+TEST(devices) {
+    CHECK_OK(musa_device_check((musa_device){MUSA_DEVICE_CPU, 0}));
+    CHECK_ERR(musa_device_check((musa_device){MUSA_DEVICE_CUDA, 0}) == MUSA_OK, MUSA_ERR_DEVICE, "cuda:0 is not available in this build");
+    CHECK(!musa_cuda_is_available());
+    musa_tensor *t = musa_zeros(1, (int64_t[]){2}, MUSA_DTYPE_FLOAT32);
+    CHECK(musa_tensor_device(t).type == MUSA_DEVICE_CPU);
+    musa_tensor_release(t);
+}
+
+TEST(generic_op_call) {
+    int op = musa_op_lookup("sum");
+    CHECK(op >= 0 && musa_op_num_inputs(op) == 1 && musa_op_num_outputs(op) == 1);
+    CHECK(musa_op_num_inputs(musa_op_lookup("cat")) == -1);
+    musa_attrs *a = musa_attrs_new(op);
+    CHECK_OK(musa_attrs_set_ints(a, "dims", 1, (int64_t[]){0}));
+    CHECK_OK(musa_attrs_set_bool(a, "keepdim", true));
+    CHECK_ERR(musa_attrs_set_ints(a, "dims", 20, (int64_t[20]){0}) == MUSA_OK, MUSA_ERR_VALUE, "0 to 16 values");
+    musa_tensor *x = musa_ones(2, (int64_t[]){3, 2}, MUSA_DTYPE_FLOAT32), *out[1] = {NULL};
+    CHECK_OK(musa_op_call(op, 1, &x, a, out));
+    CHECK_SHAPE(out[0], 2, 1, 2);
+    musa_tensor *out2[1] = {NULL};
+    CHECK_ERR(musa_op_call(op, 2, (musa_tensor *[]){x, x}, a, out2) == MUSA_OK, MUSA_ERR_VALUE, "[sum] takes 1 tensor inputs, got 2");
+    CHECK_ERR(musa_op_call(musa_op_lookup("add"), 2, (musa_tensor *[]){x, x}, a, out2) == MUSA_OK, MUSA_ERR_VALUE, "attrs were made for op sum");
+    CHECK_ERR(musa_op_call(999, 0, NULL, NULL, out2) == MUSA_OK, MUSA_ERR_VALUE, "unknown op id 999");
+    musa_attrs_free(a);
+    release_all(2, x, out[0]);
+}
+
+TEST(null_inputs_propagate_the_first_error) {
+    musa_clear_error();
+    musa_tensor *bad = musa_empty(1, (int64_t[]){-5}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *r = musa_exp(musa_add(bad, bad));
+    CHECK(r == NULL);
+    CHECK(strstr(musa_last_error(), "[empty] negative size -5") != NULL);
+}
