@@ -54,7 +54,8 @@ static void bench_matmul(void) {
         int64_t n = sizes[s];
         int reps = n <= 256 ? 31 : n <= 1024 ? 11 : 5;
         int64_t shape[2] = {n, n};
-        musa_tensor *a = musa_randn(2, shape, MUSA_DTYPE_FLOAT32), *b = musa_randn(2, shape, MUSA_DTYPE_FLOAT32);
+        musa_tensor *a = musa_randn(2, shape, MUSA_DTYPE_FLOAT32),
+                    *b = musa_randn(2, shape, MUSA_DTYPE_FLOAT32);
         float *c = aligned_alloc(64, sizeof(float) * (size_t)(n * n));
         const float *pa = musa_tensor_data(a), *pb = musa_tensor_data(b);
         /* Each library is warmed up and timed on its own, and OpenBLAS last:
@@ -64,13 +65,14 @@ static void bench_matmul(void) {
         for (int w = 0; w < 3; w++) musa_tensor_release(musa_matmul(a, b));
         double tm = TIME_MEDIAN(reps, musa_tensor_release(musa_matmul(a, b)));
         for (int w = 0; w < 3; w++) dnnl_sgemm('N', 'N', n, n, n, 1.0f, pa, n, pb, n, 0.0f, c, n);
-        double td = TIME_MEDIAN(reps, dnnl_sgemm('N', 'N', n, n, n, 1.0f, pa, n, pb, n, 0.0f, c, n));
+        double td =
+            TIME_MEDIAN(reps, dnnl_sgemm('N', 'N', n, n, n, 1.0f, pa, n, pb, n, 0.0f, c, n));
         for (int w = 0; w < 3; w++)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, pa,
                         (int)n, pb, (int)n, 0.0f, c, (int)n);
-        double tb = TIME_MEDIAN(reps, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n,
-                                                  (int)n, (int)n, 1.0f, pa, (int)n, pb, (int)n, 0.0f,
-                                                  c, (int)n));
+        double tb =
+            TIME_MEDIAN(reps, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n,
+                                          (int)n, 1.0f, pa, (int)n, pb, (int)n, 0.0f, c, (int)n));
         struct timespec settle = {0, 300000000};
         nanosleep(&settle, NULL);
         double best = td < tb ? td : tb;
@@ -86,7 +88,8 @@ static void bench_matmul(void) {
 static char *g_src, *g_dst;
 static size_t g_bytes;
 static void copy_part(int part, int parts) {
-    size_t lo = g_bytes / (size_t)parts * (size_t)part, hi = part + 1 == parts ? g_bytes : lo + g_bytes / (size_t)parts;
+    size_t lo = g_bytes / (size_t)parts * (size_t)part,
+           hi = part + 1 == parts ? g_bytes : lo + g_bytes / (size_t)parts;
     memcpy(g_dst + lo, g_src + lo, hi - lo);
 }
 static void parallel_copy(void) {
@@ -107,7 +110,8 @@ static void parallel_read(const float *x, int64_t n) {
 static void bench_memory(void) {
     int64_t n = 16 << 20;
     size_t bytes = sizeof(float) * (size_t)n;
-    musa_tensor *a = musa_rand(1, &n, MUSA_DTYPE_FLOAT32), *b = musa_rand(1, &n, MUSA_DTYPE_FLOAT32);
+    musa_tensor *a = musa_rand(1, &n, MUSA_DTYPE_FLOAT32),
+                *b = musa_rand(1, &n, MUSA_DTYPE_FLOAT32);
     char *src = aligned_alloc(64, bytes), *dst = aligned_alloc(64, bytes);
     memset(src, 1, bytes), memset(dst, 2, bytes);
     for (int w = 0; w < 2; w++) {
@@ -139,8 +143,9 @@ static void bench_memory(void) {
     printf("memory-bound ops on 16M float32 (threads: %d)\n", musa_get_num_threads());
     printf("  memcpy 64 MiB      %8.3f ms  %6.1f GB/s (read + write; 1 thread %.1f GB/s)\n",
            tc * 1e3, bw_copy * 1e-9, 2.0 * bytes / t1 * 1e-9);
-    printf("  add  (2 in, 1 out) %8.3f ms  %6.1f GB/s  = %.2f of memcpy bandwidth (>= 0.7 wanted)\n",
-           ta * 1e3, bw_add * 1e-9, bw_add / bw_copy);
+    printf(
+        "  add  (2 in, 1 out) %8.3f ms  %6.1f GB/s  = %.2f of memcpy bandwidth (>= 0.7 wanted)\n",
+        ta * 1e3, bw_add * 1e-9, bw_add / bw_copy);
     printf("  sum  (1 in)        %8.3f ms  %6.1f GB/s  = %.2f of memcpy bandwidth, %.2f of a plain "
            "parallel read loop (%.1f GB/s)\n",
            ts * 1e3, bw_sum * 1e-9, bw_sum / bw_copy, tr / ts, 1.0 * bytes / tr * 1e-9);

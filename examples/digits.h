@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #define DIGITS_FEATURES 64
-#define DIGITS_MAX 2000
+#define DIGITS_MAX      2000
 
 typedef struct {
     int n;

@@ -403,13 +403,12 @@ MUSA_API musa_tensor *musa_prod(musa_tensor *x, int ndims, const int64_t *dims, 
 MUSA_API musa_tensor *musa_amax(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
 MUSA_API musa_tensor *musa_amin(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
 /* Variance with Bessel-style `correction` (1 = unbiased, 0 = population). */
-MUSA_API musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims,
-                               int64_t correction, bool keepdim);
-MUSA_API musa_tensor *musa_std(musa_tensor *x, int ndims, const int64_t *dims,
-                               int64_t correction, bool keepdim);
+MUSA_API musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
+                               bool keepdim);
+MUSA_API musa_tensor *musa_std(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
+                               bool keepdim);
 /* log(sum(exp(x))), computed stably by subtracting the max. */
-MUSA_API musa_tensor *musa_logsumexp(musa_tensor *x, int ndims, const int64_t *dims,
-                                     bool keepdim);
+MUSA_API musa_tensor *musa_logsumexp(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
 /* p-norm over dims: p = 1, 2, INFINITY, -INFINITY or any p > 0. */
 MUSA_API musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
                                 bool keepdim);
@@ -485,8 +484,8 @@ MUSA_API musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes);
 MUSA_API int musa_sort(musa_tensor *x, int64_t dim, bool descending, musa_tensor **values,
                        musa_tensor **indices);
 /* The k largest (or smallest) along dim, in sorted order. */
-MUSA_API int musa_topk(musa_tensor *x, int64_t k, int64_t dim, bool largest,
-                       musa_tensor **values, musa_tensor **indices);
+MUSA_API int musa_topk(musa_tensor *x, int64_t k, int64_t dim, bool largest, musa_tensor **values,
+                       musa_tensor **indices);
 
 /* ------------------------------------------------------------------------ */
 /* Generic op access                                                        */
@@ -532,10 +531,10 @@ MUSA_API int musa_set_num_threads(int n);
 MUSA_API int musa_get_num_threads(void);
 
 typedef struct musa_alloc_stats {
-    size_t current_bytes; /* bytes held by live tensors (rounded to size classes) */
-    size_t peak_bytes;    /* max of current_bytes since start or the last reset */
-    size_t cached_bytes;  /* freed blocks kept for reuse */
-    uint64_t alloc_count; /* allocations served (from the cache or the system) */
+    size_t current_bytes;   /* bytes held by live tensors (rounded to size classes) */
+    size_t peak_bytes;      /* max of current_bytes since start or the last reset */
+    size_t cached_bytes;    /* freed blocks kept for reuse */
+    uint64_t alloc_count;   /* allocations served (from the cache or the system) */
     uint64_t system_allocs; /* allocations that reached the system allocator */
 } musa_alloc_stats;
 

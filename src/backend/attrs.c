@@ -27,10 +27,12 @@
 const musa_attrs_desc *musa_attrs_desc_of(musa_attrs_kind kind) {
     switch (kind) {
 #define MUSA_ATTRS(kind, fields)                                                                   \
-    case MUSA_ATTRS_##kind: return desc_##kind();
+    case MUSA_ATTRS_##kind:                                                                        \
+        return desc_##kind();
 #include "attrs.def"
 #undef MUSA_ATTRS
-    default: return desc_none();
+    default:
+        return desc_none();
     }
 }
 
@@ -40,14 +42,21 @@ void musa_attrs_init(musa_attrs_kind kind, void *rec) {
     for (const musa_attr_field *f = d->fields; f->name; f++) {
         char *p = (char *)rec + f->offset;
         switch (f->type) {
-        case MUSA_ATTR_BOOL: *(bool *)p = f->def != 0; break;
+        case MUSA_ATTR_BOOL:
+            *(bool *)p = f->def != 0;
+            break;
         case MUSA_ATTR_INT:
             /* INT64_MAX does not survive the trip through double exactly. */
             *(int64_t *)p = f->def >= 9.2e18 ? INT64_MAX : (int64_t)f->def;
             break;
-        case MUSA_ATTR_FLOAT: *(double *)p = f->def; break;
-        case MUSA_ATTR_DTYPE: *(int32_t *)p = (int32_t)f->def; break;
-        case MUSA_ATTR_INTS: break;
+        case MUSA_ATTR_FLOAT:
+            *(double *)p = f->def;
+            break;
+        case MUSA_ATTR_DTYPE:
+            *(int32_t *)p = (int32_t)f->def;
+            break;
+        case MUSA_ATTR_INTS:
+            break;
         }
     }
 }
@@ -85,12 +94,18 @@ int musa_attrs_format(musa_attrs_kind kind, const void *rec, bool json, char *bu
         APPEND(json ? "%s\"%s\": " : "%s%s=", first ? "" : ", ", f->name);
         first = false;
         switch (f->type) {
-        case MUSA_ATTR_BOOL: APPEND("%s", *(const bool *)p ? "true" : "false"); break;
-        case MUSA_ATTR_INT: APPEND("%lld", (long long)*(const int64_t *)p); break;
+        case MUSA_ATTR_BOOL:
+            APPEND("%s", *(const bool *)p ? "true" : "false");
+            break;
+        case MUSA_ATTR_INT:
+            APPEND("%lld", (long long)*(const int64_t *)p);
+            break;
         case MUSA_ATTR_FLOAT: {
             double v = *(const double *)p;
-            if (json && !isfinite(v)) APPEND("\"%s\"", v != v ? "nan" : v > 0 ? "inf" : "-inf");
-            else APPEND("%.17g", v);
+            if (json && !isfinite(v))
+                APPEND("\"%s\"", v != v ? "nan" : v > 0 ? "inf" : "-inf");
+            else
+                APPEND("%.17g", v);
             break;
         }
         case MUSA_ATTR_DTYPE:

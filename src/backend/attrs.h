@@ -31,7 +31,10 @@ typedef enum musa_attr_type {
 #define MUSA_ATTR_CTYPE_DTYPE int32_t
 
 #define F(TYPE, name, def) MUSA_ATTR_CTYPE_##TYPE name;
-#define MUSA_ATTRS(kind, fields) typedef struct musa_attrs_##kind { fields } musa_attrs_##kind;
+#define MUSA_ATTRS(kind, fields)                                                                   \
+    typedef struct musa_attrs_##kind {                                                             \
+        fields                                                                                     \
+    } musa_attrs_##kind;
 #include "attrs.def"
 #undef MUSA_ATTRS
 #undef F

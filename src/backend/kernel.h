@@ -19,11 +19,11 @@
 #include "attrs.h"
 
 typedef struct musa_kview {
-    char *data;                      /* first element (NULL for meta) */
-    int32_t dtype;                   /* musa_dtype */
-    int32_t ndim;                    /* 0..MUSA_MAX_DIMS */
-    int64_t shape[MUSA_MAX_DIMS];    /* elements per dim */
-    int64_t strides[MUSA_MAX_DIMS];  /* in elements */
+    char *data;                     /* first element (NULL for meta) */
+    int32_t dtype;                  /* musa_dtype */
+    int32_t ndim;                   /* 0..MUSA_MAX_DIMS */
+    int64_t shape[MUSA_MAX_DIMS];   /* elements per dim */
+    int64_t strides[MUSA_MAX_DIMS]; /* in elements */
 } musa_kview;
 
 typedef struct musa_kctx {
@@ -34,8 +34,8 @@ typedef struct musa_kctx {
 
 /* Run an op: out[0..n_out), in[0..n_in). Returns MUSA_OK or a status with
  * the last error set (e.g. integer division by zero). */
-typedef int (*musa_kernel_fn)(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
-                              int n_in, const void *attrs);
+typedef int (*musa_kernel_fn)(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                              const void *attrs);
 /* Scratch bytes the kernel needs for these operands (0 if none). */
 typedef size_t (*musa_workspace_fn)(const musa_kview *out, const musa_kview *in, int n_in,
                                     const void *attrs);

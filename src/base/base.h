@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MUSA_LIKELY(x)   __builtin_expect(!!(x), 1)
-#define MUSA_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MUSA_MIN(a, b)   ((a) < (b) ? (a) : (b))
-#define MUSA_MAX(a, b)   ((a) > (b) ? (a) : (b))
+#define MUSA_LIKELY(x)    __builtin_expect(!!(x), 1)
+#define MUSA_UNLIKELY(x)  __builtin_expect(!!(x), 0)
+#define MUSA_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define MUSA_MAX(a, b)    ((a) > (b) ? (a) : (b))
 #define MUSA_ARRAY_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define MUSA_UNUSED(x)   ((void)(x))
+#define MUSA_UNUSED(x)    ((void)(x))
 
 /* Internal invariant check: a failure is a bug in musa, never bad input. */
 #define MUSA_ASSERT(x)                                                                             \

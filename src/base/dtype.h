@@ -28,7 +28,9 @@ typedef struct musa_dtype_traits {
 
 extern const musa_dtype_traits musa_dtype_info[MUSA_DTYPE_COUNT];
 
-static inline bool musa_dtype_valid(int d) { return d >= 0 && d < MUSA_DTYPE_COUNT; }
+static inline bool musa_dtype_valid(int d) {
+    return d >= 0 && d < MUSA_DTYPE_COUNT;
+}
 static inline bool musa_is_float(musa_dtype d) {
     return musa_dtype_info[d].category == MUSA_CAT_FLOAT;
 }

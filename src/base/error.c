@@ -45,8 +45,12 @@ void musa_err_prefix(const char *where) {
     memcpy(tls_error.msg, tmp, sizeof tmp);
 }
 
-const char *musa_last_error(void) { return tls_error.msg; }
-int musa_last_error_code(void) { return tls_error.code; }
+const char *musa_last_error(void) {
+    return tls_error.msg;
+}
+int musa_last_error_code(void) {
+    return tls_error.code;
+}
 
 void musa_last_error_location(const char **file, int *line) {
     if (file) *file = tls_error.file;
@@ -67,17 +71,28 @@ void musa_clear_error(void) {
 
 const char *musa_status_name(int code) {
     switch (code) {
-    case MUSA_OK: return "MUSA_OK";
-    case MUSA_ERR_VALUE: return "MUSA_ERR_VALUE";
-    case MUSA_ERR_TYPE: return "MUSA_ERR_TYPE";
-    case MUSA_ERR_INDEX: return "MUSA_ERR_INDEX";
-    case MUSA_ERR_RUNTIME: return "MUSA_ERR_RUNTIME";
-    case MUSA_ERR_NOMEM: return "MUSA_ERR_NOMEM";
-    case MUSA_ERR_NOT_IMPLEMENTED: return "MUSA_ERR_NOT_IMPLEMENTED";
-    case MUSA_ERR_IO: return "MUSA_ERR_IO";
-    case MUSA_ERR_DEVICE: return "MUSA_ERR_DEVICE";
-    case MUSA_ERR_ZERO_DIVISION: return "MUSA_ERR_ZERO_DIVISION";
-    default: return "MUSA_ERR_UNKNOWN";
+    case MUSA_OK:
+        return "MUSA_OK";
+    case MUSA_ERR_VALUE:
+        return "MUSA_ERR_VALUE";
+    case MUSA_ERR_TYPE:
+        return "MUSA_ERR_TYPE";
+    case MUSA_ERR_INDEX:
+        return "MUSA_ERR_INDEX";
+    case MUSA_ERR_RUNTIME:
+        return "MUSA_ERR_RUNTIME";
+    case MUSA_ERR_NOMEM:
+        return "MUSA_ERR_NOMEM";
+    case MUSA_ERR_NOT_IMPLEMENTED:
+        return "MUSA_ERR_NOT_IMPLEMENTED";
+    case MUSA_ERR_IO:
+        return "MUSA_ERR_IO";
+    case MUSA_ERR_DEVICE:
+        return "MUSA_ERR_DEVICE";
+    case MUSA_ERR_ZERO_DIVISION:
+        return "MUSA_ERR_ZERO_DIVISION";
+    default:
+        return "MUSA_ERR_UNKNOWN";
     }
 }
 

@@ -46,8 +46,10 @@ static musa_task *queue_pop_locked(void) {
     musa_task *t = pool.head;
     if (!t) return NULL;
     pool.head = t->next;
-    if (pool.head) pool.head->prev = NULL;
-    else pool.tail = NULL;
+    if (pool.head)
+        pool.head->prev = NULL;
+    else
+        pool.tail = NULL;
     atomic_fetch_sub(&pool.queued, 1);
     return t;
 }
@@ -72,8 +74,8 @@ static void *worker_main(void *arg) {
     MUSA_UNUSED(arg);
     tls_serial_depth = 1; /* kernels inside tasks run serially */
     for (;;) {
-        for (int i = 0; i < SPIN_ITERS && atomic_load_explicit(&pool.queued, memory_order_relaxed) == 0;
-             i++)
+        for (int i = 0;
+             i < SPIN_ITERS && atomic_load_explicit(&pool.queued, memory_order_relaxed) == 0; i++)
             cpu_relax();
         pthread_mutex_lock(&pool.mu);
         while (!pool.head && !pool.stop) pthread_cond_wait(&pool.work_cv, &pool.mu);
@@ -121,7 +123,9 @@ static void pool_init(void) {
     start_workers(n);
 }
 
-static void ensure_pool(void) { pthread_once(&pool_once, pool_init); }
+static void ensure_pool(void) {
+    pthread_once(&pool_once, pool_init);
+}
 
 void musa_pool_resize(int n) {
     ensure_pool();
@@ -144,13 +148,17 @@ int musa_pool_intra_threads(void) {
     return tls_serial_depth > 0 ? 1 : musa_pool_threads();
 }
 
-void musa_task_group_init(musa_task_group *g) { atomic_init(&g->pending, 0); }
+void musa_task_group_init(musa_task_group *g) {
+    atomic_init(&g->pending, 0);
+}
 
 static void enqueue_locked(musa_task *t) {
     t->next = NULL;
     t->prev = pool.tail;
-    if (pool.tail) pool.tail->next = t;
-    else pool.head = t;
+    if (pool.tail)
+        pool.tail->next = t;
+    else
+        pool.head = t;
     pool.tail = t;
     atomic_fetch_add(&pool.queued, 1);
 }
@@ -190,10 +198,14 @@ void musa_task_group_wait(musa_task_group *g) {
             }
         }
         if (t) {
-            if (t->prev) t->prev->next = t->next;
-            else pool.head = t->next;
-            if (t->next) t->next->prev = t->prev;
-            else pool.tail = t->prev;
+            if (t->prev)
+                t->prev->next = t->next;
+            else
+                pool.head = t->next;
+            if (t->next)
+                t->next->prev = t->prev;
+            else
+                pool.tail = t->prev;
             atomic_fetch_sub(&pool.queued, 1);
         }
         pthread_mutex_unlock(&pool.mu);

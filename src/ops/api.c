@@ -6,20 +6,13 @@
 #include "op.h"
 
 #define UNARY(name)                                                                                \
-    musa_tensor *musa_##name(musa_tensor *x) { return musa_call1(MUSA_OP_##name, x, NULL); }
+    musa_tensor *musa_##name(musa_tensor *x) {                                                     \
+        return musa_call1(MUSA_OP_##name, x, NULL);                                                \
+    }
 #define BINARY(name)                                                                               \
     musa_tensor *musa_##name(musa_tensor *a, musa_tensor *b) {                                     \
         return musa_call2(MUSA_OP_##name, a, b, NULL);                                             \
     }
-
-UNARY(neg) UNARY(abs) UNARY(sign) UNARY(exp) UNARY(expm1) UNARY(log) UNARY(log1p) UNARY(sqrt)
-UNARY(rsqrt) UNARY(reciprocal) UNARY(sin) UNARY(cos) UNARY(tanh) UNARY(sigmoid) UNARY(erf)
-UNARY(relu) UNARY(floor) UNARY(ceil) UNARY(round) UNARY(logical_not) UNARY(isnan) UNARY(isinf)
-UNARY(clone)
-
-BINARY(add) BINARY(sub) BINARY(mul) BINARY(div) BINARY(floor_divide) BINARY(pow)
-BINARY(maximum) BINARY(minimum) BINARY(fmod) BINARY(remainder) BINARY(eq) BINARY(ne) BINARY(lt)
-BINARY(le) BINARY(gt) BINARY(ge) BINARY(logical_and) BINARY(logical_or) BINARY(logical_xor)
 
 musa_tensor *musa_where(musa_tensor *cond, musa_tensor *a, musa_tensor *b) {
     musa_tensor *in[3] = {cond, a, b};
@@ -190,11 +183,15 @@ static musa_tensor *dim_op(musa_op_id op, musa_tensor *x, int64_t dim) {
     return musa_call1(op, x, &a);
 }
 
-musa_tensor *musa_unsqueeze(musa_tensor *x, int64_t dim) { return dim_op(MUSA_OP_unsqueeze, x, dim); }
-musa_tensor *musa_cumsum(musa_tensor *x, int64_t dim) { return dim_op(MUSA_OP_cumsum, x, dim); }
+musa_tensor *musa_unsqueeze(musa_tensor *x, int64_t dim) {
+    return dim_op(MUSA_OP_unsqueeze, x, dim);
+}
+musa_tensor *musa_cumsum(musa_tensor *x, int64_t dim) {
+    return dim_op(MUSA_OP_cumsum, x, dim);
+}
 
-musa_tensor *musa_as_strided(musa_tensor *x, int ndim, const int64_t *shape,
-                             const int64_t *strides, int64_t offset) {
+musa_tensor *musa_as_strided(musa_tensor *x, int ndim, const int64_t *shape, const int64_t *strides,
+                             int64_t offset) {
     musa_attrs_strided a;
     musa_attrs_init(MUSA_ATTRS_strided, &a);
     if (set_ints(&a.shape, ndim, shape, "as_strided") ||
@@ -320,8 +317,12 @@ musa_tensor *musa_full_like(const musa_tensor *like, double value) {
     if (!like) return NULL;
     return musa_full(like->ndim, like->shape, value, (musa_dtype)like->dtype);
 }
-musa_tensor *musa_zeros_like(const musa_tensor *like) { return musa_full_like(like, 0); }
-musa_tensor *musa_ones_like(const musa_tensor *like) { return musa_full_like(like, 1); }
+musa_tensor *musa_zeros_like(const musa_tensor *like) {
+    return musa_full_like(like, 0);
+}
+musa_tensor *musa_ones_like(const musa_tensor *like) {
+    return musa_full_like(like, 1);
+}
 
 musa_tensor *musa_arange(double start, double end, double step, musa_dtype dtype) {
     musa_attrs_arange a = {.start = start, .end = end, .step = step, .dtype = (int32_t)dtype};
@@ -357,23 +358,34 @@ musa_tensor *musa_randint(int64_t low, int64_t high, int ndim, const int64_t *sh
                           musa_dtype dtype) {
     return random_op(MUSA_OP_randint, ndim, shape, (double)low, (double)high, dtype);
 }
-musa_tensor *musa_bernoulli(musa_tensor *p) { return musa_call1(MUSA_OP_bernoulli, p, NULL); }
+musa_tensor *musa_bernoulli(musa_tensor *p) {
+    return musa_call1(MUSA_OP_bernoulli, p, NULL);
+}
 
 /* ---- in place ---- */
 
 static int inplace(musa_op_id op, musa_tensor *self, musa_tensor *other) {
-    if (!self) return musa_last_error_code() ? musa_last_error_code()
-                                             : musa_err(MUSA_ERR_VALUE, "[%s_] self is NULL",
-                                                        musa_ops[op].name);
+    if (!self)
+        return musa_last_error_code()
+                   ? musa_last_error_code()
+                   : musa_err(MUSA_ERR_VALUE, "[%s_] self is NULL", musa_ops[op].name);
     musa_tensor *in[2] = {self, other};
     musa_tensor *out[1] = {self};
     return musa_dispatch(op, 2, in, NULL, out);
 }
 
-int musa_add_(musa_tensor *self, musa_tensor *other) { return inplace(MUSA_OP_add, self, other); }
-int musa_sub_(musa_tensor *self, musa_tensor *other) { return inplace(MUSA_OP_sub, self, other); }
-int musa_mul_(musa_tensor *self, musa_tensor *other) { return inplace(MUSA_OP_mul, self, other); }
-int musa_div_(musa_tensor *self, musa_tensor *other) { return inplace(MUSA_OP_div, self, other); }
+int musa_add_(musa_tensor *self, musa_tensor *other) {
+    return inplace(MUSA_OP_add, self, other);
+}
+int musa_sub_(musa_tensor *self, musa_tensor *other) {
+    return inplace(MUSA_OP_sub, self, other);
+}
+int musa_mul_(musa_tensor *self, musa_tensor *other) {
+    return inplace(MUSA_OP_mul, self, other);
+}
+int musa_div_(musa_tensor *self, musa_tensor *other) {
+    return inplace(MUSA_OP_div, self, other);
+}
 
 int musa_copy_(musa_tensor *dst, musa_tensor *src) {
     if (!dst || !src)
@@ -402,4 +414,18 @@ int musa_fill_(musa_tensor *self, double value) {
     return musa_dispatch(MUSA_OP_full, 0, NULL, &a, out);
 }
 
-int musa_zero_(musa_tensor *self) { return musa_fill_(self, 0); }
+int musa_zero_(musa_tensor *self) {
+    return musa_fill_(self, 0);
+}
+
+/* Ops with no attributes: one line each. */
+// clang-format off
+UNARY(neg) UNARY(abs) UNARY(sign) UNARY(exp) UNARY(expm1) UNARY(log) UNARY(log1p) UNARY(sqrt)
+UNARY(rsqrt) UNARY(reciprocal) UNARY(sin) UNARY(cos) UNARY(tanh) UNARY(sigmoid) UNARY(erf)
+UNARY(relu) UNARY(floor) UNARY(ceil) UNARY(round) UNARY(logical_not) UNARY(isnan) UNARY(isinf)
+UNARY(clone)
+
+BINARY(add) BINARY(sub) BINARY(mul) BINARY(div) BINARY(floor_divide) BINARY(pow)
+BINARY(maximum) BINARY(minimum) BINARY(fmod) BINARY(remainder) BINARY(eq) BINARY(ne) BINARY(lt)
+BINARY(le) BINARY(gt) BINARY(ge) BINARY(logical_and) BINARY(logical_or) BINARY(logical_xor)
+    // clang-format on

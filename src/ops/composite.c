@@ -14,7 +14,8 @@
 musa_tensor *musa_reshape(musa_tensor *x, int ndim, const int64_t *shape) {
     if (!x) return NULL;
     if (ndim < 0 || ndim > MUSA_MAX_DIMS || (ndim && !shape)) {
-        musa_err(MUSA_ERR_VALUE, "[reshape] a tensor has 0 to %d dims, got %d", MUSA_MAX_DIMS, ndim);
+        musa_err(MUSA_ERR_VALUE, "[reshape] a tensor has 0 to %d dims, got %d", MUSA_MAX_DIMS,
+                 ndim);
         return NULL;
     }
     /* Resolve -1 first so the view test sees the real shape. */
@@ -22,15 +23,18 @@ musa_tensor *musa_reshape(musa_tensor *x, int ndim, const int64_t *shape) {
     int infer_at = -1;
     for (int i = 0; i < ndim; i++) {
         s[i] = shape[i];
-        if (s[i] == -1 && infer_at < 0) infer_at = i;
-        else if (s[i] >= 0 && !musa_mul_i64(known, s[i], &known)) known = -1;
+        if (s[i] == -1 && infer_at < 0)
+            infer_at = i;
+        else if (s[i] >= 0 && !musa_mul_i64(known, s[i], &known))
+            known = -1;
     }
     if (infer_at >= 0 && known > 0 && x->numel % known == 0) s[infer_at] = x->numel / known;
     int64_t total = 1;
     bool valid = true;
     for (int i = 0; i < ndim && valid; i++) valid = s[i] >= 0 && musa_mul_i64(total, s[i], &total);
     /* An invalid shape goes to view, which reports it. */
-    if (!valid || total != x->numel || musa_view_possible(x, ndim, s)) return musa_view(x, ndim, shape);
+    if (!valid || total != x->numel || musa_view_possible(x, ndim, s))
+        return musa_view(x, ndim, shape);
     musa_tensor *c = musa_clone(x);
     musa_tensor *r = musa_view(c, ndim, s);
     musa_tensor_release(c);
@@ -55,8 +59,10 @@ musa_tensor *musa_flatten(musa_tensor *x, int64_t start_dim, int64_t end_dim) {
     int64_t shape[MUSA_MAX_DIMS];
     int n = 0;
     for (int64_t d = 0; d < x->ndim; d++) {
-        if (d <= s || d > e) shape[n++] = x->shape[d];
-        else shape[n - 1] *= x->shape[d];
+        if (d <= s || d > e)
+            shape[n++] = x->shape[d];
+        else
+            shape[n - 1] *= x->shape[d];
     }
     return musa_reshape(x, n, shape);
 }
@@ -64,7 +70,8 @@ musa_tensor *musa_flatten(musa_tensor *x, int64_t start_dim, int64_t end_dim) {
 musa_tensor *musa_transpose(musa_tensor *x, int64_t dim0, int64_t dim1) {
     if (!x) return NULL;
     int64_t a, b;
-    if (musa_wrap_dim("transpose", dim0, x->ndim, &a) || musa_wrap_dim("transpose", dim1, x->ndim, &b))
+    if (musa_wrap_dim("transpose", dim0, x->ndim, &a) ||
+        musa_wrap_dim("transpose", dim1, x->ndim, &b))
         return NULL;
     if (x->ndim < 2) return musa_tensor_retain(x);
     int64_t perm[MUSA_MAX_DIMS];
@@ -167,8 +174,10 @@ musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
         musa_tensor *a = musa_tmp(&t, musa_abs(x));
         r = p > 0 ? musa_amax(a, ndims, dims, keepdim) : musa_amin(a, ndims, dims, keepdim);
     } else if (p > 0) {
-        musa_tensor *a = musa_tmp(&t, musa_pow(musa_tmp(&t, musa_abs(x)), musa_tmp(&t, musa_number(p))));
-        r = musa_pow(musa_tmp(&t, musa_sum(a, ndims, dims, keepdim)), musa_tmp(&t, musa_number(1.0 / p)));
+        musa_tensor *a =
+            musa_tmp(&t, musa_pow(musa_tmp(&t, musa_abs(x)), musa_tmp(&t, musa_number(p))));
+        r = musa_pow(musa_tmp(&t, musa_sum(a, ndims, dims, keepdim)),
+                     musa_tmp(&t, musa_number(1.0 / p)));
     } else {
         musa_err(MUSA_ERR_VALUE, "[norm] p must be positive or +-inf, got %g", p);
     }
@@ -200,8 +209,9 @@ musa_tensor *musa_stack(int n, musa_tensor *const *tensors, int64_t dim) {
 }
 
 int musa_split(musa_tensor *x, int64_t split_size, int64_t dim, int max_out, musa_tensor **outs) {
-    if (!x) return musa_last_error_code() ? musa_last_error_code()
-                                          : musa_err(MUSA_ERR_VALUE, "[split] tensor is NULL");
+    if (!x)
+        return musa_last_error_code() ? musa_last_error_code()
+                                      : musa_err(MUSA_ERR_VALUE, "[split] tensor is NULL");
     int64_t d;
     int rc = musa_wrap_dim("split", dim, x->ndim, &d);
     if (rc) return rc;
@@ -224,10 +234,12 @@ int musa_split(musa_tensor *x, int64_t split_size, int64_t dim, int max_out, mus
 }
 
 int musa_chunk(musa_tensor *x, int64_t chunks, int64_t dim, int max_out, musa_tensor **outs) {
-    if (!x) return musa_last_error_code() ? musa_last_error_code()
-                                          : musa_err(MUSA_ERR_VALUE, "[chunk] tensor is NULL");
+    if (!x)
+        return musa_last_error_code() ? musa_last_error_code()
+                                      : musa_err(MUSA_ERR_VALUE, "[chunk] tensor is NULL");
     if (chunks <= 0)
-        return musa_err(MUSA_ERR_VALUE, "[chunk] chunks must be positive, got %lld", (long long)chunks);
+        return musa_err(MUSA_ERR_VALUE, "[chunk] chunks must be positive, got %lld",
+                        (long long)chunks);
     int64_t d;
     int rc = musa_wrap_dim("chunk", dim, x->ndim, &d);
     if (rc) return rc;
@@ -264,8 +276,9 @@ musa_tensor *musa_masked_fill(musa_tensor *x, musa_tensor *mask, double value) {
 musa_tensor *musa_repeat(musa_tensor *x, int ndim, const int64_t *repeats) {
     if (!x) return NULL;
     if (ndim < x->ndim || ndim > MUSA_MAX_DIMS || (ndim && !repeats)) {
-        musa_err(MUSA_ERR_VALUE, "[repeat] needs at least %d repeat counts (and at most %d), got %d",
-                 x->ndim, MUSA_MAX_DIMS, ndim);
+        musa_err(MUSA_ERR_VALUE,
+                 "[repeat] needs at least %d repeat counts (and at most %d), got %d", x->ndim,
+                 MUSA_MAX_DIMS, ndim);
         return NULL;
     }
     int64_t shape[MUSA_MAX_DIMS] = {0};
@@ -290,8 +303,10 @@ musa_tensor *musa_repeat(musa_tensor *x, int ndim, const int64_t *repeats) {
         musa_tensor *next = NULL;
         if (copies) {
             for (int k = 0; k < n; k++) copies[k] = cur;
-            if (n) next = musa_cat(n, copies, i);
-            else next = musa_slice(cur, i, 0, 0, 1);
+            if (n)
+                next = musa_cat(n, copies, i);
+            else
+                next = musa_slice(cur, i, 0, 0, 1);
             free(copies);
         }
         musa_tensor_release(cur);
@@ -321,7 +336,8 @@ musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes) {
             goto done;
         }
     } else if (num_classes < 0) {
-        if (x->storage) num_classes = 0;
+        if (x->storage)
+            num_classes = 0;
         else {
             musa_err(MUSA_ERR_VALUE, "[one_hot] num_classes must be given in symbolic mode");
             goto done;

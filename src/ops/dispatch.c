@@ -151,8 +151,10 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
 
     musa_attrs_any a;
     if (info->attrs_kind != MUSA_ATTRS_none) {
-        if (attrs) memcpy(&a, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
-        else musa_attrs_init(info->attrs_kind, &a);
+        if (attrs)
+            memcpy(&a, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
+        else
+            musa_attrs_init(info->attrs_kind, &a);
     }
 
     int8_t in_dt_buf[8], *in_dt = in_dt_buf;
@@ -245,8 +247,10 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
                 rc = musa_last_error_code();
                 goto done;
             }
-            if (out[j]) temp[j] = t;
-            else fresh[j] = t;
+            if (out[j])
+                temp[j] = t;
+            else
+                fresh[j] = t;
             dst[j] = t;
         }
         if (!symbolic) {
@@ -308,7 +312,9 @@ struct musa_attrs {
     musa_attrs_any rec;
 };
 
-int musa_op_count(void) { return MUSA_OP_COUNT; }
+int musa_op_count(void) {
+    return MUSA_OP_COUNT;
+}
 
 int musa_op_lookup(const char *name) {
     if (!name) return -1;
@@ -317,9 +323,15 @@ int musa_op_lookup(const char *name) {
     return -1;
 }
 
-const char *musa_op_name(int op) { return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].name : "?"; }
-int musa_op_num_inputs(int op) { return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].n_in : 0; }
-int musa_op_num_outputs(int op) { return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].n_out : 0; }
+const char *musa_op_name(int op) {
+    return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].name : "?";
+}
+int musa_op_num_inputs(int op) {
+    return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].n_in : 0;
+}
+int musa_op_num_outputs(int op) {
+    return op >= 0 && op < MUSA_OP_COUNT ? musa_ops[op].n_out : 0;
+}
 
 musa_attrs *musa_attrs_new(int op) {
     if (op < 0 || op >= MUSA_OP_COUNT) {
@@ -333,7 +345,9 @@ musa_attrs *musa_attrs_new(int op) {
     return a;
 }
 
-void musa_attrs_free(musa_attrs *a) { free(a); }
+void musa_attrs_free(musa_attrs *a) {
+    free(a);
+}
 
 static void *attr_slot(musa_attrs *a, const char *field, musa_attr_type type, int *rc) {
     if (!a || !field) {

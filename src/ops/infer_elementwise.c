@@ -125,8 +125,8 @@ int infer_clamp(const musa_op_info *op, musa_tensor *const *in, int n_in, void *
     if (a->has_min && a->has_max && a->min > a->max) {
         /* PyTorch allows it (everything becomes max); so do we. */
     }
-    if (!musa_is_float(dt) && ((a->has_min && a->min != floor(a->min)) ||
-                               (a->has_max && a->max != floor(a->max)))) {
+    if (!musa_is_float(dt) &&
+        ((a->has_min && a->min != floor(a->min)) || (a->has_max && a->max != floor(a->max)))) {
         dt = MUSA_DTYPE_FLOAT32;
         r->in_dtype[0] = (int8_t)dt;
     }

@@ -32,8 +32,10 @@ static void reduced_shape(const musa_tensor *x, const bool *mask, bool keepdim, 
                           int64_t *shape) {
     int n = 0;
     for (int d = 0; d < x->ndim; d++) {
-        if (!mask[d]) shape[n++] = x->shape[d];
-        else if (keepdim) shape[n++] = 1;
+        if (!mask[d])
+            shape[n++] = x->shape[d];
+        else if (keepdim)
+            shape[n++] = 1;
     }
     *ndim = (int8_t)n;
 }
@@ -54,8 +56,8 @@ int infer_reduce(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         for (int d = 0; d < x->ndim; d++)
             if (mask[d] && x->shape[d] == 0)
                 return musa_err(MUSA_ERR_VALUE,
-                                "[%s] cannot reduce over dim %d of size 0 (no identity)",
-                                op->name, d);
+                                "[%s] cannot reduce over dim %d of size 0 (no identity)", op->name,
+                                d);
     } else if (!musa_is_float(dt)) {
         dt = MUSA_DTYPE_INT64; /* integer and bool sums/products accumulate in int64 */
     }
@@ -102,8 +104,9 @@ int infer_norm_list(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     for (int i = 0; i < n_in; i++) {
         musa_dtype di = (musa_dtype)in[i]->dtype;
         if (!musa_is_float(di))
-            return musa_err(MUSA_ERR_TYPE, "[%s] tensor %d has dtype %s; a floating dtype is needed",
-                            op->name, i, musa_dtype_name(di));
+            return musa_err(MUSA_ERR_TYPE,
+                            "[%s] tensor %d has dtype %s; a floating dtype is needed", op->name, i,
+                            musa_dtype_name(di));
         dt = musa_promote_types(dt, di);
     }
     if (musa_is_low_float(dt)) dt = MUSA_DTYPE_FLOAT32;

@@ -44,12 +44,14 @@ int infer_matmul(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     if (t == MUSA_DTYPE_BOOL)
         return musa_err(MUSA_ERR_TYPE, "[%s] bool tensors are not supported", op->name);
     int64_t M = 1, Ka, Kb, N = 1;
-    if (a->ndim == 1) Ka = a->shape[0];
+    if (a->ndim == 1)
+        Ka = a->shape[0];
     else {
         M = a->shape[a->ndim - (at->transpose_a ? 1 : 2)];
         Ka = a->shape[a->ndim - (at->transpose_a ? 2 : 1)];
     }
-    if (b->ndim == 1) Kb = b->shape[0];
+    if (b->ndim == 1)
+        Kb = b->shape[0];
     else {
         Kb = b->shape[b->ndim - (at->transpose_b ? 1 : 2)];
         N = b->shape[b->ndim - (at->transpose_b ? 2 : 1)];
@@ -180,7 +182,8 @@ int infer_permute(const musa_op_info *op, musa_tensor *const *in, int n_in, void
         int64_t d;
         int rc = musa_wrap_dim(op->name, a->dims.v[i], x->ndim, &d);
         if (rc) return rc;
-        if (seen[d]) return musa_err(MUSA_ERR_VALUE, "[%s] dim %lld repeats", op->name, (long long)d);
+        if (seen[d])
+            return musa_err(MUSA_ERR_VALUE, "[%s] dim %lld repeats", op->name, (long long)d);
         seen[d] = true;
         a->dims.v[i] = d;
         shape[i] = x->shape[d];
@@ -226,15 +229,15 @@ int infer_select(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     MUSA_UNUSED(n_in);
     musa_attrs_select *a = attrs;
     const musa_tensor *x = in[0];
-    if (x->ndim == 0)
-        return musa_err(MUSA_ERR_INDEX, "[%s] cannot index a 0-d tensor", op->name);
+    if (x->ndim == 0) return musa_err(MUSA_ERR_INDEX, "[%s] cannot index a 0-d tensor", op->name);
     int64_t d;
     int rc = musa_wrap_dim(op->name, a->dim, x->ndim, &d);
     if (rc) return rc;
     int64_t size = x->shape[d], i = a->index;
     if (i < -size || i >= size)
-        return musa_err(MUSA_ERR_INDEX, "[%s] index %lld is out of bounds for dim %lld with size %lld",
-                        op->name, (long long)i, (long long)d, (long long)size);
+        return musa_err(MUSA_ERR_INDEX,
+                        "[%s] index %lld is out of bounds for dim %lld with size %lld", op->name,
+                        (long long)i, (long long)d, (long long)size);
     if (i < 0) i += size;
     a->dim = d, a->index = i;
     int64_t shape[MUSA_MAX_DIMS];
@@ -264,8 +267,8 @@ int infer_expand(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         int64_t want = a->shape.v[i];
         if (xi < 0) {
             if (want < 0)
-                return musa_err(MUSA_ERR_VALUE, "[%s] size -1 is not allowed in a new leading dim %d",
-                                op->name, i);
+                return musa_err(MUSA_ERR_VALUE,
+                                "[%s] size -1 is not allowed in a new leading dim %d", op->name, i);
             shape[i] = want;
             r->view_strides[i] = 0;
             continue;
@@ -281,9 +284,10 @@ int infer_expand(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
             shape[i] = want;
             r->view_strides[i] = 0;
         } else {
-            return musa_err(MUSA_ERR_VALUE,
-                            "[%s] the expanded size %lld must match the existing size %lld at dim %d",
-                            op->name, (long long)want, (long long)have, i);
+            return musa_err(
+                MUSA_ERR_VALUE,
+                "[%s] the expanded size %lld must match the existing size %lld at dim %d", op->name,
+                (long long)want, (long long)have, i);
         }
         a->shape.v[i] = shape[i];
     }
@@ -330,7 +334,8 @@ int infer_unsqueeze(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     musa_attrs_dim *a = attrs;
     const musa_tensor *x = in[0];
     if (x->ndim >= MUSA_MAX_DIMS)
-        return musa_err(MUSA_ERR_VALUE, "[%s] a tensor has at most %d dims", op->name, MUSA_MAX_DIMS);
+        return musa_err(MUSA_ERR_VALUE, "[%s] a tensor has at most %d dims", op->name,
+                        MUSA_MAX_DIMS);
     int64_t d;
     int rc = musa_wrap_dim(op->name, a->dim, x->ndim + 1, &d);
     if (rc) return rc;
@@ -364,7 +369,8 @@ int infer_as_strided(const musa_op_info *op, musa_tensor *const *in, int n_in, v
             return musa_err(MUSA_ERR_VALUE, "[%s] negative stride %lld", op->name,
                             (long long)a->strides.v[i]);
     if (a->offset < 0)
-        return musa_err(MUSA_ERR_VALUE, "[%s] negative offset %lld", op->name, (long long)a->offset);
+        return musa_err(MUSA_ERR_VALUE, "[%s] negative offset %lld", op->name,
+                        (long long)a->offset);
     memcpy(r->view_strides, a->strides.v, sizeof(int64_t) * (size_t)a->strides.n);
     r->view_offset = a->offset;
     out_like(r, 0, (musa_dtype)in[0]->dtype, a->shape.n, a->shape.v);
@@ -376,7 +382,8 @@ int infer_as_strided(const musa_op_info *op, musa_tensor *const *in, int n_in, v
 int infer_cat(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
               musa_infer *r) {
     musa_attrs_dim *a = attrs;
-    if (n_in < 1) return musa_err(MUSA_ERR_VALUE, "[%s] needs a non-empty list of tensors", op->name);
+    if (n_in < 1)
+        return musa_err(MUSA_ERR_VALUE, "[%s] needs a non-empty list of tensors", op->name);
     const musa_tensor *x0 = in[0];
     if (x0->ndim == 0) return musa_err(MUSA_ERR_VALUE, "[%s] cannot join 0-d tensors", op->name);
     int64_t d;
@@ -407,7 +414,8 @@ int infer_cat(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
 
 /* index must have x's ndim and sizes <= limit's sizes outside dim (or all dims). */
 static int check_index_shape(const musa_op_info *op, const musa_tensor *index,
-                             const musa_tensor *limit, int64_t dim, bool all_dims, const char *what) {
+                             const musa_tensor *limit, int64_t dim, bool all_dims,
+                             const char *what) {
     if (index->ndim != limit->ndim && !(index->ndim <= 1 && limit->ndim <= 1))
         return musa_err(MUSA_ERR_VALUE, "[%s] index has %d dims but %s has %d", op->name,
                         index->ndim, what, limit->ndim);
@@ -461,7 +469,8 @@ int infer_index_select(const musa_op_info *op, musa_tensor *const *in, int n_in,
                         idx->ndim);
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
-    if (x->ndim) shape[d] = idx->numel;
+    if (x->ndim)
+        shape[d] = idx->numel;
     else if (idx->numel != 1)
         return musa_err(MUSA_ERR_VALUE, "[%s] a 0-d input takes one index", op->name);
     out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
@@ -502,8 +511,9 @@ int infer_pad(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
     musa_attrs_pad *a = attrs;
     const musa_tensor *x = in[0];
     if (a->pads.n % 2 || a->pads.n / 2 > x->ndim)
-        return musa_err(MUSA_ERR_VALUE, "[%s] needs an even number of pads, at most 2 per dim "
-                                        "(%d given for %d dims)",
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] needs an even number of pads, at most 2 per dim "
+                        "(%d given for %d dims)",
                         op->name, a->pads.n, x->ndim);
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
@@ -512,7 +522,8 @@ int infer_pad(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
         int64_t s = x->shape[d] + a->pads.v[2 * i] + a->pads.v[2 * i + 1];
         if (s < 0)
             return musa_err(MUSA_ERR_VALUE, "[%s] padding (%lld, %lld) makes dim %d negative",
-                            op->name, (long long)a->pads.v[2 * i], (long long)a->pads.v[2 * i + 1], d);
+                            op->name, (long long)a->pads.v[2 * i], (long long)a->pads.v[2 * i + 1],
+                            d);
         shape[d] = s;
     }
     if (x->dtype == MUSA_DTYPE_BOOL && a->value != 0 && a->value != 1)
@@ -545,7 +556,8 @@ int infer_tri(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
               musa_infer *r) {
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     if (in[0]->ndim < 2)
-        return musa_err(MUSA_ERR_VALUE, "[%s] needs at least 2 dims, got %d", op->name, in[0]->ndim);
+        return musa_err(MUSA_ERR_VALUE, "[%s] needs at least 2 dims, got %d", op->name,
+                        in[0]->ndim);
     out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
@@ -677,8 +689,8 @@ int infer_random(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         if (a->low != floor(a->low) || a->high != floor(a->high) || !(a->low < a->high) ||
             a->high - a->low > 9.0e15)
             return musa_err(MUSA_ERR_VALUE,
-                            "[%s] low (%g) and high (%g) must be integers with low < high", op->name,
-                            a->low, a->high);
+                            "[%s] low (%g) and high (%g) must be integers with low < high",
+                            op->name, a->low, a->high);
     }
     out_like(r, 0, (musa_dtype)a->dtype, a->shape.n, a->shape.v);
     return MUSA_OK;

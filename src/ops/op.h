@@ -83,8 +83,8 @@ extern _Thread_local musa_tls_state musa_tls;
 /* Hooks filled by upper layers; NULL when absent. */
 /* Attach autograd history to fresh outputs. Called when grad mode is on, the
  * op is differentiable and some input requires grad. */
-extern int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in,
-                                 const void *attrs, int n_out, musa_tensor **out);
+extern int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                                 int n_out, musa_tensor **out);
 /* Record a node (trace and symbolic modes). */
 extern int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                                const void *attrs, int n_out, musa_tensor **out);
@@ -125,8 +125,10 @@ typedef struct musa_temps {
     int n;
 } musa_temps;
 static inline musa_tensor *musa_tmp(musa_temps *s, musa_tensor *t) {
-    if (s->n < (int)(sizeof s->t / sizeof s->t[0])) s->t[s->n++] = t;
-    else MUSA_ASSERT(!"too many temporaries");
+    if (s->n < (int)(sizeof s->t / sizeof s->t[0]))
+        s->t[s->n++] = t;
+    else
+        MUSA_ASSERT(!"too many temporaries");
     return t;
 }
 static inline void musa_temps_release(musa_temps *s) {
@@ -139,7 +141,7 @@ int musa_view_possible(const musa_tensor *x, int ndim, const int64_t *shape);
 
 /* Infer functions, one per family (ops/infer_*.c). */
 #define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags)                                     \
-    int infer(const musa_op_info *op, musa_tensor *const *in, int n_in_, void *attrs_,            \
+    int infer(const musa_op_info *op, musa_tensor *const *in, int n_in_, void *attrs_,             \
               musa_infer *r);
 #include "ops.def"
 #undef OP

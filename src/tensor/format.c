@@ -55,14 +55,16 @@ typedef struct {
 static double elem(const musa_tensor *t, const int64_t *idx) {
     int64_t off = 0;
     for (int i = 0; i < t->ndim; i++) off += idx[i] * t->strides[i];
-    const char *p = (const char *)musa_tensor_data(t) + off * (int64_t)musa_dtype_info[t->dtype].size;
+    const char *p =
+        (const char *)musa_tensor_data(t) + off * (int64_t)musa_dtype_info[t->dtype].size;
     return musa_load_f64(p, (musa_dtype)t->dtype);
 }
 
 static int64_t elem_i(const musa_tensor *t, const int64_t *idx) {
     int64_t off = 0;
     for (int i = 0; i < t->ndim; i++) off += idx[i] * t->strides[i];
-    const char *p = (const char *)musa_tensor_data(t) + off * (int64_t)musa_dtype_info[t->dtype].size;
+    const char *p =
+        (const char *)musa_tensor_data(t) + off * (int64_t)musa_dtype_info[t->dtype].size;
     return musa_load_i64(p, (musa_dtype)t->dtype);
 }
 
@@ -77,11 +79,16 @@ static void value_text(const fmt_state *f, const int64_t *idx, char *out, size_t
         return;
     }
     double v = elem(t, idx);
-    if (v != v) snprintf(out, n, "nan");
-    else if (isinf(v)) snprintf(out, n, v > 0 ? "inf" : "-inf");
-    else if (f->mode == 1) snprintf(out, n, "%.0f.", v);
-    else if (f->mode == 2) snprintf(out, n, "%.4f", v);
-    else snprintf(out, n, "%.4e", v);
+    if (v != v)
+        snprintf(out, n, "nan");
+    else if (isinf(v))
+        snprintf(out, n, v > 0 ? "inf" : "-inf");
+    else if (f->mode == 1)
+        snprintf(out, n, "%.0f.", v);
+    else if (f->mode == 2)
+        snprintf(out, n, "%.4f", v);
+    else
+        snprintf(out, n, "%.4e", v);
 }
 
 /* Visit shown elements (respecting summarisation) for the width pass. */
@@ -127,7 +134,8 @@ static void emit(fmt_state *f, sbuf *b, int dim, int64_t *idx) {
     int64_t n = t->shape[dim];
     for (int64_t i = 0; i < n; i++) {
         if (f->summarize && n > 2 * EDGE && i == EDGE) {
-            if (dim == t->ndim - 1) put(b, " ..., "); /* PyTorch pads the 1-d ellipsis */
+            if (dim == t->ndim - 1)
+                put(b, " ..., "); /* PyTorch pads the 1-d ellipsis */
             else {
                 put(b, "...,");
                 for (int k = 0; k < t->ndim - dim - 1; k++) put(b, "\n");
@@ -138,7 +146,8 @@ static void emit(fmt_state *f, sbuf *b, int dim, int64_t *idx) {
         idx[dim] = i;
         emit(f, b, dim + 1, idx);
         if (i + 1 < n) {
-            if (dim == t->ndim - 1) put(b, ", ");
+            if (dim == t->ndim - 1)
+                put(b, ", ");
             else {
                 put(b, ",");
                 for (int k = 0; k < t->ndim - dim - 1; k++) put(b, "\n");
@@ -151,11 +160,12 @@ static void emit(fmt_state *f, sbuf *b, int dim, int64_t *idx) {
 
 int musa_tensor_format(const musa_tensor *t, char *buf, size_t buf_size) {
     sbuf b = {0};
-    if (!t) put(&b, "None");
+    if (!t)
+        put(&b, "None");
     else if (!t->storage) {
         char s[160];
-        put(&b, "tensor(..., size=%s, dtype=musa.%s, meta)", musa_shape_str(t->ndim, t->shape, s, sizeof s),
-            musa_dtype_name((musa_dtype)t->dtype));
+        put(&b, "tensor(..., size=%s, dtype=musa.%s, meta)",
+            musa_shape_str(t->ndim, t->shape, s, sizeof s), musa_dtype_name((musa_dtype)t->dtype));
     } else {
         fmt_state f = {.t = t, .summarize = t->numel > 1000, .indent = 7};
         int64_t idx[MUSA_MAX_DIMS] = {0};
@@ -172,8 +182,10 @@ int musa_tensor_format(const musa_tensor *t, char *buf, size_t buf_size) {
                 bool integral = true;
                 f.mode = 2;
                 scan(&f, 0, idx, &lo, &hi, &integral);
-                if (integral) f.mode = hi > 1e8 ? 3 : 1;
-                else f.mode = (hi / lo > 1000 || hi > 1e8 || lo < 1e-4) ? 3 : 2;
+                if (integral)
+                    f.mode = hi > 1e8 ? 3 : 1;
+                else
+                    f.mode = (hi / lo > 1000 || hi > 1e8 || lo < 1e-4) ? 3 : 2;
                 f.width = 0;
             }
             double lo = INFINITY, hi = 0;

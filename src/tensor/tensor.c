@@ -74,7 +74,8 @@ int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, co
         if (da != db && da != 1 && db != 1) {
             char sa[128], sb[128];
             return musa_err(MUSA_ERR_VALUE, "[%s] shapes %s and %s cannot be broadcast", where,
-                            musa_shape_str(na, a, sa, sizeof sa), musa_shape_str(nb, b, sb, sizeof sb));
+                            musa_shape_str(na, a, sa, sizeof sa),
+                            musa_shape_str(nb, b, sb, sizeof sb));
         }
         res[i] = da == 1 ? db : da;
     }
@@ -106,8 +107,10 @@ static musa_storage *storage_new(size_t nbytes) {
 
 static void storage_release(musa_storage *s) {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-    if (s->block_bytes) musa_cpu_free(s->data, s->block_bytes);
-    else if (s->deleter) s->deleter(s->deleter_ctx);
+    if (s->block_bytes)
+        musa_cpu_free(s->data, s->block_bytes);
+    else if (s->deleter)
+        s->deleter(s->deleter_ctx);
     musa_tl_free(MUSA_TL_STORAGE, s);
 }
 
@@ -203,9 +206,9 @@ void musa_tensor_release(musa_tensor *t) {
 }
 
 void musa_tensor_kview(const musa_tensor *t, musa_kview *kv) {
-    kv->data = t->storage ? (char *)t->storage->data +
-                                (size_t)t->offset * musa_dtype_info[t->dtype].size
-                          : NULL;
+    kv->data = t->storage
+                   ? (char *)t->storage->data + (size_t)t->offset * musa_dtype_info[t->dtype].size
+                   : NULL;
     kv->dtype = t->dtype;
     kv->ndim = t->ndim;
     for (int i = 0; i < t->ndim; i++) { /* entries past ndim are never read */
@@ -233,14 +236,30 @@ bool musa_tensor_same_layout(const musa_tensor *a, const musa_tensor *b) {
 
 /* ---- public accessors ---- */
 
-int musa_tensor_ndim(const musa_tensor *t) { return t ? t->ndim : -1; }
-const int64_t *musa_tensor_shape(const musa_tensor *t) { return t ? t->shape : NULL; }
-const int64_t *musa_tensor_strides(const musa_tensor *t) { return t ? t->strides : NULL; }
-int64_t musa_tensor_numel(const musa_tensor *t) { return t ? t->numel : -1; }
-int64_t musa_tensor_offset(const musa_tensor *t) { return t ? t->offset : -1; }
-musa_dtype musa_tensor_dtype(const musa_tensor *t) { return t ? (musa_dtype)t->dtype : MUSA_DTYPE_FLOAT32; }
-bool musa_tensor_is_meta(const musa_tensor *t) { return t && !t->storage; }
-bool musa_tensor_is_number(const musa_tensor *t) { return t && (t->flags & MUSA_TF_NUMBER); }
+int musa_tensor_ndim(const musa_tensor *t) {
+    return t ? t->ndim : -1;
+}
+const int64_t *musa_tensor_shape(const musa_tensor *t) {
+    return t ? t->shape : NULL;
+}
+const int64_t *musa_tensor_strides(const musa_tensor *t) {
+    return t ? t->strides : NULL;
+}
+int64_t musa_tensor_numel(const musa_tensor *t) {
+    return t ? t->numel : -1;
+}
+int64_t musa_tensor_offset(const musa_tensor *t) {
+    return t ? t->offset : -1;
+}
+musa_dtype musa_tensor_dtype(const musa_tensor *t) {
+    return t ? (musa_dtype)t->dtype : MUSA_DTYPE_FLOAT32;
+}
+bool musa_tensor_is_meta(const musa_tensor *t) {
+    return t && !t->storage;
+}
+bool musa_tensor_is_number(const musa_tensor *t) {
+    return t && (t->flags & MUSA_TF_NUMBER);
+}
 
 musa_device musa_tensor_device(const musa_tensor *t) {
     return t && t->storage ? t->storage->device : (musa_device){MUSA_DEVICE_CPU, 0};
@@ -335,7 +354,8 @@ int musa_tensor_get(const musa_tensor *t, const int64_t *index, double *out) {
                             (long long)index[i], i, (long long)t->shape[i]);
         off += ix * t->strides[i];
     }
-    *out = musa_load_f64((const char *)musa_tensor_data(t) + off * (int64_t)musa_dtype_info[t->dtype].size,
+    *out = musa_load_f64((const char *)musa_tensor_data(t) +
+                             off * (int64_t)musa_dtype_info[t->dtype].size,
                          (musa_dtype)t->dtype);
     return MUSA_OK;
 }
@@ -368,8 +388,10 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
         return NULL;
     }
     int64_t st[MUSA_MAX_DIMS];
-    if (strides) memcpy(st, strides, sizeof(int64_t) * (size_t)ndim);
-    else musa_contiguous_strides(ndim, shape, st);
+    if (strides)
+        memcpy(st, strides, sizeof(int64_t) * (size_t)ndim);
+    else
+        musa_contiguous_strides(ndim, shape, st);
     int64_t last = 0;
     for (int i = 0; i < ndim; i++) {
         if (st[i] < 0) {
@@ -436,4 +458,6 @@ int musa_device_check(musa_device device) {
     return musa_err(MUSA_ERR_VALUE, "[device] unknown device type %d", (int)device.type);
 }
 
-bool musa_cuda_is_available(void) { return false; }
+bool musa_cuda_is_available(void) {
+    return false;
+}

@@ -19,9 +19,9 @@
 
 typedef struct musa_storage {
     atomic_int_fast64_t refcount;
-    void *data;              /* 64-byte aligned allocator block, or external memory */
-    size_t nbytes;           /* usable bytes */
-    size_t block_bytes;      /* allocator class size; 0 for external memory */
+    void *data;         /* 64-byte aligned allocator block, or external memory */
+    size_t nbytes;      /* usable bytes */
+    size_t block_bytes; /* allocator class size; 0 for external memory */
     atomic_uint_fast64_t version;
     void (*deleter)(void *ctx); /* external memory: called on the last release */
     void *deleter_ctx;
@@ -43,10 +43,10 @@ struct musa_tensor {
     int64_t offset; /* elements from storage->data */
     int64_t shape[MUSA_MAX_DIMS];
     int64_t strides[MUSA_MAX_DIMS];
-    musa_storage *storage;             /* NULL: meta tensor */
+    musa_storage *storage;               /* NULL: meta tensor */
     struct musa_autograd_meta *autograd; /* owned; NULL unless autograd touched it */
-    void *pyobj;                       /* borrowed back-pointer of the Python wrapper */
-    uint64_t trace_tag;                /* graph capture: which value this tensor is */
+    void *pyobj;                         /* borrowed back-pointer of the Python wrapper */
+    uint64_t trace_tag;                  /* graph capture: which value this tensor is */
 };
 
 /* Check a shape and compute its element count. Fails (MUSA_ERR_VALUE) for

@@ -30,7 +30,9 @@ void harness_fail(const char *file, int line, const char *fmt, ...) {
     current_failed = true;
 }
 
-bool harness_failed(void) { return current_failed; }
+bool harness_failed(void) {
+    return current_failed;
+}
 
 bool harness_has_test(const char *name) {
     for (int i = 0; i < n_tests; i++)
@@ -65,8 +67,10 @@ int main(int argc, char **argv) {
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
         printf("%s %s (%.0f ms)\n", current_failed ? "FAIL" : "ok  ", tests[i].name, ms);
         fflush(stdout);
-        if (current_failed) failed++;
-        else passed++;
+        if (current_failed)
+            failed++;
+        else
+            passed++;
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -23,7 +23,9 @@ bool harness_failed(void);
 
 #define TEST(name)                                                                                 \
     static void name(void);                                                                        \
-    __attribute__((constructor)) static void reg_##name(void) { harness_register(#name, name); }  \
+    __attribute__((constructor)) static void reg_##name(void) {                                    \
+        harness_register(#name, name);                                                             \
+    }                                                                                              \
     static void name(void)
 
 #define CHECK(cond)                                                                                \
@@ -74,8 +76,9 @@ bool harness_failed(void);
             return;                                                                                \
         }                                                                                          \
         if (musa_last_error_code() != (code) || !strstr(musa_last_error(), (substr))) {            \
-            harness_fail(__FILE__, __LINE__, "%s failed with %s '%s'; expected %s containing '%s'", \
-                         #ok_expr, musa_status_name(musa_last_error_code()), musa_last_error(),    \
+            harness_fail(__FILE__, __LINE__,                                                       \
+                         "%s failed with %s '%s'; expected %s containing '%s'", #ok_expr,          \
+                         musa_status_name(musa_last_error_code()), musa_last_error(),              \
                          musa_status_name(code), (substr));                                        \
             return;                                                                                \
         }                                                                                          \

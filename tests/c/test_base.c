@@ -97,7 +97,8 @@ TEST(parallel_for_covers_each_index_once) {
             atomic_int *hits = calloc((size_t)n + 1, sizeof *hits);
             pf_ctx c = {hits, n};
             musa_parallel_for(n, 7, mark, &c);
-            for (int64_t i = 0; i < n; i++) CHECK_MSG(hits[i] == 1, "index %lld hit %d times", (long long)i, hits[i]);
+            for (int64_t i = 0; i < n; i++)
+                CHECK_MSG(hits[i] == 1, "index %lld hit %d times", (long long)i, hits[i]);
             free(hits);
         }
     }
@@ -177,7 +178,8 @@ TEST(half_conversions) {
         float f = musa_bf16_to_f32((musa_bf16)b);
         if (f == f) CHECK(musa_f32_to_bf16(f) == b);
     }
-    CHECK(musa_sat_i64(1e300) == INT64_MAX && musa_sat_i32(-1e300) == INT32_MIN && musa_sat_u8(NAN) == 0);
+    CHECK(musa_sat_i64(1e300) == INT64_MAX && musa_sat_i32(-1e300) == INT32_MIN &&
+          musa_sat_u8(NAN) == 0);
 }
 
 TEST(dtype_names_and_promotion) {

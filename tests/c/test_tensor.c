@@ -30,13 +30,16 @@ TEST(allocator_caches_and_counts) {
 }
 
 static int deleted;
-static void on_delete(void *ctx) { deleted += *(int *)ctx; }
+static void on_delete(void *ctx) {
+    deleted += *(int *)ctx;
+}
 
 TEST(from_blob_shares_memory) {
     float data[6] = {1, 2, 3, 4, 5, 6};
     int one = 1;
     deleted = 0;
-    musa_tensor *t = musa_from_blob(data, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, MUSA_DTYPE_FLOAT32, on_delete, &one);
+    musa_tensor *t = musa_from_blob(data, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3},
+                                    MUSA_DTYPE_FLOAT32, on_delete, &one);
     CHECK(t && !musa_tensor_is_contiguous(t));
     double v;
     CHECK_OK(musa_tensor_get(t, (int64_t[]){2, 1}, &v));
@@ -48,15 +51,19 @@ TEST(from_blob_shares_memory) {
     CHECK(data[0] == 9 && data[2] == 9 && data[3] == 4);
     musa_tensor_release(s);
     CHECK(deleted == 1);
-    CHECK_ERR(FAILS(musa_from_blob(NULL, 1, (int64_t[]){2}, NULL, MUSA_DTYPE_FLOAT32, NULL, NULL)), MUSA_ERR_VALUE, "data is NULL");
-    CHECK_ERR(FAILS(musa_from_blob(data, 1, (int64_t[]){2}, (int64_t[]){-1}, MUSA_DTYPE_FLOAT32, NULL, NULL)), MUSA_ERR_VALUE, "negative strides");
+    CHECK_ERR(FAILS(musa_from_blob(NULL, 1, (int64_t[]){2}, NULL, MUSA_DTYPE_FLOAT32, NULL, NULL)),
+              MUSA_ERR_VALUE, "data is NULL");
+    CHECK_ERR(FAILS(musa_from_blob(data, 1, (int64_t[]){2}, (int64_t[]){-1}, MUSA_DTYPE_FLOAT32,
+                                   NULL, NULL)),
+              MUSA_ERR_VALUE, "negative strides");
 }
 
 TEST(item_copy_get_and_errors) {
     musa_tensor *t = musa_arange(0, 6, 1, MUSA_DTYPE_INT64);
     double d;
     int64_t i;
-    CHECK_ERR(musa_tensor_item(t, &d) == MUSA_OK, MUSA_ERR_VALUE, "[item] a tensor with 6 elements cannot be converted to a scalar");
+    CHECK_ERR(musa_tensor_item(t, &d) == MUSA_OK, MUSA_ERR_VALUE,
+              "[item] a tensor with 6 elements cannot be converted to a scalar");
     int64_t buf[6];
     CHECK_ERR(musa_tensor_copy_to(t, buf, 8) == MUSA_OK, MUSA_ERR_VALUE, "holds 8 bytes, need 48");
     CHECK_OK(musa_tensor_copy_to(t, buf, sizeof buf));
@@ -93,13 +100,15 @@ TEST(format_like_pytorch) {
         musa_tensor *t = from_list(cases[i].dt, cases[i].nd, cases[i].shape, cases[i].vals);
         char buf[256];
         int n = musa_tensor_format(t, buf, sizeof buf);
-        CHECK_MSG(n > 0 && !strcmp(buf, cases[i].want), "format case %d: got\n%s\nwant\n%s", i, buf, cases[i].want);
+        CHECK_MSG(n > 0 && !strcmp(buf, cases[i].want), "format case %d: got\n%s\nwant\n%s", i, buf,
+                  cases[i].want);
         musa_tensor_release(t);
     }
     musa_tensor *big = musa_arange(0, 2000, 1, MUSA_DTYPE_INT32);
     char buf[256];
     musa_tensor_format(big, buf, sizeof buf);
-    CHECK_MSG(!strcmp(buf, "tensor([   0,    1,    2,  ..., 1997, 1998, 1999], dtype=musa.int32)"), "%s", buf);
+    CHECK_MSG(!strcmp(buf, "tensor([   0,    1,    2,  ..., 1997, 1998, 1999], dtype=musa.int32)"),
+              "%s", buf);
     char tiny[8];
     int need = musa_tensor_format(big, tiny, sizeof tiny);
     CHECK(need > 8 && strlen(tiny) == 7); /* snprintf semantics */
@@ -108,7 +117,8 @@ TEST(format_like_pytorch) {
 
 TEST(devices) {
     CHECK_OK(musa_device_check((musa_device){MUSA_DEVICE_CPU, 0}));
-    CHECK_ERR(musa_device_check((musa_device){MUSA_DEVICE_CUDA, 0}) == MUSA_OK, MUSA_ERR_DEVICE, "cuda:0 is not available in this build");
+    CHECK_ERR(musa_device_check((musa_device){MUSA_DEVICE_CUDA, 0}) == MUSA_OK, MUSA_ERR_DEVICE,
+              "cuda:0 is not available in this build");
     CHECK(!musa_cuda_is_available());
     musa_tensor *t = musa_zeros(1, (int64_t[]){2}, MUSA_DTYPE_FLOAT32);
     CHECK(musa_tensor_device(t).type == MUSA_DEVICE_CPU);
@@ -122,14 +132,18 @@ TEST(generic_op_call) {
     musa_attrs *a = musa_attrs_new(op);
     CHECK_OK(musa_attrs_set_ints(a, "dims", 1, (int64_t[]){0}));
     CHECK_OK(musa_attrs_set_bool(a, "keepdim", true));
-    CHECK_ERR(musa_attrs_set_ints(a, "dims", 20, (int64_t[20]){0}) == MUSA_OK, MUSA_ERR_VALUE, "0 to 16 values");
+    CHECK_ERR(musa_attrs_set_ints(a, "dims", 20, (int64_t[20]){0}) == MUSA_OK, MUSA_ERR_VALUE,
+              "0 to 16 values");
     musa_tensor *x = musa_ones(2, (int64_t[]){3, 2}, MUSA_DTYPE_FLOAT32), *out[1] = {NULL};
     CHECK_OK(musa_op_call(op, 1, &x, a, out));
     CHECK_SHAPE(out[0], 2, 1, 2);
     musa_tensor *out2[1] = {NULL};
-    CHECK_ERR(musa_op_call(op, 2, (musa_tensor *[]){x, x}, a, out2) == MUSA_OK, MUSA_ERR_VALUE, "[sum] takes 1 tensor inputs, got 2");
-    CHECK_ERR(musa_op_call(musa_op_lookup("add"), 2, (musa_tensor *[]){x, x}, a, out2) == MUSA_OK, MUSA_ERR_VALUE, "attrs were made for op sum");
-    CHECK_ERR(musa_op_call(999, 0, NULL, NULL, out2) == MUSA_OK, MUSA_ERR_VALUE, "unknown op id 999");
+    CHECK_ERR(musa_op_call(op, 2, (musa_tensor *[]){x, x}, a, out2) == MUSA_OK, MUSA_ERR_VALUE,
+              "[sum] takes 1 tensor inputs, got 2");
+    CHECK_ERR(musa_op_call(musa_op_lookup("add"), 2, (musa_tensor *[]){x, x}, a, out2) == MUSA_OK,
+              MUSA_ERR_VALUE, "attrs were made for op sum");
+    CHECK_ERR(musa_op_call(999, 0, NULL, NULL, out2) == MUSA_OK, MUSA_ERR_VALUE,
+              "unknown op id 999");
     musa_attrs_free(a);
     release_all(2, x, out[0]);
 }

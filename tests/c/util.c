@@ -6,15 +6,17 @@
 
 #include <stdarg.h>
 
-const musa_dtype ALL_DTYPES[9] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
-                                  MUSA_DTYPE_BFLOAT16, MUSA_DTYPE_INT64, MUSA_DTYPE_INT32,
-                                  MUSA_DTYPE_INT8, MUSA_DTYPE_UINT8, MUSA_DTYPE_BOOL};
+const musa_dtype ALL_DTYPES[9] = {MUSA_DTYPE_FLOAT32,  MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
+                                  MUSA_DTYPE_BFLOAT16, MUSA_DTYPE_INT64,   MUSA_DTYPE_INT32,
+                                  MUSA_DTYPE_INT8,     MUSA_DTYPE_UINT8,   MUSA_DTYPE_BOOL};
 const musa_dtype FLOAT_DTYPES[4] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
                                     MUSA_DTYPE_BFLOAT16};
 
 static uint64_t state = 0x9e3779b97f4a7c15ull;
 
-void useed(uint64_t seed) { state = seed ? seed : 1; }
+void useed(uint64_t seed) {
+    state = seed ? seed : 1;
+}
 
 double urand(void) {
     state ^= state << 13;
@@ -25,9 +27,12 @@ double urand(void) {
 
 double round_to(double v, musa_dtype d) {
     switch (d) {
-    case MUSA_DTYPE_FLOAT64: return v;
-    case MUSA_DTYPE_FLOAT32: return (float)v;
-    case MUSA_DTYPE_FLOAT16: return (double)(_Float16)v;
+    case MUSA_DTYPE_FLOAT64:
+        return v;
+    case MUSA_DTYPE_FLOAT32:
+        return (float)v;
+    case MUSA_DTYPE_FLOAT16:
+        return (double)(_Float16)v;
     case MUSA_DTYPE_BFLOAT16: {
         /* nearest bfloat16, ties to even, computed on the double itself */
         if (v != v || isinf(v) || v == 0) return v;
@@ -40,27 +45,38 @@ double round_to(double v, musa_dtype d) {
         if (out > 3.3895313892515355e38) out = INFINITY; /* beyond bf16 max */
         return v < 0 ? -out : out;
     }
-    case MUSA_DTYPE_BOOL: return v != 0;
+    case MUSA_DTYPE_BOOL:
+        return v != 0;
     case MUSA_DTYPE_INT64:
         if (v != v) return 0;
         if (v >= 9223372036854775807.0) return 9223372036854775807.0;
         if (v <= -9223372036854775808.0) return -9223372036854775808.0;
         return trunc(v);
-    case MUSA_DTYPE_INT32: return v != v ? 0 : fmax(fmin(trunc(v), 2147483647.0), -2147483648.0);
-    case MUSA_DTYPE_INT8: return v != v ? 0 : fmax(fmin(trunc(v), 127.0), -128.0);
-    case MUSA_DTYPE_UINT8: return v != v ? 0 : fmax(fmin(trunc(v), 255.0), 0.0);
-    default: return v;
+    case MUSA_DTYPE_INT32:
+        return v != v ? 0 : fmax(fmin(trunc(v), 2147483647.0), -2147483648.0);
+    case MUSA_DTYPE_INT8:
+        return v != v ? 0 : fmax(fmin(trunc(v), 127.0), -128.0);
+    case MUSA_DTYPE_UINT8:
+        return v != v ? 0 : fmax(fmin(trunc(v), 255.0), 0.0);
+    default:
+        return v;
     }
 }
 
 double wrap_to(double v, musa_dtype d) {
     if (musa_dtype_is_floating(d) || d == MUSA_DTYPE_BOOL || v != v) return round_to(v, d);
-    int64_t i = v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
+    int64_t i = v >= 9.2233720368547758e18    ? INT64_MAX
+                : v <= -9.2233720368547758e18 ? INT64_MIN
+                                              : (int64_t)v;
     switch (d) {
-    case MUSA_DTYPE_INT32: return (int32_t)(uint32_t)(uint64_t)i;
-    case MUSA_DTYPE_INT8: return (int8_t)(uint8_t)(uint64_t)i;
-    case MUSA_DTYPE_UINT8: return (uint8_t)(uint64_t)i;
-    default: return (double)i;
+    case MUSA_DTYPE_INT32:
+        return (int32_t)(uint32_t)(uint64_t)i;
+    case MUSA_DTYPE_INT8:
+        return (int8_t)(uint8_t)(uint64_t)i;
+    case MUSA_DTYPE_UINT8:
+        return (uint8_t)(uint64_t)i;
+    default:
+        return (double)i;
     }
 }
 
@@ -104,16 +120,21 @@ musa_tensor *rnd(musa_dtype dtype, int ndim, const int64_t *shape, double lo, do
     double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
     for (int64_t i = 0; i < n; i++) {
         double x = lo + (hi - lo) * urand();
-        if (dtype == MUSA_DTYPE_BOOL) x = urand() < 0.5;
-        else if (!musa_dtype_is_floating(dtype)) x = floor(x);
+        if (dtype == MUSA_DTYPE_BOOL)
+            x = urand() < 0.5;
+        else if (!musa_dtype_is_floating(dtype))
+            x = floor(x);
         v[i] = x;
     }
     musa_tensor *base = from_list(dtype, ndim, phys, v);
     free(v);
     musa_tensor *r = NULL;
-    if (lay == L_TRANSPOSED && ndim >= 2) r = musa_transpose(base, ndim - 2, ndim - 1);
-    else if (lay == L_STRIDED && ndim >= 1) r = musa_slice(base, ndim - 1, 0, phys[ndim - 1], 2);
-    else r = musa_tensor_retain(base);
+    if (lay == L_TRANSPOSED && ndim >= 2)
+        r = musa_transpose(base, ndim - 2, ndim - 1);
+    else if (lay == L_STRIDED && ndim >= 1)
+        r = musa_slice(base, ndim - 1, 0, phys[ndim - 1], 2);
+    else
+        r = musa_tensor_retain(base);
     musa_tensor_release(base);
     return r;
 }
@@ -146,21 +167,31 @@ int64_t *ivalues(const musa_tensor *t) {
 
 double tol_rel(musa_dtype d) {
     switch (d) {
-    case MUSA_DTYPE_FLOAT64: return 1e-7;
-    case MUSA_DTYPE_FLOAT32: return 1.3e-6;
-    case MUSA_DTYPE_FLOAT16: return 1e-3;
-    case MUSA_DTYPE_BFLOAT16: return 1.6e-2;
-    default: return 0;
+    case MUSA_DTYPE_FLOAT64:
+        return 1e-7;
+    case MUSA_DTYPE_FLOAT32:
+        return 1.3e-6;
+    case MUSA_DTYPE_FLOAT16:
+        return 1e-3;
+    case MUSA_DTYPE_BFLOAT16:
+        return 1.6e-2;
+    default:
+        return 0;
     }
 }
 
 double tol_abs(musa_dtype d) {
     switch (d) {
-    case MUSA_DTYPE_FLOAT64: return 1e-7;
-    case MUSA_DTYPE_FLOAT32: return 1e-5;
-    case MUSA_DTYPE_FLOAT16: return 1e-3;
-    case MUSA_DTYPE_BFLOAT16: return 1.6e-2;
-    default: return 0;
+    case MUSA_DTYPE_FLOAT64:
+        return 1e-7;
+    case MUSA_DTYPE_FLOAT32:
+        return 1e-5;
+    case MUSA_DTYPE_FLOAT16:
+        return 1e-3;
+    case MUSA_DTYPE_BFLOAT16:
+        return 1.6e-2;
+    default:
+        return 0;
     }
 }
 

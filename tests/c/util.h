@@ -17,8 +17,8 @@ typedef enum { L_CONTIG, L_TRANSPOSED, L_STRIDED, L_COUNT } layout;
 extern const musa_dtype ALL_DTYPES[9];
 extern const musa_dtype FLOAT_DTYPES[4];
 
-double urand(void);          /* [0, 1) from the test generator */
-void useed(uint64_t seed);   /* reseed it */
+double urand(void);        /* [0, 1) from the test generator */
+void useed(uint64_t seed); /* reseed it */
 
 /* A random tensor of `dtype` with values uniform in [lo, hi) (rounded for
  * integers, 0/1 for bool), laid out as asked: contiguous, the transpose of
@@ -43,7 +43,7 @@ bool close_to(const char *what, musa_dtype d, const double *got, const double *w
               const char *file, int line);
 #define CHECK_CLOSE(what, d, got, want, n)                                                         \
     do {                                                                                           \
-        if (!close_to((what), (d), (got), (want), (n), __FILE__, __LINE__)) return;               \
+        if (!close_to((what), (d), (got), (want), (n), __FILE__, __LINE__)) return;                \
     } while (0)
 
 bool same_shape(const musa_tensor *t, int ndim, const int64_t *shape);

@@ -77,7 +77,9 @@ static void drain_thread_cache(void *arg) {
     pthread_mutex_unlock(&A.mu);
 }
 
-static void make_tc_key(void) { pthread_key_create(&tc_key, drain_thread_cache); }
+static void make_tc_key(void) {
+    pthread_key_create(&tc_key, drain_thread_cache);
+}
 
 static int class_index(size_t bytes, size_t *class_bytes) {
     if (bytes <= 512) {
@@ -216,7 +218,9 @@ void musa_alloc_get_stats(musa_alloc_stats *s) {
     s->system_allocs = atomic_load(&A.system_allocs);
 }
 
-void musa_alloc_reset_peak(void) { atomic_store(&A.peak, atomic_load(&A.current)); }
+void musa_alloc_reset_peak(void) {
+    atomic_store(&A.peak, atomic_load(&A.current));
+}
 
 void musa_alloc_empty_cache(void) {
     pthread_mutex_lock(&A.mu);

@@ -23,7 +23,8 @@ typedef struct {
     atomic_int neg_power; /* set by integer ** negative integer */
 } binary_flags;
 
-#define FLAG(field) (atomic_store_explicit(&((binary_flags *)ctx)->field, 1, memory_order_relaxed), 0)
+#define FLAG(field)                                                                                \
+    (atomic_store_explicit(&((binary_flags *)ctx)->field, 1, memory_order_relaxed), 0)
 
 #define DEF_B(NAME, SN, T, C, OT, OST, EXPR)                                                       \
     static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
@@ -150,7 +151,7 @@ static int binary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *i
 }
 
 /* ---- integer helpers (wrapping, checked) ---- */
-#define U64(x)    ((uint64_t)(int64_t)(x))
+#define U64(x)     ((uint64_t)(int64_t)(x))
 #define IADD(a, b) ((int64_t)(U64(a) + U64(b)))
 #define ISUB(a, b) ((int64_t)(U64(a) - U64(b)))
 #define IMUL(a, b) ((int64_t)(U64(a) * U64(b)))
@@ -161,7 +162,9 @@ static inline int64_t ifloordiv(int64_t a, int64_t b) {
     if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
     return q;
 }
-static inline int64_t ifmod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
+static inline int64_t ifmod(int64_t a, int64_t b) {
+    return b == -1 ? 0 : a % b;
+}
 static inline int64_t iremainder(int64_t a, int64_t b) {
     if (b == -1) return 0;
     int64_t r = a % b;
@@ -204,6 +207,7 @@ DEF_FREM(frem, double, fmod)
 #define FMAX(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) > (b) ? (a) : (b))
 #define FMIN(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) < (b) ? (a) : (b))
 
+// clang-format off
 BINARY_ARITH(add, a + b, a + b, IADD(a, b), a | b)
 BINARY_NUMERIC(sub, a - b, a - b, ISUB(a, b))
 BINARY_ARITH(mul, a * b, a * b, IMUL(a, b), a & b)
@@ -226,6 +230,7 @@ BINARY_CMP(ge, >=)
 BINARY_LOGIC(logical_and, a && b)
 BINARY_LOGIC(logical_or, a || b)
 BINARY_LOGIC(logical_xor, (a != 0) != (b != 0))
+// clang-format on
 
 /* ---- where: bytewise select, any dtype ---- */
 
@@ -252,10 +257,18 @@ int cpu_where(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n
     musa_iter_init(&it, ops, 4);
     musa_loop_fn fn;
     switch (musa_dtype_info[out[0].dtype].size) {
-    case 1: fn = where_8; break;
-    case 2: fn = where_16; break;
-    case 4: fn = where_32; break;
-    default: fn = where_64; break;
+    case 1:
+        fn = where_8;
+        break;
+    case 2:
+        fn = where_16;
+        break;
+    case 4:
+        fn = where_32;
+        break;
+    default:
+        fn = where_64;
+        break;
     }
     musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, NULL);
     return MUSA_OK;

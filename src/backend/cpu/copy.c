@@ -40,8 +40,8 @@ static const musa_loop_fn copy_loops[MUSA_DTYPE_COUNT][MUSA_DTYPE_COUNT] = {
     {                                                                                              \
         [MUSA_DTYPE_FLOAT32] = copy_##DN##_f32, [MUSA_DTYPE_FLOAT64] = copy_##DN##_f64,            \
         [MUSA_DTYPE_FLOAT16] = copy_##DN##_f16, [MUSA_DTYPE_BFLOAT16] = copy_##DN##_bf16,          \
-        [MUSA_DTYPE_INT64] = copy_##DN##_i64,   [MUSA_DTYPE_INT32] = copy_##DN##_i32,              \
-        [MUSA_DTYPE_INT8] = copy_##DN##_i8,     [MUSA_DTYPE_UINT8] = copy_##DN##_u8,               \
+        [MUSA_DTYPE_INT64] = copy_##DN##_i64, [MUSA_DTYPE_INT32] = copy_##DN##_i32,                \
+        [MUSA_DTYPE_INT8] = copy_##DN##_i8, [MUSA_DTYPE_UINT8] = copy_##DN##_u8,                   \
         [MUSA_DTYPE_BOOL] = copy_##DN##_b,                                                         \
     }
     [MUSA_DTYPE_FLOAT32] = ROW(f32), [MUSA_DTYPE_FLOAT64] = ROW(f64),

@@ -47,26 +47,41 @@
 
 /* Store a value of any arithmetic C type into an element, converting the
  * way musa_cast documents (saturating float->int, nonzero->bool). */
-static inline int64_t musa_to_i64_f(float v) { return musa_sat_i64(v); }
-static inline int64_t musa_to_i64_d(double v) { return musa_sat_i64(v); }
-#define MUSA_IS_FP(v) _Generic((v), float: 1, double: 1, default: 0)
-#define ST_f32(v)  ((float)(v))
-#define ST_f64(v)  ((double)(v))
-#define ST_f16(v)  ((musa_f16)(v))
+static inline int64_t musa_to_i64_f(float v) {
+    return musa_sat_i64(v);
+}
+static inline int64_t musa_to_i64_d(double v) {
+    return musa_sat_i64(v);
+}
+#define MUSA_IS_FP(v) _Generic((v), float : 1, double : 1, default : 0)
+#define ST_f32(v)     ((float)(v))
+#define ST_f64(v)     ((double)(v))
+#define ST_f16(v)     ((musa_f16)(v))
 #define ST_bf16(v)                                                                                 \
-    _Generic((v), float: musa_f32_to_bf16, double: musa_f64_to_bf16, default: musa_f64_to_bf16)(v)
+    _Generic((v), float                                                                            \
+             : musa_f32_to_bf16, double                                                            \
+             : musa_f64_to_bf16, default                                                           \
+             : musa_f64_to_bf16)(v)
 #define ST_i64(v)                                                                                  \
-    _Generic((v), float: musa_sat_i64, double: musa_sat_i64, default: musa_wrap_i64)(v)
+    _Generic((v), float : musa_sat_i64, double : musa_sat_i64, default : musa_wrap_i64)(v)
 #define ST_i32(v)                                                                                  \
-    _Generic((v), float: musa_sat_i32, double: musa_sat_i32, default: musa_wrap_i32)(v)
-#define ST_i8(v) _Generic((v), float: musa_sat_i8, double: musa_sat_i8, default: musa_wrap_i8)(v)
-#define ST_u8(v) _Generic((v), float: musa_sat_u8, double: musa_sat_u8, default: musa_wrap_u8)(v)
+    _Generic((v), float : musa_sat_i32, double : musa_sat_i32, default : musa_wrap_i32)(v)
+#define ST_i8(v) _Generic((v), float : musa_sat_i8, double : musa_sat_i8, default : musa_wrap_i8)(v)
+#define ST_u8(v) _Generic((v), float : musa_sat_u8, double : musa_sat_u8, default : musa_wrap_u8)(v)
 #define ST_b(v)  ((uint8_t)((v) != 0))
 
 /* Integer narrowing wraps modulo 2^n (defined, via unsigned arithmetic). */
-static inline int64_t musa_wrap_i64(int64_t v) { return v; }
-static inline int32_t musa_wrap_i32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
-static inline int8_t musa_wrap_i8(int64_t v) { return (int8_t)(uint8_t)(uint64_t)v; }
-static inline uint8_t musa_wrap_u8(int64_t v) { return (uint8_t)(uint64_t)v; }
+static inline int64_t musa_wrap_i64(int64_t v) {
+    return v;
+}
+static inline int32_t musa_wrap_i32(int64_t v) {
+    return (int32_t)(uint32_t)(uint64_t)v;
+}
+static inline int8_t musa_wrap_i8(int64_t v) {
+    return (int8_t)(uint8_t)(uint64_t)v;
+}
+static inline uint8_t musa_wrap_u8(int64_t v) {
+    return (uint8_t)(uint64_t)v;
+}
 
 #endif

@@ -121,11 +121,13 @@ int cpu_eye(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_i
 
 typedef struct {
     uint64_t seed, first;
-    double low, range; /* randint */
+    double low, range;   /* randint */
     const musa_kview *p; /* bernoulli probabilities */
 } rng_ctx;
 
-static inline double u32_unit(uint32_t u) { return (double)(u >> 8) * (1.0 / 16777216.0); }
+static inline double u32_unit(uint32_t u) {
+    return (double)(u >> 8) * (1.0 / 16777216.0);
+}
 static inline double u64_unit(uint32_t hi, uint32_t lo) {
     return (double)((((uint64_t)hi << 32) | lo) >> 11) * (1.0 / 9007199254740992.0);
 }
@@ -190,8 +192,10 @@ int cpu_rand(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_
              const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     rng_ctx c = {0};
-    if (out[0].dtype == MUSA_DTYPE_FLOAT64) run_random(&out[0], rand_f64, 1, 2, &c);
-    else run_random(&out[0], rand_f32, 1, 4, &c);
+    if (out[0].dtype == MUSA_DTYPE_FLOAT64)
+        run_random(&out[0], rand_f64, 1, 2, &c);
+    else
+        run_random(&out[0], rand_f32, 1, 4, &c);
     return MUSA_OK;
 }
 
@@ -199,8 +203,10 @@ int cpu_randn(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n
               const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     rng_ctx c = {0};
-    if (out[0].dtype == MUSA_DTYPE_FLOAT64) run_random(&out[0], randn_f64, 1, 1, &c);
-    else run_random(&out[0], randn_f32, 1, 2, &c);
+    if (out[0].dtype == MUSA_DTYPE_FLOAT64)
+        run_random(&out[0], randn_f64, 1, 1, &c);
+    else
+        run_random(&out[0], randn_f32, 1, 2, &c);
     return MUSA_OK;
 }
 

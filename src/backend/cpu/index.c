@@ -14,7 +14,9 @@
 #include "iter.h"
 #include "kernels.h"
 
-static inline size_t esize(const musa_kview *v) { return musa_dtype_info[v->dtype].size; }
+static inline size_t esize(const musa_kview *v) {
+    return musa_dtype_info[v->dtype].size;
+}
 
 /* v restricted to [start, start+len) along dim. */
 static musa_kview narrow(const musa_kview *v, int dim, int64_t start, int64_t len) {
@@ -304,7 +306,8 @@ static int tri(musa_kview *out, const musa_kview *x, int64_t k, bool lower) {
         char *m = b.ndim ? musa_kview_elem(&b, bi, es) : o->data;
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < cols; j++)
-                if (lower ? j - i > k : j - i < k) memset(m + (i * rs + j * cs) * (int64_t)es, 0, es);
+                if (lower ? j - i > k : j - i < k)
+                    memset(m + (i * rs + j * cs) * (int64_t)es, 0, es);
     }
     return MUSA_OK;
 }

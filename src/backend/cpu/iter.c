@@ -136,6 +136,8 @@ void musa_iter_run(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ct
         return;
     }
     iter_job j = {it, fn, ctx};
-    if (it->numel <= grain) run_range(&j, 0, it->numel);
-    else musa_parallel_for(it->numel, grain, run_range, &j);
+    if (it->numel <= grain)
+        run_range(&j, 0, it->numel);
+    else
+        musa_parallel_for(it->numel, grain, run_range, &j);
 }

@@ -21,9 +21,9 @@ typedef void (*musa_loop_fn)(void *ctx, int64_t n, char **p, const int64_t *s);
 
 typedef struct musa_iter {
     int nops;
-    int ndim;                                           /* >= 1 after coalescing */
-    int64_t shape[MUSA_MAX_DIMS];                       /* dim 0 is innermost */
-    int64_t strides[MUSA_MAX_DIMS][MUSA_ITER_MAX_OPS];  /* bytes, [dim][operand] */
+    int ndim;                                          /* >= 1 after coalescing */
+    int64_t shape[MUSA_MAX_DIMS];                      /* dim 0 is innermost */
+    int64_t strides[MUSA_MAX_DIMS][MUSA_ITER_MAX_OPS]; /* bytes, [dim][operand] */
     char *data[MUSA_ITER_MAX_OPS];
     int64_t numel;
 } musa_iter;

@@ -25,24 +25,27 @@ typedef struct {
 
 typedef struct {
     mat2 a, b, c;
-    int nb;                       /* batch dims */
+    int nb; /* batch dims */
     int64_t bshape[MUSA_MAX_DIMS];
     int64_t sa[MUSA_MAX_DIMS], sb[MUSA_MAX_DIMS], sc[MUSA_MAX_DIMS]; /* batch strides */
-    int64_t batch;                /* product of bshape */
+    int64_t batch;                                                   /* product of bshape */
 } mm_plan;
 
 static void plan(const musa_kview *out, const musa_kview *a, const musa_kview *b,
                  const musa_attrs_matmul *at, mm_plan *p) {
     memset(p, 0, sizeof *p);
     int na = a->ndim, nbd = b->ndim, no = out->ndim;
-    if (na == 1) p->a = (mat2){1, a->shape[0], 0, a->strides[0]};
+    if (na == 1)
+        p->a = (mat2){1, a->shape[0], 0, a->strides[0]};
     else {
         p->a = (mat2){a->shape[na - 2], a->shape[na - 1], a->strides[na - 2], a->strides[na - 1]};
         if (at->transpose_a) p->a = (mat2){p->a.cols, p->a.rows, p->a.cs, p->a.rs};
     }
-    if (nbd == 1) p->b = (mat2){b->shape[0], 1, b->strides[0], 0};
+    if (nbd == 1)
+        p->b = (mat2){b->shape[0], 1, b->strides[0], 0};
     else {
-        p->b = (mat2){b->shape[nbd - 2], b->shape[nbd - 1], b->strides[nbd - 2], b->strides[nbd - 1]};
+        p->b =
+            (mat2){b->shape[nbd - 2], b->shape[nbd - 1], b->strides[nbd - 2], b->strides[nbd - 1]};
         if (at->transpose_b) p->b = (mat2){p->b.cols, p->b.rows, p->b.cs, p->b.rs};
     }
     int tail = (na > 1) + (nbd > 1);
@@ -97,7 +100,9 @@ static bool gemm_layout(const mat2 *m, char *trans, int64_t *ld) {
     return false;
 }
 
-static bool is_lowp(int dt) { return dt == MUSA_DTYPE_FLOAT16 || dt == MUSA_DTYPE_BFLOAT16; }
+static bool is_lowp(int dt) {
+    return dt == MUSA_DTYPE_FLOAT16 || dt == MUSA_DTYPE_BFLOAT16;
+}
 
 /* Workspace in elements of the compute type, laid out [A | B | C]. */
 static void ws_parts(const mm_plan *p, int dt, int64_t *na, int64_t *nb, int64_t *nc) {
@@ -124,17 +129,26 @@ size_t ws_matmul(const musa_kview *out, const musa_kview *in, int n_in, const vo
 
 /* Copy a strided matrix of dtype `dt` into a contiguous float/double one. */
 static void pack(const char *src, int dt, const mat2 *m, void *dst, int cdt) {
-    musa_kview s = {.data = (char *)src, .dtype = dt, .ndim = 2, .shape = {m->rows, m->cols},
+    musa_kview s = {.data = (char *)src,
+                    .dtype = dt,
+                    .ndim = 2,
+                    .shape = {m->rows, m->cols},
                     .strides = {m->rs, m->cs}};
-    musa_kview d = {.data = dst, .dtype = cdt, .ndim = 2, .shape = {m->rows, m->cols},
-                    .strides = {m->cols, 1}};
+    musa_kview d = {
+        .data = dst, .dtype = cdt, .ndim = 2, .shape = {m->rows, m->cols}, .strides = {m->cols, 1}};
     musa_cpu_copy(&d, &s);
 }
 
 static void unpack(const void *src, int cdt, const mat2 *m, char *dst, int dt) {
-    musa_kview s = {.data = (char *)src, .dtype = cdt, .ndim = 2, .shape = {m->rows, m->cols},
+    musa_kview s = {.data = (char *)src,
+                    .dtype = cdt,
+                    .ndim = 2,
+                    .shape = {m->rows, m->cols},
                     .strides = {m->cols, 1}};
-    musa_kview d = {.data = dst, .dtype = dt, .ndim = 2, .shape = {m->rows, m->cols},
+    musa_kview d = {.data = dst,
+                    .dtype = dt,
+                    .ndim = 2,
+                    .shape = {m->rows, m->cols},
                     .strides = {m->rs, m->cs}};
     musa_cpu_copy(&d, &s);
 }
@@ -174,8 +188,7 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
               gemm_layout(&c2, &tc, &ldc) && tc == 'N';
     MUSA_ASSERT(ok);
     if (K == 0) {
-        for (int64_t i = 0; i < M; i++)
-            memset(pc + (size_t)(i * ldc) * es, 0, (size_t)N * es);
+        for (int64_t i = 0; i < M; i++) memset(pc + (size_t)(i * ldc) * es, 0, (size_t)N * es);
     } else if (cdt == MUSA_DTYPE_FLOAT32) {
         set_omp_threads();
         dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, 1.0f, (const float *)pa, lda,
@@ -193,14 +206,16 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
 }
 
 #define DEF_IMM(SN, T, C_, E)                                                                      \
-    static void imm_##SN(const mat2 *A, const char *a, const mat2 *B, const char *b,              \
+    static void imm_##SN(const mat2 *A, const char *a, const mat2 *B, const char *b,               \
                          const mat2 *C, char *c) {                                                 \
         for (int64_t i = 0; i < C->rows; i++)                                                      \
             for (int64_t j = 0; j < C->cols; j++) {                                                \
                 uint64_t acc = 0;                                                                  \
                 for (int64_t k = 0; k < A->cols; k++)                                              \
-                    acc += (uint64_t)(int64_t) * (const T *)(a + (i * A->rs + k * A->cs) * (int64_t)sizeof(T)) * \
-                           (uint64_t)(int64_t) * (const T *)(b + (k * B->rs + j * B->cs) * (int64_t)sizeof(T)); \
+                    acc += (uint64_t)(int64_t) *                                                   \
+                           (const T *)(a + (i * A->rs + k * A->cs) * (int64_t)sizeof(T)) *         \
+                           (uint64_t)(int64_t) *                                                   \
+                           (const T *)(b + (k * B->rs + j * B->cs) * (int64_t)sizeof(T));          \
                 *(T *)(c + (i * C->rs + j * C->cs) * (int64_t)sizeof(T)) = ST_##SN((int64_t)acc);  \
             }                                                                                      \
     }
@@ -219,7 +234,8 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     int cdt = dt == MUSA_DTYPE_FLOAT64 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
     if (musa_is_float((musa_dtype)dt)) {
         ws_parts(&p, dt, &wa, &wb, &wc);
-        MUSA_ASSERT(ctx->scratch_bytes >= (size_t)(wa + wb + wc) * (cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4));
+        MUSA_ASSERT(ctx->scratch_bytes >=
+                    (size_t)(wa + wb + wc) * (cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4));
     }
     int64_t idx[MUSA_MAX_DIMS] = {0};
     for (int64_t bi = 0; bi < p.batch; bi++) {
@@ -233,10 +249,18 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
         char *pc = out[0].data + (size_t)oc * es;
         int rc = MUSA_OK;
         switch (dt) {
-        case MUSA_DTYPE_INT64: imm_i64(&p.a, pa, &p.b, pb, &p.c, pc); break;
-        case MUSA_DTYPE_INT32: imm_i32(&p.a, pa, &p.b, pb, &p.c, pc); break;
-        case MUSA_DTYPE_INT8: imm_i8(&p.a, pa, &p.b, pb, &p.c, pc); break;
-        case MUSA_DTYPE_UINT8: imm_u8(&p.a, pa, &p.b, pb, &p.c, pc); break;
+        case MUSA_DTYPE_INT64:
+            imm_i64(&p.a, pa, &p.b, pb, &p.c, pc);
+            break;
+        case MUSA_DTYPE_INT32:
+            imm_i32(&p.a, pa, &p.b, pb, &p.c, pc);
+            break;
+        case MUSA_DTYPE_INT8:
+            imm_i8(&p.a, pa, &p.b, pb, &p.c, pc);
+            break;
+        case MUSA_DTYPE_UINT8:
+            imm_u8(&p.a, pa, &p.b, pb, &p.c, pc);
+            break;
         default:
             rc = gemm_float(cdt, &p.a, pa, &p.b, pb, &p.c, pc, ctx->scratch, wa, wb, wc, dt);
         }

@@ -18,7 +18,9 @@ void musa_manual_seed(uint64_t seed) {
     atomic_store(&g_offset, 0);
 }
 
-uint64_t musa_initial_seed(void) { return atomic_load(&g_seed); }
+uint64_t musa_initial_seed(void) {
+    return atomic_load(&g_seed);
+}
 
 void musa_get_rng_state(uint64_t *seed, uint64_t *offset) {
     *seed = atomic_load(&g_seed);

@@ -44,7 +44,7 @@ typedef struct {
 /* Every float sum accumulates in double: a float32 sum is memory-bound, so
  * the wider lanes cost nothing measurable and the error bound shrinks from
  * float32's eps to float64's. */
-#define DEF_PAIRWISE(SN, T, C_, E)                                                                   \
+#define DEF_PAIRWISE(SN, T, C_, E)                                                                 \
     static double pairwise_##SN(const T *x, int64_t n) {                                           \
         if (n <= 256) {                                                                            \
             double acc[16] = {0}, tail = 0;                                                        \
@@ -163,36 +163,56 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
 MUSA_FOR_INTS(DEF_INT_FOLDS)
 DEF_INT_FOLDS(b, uint8_t, uint8_t, MUSA_DTYPE_BOOL)
 
-static void comb_sum_f(racc *a, const racc *b) { a->f += b->f; }
-static void comb_sum_i(racc *a, const racc *b) { a->i = (int64_t)(U64(a->i) + U64(b->i)); }
-static void comb_prod_f(racc *a, const racc *b) { a->f *= b->f; }
-static void comb_prod_i(racc *a, const racc *b) { a->i = (int64_t)(U64(a->i) * U64(b->i)); }
-static void comb_amax_f(racc *a, const racc *b) { a->f = (b->f != b->f || b->f > a->f) ? b->f : a->f; }
-static void comb_amax_i(racc *a, const racc *b) { a->i = b->i > a->i ? b->i : a->i; }
-static void comb_amin_f(racc *a, const racc *b) { a->f = (b->f != b->f || b->f < a->f) ? b->f : a->f; }
-static void comb_amin_i(racc *a, const racc *b) { a->i = b->i < a->i ? b->i : a->i; }
+static void comb_sum_f(racc *a, const racc *b) {
+    a->f += b->f;
+}
+static void comb_sum_i(racc *a, const racc *b) {
+    a->i = (int64_t)(U64(a->i) + U64(b->i));
+}
+static void comb_prod_f(racc *a, const racc *b) {
+    a->f *= b->f;
+}
+static void comb_prod_i(racc *a, const racc *b) {
+    a->i = (int64_t)(U64(a->i) * U64(b->i));
+}
+static void comb_amax_f(racc *a, const racc *b) {
+    a->f = (b->f != b->f || b->f > a->f) ? b->f : a->f;
+}
+static void comb_amax_i(racc *a, const racc *b) {
+    a->i = b->i > a->i ? b->i : a->i;
+}
+static void comb_amin_f(racc *a, const racc *b) {
+    a->f = (b->f != b->f || b->f < a->f) ? b->f : a->f;
+}
+static void comb_amin_i(racc *a, const racc *b) {
+    a->i = b->i < a->i ? b->i : a->i;
+}
 
 typedef enum { R_SUM, R_PROD, R_AMAX, R_AMIN } reduce_kind;
 
 #define OPS_ROW(SN, T, C, E)                                                                       \
-    [E] = {{{.f = 0}, sum_run_##SN, sum_col_##SN, comb_sum_f, false},                             \
-           {{.f = 1}, prod_run_##SN, prod_col_##SN, comb_prod_f, false},                          \
-           {{.f = -INFINITY}, amax_run_##SN, amax_col_##SN, comb_amax_f, false},                  \
+    [E] = {{{.f = 0}, sum_run_##SN, sum_col_##SN, comb_sum_f, false},                              \
+           {{.f = 1}, prod_run_##SN, prod_col_##SN, comb_prod_f, false},                           \
+           {{.f = -INFINITY}, amax_run_##SN, amax_col_##SN, comb_amax_f, false},                   \
            {{.f = INFINITY}, amin_run_##SN, amin_col_##SN, comb_amin_f, false}},
 #define OPS_ROW_I(SN, T, C, E)                                                                     \
-    [E] = {{{.i = 0}, sum_run_##SN, sum_col_##SN, comb_sum_i, true},                              \
-           {{.i = 1}, prod_run_##SN, prod_col_##SN, comb_prod_i, true},                           \
-           {{.i = INT64_MIN}, amax_run_##SN, amax_col_##SN, comb_amax_i, true},                   \
+    [E] = {{{.i = 0}, sum_run_##SN, sum_col_##SN, comb_sum_i, true},                               \
+           {{.i = 1}, prod_run_##SN, prod_col_##SN, comb_prod_i, true},                            \
+           {{.i = INT64_MIN}, amax_run_##SN, amax_col_##SN, comb_amax_i, true},                    \
            {{.i = INT64_MAX}, amin_run_##SN, amin_col_##SN, comb_amin_i, true}},
 
-static const reduce_ops ops_table[MUSA_DTYPE_COUNT][4] = {
-    MUSA_FOR_FLOATS(OPS_ROW) MUSA_FOR_INTS(OPS_ROW_I) OPS_ROW_I(b, uint8_t, uint8_t, MUSA_DTYPE_BOOL)};
+static const reduce_ops ops_table[MUSA_DTYPE_COUNT][4] = {MUSA_FOR_FLOATS(OPS_ROW) MUSA_FOR_INTS(
+    OPS_ROW_I) OPS_ROW_I(b, uint8_t, uint8_t, MUSA_DTYPE_BOOL)};
 
-static const reduce_ops *get_ops(musa_dtype dt, reduce_kind k) { return &ops_table[dt][k]; }
+static const reduce_ops *get_ops(musa_dtype dt, reduce_kind k) {
+    return &ops_table[dt][k];
+}
 
 static inline void store_acc(char *p, musa_dtype dt, const reduce_ops *ops, racc a) {
-    if (ops->int_acc) musa_store_i64(p, dt, a.i);
-    else musa_store_f64(p, dt, a.f);
+    if (ops->int_acc)
+        musa_store_i64(p, dt, a.i);
+    else
+        musa_store_f64(p, dt, a.f);
 }
 
 /* ---- the driver ---- */
@@ -241,7 +261,7 @@ typedef struct {
     musa_dtype odt;
     const rdim *K, *R;
     int nK, nR;
-    int64_t nouter_r; /* product of R[1..] sizes */
+    int64_t nouter_r;   /* product of R[1..] sizes */
     int64_t col_blocks; /* path B: 256-wide blocks in K[0] */
 } rjob;
 
@@ -344,8 +364,15 @@ static int reduce_run(const musa_kview *out, const musa_kview *x, const musa_int
     }
     nK = coalesce(K, nK, true);
     nR = coalesce(R, nR, false);
-    rjob j = {.ops = ops, .x = x->data, .out = out->data, .odt = (musa_dtype)out->dtype,
-              .K = K, .R = R, .nK = nK, .nR = nR, .nouter_r = 1};
+    rjob j = {.ops = ops,
+              .x = x->data,
+              .out = out->data,
+              .odt = (musa_dtype)out->dtype,
+              .K = K,
+              .R = R,
+              .nK = nK,
+              .nR = nR,
+              .nouter_r = 1};
     for (int i = 1; i < nR; i++) j.nouter_r *= R[i].size;
     int64_t work = nout * nred;
     int threads = musa_pool_intra_threads();
@@ -360,7 +387,8 @@ static int reduce_run(const musa_kview *out, const musa_kview *x, const musa_int
     }
     if (nout < threads && nR == 1 && R[0].xs == xes && nred >= 4 * 65536) {
         int64_t chunk = 65536;
-        if ((nred + chunk - 1) / chunk > MAX_PARTIALS) chunk = (nred + MAX_PARTIALS - 1) / MAX_PARTIALS;
+        if ((nred + chunk - 1) / chunk > MAX_PARTIALS)
+            chunk = (nred + MAX_PARTIALS - 1) / MAX_PARTIALS;
         int64_t nchunks = (nred + chunk - 1) / chunk;
         racc partial[MAX_PARTIALS];
         for (int64_t o = 0; o < nout; o++) {
@@ -394,9 +422,9 @@ DEF_REDUCE_KERNEL(amin, R_AMIN)
 
 typedef struct {
     const musa_kview *x;
-    char *vals, *idx;     /* outputs (either may be NULL) */
+    char *vals, *idx; /* outputs (either may be NULL) */
     musa_dtype vdt;
-    rdim K[MUSA_MAX_DIMS]; /* kept dims with value (os) strides */
+    rdim K[MUSA_MAX_DIMS];      /* kept dims with value (os) strides */
     int64_t ios[MUSA_MAX_DIMS]; /* index output strides (bytes) per kept dim */
     int nK;
     int64_t n, s; /* reduced dim size and input stride (bytes) */
@@ -441,9 +469,13 @@ static int arg_reduce(const musa_kview *x, int64_t dim, const musa_kview *vals,
     const musa_kview *shape_ref = vals ? vals : idx;
     bool keepdim = shape_ref->ndim == x->ndim;
     int64_t xes = (int64_t)musa_dtype_info[x->dtype].size;
-    arg_job j = {.x = x, .vals = vals ? vals->data : NULL, .idx = idx ? idx->data : NULL,
-                 .vdt = vals ? (musa_dtype)vals->dtype : MUSA_DTYPE_INT64, .is_max = is_max,
-                 .n = 1, .s = 0};
+    arg_job j = {.x = x,
+                 .vals = vals ? vals->data : NULL,
+                 .idx = idx ? idx->data : NULL,
+                 .vdt = vals ? (musa_dtype)vals->dtype : MUSA_DTYPE_INT64,
+                 .is_max = is_max,
+                 .n = 1,
+                 .s = 0};
     int64_t nout = 1;
     int od = 0;
     for (int d = 0; d < x->ndim; d++) {
@@ -529,9 +561,10 @@ static void sq_chunks(void *arg, int64_t b, int64_t e) {
 /* Sum of squares of one tensor of any layout: contiguous tensors split into
  * fixed chunks (in parallel), others walk their dims. */
 static double tensor_sumsq(const musa_kview *v) {
-    static const sumsq_fn fns[MUSA_DTYPE_COUNT] = {
-        [MUSA_DTYPE_FLOAT32] = sumsq_f32, [MUSA_DTYPE_FLOAT64] = sumsq_f64,
-        [MUSA_DTYPE_FLOAT16] = sumsq_f16, [MUSA_DTYPE_BFLOAT16] = sumsq_bf16};
+    static const sumsq_fn fns[MUSA_DTYPE_COUNT] = {[MUSA_DTYPE_FLOAT32] = sumsq_f32,
+                                                   [MUSA_DTYPE_FLOAT64] = sumsq_f64,
+                                                   [MUSA_DTYPE_FLOAT16] = sumsq_f16,
+                                                   [MUSA_DTYPE_BFLOAT16] = sumsq_bf16};
     sumsq_fn fn = fns[v->dtype];
     int64_t es = (int64_t)musa_dtype_info[v->dtype].size, n = musa_kview_numel(v);
     if (n == 0) return 0;

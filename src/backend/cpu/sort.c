@@ -77,8 +77,10 @@ static int sort_lines(const musa_kctx *ctx, musa_kview *out, const musa_kview *x
         char *pi = il.ndim ? musa_kview_elem(&il, l, 8) : il.data;
         for (int64_t i = 0; i < n; i++) {
             const char *e = px + i * xs * (int64_t)es;
-            if (fl) ((double *)keys)[i] = musa_load_f64(e, dt);
-            else ((int64_t *)keys)[i] = musa_load_i64(e, dt);
+            if (fl)
+                ((double *)keys)[i] = musa_load_f64(e, dt);
+            else
+                ((int64_t *)keys)[i] = musa_load_i64(e, dt);
             idx[i] = i;
         }
         merge_sort(&sk, idx, tmp, n);

@@ -14,4 +14,6 @@ int musa_set_num_threads(int n) {
     return MUSA_OK;
 }
 
-int musa_get_num_threads(void) { return musa_pool_threads(); }
+int musa_get_num_threads(void) {
+    return musa_pool_threads();
+}

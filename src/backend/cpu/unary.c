@@ -41,7 +41,7 @@
         (void)ctx;                                                                                 \
         for (int64_t i = 0; i < n; i++) {                                                          \
             C x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                          \
-            *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)((EXPR) != 0);                                       \
+            *(uint8_t *)(p[0] + i * s[0]) = (uint8_t)((EXPR) != 0);                                \
         }                                                                                          \
     }
 
@@ -68,9 +68,11 @@
     DEF_U(NAME, f64, double, double, DE)                                                           \
     DEF_U(NAME, f16, musa_f16, float, FE)                                                          \
     DEF_U(NAME, bf16, musa_bf16, float, FE)                                                        \
-    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
-        [MUSA_DTYPE_FLOAT32] = NAME##_f32, [MUSA_DTYPE_FLOAT64] = NAME##_f64,                      \
-        [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16};                   \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {[MUSA_DTYPE_FLOAT32] = NAME##_f32, \
+                                                                [MUSA_DTYPE_FLOAT64] = NAME##_f64, \
+                                                                [MUSA_DTYPE_FLOAT16] = NAME##_f16, \
+                                                                [MUSA_DTYPE_BFLOAT16] =            \
+                                                                    NAME##_bf16};                  \
     DEF_KERNEL(NAME, MUSA_GRAIN_MATH)
 
 /* A predicate on any dtype: FE on floats, IE on integers and bool. */

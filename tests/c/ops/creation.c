@@ -7,11 +7,16 @@
 TEST(op_empty) {
     musa_tensor *e = musa_empty(3, (int64_t[]){2, 0, 3}, MUSA_DTYPE_FLOAT16);
     CHECK(e && musa_tensor_numel(e) == 0 && musa_tensor_dtype(e) == MUSA_DTYPE_FLOAT16);
-    CHECK_ERR(FAILS(musa_empty(1, (int64_t[]){-1}, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE, "[empty] negative size -1 in dim 0");
-    CHECK_ERR(FAILS(musa_empty(9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE, "0 to 8 dims");
-    CHECK_ERR(FAILS(musa_empty(2, (int64_t[]){1ll << 40, 1ll << 40}, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE, "more than 2^63");
-    CHECK_ERR(FAILS(musa_empty(1, (int64_t[]){1ll << 61}, MUSA_DTYPE_FLOAT32)), MUSA_ERR_NOMEM, "out of memory");
-    CHECK_ERR(FAILS(musa_empty(1, (int64_t[]){2}, (musa_dtype)99)), MUSA_ERR_TYPE, "invalid dtype 99");
+    CHECK_ERR(FAILS(musa_empty(1, (int64_t[]){-1}, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE,
+              "[empty] negative size -1 in dim 0");
+    CHECK_ERR(FAILS(musa_empty(9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, MUSA_DTYPE_FLOAT32)),
+              MUSA_ERR_VALUE, "0 to 8 dims");
+    CHECK_ERR(FAILS(musa_empty(2, (int64_t[]){1ll << 40, 1ll << 40}, MUSA_DTYPE_FLOAT32)),
+              MUSA_ERR_VALUE, "more than 2^63");
+    CHECK_ERR(FAILS(musa_empty(1, (int64_t[]){1ll << 61}, MUSA_DTYPE_FLOAT32)), MUSA_ERR_NOMEM,
+              "out of memory");
+    CHECK_ERR(FAILS(musa_empty(1, (int64_t[]){2}, (musa_dtype)99)), MUSA_ERR_TYPE,
+              "invalid dtype 99");
     musa_tensor_release(e);
 }
 
@@ -43,7 +48,8 @@ TEST(op_arange) {
     free(v);
     musa_tensor *e = musa_arange(3, 3, 1, MUSA_DTYPE_INT32);
     CHECK_SHAPE(e, 1, 0);
-    CHECK_ERR(FAILS(musa_arange(0, 5, 0, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE, "[arange] step must be nonzero");
+    CHECK_ERR(FAILS(musa_arange(0, 5, 0, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE,
+              "[arange] step must be nonzero");
     CHECK_ERR(FAILS(musa_arange(0, 5, -1, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE, "wrong side");
     CHECK_ERR(FAILS(musa_arange(0, INFINITY, 1, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE, "finite");
     release_all(3, a, b, e);
@@ -54,11 +60,13 @@ TEST(op_linspace) {
     double *v = values(a);
     CHECK(v[0] == -1 && v[2] == 0 && v[4] == 1 && v[1] == -0.5);
     free(v);
-    musa_tensor *one = musa_linspace(3, 9, 1, MUSA_DTYPE_FLOAT64), *zero = musa_linspace(0, 1, 0, MUSA_DTYPE_FLOAT64);
+    musa_tensor *one = musa_linspace(3, 9, 1, MUSA_DTYPE_FLOAT64),
+                *zero = musa_linspace(0, 1, 0, MUSA_DTYPE_FLOAT64);
     double x;
     CHECK_OK(musa_tensor_item(one, &x));
     CHECK(x == 3 && musa_tensor_numel(zero) == 0);
-    CHECK_ERR(FAILS(musa_linspace(0, 1, -2, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE, "steps must be non-negative");
+    CHECK_ERR(FAILS(musa_linspace(0, 1, -2, MUSA_DTYPE_FLOAT32)), MUSA_ERR_VALUE,
+              "steps must be non-negative");
     release_all(3, a, one, zero);
 }
 
@@ -91,11 +99,14 @@ TEST(op_rand) {
         double m, v, lo, hi;
         moments(r, &m, &v, &lo, &hi);
         CHECK_MSG(fabs(m - 0.5) < 0.01 && fabs(v - 1.0 / 12) < 0.005 && lo >= 0 && hi <= 1,
-                  "rand %s: mean %g var %g range %g..%g", musa_dtype_name(FLOAT_DTYPES[di]), m, v, lo, hi);
-        if (FLOAT_DTYPES[di] == MUSA_DTYPE_FLOAT32 || FLOAT_DTYPES[di] == MUSA_DTYPE_FLOAT64) CHECK(hi < 1);
+                  "rand %s: mean %g var %g range %g..%g", musa_dtype_name(FLOAT_DTYPES[di]), m, v,
+                  lo, hi);
+        if (FLOAT_DTYPES[di] == MUSA_DTYPE_FLOAT32 || FLOAT_DTYPES[di] == MUSA_DTYPE_FLOAT64)
+            CHECK(hi < 1);
         musa_tensor_release(r);
     }
-    CHECK_ERR(FAILS(musa_rand(1, (int64_t[]){3}, MUSA_DTYPE_INT32)), MUSA_ERR_TYPE, "[rand] needs a floating dtype");
+    CHECK_ERR(FAILS(musa_rand(1, (int64_t[]){3}, MUSA_DTYPE_INT32)), MUSA_ERR_TYPE,
+              "[rand] needs a floating dtype");
 }
 
 TEST(op_randn) {
@@ -117,9 +128,11 @@ TEST(op_randint) {
         CHECK(v[i] >= -3 && v[i] < 4 && v[i] == floor(v[i]));
         count[(int)v[i] + 3]++;
     }
-    for (int k = 0; k < 7; k++) CHECK_MSG(abs(count[k] - 10000) < 500, "randint bucket %d: %d", k, count[k]);
+    for (int k = 0; k < 7; k++)
+        CHECK_MSG(abs(count[k] - 10000) < 500, "randint bucket %d: %d", k, count[k]);
     free(v);
-    CHECK_ERR(FAILS(musa_randint(5, 5, 1, (int64_t[]){3}, MUSA_DTYPE_INT64)), MUSA_ERR_VALUE, "low < high");
+    CHECK_ERR(FAILS(musa_randint(5, 5, 1, (int64_t[]){3}, MUSA_DTYPE_INT64)), MUSA_ERR_VALUE,
+              "low < high");
     CHECK_ERR(FAILS(musa_randint(0, 5, 1, (int64_t[]){3}, MUSA_DTYPE_BOOL)), MUSA_ERR_TYPE, "bool");
     musa_tensor_release(r);
 }

@@ -41,15 +41,18 @@ static void run_unary(const ucase *c) {
         }
         for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
             if (si == 5 && dt != MUSA_DTYPE_FLOAT32) continue; /* the parallel path once */
-            musa_tensor *x = rnd(dt, shapes[si].ndim, shapes[si].shape, c->lo, c->hi, shapes[si].lay);
+            musa_tensor *x =
+                rnd(dt, shapes[si].ndim, shapes[si].shape, c->lo, c->hi, shapes[si].lay);
             musa_tensor *y = c->fn(x);
             CHECK_MSG(y, "%s(%s): %s", c->name, musa_dtype_name(dt), musa_last_error());
             musa_dtype od = unary_out_dtype(c->kind, dt);
             CHECK_MSG(musa_tensor_dtype(y) == od, "%s(%s) gave %s, expected %s", c->name,
-                      musa_dtype_name(dt), musa_dtype_name(musa_tensor_dtype(y)), musa_dtype_name(od));
+                      musa_dtype_name(dt), musa_dtype_name(musa_tensor_dtype(y)),
+                      musa_dtype_name(od));
             CHECK(same_shape(y, shapes[si].ndim, shapes[si].shape));
             int64_t n = musa_tensor_numel(x);
-            double *xv = values(x), *yv = values(y), *want = malloc(sizeof(double) * (size_t)(n + 1));
+            double *xv = values(x), *yv = values(y),
+                   *want = malloc(sizeof(double) * (size_t)(n + 1));
             for (int64_t i = 0; i < n; i++) {
                 double r = c->ref(xv[i]);
                 want[i] = musa_dtype_is_floating(od) ? r : wrap_to(r, od);
@@ -67,7 +70,9 @@ static void run_unary(const ucase *c) {
 }
 
 #define UNARY_TEST(NAME, EXPR, KIND, LO, HI)                                                       \
-    static double ref_##NAME(double x) { return (EXPR); }                                          \
+    static double ref_##NAME(double x) {                                                           \
+        return (EXPR);                                                                             \
+    }                                                                                              \
     TEST(op_##NAME) {                                                                              \
         ucase c = {#NAME, musa_##NAME, ref_##NAME, KIND, LO, HI};                                  \
         run_unary(&c);                                                                             \
@@ -214,13 +219,17 @@ static void run_binary(const bcase *c) {
 }
 
 #define BINARY_TEST(NAME, EXPR, KIND, ALO, AHI, BLO, BHI, NZ, NB)                                  \
-    static double ref_##NAME(double a, double b) { return (EXPR); }                                \
+    static double ref_##NAME(double a, double b) {                                                 \
+        return (EXPR);                                                                             \
+    }                                                                                              \
     TEST(op_##NAME) {                                                                              \
         bcase c = {#NAME, musa_##NAME, ref_##NAME, KIND, ALO, AHI, BLO, BHI, NZ, NB};              \
         run_binary(&c);                                                                            \
     }
 
-static double py_floordiv(double a, double b) { return floor(a / b); }
+static double py_floordiv(double a, double b) {
+    return floor(a / b);
+}
 static double py_rem(double a, double b) {
     double r = fmod(a, b);
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
@@ -228,7 +237,7 @@ static double py_rem(double a, double b) {
 
 BINARY_TEST(add, a + b, B_ARITH, -5, 5, -5, 5, false, false)
 BINARY_TEST(sub, a - b, B_ARITH, -5, 5, -5, 5, false, true)
-BINARY_TEST(mul, a * b, B_ARITH, -5, 5, -5, 5, false, false)
+BINARY_TEST(mul, a *b, B_ARITH, -5, 5, -5, 5, false, false)
 BINARY_TEST(div, a / b, B_DIV, -5, 5, 0.5, 4, true, false)
 BINARY_TEST(floor_divide, py_floordiv(a, b), B_ARITH, -9, 9, -4, 4, true, true)
 BINARY_TEST(pow, pow(a, b), B_ARITH, 0.5, 3, 0, 3, false, true)
@@ -249,7 +258,8 @@ BINARY_TEST(logical_xor, (a != 0) != (b != 0), B_LOGIC, -1, 2, -1, 2, false, fal
 TEST(binary_integer_errors_and_wrapping) {
     musa_tensor *a = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){2}, (double[]){7, -7});
     musa_tensor *z = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){2}, (double[]){2, 0});
-    CHECK_ERR(FAILS(musa_floor_divide(a, z)), MUSA_ERR_ZERO_DIVISION, "[floor_divide] integer division by zero");
+    CHECK_ERR(FAILS(musa_floor_divide(a, z)), MUSA_ERR_ZERO_DIVISION,
+              "[floor_divide] integer division by zero");
     CHECK_ERR(FAILS(musa_fmod(a, z)), MUSA_ERR_ZERO_DIVISION, "[fmod] integer division by zero");
     CHECK_ERR(FAILS(musa_remainder(a, z)), MUSA_ERR_ZERO_DIVISION, "division by zero");
     musa_tensor *neg = musa_number_int(-1);
@@ -296,13 +306,13 @@ TEST(binary_type_promotion) {
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         musa_tensor *a = musa_ones(1, (int64_t[]){3}, cases[i].a);
-        musa_tensor *b = cases[i].kind_b == 0   ? musa_ones(1, (int64_t[]){3}, cases[i].b)
-                         : cases[i].kind_b == 1 ? musa_scalar(1, cases[i].b)
+        musa_tensor *b = cases[i].kind_b == 0             ? musa_ones(1, (int64_t[]){3}, cases[i].b)
+                         : cases[i].kind_b == 1           ? musa_scalar(1, cases[i].b)
                          : cases[i].b == MUSA_DTYPE_INT64 ? musa_number_int(1)
                                                           : musa_number(1.5);
         musa_tensor *y = cases[i].fn(a, b);
-        CHECK_MSG(y && musa_tensor_dtype(y) == cases[i].want, "promotion case %d: got %s, want %s", i,
-                  y ? musa_dtype_name(musa_tensor_dtype(y)) : "error",
+        CHECK_MSG(y && musa_tensor_dtype(y) == cases[i].want, "promotion case %d: got %s, want %s",
+                  i, y ? musa_dtype_name(musa_tensor_dtype(y)) : "error",
                   musa_dtype_name(cases[i].want));
         release_all(3, a, b, y);
     }
@@ -317,7 +327,8 @@ TEST(binary_type_promotion) {
 
 TEST(op_where) {
     for (int lay = 0; lay < 2; lay++) {
-        musa_tensor *c = rnd(MUSA_DTYPE_BOOL, 2, (int64_t[]){4, 5}, 0, 2, lay ? L_TRANSPOSED : L_CONTIG);
+        musa_tensor *c =
+            rnd(MUSA_DTYPE_BOOL, 2, (int64_t[]){4, 5}, 0, 2, lay ? L_TRANSPOSED : L_CONTIG);
         musa_tensor *a = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){4, 1}, -3, 3, L_CONTIG);
         musa_tensor *b = rnd(MUSA_DTYPE_INT32, 1, (int64_t[]){5}, -3, 3, L_CONTIG);
         musa_tensor *y = musa_where(c, a, b);
@@ -390,9 +401,30 @@ static double cast_ref(double v, musa_dtype s, musa_dtype d) {
 }
 
 TEST(op_cast) {
-    static const double probe[] = {0, 1, -1, 0.5, -0.5, 1.5, 2.5, -2.5, 127.6, -128.9, 255.5,
-                                   300, -300, 1e10, -1e10, 65519, 65520, 1e-8, 3.14159265358979,
-                                   1.00390625, 1.005859375, NAN, INFINITY, -INFINITY};
+    static const double probe[] = {0,
+                                   1,
+                                   -1,
+                                   0.5,
+                                   -0.5,
+                                   1.5,
+                                   2.5,
+                                   -2.5,
+                                   127.6,
+                                   -128.9,
+                                   255.5,
+                                   300,
+                                   -300,
+                                   1e10,
+                                   -1e10,
+                                   65519,
+                                   65520,
+                                   1e-8,
+                                   3.14159265358979,
+                                   1.00390625,
+                                   1.005859375,
+                                   NAN,
+                                   INFINITY,
+                                   -INFINITY};
     int n = (int)(sizeof probe / sizeof probe[0]);
     for (int si = 0; si < 9; si++)
         for (int di = 0; di < 9; di++) {
@@ -421,7 +453,8 @@ TEST(op_cast) {
     CHECK_NEAR(got, 1.0078125, 0);
     musa_tensor *bad = NULL;
     musa_attrs *at = musa_attrs_new(musa_op_lookup("cast"));
-    CHECK_ERR(musa_attrs_set_dtype(at, "dtype", (musa_dtype)42) == MUSA_OK, MUSA_ERR_TYPE, "invalid dtype");
+    CHECK_ERR(musa_attrs_set_dtype(at, "dtype", (musa_dtype)42) == MUSA_OK, MUSA_ERR_TYPE,
+              "invalid dtype");
     musa_attrs_free(at);
     release_all(3, x, y, bad);
 }
@@ -446,14 +479,18 @@ TEST(inplace_ops) {
     CHECK_OK(musa_mul_(x, b));
     CHECK_OK(musa_sub_(x, b));
     double *xv = values(x), want[12];
-    for (int i = 0; i < 12; i++) want[i] = (double)(float)((float)((float)(x0[i] + bv[i % 4]) * (float)bv[i % 4]) - (float)bv[i % 4]);
+    for (int i = 0; i < 12; i++)
+        want[i] = (double)(float)((float)((float)(x0[i] + bv[i % 4]) * (float)bv[i % 4]) -
+                                  (float)bv[i % 4]);
     CHECK_CLOSE("in place", MUSA_DTYPE_FLOAT32, xv, want, 12);
     free(x0), free(xv), free(bv);
     /* the result must broadcast to self's shape and cast to its dtype */
     musa_tensor *big = musa_zeros(2, (int64_t[]){2, 4}, MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(musa_add_(b, big) == MUSA_OK, MUSA_ERR_VALUE, "[add] output has shape (4,) but the result has shape");
+    CHECK_ERR(musa_add_(b, big) == MUSA_OK, MUSA_ERR_VALUE,
+              "[add] output has shape (4,) but the result has shape");
     musa_tensor *xi = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_INT64);
-    CHECK_ERR(musa_add_(xi, b) == MUSA_OK, MUSA_ERR_TYPE, "result type float32 can't be cast to the output type int64");
+    CHECK_ERR(musa_add_(xi, b) == MUSA_OK, MUSA_ERR_TYPE,
+              "result type float32 can't be cast to the output type int64");
     musa_tensor *ex = musa_expand(b, 2, (int64_t[]){3, 4});
     CHECK_ERR(musa_mul_(ex, b) == MUSA_OK, MUSA_ERR_VALUE, "overlap");
     /* in place on a float tensor from an int one converts */

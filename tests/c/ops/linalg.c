@@ -79,8 +79,8 @@ TEST(op_matmul) {
         {2, {65, 130}, 2, {130, 67}, L_CONTIG, L_TRANSPOSED},
         {1, {4}, 3, {2, 4, 3}, L_CONTIG, L_CONTIG},
     };
-    musa_dtype dts[] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
-                        MUSA_DTYPE_BFLOAT16, MUSA_DTYPE_INT64, MUSA_DTYPE_INT32};
+    musa_dtype dts[] = {MUSA_DTYPE_FLOAT32,  MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
+                        MUSA_DTYPE_BFLOAT16, MUSA_DTYPE_INT64,   MUSA_DTYPE_INT32};
     for (int d = 0; d < 6; d++)
         for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
             check_case(&cases[i], dts[d]);
@@ -106,10 +106,13 @@ TEST(matmul_transpose_attrs_and_errors) {
     double *g = values(out[0]), *w = values(ref);
     CHECK_CLOSE("transpose attrs", MUSA_DTYPE_FLOAT32, g, w, 15);
     free(g), free(w);
-    CHECK_ERR(musa_attrs_set_int(at, "transpose_a", 1) == MUSA_OK, MUSA_ERR_TYPE, "is bool, not int");
-    CHECK_ERR(musa_attrs_set_bool(at, "nope", 1) == MUSA_OK, MUSA_ERR_VALUE, "has no attribute 'nope'");
+    CHECK_ERR(musa_attrs_set_int(at, "transpose_a", 1) == MUSA_OK, MUSA_ERR_TYPE,
+              "is bool, not int");
+    CHECK_ERR(musa_attrs_set_bool(at, "nope", 1) == MUSA_OK, MUSA_ERR_VALUE,
+              "has no attribute 'nope'");
     musa_attrs_free(at);
-    CHECK_ERR(FAILS(musa_matmul(a, a)), MUSA_ERR_VALUE, "[matmul] shapes (4, 3) and (4, 3) cannot be multiplied (3 != 4)");
+    CHECK_ERR(FAILS(musa_matmul(a, a)), MUSA_ERR_VALUE,
+              "[matmul] shapes (4, 3) and (4, 3) cannot be multiplied (3 != 4)");
     musa_tensor *s = musa_scalar(1, MUSA_DTYPE_FLOAT32);
     CHECK_ERR(FAILS(musa_matmul(s, a)), MUSA_ERR_VALUE, "at least 1 dim");
     musa_tensor *bo = musa_zeros(2, (int64_t[]){2, 2}, MUSA_DTYPE_BOOL);

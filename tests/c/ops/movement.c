@@ -26,7 +26,8 @@ TEST(op_cat) {
     musa_tensor *l[2] = {a, b}, *y = musa_cat(2, l, -1);
     CHECK(y && musa_tensor_dtype(y) == MUSA_DTYPE_FLOAT32);
     CHECK_SHAPE(y, 2, 2, 5);
-    CHECK_ERR(FAILS(musa_cat(2, l, 0)), MUSA_ERR_VALUE, "[cat] tensor 1 has shape (2, 3); expected (2, 2) except in dim 0");
+    CHECK_ERR(FAILS(musa_cat(2, l, 0)), MUSA_ERR_VALUE,
+              "[cat] tensor 1 has shape (2, 3); expected (2, 2) except in dim 0");
     CHECK_ERR(FAILS(musa_cat(0, l, 0)), MUSA_ERR_VALUE, "non-empty");
     musa_tensor *st = musa_stack(2, (musa_tensor *[]){a, a}, 1);
     CHECK_SHAPE(st, 3, 2, 2, 2);
@@ -48,7 +49,8 @@ TEST(op_gather) {
     CHECK_CLOSE("gather", MUSA_DTYPE_FLOAT32, yv, want, 6);
     free(xv), free(yv);
     musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){1, 1}, (double[]){4});
-    CHECK_ERR(FAILS(musa_gather(x, 1, bad)), MUSA_ERR_INDEX, "[gather] index 4 is out of bounds for a dim of size 4");
+    CHECK_ERR(FAILS(musa_gather(x, 1, bad)), MUSA_ERR_INDEX,
+              "[gather] index 4 is out of bounds for a dim of size 4");
     musa_tensor *fi = musa_zeros(2, (int64_t[]){1, 1}, MUSA_DTYPE_FLOAT32);
     CHECK_ERR(FAILS(musa_gather(x, 1, fi)), MUSA_ERR_TYPE, "index must be an integer tensor");
     musa_tensor *big = musa_zeros(2, (int64_t[]){4, 1}, MUSA_DTYPE_INT64);
@@ -68,8 +70,10 @@ static void check_scatter(bool add) {
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 3; c++) {
             int k = (int)iv[r * 3 + c];
-            if (add) want[k * 4 + c] += sv[r * 3 + c];
-            else want[k * 4 + c] = sv[r * 3 + c];
+            if (add)
+                want[k * 4 + c] += sv[r * 3 + c];
+            else
+                want[k * 4 + c] = sv[r * 3 + c];
         }
     CHECK_CLOSE(add ? "scatter_add" : "scatter", MUSA_DTYPE_FLOAT64, yv, want, 12);
     /* x itself is untouched */
@@ -82,8 +86,12 @@ static void check_scatter(bool add) {
     release_all(5, x, i, src, y, bad);
 }
 
-TEST(op_scatter) { check_scatter(false); }
-TEST(op_scatter_add) { check_scatter(true); }
+TEST(op_scatter) {
+    check_scatter(false);
+}
+TEST(op_scatter_add) {
+    check_scatter(true);
+}
 
 TEST(op_index_select) {
     musa_tensor *x = rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 3}, -9, 9, L_TRANSPOSED);
@@ -97,7 +105,8 @@ TEST(op_index_select) {
     CHECK_CLOSE("index_select", MUSA_DTYPE_INT32, yv, want, 15);
     free(xv), free(yv);
     musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){1}, (double[]){4});
-    CHECK_ERR(FAILS(musa_index_select(x, 0, bad)), MUSA_ERR_INDEX, "[index_select] index 4 is out of bounds");
+    CHECK_ERR(FAILS(musa_index_select(x, 0, bad)), MUSA_ERR_INDEX,
+              "[index_select] index 4 is out of bounds");
     musa_tensor *i2 = musa_zeros(2, (int64_t[]){1, 1}, MUSA_DTYPE_INT64);
     CHECK_ERR(FAILS(musa_index_select(x, 0, i2)), MUSA_ERR_VALUE, "0-d or 1-d");
     release_all(5, x, i, y, bad, i2);
@@ -116,7 +125,8 @@ TEST(op_index_add) {
     CHECK_CLOSE("index_add", MUSA_DTYPE_FLOAT32, yv, want, 12);
     free(xv), free(sv), free(yv);
     musa_tensor *bsrc = musa_zeros(2, (int64_t[]){3, 2}, MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_index_add(x, 1, i, bsrc)), MUSA_ERR_VALUE, "source shape (3, 2) must match");
+    CHECK_ERR(FAILS(musa_index_add(x, 1, i, bsrc)), MUSA_ERR_VALUE,
+              "source shape (3, 2) must match");
     musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){3}, (double[]){0, 9, 1});
     CHECK_ERR(FAILS(musa_index_add(x, 1, bad, src)), MUSA_ERR_INDEX, "index 9");
     release_all(6, x, i, src, y, bsrc, bad);
@@ -172,8 +182,12 @@ static void check_tri(bool lower) {
     musa_tensor_release(v);
 }
 
-TEST(op_tril) { check_tri(true); }
-TEST(op_triu) { check_tri(false); }
+TEST(op_tril) {
+    check_tri(true);
+}
+TEST(op_triu) {
+    check_tri(false);
+}
 
 TEST(op_cumsum) {
     for (int di = 0; di < 8; di++) {
@@ -186,7 +200,8 @@ TEST(op_cumsum) {
             double *xv = values(x), *yv = values(y), want[15];
             for (int r = 0; r < 3; r++)
                 for (int c = 0; c < 5; c++) {
-                    double prev = dim == 0 ? (r ? want[(r - 1) * 5 + c] : 0) : (c ? want[r * 5 + c - 1] : 0);
+                    double prev =
+                        dim == 0 ? (r ? want[(r - 1) * 5 + c] : 0) : (c ? want[r * 5 + c - 1] : 0);
                     want[r * 5 + c] = prev + xv[r * 5 + c];
                 }
             /* float16/bfloat16 round each prefix once; compare with their tolerance */
@@ -232,7 +247,8 @@ TEST(op_sort) {
     musa_tensor *s = NULL, *i = NULL;
     CHECK_OK(musa_sort(m, 0, false, &s, &i));
     CHECK_SHAPE(s, 2, 4, 6);
-    musa_tensor *col = musa_select(m, 1, 2), *scol = musa_select(s, 1, 2), *icol = musa_select(i, 1, 2);
+    musa_tensor *col = musa_select(m, 1, 2), *scol = musa_select(s, 1, 2),
+                *icol = musa_select(i, 1, 2);
     check_sorted(col, scol, icol, 4, 4, false);
     release_all(7, x, m, s, i, col, scol, icol);
 }
@@ -243,7 +259,8 @@ TEST(op_topk) {
     CHECK_OK(musa_topk(x, 4, -1, true, &v, &i));
     CHECK_SHAPE(v, 2, 3, 4);
     for (int r = 0; r < 3; r++) {
-        musa_tensor *xr = musa_select(x, 0, r), *vr = musa_select(v, 0, r), *ir = musa_select(i, 0, r);
+        musa_tensor *xr = musa_select(x, 0, r), *vr = musa_select(v, 0, r),
+                    *ir = musa_select(i, 0, r);
         check_sorted(xr, vr, ir, 10, 4, true);
         double *xv = values(xr), *vv = values(vr);
         int bigger = 0;
@@ -253,7 +270,8 @@ TEST(op_topk) {
         release_all(3, xr, vr, ir);
     }
     musa_tensor *a = NULL, *b = NULL;
-    CHECK_ERR(musa_topk(x, 11, 1, true, &a, &b) == MUSA_OK, MUSA_ERR_VALUE, "[topk] k = 11 is out of range");
+    CHECK_ERR(musa_topk(x, 11, 1, true, &a, &b) == MUSA_OK, MUSA_ERR_VALUE,
+              "[topk] k = 11 is out of range");
     release_all(3, x, v, i);
 }
 
@@ -276,7 +294,8 @@ TEST(composite_masked_fill_repeat_one_hot) {
     double *ov = values(oh);
     CHECK(ov[2] == 1 && ov[3] == 1 && ov[7] == 1 && ov[0] == 0);
     free(ov);
-    CHECK_ERR(FAILS(musa_one_hot(labels, 2)), MUSA_ERR_VALUE, "[one_hot] class values must be in [0, 2)");
+    CHECK_ERR(FAILS(musa_one_hot(labels, 2)), MUSA_ERR_VALUE,
+              "[one_hot] class values must be in [0, 2)");
     CHECK_ERR(FAILS(musa_masked_fill(v, v, 0)), MUSA_ERR_TYPE, "mask must be bool");
     release_all(8, x, v, three, mask, f, r, labels, oh);
 }

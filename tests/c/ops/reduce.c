@@ -23,10 +23,18 @@ static void ref_reduce(rkind k, const double *x, int nd, const int64_t *shape, c
         int64_t o = ravel(kn, kshape, kidx);
         double v = x[i];
         switch (k) {
-        case R_SUM: out[o] += v; break;
-        case R_PROD: out[o] *= v; break;
-        case R_AMAX: out[o] = (v != v || v > out[o]) ? v : out[o]; break;
-        case R_AMIN: out[o] = (v != v || v < out[o]) ? v : out[o]; break;
+        case R_SUM:
+            out[o] += v;
+            break;
+        case R_PROD:
+            out[o] *= v;
+            break;
+        case R_AMAX:
+            out[o] = (v != v || v > out[o]) ? v : out[o];
+            break;
+        case R_AMIN:
+            out[o] = (v != v || v < out[o]) ? v : out[o];
+            break;
         }
     }
 }
@@ -41,12 +49,12 @@ static void run_reduce(const char *name, reduce_fn fn, rkind k, double lo, doubl
         int64_t dims[3];
         layout lay;
     } cases[] = {
-        {3, {4, 5, 6}, 0, {0}, L_CONTIG},       {3, {4, 5, 6}, 1, {0}, L_CONTIG},
-        {3, {4, 5, 6}, 1, {-1}, L_CONTIG},      {3, {4, 5, 6}, 2, {0, 2}, L_TRANSPOSED},
-        {3, {4, 5, 6}, 1, {1}, L_STRIDED},      {2, {7, 9}, 2, {1, 0}, L_TRANSPOSED},
-        {0, {0}, 0, {0}, L_CONTIG},             {2, {0, 3}, 1, {1}, L_CONTIG},
-        {2, {1000, 300}, 1, {0}, L_CONTIG},     {1, {1 << 20}, 0, {0}, L_CONTIG},
-        {2, {3, 100000}, 1, {1}, L_CONTIG},     {2, {5, 1}, 1, {1}, L_CONTIG},
+        {3, {4, 5, 6}, 0, {0}, L_CONTIG},   {3, {4, 5, 6}, 1, {0}, L_CONTIG},
+        {3, {4, 5, 6}, 1, {-1}, L_CONTIG},  {3, {4, 5, 6}, 2, {0, 2}, L_TRANSPOSED},
+        {3, {4, 5, 6}, 1, {1}, L_STRIDED},  {2, {7, 9}, 2, {1, 0}, L_TRANSPOSED},
+        {0, {0}, 0, {0}, L_CONTIG},         {2, {0, 3}, 1, {1}, L_CONTIG},
+        {2, {1000, 300}, 1, {0}, L_CONTIG}, {1, {1 << 20}, 0, {0}, L_CONTIG},
+        {2, {3, 100000}, 1, {1}, L_CONTIG}, {2, {5, 1}, 1, {1}, L_CONTIG},
     };
     for (int di = 0; di < 8; di++) {
         musa_dtype dt = ALL_DTYPES[di];
@@ -65,14 +73,18 @@ static void run_reduce(const char *name, reduce_fn fn, rkind k, double lo, doubl
                 int64_t oshape[8];
                 int on = 0;
                 for (int d = 0; d < nd; d++) {
-                    if (!mask[d]) oshape[on++] = cases[ci].shape[d];
-                    else if (keep) oshape[on++] = 1;
+                    if (!mask[d])
+                        oshape[on++] = cases[ci].shape[d];
+                    else if (keep)
+                        oshape[on++] = 1;
                 }
                 CHECK_MSG(same_shape(y, on, oshape), "%s case %d keepdim %d shape", name, ci, keep);
-                musa_dtype od = (k <= R_PROD && !musa_dtype_is_floating(dt)) ? MUSA_DTYPE_INT64 : dt;
+                musa_dtype od =
+                    (k <= R_PROD && !musa_dtype_is_floating(dt)) ? MUSA_DTYPE_INT64 : dt;
                 CHECK_MSG(musa_tensor_dtype(y) == od, "%s dtype", name);
                 int64_t nout = musa_tensor_numel(y);
-                double *xv = values(x), *yv = values(y), *want = malloc(sizeof(double) * (size_t)(nout + 1));
+                double *xv = values(x), *yv = values(y),
+                       *want = malloc(sizeof(double) * (size_t)(nout + 1));
                 ref_reduce(k, xv, nd, cases[ci].shape, mask, want, nout);
                 for (int64_t i = 0; i < nout; i++)
                     if (!musa_dtype_is_floating(od)) want[i] = round_to(want[i], od);
@@ -87,9 +99,11 @@ static void run_reduce(const char *name, reduce_fn fn, rkind k, double lo, doubl
                 bool ok = true;
                 for (int64_t i = 0; i < nout && ok; i++) {
                     double tol = (tol_abs(od) + tol_rel(od) * fabs(want[i])) * scale;
-                    if (!(fabs(yv[i] - want[i]) <= tol) && !(yv[i] != yv[i] && want[i] != want[i])) {
-                        harness_fail(__FILE__, __LINE__, "%s %s case %d keep %d: out[%lld] = %.17g, want %.17g",
-                                     name, musa_dtype_name(dt), ci, keep, (long long)i, yv[i], want[i]);
+                    if (!(fabs(yv[i] - want[i]) <= tol) &&
+                        !(yv[i] != yv[i] && want[i] != want[i])) {
+                        harness_fail(__FILE__, __LINE__,
+                                     "%s %s case %d keep %d: out[%lld] = %.17g, want %.17g", name,
+                                     musa_dtype_name(dt), ci, keep, (long long)i, yv[i], want[i]);
                         ok = false;
                     }
                 }
@@ -107,17 +121,27 @@ static void run_reduce(const char *name, reduce_fn fn, rkind k, double lo, doubl
     musa_tensor_release(x);
 }
 
-TEST(op_sum) { run_reduce("sum", musa_sum, R_SUM, -3, 3); }
-TEST(op_prod) { run_reduce("prod", musa_prod, R_PROD, 0.7, 1.4); }
-TEST(op_amax) { run_reduce("amax", musa_amax, R_AMAX, -9, 9); }
-TEST(op_amin) { run_reduce("amin", musa_amin, R_AMIN, -9, 9); }
+TEST(op_sum) {
+    run_reduce("sum", musa_sum, R_SUM, -3, 3);
+}
+TEST(op_prod) {
+    run_reduce("prod", musa_prod, R_PROD, 0.7, 1.4);
+}
+TEST(op_amax) {
+    run_reduce("amax", musa_amax, R_AMAX, -9, 9);
+}
+TEST(op_amin) {
+    run_reduce("amin", musa_amin, R_AMIN, -9, 9);
+}
 
 TEST(reduce_empty_and_bool) {
     musa_tensor *e = musa_zeros(2, (int64_t[]){0, 3}, MUSA_DTYPE_FLOAT32);
-    musa_tensor *s = musa_sum(e, 1, (int64_t[]){0}, false), *p = musa_prod(e, 1, (int64_t[]){0}, false);
+    musa_tensor *s = musa_sum(e, 1, (int64_t[]){0}, false),
+                *p = musa_prod(e, 1, (int64_t[]){0}, false);
     double *sv = values(s), *pv = values(p);
     CHECK(sv && pv && sv[0] == 0 && sv[2] == 0 && pv[1] == 1);
-    CHECK_ERR(FAILS(musa_amax(e, 1, (int64_t[]){0}, false)), MUSA_ERR_VALUE, "[amax] cannot reduce over dim 0 of size 0");
+    CHECK_ERR(FAILS(musa_amax(e, 1, (int64_t[]){0}, false)), MUSA_ERR_VALUE,
+              "[amax] cannot reduce over dim 0 of size 0");
     musa_tensor *b = from_list(MUSA_DTYPE_BOOL, 1, (int64_t[]){4}, (double[]){1, 0, 1, 1});
     musa_tensor *bs = musa_sum(b, 0, NULL, false);
     int64_t n;
@@ -153,7 +177,8 @@ TEST(reduce_sum_accuracy) {
 
 typedef int (*arg2_fn)(musa_tensor *, int64_t, bool, musa_tensor **, musa_tensor **);
 
-static void run_arg(const char *name, bool is_max, arg2_fn two, musa_tensor *(*one)(musa_tensor *, int64_t, bool)) {
+static void run_arg(const char *name, bool is_max, arg2_fn two,
+                    musa_tensor *(*one)(musa_tensor *, int64_t, bool)) {
     for (int di = 0; di < 8; di++) {
         musa_dtype dt = ALL_DTYPES[di];
         for (int dim = -3; dim < 3; dim++) {
@@ -161,8 +186,10 @@ static void run_arg(const char *name, bool is_max, arg2_fn two, musa_tensor *(*o
                 int64_t shape[3] = {3, 4, 5};
                 musa_tensor *x = rnd(dt, 3, shape, -3, 3, dim == 1 ? L_TRANSPOSED : L_CONTIG);
                 musa_tensor *v = NULL, *ix = NULL;
-                if (two) CHECK_OK(two(x, dim, keep, &v, &ix));
-                else ix = one(x, dim, keep);
+                if (two)
+                    CHECK_OK(two(x, dim, keep, &v, &ix));
+                else
+                    ix = one(x, dim, keep);
                 CHECK_MSG(ix && musa_tensor_dtype(ix) == MUSA_DTYPE_INT64, "%s index", name);
                 int d = (dim + 3) % 3;
                 double *xv = values(x), *vv = v ? values(v) : NULL;
@@ -194,18 +221,29 @@ static void run_arg(const char *name, bool is_max, arg2_fn two, musa_tensor *(*o
     }
     musa_tensor *e = musa_zeros(2, (int64_t[]){3, 0}, MUSA_DTYPE_FLOAT32);
     musa_tensor *v = NULL, *ix = NULL;
-    if (two) CHECK_ERR(two(e, 1, false, &v, &ix) == MUSA_OK, MUSA_ERR_VALUE, "size 0");
-    else CHECK_ERR(FAILS(one(e, 1, false)), MUSA_ERR_VALUE, "size 0");
+    if (two)
+        CHECK_ERR(two(e, 1, false, &v, &ix) == MUSA_OK, MUSA_ERR_VALUE, "size 0");
+    else
+        CHECK_ERR(FAILS(one(e, 1, false)), MUSA_ERR_VALUE, "size 0");
     musa_tensor_release(e);
 }
 
-TEST(op_max_dim) { run_arg("max_dim", true, musa_max_dim, NULL); }
-TEST(op_min_dim) { run_arg("min_dim", false, musa_min_dim, NULL); }
-TEST(op_argmax) { run_arg("argmax", true, NULL, musa_argmax); }
-TEST(op_argmin) { run_arg("argmin", false, NULL, musa_argmin); }
+TEST(op_max_dim) {
+    run_arg("max_dim", true, musa_max_dim, NULL);
+}
+TEST(op_min_dim) {
+    run_arg("min_dim", false, musa_min_dim, NULL);
+}
+TEST(op_argmax) {
+    run_arg("argmax", true, NULL, musa_argmax);
+}
+TEST(op_argmin) {
+    run_arg("argmin", false, NULL, musa_argmin);
+}
 
 TEST(argmax_flat_ties_nan) {
-    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, (double[]){1, 5, 5, 0, 5, 2});
+    musa_tensor *x =
+        from_list(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){2, 3}, (double[]){1, 5, 5, 0, 5, 2});
     musa_tensor *a = musa_argmax(x, MUSA_DIM_ALL, false), *k = musa_argmax(x, MUSA_DIM_ALL, true);
     int64_t i;
     CHECK_OK(musa_tensor_item_int(a, &i));

@@ -32,8 +32,10 @@ TEST(op_view) {
     CHECK(ok && view_matches(x, ok));
     musa_tensor *r = musa_reshape(t, 1, (int64_t[]){24}); /* copies */
     CHECK(r && !musa_tensor_shares_storage(r, x));
-    CHECK_ERR(FAILS(musa_view(x, 2, (int64_t[]){5, 5})), MUSA_ERR_VALUE, "[view] shape (5, 5) is invalid for input of size 24");
-    CHECK_ERR(FAILS(musa_view(x, 2, (int64_t[]){-1, -1})), MUSA_ERR_VALUE, "only one dim can be -1");
+    CHECK_ERR(FAILS(musa_view(x, 2, (int64_t[]){5, 5})), MUSA_ERR_VALUE,
+              "[view] shape (5, 5) is invalid for input of size 24");
+    CHECK_ERR(FAILS(musa_view(x, 2, (int64_t[]){-1, -1})), MUSA_ERR_VALUE,
+              "only one dim can be -1");
     musa_tensor *s = musa_scalar(3, MUSA_DTYPE_FLOAT32);
     musa_tensor *s1 = musa_view(s, 2, (int64_t[]){1, 1});
     CHECK(s1);
@@ -51,8 +53,10 @@ TEST(op_permute) {
     CHECK_SHAPE(p, 3, 4, 2, 3);
     CHECK(view_matches(x, p) && !musa_tensor_is_contiguous(p));
     CHECK_ERR(FAILS(musa_permute(v, 3, (int64_t[]){0, 0, 1})), MUSA_ERR_VALUE, "repeats");
-    CHECK_ERR(FAILS(musa_permute(v, 2, (int64_t[]){0, 1})), MUSA_ERR_VALUE, "got 2 dims for a 3-d tensor");
-    CHECK_ERR(FAILS(musa_permute(v, 3, (int64_t[]){0, 1, 3})), MUSA_ERR_INDEX, "dim 3 out of range");
+    CHECK_ERR(FAILS(musa_permute(v, 2, (int64_t[]){0, 1})), MUSA_ERR_VALUE,
+              "got 2 dims for a 3-d tensor");
+    CHECK_ERR(FAILS(musa_permute(v, 3, (int64_t[]){0, 1, 3})), MUSA_ERR_INDEX,
+              "dim 3 out of range");
     release_all(3, x, v, p);
 }
 
@@ -87,7 +91,8 @@ TEST(op_select) {
     CHECK(view_matches(x, r) && view_matches(x, c));
     musa_tensor *e = musa_select(r, 0, 1);
     CHECK(e && musa_tensor_ndim(e) == 0);
-    CHECK_ERR(FAILS(musa_select(v, 0, 3)), MUSA_ERR_INDEX, "[select] index 3 is out of bounds for dim 0 with size 3");
+    CHECK_ERR(FAILS(musa_select(v, 0, 3)), MUSA_ERR_INDEX,
+              "[select] index 3 is out of bounds for dim 0 with size 3");
     CHECK_ERR(FAILS(musa_select(e, 0, 0)), MUSA_ERR_INDEX, "0-d");
     release_all(5, x, v, r, c, e);
 }
@@ -100,8 +105,10 @@ TEST(op_expand) {
     CHECK(view_matches(x, e));
     musa_tensor *b = musa_broadcast_to(x, 2, (int64_t[]){3, 0});
     CHECK_SHAPE(b, 2, 3, 0);
-    CHECK_ERR(FAILS(musa_expand(x, 2, (int64_t[]){4, 4})), MUSA_ERR_VALUE, "[expand] the expanded size 4 must match the existing size 3 at dim 0");
-    CHECK_ERR(FAILS(musa_expand(x, 1, (int64_t[]){3})), MUSA_ERR_VALUE, "cannot expand a 2-d tensor to 1 dims");
+    CHECK_ERR(FAILS(musa_expand(x, 2, (int64_t[]){4, 4})), MUSA_ERR_VALUE,
+              "[expand] the expanded size 4 must match the existing size 3 at dim 0");
+    CHECK_ERR(FAILS(musa_expand(x, 1, (int64_t[]){3})), MUSA_ERR_VALUE,
+              "cannot expand a 2-d tensor to 1 dims");
     CHECK_ERR(FAILS(musa_expand(x, 3, (int64_t[]){-1, 3, 1})), MUSA_ERR_VALUE, "new leading dim");
     release_all(3, x, e, b);
 }
@@ -137,7 +144,8 @@ TEST(op_as_strided) {
     free(v);
     CHECK_ERR(FAILS(musa_as_strided(x, 2, (int64_t[]){4, 3}, (int64_t[]){3, 1}, 1)), MUSA_ERR_VALUE,
               "reaches element 12 of a storage with 10 elements");
-    CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){2}, (int64_t[]){-1}, 5)), MUSA_ERR_VALUE, "negative stride");
+    CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){2}, (int64_t[]){-1}, 5)), MUSA_ERR_VALUE,
+              "negative stride");
     release_all(2, x, w);
 }
 
