@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "elem.h"
+#include "vmath.h"
 #include "iter.h"
 #include "kernels.h"
 

@@ -214,13 +214,13 @@ int cpu_index_select(const musa_kctx *ctx, musa_kview *out, const musa_kview *in
     const musa_kview *x = &in[0], *index = &in[1];
     int64_t n = musa_kview_numel(index);
     if (x->ndim == 0) {
-        int64_t i;
+        int64_t i = 0;
         int rc = read_index(ctx, index, 0, 1, &i);
         if (!rc) musa_cpu_copy(&out[0], x);
         return rc;
     }
     for (int64_t k = 0; k < n; k++) {
-        int64_t i;
+        int64_t i = 0;
         int rc = read_index(ctx, index, k, x->shape[dim], &i);
         if (rc) return rc;
         musa_kview d = select_dim(&out[0], dim, k), s = select_dim(x, dim, i);
@@ -237,13 +237,13 @@ int cpu_index_add(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, i
     int64_t n = musa_kview_numel(index);
     /* Check every index before writing anything. */
     for (int64_t k = 0; k < n; k++) {
-        int64_t i;
+        int64_t i = 0;
         int rc = read_index(ctx, index, k, x->ndim ? x->shape[dim] : 1, &i);
         if (rc) return rc;
     }
     musa_cpu_copy(&out[0], x);
     for (int64_t k = 0; k < n; k++) {
-        int64_t i;
+        int64_t i = 0;
         read_index(ctx, index, k, x->ndim ? x->shape[dim] : 1, &i);
         if (x->ndim == 0) {
             musa_kview s = *src;

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "elem.h"
+#include "vmath.h"
 #include "iter.h"
 #include "kernels.h"
 
