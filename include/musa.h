@@ -488,6 +488,136 @@ MUSA_API int musa_topk(musa_tensor *x, int64_t k, int64_t dim, bool largest, mus
                        musa_tensor **indices);
 
 /* ------------------------------------------------------------------------ */
+/* Autograd (the dynamic graph)                                             */
+/* ------------------------------------------------------------------------ */
+/* Every op whose inputs require gradients records a node (its "grad_fn")
+ * on the tape, saving what its backward formula needs. musa_backward walks
+ * the tape from the roots in dependency order and accumulates gradients
+ * into the .grad of leaves:
+ *
+ *     musa_tensor *x = ..., *y = ...;              // float tensors
+ *     musa_tensor_set_requires_grad(x, true);
+ *     musa_tensor_set_requires_grad(y, true);
+ *     musa_tensor *z = musa_mul(x, y);              // records MulBackward
+ *     musa_tensor *s = musa_sum(z, 0, NULL, false);
+ *     musa_backward(1, &s, NULL, false, false);     // x.grad = y, y.grad = x
+ *     musa_tensor *gx = musa_tensor_grad(x);        // new reference
+ *
+ * Rules:
+ * - Only floating tensors can require gradients. A tensor created by the
+ *   user is a leaf; an op output with history is not.
+ * - Views share the version counter of their storage. A tensor saved for
+ *   backward and later modified in place makes backward fail with
+ *   "[mul] a tensor saved for backward was modified in place: version 1,
+ *   expected 0".
+ * - Without retain_graph, backward frees saved tensors as it goes; a
+ *   second backward through the same nodes fails with a clear error.
+ * - With create_graph, the backward pass is itself recorded, so gradients
+ *   of gradients work to any order.
+ * - Grad mode is thread-local; musa_set_grad_enabled(false) stops recording.
+ * - The engine is iterative: a chain of millions of ops neither overflows
+ *   the C stack in backward nor when the graph is freed. */
+
+typedef struct musa_node musa_node;
+
+/* Grad mode; both return the previous setting. */
+MUSA_API bool musa_set_grad_enabled(bool enabled);
+MUSA_API bool musa_is_grad_enabled(void);
+
+/* Only floating tensors may require grad; turning it off is only allowed on
+ * leaves. */
+MUSA_API int musa_tensor_set_requires_grad(musa_tensor *t, bool requires_grad);
+MUSA_API bool musa_tensor_requires_grad(const musa_tensor *t);
+/* A leaf has no grad_fn (created by the user, or not requiring grad). */
+MUSA_API bool musa_tensor_is_leaf(const musa_tensor *t);
+/* The accumulated gradient (a new reference), or NULL when there is none
+ * (not an error). */
+MUSA_API musa_tensor *musa_tensor_grad(const musa_tensor *t);
+/* Replace .grad (NULL clears it). The shape must match; the dtype is
+ * converted. */
+MUSA_API int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad);
+/* Keep .grad for a non-leaf tensor too. */
+MUSA_API int musa_tensor_retain_grad(musa_tensor *t);
+/* A tensor sharing t's storage, with no autograd history. */
+MUSA_API musa_tensor *musa_detach(musa_tensor *t);
+
+/* The node that made t (borrowed; NULL for leaves). */
+MUSA_API musa_node *musa_tensor_grad_fn(const musa_tensor *t);
+/* "MulBackward", "AccumulateGrad", or a custom node's name. */
+MUSA_API const char *musa_node_name(const musa_node *node);
+/* Edges to the nodes that receive this node's input gradients: the i-th is
+ * (node, input_nr); node is NULL for inputs that need no gradient. */
+MUSA_API int musa_node_num_next(const musa_node *node);
+MUSA_API musa_node *musa_node_next(const musa_node *node, int i, int *input_nr);
+/* The leaf tensor an AccumulateGrad node writes to (borrowed), else NULL. */
+MUSA_API musa_tensor *musa_node_variable(const musa_node *node);
+
+/* A gradient hook: called with the gradient flowing into t; may replace it
+ * by storing a new reference in *replace (leave it NULL to keep it).
+ * Returns MUSA_OK or an error status (which aborts backward). */
+typedef int (*musa_hook_fn)(void *ctx, musa_tensor *grad, musa_tensor **replace);
+/* Register a hook on t (which must require grad). free_ctx (may be NULL)
+ * is called when the hook is removed or its tensor/node dies. Returns a
+ * hook id (>= 0) or a negative status. */
+MUSA_API int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
+                                       void (*free_ctx)(void *ctx));
+MUSA_API int musa_tensor_remove_hook(musa_tensor *t, int hook_id);
+
+/* Backpropagate from n roots. grad_roots may be NULL, or have NULL entries,
+ * for roots with one element (the gradient is 1). */
+MUSA_API int musa_backward(int n, musa_tensor *const *roots, musa_tensor *const *grad_roots,
+                           bool retain_graph, bool create_graph);
+/* Gradients of outputs with respect to inputs, returned (new references)
+ * in results[n_in] instead of accumulated into .grad. An input the outputs
+ * do not depend on gives NULL with allow_unused, an error otherwise. */
+MUSA_API int musa_grad(int n_out, musa_tensor *const *outputs, musa_tensor *const *grad_outputs,
+                       int n_in, musa_tensor *const *inputs, bool retain_graph, bool create_graph,
+                       bool allow_unused, musa_tensor **results);
+
+/* Anomaly mode (thread-local, off by default): when a backward node
+ * produces NaN or inf, backward fails naming the node and the forward op
+ * that created it (with the location set by musa_set_anomaly_location when
+ * the node was recorded). With check_forward, every op's floating outputs
+ * are checked for NaN as they are computed, too. */
+MUSA_API void musa_set_anomaly_enabled(bool enabled, bool check_forward);
+MUSA_API bool musa_is_anomaly_enabled(void);
+/* The user's source location recorded into nodes made from now on (file
+ * must outlive them; NULL clears). Used by the Python layer. */
+MUSA_API void musa_set_anomaly_location(const char *file, int line);
+
+/* A user-defined differentiable function (for custom ops written outside
+ * the op table, e.g. Python's musa.autograd.Function). backward receives
+ * the gradients of the outputs (NULL entries are zero) and writes a new
+ * reference or NULL into grad_inputs[i] for each input. */
+typedef int (*musa_custom_backward)(void *ctx, int n_out, musa_tensor *const *grad_outputs,
+                                    int n_in, musa_tensor **grad_inputs);
+/* Attach a node named `name` as the grad_fn of the n_out fresh outputs
+ * (computed by the caller from inputs without recording). Floating outputs
+ * then require grad; ctx is freed with free_ctx when the node dies. */
+MUSA_API int musa_custom_node(const char *name, int n_in, musa_tensor *const *inputs, int n_out,
+                              musa_tensor *const *outputs, musa_custom_backward backward,
+                              void *ctx, void (*free_ctx)(void *ctx));
+
+/* Check gradients by central finite differences. fn computes up to 8
+ * outputs from inputs (new references into outputs, count into *n_out).
+ * Inputs that require grad are checked (use float64). Returns MUSA_OK, or
+ * MUSA_ERR_VALUE naming the output, input and element where the analytical
+ * and numerical Jacobians differ by more than atol + rtol * |numerical|.
+ * Defaults as in PyTorch: eps 1e-6, atol 1e-5, rtol 1e-3. */
+typedef int (*musa_func)(void *ctx, int n_in, musa_tensor *const *inputs, int *n_out,
+                         musa_tensor **outputs);
+MUSA_API int musa_gradcheck(musa_func fn, void *ctx, int n_in, musa_tensor *const *inputs,
+                            double eps, double atol, double rtol);
+/* The same check for the gradient of the gradient (random float64 output
+ * gradients are drawn from the musa generator). */
+MUSA_API int musa_gradgradcheck(musa_func fn, void *ctx, int n_in, musa_tensor *const *inputs,
+                                double eps, double atol, double rtol);
+
+/* Sum x down to `shape` (undoing broadcasting): sums leading dims and dims
+ * where shape has 1. x itself (a new reference) if already that shape. */
+MUSA_API musa_tensor *musa_sum_to_size(musa_tensor *x, int ndim, const int64_t *shape);
+
+/* ------------------------------------------------------------------------ */
 /* Generic op access                                                        */
 /* ------------------------------------------------------------------------ */
 /* Every primitive op has a row in musa's op table. These calls reach any op

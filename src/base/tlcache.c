@@ -1,11 +1,28 @@
 /*
  * tlcache.c - see tlcache.h. A pthread key destructor drains a thread's
- * lists at exit; the list of the thread that loads musa is drained at
+ * lists at exit; the lists of the thread that loads musa are drained at
  * process exit by the same function.
+ *
+ * Under AddressSanitizer the cache is bypassed: recycling an object would
+ * make a leak or use-after-free report blame the object's first owner.
  */
 #include "tlcache.h"
 
 #include <pthread.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+
+void *musa_tl_alloc(int kind, size_t size, const char *where) {
+    MUSA_UNUSED(kind);
+    return musa_malloc(size, where);
+}
+
+void musa_tl_free(int kind, void *p) {
+    MUSA_UNUSED(kind);
+    free(p);
+}
+
+#else
 
 #define TL_MAX 128
 
@@ -27,9 +44,7 @@ static void drain(void *arg) {
     }
 }
 
-static void drain_main(void) {
-    drain(&tl);
-}
+static void drain_main(void) { drain(&tl); }
 
 static void make_key(void) {
     pthread_key_create(&tl_key, drain);
@@ -48,8 +63,8 @@ void musa_tl_free(int kind, void *p) {
         pthread_setspecific(tl_key, &tl);
         tl.registered = true;
     }
-    if (tl.n[kind] < TL_MAX)
-        tl.items[kind][tl.n[kind]++] = p;
-    else
-        free(p);
+    if (tl.n[kind] < TL_MAX) tl.items[kind][tl.n[kind]++] = p;
+    else free(p);
 }
+
+#endif

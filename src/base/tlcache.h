@@ -9,7 +9,11 @@
 
 #include "base.h"
 
-enum { MUSA_TL_TENSOR, MUSA_TL_STORAGE, MUSA_TL_KINDS };
+enum { MUSA_TL_TENSOR, MUSA_TL_STORAGE, MUSA_TL_META, MUSA_TL_NODE, MUSA_TL_KINDS };
+
+/* Objects of kind MUSA_TL_NODE are allocated at this size (callers with
+ * bigger objects use plain malloc). */
+#define MUSA_TL_NODE_SIZE 512
 
 /* `size` bytes for object kind `kind` (always the same size per kind);
  * NULL with MUSA_ERR_NOMEM set on failure. */

@@ -28,6 +28,8 @@ musa_tensor *musa_clamp(musa_tensor *x, const double *min, const double *max) {
     return musa_call1(MUSA_OP_clamp, x, &a);
 }
 
+musa_tensor *musa_detach(musa_tensor *x) { return musa_call1(MUSA_OP_detach, x, NULL); }
+
 musa_tensor *musa_cast(musa_tensor *x, musa_dtype dtype) {
     if (x && x->dtype == (int8_t)dtype) return musa_tensor_retain(x);
     musa_attrs_cast a;

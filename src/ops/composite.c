@@ -350,3 +350,35 @@ done:
     musa_temps_release(&t);
     return r;
 }
+
+musa_tensor *musa_sum_to_size(musa_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return NULL;
+    char s1[128], s2[128];
+    if (ndim < 0 || ndim > x->ndim || (ndim && !shape)) {
+        musa_err(MUSA_ERR_VALUE, "[sum_to_size] cannot sum shape %s to %d dims",
+                 musa_shape_str(x->ndim, x->shape, s1, sizeof s1), ndim);
+        return NULL;
+    }
+    int lead = x->ndim - ndim, n = 0;
+    int64_t dims[MUSA_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) {
+        if (i < lead) {
+            dims[n++] = i;
+            continue;
+        }
+        int64_t want = shape[i - lead];
+        if (want == x->shape[i]) continue;
+        if (want != 1) {
+            musa_err(MUSA_ERR_VALUE, "[sum_to_size] cannot sum shape %s to %s",
+                     musa_shape_str(x->ndim, x->shape, s1, sizeof s1),
+                     musa_shape_str(ndim, shape, s2, sizeof s2));
+            return NULL;
+        }
+        dims[n++] = i;
+    }
+    if (n == 0) return musa_tensor_retain(x);
+    musa_tensor *s = musa_sum(x, n, dims, true);
+    musa_tensor *r = musa_reshape(s, ndim, shape);
+    musa_tensor_release(s);
+    return r;
+}

@@ -16,7 +16,7 @@
 #include "../backend/cpu/kernels.h"
 
 const musa_op_info musa_ops[MUSA_OP_COUNT] = {
-#define OP(name_, n_in_, n_out_, attrs_, infer_, kernel_, ws_, flags_)                             \
+#define OP(name_, n_in_, n_out_, attrs_, infer_, kernel_, ws_, flags_, grad_, save_)               \
     [MUSA_OP_##name_] = {.name = #name_,                                                           \
                          .n_in = n_in_,                                                            \
                          .n_out = n_out_,                                                          \
@@ -24,7 +24,9 @@ const musa_op_info musa_ops[MUSA_OP_COUNT] = {
                          .infer = infer_,                                                          \
                          .kernel = kernel_,                                                        \
                          .workspace = ws_,                                                         \
-                         .flags = flags_},
+                         .flags = flags_,                                                  \
+                         .grad = grad_,                                                    \
+                         .save = save_},
 #include "ops.def"
 #undef OP
 };
@@ -33,6 +35,7 @@ _Thread_local musa_tls_state musa_tls;
 
 int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                           int n_out, musa_tensor **out);
+int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
 int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                         const void *attrs, int n_out, musa_tensor **out);
 void (*musa_profile_hook)(musa_op_id op, bool begin);
@@ -134,6 +137,23 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
     return rc;
 }
 
+/* Anomaly mode with forward checks: an op that produces NaN fails, naming
+ * itself (and the user's line when the Python layer set it). */
+static int check_forward_nan(const musa_op_info *info, musa_tensor *t) {
+    if (!musa_is_float((musa_dtype)t->dtype) || t->numel == 0) return MUSA_OK;
+    musa_tls_state saved = musa_tls;
+    musa_tls.anomaly_forward = false;
+    musa_tls.grad_disabled = true;
+    musa_tensor *n = musa_isnan(t), *i = musa_cast(n, MUSA_DTYPE_INT32);
+    musa_tensor *m = musa_amax(i, 0, NULL, false);
+    int64_t any = 0;
+    int rc = m ? musa_tensor_item_int(m, &any) : musa_last_error_code();
+    musa_tls = saved;
+    musa_tensor_release(n), musa_tensor_release(i), musa_tensor_release(m);
+    if (rc || !any) return rc;
+    return musa_err(MUSA_ERR_RUNTIME, "[anomaly] %s produced NaN in its output", info->name);
+}
+
 int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                   musa_tensor **out) {
     const musa_op_info *info = &musa_ops[op];
@@ -202,6 +222,32 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
         rc = musa_dispatch(MUSA_OP_cast, 1, &in[i], &ca, &c);
         if (rc) goto done;
         cin[i] = c;
+    }
+
+    /* Autograd will record this call: in-place writes must not clobber a
+     * leaf that requires grad, nor an input the formula needs (clone it). */
+    bool grad_path = musa_autograd_hook && !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF);
+    if (grad_path) {
+        bool need = false;
+        for (int i = 0; i < n_in && !need; i++) need = cin[i]->flags & MUSA_TF_REQUIRES_GRAD;
+        for (int j = 0; j < info->n_out && !need; j++)
+            need = out[j] && (out[j]->flags & MUSA_TF_REQUIRES_GRAD);
+        grad_path = need;
+    }
+    for (int j = 0; grad_path && j < info->n_out; j++) {
+        if (!out[j]) continue;
+        if ((out[j]->flags & MUSA_TF_REQUIRES_GRAD) && (rc = musa_autograd_inplace_hook(op, out[j])))
+            goto done;
+        for (int i = 0; i < n_in; i++) {
+            if (!musa_op_saves_input(info, i) || !musa_tensor_may_overlap(cin[i], out[j])) continue;
+            musa_tensor *c = musa_clone(cin[i]);
+            if (!c) {
+                rc = musa_last_error_code();
+                goto done;
+            }
+            if (cin[i] != in[i]) musa_tensor_release(cin[i]);
+            cin[i] = c;
+        }
     }
 
     for (int j = 0; j < info->n_out; j++) {
@@ -273,13 +319,11 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
         if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, info->n_out, res)))
             goto done;
     }
-    if (musa_autograd_hook && !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF)) {
-        bool need = false;
-        for (int i = 0; i < n_in && !need; i++) need = cin[i]->flags & MUSA_TF_REQUIRES_GRAD;
-        for (int j = 0; j < info->n_out && !need; j++)
-            need = out[j] && (out[j]->flags & MUSA_TF_REQUIRES_GRAD);
-        if (need && (rc = musa_autograd_hook(op, n_in, cin, &a, info->n_out, res))) goto done;
+    if (MUSA_UNLIKELY(musa_tls.anomaly_forward) && !symbolic) {
+        for (int j = 0; j < info->n_out && !rc; j++) rc = check_forward_nan(info, res[j]);
+        if (rc) goto done;
     }
+    if (grad_path && (rc = musa_autograd_hook(op, n_in, cin, &a, info->n_out, res))) goto done;
     for (int j = 0; j < info->n_out; j++)
         if (!out[j]) {
             out[j] = fresh[j];

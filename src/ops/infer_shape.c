@@ -705,3 +705,13 @@ int infer_bernoulli(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
+
+int infer_detach(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                 musa_infer *r) {
+    MUSA_UNUSED(op), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    const musa_tensor *x = in[0];
+    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
+    memcpy(r->view_strides, x->strides, sizeof(int64_t) * (size_t)x->ndim);
+    r->view_offset = x->offset;
+    return MUSA_OK;
+}

@@ -25,7 +25,7 @@ enum musa_op_flags {
 };
 
 typedef enum musa_op_id {
-#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags) MUSA_OP_##name,
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save) MUSA_OP_##name,
 #include "ops.def"
 #undef OP
     MUSA_OP_COUNT
@@ -45,6 +45,32 @@ typedef struct musa_infer {
 
 typedef struct musa_op_info musa_op_info;
 
+/* Shape and dtype of a tensor, as autograd remembers its op's inputs. */
+typedef struct musa_meta {
+    int8_t dtype;
+    int8_t ndim;
+    int64_t shape[MUSA_MAX_DIMS];
+} musa_meta;
+
+/* What a backward formula sees. Entries of in/out are the saved forward
+ * tensors (NULL where the op's save mask did not keep them); gout[j] is the
+ * gradient of output j (NULL means zero); needs[i] says whether input i
+ * wants a gradient. */
+typedef struct musa_grad_args {
+    musa_tensor *const *in;
+    musa_tensor *const *out;
+    musa_tensor *const *gout;
+    const void *attrs;
+    const musa_meta *in_meta; /* [n_in] */
+    const bool *needs;        /* [n_in] */
+    int n_in;
+} musa_grad_args;
+
+/* Compute gin[i] (a new reference, or NULL for "no gradient") for each
+ * input i with needs[i]. Written with public op functions only, so it is
+ * itself differentiable and can run in symbolic mode. */
+typedef int (*musa_grad_fn)(const musa_grad_args *a, musa_tensor **gin);
+
 /* Validate inputs and attrs (which it may normalise in place, e.g. wrap
  * negative dims) and fill r. Returns MUSA_OK or an error naming the op. */
 typedef int (*musa_infer_fn)(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
@@ -59,7 +85,17 @@ struct musa_op_info {
     musa_kernel_fn kernel;       /* CPU kernel; cpu_none for VIEW ops */
     musa_workspace_fn workspace; /* NULL: no scratch */
     uint32_t flags;
+    musa_grad_fn grad; /* grad_none for NONDIFF ops */
+    uint32_t save;     /* bits 0-7: inputs kept (0xff: all); bits 8-9: outputs kept */
 };
+
+#define MUSA_SAVE_ALL_IN 0xffu
+static inline bool musa_op_saves_input(const musa_op_info *op, int i) {
+    return (op->save & 0xffu) == MUSA_SAVE_ALL_IN || (i < 8 && (op->save >> i) & 1u);
+}
+static inline bool musa_op_saves_output(const musa_op_info *op, int j) {
+    return (op->save >> (8 + j)) & 1u;
+}
 
 extern const musa_op_info musa_ops[MUSA_OP_COUNT];
 
@@ -75,6 +111,7 @@ typedef struct musa_tls_state {
     musa_mode mode;
     bool grad_disabled; /* grad mode is on when false (the default) */
     bool anomaly;       /* anomaly detection */
+    bool anomaly_forward; /* ... and NaN checks on every op's outputs */
     void *recorder;     /* graph being recorded (trace/symbolic), owned by jit */
 } musa_tls_state;
 
@@ -85,6 +122,9 @@ extern _Thread_local musa_tls_state musa_tls;
  * op is differentiable and some input requires grad. */
 extern int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                                  int n_out, musa_tensor **out);
+/* Called before an op writes into a provided output that requires grad
+ * (grad mode on): fails for leaves that require grad. */
+extern int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
 /* Record a node (trace and symbolic modes). */
 extern int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                                const void *attrs, int n_out, musa_tensor **out);
@@ -139,10 +179,12 @@ static inline void musa_temps_release(musa_temps *s) {
 /* Whether x can be viewed as `shape` without a copy (ops/infer_shape.c). */
 int musa_view_possible(const musa_tensor *x, int ndim, const int64_t *shape);
 
-/* Infer functions, one per family (ops/infer_*.c). */
-#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags)                                     \
+/* Infer functions, one per family (ops/infer_*.c), and backward formulas
+ * (ops/grad_*.c). */
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save)                         \
     int infer(const musa_op_info *op, musa_tensor *const *in, int n_in_, void *attrs_,             \
-              musa_infer *r);
+              musa_infer *r);                                                                      \
+    int grad(const musa_grad_args *a, musa_tensor **gin);
 #include "ops.def"
 #undef OP
 

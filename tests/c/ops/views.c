@@ -169,3 +169,14 @@ TEST(composite_shape_helpers) {
     CHECK_ERR(musa_split(x, 0, 0, 8, pieces) >= 0, MUSA_ERR_VALUE, "split_size must be positive");
     release_all(6, x, v, f, t, c, c2);
 }
+
+TEST(op_detach) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -1, 1, L_TRANSPOSED);
+    CHECK_OK(musa_tensor_set_requires_grad(x, true));
+    musa_tensor *y = musa_exp(x), *d = musa_detach(y);
+    CHECK(d && musa_tensor_shares_storage(d, y) && !musa_tensor_requires_grad(d));
+    CHECK(view_matches(y, d) && musa_tensor_offset(d) == musa_tensor_offset(y));
+    CHECK(musa_tensor_strides(d)[0] == musa_tensor_strides(y)[0]);
+    CHECK_ERR(FAILS(musa_detach(NULL)), MUSA_ERR_VALUE, "[detach] input 0 is NULL");
+    release_all(3, x, y, d);
+}

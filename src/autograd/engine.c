@@ -1,0 +1,520 @@
+/*
+ * engine.c - the backward engine: musa_backward and musa_grad.
+ *
+ * One run:
+ *   1. collect the nodes reachable from the roots' edges (iterative DFS) and
+ *      count, for each, the edges that feed it (its dependencies);
+ *   2. for musa_grad, mark the nodes some requested input depends on, and
+ *      where to capture each requested gradient;
+ *   3. seed the roots' gradients, then run nodes from a ready stack: sum the
+ *      gradients buffered for a node's outputs, run its hooks, call its
+ *      backward formula, and pass each input gradient along its edge;
+ *   4. AccumulateGrad nodes add into .grad (musa_backward only).
+ * Grad mode is off during the run unless create_graph, which records the
+ * backward formulas themselves (they are ordinary ops). Nothing recurses.
+ */
+#include <stdio.h>
+
+#include "../base/arena.h"
+#include "../base/vec.h"
+#include "autograd.h"
+
+typedef struct {
+    musa_node *node;     /* borrowed (the graph keeps it alive) */
+    int deps;            /* edges from reachable nodes not yet delivered */
+    bool needed;         /* musa_grad: some requested input depends on it */
+    musa_tensor **buf;   /* [n_out] summed incoming gradients */
+} task;
+
+typedef MUSA_VEC(int64_t) i64_vec;
+
+typedef struct {
+    MUSA_VEC(task) tasks;
+    uint64_t id;       /* claims nodes: node->run_owner == id while in this run */
+    musa_arena arena;  /* gradient buffers of this run */
+    bool create_graph, retain_graph, accumulate;
+    /* musa_grad captures: (node, output_nr) -> result slot */
+    int n_cap;
+    musa_node **cap_node;
+    int *cap_nr;
+    musa_tensor **cap_out;
+} run;
+
+static atomic_uint_fast64_t run_ids = 1;
+
+/* The task of node n in this run, claiming n on first sight. -1: out of
+ * memory; -2: another thread's backward is running through n. */
+static int64_t task_of(run *r, musa_node *n, bool *created) {
+    uint_fast64_t owner = atomic_load_explicit(&n->run_owner, memory_order_acquire);
+    if (owner == r->id) {
+        *created = false;
+        return n->run_slot;
+    }
+    uint_fast64_t expected = 0;
+    if (owner != 0 || !atomic_compare_exchange_strong(&n->run_owner, &expected, r->id)) return -2;
+    task t = {.node = n};
+    if (musa_vec_push(&r->tasks, t)) {
+        atomic_store(&n->run_owner, 0);
+        return -1;
+    }
+    n->run_slot = r->tasks.len - 1;
+    *created = true;
+    return n->run_slot;
+}
+
+static inline task *task_at(run *r, musa_node *n) { return &r->tasks.data[n->run_slot]; }
+
+static int claim_error(int64_t k, const char *who) {
+    if (k == -1) return musa_err_nomem(who, 0);
+    return musa_err(MUSA_ERR_RUNTIME,
+                    "[%s] another thread is running backward through the same graph; "
+                    "concurrent passes over shared nodes are not supported",
+                    who);
+}
+
+/* Discover the graph under `roots` and count dependencies. */
+static int discover(run *r, musa_node **roots, int n_roots) {
+    MUSA_VEC(musa_node *) stack = {0};
+    int rc = MUSA_OK;
+    for (int i = 0; i < n_roots && !rc; i++) {
+        bool created;
+        int64_t k = task_of(r, roots[i], &created);
+        if (k < 0) rc = claim_error(k, "backward");
+        else if (created) rc = musa_vec_push(&stack, roots[i]);
+    }
+    while (!rc && stack.len) {
+        musa_node *n = stack.data[--stack.len];
+        for (int i = 0; i < n->n_in && !rc; i++) {
+            musa_node *m = n->next[i].node;
+            if (!m) continue;
+            bool created;
+            int64_t k = task_of(r, m, &created);
+            if (k < 0) {
+                rc = claim_error(k, "backward");
+                break;
+            }
+            r->tasks.data[k].deps++;
+            if (created) rc = musa_vec_push(&stack, m);
+        }
+    }
+    musa_vec_free(&stack);
+    return rc;
+}
+
+/* musa_grad: a node must run if a capture point lies below it (strictly:
+ * a capture node itself runs only if another capture lies below it). The
+ * parents of capture nodes are marked, then "needed" propagates up the
+ * reverse edges, iteratively. */
+static int mark_needed(run *r) {
+    int64_t nt = r->tasks.len;
+    /* reverse adjacency in CSR form */
+    int64_t *count = calloc((size_t)nt + 1, sizeof *count);
+    if (!count) return musa_err_nomem("grad", 0);
+    for (int64_t k = 0; k < nt; k++) {
+        musa_node *n = r->tasks.data[k].node;
+        for (int i = 0; i < n->n_in; i++)
+            if (n->next[i].node) count[n->next[i].node->run_slot + 1]++;
+    }
+    for (int64_t k = 0; k < nt; k++) count[k + 1] += count[k];
+    int64_t *parents = malloc(sizeof *parents * (size_t)(count[nt] + 1));
+    int64_t *fill = calloc((size_t)nt, sizeof *fill);
+    int64_t *stack = malloc(sizeof *stack * (size_t)(nt + 1));
+    if (!parents || !fill || !stack) {
+        free(count), free(parents), free(fill), free(stack);
+        return musa_err_nomem("grad", 0);
+    }
+    for (int64_t k = 0; k < nt; k++) {
+        musa_node *n = r->tasks.data[k].node;
+        for (int i = 0; i < n->n_in; i++) {
+            if (!n->next[i].node) continue;
+            int64_t c = n->next[i].node->run_slot;
+            parents[count[c] + fill[c]++] = k;
+        }
+    }
+    int64_t sp = 0;
+    for (int c = 0; c < r->n_cap; c++) {
+        musa_node *cn = r->cap_node[c];
+        if (atomic_load(&cn->run_owner) != r->id) continue; /* not in this graph */
+        int64_t ix = cn->run_slot;
+        for (int64_t p = count[ix]; p < count[ix + 1]; p++) {
+            int64_t q = parents[p];
+            if (r->tasks.data[q].needed) continue;
+            r->tasks.data[q].needed = true;
+            stack[sp++] = q;
+        }
+    }
+    while (sp) {
+        int64_t k = stack[--sp];
+        for (int64_t p = count[k]; p < count[k + 1]; p++) {
+            int64_t q = parents[p];
+            if (r->tasks.data[q].needed) continue;
+            r->tasks.data[q].needed = true;
+            stack[sp++] = q;
+        }
+    }
+    free(count), free(parents), free(fill), free(stack);
+    return MUSA_OK;
+}
+
+/* buf = buf + g (g borrowed). */
+static int accumulate_into(musa_tensor **buf, musa_tensor *g) {
+    if (!*buf) {
+        *buf = musa_tensor_retain(g);
+        return MUSA_OK;
+    }
+    musa_tensor *s = musa_add(*buf, g);
+    if (!s) return musa_last_error_code();
+    musa_tensor_release(*buf);
+    *buf = s;
+    return MUSA_OK;
+}
+
+static int check_grad_shape(musa_node *n, int i, const musa_meta *m, musa_tensor *g) {
+    bool same = g->ndim == m->ndim;
+    for (int d = 0; same && d < m->ndim; d++) same = g->shape[d] == m->shape[d];
+    if (same) return MUSA_OK;
+    char s1[128], s2[128];
+    return musa_err(MUSA_ERR_RUNTIME, "[autograd] %s returned a gradient of shape %s for input %d of shape %s",
+                    musa_node_name(n), musa_shape_str(g->ndim, g->shape, s1, sizeof s1), i,
+                    musa_shape_str(m->ndim, m->shape, s2, sizeof s2));
+}
+
+/* Anomaly mode: fail if g holds NaN or inf. */
+static int check_finite(musa_node *n, int i, musa_tensor *g) {
+    if (!musa_is_float((musa_dtype)g->dtype) || !g->storage) return MUSA_OK;
+    bool prev = musa_set_grad_enabled(false);
+    musa_tensor *fin = musa_isnan(g), *inf = musa_isinf(g);
+    musa_tensor *bad = musa_logical_or(fin, inf), *bi = musa_cast(bad, MUSA_DTYPE_INT32);
+    musa_tensor *any = musa_amax(bi, 0, NULL, false);
+    int64_t v = 0;
+    int rc = any ? musa_tensor_item_int(any, &v) : musa_last_error_code();
+    musa_set_grad_enabled(prev);
+    musa_tensor_release(fin), musa_tensor_release(inf), musa_tensor_release(bad);
+    musa_tensor_release(bi), musa_tensor_release(any);
+    if (rc || !v || g->numel == 0) return rc;
+    return musa_err(MUSA_ERR_RUNTIME,
+                    "[anomaly] %s returned NaN or inf in the gradient of input %d; the forward op "
+                    "was %s",
+                    musa_node_name(n), i, n->trace ? n->trace : "(not recorded in anomaly mode)");
+}
+
+/* Run the hooks on output j's gradient (may replace *g); retain_grad
+ * copies are taken last, so .grad sees what the user's hooks made of it. */
+static int run_pre_hooks(musa_node *n, int j, musa_tensor **g) {
+    for (musa_hook *h = n->pre_hooks; h; h = h->next) {
+        if (h->output_nr != j || h->retain_to) continue;
+        musa_tensor *rep = NULL;
+        int rc = h->fn(h->ctx, *g, &rep);
+        if (rc) return rc;
+        if (rep) {
+            musa_tensor_release(*g);
+            *g = rep;
+        }
+    }
+    for (musa_hook *h = n->pre_hooks; h; h = h->next) {
+        if (h->output_nr != j || !h->retain_to) continue;
+        struct musa_autograd_meta *m = h->retain_to->autograd;
+        if (!m) continue;
+        musa_tensor *c = musa_clone(*g);
+        if (!c) return musa_last_error_code();
+        musa_tensor_release(m->grad);
+        m->grad = c;
+    }
+    return MUSA_OK;
+}
+
+static int run_leaf_hooks(musa_tensor *v, musa_tensor **g) {
+    struct musa_autograd_meta *m = v->autograd;
+    for (musa_hook *h = m ? m->hooks : NULL; h; h = h->next) {
+        musa_tensor *rep = NULL;
+        int rc = h->fn(h->ctx, *g, &rep);
+        if (rc) return rc;
+        if (rep) {
+            musa_tensor_release(*g);
+            *g = rep;
+        }
+    }
+    return MUSA_OK;
+}
+
+static int accumulate_leaf(run *r, musa_node *n, musa_tensor *g) {
+    musa_tensor *v = n->variable;
+    struct musa_autograd_meta *m = musa_autograd_meta_of(v);
+    if (!m) return MUSA_ERR_NOMEM;
+    int rc = check_grad_shape(n, 0, &n->out_meta[0], g);
+    if (rc) return rc;
+    if (!m->grad) {
+        /* keep g itself unless someone else holds it (then a later in-place
+         * accumulation would write through to them) */
+        if (atomic_load(&g->refcount) > 1 && !r->create_graph) m->grad = musa_clone(g);
+        else m->grad = musa_tensor_retain(g);
+        if (m->grad && m->grad->dtype != v->dtype) {
+            musa_tensor *c = musa_cast(m->grad, (musa_dtype)v->dtype);
+            musa_tensor_release(m->grad);
+            m->grad = c;
+        }
+        return m->grad ? MUSA_OK : musa_last_error_code();
+    }
+    if (!r->create_graph) return musa_add_(m->grad, g);
+    musa_tensor *s = musa_add(m->grad, g);
+    if (!s) return musa_last_error_code();
+    musa_tensor_release(m->grad);
+    m->grad = s;
+    return MUSA_OK;
+}
+
+/* Call an op node's formula. gin[i]: new references or NULL. */
+static int call_formula(run *r, musa_node *n, musa_tensor **gout, musa_tensor **gin) {
+    const musa_op_info *info = &musa_ops[n->op];
+    musa_tensor *in_buf[8], **in = in_buf, *out[MUSA_MAX_OUTPUTS] = {NULL, NULL};
+    bool needs_buf[8], *needs = needs_buf;
+    if (n->n_in > 8) {
+        in = calloc((size_t)n->n_in, sizeof *in);
+        needs = calloc((size_t)n->n_in, sizeof *needs);
+        if (!in || !needs) {
+            free(in), free(needs);
+            return musa_err_nomem("backward", 0);
+        }
+    }
+    int rc = MUSA_OK;
+    for (int i = 0; i < n->n_in; i++) {
+        in[i] = NULL;
+        needs[i] = n->next[i].node != NULL;
+        if (needs[i] && r->cap_node) { /* musa_grad: only gradients someone needs */
+            musa_node *m = n->next[i].node;
+            task *t = task_at(r, m);
+            bool captured = false;
+            for (int c = 0; c < r->n_cap && !captured; c++) captured = r->cap_node[c] == m;
+            needs[i] = t->needed || captured;
+        }
+        if (!rc && musa_op_saves_input(info, i)) rc = musa_saved_unpack(n, false, i, r->create_graph, &in[i]);
+    }
+    for (int j = 0; j < n->n_out && !rc; j++)
+        if (musa_op_saves_output(info, j)) rc = musa_saved_unpack(n, true, j, r->create_graph, &out[j]);
+    if (!rc) {
+        musa_grad_args a = {.in = in, .out = out, .gout = gout, .attrs = n->attrs,
+                            .in_meta = n->in_meta, .needs = needs, .n_in = n->n_in};
+        rc = info->grad(&a, gin);
+        if (rc) musa_err_prefix(info->name);
+    }
+    for (int i = 0; i < n->n_in; i++) musa_tensor_release(in[i]);
+    for (int j = 0; j < n->n_out; j++) musa_tensor_release(out[j]);
+    if (in != in_buf) free(in), free(needs);
+    return rc;
+}
+
+/* A node all of whose incoming gradients were "none": nothing to compute,
+ * but its children still wait for this edge. */
+static int pass_through(run *r, musa_node *n, i64_vec *ready) {
+    int rc = MUSA_OK;
+    if (!r->retain_graph) {
+        n->released = true;
+        musa_node_release_saved(n);
+    }
+    for (int i = 0; i < n->n_in; i++) {
+        musa_edge *e = &n->next[i];
+        if (!e->node) continue;
+        if (--task_at(r, e->node)->deps == 0 && !rc) rc = musa_vec_push(ready, e->node->run_slot);
+    }
+    return rc;
+}
+
+static int execute(run *r, int64_t k, i64_vec *ready) {
+    task *tk = &r->tasks.data[k];
+    musa_node *n = tk->node;
+    int rc = MUSA_OK;
+    bool any = false;
+    for (int j = 0; tk->buf && j < n->n_out && !any; j++) any = tk->buf[j] != NULL;
+    if (!any) return pass_through(r, n, ready);
+    /* hooks, then captures, see the summed gradient of each output */
+    for (int j = 0; j < n->n_out && !rc; j++)
+        if (tk->buf[j] && n->pre_hooks) rc = run_pre_hooks(n, j, &tk->buf[j]);
+    for (int c = 0; c < r->n_cap && !rc; c++) {
+        if (r->cap_node[c] != n || !tk->buf[r->cap_nr[c]]) continue;
+        musa_tensor *g = musa_tensor_retain(tk->buf[r->cap_nr[c]]);
+        if (n->kind == MUSA_NODE_ACCUMULATE) rc = run_leaf_hooks(n->variable, &g);
+        musa_tensor_release(r->cap_out[c]);
+        r->cap_out[c] = g;
+    }
+    if (rc) return rc;
+    if (r->cap_node && !tk->needed) return pass_through(r, n, ready);
+
+    if (n->kind == MUSA_NODE_ACCUMULATE) {
+        if (!r->accumulate || !tk->buf[0]) return MUSA_OK;
+        musa_tensor *g = musa_tensor_retain(tk->buf[0]);
+        rc = run_leaf_hooks(n->variable, &g);
+        if (!rc) rc = accumulate_leaf(r, n, g);
+        musa_tensor_release(g);
+        return rc;
+    }
+
+    musa_tensor *gin_buf[8] = {NULL}, **gin = gin_buf;
+    if (n->n_in > 8 && !(gin = calloc((size_t)n->n_in, sizeof *gin))) return musa_err_nomem("backward", 0);
+    if (n->kind == MUSA_NODE_CUSTOM) {
+        rc = n->custom_fn(n->custom_ctx, n->n_out, tk->buf, n->n_in, gin);
+        if (rc) musa_err_prefix(musa_node_name(n));
+    } else {
+        rc = call_formula(r, n, tk->buf, gin);
+    }
+    if (!r->retain_graph) {
+        n->released = true;
+        musa_node_release_saved(n);
+    }
+    for (int i = 0; i < n->n_in && !rc; i++) {
+        musa_edge *e = &n->next[i];
+        if (!e->node || !gin[i]) continue;
+        rc = check_grad_shape(n, i, &n->in_meta[i], gin[i]);
+        if (!rc && musa_tls.anomaly) rc = check_finite(n, i, gin[i]);
+        if (rc) break;
+        task *dst = task_at(r, e->node);
+        if (!dst->buf && !(dst->buf = MUSA_ARENA_NEW(&r->arena, musa_tensor *, e->node->n_out))) {
+            rc = musa_err_nomem("backward", 0);
+            break;
+        }
+        rc = accumulate_into(&dst->buf[e->input_nr], gin[i]);
+    }
+    /* deliver dependency counts for every edge, even without a gradient */
+    for (int i = 0; i < n->n_in; i++) {
+        musa_edge *e = &n->next[i];
+        if (!e->node) continue;
+        if (--task_at(r, e->node)->deps == 0 && !rc) rc = musa_vec_push(ready, e->node->run_slot);
+    }
+    for (int i = 0; i < n->n_in; i++) musa_tensor_release(gin[i]);
+    if (gin != gin_buf) free(gin);
+    return rc;
+}
+
+/* Shared by musa_backward and musa_grad. */
+static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tensor *const *grads,
+                      const char *who) {
+    musa_arena_init(&r->arena, 64 * 1024);
+    r->id = atomic_fetch_add(&run_ids, 1);
+    musa_edge *edges = calloc((size_t)(n_roots ? n_roots : 1), sizeof *edges);
+    musa_node **rn = calloc((size_t)(n_roots ? n_roots : 1), sizeof *rn);
+    musa_tensor **seed = calloc((size_t)(n_roots ? n_roots : 1), sizeof *seed);
+    i64_vec ready = {0};
+    int rc = (!edges || !rn || !seed) ? musa_err_nomem(who, 0) : MUSA_OK;
+    for (int i = 0; i < n_roots && !rc; i++) {
+        musa_tensor *t = roots[i];
+        if (!t) {
+            rc = musa_err(MUSA_ERR_VALUE, "[%s] root %d is NULL", who, i);
+            break;
+        }
+        if (!(t->flags & MUSA_TF_REQUIRES_GRAD)) {
+            rc = musa_err(MUSA_ERR_RUNTIME, "[%s] tensor %d does not require grad and has no grad_fn", who, i);
+            break;
+        }
+        musa_tensor *g = grads ? grads[i] : NULL;
+        if (!g) {
+            if (t->numel != 1) {
+                char s[128];
+                rc = musa_err(MUSA_ERR_RUNTIME,
+                              "[%s] grad can be implicitly created only for outputs with one element; "
+                              "tensor %d has shape %s, so pass its gradient",
+                              who, i, musa_shape_str(t->ndim, t->shape, s, sizeof s));
+                break;
+            }
+            seed[i] = musa_ones_like(t);
+        } else {
+            bool same = g->ndim == t->ndim;
+            for (int d = 0; same && d < t->ndim; d++) same = g->shape[d] == t->shape[d];
+            if (!same) {
+                char s1[128], s2[128];
+                rc = musa_err(MUSA_ERR_VALUE, "[%s] gradient %d has shape %s but its tensor has shape %s",
+                              who, i, musa_shape_str(g->ndim, g->shape, s1, sizeof s1),
+                              musa_shape_str(t->ndim, t->shape, s2, sizeof s2));
+                break;
+            }
+            seed[i] = musa_tensor_retain(g);
+        }
+        if (!seed[i] || (rc = musa_gradient_edge(t, &edges[i]))) {
+            rc = rc ? rc : musa_last_error_code();
+            break;
+        }
+        rn[i] = edges[i].node;
+    }
+    if (!rc) rc = discover(r, rn, n_roots);
+    if (!rc && r->cap_node) rc = mark_needed(r);
+    for (int i = 0; i < n_roots && !rc; i++) {
+        task *tk = task_at(r, rn[i]);
+        if (!tk->buf && !(tk->buf = MUSA_ARENA_NEW(&r->arena, musa_tensor *, rn[i]->n_out))) rc = musa_err_nomem(who, 0);
+        else rc = accumulate_into(&tk->buf[edges[i].input_nr], seed[i]);
+    }
+    for (int64_t k = 0; k < r->tasks.len && !rc; k++)
+        if (r->tasks.data[k].deps == 0) rc = musa_vec_push(&ready, k);
+    while (!rc && ready.len) {
+        int64_t k = ready.data[--ready.len];
+        rc = execute(r, k, &ready);
+        task *tk = &r->tasks.data[k];
+        for (int j = 0; tk->buf && j < tk->node->n_out; j++) musa_tensor_release(tk->buf[j]);
+        tk->buf = NULL;
+    }
+    for (int64_t k = 0; k < r->tasks.len; k++) { /* after an error, drop what is left */
+        task *tk = &r->tasks.data[k];
+        for (int j = 0; tk->buf && j < tk->node->n_out; j++) musa_tensor_release(tk->buf[j]);
+        atomic_store_explicit(&tk->node->run_owner, 0, memory_order_release);
+    }
+    musa_arena_free(&r->arena);
+    for (int i = 0; i < n_roots; i++) {
+        musa_tensor_release(seed[i]);
+        musa_node_release(edges[i].node);
+    }
+    free(edges), free(rn), free(seed);
+    musa_vec_free(&ready);
+    musa_vec_free(&r->tasks);
+    return rc;
+}
+
+int musa_backward(int n, musa_tensor *const *roots, musa_tensor *const *grad_roots,
+                  bool retain_graph, bool create_graph) {
+    if (n < 1 || !roots) return musa_err(MUSA_ERR_VALUE, "[backward] needs at least one root");
+    run r = {.create_graph = create_graph, .retain_graph = retain_graph || create_graph,
+             .accumulate = true};
+    bool prev = musa_set_grad_enabled(create_graph);
+    int rc = run_engine(&r, n, roots, grad_roots, "backward");
+    musa_set_grad_enabled(prev);
+    return rc;
+}
+
+int musa_grad(int n_out, musa_tensor *const *outputs, musa_tensor *const *grad_outputs, int n_in,
+              musa_tensor *const *inputs, bool retain_graph, bool create_graph, bool allow_unused,
+              musa_tensor **results) {
+    if (n_out < 1 || !outputs || n_in < 1 || !inputs || !results)
+        return musa_err(MUSA_ERR_VALUE, "[grad] needs outputs, inputs and a results array");
+    for (int i = 0; i < n_in; i++) results[i] = NULL;
+    run r = {.create_graph = create_graph, .retain_graph = retain_graph || create_graph,
+             .accumulate = false, .n_cap = n_in};
+    r.cap_node = calloc((size_t)n_in, sizeof *r.cap_node);
+    r.cap_nr = calloc((size_t)n_in, sizeof *r.cap_nr);
+    r.cap_out = calloc((size_t)n_in, sizeof *r.cap_out);
+    int rc = (!r.cap_node || !r.cap_nr || !r.cap_out) ? musa_err_nomem("grad", 0) : MUSA_OK;
+    for (int i = 0; i < n_in && !rc; i++) {
+        musa_tensor *t = inputs[i];
+        if (!t || !(t->flags & MUSA_TF_REQUIRES_GRAD)) {
+            rc = musa_err(MUSA_ERR_RUNTIME, "[grad] input %d does not require grad", i);
+            break;
+        }
+        musa_edge e;
+        if ((rc = musa_gradient_edge(t, &e))) break;
+        r.cap_node[i] = e.node; /* keeps the accumulator alive during the run */
+        r.cap_nr[i] = e.input_nr;
+    }
+    bool prev = musa_set_grad_enabled(create_graph);
+    if (!rc) rc = run_engine(&r, n_out, outputs, grad_outputs, "grad");
+    musa_set_grad_enabled(prev);
+    for (int i = 0; i < n_in && !rc; i++) {
+        if (r.cap_out[i]) continue;
+        if (!allow_unused)
+            rc = musa_err(MUSA_ERR_RUNTIME,
+                          "[grad] input %d was not used in the graph of the outputs; pass "
+                          "allow_unused to get NULL for it",
+                          i);
+    }
+    for (int i = 0; i < n_in; i++) {
+        if (!rc) results[i] = r.cap_out[i];
+        else musa_tensor_release(r.cap_out[i]);
+        if (r.cap_node) musa_node_release(r.cap_node[i]);
+    }
+    free(r.cap_node), free(r.cap_nr), free(r.cap_out);
+    return rc;
+}

@@ -1,0 +1,178 @@
+/*
+ * grad_elementwise.c - backward formulas of the elementwise ops.
+ *
+ * Each formula is written with public op functions (so it is differentiable
+ * itself, for grad of grad) and reduces broadcast gradients back to each
+ * input's shape with musa_sum_to_size.
+ */
+#include <math.h>
+
+#include "grad_util.h"
+
+#define G  (a->gout[0])
+#define X  (a->in[0])
+#define X1 (a->in[1])
+#define Y  (a->out[0])
+#define T(expr) musa_tmp(&t, (expr))
+#define NUM(v) T(musa_number(v))
+
+int grad_none(const musa_grad_args *a, musa_tensor **gin) {
+    MUSA_UNUSED(a), MUSA_UNUSED(gin);
+    return musa_err(MUSA_ERR_RUNTIME, "[autograd] this op is not differentiable");
+}
+
+/* Run a one-input formula: gin[0] = EXPR with temporaries released. */
+#define UNARY_GRAD(NAME, EXPR)                                                                     \
+    int NAME(const musa_grad_args *a, musa_tensor **gin) {                                         \
+        musa_temps t = {0};                                                                        \
+        gin[0] = (EXPR);                                                                           \
+        musa_temps_release(&t);                                                                    \
+        return gin[0] ? MUSA_OK : musa_last_error_code();                                          \
+    }
+
+UNARY_GRAD(grad_neg, musa_neg(G))
+UNARY_GRAD(grad_abs, musa_mul(G, T(musa_sign(X))))
+UNARY_GRAD(grad_zero, musa_zeros_like(G))
+UNARY_GRAD(grad_exp, musa_mul(G, Y))
+UNARY_GRAD(grad_expm1, musa_mul(G, T(musa_add(Y, NUM(1)))))
+UNARY_GRAD(grad_log, musa_div(G, X))
+UNARY_GRAD(grad_log1p, musa_div(G, T(musa_add(X, NUM(1)))))
+UNARY_GRAD(grad_sqrt, musa_div(G, T(musa_mul(Y, NUM(2)))))
+/* d/dx x^-1/2 = -1/2 y^3 */
+UNARY_GRAD(grad_rsqrt, musa_mul(T(musa_mul(G, NUM(-0.5))), T(musa_mul(Y, T(musa_mul(Y, Y))))))
+UNARY_GRAD(grad_reciprocal, musa_mul(T(musa_neg(G)), T(musa_mul(Y, Y))))
+UNARY_GRAD(grad_sin, musa_mul(G, T(musa_cos(X))))
+UNARY_GRAD(grad_cos, musa_mul(T(musa_neg(G)), T(musa_sin(X))))
+UNARY_GRAD(grad_tanh, musa_mul(G, T(musa_sub(NUM(1), T(musa_mul(Y, Y))))))
+UNARY_GRAD(grad_sigmoid, musa_mul(G, T(musa_mul(Y, T(musa_sub(NUM(1), Y))))))
+/* d/dx erf(x) = 2/sqrt(pi) exp(-x^2) */
+UNARY_GRAD(grad_erf, musa_mul(T(musa_mul(G, NUM(1.1283791670955126))),
+                              T(musa_exp(T(musa_neg(T(musa_mul(X, X))))))))
+UNARY_GRAD(grad_relu, musa_where(T(musa_gt(Y, NUM(0))), G, NUM(0)))
+UNARY_GRAD(grad_clone, musa_tensor_retain(G))
+
+int grad_cast(const musa_grad_args *a, musa_tensor **gin) {
+    gin[0] = musa_cast(G, (musa_dtype)a->in_meta[0].dtype);
+    return gin[0] ? MUSA_OK : musa_last_error_code();
+}
+
+/* Two-input formulas: each side computed only when needed, then reduced
+ * to its input's shape. */
+static int finish2(const musa_grad_args *a, musa_tensor **gin, musa_tensor *ga, musa_tensor *gb,
+                   musa_temps *t) {
+    int rc = MUSA_OK;
+    gin[0] = a->needs[0] ? grad_to_input(a, 0, ga) : NULL;
+    gin[1] = a->needs[1] ? grad_to_input(a, 1, gb) : NULL;
+    if ((a->needs[0] && !gin[0]) || (a->needs[1] && !gin[1])) {
+        rc = musa_last_error_code();
+        musa_tensor_release(gin[0]), musa_tensor_release(gin[1]);
+        gin[0] = gin[1] = NULL;
+    }
+    musa_temps_release(t);
+    return rc;
+}
+
+int grad_add(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    return finish2(a, gin, G, G, &t);
+}
+
+int grad_sub(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    return finish2(a, gin, G, a->needs[1] ? T(musa_neg(G)) : NULL, &t);
+}
+
+int grad_mul(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    return finish2(a, gin, a->needs[0] ? T(musa_mul(G, X1)) : NULL,
+                   a->needs[1] ? T(musa_mul(G, X)) : NULL, &t);
+}
+
+int grad_div(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *ga = a->needs[0] ? T(musa_div(G, X1)) : NULL, *gb = NULL;
+    if (a->needs[1]) /* -g a / b^2 */
+        gb = T(musa_div(T(musa_div(T(musa_mul(T(musa_neg(G)), X)), X1)), X1));
+    return finish2(a, gin, ga, gb, &t);
+}
+
+/* d/da a^b = b a^(b-1) (0 where b == 0); d/db a^b = a^b log a (0 where a == 0
+ * and b >= 0), as PyTorch defines them at those points. */
+int grad_pow(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *ga = NULL, *gb = NULL, *zero = NUM(0);
+    if (a->needs[0]) {
+        musa_tensor *d = T(musa_mul(X1, T(musa_pow(X, T(musa_sub(X1, NUM(1)))))));
+        ga = T(musa_mul(G, T(musa_where(T(musa_eq(X1, zero)), zero, d))));
+    }
+    if (a->needs[1]) {
+        musa_tensor *d = T(musa_mul(Y, T(musa_log(X))));
+        musa_tensor *mask = T(musa_logical_and(T(musa_eq(X, zero)), T(musa_ge(X1, zero))));
+        gb = T(musa_mul(G, T(musa_where(mask, zero, d))));
+    }
+    return finish2(a, gin, ga, gb, &t);
+}
+
+/* maximum/minimum: the winner takes the gradient; ties split it evenly. */
+static int grad_extreme2(const musa_grad_args *a, musa_tensor **gin, bool is_max) {
+    musa_temps t = {0};
+    musa_tensor *zero = NUM(0);
+    musa_tensor *half = T(musa_where(T(musa_eq(X, X1)), T(musa_mul(G, NUM(0.5))), G));
+    musa_tensor *a_loses = is_max ? T(musa_lt(X, X1)) : T(musa_gt(X, X1));
+    musa_tensor *b_loses = is_max ? T(musa_gt(X, X1)) : T(musa_lt(X, X1));
+    musa_tensor *ga = a->needs[0] ? T(musa_where(a_loses, zero, half)) : NULL;
+    musa_tensor *gb = a->needs[1] ? T(musa_where(b_loses, zero, half)) : NULL;
+    return finish2(a, gin, ga, gb, &t);
+}
+
+int grad_maximum(const musa_grad_args *a, musa_tensor **gin) { return grad_extreme2(a, gin, true); }
+int grad_minimum(const musa_grad_args *a, musa_tensor **gin) { return grad_extreme2(a, gin, false); }
+
+/* fmod: d/db = -trunc(a / b), with trunc(a/b) = (a - fmod(a, b)) / b. */
+int grad_fmod(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *gb = NULL;
+    if (a->needs[1]) {
+        musa_tensor *q = T(musa_div(T(musa_sub(X, T(musa_fmod(X, X1)))), X1));
+        gb = T(musa_mul(T(musa_neg(G)), q));
+    }
+    return finish2(a, gin, G, gb, &t);
+}
+
+/* remainder: d/db = -floor(a / b). */
+int grad_remainder(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *gb = a->needs[1] ? T(musa_mul(T(musa_neg(G)), T(musa_floor_divide(X, X1)))) : NULL;
+    return finish2(a, gin, G, gb, &t);
+}
+
+int grad_where(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *zero = NUM(0), *c = a->in[0];
+    gin[0] = NULL;
+    musa_tensor *ga = a->needs[1] ? T(musa_where(c, G, zero)) : NULL;
+    musa_tensor *gb = a->needs[2] ? T(musa_where(c, zero, G)) : NULL;
+    int rc = MUSA_OK;
+    gin[1] = ga ? grad_to_input(a, 1, ga) : NULL;
+    gin[2] = gb ? grad_to_input(a, 2, gb) : NULL;
+    if ((a->needs[1] && !gin[1]) || (a->needs[2] && !gin[2])) {
+        rc = musa_last_error_code();
+        musa_tensor_release(gin[1]), musa_tensor_release(gin[2]);
+        gin[1] = gin[2] = NULL;
+    }
+    musa_temps_release(&t);
+    return rc;
+}
+
+/* clamp passes the gradient where min <= x <= max. */
+int grad_clamp(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_clamp *c = a->attrs;
+    musa_temps t = {0};
+    musa_tensor *mask = T(musa_ones_like(X));
+    mask = T(musa_cast(mask, MUSA_DTYPE_BOOL));
+    if (c->has_min) mask = T(musa_logical_and(mask, T(musa_ge(X, NUM(c->min)))));
+    if (c->has_max) mask = T(musa_logical_and(mask, T(musa_le(X, NUM(c->max)))));
+    gin[0] = musa_where(mask, G, NUM(0));
+    musa_temps_release(&t);
+    return gin[0] ? MUSA_OK : musa_last_error_code();
+}

@@ -1,0 +1,214 @@
+/*
+ * grad_shape.c - backward formulas of views and data movement ops.
+ */
+#include "grad_util.h"
+
+#define G  (a->gout[0])
+#define T(expr) musa_tmp(&t, (expr))
+
+#define RET(expr)                                                                                  \
+    do {                                                                                           \
+        gin[0] = (expr);                                                                           \
+        musa_temps_release(&t);                                                                    \
+        return gin[0] ? MUSA_OK : musa_last_error_code();                                          \
+    } while (0)
+
+int grad_view(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    RET(musa_reshape(G, a->in_meta[0].ndim, a->in_meta[0].shape));
+}
+
+int grad_squeeze(const musa_grad_args *a, musa_tensor **gin) { return grad_view(a, gin); }
+
+int grad_permute(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dims *d = a->attrs;
+    int64_t inv[MUSA_MAX_DIMS];
+    for (int i = 0; i < d->dims.n; i++) inv[d->dims.v[i]] = i;
+    musa_temps t = {0};
+    RET(musa_permute(G, d->dims.n, inv));
+}
+
+int grad_expand(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    RET(musa_sum_to_size(G, a->in_meta[0].ndim, a->in_meta[0].shape));
+}
+
+int grad_unsqueeze(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_temps t = {0};
+    RET(musa_squeeze(G, 1, &d->dim));
+}
+
+/* Place g at [start, start + len*step) with stride `step` along dim of a
+ * zero tensor shaped like input 0, using only differentiable ops: interleave
+ * g with step-1 zero slots, then pad to the input's size. */
+static musa_tensor *embed(const musa_grad_args *a, musa_tensor *g, int64_t dim, int64_t start,
+                          int64_t step) {
+    const musa_meta *m = &a->in_meta[0];
+    musa_temps t = {0};
+    int64_t len = g->ndim ? g->shape[dim] : 0, size = m->shape[dim];
+    musa_tensor *cur = g;
+    if (step > 1 && len > 0) {
+        musa_tensor *u = T(musa_unsqueeze(g, dim + 1));
+        int64_t zshape[MUSA_MAX_DIMS];
+        memcpy(zshape, u->shape, sizeof(int64_t) * (size_t)u->ndim);
+        zshape[dim + 1] = step - 1;
+        musa_tensor *z = T(musa_zeros(u->ndim, zshape, (musa_dtype)g->dtype));
+        musa_tensor *both[2] = {u, z};
+        musa_tensor *c = T(musa_cat(2, both, dim + 1)); /* (.., len, step, ..) */
+        int64_t shape[MUSA_MAX_DIMS];
+        memcpy(shape, g->shape, sizeof(int64_t) * (size_t)g->ndim);
+        shape[dim] = len * step;
+        cur = T(musa_reshape(c, g->ndim, shape));
+    }
+    int64_t filled = cur->shape[dim];
+    /* pads for the last dims, last dim first; only `dim` is non-zero */
+    int64_t pads[2 * MUSA_MAX_DIMS] = {0};
+    int k = m->ndim - 1 - (int)dim;
+    pads[2 * k] = start;
+    pads[2 * k + 1] = size - start - filled; /* may be negative: crop the tail zeros */
+    musa_tensor *r = musa_pad(cur, 2 * (k + 1), pads, 0);
+    musa_temps_release(&t);
+    return r;
+}
+
+int grad_slice(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_slice *s = a->attrs;
+    musa_temps t = {0};
+    RET(embed(a, G, s->dim, s->start, s->step));
+}
+
+int grad_select(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_select *s = a->attrs;
+    musa_temps t = {0};
+    RET(embed(a, T(musa_unsqueeze(G, s->dim)), s->dim, s->index, 1));
+}
+
+int grad_cat(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    int64_t at = 0;
+    int rc = MUSA_OK;
+    for (int i = 0; i < a->n_in; i++) {
+        int64_t len = a->in_meta[i].shape[d->dim];
+        gin[i] = NULL;
+        if (a->needs[i] && !rc) {
+            musa_tensor *s = musa_slice(G, d->dim, at, at + len, 1);
+            if (s && s->dtype != a->in_meta[i].dtype) {
+                musa_tensor *c = musa_cast(s, (musa_dtype)a->in_meta[i].dtype);
+                musa_tensor_release(s);
+                s = c;
+            }
+            if (!(gin[i] = s)) rc = musa_last_error_code();
+        }
+        at += len;
+    }
+    return rc;
+}
+
+int grad_gather(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_temps t = {0};
+    gin[1] = NULL;
+    RET(musa_scatter_add(T(grad_zeros_like_input(a, 0)), d->dim, a->in[1], G));
+}
+
+static int grad_scatter_common(const musa_grad_args *a, musa_tensor **gin, bool add) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_temps t = {0};
+    int rc = MUSA_OK;
+    gin[0] = gin[1] = gin[2] = NULL;
+    if (a->needs[0]) {
+        /* scatter overwrote those positions: no gradient flows to them */
+        musa_tensor *z = T(musa_zeros(a->in[1]->ndim, a->in[1]->shape, (musa_dtype)G->dtype));
+        gin[0] = add ? musa_tensor_retain(G) : musa_scatter(G, d->dim, a->in[1], z);
+        if (!gin[0]) rc = musa_last_error_code();
+    }
+    if (a->needs[2] && !rc && !(gin[2] = musa_gather(G, d->dim, a->in[1])))
+        rc = musa_last_error_code();
+    if (rc) musa_tensor_release(gin[0]), gin[0] = NULL;
+    musa_temps_release(&t);
+    return rc;
+}
+
+int grad_scatter(const musa_grad_args *a, musa_tensor **gin) {
+    return grad_scatter_common(a, gin, false);
+}
+int grad_scatter_add(const musa_grad_args *a, musa_tensor **gin) {
+    return grad_scatter_common(a, gin, true);
+}
+
+int grad_index_select(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_temps t = {0};
+    gin[1] = NULL;
+    RET(musa_index_add(T(grad_zeros_like_input(a, 0)), d->dim, a->in[1], G));
+}
+
+int grad_index_add(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    int rc = MUSA_OK;
+    gin[0] = a->needs[0] ? musa_tensor_retain(G) : NULL;
+    gin[1] = NULL;
+    gin[2] = NULL;
+    if (a->needs[2]) {
+        musa_tensor *s = musa_index_select(G, d->dim, a->in[1]);
+        if (s && a->in_meta[2].ndim != s->ndim) { /* 0-d input, 1-element source */
+            musa_tensor *r = musa_reshape(s, a->in_meta[2].ndim, a->in_meta[2].shape);
+            musa_tensor_release(s);
+            s = r;
+        }
+        if (!(gin[2] = s)) rc = musa_last_error_code();
+    }
+    return rc;
+}
+
+int grad_pad(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_pad *p = a->attrs;
+    int64_t neg[2 * MUSA_MAX_DIMS];
+    for (int i = 0; i < p->pads.n; i++) neg[i] = -p->pads.v[i];
+    musa_temps t = {0};
+    RET(musa_pad(G, p->pads.n, neg, 0));
+}
+
+int grad_flip(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dims *d = a->attrs;
+    musa_temps t = {0};
+    RET(musa_flip(G, d->dims.n, d->dims.v));
+}
+
+int grad_tril(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    RET(musa_tril(G, ((const musa_attrs_tri *)a->attrs)->k));
+}
+
+int grad_triu(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    RET(musa_triu(G, ((const musa_attrs_tri *)a->attrs)->k));
+}
+
+/* The gradient of a prefix sum is the suffix sum of the gradient. */
+int grad_cumsum(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_temps t = {0};
+    if (a->in_meta[0].ndim == 0) RET(musa_tensor_retain(G));
+    musa_tensor *f = T(musa_flip(G, 1, &d->dim));
+    musa_tensor *c = T(musa_cumsum(f, d->dim));
+    if (c && c->dtype != a->in_meta[0].dtype) c = T(musa_cast(c, (musa_dtype)a->in_meta[0].dtype));
+    RET(musa_flip(c, 1, &d->dim));
+}
+
+/* sort/topk: values go back to where they came from (out[1] = indices). */
+static int scatter_back(const musa_grad_args *a, musa_tensor **gin, int64_t dim) {
+    musa_temps t = {0};
+    if (!G) RET(NULL);
+    if (a->in_meta[0].ndim == 0) RET(musa_reshape(G, 0, NULL));
+    RET(musa_scatter(T(grad_zeros_like_input(a, 0)), dim, a->out[1], G));
+}
+
+int grad_sort(const musa_grad_args *a, musa_tensor **gin) {
+    return scatter_back(a, gin, ((const musa_attrs_sort *)a->attrs)->dim);
+}
+
+int grad_topk(const musa_grad_args *a, musa_tensor **gin) {
+    return scatter_back(a, gin, ((const musa_attrs_topk *)a->attrs)->dim);
+}

@@ -1,0 +1,287 @@
+/*
+ * test_autograd.c - the dynamic graph: coverage of gradcheck rows for
+ * every differentiable op (the rows live in grad/), known answers, the
+ * engine's behaviours and errors, higher order, hooks, anomaly mode, deep
+ * graphs, and training on real data.
+ */
+#include "../../examples/mlp_train.h"
+#include "harness.h"
+#include "ops/op.h"
+#include "util.h"
+
+bool harness_has_test(const char *name);
+
+TEST(every_differentiable_op_has_a_gradcheck_row) {
+    int missing = 0;
+    for (int op = 0; op < MUSA_OP_COUNT; op++) {
+        if (musa_ops[op].flags & MUSA_OPF_NONDIFF) continue;
+        char name[96];
+        snprintf(name, sizeof name, "grad_%s", musa_ops[op].name);
+        if (!harness_has_test(name)) {
+            fprintf(stderr, "  differentiable op %s has no gradcheck (expected TEST(%s))\n",
+                    musa_ops[op].name, name);
+            missing++;
+        }
+    }
+    CHECK_MSG(missing == 0, "%d differentiable ops without gradcheck", missing);
+}
+
+static musa_tensor *leaf(double v) {
+    musa_tensor *t = from_list(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){1}, &v);
+    musa_tensor_set_requires_grad(t, true);
+    return t;
+}
+
+static double grad_of(musa_tensor *t) {
+    musa_tensor *g = musa_tensor_grad(t);
+    double v = NAN;
+    if (g) musa_tensor_item(g, &v);
+    musa_tensor_release(g);
+    return v;
+}
+
+TEST(known_answers) {
+    musa_tensor *x = leaf(3), *y = leaf(-2);
+    musa_tensor *z = musa_mul(x, y);
+    CHECK(!strcmp(musa_node_name(musa_tensor_grad_fn(z)), "MulBackward"));
+    CHECK_OK(musa_backward(1, &z, NULL, false, false));
+    CHECK(grad_of(x) == -2 && grad_of(y) == 3);
+    /* sum(x @ w): d/dx = row sums of w broadcast over rows, d/dw = column sums of x */
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
+    musa_tensor *w = from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){3, 2}, (double[]){1, -1, 2, 0, 0.5, 3});
+    musa_tensor_set_requires_grad(a, true);
+    musa_tensor_set_requires_grad(w, true);
+    musa_tensor *m = musa_matmul(a, w), *s = musa_sum(m, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    musa_tensor *ga = musa_tensor_grad(a), *gw = musa_tensor_grad(w);
+    double *gav = values(ga), *gwv = values(gw);
+    double wa[6] = {0, 2, 3.5, 0, 2, 3.5}, ww[6] = {5, 5, 7, 7, 9, 9};
+    CHECK_CLOSE("dsum/dx", MUSA_DTYPE_FLOAT64, gav, wa, 6);
+    CHECK_CLOSE("dsum/dw", MUSA_DTYPE_FLOAT64, gwv, ww, 6);
+    free(gav), free(gwv);
+    release_all(10, x, y, z, a, w, m, s, ga, gw, NULL);
+}
+
+TEST(accumulation_and_shared_inputs) {
+    musa_tensor *x = leaf(2);
+    musa_tensor *y = musa_mul(x, x); /* x used twice: 2x */
+    musa_tensor *z = musa_add(y, x); /* + 1 */
+    CHECK_OK(musa_backward(1, &z, NULL, true, false));
+    CHECK(grad_of(x) == 5);
+    CHECK_OK(musa_backward(1, &z, NULL, false, false)); /* retained: accumulates */
+    CHECK(grad_of(x) == 10);
+    CHECK_ERR(musa_backward(1, &z, NULL, false, false) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "[mul] trying to backward through the graph a second time");
+    release_all(3, x, y, z);
+}
+
+TEST(inplace_after_save_is_detected) {
+    musa_tensor *x = leaf(1), *y = leaf(2);
+    musa_tensor *a = musa_add(x, y); /* non-leaf */
+    musa_tensor *z = musa_mul(a, y);
+    musa_tensor *one = musa_number(1);
+    CHECK_OK(musa_add_(a, one)); /* a was saved by mul */
+    CHECK_ERR(musa_backward(1, &z, NULL, false, false) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "[mul] a tensor saved for backward was modified in place: version 1, expected 0");
+    /* in place on a leaf that requires grad is refused before writing */
+    CHECK_ERR(musa_add_(x, one) == MUSA_OK, MUSA_ERR_RUNTIME, "a leaf tensor that requires grad");
+    double v;
+    musa_tensor_item(x, &v);
+    CHECK(v == 1);
+    /* ... but allowed under no_grad */
+    bool prev = musa_set_grad_enabled(false);
+    CHECK_OK(musa_add_(x, one));
+    musa_set_grad_enabled(prev);
+    release_all(5, x, y, a, z, one);
+}
+
+TEST(inplace_ops_record_history) {
+    musa_tensor *x = leaf(3);
+    musa_tensor *a = musa_mul(x, x); /* 9, d/dx = 6 */
+    musa_tensor *b = leaf(2);
+    CHECK_OK(musa_mul_(a, b)); /* a = 2x^2: the mul formula needs a's old value */
+    CHECK(!strcmp(musa_node_name(musa_tensor_grad_fn(a)), "MulBackward"));
+    CHECK_OK(musa_backward(1, &a, NULL, false, false));
+    CHECK(grad_of(x) == 12 && grad_of(b) == 9);
+    release_all(3, x, a, b);
+}
+
+TEST(grad_api_and_allow_unused) {
+    musa_tensor *x = leaf(2), *y = leaf(5), *u = leaf(7);
+    musa_tensor *z = musa_mul(musa_tensor_retain(x) ? x : NULL, y);
+    musa_tensor_release(x);
+    musa_tensor *res[3];
+    musa_tensor *ins[3] = {x, y, u};
+    CHECK_ERR(musa_grad(1, &z, NULL, 3, ins, true, false, false, res) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "input 2 was not used");
+    CHECK_OK(musa_grad(1, &z, NULL, 3, ins, true, false, true, res));
+    double a, b;
+    musa_tensor_item(res[0], &a), musa_tensor_item(res[1], &b);
+    CHECK(a == 5 && b == 2 && res[2] == NULL);
+    CHECK(musa_tensor_grad(x) == NULL); /* grad() does not accumulate */
+    release_all(2, res[0], res[1]);
+    /* a non-scalar root needs its gradient */
+    musa_tensor *v = musa_expand(x, 1, (int64_t[]){3});
+    CHECK_ERR(musa_backward(1, &v, NULL, false, false) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "grad can be implicitly created only for outputs with one element");
+    musa_tensor *c = musa_zeros(1, (int64_t[]){1}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(musa_backward(1, &c, NULL, false, false) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "does not require grad");
+    release_all(6, x, y, u, z, v, c);
+}
+
+TEST(requires_grad_rules) {
+    musa_tensor *i = musa_zeros(1, (int64_t[]){2}, MUSA_DTYPE_INT64);
+    CHECK_ERR(musa_tensor_set_requires_grad(i, true) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "only floating point tensors can require gradients");
+    musa_tensor *x = leaf(1), *y = musa_exp(x);
+    CHECK_ERR(musa_tensor_set_requires_grad(y, false) == MUSA_OK, MUSA_ERR_RUNTIME, "leaf");
+    CHECK(musa_tensor_is_leaf(x) && !musa_tensor_is_leaf(y));
+    musa_tensor *d = musa_detach(y);
+    CHECK(d && !musa_tensor_requires_grad(d) && musa_tensor_shares_storage(d, y));
+    bool prev = musa_set_grad_enabled(false);
+    musa_tensor *n = musa_exp(x);
+    CHECK(!musa_tensor_requires_grad(n) && !musa_is_grad_enabled());
+    musa_set_grad_enabled(prev);
+    /* integer outputs of differentiable-input ops do not require grad */
+    musa_tensor *v = NULL, *ix = NULL;
+    CHECK_OK(musa_max_dim(y, 0, false, &v, &ix));
+    CHECK(musa_tensor_requires_grad(v) && !musa_tensor_requires_grad(ix));
+    release_all(7, i, x, y, d, n, v, ix);
+}
+
+static int double_it(void *ctx, musa_tensor *g, musa_tensor **rep) {
+    (*(int *)ctx)++;
+    musa_tensor *two = musa_number(2);
+    *rep = musa_mul(g, two);
+    musa_tensor_release(two);
+    return *rep ? MUSA_OK : musa_last_error_code();
+}
+
+TEST(hooks_and_retain_grad) {
+    int calls = 0;
+    musa_tensor *x = leaf(3);
+    musa_tensor *h = musa_mul(x, x); /* non-leaf */
+    CHECK(musa_tensor_register_hook(h, double_it, &calls, NULL) >= 0);
+    int id = musa_tensor_register_hook(x, double_it, &calls, NULL);
+    CHECK(id >= 0);
+    CHECK_OK(musa_tensor_retain_grad(h));
+    musa_tensor *z = musa_mul(h, x); /* x^3 */
+    CHECK_OK(musa_backward(1, &z, NULL, false, false));
+    /* dz/dh = x = 3, doubled by h's hook = 6; then dh/dx = 2x: 36; plus h = 9
+     * directly; x's hook doubles the sum: (36 + 9) * 2 = 90 */
+    CHECK(calls == 2);
+    CHECK_MSG(grad_of(x) == 90, "x.grad = %g", grad_of(x));
+    CHECK(grad_of(h) == 6);
+    CHECK_OK(musa_tensor_remove_hook(x, id));
+    CHECK_ERR(musa_tensor_remove_hook(x, id) == MUSA_OK, MUSA_ERR_VALUE, "no such hook");
+    release_all(3, x, h, z);
+}
+
+TEST(higher_order) {
+    musa_tensor *x = leaf(2);
+    musa_tensor *x2 = musa_mul(x, x), *y = musa_mul(x2, x); /* x^3 */
+    musa_tensor *g1 = NULL, *g2 = NULL, *g3 = NULL;
+    CHECK_OK(musa_grad(1, &y, NULL, 1, &x, true, true, false, &g1)); /* 3x^2 = 12 */
+    CHECK_OK(musa_grad(1, &g1, NULL, 1, &x, true, true, false, &g2)); /* 6x = 12 */
+    CHECK_OK(musa_grad(1, &g2, NULL, 1, &x, true, true, false, &g3)); /* 6 */
+    double a, b, c;
+    musa_tensor_item(g1, &a), musa_tensor_item(g2, &b), musa_tensor_item(g3, &c);
+    CHECK(a == 12 && b == 12 && c == 6);
+    /* through saved outputs (exp keeps its output): d2/dx2 exp(x) = exp(x) */
+    musa_tensor *e = musa_exp(x), *ge = NULL, *gge = NULL;
+    CHECK_OK(musa_grad(1, &e, NULL, 1, &x, true, true, false, &ge));
+    CHECK_OK(musa_grad(1, &ge, NULL, 1, &x, false, false, false, &gge));
+    double v;
+    musa_tensor_item(gge, &v);
+    CHECK_NEAR(v, exp(2.0), 1e-5);
+    release_all(9, x, x2, y, g1, g2, g3, e, ge, gge);
+}
+
+TEST(anomaly_mode_names_the_forward_op) {
+    musa_set_anomaly_enabled(true, false);
+    musa_set_anomaly_location("model.py", 42);
+    musa_tensor *x = leaf(0);
+    musa_tensor *s = musa_sqrt(x); /* d/dx sqrt at 0 = inf */
+    musa_set_anomaly_location(NULL, 0);
+    CHECK_ERR(musa_backward(1, &s, NULL, false, false) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "[anomaly] SqrtBackward returned NaN or inf in the gradient of input 0; the forward op was sqrt at model.py:42");
+    /* forward NaN detection */
+    musa_set_anomaly_enabled(true, true);
+    musa_tensor *m = leaf(-1);
+    CHECK_ERR(FAILS(musa_log(m)), MUSA_ERR_RUNTIME, "[anomaly] log produced NaN in its output");
+    musa_set_anomaly_enabled(false, false);
+    musa_tensor *l = musa_log(m); /* off again: NaN is just a value */
+    CHECK(l != NULL);
+    release_all(4, x, s, m, l);
+}
+
+typedef struct {
+    int calls;
+} sq_ctx;
+
+/* y = x^2 computed outside the op table, gradient 2 x g */
+static int square_backward(void *ctx, int n_out, musa_tensor *const *gout, int n_in, musa_tensor **gin) {
+    (void)n_out, (void)n_in;
+    sq_ctx *c = ctx;
+    c->calls++;
+    musa_tensor *x = c ? NULL : NULL;
+    (void)x;
+    musa_tensor *two = musa_number(2);
+    gin[0] = musa_mul(gout[0], two);
+    musa_tensor_release(two);
+    return gin[0] ? MUSA_OK : musa_last_error_code();
+}
+
+TEST(custom_nodes) {
+    sq_ctx c = {0};
+    musa_tensor *x = leaf(4);
+    bool prev = musa_set_grad_enabled(false);
+    musa_tensor *y = musa_mul(x, x);
+    musa_set_grad_enabled(prev);
+    CHECK_OK(musa_custom_node("TwiceBackward", 1, &x, 1, &y, square_backward, &c, NULL));
+    CHECK(!strcmp(musa_node_name(musa_tensor_grad_fn(y)), "TwiceBackward"));
+    int nr = -1;
+    musa_node *next = musa_node_next(musa_tensor_grad_fn(y), 0, &nr);
+    CHECK(next && !strcmp(musa_node_name(next), "AccumulateGrad") && musa_node_variable(next) == x);
+    CHECK_OK(musa_backward(1, &y, NULL, false, false));
+    CHECK(c.calls == 1 && grad_of(x) == 2);
+    release_all(2, x, y);
+}
+
+TEST(deep_chain_backward_and_free) {
+    /* a chain of 1,000,000 ops: neither backward nor freeing may recurse */
+    musa_tensor *x = leaf(0), *c = musa_number(1);
+    musa_tensor *y = musa_tensor_retain(x);
+    const int n = 1000000;
+    for (int i = 0; i < n; i++) {
+        musa_tensor *next = musa_add(y, c);
+        musa_tensor_release(y);
+        y = next;
+        if (!y) break;
+    }
+    CHECK(y != NULL);
+    CHECK_OK(musa_backward(1, &y, NULL, false, false));
+    CHECK(grad_of(x) == 1);
+    musa_tensor_release(y); /* frees the million nodes */
+    release_all(2, x, c);
+}
+
+TEST(graph_freed_without_leaks) {
+    /* ASan's leak checker runs this binary: nodes must die with their tensors */
+    for (int k = 0; k < 100; k++) {
+        musa_tensor *x = leaf(1.5);
+        musa_tensor *a = musa_exp(x), *b = musa_mul(a, x), *s = musa_sum(b, 0, NULL, false);
+        if (k % 2) CHECK_OK(musa_backward(1, &s, NULL, k % 4 == 1, false));
+        release_all(4, x, a, b, s);
+    }
+}
+
+TEST(training_mlp_on_digits) {
+    static digits_data d;
+    CHECK(digits_load("data/digits.csv.gz", &d) == 0);
+    mlp_result r;
+    CHECK(mlp_train(&d, 20, 0, &r) == 0);
+    printf("  held-out accuracy %.3f, final train loss %.4f\n", r.test_accuracy, r.train_loss);
+    CHECK_MSG(r.test_accuracy >= 0.90, "accuracy %.3f", r.test_accuracy);
+}
