@@ -488,6 +488,102 @@ MUSA_API int musa_topk(musa_tensor *x, int64_t k, int64_t dim, bool largest, mus
                        musa_tensor **indices);
 
 /* ------------------------------------------------------------------------ */
+/* Neural network functions                                                 */
+/* ------------------------------------------------------------------------ */
+/* Layouts are NCHW. Array arguments of two values (stride, padding, ...)
+ * may be NULL for the default (stride 1, padding 0, dilation 1; pooling
+ * stride defaults to the kernel size). float16/bfloat16 inputs compute in
+ * float32 and are rounded once. All are differentiable; convolution and
+ * pooling to any order, the normalisations, softmax and cross-entropy to
+ * any order too (fused backward kernels serve ordinary backward, and
+ * compositions of primitives serve create_graph). */
+
+typedef enum musa_reduction {
+    MUSA_REDUCTION_NONE = 0,
+    MUSA_REDUCTION_MEAN = 1,
+    MUSA_REDUCTION_SUM = 2,
+} musa_reduction;
+
+/* x (N, C, H, W), weight (Cout, C/groups, kh, kw), bias (Cout) or NULL. */
+MUSA_API musa_tensor *musa_conv2d(musa_tensor *x, musa_tensor *weight, musa_tensor *bias,
+                                  const int64_t *stride, const int64_t *padding,
+                                  const int64_t *dilation, int64_t groups);
+/* x (N, C, L), weight (Cout, C/groups, k): conv2d on a height-1 view. */
+MUSA_API musa_tensor *musa_conv1d(musa_tensor *x, musa_tensor *weight, musa_tensor *bias,
+                                  int64_t stride, int64_t padding, int64_t dilation, int64_t groups);
+/* x (N, Cin, H, W), weight (Cin, Cout/groups, kh, kw): the adjoint of conv2d;
+ * output size (H-1) stride - 2 padding + dilation (k-1) + output_padding + 1. */
+MUSA_API musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *weight, musa_tensor *bias,
+                                            const int64_t *stride, const int64_t *padding,
+                                            const int64_t *output_padding, const int64_t *dilation,
+                                            int64_t groups);
+
+/* Max pooling over (C, H, W) or (N, C, H, W). indices (may be NULL) gets
+ * the flat index h * W + w of each maximum within its plane. NaN wins. */
+MUSA_API int musa_max_pool2d(musa_tensor *x, const int64_t *kernel, const int64_t *stride,
+                             const int64_t *padding, const int64_t *dilation, bool ceil_mode,
+                             musa_tensor **values, musa_tensor **indices);
+MUSA_API musa_tensor *musa_avg_pool2d(musa_tensor *x, const int64_t *kernel, const int64_t *stride,
+                                      const int64_t *padding, bool ceil_mode,
+                                      bool count_include_pad);
+MUSA_API musa_tensor *musa_adaptive_avg_pool2d(musa_tensor *x, int64_t out_h, int64_t out_w);
+
+/* Batch norm over (N, C, ...). Training normalises with batch statistics
+ * and, when running_mean/running_var are given, updates them in place
+ * (running = (1 - momentum) running + momentum batch, the variance
+ * unbiased); evaluation uses the running statistics. weight/bias may be
+ * NULL (1 and 0). */
+MUSA_API musa_tensor *musa_batch_norm(musa_tensor *x, musa_tensor *running_mean,
+                                      musa_tensor *running_var, musa_tensor *weight,
+                                      musa_tensor *bias, bool training, double momentum, double eps);
+/* Normalise over the last ndims dims; weight/bias have those dims' shape. */
+MUSA_API musa_tensor *musa_layer_norm(musa_tensor *x, int ndims, musa_tensor *weight,
+                                      musa_tensor *bias, double eps);
+MUSA_API musa_tensor *musa_group_norm(musa_tensor *x, int64_t groups, musa_tensor *weight,
+                                      musa_tensor *bias, double eps);
+
+MUSA_API musa_tensor *musa_softmax(musa_tensor *x, int64_t dim);
+MUSA_API musa_tensor *musa_log_softmax(musa_tensor *x, int64_t dim);
+
+/* Cross-entropy of logits (N, C, d...) or (C). An integer target holds
+ * class indices (N, d...) (entries equal to ignore_index are skipped; mean
+ * divides by the count of the others); a floating target holds class
+ * probabilities of the logits' shape. label_smoothing mixes the target
+ * with the uniform distribution. */
+MUSA_API musa_tensor *musa_cross_entropy(musa_tensor *logits, musa_tensor *target,
+                                         int64_t ignore_index, double label_smoothing,
+                                         musa_reduction reduction);
+/* logp (N, C) log-probabilities, target (N) class indices. */
+MUSA_API musa_tensor *musa_nll_loss(musa_tensor *logp, musa_tensor *target, int64_t ignore_index,
+                                    musa_reduction reduction);
+MUSA_API musa_tensor *musa_mse_loss(musa_tensor *input, musa_tensor *target, musa_reduction reduction);
+MUSA_API musa_tensor *musa_l1_loss(musa_tensor *input, musa_tensor *target, musa_reduction reduction);
+MUSA_API musa_tensor *musa_smooth_l1_loss(musa_tensor *input, musa_tensor *target, double beta,
+                                          musa_reduction reduction);
+/* p are probabilities; logs are clamped at -100 as in PyTorch. */
+MUSA_API musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *target,
+                                                musa_reduction reduction);
+MUSA_API musa_tensor *musa_binary_cross_entropy_with_logits(musa_tensor *logits, musa_tensor *target,
+                                                            musa_reduction reduction);
+
+/* gelu: exact (erf) or tanh approximation. */
+MUSA_API musa_tensor *musa_gelu(musa_tensor *x, bool tanh_approximation);
+MUSA_API musa_tensor *musa_silu(musa_tensor *x);
+MUSA_API musa_tensor *musa_leaky_relu(musa_tensor *x, double negative_slope);
+MUSA_API musa_tensor *musa_elu(musa_tensor *x, double alpha);
+MUSA_API musa_tensor *musa_softplus(musa_tensor *x, double beta, double threshold);
+MUSA_API musa_tensor *musa_hardtanh(musa_tensor *x, double min_val, double max_val);
+
+/* Rows of weight (num, dim) picked by integer indices of any shape; the
+ * row padding_idx (if >= 0) gets no gradient. */
+MUSA_API musa_tensor *musa_embedding(musa_tensor *weight, musa_tensor *indices, int64_t padding_idx);
+/* Zero each element with probability p (from the musa generator) and scale
+ * the rest by 1/(1-p); the identity when not training. */
+MUSA_API musa_tensor *musa_dropout(musa_tensor *x, double p, bool training);
+/* x (..., in) W^T + b with W (out, in), b (out) or NULL, in one GEMM. */
+MUSA_API musa_tensor *musa_linear(musa_tensor *x, musa_tensor *weight, musa_tensor *bias);
+
+/* ------------------------------------------------------------------------ */
 /* Autograd (the dynamic graph)                                             */
 /* ------------------------------------------------------------------------ */
 /* Every op whose inputs require gradients records a node (its "grad_fn")

@@ -37,13 +37,22 @@ typedef struct musa_kctx {
 typedef int (*musa_kernel_fn)(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                               const void *attrs);
 /* Scratch bytes the kernel needs for these operands (0 if none). */
-typedef size_t (*musa_workspace_fn)(const musa_kview *out, const musa_kview *in, int n_in,
-                                    const void *attrs);
+typedef size_t (*musa_workspace_fn)(const musa_kview *out, int n_out, const musa_kview *in,
+                                    int n_in, const void *attrs);
 
 static inline int64_t musa_kview_numel(const musa_kview *v) {
     int64_t n = 1;
     for (int i = 0; i < v->ndim; i++) n *= v->shape[i];
     return n;
+}
+
+/* Set v's strides to row-major for its shape. */
+static inline void musa_contiguous_strides_k(musa_kview *v) {
+    int64_t s = 1;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        v->strides[i] = s;
+        s *= v->shape[i] ? v->shape[i] : 1;
+    }
 }
 
 static inline bool musa_kview_contiguous(const musa_kview *v) {

@@ -120,7 +120,7 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
     size_t block = 0;
     int rc = MUSA_OK;
     if (info->workspace) {
-        ctx.scratch_bytes = info->workspace(kout, kin, n_in, attrs);
+        ctx.scratch_bytes = info->workspace(kout, info->n_out, kin, n_in, attrs);
         if (ctx.scratch_bytes) {
             ctx.scratch = musa_cpu_alloc(ctx.scratch_bytes, &block);
             if (!ctx.scratch) rc = MUSA_ERR_NOMEM;
@@ -224,6 +224,20 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
         cin[i] = c;
     }
 
+    /* Kernels that want contiguous inputs get them (as recorded clones). */
+    if (info->flags & MUSA_OPF_CONTIG) {
+        for (int i = 0; i < n_in; i++) {
+            if (musa_tensor_is_contiguous(cin[i])) continue;
+            musa_tensor *c = musa_clone(cin[i]);
+            if (!c) {
+                rc = musa_last_error_code();
+                goto done;
+            }
+            if (cin[i] != in[i]) musa_tensor_release(cin[i]);
+            cin[i] = c;
+        }
+    }
+
     /* Autograd will record this call: in-place writes must not clobber a
      * leaf that requires grad, nor an input the formula needs (clone it). */
     bool grad_path = musa_autograd_hook && !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF);
@@ -274,6 +288,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
         for (int j = 0; j < info->n_out; j++) {
             musa_dtype dt = (musa_dtype)r.out_dtype[j];
             bool direct = out[j] && (symbolic || out[j]->dtype == (int8_t)dt);
+            if (direct && (info->flags & MUSA_OPF_CONTIG) && !musa_tensor_is_contiguous(out[j]))
+                direct = false;
             /* Writing straight into a provided output is safe when it does not
              * alias an input, or when it is an input with the same layout and
              * the op is elementwise (each element is read before written). */

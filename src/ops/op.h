@@ -22,6 +22,7 @@ enum musa_op_flags {
     MUSA_OPF_VIEW = 1u << 5,        /* output aliases input 0; no kernel */
     MUSA_OPF_RANDOM = 1u << 6,      /* draws from the generator at run time */
     MUSA_OPF_CREATION = 1u << 7,    /* no tensor inputs */
+    MUSA_OPF_CONTIG = 1u << 8,      /* the kernel gets contiguous inputs and outputs */
 };
 
 typedef enum musa_op_id {
@@ -31,7 +32,7 @@ typedef enum musa_op_id {
     MUSA_OP_COUNT
 } musa_op_id;
 
-#define MUSA_MAX_OUTPUTS 2
+#define MUSA_MAX_OUTPUTS 4
 
 /* What inference decides about one call. */
 typedef struct musa_infer {

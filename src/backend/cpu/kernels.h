@@ -17,8 +17,22 @@
 #include "../../ops/ops.def"
 #undef OP
 
-size_t ws_matmul(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs);
-size_t ws_sort(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs);
+#define MUSA_WS(name)                                                                              \
+    size_t name(const musa_kview *out, int n_out, const musa_kview *in, int n_in, const void *attrs)
+MUSA_WS(ws_matmul);
+MUSA_WS(ws_sort);
+MUSA_WS(ws_conv2d);
+MUSA_WS(ws_conv2d_bwd_input);
+MUSA_WS(ws_conv2d_bwd_weight);
+MUSA_WS(ws_norm);
+MUSA_WS(ws_linear);
+MUSA_WS(ws_xent);
+
+/* C = alpha A B + beta C for float32 (oneDNN) or float64 (BLAS), row-major,
+ * with transpose flags 'N'/'T'. Uses the threads this thread may use. */
+int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                  int64_t ldc);
 
 /* dst[...] = src broadcast to dst's shape, converting dtypes (rounding to
  * nearest even for float16/bfloat16, saturating float->int). Any layouts;

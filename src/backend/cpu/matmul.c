@@ -114,8 +114,8 @@ static void ws_parts(const mm_plan *p, int dt, int64_t *na, int64_t *nb, int64_t
     *nc = (low || !gemm_layout(&p->c, &t, &ld) || t != 'N') ? p->c.rows * p->c.cols : 0;
 }
 
-size_t ws_matmul(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
-    MUSA_UNUSED(n_in);
+MUSA_WS(ws_matmul) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(n_out);
     int dt = in[0].dtype;
     if (!musa_is_float((musa_dtype)dt)) return 0;
     mm_plan p;
@@ -273,7 +273,64 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     return MUSA_OK;
 }
 
+int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                  int64_t ldc) {
+    if (M == 0 || N == 0) return MUSA_OK;
+    if (K == 0) { /* C = beta C */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                if (dtype == MUSA_DTYPE_FLOAT32) {
+                    float *c = (float *)C + i * ldc + j;
+                    *c = beta == 0 ? 0.0f : (float)(beta * *c);
+                } else {
+                    double *c = (double *)C + i * ldc + j;
+                    *c = beta == 0 ? 0.0 : beta * *c;
+                }
+            }
+        return MUSA_OK;
+    }
+    if (dtype == MUSA_DTYPE_FLOAT32) {
+        set_omp_threads();
+        dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
+        if (st != dnnl_success)
+            return musa_err(MUSA_ERR_RUNTIME, "[gemm] dnnl_sgemm failed with status %d", (int)st);
+        return MUSA_OK;
+    }
+    cblas_dgemm(CblasRowMajor, ta == 'N' ? CblasNoTrans : CblasTrans, tb == 'N' ? CblasNoTrans : CblasTrans,
+                (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    return MUSA_OK;
+}
+
 void musa_cpu_set_library_threads(int n) {
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
+}
+
+/* ---- linear: y = x W^T + b, the bias written first and the GEMM
+ * accumulating onto it (one pass over y for both) ---- */
+
+#include "nnutil.h"
+
+MUSA_WS(ws_linear) {
+    MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    return nn_ws_outputs(out, n_out, 0);
+}
+
+int cpu_linear(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(attrs);
+    int cdt = nn_cdt(out[0].dtype);
+    size_t es = nn_es(cdt);
+    int64_t K = in[1].shape[1], N = in[1].shape[0], M = K ? musa_kview_numel(&in[0]) / K : 0;
+    if (!K) M = musa_kview_numel(&out[0]) / (N ? N : 1);
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    double beta = 0;
+    if (n_in == 3) {
+        for (int64_t i = 0; i < M; i++) memcpy(y.data + (size_t)(i * N) * es, in[2].data, (size_t)N * es);
+        beta = 1;
+    }
+    int rc = musa_cpu_gemm(cdt, 'N', 'T', M, N, K, 1.0, in[0].data, K, in[1].data, K, beta, y.data, N);
+    nn_out_end(&y);
+    return rc;
 }

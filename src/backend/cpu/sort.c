@@ -41,8 +41,8 @@ static void merge_sort(const sort_keys *k, int64_t *idx, int64_t *tmp, int64_t n
     }
 }
 
-size_t ws_sort(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
-    MUSA_UNUSED(out), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+MUSA_WS(ws_sort) {
+    MUSA_UNUSED(out), MUSA_UNUSED(n_out), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     int64_t n = 1; /* the longest dim bounds the line length for sort and topk alike */
     for (int d = 0; d < in[0].ndim; d++) n = in[0].shape[d] > n ? in[0].shape[d] : n;
     return (size_t)n * 3 * 8;

@@ -1,0 +1,289 @@
+/*
+ * conv.c - 2-d convolution by im2col + GEMM: forward, and the two backward
+ * ops (input and weight gradients).
+ *
+ * Per image and group, the receptive fields are unfolded into a
+ * (C/groups * kh * kw) x (Ho * Wo) matrix ("cols") and multiplied with the
+ * weight. cols is bounded by one image: images are spread over threads,
+ * each with its own slot of the workspace (single-threaded GEMMs inside), or
+ * run one after another with multi-threaded GEMMs when there are fewer
+ * images than threads. 1x1 stride-1 unpadded convolutions use the input as
+ * cols directly. float32 GEMMs run on oneDNN, float64 on BLAS (float64 runs
+ * its images serially: BLAS threads do not nest).
+ */
+#include "nnutil.h"
+
+typedef struct {
+    int64_t N, C, H, W;      /* input */
+    int64_t Co, kh, kw;      /* weight (Co, C/groups, kh, kw) */
+    int64_t Ho, Wo;          /* output spatial */
+    int64_t sh, sw, ph, pw, dh, dw, groups;
+    int64_t Cg, Cog, K, P;   /* per group: channels in/out, K = Cg kh kw, P = Ho Wo */
+    bool direct;             /* 1x1, stride 1, no padding: cols = input */
+    int cdt;
+    size_t es;
+} conv_geom;
+
+static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_attrs_conv *a, int cdt) {
+    g->N = xs[0], g->C = xs[1], g->H = xs[2], g->W = xs[3];
+    g->Co = ws[0], g->kh = ws[2], g->kw = ws[3];
+    g->sh = a->stride.v[0], g->sw = a->stride.v[1];
+    g->ph = a->padding.v[0], g->pw = a->padding.v[1];
+    g->dh = a->dilation.v[0], g->dw = a->dilation.v[1];
+    g->groups = a->groups;
+    g->Ho = (g->H + 2 * g->ph - g->dh * (g->kh - 1) - 1) / g->sh + 1;
+    g->Wo = (g->W + 2 * g->pw - g->dw * (g->kw - 1) - 1) / g->sw + 1;
+    g->Cg = g->C / g->groups, g->Cog = g->Co / g->groups;
+    g->K = g->Cg * g->kh * g->kw, g->P = g->Ho * g->Wo;
+    g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    g->cdt = cdt;
+    g->es = nn_es(cdt);
+}
+
+/* How many workspace slots run concurrently (one per image in flight). */
+static int64_t conv_slots(const conv_geom *g) {
+    if (g->cdt == MUSA_DTYPE_FLOAT64) return 1;
+    int64_t t = musa_pool_intra_threads();
+    return g->N < t ? 1 : t;
+}
+
+#define DEF_IM2COL(SUF, T)                                                                         \
+    static void im2col_##SUF(const conv_geom *g, const T *x, T *cols) {                             \
+        for (int64_t c = 0; c < g->Cg; c++)                                                        \
+            for (int64_t ky = 0; ky < g->kh; ky++)                                                 \
+                for (int64_t kx = 0; kx < g->kw; kx++) {                                           \
+                    T *row = cols + ((c * g->kh + ky) * g->kw + kx) * g->P;                        \
+                    int64_t xo = kx * g->dw - g->pw;                                               \
+                    for (int64_t oy = 0; oy < g->Ho; oy++) {                                       \
+                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;                              \
+                        T *r = row + oy * g->Wo;                                                   \
+                        if (iy < 0 || iy >= g->H) {                                                \
+                            memset(r, 0, sizeof(T) * (size_t)g->Wo);                               \
+                            continue;                                                              \
+                        }                                                                          \
+                        const T *xr = x + (c * g->H + iy) * g->W;                                  \
+                        if (g->sw == 1) { /* valid columns form one contiguous run */              \
+                            int64_t a = xo < 0 ? -xo : 0, b = g->W - xo;                           \
+                            if (b > g->Wo) b = g->Wo;                                              \
+                            if (a > g->Wo) a = g->Wo;                                              \
+                            for (int64_t ox = 0; ox < a; ox++) r[ox] = 0;                          \
+                            if (b > a) memcpy(r + a, xr + a + xo, sizeof(T) * (size_t)(b - a));    \
+                            for (int64_t ox = b > a ? b : a; ox < g->Wo; ox++) r[ox] = 0;          \
+                        } else {                                                                   \
+                            for (int64_t ox = 0; ox < g->Wo; ox++) {                               \
+                                int64_t ix = ox * g->sw + xo;                                      \
+                                r[ox] = (ix >= 0 && ix < g->W) ? xr[ix] : (T)0;                    \
+                            }                                                                      \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+    }                                                                                              \
+    static void col2im_##SUF(const conv_geom *g, const T *cols, T *x) {                             \
+        for (int64_t c = 0; c < g->Cg; c++)                                                        \
+            for (int64_t ky = 0; ky < g->kh; ky++)                                                 \
+                for (int64_t kx = 0; kx < g->kw; kx++) {                                           \
+                    const T *row = cols + ((c * g->kh + ky) * g->kw + kx) * g->P;                  \
+                    int64_t xo = kx * g->dw - g->pw;                                               \
+                    for (int64_t oy = 0; oy < g->Ho; oy++) {                                       \
+                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;                              \
+                        if (iy < 0 || iy >= g->H) continue;                                        \
+                        const T *r = row + oy * g->Wo;                                             \
+                        T *xr = x + (c * g->H + iy) * g->W;                                        \
+                        for (int64_t ox = 0; ox < g->Wo; ox++) {                                   \
+                            int64_t ix = ox * g->sw + xo;                                          \
+                            if (ix >= 0 && ix < g->W) xr[ix] += r[ox];                             \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+    }
+DEF_IM2COL(f32, float)
+DEF_IM2COL(f64, double)
+
+static void im2col(const conv_geom *g, const char *x, char *cols) {
+    if (g->cdt == MUSA_DTYPE_FLOAT32) im2col_f32(g, (const float *)x, (float *)cols);
+    else im2col_f64(g, (const double *)x, (double *)cols);
+}
+static void col2im(const conv_geom *g, const char *cols, char *x) {
+    if (g->cdt == MUSA_DTYPE_FLOAT32) col2im_f32(g, (const float *)cols, (float *)x);
+    else col2im_f64(g, (const double *)cols, (double *)x);
+}
+
+/* Work over a range of images with one scratch slot. */
+typedef struct {
+    const conv_geom *g;
+    const char *x, *w, *b; /* forward: input, weight, bias | bwd-input: gy, w | bwd-weight: x, gy */
+    char *y;               /* output */
+    char *scratch;         /* slots of slot_bytes */
+    size_t slot_bytes;
+    int64_t per_slot;      /* images per slot */
+    int rc;
+} conv_job;
+
+static int add_bias(const conv_geom *g, char *y, const char *b) {
+    for (int64_t c = 0; c < g->Co; c++)
+        for (int64_t p = 0; p < g->P; p++) {
+            if (g->cdt == MUSA_DTYPE_FLOAT32) ((float *)y)[c * g->P + p] += ((const float *)b)[c];
+            else ((double *)y)[c * g->P + p] += ((const double *)b)[c];
+        }
+    return MUSA_OK;
+}
+
+static void fwd_range(void *arg, int64_t s0, int64_t s1) {
+    conv_job *j = arg;
+    const conv_geom *g = j->g;
+    for (int64_t s = s0; s < s1; s++) {
+        char *cols = j->scratch + (size_t)s * j->slot_bytes;
+        int64_t n0 = s * j->per_slot, n1 = n0 + j->per_slot < g->N ? n0 + j->per_slot : g->N;
+        for (int64_t n = n0; n < n1; n++)
+            for (int64_t grp = 0; grp < g->groups; grp++) {
+                const char *xg = j->x + (size_t)((n * g->C + grp * g->Cg) * g->H * g->W) * g->es;
+                const char *wg = j->w + (size_t)(grp * g->Cog * g->K) * g->es;
+                char *yg = j->y + (size_t)((n * g->Co + grp * g->Cog) * g->P) * g->es;
+                if (!g->direct) im2col(g, xg, cols);
+                int rc = musa_cpu_gemm(g->cdt, 'N', 'N', g->Cog, g->P, g->K, 1.0, wg, g->K,
+                                       g->direct ? xg : cols, g->P, 0.0, yg, g->P);
+                if (rc) j->rc = rc;
+                if (j->b && grp == g->groups - 1)
+                    add_bias(g, j->y + (size_t)(n * g->Co * g->P) * g->es, j->b);
+            }
+    }
+}
+
+static void run_slots(conv_job *j, int64_t slots, musa_range_fn fn) {
+    j->per_slot = (j->g->N + slots - 1) / slots;
+    int64_t used = j->per_slot ? (j->g->N + j->per_slot - 1) / j->per_slot : 0;
+    if (slots == 1) fn(j, 0, used);
+    else musa_parallel_for(used, 1, fn, j);
+}
+
+static size_t slot_cols(const conv_geom *g) { return g->direct ? 0 : nn_align((size_t)(g->K * g->P) * g->es); }
+
+/* ---- forward ---- */
+
+MUSA_WS(ws_conv2d) {
+    MUSA_UNUSED(n_in);
+    conv_geom g;
+    geom(&g, in[0].shape, in[1].shape, attrs, nn_cdt(out[0].dtype));
+    return nn_ws_outputs(out, n_out, (size_t)conv_slots(&g) * slot_cols(&g));
+}
+
+int cpu_conv2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    conv_geom g;
+    geom(&g, in[0].shape, in[1].shape, attrs, nn_cdt(out[0].dtype));
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    conv_job j = {.g = &g, .x = in[0].data, .w = in[1].data, .b = n_in == 3 ? in[2].data : NULL,
+                  .y = y.data, .scratch = ws, .slot_bytes = slot_cols(&g)};
+    if (g.N && g.Co && g.P) run_slots(&j, conv_slots(&g), fwd_range);
+    nn_out_end(&y);
+    return j.rc;
+}
+
+/* ---- gradient of the input: gx = col2im(W^T gy) ---- */
+
+static void bwd_input_range(void *arg, int64_t s0, int64_t s1) {
+    conv_job *j = arg;
+    const conv_geom *g = j->g;
+    for (int64_t s = s0; s < s1; s++) {
+        char *cols = j->scratch + (size_t)s * j->slot_bytes;
+        int64_t n0 = s * j->per_slot, n1 = n0 + j->per_slot < g->N ? n0 + j->per_slot : g->N;
+        for (int64_t n = n0; n < n1; n++) {
+            char *gxn = j->y + (size_t)(n * g->C * g->H * g->W) * g->es;
+            if (!g->direct) memset(gxn, 0, (size_t)(g->C * g->H * g->W) * g->es);
+            for (int64_t grp = 0; grp < g->groups; grp++) {
+                const char *gyg = j->x + (size_t)((n * g->Co + grp * g->Cog) * g->P) * g->es;
+                const char *wg = j->w + (size_t)(grp * g->Cog * g->K) * g->es;
+                char *gxg = gxn + (size_t)(grp * g->Cg * g->H * g->W) * g->es;
+                int rc = musa_cpu_gemm(g->cdt, 'T', 'N', g->K, g->P, g->Cog, 1.0, wg, g->K, gyg, g->P,
+                                       0.0, g->direct ? gxg : cols, g->P);
+                if (rc) j->rc = rc;
+                if (!g->direct) col2im(g, cols, gxg);
+            }
+        }
+    }
+}
+
+MUSA_WS(ws_conv2d_bwd_input) {
+    MUSA_UNUSED(n_in);
+    conv_geom g;
+    geom(&g, ((const musa_attrs_conv *)attrs)->shape.v, in[1].shape, attrs, nn_cdt(out[0].dtype));
+    return nn_ws_outputs(out, n_out, (size_t)conv_slots(&g) * slot_cols(&g));
+}
+
+int cpu_conv2d_backward_input(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                              const void *attrs) {
+    MUSA_UNUSED(n_in);
+    conv_geom g;
+    geom(&g, ((const musa_attrs_conv *)attrs)->shape.v, in[1].shape, attrs, nn_cdt(out[0].dtype));
+    char *ws = ctx->scratch;
+    nn_out gx = nn_out_begin(&out[0], &ws);
+    conv_job j = {.g = &g, .x = in[0].data, .w = in[1].data, .y = gx.data, .scratch = ws,
+                  .slot_bytes = slot_cols(&g)};
+    if (g.N) run_slots(&j, conv_slots(&g), bwd_input_range);
+    nn_out_end(&gx);
+    return j.rc;
+}
+
+/* ---- gradient of the weight: gw = sum over images of gy cols^T ---- */
+
+static void bwd_weight_range(void *arg, int64_t s0, int64_t s1) {
+    conv_job *j = arg;
+    const conv_geom *g = j->g;
+    size_t cols_bytes = slot_cols(g);
+    for (int64_t s = s0; s < s1; s++) {
+        char *slot = j->scratch + (size_t)s * j->slot_bytes;
+        char *cols = slot, *acc = j->y ? j->y : slot + cols_bytes;
+        if (!j->y) memset(acc, 0, (size_t)(g->Co * g->K) * g->es);
+        int64_t n0 = s * j->per_slot, n1 = n0 + j->per_slot < g->N ? n0 + j->per_slot : g->N;
+        for (int64_t n = n0; n < n1; n++)
+            for (int64_t grp = 0; grp < g->groups; grp++) {
+                const char *xg = j->x + (size_t)((n * g->C + grp * g->Cg) * g->H * g->W) * g->es;
+                const char *gyg = j->w + (size_t)((n * g->Co + grp * g->Cog) * g->P) * g->es;
+                char *ag = acc + (size_t)(grp * g->Cog * g->K) * g->es;
+                if (!g->direct) im2col(g, xg, cols);
+                int rc = musa_cpu_gemm(g->cdt, 'N', 'T', g->Cog, g->K, g->P, 1.0, gyg, g->P,
+                                       g->direct ? xg : cols, g->P, 1.0, ag, g->K);
+                if (rc) j->rc = rc;
+            }
+    }
+}
+
+static size_t slot_wgrad(const conv_geom *g, int64_t slots) {
+    return slot_cols(g) + (slots > 1 ? nn_align((size_t)(g->Co * g->K) * g->es) : 0);
+}
+
+MUSA_WS(ws_conv2d_bwd_weight) {
+    MUSA_UNUSED(n_in);
+    conv_geom g;
+    geom(&g, in[0].shape, ((const musa_attrs_conv *)attrs)->shape.v, attrs, nn_cdt(out[0].dtype));
+    int64_t slots = conv_slots(&g);
+    return nn_ws_outputs(out, n_out, (size_t)slots * slot_wgrad(&g, slots));
+}
+
+int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                               const void *attrs) {
+    MUSA_UNUSED(n_in);
+    conv_geom g;
+    geom(&g, in[0].shape, ((const musa_attrs_conv *)attrs)->shape.v, attrs, nn_cdt(out[0].dtype));
+    char *ws = ctx->scratch;
+    nn_out gw = nn_out_begin(&out[0], &ws);
+    int64_t slots = conv_slots(&g);
+    size_t total = (size_t)(g.Co * g.K);
+    memset(gw.data, 0, total * g.es);
+    /* one slot accumulates straight into gw; several keep partial sums */
+    conv_job j = {.g = &g, .x = in[0].data, .w = in[1].data, .y = slots > 1 ? NULL : gw.data,
+                  .scratch = ws, .slot_bytes = slot_wgrad(&g, slots)};
+    if (g.N && total) {
+        run_slots(&j, slots, bwd_weight_range);
+        int64_t used = j.per_slot ? (g.N + j.per_slot - 1) / j.per_slot : 0;
+        for (int64_t s = 0; slots > 1 && s < used; s++) {
+            const char *part = ws + (size_t)s * j.slot_bytes + slot_cols(&g);
+            for (size_t i = 0; i < total; i++) {
+                if (g.cdt == MUSA_DTYPE_FLOAT32) ((float *)gw.data)[i] += ((const float *)part)[i];
+                else ((double *)gw.data)[i] += ((const double *)part)[i];
+            }
+        }
+    }
+    nn_out_end(&gw);
+    return j.rc;
+}

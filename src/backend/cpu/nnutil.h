@@ -1,0 +1,64 @@
+/*
+ * nnutil.h - helpers for the neural network kernels.
+ *
+ * Those kernels get contiguous inputs of their compute dtype (float32, or
+ * float64 for float64 ops: inference casts float16/bfloat16 inputs to
+ * float32). Outputs of another dtype (float16/bfloat16) are computed into a
+ * staging area of the workspace and rounded once when copied out.
+ */
+#ifndef MUSA_CPU_NNUTIL_H
+#define MUSA_CPU_NNUTIL_H
+
+#include "../../base/dtype.h"
+#include "../../base/threadpool.h"
+#include "kernels.h"
+
+static inline int nn_cdt(int dtype) {
+    return dtype == MUSA_DTYPE_FLOAT64 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
+}
+static inline size_t nn_es(int cdt) { return cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4; }
+static inline size_t nn_align(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Bytes of staging an output needs (0 when it can be written directly). */
+static inline size_t nn_stage_bytes(const musa_kview *o) {
+    int cdt = nn_cdt(o->dtype);
+    if (o->dtype == cdt && musa_kview_contiguous(o)) return 0;
+    return nn_align((size_t)musa_kview_numel(o) * nn_es(cdt));
+}
+
+typedef struct {
+    musa_kview *out;
+    void *data;  /* where the kernel writes (compute dtype, contiguous) */
+    bool staged;
+} nn_out;
+
+/* Claim output o: its own memory or `*ws` (advanced past what is used). */
+static inline nn_out nn_out_begin(musa_kview *o, char **ws) {
+    nn_out r = {o, o->data, false};
+    size_t b = nn_stage_bytes(o);
+    if (b) {
+        r.data = *ws;
+        r.staged = true;
+        *ws += b;
+    }
+    return r;
+}
+
+/* Copy a staged output into the real one (rounding to its dtype). */
+static inline void nn_out_end(nn_out *r) {
+    if (!r->staged) return;
+    musa_kview s = *r->out;
+    s.data = r->data;
+    s.dtype = nn_cdt(r->out->dtype);
+    musa_contiguous_strides_k(&s);
+    musa_cpu_copy(r->out, &s);
+}
+
+/* Staging bytes for every output, plus `extra`. */
+static inline size_t nn_ws_outputs(const musa_kview *out, int n_out, size_t extra) {
+    size_t b = extra;
+    for (int j = 0; j < n_out; j++) b += nn_stage_bytes(&out[j]);
+    return b;
+}
+
+#endif

@@ -1,0 +1,332 @@
+/*
+ * norm.c - batch, layer and group normalisation: forward (y, mean, invstd)
+ * and fused backward (gx, gweight, gbias).
+ *
+ * Statistics are two-pass in float64 (mean, then the mean squared
+ * deviation), so float64 inputs keep their accuracy. Backward passes never
+ * materialise x-hat: it is recomputed from x, mean and invstd on the fly.
+ * Weight and bias gradients of layer norm (sums over rows) run in a second,
+ * column-parallel pass instead of per-thread partial buffers.
+ */
+#include <math.h>
+
+#include "nnutil.h"
+
+/* ws_norm: staging for low-precision outputs only. */
+MUSA_WS(ws_norm) {
+    MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    return nn_ws_outputs(out, n_out, 0);
+}
+
+typedef struct {
+    int64_t outer, C, inner; /* batch/group: (N, C, S); layer: (R, D, 1) */
+    int64_t groups;
+    double eps;
+    const char *x, *gy, *w, *b, *mean, *invstd;
+    char *y, *gx, *gw, *gb, *omean, *oinvstd;
+} norm_job;
+
+static double clamp_var(double v) { return v > 0 ? v : 0; }
+
+/* ---- batch norm: statistics per channel over (N, S) ---- */
+
+#define DEF_BN(SUF, T)                                                                             \
+    static void bn_fwd_##SUF(void *arg, int64_t c0, int64_t c1) {                                  \
+        const norm_job *j = arg;                                                                   \
+        const T *x = (const T *)j->x, *w = (const T *)j->w, *b = (const T *)j->b;                  \
+        T *y = (T *)j->y, *mo = (T *)j->omean, *io = (T *)j->oinvstd;                              \
+        int64_t N = j->outer, C = j->C, S = j->inner;                                              \
+        double m = (double)(N * S);                                                                \
+        for (int64_t c = c0; c < c1; c++) {                                                        \
+            double s = 0, ss = 0;                                                                  \
+            for (int64_t n = 0; n < N; n++) {                                                      \
+                const T *p = x + (n * C + c) * S;                                                  \
+                for (int64_t i = 0; i < S; i++) s += p[i];                                         \
+            }                                                                                      \
+            double mean = m > 0 ? s / m : 0;                                                       \
+            for (int64_t n = 0; n < N; n++) {                                                      \
+                const T *p = x + (n * C + c) * S;                                                  \
+                for (int64_t i = 0; i < S; i++) {                                                  \
+                    double d = p[i] - mean;                                                        \
+                    ss += d * d;                                                                   \
+                }                                                                                  \
+            }                                                                                      \
+            double inv = 1.0 / sqrt(clamp_var(m > 0 ? ss / m : 0) + j->eps);                       \
+            T scale = (T)(w[c] * inv), shift = (T)(b[c] - mean * w[c] * inv);                      \
+            for (int64_t n = 0; n < N; n++) {                                                      \
+                const T *p = x + (n * C + c) * S;                                                  \
+                T *q = y + (n * C + c) * S;                                                        \
+                for (int64_t i = 0; i < S; i++) q[i] = p[i] * scale + shift;                       \
+            }                                                                                      \
+            mo[c] = (T)mean;                                                                       \
+            io[c] = (T)inv;                                                                        \
+        }                                                                                          \
+    }                                                                                              \
+    static void bn_bwd_##SUF(void *arg, int64_t c0, int64_t c1) {                                  \
+        const norm_job *j = arg;                                                                   \
+        const T *x = (const T *)j->x, *gy = (const T *)j->gy, *w = (const T *)j->w;                \
+        const T *mean = (const T *)j->mean, *invstd = (const T *)j->invstd;                        \
+        T *gx = (T *)j->gx, *gw = (T *)j->gw, *gb = (T *)j->gb;                                    \
+        int64_t N = j->outer, C = j->C, S = j->inner;                                              \
+        double m = (double)(N * S);                                                                \
+        for (int64_t c = c0; c < c1; c++) {                                                        \
+            double mu = mean[c], inv = invstd[c], sg = 0, sgx = 0;                                 \
+            for (int64_t n = 0; n < N; n++) {                                                      \
+                const T *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;                       \
+                for (int64_t i = 0; i < S; i++) {                                                  \
+                    sg += g[i];                                                                    \
+                    sgx += g[i] * (p[i] - mu);                                                     \
+                }                                                                                  \
+            }                                                                                      \
+            gb[c] = (T)sg;                                                                         \
+            gw[c] = (T)(sgx * inv);                                                                \
+            double k = w[c] * inv, a = sg / m, bcoef = inv * inv * sgx / m;                        \
+            for (int64_t n = 0; n < N; n++) {                                                      \
+                const T *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;                       \
+                T *q = gx + (n * C + c) * S;                                                       \
+                for (int64_t i = 0; i < S; i++) q[i] = (T)(k * (g[i] - a - (p[i] - mu) * bcoef));  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEF_BN(f32, float)
+DEF_BN(f64, double)
+
+static int64_t chan_grain(int64_t per) { return per >= 16384 ? 1 : 16384 / (per + 1) + 1; }
+
+static void nc_s(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {
+    *N = x->shape[0], *C = x->shape[1], *S = 1;
+    for (int d = 2; d < x->ndim; d++) *S *= x->shape[d];
+}
+
+int cpu_batch_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws), io = nn_out_begin(&out[2], &ws);
+    norm_job j = {.eps = ((const musa_attrs_norm *)attrs)->eps, .x = in[0].data, .w = in[1].data,
+                  .b = in[2].data, .y = y.data, .omean = mo.data, .oinvstd = io.data};
+    nc_s(&in[0], &j.outer, &j.C, &j.inner);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), in[0].dtype == MUSA_DTYPE_FLOAT64 ? bn_fwd_f64 : bn_fwd_f32, &j);
+    nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
+    return MUSA_OK;
+}
+
+int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                            const void *attrs) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    char *ws = ctx->scratch;
+    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws), gb = nn_out_begin(&out[2], &ws);
+    norm_job j = {.gy = in[0].data, .x = in[1].data, .w = in[2].data, .mean = in[3].data,
+                  .invstd = in[4].data, .gx = gx.data, .gw = gw.data, .gb = gb.data};
+    nc_s(&in[1], &j.outer, &j.C, &j.inner);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), in[1].dtype == MUSA_DTYPE_FLOAT64 ? bn_bwd_f64 : bn_bwd_f32, &j);
+    nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
+    return MUSA_OK;
+}
+
+/* ---- layer norm: statistics per row over the last D elements ---- */
+
+#define DEF_LN(SUF, T)                                                                             \
+    static void ln_fwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
+        const norm_job *j = arg;                                                                   \
+        const T *w = (const T *)j->w, *b = (const T *)j->b;                                        \
+        int64_t D = j->C;                                                                          \
+        for (int64_t r = r0; r < r1; r++) {                                                        \
+            const T *p = (const T *)j->x + r * D;                                                  \
+            T *q = (T *)j->y + r * D;                                                              \
+            double s = 0, ss = 0;                                                                  \
+            for (int64_t i = 0; i < D; i++) s += p[i];                                             \
+            double mean = D ? s / (double)D : 0;                                                   \
+            for (int64_t i = 0; i < D; i++) {                                                      \
+                double d = p[i] - mean;                                                            \
+                ss += d * d;                                                                       \
+            }                                                                                      \
+            double inv = 1.0 / sqrt(clamp_var(D ? ss / (double)D : 0) + j->eps);                   \
+            T mu = (T)mean, iv = (T)inv;                                                           \
+            for (int64_t i = 0; i < D; i++) q[i] = (p[i] - mu) * iv * w[i] + b[i];                 \
+            ((T *)j->omean)[r] = mu;                                                               \
+            ((T *)j->oinvstd)[r] = iv;                                                             \
+        }                                                                                          \
+    }                                                                                              \
+    static void ln_bwd_rows_##SUF(void *arg, int64_t r0, int64_t r1) {                             \
+        const norm_job *j = arg;                                                                   \
+        const T *w = (const T *)j->w;                                                              \
+        int64_t D = j->C;                                                                          \
+        for (int64_t r = r0; r < r1; r++) {                                                        \
+            const T *p = (const T *)j->x + r * D, *g = (const T *)j->gy + r * D;                   \
+            T *q = (T *)j->gx + r * D;                                                             \
+            double mu = ((const T *)j->mean)[r], inv = ((const T *)j->invstd)[r], s1 = 0, s2 = 0;  \
+            for (int64_t i = 0; i < D; i++) {                                                      \
+                double gh = (double)g[i] * w[i];                                                   \
+                s1 += gh;                                                                          \
+                s2 += gh * (p[i] - mu) * inv;                                                      \
+            }                                                                                      \
+            double a = s1 / (double)D, c = s2 / (double)D;                                         \
+            for (int64_t i = 0; i < D; i++) {                                                      \
+                double xh = (p[i] - mu) * inv;                                                     \
+                q[i] = (T)(inv * ((double)g[i] * w[i] - a - xh * c));                              \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void ln_bwd_cols_##SUF(void *arg, int64_t b0, int64_t b1) {                             \
+        const norm_job *j = arg;                                                                   \
+        int64_t D = j->C, R = j->outer;                                                            \
+        double aw[256], ab[256];                                                                   \
+        for (int64_t blk = b0; blk < b1; blk++) {                                                  \
+            int64_t d0 = blk * 256, n = D - d0 < 256 ? D - d0 : 256;                               \
+            for (int64_t i = 0; i < n; i++) aw[i] = ab[i] = 0;                                     \
+            for (int64_t r = 0; r < R; r++) {                                                      \
+                const T *p = (const T *)j->x + r * D + d0, *g = (const T *)j->gy + r * D + d0;     \
+                double mu = ((const T *)j->mean)[r], inv = ((const T *)j->invstd)[r];              \
+                for (int64_t i = 0; i < n; i++) {                                                  \
+                    aw[i] += (double)g[i] * (p[i] - mu) * inv;                                     \
+                    ab[i] += g[i];                                                                 \
+                }                                                                                  \
+            }                                                                                      \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                ((T *)j->gw)[d0 + i] = (T)aw[i];                                                   \
+                ((T *)j->gb)[d0 + i] = (T)ab[i];                                                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEF_LN(f32, float)
+DEF_LN(f64, double)
+
+static void rows_d(const musa_kview *x, int64_t ndims, int64_t *R, int64_t *D) {
+    *D = 1;
+    for (int d = x->ndim - (int)ndims; d < x->ndim; d++) *D *= x->shape[d];
+    *R = *D ? musa_kview_numel(x) / *D : 0;
+}
+
+int cpu_layer_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    const musa_attrs_norm *a = attrs;
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws), io = nn_out_begin(&out[2], &ws);
+    norm_job j = {.eps = a->eps, .x = in[0].data, .w = in[1].data, .b = in[2].data, .y = y.data,
+                  .omean = mo.data, .oinvstd = io.data};
+    rows_d(&in[0], a->ndims, &j.outer, &j.C);
+    musa_parallel_for(j.outer, chan_grain(j.C), in[0].dtype == MUSA_DTYPE_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &j);
+    nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
+    return MUSA_OK;
+}
+
+int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                            const void *attrs) {
+    MUSA_UNUSED(n_in);
+    const musa_attrs_norm *a = attrs;
+    char *ws = ctx->scratch;
+    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws), gb = nn_out_begin(&out[2], &ws);
+    norm_job j = {.gy = in[0].data, .x = in[1].data, .w = in[2].data, .mean = in[3].data,
+                  .invstd = in[4].data, .gx = gx.data, .gw = gw.data, .gb = gb.data};
+    rows_d(&in[1], a->ndims, &j.outer, &j.C);
+    bool f64 = in[1].dtype == MUSA_DTYPE_FLOAT64;
+    musa_parallel_for(j.outer, chan_grain(j.C), f64 ? ln_bwd_rows_f64 : ln_bwd_rows_f32, &j);
+    musa_parallel_for((j.C + 255) / 256, chan_grain(j.outer * 256), f64 ? ln_bwd_cols_f64 : ln_bwd_cols_f32, &j);
+    nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
+    return MUSA_OK;
+}
+
+/* ---- group norm: statistics per (sample, group); a contiguous block ---- */
+
+#define DEF_GN(SUF, T)                                                                             \
+    static void gn_fwd_##SUF(void *arg, int64_t k0, int64_t k1) {                                  \
+        const norm_job *j = arg;                                                                   \
+        int64_t C = j->C, S = j->inner, G = j->groups, Cg = C / G, m = Cg * S;                     \
+        for (int64_t k = k0; k < k1; k++) {                                                        \
+            int64_t n = k / G, g = k % G;                                                          \
+            const T *p = (const T *)j->x + (n * C + g * Cg) * S;                                   \
+            T *q = (T *)j->y + (n * C + g * Cg) * S;                                               \
+            double s = 0, ss = 0;                                                                  \
+            for (int64_t i = 0; i < m; i++) s += p[i];                                             \
+            double mean = m ? s / (double)m : 0;                                                   \
+            for (int64_t i = 0; i < m; i++) {                                                      \
+                double d = p[i] - mean;                                                            \
+                ss += d * d;                                                                       \
+            }                                                                                      \
+            double inv = 1.0 / sqrt(clamp_var(m ? ss / (double)m : 0) + j->eps);                   \
+            for (int64_t c = 0; c < Cg; c++) {                                                     \
+                double w = ((const T *)j->w)[g * Cg + c], b = ((const T *)j->b)[g * Cg + c];       \
+                T scale = (T)(w * inv), shift = (T)(b - mean * w * inv);                           \
+                for (int64_t i = 0; i < S; i++) q[c * S + i] = p[c * S + i] * scale + shift;       \
+            }                                                                                      \
+            ((T *)j->omean)[k] = (T)mean;                                                          \
+            ((T *)j->oinvstd)[k] = (T)inv;                                                         \
+        }                                                                                          \
+    }                                                                                              \
+    static void gn_bwd_x_##SUF(void *arg, int64_t k0, int64_t k1) {                                \
+        const norm_job *j = arg;                                                                   \
+        int64_t C = j->C, S = j->inner, G = j->groups, Cg = C / G, m = Cg * S;                     \
+        for (int64_t k = k0; k < k1; k++) {                                                        \
+            int64_t n = k / G, g = k % G;                                                          \
+            const T *p = (const T *)j->x + (n * C + g * Cg) * S;                                   \
+            const T *gy = (const T *)j->gy + (n * C + g * Cg) * S;                                 \
+            T *q = (T *)j->gx + (n * C + g * Cg) * S;                                              \
+            double mu = ((const T *)j->mean)[k], inv = ((const T *)j->invstd)[k], s1 = 0, s2 = 0;  \
+            for (int64_t c = 0; c < Cg; c++) {                                                     \
+                double w = ((const T *)j->w)[g * Cg + c];                                          \
+                for (int64_t i = 0; i < S; i++) {                                                  \
+                    double gh = gy[c * S + i] * w;                                                 \
+                    s1 += gh;                                                                      \
+                    s2 += gh * (p[c * S + i] - mu) * inv;                                          \
+                }                                                                                  \
+            }                                                                                      \
+            double a = s1 / (double)m, cc = s2 / (double)m;                                        \
+            for (int64_t c = 0; c < Cg; c++) {                                                     \
+                double w = ((const T *)j->w)[g * Cg + c];                                          \
+                for (int64_t i = 0; i < S; i++) {                                                  \
+                    double xh = (p[c * S + i] - mu) * inv;                                         \
+                    q[c * S + i] = (T)(inv * (gy[c * S + i] * w - a - xh * cc));                   \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void gn_bwd_w_##SUF(void *arg, int64_t c0, int64_t c1) {                                \
+        const norm_job *j = arg;                                                                   \
+        int64_t N = j->outer, C = j->C, S = j->inner, G = j->groups, Cg = C / G;                   \
+        for (int64_t c = c0; c < c1; c++) {                                                        \
+            double aw = 0, ab = 0;                                                                 \
+            for (int64_t n = 0; n < N; n++) {                                                      \
+                int64_t k = n * G + c / Cg;                                                        \
+                double mu = ((const T *)j->mean)[k], inv = ((const T *)j->invstd)[k];              \
+                const T *p = (const T *)j->x + (n * C + c) * S, *g = (const T *)j->gy + (n * C + c) * S; \
+                for (int64_t i = 0; i < S; i++) {                                                  \
+                    aw += g[i] * (p[i] - mu) * inv;                                                \
+                    ab += g[i];                                                                    \
+                }                                                                                  \
+            }                                                                                      \
+            ((T *)j->gw)[c] = (T)aw;                                                               \
+            ((T *)j->gb)[c] = (T)ab;                                                               \
+        }                                                                                          \
+    }
+DEF_GN(f32, float)
+DEF_GN(f64, double)
+
+int cpu_group_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    const musa_attrs_norm *a = attrs;
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws), io = nn_out_begin(&out[2], &ws);
+    norm_job j = {.eps = a->eps, .groups = a->groups, .x = in[0].data, .w = in[1].data, .b = in[2].data,
+                  .y = y.data, .omean = mo.data, .oinvstd = io.data};
+    nc_s(&in[0], &j.outer, &j.C, &j.inner);
+    musa_parallel_for(j.outer * j.groups, chan_grain(j.C / j.groups * j.inner),
+                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? gn_fwd_f64 : gn_fwd_f32, &j);
+    nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
+    return MUSA_OK;
+}
+
+int cpu_group_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                            const void *attrs) {
+    MUSA_UNUSED(n_in);
+    const musa_attrs_norm *a = attrs;
+    char *ws = ctx->scratch;
+    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws), gb = nn_out_begin(&out[2], &ws);
+    norm_job j = {.groups = a->groups, .gy = in[0].data, .x = in[1].data, .w = in[2].data,
+                  .mean = in[3].data, .invstd = in[4].data, .gx = gx.data, .gw = gw.data, .gb = gb.data};
+    nc_s(&in[1], &j.outer, &j.C, &j.inner);
+    bool f64 = in[1].dtype == MUSA_DTYPE_FLOAT64;
+    musa_parallel_for(j.outer * j.groups, chan_grain(j.C / j.groups * j.inner), f64 ? gn_bwd_x_f64 : gn_bwd_x_f32, &j);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), f64 ? gn_bwd_w_f64 : gn_bwd_w_f32, &j);
+    nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
+    return MUSA_OK;
+}

@@ -1,0 +1,238 @@
+/*
+ * pool.c - 2-d pooling: max (with the flat spatial index of each maximum,
+ * as PyTorch returns it), average (with PyTorch's divisor rules), adaptive
+ * average, and the backward ops of the average poolings. Inputs are
+ * (N, C, H, W) or (C, H, W), contiguous; planes run in parallel.
+ */
+#include "nnutil.h"
+
+typedef struct {
+    int64_t planes, H, W, Ho, Wo;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    bool ceil_mode, count_include_pad;
+} pool_geom;
+
+static void pgeom(pool_geom *g, const int64_t *in_shape, int in_nd, const int64_t *out_shape,
+                  const musa_attrs_pool *a) {
+    g->H = in_shape[in_nd - 2], g->W = in_shape[in_nd - 1];
+    g->Ho = out_shape[in_nd - 2], g->Wo = out_shape[in_nd - 1];
+    g->planes = 1;
+    for (int d = 0; d < in_nd - 2; d++) g->planes *= in_shape[d];
+    g->kh = a->kernel.v[0], g->kw = a->kernel.v[1];
+    g->sh = a->stride.v[0], g->sw = a->stride.v[1];
+    g->ph = a->padding.v[0], g->pw = a->padding.v[1];
+    g->dh = a->dilation.n ? a->dilation.v[0] : 1, g->dw = a->dilation.n ? a->dilation.v[1] : 1;
+    g->ceil_mode = a->ceil_mode;
+    g->count_include_pad = a->count_include_pad;
+}
+
+typedef struct {
+    const pool_geom *g;
+    const char *x;
+    char *y;
+    int64_t *idx;
+} pool_job;
+
+/* ---- max ---- */
+
+#define DEF_MAXPOOL(SUF, T)                                                                        \
+    static void maxpool_##SUF(void *arg, int64_t p0, int64_t p1) {                                 \
+        const pool_job *j = arg;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        for (int64_t p = p0; p < p1; p++) {                                                        \
+            const T *x = (const T *)j->x + p * g->H * g->W;                                        \
+            T *y = (T *)j->y + p * g->Ho * g->Wo;                                                  \
+            int64_t *ix = j->idx + p * g->Ho * g->Wo;                                              \
+            for (int64_t oy = 0; oy < g->Ho; oy++)                                                 \
+                for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
+                    T best = 0;                                                                    \
+                    int64_t bi = -1;                                                               \
+                    for (int64_t ky = 0; ky < g->kh; ky++) {                                       \
+                        int64_t iy = oy * g->sh - g->ph + ky * g->dh;                              \
+                        if (iy < 0 || iy >= g->H) continue;                                        \
+                        for (int64_t kx = 0; kx < g->kw; kx++) {                                   \
+                            int64_t jx = ox * g->sw - g->pw + kx * g->dw;                          \
+                            if (jx < 0 || jx >= g->W) continue;                                    \
+                            T v = x[iy * g->W + jx];                                               \
+                            if (bi < 0 || v > best || (v != v && best == best)) {                  \
+                                best = v;                                                          \
+                                bi = iy * g->W + jx;                                               \
+                            }                                                                      \
+                        }                                                                          \
+                    }                                                                              \
+                    y[oy * g->Wo + ox] = best;                                                     \
+                    ix[oy * g->Wo + ox] = bi;                                                      \
+                }                                                                                  \
+        }                                                                                          \
+    }
+DEF_MAXPOOL(f32, float)
+DEF_MAXPOOL(f64, double)
+
+static int64_t plane_grain(const pool_geom *g) {
+    int64_t work = g->Ho * g->Wo * g->kh * g->kw + 1;
+    return work >= 32768 ? 1 : 32768 / work;
+}
+
+int cpu_max_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    pool_geom g;
+    pgeom(&g, in[0].shape, in[0].ndim, out[0].shape, attrs);
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    pool_job j = {&g, in[0].data, y.data, (int64_t *)out[1].data};
+    musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? maxpool_f64 : maxpool_f32, &j);
+    nn_out_end(&y);
+    return MUSA_OK;
+}
+
+/* ---- average: PyTorch's window and divisor rules ---- */
+
+static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_t *h0, int64_t *h1,
+                              int64_t *w0, int64_t *w1, double *div) {
+    int64_t hs = oy * g->sh - g->ph, ws = ox * g->sw - g->pw;
+    int64_t he = hs + g->kh < g->H + g->ph ? hs + g->kh : g->H + g->ph;
+    int64_t we = ws + g->kw < g->W + g->pw ? ws + g->kw : g->W + g->pw;
+    int64_t pool_size = (he - hs) * (we - ws);
+    hs = hs < 0 ? 0 : hs, ws = ws < 0 ? 0 : ws;
+    he = he > g->H ? g->H : he, we = we > g->W ? g->W : we;
+    *h0 = hs, *h1 = he, *w0 = ws, *w1 = we;
+    *div = (double)(g->count_include_pad ? pool_size : (he - hs) * (we - ws));
+}
+
+#define DEF_AVGPOOL(SUF, T)                                                                        \
+    static void avgpool_##SUF(void *arg, int64_t p0, int64_t p1) {                                 \
+        const pool_job *j = arg;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        for (int64_t p = p0; p < p1; p++) {                                                        \
+            const T *x = (const T *)j->x + p * g->H * g->W;                                        \
+            T *y = (T *)j->y + p * g->Ho * g->Wo;                                                  \
+            for (int64_t oy = 0; oy < g->Ho; oy++)                                                 \
+                for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
+                    int64_t h0, h1, w0, w1;                                                        \
+                    double div, s = 0;                                                             \
+                    avg_window(g, oy, ox, &h0, &h1, &w0, &w1, &div);                               \
+                    for (int64_t iy = h0; iy < h1; iy++)                                           \
+                        for (int64_t jx = w0; jx < w1; jx++) s += x[iy * g->W + jx];               \
+                    y[oy * g->Wo + ox] = (T)(div > 0 ? s / div : 0);                               \
+                }                                                                                  \
+        }                                                                                          \
+    }                                                                                              \
+    static void avgpool_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                             \
+        const pool_job *j = arg;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        for (int64_t p = p0; p < p1; p++) {                                                        \
+            const T *gy = (const T *)j->x + p * g->Ho * g->Wo;                                     \
+            T *gx = (T *)j->y + p * g->H * g->W;                                                   \
+            memset(gx, 0, sizeof(T) * (size_t)(g->H * g->W));                                      \
+            for (int64_t oy = 0; oy < g->Ho; oy++)                                                 \
+                for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
+                    int64_t h0, h1, w0, w1;                                                        \
+                    double div;                                                                    \
+                    avg_window(g, oy, ox, &h0, &h1, &w0, &w1, &div);                               \
+                    T v = div > 0 ? (T)(gy[oy * g->Wo + ox] / div) : (T)0;                         \
+                    for (int64_t iy = h0; iy < h1; iy++)                                           \
+                        for (int64_t jx = w0; jx < w1; jx++) gx[iy * g->W + jx] += v;              \
+                }                                                                                  \
+        }                                                                                          \
+    }
+DEF_AVGPOOL(f32, float)
+DEF_AVGPOOL(f64, double)
+
+int cpu_avg_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    pool_geom g;
+    pgeom(&g, in[0].shape, in[0].ndim, out[0].shape, attrs);
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    pool_job j = {&g, in[0].data, y.data, NULL};
+    musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? avgpool_f64 : avgpool_f32, &j);
+    nn_out_end(&y);
+    return MUSA_OK;
+}
+
+int cpu_avg_pool2d_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                            const void *attrs) {
+    MUSA_UNUSED(n_in);
+    pool_geom g;
+    pgeom(&g, out[0].shape, out[0].ndim, in[0].shape, attrs);
+    char *ws = ctx->scratch;
+    nn_out gx = nn_out_begin(&out[0], &ws);
+    pool_job j = {&g, in[0].data, gx.data, NULL};
+    musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? avgpool_bwd_f64 : avgpool_bwd_f32, &j);
+    nn_out_end(&gx);
+    return MUSA_OK;
+}
+
+/* ---- adaptive average: window [floor(o H / Ho), ceil((o + 1) H / Ho)) ---- */
+
+#define DEF_ADAPTIVE(SUF, T)                                                                       \
+    static void adaptive_##SUF(void *arg, int64_t p0, int64_t p1) {                                \
+        const pool_job *j = arg;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        for (int64_t p = p0; p < p1; p++) {                                                        \
+            const T *x = (const T *)j->x + p * g->H * g->W;                                        \
+            T *y = (T *)j->y + p * g->Ho * g->Wo;                                                  \
+            for (int64_t oy = 0; oy < g->Ho; oy++) {                                               \
+                int64_t h0 = oy * g->H / g->Ho, h1 = ((oy + 1) * g->H + g->Ho - 1) / g->Ho;        \
+                for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
+                    int64_t w0 = ox * g->W / g->Wo, w1 = ((ox + 1) * g->W + g->Wo - 1) / g->Wo;    \
+                    double s = 0;                                                                  \
+                    for (int64_t iy = h0; iy < h1; iy++)                                           \
+                        for (int64_t jx = w0; jx < w1; jx++) s += x[iy * g->W + jx];               \
+                    y[oy * g->Wo + ox] = (T)(s / (double)((h1 - h0) * (w1 - w0)));                 \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void adaptive_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                            \
+        const pool_job *j = arg;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        for (int64_t p = p0; p < p1; p++) {                                                        \
+            const T *gy = (const T *)j->x + p * g->Ho * g->Wo;                                     \
+            T *gx = (T *)j->y + p * g->H * g->W;                                                   \
+            memset(gx, 0, sizeof(T) * (size_t)(g->H * g->W));                                      \
+            for (int64_t oy = 0; oy < g->Ho; oy++) {                                               \
+                int64_t h0 = oy * g->H / g->Ho, h1 = ((oy + 1) * g->H + g->Ho - 1) / g->Ho;        \
+                for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
+                    int64_t w0 = ox * g->W / g->Wo, w1 = ((ox + 1) * g->W + g->Wo - 1) / g->Wo;    \
+                    T v = (T)(gy[oy * g->Wo + ox] / (double)((h1 - h0) * (w1 - w0)));              \
+                    for (int64_t iy = h0; iy < h1; iy++)                                           \
+                        for (int64_t jx = w0; jx < w1; jx++) gx[iy * g->W + jx] += v;              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEF_ADAPTIVE(f32, float)
+DEF_ADAPTIVE(f64, double)
+
+int cpu_adaptive_avg_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                            const void *attrs) {
+    MUSA_UNUSED(n_in);
+    pool_geom g;
+    pgeom(&g, in[0].shape, in[0].ndim, out[0].shape, attrs);
+    g.kh = g.H / (g.Ho ? g.Ho : 1) + 1, g.kw = g.W / (g.Wo ? g.Wo : 1) + 1; /* for the grain */
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    pool_job j = {&g, in[0].data, y.data, NULL};
+    if (g.Ho && g.Wo)
+        musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? adaptive_f64 : adaptive_f32, &j);
+    nn_out_end(&y);
+    return MUSA_OK;
+}
+
+int cpu_adaptive_avg_pool2d_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                                     const void *attrs) {
+    MUSA_UNUSED(n_in);
+    pool_geom g;
+    pgeom(&g, out[0].shape, out[0].ndim, in[0].shape, attrs);
+    g.kh = g.H / (g.Ho ? g.Ho : 1) + 1, g.kw = g.W / (g.Wo ? g.Wo : 1) + 1;
+    char *ws = ctx->scratch;
+    nn_out gx = nn_out_begin(&out[0], &ws);
+    pool_job j = {&g, in[0].data, gx.data, NULL};
+    if (g.Ho && g.Wo)
+        musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? adaptive_bwd_f64 : adaptive_bwd_f32, &j);
+    else
+        memset(gx.data, 0, (size_t)musa_kview_numel(&out[0]) * nn_es(nn_cdt(out[0].dtype)));
+    nn_out_end(&gx);
+    return MUSA_OK;
+}

@@ -1,0 +1,296 @@
+/*
+ * softmax.c - softmax and log-softmax along any dim (numerically stable:
+ * the row max is subtracted), their fused backward ops, and fused
+ * cross-entropy over class indices (ignore_index, label smoothing,
+ * none/mean/sum reduction) with its backward.
+ *
+ * A contiguous input is seen as (outer, D, inner) around the dim. With
+ * inner = 1 each row is contiguous and exp vectorises through libmvec;
+ * otherwise blocks of up to 256 inner columns are processed together, each
+ * vector load walking the block. Sums accumulate in float64.
+ */
+#include <math.h>
+#include <stdatomic.h>
+
+#include "nnutil.h"
+#include "vmath.h"
+
+typedef struct {
+    int64_t outer, D, inner;
+    const char *x, *g;
+    char *y;
+    bool log;
+} sm_job;
+
+static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t *D, int64_t *inner) {
+    *outer = 1, *inner = 1, *D = v->ndim ? v->shape[dim] : 1;
+    for (int d = 0; d < dim; d++) *outer *= v->shape[d];
+    for (int d = (int)dim + 1; d < v->ndim; d++) *inner *= v->shape[d];
+}
+
+#define BLK 256
+
+/* Forward over work items: (outer row) x (inner block). */
+#define DEF_SOFTMAX(SUF, T, EXP, LOG)                                                              \
+    static void sm_fwd_##SUF(void *arg, int64_t w0, int64_t w1) {                                  \
+        const sm_job *j = arg;                                                                     \
+        int64_t nb = (j->inner + BLK - 1) / BLK;                                                   \
+        T mx[BLK];                                                                                 \
+        double sum[BLK];                                                                           \
+        for (int64_t w = w0; w < w1; w++) {                                                        \
+            int64_t o = w / nb, c0 = (w % nb) * BLK, n = j->inner - c0 < BLK ? j->inner - c0 : BLK; \
+            const T *x = (const T *)j->x + o * j->D * j->inner + c0;                               \
+            T *y = (T *)j->y + o * j->D * j->inner + c0;                                           \
+            if (j->inner == 1) { /* contiguous row */                                              \
+                T m = -INFINITY;                                                                   \
+                for (int64_t d = 0; d < j->D; d++) m = x[d] > m || x[d] != x[d] ? x[d] : m;        \
+                if (m == -INFINITY) m = 0; /* all -inf: keep exp finite (gives nan/0 as PyTorch) */ \
+                for (int64_t d = 0; d < j->D; d++) y[d] = EXP(x[d] - m);                           \
+                double s = 0;                                                                      \
+                for (int64_t d = 0; d < j->D; d++) s += y[d];                                      \
+                if (j->log) {                                                                      \
+                    T ls = (T)log(s);                                                              \
+                    for (int64_t d = 0; d < j->D; d++) y[d] = x[d] - m - ls;                       \
+                } else {                                                                           \
+                    T inv = (T)(1.0 / s);                                                          \
+                    for (int64_t d = 0; d < j->D; d++) y[d] *= inv;                                \
+                }                                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
+            for (int64_t i = 0; i < n; i++) mx[i] = -INFINITY, sum[i] = 0;                         \
+            for (int64_t d = 0; d < j->D; d++)                                                     \
+                for (int64_t i = 0; i < n; i++) {                                                  \
+                    T v = x[d * j->inner + i];                                                     \
+                    mx[i] = v > mx[i] || v != v ? v : mx[i];                                       \
+                }                                                                                  \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                if (mx[i] == -INFINITY) mx[i] = 0;                                                 \
+            for (int64_t d = 0; d < j->D; d++) {                                                   \
+                T *yr = y + d * j->inner;                                                          \
+                const T *xr = x + d * j->inner;                                                    \
+                for (int64_t i = 0; i < n; i++) {                                                  \
+                    yr[i] = EXP(xr[i] - mx[i]);                                                    \
+                    sum[i] += yr[i];                                                               \
+                }                                                                                  \
+            }                                                                                      \
+            for (int64_t d = 0; d < j->D; d++) {                                                   \
+                T *yr = y + d * j->inner;                                                          \
+                const T *xr = x + d * j->inner;                                                    \
+                for (int64_t i = 0; i < n; i++)                                                    \
+                    yr[i] = j->log ? xr[i] - mx[i] - (T)log(sum[i]) : (T)(yr[i] / sum[i]);         \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    /* backward: softmax gx = y (g - sum(g y)); log-softmax gx = g - exp(y) sum(g) */               \
+    static void sm_bwd_##SUF(void *arg, int64_t w0, int64_t w1) {                                  \
+        const sm_job *j = arg;                                                                     \
+        int64_t nb = (j->inner + BLK - 1) / BLK;                                                   \
+        double acc[BLK];                                                                           \
+        for (int64_t w = w0; w < w1; w++) {                                                        \
+            int64_t o = w / nb, c0 = (w % nb) * BLK, n = j->inner - c0 < BLK ? j->inner - c0 : BLK; \
+            size_t off = (size_t)(o * j->D * j->inner + c0);                                       \
+            const T *g = (const T *)j->g + off, *yv = (const T *)j->x + off;                       \
+            T *gx = (T *)j->y + off;                                                               \
+            for (int64_t i = 0; i < n; i++) acc[i] = 0;                                            \
+            for (int64_t d = 0; d < j->D; d++)                                                     \
+                for (int64_t i = 0; i < n; i++) {                                                  \
+                    int64_t k = d * j->inner + i;                                                  \
+                    acc[i] += j->log ? (double)g[k] : (double)g[k] * yv[k];                        \
+                }                                                                                  \
+            for (int64_t d = 0; d < j->D; d++)                                                     \
+                for (int64_t i = 0; i < n; i++) {                                                  \
+                    int64_t k = d * j->inner + i;                                                  \
+                    gx[k] = j->log ? (T)(g[k] - EXP(yv[k]) * acc[i]) : (T)(yv[k] * (g[k] - acc[i])); \
+                }                                                                                  \
+        }                                                                                          \
+    }
+DEF_SOFTMAX(f32, float, expf, logf)
+DEF_SOFTMAX(f64, double, exp, log)
+
+static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *x, const musa_kview *g,
+                       int64_t dim, bool log, bool backward) {
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    sm_job j = {.log = log, .y = y.data};
+    split_dim(x, dim, &j.outer, &j.D, &j.inner);
+    j.x = x->data;
+    j.g = g ? g->data : NULL;
+    int64_t items = j.outer * ((j.inner + BLK - 1) / BLK);
+    int64_t per = j.D * (j.inner < BLK ? j.inner : BLK) + 1;
+    bool f64 = x->dtype == MUSA_DTYPE_FLOAT64;
+    musa_range_fn fn = backward ? (f64 ? sm_bwd_f64 : sm_bwd_f32) : (f64 ? sm_fwd_f64 : sm_fwd_f32);
+    if (musa_kview_numel(x) > 0) musa_parallel_for(items, per >= 8192 ? 1 : 8192 / per, fn, &j);
+    nn_out_end(&y);
+    return MUSA_OK;
+}
+
+int cpu_softmax(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    return softmax_run(ctx, out, &in[0], NULL, ((const musa_attrs_dim *)attrs)->dim, false, false);
+}
+int cpu_log_softmax(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    return softmax_run(ctx, out, &in[0], NULL, ((const musa_attrs_dim *)attrs)->dim, true, false);
+}
+/* in = (gradient, forward output) */
+int cpu_softmax_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                         const void *attrs) {
+    MUSA_UNUSED(n_in);
+    return softmax_run(ctx, out, &in[1], &in[0], ((const musa_attrs_dim *)attrs)->dim, false, true);
+}
+int cpu_log_softmax_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                             const void *attrs) {
+    MUSA_UNUSED(n_in);
+    return softmax_run(ctx, out, &in[1], &in[0], ((const musa_attrs_dim *)attrs)->dim, true, true);
+}
+
+/* ---- cross-entropy over class indices ---- */
+
+typedef struct {
+    int64_t N, C, S; /* logits (N, C, S); targets (N, S) */
+    const char *x;
+    const int64_t *t;
+    const char *g;   /* backward: loss gradient (0-d or (N, S)) */
+    char *out;
+    double *loss;    /* per sample, forward */
+    const musa_attrs_xent *a;
+    double scale;    /* backward: 1/count (mean) or 1 */
+    bool g_per_sample;
+    atomic_llong bad; /* first bad target, or INT64_MIN */
+} xe_job;
+
+static inline bool xe_target(xe_job *j, int64_t t) {
+    if (t == j->a->ignore_index) return false;
+    if (t < 0 || t >= j->C) {
+        long long expect = INT64_MIN;
+        atomic_compare_exchange_strong(&j->bad, &expect, t);
+        return false;
+    }
+    return true;
+}
+
+#define DEF_XENT(SUF, T, EXP)                                                                      \
+    static void xe_fwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
+        xe_job *j = arg;                                                                           \
+        double eps = j->a->label_smoothing;                                                        \
+        for (int64_t r = r0; r < r1; r++) {                                                        \
+            int64_t n = r / j->S, s = r % j->S, t = j->t[r];                                       \
+            const T *x = (const T *)j->x + n * j->C * j->S + s;                                    \
+            if (!xe_target(j, t)) {                                                                \
+                j->loss[r] = 0;                                                                    \
+                continue;                                                                          \
+            }                                                                                      \
+            T m = -INFINITY;                                                                       \
+            for (int64_t c = 0; c < j->C; c++) m = x[c * j->S] > m ? x[c * j->S] : m;              \
+            double se = 0, sx = 0;                                                                 \
+            for (int64_t c = 0; c < j->C; c++) {                                                   \
+                se += EXP(x[c * j->S] - m);                                                        \
+                sx += x[c * j->S];                                                                 \
+            }                                                                                      \
+            double lse = (double)m + log(se);                                                      \
+            j->loss[r] = (1 - eps) * (lse - x[t * j->S]) + eps * (lse - sx / (double)j->C);        \
+        }                                                                                          \
+    }                                                                                              \
+    static void xe_bwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
+        xe_job *j = arg;                                                                           \
+        double eps = j->a->label_smoothing;                                                        \
+        for (int64_t r = r0; r < r1; r++) {                                                        \
+            int64_t n = r / j->S, s = r % j->S, t = j->t[r];                                       \
+            const T *x = (const T *)j->x + n * j->C * j->S + s;                                    \
+            T *gx = (T *)j->out + n * j->C * j->S + s;                                             \
+            if (!xe_target(j, t)) {                                                                \
+                for (int64_t c = 0; c < j->C; c++) gx[c * j->S] = 0;                               \
+                continue;                                                                          \
+            }                                                                                      \
+            double gs = (j->g_per_sample ? ((const T *)j->g)[r] : ((const T *)j->g)[0]) * j->scale; \
+            T m = -INFINITY;                                                                       \
+            for (int64_t c = 0; c < j->C; c++) m = x[c * j->S] > m ? x[c * j->S] : m;              \
+            double se = 0;                                                                         \
+            for (int64_t c = 0; c < j->C; c++) se += EXP(x[c * j->S] - m);                         \
+            double inv = 1.0 / se;                                                                 \
+            for (int64_t c = 0; c < j->C; c++) {                                                   \
+                double p = EXP(x[c * j->S] - m) * inv;                                             \
+                double target = (c == t ? 1 - eps : 0) + eps / (double)j->C;                       \
+                gx[c * j->S] = (T)((p - target) * gs);                                             \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEF_XENT(f32, float, expf)
+DEF_XENT(f64, double, exp)
+
+static void xe_geom(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {
+    if (x->ndim == 1) {
+        *N = 1, *C = x->shape[0], *S = 1;
+        return;
+    }
+    *N = x->shape[0], *C = x->shape[1], *S = 1;
+    for (int d = 2; d < x->ndim; d++) *S *= x->shape[d];
+}
+
+MUSA_WS(ws_xent) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    int64_t N, C, S;
+    xe_geom(&in[0], &N, &C, &S);
+    return nn_ws_outputs(out, n_out, nn_align(sizeof(double) * (size_t)(N * S + 1)));
+}
+
+static int xe_error(const musa_kctx *ctx, xe_job *j) {
+    long long bad = atomic_load(&j->bad);
+    if (bad == INT64_MIN) return MUSA_OK;
+    return musa_err(MUSA_ERR_INDEX, "[%s] target %lld is out of bounds for %lld classes", ctx->op_name, bad,
+                    (long long)j->C);
+}
+
+static int64_t xe_count(xe_job *j) {
+    int64_t k = 0;
+    for (int64_t r = 0; r < j->N * j->S; r++) k += j->t[r] != j->a->ignore_index;
+    return k;
+}
+
+int cpu_cross_entropy(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    xe_job j = {.x = in[0].data, .t = (const int64_t *)in[1].data, .a = attrs};
+    atomic_init(&j.bad, INT64_MIN);
+    xe_geom(&in[0], &j.N, &j.C, &j.S);
+    j.loss = ctx->scratch;
+    char *ws = (char *)ctx->scratch + nn_align(sizeof(double) * (size_t)(j.N * j.S + 1));
+    nn_out o = nn_out_begin(&out[0], &ws);
+    int64_t rows = j.N * j.S;
+    musa_parallel_for(rows, j.C >= 4096 ? 1 : 4096 / (j.C + 1) + 1, in[0].dtype == MUSA_DTYPE_FLOAT64 ? xe_fwd_f64 : xe_fwd_f32, &j);
+    int rc = xe_error(ctx, &j);
+    if (rc) return rc;
+    bool f64 = out[0].dtype == MUSA_DTYPE_FLOAT64;
+    if (j.a->reduction == 0) {
+        for (int64_t r = 0; r < rows; r++) {
+            if (f64) ((double *)o.data)[r] = j.loss[r];
+            else ((float *)o.data)[r] = (float)j.loss[r];
+        }
+    } else {
+        double total = 0;
+        for (int64_t r = 0; r < rows; r++) total += j.loss[r];
+        if (j.a->reduction == 1) total /= (double)xe_count(&j); /* 0/0 = NaN, as PyTorch */
+        if (f64) *(double *)o.data = total;
+        else *(float *)o.data = (float)total;
+    }
+    nn_out_end(&o);
+    return MUSA_OK;
+}
+
+/* in = (loss gradient, logits, target) */
+int cpu_cross_entropy_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                               const void *attrs) {
+    MUSA_UNUSED(n_in);
+    xe_job j = {.x = in[1].data, .t = (const int64_t *)in[2].data, .g = in[0].data, .a = attrs};
+    atomic_init(&j.bad, INT64_MIN);
+    xe_geom(&in[1], &j.N, &j.C, &j.S);
+    char *ws = ctx->scratch;
+    nn_out gx = nn_out_begin(&out[0], &ws);
+    j.out = gx.data;
+    j.g_per_sample = j.a->reduction == 0;
+    j.scale = j.a->reduction == 1 ? 1.0 / (double)xe_count(&j) : 1.0;
+    musa_parallel_for(j.N * j.S, j.C >= 4096 ? 1 : 4096 / (j.C + 1) + 1,
+                      in[1].dtype == MUSA_DTYPE_FLOAT64 ? xe_bwd_f64 : xe_bwd_f32, &j);
+    int rc = xe_error(ctx, &j);
+    if (!rc) nn_out_end(&gx);
+    return rc;
+}

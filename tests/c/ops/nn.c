@@ -1,0 +1,704 @@
+/*
+ * nn.c - op tests for the neural network families against float64
+ * references computed here with plain loops: convolution (and its two
+ * backward ops), pooling, normalisation (and backward), softmax,
+ * cross-entropy, linear; known answers; errors.
+ */
+#include "../util.h"
+
+#define S(...) ((const int64_t[]){__VA_ARGS__})
+
+/* compare t with want (n values) using dtype tolerance scaled by `scale` */
+static bool near(const char *what, musa_tensor *t, const double *want, int64_t n, double scale) {
+    if (!t) {
+        harness_fail(__FILE__, __LINE__, "%s: %s", what, musa_last_error());
+        return false;
+    }
+    musa_dtype d = musa_tensor_dtype(t);
+    double *v = values(t);
+    bool ok = true;
+    for (int64_t i = 0; i < n && ok; i++) {
+        double tol = (tol_abs(d) + tol_rel(d) * fabs(want[i])) * scale;
+        if (!(fabs(v[i] - want[i]) <= tol) && !(v[i] != v[i] && want[i] != want[i])) {
+            harness_fail(__FILE__, __LINE__, "%s [%s]: [%lld] = %.10g, want %.10g", what, musa_dtype_name(d),
+                         (long long)i, v[i], want[i]);
+            ok = false;
+        }
+    }
+    free(v);
+    return ok;
+}
+
+/* ---- convolution ---- */
+
+typedef struct {
+    int64_t N, C, H, W, Co, kh, kw, sh, sw, ph, pw, dh, dw, g, Ho, Wo;
+} cg;
+
+static cg make_cg(const int64_t *xs, const int64_t *ws, const int64_t *st, const int64_t *pd, const int64_t *dl, int64_t g) {
+    cg c = {xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1], g, 0, 0};
+    c.Ho = (c.H + 2 * c.ph - c.dh * (c.kh - 1) - 1) / c.sh + 1;
+    c.Wo = (c.W + 2 * c.pw - c.dw * (c.kw - 1) - 1) / c.sw + 1;
+    return c;
+}
+
+/* visit every (output, input, weight) triple of the convolution */
+#define CONV_LOOP(c, BODY)                                                                         \
+    for (int64_t n = 0; n < c.N; n++)                                                              \
+        for (int64_t co = 0; co < c.Co; co++)                                                      \
+            for (int64_t oy = 0; oy < c.Ho; oy++)                                                  \
+                for (int64_t ox = 0; ox < c.Wo; ox++)                                              \
+                    for (int64_t ci = 0; ci < c.C / c.g; ci++)                                     \
+                        for (int64_t ky = 0; ky < c.kh; ky++)                                      \
+                            for (int64_t kx = 0; kx < c.kw; kx++) {                                \
+                                int64_t iy = oy * c.sh - c.ph + ky * c.dh;                         \
+                                int64_t ix = ox * c.sw - c.pw + kx * c.dw;                         \
+                                if (iy < 0 || iy >= c.H || ix < 0 || ix >= c.W) continue;          \
+                                int64_t cin = co / (c.Co / c.g) * (c.C / c.g) + ci;                \
+                                int64_t yi = ((n * c.Co + co) * c.Ho + oy) * c.Wo + ox;            \
+                                int64_t xi = ((n * c.C + cin) * c.H + iy) * c.W + ix;              \
+                                int64_t wi = ((co * (c.C / c.g) + ci) * c.kh + ky) * c.kw + kx;    \
+                                BODY;                                                              \
+                            }
+
+static const struct {
+    int64_t x[4], w[4], st[2], pd[2], dl[2], g;
+} conv_cases[] = {
+    {{2, 4, 7, 6}, {6, 2, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2}, /* groups, stride, dilation */
+    {{3, 3, 5, 5}, {4, 3, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1}, /* 1x1: GEMM on the input */
+    {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4}, /* depthwise, batch 1 */
+    {{2, 3, 8, 8}, {5, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},
+    {{2, 2, 3, 3}, {3, 2, 3, 3}, {1, 1}, {2, 2}, {1, 1}, 1}, /* padding wider than the input */
+};
+
+TEST(op_conv2d) {
+    musa_dtype dts[4] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16, MUSA_DTYPE_BFLOAT16};
+    for (int k = 0; k < (int)(sizeof conv_cases / sizeof conv_cases[0]); k++)
+        for (int di = 0; di < 4; di++) {
+            cg c = make_cg(conv_cases[k].x, conv_cases[k].w, conv_cases[k].st, conv_cases[k].pd, conv_cases[k].dl, conv_cases[k].g);
+            musa_tensor *x = rnd(dts[di], 4, conv_cases[k].x, -1, 1, k % 2 ? L_TRANSPOSED : L_CONTIG);
+            musa_tensor *w = rnd(dts[di], 4, conv_cases[k].w, -1, 1, L_CONTIG);
+            musa_tensor *b = rnd(dts[di], 1, &c.Co, -1, 1, L_CONTIG);
+            musa_tensor *y = musa_conv2d(x, w, k == 1 ? NULL : b, conv_cases[k].st, conv_cases[k].pd, conv_cases[k].dl, c.g);
+            CHECK_MSG(y, "conv case %d: %s", k, musa_last_error());
+            CHECK(same_shape(y, 4, (int64_t[]){c.N, c.Co, c.Ho, c.Wo}) && musa_tensor_dtype(y) == dts[di]);
+            double *xv = values(x), *wv = values(w), *bv = values(b);
+            int64_t n = c.N * c.Co * c.Ho * c.Wo;
+            double *want = calloc((size_t)n, sizeof(double));
+            for (int64_t i = 0; i < n && k != 1; i++) want[i] = bv[(i / (c.Ho * c.Wo)) % c.Co];
+            CONV_LOOP(c, want[yi] += xv[xi] * wv[wi]);
+            char what[64];
+            snprintf(what, sizeof what, "conv2d case %d", k);
+            bool ok = near(what, y, want, n, 4);
+            free(xv), free(wv), free(bv), free(want);
+            release_all(4, x, w, b, y);
+            if (!ok) return;
+        }
+    /* a convolution worked by hand */
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 4, S(1, 1, 3, 3), (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
+    musa_tensor *w = from_list(MUSA_DTYPE_FLOAT32, 4, S(1, 1, 2, 2), (double[]){1, 0, 0, -1});
+    musa_tensor *y = musa_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
+    CHECK(near("conv by hand", y, (double[]){-4, -4, -4, -4}, 4, 1));
+    musa_tensor *bad = musa_zeros(4, S(3, 2, 2, 2), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_conv2d(x, bad, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE,
+              "[conv2d] input (1, 1, 3, 3) has 1 channels but weight (3, 2, 2, 2) expects 2");
+    musa_tensor *big = musa_zeros(4, S(1, 1, 5, 5), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_conv2d(x, big, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE, "larger than the padded input");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, S(-1, 0), NULL, 1)), MUSA_ERR_VALUE, "padding must be >= 0");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, S(0, 1), NULL, NULL, 1)), MUSA_ERR_VALUE, "stride must be >= 1");
+    musa_tensor *x3 = musa_zeros(3, S(1, 3, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_conv2d(x3, w, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE, "input must have 4 dims");
+    release_all(6, x, w, y, bad, big, x3);
+}
+
+static void conv_backward_case(bool weight) {
+    for (int k = 0; k < (int)(sizeof conv_cases / sizeof conv_cases[0]); k++)
+        for (int d = 0; d < 2; d++) {
+            musa_dtype dt = d ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
+            cg c = make_cg(conv_cases[k].x, conv_cases[k].w, conv_cases[k].st, conv_cases[k].pd, conv_cases[k].dl, conv_cases[k].g);
+            musa_tensor *x = rnd(dt, 4, conv_cases[k].x, -1, 1, L_CONTIG);
+            musa_tensor *w = rnd(dt, 4, conv_cases[k].w, -1, 1, L_CONTIG);
+            musa_tensor *gy = rnd(dt, 4, (int64_t[]){c.N, c.Co, c.Ho, c.Wo}, -1, 1, L_TRANSPOSED);
+            int op = musa_op_lookup(weight ? "conv2d_backward_weight" : "conv2d_backward_input");
+            musa_attrs *a = musa_attrs_new(op);
+            musa_attrs_set_ints(a, "stride", 2, conv_cases[k].st);
+            musa_attrs_set_ints(a, "padding", 2, conv_cases[k].pd);
+            musa_attrs_set_ints(a, "dilation", 2, conv_cases[k].dl);
+            musa_attrs_set_int(a, "groups", c.g);
+            musa_attrs_set_ints(a, "shape", 4, weight ? conv_cases[k].w : conv_cases[k].x);
+            musa_tensor *in[2] = {weight ? x : gy, weight ? gy : w}, *out[1] = {NULL};
+            CHECK_OK(musa_op_call(op, 2, in, a, out));
+            musa_attrs_free(a);
+            double *xv = values(x), *wv = values(w), *gv = values(gy);
+            int64_t n = weight ? musa_tensor_numel(w) : musa_tensor_numel(x);
+            double *want = calloc((size_t)n, sizeof(double));
+            if (weight) CONV_LOOP(c, want[wi] += gv[yi] * xv[xi])
+            else CONV_LOOP(c, want[xi] += gv[yi] * wv[wi])
+            bool ok = near(weight ? "conv2d_backward_weight" : "conv2d_backward_input", out[0], want, n, 8);
+            free(xv), free(wv), free(gv), free(want);
+            release_all(4, x, w, gy, out[0]);
+            if (!ok) return;
+        }
+}
+
+TEST(op_conv2d_backward_input) { conv_backward_case(false); }
+TEST(op_conv2d_backward_weight) { conv_backward_case(true); }
+
+static double dot(musa_tensor *a, musa_tensor *b) {
+    musa_tensor *m = musa_mul(a, b), *s = musa_sum(m, 0, NULL, false);
+    double v = NAN;
+    musa_tensor_item(s, &v);
+    release_all(2, m, s);
+    return v;
+}
+
+TEST(conv1d_and_transpose) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(2, 3, 9), -1, 1, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT64, 3, S(4, 3, 3), -1, 1, L_CONTIG);
+    musa_tensor *y = musa_conv1d(x, w, NULL, 2, 1, 1, 1);
+    CHECK_SHAPE(y, 3, 2, 4, 5);
+    double *xv = values(x), *wv = values(w), *yv = values(y);
+    for (int n = 0; n < 2; n++)
+        for (int co = 0; co < 4; co++)
+            for (int o = 0; o < 5; o++) {
+                double s = 0;
+                for (int ci = 0; ci < 3; ci++)
+                    for (int k = 0; k < 3; k++) {
+                        int i = o * 2 - 1 + k;
+                        if (i >= 0 && i < 9) s += xv[(n * 3 + ci) * 9 + i] * wv[(co * 3 + ci) * 3 + k];
+                    }
+                CHECK_NEAR(yv[(n * 4 + co) * 5 + o], s, 1e-12);
+            }
+    free(xv), free(wv), free(yv);
+    /* conv_transpose2d is the adjoint of conv2d: <conv(x, w), z> = <x, convT(z, w)> */
+    musa_tensor *a = rnd(MUSA_DTYPE_FLOAT64, 4, S(2, 3, 7, 6), -1, 1, L_CONTIG);
+    musa_tensor *k = rnd(MUSA_DTYPE_FLOAT64, 4, S(4, 3, 3, 3), -1, 1, L_CONTIG);
+    musa_tensor *ca = musa_conv2d(a, k, NULL, S(2, 2), S(1, 1), NULL, 1);
+    musa_tensor *z = rnd(MUSA_DTYPE_FLOAT64, 4, musa_tensor_shape(ca), -1, 1, L_CONTIG);
+    musa_tensor *tz = musa_conv_transpose2d(z, k, NULL, S(2, 2), S(1, 1), S(0, 1), NULL, 1);
+    CHECK_SHAPE(tz, 4, 2, 3, 7, 6);
+    CHECK_NEAR(dot(ca, z), dot(a, tz), 1e-10);
+    release_all(8, x, w, y, a, k, ca, z, tz);
+}
+
+/* ---- pooling ---- */
+
+static void pool_ref(bool is_max, const double *x, int64_t P, int64_t H, int64_t W, int64_t kh, int64_t kw,
+                     int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t Ho, int64_t Wo, bool cip,
+                     double *y, double *idx) {
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t oy = 0; oy < Ho; oy++)
+            for (int64_t ox = 0; ox < Wo; ox++) {
+                double best = -INFINITY, sum = 0;
+                int64_t bi = -1, cnt = 0;
+                int64_t hs = oy * sh - ph, ws = ox * sw - pw;
+                int64_t he = hs + kh < H + ph ? hs + kh : H + ph, we = ws + kw < W + pw ? ws + kw : W + pw;
+                int64_t pool_size = (he - hs) * (we - ws);
+                for (int64_t iy = hs; iy < hs + kh; iy++)
+                    for (int64_t ix = ws; ix < ws + kw; ix++) {
+                        if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                        double v = x[p * H * W + iy * W + ix];
+                        if (v > best) best = v, bi = iy * W + ix;
+                        sum += v, cnt++;
+                    }
+                int64_t o = p * Ho * Wo + oy * Wo + ox;
+                y[o] = is_max ? best : sum / (double)(cip ? pool_size : cnt);
+                if (idx) idx[o] = (double)bi;
+            }
+}
+
+TEST(op_max_pool2d) {
+    for (int di = 0; di < 4; di++) {
+        musa_tensor *x = rnd(FLOAT_DTYPES[di], 4, S(2, 3, 7, 8), -5, 5, L_TRANSPOSED);
+        for (int ceil_mode = 0; ceil_mode < 2; ceil_mode++) {
+            musa_tensor *y = NULL, *ix = NULL;
+            CHECK_OK(musa_max_pool2d(x, S(3, 2), S(2, 2), S(1, 0), NULL, ceil_mode, &y, &ix));
+            int64_t Ho = musa_tensor_shape(y)[2], Wo = musa_tensor_shape(y)[3];
+            CHECK(Ho == (ceil_mode ? 4 : 4) && Wo == (ceil_mode ? 4 : 4));
+            double *xv = values(x), want[6 * 16], wi[6 * 16];
+            pool_ref(true, xv, 6, 7, 8, 3, 2, 2, 2, 1, 0, Ho, Wo, true, want, wi);
+            CHECK(near("max_pool2d", y, want, 6 * Ho * Wo, 1));
+            double *iv = values(ix);
+            for (int i = 0; i < 6 * Ho * Wo; i++) CHECK(iv[i] == wi[i]);
+            free(xv), free(iv);
+            release_all(2, y, ix);
+        }
+        musa_tensor_release(x);
+    }
+    /* ceil_mode adds a last, partial window */
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 3, S(1, 5, 5), -1, 1, L_CONTIG), *y = NULL;
+    CHECK_OK(musa_max_pool2d(x, S(2, 2), NULL, NULL, NULL, true, &y, NULL));
+    CHECK_SHAPE(y, 3, 1, 3, 3);
+    CHECK_ERR(musa_max_pool2d(x, S(2, 2), NULL, S(2, 0), NULL, false, &y, NULL) == MUSA_OK, MUSA_ERR_VALUE,
+              "padding 2 should be at most half the kernel size 2");
+    release_all(2, x, y);
+}
+
+TEST(op_avg_pool2d) {
+    for (int cip = 0; cip < 2; cip++)
+        for (int di = 0; di < 2; di++) {
+            musa_tensor *x = rnd(FLOAT_DTYPES[di], 4, S(2, 2, 6, 7), -5, 5, L_CONTIG);
+            musa_tensor *y = musa_avg_pool2d(x, S(3, 3), S(2, 2), S(1, 1), false, cip);
+            CHECK(y);
+            int64_t Ho = musa_tensor_shape(y)[2], Wo = musa_tensor_shape(y)[3];
+            double *xv = values(x), want[4 * 16];
+            pool_ref(false, xv, 4, 6, 7, 3, 3, 2, 2, 1, 1, Ho, Wo, cip, want, NULL);
+            CHECK(near("avg_pool2d", y, want, 4 * Ho * Wo, 2));
+            free(xv);
+            release_all(2, x, y);
+        }
+}
+
+static musa_tensor *pool_bwd(const char *op, musa_tensor *g, const int64_t *kernel, const int64_t *in_shape, int nd) {
+    int id = musa_op_lookup(op);
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_ints(a, "kernel", 2, kernel);
+    musa_attrs_set_ints(a, "shape", nd, in_shape);
+    musa_tensor *out[1] = {NULL};
+    musa_op_call(id, 1, &g, a, out);
+    musa_attrs_free(a);
+    return out[0];
+}
+
+TEST(op_avg_pool2d_backward) {
+    /* adjoint identity: <avg_pool(x), g> = <x, avg_pool_backward(g)> */
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 4, S(2, 3, 6, 6), -1, 1, L_CONTIG);
+    musa_tensor *y = musa_avg_pool2d(x, S(2, 3), NULL, NULL, false, true);
+    musa_tensor *g = rnd(MUSA_DTYPE_FLOAT64, 4, musa_tensor_shape(y), -1, 1, L_CONTIG);
+    musa_tensor *gx = pool_bwd("avg_pool2d_backward", g, S(2, 3), S(2, 3, 6, 6), 4);
+    CHECK(gx && same_shape(gx, 4, S(2, 3, 6, 6)));
+    CHECK_NEAR(dot(y, g), dot(x, gx), 1e-12);
+    release_all(4, x, y, g, gx);
+}
+
+TEST(op_adaptive_avg_pool2d) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 4, S(2, 3, 7, 5), -1, 1, L_TRANSPOSED);
+    musa_tensor *y = musa_adaptive_avg_pool2d(x, 3, 2);
+    CHECK_SHAPE(y, 4, 2, 3, 3, 2);
+    double *xv = values(x), want[36];
+    for (int p = 0; p < 6; p++)
+        for (int oy = 0; oy < 3; oy++)
+            for (int ox = 0; ox < 2; ox++) {
+                int h0 = oy * 7 / 3, h1 = ((oy + 1) * 7 + 2) / 3, w0 = ox * 5 / 2, w1 = ((ox + 1) * 5 + 1) / 2;
+                double s = 0;
+                for (int iy = h0; iy < h1; iy++)
+                    for (int ix = w0; ix < w1; ix++) s += xv[p * 35 + iy * 5 + ix];
+                want[p * 6 + oy * 2 + ox] = s / ((h1 - h0) * (w1 - w0));
+            }
+    CHECK(near("adaptive_avg_pool2d", y, want, 36, 2));
+    musa_tensor *g1 = musa_adaptive_avg_pool2d(x, 1, 1); /* global pooling = mean */
+    musa_tensor *m = musa_mean(x, 2, S(2, 3), true);
+    double *a = values(g1);
+    CHECK(near("global pool", m, a, 6, 2));
+    free(xv), free(a);
+    release_all(4, x, y, g1, m);
+}
+
+TEST(op_adaptive_avg_pool2d_backward) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(2, 7, 5), -1, 1, L_CONTIG);
+    musa_tensor *y = musa_adaptive_avg_pool2d(x, 3, 4);
+    musa_tensor *g = rnd(MUSA_DTYPE_FLOAT64, 3, S(2, 3, 4), -1, 1, L_CONTIG);
+    musa_tensor *gx = pool_bwd("adaptive_avg_pool2d_backward", g, S(3, 4), S(2, 7, 5), 3);
+    CHECK(gx);
+    CHECK_NEAR(dot(y, g), dot(x, gx), 1e-12);
+    release_all(4, x, y, g, gx);
+}
+
+/* ---- normalisation ---- */
+
+/* reference: normalise groups of `m` consecutive-by-index elements chosen by key(i) */
+static void norm_ref(const double *x, int64_t n, int64_t nstat, int64_t (*key)(int64_t, const int64_t *),
+                     const int64_t *geo, double eps, double *mean, double *inv) {
+    double *s = calloc((size_t)nstat, sizeof(double)), *c = calloc((size_t)nstat, sizeof(double));
+    for (int64_t i = 0; i < n; i++) s[key(i, geo)] += x[i], c[key(i, geo)] += 1;
+    for (int64_t k = 0; k < nstat; k++) mean[k] = s[k] / c[k], s[k] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = x[i] - mean[key(i, geo)];
+        s[key(i, geo)] += d * d;
+    }
+    for (int64_t k = 0; k < nstat; k++) inv[k] = 1 / sqrt(s[k] / c[k] + eps);
+    free(s), free(c);
+}
+
+static int64_t key_bn(int64_t i, const int64_t *g) { return (i / g[2]) % g[1]; }        /* channel */
+static int64_t key_ln(int64_t i, const int64_t *g) { return i / g[0]; }                 /* row of D */
+static int64_t key_gn(int64_t i, const int64_t *g) { return i / (g[1] / g[3] * g[2]); } /* (n, group) */
+
+typedef struct {
+    const char *name;
+    int64_t (*key)(int64_t, const int64_t *);
+} norm_kind;
+
+/* y and its (mean, invstd) outputs against the reference */
+static bool check_norm_forward(const char *op, musa_tensor *x, musa_tensor *w, musa_tensor *b, const void *attrs_v,
+                               int64_t (*key)(int64_t, const int64_t *), const int64_t *geo, int64_t nstat,
+                               int64_t (*wkey)(int64_t, const int64_t *)) {
+    (void)attrs_v;
+    int id = musa_op_lookup(op);
+    musa_tensor *in[3] = {x, w, b}, *out[3] = {NULL, NULL, NULL};
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_float(a, "eps", 1e-5);
+    musa_attrs_set_int(a, "groups", geo[3]);
+    musa_attrs_set_int(a, "ndims", geo[4]);
+    int rc = musa_op_call(id, 3, in, a, out);
+    musa_attrs_free(a);
+    if (rc) {
+        harness_fail(__FILE__, __LINE__, "%s: %s", op, musa_last_error());
+        return false;
+    }
+    int64_t n = musa_tensor_numel(x);
+    double *xv = values(x), *wv = values(w), *bv = values(b), *mean = malloc(sizeof(double) * (size_t)nstat),
+           *inv = malloc(sizeof(double) * (size_t)nstat), *want = malloc(sizeof(double) * (size_t)n);
+    norm_ref(xv, n, nstat, key, geo, 1e-5, mean, inv);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = key(i, geo), c = wkey(i, geo);
+        want[i] = (xv[i] - mean[k]) * inv[k] * wv[c] + bv[c];
+    }
+    bool ok = near(op, out[0], want, n, 4) && near("mean", out[1], mean, nstat, 4) && near("invstd", out[2], inv, nstat, 8);
+    free(xv), free(wv), free(bv), free(mean), free(inv), free(want);
+    release_all(3, out[0], out[1], out[2]);
+    return ok;
+}
+
+static int64_t wkey_bn(int64_t i, const int64_t *g) { return (i / g[2]) % g[1]; }
+static int64_t wkey_ln(int64_t i, const int64_t *g) { return i % g[0]; }
+
+TEST(op_batch_norm) {
+    for (int di = 0; di < 4; di++) {
+        musa_dtype dt = FLOAT_DTYPES[di];
+        musa_tensor *x = rnd(dt, 4, S(4, 3, 5, 2), -2, 3, L_TRANSPOSED);
+        musa_tensor *w = rnd(dt, 1, S(3), 0.5, 2, L_CONTIG), *b = rnd(dt, 1, S(3), -1, 1, L_CONTIG);
+        CHECK(check_norm_forward("batch_norm", x, w, b, NULL, key_bn, S(0, 3, 10, 1, 1), 3, wkey_bn));
+        release_all(3, x, w, b);
+    }
+    musa_tensor *one = musa_zeros(2, S(1, 3), MUSA_DTYPE_FLOAT32), *w = musa_ones(1, S(3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_batch_norm(one, NULL, NULL, w, NULL, true, 0.1, 1e-5)), MUSA_ERR_VALUE, "more than 1 value per channel");
+    musa_tensor *w4 = musa_ones(1, S(4), MUSA_DTYPE_FLOAT32), *x = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_batch_norm(x, NULL, NULL, w4, NULL, true, 0.1, 1e-5)), MUSA_ERR_VALUE, "[batch_norm] weight has shape (4,), expected (3,)");
+    release_all(4, one, w, w4, x);
+}
+
+TEST(batch_norm_running_stats_and_eval) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(5, 2, 3), -2, 3, L_CONTIG);
+    musa_tensor *rm = musa_zeros(1, S(2), MUSA_DTYPE_FLOAT64), *rv = musa_ones(1, S(2), MUSA_DTYPE_FLOAT64);
+    musa_tensor *y = musa_batch_norm(x, rm, rv, NULL, NULL, true, 0.1, 1e-5);
+    CHECK(y);
+    double *xv = values(x), *rmv = values(rm), *rvv = values(rv);
+    for (int c = 0; c < 2; c++) {
+        double s = 0, ss = 0;
+        for (int n = 0; n < 5; n++)
+            for (int k = 0; k < 3; k++) s += xv[(n * 2 + c) * 3 + k];
+        double mean = s / 15;
+        for (int n = 0; n < 5; n++)
+            for (int k = 0; k < 3; k++) ss += pow(xv[(n * 2 + c) * 3 + k] - mean, 2);
+        CHECK_NEAR(rmv[c], 0.1 * mean, 1e-12);
+        CHECK_NEAR(rvv[c], 0.9 + 0.1 * ss / 14, 1e-9); /* unbiased */
+    }
+    /* eval uses the running statistics */
+    musa_tensor *e = musa_batch_norm(x, rm, rv, NULL, NULL, false, 0.1, 1e-5);
+    double *ev = values(e);
+    CHECK_NEAR(ev[4], (xv[4] - rmv[1]) / sqrt(rvv[1] + 1e-5), 1e-9);
+    free(xv), free(rmv), free(rvv), free(ev);
+    release_all(5, x, rm, rv, y, e);
+}
+
+TEST(op_layer_norm) {
+    for (int di = 0; di < 4; di++) {
+        musa_dtype dt = FLOAT_DTYPES[di];
+        musa_tensor *x = rnd(dt, 3, S(3, 4, 5), -2, 3, L_STRIDED);
+        musa_tensor *w = rnd(dt, 2, S(4, 5), 0.5, 2, L_CONTIG), *b = rnd(dt, 2, S(4, 5), -1, 1, L_CONTIG);
+        CHECK(check_norm_forward("layer_norm", x, w, b, NULL, key_ln, S(20, 0, 0, 1, 2), 3, wkey_ln));
+        release_all(3, x, w, b);
+    }
+}
+
+TEST(op_group_norm) {
+    for (int di = 0; di < 4; di++) {
+        musa_dtype dt = FLOAT_DTYPES[di];
+        musa_tensor *x = rnd(dt, 3, S(2, 6, 4), -2, 3, L_TRANSPOSED);
+        musa_tensor *w = rnd(dt, 1, S(6), 0.5, 2, L_CONTIG), *b = rnd(dt, 1, S(6), -1, 1, L_CONTIG);
+        CHECK(check_norm_forward("group_norm", x, w, b, NULL, key_gn, S(0, 6, 4, 3, 1), 6, wkey_bn));
+        release_all(3, x, w, b);
+    }
+    musa_tensor *x = musa_zeros(3, S(2, 6, 4), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_group_norm(x, 4, NULL, NULL, 1e-5)), MUSA_ERR_VALUE, "6 channels are not divisible into 4 groups");
+    musa_tensor_release(x);
+}
+
+/* The fused backward ops agree with autograd through the compositions
+ * (which run when a higher-order graph is recorded). */
+static void norm_backward_matches(const char *fwd) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(4, 6, 3), -2, 3, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT64, strcmp(fwd, "layer_norm") ? 1 : 2, strcmp(fwd, "layer_norm") ? S(6) : S(6, 3), 0.5, 2, L_CONTIG);
+    musa_tensor *b = rnd(MUSA_DTYPE_FLOAT64, musa_tensor_ndim(w), musa_tensor_shape(w), -1, 1, L_CONTIG);
+    musa_tensor *g = rnd(MUSA_DTYPE_FLOAT64, 3, S(4, 6, 3), -1, 1, L_CONTIG);
+    musa_tensor *ins[3] = {x, w, b};
+    for (int i = 0; i < 3; i++) musa_tensor_set_requires_grad(ins[i], true);
+    musa_tensor *res[2][3];
+    for (int create = 0; create < 2; create++) {
+        musa_tensor *y = !strcmp(fwd, "batch_norm") ? musa_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5)
+                         : !strcmp(fwd, "layer_norm") ? musa_layer_norm(x, 2, w, b, 1e-5)
+                                                      : musa_group_norm(x, 3, w, b, 1e-5);
+        CHECK(y);
+        CHECK_OK(musa_grad(1, &y, &g, 3, ins, false, create, false, res[create]));
+        musa_tensor_release(y);
+    }
+    for (int i = 0; i < 3; i++) {
+        double *a = values(res[0][i]), *c = values(res[1][i]);
+        CHECK_CLOSE(fwd, MUSA_DTYPE_FLOAT64, a, c, musa_tensor_numel(res[0][i]));
+        free(a), free(c);
+        release_all(2, res[0][i], res[1][i]);
+    }
+    release_all(4, x, w, b, g);
+}
+
+TEST(op_batch_norm_backward) { norm_backward_matches("batch_norm"); }
+TEST(op_layer_norm_backward) { norm_backward_matches("layer_norm"); }
+TEST(op_group_norm_backward) { norm_backward_matches("group_norm"); }
+
+/* ---- softmax, cross-entropy, linear ---- */
+
+static void softmax_ref(const double *x, int64_t outer, int64_t D, int64_t inner, bool take_log, double *y) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double m = -INFINITY, s = 0;
+            for (int64_t d = 0; d < D; d++) m = fmax(m, x[(o * D + d) * inner + i]);
+            for (int64_t d = 0; d < D; d++) s += exp(x[(o * D + d) * inner + i] - m);
+            for (int64_t d = 0; d < D; d++) {
+                double v = x[(o * D + d) * inner + i] - m;
+                y[(o * D + d) * inner + i] = take_log ? v - log(s) : exp(v) / s;
+            }
+        }
+}
+
+static void softmax_case(bool lg) {
+    for (int di = 0; di < 4; di++)
+        for (int dim = 0; dim < 3; dim++) {
+            musa_tensor *x = rnd(FLOAT_DTYPES[di], 3, S(3, 5, 300), -5, 5, dim == 1 ? L_TRANSPOSED : L_CONTIG);
+            musa_tensor *y = lg ? musa_log_softmax(x, dim) : musa_softmax(x, dim);
+            int64_t outer = dim == 0 ? 1 : dim == 1 ? 3 : 15, D = dim == 0 ? 3 : dim == 1 ? 5 : 300;
+            int64_t inner = 4500 / outer / D;
+            double *xv = values(x), *want = malloc(sizeof(double) * 4500);
+            softmax_ref(xv, outer, D, inner, lg, want);
+            bool ok = near(lg ? "log_softmax" : "softmax", y, want, 4500, 4);
+            free(xv), free(want);
+            release_all(2, x, y);
+            if (!ok) return;
+        }
+    /* large logits do not overflow */
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 1, S(2), (double[]){1000, 1001});
+    musa_tensor *y = lg ? musa_log_softmax(x, 0) : musa_softmax(x, 0);
+    double want[2] = {lg ? -1.3132616875182228 : 0.2689414213699951, lg ? -0.31326168751822286 : 0.7310585786300049};
+    CHECK(near("softmax of large logits", y, want, 2, 1));
+    release_all(2, x, y);
+}
+
+TEST(op_softmax) { softmax_case(false); }
+TEST(op_log_softmax) { softmax_case(true); }
+
+static void softmax_bwd_case(bool lg) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, S(4, 7), -3, 3, L_CONTIG);
+    musa_tensor *g = rnd(MUSA_DTYPE_FLOAT64, 2, S(4, 7), -1, 1, L_CONTIG);
+    musa_tensor *y = lg ? musa_log_softmax(x, 1) : musa_softmax(x, 1);
+    int id = musa_op_lookup(lg ? "log_softmax_backward" : "softmax_backward");
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_int(a, "dim", -1);
+    musa_tensor *in[2] = {g, y}, *out[1] = {NULL};
+    CHECK_OK(musa_op_call(id, 2, in, a, out));
+    musa_attrs_free(a);
+    double *gv = values(g), *yv = values(y), want[28];
+    for (int r = 0; r < 4; r++) {
+        double s = 0;
+        for (int c = 0; c < 7; c++) s += lg ? gv[r * 7 + c] : gv[r * 7 + c] * yv[r * 7 + c];
+        for (int c = 0; c < 7; c++) {
+            int k = r * 7 + c;
+            want[k] = lg ? gv[k] - exp(yv[k]) * s : yv[k] * (gv[k] - s);
+        }
+    }
+    CHECK(near("softmax backward", out[0], want, 28, 1));
+    free(gv), free(yv);
+    release_all(4, x, g, y, out[0]);
+}
+
+TEST(op_softmax_backward) { softmax_bwd_case(false); }
+TEST(op_log_softmax_backward) { softmax_bwd_case(true); }
+
+static double xent_ref(const double *x, const int64_t *t, int64_t N, int64_t C, int64_t ignore, double eps,
+                       int reduction, double *per) {
+    double total = 0;
+    int64_t count = 0;
+    for (int64_t n = 0; n < N; n++) {
+        per[n] = 0;
+        if (t[n] == ignore) continue;
+        double m = -INFINITY, s = 0, sx = 0;
+        for (int64_t c = 0; c < C; c++) m = fmax(m, x[n * C + c]);
+        for (int64_t c = 0; c < C; c++) s += exp(x[n * C + c] - m), sx += x[n * C + c];
+        double lse = m + log(s);
+        per[n] = (1 - eps) * (lse - x[n * C + t[n]]) + eps * (lse - sx / C);
+        total += per[n], count++;
+    }
+    return reduction == 1 ? total / count : total;
+}
+
+TEST(op_cross_entropy) {
+    double tv[6] = {2, 0, -100, 4, 1, 4};
+    for (int di = 0; di < 4; di++)
+        for (int red = 0; red < 3; red++)
+            for (int sm = 0; sm < 2; sm++) {
+                musa_tensor *x = rnd(FLOAT_DTYPES[di], 2, S(6, 5), -4, 4, L_TRANSPOSED);
+                musa_tensor *t = from_list(MUSA_DTYPE_INT64, 1, S(6), tv);
+                musa_tensor *l = musa_cross_entropy(x, t, -100, sm ? 0.2 : 0, (musa_reduction)red);
+                CHECK(l);
+                double *xv = values(x), per[6];
+                int64_t ti[6];
+                for (int i = 0; i < 6; i++) ti[i] = (int64_t)tv[i];
+                double total = xent_ref(xv, ti, 6, 5, -100, sm ? 0.2 : 0, red, per);
+                CHECK(red == 0 ? near("cross_entropy none", l, per, 6, 4) : near("cross_entropy", l, &total, 1, 8));
+                free(xv);
+                release_all(3, x, t, l);
+            }
+    /* K-dim: logits (N, C, L), targets (N, L) */
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(2, 4, 3), -2, 2, L_CONTIG);
+    musa_tensor *t = from_list(MUSA_DTYPE_INT64, 2, S(2, 3), (double[]){0, 3, 1, 2, 2, 0});
+    musa_tensor *l = musa_cross_entropy(x, t, -100, 0, MUSA_REDUCTION_NONE);
+    musa_tensor *xp = musa_permute(x, 3, S(0, 2, 1)), *x2 = musa_reshape(xp, 2, S(6, 4));
+    musa_tensor *t2 = musa_reshape(t, 1, S(6)), *l2 = musa_cross_entropy(x2, t2, -100, 0, MUSA_REDUCTION_NONE);
+    double *lv = values(l2);
+    CHECK(near("K-dim cross_entropy", l, lv, 6, 1));
+    free(lv);
+    musa_tensor *badt = from_list(MUSA_DTYPE_INT64, 1, S(6), (double[]){0, 1, 2, 3, 7, 3});
+    CHECK_ERR(FAILS(musa_cross_entropy(x2, badt, -100, 0, MUSA_REDUCTION_MEAN)), MUSA_ERR_INDEX,
+              "[cross_entropy] target 7 is out of bounds for 4 classes");
+    musa_tensor *ft = musa_zeros(1, S(6), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_cross_entropy(x2, ft, -100, 0, MUSA_REDUCTION_MEAN)), MUSA_ERR_VALUE, "probability targets must have the logits' shape");
+    /* probabilities: a one-hot target gives the index loss */
+    musa_tensor *oh = musa_one_hot(t2, 4), *ohf = musa_cast(oh, MUSA_DTYPE_FLOAT64);
+    musa_tensor *lp = musa_cross_entropy(x2, ohf, -100, 0.1, MUSA_REDUCTION_SUM), *li = musa_cross_entropy(x2, t2, -100, 0.1, MUSA_REDUCTION_SUM);
+    double liv;
+    musa_tensor_item(li, &liv);
+    CHECK(near("probability targets", lp, &liv, 1, 1));
+    release_all(14, x, t, l, xp, x2, t2, l2, badt, ft, oh, ohf, lp, li, NULL);
+}
+
+TEST(op_cross_entropy_backward) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, S(5, 4), -2, 2, L_CONTIG);
+    musa_tensor *t = from_list(MUSA_DTYPE_INT64, 1, S(5), (double[]){1, -100, 3, 0, 3});
+    musa_tensor_set_requires_grad(x, true);
+    for (int red = 0; red < 3; red++) {
+        musa_tensor *g[2] = {NULL, NULL};
+        for (int create = 0; create < 2; create++) {
+            musa_tensor *l = musa_cross_entropy(x, t, -100, 0.1, (musa_reduction)red);
+            musa_tensor *go = musa_ones_like(l);
+            CHECK_OK(musa_grad(1, &l, &go, 1, &x, false, create, false, &g[create]));
+            release_all(2, l, go);
+        }
+        double *a = values(g[0]), *b = values(g[1]);
+        CHECK_CLOSE("cross_entropy fused vs composite backward", MUSA_DTYPE_FLOAT64, a, b, 20);
+        CHECK(a[4] == 0 && a[5] == 0); /* the ignored row */
+        free(a), free(b);
+        release_all(2, g[0], g[1]);
+    }
+    release_all(2, x, t);
+}
+
+TEST(op_linear) {
+    for (int di = 0; di < 4; di++) {
+        musa_dtype dt = FLOAT_DTYPES[di];
+        musa_tensor *x = rnd(dt, 3, S(2, 3, 5), -1, 1, L_TRANSPOSED);
+        musa_tensor *w = rnd(dt, 2, S(4, 5), -1, 1, L_CONTIG), *b = rnd(dt, 1, S(4), -1, 1, L_CONTIG);
+        for (int hb = 0; hb < 2; hb++) {
+            musa_tensor *y = musa_linear(x, w, hb ? b : NULL);
+            CHECK(y && same_shape(y, 3, S(2, 3, 4)));
+            double *xv = values(x), *wv = values(w), *bv = values(b), want[24];
+            for (int r = 0; r < 6; r++)
+                for (int o = 0; o < 4; o++) {
+                    double s = hb ? bv[o] : 0;
+                    for (int k = 0; k < 5; k++) s += xv[r * 5 + k] * wv[o * 5 + k];
+                    want[r * 4 + o] = s;
+                }
+            CHECK(near("linear", y, want, 24, 3));
+            free(xv), free(wv), free(bv);
+            musa_tensor_release(y);
+        }
+        release_all(3, x, w, b);
+    }
+    musa_tensor *x = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT32), *w = musa_zeros(2, S(4, 5), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_linear(x, w, NULL)), MUSA_ERR_VALUE, "[linear] input (2, 3) and weight (4, 5) do not fit");
+    release_all(2, x, w);
+}
+
+TEST(activations_and_losses) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG), *y = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG);
+    double *xv = values(x), *yv = values(y);
+    struct {
+        musa_tensor *t;
+        double (*ref)(double, double);
+    } cases[9];
+    int nc = 0;
+#define ACT(call, expr)                                                                            \
+    do {                                                                                           \
+        cases[nc].t = (call);                                                                      \
+        double *v = values(cases[nc].t), w[40];                                                    \
+        for (int i = 0; i < 40; i++) {                                                             \
+            double a = xv[i];                                                                      \
+            (void)yv;                                                                              \
+            w[i] = (expr);                                                                         \
+        }                                                                                          \
+        CHECK_CLOSE(#call, MUSA_DTYPE_FLOAT64, v, w, 40);                                          \
+        free(v);                                                                                   \
+        musa_tensor_release(cases[nc].t);                                                          \
+    } while (0)
+    ACT(musa_gelu(x, false), 0.5 * a * (1 + erf(a / sqrt(2))));
+    ACT(musa_gelu(x, true), 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))));
+    ACT(musa_silu(x), a / (1 + exp(-a)));
+    ACT(musa_leaky_relu(x, 0.1), a > 0 ? a : 0.1 * a);
+    ACT(musa_elu(x, 1.5), a > 0 ? a : 1.5 * expm1(a));
+    ACT(musa_softplus(x, 2, 5), 2 * a > 5 ? a : log1p(exp(2 * a)) / 2);
+    ACT(musa_hardtanh(x, -1, 2), fmin(fmax(a, -1), 2));
+    (void)cases;
+    /* losses */
+    double mse = 0, l1 = 0, sl1 = 0;
+    for (int i = 0; i < 40; i++) {
+        double d = xv[i] - yv[i];
+        mse += d * d / 40, l1 += fabs(d) / 40, sl1 += (fabs(d) < 1.5 ? 0.5 * d * d / 1.5 : fabs(d) - 0.75) / 40;
+    }
+    musa_tensor *lm = musa_mse_loss(x, y, MUSA_REDUCTION_MEAN), *ll = musa_l1_loss(x, y, MUSA_REDUCTION_MEAN);
+    musa_tensor *ls = musa_smooth_l1_loss(x, y, 1.5, MUSA_REDUCTION_MEAN);
+    CHECK(near("mse", lm, &mse, 1, 1) && near("l1", ll, &l1, 1, 1) && near("smooth_l1", ls, &sl1, 1, 1));
+    musa_tensor *p = musa_sigmoid(x), *tgt = musa_rand(1, S(40), MUSA_DTYPE_FLOAT64);
+    musa_tensor *bce = musa_binary_cross_entropy(p, tgt, MUSA_REDUCTION_SUM);
+    musa_tensor *bcel = musa_binary_cross_entropy_with_logits(x, tgt, MUSA_REDUCTION_SUM);
+    double bv;
+    musa_tensor_item(bce, &bv);
+    CHECK(near("bce with logits vs bce", bcel, &bv, 1, 10));
+    free(xv), free(yv);
+    release_all(10, x, y, lm, ll, ls, p, tgt, bce, bcel, NULL);
+}
+
+TEST(embedding_and_dropout) {
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT32, 2, S(5, 3), -1, 1, L_CONTIG);
+    musa_tensor *idx = from_list(MUSA_DTYPE_INT64, 2, S(2, 2), (double[]){4, 0, 2, 4});
+    musa_tensor_set_requires_grad(w, true);
+    musa_tensor *e = musa_embedding(w, idx, 4);
+    CHECK_SHAPE(e, 3, 2, 2, 3);
+    double *ev = values(e), *wv = values(w);
+    CHECK(ev[0] == wv[12] && ev[3] == wv[0] && ev[6] == wv[6]);
+    musa_tensor *s = musa_sum(e, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    musa_tensor *g = musa_tensor_grad(w);
+    double *gv = values(g);
+    CHECK(gv[0] == 1 && gv[6] == 1 && gv[12] == 0 && gv[3] == 0); /* padding row: no gradient */
+    free(ev), free(wv), free(gv);
+    musa_tensor *x = musa_ones(1, S(100000), MUSA_DTYPE_FLOAT32);
+    musa_tensor *d = musa_dropout(x, 0.25, true), *ev2 = musa_dropout(x, 0.25, false);
+    double *dv = values(d);
+    int zeros = 0;
+    for (int i = 0; i < 100000; i++) {
+        zeros += dv[i] == 0;
+        CHECK(dv[i] == 0 || fabs(dv[i] - 1 / 0.75) < 1e-6);
+    }
+    CHECK_MSG(abs(zeros - 25000) < 800, "dropout zeroed %d of 100000", zeros);
+    CHECK(ev2 == x);
+    free(dv);
+    release_all(9, w, idx, e, s, g, x, d, ev2, NULL);
+}
