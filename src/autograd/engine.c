@@ -20,18 +20,18 @@
 #include "autograd.h"
 
 typedef struct {
-    musa_node *node;     /* borrowed (the graph keeps it alive) */
-    int deps;            /* edges from reachable nodes not yet delivered */
-    bool needed;         /* musa_grad: some requested input depends on it */
-    musa_tensor **buf;   /* [n_out] summed incoming gradients */
+    musa_node *node;   /* borrowed (the graph keeps it alive) */
+    int deps;          /* edges from reachable nodes not yet delivered */
+    bool needed;       /* musa_grad: some requested input depends on it */
+    musa_tensor **buf; /* [n_out] summed incoming gradients */
 } task;
 
 typedef MUSA_VEC(int64_t) i64_vec;
 
 typedef struct {
     MUSA_VEC(task) tasks;
-    uint64_t id;       /* claims nodes: node->run_owner == id while in this run */
-    musa_arena arena;  /* gradient buffers of this run */
+    uint64_t id;      /* claims nodes: node->run_owner == id while in this run */
+    musa_arena arena; /* gradient buffers of this run */
     bool create_graph, retain_graph, accumulate;
     /* musa_grad captures: (node, output_nr) -> result slot */
     int n_cap;
@@ -62,7 +62,9 @@ static int64_t task_of(run *r, musa_node *n, bool *created) {
     return n->run_slot;
 }
 
-static inline task *task_at(run *r, musa_node *n) { return &r->tasks.data[n->run_slot]; }
+static inline task *task_at(run *r, musa_node *n) {
+    return &r->tasks.data[n->run_slot];
+}
 
 static int claim_error(int64_t k, const char *who) {
     if (k == -1) return musa_err_nomem(who, 0);
@@ -79,8 +81,10 @@ static int discover(run *r, musa_node **roots, int n_roots) {
     for (int i = 0; i < n_roots && !rc; i++) {
         bool created;
         int64_t k = task_of(r, roots[i], &created);
-        if (k < 0) rc = claim_error(k, "backward");
-        else if (created) rc = musa_vec_push(&stack, roots[i]);
+        if (k < 0)
+            rc = claim_error(k, "backward");
+        else if (created)
+            rc = musa_vec_push(&stack, roots[i]);
     }
     while (!rc && stack.len) {
         musa_node *n = stack.data[--stack.len];
@@ -174,7 +178,8 @@ static int check_grad_shape(musa_node *n, int i, const musa_meta *m, musa_tensor
     for (int d = 0; same && d < m->ndim; d++) same = g->shape[d] == m->shape[d];
     if (same) return MUSA_OK;
     char s1[128], s2[128];
-    return musa_err(MUSA_ERR_RUNTIME, "[autograd] %s returned a gradient of shape %s for input %d of shape %s",
+    return musa_err(MUSA_ERR_RUNTIME,
+                    "[autograd] %s returned a gradient of shape %s for input %d of shape %s",
                     musa_node_name(n), musa_shape_str(g->ndim, g->shape, s1, sizeof s1), i,
                     musa_shape_str(m->ndim, m->shape, s2, sizeof s2));
 }
@@ -246,8 +251,10 @@ static int accumulate_leaf(run *r, musa_node *n, musa_tensor *g) {
     if (!m->grad) {
         /* keep g itself unless someone else holds it (then a later in-place
          * accumulation would write through to them) */
-        if (atomic_load(&g->refcount) > 1 && !r->create_graph) m->grad = musa_clone(g);
-        else m->grad = musa_tensor_retain(g);
+        if (atomic_load(&g->refcount) > 1 && !r->create_graph)
+            m->grad = musa_clone(g);
+        else
+            m->grad = musa_tensor_retain(g);
         if (m->grad && m->grad->dtype != v->dtype) {
             musa_tensor *c = musa_cast(m->grad, (musa_dtype)v->dtype);
             musa_tensor_release(m->grad);
@@ -287,13 +294,20 @@ static int call_formula(run *r, musa_node *n, musa_tensor **gout, musa_tensor **
             for (int c = 0; c < r->n_cap && !captured; c++) captured = r->cap_node[c] == m;
             needs[i] = t->needed || captured;
         }
-        if (!rc && musa_op_saves_input(info, i)) rc = musa_saved_unpack(n, false, i, r->create_graph, &in[i]);
+        if (!rc && musa_op_saves_input(info, i))
+            rc = musa_saved_unpack(n, false, i, r->create_graph, &in[i]);
     }
     for (int j = 0; j < n->n_out && !rc; j++)
-        if (musa_op_saves_output(info, j)) rc = musa_saved_unpack(n, true, j, r->create_graph, &out[j]);
+        if (musa_op_saves_output(info, j))
+            rc = musa_saved_unpack(n, true, j, r->create_graph, &out[j]);
     if (!rc) {
-        musa_grad_args a = {.in = in, .out = out, .gout = gout, .attrs = n->attrs,
-                            .in_meta = n->in_meta, .needs = needs, .n_in = n->n_in};
+        musa_grad_args a = {.in = in,
+                            .out = out,
+                            .gout = gout,
+                            .attrs = n->attrs,
+                            .in_meta = n->in_meta,
+                            .needs = needs,
+                            .n_in = n->n_in};
         rc = info->grad(&a, gin);
         if (rc) musa_err_prefix(info->name);
     }
@@ -341,7 +355,8 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
 
     if (n->kind == MUSA_NODE_ACCUMULATE) {
         if (!r->accumulate || !tk->buf[0]) return MUSA_OK;
-        musa_tensor *g = musa_tensor_retain(tk->buf[0]);
+        musa_tensor *g = tk->buf[0]; /* taken over, so .grad can keep it without a copy */
+        tk->buf[0] = NULL;
         rc = run_leaf_hooks(n->variable, &g);
         if (!rc) rc = accumulate_leaf(r, n, g);
         musa_tensor_release(g);
@@ -349,7 +364,8 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
     }
 
     musa_tensor *gin_buf[8] = {NULL}, **gin = gin_buf;
-    if (n->n_in > 8 && !(gin = calloc((size_t)n->n_in, sizeof *gin))) return musa_err_nomem("backward", 0);
+    if (n->n_in > 8 && !(gin = calloc((size_t)n->n_in, sizeof *gin)))
+        return musa_err_nomem("backward", 0);
     if (n->kind == MUSA_NODE_CUSTOM) {
         rc = n->custom_fn(n->custom_ctx, n->n_out, tk->buf, n->n_in, gin);
         if (rc) musa_err_prefix(musa_node_name(n));
@@ -401,17 +417,19 @@ static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tenso
             break;
         }
         if (!(t->flags & MUSA_TF_REQUIRES_GRAD)) {
-            rc = musa_err(MUSA_ERR_RUNTIME, "[%s] tensor %d does not require grad and has no grad_fn", who, i);
+            rc = musa_err(MUSA_ERR_RUNTIME,
+                          "[%s] tensor %d does not require grad and has no grad_fn", who, i);
             break;
         }
         musa_tensor *g = grads ? grads[i] : NULL;
         if (!g) {
             if (t->numel != 1) {
                 char s[128];
-                rc = musa_err(MUSA_ERR_RUNTIME,
-                              "[%s] grad can be implicitly created only for outputs with one element; "
-                              "tensor %d has shape %s, so pass its gradient",
-                              who, i, musa_shape_str(t->ndim, t->shape, s, sizeof s));
+                rc = musa_err(
+                    MUSA_ERR_RUNTIME,
+                    "[%s] grad can be implicitly created only for outputs with one element; "
+                    "tensor %d has shape %s, so pass its gradient",
+                    who, i, musa_shape_str(t->ndim, t->shape, s, sizeof s));
                 break;
             }
             seed[i] = musa_ones_like(t);
@@ -420,8 +438,9 @@ static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tenso
             for (int d = 0; same && d < t->ndim; d++) same = g->shape[d] == t->shape[d];
             if (!same) {
                 char s1[128], s2[128];
-                rc = musa_err(MUSA_ERR_VALUE, "[%s] gradient %d has shape %s but its tensor has shape %s",
-                              who, i, musa_shape_str(g->ndim, g->shape, s1, sizeof s1),
+                rc = musa_err(MUSA_ERR_VALUE,
+                              "[%s] gradient %d has shape %s but its tensor has shape %s", who, i,
+                              musa_shape_str(g->ndim, g->shape, s1, sizeof s1),
                               musa_shape_str(t->ndim, t->shape, s2, sizeof s2));
                 break;
             }
@@ -437,8 +456,10 @@ static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tenso
     if (!rc && r->cap_node) rc = mark_needed(r);
     for (int i = 0; i < n_roots && !rc; i++) {
         task *tk = task_at(r, rn[i]);
-        if (!tk->buf && !(tk->buf = MUSA_ARENA_NEW(&r->arena, musa_tensor *, rn[i]->n_out))) rc = musa_err_nomem(who, 0);
-        else rc = accumulate_into(&tk->buf[edges[i].input_nr], seed[i]);
+        if (!tk->buf && !(tk->buf = MUSA_ARENA_NEW(&r->arena, musa_tensor *, rn[i]->n_out)))
+            rc = musa_err_nomem(who, 0);
+        else
+            rc = accumulate_into(&tk->buf[edges[i].input_nr], seed[i]);
     }
     for (int64_t k = 0; k < r->tasks.len && !rc; k++)
         if (r->tasks.data[k].deps == 0) rc = musa_vec_push(&ready, k);
@@ -468,7 +489,8 @@ static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tenso
 int musa_backward(int n, musa_tensor *const *roots, musa_tensor *const *grad_roots,
                   bool retain_graph, bool create_graph) {
     if (n < 1 || !roots) return musa_err(MUSA_ERR_VALUE, "[backward] needs at least one root");
-    run r = {.create_graph = create_graph, .retain_graph = retain_graph || create_graph,
+    run r = {.create_graph = create_graph,
+             .retain_graph = retain_graph || create_graph,
              .accumulate = true};
     bool prev = musa_set_grad_enabled(create_graph);
     int rc = run_engine(&r, n, roots, grad_roots, "backward");
@@ -482,8 +504,10 @@ int musa_grad(int n_out, musa_tensor *const *outputs, musa_tensor *const *grad_o
     if (n_out < 1 || !outputs || n_in < 1 || !inputs || !results)
         return musa_err(MUSA_ERR_VALUE, "[grad] needs outputs, inputs and a results array");
     for (int i = 0; i < n_in; i++) results[i] = NULL;
-    run r = {.create_graph = create_graph, .retain_graph = retain_graph || create_graph,
-             .accumulate = false, .n_cap = n_in};
+    run r = {.create_graph = create_graph,
+             .retain_graph = retain_graph || create_graph,
+             .accumulate = false,
+             .n_cap = n_in};
     r.cap_node = calloc((size_t)n_in, sizeof *r.cap_node);
     r.cap_nr = calloc((size_t)n_in, sizeof *r.cap_nr);
     r.cap_out = calloc((size_t)n_in, sizeof *r.cap_out);
@@ -511,8 +535,10 @@ int musa_grad(int n_out, musa_tensor *const *outputs, musa_tensor *const *grad_o
                           i);
     }
     for (int i = 0; i < n_in; i++) {
-        if (!rc) results[i] = r.cap_out[i];
-        else musa_tensor_release(r.cap_out[i]);
+        if (!rc)
+            results[i] = r.cap_out[i];
+        else
+            musa_tensor_release(r.cap_out[i]);
         if (r.cap_node) musa_node_release(r.cap_node[i]);
     }
     free(r.cap_node), free(r.cap_nr), free(r.cap_out);

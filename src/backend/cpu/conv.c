@@ -10,21 +10,27 @@
  * images than threads. 1x1 stride-1 unpadded convolutions use the input as
  * cols directly. float32 GEMMs run on oneDNN, float64 on BLAS (float64 runs
  * its images serially: BLAS threads do not nest).
+ *
+ * float32 convolutions go to oneDNN's convolution primitives instead
+ * (conv_dnnl.c) whenever oneDNN can build one; im2col stays as the float64
+ * path, the fallback, and the reference (MUSA_CONV_IM2COL=1 forces it).
  */
+#include "conv_dnnl.h"
 #include "nnutil.h"
 
 typedef struct {
-    int64_t N, C, H, W;      /* input */
-    int64_t Co, kh, kw;      /* weight (Co, C/groups, kh, kw) */
-    int64_t Ho, Wo;          /* output spatial */
+    int64_t N, C, H, W; /* input */
+    int64_t Co, kh, kw; /* weight (Co, C/groups, kh, kw) */
+    int64_t Ho, Wo;     /* output spatial */
     int64_t sh, sw, ph, pw, dh, dw, groups;
-    int64_t Cg, Cog, K, P;   /* per group: channels in/out, K = Cg kh kw, P = Ho Wo */
-    bool direct;             /* 1x1, stride 1, no padding: cols = input */
+    int64_t Cg, Cog, K, P; /* per group: channels in/out, K = Cg kh kw, P = Ho Wo */
+    bool direct;           /* 1x1, stride 1, no padding: cols = input */
     int cdt;
     size_t es;
 } conv_geom;
 
-static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_attrs_conv *a, int cdt) {
+static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_attrs_conv *a,
+                 int cdt) {
     g->N = xs[0], g->C = xs[1], g->H = xs[2], g->W = xs[3];
     g->Co = ws[0], g->kh = ws[2], g->kw = ws[3];
     g->sh = a->stride.v[0], g->sw = a->stride.v[1];
@@ -40,6 +46,26 @@ static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_
     g->es = nn_es(cdt);
 }
 
+/* oneDNN's workspace for this convolution, or (size_t)-1 to use im2col. */
+static size_t dnnl_ws(const conv_geom *g, int kind, bool bias, musa_conv_shape *s) {
+    if (g->cdt != MUSA_DTYPE_FLOAT32 || !g->N || !g->C || !g->Co || !g->P) return (size_t)-1;
+    *s = (musa_conv_shape){g->N,  g->C,  g->H,  g->W,  g->Co, g->kh, g->kw, g->Ho,
+                           g->Wo, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->groups};
+    return musa_dnnl_conv_workspace(kind, s, bias);
+}
+
+/* Run on oneDNN if dnnl_ws() said so; false means "use im2col". */
+static bool try_dnnl(const conv_geom *g, int kind, const void *a, const void *b, const void *c,
+                     void *out, char *ws, const musa_kctx *ctx, int *rc) {
+    musa_conv_shape s;
+    size_t need = dnnl_ws(g, kind, c != NULL, &s);
+    size_t have = ctx->scratch_bytes - (size_t)(ws - (char *)ctx->scratch);
+    if (need == (size_t)-1 || need > have) return false;
+    *rc = musa_dnnl_conv(kind, &s, a, b, c, out, ws, have);
+    if (*rc) *rc = musa_err(*rc, "[%s] oneDNN convolution primitive failed", ctx->op_name);
+    return true;
+}
+
 /* How many workspace slots run concurrently (one per image in flight). */
 static int64_t conv_slots(const conv_geom *g) {
     if (g->cdt == MUSA_DTYPE_FLOAT64) return 1;
@@ -48,7 +74,7 @@ static int64_t conv_slots(const conv_geom *g) {
 }
 
 #define DEF_IM2COL(SUF, T)                                                                         \
-    static void im2col_##SUF(const conv_geom *g, const T *x, T *cols) {                             \
+    static void im2col_##SUF(const conv_geom *g, const T *x, T *cols) {                            \
         for (int64_t c = 0; c < g->Cg; c++)                                                        \
             for (int64_t ky = 0; ky < g->kh; ky++)                                                 \
                 for (int64_t kx = 0; kx < g->kw; kx++) {                                           \
@@ -78,7 +104,7 @@ static int64_t conv_slots(const conv_geom *g) {
                     }                                                                              \
                 }                                                                                  \
     }                                                                                              \
-    static void col2im_##SUF(const conv_geom *g, const T *cols, T *x) {                             \
+    static void col2im_##SUF(const conv_geom *g, const T *cols, T *x) {                            \
         for (int64_t c = 0; c < g->Cg; c++)                                                        \
             for (int64_t ky = 0; ky < g->kh; ky++)                                                 \
                 for (int64_t kx = 0; kx < g->kw; kx++) {                                           \
@@ -100,12 +126,16 @@ DEF_IM2COL(f32, float)
 DEF_IM2COL(f64, double)
 
 static void im2col(const conv_geom *g, const char *x, char *cols) {
-    if (g->cdt == MUSA_DTYPE_FLOAT32) im2col_f32(g, (const float *)x, (float *)cols);
-    else im2col_f64(g, (const double *)x, (double *)cols);
+    if (g->cdt == MUSA_DTYPE_FLOAT32)
+        im2col_f32(g, (const float *)x, (float *)cols);
+    else
+        im2col_f64(g, (const double *)x, (double *)cols);
 }
 static void col2im(const conv_geom *g, const char *cols, char *x) {
-    if (g->cdt == MUSA_DTYPE_FLOAT32) col2im_f32(g, (const float *)cols, (float *)x);
-    else col2im_f64(g, (const double *)cols, (double *)x);
+    if (g->cdt == MUSA_DTYPE_FLOAT32)
+        col2im_f32(g, (const float *)cols, (float *)x);
+    else
+        col2im_f64(g, (const double *)cols, (double *)x);
 }
 
 /* Work over a range of images with one scratch slot. */
@@ -115,15 +145,17 @@ typedef struct {
     char *y;               /* output */
     char *scratch;         /* slots of slot_bytes */
     size_t slot_bytes;
-    int64_t per_slot;      /* images per slot */
+    int64_t per_slot; /* images per slot */
     int rc;
 } conv_job;
 
 static int add_bias(const conv_geom *g, char *y, const char *b) {
     for (int64_t c = 0; c < g->Co; c++)
         for (int64_t p = 0; p < g->P; p++) {
-            if (g->cdt == MUSA_DTYPE_FLOAT32) ((float *)y)[c * g->P + p] += ((const float *)b)[c];
-            else ((double *)y)[c * g->P + p] += ((const double *)b)[c];
+            if (g->cdt == MUSA_DTYPE_FLOAT32)
+                ((float *)y)[c * g->P + p] += ((const float *)b)[c];
+            else
+                ((double *)y)[c * g->P + p] += ((const double *)b)[c];
         }
     return MUSA_OK;
 }
@@ -152,11 +184,15 @@ static void fwd_range(void *arg, int64_t s0, int64_t s1) {
 static void run_slots(conv_job *j, int64_t slots, musa_range_fn fn) {
     j->per_slot = (j->g->N + slots - 1) / slots;
     int64_t used = j->per_slot ? (j->g->N + j->per_slot - 1) / j->per_slot : 0;
-    if (slots == 1) fn(j, 0, used);
-    else musa_parallel_for(used, 1, fn, j);
+    if (slots == 1)
+        fn(j, 0, used);
+    else
+        musa_parallel_for(used, 1, fn, j);
 }
 
-static size_t slot_cols(const conv_geom *g) { return g->direct ? 0 : nn_align((size_t)(g->K * g->P) * g->es); }
+static size_t slot_cols(const conv_geom *g) {
+    return g->direct ? 0 : nn_align((size_t)(g->K * g->P) * g->es);
+}
 
 /* ---- forward ---- */
 
@@ -164,17 +200,29 @@ MUSA_WS(ws_conv2d) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, in[0].shape, in[1].shape, attrs, nn_cdt(out[0].dtype));
-    return nn_ws_outputs(out, n_out, (size_t)conv_slots(&g) * slot_cols(&g));
+    musa_conv_shape s;
+    size_t d = dnnl_ws(&g, MUSA_CONV_FWD, n_in == 3, &s);
+    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)conv_slots(&g) * slot_cols(&g));
 }
 
-int cpu_conv2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_conv2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+               const void *attrs) {
     conv_geom g;
     geom(&g, in[0].shape, in[1].shape, attrs, nn_cdt(out[0].dtype));
     char *ws = ctx->scratch;
     nn_out y = nn_out_begin(&out[0], &ws);
-    conv_job j = {.g = &g, .x = in[0].data, .w = in[1].data, .b = n_in == 3 ? in[2].data : NULL,
-                  .y = y.data, .scratch = ws, .slot_bytes = slot_cols(&g)};
-    if (g.N && g.Co && g.P) run_slots(&j, conv_slots(&g), fwd_range);
+    conv_job j = {.g = &g,
+                  .x = in[0].data,
+                  .w = in[1].data,
+                  .b = n_in == 3 ? in[2].data : NULL,
+                  .y = y.data,
+                  .scratch = ws,
+                  .slot_bytes = slot_cols(&g)};
+    if (try_dnnl(&g, MUSA_CONV_FWD, j.x, j.w, j.b, y.data, ws, ctx, &j.rc)) {
+        /* done */
+    } else if (g.N && g.Co && g.P) {
+        run_slots(&j, conv_slots(&g), fwd_range);
+    }
     nn_out_end(&y);
     return j.rc;
 }
@@ -194,8 +242,8 @@ static void bwd_input_range(void *arg, int64_t s0, int64_t s1) {
                 const char *gyg = j->x + (size_t)((n * g->Co + grp * g->Cog) * g->P) * g->es;
                 const char *wg = j->w + (size_t)(grp * g->Cog * g->K) * g->es;
                 char *gxg = gxn + (size_t)(grp * g->Cg * g->H * g->W) * g->es;
-                int rc = musa_cpu_gemm(g->cdt, 'T', 'N', g->K, g->P, g->Cog, 1.0, wg, g->K, gyg, g->P,
-                                       0.0, g->direct ? gxg : cols, g->P);
+                int rc = musa_cpu_gemm(g->cdt, 'T', 'N', g->K, g->P, g->Cog, 1.0, wg, g->K, gyg,
+                                       g->P, 0.0, g->direct ? gxg : cols, g->P);
                 if (rc) j->rc = rc;
                 if (!g->direct) col2im(g, cols, gxg);
             }
@@ -207,7 +255,9 @@ MUSA_WS(ws_conv2d_bwd_input) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, ((const musa_attrs_conv *)attrs)->shape.v, in[1].shape, attrs, nn_cdt(out[0].dtype));
-    return nn_ws_outputs(out, n_out, (size_t)conv_slots(&g) * slot_cols(&g));
+    musa_conv_shape s;
+    size_t d = dnnl_ws(&g, MUSA_CONV_BWD_DATA, false, &s);
+    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)conv_slots(&g) * slot_cols(&g));
 }
 
 int cpu_conv2d_backward_input(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
@@ -217,9 +267,17 @@ int cpu_conv2d_backward_input(const musa_kctx *ctx, musa_kview *out, const musa_
     geom(&g, ((const musa_attrs_conv *)attrs)->shape.v, in[1].shape, attrs, nn_cdt(out[0].dtype));
     char *ws = ctx->scratch;
     nn_out gx = nn_out_begin(&out[0], &ws);
-    conv_job j = {.g = &g, .x = in[0].data, .w = in[1].data, .y = gx.data, .scratch = ws,
+    conv_job j = {.g = &g,
+                  .x = in[0].data,
+                  .w = in[1].data,
+                  .y = gx.data,
+                  .scratch = ws,
                   .slot_bytes = slot_cols(&g)};
-    if (g.N) run_slots(&j, conv_slots(&g), bwd_input_range);
+    if (try_dnnl(&g, MUSA_CONV_BWD_DATA, j.x, j.w, NULL, gx.data, ws, ctx, &j.rc)) {
+        /* done */
+    } else if (g.N) {
+        run_slots(&j, conv_slots(&g), bwd_input_range);
+    }
     nn_out_end(&gx);
     return j.rc;
 }
@@ -257,11 +315,13 @@ MUSA_WS(ws_conv2d_bwd_weight) {
     conv_geom g;
     geom(&g, in[0].shape, ((const musa_attrs_conv *)attrs)->shape.v, attrs, nn_cdt(out[0].dtype));
     int64_t slots = conv_slots(&g);
-    return nn_ws_outputs(out, n_out, (size_t)slots * slot_wgrad(&g, slots));
+    musa_conv_shape s;
+    size_t d = dnnl_ws(&g, MUSA_CONV_BWD_WEIGHTS, false, &s);
+    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)slots * slot_wgrad(&g, slots));
 }
 
-int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                               const void *attrs) {
+int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                               int n_in, const void *attrs) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, in[0].shape, ((const musa_attrs_conv *)attrs)->shape.v, attrs, nn_cdt(out[0].dtype));
@@ -269,18 +329,29 @@ int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa
     nn_out gw = nn_out_begin(&out[0], &ws);
     int64_t slots = conv_slots(&g);
     size_t total = (size_t)(g.Co * g.K);
+    int rc = MUSA_OK;
+    if (try_dnnl(&g, MUSA_CONV_BWD_WEIGHTS, in[0].data, in[1].data, NULL, gw.data, ws, ctx, &rc)) {
+        nn_out_end(&gw);
+        return rc;
+    }
     memset(gw.data, 0, total * g.es);
     /* one slot accumulates straight into gw; several keep partial sums */
-    conv_job j = {.g = &g, .x = in[0].data, .w = in[1].data, .y = slots > 1 ? NULL : gw.data,
-                  .scratch = ws, .slot_bytes = slot_wgrad(&g, slots)};
+    conv_job j = {.g = &g,
+                  .x = in[0].data,
+                  .w = in[1].data,
+                  .y = slots > 1 ? NULL : gw.data,
+                  .scratch = ws,
+                  .slot_bytes = slot_wgrad(&g, slots)};
     if (g.N && total) {
         run_slots(&j, slots, bwd_weight_range);
         int64_t used = j.per_slot ? (g.N + j.per_slot - 1) / j.per_slot : 0;
         for (int64_t s = 0; slots > 1 && s < used; s++) {
             const char *part = ws + (size_t)s * j.slot_bytes + slot_cols(&g);
             for (size_t i = 0; i < total; i++) {
-                if (g.cdt == MUSA_DTYPE_FLOAT32) ((float *)gw.data)[i] += ((const float *)part)[i];
-                else ((double *)gw.data)[i] += ((const double *)part)[i];
+                if (g.cdt == MUSA_DTYPE_FLOAT32)
+                    ((float *)gw.data)[i] += ((const float *)part)[i];
+                else
+                    ((double *)gw.data)[i] += ((const double *)part)[i];
             }
         }
     }

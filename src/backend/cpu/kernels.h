@@ -25,6 +25,7 @@ MUSA_WS(ws_conv2d);
 MUSA_WS(ws_conv2d_bwd_input);
 MUSA_WS(ws_conv2d_bwd_weight);
 MUSA_WS(ws_norm);
+MUSA_WS(ws_layer_norm_backward);
 MUSA_WS(ws_linear);
 MUSA_WS(ws_xent);
 

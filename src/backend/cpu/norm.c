@@ -18,15 +18,39 @@ MUSA_WS(ws_norm) {
     return nn_ws_outputs(out, n_out, 0);
 }
 
+/* Chunks of rows the layer norm backward splits into (one per thread). */
+static int64_t ln_chunks(int64_t R) {
+    int64_t t = musa_pool_intra_threads();
+    return R < t ? (R ? R : 1) : t;
+}
+
+static void rows_d(const musa_kview *x, int64_t ndims, int64_t *R, int64_t *D) {
+    *D = 1;
+    for (int d = x->ndim - (int)ndims; d < x->ndim; d++) *D *= x->shape[d];
+    *R = *D ? musa_kview_numel(x) / *D : 0;
+}
+
+/* Layer norm backward: staging plus the partial sums of gweight, gbias. */
+MUSA_WS(ws_layer_norm_backward) {
+    MUSA_UNUSED(n_in);
+    int64_t R, D;
+    rows_d(&in[1], ((const musa_attrs_norm *)attrs)->ndims, &R, &D);
+    return nn_ws_outputs(out, n_out, nn_align(sizeof(double) * (size_t)(2 * D * ln_chunks(R))));
+}
+
 typedef struct {
     int64_t outer, C, inner; /* batch/group: (N, C, S); layer: (R, D, 1) */
     int64_t groups;
     double eps;
     const char *x, *gy, *w, *b, *mean, *invstd;
     char *y, *gx, *gw, *gb, *omean, *oinvstd;
+    double *part; /* layer norm backward: (chunks, 2, D) partial sums */
+    int64_t chunks;
 } norm_job;
 
-static double clamp_var(double v) { return v > 0 ? v : 0; }
+static double clamp_var(double v) {
+    return v > 0 ? v : 0;
+}
 
 /* ---- batch norm: statistics per channel over (N, S) ---- */
 
@@ -41,12 +65,12 @@ static double clamp_var(double v) { return v > 0 ? v : 0; }
             double s = 0, ss = 0;                                                                  \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C + c) * S;                                                  \
-                for (int64_t i = 0; i < S; i++) s += p[i];                                         \
+                _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < S; i++) s += p[i];    \
             }                                                                                      \
             double mean = m > 0 ? s / m : 0;                                                       \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C + c) * S;                                                  \
-                for (int64_t i = 0; i < S; i++) {                                                  \
+                _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < S; i++) {            \
                     double d = p[i] - mean;                                                        \
                     ss += d * d;                                                                   \
                 }                                                                                  \
@@ -73,39 +97,50 @@ static double clamp_var(double v) { return v > 0 ? v : 0; }
             double mu = mean[c], inv = invstd[c], sg = 0, sgx = 0;                                 \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;                       \
-                for (int64_t i = 0; i < S; i++) {                                                  \
+                _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < S; i++) {       \
                     sg += g[i];                                                                    \
                     sgx += g[i] * (p[i] - mu);                                                     \
                 }                                                                                  \
             }                                                                                      \
             gb[c] = (T)sg;                                                                         \
             gw[c] = (T)(sgx * inv);                                                                \
-            double k = w[c] * inv, a = sg / m, bcoef = inv * inv * sgx / m;                        \
+            T k = (T)(w[c] * inv), a = (T)(sg / m), bcoef = (T)(inv * inv * sgx / m), mt = (T)mu;  \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;                       \
                 T *q = gx + (n * C + c) * S;                                                       \
-                for (int64_t i = 0; i < S; i++) q[i] = (T)(k * (g[i] - a - (p[i] - mu) * bcoef));  \
+                _Pragma("omp simd") for (int64_t i = 0; i < S; i++) q[i] =                         \
+                    k * (g[i] - a - (p[i] - mt) * bcoef);                                          \
             }                                                                                      \
         }                                                                                          \
     }
 DEF_BN(f32, float)
 DEF_BN(f64, double)
 
-static int64_t chan_grain(int64_t per) { return per >= 16384 ? 1 : 16384 / (per + 1) + 1; }
+static int64_t chan_grain(int64_t per) {
+    return per >= 16384 ? 1 : 16384 / (per + 1) + 1;
+}
 
 static void nc_s(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {
     *N = x->shape[0], *C = x->shape[1], *S = 1;
     for (int d = 2; d < x->ndim; d++) *S *= x->shape[d];
 }
 
-int cpu_batch_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_batch_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                   const void *attrs) {
     MUSA_UNUSED(n_in);
     char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws), io = nn_out_begin(&out[2], &ws);
-    norm_job j = {.eps = ((const musa_attrs_norm *)attrs)->eps, .x = in[0].data, .w = in[1].data,
-                  .b = in[2].data, .y = y.data, .omean = mo.data, .oinvstd = io.data};
+    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws),
+           io = nn_out_begin(&out[2], &ws);
+    norm_job j = {.eps = ((const musa_attrs_norm *)attrs)->eps,
+                  .x = in[0].data,
+                  .w = in[1].data,
+                  .b = in[2].data,
+                  .y = y.data,
+                  .omean = mo.data,
+                  .oinvstd = io.data};
     nc_s(&in[0], &j.outer, &j.C, &j.inner);
-    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), in[0].dtype == MUSA_DTYPE_FLOAT64 ? bn_fwd_f64 : bn_fwd_f32, &j);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner),
+                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? bn_fwd_f64 : bn_fwd_f32, &j);
     nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
     return MUSA_OK;
 }
@@ -114,11 +149,19 @@ int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
                             const void *attrs) {
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws), gb = nn_out_begin(&out[2], &ws);
-    norm_job j = {.gy = in[0].data, .x = in[1].data, .w = in[2].data, .mean = in[3].data,
-                  .invstd = in[4].data, .gx = gx.data, .gw = gw.data, .gb = gb.data};
+    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws),
+           gb = nn_out_begin(&out[2], &ws);
+    norm_job j = {.gy = in[0].data,
+                  .x = in[1].data,
+                  .w = in[2].data,
+                  .mean = in[3].data,
+                  .invstd = in[4].data,
+                  .gx = gx.data,
+                  .gw = gw.data,
+                  .gb = gb.data};
     nc_s(&in[1], &j.outer, &j.C, &j.inner);
-    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), in[1].dtype == MUSA_DTYPE_FLOAT64 ? bn_bwd_f64 : bn_bwd_f32, &j);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner),
+                      in[1].dtype == MUSA_DTYPE_FLOAT64 ? bn_bwd_f64 : bn_bwd_f32, &j);
     nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
     return MUSA_OK;
 }
@@ -134,9 +177,9 @@ int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
             const T *p = (const T *)j->x + r * D;                                                  \
             T *q = (T *)j->y + r * D;                                                              \
             double s = 0, ss = 0;                                                                  \
-            for (int64_t i = 0; i < D; i++) s += p[i];                                             \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < D; i++) s += p[i];        \
             double mean = D ? s / (double)D : 0;                                                   \
-            for (int64_t i = 0; i < D; i++) {                                                      \
+            _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < D; i++) {                \
                 double d = p[i] - mean;                                                            \
                 ss += d * d;                                                                       \
             }                                                                                      \
@@ -147,65 +190,55 @@ int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
             ((T *)j->oinvstd)[r] = iv;                                                             \
         }                                                                                          \
     }                                                                                              \
-    static void ln_bwd_rows_##SUF(void *arg, int64_t r0, int64_t r1) {                             \
+    /* one pass per chunk of rows: gx, plus this chunk's partial sums of                           \
+     * gweight and gbias (float64, in its workspace slot) */                                       \
+    static void ln_bwd_##SUF(void *arg, int64_t k0, int64_t k1) {                                  \
         const norm_job *j = arg;                                                                   \
         const T *w = (const T *)j->w;                                                              \
-        int64_t D = j->C;                                                                          \
-        for (int64_t r = r0; r < r1; r++) {                                                        \
-            const T *p = (const T *)j->x + r * D, *g = (const T *)j->gy + r * D;                   \
-            T *q = (T *)j->gx + r * D;                                                             \
-            double mu = ((const T *)j->mean)[r], inv = ((const T *)j->invstd)[r], s1 = 0, s2 = 0;  \
-            for (int64_t i = 0; i < D; i++) {                                                      \
-                double gh = (double)g[i] * w[i];                                                   \
-                s1 += gh;                                                                          \
-                s2 += gh * (p[i] - mu) * inv;                                                      \
-            }                                                                                      \
-            double a = s1 / (double)D, c = s2 / (double)D;                                         \
-            for (int64_t i = 0; i < D; i++) {                                                      \
-                double xh = (p[i] - mu) * inv;                                                     \
-                q[i] = (T)(inv * ((double)g[i] * w[i] - a - xh * c));                              \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-    static void ln_bwd_cols_##SUF(void *arg, int64_t b0, int64_t b1) {                             \
-        const norm_job *j = arg;                                                                   \
         int64_t D = j->C, R = j->outer;                                                            \
-        double aw[256], ab[256];                                                                   \
-        for (int64_t blk = b0; blk < b1; blk++) {                                                  \
-            int64_t d0 = blk * 256, n = D - d0 < 256 ? D - d0 : 256;                               \
-            for (int64_t i = 0; i < n; i++) aw[i] = ab[i] = 0;                                     \
-            for (int64_t r = 0; r < R; r++) {                                                      \
-                const T *p = (const T *)j->x + r * D + d0, *g = (const T *)j->gy + r * D + d0;     \
-                double mu = ((const T *)j->mean)[r], inv = ((const T *)j->invstd)[r];              \
-                for (int64_t i = 0; i < n; i++) {                                                  \
-                    aw[i] += (double)g[i] * (p[i] - mu) * inv;                                     \
+        for (int64_t k = k0; k < k1; k++) {                                                        \
+            double *aw = j->part + (size_t)(2 * k * D), *ab = aw + D;                              \
+            for (int64_t i = 0; i < 2 * D; i++) aw[i] = 0;                                         \
+            for (int64_t r = R * k / j->chunks; r < R * (k + 1) / j->chunks; r++) {                \
+                const T *p = (const T *)j->x + r * D, *g = (const T *)j->gy + r * D;               \
+                T *q = (T *)j->gx + r * D;                                                         \
+                T mu = ((const T *)j->mean)[r], inv = ((const T *)j->invstd)[r];                   \
+                double s1 = 0, s2 = 0;                                                             \
+                _Pragma("omp simd reduction(+ : s1, s2)") for (int64_t i = 0; i < D; i++) {        \
+                    T gh = g[i] * w[i];                                                            \
+                    s1 += gh;                                                                      \
+                    s2 += (double)gh * ((p[i] - mu) * inv);                                        \
+                }                                                                                  \
+                T a = (T)(s1 / (double)D), c = (T)(s2 / (double)D);                                \
+                _Pragma("omp simd") for (int64_t i = 0; i < D; i++) {                              \
+                    T xh = (p[i] - mu) * inv;                                                      \
+                    q[i] = inv * (g[i] * w[i] - a - xh * c);                                       \
+                    aw[i] += (double)(g[i] * xh);                                                  \
                     ab[i] += g[i];                                                                 \
                 }                                                                                  \
-            }                                                                                      \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                ((T *)j->gw)[d0 + i] = (T)aw[i];                                                   \
-                ((T *)j->gb)[d0 + i] = (T)ab[i];                                                   \
             }                                                                                      \
         }                                                                                          \
     }
 DEF_LN(f32, float)
 DEF_LN(f64, double)
 
-static void rows_d(const musa_kview *x, int64_t ndims, int64_t *R, int64_t *D) {
-    *D = 1;
-    for (int d = x->ndim - (int)ndims; d < x->ndim; d++) *D *= x->shape[d];
-    *R = *D ? musa_kview_numel(x) / *D : 0;
-}
-
-int cpu_layer_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_layer_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                   const void *attrs) {
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws), io = nn_out_begin(&out[2], &ws);
-    norm_job j = {.eps = a->eps, .x = in[0].data, .w = in[1].data, .b = in[2].data, .y = y.data,
-                  .omean = mo.data, .oinvstd = io.data};
+    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws),
+           io = nn_out_begin(&out[2], &ws);
+    norm_job j = {.eps = a->eps,
+                  .x = in[0].data,
+                  .w = in[1].data,
+                  .b = in[2].data,
+                  .y = y.data,
+                  .omean = mo.data,
+                  .oinvstd = io.data};
     rows_d(&in[0], a->ndims, &j.outer, &j.C);
-    musa_parallel_for(j.outer, chan_grain(j.C), in[0].dtype == MUSA_DTYPE_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &j);
+    musa_parallel_for(j.outer, chan_grain(j.C),
+                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &j);
     nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
     return MUSA_OK;
 }
@@ -215,13 +248,29 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws), gb = nn_out_begin(&out[2], &ws);
-    norm_job j = {.gy = in[0].data, .x = in[1].data, .w = in[2].data, .mean = in[3].data,
-                  .invstd = in[4].data, .gx = gx.data, .gw = gw.data, .gb = gb.data};
+    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws),
+           gb = nn_out_begin(&out[2], &ws);
+    norm_job j = {.gy = in[0].data,
+                  .x = in[1].data,
+                  .w = in[2].data,
+                  .mean = in[3].data,
+                  .invstd = in[4].data,
+                  .gx = gx.data,
+                  .gw = gw.data,
+                  .gb = gb.data};
     rows_d(&in[1], a->ndims, &j.outer, &j.C);
-    bool f64 = in[1].dtype == MUSA_DTYPE_FLOAT64;
-    musa_parallel_for(j.outer, chan_grain(j.C), f64 ? ln_bwd_rows_f64 : ln_bwd_rows_f32, &j);
-    musa_parallel_for((j.C + 255) / 256, chan_grain(j.outer * 256), f64 ? ln_bwd_cols_f64 : ln_bwd_cols_f32, &j);
+    j.part = (double *)ws;
+    j.chunks = ln_chunks(j.outer);
+    musa_parallel_for(j.chunks, 1, in[1].dtype == MUSA_DTYPE_FLOAT64 ? ln_bwd_f64 : ln_bwd_f32, &j);
+    for (int64_t i = 0; i < j.C; i++) {
+        double aw = 0, ab = 0;
+        for (int64_t k = 0; k < j.chunks; k++)
+            aw += j.part[2 * k * j.C + i], ab += j.part[(2 * k + 1) * j.C + i];
+        if (in[1].dtype == MUSA_DTYPE_FLOAT64)
+            ((double *)gw.data)[i] = aw, ((double *)gb.data)[i] = ab;
+        else
+            ((float *)gw.data)[i] = (float)aw, ((float *)gb.data)[i] = (float)ab;
+    }
     nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
     return MUSA_OK;
 }
@@ -237,9 +286,9 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
             const T *p = (const T *)j->x + (n * C + g * Cg) * S;                                   \
             T *q = (T *)j->y + (n * C + g * Cg) * S;                                               \
             double s = 0, ss = 0;                                                                  \
-            for (int64_t i = 0; i < m; i++) s += p[i];                                             \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < m; i++) s += p[i];        \
             double mean = m ? s / (double)m : 0;                                                   \
-            for (int64_t i = 0; i < m; i++) {                                                      \
+            _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < m; i++) {                \
                 double d = p[i] - mean;                                                            \
                 ss += d * d;                                                                       \
             }                                                                                      \
@@ -264,7 +313,7 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
             double mu = ((const T *)j->mean)[k], inv = ((const T *)j->invstd)[k], s1 = 0, s2 = 0;  \
             for (int64_t c = 0; c < Cg; c++) {                                                     \
                 double w = ((const T *)j->w)[g * Cg + c];                                          \
-                for (int64_t i = 0; i < S; i++) {                                                  \
+                _Pragma("omp simd reduction(+ : s1, s2)") for (int64_t i = 0; i < S; i++) {        \
                     double gh = gy[c * S + i] * w;                                                 \
                     s1 += gh;                                                                      \
                     s2 += gh * (p[c * S + i] - mu) * inv;                                          \
@@ -288,8 +337,9 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
             for (int64_t n = 0; n < N; n++) {                                                      \
                 int64_t k = n * G + c / Cg;                                                        \
                 double mu = ((const T *)j->mean)[k], inv = ((const T *)j->invstd)[k];              \
-                const T *p = (const T *)j->x + (n * C + c) * S, *g = (const T *)j->gy + (n * C + c) * S; \
-                for (int64_t i = 0; i < S; i++) {                                                  \
+                const T *p = (const T *)j->x + (n * C + c) * S,                                    \
+                        *g = (const T *)j->gy + (n * C + c) * S;                                   \
+                _Pragma("omp simd reduction(+ : aw, ab)") for (int64_t i = 0; i < S; i++) {        \
                     aw += g[i] * (p[i] - mu) * inv;                                                \
                     ab += g[i];                                                                    \
                 }                                                                                  \
@@ -301,13 +351,21 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
 DEF_GN(f32, float)
 DEF_GN(f64, double)
 
-int cpu_group_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_group_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                   const void *attrs) {
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws), io = nn_out_begin(&out[2], &ws);
-    norm_job j = {.eps = a->eps, .groups = a->groups, .x = in[0].data, .w = in[1].data, .b = in[2].data,
-                  .y = y.data, .omean = mo.data, .oinvstd = io.data};
+    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws),
+           io = nn_out_begin(&out[2], &ws);
+    norm_job j = {.eps = a->eps,
+                  .groups = a->groups,
+                  .x = in[0].data,
+                  .w = in[1].data,
+                  .b = in[2].data,
+                  .y = y.data,
+                  .omean = mo.data,
+                  .oinvstd = io.data};
     nc_s(&in[0], &j.outer, &j.C, &j.inner);
     musa_parallel_for(j.outer * j.groups, chan_grain(j.C / j.groups * j.inner),
                       in[0].dtype == MUSA_DTYPE_FLOAT64 ? gn_fwd_f64 : gn_fwd_f32, &j);
@@ -320,12 +378,21 @@ int cpu_group_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws), gb = nn_out_begin(&out[2], &ws);
-    norm_job j = {.groups = a->groups, .gy = in[0].data, .x = in[1].data, .w = in[2].data,
-                  .mean = in[3].data, .invstd = in[4].data, .gx = gx.data, .gw = gw.data, .gb = gb.data};
+    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws),
+           gb = nn_out_begin(&out[2], &ws);
+    norm_job j = {.groups = a->groups,
+                  .gy = in[0].data,
+                  .x = in[1].data,
+                  .w = in[2].data,
+                  .mean = in[3].data,
+                  .invstd = in[4].data,
+                  .gx = gx.data,
+                  .gw = gw.data,
+                  .gb = gb.data};
     nc_s(&in[1], &j.outer, &j.C, &j.inner);
     bool f64 = in[1].dtype == MUSA_DTYPE_FLOAT64;
-    musa_parallel_for(j.outer * j.groups, chan_grain(j.C / j.groups * j.inner), f64 ? gn_bwd_x_f64 : gn_bwd_x_f32, &j);
+    musa_parallel_for(j.outer * j.groups, chan_grain(j.C / j.groups * j.inner),
+                      f64 ? gn_bwd_x_f64 : gn_bwd_x_f32, &j);
     musa_parallel_for(j.C, chan_grain(j.outer * j.inner), f64 ? gn_bwd_w_f64 : gn_bwd_w_f32, &j);
     nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
     return MUSA_OK;

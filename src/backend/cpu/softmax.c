@@ -7,7 +7,8 @@
  * A contiguous input is seen as (outer, D, inner) around the dim. With
  * inner = 1 each row is contiguous and exp vectorises through libmvec;
  * otherwise blocks of up to 256 inner columns are processed together, each
- * vector load walking the block. Sums accumulate in float64.
+ * vector load walking the block. Sums accumulate in float64 (in SIMD lanes
+ * for contiguous rows).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -22,13 +23,27 @@ typedef struct {
     bool log;
 } sm_job;
 
-static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t *D, int64_t *inner) {
+static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t *D,
+                      int64_t *inner) {
     *outer = 1, *inner = 1, *D = v->ndim ? v->shape[dim] : 1;
     for (int d = 0; d < dim; d++) *outer *= v->shape[d];
     for (int d = (int)dim + 1; d < v->ndim; d++) *inner *= v->shape[d];
 }
 
 #define BLK 256
+
+/* Row maximum (NaN need not win here: a NaN reaches every output through
+ * exp and the sum anyway). An all -inf row gives 0, which keeps exp finite
+ * (the outputs are then NaN for softmax, as in PyTorch). */
+#define DEF_ROW_MAX(SUF, T)                                                                        \
+    static inline T row_max_##SUF(const T *x, int64_t n) {                                         \
+        T m = -INFINITY;                                                                           \
+        _Pragma("omp simd reduction(max : m)") for (int64_t i = 0; i < n; i++) m =                 \
+            x[i] > m ? x[i] : m;                                                                   \
+        return m == -INFINITY ? 0 : m;                                                             \
+    }
+DEF_ROW_MAX(f32, float)
+DEF_ROW_MAX(f64, double)
 
 /* Forward over work items: (outer row) x (inner block). */
 #define DEF_SOFTMAX(SUF, T, EXP, LOG)                                                              \
@@ -38,22 +53,25 @@ static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t 
         T mx[BLK];                                                                                 \
         double sum[BLK];                                                                           \
         for (int64_t w = w0; w < w1; w++) {                                                        \
-            int64_t o = w / nb, c0 = (w % nb) * BLK, n = j->inner - c0 < BLK ? j->inner - c0 : BLK; \
+            int64_t o = w / nb, c0 = (w % nb) * BLK,                                               \
+                    n = j->inner - c0 < BLK ? j->inner - c0 : BLK;                                 \
             const T *x = (const T *)j->x + o * j->D * j->inner + c0;                               \
             T *y = (T *)j->y + o * j->D * j->inner + c0;                                           \
-            if (j->inner == 1) { /* contiguous row */                                              \
-                T m = -INFINITY;                                                                   \
-                for (int64_t d = 0; d < j->D; d++) m = x[d] > m || x[d] != x[d] ? x[d] : m;        \
-                if (m == -INFINITY) m = 0; /* all -inf: keep exp finite (gives nan/0 as PyTorch) */ \
-                for (int64_t d = 0; d < j->D; d++) y[d] = EXP(x[d] - m);                           \
+            if (j->inner == 1) { /* contiguous row: vectorised passes */                           \
+                T m = row_max_##SUF(x, j->D);                                                      \
                 double s = 0;                                                                      \
-                for (int64_t d = 0; d < j->D; d++) s += y[d];                                      \
                 if (j->log) {                                                                      \
-                    T ls = (T)log(s);                                                              \
-                    for (int64_t d = 0; d < j->D; d++) y[d] = x[d] - m - ls;                       \
+                    _Pragma("omp simd reduction(+ : s)") for (int64_t d = 0; d < j->D; d++) s +=   \
+                        EXP(x[d] - m);                                                             \
+                    T ls = (T)log(s); /* x - m is exact near the max; m + ls would round */        \
+                    _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) y[d] = (x[d] - m) - ls; \
                 } else {                                                                           \
+                    _Pragma("omp simd reduction(+ : s)") for (int64_t d = 0; d < j->D; d++) {      \
+                        y[d] = EXP(x[d] - m);                                                      \
+                        s += y[d];                                                                 \
+                    }                                                                              \
                     T inv = (T)(1.0 / s);                                                          \
-                    for (int64_t d = 0; d < j->D; d++) y[d] *= inv;                                \
+                    _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) y[d] *= inv;            \
                 }                                                                                  \
                 continue;                                                                          \
             }                                                                                      \
@@ -81,16 +99,34 @@ static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t 
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
-    /* backward: softmax gx = y (g - sum(g y)); log-softmax gx = g - exp(y) sum(g) */               \
+    /* backward: softmax gx = y (g - sum(g y)); log-softmax gx = g - exp(y) sum(g) */              \
     static void sm_bwd_##SUF(void *arg, int64_t w0, int64_t w1) {                                  \
         const sm_job *j = arg;                                                                     \
         int64_t nb = (j->inner + BLK - 1) / BLK;                                                   \
         double acc[BLK];                                                                           \
         for (int64_t w = w0; w < w1; w++) {                                                        \
-            int64_t o = w / nb, c0 = (w % nb) * BLK, n = j->inner - c0 < BLK ? j->inner - c0 : BLK; \
+            int64_t o = w / nb, c0 = (w % nb) * BLK,                                               \
+                    n = j->inner - c0 < BLK ? j->inner - c0 : BLK;                                 \
             size_t off = (size_t)(o * j->D * j->inner + c0);                                       \
             const T *g = (const T *)j->g + off, *yv = (const T *)j->x + off;                       \
             T *gx = (T *)j->y + off;                                                               \
+            if (j->inner == 1) { /* contiguous row */                                              \
+                double a = 0;                                                                      \
+                if (j->log) {                                                                      \
+                    _Pragma("omp simd reduction(+ : a)") for (int64_t d = 0; d < j->D; d++) a +=   \
+                        g[d];                                                                      \
+                    T at = (T)a;                                                                   \
+                    _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) gx[d] =                 \
+                        g[d] - EXP(yv[d]) * at;                                                    \
+                } else {                                                                           \
+                    _Pragma("omp simd reduction(+ : a)") for (int64_t d = 0; d < j->D; d++) a +=   \
+                        (double)g[d] * yv[d];                                                      \
+                    T at = (T)a;                                                                   \
+                    _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) gx[d] =                 \
+                        yv[d] * (g[d] - at);                                                       \
+                }                                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
             for (int64_t i = 0; i < n; i++) acc[i] = 0;                                            \
             for (int64_t d = 0; d < j->D; d++)                                                     \
                 for (int64_t i = 0; i < n; i++) {                                                  \
@@ -100,15 +136,16 @@ static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t 
             for (int64_t d = 0; d < j->D; d++)                                                     \
                 for (int64_t i = 0; i < n; i++) {                                                  \
                     int64_t k = d * j->inner + i;                                                  \
-                    gx[k] = j->log ? (T)(g[k] - EXP(yv[k]) * acc[i]) : (T)(yv[k] * (g[k] - acc[i])); \
+                    gx[k] =                                                                        \
+                        j->log ? (T)(g[k] - EXP(yv[k]) * acc[i]) : (T)(yv[k] * (g[k] - acc[i]));   \
                 }                                                                                  \
         }                                                                                          \
     }
 DEF_SOFTMAX(f32, float, expf, logf)
 DEF_SOFTMAX(f64, double, exp, log)
 
-static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *x, const musa_kview *g,
-                       int64_t dim, bool log, bool backward) {
+static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *x,
+                       const musa_kview *g, int64_t dim, bool log, bool backward) {
     char *ws = ctx->scratch;
     nn_out y = nn_out_begin(&out[0], &ws);
     sm_job j = {.log = log, .y = y.data};
@@ -124,11 +161,13 @@ static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *
     return MUSA_OK;
 }
 
-int cpu_softmax(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_softmax(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                const void *attrs) {
     MUSA_UNUSED(n_in);
     return softmax_run(ctx, out, &in[0], NULL, ((const musa_attrs_dim *)attrs)->dim, false, false);
 }
-int cpu_log_softmax(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_log_softmax(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                    const void *attrs) {
     MUSA_UNUSED(n_in);
     return softmax_run(ctx, out, &in[0], NULL, ((const musa_attrs_dim *)attrs)->dim, true, false);
 }
@@ -150,11 +189,11 @@ typedef struct {
     int64_t N, C, S; /* logits (N, C, S); targets (N, S) */
     const char *x;
     const int64_t *t;
-    const char *g;   /* backward: loss gradient (0-d or (N, S)) */
+    const char *g; /* backward: loss gradient (0-d or (N, S)) */
     char *out;
-    double *loss;    /* per sample, forward */
+    double *loss; /* per sample, forward */
     const musa_attrs_xent *a;
-    double scale;    /* backward: 1/count (mean) or 1 */
+    double scale; /* backward: 1/count (mean) or 1 */
     bool g_per_sample;
     atomic_llong bad; /* first bad target, or INT64_MIN */
 } xe_job;
@@ -181,11 +220,19 @@ static inline bool xe_target(xe_job *j, int64_t t) {
                 continue;                                                                          \
             }                                                                                      \
             T m = -INFINITY;                                                                       \
-            for (int64_t c = 0; c < j->C; c++) m = x[c * j->S] > m ? x[c * j->S] : m;              \
             double se = 0, sx = 0;                                                                 \
-            for (int64_t c = 0; c < j->C; c++) {                                                   \
-                se += EXP(x[c * j->S] - m);                                                        \
-                sx += x[c * j->S];                                                                 \
+            if (j->S == 1) { /* contiguous row */                                                  \
+                m = row_max_##SUF(x, j->C);                                                        \
+                _Pragma("omp simd reduction(+ : se, sx)") for (int64_t c = 0; c < j->C; c++) {     \
+                    se += EXP(x[c] - m);                                                           \
+                    sx += x[c];                                                                    \
+                }                                                                                  \
+            } else {                                                                               \
+                for (int64_t c = 0; c < j->C; c++) m = x[c * j->S] > m ? x[c * j->S] : m;          \
+                for (int64_t c = 0; c < j->C; c++) {                                               \
+                    se += EXP(x[c * j->S] - m);                                                    \
+                    sx += x[c * j->S];                                                             \
+                }                                                                                  \
             }                                                                                      \
             double lse = (double)m + log(se);                                                      \
             j->loss[r] = (1 - eps) * (lse - x[t * j->S]) + eps * (lse - sx / (double)j->C);        \
@@ -202,7 +249,19 @@ static inline bool xe_target(xe_job *j, int64_t t) {
                 for (int64_t c = 0; c < j->C; c++) gx[c * j->S] = 0;                               \
                 continue;                                                                          \
             }                                                                                      \
-            double gs = (j->g_per_sample ? ((const T *)j->g)[r] : ((const T *)j->g)[0]) * j->scale; \
+            double gs =                                                                            \
+                (j->g_per_sample ? ((const T *)j->g)[r] : ((const T *)j->g)[0]) * j->scale;        \
+            if (j->S == 1) { /* contiguous row: gx = (softmax - smoothed one-hot) gs */            \
+                T m = row_max_##SUF(x, j->C);                                                      \
+                double se = 0;                                                                     \
+                _Pragma("omp simd reduction(+ : se)") for (int64_t c = 0; c < j->C; c++) se +=     \
+                    EXP(x[c] - m);                                                                 \
+                T k = (T)(gs / se), u = (T)(eps / (double)j->C * gs);                              \
+                _Pragma("omp simd") for (int64_t c = 0; c < j->C; c++) gx[c] =                     \
+                    EXP(x[c] - m) * k - u;                                                         \
+                gx[t] -= (T)((1 - eps) * gs);                                                      \
+                continue;                                                                          \
+            }                                                                                      \
             T m = -INFINITY;                                                                       \
             for (int64_t c = 0; c < j->C; c++) m = x[c * j->S] > m ? x[c * j->S] : m;              \
             double se = 0;                                                                         \
@@ -237,8 +296,8 @@ MUSA_WS(ws_xent) {
 static int xe_error(const musa_kctx *ctx, xe_job *j) {
     long long bad = atomic_load(&j->bad);
     if (bad == INT64_MIN) return MUSA_OK;
-    return musa_err(MUSA_ERR_INDEX, "[%s] target %lld is out of bounds for %lld classes", ctx->op_name, bad,
-                    (long long)j->C);
+    return musa_err(MUSA_ERR_INDEX, "[%s] target %lld is out of bounds for %lld classes",
+                    ctx->op_name, bad, (long long)j->C);
 }
 
 static int64_t xe_count(xe_job *j) {
@@ -247,7 +306,8 @@ static int64_t xe_count(xe_job *j) {
     return k;
 }
 
-int cpu_cross_entropy(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_cross_entropy(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                      const void *attrs) {
     MUSA_UNUSED(n_in);
     xe_job j = {.x = in[0].data, .t = (const int64_t *)in[1].data, .a = attrs};
     atomic_init(&j.bad, INT64_MIN);
@@ -256,29 +316,34 @@ int cpu_cross_entropy(const musa_kctx *ctx, musa_kview *out, const musa_kview *i
     char *ws = (char *)ctx->scratch + nn_align(sizeof(double) * (size_t)(j.N * j.S + 1));
     nn_out o = nn_out_begin(&out[0], &ws);
     int64_t rows = j.N * j.S;
-    musa_parallel_for(rows, j.C >= 4096 ? 1 : 4096 / (j.C + 1) + 1, in[0].dtype == MUSA_DTYPE_FLOAT64 ? xe_fwd_f64 : xe_fwd_f32, &j);
+    musa_parallel_for(rows, j.C >= 4096 ? 1 : 4096 / (j.C + 1) + 1,
+                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? xe_fwd_f64 : xe_fwd_f32, &j);
     int rc = xe_error(ctx, &j);
     if (rc) return rc;
     bool f64 = out[0].dtype == MUSA_DTYPE_FLOAT64;
     if (j.a->reduction == 0) {
         for (int64_t r = 0; r < rows; r++) {
-            if (f64) ((double *)o.data)[r] = j.loss[r];
-            else ((float *)o.data)[r] = (float)j.loss[r];
+            if (f64)
+                ((double *)o.data)[r] = j.loss[r];
+            else
+                ((float *)o.data)[r] = (float)j.loss[r];
         }
     } else {
         double total = 0;
         for (int64_t r = 0; r < rows; r++) total += j.loss[r];
         if (j.a->reduction == 1) total /= (double)xe_count(&j); /* 0/0 = NaN, as PyTorch */
-        if (f64) *(double *)o.data = total;
-        else *(float *)o.data = (float)total;
+        if (f64)
+            *(double *)o.data = total;
+        else
+            *(float *)o.data = (float)total;
     }
     nn_out_end(&o);
     return MUSA_OK;
 }
 
 /* in = (loss gradient, logits, target) */
-int cpu_cross_entropy_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                               const void *attrs) {
+int cpu_cross_entropy_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                               int n_in, const void *attrs) {
     MUSA_UNUSED(n_in);
     xe_job j = {.x = in[1].data, .t = (const int64_t *)in[2].data, .g = in[0].data, .a = attrs};
     atomic_init(&j.bad, INT64_MIN);

@@ -144,6 +144,15 @@ static void conv_backward_case(bool weight) {
 TEST(op_conv2d_backward_input) { conv_backward_case(false); }
 TEST(op_conv2d_backward_weight) { conv_backward_case(true); }
 
+/* float32 convolutions run on oneDNN; the same cases on the im2col path */
+TEST(conv2d_im2col_path) {
+    setenv("MUSA_CONV_IM2COL", "1", 1);
+    op_conv2d();
+    conv_backward_case(false);
+    conv_backward_case(true);
+    unsetenv("MUSA_CONV_IM2COL");
+}
+
 static double dot(musa_tensor *a, musa_tensor *b) {
     musa_tensor *m = musa_mul(a, b), *s = musa_sum(m, 0, NULL, false);
     double v = NAN;

@@ -1,0 +1,238 @@
+/*
+ * conv_dnnl.c - oneDNN convolution primitives with a cache.
+ *
+ * Primitives are created once per (kind, shape, bias) and kept (JIT
+ * compilation costs milliseconds). Memory layouts are left to oneDNN
+ * ("any"), so it can pick its blocked formats; user buffers (plain
+ * NCHW/OIHW) are reordered in and out through buffers carved from the op's
+ * workspace, and the scratchpad is in user mode, so the kernel allocates
+ * nothing per call. Execution uses the threads this thread may use.
+ */
+#include "conv_dnnl.h"
+
+#include <dnnl.h>
+#include <omp.h>
+#include <pthread.h>
+
+#include "../../base/threadpool.h"
+
+#define MAX_ARGS  4
+#define CACHE_MAX 256
+
+typedef struct {
+    int arg;                       /* DNNL_ARG_* */
+    dnnl_memory_desc_t user, prim; /* the caller's plain layout, the primitive's */
+    bool reorder;
+    bool output;         /* reorder prim -> user after execution */
+    dnnl_primitive_t rp; /* the reorder */
+    size_t bytes;        /* of the primitive-layout buffer */
+} arg_plan;
+
+typedef struct entry {
+    int kind;
+    bool bias;
+    musa_conv_shape s;
+    dnnl_primitive_desc_t fwd_pd, pd;
+    dnnl_primitive_t prim;
+    arg_plan args[MAX_ARGS];
+    int n_args;
+    size_t scratch; /* scratchpad bytes */
+    size_t total;   /* workspace bytes in all */
+    bool ok;
+    struct entry *next;
+} entry;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static entry *cache;
+static int cache_len;
+static dnnl_engine_t engine;
+static bool engine_ok;
+
+static void engine_init(void) {
+    engine_ok = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
+}
+
+static size_t align64(size_t n) {
+    return (n + 63) & ~(size_t)63;
+}
+
+static void md(dnnl_memory_desc_t *d, int nd, const int64_t *dims, dnnl_format_tag_t tag) {
+    dnnl_dims_t dd;
+    for (int i = 0; i < nd; i++) dd[i] = dims[i];
+    dnnl_memory_desc_init_by_tag(d, nd, dd, dnnl_f32, tag);
+}
+
+/* The weight's descriptor: (O, I, kh, kw), or (G, O/G, I/G, kh, kw) grouped. */
+static void weight_md(dnnl_memory_desc_t *d, const musa_conv_shape *s, dnnl_format_tag_t plain) {
+    if (s->groups == 1) {
+        md(d, 4, (int64_t[]){s->Co, s->C, s->kh, s->kw},
+           plain == dnnl_format_tag_any ? plain : dnnl_oihw);
+    } else {
+        md(d, 5, (int64_t[]){s->groups, s->Co / s->groups, s->C / s->groups, s->kh, s->kw},
+           plain == dnnl_format_tag_any ? plain : dnnl_goihw);
+    }
+}
+
+static bool plan_arg(entry *e, int arg, const dnnl_memory_desc_t *user, dnnl_query_t q, int index,
+                     bool output) {
+    const dnnl_memory_desc_t *p = dnnl_primitive_desc_query_md(e->pd, q, index);
+    if (!p) return false;
+    arg_plan *a = &e->args[e->n_args++];
+    a->arg = arg;
+    a->user = *user;
+    a->prim = *p;
+    a->output = output;
+    a->reorder = !dnnl_memory_desc_equal(user, p);
+    a->bytes = a->reorder ? align64(dnnl_memory_desc_get_size(p)) : 0;
+    if (!a->reorder) return true;
+    dnnl_primitive_desc_t rpd;
+    const dnnl_memory_desc_t *from = output ? p : user, *to = output ? user : p;
+    if (dnnl_reorder_primitive_desc_create(&rpd, from, engine, to, engine, NULL) != dnnl_success)
+        return false;
+    bool ok = dnnl_primitive_create(&a->rp, rpd) == dnnl_success;
+    dnnl_primitive_desc_destroy(rpd);
+    return ok;
+}
+
+static bool build(entry *e) {
+    const musa_conv_shape *s = &e->s;
+    /* PyTorch pads symmetrically and floors; oneDNN wants the right padding
+     * that gives the same output size */
+    int64_t pr_h = (s->Ho - 1) * s->sh + (s->kh - 1) * s->dh + 1 - s->H - s->ph;
+    int64_t pr_w = (s->Wo - 1) * s->sw + (s->kw - 1) * s->dw + 1 - s->W - s->pw;
+    if (pr_h < 0 || pr_w < 0) return false;
+    dnnl_dims_t strides = {s->sh, s->sw}, dil = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw},
+                pr = {pr_h, pr_w};
+    int64_t xs[4] = {s->N, s->C, s->H, s->W}, ys[4] = {s->N, s->Co, s->Ho, s->Wo}, bs[1] = {s->Co};
+    dnnl_memory_desc_t x_any, y_any, w_any, b_md, x_user, y_user, w_user;
+    md(&x_any, 4, xs, dnnl_format_tag_any), md(&y_any, 4, ys, dnnl_format_tag_any);
+    weight_md(&w_any, s, dnnl_format_tag_any);
+    md(&x_user, 4, xs, dnnl_nchw), md(&y_user, 4, ys, dnnl_nchw);
+    weight_md(&w_user, s, dnnl_oihw);
+    md(&b_md, 1, bs, dnnl_x);
+
+    dnnl_primitive_attr_t attr;
+    if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
+    dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    dnnl_convolution_desc_t fd;
+    bool ok = dnnl_dilated_convolution_forward_desc_init(
+                  &fd, dnnl_forward_training, dnnl_convolution_direct, &x_any, &w_any,
+                  e->kind == MUSA_CONV_FWD && e->bias ? &b_md : NULL, &y_any, strides, dil, pl,
+                  pr) == dnnl_success &&
+              dnnl_primitive_desc_create(&e->fwd_pd, &fd, attr, engine, NULL) == dnnl_success;
+    if (ok && e->kind == MUSA_CONV_FWD) {
+        e->pd = e->fwd_pd;
+        ok = plan_arg(e, DNNL_ARG_SRC, &x_user, dnnl_query_src_md, 0, false) &&
+             plan_arg(e, DNNL_ARG_WEIGHTS, &w_user, dnnl_query_weights_md, 0, false) &&
+             (!e->bias || plan_arg(e, DNNL_ARG_BIAS, &b_md, dnnl_query_weights_md, 1, false)) &&
+             plan_arg(e, DNNL_ARG_DST, &y_user, dnnl_query_dst_md, 0, true);
+    } else if (ok && e->kind == MUSA_CONV_BWD_DATA) {
+        dnnl_convolution_desc_t bd;
+        ok = dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &x_any,
+                                                              &w_any, &y_any, strides, dil, pl,
+                                                              pr) == dnnl_success &&
+             dnnl_primitive_desc_create(&e->pd, &bd, attr, engine, e->fwd_pd) == dnnl_success &&
+             plan_arg(e, DNNL_ARG_DIFF_DST, &y_user, dnnl_query_diff_dst_md, 0, false) &&
+             plan_arg(e, DNNL_ARG_WEIGHTS, &w_user, dnnl_query_weights_md, 0, false) &&
+             plan_arg(e, DNNL_ARG_DIFF_SRC, &x_user, dnnl_query_diff_src_md, 0, true);
+    } else if (ok) {
+        dnnl_convolution_desc_t bd;
+        ok = dnnl_dilated_convolution_backward_weights_desc_init(
+                 &bd, dnnl_convolution_direct, &x_any, &w_any, NULL, &y_any, strides, dil, pl,
+                 pr) == dnnl_success &&
+             dnnl_primitive_desc_create(&e->pd, &bd, attr, engine, e->fwd_pd) == dnnl_success &&
+             plan_arg(e, DNNL_ARG_SRC, &x_user, dnnl_query_src_md, 0, false) &&
+             plan_arg(e, DNNL_ARG_DIFF_DST, &y_user, dnnl_query_diff_dst_md, 0, false) &&
+             plan_arg(e, DNNL_ARG_DIFF_WEIGHTS, &w_user, dnnl_query_diff_weights_md, 0, true);
+    }
+    dnnl_primitive_attr_destroy(attr);
+    if (!ok) return false;
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
+    e->scratch = sp ? align64(dnnl_memory_desc_get_size(sp)) : 0;
+    e->total = e->scratch;
+    for (int i = 0; i < e->n_args; i++) e->total += e->args[i].bytes;
+    return dnnl_primitive_create(&e->prim, e->pd) == dnnl_success;
+}
+
+/* The cached entry for this convolution (created on first use), or NULL. */
+static entry *lookup(int kind, const musa_conv_shape *s, bool bias) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, engine_init);
+    if (!engine_ok) return NULL;
+    pthread_mutex_lock(&mu);
+    entry *e = cache;
+    for (; e; e = e->next)
+        if (e->kind == kind && e->bias == bias && !memcmp(&e->s, s, sizeof *s)) break;
+    if (!e && cache_len < CACHE_MAX && (e = calloc(1, sizeof *e))) {
+        e->kind = kind, e->bias = bias, e->s = *s;
+        e->ok = build(e); /* a failed build is cached too: fall back without retrying */
+        e->next = cache, cache = e, cache_len++;
+    }
+    pthread_mutex_unlock(&mu);
+    return e && e->ok ? e : NULL;
+}
+
+size_t musa_dnnl_conv_workspace(int kind, const musa_conv_shape *s, bool bias) {
+    if (getenv("MUSA_CONV_IM2COL")) return (size_t)-1; /* force the reference path */
+    entry *e = lookup(kind, s, bias);
+    return e ? e->total : (size_t)-1;
+}
+
+int musa_dnnl_conv(int kind, const musa_conv_shape *s, const void *a, const void *b, const void *c,
+                   void *out, void *scratch, size_t scratch_bytes) {
+    entry *e = lookup(kind, s, c != NULL);
+    if (!e || scratch_bytes < e->total) return MUSA_ERR_NOT_IMPLEMENTED;
+    int nt = musa_pool_intra_threads();
+    if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
+    /* user pointers in the order build() planned the arguments */
+    const void *user[MAX_ARGS] = {a, b, c ? c : out, out};
+    dnnl_stream_t stream;
+    if (dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success)
+        return MUSA_ERR_RUNTIME;
+    dnnl_memory_t um[MAX_ARGS] = {NULL}, pm[MAX_ARGS] = {NULL}, spm = NULL;
+    dnnl_exec_arg_t args[MAX_ARGS + 1];
+    int rc = MUSA_OK;
+    char *buf = (char *)scratch + e->scratch;
+    for (int i = 0; i < e->n_args && !rc; i++) {
+        arg_plan *p = &e->args[i];
+        if (dnnl_memory_create(&um[i], &p->user, engine, (void *)user[i]) != dnnl_success)
+            rc = MUSA_ERR_RUNTIME;
+        if (rc) break;
+        if (p->reorder) {
+            if (dnnl_memory_create(&pm[i], &p->prim, engine, buf) != dnnl_success)
+                rc = MUSA_ERR_RUNTIME;
+            buf += p->bytes;
+            if (!rc && !p->output) {
+                dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, um[i]}, {DNNL_ARG_TO, pm[i]}};
+                if (dnnl_primitive_execute(p->rp, stream, 2, ra) != dnnl_success)
+                    rc = MUSA_ERR_RUNTIME;
+            }
+        }
+        args[i] = (dnnl_exec_arg_t){p->arg, p->reorder ? pm[i] : um[i]};
+    }
+    int n = e->n_args;
+    if (!rc && e->scratch) {
+        const dnnl_memory_desc_t *sp =
+            dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
+        if (dnnl_memory_create(&spm, sp, engine, scratch) != dnnl_success)
+            rc = MUSA_ERR_RUNTIME;
+        else
+            args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, spm};
+    }
+    if (!rc && dnnl_primitive_execute(e->prim, stream, n, args) != dnnl_success)
+        rc = MUSA_ERR_RUNTIME;
+    for (int i = 0; i < e->n_args && !rc; i++) {
+        arg_plan *p = &e->args[i];
+        if (!p->reorder || !p->output) continue;
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, pm[i]}, {DNNL_ARG_TO, um[i]}};
+        if (dnnl_primitive_execute(p->rp, stream, 2, ra) != dnnl_success) rc = MUSA_ERR_RUNTIME;
+    }
+    if (dnnl_stream_wait(stream) != dnnl_success && !rc) rc = MUSA_ERR_RUNTIME;
+    for (int i = 0; i < MAX_ARGS; i++) {
+        if (um[i]) dnnl_memory_destroy(um[i]);
+        if (pm[i]) dnnl_memory_destroy(pm[i]);
+    }
+    if (spm) dnnl_memory_destroy(spm);
+    dnnl_stream_destroy(stream);
+    return rc;
+}
