@@ -211,6 +211,11 @@ MUSA_API int musa_tensor_item(const musa_tensor *t, double *out);
 MUSA_API int musa_tensor_item_int(const musa_tensor *t, int64_t *out);
 /* Read one element at a multi-index (ndim entries, negatives allowed). */
 MUSA_API int musa_tensor_get(const musa_tensor *t, const int64_t *index, double *out);
+/* One opaque pointer per tensor for language bindings (the Python layer
+ * keeps its wrapper object here, borrowed). NULL until set; views and
+ * copies start with NULL. */
+MUSA_API void *musa_tensor_handle(const musa_tensor *t);
+MUSA_API void musa_tensor_set_handle(musa_tensor *t, void *handle);
 /* Human-readable dump ("tensor([[1., 2.], ...], dtype=...)") into buf;
  * returns the length it needed (like snprintf). */
 MUSA_API int musa_tensor_format(const musa_tensor *t, char *buf, size_t buf_size);
@@ -487,6 +492,37 @@ MUSA_API int musa_sort(musa_tensor *x, int64_t dim, bool descending, musa_tensor
 MUSA_API int musa_topk(musa_tensor *x, int64_t k, int64_t dim, bool largest, musa_tensor **values,
                        musa_tensor **indices);
 
+/* Indexing as in NumPy and PyTorch: x[0, 1:5:2, None, ..., idx]. Entries:
+ *   INT       start is the index (negative counts from the end); drops the dim
+ *   SLICE     start:stop:step (clamped as in Python; INT64_MAX as stop means
+ *             "to the end"); step > 0
+ *   NONE      a new size-1 dim;  ELLIPSIS  as many full slices as needed
+ *   TENSOR    an integer tensor (advanced index; all of them broadcast
+ *             together) or a bool mask covering mask.ndim dims
+ * Basic entries give a view; advanced ones gather (a copy). The broadcast
+ * dims of advanced indices replace them in place when they are adjacent,
+ * and come first otherwise (NumPy's rule). Differentiable. */
+typedef enum musa_index_kind {
+    MUSA_INDEX_INT,
+    MUSA_INDEX_SLICE,
+    MUSA_INDEX_NONE,
+    MUSA_INDEX_ELLIPSIS,
+    MUSA_INDEX_TENSOR,
+} musa_index_kind;
+typedef struct musa_index_entry {
+    musa_index_kind kind;
+    int64_t start, stop, step;
+    musa_tensor *tensor; /* borrowed */
+} musa_index_entry;
+MUSA_API musa_tensor *musa_index(musa_tensor *x, int n, const musa_index_entry *entries);
+/* x[entries] = value (broadcast to the indexed shape, cast to x's dtype),
+ * in place. With advanced indices and repeated positions, which value is
+ * written is unspecified. */
+MUSA_API int musa_index_put_(musa_tensor *x, int n, const musa_index_entry *entries, musa_tensor *value);
+/* Indices of the non-zero elements: (count, ndim) int64. Needs values (not
+ * traceable). */
+MUSA_API musa_tensor *musa_nonzero(musa_tensor *x);
+
 /* ------------------------------------------------------------------------ */
 /* Neural network functions                                                 */
 /* ------------------------------------------------------------------------ */
@@ -647,14 +683,18 @@ MUSA_API int musa_node_num_next(const musa_node *node);
 MUSA_API musa_node *musa_node_next(const musa_node *node, int i, int *input_nr);
 /* The leaf tensor an AccumulateGrad node writes to (borrowed), else NULL. */
 MUSA_API musa_tensor *musa_node_variable(const musa_node *node);
+/* Nodes are reference counted too: keep one alive past its tensors with
+ * retain (returns its argument), then release (NULL is a no-op). */
+MUSA_API musa_node *musa_node_retain(musa_node *node);
+MUSA_API void musa_node_release(musa_node *node);
 
 /* A gradient hook: called with the gradient flowing into t; may replace it
  * by storing a new reference in *replace (leave it NULL to keep it).
  * Returns MUSA_OK or an error status (which aborts backward). */
 typedef int (*musa_hook_fn)(void *ctx, musa_tensor *grad, musa_tensor **replace);
 /* Register a hook on t (which must require grad). free_ctx (may be NULL)
- * is called when the hook is removed or its tensor/node dies. Returns a
- * hook id (>= 0) or a negative status. */
+ * is called when the hook is removed or its tensor/node dies, and at once
+ * if registering fails. Returns a hook id (>= 0) or a negative status. */
 MUSA_API int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
                                        void (*free_ctx)(void *ctx));
 MUSA_API int musa_tensor_remove_hook(musa_tensor *t, int hook_id);
@@ -689,7 +729,8 @@ typedef int (*musa_custom_backward)(void *ctx, int n_out, musa_tensor *const *gr
                                     int n_in, musa_tensor **grad_inputs);
 /* Attach a node named `name` as the grad_fn of the n_out fresh outputs
  * (computed by the caller from inputs without recording). Floating outputs
- * then require grad; ctx is freed with free_ctx when the node dies. */
+ * then require grad; ctx is freed with free_ctx when the node dies (or at
+ * once when this call fails before making the node). */
 MUSA_API int musa_custom_node(const char *name, int n_in, musa_tensor *const *inputs, int n_out,
                               musa_tensor *const *outputs, musa_custom_backward backward,
                               void *ctx, void (*free_ctx)(void *ctx));

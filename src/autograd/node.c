@@ -388,12 +388,16 @@ static int hook_ids;
 
 int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
                               void (*free_ctx)(void *ctx)) {
-    if (!t || !fn) return musa_err(MUSA_ERR_VALUE, "[register_hook] tensor or hook is NULL");
-    if (!musa_tensor_requires_grad(t))
-        return musa_err(MUSA_ERR_RUNTIME, "[register_hook] cannot register a hook on a tensor "
-                                          "that doesn't require gradient");
-    musa_hook *h = musa_calloc(1, sizeof *h, "register_hook");
-    if (!h) return MUSA_ERR_NOMEM;
+    int rc = MUSA_OK;
+    if (!t || !fn) rc = musa_err(MUSA_ERR_VALUE, "[register_hook] tensor or hook is NULL");
+    else if (!musa_tensor_requires_grad(t))
+        rc = musa_err(MUSA_ERR_RUNTIME, "[register_hook] cannot register a hook on a tensor "
+                                        "that doesn't require gradient");
+    musa_hook *h = rc ? NULL : musa_calloc(1, sizeof *h, "register_hook");
+    if (!h) { /* the hook's context is the caller's no more */
+        if (free_ctx) free_ctx(ctx);
+        return rc ? rc : MUSA_ERR_NOMEM;
+    }
     struct musa_autograd_meta *m = t->autograd;
     h->fn = fn, h->ctx = ctx, h->free_ctx = free_ctx;
     h->id = __atomic_fetch_add(&hook_ids, 1, __ATOMIC_RELAXED);
@@ -472,22 +476,25 @@ musa_tensor *musa_node_variable(const musa_node *n) {
 int musa_custom_node(const char *name, int n_in, musa_tensor *const *inputs, int n_out,
                      musa_tensor *const *outputs, musa_custom_backward backward, void *ctx,
                      void (*free_ctx)(void *ctx)) {
+    int rc = MUSA_OK;
     if (n_in < 0 || n_out < 1 || (n_in && !inputs) || !outputs || !backward)
-        return musa_err(MUSA_ERR_VALUE, "[custom_node] bad arguments");
-    for (int i = 0; i < n_in; i++)
-        if (!inputs[i]) return musa_err(MUSA_ERR_VALUE, "[custom_node] input %d is NULL", i);
-    for (int j = 0; j < n_out; j++) {
-        if (!outputs[j]) return musa_err(MUSA_ERR_VALUE, "[custom_node] output %d is NULL", j);
-        if (outputs[j]->autograd && outputs[j]->autograd->grad_fn)
-            return musa_err(MUSA_ERR_RUNTIME, "[custom_node] output %d already has a grad_fn", j);
+        rc = musa_err(MUSA_ERR_VALUE, "[custom_node] bad arguments");
+    for (int i = 0; !rc && i < n_in; i++)
+        if (!inputs[i]) rc = musa_err(MUSA_ERR_VALUE, "[custom_node] input %d is NULL", i);
+    for (int j = 0; !rc && j < n_out; j++) {
+        if (!outputs[j]) rc = musa_err(MUSA_ERR_VALUE, "[custom_node] output %d is NULL", j);
+        else if (outputs[j]->autograd && outputs[j]->autograd->grad_fn)
+            rc = musa_err(MUSA_ERR_RUNTIME, "[custom_node] output %d already has a grad_fn", j);
     }
-    musa_node *n = node_new(MUSA_NODE_CUSTOM, n_in, n_out, 0);
-    if (!n) return MUSA_ERR_NOMEM;
+    musa_node *n = rc ? NULL : node_new(MUSA_NODE_CUSTOM, n_in, n_out, 0);
+    if (!n) { /* from here on the node owns ctx (freed with it) */
+        if (free_ctx) free_ctx(ctx);
+        return rc ? rc : MUSA_ERR_NOMEM;
+    }
     n->name = strdup(name ? name : "CustomBackward");
     n->custom_fn = backward;
     n->custom_ctx = ctx;
     n->custom_free = free_ctx;
-    int rc = MUSA_OK;
     for (int i = 0; i < n_in && !rc; i++) {
         set_meta(&n->in_meta[i], inputs[i]);
         if (inputs[i]->flags & MUSA_TF_REQUIRES_GRAD) rc = musa_gradient_edge(inputs[i], &n->next[i]);

@@ -287,6 +287,11 @@ void *musa_tensor_data(const musa_tensor *t) {
     return (char *)t->storage->data + (size_t)t->offset * musa_dtype_info[t->dtype].size;
 }
 
+void *musa_tensor_handle(const musa_tensor *t) { return t ? t->pyobj : NULL; }
+void musa_tensor_set_handle(musa_tensor *t, void *handle) {
+    if (t) t->pyobj = handle;
+}
+
 bool musa_tensor_shares_storage(const musa_tensor *a, const musa_tensor *b) {
     return a && b && a->storage && a->storage == b->storage;
 }

@@ -1,0 +1,340 @@
+/*
+ * bind.c - the registry of bound functions and their argument parser.
+ *
+ * A binding's spec lists its parameters as space-separated tokens
+ * "name:K" or "name:K=default"; a lone "*" starts the keyword-only ones.
+ * Kinds K:
+ *   T  Tensor (default None allowed: a[i].t = NULL)
+ *   S  Tensor or Python number (a number becomes a wrapped number)
+ *   i  int          f  float        b  bool        d  dtype (None: -1)
+ *   I  int or sequence of ints (None: n = -1)
+ *   V  the remaining positional ints, or one sequence of them ("view(2, 3)")
+ *   L  sequence of Tensors       O  any object
+ * Defaults are literals: None, True, False, integers, floats.
+ * Errors are TypeErrors naming the function and the argument, as Python's
+ * own functions do.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pymusa.h"
+
+static pm_binding *bindings;
+static int n_bindings;
+
+void pm_register(pm_binding *b) {
+    b->next = bindings;
+    bindings = b;
+    n_bindings++;
+}
+
+/* Parse the spec once (at module init; a bad spec is a bug: raise). */
+static int parse_spec(pm_binding *b) {
+    const char *p = b->spec;
+    b->nargs = 0;
+    b->kwonly_from = -1;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        if (*p == '*') {
+            b->kwonly_from = b->nargs;
+            p++;
+            continue;
+        }
+        if (b->nargs == PM_MAX_ARGS) goto bad;
+        int k = b->nargs++;
+        const char *colon = strchr(p, ':');
+        if (!colon || colon - p >= (long)sizeof b->argname[0]) goto bad;
+        memcpy(b->argname[k], p, (size_t)(colon - p));
+        b->argname[k][colon - p] = 0;
+        b->kind[k] = colon[1];
+        if (!strchr("TSifbdIVLO", b->kind[k])) goto bad;
+        p = colon + 2;
+        if (*p == '=') {
+            const char *e = strchr(p, ' ');
+            size_t len = e ? (size_t)(e - p - 1) : strlen(p + 1);
+            if (len >= sizeof b->dflt[0]) goto bad;
+            memcpy(b->dflt[k], p + 1, len);
+            b->dflt[k][len] = 0;
+            b->has_dflt[k] = true;
+            p += 1 + len;
+        }
+    }
+    if (b->kwonly_from < 0) b->kwonly_from = b->nargs;
+    return 0;
+bad:
+    PyErr_Format(PyExc_SystemError, "musa: bad binding spec for %s: '%s'", b->name, b->spec);
+    return -1;
+}
+
+static const char *kind_name(char k) {
+    switch (k) {
+    case 'T': return "Tensor";
+    case 'S': return "Tensor or number";
+    case 'i': return "int";
+    case 'f': return "float";
+    case 'b': return "bool";
+    case 'd': return "musa.dtype";
+    case 'I':
+    case 'V': return "int or tuple of ints";
+    case 'L': return "sequence of Tensors";
+    default: return "object";
+    }
+}
+
+static int bad_type(pm_binding *b, int k, PyObject *o) {
+    PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be %s, not %s", b->name, b->argname[k],
+                 kind_name(b->kind[k]), Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* Convert object o for parameter k into a[k]. */
+static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
+    pm_arg *x = &a[k];
+    x->o = o;
+    switch (b->kind[k]) {
+    case 'T':
+        if (o == Py_None) return 0;
+        if (!pm_is_tensor(o)) return bad_type(b, k, o);
+        x->t = pm_t(o);
+        return 0;
+    case 'S':
+        if (pm_is_tensor(o)) {
+            x->t = pm_t(o);
+            return 0;
+        }
+        if (o == Py_None) return 0;
+        if (!(x->t = pm_operand(o, b->name))) return -1;
+        x->owned = true;
+        return 0;
+    case 'i':
+        if (PyBool_Check(o) || !PyIndex_Check(o)) {
+            if (pm_is_tensor(o) && musa_tensor_numel(pm_t(o)) == 1 &&
+                !musa_dtype_is_floating(musa_tensor_dtype(pm_t(o))))
+                return musa_tensor_item_int(pm_t(o), &x->i) ? pm_raise_int() : 0;
+            return bad_type(b, k, o);
+        }
+        return pm_int64(o, &x->i, b->argname[k]);
+    case 'f':
+        if (pm_is_tensor(o) && musa_tensor_numel(pm_t(o)) == 1)
+            return musa_tensor_item(pm_t(o), &x->f) ? pm_raise_int() : 0;
+        if (!PyFloat_Check(o) && !PyLong_Check(o) && !PyIndex_Check(o) &&
+            !PyObject_HasAttrString(o, "__float__"))
+            return bad_type(b, k, o);
+        x->f = PyFloat_AsDouble(o);
+        return x->f == -1.0 && PyErr_Occurred() ? -1 : 0;
+    case 'b':
+        if (!PyBool_Check(o) && !PyLong_Check(o)) return bad_type(b, k, o);
+        x->b = PyObject_IsTrue(o);
+        return 0;
+    case 'd':
+        x->dtype = pm_dtype_from(o, -1);
+        return x->dtype == -1 && PyErr_Occurred() ? -1 : 0;
+    case 'I':
+    case 'V':
+        if (o == Py_None) {
+            x->n = -1;
+            return 0;
+        }
+        return pm_int_list(o, x->v, MUSA_MAX_DIMS, &x->n, b->argname[k]);
+    case 'L': {
+        if (pm_is_tensor(o) || !PySequence_Check(o)) return bad_type(b, k, o);
+        PyObject *seq = PySequence_Fast(o, "expected a sequence");
+        if (!seq) return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        x->list = PyMem_Malloc(sizeof(musa_tensor *) * (size_t)(n ? n : 1));
+        if (!x->list) {
+            Py_DECREF(seq);
+            PyErr_NoMemory();
+            return -1;
+        }
+        x->n = (int)n;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            if (!pm_is_tensor(e)) {
+                PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must contain Tensors, but item %zd is %s",
+                             b->name, b->argname[k], i, Py_TYPE(e)->tp_name);
+                Py_DECREF(seq);
+                return -1;
+            }
+            x->list[i] = pm_t(e);
+        }
+        Py_DECREF(seq);
+        return 0;
+    }
+    default: return 0;
+    }
+}
+
+/* Fill a[k] from its default literal. */
+static int apply_default(pm_binding *b, int k, pm_arg *a) {
+    const char *d = b->dflt[k];
+    pm_arg *x = &a[k];
+    if (!strcmp(d, "None")) {
+        x->n = -1;
+        x->dtype = -1;
+        x->o = Py_None;
+        return 0;
+    }
+    switch (b->kind[k]) {
+    case 'i': x->i = strtoll(d, NULL, 10); break;
+    case 'f': x->f = strtod(d, NULL); break;
+    case 'b': x->b = !strcmp(d, "True"); break;
+    case 'I':
+        x->n = 1;
+        x->v[0] = strtoll(d, NULL, 10);
+        break;
+    default: break;
+    }
+    return 0;
+}
+
+static void cleanup(pm_binding *b, pm_arg *a) {
+    for (int k = 0; k < b->nargs; k++) {
+        if (a[k].owned) musa_tensor_release(a[k].t);
+        if (a[k].list) PyMem_Free(a[k].list);
+    }
+}
+
+PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    pm_arg a[PM_MAX_ARGS];
+    memset(a, 0, sizeof(pm_arg) * (size_t)b->nargs);
+    int k = 0;
+    if (self) {
+        a[0].t = pm_t(self);
+        a[0].o = self;
+        a[0].given = true;
+        k = 1;
+    }
+    PyObject *res = NULL;
+    /* positional */
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (k < b->kwonly_from && b->kind[k] == 'V') {
+            /* V: one sequence, or all the remaining positional ints */
+            pm_arg *x = &a[k];
+            x->given = true;
+            if (nargs - i == 1 && !PyIndex_Check(args[i])) {
+                if (convert(b, k, args[i], a)) goto done;
+            } else {
+                if (nargs - i > MUSA_MAX_DIMS) {
+                    PyErr_Format(PyExc_ValueError, "%s(): at most %d sizes, got %zd", b->name, MUSA_MAX_DIMS,
+                                 nargs - i);
+                    goto done;
+                }
+                x->n = (int)(nargs - i);
+                for (int j = 0; i < nargs; i++, j++)
+                    if (pm_int64(args[i], &x->v[j], b->argname[k])) goto done;
+            }
+            k++;
+            break;
+        }
+        if (k >= b->kwonly_from) {
+            PyErr_Format(PyExc_TypeError, "%s() takes %d positional argument%s but %zd were given", b->name,
+                         b->kwonly_from - (self != NULL), b->kwonly_from - (self != NULL) == 1 ? "" : "s",
+                         nargs);
+            goto done;
+        }
+        a[k].given = true;
+        if (convert(b, k, args[i], a)) goto done;
+        k++;
+    }
+    /* keywords */
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        const char *kn = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j));
+        if (!kn) goto done;
+        int m = self ? 1 : 0;
+        while (m < b->nargs && strcmp(b->argname[m], kn)) m++;
+        if (m == b->nargs) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", b->name, kn);
+            goto done;
+        }
+        if (a[m].given) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", b->name, kn);
+            goto done;
+        }
+        a[m].given = true;
+        if (convert(b, m, args[nargs + j], a)) goto done;
+    }
+    /* defaults and missing arguments */
+    for (int m = 0; m < b->nargs; m++) {
+        if (a[m].given) continue;
+        if (!b->has_dflt[m]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", b->name, b->argname[m],
+                         m + 1);
+            goto done;
+        }
+        apply_default(b, m, a);
+    }
+    res = b->body(a);
+done:
+    cleanup(b, a);
+    return res;
+}
+
+static PyMethodDef *methods;
+
+int pm_bindings_add_functions(PyObject *module) {
+    PyMethodDef *defs = PyMem_Calloc((size_t)n_bindings + 1, sizeof(PyMethodDef));
+    methods = PyMem_Calloc((size_t)n_bindings + 1, sizeof(PyMethodDef));
+    if (!defs || !methods) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int nf = 0, nm = 0;
+    for (pm_binding *b = bindings; b; b = b->next) {
+        if (parse_spec(b)) return -1;
+        if (b->flags & PM_FN) {
+            defs[nf] = (PyMethodDef){b->name, (PyCFunction)(void (*)(void))b->fn, METH_FASTCALL | METH_KEYWORDS,
+                                     b->spec};
+            PyObject *f = PyCFunction_NewEx(&defs[nf], NULL, NULL);
+            if (!f || PyModule_AddObject(module, b->name, f)) {
+                Py_XDECREF(f);
+                return -1;
+            }
+            nf++;
+        }
+        if (b->flags & PM_METH)
+            methods[nm++] = (PyMethodDef){b->name, (PyCFunction)(void (*)(void))b->meth,
+                                          METH_FASTCALL | METH_KEYWORDS, b->spec};
+    }
+    return 0;
+}
+
+PyMethodDef *pm_bindings_methods(void) { return methods; }
+
+/* (values, indices) results, as a named tuple like PyTorch's return_types */
+static PyStructSequence_Field pair_fields[] = {{"values", NULL}, {"indices", NULL}, {NULL, NULL}};
+static PyStructSequence_Desc pair_desc = {"musa.return_types.values_indices", NULL, pair_fields, 2};
+static PyTypeObject *pair_type;
+
+int pm_pair_init(PyObject *module) {
+    pair_type = PyStructSequence_NewType(&pair_desc);
+    if (!pair_type) return -1;
+    Py_INCREF(pair_type);
+    return PyModule_AddObject(module, "values_indices", (PyObject *)pair_type);
+}
+
+PyObject *pm_pair(int rc, musa_tensor *x, musa_tensor *y) {
+    if (rc) {
+        musa_tensor_release(x);
+        musa_tensor_release(y);
+        return pm_raise();
+    }
+    PyObject *r = PyStructSequence_New(pair_type);
+    if (!r) {
+        musa_tensor_release(x);
+        musa_tensor_release(y);
+        return NULL;
+    }
+    PyObject *a = pm_wrap(x), *b = pm_wrap(y);
+    if (!a || !b) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyStructSequence_SetItem(r, 0, a);
+    PyStructSequence_SetItem(r, 1, b);
+    return r;
+}

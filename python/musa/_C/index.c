@@ -1,0 +1,152 @@
+/*
+ * index.c - x[key] and x[key] = value: the Python key becomes the entry
+ * list of musa_index / musa_index_put_ (src/ops/indexing.c).
+ */
+#include "pymusa.h"
+
+#define MAX_ENTRIES 32
+
+typedef struct {
+    int n;
+    musa_index_entry e[MAX_ENTRIES];
+    musa_tensor *owned[MAX_ENTRIES]; /* index tensors made from lists / arrays */
+} key_entries;
+
+static void key_free(key_entries *k) {
+    for (int i = 0; i < k->n; i++) musa_tensor_release(k->owned[i]);
+}
+
+static int add_entry(key_entries *k, PyObject *o) {
+    if (k->n == MAX_ENTRIES) {
+        PyErr_Format(PyExc_IndexError, "too many index entries (at most %d)", MAX_ENTRIES);
+        return -1;
+    }
+    musa_index_entry *e = &k->e[k->n];
+    k->owned[k->n] = NULL;
+    *e = (musa_index_entry){.kind = MUSA_INDEX_NONE};
+    if (o == Py_None) {
+        e->kind = MUSA_INDEX_NONE;
+    } else if (o == Py_Ellipsis) {
+        e->kind = MUSA_INDEX_ELLIPSIS;
+    } else if (PySlice_Check(o)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(o, &start, &stop, &step) < 0) return -1;
+        if (step <= 0) {
+            PyErr_SetString(PyExc_ValueError, "step must be greater than zero");
+            return -1;
+        }
+        e->kind = MUSA_INDEX_SLICE;
+        e->start = start;
+        e->stop = stop == PY_SSIZE_T_MAX ? INT64_MAX : stop;
+        e->step = step;
+    } else if (PyBool_Check(o)) {
+        /* x[True] is x[None]; x[False] is an empty selection along a new dim */
+        musa_tensor *t = musa_from_data((bool[]){o == Py_True}, 1, (int64_t[]){1}, MUSA_DTYPE_BOOL);
+        if (!t) return pm_raise_int();
+        musa_index_entry none = {.kind = MUSA_INDEX_NONE};
+        k->e[k->n++] = none;
+        if (k->n == MAX_ENTRIES) {
+            musa_tensor_release(t);
+            PyErr_SetString(PyExc_IndexError, "too many index entries");
+            return -1;
+        }
+        e = &k->e[k->n];
+        e->kind = MUSA_INDEX_TENSOR;
+        e->tensor = k->owned[k->n] = t;
+    } else if (PyLong_Check(o) || (PyIndex_Check(o) && !pm_is_tensor(o))) {
+        int64_t v;
+        if (pm_int64(o, &v, "index")) return -1;
+        e->kind = MUSA_INDEX_INT;
+        e->start = v;
+    } else if (pm_is_tensor(o)) {
+        musa_tensor *t = pm_t(o);
+        musa_dtype d = musa_tensor_dtype(t);
+        if (musa_tensor_ndim(t) == 0 && d != MUSA_DTYPE_BOOL && !musa_dtype_is_floating(d)) {
+            int64_t v; /* a 0-d integer tensor indexes like an int */
+            if (musa_tensor_item_int(t, &v)) return pm_raise_int();
+            e->kind = MUSA_INDEX_INT;
+            e->start = v;
+        } else {
+            e->kind = MUSA_INDEX_TENSOR;
+            e->tensor = t;
+        }
+    } else if (PySequence_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o)) {
+        musa_tensor *t = pm_tensor_from_data(o, -1);
+        if (!t) return -1;
+        musa_dtype d = musa_tensor_dtype(t);
+        if (musa_dtype_is_floating(d) && musa_tensor_numel(t) == 0) { /* x[[]] */
+            musa_tensor *c = musa_cast(t, MUSA_DTYPE_INT64);
+            musa_tensor_release(t);
+            if (!(t = c)) return pm_raise_int();
+        }
+        e->kind = MUSA_INDEX_TENSOR;
+        e->tensor = k->owned[k->n] = t;
+    } else {
+        PyErr_Format(PyExc_IndexError,
+                     "only integers, slices (`:`), ellipsis (`...`), None and integer or bool tensors are valid "
+                     "indices (got %s)",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    k->n++;
+    return 0;
+}
+
+static int parse_key(PyObject *key, key_entries *k) {
+    k->n = 0;
+    if (PyTuple_Check(key)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
+            if (add_entry(k, PyTuple_GET_ITEM(key, i))) {
+                key_free(k);
+                return -1;
+            }
+        return 0;
+    }
+    if (add_entry(k, key)) {
+        key_free(k);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *pm_getitem(PyObject *self, PyObject *key) {
+    musa_tensor *x = pm_t(self);
+    /* fast path: one int on a tensor with dims */
+    if (PyLong_CheckExact(key) && musa_tensor_ndim(x) > 0) {
+        int overflow = 0;
+        long long i = PyLong_AsLongLongAndOverflow(key, &overflow);
+        int64_t size = musa_tensor_shape(x)[0];
+        if (!overflow && (i < -size || i >= size)) {
+            PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for dimension 0 with size %lld", i,
+                         (long long)size);
+            return NULL;
+        }
+        if (!overflow) return pm_wrap(musa_select(x, 0, i));
+    }
+    key_entries k;
+    if (parse_key(key, &k)) return NULL;
+    musa_tensor *r = musa_index(x, k.n, k.e);
+    key_free(&k);
+    return pm_wrap(r);
+}
+
+int pm_setitem(PyObject *self, PyObject *key, PyObject *value) {
+    if (!value) {
+        PyErr_SetString(PyExc_TypeError, "tensor elements cannot be deleted");
+        return -1;
+    }
+    musa_tensor *v;
+    if (pm_is_tensor(value)) v = musa_tensor_retain(pm_t(value));
+    else if (PyNumber_Check(value) && !PySequence_Check(value)) v = pm_operand(value, "setitem");
+    else v = pm_tensor_from_data(value, musa_tensor_dtype(pm_t(self)));
+    if (!v) return -1;
+    key_entries k;
+    if (parse_key(key, &k)) {
+        musa_tensor_release(v);
+        return -1;
+    }
+    int rc = musa_index_put_(pm_t(self), k.n, k.e, v);
+    key_free(&k);
+    musa_tensor_release(v);
+    return rc ? pm_raise_int() : 0;
+}

@@ -1,0 +1,821 @@
+/*
+ * ops.c - the op functions and Tensor methods bound from the C API.
+ *
+ * Each DEF names the Python function, whether it is a module function
+ * (PM_FN), a Tensor method (PM_METH, self = argument 0) or both, and its
+ * parameters (see bind.c for the spec syntax). Bodies translate the parsed
+ * arguments to one C API call. Operators (+, *, [], ...) are in tensor.c
+ * and index.c; Python-level conveniences in musa/_tensor.py.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "pymusa.h"
+
+#define FM (PM_FN | PM_METH)
+
+/* dims argument: None (all) -> 0 dims */
+#define NDIMS(x) ((x).n < 0 ? 0 : (x).n)
+
+/* ---- creation ---- */
+
+/* requires_grad / device handling shared by the creation functions */
+static PyObject *finish_new(musa_tensor *t, PyObject *device, bool requires_grad) {
+    if (!t) return pm_raise();
+    musa_device dev;
+    if (pm_device_from(device, &dev)) {
+        musa_tensor_release(t);
+        return NULL;
+    }
+    if (musa_device_check(dev)) {
+        musa_tensor_release(t);
+        return pm_raise();
+    }
+    if (requires_grad && musa_tensor_set_requires_grad(t, true)) {
+        musa_tensor_release(t);
+        return pm_raise();
+    }
+    return pm_wrap(t);
+}
+
+static int dtype_or_default(int d) { return d < 0 ? (int)pm_default_dtype() : d; }
+
+DEF(tensor, PM_FN, "data:O * dtype:d=None device:O=None requires_grad:b=False") {
+    musa_device dev;
+    if (pm_device_from(a[2].o, &dev)) return NULL;
+    if (musa_device_check(dev)) return pm_raise();
+    musa_tensor *t = pm_tensor_from_data(a[0].o, a[1].dtype);
+    if (!t) return NULL;
+    return finish_new(t, a[2].o, a[3].b);
+}
+
+DEF(zeros, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(musa_zeros(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+}
+DEF(ones, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(musa_ones(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+}
+DEF(empty, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(musa_empty(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+}
+DEF(full, PM_FN, "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False") {
+    int d = a[2].dtype;
+    if (d < 0) /* from the fill value, as PyTorch */
+        d = PyBool_Check(a[1].o) ? MUSA_DTYPE_BOOL : PyLong_Check(a[1].o) ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
+    double v = PyFloat_AsDouble(a[1].o);
+    if (v == -1.0 && PyErr_Occurred()) return NULL;
+    return finish_new(musa_full(a[0].n, a[0].v, v, d), a[3].o, a[4].b);
+}
+
+static musa_tensor *like(musa_tensor *x, int dtype, musa_tensor *(*make)(int, const int64_t *, musa_dtype)) {
+    return make(musa_tensor_ndim(x), musa_tensor_shape(x), dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)dtype);
+}
+DEF(zeros_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(like(a[0].t, a[1].dtype, musa_zeros), a[2].o, a[3].b);
+}
+DEF(ones_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(like(a[0].t, a[1].dtype, musa_ones), a[2].o, a[3].b);
+}
+DEF(empty_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(like(a[0].t, a[1].dtype, musa_empty), a[2].o, a[3].b);
+}
+DEF(rand_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(like(a[0].t, a[1].dtype, musa_rand), a[2].o, a[3].b);
+}
+DEF(randn_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(like(a[0].t, a[1].dtype, musa_randn), a[2].o, a[3].b);
+}
+DEF(full_like, FM, "input:T fill_value:f * dtype:d=None device:O=None requires_grad:b=False") {
+    musa_tensor *x = a[0].t;
+    musa_dtype d = a[2].dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)a[2].dtype;
+    return finish_new(musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), a[3].o, a[4].b);
+}
+
+DEF(rand, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(musa_rand(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+}
+DEF(randn, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(musa_randn(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+}
+/* randint(high, size) or randint(low, high, size) */
+DEF(randint, PM_FN, "low:i high:O=None size:I=None * dtype:d=None device:O=None requires_grad:b=False") {
+    int64_t low = 0, high = a[0].i;
+    pm_arg *size = &a[2];
+    int64_t tmp[MUSA_MAX_DIMS];
+    int n = size->n;
+    if (a[1].o != Py_None) {
+        if (PyIndex_Check(a[1].o)) {
+            low = a[0].i;
+            if (pm_int64(a[1].o, &high, "high")) return NULL;
+        } else { /* randint(high, size) */
+            if (pm_int_list(a[1].o, tmp, MUSA_MAX_DIMS, &n, "size")) return NULL;
+            memcpy(size->v, tmp, sizeof(int64_t) * (size_t)n);
+        }
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_TypeError, "randint() missing required argument 'size'");
+        return NULL;
+    }
+    int d = a[3].dtype < 0 ? MUSA_DTYPE_INT64 : a[3].dtype;
+    return finish_new(musa_randint(low, high, n, size->v, d), a[4].o, a[5].b);
+}
+DEF(bernoulli, FM, "input:T") { return pm_ret(musa_bernoulli(a[0].t)); }
+
+/* arange(end) / arange(start, end, step=1) */
+DEF(arange, PM_FN, "start:O end:O=None step:O=None * dtype:d=None device:O=None requires_grad:b=False") {
+    PyObject *vals[3] = {a[0].o, a[1].o, a[2].o};
+    double v[3] = {0, 0, 1};
+    bool all_int = true;
+    for (int i = 0; i < 3; i++) {
+        if (vals[i] == Py_None) continue;
+        if (pm_is_tensor(vals[i])) {
+            if (musa_tensor_item(pm_t(vals[i]), &v[i])) return pm_raise();
+            all_int = all_int && !musa_dtype_is_floating(musa_tensor_dtype(pm_t(vals[i])));
+            continue;
+        }
+        all_int = all_int && PyIndex_Check(vals[i]);
+        v[i] = PyFloat_AsDouble(vals[i]);
+        if (v[i] == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    double start = v[0], end = v[1], step = v[2];
+    if (vals[1] == Py_None) start = 0, end = v[0];
+    int d = a[3].dtype >= 0 ? a[3].dtype : all_int ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
+    return finish_new(musa_arange(start, end, step, d), a[4].o, a[5].b);
+}
+DEF(linspace, PM_FN, "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)), a[4].o, a[5].b);
+}
+DEF(eye, PM_FN, "n:i m:i=-1 * dtype:d=None device:O=None requires_grad:b=False") {
+    return finish_new(musa_eye(a[0].i, a[1].i < 0 ? a[0].i : a[1].i, dtype_or_default(a[2].dtype)), a[3].o,
+                      a[4].b);
+}
+
+DEF(manual_seed, PM_FN, "seed:i") {
+    musa_manual_seed((uint64_t)a[0].i);
+    Py_RETURN_NONE;
+}
+DEF(initial_seed, PM_FN, "") { return PyLong_FromUnsignedLongLong(musa_initial_seed()); }
+DEF(get_rng_state, PM_FN, "") {
+    uint64_t seed, off;
+    musa_get_rng_state(&seed, &off);
+    return Py_BuildValue("(KK)", (unsigned long long)seed, (unsigned long long)off);
+}
+DEF(set_rng_state, PM_FN, "state:O") {
+    unsigned long long seed, off;
+    if (!PyArg_ParseTuple(a[0].o, "KK:set_rng_state", &seed, &off)) return NULL;
+    musa_set_rng_state(seed, off);
+    Py_RETURN_NONE;
+}
+
+/* ---- elementwise ---- */
+
+#define UNARY(name)                                                                                \
+    DEF(name, FM, "input:T") { return pm_ret(musa_##name(a[0].t)); }
+UNARY(neg)
+UNARY(abs)
+UNARY(sign)
+UNARY(exp)
+UNARY(expm1)
+UNARY(log)
+UNARY(log1p)
+UNARY(sqrt)
+UNARY(rsqrt)
+UNARY(reciprocal)
+UNARY(sin)
+UNARY(cos)
+UNARY(tanh)
+UNARY(sigmoid)
+UNARY(erf)
+UNARY(relu)
+UNARY(floor)
+UNARY(ceil)
+UNARY(round)
+UNARY(logical_not)
+UNARY(isnan)
+UNARY(isinf)
+UNARY(clone)
+UNARY(contiguous)
+UNARY(detach)
+UNARY(nonzero)
+
+#define BINARY(name)                                                                               \
+    DEF(name, FM, "input:S other:S") { return pm_ret(musa_##name(a[0].t, a[1].t)); }
+BINARY(mul)
+BINARY(floor_divide)
+BINARY(pow)
+BINARY(maximum)
+BINARY(minimum)
+BINARY(fmod)
+BINARY(remainder)
+BINARY(eq)
+BINARY(ne)
+BINARY(lt)
+BINARY(le)
+BINARY(gt)
+BINARY(ge)
+BINARY(logical_and)
+BINARY(logical_or)
+BINARY(logical_xor)
+BINARY(matmul)
+
+/* other * alpha, when alpha is given */
+static musa_tensor *scaled(pm_arg *alpha, musa_tensor *other, musa_tensor **tmp) {
+    *tmp = NULL;
+    if (!alpha->t) return other;
+    return *tmp = musa_mul(other, alpha->t);
+}
+DEF(add, FM, "input:S other:S * alpha:S=None") {
+    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
+    musa_tensor *r = musa_add(a[0].t, o);
+    musa_tensor_release(tmp);
+    return pm_ret(r);
+}
+DEF(sub, FM, "input:S other:S * alpha:S=None") {
+    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
+    musa_tensor *r = musa_sub(a[0].t, o);
+    musa_tensor_release(tmp);
+    return pm_ret(r);
+}
+DEF(div, FM, "input:S other:S * rounding_mode:O=None") {
+    PyObject *m = a[2].o;
+    if (m == Py_None) return pm_ret(musa_div(a[0].t, a[1].t));
+    const char *s = PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+    if (s && !strcmp(s, "floor")) return pm_ret(musa_floor_divide(a[0].t, a[1].t));
+    if (s && !strcmp(s, "trunc")) {
+        musa_tensor *q = musa_div(a[0].t, a[1].t);
+        if (!q) return pm_raise();
+        musa_tensor *z = musa_number(0), *neg = musa_lt(q, z), *fl = musa_floor(q), *ce = musa_ceil(q);
+        musa_tensor *r = musa_where(neg, ce, fl);
+        bool ints = !musa_dtype_is_floating(musa_tensor_dtype(a[0].t)) &&
+                    !musa_dtype_is_floating(musa_tensor_dtype(a[1].t));
+        musa_tensor *c = r && ints ? musa_cast(r, musa_promote_types(musa_tensor_dtype(a[0].t), musa_tensor_dtype(a[1].t)))
+                                   : musa_tensor_retain(r);
+        musa_tensor_release(q), musa_tensor_release(z), musa_tensor_release(neg), musa_tensor_release(fl),
+            musa_tensor_release(ce), musa_tensor_release(r);
+        return pm_ret(c);
+    }
+    PyErr_SetString(PyExc_ValueError, "div: rounding_mode must be None, 'floor' or 'trunc'");
+    return NULL;
+}
+DEF(where, FM, "condition:T input:S other:S") { return pm_ret(musa_where(a[0].t, a[1].t, a[2].t)); }
+DEF(clamp, FM, "input:T min:O=None max:O=None") {
+    double lo, hi;
+    bool has_lo = a[1].o != Py_None, has_hi = a[2].o != Py_None;
+    if (pm_is_tensor(a[1].o) || pm_is_tensor(a[2].o)) { /* tensor bounds: maximum / minimum */
+        musa_tensor *r = musa_tensor_retain(a[0].t);
+        PyObject *bounds[2] = {a[1].o, a[2].o};
+        for (int i = 0; i < 2 && r; i++) {
+            if (bounds[i] == Py_None) continue;
+            musa_tensor *b = pm_operand(bounds[i], "clamp");
+            if (!b) {
+                musa_tensor_release(r);
+                return NULL;
+            }
+            musa_tensor *n = i == 0 ? musa_maximum(r, b) : musa_minimum(r, b);
+            musa_tensor_release(r);
+            musa_tensor_release(b);
+            r = n;
+        }
+        return pm_ret(r);
+    }
+    if (has_lo && ((lo = PyFloat_AsDouble(a[1].o)) == -1.0 && PyErr_Occurred())) return NULL;
+    if (has_hi && ((hi = PyFloat_AsDouble(a[2].o)) == -1.0 && PyErr_Occurred())) return NULL;
+    if (!has_lo && !has_hi) {
+        PyErr_SetString(PyExc_ValueError, "clamp: at least one of 'min' or 'max' must not be None");
+        return NULL;
+    }
+    return pm_ret(musa_clamp(a[0].t, has_lo ? &lo : NULL, has_hi ? &hi : NULL));
+}
+DEF(cast, FM, "input:T dtype:d") {
+    if (a[1].dtype < 0) {
+        PyErr_SetString(PyExc_TypeError, "cast: dtype must not be None");
+        return NULL;
+    }
+    return pm_ret(musa_cast(a[0].t, a[1].dtype));
+}
+
+/* in place */
+#define INPLACE(name)                                                                              \
+    DEF(name##_, PM_METH, "self:T other:S") {                                                      \
+        if (musa_##name##_(a[0].t, a[1].t)) return pm_raise();                                     \
+        return Py_NewRef(a[0].o);                                                                  \
+    }
+INPLACE(mul)
+INPLACE(div)
+DEF(add_, PM_METH, "self:T other:S * alpha:S=None") {
+    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
+    int rc = o ? musa_add_(a[0].t, o) : -1;
+    musa_tensor_release(tmp);
+    if (rc) return pm_raise();
+    return Py_NewRef(a[0].o);
+}
+DEF(sub_, PM_METH, "self:T other:S * alpha:S=None") {
+    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
+    int rc = o ? musa_sub_(a[0].t, o) : -1;
+    musa_tensor_release(tmp);
+    if (rc) return pm_raise();
+    return Py_NewRef(a[0].o);
+}
+DEF(copy_, PM_METH, "self:T src:S") {
+    if (musa_copy_(a[0].t, a[1].t)) return pm_raise();
+    return Py_NewRef(a[0].o);
+}
+DEF(fill_, PM_METH, "self:T value:f") {
+    if (musa_fill_(a[0].t, a[1].f)) return pm_raise();
+    return Py_NewRef(a[0].o);
+}
+DEF(zero_, PM_METH, "self:T") {
+    if (musa_zero_(a[0].t)) return pm_raise();
+    return Py_NewRef(a[0].o);
+}
+
+/* ---- reductions ---- */
+
+/* optional dtype cast before reducing */
+static musa_tensor *with_dtype(musa_tensor *x, int dtype) {
+    return dtype < 0 || dtype == (int)musa_tensor_dtype(x) ? musa_tensor_retain(x) : musa_cast(x, dtype);
+}
+#define REDUCE(name)                                                                               \
+    DEF(name, FM, "input:T dim:I=None keepdim:b=False * dtype:d=None") {                           \
+        musa_tensor *x = with_dtype(a[0].t, a[3].dtype);                                           \
+        musa_tensor *r = musa_##name(x, NDIMS(a[1]), a[1].v, a[2].b);                              \
+        musa_tensor_release(x);                                                                    \
+        return pm_ret(r);                                                                          \
+    }
+REDUCE(sum)
+REDUCE(mean)
+REDUCE(prod)
+DEF(amax, FM, "input:T dim:I=None keepdim:b=False") { return pm_ret(musa_amax(a[0].t, NDIMS(a[1]), a[1].v, a[2].b)); }
+DEF(amin, FM, "input:T dim:I=None keepdim:b=False") { return pm_ret(musa_amin(a[0].t, NDIMS(a[1]), a[1].v, a[2].b)); }
+DEF(logsumexp, FM, "input:T dim:I keepdim:b=False") {
+    return pm_ret(musa_logsumexp(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
+}
+
+static int correction_of(pm_arg *unbiased, pm_arg *correction, int64_t *out) {
+    *out = 1;
+    if (correction->o && correction->o != Py_None) return pm_int64(correction->o, out, "correction");
+    if (unbiased->o && unbiased->o != Py_None) *out = PyObject_IsTrue(unbiased->o) ? 1 : 0;
+    return 0;
+}
+DEF(var, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
+    int64_t c;
+    if (correction_of(&a[2], &a[4], &c)) return NULL;
+    return pm_ret(musa_var(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
+}
+DEF(std, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
+    int64_t c;
+    if (correction_of(&a[2], &a[4], &c)) return NULL;
+    return pm_ret(musa_std(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
+}
+DEF(norm, FM, "input:T p:O=None dim:I=None keepdim:b=False") {
+    double p = 2;
+    PyObject *po = a[1].o;
+    if (po != Py_None) {
+        if (PyUnicode_Check(po)) {
+            if (strcmp(PyUnicode_AsUTF8(po), "fro")) {
+                PyErr_Format(PyExc_ValueError, "norm: unsupported norm type '%U'", po);
+                return NULL;
+            }
+        } else if ((p = PyFloat_AsDouble(po)) == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return pm_ret(musa_norm(a[0].t, p, NDIMS(a[2]), a[2].v, a[3].b));
+}
+DEF(norm_list, PM_FN, "tensors:L") { return pm_ret(musa_norm_list(a[0].n, a[0].list)); }
+
+/* max(input) / max(input, dim, keepdim) / max(input, other) */
+static PyObject *max_min(pm_arg *a, bool is_max) {
+    if (a[1].o == Py_None) return pm_ret(is_max ? musa_amax(a[0].t, 0, NULL, false) : musa_amin(a[0].t, 0, NULL, false));
+    if (pm_is_tensor(a[1].o))
+        return pm_ret(is_max ? musa_maximum(a[0].t, pm_t(a[1].o)) : musa_minimum(a[0].t, pm_t(a[1].o)));
+    int64_t dim;
+    if (pm_int64(a[1].o, &dim, "dim")) return NULL;
+    musa_tensor *v = NULL, *i = NULL;
+    int rc = is_max ? musa_max_dim(a[0].t, dim, a[2].b, &v, &i) : musa_min_dim(a[0].t, dim, a[2].b, &v, &i);
+    return pm_pair(rc, v, i);
+}
+DEF(max, FM, "input:T dim:O=None keepdim:b=False") { return max_min(a, true); }
+DEF(min, FM, "input:T dim:O=None keepdim:b=False") { return max_min(a, false); }
+DEF(argmax, FM, "input:T dim:O=None keepdim:b=False") {
+    int64_t dim = MUSA_DIM_ALL;
+    if (a[1].o != Py_None && pm_int64(a[1].o, &dim, "dim")) return NULL;
+    return pm_ret(musa_argmax(a[0].t, dim, a[2].b));
+}
+DEF(argmin, FM, "input:T dim:O=None keepdim:b=False") {
+    int64_t dim = MUSA_DIM_ALL;
+    if (a[1].o != Py_None && pm_int64(a[1].o, &dim, "dim")) return NULL;
+    return pm_ret(musa_argmin(a[0].t, dim, a[2].b));
+}
+DEF(cumsum, FM, "input:T dim:i * dtype:d=None") {
+    musa_tensor *x = with_dtype(a[0].t, a[2].dtype);
+    musa_tensor *r = musa_cumsum(x, a[1].i);
+    musa_tensor_release(x);
+    return pm_ret(r);
+}
+DEF(sort, FM, "input:T dim:i=-1 descending:b=False") {
+    musa_tensor *v = NULL, *i = NULL;
+    return pm_pair(musa_sort(a[0].t, a[1].i, a[2].b, &v, &i), v, i);
+}
+DEF(topk, FM, "input:T k:i dim:i=-1 largest:b=True sorted:b=True") {
+    musa_tensor *v = NULL, *i = NULL;
+    return pm_pair(musa_topk(a[0].t, a[1].i, a[2].i, a[3].b, &v, &i), v, i);
+}
+
+/* ---- shape ---- */
+
+DEF(view, PM_METH, "self:T shape:V") {
+    if (a[1].n < 0) {
+        PyErr_SetString(PyExc_TypeError, "view() needs a shape");
+        return NULL;
+    }
+    return pm_ret(musa_view(a[0].t, a[1].n, a[1].v));
+}
+DEF(reshape, FM, "input:T shape:V") {
+    if (a[1].n < 0) {
+        PyErr_SetString(PyExc_TypeError, "reshape() needs a shape");
+        return NULL;
+    }
+    return pm_ret(musa_reshape(a[0].t, a[1].n, a[1].v));
+}
+DEF(flatten, FM, "input:T start_dim:i=0 end_dim:i=-1") { return pm_ret(musa_flatten(a[0].t, a[1].i, a[2].i)); }
+DEF(permute, FM, "input:T dims:V") {
+    if (a[1].n < 0) {
+        PyErr_SetString(PyExc_TypeError, "permute() needs dims");
+        return NULL;
+    }
+    return pm_ret(musa_permute(a[0].t, a[1].n, a[1].v));
+}
+DEF(transpose, FM, "input:T dim0:i dim1:i") { return pm_ret(musa_transpose(a[0].t, a[1].i, a[2].i)); }
+DEF(t, FM, "input:T") {
+    musa_tensor *x = a[0].t;
+    if (musa_tensor_ndim(x) > 2) {
+        PyErr_Format(PyExc_RuntimeError, "t() expects a tensor with <= 2 dimensions, but self is %dD",
+                     musa_tensor_ndim(x));
+        return NULL;
+    }
+    return pm_ret(musa_tensor_ndim(x) < 2 ? musa_tensor_retain(x) : musa_transpose(x, 0, 1));
+}
+DEF(select, FM, "input:T dim:i index:i") { return pm_ret(musa_select(a[0].t, a[1].i, a[2].i)); }
+DEF(narrow, FM, "input:T dim:i start:i length:i") {
+    if (a[3].i < 0) {
+        PyErr_SetString(PyExc_ValueError, "narrow(): length must be non-negative");
+        return NULL;
+    }
+    int64_t st = a[2].i;
+    if (st < 0 && musa_tensor_ndim(a[0].t)) st += musa_tensor_size(a[0].t, a[1].i);
+    return pm_ret(musa_slice(a[0].t, a[1].i, st, st + a[3].i, 1));
+}
+DEF(expand, PM_METH, "self:T size:V") {
+    if (a[1].n < 0) {
+        PyErr_SetString(PyExc_TypeError, "expand() needs sizes");
+        return NULL;
+    }
+    return pm_ret(musa_expand(a[0].t, a[1].n, a[1].v));
+}
+DEF(broadcast_to, FM, "input:T size:I") { return pm_ret(musa_broadcast_to(a[0].t, a[1].n, a[1].v)); }
+DEF(squeeze, FM, "input:T dim:I=None") { return pm_ret(musa_squeeze(a[0].t, NDIMS(a[1]), a[1].v)); }
+DEF(unsqueeze, FM, "input:T dim:i") { return pm_ret(musa_unsqueeze(a[0].t, a[1].i)); }
+DEF(as_strided, FM, "input:T size:I stride:I storage_offset:i=0") {
+    if (a[1].n != a[2].n) {
+        PyErr_SetString(PyExc_ValueError, "as_strided(): size and stride must have the same length");
+        return NULL;
+    }
+    return pm_ret(musa_as_strided(a[0].t, a[1].n, a[1].v, a[2].v, a[3].i));
+}
+
+static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tensor **), musa_tensor *x,
+                        int64_t n, int64_t dim) {
+    int count = f(x, n, dim, 0, NULL);
+    if (count < 0) return pm_raise();
+    musa_tensor **outs = PyMem_Calloc((size_t)(count ? count : 1), sizeof *outs);
+    if (!outs) return PyErr_NoMemory();
+    int got = f(x, n, dim, count, outs);
+    PyObject *r = got < 0 ? pm_raise() : PyTuple_New(got);
+    for (int i = 0; i < count; i++) {
+        if (r) {
+            PyObject *o = pm_wrap(outs[i]);
+            if (!o) Py_CLEAR(r);
+            else PyTuple_SET_ITEM(r, i, o);
+        } else {
+            musa_tensor_release(outs[i]);
+        }
+    }
+    PyMem_Free(outs);
+    return r;
+}
+DEF(_split, FM, "input:T split_size:i dim:i=0") { return pieces(musa_split, a[0].t, a[1].i, a[2].i); }
+DEF(chunk, FM, "input:T chunks:i dim:i=0") { return pieces(musa_chunk, a[0].t, a[1].i, a[2].i); }
+DEF(cat, PM_FN, "tensors:L dim:i=0") { return pm_ret(musa_cat(a[0].n, a[0].list, a[1].i)); }
+DEF(stack, PM_FN, "tensors:L dim:i=0") { return pm_ret(musa_stack(a[0].n, a[0].list, a[1].i)); }
+DEF(gather, FM, "input:T dim:i index:T") { return pm_ret(musa_gather(a[0].t, a[1].i, a[2].t)); }
+DEF(scatter, FM, "input:T dim:i index:T src:S") {
+    musa_tensor *src = a[3].t;
+    musa_tensor *tmp = NULL;
+    if (musa_tensor_ndim(src) == 0) { /* a scalar value: broadcast to the index */
+        musa_tensor *c = musa_cast(src, musa_tensor_dtype(a[0].t));
+        tmp = c ? musa_expand(c, musa_tensor_ndim(a[2].t), musa_tensor_shape(a[2].t)) : NULL;
+        musa_tensor_release(c);
+        if (!tmp) return pm_raise();
+        src = tmp;
+    }
+    musa_tensor *r = musa_scatter(a[0].t, a[1].i, a[2].t, src);
+    musa_tensor_release(tmp);
+    return pm_ret(r);
+}
+DEF(scatter_add, FM, "input:T dim:i index:T src:T") { return pm_ret(musa_scatter_add(a[0].t, a[1].i, a[2].t, a[3].t)); }
+DEF(index_select, FM, "input:T dim:i index:T") { return pm_ret(musa_index_select(a[0].t, a[1].i, a[2].t)); }
+DEF(index_add, FM, "input:T dim:i index:T source:T * alpha:S=None") {
+    musa_tensor *tmp, *src = scaled(&a[4], a[3].t, &tmp);
+    musa_tensor *r = musa_index_add(a[0].t, a[1].i, a[2].t, src);
+    musa_tensor_release(tmp);
+    return pm_ret(r);
+}
+DEF(masked_fill, FM, "input:T mask:T value:f") { return pm_ret(musa_masked_fill(a[0].t, a[1].t, a[2].f)); }
+DEF(flip, FM, "input:T dims:V") { return pm_ret(musa_flip(a[0].t, NDIMS(a[1]), a[1].v)); }
+DEF(repeat, PM_METH, "self:T repeats:V") { return pm_ret(musa_repeat(a[0].t, NDIMS(a[1]), a[1].v)); }
+DEF(tril, FM, "input:T diagonal:i=0") { return pm_ret(musa_tril(a[0].t, a[1].i)); }
+DEF(triu, FM, "input:T diagonal:i=0") { return pm_ret(musa_triu(a[0].t, a[1].i)); }
+DEF(one_hot, PM_FN, "input:T num_classes:i=-1") { return pm_ret(musa_one_hot(a[0].t, a[1].i)); }
+DEF(_pad, PM_FN, "input:T pad:I value:f=0") { return pm_ret(musa_pad(a[0].t, NDIMS(a[1]), a[1].v, a[2].f)); }
+
+/* ---- tensor facts ---- */
+
+DEF(size, PM_METH, "self:T dim:O=None") {
+    if (a[1].o == Py_None) {
+        int nd = musa_tensor_ndim(a[0].t);
+        const int64_t *s = musa_tensor_shape(a[0].t);
+        PyObject *r = PyTuple_New(nd);
+        for (int i = 0; r && i < nd; i++) PyTuple_SET_ITEM(r, i, PyLong_FromLongLong(s[i]));
+        return r;
+    }
+    int64_t d;
+    if (pm_int64(a[1].o, &d, "dim")) return NULL;
+    int64_t v = musa_tensor_size(a[0].t, d);
+    return v < 0 ? pm_raise() : PyLong_FromLongLong(v);
+}
+DEF(stride, PM_METH, "self:T dim:O=None") {
+    musa_tensor *x = a[0].t;
+    int nd = musa_tensor_ndim(x);
+    const int64_t *s = musa_tensor_strides(x);
+    if (a[1].o == Py_None) {
+        PyObject *r = PyTuple_New(nd);
+        for (int i = 0; r && i < nd; i++) PyTuple_SET_ITEM(r, i, PyLong_FromLongLong(s[i]));
+        return r;
+    }
+    int64_t d;
+    if (pm_int64(a[1].o, &d, "dim")) return NULL;
+    if (d < -nd || d >= (nd ? nd : 1) || nd == 0) {
+        PyErr_Format(PyExc_IndexError, "Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
+                     -nd, nd - 1, (long long)d);
+        return NULL;
+    }
+    return PyLong_FromLongLong(s[d < 0 ? d + nd : d]);
+}
+DEF(dim, PM_METH, "self:T") { return PyLong_FromLong(musa_tensor_ndim(a[0].t)); }
+DEF(numel, FM, "input:T") { return PyLong_FromLongLong(musa_tensor_numel(a[0].t)); }
+DEF(storage_offset, PM_METH, "self:T") { return PyLong_FromLongLong(musa_tensor_offset(a[0].t)); }
+DEF(is_contiguous, PM_METH, "self:T") { return PyBool_FromLong(musa_tensor_is_contiguous(a[0].t)); }
+DEF(data_ptr, PM_METH, "self:T") { return PyLong_FromVoidPtr(musa_tensor_data(a[0].t)); }
+DEF(element_size, PM_METH, "self:T") { return PyLong_FromSize_t(musa_dtype_size(musa_tensor_dtype(a[0].t))); }
+DEF(is_floating_point, FM, "input:T") { return PyBool_FromLong(musa_dtype_is_floating(musa_tensor_dtype(a[0].t))); }
+DEF(item, PM_METH, "self:T") { return pm_item(a[0].t); }
+DEF(_shares_storage, PM_METH, "self:T other:T") {
+    return PyBool_FromLong(musa_tensor_shares_storage(a[0].t, a[1].t));
+}
+
+static PyObject *tolist_rec(musa_tensor *t, int dim, const int64_t *shape, int nd, musa_tensor *flat, int64_t *pos,
+                            const double *fv, const int64_t *iv, musa_dtype d) {
+    if (dim == nd) {
+        int64_t p = (*pos)++;
+        if (fv) return PyFloat_FromDouble(fv[p]);
+        return d == MUSA_DTYPE_BOOL ? PyBool_FromLong(iv[p] != 0) : PyLong_FromLongLong(iv[p]);
+    }
+    PyObject *l = PyList_New(shape[dim]);
+    for (int64_t i = 0; l && i < shape[dim]; i++) {
+        PyObject *e = tolist_rec(t, dim + 1, shape, nd, flat, pos, fv, iv, d);
+        if (!e) Py_CLEAR(l);
+        else PyList_SET_ITEM(l, i, e);
+    }
+    return l;
+}
+DEF(tolist, PM_METH, "self:T") {
+    musa_tensor *x = a[0].t;
+    musa_dtype d = musa_tensor_dtype(x);
+    bool fl = musa_dtype_is_floating(d);
+    musa_tensor *c = musa_cast(x, fl ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_INT64);
+    if (!c) return pm_raise();
+    int64_t n = musa_tensor_numel(c);
+    void *buf = PyMem_Malloc(8 * (size_t)(n ? n : 1));
+    if (!buf) {
+        musa_tensor_release(c);
+        return PyErr_NoMemory();
+    }
+    PyObject *r = NULL;
+    if (musa_tensor_copy_to(c, buf, 8 * (size_t)n)) {
+        pm_raise();
+    } else {
+        int64_t pos = 0;
+        r = tolist_rec(c, 0, musa_tensor_shape(c), musa_tensor_ndim(c), c, &pos, fl ? buf : NULL, fl ? NULL : buf, d);
+    }
+    PyMem_Free(buf);
+    musa_tensor_release(c);
+    return r;
+}
+
+/* ---- neural network functions ---- */
+
+static int reduction_of(PyObject *o, musa_reduction *r) {
+    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    if (s && !strcmp(s, "mean")) *r = MUSA_REDUCTION_MEAN;
+    else if (s && !strcmp(s, "sum")) *r = MUSA_REDUCTION_SUM;
+    else if (s && !strcmp(s, "none")) *r = MUSA_REDUCTION_NONE;
+    else {
+        PyErr_Format(PyExc_ValueError, "reduction must be 'none', 'mean' or 'sum', got %R", o);
+        return -1;
+    }
+    return 0;
+}
+
+/* int or pair -> 2 values */
+static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *what) {
+    if (x->n < 0) out[0] = out[1] = dflt;
+    else if (x->n == 1) out[0] = out[1] = x->v[0];
+    else if (x->n == 2) out[0] = x->v[0], out[1] = x->v[1];
+    else {
+        PyErr_Format(PyExc_ValueError, "%s must be an int or a pair of ints, got %d values", what, x->n);
+        return -1;
+    }
+    return 0;
+}
+
+DEF(conv2d, PM_FN, "input:T weight:T bias:T=None stride:I=1 padding:I=0 dilation:I=1 groups:i=1") {
+    int64_t s[2], p[2], d[2];
+    if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") || pair_of(&a[5], 1, d, "dilation"))
+        return NULL;
+    return pm_ret(musa_conv2d(a[0].t, a[1].t, a[2].t, s, p, d, a[6].i));
+}
+DEF(conv1d, PM_FN, "input:T weight:T bias:T=None stride:i=1 padding:i=0 dilation:i=1 groups:i=1") {
+    return pm_ret(musa_conv1d(a[0].t, a[1].t, a[2].t, a[3].i, a[4].i, a[5].i, a[6].i));
+}
+DEF(conv_transpose2d, PM_FN,
+    "input:T weight:T bias:T=None stride:I=1 padding:I=0 output_padding:I=0 groups:i=1 dilation:I=1") {
+    int64_t s[2], p[2], op[2], d[2];
+    if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") ||
+        pair_of(&a[5], 0, op, "output_padding") || pair_of(&a[7], 1, d, "dilation"))
+        return NULL;
+    return pm_ret(musa_conv_transpose2d(a[0].t, a[1].t, a[2].t, s, p, op, d, a[6].i));
+}
+DEF(max_pool2d, PM_FN,
+    "input:T kernel_size:I stride:I=None padding:I=0 dilation:I=1 ceil_mode:b=False return_indices:b=False") {
+    int64_t k[2], s[2], p[2], d[2];
+    if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding") || pair_of(&a[4], 1, d, "dilation"))
+        return NULL;
+    if (a[2].n < 0 || (a[2].n == 0)) s[0] = k[0], s[1] = k[1];
+    else if (pair_of(&a[2], 1, s, "stride")) return NULL;
+    musa_tensor *v = NULL, *i = NULL;
+    int rc = musa_max_pool2d(a[0].t, k, s, p, d, a[5].b, &v, a[6].b ? &i : NULL);
+    if (a[6].b) return pm_pair(rc, v, i);
+    return rc ? pm_raise() : pm_wrap(v);
+}
+DEF(avg_pool2d, PM_FN,
+    "input:T kernel_size:I stride:I=None padding:I=0 ceil_mode:b=False count_include_pad:b=True") {
+    int64_t k[2], s[2], p[2];
+    if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding")) return NULL;
+    if (a[2].n <= 0) s[0] = k[0], s[1] = k[1];
+    else if (pair_of(&a[2], 1, s, "stride")) return NULL;
+    return pm_ret(musa_avg_pool2d(a[0].t, k, s, p, a[4].b, a[5].b));
+}
+DEF(adaptive_avg_pool2d, PM_FN, "input:T output_size:I") {
+    int64_t o[2];
+    if (pair_of(&a[1], 1, o, "output_size")) return NULL;
+    return pm_ret(musa_adaptive_avg_pool2d(a[0].t, o[0], o[1]));
+}
+DEF(batch_norm, PM_FN,
+    "input:T running_mean:T=None running_var:T=None weight:T=None bias:T=None training:b=False momentum:f=0.1 "
+    "eps:f=1e-05") {
+    return pm_ret(musa_batch_norm(a[0].t, a[1].t, a[2].t, a[3].t, a[4].t, a[5].b, a[6].f, a[7].f));
+}
+DEF(layer_norm, PM_FN, "input:T normalized_shape:I weight:T=None bias:T=None eps:f=1e-05") {
+    musa_tensor *x = a[0].t;
+    int k = a[1].n, nd = musa_tensor_ndim(x);
+    if (k < 1 || k > nd) {
+        PyErr_Format(PyExc_ValueError, "layer_norm: normalized_shape has %d dims but the input has %d", k, nd);
+        return NULL;
+    }
+    for (int i = 0; i < k; i++)
+        if (musa_tensor_shape(x)[nd - k + i] != a[1].v[i]) {
+            PyErr_Format(PyExc_ValueError,
+                         "layer_norm: normalized_shape[%d] = %lld does not match the input's size %lld at dim %d",
+                         i, (long long)a[1].v[i], (long long)musa_tensor_shape(x)[nd - k + i], nd - k + i);
+            return NULL;
+        }
+    return pm_ret(musa_layer_norm(x, k, a[2].t, a[3].t, a[4].f));
+}
+DEF(group_norm, PM_FN, "input:T num_groups:i weight:T=None bias:T=None eps:f=1e-05") {
+    return pm_ret(musa_group_norm(a[0].t, a[1].i, a[2].t, a[3].t, a[4].f));
+}
+DEF(softmax, FM, "input:T dim:i") { return pm_ret(musa_softmax(a[0].t, a[1].i)); }
+DEF(log_softmax, FM, "input:T dim:i") { return pm_ret(musa_log_softmax(a[0].t, a[1].i)); }
+DEF(cross_entropy, PM_FN,
+    "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None label_smoothing:f=0") {
+    if (a[2].t) {
+        PyErr_SetString(PyExc_NotImplementedError, "cross_entropy: class weights are not supported yet");
+        return NULL;
+    }
+    musa_reduction r = MUSA_REDUCTION_MEAN;
+    if (a[4].o != Py_None && reduction_of(a[4].o, &r)) return NULL;
+    return pm_ret(musa_cross_entropy(a[0].t, a[1].t, a[3].i, a[5].f, r));
+}
+DEF(nll_loss, PM_FN, "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None") {
+    if (a[2].t) {
+        PyErr_SetString(PyExc_NotImplementedError, "nll_loss: class weights are not supported yet");
+        return NULL;
+    }
+    musa_reduction r = MUSA_REDUCTION_MEAN;
+    if (a[4].o != Py_None && reduction_of(a[4].o, &r)) return NULL;
+    return pm_ret(musa_nll_loss(a[0].t, a[1].t, a[3].i, r));
+}
+#define LOSS(name)                                                                                 \
+    DEF(name, PM_FN, "input:T target:T * reduction:O=None") {                                      \
+        musa_reduction r = MUSA_REDUCTION_MEAN;                                                    \
+        if (a[2].o != Py_None && reduction_of(a[2].o, &r)) return NULL;                            \
+        return pm_ret(musa_##name(a[0].t, a[1].t, r));                                             \
+    }
+LOSS(mse_loss)
+LOSS(l1_loss)
+LOSS(binary_cross_entropy)
+LOSS(binary_cross_entropy_with_logits)
+DEF(smooth_l1_loss, PM_FN, "input:T target:T * reduction:O=None beta:f=1.0") {
+    musa_reduction r = MUSA_REDUCTION_MEAN;
+    if (a[2].o != Py_None && reduction_of(a[2].o, &r)) return NULL;
+    return pm_ret(musa_smooth_l1_loss(a[0].t, a[1].t, a[3].f, r));
+}
+DEF(gelu, PM_FN, "input:T * approximate:O=None") {
+    bool tanh_ = false;
+    if (a[1].o != Py_None) {
+        const char *s = PyUnicode_Check(a[1].o) ? PyUnicode_AsUTF8(a[1].o) : NULL;
+        if (s && !strcmp(s, "tanh")) tanh_ = true;
+        else if (!s || strcmp(s, "none")) {
+            PyErr_Format(PyExc_ValueError, "gelu: approximate must be 'none' or 'tanh', got %R", a[1].o);
+            return NULL;
+        }
+    }
+    return pm_ret(musa_gelu(a[0].t, tanh_));
+}
+DEF(silu, PM_FN, "input:T") { return pm_ret(musa_silu(a[0].t)); }
+DEF(leaky_relu, PM_FN, "input:T negative_slope:f=0.01") { return pm_ret(musa_leaky_relu(a[0].t, a[1].f)); }
+DEF(elu, PM_FN, "input:T alpha:f=1.0") { return pm_ret(musa_elu(a[0].t, a[1].f)); }
+DEF(softplus, PM_FN, "input:T beta:f=1.0 threshold:f=20.0") { return pm_ret(musa_softplus(a[0].t, a[1].f, a[2].f)); }
+DEF(hardtanh, PM_FN, "input:T min_val:f=-1.0 max_val:f=1.0") {
+    return pm_ret(musa_hardtanh(a[0].t, a[1].f, a[2].f));
+}
+DEF(embedding, PM_FN, "input:T weight:T padding_idx:O=None") {
+    int64_t p = -1;
+    if (a[2].o != Py_None) {
+        if (pm_int64(a[2].o, &p, "padding_idx")) return NULL;
+        int64_t num = musa_tensor_ndim(a[1].t) ? musa_tensor_shape(a[1].t)[0] : 0;
+        if (p < -num || p >= num) {
+            PyErr_Format(PyExc_ValueError, "embedding: padding_idx %lld must be within the %lld embeddings",
+                         (long long)p, (long long)num);
+            return NULL;
+        }
+        if (p < 0) p += num;
+    }
+    return pm_ret(musa_embedding(a[1].t, a[0].t, p));
+}
+DEF(dropout, PM_FN, "input:T p:f=0.5 training:b=True") {
+    if (a[1].f < 0 || a[1].f > 1) {
+        PyErr_Format(PyExc_ValueError, "dropout probability has to be between 0 and 1, but got %g", a[1].f);
+        return NULL;
+    }
+    return pm_ret(musa_dropout(a[0].t, a[1].f, a[2].b));
+}
+DEF(linear, PM_FN, "input:T weight:T bias:T=None") { return pm_ret(musa_linear(a[0].t, a[1].t, a[2].t)); }
+
+/* ---- runtime ---- */
+
+DEF(set_num_threads, PM_FN, "n:i") {
+    if (a[0].i < 1 || a[0].i > 4096) {
+        PyErr_Format(PyExc_ValueError, "set_num_threads: n must be in [1, 4096], got %lld", (long long)a[0].i);
+        return NULL;
+    }
+    return pm_none_or_raise(musa_set_num_threads((int)a[0].i));
+}
+DEF(get_num_threads, PM_FN, "") { return PyLong_FromLong(musa_get_num_threads()); }
+DEF(cuda_is_available, PM_FN, "") { return PyBool_FromLong(musa_cuda_is_available()); }
+DEF(memory_stats, PM_FN, "") {
+    musa_alloc_stats s;
+    musa_alloc_get_stats(&s);
+    return Py_BuildValue("{s:n,s:n,s:n,s:K,s:K}", "current_bytes", (Py_ssize_t)s.current_bytes, "peak_bytes",
+                         (Py_ssize_t)s.peak_bytes, "cached_bytes", (Py_ssize_t)s.cached_bytes, "alloc_count",
+                         (unsigned long long)s.alloc_count, "system_allocs", (unsigned long long)s.system_allocs);
+}
+DEF(reset_peak_memory_stats, PM_FN, "") {
+    musa_alloc_reset_peak();
+    Py_RETURN_NONE;
+}
+DEF(empty_cache, PM_FN, "") {
+    musa_alloc_empty_cache();
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,71 @@
+"""musa: a deep learning framework with a C core.
+
+Tensors, ops and autograd live in the C extension ``musa._C``; this package
+adds the PyTorch-style API on top: ``musa.nn``, ``musa.optim``,
+``musa.autograd``, ``musa.utils.data``.
+
+    import musa
+    x = musa.tensor([1.0], requires_grad=True)
+    y = musa.tensor([2.0], requires_grad=True)
+    z = x * y
+    z.backward()
+    print(x.grad, y.grad, z.grad_fn)   # tensor([2.]) tensor([1.]) <MulBackward ...>
+"""
+import builtins as _builtins
+
+from . import _C
+from ._C import (  # noqa: F401  (the public API)
+    Tensor, dtype, device, float32, float64, float16, bfloat16, int64, int32, int8, uint8,
+    tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, empty, full, zeros_like, ones_like,
+    empty_like, full_like, rand_like, randn_like, rand, randn, randint, bernoulli, arange,
+    linspace, eye, manual_seed, initial_seed, get_rng_state, set_rng_state,
+    abs, neg, sign, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal, sin, cos, tanh, sigmoid,
+    erf, relu, floor, ceil, round, logical_not, isnan, isinf, clone, contiguous, detach,
+    nonzero, mul, floor_divide, pow, maximum, minimum, fmod, remainder, eq, ne, lt, le, gt, ge,
+    logical_and, logical_or, logical_xor, matmul, add, sub, div, where, clamp, sum, mean, prod,
+    amax, amin, logsumexp, var, std, max, min, argmax, argmin, cumsum, sort, topk, reshape,
+    flatten, permute, transpose, t, select, narrow, broadcast_to, squeeze, unsqueeze,
+    as_strided, chunk, cat, stack, gather, scatter, scatter_add, index_select, index_add,
+    masked_fill, flip, tril, triu, numel, is_floating_point, softmax, log_softmax,
+    set_num_threads, get_num_threads, set_default_dtype, get_default_dtype, memory_stats,
+    reset_peak_memory_stats, empty_cache, is_grad_enabled,
+)
+from ._C import bool as _bool_dtype
+
+# dtype aliases (PyTorch's names)
+float = float32
+double = float64
+half = float16
+long = int64
+int = int32
+bool = _bool_dtype
+cfloat = None
+
+from . import _tensor  # noqa: E402,F401  (Tensor methods written in Python)
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402
+from . import autograd  # noqa: E402,F401
+from ._functions import *  # noqa: E402,F401,F403
+from ._functions import norm, split, unbind  # noqa: E402,F401
+from . import cuda  # noqa: E402,F401
+
+__version__ = _C.__version__
+
+
+def is_tensor(obj):
+    """True if obj is a musa Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def _lazy(name):
+    import importlib
+    return importlib.import_module("musa." + name)
+
+
+def __getattr__(name):
+    # subpackages imported on first use, so `import musa` stays fast
+    if name in ("nn", "optim", "utils", "amp", "jit"):
+        return _lazy(name)
+    raise AttributeError(f"module 'musa' has no attribute '{name}'")
+
+
+del _builtins

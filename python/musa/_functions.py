@@ -1,0 +1,278 @@
+"""Functions of the musa namespace written in Python, over the C ops."""
+import math as _math
+
+from . import _C
+
+__all__ = [
+    "norm", "fused_norm", "split", "unbind", "all", "any", "allclose", "isclose", "equal", "mm",
+    "bmm", "mv", "dot", "outer", "clip", "concat", "concatenate", "swapaxes", "movedim", "square",
+    "log2", "log10", "exp2", "argsort", "masked_select", "count_nonzero", "atleast_1d", "lerp",
+    "addmm", "diag", "trace", "flatten", "repeat_interleave", "erfc", "sinh", "cosh", "tan",
+    "sigmoid_", "relu_", "numel", "abs_", "true_divide", "multiply", "subtract", "divide", "negative",
+]
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """p-norm of a tensor, or - given a list of tensors - the 2-norm of all
+    their elements together (one pass; as used for gradient clipping)."""
+    if isinstance(input, (list, tuple)):
+        return _C.norm_list(list(input))
+    if dtype is not None:
+        input = input.cast(dtype)
+    if p == "fro" or p is None:
+        p = 2.0
+    return _C.norm(input, p, dim, keepdim)
+
+
+def fused_norm(tensors):
+    """The 2-norm of all elements of a list of tensors, in one pass."""
+    return _C.norm_list(list(tensors))
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of consecutive pieces: a size per piece, or a list of sizes."""
+    if isinstance(split_size_or_sections, int):
+        return _C._split(tensor, split_size_or_sections, dim)
+    sizes = list(split_size_or_sections)
+    total = tensor.shape[dim]
+    if _int_sum(sizes) != total:
+        raise ValueError(f"split: sizes {sizes} do not sum to the size {total} of dim {dim}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(_C.narrow(tensor, dim, start, s))
+        start += s
+    return tuple(out)
+
+
+def _int_sum(xs):
+    s = 0
+    for x in xs:
+        s += x
+    return s
+
+
+def unbind(input, dim=0):
+    """The slices along dim, as a tuple of views."""
+    n = input.shape[dim]
+    return tuple(_C.select(input, dim, i) for i in range(n))
+
+
+def _bool_reduce(input, dim, keepdim, want_all):
+    b = input if input.dtype == _C.bool else _C.ne(input, 0)
+    counts = _C.sum(_C.cast(b, _C.int64), dim, keepdim)
+    if want_all:
+        n = input.numel() if dim is None else _numel_over(input, dim)
+        return _C.eq(counts, n)
+    return _C.gt(counts, 0)
+
+
+def _numel_over(input, dim):
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    n = 1
+    for d in dims:
+        n *= input.shape[d]
+    return n
+
+
+def all(input, dim=None, keepdim=False):
+    """True where every element (along dim) is non-zero."""
+    return _bool_reduce(input, dim, keepdim, True)
+
+
+def any(input, dim=None, keepdim=False):
+    """True where some element (along dim) is non-zero."""
+    return _bool_reduce(input, dim, keepdim, False)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    diff = _C.abs(_C.sub(input, other))
+    tol = _C.add(_C.mul(_C.abs(other if isinstance(other, _C.Tensor) else _C.tensor(other)), rtol), atol)
+    close = _C.le(diff, tol)
+    close = _C.logical_or(close, _C.eq(input, other))  # infinities of the same sign
+    if equal_nan:
+        close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(all(isclose(input, other, rtol, atol, equal_nan)))
+
+
+def equal(input, other):
+    """True if both tensors have the same shape and elements."""
+    return tuple(input.shape) == tuple(other.shape) and bool(all(_C.eq(input, other)))
+
+
+def mm(input, mat2):
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+    return _C.matmul(input, mat2)
+
+
+def bmm(input, mat2):
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: batch sizes differ ({input.shape[0]} and {mat2.shape[0]})")
+    return _C.matmul(input, mat2)
+
+
+def mv(input, vec):
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: expected a 2-D and a 1-D tensor, got {input.ndim}-D and {vec.ndim}-D")
+    return _C.matmul(input, vec)
+
+
+def dot(input, other):
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"dot: expected 1-D tensors, got {input.ndim}-D and {other.ndim}-D")
+    return _C.matmul(input, other)
+
+
+def outer(input, vec2):
+    return _C.mul(_C.unsqueeze(input, 1), _C.unsqueeze(vec2, 0))
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    prod = _C.matmul(mat1, mat2)
+    if alpha != 1:
+        prod = _C.mul(prod, alpha)
+    return _C.add(_C.mul(input, beta) if beta != 1 else input, prod)
+
+
+clip = _C.clamp
+concat = _C.cat
+concatenate = _C.cat
+true_divide = _C.div
+multiply = _C.mul
+subtract = _C.sub
+divide = _C.div
+negative = _C.neg
+
+
+def swapaxes(input, axis0, axis1):
+    return _C.transpose(input, axis0, axis1)
+
+
+def movedim(input, source, destination):
+    nd = input.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError("movedim: source and destination must have the same number of dims")
+    src = [s % nd if nd else 0 for s in src]
+    dst = [d % nd if nd else 0 for d in dst]
+    order = [None] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return _C.permute(input, order)
+
+
+def square(input):
+    return _C.mul(input, input)
+
+
+def log2(input):
+    return _C.div(_C.log(input), _math.log(2.0))
+
+
+def log10(input):
+    return _C.div(_C.log(input), _math.log(10.0))
+
+
+def exp2(input):
+    return _C.exp(_C.mul(input, _math.log(2.0)))
+
+
+def erfc(input):
+    return _C.sub(1.0, _C.erf(input))
+
+
+def sinh(input):
+    return _C.mul(_C.sub(_C.exp(input), _C.exp(_C.neg(input))), 0.5)
+
+
+def cosh(input):
+    return _C.mul(_C.add(_C.exp(input), _C.exp(_C.neg(input))), 0.5)
+
+
+def tan(input):
+    return _C.div(_C.sin(input), _C.cos(input))
+
+
+def argsort(input, dim=-1, descending=False):
+    return _C.sort(input, dim, descending).indices
+
+
+def masked_select(input, mask):
+    return input[mask.broadcast_to(input.shape) if tuple(mask.shape) != tuple(input.shape) else mask]
+
+
+def count_nonzero(input, dim=None):
+    return _C.sum(_C.cast(_C.ne(input, 0), _C.int64), dim)
+
+
+def atleast_1d(input):
+    return _C.reshape(input, [1]) if input.ndim == 0 else input
+
+
+def lerp(input, end, weight):
+    return _C.add(input, _C.mul(_C.sub(end, input), weight))
+
+
+def diag(input, diagonal=0):
+    if input.ndim == 1:
+        n = input.shape[0] + (diagonal if diagonal > 0 else -diagonal)
+        out = _C.zeros(n, n, dtype=input.dtype)
+        idx = _C.arange(input.shape[0])
+        rows = _C.add(idx, -diagonal if diagonal < 0 else 0)
+        cols = _C.add(idx, diagonal if diagonal > 0 else 0)
+        out[rows, cols] = input
+        return out
+    if input.ndim == 2:
+        r, c = input.shape
+        start_r, start_c = (0, diagonal) if diagonal >= 0 else (-diagonal, 0)
+        n = max(0, min(r - start_r, c - start_c))
+        idx = _C.arange(n)
+        return input[_C.add(idx, start_r), _C.add(idx, start_c)]
+    raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.ndim}-D")
+
+
+def trace(input):
+    return _C.sum(diag(input))
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return _C.flatten(input, start_dim, end_dim)
+
+
+def repeat_interleave(input, repeats, dim=None):
+    if dim is None:
+        input, dim = _C.reshape(input, [-1]), 0
+    if not isinstance(repeats, int):
+        raise NotImplementedError("repeat_interleave: only an int number of repeats is supported")
+    x = _C.unsqueeze(input, dim + 1 if dim >= 0 else dim)
+    shape = list(x.shape)
+    d = dim + 1 if dim >= 0 else input.ndim + dim + 1
+    shape[d] = repeats
+    x = x.expand(*shape)
+    new = list(input.shape)
+    new[dim] *= repeats
+    return _C.reshape(x, new)
+
+
+def sigmoid_(input):
+    return input.copy_(_C.sigmoid(input))
+
+
+def relu_(input):
+    return input.copy_(_C.relu(input))
+
+
+def abs_(input):
+    return input.copy_(_C.abs(input))
+
+
+numel = _C.numel

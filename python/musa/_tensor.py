@@ -1,0 +1,374 @@
+"""Tensor methods written in Python (the hot ones are in C: tensor.c, ops.c).
+
+musa.Tensor is a heap type, so methods can be added to it here.
+"""
+import copyreg
+
+from . import _C
+from . import _functions as F
+
+Tensor = _C.Tensor
+
+_CAST_METHODS = {
+    "float": _C.float32, "double": _C.float64, "half": _C.float16, "bfloat16": _C.bfloat16,
+    "long": _C.int64, "int": _C.int32, "char": _C.int8, "byte": _C.uint8, "bool": _C.bool,
+}
+
+
+def _method(fn, name=None):
+    setattr(Tensor, name or fn.__name__, fn)
+    return fn
+
+
+def _make_cast(dt):
+    def cast(self):
+        return self if self.dtype is dt else _C.cast(self, dt)
+    return cast
+
+
+for _name, _dt in _CAST_METHODS.items():
+    _method(_make_cast(_dt), _name)
+
+Tensor.__array_priority__ = 1000  # NumPy defers binary operators to us
+
+
+@_method
+def __iter__(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(F.unbind(self, 0))
+
+
+@_method
+def __contains__(self, element):
+    return bool(F.any(_C.eq(self, element)))
+
+
+@_method
+def __format__(self, spec):
+    if self.ndim == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec) if spec else repr(self)
+
+
+@_method
+def __reversed__(self):
+    return self.flip(0) if self.ndim else self
+
+
+def _rebuild(data, dtype_name, shape, requires_grad):
+    import numpy as np
+    dt = getattr(_C, dtype_name)
+    if dtype_name == "bfloat16":
+        t = _C.tensor(np.frombuffer(data, dtype=np.float32).reshape(shape)).cast(dt)
+    else:
+        t = _C.from_numpy(np.frombuffer(data, dtype=_NUMPY_NAMES[dtype_name]).reshape(shape).copy())
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+_NUMPY_NAMES = {
+    "float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64",
+    "int32": "int32", "int8": "int8", "uint8": "uint8", "bool": "bool",
+}
+
+
+@_method
+def __reduce_ex__(self, protocol):
+    t = self.detach()
+    name = str(self.dtype).split(".")[1]
+    if name == "bfloat16":
+        t = t.cast(_C.float32)
+    data = t.contiguous().numpy().tobytes()
+    return (_rebuild, (data, name, tuple(self.shape), self.requires_grad and self.is_leaf))
+
+
+@_method
+def __deepcopy__(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    with _C_no_grad():
+        data = self.clone()
+    if type(self) is not Tensor:  # Parameter and other subclasses keep their class
+        new = Tensor._make_subclass(type(self), data, self.requires_grad)
+        for k, v in getattr(self, "__dict__", {}).items():
+            import copy
+            setattr(new, k, copy.deepcopy(v, memo))
+    else:
+        new = data.requires_grad_(self.requires_grad) if self.is_leaf else data
+    if self.grad is not None:
+        new.grad = self.grad.clone()
+    memo[id(self)] = new
+    return new
+
+
+class _C_no_grad:
+    def __enter__(self):
+        self.prev = _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+
+
+# ---- autograd ----
+
+@_method
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of this tensor into the .grad of the leaves."""
+    from . import autograd
+    autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+class RemovableHandle:
+    """Returned by register_hook; remove() unregisters the hook."""
+
+    def __init__(self, remove_fn):
+        self._remove = remove_fn
+
+    def remove(self):
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+@_method
+def register_hook(self, hook):
+    """Call hook(grad) when the gradient of this tensor is computed; a
+    returned tensor replaces the gradient."""
+    hid = self._register_hook(hook)
+    return RemovableHandle(lambda: self._remove_hook(hid))
+
+
+# ---- conversions ----
+
+@_method
+def to(self, *args, **kwargs):
+    """to(dtype), to(device), to(device, dtype), to(other); copy=False."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, _C.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, _C.device)):
+            device = a
+        else:
+            raise TypeError(f"to() received an invalid argument {a!r}")
+    if device is not None:
+        dev = _C.device(device) if not isinstance(device, _C.device) else device
+        if dev.type != "cpu":
+            _C.zeros(1, device=dev)  # raises the "not available" error
+    out = self
+    if dtype is not None and dtype is not self.dtype:
+        out = _C.cast(self, dtype)
+    elif copy:
+        out = self.clone()
+    return out
+
+
+@_method
+def cpu(self):
+    return self
+
+
+@_method
+def cuda(self, device=None):
+    return self.to("cuda" if device is None else device)
+
+
+@_method
+def type(self, dtype=None):
+    if dtype is None:
+        return "musa." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                          "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+                          "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}[
+            str(self.dtype).split(".")[1]]
+    return self.to(dtype)
+
+
+@_method
+def type_as(self, other):
+    return self.to(other.dtype)
+
+
+@_method
+def new_tensor(self, data, dtype=None, requires_grad=False):
+    return _C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _new_factory(fn):
+    def new(self, *size, dtype=None, device=None, requires_grad=False):
+        return fn(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return new
+
+
+Tensor.new_zeros = _new_factory(_C.zeros)
+Tensor.new_ones = _new_factory(_C.ones)
+Tensor.new_empty = _new_factory(_C.empty)
+
+
+@_method
+def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+    return _C.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+# ---- shape ----
+
+@_method
+def split(self, split_size, dim=0):
+    return F.split(self, split_size, dim)
+
+
+@_method
+def unbind(self, dim=0):
+    return F.unbind(self, dim)
+
+
+@_method
+def view_as(self, other):
+    return self.view(other.shape)
+
+
+@_method
+def reshape_as(self, other):
+    return self.reshape(other.shape)
+
+
+@_method
+def expand_as(self, other):
+    return self.expand(other.shape)
+
+
+@_method
+def where(self, condition, other):
+    return _C.where(condition, self, other)
+
+
+@_method
+def movedim(self, source, destination):
+    return F.movedim(self, source, destination)
+
+
+@_method
+def swapaxes(self, a, b):
+    return self.transpose(a, b)
+
+
+Tensor.nelement = Tensor.numel
+Tensor.ndimension = Tensor.dim
+Tensor.clip = Tensor.clamp
+Tensor.absolute = Tensor.abs
+Tensor.negative = Tensor.neg
+Tensor.multiply = Tensor.mul
+Tensor.subtract = Tensor.sub
+Tensor.divide = Tensor.div
+Tensor.true_divide = Tensor.div
+
+
+# ---- reductions and math written in Python ----
+
+for _name in ("all", "any", "square", "log2", "log10", "exp2", "argsort", "masked_select",
+              "count_nonzero", "lerp", "diag", "trace", "repeat_interleave", "erfc", "sinh", "cosh",
+              "tan", "mm", "bmm", "mv", "dot", "outer"):
+    setattr(Tensor, _name, getattr(F, _name))
+
+
+@_method
+def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    return F.norm(self, p, dim, keepdim, dtype)
+
+
+@_method
+def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return F.allclose(self, other, rtol, atol, equal_nan)
+
+
+@_method
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return F.isclose(self, other, rtol, atol, equal_nan)
+
+
+@_method
+def equal(self, other):
+    return F.equal(self, other)
+
+
+# ---- in-place versions: compute, then copy into self ----
+
+def _inplace(name):
+    fn = getattr(Tensor, name)
+
+    def op(self, *args, **kwargs):
+        return self.copy_(fn(self, *args, **kwargs))
+    op.__name__ = name + "_"
+    op.__doc__ = f"In-place {name}."
+    return op
+
+
+for _name in ("abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
+              "cos", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "sign", "clamp", "pow",
+              "remainder", "fmod", "masked_fill", "index_add", "scatter", "scatter_add", "tril",
+              "triu", "square", "lerp", "erf", "logical_not", "clip", "maximum", "minimum"):
+    setattr(Tensor, _name + "_", _inplace(_name))
+
+
+@_method
+def uniform_(self, a=0.0, b=1.0):
+    with _C_no_grad():
+        r = _C.rand_like(self) if self.is_floating_point() else _C.rand(*self.shape)
+        return self.copy_(r * (b - a) + a)
+
+
+@_method
+def normal_(self, mean=0.0, std=1.0):
+    with _C_no_grad():
+        return self.copy_(_C.randn_like(self) * std + mean)
+
+
+@_method
+def bernoulli_(self, p=0.5):
+    with _C_no_grad():
+        probs = p if isinstance(p, Tensor) else _C.full(self.shape, float(p))
+        return self.copy_(_C.bernoulli(probs.cast(_C.float32)))
+
+
+@_method
+def exponential_(self, lambd=1.0):
+    with _C_no_grad():
+        u = _C.rand_like(self)
+        return self.copy_(_C.neg(_C.log1p(_C.neg(u))) / lambd)
+
+
+@_method
+def share_memory_(self):
+    return self
+
+
+@_method
+def pin_memory(self):
+    return self
+
+
+@_method
+def is_pinned(self):
+    return False
+
+
+def _pickle_dtype(d):
+    return (getattr, (_C, str(d).split(".")[1]))
+
+
+copyreg.pickle(_C.dtype, _pickle_dtype)
+copyreg.pickle(_C.device, lambda d: (_C.device, (str(d),)))

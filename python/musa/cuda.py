@@ -1,0 +1,23 @@
+"""musa.cuda: CUDA is recognised but not available in this build."""
+from . import _C
+
+
+def is_available():
+    """False: this build has no CUDA backend."""
+    return _C.cuda_is_available()
+
+
+def device_count():
+    return 0
+
+
+def synchronize(device=None):
+    pass
+
+
+def manual_seed(seed):
+    pass
+
+
+def manual_seed_all(seed):
+    pass
