@@ -310,6 +310,12 @@ MUSA_API musa_tensor *musa_as_strided(musa_tensor *x, int ndim, const int64_t *s
                                       const int64_t *strides, int64_t offset);
 /* x itself (a new reference) when contiguous, else a contiguous copy. */
 MUSA_API musa_tensor *musa_contiguous(musa_tensor *x);
+/* A copy of x (row-major) whose region (shape, strides, offset, counted in
+ * x's row-major elements) holds src instead: the out-of-place form of
+ * writing into a view. src has the region's shape. */
+MUSA_API musa_tensor *musa_as_strided_scatter(musa_tensor *x, musa_tensor *src, int ndim,
+                                              const int64_t *shape, const int64_t *strides,
+                                              int64_t offset);
 
 /* ------------------------------------------------------------------------ */
 /* Elementwise ops                                                          */
@@ -497,6 +503,7 @@ MUSA_API int musa_topk(musa_tensor *x, int64_t k, int64_t dim, bool largest, mus
  *   SLICE     start:stop:step (clamped as in Python; INT64_MAX as stop means
  *             "to the end"); step > 0
  *   NONE      a new size-1 dim;  ELLIPSIS  as many full slices as needed
+ *   BOOL      start != 0: a new size-1 dim; start == 0: a new size-0 dim
  *   TENSOR    an integer tensor (advanced index; all of them broadcast
  *             together) or a bool mask covering mask.ndim dims
  * Basic entries give a view; advanced ones gather (a copy). The broadcast
@@ -508,6 +515,7 @@ typedef enum musa_index_kind {
     MUSA_INDEX_NONE,
     MUSA_INDEX_ELLIPSIS,
     MUSA_INDEX_TENSOR,
+    MUSA_INDEX_BOOL,
 } musa_index_kind;
 typedef struct musa_index_entry {
     musa_index_kind kind;
@@ -787,6 +795,43 @@ MUSA_API int musa_attrs_set_dtype(musa_attrs *attrs, const char *field, musa_dty
  * result's shape and a dtype the result casts to) and is left as is. */
 MUSA_API int musa_op_call(int op, int n_in, musa_tensor *const *inputs, const musa_attrs *attrs,
                           musa_tensor **outs);
+
+/* ------------------------------------------------------------------------ */
+/* Optimizer updates                                                        */
+/* ------------------------------------------------------------------------ */
+/* One call updates a whole list of parameters in place, with PyTorch's
+ * formulas (torch.optim, single-tensor path) in the parameter's dtype.
+ * Parameters, gradients and state tensors must be contiguous, of one
+ * dtype (float32 or float64) and of the parameter's shape. Updates are not
+ * recorded by autograd; version counters are bumped. Nothing is written
+ * unless every argument checks out. */
+typedef struct musa_sgd_options {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov, maximize;
+} musa_sgd_options;
+/* bufs (momentum buffers) may be NULL when momentum is 0; fresh[i] marks a
+ * buffer seen for the first time (it is set to the gradient, undamped). */
+MUSA_API int musa_optim_sgd(int n, musa_tensor *const *params, musa_tensor *const *grads,
+                            musa_tensor *const *bufs, const bool *fresh, const musa_sgd_options *options);
+
+typedef struct musa_adam_options {
+    double lr, beta1, beta2, eps, weight_decay;
+    bool amsgrad, maximize;
+    bool decoupled; /* AdamW: weight decay applied to the parameter, not the gradient */
+} musa_adam_options;
+/* steps[i] is parameter i's step count including this step (>= 1). */
+MUSA_API int musa_optim_adam(int n, musa_tensor *const *params, musa_tensor *const *grads,
+                             musa_tensor *const *exp_avg, musa_tensor *const *exp_avg_sq,
+                             musa_tensor *const *max_exp_avg_sq, const int64_t *steps,
+                             const musa_adam_options *options);
+
+typedef struct musa_rmsprop_options {
+    double lr, alpha, eps, weight_decay, momentum;
+    bool centered, maximize;
+} musa_rmsprop_options;
+MUSA_API int musa_optim_rmsprop(int n, musa_tensor *const *params, musa_tensor *const *grads,
+                                musa_tensor *const *square_avg, musa_tensor *const *momentum_buf,
+                                musa_tensor *const *grad_avg, const musa_rmsprop_options *options);
 
 /* ------------------------------------------------------------------------ */
 /* Threads and memory                                                       */

@@ -9,6 +9,7 @@ __all__ = [
     "log2", "log10", "exp2", "argsort", "masked_select", "count_nonzero", "atleast_1d", "lerp",
     "addmm", "diag", "trace", "flatten", "repeat_interleave", "erfc", "sinh", "cosh", "tan",
     "sigmoid_", "relu_", "numel", "abs_", "true_divide", "multiply", "subtract", "divide", "negative",
+    "randperm",
 ]
 
 
@@ -276,3 +277,12 @@ def abs_(input):
 
 
 numel = _C.numel
+
+
+def randperm(n, *, dtype=None, requires_grad=False):
+    """A random permutation of 0..n-1 from the musa generator (seeded by
+    musa.manual_seed)."""
+    perm = _C.sort(_C.rand(n, dtype=_C.float64)).indices
+    if dtype is not None and dtype is not _C.int64:
+        perm = _C.cast(perm, dtype)
+    return perm

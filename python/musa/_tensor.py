@@ -90,8 +90,8 @@ def __deepcopy__(self, memo):
         return memo[id(self)]
     with _C_no_grad():
         data = self.clone()
-    if type(self) is not Tensor:  # Parameter and other subclasses keep their class
-        new = Tensor._make_subclass(type(self), data, self.requires_grad)
+    if self.__class__ is not Tensor:  # Parameter and other subclasses keep their class
+        new = Tensor._make_subclass(self.__class__, data, self.requires_grad)
         for k, v in getattr(self, "__dict__", {}).items():
             import copy
             setattr(new, k, copy.deepcopy(v, memo))
@@ -366,9 +366,8 @@ def is_pinned(self):
     return False
 
 
-def _pickle_dtype(d):
-    return (getattr, (_C, str(d).split(".")[1]))
+def _device_from_str(s):
+    return _C.device(s)
 
 
-copyreg.pickle(_C.dtype, _pickle_dtype)
-copyreg.pickle(_C.device, lambda d: (_C.device, (str(d),)))
+copyreg.pickle(_C.device, lambda d: (_device_from_str, (str(d),)))

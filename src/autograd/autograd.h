@@ -75,6 +75,7 @@ struct musa_autograd_meta {
     musa_node *grad_acc; /* weak: leaf only */
     musa_tensor *grad;   /* strong */
     musa_hook *hooks;    /* leaf hooks (run by AccumulateGrad) */
+    uint64_t view_version; /* views: storage version when grad_fn was set */
 };
 
 /* Take / drop a reference to a node. Dropping is iterative (trampoline). */
@@ -96,6 +97,11 @@ int musa_saved_unpack(musa_node *node, bool is_output, int index, bool create_gr
 
 /* Release every saved tensor of a node. */
 void musa_node_release_saved(musa_node *n);
+
+/* A view's history is regenerated from its base (as_strided of the base's
+ * current history) when the storage was written since it was set, or the
+ * base started requiring grad after the view was made. */
+int musa_view_refresh(musa_tensor *t);
 
 /* Make sure the dispatcher hooks are installed (idempotent). */
 void musa_autograd_init(void);

@@ -171,6 +171,10 @@ static musa_node *accumulator(musa_tensor *t) {
 }
 
 int musa_gradient_edge(musa_tensor *t, musa_edge *e) {
+    if (t->view_base) {
+        int rc = musa_view_refresh(t);
+        if (rc) return rc;
+    }
     struct musa_autograd_meta *m = t->autograd;
     if (m && m->grad_fn) {
         e->node = musa_node_retain(m->grad_fn);
@@ -242,9 +246,95 @@ static int attach_output(musa_tensor *t, musa_node *n, int j) {
     m->grad_fn = musa_node_retain(n);
     m->output_nr = j;
     m->requires_grad = true;
+    if (t->view_base) m->view_version = musa_tensor_version(t);
     t->flags |= MUSA_TF_REQUIRES_GRAD;
     musa_node_release(old); /* in place: the tensor's history moves on */
     return MUSA_OK;
+}
+
+/* ---- views and in-place writes through them ----
+ *
+ * A view made by a differentiable view op knows its base (t->view_base).
+ * Writing into a view while recording is done out of place on the base:
+ *     r = op(inputs)                              (recorded)
+ *     b' = as_strided_scatter(base, r, view region) (recorded)
+ * then b' is copied into the base's memory, the base takes b''s history,
+ * and the view's history becomes as_strided(base). Other views of the base
+ * notice the write through the storage version and regenerate their
+ * history from the base when next used (musa_view_refresh). */
+
+static int take_history(musa_tensor *t, musa_tensor *from) {
+    struct musa_autograd_meta *fm = from->autograd;
+    if (!fm || !fm->grad_fn) return MUSA_OK;
+    struct musa_autograd_meta *m = musa_autograd_meta_of(t);
+    if (!m) return MUSA_ERR_NOMEM;
+    musa_node *old = m->grad_fn;
+    m->grad_fn = musa_node_retain(fm->grad_fn);
+    m->output_nr = fm->output_nr;
+    m->requires_grad = true;
+    m->view_version = musa_tensor_version(t);
+    t->flags |= MUSA_TF_REQUIRES_GRAD;
+    musa_node_release(old);
+    return MUSA_OK;
+}
+
+static void region_of(const musa_tensor *v, musa_attrs_strided *a, int64_t offset) {
+    musa_attrs_init(MUSA_ATTRS_strided, a);
+    a->shape.n = a->strides.n = v->ndim;
+    memcpy(a->shape.v, v->shape, sizeof(int64_t) * (size_t)v->ndim);
+    memcpy(a->strides.v, v->strides, sizeof(int64_t) * (size_t)v->ndim);
+    a->offset = offset;
+}
+
+int musa_view_refresh(musa_tensor *t) {
+    musa_tensor *b = t->view_base;
+    if (!b || !(b->flags & MUSA_TF_REQUIRES_GRAD)) return MUSA_OK;
+    struct musa_autograd_meta *m = t->autograd;
+    if (m && m->grad_fn && m->view_version == musa_tensor_version(t)) return MUSA_OK;
+    musa_attrs_strided a;
+    region_of(t, &a, t->offset);
+    bool prev = musa_set_grad_enabled(true);
+    musa_tensor *g = musa_call(MUSA_OP_as_strided, 1, &b, &a);
+    musa_set_grad_enabled(prev);
+    if (!g) return musa_last_error_code();
+    int rc = take_history(t, g);
+    musa_tensor_release(g);
+    return rc;
+}
+
+static int inplace_view(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs, musa_tensor *v) {
+    const char *name = musa_ops[op].name;
+    musa_tensor *b = v->view_base;
+    if (b->autograd && b->autograd->requires_grad && !b->autograd->grad_fn)
+        return musa_err(MUSA_ERR_RUNTIME,
+                        "[%s] a view of a leaf tensor that requires grad is used in an in-place operation "
+                        "(wrap it in no_grad, or work on a clone)",
+                        name);
+    if (!musa_tensor_is_contiguous(b))
+        return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                        "[%s] writing into a view of a non-contiguous tensor while recording gradients", name);
+    musa_tensor *out[MUSA_MAX_OUTPUTS] = {NULL};
+    int rc = musa_dispatch(op, n_in, in, attrs, out);
+    for (int j = 1; j < MUSA_MAX_OUTPUTS; j++) musa_tensor_release(out[j]);
+    if (rc) return rc;
+    musa_tensor *r = out[0];
+    if (r->dtype != v->dtype) {
+        musa_tensor *c = musa_cast(r, (musa_dtype)v->dtype);
+        musa_tensor_release(r);
+        if (!(r = c)) return musa_last_error_code();
+    }
+    musa_attrs_strided a;
+    region_of(v, &a, v->offset - b->offset);
+    musa_tensor *pair[2] = {b, r};
+    musa_tensor *nb = musa_call(MUSA_OP_as_strided_scatter, 2, pair, &a);
+    musa_tensor_release(r);
+    if (!nb) return musa_last_error_code();
+    bool prev = musa_set_grad_enabled(false);
+    rc = musa_copy_(b, nb); /* the write itself; bumps the version */
+    musa_set_grad_enabled(prev);
+    if (!rc) rc = take_history(b, nb);
+    musa_tensor_release(nb);
+    return rc ? rc : musa_view_refresh(v);
 }
 
 static int record(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs, int n_out,
@@ -257,9 +347,11 @@ static int record(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     if (asz) memcpy(n->attrs, attrs, asz);
     for (int i = 0; i < n_in; i++) {
         set_meta(&n->in_meta[i], in[i]);
-        if ((in[i]->flags & MUSA_TF_REQUIRES_GRAD) && musa_gradient_edge(in[i], &n->next[i])) {
+        int rc = in[i]->view_base ? musa_view_refresh(in[i]) : MUSA_OK;
+        if (!rc && (in[i]->flags & MUSA_TF_REQUIRES_GRAD)) rc = musa_gradient_edge(in[i], &n->next[i]);
+        if (rc) {
             musa_node_release(n);
-            return MUSA_ERR_NOMEM;
+            return rc;
         }
         if (musa_op_saves_input(info, i)) save(&n->saved_in[i], in[i], false);
     }
@@ -289,6 +381,7 @@ static int check_inplace(musa_op_id op, musa_tensor *t) {
 static void install(void) {
     musa_autograd_hook = record;
     musa_autograd_inplace_hook = check_inplace;
+    musa_autograd_inplace_view_hook = inplace_view;
     musa_tensor_autograd_free_hook = meta_free;
 }
 

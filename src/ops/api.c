@@ -203,6 +203,18 @@ musa_tensor *musa_as_strided(musa_tensor *x, int ndim, const int64_t *shape, con
     return musa_call1(MUSA_OP_as_strided, x, &a);
 }
 
+musa_tensor *musa_as_strided_scatter(musa_tensor *x, musa_tensor *src, int ndim, const int64_t *shape,
+                                     const int64_t *strides, int64_t offset) {
+    musa_attrs_strided a;
+    musa_attrs_init(MUSA_ATTRS_strided, &a);
+    if (set_ints(&a.shape, ndim, shape, "as_strided_scatter") ||
+        set_ints(&a.strides, ndim, strides, "as_strided_scatter"))
+        return NULL;
+    a.offset = offset;
+    musa_tensor *in[2] = {x, src};
+    return x && src ? musa_call(MUSA_OP_as_strided_scatter, 2, in, &a) : NULL;
+}
+
 /* ---- data movement ---- */
 
 musa_tensor *musa_cat(int n, musa_tensor *const *tensors, int64_t dim) {

@@ -36,6 +36,8 @@ _Thread_local musa_tls_state musa_tls;
 int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                           int n_out, musa_tensor **out);
 int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
+int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                                       musa_tensor *view);
 int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                         const void *attrs, int n_out, musa_tensor **out);
 void (*musa_profile_hook)(musa_op_id op, bool begin);
@@ -139,6 +141,12 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
 
 /* Anomaly mode with forward checks: an op that produces NaN fails, naming
  * itself (and the user's line when the Python layer set it). */
+/* t requires grad, or is a view of a tensor that does (its history is
+ * regenerated when recorded). */
+static inline bool tracks_grad(const musa_tensor *t) {
+    return (t->flags & MUSA_TF_REQUIRES_GRAD) || (t->view_base && (t->view_base->flags & MUSA_TF_REQUIRES_GRAD));
+}
+
 static int check_forward_nan(const musa_op_info *info, musa_tensor *t) {
     if (!musa_is_float((musa_dtype)t->dtype) || t->numel == 0) return MUSA_OK;
     musa_tls_state saved = musa_tls;
@@ -243,9 +251,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     bool grad_path = musa_autograd_hook && !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF);
     if (grad_path) {
         bool need = false;
-        for (int i = 0; i < n_in && !need; i++) need = cin[i]->flags & MUSA_TF_REQUIRES_GRAD;
-        for (int j = 0; j < info->n_out && !need; j++)
-            need = out[j] && (out[j]->flags & MUSA_TF_REQUIRES_GRAD);
+        for (int i = 0; i < n_in && !need; i++) need = tracks_grad(cin[i]);
+        for (int j = 0; j < info->n_out && !need; j++) need = out[j] && tracks_grad(out[j]);
         grad_path = need;
     }
     for (int j = 0; grad_path && j < info->n_out; j++) {
@@ -275,6 +282,12 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
         }
     }
 
+    /* Writing into a view while recording: done out of place on its base. */
+    if (grad_path && info->n_out == 1 && out[0] && out[0]->view_base && musa_autograd_inplace_view_hook) {
+        rc = musa_autograd_inplace_view_hook(op, n_in, cin, &a, out[0]);
+        goto done;
+    }
+
     if (info->flags & MUSA_OPF_VIEW) {
         fresh[0] = musa_tensor_view_of(cin[0], r.out_ndim[0], r.out_shape[0], r.view_strides,
                                        r.view_offset);
@@ -283,6 +296,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
             musa_err_prefix(info->name);
             goto done;
         }
+        if (!(info->flags & MUSA_OPF_NONDIFF)) /* detach makes a new root */
+            fresh[0]->view_base = musa_tensor_retain(cin[0]->view_base ? cin[0]->view_base : cin[0]);
     } else {
         musa_tensor *dst[MUSA_MAX_OUTPUTS];
         for (int j = 0; j < info->n_out; j++) {

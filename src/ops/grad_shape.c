@@ -212,3 +212,49 @@ int grad_sort(const musa_grad_args *a, musa_tensor **gin) {
 int grad_topk(const musa_grad_args *a, musa_tensor **gin) {
     return scatter_back(a, gin, ((const musa_attrs_topk *)a->attrs)->dim);
 }
+
+/* as_strided(x): the gradient lands on x's elements at the region's
+ * positions (summed where the region overlaps itself). Needs x contiguous
+ * at forward time (the infer function records where it started). */
+int grad_as_strided(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_strided *s = a->attrs;
+    if (s->base_offset < 0)
+        return musa_err(MUSA_ERR_NOT_IMPLEMENTED, "[as_strided] backward through a view of a non-contiguous tensor");
+    musa_attrs_strided r = *s;
+    r.offset = s->offset - s->base_offset;
+    r.accumulate = true;
+    musa_temps t = {0};
+    musa_tensor *in[2] = {T(grad_zeros_like_input(a, 0)), G};
+    RET(musa_call(MUSA_OP_as_strided_scatter, 2, in, &r));
+}
+
+/* out = x with region := src (or += src): x gets g outside the region (all
+ * of g when accumulating); src gets g's region. */
+int grad_as_strided_scatter(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_strided *s = a->attrs;
+    musa_temps t = {0};
+    gin[0] = gin[1] = NULL;
+    musa_tensor *g = T(musa_contiguous(G));
+    if (g && g->offset) g = T(musa_clone(g)); /* region offsets count from the first element */
+    if (a->needs[0]) {
+        if (s->accumulate) {
+            gin[0] = musa_tensor_retain(g);
+        } else {
+            musa_attrs_strided z = *s;
+            const musa_meta *m = &a->in_meta[1];
+            musa_tensor *in[2] = {g, T(musa_zeros(m->ndim, m->shape, (musa_dtype)g->dtype))};
+            gin[0] = musa_call(MUSA_OP_as_strided_scatter, 2, in, &z);
+        }
+    }
+    if (a->needs[1]) {
+        musa_tensor *v = g ? T(musa_as_strided(g, s->shape.n, s->shape.v, s->strides.v, s->offset)) : NULL;
+        gin[1] = v ? grad_to_input(a, 1, v) : NULL;
+    }
+    musa_temps_release(&t);
+    if ((a->needs[0] && !gin[0]) || (a->needs[1] && !gin[1])) {
+        musa_tensor_release(gin[0]), musa_tensor_release(gin[1]);
+        gin[0] = gin[1] = NULL;
+        return musa_last_error_code();
+    }
+    return MUSA_OK;
+}

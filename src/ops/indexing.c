@@ -97,6 +97,13 @@ static int ix_apply(const char *who, musa_tensor *x, int n, const musa_index_ent
         musa_tensor *nv = NULL;
         switch (e->kind) {
         case MUSA_INDEX_NONE: nv = musa_unsqueeze(s->v, d++); break;
+        case MUSA_INDEX_BOOL: { /* a new dim of size 1 (true) or 0 (false) */
+            musa_tensor *u = musa_unsqueeze(s->v, d);
+            nv = u && !e->start ? musa_slice(u, d, 0, 0, 1) : musa_tensor_retain(u);
+            musa_tensor_release(u);
+            d++;
+            break;
+        }
         case MUSA_INDEX_ELLIPSIS: d += x->ndim - want; continue;
         case MUSA_INDEX_INT: {
             int64_t size = s->v->shape[d], k = e->start;

@@ -373,8 +373,45 @@ int infer_as_strided(const musa_op_info *op, musa_tensor *const *in, int n_in, v
                         (long long)a->offset);
     memcpy(r->view_strides, a->strides.v, sizeof(int64_t) * (size_t)a->strides.n);
     r->view_offset = a->offset;
+    /* for the backward: where the input starts (-1: not contiguous, no gradient) */
+    a->base_offset = musa_tensor_is_contiguous(in[0]) ? in[0]->offset : -1;
     out_like(r, 0, (musa_dtype)in[0]->dtype, a->shape.n, a->shape.v);
     return musa_shape_check(op->name, a->shape.n, a->shape.v, NULL);
+}
+
+/* A copy of input 0 with the region (shape, strides, offset), taken in its
+ * row-major element order, replaced by (or, accumulating, added to) input 1. */
+int infer_as_strided_scatter(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                             musa_infer *r) {
+    MUSA_UNUSED(n_in);
+    musa_attrs_strided *a = attrs;
+    const musa_tensor *x = in[0], *src = in[1];
+    if (a->shape.n != a->strides.n || a->shape.n > MUSA_MAX_DIMS)
+        return musa_err(MUSA_ERR_VALUE, "[%s] shape has %d dims but strides has %d", op->name, a->shape.n,
+                        a->strides.n);
+    bool same = src->ndim == a->shape.n;
+    for (int i = 0; same && i < src->ndim; i++) same = src->shape[i] == a->shape.v[i];
+    if (!same) {
+        char s1[128], s2[128];
+        return musa_err(MUSA_ERR_VALUE, "[%s] source shape %s does not match the region shape %s", op->name,
+                        musa_shape_str(src->ndim, src->shape, s1, sizeof s1),
+                        musa_shape_str(a->shape.n, a->shape.v, s2, sizeof s2));
+    }
+    int64_t numel = 1, last = a->offset;
+    for (int i = 0; i < a->shape.n; i++) {
+        if (a->strides.v[i] < 0) return musa_err(MUSA_ERR_VALUE, "[%s] negative stride", op->name);
+        numel *= a->shape.v[i];
+        last += (a->shape.v[i] - 1) * a->strides.v[i];
+    }
+    if (numel && (a->offset < 0 || last >= x->numel))
+        return musa_err(MUSA_ERR_VALUE, "[%s] the region reaches element %lld of an input with %lld elements",
+                        op->name, (long long)last, (long long)x->numel);
+    if (a->accumulate && !musa_is_float((musa_dtype)x->dtype))
+        return musa_err(MUSA_ERR_TYPE, "[%s] accumulating needs a floating input, got %s", op->name,
+                        musa_dtype_name((musa_dtype)x->dtype));
+    r->in_dtype[1] = x->dtype; /* the source is cast to the input's dtype */
+    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
+    return MUSA_OK;
 }
 
 /* ---- data movement ---- */

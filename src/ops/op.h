@@ -126,6 +126,9 @@ extern int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in
 /* Called before an op writes into a provided output that requires grad
  * (grad mode on): fails for leaves that require grad. */
 extern int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
+/* Writes into a view while recording (out of place on the base; node.c). */
+extern int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *const *in,
+                                              const void *attrs, musa_tensor *view);
 /* Record a node (trace and symbolic modes). */
 extern int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                                const void *attrs, int n_out, musa_tensor **out);

@@ -120,7 +120,7 @@ static musa_tensor *tensor_struct(musa_dtype dtype, int ndim, const int64_t *sha
     musa_tensor *t = musa_tl_alloc(MUSA_TL_TENSOR, sizeof *t, "tensor");
     if (!t) return NULL;
     memset(t, 0, offsetof(musa_tensor, shape)); /* dims past ndim are never read */
-    t->storage = NULL, t->autograd = NULL, t->pyobj = NULL, t->trace_tag = 0;
+    t->storage = NULL, t->autograd = NULL, t->pyobj = NULL, t->view_base = NULL, t->trace_tag = 0;
     atomic_init(&t->refcount, 1);
     t->dtype = (int8_t)dtype;
     t->ndim = (int8_t)ndim;
@@ -202,7 +202,9 @@ void musa_tensor_release(musa_tensor *t) {
     if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
     if (t->autograd && musa_tensor_autograd_free_hook) musa_tensor_autograd_free_hook(t);
     storage_release(t->storage);
+    musa_tensor *base = t->view_base; /* a root: releasing it does not recurse further */
     musa_tl_free(MUSA_TL_TENSOR, t);
+    musa_tensor_release(base);
 }
 
 void musa_tensor_kview(const musa_tensor *t, musa_kview *kv) {

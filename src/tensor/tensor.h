@@ -46,6 +46,8 @@ struct musa_tensor {
     musa_storage *storage;               /* NULL: meta tensor */
     struct musa_autograd_meta *autograd; /* owned; NULL unless autograd touched it */
     void *pyobj;                         /* borrowed back-pointer of the Python wrapper */
+    musa_tensor *view_base;              /* views made by differentiable view ops: the root
+                                            tensor they look into (strong); else NULL */
     uint64_t trace_tag;                  /* graph capture: which value this tensor is */
 };
 

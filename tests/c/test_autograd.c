@@ -106,6 +106,54 @@ TEST(inplace_ops_record_history) {
     release_all(3, x, a, b);
 }
 
+static void check_grad_values(const char *what, musa_tensor *t, const double *want, int n) {
+    musa_tensor *g = musa_tensor_grad(t);
+    CHECK_MSG(g, "%s: no gradient", what);
+    double *v = values(g);
+    CHECK_CLOSE(what, MUSA_DTYPE_FLOAT32, v, want, n);
+    free(v);
+    musa_tensor_release(g);
+}
+
+TEST(inplace_writes_into_views) {
+    float ones[3] = {1, 1, 1};
+    musa_tensor *x = musa_from_data(ones, 1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32);
+    musa_tensor_set_requires_grad(x, true);
+    musa_tensor *one = musa_number(1), *zero = musa_number(0);
+    /* y = 1 * x; y[0:1] *= 0: the base's history moves on */
+    musa_tensor *y = musa_mul(x, one), *v = musa_slice(y, 0, 0, 1, 1);
+    CHECK_OK(musa_mul_(v, zero));
+    musa_tensor *s = musa_sum(y, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    check_grad_values("through the base", x, (double[]){0, 1, 1}, 3);
+    release_all(3, y, v, s);
+    /* a buffer that does not require grad, filled with rows that do */
+    musa_tensor_set_grad(x, NULL);
+    musa_tensor *buf = musa_zeros(2, (int64_t[]){2, 3}, MUSA_DTYPE_FLOAT32);
+    for (int r = 0; r < 2; r++) {
+        musa_tensor *row = musa_select(buf, 0, r), *k = musa_number(r + 2), *val = musa_mul(x, k);
+        CHECK_OK(musa_copy_(row, val));
+        release_all(3, row, k, val);
+    }
+    CHECK(musa_tensor_requires_grad(buf));
+    s = musa_sum(buf, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    check_grad_values("rows copied in", x, (double[]){5, 5, 5}, 3);
+    release_all(2, buf, s);
+    /* a view taken before the write sees the new history */
+    musa_tensor_set_grad(x, NULL);
+    musa_tensor *z = musa_mul(x, one), *tail = musa_slice(z, 0, 1, 3, 1), *head = musa_select(z, 0, 0);
+    CHECK_OK(musa_mul_(head, zero));
+    musa_tensor *t1 = musa_sum(tail, 0, NULL, false), *t2 = musa_sum(z, 0, NULL, false), *tot = musa_add(t1, t2);
+    CHECK_OK(musa_backward(1, &tot, NULL, false, false));
+    check_grad_values("old view", x, (double[]){0, 2, 2}, 3);
+    release_all(6, z, tail, head, t1, t2, tot);
+    /* writing into a view of a leaf that requires grad is refused */
+    musa_tensor *lv = musa_slice(x, 0, 0, 1, 1);
+    CHECK_ERR(musa_mul_(lv, zero) == MUSA_OK, MUSA_ERR_RUNTIME, "a view of a leaf tensor that requires grad");
+    release_all(4, lv, x, one, zero);
+}
+
 TEST(grad_api_and_allow_unused) {
     musa_tensor *x = leaf(2), *y = leaf(5), *u = leaf(7);
     musa_tensor *z = musa_mul(musa_tensor_retain(x) ? x : NULL, y);

@@ -16,6 +16,14 @@ static void key_free(key_entries *k) {
     for (int i = 0; i < k->n; i++) musa_tensor_release(k->owned[i]);
 }
 
+static bool is_scalar_shape(PyObject *o) {
+    PyObject *shape = PyObject_GetAttrString(o, "shape");
+    bool r = shape && PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) == 0;
+    Py_XDECREF(shape);
+    PyErr_Clear();
+    return r;
+}
+
 static int add_entry(key_entries *k, PyObject *o) {
     if (k->n == MAX_ENTRIES) {
         PyErr_Format(PyExc_IndexError, "too many index entries (at most %d)", MAX_ENTRIES);
@@ -40,20 +48,19 @@ static int add_entry(key_entries *k, PyObject *o) {
         e->stop = stop == PY_SSIZE_T_MAX ? INT64_MAX : stop;
         e->step = step;
     } else if (PyBool_Check(o)) {
-        /* x[True] is x[None]; x[False] is an empty selection along a new dim */
-        musa_tensor *t = musa_from_data((bool[]){o == Py_True}, 1, (int64_t[]){1}, MUSA_DTYPE_BOOL);
-        if (!t) return pm_raise_int();
-        musa_index_entry none = {.kind = MUSA_INDEX_NONE};
-        k->e[k->n++] = none;
-        if (k->n == MAX_ENTRIES) {
-            musa_tensor_release(t);
-            PyErr_SetString(PyExc_IndexError, "too many index entries");
-            return -1;
-        }
-        e = &k->e[k->n];
+        e->kind = MUSA_INDEX_BOOL;
+        e->start = o == Py_True;
+    } else if (PyLong_Check(o)) {
+        int64_t v;
+        if (pm_int64(o, &v, "index")) return -1;
+        e->kind = MUSA_INDEX_INT;
+        e->start = v;
+    } else if (!pm_is_tensor(o) && PyObject_HasAttrString(o, "shape") && !is_scalar_shape(o)) {
+        musa_tensor *t = pm_tensor_from_data(o, -1); /* a NumPy array of indices or a mask */
+        if (!t) return -1;
         e->kind = MUSA_INDEX_TENSOR;
         e->tensor = k->owned[k->n] = t;
-    } else if (PyLong_Check(o) || (PyIndex_Check(o) && !pm_is_tensor(o))) {
+    } else if (PyIndex_Check(o) && !pm_is_tensor(o)) {
         int64_t v;
         if (pm_int64(o, &v, "index")) return -1;
         e->kind = MUSA_INDEX_INT;

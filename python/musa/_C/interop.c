@@ -87,6 +87,10 @@ DEF(numpy, PM_METH, "self:T * force:b=False") {
                         "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
         return NULL;
     }
+    if (musa_tensor_dtype(t) == MUSA_DTYPE_BFLOAT16) {
+        PyErr_SetString(PyExc_TypeError, "numpy(): NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
+        return NULL;
+    }
     PyObject *np = numpy_module();
     if (!np) return NULL;
     if (a[1].b) { /* force: a copy, detached */
@@ -265,6 +269,11 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
     if (PyCapsule_CheckExact(a[0].o)) {
         cap = Py_NewRef(a[0].o);
     } else {
+        if (!PyObject_HasAttrString(a[0].o, "__dlpack__") || !PyObject_HasAttrString(a[0].o, "__dlpack_device__")) {
+            PyErr_Format(PyExc_TypeError, "from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got %s",
+                         Py_TYPE(a[0].o)->tp_name);
+            return NULL;
+        }
         PyObject *dev = PyObject_CallMethod(a[0].o, "__dlpack_device__", NULL);
         if (!dev) return NULL;
         int dt = -1;

@@ -415,11 +415,13 @@ DEF(cumsum, FM, "input:T dim:i * dtype:d=None") {
 }
 DEF(sort, FM, "input:T dim:i=-1 descending:b=False") {
     musa_tensor *v = NULL, *i = NULL;
-    return pm_pair(musa_sort(a[0].t, a[1].i, a[2].b, &v, &i), v, i);
+    int rc = musa_sort(a[0].t, a[1].i, a[2].b, &v, &i);
+    return pm_pair(rc, v, i);
 }
 DEF(topk, FM, "input:T k:i dim:i=-1 largest:b=True sorted:b=True") {
     musa_tensor *v = NULL, *i = NULL;
-    return pm_pair(musa_topk(a[0].t, a[1].i, a[2].i, a[3].b, &v, &i), v, i);
+    int rc = musa_topk(a[0].t, a[1].i, a[2].i, a[3].b, &v, &i);
+    return pm_pair(rc, v, i);
 }
 
 /* ---- shape ---- */

@@ -101,7 +101,7 @@ typedef struct {
     bool owned;      /* t is a temporary to release */
 } pm_arg;
 
-#define PM_MAX_ARGS 12
+#define PM_MAX_ARGS 16
 
 typedef PyObject *(*pm_body)(pm_arg *a);
 

@@ -93,24 +93,39 @@ static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 
 typedef musa_tensor *(*binop)(musa_tensor *, musa_tensor *);
 
-static PyObject *binary(PyObject *a, PyObject *b, binop f, const char *name) {
-    if (!pm_is_tensor(a) && !pm_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
-    musa_tensor *x = pm_is_tensor(a) ? pm_t(a) : NULL, *y = pm_is_tensor(b) ? pm_t(b) : NULL;
-    musa_tensor *tx = NULL, *ty = NULL;
-    if (!x) {
-        if (!PyNumber_Check(a) || PySequence_Check(a)) Py_RETURN_NOTIMPLEMENTED;
-        if (!(x = tx = pm_operand(a, name))) return NULL;
+/* The other operand of an operator: a tensor (borrowed), or a new tensor
+ * for a number (wrapped number) or an array-like with a shape (NumPy
+ * arrays). NULL without an exception: not ours (NotImplemented). */
+static musa_tensor *operand(PyObject *o, const char *name, musa_tensor **owned) {
+    *owned = NULL;
+    if (pm_is_tensor(o)) return pm_t(o);
+    if (PyFloat_Check(o) || PyLong_Check(o)) return *owned = pm_operand(o, name);
+    if (PyList_Check(o) || PyTuple_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o)) return NULL;
+    PyNumberMethods *nm = Py_TYPE(o)->tp_as_number;
+    bool numeric = nm && (nm->nb_float || nm->nb_index);
+    PyObject *shape = PyObject_GetAttrString(o, "shape");
+    if (!shape) {
+        PyErr_Clear();
+        return numeric ? (*owned = pm_operand(o, name)) : NULL;
     }
+    bool scalar = PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) == 0;
+    Py_DECREF(shape);
+    if (scalar && numeric) return *owned = pm_operand(o, name); /* NumPy scalar or 0-d array */
+    return *owned = pm_tensor_from_data(o, -1);                 /* an array: as a tensor */
+}
+
+static PyObject *binary(PyObject *a, PyObject *b, binop f, const char *name) {
+    musa_tensor *ta, *tb;
+    musa_tensor *x = operand(a, name, &ta);
+    if (!x) return PyErr_Occurred() ? NULL : Py_NewRef(Py_NotImplemented);
+    musa_tensor *y = operand(b, name, &tb);
     if (!y) {
-        if (!PyNumber_Check(b) || PySequence_Check(b)) Py_RETURN_NOTIMPLEMENTED;
-        if (!(y = ty = pm_operand(b, name))) {
-            musa_tensor_release(tx);
-            return NULL;
-        }
+        musa_tensor_release(ta);
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_NotImplemented);
     }
     musa_tensor *r = f(x, y);
-    musa_tensor_release(tx);
-    musa_tensor_release(ty);
+    musa_tensor_release(ta);
+    musa_tensor_release(tb);
     return pm_wrap(r);
 }
 
@@ -118,16 +133,10 @@ typedef int (*inplace_op)(musa_tensor *, musa_tensor *);
 
 static PyObject *inplace(PyObject *a, PyObject *b, inplace_op f, const char *name) {
     if (!pm_is_tensor(a)) Py_RETURN_NOTIMPLEMENTED;
-    musa_tensor *y = pm_operand(b, name);
-    if (!y) {
-        if (!pm_is_tensor(b) && !PyNumber_Check(b)) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        return NULL;
-    }
+    musa_tensor *owned, *y = operand(b, name, &owned);
+    if (!y) return PyErr_Occurred() ? NULL : Py_NewRef(Py_NotImplemented);
     int rc = f(pm_t(a), y);
-    musa_tensor_release(y);
+    musa_tensor_release(owned);
     if (rc) return pm_raise();
     return Py_NewRef(a);
 }
@@ -253,8 +262,7 @@ static PyObject *nb_index(PyObject *a) {
 static PyObject *richcompare(PyObject *a, PyObject *b, int op) {
     static const binop fns[6] = {musa_lt, musa_le, musa_eq, musa_ne, musa_gt, musa_ge};
     static const char *names[6] = {"lt", "le", "eq", "ne", "gt", "ge"};
-    if (!pm_is_tensor(b) && !PyNumber_Check(b)) Py_RETURN_NOTIMPLEMENTED;
-    if (!pm_is_tensor(b) && PySequence_Check(b)) Py_RETURN_NOTIMPLEMENTED;
+    if (b == Py_None) Py_RETURN_NOTIMPLEMENTED;
     return binary(a, b, fns[op], names[op]);
 }
 

@@ -71,3 +71,46 @@ int cpu_none(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_
     MUSA_UNUSED(out), MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     return musa_err(MUSA_ERR_RUNTIME, "[%s] is a view op and has no kernel", ctx->op_name);
 }
+
+/* as_strided_scatter: out = in[0] (row-major copy), then the region
+ * (shape, strides, offset in out's elements) = in[1], or += in[1] when
+ * accumulating (serially, so overlapping positions sum). */
+#define DEF_ACC(SUF, T)                                                                            \
+    static void acc_##SUF(const musa_kview *region, const musa_kview *src) {                       \
+        int64_t idx[MUSA_MAX_DIMS] = {0}, n = musa_kview_numel(region);                            \
+        int nd = region->ndim;                                                                     \
+        for (int64_t k = 0; k < n; k++) {                                                          \
+            int64_t ro = 0, so = 0;                                                                \
+            for (int d = 0; d < nd; d++) ro += idx[d] * region->strides[d], so += idx[d] * src->strides[d]; \
+            T *o = (T *)region->data + ro;                                                         \
+            *o = ST_##SUF(LD_##SUF(*o) + LD_##SUF(((const T *)src->data)[so]));                    \
+            for (int d = nd - 1; d >= 0; d--) {                                                    \
+                if (++idx[d] < region->shape[d]) break;                                            \
+                idx[d] = 0;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEF_ACC(f32, float)
+DEF_ACC(f64, double)
+DEF_ACC(f16, musa_f16)
+DEF_ACC(bf16, musa_bf16)
+
+int cpu_as_strided_scatter(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                           const void *attrs) {
+    MUSA_UNUSED(ctx), MUSA_UNUSED(n_in);
+    const musa_attrs_strided *a = attrs;
+    int rc = musa_cpu_copy(&out[0], &in[0]);
+    if (rc) return rc;
+    musa_kview region = out[0];
+    region.ndim = a->shape.n;
+    region.data += (size_t)a->offset * musa_dtype_info[out[0].dtype].size;
+    for (int i = 0; i < a->shape.n; i++) region.shape[i] = a->shape.v[i], region.strides[i] = a->strides.v[i];
+    if (!a->accumulate) return musa_cpu_copy(&region, &in[1]);
+    switch (out[0].dtype) {
+    case MUSA_DTYPE_FLOAT32: acc_f32(&region, &in[1]); break;
+    case MUSA_DTYPE_FLOAT64: acc_f64(&region, &in[1]); break;
+    case MUSA_DTYPE_FLOAT16: acc_f16(&region, &in[1]); break;
+    default: acc_bf16(&region, &in[1]); break;
+    }
+    return MUSA_OK;
+}

@@ -225,6 +225,19 @@ TEST(grad_squeeze) { GC(squeeze, 1, true, in64(3, S(3, 1, 2), -1, 1, L_CONTIG));
 static musa_tensor *f_unsqueeze(musa_tensor *const *in) { return musa_unsqueeze(in[0], 1); }
 TEST(grad_unsqueeze) { GC(unsqueeze, 1, true, in64(2, S(3, 2), -1, 1, L_TRANSPOSED)); }
 
+/* as_strided: overlapping windows (gradients sum); as_strided_scatter:
+ * both operands, copying and accumulating */
+static musa_tensor *f_as_strided(musa_tensor *const *in) {
+    return musa_as_strided(in[0], 2, S(3, 3), S(2, 1), 1);
+}
+TEST(grad_as_strided) { GC(as_strided, 1, true, in64(1, S(9), -1, 1, L_CONTIG)); }
+static musa_tensor *f_as_strided_scatter(musa_tensor *const *in) {
+    return musa_as_strided_scatter(in[0], in[1], 2, S(2, 2), S(3, 1), 1);
+}
+TEST(grad_as_strided_scatter) {
+    GC(as_strided_scatter, 2, true, in64(2, S(3, 3), -1, 1, L_TRANSPOSED), in64(2, S(2, 2), -1, 1, L_CONTIG));
+}
+
 /* ---- data movement ---- */
 static musa_tensor *f_cat(musa_tensor *const *in) { return musa_cat(2, in, 1); }
 TEST(grad_cat) { GC(cat, 2, true, in64(2, S(2, 3), -1, 1, L_TRANSPOSED), in64(2, S(2, 1), -1, 1, L_CONTIG)); }

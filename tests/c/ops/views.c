@@ -149,6 +149,36 @@ TEST(op_as_strided) {
     release_all(2, x, w);
 }
 
+TEST(op_as_strided_scatter) {
+    musa_dtype dts[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_INT64, MUSA_DTYPE_FLOAT16};
+    for (int k = 0; k < 3; k++) {
+        musa_tensor *r = musa_arange(0, 12, 1, MUSA_DTYPE_FLOAT64), *x = musa_cast(r, dts[k]);
+        musa_tensor *x2 = musa_reshape(x, 2, (int64_t[]){3, 4});
+        musa_tensor *xt = musa_transpose(x2, 0, 1); /* (4, 3), strided */
+        release_all(2, r, x2);
+        musa_tensor *src = from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 2}, (double[]){-1, -2, -3, -4});
+        /* region: rows 1..2, cols 0..1 of xt's row-major copy (4 x 3) */
+        musa_tensor *y = musa_as_strided_scatter(xt, src, 2, (int64_t[]){2, 2}, (int64_t[]){3, 1}, 3);
+        CHECK_MSG(y, "%s", musa_last_error());
+        CHECK_SHAPE(y, 2, 4, 3);
+        CHECK(musa_tensor_dtype(y) == dts[k]);
+        double *v = values(y), *xv = values(xt);
+        for (int i = 0; i < 12; i++) {
+            bool in = (i >= 3 && i <= 4) || (i >= 6 && i <= 7);
+            double want = in ? -1 - ((i >= 6) * 2 + (i % 3)) : xv[i];
+            CHECK_MSG(v[i] == want, "dtype %d element %d = %g, want %g", k, i, v[i], want);
+        }
+        free(v), free(xv);
+        release_all(4, x, xt, src, y);
+    }
+    musa_tensor *x = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_FLOAT32), *s = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){3}, (int64_t[]){2}, 0)), MUSA_ERR_VALUE,
+              "reaches element 4 of an input with 4 elements");
+    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){2}, (int64_t[]){1}, 0)), MUSA_ERR_VALUE,
+              "does not match the region shape");
+    release_all(2, x, s);
+}
+
 TEST(composite_shape_helpers) {
     musa_tensor *x = musa_arange(0, 24, 1, MUSA_DTYPE_FLOAT32);
     musa_tensor *v = musa_view(x, 4, (int64_t[]){2, 3, 2, 2});
