@@ -3,7 +3,8 @@
 #
 #   bash run.sh demo       install build dependencies, build, run the demo
 #   bash run.sh test       install dependencies, build, run every test
-#   bash run.sh sanitize   build with ASan+UBSan in build-asan/ and run the C tests
+#   bash run.sh sanitize   C tests under ASan+UBSan (build-asan/), Python tests
+#                          under PYTHONMALLOC=debug
 #   bash run.sh bench      build and run the benchmarks (prints figures)
 #   bash run.sh build      build only (Release, in build/)
 #
@@ -14,6 +15,8 @@ cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev python3-dev python3-numpy
           python3-pytest)
+TEST_PACKAGES=(python3-torch) # the reference the Python tests compare against
+PYTHON=/usr/bin/python3       # Debian's interpreter: the extension is built for it
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 setup() {
@@ -62,6 +65,22 @@ run_c_tests() {
     return $status
 }
 
+# Run the Python tests (pytest); sets PY_PASSED / PY_FAILED.
+run_py_tests() {
+    local out status=0
+    out=$(mktemp)
+    "$PYTHON" -m pytest -q -p no:cacheprovider tests/python "$@" 2>&1 | tee "$out" | grep -v '^\.*\s*\[' || true
+    local line
+    line=$(grep -E '^(=+ )?[0-9]+ (passed|failed)' "$out" | tail -n 1)
+    PY_PASSED=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)
+    PY_FAILED=$(( $(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0) +
+                  $(echo "$line" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' || echo 0) ))
+    if [ -z "$line" ] || [ "$PY_FAILED" != 0 ]; then status=1; fi
+    [ -n "$line" ] || PY_FAILED=1
+    rm -f "$out"
+    return $status
+}
+
 case "${1:-}" in
 demo)
     setup
@@ -69,11 +88,14 @@ demo)
     ./build/linear_regression
     ;;
 test)
-    setup
+    setup "${TEST_PACKAGES[@]}"
     build build
     status=0
     run_c_tests build || status=1
-    echo "${C_PASSED} passed, ${C_FAILED} failed"
+    echo "== python tests"
+    run_py_tests || status=1
+    echo "C: ${C_PASSED} passed, ${C_FAILED} failed; Python: ${PY_PASSED} passed, ${PY_FAILED} failed"
+    echo "$((C_PASSED + PY_PASSED)) passed, $((C_FAILED + PY_FAILED)) failed"
     exit $status
     ;;
 sanitize)
@@ -83,6 +105,12 @@ sanitize)
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
         run_c_tests build-asan || status=1
     echo "sanitizers (ASan+UBSan, leak detection on): ${C_PASSED} passed, ${C_FAILED} failed"
+    # the Python tests again under CPython's debug allocator (buffer overruns,
+    # use after free and API misuse in the extension show up here)
+    build build
+    echo "== python tests, PYTHONMALLOC=debug"
+    PYTHONMALLOC=debug run_py_tests || status=1
+    echo "$((C_PASSED + PY_PASSED)) passed, $((C_FAILED + PY_FAILED)) failed"
     exit $status
     ;;
 bench)
@@ -91,6 +119,7 @@ bench)
     for b in build/bench_*; do
         [ -x "$b" ] && "$b"
     done
+    PYTHONPATH=python "$PYTHON" bench/bench_python.py
     ;;
 build)
     setup

@@ -250,8 +250,9 @@ static int accumulate_leaf(run *r, musa_node *n, musa_tensor *g) {
     if (rc) return rc;
     if (!m->grad) {
         /* keep g itself unless someone else holds it (then a later in-place
-         * accumulation would write through to them) */
-        if (atomic_load(&g->refcount) > 1 && !r->create_graph)
+         * accumulation would write through to them) or it is a broadcast
+         * view (.grad must be writable in place) */
+        if ((atomic_load(&g->refcount) > 1 || !musa_tensor_is_contiguous(g)) && !r->create_graph)
             m->grad = musa_clone(g);
         else
             m->grad = musa_tensor_retain(g);
@@ -370,7 +371,12 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
         rc = n->custom_fn(n->custom_ctx, n->n_out, tk->buf, n->n_in, gin);
         if (rc) musa_err_prefix(musa_node_name(n));
     } else {
+        /* NaNs inside a formula are reported per node below, naming the
+         * forward op, rather than by the forward check of each op */
+        bool fwd_check = musa_tls.anomaly_forward;
+        musa_tls.anomaly_forward = false;
         rc = call_formula(r, n, tk->buf, gin);
+        musa_tls.anomaly_forward = fwd_check;
     }
     if (!r->retain_graph) {
         n->released = true;

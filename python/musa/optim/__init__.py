@@ -1,0 +1,22 @@
+"""musa.optim: optimizers and learning-rate schedulers with torch.optim's API.
+
+Each step updates all parameters of a param group with one fused C kernel
+call (musa._C._optim_*), so the Python side only gathers parameters,
+gradients and state.
+
+    opt = musa.optim.SGD(params, lr=0.1, momentum=0.9)
+    sched = musa.optim.lr_scheduler.StepLR(opt, step_size=30)
+    for x, y in loader:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    sched.step()
+"""
+from . import lr_scheduler  # noqa: F401
+from .adam import Adam
+from .adamw import AdamW
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]

@@ -1,0 +1,107 @@
+"""Samplers, as torch.utils.data: iterables of dataset indices (or, for
+BatchSampler, of lists of indices). Random ones draw from the musa
+generator when iterated, so musa.manual_seed makes each epoch's order
+reproducible."""
+from ... import _C
+from ..._functions import randperm
+from .dataset import _no_generator
+
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+
+
+class Sampler:
+    """Base class: subclasses implement __iter__ (and __len__ when known)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} does not implement __iter__")
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source)-1."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A random permutation of the indices (repeated to reach num_samples),
+    or num_samples indices drawn with replacement."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        _no_generator("RandomSampler", generator)
+        if not isinstance(replacement, bool):
+            raise TypeError(f"[RandomSampler] replacement should be a boolean value, got {replacement!r}")
+        self.data_source, self.replacement, self._num_samples, self.generator = (
+            data_source, replacement, num_samples, generator)
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(f"[RandomSampler] num_samples should be a positive integer value, "
+                             f"got {self.num_samples!r}")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n, k = len(self.data_source), self.num_samples
+        if self.replacement:
+            for _ in range(k // 32):
+                yield from _C.randint(0, n, (32,)).tolist()
+            yield from _C.randint(0, n, (k % 32,)).tolist()
+        else:
+            for _ in range(k // n):
+                yield from randperm(n).tolist()
+            yield from randperm(n).tolist()[:k % n]
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices, in a random order."""
+
+    def __init__(self, indices, generator=None):
+        _no_generator("SubsetRandomSampler", generator)
+        self.indices, self.generator = indices, generator
+
+    def __iter__(self):
+        for i in randperm(len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Groups the indices of sampler into lists of batch_size; the last,
+    shorter one is kept unless drop_last."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"[BatchSampler] batch_size should be a positive integer value, "
+                             f"got {batch_size!r}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"[BatchSampler] drop_last should be a boolean value, got {drop_last!r}")
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
