@@ -41,8 +41,10 @@ static void node_destroy(musa_node *n) {
     if (n->custom_free) n->custom_free(n->custom_ctx);
     free(n->name);
     free(n->trace);
-    if (n->alloc_size <= MUSA_TL_NODE_SIZE) musa_tl_free(MUSA_TL_NODE, n);
-    else free(n);
+    if (n->alloc_size <= MUSA_TL_NODE_SIZE)
+        musa_tl_free(MUSA_TL_NODE, n);
+    else
+        free(n);
 }
 
 musa_node *musa_node_retain(musa_node *n) {
@@ -86,10 +88,12 @@ void musa_node_release_saved(musa_node *n) {
 
 /* One allocation: the struct, its arrays, then the attrs record. */
 static musa_node *node_new(int kind, int n_in, int n_out, size_t attrs_size) {
-    size_t sz = sizeof(musa_node) + (size_t)n_in * (sizeof(musa_edge) + sizeof(musa_saved) + sizeof(musa_meta)) +
+    size_t sz = sizeof(musa_node) +
+                (size_t)n_in * (sizeof(musa_edge) + sizeof(musa_saved) + sizeof(musa_meta)) +
                 (size_t)n_out * (sizeof(musa_saved) + sizeof(musa_meta)) + attrs_size;
-    musa_node *n = sz <= MUSA_TL_NODE_SIZE ? musa_tl_alloc(MUSA_TL_NODE, MUSA_TL_NODE_SIZE, "autograd")
-                                           : musa_malloc(sz, "autograd");
+    musa_node *n = sz <= MUSA_TL_NODE_SIZE
+                       ? musa_tl_alloc(MUSA_TL_NODE, MUSA_TL_NODE_SIZE, "autograd")
+                       : musa_malloc(sz, "autograd");
     if (!n) return NULL;
     memset(n, 0, sz);
     n->alloc_size = sz;
@@ -116,8 +120,10 @@ static void set_meta(musa_meta *m, const musa_tensor *t) {
 
 static char *make_trace(const char *what) {
     char buf[512];
-    if (musa_anomaly_file) snprintf(buf, sizeof buf, "%s at %s:%d", what, musa_anomaly_file, musa_anomaly_line);
-    else snprintf(buf, sizeof buf, "%s", what);
+    if (musa_anomaly_file)
+        snprintf(buf, sizeof buf, "%s at %s:%d", what, musa_anomaly_file, musa_anomaly_line);
+    else
+        snprintf(buf, sizeof buf, "%s", what);
     return strdup(buf);
 }
 
@@ -220,7 +226,8 @@ int musa_saved_unpack(musa_node *node, bool is_output, int index, bool create_gr
         return MUSA_OK;
     }
     /* re-attach: gradients of gradients flow through this output to this node */
-    musa_tensor *t = musa_tensor_view_of(s->t, s->t->ndim, s->t->shape, s->t->strides, s->t->offset);
+    musa_tensor *t =
+        musa_tensor_view_of(s->t, s->t->ndim, s->t->shape, s->t->strides, s->t->offset);
     if (!t) return musa_last_error_code();
     struct musa_autograd_meta *m = musa_autograd_meta_of(t);
     if (!m) {
@@ -237,7 +244,9 @@ int musa_saved_unpack(musa_node *node, bool is_output, int index, bool create_gr
 
 /* ---- the dispatcher hooks ---- */
 
-static bool differentiable(const musa_tensor *t) { return musa_is_float((musa_dtype)t->dtype); }
+static bool differentiable(const musa_tensor *t) {
+    return musa_is_float((musa_dtype)t->dtype);
+}
 
 static int attach_output(musa_tensor *t, musa_node *n, int j) {
     struct musa_autograd_meta *m = musa_autograd_meta_of(t);
@@ -302,17 +311,20 @@ int musa_view_refresh(musa_tensor *t) {
     return rc;
 }
 
-static int inplace_view(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs, musa_tensor *v) {
+static int inplace_view(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                        musa_tensor *v) {
     const char *name = musa_ops[op].name;
     musa_tensor *b = v->view_base;
     if (b->autograd && b->autograd->requires_grad && !b->autograd->grad_fn)
-        return musa_err(MUSA_ERR_RUNTIME,
-                        "[%s] a view of a leaf tensor that requires grad is used in an in-place operation "
-                        "(wrap it in no_grad, or work on a clone)",
-                        name);
+        return musa_err(
+            MUSA_ERR_RUNTIME,
+            "[%s] a view of a leaf tensor that requires grad is used in an in-place operation "
+            "(wrap it in no_grad, or work on a clone)",
+            name);
     if (!musa_tensor_is_contiguous(b))
-        return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
-                        "[%s] writing into a view of a non-contiguous tensor while recording gradients", name);
+        return musa_err(
+            MUSA_ERR_NOT_IMPLEMENTED,
+            "[%s] writing into a view of a non-contiguous tensor while recording gradients", name);
     musa_tensor *out[MUSA_MAX_OUTPUTS] = {NULL};
     int rc = musa_dispatch(op, n_in, in, attrs, out);
     for (int j = 1; j < MUSA_MAX_OUTPUTS; j++) musa_tensor_release(out[j]);
@@ -340,7 +352,8 @@ static int inplace_view(musa_op_id op, int n_in, musa_tensor *const *in, const v
 static int record(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs, int n_out,
                   musa_tensor **out) {
     const musa_op_info *info = &musa_ops[op];
-    size_t asz = info->attrs_kind == MUSA_ATTRS_none ? 0 : musa_attrs_desc_of(info->attrs_kind)->size;
+    size_t asz =
+        info->attrs_kind == MUSA_ATTRS_none ? 0 : musa_attrs_desc_of(info->attrs_kind)->size;
     musa_node *n = node_new(MUSA_NODE_OP, n_in, n_out, asz);
     if (!n) return MUSA_ERR_NOMEM;
     n->op = op;
@@ -348,7 +361,8 @@ static int record(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     for (int i = 0; i < n_in; i++) {
         set_meta(&n->in_meta[i], in[i]);
         int rc = in[i]->view_base ? musa_view_refresh(in[i]) : MUSA_OK;
-        if (!rc && (in[i]->flags & MUSA_TF_REQUIRES_GRAD)) rc = musa_gradient_edge(in[i], &n->next[i]);
+        if (!rc && (in[i]->flags & MUSA_TF_REQUIRES_GRAD))
+            rc = musa_gradient_edge(in[i], &n->next[i]);
         if (rc) {
             musa_node_release(n);
             return rc;
@@ -385,7 +399,9 @@ static void install(void) {
     musa_tensor_autograd_free_hook = meta_free;
 }
 
-__attribute__((constructor)) static void autograd_ctor(void) { install(); }
+__attribute__((constructor)) static void autograd_ctor(void) {
+    install();
+}
 
 void musa_autograd_init(void) {
     if (!musa_autograd_hook) install();
@@ -399,7 +415,9 @@ bool musa_set_grad_enabled(bool enabled) {
     return prev;
 }
 
-bool musa_is_grad_enabled(void) { return !musa_tls.grad_disabled; }
+bool musa_is_grad_enabled(void) {
+    return !musa_tls.grad_disabled;
+}
 
 int musa_tensor_set_requires_grad(musa_tensor *t, bool requires_grad) {
     if (!t) return musa_err(MUSA_ERR_VALUE, "[requires_grad_] tensor is NULL");
@@ -411,14 +429,17 @@ int musa_tensor_set_requires_grad(musa_tensor *t, bool requires_grad) {
                         "detach() to get a tensor without history");
     }
     if (requires_grad && !musa_is_float((musa_dtype)t->dtype))
-        return musa_err(MUSA_ERR_RUNTIME,
-                        "[requires_grad_] only floating point tensors can require gradients, got %s",
-                        musa_dtype_name((musa_dtype)t->dtype));
+        return musa_err(
+            MUSA_ERR_RUNTIME,
+            "[requires_grad_] only floating point tensors can require gradients, got %s",
+            musa_dtype_name((musa_dtype)t->dtype));
     if (!requires_grad && !m) return MUSA_OK;
     if (!(m = musa_autograd_meta_of(t))) return MUSA_ERR_NOMEM;
     m->requires_grad = requires_grad;
-    if (requires_grad) t->flags |= MUSA_TF_REQUIRES_GRAD;
-    else t->flags &= (uint8_t)~MUSA_TF_REQUIRES_GRAD;
+    if (requires_grad)
+        t->flags |= MUSA_TF_REQUIRES_GRAD;
+    else
+        t->flags &= (uint8_t)~MUSA_TF_REQUIRES_GRAD;
     return MUSA_OK;
 }
 
@@ -426,7 +447,9 @@ bool musa_tensor_requires_grad(const musa_tensor *t) {
     return t && (t->flags & MUSA_TF_REQUIRES_GRAD);
 }
 
-bool musa_tensor_is_leaf(const musa_tensor *t) { return t && !(t->autograd && t->autograd->grad_fn); }
+bool musa_tensor_is_leaf(const musa_tensor *t) {
+    return t && !(t->autograd && t->autograd->grad_fn);
+}
 
 musa_tensor *musa_tensor_grad(const musa_tensor *t) {
     return t && t->autograd ? musa_tensor_retain(t->autograd->grad) : NULL;
@@ -442,7 +465,8 @@ int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad) {
         bool same = grad->ndim == t->ndim;
         for (int i = 0; same && i < t->ndim; i++) same = grad->shape[i] == t->shape[i];
         if (!same)
-            return musa_err(MUSA_ERR_VALUE, "[set_grad] gradient of shape %s for a tensor of shape %s",
+            return musa_err(MUSA_ERR_VALUE,
+                            "[set_grad] gradient of shape %s for a tensor of shape %s",
                             musa_shape_str(grad->ndim, grad->shape, s1, sizeof s1),
                             musa_shape_str(t->ndim, t->shape, s2, sizeof s2));
         g = musa_cast(grad, (musa_dtype)t->dtype);
@@ -482,7 +506,8 @@ static int hook_ids;
 int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
                               void (*free_ctx)(void *ctx)) {
     int rc = MUSA_OK;
-    if (!t || !fn) rc = musa_err(MUSA_ERR_VALUE, "[register_hook] tensor or hook is NULL");
+    if (!t || !fn)
+        rc = musa_err(MUSA_ERR_VALUE, "[register_hook] tensor or hook is NULL");
     else if (!musa_tensor_requires_grad(t))
         rc = musa_err(MUSA_ERR_RUNTIME, "[register_hook] cannot register a hook on a tensor "
                                         "that doesn't require gradient");
@@ -503,7 +528,8 @@ int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
 }
 
 int musa_tensor_remove_hook(musa_tensor *t, int hook_id) {
-    if (!t || !t->autograd) return musa_err(MUSA_ERR_VALUE, "[remove_hook] no such hook %d", hook_id);
+    if (!t || !t->autograd)
+        return musa_err(MUSA_ERR_VALUE, "[remove_hook] no such hook %d", hook_id);
     struct musa_autograd_meta *m = t->autograd;
     musa_hook **lists[2] = {&m->hooks, m->grad_fn ? &m->grad_fn->pre_hooks : NULL};
     for (int k = 0; k < 2; k++) {
@@ -552,7 +578,9 @@ const char *musa_node_name(const musa_node *n) {
     return backward_names[n->op];
 }
 
-int musa_node_num_next(const musa_node *n) { return n ? n->n_in : 0; }
+int musa_node_num_next(const musa_node *n) {
+    return n ? n->n_in : 0;
+}
 
 musa_node *musa_node_next(const musa_node *n, int i, int *input_nr) {
     if (!n || i < 0 || i >= n->n_in) return NULL;
@@ -575,7 +603,8 @@ int musa_custom_node(const char *name, int n_in, musa_tensor *const *inputs, int
     for (int i = 0; !rc && i < n_in; i++)
         if (!inputs[i]) rc = musa_err(MUSA_ERR_VALUE, "[custom_node] input %d is NULL", i);
     for (int j = 0; !rc && j < n_out; j++) {
-        if (!outputs[j]) rc = musa_err(MUSA_ERR_VALUE, "[custom_node] output %d is NULL", j);
+        if (!outputs[j])
+            rc = musa_err(MUSA_ERR_VALUE, "[custom_node] output %d is NULL", j);
         else if (outputs[j]->autograd && outputs[j]->autograd->grad_fn)
             rc = musa_err(MUSA_ERR_RUNTIME, "[custom_node] output %d already has a grad_fn", j);
     }
@@ -590,7 +619,8 @@ int musa_custom_node(const char *name, int n_in, musa_tensor *const *inputs, int
     n->custom_free = free_ctx;
     for (int i = 0; i < n_in && !rc; i++) {
         set_meta(&n->in_meta[i], inputs[i]);
-        if (inputs[i]->flags & MUSA_TF_REQUIRES_GRAD) rc = musa_gradient_edge(inputs[i], &n->next[i]);
+        if (inputs[i]->flags & MUSA_TF_REQUIRES_GRAD)
+            rc = musa_gradient_edge(inputs[i], &n->next[i]);
     }
     for (int j = 0; j < n_out; j++) set_meta(&n->out_meta[j], outputs[j]);
     if (musa_tls.anomaly) n->trace = make_trace(n->name);
@@ -607,7 +637,9 @@ void musa_set_anomaly_enabled(bool enabled, bool check_forward) {
     musa_tls.anomaly_forward = enabled && check_forward;
 }
 
-bool musa_is_anomaly_enabled(void) { return musa_tls.anomaly; }
+bool musa_is_anomaly_enabled(void) {
+    return musa_tls.anomaly;
+}
 
 void musa_set_anomaly_location(const char *file, int line) {
     musa_anomaly_file = file;

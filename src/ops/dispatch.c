@@ -24,8 +24,8 @@ const musa_op_info musa_ops[MUSA_OP_COUNT] = {
                          .infer = infer_,                                                          \
                          .kernel = kernel_,                                                        \
                          .workspace = ws_,                                                         \
-                         .flags = flags_,                                                  \
-                         .grad = grad_,                                                    \
+                         .flags = flags_,                                                          \
+                         .grad = grad_,                                                            \
                          .save = save_},
 #include "ops.def"
 #undef OP
@@ -36,8 +36,8 @@ _Thread_local musa_tls_state musa_tls;
 int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                           int n_out, musa_tensor **out);
 int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
-int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
-                                       musa_tensor *view);
+int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *const *in,
+                                       const void *attrs, musa_tensor *view);
 int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                         const void *attrs, int n_out, musa_tensor **out);
 void (*musa_profile_hook)(musa_op_id op, bool begin);
@@ -144,7 +144,8 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
 /* t requires grad, or is a view of a tensor that does (its history is
  * regenerated when recorded). */
 static inline bool tracks_grad(const musa_tensor *t) {
-    return (t->flags & MUSA_TF_REQUIRES_GRAD) || (t->view_base && (t->view_base->flags & MUSA_TF_REQUIRES_GRAD));
+    return (t->flags & MUSA_TF_REQUIRES_GRAD) ||
+           (t->view_base && (t->view_base->flags & MUSA_TF_REQUIRES_GRAD));
 }
 
 static int check_forward_nan(const musa_op_info *info, musa_tensor *t) {
@@ -248,7 +249,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
 
     /* Autograd will record this call: in-place writes must not clobber a
      * leaf that requires grad, nor an input the formula needs (clone it). */
-    bool grad_path = musa_autograd_hook && !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF);
+    bool grad_path =
+        musa_autograd_hook && !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF);
     if (grad_path) {
         bool need = false;
         for (int i = 0; i < n_in && !need; i++) need = tracks_grad(cin[i]);
@@ -257,7 +259,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     }
     for (int j = 0; grad_path && j < info->n_out; j++) {
         if (!out[j]) continue;
-        if ((out[j]->flags & MUSA_TF_REQUIRES_GRAD) && (rc = musa_autograd_inplace_hook(op, out[j])))
+        if ((out[j]->flags & MUSA_TF_REQUIRES_GRAD) &&
+            (rc = musa_autograd_inplace_hook(op, out[j])))
             goto done;
         for (int i = 0; i < n_in; i++) {
             if (!musa_op_saves_input(info, i) || !musa_tensor_may_overlap(cin[i], out[j])) continue;
@@ -283,7 +286,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     }
 
     /* Writing into a view while recording: done out of place on its base. */
-    if (grad_path && info->n_out == 1 && out[0] && out[0]->view_base && musa_autograd_inplace_view_hook) {
+    if (grad_path && info->n_out == 1 && out[0] && out[0]->view_base &&
+        musa_autograd_inplace_view_hook) {
         rc = musa_autograd_inplace_view_hook(op, n_in, cin, &a, out[0]);
         goto done;
     }
@@ -297,7 +301,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
             goto done;
         }
         if (!(info->flags & MUSA_OPF_NONDIFF)) /* detach makes a new root */
-            fresh[0]->view_base = musa_tensor_retain(cin[0]->view_base ? cin[0]->view_base : cin[0]);
+            fresh[0]->view_base =
+                musa_tensor_retain(cin[0]->view_base ? cin[0]->view_base : cin[0]);
     } else {
         musa_tensor *dst[MUSA_MAX_OUTPUTS];
         for (int j = 0; j < info->n_out; j++) {

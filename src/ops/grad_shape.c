@@ -3,7 +3,7 @@
  */
 #include "grad_util.h"
 
-#define G  (a->gout[0])
+#define G       (a->gout[0])
 #define T(expr) musa_tmp(&t, (expr))
 
 #define RET(expr)                                                                                  \
@@ -18,7 +18,9 @@ int grad_view(const musa_grad_args *a, musa_tensor **gin) {
     RET(musa_reshape(G, a->in_meta[0].ndim, a->in_meta[0].shape));
 }
 
-int grad_squeeze(const musa_grad_args *a, musa_tensor **gin) { return grad_view(a, gin); }
+int grad_squeeze(const musa_grad_args *a, musa_tensor **gin) {
+    return grad_view(a, gin);
+}
 
 int grad_permute(const musa_grad_args *a, musa_tensor **gin) {
     const musa_attrs_dims *d = a->attrs;
@@ -219,7 +221,8 @@ int grad_topk(const musa_grad_args *a, musa_tensor **gin) {
 int grad_as_strided(const musa_grad_args *a, musa_tensor **gin) {
     const musa_attrs_strided *s = a->attrs;
     if (s->base_offset < 0)
-        return musa_err(MUSA_ERR_NOT_IMPLEMENTED, "[as_strided] backward through a view of a non-contiguous tensor");
+        return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                        "[as_strided] backward through a view of a non-contiguous tensor");
     musa_attrs_strided r = *s;
     r.offset = s->offset - s->base_offset;
     r.accumulate = true;
@@ -247,7 +250,8 @@ int grad_as_strided_scatter(const musa_grad_args *a, musa_tensor **gin) {
         }
     }
     if (a->needs[1]) {
-        musa_tensor *v = g ? T(musa_as_strided(g, s->shape.n, s->shape.v, s->strides.v, s->offset)) : NULL;
+        musa_tensor *v =
+            g ? T(musa_as_strided(g, s->shape.n, s->shape.v, s->strides.v, s->offset)) : NULL;
         gin[1] = v ? grad_to_input(a, 1, v) : NULL;
     }
     musa_temps_release(&t);

@@ -22,9 +22,9 @@
 #include "op.h"
 
 typedef struct {
-    musa_tensor *v;          /* the basic view so far (owned) */
+    musa_tensor *v; /* the basic view so far (owned) */
     int nadv;
-    int adv_dim[MUSA_MAX_DIMS]; /* positions in v */
+    int adv_dim[MUSA_MAX_DIMS];      /* positions in v */
     musa_tensor *adv[MUSA_MAX_DIMS]; /* integer index tensors (owned) */
 } ix_state;
 
@@ -36,17 +36,22 @@ static void ix_free(ix_state *s) {
 static int consumed(const musa_index_entry *e) {
     switch (e->kind) {
     case MUSA_INDEX_INT:
-    case MUSA_INDEX_SLICE: return 1;
+    case MUSA_INDEX_SLICE:
+        return 1;
     case MUSA_INDEX_TENSOR:
-        return e->tensor && e->tensor->dtype == MUSA_DTYPE_BOOL ? (e->tensor->ndim ? e->tensor->ndim : 0) : 1;
-    default: return 0;
+        return e->tensor && e->tensor->dtype == MUSA_DTYPE_BOOL
+                   ? (e->tensor->ndim ? e->tensor->ndim : 0)
+                   : 1;
+    default:
+        return 0;
     }
 }
 
 musa_tensor *musa_nonzero(musa_tensor *x) {
     if (!x) return NULL;
     if (!x->storage) {
-        musa_err(MUSA_ERR_NOT_IMPLEMENTED, "[nonzero] the output shape depends on the values: not traceable");
+        musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                 "[nonzero] the output shape depends on the values: not traceable");
         return NULL;
     }
     musa_tensor *b;
@@ -80,23 +85,28 @@ musa_tensor *musa_nonzero(musa_tensor *x) {
 }
 
 /* Apply the entries: basic ones to s->v, advanced ones recorded. */
-static int ix_apply(const char *who, musa_tensor *x, int n, const musa_index_entry *idx, ix_state *s) {
+static int ix_apply(const char *who, musa_tensor *x, int n, const musa_index_entry *idx,
+                    ix_state *s) {
     int want = 0, ellipses = 0;
     for (int i = 0; i < n; i++) {
         want += consumed(&idx[i]);
         ellipses += idx[i].kind == MUSA_INDEX_ELLIPSIS;
     }
-    if (ellipses > 1) return musa_err(MUSA_ERR_INDEX, "[%s] an index can only have a single ellipsis ('...')", who);
+    if (ellipses > 1)
+        return musa_err(MUSA_ERR_INDEX, "[%s] an index can only have a single ellipsis ('...')",
+                        who);
     if (want > x->ndim)
-        return musa_err(MUSA_ERR_INDEX, "[%s] too many indices for tensor of dimension %d (got %d)", who, x->ndim,
-                        want);
+        return musa_err(MUSA_ERR_INDEX, "[%s] too many indices for tensor of dimension %d (got %d)",
+                        who, x->ndim, want);
     s->v = musa_tensor_retain(x);
     int d = 0;
     for (int i = 0; i < n; i++) {
         const musa_index_entry *e = &idx[i];
         musa_tensor *nv = NULL;
         switch (e->kind) {
-        case MUSA_INDEX_NONE: nv = musa_unsqueeze(s->v, d++); break;
+        case MUSA_INDEX_NONE:
+            nv = musa_unsqueeze(s->v, d++);
+            break;
         case MUSA_INDEX_BOOL: { /* a new dim of size 1 (true) or 0 (false) */
             musa_tensor *u = musa_unsqueeze(s->v, d);
             nv = u && !e->start ? musa_slice(u, d, 0, 0, 1) : musa_tensor_retain(u);
@@ -104,30 +114,36 @@ static int ix_apply(const char *who, musa_tensor *x, int n, const musa_index_ent
             d++;
             break;
         }
-        case MUSA_INDEX_ELLIPSIS: d += x->ndim - want; continue;
+        case MUSA_INDEX_ELLIPSIS:
+            d += x->ndim - want;
+            continue;
         case MUSA_INDEX_INT: {
             int64_t size = s->v->shape[d], k = e->start;
             if (k < -size || k >= size)
-                return musa_err(MUSA_ERR_INDEX, "[%s] index %lld is out of bounds for dimension %d with size %lld", who,
-                                (long long)k, d, (long long)size);
+                return musa_err(MUSA_ERR_INDEX,
+                                "[%s] index %lld is out of bounds for dimension %d with size %lld",
+                                who, (long long)k, d, (long long)size);
             nv = musa_select(s->v, d, k);
             break;
         }
         case MUSA_INDEX_SLICE:
-            if (e->step <= 0) return musa_err(MUSA_ERR_VALUE, "[%s] slice step must be greater than zero", who);
+            if (e->step <= 0)
+                return musa_err(MUSA_ERR_VALUE, "[%s] slice step must be greater than zero", who);
             nv = musa_slice(s->v, d++, e->start, e->stop, e->step);
             break;
         case MUSA_INDEX_TENSOR: {
             musa_tensor *t = e->tensor;
             if (!t) return musa_err(MUSA_ERR_VALUE, "[%s] index tensor %d is NULL", who, i);
             if (t->dtype == MUSA_DTYPE_BOOL) {
-                if (t->ndim == 0) return musa_err(MUSA_ERR_NOT_IMPLEMENTED, "[%s] 0-d bool indices", who);
+                if (t->ndim == 0)
+                    return musa_err(MUSA_ERR_NOT_IMPLEMENTED, "[%s] 0-d bool indices", who);
                 for (int k = 0; k < t->ndim; k++)
                     if (t->shape[k] != s->v->shape[d + k])
-                        return musa_err(MUSA_ERR_INDEX,
-                                        "[%s] the mask's size %lld at its dim %d does not match the indexed "
-                                        "tensor's size %lld at dim %d",
-                                        who, (long long)t->shape[k], k, (long long)s->v->shape[d + k], d + k);
+                        return musa_err(
+                            MUSA_ERR_INDEX,
+                            "[%s] the mask's size %lld at its dim %d does not match the indexed "
+                            "tensor's size %lld at dim %d",
+                            who, (long long)t->shape[k], k, (long long)s->v->shape[d + k], d + k);
                 musa_tensor *nz = musa_nonzero(t);
                 if (!nz) return musa_last_error_code();
                 for (int k = 0; k < t->ndim; k++) {
@@ -143,14 +159,16 @@ static int ix_apply(const char *who, musa_tensor *x, int n, const musa_index_ent
                 continue;
             }
             if (musa_is_float((musa_dtype)t->dtype))
-                return musa_err(MUSA_ERR_INDEX, "[%s] tensors used as indices must be integer or bool, got %s", who,
+                return musa_err(MUSA_ERR_INDEX,
+                                "[%s] tensors used as indices must be integer or bool, got %s", who,
                                 musa_dtype_name((musa_dtype)t->dtype));
             s->adv_dim[s->nadv] = d++;
             s->adv[s->nadv++] = musa_cast(t, MUSA_DTYPE_INT64);
             if (!s->adv[s->nadv - 1]) return musa_last_error_code();
             continue;
         }
-        default: return musa_err(MUSA_ERR_VALUE, "[%s] bad index entry kind %d", who, e->kind);
+        default:
+            return musa_err(MUSA_ERR_VALUE, "[%s] bad index entry kind %d", who, e->kind);
         }
         if (!nv) return musa_last_error_code();
         musa_tensor_release(s->v);
@@ -169,7 +187,7 @@ typedef struct {
     int64_t bshape[MUSA_MAX_DIMS];
     int nrest;
     int64_t rest[MUSA_MAX_DIMS];
-    int front;         /* where the B dims go in the result (0: first) */
+    int front; /* where the B dims go in the result (0: first) */
 } adv_plan;
 
 static int adv_prepare(const char *who, ix_state *s, adv_plan *a, musa_temps *t) {
@@ -177,7 +195,8 @@ static int adv_prepare(const char *who, ix_state *s, adv_plan *a, musa_temps *t)
     /* broadcast the index shapes */
     a->nb = 0;
     for (int j = 0; j < s->nadv; j++)
-        if (musa_broadcast_shape(who, a->nb, a->bshape, s->adv[j]->ndim, s->adv[j]->shape, &a->nb, a->bshape))
+        if (musa_broadcast_shape(who, a->nb, a->bshape, s->adv[j]->ndim, s->adv[j]->shape, &a->nb,
+                                 a->bshape))
             return musa_last_error_code();
     /* check bounds and wrap negatives, then combine into L */
     musa_tensor *lin = NULL;
@@ -188,12 +207,16 @@ static int adv_prepare(const char *who, ix_state *s, adv_plan *a, musa_temps *t)
             musa_tensor *mn = musa_tmp(t, musa_amin(ij, 0, NULL, false));
             musa_tensor *mx = musa_tmp(t, musa_amax(ij, 0, NULL, false));
             int64_t lo, hi;
-            if (musa_tensor_item_int(mn, &lo) || musa_tensor_item_int(mx, &hi)) return musa_last_error_code();
+            if (musa_tensor_item_int(mn, &lo) || musa_tensor_item_int(mx, &hi))
+                return musa_last_error_code();
             if (lo < -size || hi >= size)
-                return musa_err(MUSA_ERR_INDEX, "[%s] index %lld is out of bounds for dimension %d with size %lld",
-                                who, (long long)(lo < -size ? lo : hi), s->adv_dim[j], (long long)size);
+                return musa_err(MUSA_ERR_INDEX,
+                                "[%s] index %lld is out of bounds for dimension %d with size %lld",
+                                who, (long long)(lo < -size ? lo : hi), s->adv_dim[j],
+                                (long long)size);
         }
-        musa_tensor *w = musa_tmp(t, musa_remainder(ij, musa_tmp(t, musa_number_int(size ? size : 1))));
+        musa_tensor *w =
+            musa_tmp(t, musa_remainder(ij, musa_tmp(t, musa_number_int(size ? size : 1))));
         if (lin) {
             lin = musa_tmp(t, musa_mul(lin, musa_tmp(t, musa_number_int(size))));
             lin = musa_tmp(t, musa_add(lin, w));
@@ -239,8 +262,10 @@ static void result_order(const adv_plan *a, int64_t *order, bool inverse) {
     for (int i = 0; i < a->nb; i++) fwd[k++] = i;
     for (int i = a->front; i < a->nrest; i++) fwd[k++] = a->nb + i;
     for (int i = 0; i < nd; i++) {
-        if (inverse) order[fwd[i]] = i;
-        else order[i] = fwd[i];
+        if (inverse)
+            order[fwd[i]] = i;
+        else
+            order[i] = fwd[i];
     }
 }
 
@@ -264,7 +289,8 @@ musa_tensor *musa_index(musa_tensor *x, int n, const musa_index_entry *idx) {
         int64_t shape[2 * MUSA_MAX_DIMS];
         int nd = a.nb + a.nrest;
         if (nd > MUSA_MAX_DIMS) {
-            musa_err(MUSA_ERR_VALUE, "[index] the result would have %d dims (at most %d)", nd, MUSA_MAX_DIMS);
+            musa_err(MUSA_ERR_VALUE, "[index] the result would have %d dims (at most %d)", nd,
+                     MUSA_MAX_DIMS);
         } else {
             for (int i = 0; i < a.nb; i++) shape[i] = a.bshape[i];
             for (int i = 0; i < a.nrest; i++) shape[a.nb + i] = a.rest[i];

@@ -387,14 +387,14 @@ int infer_as_strided_scatter(const musa_op_info *op, musa_tensor *const *in, int
     musa_attrs_strided *a = attrs;
     const musa_tensor *x = in[0], *src = in[1];
     if (a->shape.n != a->strides.n || a->shape.n > MUSA_MAX_DIMS)
-        return musa_err(MUSA_ERR_VALUE, "[%s] shape has %d dims but strides has %d", op->name, a->shape.n,
-                        a->strides.n);
+        return musa_err(MUSA_ERR_VALUE, "[%s] shape has %d dims but strides has %d", op->name,
+                        a->shape.n, a->strides.n);
     bool same = src->ndim == a->shape.n;
     for (int i = 0; same && i < src->ndim; i++) same = src->shape[i] == a->shape.v[i];
     if (!same) {
         char s1[128], s2[128];
-        return musa_err(MUSA_ERR_VALUE, "[%s] source shape %s does not match the region shape %s", op->name,
-                        musa_shape_str(src->ndim, src->shape, s1, sizeof s1),
+        return musa_err(MUSA_ERR_VALUE, "[%s] source shape %s does not match the region shape %s",
+                        op->name, musa_shape_str(src->ndim, src->shape, s1, sizeof s1),
                         musa_shape_str(a->shape.n, a->shape.v, s2, sizeof s2));
     }
     int64_t numel = 1, last = a->offset;
@@ -404,7 +404,8 @@ int infer_as_strided_scatter(const musa_op_info *op, musa_tensor *const *in, int
         last += (a->shape.v[i] - 1) * a->strides.v[i];
     }
     if (numel && (a->offset < 0 || last >= x->numel))
-        return musa_err(MUSA_ERR_VALUE, "[%s] the region reaches element %lld of an input with %lld elements",
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] the region reaches element %lld of an input with %lld elements",
                         op->name, (long long)last, (long long)x->numel);
     if (a->accumulate && !musa_is_float((musa_dtype)x->dtype))
         return musa_err(MUSA_ERR_TYPE, "[%s] accumulating needs a floating input, got %s", op->name,

@@ -45,8 +45,10 @@ static PyObject *node_next(PyObject *self, void *c) {
         int nr = 0;
         musa_node *m = musa_node_next(n, i, &nr);
         PyObject *e = Py_BuildValue("(Ni)", pm_node_obj(m), nr);
-        if (!e) Py_CLEAR(r);
-        else PyTuple_SET_ITEM(r, i, e);
+        if (!e)
+            Py_CLEAR(r);
+        else
+            PyTuple_SET_ITEM(r, i, e);
     }
     return r;
 }
@@ -60,7 +62,8 @@ static PyObject *node_variable(PyObject *self, void *c) {
     return pm_wrap(musa_tensor_retain(v));
 }
 static PyObject *node_richcompare(PyObject *a, PyObject *b, int op) {
-    if (!PyObject_TypeCheck(b, MusaNode_Type) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
+    if (!PyObject_TypeCheck(b, MusaNode_Type) || (op != Py_EQ && op != Py_NE))
+        Py_RETURN_NOTIMPLEMENTED;
     bool eq = ((PyMusaNode *)a)->n == ((PyMusaNode *)b)->n;
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
@@ -74,7 +77,8 @@ static PyMethodDef node_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 static PyGetSetDef node_getset[] = {
-    {"next_functions", node_next, NULL, "((node or None, input_nr), ...) for the forward inputs", NULL},
+    {"next_functions", node_next, NULL, "((node or None, input_nr), ...) for the forward inputs",
+     NULL},
     {"variable", node_variable, NULL, "the leaf an AccumulateGrad node writes to", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -88,46 +92,12 @@ static PyType_Slot node_slots[] = {
     {Py_tp_doc, "A node of the autograd graph (a tensor's grad_fn)."},
     {0, NULL},
 };
-static PyType_Spec node_spec = {"musa.autograd.Node", sizeof(PyMusaNode), 0, Py_TPFLAGS_DEFAULT, node_slots};
+static PyType_Spec node_spec = {"musa.autograd.Node", sizeof(PyMusaNode), 0, Py_TPFLAGS_DEFAULT,
+                                node_slots};
 
 /* ---- helpers ---- */
 
-/* A sequence of tensors (or one tensor) -> array of borrowed tensors.
- * allow_none: None entries become NULL. */
-static int tensor_seq(PyObject *o, const char *what, bool allow_none, musa_tensor ***out, int *n) {
-    *out = NULL;
-    *n = 0;
-    if (o == Py_None) return 0;
-    PyObject *seq = pm_is_tensor(o) ? PyTuple_Pack(1, o) : PySequence_Fast(o, "");
-    if (!seq) {
-        PyErr_Format(PyExc_TypeError, "%s must be a Tensor or a sequence of Tensors, not %s", what,
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
-    musa_tensor **arr = PyMem_Calloc((size_t)(len ? len : 1), sizeof *arr);
-    if (!arr) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < len; i++) {
-        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-        if (e == Py_None && allow_none) continue;
-        if (!pm_is_tensor(e)) {
-            PyErr_Format(PyExc_TypeError, "%s[%zd] must be a Tensor%s, not %s", what, i, allow_none ? " or None" : "",
-                         Py_TYPE(e)->tp_name);
-            PyMem_Free(arr);
-            Py_DECREF(seq);
-            return -1;
-        }
-        arr[i] = pm_t(e);
-    }
-    Py_DECREF(seq);
-    *out = arr;
-    *n = (int)len;
-    return 0;
-}
+#define tensor_seq(o, what, allow_none, out, n) pm_tensor_list(o, what, allow_none, -1, out, n)
 
 /* _backward(tensors, grad_tensors, retain_graph, create_graph) */
 static PyObject *py_backward(PyObject *m, PyObject *args) {
@@ -157,11 +127,14 @@ static PyObject *py_grad(PyObject *m, PyObject *args) {
     (void)m;
     PyObject *outputs, *inputs, *gouts;
     int retain, create, unused;
-    if (!PyArg_ParseTuple(args, "OOOppp:_grad", &outputs, &inputs, &gouts, &retain, &create, &unused)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOppp:_grad", &outputs, &inputs, &gouts, &retain, &create,
+                          &unused))
+        return NULL;
     musa_tensor **os = NULL, **is = NULL, **gs = NULL, **res = NULL;
     int no, ni, ng;
     PyObject *r = NULL;
-    if (tensor_seq(outputs, "outputs", false, &os, &no) || tensor_seq(inputs, "inputs", false, &is, &ni) ||
+    if (tensor_seq(outputs, "outputs", false, &os, &no) ||
+        tensor_seq(inputs, "inputs", false, &is, &ni) ||
         tensor_seq(gouts, "grad_outputs", true, &gs, &ng))
         goto done;
     if (gs && ng != no) {
@@ -224,7 +197,8 @@ static int hook_cb(void *ctx, musa_tensor *grad, musa_tensor **replace) {
         rc = pm_stash_exception();
     } else if (r != Py_None) {
         if (!pm_is_tensor(r)) {
-            PyErr_Format(PyExc_TypeError, "a gradient hook must return a Tensor or None, not %s", Py_TYPE(r)->tp_name);
+            PyErr_Format(PyExc_TypeError, "a gradient hook must return a Tensor or None, not %s",
+                         Py_TYPE(r)->tp_name);
             rc = pm_stash_exception();
         } else {
             *replace = musa_tensor_retain(pm_t(r));
@@ -244,7 +218,8 @@ static void hook_free(void *ctx) {
 
 DEF(_register_hook, PM_METH, "self:T hook:O") {
     if (!PyCallable_Check(a[1].o)) {
-        PyErr_Format(PyExc_TypeError, "register_hook: the hook must be callable, not %s", Py_TYPE(a[1].o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "register_hook: the hook must be callable, not %s",
+                     Py_TYPE(a[1].o)->tp_name);
         return NULL;
     }
     Py_INCREF(a[1].o);
@@ -252,15 +227,20 @@ DEF(_register_hook, PM_METH, "self:T hook:O") {
     if (id < 0) return pm_raise(); /* free_ctx already ran */
     return PyLong_FromLong(id);
 }
-DEF(_remove_hook, PM_METH, "self:T id:i") { return pm_none_or_raise(musa_tensor_remove_hook(a[0].t, (int)a[1].i)); }
-DEF(retain_grad, PM_METH, "self:T") { return pm_none_or_raise(musa_tensor_retain_grad(a[0].t)); }
+DEF(_remove_hook, PM_METH, "self:T id:i") {
+    return pm_none_or_raise(musa_tensor_remove_hook(a[0].t, (int)a[1].i));
+}
+DEF(retain_grad, PM_METH, "self:T") {
+    return pm_none_or_raise(musa_tensor_retain_grad(a[0].t));
+}
 DEF(requires_grad_, PM_METH, "self:T requires_grad:b=True") {
     if (musa_tensor_set_requires_grad(a[0].t, a[1].b)) return pm_raise();
     return Py_NewRef(a[0].o);
 }
 DEF(detach_, PM_METH, "self:T") {
     if (!musa_tensor_is_leaf(a[0].t)) {
-        PyErr_SetString(PyExc_RuntimeError, "detach_() on a non-leaf tensor is not supported; use detach()");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "detach_() on a non-leaf tensor is not supported; use detach()");
         return NULL;
     }
     if (musa_tensor_set_requires_grad(a[0].t, false)) return pm_raise();
@@ -277,8 +257,10 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
     PyObject *args = PyTuple_New(n_out), *r = NULL;
     for (int j = 0; args && j < n_out; j++) {
         PyObject *e = gout[j] ? pm_wrap(musa_tensor_retain(gout[j])) : Py_NewRef(Py_None);
-        if (!e) Py_CLEAR(args);
-        else PyTuple_SET_ITEM(args, j, e);
+        if (!e)
+            Py_CLEAR(args);
+        else
+            PyTuple_SET_ITEM(args, j, e);
     }
     if (args) r = PyObject_Call((PyObject *)ctx, args, NULL);
     if (!r) {
@@ -288,22 +270,26 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
     PyObject *seq = pm_is_tensor(r) || r == Py_None ? PyTuple_Pack(1, r) : PySequence_Fast(r, "");
     if (!seq) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "backward must return a Tensor, None or a tuple of them, not %s",
+        PyErr_Format(PyExc_TypeError,
+                     "backward must return a Tensor, None or a tuple of them, not %s",
                      Py_TYPE(r)->tp_name);
         rc = pm_stash_exception();
         goto done;
     }
     Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
     if (len < n_in) {
-        PyErr_Format(PyExc_RuntimeError, "function backward returned an incorrect number of gradients (expected %d, got %zd)",
-                     n_in, len);
+        PyErr_Format(
+            PyExc_RuntimeError,
+            "function backward returned an incorrect number of gradients (expected %d, got %zd)",
+            n_in, len);
         rc = pm_stash_exception();
     }
     for (int i = 0; !rc && i < n_in; i++) {
         PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
         if (e == Py_None) continue;
         if (!pm_is_tensor(e)) {
-            PyErr_Format(PyExc_TypeError, "backward returned %s for input %d; expected a Tensor or None",
+            PyErr_Format(PyExc_TypeError,
+                         "backward returned %s for input %d; expected a Tensor or None",
                          Py_TYPE(e)->tp_name, i);
             rc = pm_stash_exception();
             break;
@@ -348,13 +334,16 @@ static PyObject *py_custom_node(PyObject *m, PyObject *args) {
 
 /* ---- gradcheck ---- */
 
-static int gc_fn(void *ctx, int n_in, musa_tensor *const *inputs, int *n_out, musa_tensor **outputs) {
+static int gc_fn(void *ctx, int n_in, musa_tensor *const *inputs, int *n_out,
+                 musa_tensor **outputs) {
     PyObject *args = PyTuple_New(n_in), *r = NULL;
     int rc = MUSA_OK;
     for (int i = 0; args && i < n_in; i++) {
         PyObject *e = pm_wrap(musa_tensor_retain(inputs[i]));
-        if (!e) Py_CLEAR(args);
-        else PyTuple_SET_ITEM(args, i, e);
+        if (!e)
+            Py_CLEAR(args);
+        else
+            PyTuple_SET_ITEM(args, i, e);
     }
     if (args) r = PyObject_Call((PyObject *)ctx, args, NULL);
     Py_XDECREF(args);
@@ -362,7 +351,8 @@ static int gc_fn(void *ctx, int n_in, musa_tensor *const *inputs, int *n_out, mu
     PyObject *seq = pm_is_tensor(r) ? PyTuple_Pack(1, r) : PySequence_Fast(r, "");
     if (!seq) {
         PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "gradcheck: the function must return a Tensor or a tuple of Tensors");
+        PyErr_SetString(PyExc_TypeError,
+                        "gradcheck: the function must return a Tensor or a tuple of Tensors");
         Py_DECREF(r);
         return pm_stash_exception();
     }
@@ -405,15 +395,19 @@ static PyObject *py_gradgradcheck(PyObject *m, PyObject *args) {
 }
 
 static PyMethodDef autograd_functions[] = {
-    {"_backward", py_backward, METH_VARARGS, "_backward(tensors, grad_tensors, retain_graph, create_graph)"},
-    {"_grad", py_grad, METH_VARARGS, "_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)"},
+    {"_backward", py_backward, METH_VARARGS,
+     "_backward(tensors, grad_tensors, retain_graph, create_graph)"},
+    {"_grad", py_grad, METH_VARARGS,
+     "_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)"},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "set grad mode; returns the previous one"},
     {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, "whether grad mode is on (this thread)"},
-    {"_set_anomaly_enabled", py_set_anomaly_enabled, METH_VARARGS, "_set_anomaly_enabled(enabled, check_nan=True)"},
+    {"_set_anomaly_enabled", py_set_anomaly_enabled, METH_VARARGS,
+     "_set_anomaly_enabled(enabled, check_nan=True)"},
     {"is_anomaly_enabled", py_is_anomaly_enabled, METH_NOARGS, "whether anomaly mode is on"},
     {"_custom_node", py_custom_node, METH_VARARGS, "_custom_node(name, inputs, outputs, backward)"},
     {"_gradcheck", py_gradcheck, METH_VARARGS, "_gradcheck(fn, inputs, eps, atol, rtol)"},
-    {"_gradgradcheck", py_gradgradcheck, METH_VARARGS, "_gradgradcheck(fn, inputs, eps, atol, rtol)"},
+    {"_gradgradcheck", py_gradgradcheck, METH_VARARGS,
+     "_gradgradcheck(fn, inputs, eps, atol, rtol)"},
     {NULL, NULL, 0, NULL},
 };
 

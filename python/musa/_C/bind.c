@@ -69,16 +69,25 @@ bad:
 
 static const char *kind_name(char k) {
     switch (k) {
-    case 'T': return "Tensor";
-    case 'S': return "Tensor or number";
-    case 'i': return "int";
-    case 'f': return "float";
-    case 'b': return "bool";
-    case 'd': return "musa.dtype";
+    case 'T':
+        return "Tensor";
+    case 'S':
+        return "Tensor or number";
+    case 'i':
+        return "int";
+    case 'f':
+        return "float";
+    case 'b':
+        return "bool";
+    case 'd':
+        return "musa.dtype";
     case 'I':
-    case 'V': return "int or tuple of ints";
-    case 'L': return "sequence of Tensors";
-    default: return "object";
+    case 'V':
+        return "int or tuple of ints";
+    case 'L':
+        return "sequence of Tensors";
+    default:
+        return "object";
     }
 }
 
@@ -152,7 +161,8 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
             if (!pm_is_tensor(e)) {
-                PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must contain Tensors, but item %zd is %s",
+                PyErr_Format(PyExc_TypeError,
+                             "%s(): argument '%s' must contain Tensors, but item %zd is %s",
                              b->name, b->argname[k], i, Py_TYPE(e)->tp_name);
                 Py_DECREF(seq);
                 return -1;
@@ -162,7 +172,8 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
         Py_DECREF(seq);
         return 0;
     }
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -177,14 +188,21 @@ static int apply_default(pm_binding *b, int k, pm_arg *a) {
         return 0;
     }
     switch (b->kind[k]) {
-    case 'i': x->i = strtoll(d, NULL, 10); break;
-    case 'f': x->f = strtod(d, NULL); break;
-    case 'b': x->b = !strcmp(d, "True"); break;
+    case 'i':
+        x->i = strtoll(d, NULL, 10);
+        break;
+    case 'f':
+        x->f = strtod(d, NULL);
+        break;
+    case 'b':
+        x->b = !strcmp(d, "True");
+        break;
     case 'I':
         x->n = 1;
         x->v[0] = strtoll(d, NULL, 10);
         break;
-    default: break;
+    default:
+        break;
     }
     return 0;
 }
@@ -196,7 +214,8 @@ static void cleanup(pm_binding *b, pm_arg *a) {
     }
 }
 
-PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames) {
     pm_arg a[PM_MAX_ARGS];
     memset(a, 0, sizeof(pm_arg) * (size_t)b->nargs);
     int k = 0;
@@ -217,8 +236,8 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
                 if (convert(b, k, args[i], a)) goto done;
             } else {
                 if (nargs - i > MUSA_MAX_DIMS) {
-                    PyErr_Format(PyExc_ValueError, "%s(): at most %d sizes, got %zd", b->name, MUSA_MAX_DIMS,
-                                 nargs - i);
+                    PyErr_Format(PyExc_ValueError, "%s(): at most %d sizes, got %zd", b->name,
+                                 MUSA_MAX_DIMS, nargs - i);
                     goto done;
                 }
                 x->n = (int)(nargs - i);
@@ -229,9 +248,9 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
             break;
         }
         if (k >= b->kwonly_from) {
-            PyErr_Format(PyExc_TypeError, "%s() takes %d positional argument%s but %zd were given", b->name,
-                         b->kwonly_from - (self != NULL), b->kwonly_from - (self != NULL) == 1 ? "" : "s",
-                         nargs);
+            PyErr_Format(PyExc_TypeError, "%s() takes %d positional argument%s but %zd were given",
+                         b->name, b->kwonly_from - (self != NULL),
+                         b->kwonly_from - (self != NULL) == 1 ? "" : "s", nargs);
             goto done;
         }
         a[k].given = true;
@@ -246,11 +265,13 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
         int m = self ? 1 : 0;
         while (m < b->nargs && strcmp(b->argname[m], kn)) m++;
         if (m == b->nargs) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", b->name, kn);
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", b->name,
+                         kn);
             goto done;
         }
         if (a[m].given) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", b->name, kn);
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", b->name,
+                         kn);
             goto done;
         }
         a[m].given = true;
@@ -260,8 +281,8 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
     for (int m = 0; m < b->nargs; m++) {
         if (a[m].given) continue;
         if (!b->has_dflt[m]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", b->name, b->argname[m],
-                         m + 1);
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", b->name,
+                         b->argname[m], m + 1);
             goto done;
         }
         apply_default(b, m, a);
@@ -285,8 +306,8 @@ int pm_bindings_add_functions(PyObject *module) {
     for (pm_binding *b = bindings; b; b = b->next) {
         if (parse_spec(b)) return -1;
         if (b->flags & PM_FN) {
-            defs[nf] = (PyMethodDef){b->name, (PyCFunction)(void (*)(void))b->fn, METH_FASTCALL | METH_KEYWORDS,
-                                     b->spec};
+            defs[nf] = (PyMethodDef){b->name, (PyCFunction)(void (*)(void))b->fn,
+                                     METH_FASTCALL | METH_KEYWORDS, b->spec};
             PyObject *f = PyCFunction_NewEx(&defs[nf], NULL, NULL);
             if (!f || PyModule_AddObject(module, b->name, f)) {
                 Py_XDECREF(f);
@@ -301,7 +322,9 @@ int pm_bindings_add_functions(PyObject *module) {
     return 0;
 }
 
-PyMethodDef *pm_bindings_methods(void) { return methods; }
+PyMethodDef *pm_bindings_methods(void) {
+    return methods;
+}
 
 /* (values, indices) results, as a named tuple like PyTorch's return_types */
 static PyStructSequence_Field pair_fields[] = {{"values", NULL}, {"indices", NULL}, {NULL, NULL}};
@@ -337,4 +360,45 @@ PyObject *pm_pair(int rc, musa_tensor *x, musa_tensor *y) {
     PyStructSequence_SetItem(r, 0, a);
     PyStructSequence_SetItem(r, 1, b);
     return r;
+}
+
+int pm_tensor_list(PyObject *o, const char *what, bool allow_none, int expect, musa_tensor ***out,
+                   int *n) {
+    *out = NULL;
+    *n = 0;
+    if (o == Py_None) return 0;
+    PyObject *seq = pm_is_tensor(o) ? PyTuple_Pack(1, o) : PySequence_Fast(o, "");
+    if (!seq) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Tensor or a sequence of Tensors, not %s", what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    if (expect >= 0 && len != expect) {
+        PyErr_Format(PyExc_ValueError, "%s has %zd entries, expected %d", what, len, expect);
+        Py_DECREF(seq);
+        return -1;
+    }
+    musa_tensor **arr = PyMem_Calloc((size_t)(len ? len : 1), sizeof *arr);
+    if (!arr) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+        if (e == Py_None && allow_none) continue;
+        if (!pm_is_tensor(e)) {
+            PyErr_Format(PyExc_TypeError, "%s[%zd] must be a Tensor%s, not %s", what, i,
+                         allow_none ? " or None" : "", Py_TYPE(e)->tp_name);
+            PyMem_Free(arr);
+            Py_DECREF(seq);
+            return -1;
+        }
+        arr[i] = pm_t(e);
+    }
+    Py_DECREF(seq);
+    *out = arr;
+    *n = (int)len;
+    return 0;
 }

@@ -30,14 +30,30 @@ PyObject *pm_raise(void) {
     if (PyErr_Occurred()) return NULL;
     PyObject *cls;
     switch (musa_last_error_code()) {
-    case MUSA_ERR_VALUE: cls = PyExc_ValueError; break;
-    case MUSA_ERR_TYPE: cls = PyExc_TypeError; break;
-    case MUSA_ERR_INDEX: cls = PyExc_IndexError; break;
-    case MUSA_ERR_NOMEM: cls = PyExc_MemoryError; break;
-    case MUSA_ERR_NOT_IMPLEMENTED: cls = PyExc_NotImplementedError; break;
-    case MUSA_ERR_IO: cls = PyExc_OSError; break;
-    case MUSA_ERR_ZERO_DIVISION: cls = PyExc_ZeroDivisionError; break;
-    default: cls = PyExc_RuntimeError; break;
+    case MUSA_ERR_VALUE:
+        cls = PyExc_ValueError;
+        break;
+    case MUSA_ERR_TYPE:
+        cls = PyExc_TypeError;
+        break;
+    case MUSA_ERR_INDEX:
+        cls = PyExc_IndexError;
+        break;
+    case MUSA_ERR_NOMEM:
+        cls = PyExc_MemoryError;
+        break;
+    case MUSA_ERR_NOT_IMPLEMENTED:
+        cls = PyExc_NotImplementedError;
+        break;
+    case MUSA_ERR_IO:
+        cls = PyExc_OSError;
+        break;
+    case MUSA_ERR_ZERO_DIVISION:
+        cls = PyExc_ZeroDivisionError;
+        break;
+    default:
+        cls = PyExc_RuntimeError;
+        break;
     }
     const char *msg = musa_last_error();
     PyErr_SetString(cls, *msg ? msg : "musa: operation failed without a message");
@@ -59,7 +75,9 @@ PyTypeObject *MusaDtype_Type, *MusaDevice_Type;
 static PyObject *dtype_objs[MUSA_DTYPE_COUNT];
 static musa_dtype default_dtype = MUSA_DTYPE_FLOAT32;
 
-PyObject *pm_dtype_obj(musa_dtype d) { return (unsigned)d < MUSA_DTYPE_COUNT ? dtype_objs[d] : Py_None; }
+PyObject *pm_dtype_obj(musa_dtype d) {
+    return (unsigned)d < MUSA_DTYPE_COUNT ? dtype_objs[d] : Py_None;
+}
 
 int pm_dtype_from(PyObject *o, int dflt) {
     if (o == Py_None || !o) return dflt;
@@ -73,11 +91,14 @@ int pm_dtype_from(PyObject *o, int dflt) {
     if (o == (PyObject *)&PyFloat_Type) return MUSA_DTYPE_FLOAT64;
     if (o == (PyObject *)&PyLong_Type) return MUSA_DTYPE_INT64;
     if (o == (PyObject *)&PyBool_Type) return MUSA_DTYPE_BOOL;
-    PyErr_Format(PyExc_TypeError, "expected a musa.dtype (e.g. musa.float32), got %s", Py_TYPE(o)->tp_name);
+    PyErr_Format(PyExc_TypeError, "expected a musa.dtype (e.g. musa.float32), got %s",
+                 Py_TYPE(o)->tp_name);
     return -1;
 }
 
-musa_dtype pm_default_dtype(void) { return default_dtype; }
+musa_dtype pm_default_dtype(void) {
+    return default_dtype;
+}
 
 static PyObject *dtype_repr(PyObject *self) {
     return PyUnicode_FromFormat("musa.%s", musa_dtype_name(((PyMusaDtype *)self)->id));
@@ -118,17 +139,20 @@ static PyType_Slot dtype_slots[] = {
     {Py_tp_doc, "A tensor element type: musa.float32, musa.int64, ..."},
     {0, NULL},
 };
-static PyType_Spec dtype_spec = {"musa.dtype", sizeof(PyMusaDtype), 0, Py_TPFLAGS_DEFAULT, dtype_slots};
+static PyType_Spec dtype_spec = {"musa.dtype", sizeof(PyMusaDtype), 0, Py_TPFLAGS_DEFAULT,
+                                 dtype_slots};
 
 static PyObject *py_set_default_dtype(PyObject *m, PyObject *o) {
     (void)m;
     int d = pm_dtype_from(o, -1);
     if (d < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "set_default_dtype: expected a musa.dtype");
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "set_default_dtype: expected a musa.dtype");
         return NULL;
     }
     if (d != MUSA_DTYPE_FLOAT32 && d != MUSA_DTYPE_FLOAT64) {
-        PyErr_Format(PyExc_TypeError, "set_default_dtype: only float32 and float64 are supported, got %s",
+        PyErr_Format(PyExc_TypeError,
+                     "set_default_dtype: only float32 and float64 are supported, got %s",
                      musa_dtype_name(d));
         return NULL;
     }
@@ -155,10 +179,13 @@ PyObject *pm_device_obj(musa_device d) {
 static int parse_device_str(const char *s, musa_device *out) {
     const char *colon = strchr(s, ':');
     size_t n = colon ? (size_t)(colon - s) : strlen(s);
-    if (n == 3 && !strncmp(s, "cpu", 3)) out->type = MUSA_DEVICE_CPU;
-    else if (n == 4 && !strncmp(s, "cuda", 4)) out->type = MUSA_DEVICE_CUDA;
+    if (n == 3 && !strncmp(s, "cpu", 3))
+        out->type = MUSA_DEVICE_CPU;
+    else if (n == 4 && !strncmp(s, "cuda", 4))
+        out->type = MUSA_DEVICE_CUDA;
     else {
-        PyErr_Format(PyExc_RuntimeError, "Expected one of cpu, cuda device type at start of device string: %s", s);
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected one of cpu, cuda device type at start of device string: %s", s);
         return -1;
     }
     out->index = 0;
@@ -210,7 +237,9 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)o;
 }
 
-static const char *dev_type_name(musa_device d) { return d.type == MUSA_DEVICE_CUDA ? "cuda" : "cpu"; }
+static const char *dev_type_name(musa_device d) {
+    return d.type == MUSA_DEVICE_CUDA ? "cuda" : "cpu";
+}
 
 static PyObject *device_repr(PyObject *self) {
     musa_device d = ((PyMusaDevice *)self)->d;
@@ -233,7 +262,8 @@ static PyObject *device_index_get(PyObject *self, void *c) {
     return PyLong_FromLong(d.index);
 }
 static PyObject *device_richcompare(PyObject *a, PyObject *b, int op) {
-    if (!PyObject_TypeCheck(b, MusaDevice_Type) || (op != Py_EQ && op != Py_NE)) Py_RETURN_NOTIMPLEMENTED;
+    if (!PyObject_TypeCheck(b, MusaDevice_Type) || (op != Py_EQ && op != Py_NE))
+        Py_RETURN_NOTIMPLEMENTED;
     musa_device x = ((PyMusaDevice *)a)->d, y = ((PyMusaDevice *)b)->d;
     bool eq = x.type == y.type && x.index == y.index;
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
@@ -258,11 +288,14 @@ static PyType_Slot device_slots[] = {
     {Py_tp_doc, "device(type, index=None): where a tensor lives ('cpu'; 'cuda' is recognised)."},
     {0, NULL},
 };
-static PyType_Spec device_spec = {"musa.device", sizeof(PyMusaDevice), 0, Py_TPFLAGS_DEFAULT, device_slots};
+static PyType_Spec device_spec = {"musa.device", sizeof(PyMusaDevice), 0, Py_TPFLAGS_DEFAULT,
+                                  device_slots};
 
 static PyMethodDef type_functions[] = {
-    {"set_default_dtype", py_set_default_dtype, METH_O, "Set the dtype of tensors made from Python floats."},
-    {"get_default_dtype", py_get_default_dtype, METH_NOARGS, "The dtype of tensors made from Python floats."},
+    {"set_default_dtype", py_set_default_dtype, METH_O,
+     "Set the dtype of tensors made from Python floats."},
+    {"get_default_dtype", py_get_default_dtype, METH_NOARGS,
+     "The dtype of tensors made from Python floats."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -292,7 +325,8 @@ int pm_int64(PyObject *o, int64_t *out, const char *what) {
     if (pm_is_tensor(o)) {
         musa_tensor *t = pm_t(o);
         if (musa_tensor_numel(t) != 1 || musa_dtype_is_floating(musa_tensor_dtype(t))) {
-            PyErr_Format(PyExc_TypeError, "%s must be an int, got a tensor that is not a single integer", what);
+            PyErr_Format(PyExc_TypeError,
+                         "%s must be an int, got a tensor that is not a single integer", what);
             return -1;
         }
         return musa_tensor_item_int(t, out) ? pm_raise_int() : 0;
@@ -321,14 +355,16 @@ int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *what) {
         return pm_int64(o, out, what);
     }
     if (!PySequence_Check(o) || PyUnicode_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int or a sequence of ints, not %s", what, Py_TYPE(o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s must be an int or a sequence of ints, not %s", what,
+                     Py_TYPE(o)->tp_name);
         return -1;
     }
     PyObject *seq = PySequence_Fast(o, "expected a sequence");
     if (!seq) return -1;
     Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
     if (len > max) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd entries; at most %d are allowed", what, len, max);
+        PyErr_Format(PyExc_ValueError, "%s has %zd entries; at most %d are allowed", what, len,
+                     max);
         Py_DECREF(seq);
         return -1;
     }
@@ -364,13 +400,15 @@ musa_tensor *pm_operand(PyObject *o, const char *op) {
         double v = PyFloat_AsDouble(o);
         return v == -1.0 && PyErr_Occurred() ? NULL : musa_number(v);
     }
-    PyErr_Format(PyExc_TypeError, "%s: expected a Tensor or a number, got %s", op, Py_TYPE(o)->tp_name);
+    PyErr_Format(PyExc_TypeError, "%s: expected a Tensor or a number, got %s", op,
+                 Py_TYPE(o)->tp_name);
     return NULL;
 }
 
 PyObject *pm_item(musa_tensor *t) {
     if (musa_tensor_numel(t) != 1) {
-        PyErr_Format(PyExc_RuntimeError, "a Tensor with %lld elements cannot be converted to Scalar",
+        PyErr_Format(PyExc_RuntimeError,
+                     "a Tensor with %lld elements cannot be converted to Scalar",
                      (long long)musa_tensor_numel(t));
         return NULL;
     }
@@ -395,16 +433,25 @@ static int format_dtype(const char *f, Py_ssize_t itemsize) {
     }
     if (f[0] && f[1]) return -1;
     switch (f[0]) {
-    case 'f': return MUSA_DTYPE_FLOAT32;
-    case 'd': return MUSA_DTYPE_FLOAT64;
-    case 'e': return MUSA_DTYPE_FLOAT16;
+    case 'f':
+        return MUSA_DTYPE_FLOAT32;
+    case 'd':
+        return MUSA_DTYPE_FLOAT64;
+    case 'e':
+        return MUSA_DTYPE_FLOAT16;
     case 'q':
-    case 'l': return itemsize == 8 ? MUSA_DTYPE_INT64 : itemsize == 4 ? MUSA_DTYPE_INT32 : -1;
-    case 'i': return itemsize == 4 ? MUSA_DTYPE_INT32 : -1;
-    case 'b': return MUSA_DTYPE_INT8;
-    case 'B': return MUSA_DTYPE_UINT8;
-    case '?': return MUSA_DTYPE_BOOL;
-    default: return -1;
+    case 'l':
+        return itemsize == 8 ? MUSA_DTYPE_INT64 : itemsize == 4 ? MUSA_DTYPE_INT32 : -1;
+    case 'i':
+        return itemsize == 4 ? MUSA_DTYPE_INT32 : -1;
+    case 'b':
+        return MUSA_DTYPE_INT8;
+    case 'B':
+        return MUSA_DTYPE_UINT8;
+    case '?':
+        return MUSA_DTYPE_BOOL;
+    default:
+        return -1;
     }
 }
 
@@ -438,15 +485,20 @@ musa_tensor *pm_tensor_from_buffer(PyObject *o) {
     Py_buffer *v = &h->view;
     int d = format_dtype(v->format, v->itemsize);
     const char *why = NULL;
-    if (d < 0) why = "has an element type musa does not support";
-    else if ((Py_ssize_t)musa_dtype_size(d) != v->itemsize) why = "has an unexpected item size";
-    else if (v->ndim > MUSA_MAX_DIMS) why = "has too many dimensions";
+    if (d < 0)
+        why = "has an element type musa does not support";
+    else if ((Py_ssize_t)musa_dtype_size(d) != v->itemsize)
+        why = "has an unexpected item size";
+    else if (v->ndim > MUSA_MAX_DIMS)
+        why = "has too many dimensions";
     int64_t shape[MUSA_MAX_DIMS], strides[MUSA_MAX_DIMS];
     for (int i = 0; !why && i < v->ndim; i++) {
         shape[i] = v->shape[i];
         Py_ssize_t st = v->strides ? v->strides[i] : 0;
-        if (st < 0) why = "has negative strides (make a copy first)";
-        else if (st % v->itemsize) why = "has strides that are not a multiple of its item size";
+        if (st < 0)
+            why = "has negative strides (make a copy first)";
+        else if (st % v->itemsize)
+            why = "has strides that are not a multiple of its item size";
         strides[i] = st / v->itemsize;
     }
     if (why) {
@@ -456,7 +508,8 @@ musa_tensor *pm_tensor_from_buffer(PyObject *o) {
         PyMem_RawFree(h);
         return NULL;
     }
-    musa_tensor *t = musa_from_blob(v->buf, v->ndim, shape, v->strides ? strides : NULL, d, release_buffer, h);
+    musa_tensor *t =
+        musa_from_blob(v->buf, v->ndim, shape, v->strides ? strides : NULL, d, release_buffer, h);
     if (!t) {
         PyBuffer_Release(v);
         PyMem_RawFree(h);
@@ -494,7 +547,8 @@ static int nest_shape(PyObject *o, nest *n) {
             break;
         }
         if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o)) {
-            PyErr_Format(PyExc_TypeError, "can't convert %s to a tensor element", Py_TYPE(o)->tp_name);
+            PyErr_Format(PyExc_TypeError, "can't convert %s to a tensor element",
+                         Py_TYPE(o)->tp_name);
             Py_DECREF(o);
             return -1;
         }
@@ -526,8 +580,9 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             musa_tensor *t = pm_t(o);
             for (int i = 0; i < n->ndim - dim; i++)
                 if (musa_tensor_shape(t)[i] != n->shape[dim + i]) {
-                    PyErr_Format(PyExc_ValueError, "expected sequence of length %lld at dim %d (got %lld)",
-                                 (long long)n->shape[dim + i], dim + i, (long long)musa_tensor_shape(t)[i]);
+                    PyErr_Format(
+                        PyExc_ValueError, "expected sequence of length %lld at dim %d (got %lld)",
+                        (long long)n->shape[dim + i], dim + i, (long long)musa_tensor_shape(t)[i]);
                     return -1;
                 }
             int64_t cnt = musa_tensor_numel(t);
@@ -548,7 +603,8 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             return 0;
         }
         if (!is_leaf_scalar(o)) {
-            PyErr_Format(PyExc_ValueError, "expected a number at dim %d, got %s", dim, Py_TYPE(o)->tp_name);
+            PyErr_Format(PyExc_ValueError, "expected a number at dim %d, got %s", dim,
+                         Py_TYPE(o)->tp_name);
             return -1;
         }
         int kind = PyBool_Check(o) ? 0 : (PyLong_Check(o) || PyIndex_Check(o)) ? 1 : 2;
@@ -563,8 +619,10 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             n->f[n->pos++] = v;
         } else {
             int64_t v;
-            if (PyBool_Check(o)) v = o == Py_True;
-            else if (pm_int64(o, &v, "tensor element")) return -1;
+            if (PyBool_Check(o))
+                v = o == Py_True;
+            else if (pm_int64(o, &v, "tensor element"))
+                return -1;
             n->i[n->pos++] = v;
         }
         return 0;
@@ -600,18 +658,21 @@ static musa_tensor *from_nest(PyObject *data, int dtype) {
     n.kind = 0;
     if (nest_fill(data, &n, 0, false)) return NULL; /* check, find the kind */
     if (n.numel == 0) n.kind = 2;
-    if (n.kind == 2) n.f = PyMem_Malloc(sizeof(double) * (size_t)(n.numel ? n.numel : 1));
-    else n.i = PyMem_Malloc(sizeof(int64_t) * (size_t)(n.numel ? n.numel : 1));
+    if (n.kind == 2)
+        n.f = PyMem_Malloc(sizeof(double) * (size_t)(n.numel ? n.numel : 1));
+    else
+        n.i = PyMem_Malloc(sizeof(int64_t) * (size_t)(n.numel ? n.numel : 1));
     if (!n.f && !n.i) return (musa_tensor *)PyErr_NoMemory();
     n.pos = 0;
     musa_tensor *t = NULL;
     if (!nest_fill(data, &n, 0, true)) {
         musa_dtype src = n.kind == 2 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_INT64;
-        musa_dtype want = dtype >= 0        ? (musa_dtype)dtype
-                          : n.kind == 2     ? pm_default_dtype()
-                          : n.kind == 1     ? MUSA_DTYPE_INT64
-                                            : MUSA_DTYPE_BOOL;
-        musa_tensor *raw = musa_from_data(n.kind == 2 ? (void *)n.f : (void *)n.i, n.ndim, n.shape, src);
+        musa_dtype want = dtype >= 0    ? (musa_dtype)dtype
+                          : n.kind == 2 ? pm_default_dtype()
+                          : n.kind == 1 ? MUSA_DTYPE_INT64
+                                        : MUSA_DTYPE_BOOL;
+        musa_tensor *raw =
+            musa_from_data(n.kind == 2 ? (void *)n.f : (void *)n.i, n.ndim, n.shape, src);
         t = raw && want != src ? musa_cast(raw, want) : musa_tensor_retain(raw);
         musa_tensor_release(raw);
         if (!t) pm_raise();
@@ -627,7 +688,7 @@ musa_tensor *pm_tensor_from_data(PyObject *data, int dtype) {
     } else if (PyObject_CheckBuffer(data) && !PyBytes_Check(data) && !PyByteArray_Check(data)) {
         if (!(src = pm_tensor_from_buffer(data))) return NULL;
     } else if (PyBool_Check(data) || PyLong_Check(data) || PyFloat_Check(data)) {
-        musa_dtype d = dtype >= 0 ? (musa_dtype)dtype
+        musa_dtype d = dtype >= 0           ? (musa_dtype)dtype
                        : PyBool_Check(data) ? MUSA_DTYPE_BOOL
                        : PyLong_Check(data) ? MUSA_DTYPE_INT64
                                             : pm_default_dtype();
@@ -645,7 +706,8 @@ musa_tensor *pm_tensor_from_data(PyObject *data, int dtype) {
         return from_nest(data, dtype);
     }
     /* a copy, converted */
-    musa_tensor *out = dtype >= 0 && dtype != (int)musa_tensor_dtype(src) ? musa_cast(src, dtype) : musa_clone(src);
+    musa_tensor *out = dtype >= 0 && dtype != (int)musa_tensor_dtype(src) ? musa_cast(src, dtype)
+                                                                          : musa_clone(src);
     musa_tensor_release(src);
     return out ? out : (musa_tensor *)pm_raise();
 }

@@ -90,7 +90,8 @@ static int add_entry(key_entries *k, PyObject *o) {
         e->tensor = k->owned[k->n] = t;
     } else {
         PyErr_Format(PyExc_IndexError,
-                     "only integers, slices (`:`), ellipsis (`...`), None and integer or bool tensors are valid "
+                     "only integers, slices (`:`), ellipsis (`...`), None and integer or bool "
+                     "tensors are valid "
                      "indices (got %s)",
                      Py_TYPE(o)->tp_name);
         return -1;
@@ -124,7 +125,8 @@ PyObject *pm_getitem(PyObject *self, PyObject *key) {
         long long i = PyLong_AsLongLongAndOverflow(key, &overflow);
         int64_t size = musa_tensor_shape(x)[0];
         if (!overflow && (i < -size || i >= size)) {
-            PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for dimension 0 with size %lld", i,
+            PyErr_Format(PyExc_IndexError,
+                         "index %lld is out of bounds for dimension 0 with size %lld", i,
                          (long long)size);
             return NULL;
         }
@@ -143,9 +145,12 @@ int pm_setitem(PyObject *self, PyObject *key, PyObject *value) {
         return -1;
     }
     musa_tensor *v;
-    if (pm_is_tensor(value)) v = musa_tensor_retain(pm_t(value));
-    else if (PyNumber_Check(value) && !PySequence_Check(value)) v = pm_operand(value, "setitem");
-    else v = pm_tensor_from_data(value, musa_tensor_dtype(pm_t(self)));
+    if (pm_is_tensor(value))
+        v = musa_tensor_retain(pm_t(value));
+    else if (PyNumber_Check(value) && !PySequence_Check(value))
+        v = pm_operand(value, "setitem");
+    else
+        v = pm_tensor_from_data(value, musa_tensor_dtype(pm_t(self)));
     if (!v) return -1;
     key_entries k;
     if (parse_key(key, &k)) {

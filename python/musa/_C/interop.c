@@ -11,15 +11,24 @@
 
 static const char *buffer_format(musa_dtype d) {
     switch (d) {
-    case MUSA_DTYPE_FLOAT32: return "f";
-    case MUSA_DTYPE_FLOAT64: return "d";
-    case MUSA_DTYPE_FLOAT16: return "e";
-    case MUSA_DTYPE_INT64: return "q";
-    case MUSA_DTYPE_INT32: return "i";
-    case MUSA_DTYPE_INT8: return "b";
-    case MUSA_DTYPE_UINT8: return "B";
-    case MUSA_DTYPE_BOOL: return "?";
-    default: return NULL;
+    case MUSA_DTYPE_FLOAT32:
+        return "f";
+    case MUSA_DTYPE_FLOAT64:
+        return "d";
+    case MUSA_DTYPE_FLOAT16:
+        return "e";
+    case MUSA_DTYPE_INT64:
+        return "q";
+    case MUSA_DTYPE_INT32:
+        return "i";
+    case MUSA_DTYPE_INT8:
+        return "b";
+    case MUSA_DTYPE_UINT8:
+        return "B";
+    case MUSA_DTYPE_BOOL:
+        return "?";
+    default:
+        return NULL;
     }
 }
 
@@ -27,7 +36,8 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     musa_tensor *t = pm_t(self);
     const char *fmt = buffer_format(musa_tensor_dtype(t));
     if (!fmt) {
-        PyErr_Format(PyExc_TypeError, "%s tensors have no buffer format (NumPy has no %s); cast first",
+        PyErr_Format(PyExc_TypeError,
+                     "%s tensors have no buffer format (NumPy has no %s); cast first",
                      musa_dtype_name(musa_tensor_dtype(t)), musa_dtype_name(musa_tensor_dtype(t)));
         return -1;
     }
@@ -83,12 +93,13 @@ static PyObject *numpy_module(void) {
 DEF(numpy, PM_METH, "self:T * force:b=False") {
     musa_tensor *t = a[0].t;
     if (musa_tensor_requires_grad(t) && !a[1].b) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
+        PyErr_SetString(PyExc_RuntimeError, "Can't call numpy() on Tensor that requires grad. Use "
+                                            "tensor.detach().numpy() instead.");
         return NULL;
     }
     if (musa_tensor_dtype(t) == MUSA_DTYPE_BFLOAT16) {
-        PyErr_SetString(PyExc_TypeError, "numpy(): NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
+        PyErr_SetString(PyExc_TypeError,
+                        "numpy(): NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
         return NULL;
     }
     PyObject *np = numpy_module();
@@ -141,7 +152,8 @@ DEF(as_tensor, PM_FN, "data:O dtype:d=None device:O=None") {
     if (pm_device_from(a[2].o, &dev)) return NULL;
     if (musa_device_check(dev)) return pm_raise();
     if (pm_is_tensor(a[0].o)) {
-        if (a[1].dtype < 0 || a[1].dtype == (int)musa_tensor_dtype(a[0].t)) return Py_NewRef(a[0].o);
+        if (a[1].dtype < 0 || a[1].dtype == (int)musa_tensor_dtype(a[0].t))
+            return Py_NewRef(a[0].o);
         return pm_wrap(musa_cast(a[0].t, a[1].dtype));
     }
     if (PyObject_CheckBuffer(a[0].o) && !PyBytes_Check(a[0].o)) {
@@ -209,14 +221,25 @@ static bool dl_dtype(musa_dtype d, DLDataType *o) {
     switch (d) {
     case MUSA_DTYPE_FLOAT32:
     case MUSA_DTYPE_FLOAT64:
-    case MUSA_DTYPE_FLOAT16: o->code = kDLFloat; return true;
-    case MUSA_DTYPE_BFLOAT16: o->code = kDLBfloat; return true;
+    case MUSA_DTYPE_FLOAT16:
+        o->code = kDLFloat;
+        return true;
+    case MUSA_DTYPE_BFLOAT16:
+        o->code = kDLBfloat;
+        return true;
     case MUSA_DTYPE_INT64:
     case MUSA_DTYPE_INT32:
-    case MUSA_DTYPE_INT8: o->code = kDLInt; return true;
-    case MUSA_DTYPE_UINT8: o->code = kDLUInt; return true;
-    case MUSA_DTYPE_BOOL: o->code = kDLBool; return true;
-    default: return false;
+    case MUSA_DTYPE_INT8:
+        o->code = kDLInt;
+        return true;
+    case MUSA_DTYPE_UINT8:
+        o->code = kDLUInt;
+        return true;
+    case MUSA_DTYPE_BOOL:
+        o->code = kDLBool;
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -227,7 +250,8 @@ DEF(__dlpack__, PM_METH, "self:T stream:O=None") {
         return NULL;
     }
     if (musa_tensor_requires_grad(t)) {
-        PyErr_SetString(PyExc_RuntimeError, "Can't export tensors that require gradient, use tensor.detach()");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Can't export tensors that require gradient, use tensor.detach()");
         return NULL;
     }
     export_block *b = PyMem_RawCalloc(1, sizeof *b);
@@ -255,7 +279,9 @@ DEF(__dlpack__, PM_METH, "self:T stream:O=None") {
     return cap;
 }
 
-DEF(__dlpack_device__, PM_METH, "self:T") { return Py_BuildValue("(ii)", kDLCPU, 0); }
+DEF(__dlpack_device__, PM_METH, "self:T") {
+    return Py_BuildValue("(ii)", kDLCPU, 0);
+}
 
 static void import_deleter(void *ctx) {
     PyGILState_STATE g = PyGILState_Ensure(); /* producers' deleters may touch Python objects */
@@ -269,9 +295,12 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
     if (PyCapsule_CheckExact(a[0].o)) {
         cap = Py_NewRef(a[0].o);
     } else {
-        if (!PyObject_HasAttrString(a[0].o, "__dlpack__") || !PyObject_HasAttrString(a[0].o, "__dlpack_device__")) {
-            PyErr_Format(PyExc_TypeError, "from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got %s",
-                         Py_TYPE(a[0].o)->tp_name);
+        if (!PyObject_HasAttrString(a[0].o, "__dlpack__") ||
+            !PyObject_HasAttrString(a[0].o, "__dlpack_device__")) {
+            PyErr_Format(
+                PyExc_TypeError,
+                "from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got %s",
+                Py_TYPE(a[0].o)->tp_name);
             return NULL;
         }
         PyObject *dev = PyObject_CallMethod(a[0].o, "__dlpack_device__", NULL);
@@ -283,7 +312,8 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
         }
         Py_DECREF(dev);
         if (dt != kDLCPU) {
-            PyErr_Format(PyExc_RuntimeError, "from_dlpack: only CPU tensors can be imported (device type %d)", dt);
+            PyErr_Format(PyExc_RuntimeError,
+                         "from_dlpack: only CPU tensors can be imported (device type %d)", dt);
             return NULL;
         }
         cap = PyObject_CallMethod(a[0].o, "__dlpack__", NULL);
@@ -298,23 +328,34 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
     int d = -1;
     if (dl->dtype.lanes == 1) {
         uint8_t c = dl->dtype.code, bits = dl->dtype.bits;
-        if (c == kDLFloat) d = bits == 32 ? MUSA_DTYPE_FLOAT32 : bits == 64 ? MUSA_DTYPE_FLOAT64 : bits == 16 ? MUSA_DTYPE_FLOAT16 : -1;
-        else if (c == kDLBfloat && bits == 16) d = MUSA_DTYPE_BFLOAT16;
-        else if (c == kDLInt) d = bits == 64 ? MUSA_DTYPE_INT64 : bits == 32 ? MUSA_DTYPE_INT32 : bits == 8 ? MUSA_DTYPE_INT8 : -1;
-        else if (c == kDLUInt && bits == 8) d = MUSA_DTYPE_UINT8;
-        else if (c == kDLBool && bits == 8) d = MUSA_DTYPE_BOOL;
+        if (c == kDLFloat)
+            d = bits == 32   ? MUSA_DTYPE_FLOAT32
+                : bits == 64 ? MUSA_DTYPE_FLOAT64
+                : bits == 16 ? MUSA_DTYPE_FLOAT16
+                             : -1;
+        else if (c == kDLBfloat && bits == 16)
+            d = MUSA_DTYPE_BFLOAT16;
+        else if (c == kDLInt)
+            d = bits == 64   ? MUSA_DTYPE_INT64
+                : bits == 32 ? MUSA_DTYPE_INT32
+                : bits == 8  ? MUSA_DTYPE_INT8
+                             : -1;
+        else if (c == kDLUInt && bits == 8)
+            d = MUSA_DTYPE_UINT8;
+        else if (c == kDLBool && bits == 8)
+            d = MUSA_DTYPE_BOOL;
     }
-    const char *why = d < 0                          ? "its dtype is not supported"
-                      : dl->device.device_type != kDLCPU ? "it is not on the CPU"
+    const char *why = d < 0                                      ? "its dtype is not supported"
+                      : dl->device.device_type != kDLCPU         ? "it is not on the CPU"
                       : dl->ndim > MUSA_MAX_DIMS || dl->ndim < 0 ? "it has too many dimensions"
-                                                         : NULL;
+                                                                 : NULL;
     if (why) {
         PyErr_Format(PyExc_RuntimeError, "from_dlpack: cannot import the tensor: %s", why);
         Py_DECREF(cap);
         return NULL;
     }
-    musa_tensor *t = musa_from_blob((char *)dl->data + dl->byte_offset, dl->ndim, dl->shape, dl->strides, d,
-                                    import_deleter, m);
+    musa_tensor *t = musa_from_blob((char *)dl->data + dl->byte_offset, dl->ndim, dl->shape,
+                                    dl->strides, d, import_deleter, m);
     if (!t) {
         Py_DECREF(cap);
         return pm_raise();

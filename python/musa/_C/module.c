@@ -19,15 +19,22 @@ static PyMethodDef module_functions[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "musa._C", "musa's C core: tensors, ops and autograd.", -1, module_functions,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "musa._C",
+    "musa's C core: tensors, ops and autograd.",
+    -1,
+    module_functions,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    if (pm_types_init(m) || pm_bindings_add_functions(m) || pm_tensor_type_init(m) || pm_autograd_init(m) ||
-        pm_pair_init(m) ||
+    if (pm_types_init(m) || pm_bindings_add_functions(m) || pm_tensor_type_init(m) ||
+        pm_autograd_init(m) || pm_pair_init(m) ||
         PyModule_AddStringConstant(m, "__version__", "0.1.0") ||
         PyModule_AddIntConstant(m, "_max_dims", MUSA_MAX_DIMS)) {
         Py_DECREF(m);

@@ -38,7 +38,9 @@ static PyObject *finish_new(musa_tensor *t, PyObject *device, bool requires_grad
     return pm_wrap(t);
 }
 
-static int dtype_or_default(int d) { return d < 0 ? (int)pm_default_dtype() : d; }
+static int dtype_or_default(int d) {
+    return d < 0 ? (int)pm_default_dtype() : d;
+}
 
 DEF(tensor, PM_FN, "data:O * dtype:d=None device:O=None requires_grad:b=False") {
     musa_device dev;
@@ -61,14 +63,18 @@ DEF(empty, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
 DEF(full, PM_FN, "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False") {
     int d = a[2].dtype;
     if (d < 0) /* from the fill value, as PyTorch */
-        d = PyBool_Check(a[1].o) ? MUSA_DTYPE_BOOL : PyLong_Check(a[1].o) ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
+        d = PyBool_Check(a[1].o)   ? MUSA_DTYPE_BOOL
+            : PyLong_Check(a[1].o) ? MUSA_DTYPE_INT64
+                                   : (int)pm_default_dtype();
     double v = PyFloat_AsDouble(a[1].o);
     if (v == -1.0 && PyErr_Occurred()) return NULL;
     return finish_new(musa_full(a[0].n, a[0].v, v, d), a[3].o, a[4].b);
 }
 
-static musa_tensor *like(musa_tensor *x, int dtype, musa_tensor *(*make)(int, const int64_t *, musa_dtype)) {
-    return make(musa_tensor_ndim(x), musa_tensor_shape(x), dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)dtype);
+static musa_tensor *like(musa_tensor *x, int dtype,
+                         musa_tensor *(*make)(int, const int64_t *, musa_dtype)) {
+    return make(musa_tensor_ndim(x), musa_tensor_shape(x),
+                dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)dtype);
 }
 DEF(zeros_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
     return finish_new(like(a[0].t, a[1].dtype, musa_zeros), a[2].o, a[3].b);
@@ -88,7 +94,8 @@ DEF(randn_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False"
 DEF(full_like, FM, "input:T fill_value:f * dtype:d=None device:O=None requires_grad:b=False") {
     musa_tensor *x = a[0].t;
     musa_dtype d = a[2].dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)a[2].dtype;
-    return finish_new(musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), a[3].o, a[4].b);
+    return finish_new(musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), a[3].o,
+                      a[4].b);
 }
 
 DEF(rand, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
@@ -98,7 +105,8 @@ DEF(randn, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
     return finish_new(musa_randn(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
 }
 /* randint(high, size) or randint(low, high, size) */
-DEF(randint, PM_FN, "low:i high:O=None size:I=None * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(randint, PM_FN,
+    "low:i high:O=None size:I=None * dtype:d=None device:O=None requires_grad:b=False") {
     int64_t low = 0, high = a[0].i;
     pm_arg *size = &a[2];
     int64_t tmp[MUSA_MAX_DIMS];
@@ -119,10 +127,13 @@ DEF(randint, PM_FN, "low:i high:O=None size:I=None * dtype:d=None device:O=None 
     int d = a[3].dtype < 0 ? MUSA_DTYPE_INT64 : a[3].dtype;
     return finish_new(musa_randint(low, high, n, size->v, d), a[4].o, a[5].b);
 }
-DEF(bernoulli, FM, "input:T") { return pm_ret(musa_bernoulli(a[0].t)); }
+DEF(bernoulli, FM, "input:T") {
+    return pm_ret(musa_bernoulli(a[0].t));
+}
 
 /* arange(end) / arange(start, end, step=1) */
-DEF(arange, PM_FN, "start:O end:O=None step:O=None * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(arange, PM_FN,
+    "start:O end:O=None step:O=None * dtype:d=None device:O=None requires_grad:b=False") {
     PyObject *vals[3] = {a[0].o, a[1].o, a[2].o};
     double v[3] = {0, 0, 1};
     bool all_int = true;
@@ -143,18 +154,21 @@ DEF(arange, PM_FN, "start:O end:O=None step:O=None * dtype:d=None device:O=None 
     return finish_new(musa_arange(start, end, step, d), a[4].o, a[5].b);
 }
 DEF(linspace, PM_FN, "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)), a[4].o, a[5].b);
+    return finish_new(musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)), a[4].o,
+                      a[5].b);
 }
 DEF(eye, PM_FN, "n:i m:i=-1 * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_eye(a[0].i, a[1].i < 0 ? a[0].i : a[1].i, dtype_or_default(a[2].dtype)), a[3].o,
-                      a[4].b);
+    return finish_new(musa_eye(a[0].i, a[1].i < 0 ? a[0].i : a[1].i, dtype_or_default(a[2].dtype)),
+                      a[3].o, a[4].b);
 }
 
 DEF(manual_seed, PM_FN, "seed:i") {
     musa_manual_seed((uint64_t)a[0].i);
     Py_RETURN_NONE;
 }
-DEF(initial_seed, PM_FN, "") { return PyLong_FromUnsignedLongLong(musa_initial_seed()); }
+DEF(initial_seed, PM_FN, "") {
+    return PyLong_FromUnsignedLongLong(musa_initial_seed());
+}
 DEF(get_rng_state, PM_FN, "") {
     uint64_t seed, off;
     musa_get_rng_state(&seed, &off);
@@ -170,7 +184,9 @@ DEF(set_rng_state, PM_FN, "state:O") {
 /* ---- elementwise ---- */
 
 #define UNARY(name)                                                                                \
-    DEF(name, FM, "input:T") { return pm_ret(musa_##name(a[0].t)); }
+    DEF(name, FM, "input:T") {                                                                     \
+        return pm_ret(musa_##name(a[0].t));                                                        \
+    }
 UNARY(neg)
 UNARY(abs)
 UNARY(sign)
@@ -199,7 +215,9 @@ UNARY(detach)
 UNARY(nonzero)
 
 #define BINARY(name)                                                                               \
-    DEF(name, FM, "input:S other:S") { return pm_ret(musa_##name(a[0].t, a[1].t)); }
+    DEF(name, FM, "input:S other:S") {                                                             \
+        return pm_ret(musa_##name(a[0].t, a[1].t));                                                \
+    }
 BINARY(mul)
 BINARY(floor_divide)
 BINARY(pow)
@@ -244,20 +262,24 @@ DEF(div, FM, "input:S other:S * rounding_mode:O=None") {
     if (s && !strcmp(s, "trunc")) {
         musa_tensor *q = musa_div(a[0].t, a[1].t);
         if (!q) return pm_raise();
-        musa_tensor *z = musa_number(0), *neg = musa_lt(q, z), *fl = musa_floor(q), *ce = musa_ceil(q);
+        musa_tensor *z = musa_number(0), *neg = musa_lt(q, z), *fl = musa_floor(q),
+                    *ce = musa_ceil(q);
         musa_tensor *r = musa_where(neg, ce, fl);
         bool ints = !musa_dtype_is_floating(musa_tensor_dtype(a[0].t)) &&
                     !musa_dtype_is_floating(musa_tensor_dtype(a[1].t));
-        musa_tensor *c = r && ints ? musa_cast(r, musa_promote_types(musa_tensor_dtype(a[0].t), musa_tensor_dtype(a[1].t)))
+        musa_tensor *c = r && ints ? musa_cast(r, musa_promote_types(musa_tensor_dtype(a[0].t),
+                                                                     musa_tensor_dtype(a[1].t)))
                                    : musa_tensor_retain(r);
-        musa_tensor_release(q), musa_tensor_release(z), musa_tensor_release(neg), musa_tensor_release(fl),
-            musa_tensor_release(ce), musa_tensor_release(r);
+        musa_tensor_release(q), musa_tensor_release(z), musa_tensor_release(neg),
+            musa_tensor_release(fl), musa_tensor_release(ce), musa_tensor_release(r);
         return pm_ret(c);
     }
     PyErr_SetString(PyExc_ValueError, "div: rounding_mode must be None, 'floor' or 'trunc'");
     return NULL;
 }
-DEF(where, FM, "condition:T input:S other:S") { return pm_ret(musa_where(a[0].t, a[1].t, a[2].t)); }
+DEF(where, FM, "condition:T input:S other:S") {
+    return pm_ret(musa_where(a[0].t, a[1].t, a[2].t));
+}
 DEF(clamp, FM, "input:T min:O=None max:O=None") {
     double lo, hi;
     bool has_lo = a[1].o != Py_None, has_hi = a[2].o != Py_None;
@@ -333,7 +355,8 @@ DEF(zero_, PM_METH, "self:T") {
 
 /* optional dtype cast before reducing */
 static musa_tensor *with_dtype(musa_tensor *x, int dtype) {
-    return dtype < 0 || dtype == (int)musa_tensor_dtype(x) ? musa_tensor_retain(x) : musa_cast(x, dtype);
+    return dtype < 0 || dtype == (int)musa_tensor_dtype(x) ? musa_tensor_retain(x)
+                                                           : musa_cast(x, dtype);
 }
 #define REDUCE(name)                                                                               \
     DEF(name, FM, "input:T dim:I=None keepdim:b=False * dtype:d=None") {                           \
@@ -345,15 +368,20 @@ static musa_tensor *with_dtype(musa_tensor *x, int dtype) {
 REDUCE(sum)
 REDUCE(mean)
 REDUCE(prod)
-DEF(amax, FM, "input:T dim:I=None keepdim:b=False") { return pm_ret(musa_amax(a[0].t, NDIMS(a[1]), a[1].v, a[2].b)); }
-DEF(amin, FM, "input:T dim:I=None keepdim:b=False") { return pm_ret(musa_amin(a[0].t, NDIMS(a[1]), a[1].v, a[2].b)); }
+DEF(amax, FM, "input:T dim:I=None keepdim:b=False") {
+    return pm_ret(musa_amax(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
+}
+DEF(amin, FM, "input:T dim:I=None keepdim:b=False") {
+    return pm_ret(musa_amin(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
+}
 DEF(logsumexp, FM, "input:T dim:I keepdim:b=False") {
     return pm_ret(musa_logsumexp(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
 }
 
 static int correction_of(pm_arg *unbiased, pm_arg *correction, int64_t *out) {
     *out = 1;
-    if (correction->o && correction->o != Py_None) return pm_int64(correction->o, out, "correction");
+    if (correction->o && correction->o != Py_None)
+        return pm_int64(correction->o, out, "correction");
     if (unbiased->o && unbiased->o != Py_None) *out = PyObject_IsTrue(unbiased->o) ? 1 : 0;
     return 0;
 }
@@ -382,21 +410,31 @@ DEF(norm, FM, "input:T p:O=None dim:I=None keepdim:b=False") {
     }
     return pm_ret(musa_norm(a[0].t, p, NDIMS(a[2]), a[2].v, a[3].b));
 }
-DEF(norm_list, PM_FN, "tensors:L") { return pm_ret(musa_norm_list(a[0].n, a[0].list)); }
+DEF(norm_list, PM_FN, "tensors:L") {
+    return pm_ret(musa_norm_list(a[0].n, a[0].list));
+}
 
 /* max(input) / max(input, dim, keepdim) / max(input, other) */
 static PyObject *max_min(pm_arg *a, bool is_max) {
-    if (a[1].o == Py_None) return pm_ret(is_max ? musa_amax(a[0].t, 0, NULL, false) : musa_amin(a[0].t, 0, NULL, false));
+    if (a[1].o == Py_None)
+        return pm_ret(is_max ? musa_amax(a[0].t, 0, NULL, false)
+                             : musa_amin(a[0].t, 0, NULL, false));
     if (pm_is_tensor(a[1].o))
-        return pm_ret(is_max ? musa_maximum(a[0].t, pm_t(a[1].o)) : musa_minimum(a[0].t, pm_t(a[1].o)));
+        return pm_ret(is_max ? musa_maximum(a[0].t, pm_t(a[1].o))
+                             : musa_minimum(a[0].t, pm_t(a[1].o)));
     int64_t dim;
     if (pm_int64(a[1].o, &dim, "dim")) return NULL;
     musa_tensor *v = NULL, *i = NULL;
-    int rc = is_max ? musa_max_dim(a[0].t, dim, a[2].b, &v, &i) : musa_min_dim(a[0].t, dim, a[2].b, &v, &i);
+    int rc = is_max ? musa_max_dim(a[0].t, dim, a[2].b, &v, &i)
+                    : musa_min_dim(a[0].t, dim, a[2].b, &v, &i);
     return pm_pair(rc, v, i);
 }
-DEF(max, FM, "input:T dim:O=None keepdim:b=False") { return max_min(a, true); }
-DEF(min, FM, "input:T dim:O=None keepdim:b=False") { return max_min(a, false); }
+DEF(max, FM, "input:T dim:O=None keepdim:b=False") {
+    return max_min(a, true);
+}
+DEF(min, FM, "input:T dim:O=None keepdim:b=False") {
+    return max_min(a, false);
+}
 DEF(argmax, FM, "input:T dim:O=None keepdim:b=False") {
     int64_t dim = MUSA_DIM_ALL;
     if (a[1].o != Py_None && pm_int64(a[1].o, &dim, "dim")) return NULL;
@@ -440,7 +478,9 @@ DEF(reshape, FM, "input:T shape:V") {
     }
     return pm_ret(musa_reshape(a[0].t, a[1].n, a[1].v));
 }
-DEF(flatten, FM, "input:T start_dim:i=0 end_dim:i=-1") { return pm_ret(musa_flatten(a[0].t, a[1].i, a[2].i)); }
+DEF(flatten, FM, "input:T start_dim:i=0 end_dim:i=-1") {
+    return pm_ret(musa_flatten(a[0].t, a[1].i, a[2].i));
+}
 DEF(permute, FM, "input:T dims:V") {
     if (a[1].n < 0) {
         PyErr_SetString(PyExc_TypeError, "permute() needs dims");
@@ -448,17 +488,22 @@ DEF(permute, FM, "input:T dims:V") {
     }
     return pm_ret(musa_permute(a[0].t, a[1].n, a[1].v));
 }
-DEF(transpose, FM, "input:T dim0:i dim1:i") { return pm_ret(musa_transpose(a[0].t, a[1].i, a[2].i)); }
+DEF(transpose, FM, "input:T dim0:i dim1:i") {
+    return pm_ret(musa_transpose(a[0].t, a[1].i, a[2].i));
+}
 DEF(t, FM, "input:T") {
     musa_tensor *x = a[0].t;
     if (musa_tensor_ndim(x) > 2) {
-        PyErr_Format(PyExc_RuntimeError, "t() expects a tensor with <= 2 dimensions, but self is %dD",
+        PyErr_Format(PyExc_RuntimeError,
+                     "t() expects a tensor with <= 2 dimensions, but self is %dD",
                      musa_tensor_ndim(x));
         return NULL;
     }
     return pm_ret(musa_tensor_ndim(x) < 2 ? musa_tensor_retain(x) : musa_transpose(x, 0, 1));
 }
-DEF(select, FM, "input:T dim:i index:i") { return pm_ret(musa_select(a[0].t, a[1].i, a[2].i)); }
+DEF(select, FM, "input:T dim:i index:i") {
+    return pm_ret(musa_select(a[0].t, a[1].i, a[2].i));
+}
 DEF(narrow, FM, "input:T dim:i start:i length:i") {
     if (a[3].i < 0) {
         PyErr_SetString(PyExc_ValueError, "narrow(): length must be non-negative");
@@ -475,19 +520,26 @@ DEF(expand, PM_METH, "self:T size:V") {
     }
     return pm_ret(musa_expand(a[0].t, a[1].n, a[1].v));
 }
-DEF(broadcast_to, FM, "input:T size:I") { return pm_ret(musa_broadcast_to(a[0].t, a[1].n, a[1].v)); }
-DEF(squeeze, FM, "input:T dim:I=None") { return pm_ret(musa_squeeze(a[0].t, NDIMS(a[1]), a[1].v)); }
-DEF(unsqueeze, FM, "input:T dim:i") { return pm_ret(musa_unsqueeze(a[0].t, a[1].i)); }
+DEF(broadcast_to, FM, "input:T size:I") {
+    return pm_ret(musa_broadcast_to(a[0].t, a[1].n, a[1].v));
+}
+DEF(squeeze, FM, "input:T dim:I=None") {
+    return pm_ret(musa_squeeze(a[0].t, NDIMS(a[1]), a[1].v));
+}
+DEF(unsqueeze, FM, "input:T dim:i") {
+    return pm_ret(musa_unsqueeze(a[0].t, a[1].i));
+}
 DEF(as_strided, FM, "input:T size:I stride:I storage_offset:i=0") {
     if (a[1].n != a[2].n) {
-        PyErr_SetString(PyExc_ValueError, "as_strided(): size and stride must have the same length");
+        PyErr_SetString(PyExc_ValueError,
+                        "as_strided(): size and stride must have the same length");
         return NULL;
     }
     return pm_ret(musa_as_strided(a[0].t, a[1].n, a[1].v, a[2].v, a[3].i));
 }
 
-static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tensor **), musa_tensor *x,
-                        int64_t n, int64_t dim) {
+static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tensor **),
+                        musa_tensor *x, int64_t n, int64_t dim) {
     int count = f(x, n, dim, 0, NULL);
     if (count < 0) return pm_raise();
     musa_tensor **outs = PyMem_Calloc((size_t)(count ? count : 1), sizeof *outs);
@@ -497,8 +549,10 @@ static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tens
     for (int i = 0; i < count; i++) {
         if (r) {
             PyObject *o = pm_wrap(outs[i]);
-            if (!o) Py_CLEAR(r);
-            else PyTuple_SET_ITEM(r, i, o);
+            if (!o)
+                Py_CLEAR(r);
+            else
+                PyTuple_SET_ITEM(r, i, o);
         } else {
             musa_tensor_release(outs[i]);
         }
@@ -506,11 +560,21 @@ static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tens
     PyMem_Free(outs);
     return r;
 }
-DEF(_split, FM, "input:T split_size:i dim:i=0") { return pieces(musa_split, a[0].t, a[1].i, a[2].i); }
-DEF(chunk, FM, "input:T chunks:i dim:i=0") { return pieces(musa_chunk, a[0].t, a[1].i, a[2].i); }
-DEF(cat, PM_FN, "tensors:L dim:i=0") { return pm_ret(musa_cat(a[0].n, a[0].list, a[1].i)); }
-DEF(stack, PM_FN, "tensors:L dim:i=0") { return pm_ret(musa_stack(a[0].n, a[0].list, a[1].i)); }
-DEF(gather, FM, "input:T dim:i index:T") { return pm_ret(musa_gather(a[0].t, a[1].i, a[2].t)); }
+DEF(_split, FM, "input:T split_size:i dim:i=0") {
+    return pieces(musa_split, a[0].t, a[1].i, a[2].i);
+}
+DEF(chunk, FM, "input:T chunks:i dim:i=0") {
+    return pieces(musa_chunk, a[0].t, a[1].i, a[2].i);
+}
+DEF(cat, PM_FN, "tensors:L dim:i=0") {
+    return pm_ret(musa_cat(a[0].n, a[0].list, a[1].i));
+}
+DEF(stack, PM_FN, "tensors:L dim:i=0") {
+    return pm_ret(musa_stack(a[0].n, a[0].list, a[1].i));
+}
+DEF(gather, FM, "input:T dim:i index:T") {
+    return pm_ret(musa_gather(a[0].t, a[1].i, a[2].t));
+}
 DEF(scatter, FM, "input:T dim:i index:T src:S") {
     musa_tensor *src = a[3].t;
     musa_tensor *tmp = NULL;
@@ -525,21 +589,39 @@ DEF(scatter, FM, "input:T dim:i index:T src:S") {
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
-DEF(scatter_add, FM, "input:T dim:i index:T src:T") { return pm_ret(musa_scatter_add(a[0].t, a[1].i, a[2].t, a[3].t)); }
-DEF(index_select, FM, "input:T dim:i index:T") { return pm_ret(musa_index_select(a[0].t, a[1].i, a[2].t)); }
+DEF(scatter_add, FM, "input:T dim:i index:T src:T") {
+    return pm_ret(musa_scatter_add(a[0].t, a[1].i, a[2].t, a[3].t));
+}
+DEF(index_select, FM, "input:T dim:i index:T") {
+    return pm_ret(musa_index_select(a[0].t, a[1].i, a[2].t));
+}
 DEF(index_add, FM, "input:T dim:i index:T source:T * alpha:S=None") {
     musa_tensor *tmp, *src = scaled(&a[4], a[3].t, &tmp);
     musa_tensor *r = musa_index_add(a[0].t, a[1].i, a[2].t, src);
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
-DEF(masked_fill, FM, "input:T mask:T value:f") { return pm_ret(musa_masked_fill(a[0].t, a[1].t, a[2].f)); }
-DEF(flip, FM, "input:T dims:V") { return pm_ret(musa_flip(a[0].t, NDIMS(a[1]), a[1].v)); }
-DEF(repeat, PM_METH, "self:T repeats:V") { return pm_ret(musa_repeat(a[0].t, NDIMS(a[1]), a[1].v)); }
-DEF(tril, FM, "input:T diagonal:i=0") { return pm_ret(musa_tril(a[0].t, a[1].i)); }
-DEF(triu, FM, "input:T diagonal:i=0") { return pm_ret(musa_triu(a[0].t, a[1].i)); }
-DEF(one_hot, PM_FN, "input:T num_classes:i=-1") { return pm_ret(musa_one_hot(a[0].t, a[1].i)); }
-DEF(_pad, PM_FN, "input:T pad:I value:f=0") { return pm_ret(musa_pad(a[0].t, NDIMS(a[1]), a[1].v, a[2].f)); }
+DEF(masked_fill, FM, "input:T mask:T value:f") {
+    return pm_ret(musa_masked_fill(a[0].t, a[1].t, a[2].f));
+}
+DEF(flip, FM, "input:T dims:V") {
+    return pm_ret(musa_flip(a[0].t, NDIMS(a[1]), a[1].v));
+}
+DEF(repeat, PM_METH, "self:T repeats:V") {
+    return pm_ret(musa_repeat(a[0].t, NDIMS(a[1]), a[1].v));
+}
+DEF(tril, FM, "input:T diagonal:i=0") {
+    return pm_ret(musa_tril(a[0].t, a[1].i));
+}
+DEF(triu, FM, "input:T diagonal:i=0") {
+    return pm_ret(musa_triu(a[0].t, a[1].i));
+}
+DEF(one_hot, PM_FN, "input:T num_classes:i=-1") {
+    return pm_ret(musa_one_hot(a[0].t, a[1].i));
+}
+DEF(_pad, PM_FN, "input:T pad:I value:f=0") {
+    return pm_ret(musa_pad(a[0].t, NDIMS(a[1]), a[1].v, a[2].f));
+}
 
 /* ---- tensor facts ---- */
 
@@ -568,26 +650,44 @@ DEF(stride, PM_METH, "self:T dim:O=None") {
     int64_t d;
     if (pm_int64(a[1].o, &d, "dim")) return NULL;
     if (d < -nd || d >= (nd ? nd : 1) || nd == 0) {
-        PyErr_Format(PyExc_IndexError, "Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
+        PyErr_Format(PyExc_IndexError,
+                     "Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
                      -nd, nd - 1, (long long)d);
         return NULL;
     }
     return PyLong_FromLongLong(s[d < 0 ? d + nd : d]);
 }
-DEF(dim, PM_METH, "self:T") { return PyLong_FromLong(musa_tensor_ndim(a[0].t)); }
-DEF(numel, FM, "input:T") { return PyLong_FromLongLong(musa_tensor_numel(a[0].t)); }
-DEF(storage_offset, PM_METH, "self:T") { return PyLong_FromLongLong(musa_tensor_offset(a[0].t)); }
-DEF(is_contiguous, PM_METH, "self:T") { return PyBool_FromLong(musa_tensor_is_contiguous(a[0].t)); }
-DEF(data_ptr, PM_METH, "self:T") { return PyLong_FromVoidPtr(musa_tensor_data(a[0].t)); }
-DEF(element_size, PM_METH, "self:T") { return PyLong_FromSize_t(musa_dtype_size(musa_tensor_dtype(a[0].t))); }
-DEF(is_floating_point, FM, "input:T") { return PyBool_FromLong(musa_dtype_is_floating(musa_tensor_dtype(a[0].t))); }
-DEF(item, PM_METH, "self:T") { return pm_item(a[0].t); }
+DEF(dim, PM_METH, "self:T") {
+    return PyLong_FromLong(musa_tensor_ndim(a[0].t));
+}
+DEF(numel, FM, "input:T") {
+    return PyLong_FromLongLong(musa_tensor_numel(a[0].t));
+}
+DEF(storage_offset, PM_METH, "self:T") {
+    return PyLong_FromLongLong(musa_tensor_offset(a[0].t));
+}
+DEF(is_contiguous, PM_METH, "self:T") {
+    return PyBool_FromLong(musa_tensor_is_contiguous(a[0].t));
+}
+DEF(data_ptr, PM_METH, "self:T") {
+    return PyLong_FromVoidPtr(musa_tensor_data(a[0].t));
+}
+DEF(element_size, PM_METH, "self:T") {
+    return PyLong_FromSize_t(musa_dtype_size(musa_tensor_dtype(a[0].t)));
+}
+DEF(is_floating_point, FM, "input:T") {
+    return PyBool_FromLong(musa_dtype_is_floating(musa_tensor_dtype(a[0].t)));
+}
+DEF(item, PM_METH, "self:T") {
+    return pm_item(a[0].t);
+}
 DEF(_shares_storage, PM_METH, "self:T other:T") {
     return PyBool_FromLong(musa_tensor_shares_storage(a[0].t, a[1].t));
 }
 
-static PyObject *tolist_rec(musa_tensor *t, int dim, const int64_t *shape, int nd, musa_tensor *flat, int64_t *pos,
-                            const double *fv, const int64_t *iv, musa_dtype d) {
+static PyObject *tolist_rec(musa_tensor *t, int dim, const int64_t *shape, int nd,
+                            musa_tensor *flat, int64_t *pos, const double *fv, const int64_t *iv,
+                            musa_dtype d) {
     if (dim == nd) {
         int64_t p = (*pos)++;
         if (fv) return PyFloat_FromDouble(fv[p]);
@@ -596,8 +696,10 @@ static PyObject *tolist_rec(musa_tensor *t, int dim, const int64_t *shape, int n
     PyObject *l = PyList_New(shape[dim]);
     for (int64_t i = 0; l && i < shape[dim]; i++) {
         PyObject *e = tolist_rec(t, dim + 1, shape, nd, flat, pos, fv, iv, d);
-        if (!e) Py_CLEAR(l);
-        else PyList_SET_ITEM(l, i, e);
+        if (!e)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, i, e);
     }
     return l;
 }
@@ -618,7 +720,8 @@ DEF(tolist, PM_METH, "self:T") {
         pm_raise();
     } else {
         int64_t pos = 0;
-        r = tolist_rec(c, 0, musa_tensor_shape(c), musa_tensor_ndim(c), c, &pos, fl ? buf : NULL, fl ? NULL : buf, d);
+        r = tolist_rec(c, 0, musa_tensor_shape(c), musa_tensor_ndim(c), c, &pos, fl ? buf : NULL,
+                       fl ? NULL : buf, d);
     }
     PyMem_Free(buf);
     musa_tensor_release(c);
@@ -629,9 +732,12 @@ DEF(tolist, PM_METH, "self:T") {
 
 static int reduction_of(PyObject *o, musa_reduction *r) {
     const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
-    if (s && !strcmp(s, "mean")) *r = MUSA_REDUCTION_MEAN;
-    else if (s && !strcmp(s, "sum")) *r = MUSA_REDUCTION_SUM;
-    else if (s && !strcmp(s, "none")) *r = MUSA_REDUCTION_NONE;
+    if (s && !strcmp(s, "mean"))
+        *r = MUSA_REDUCTION_MEAN;
+    else if (s && !strcmp(s, "sum"))
+        *r = MUSA_REDUCTION_SUM;
+    else if (s && !strcmp(s, "none"))
+        *r = MUSA_REDUCTION_NONE;
     else {
         PyErr_Format(PyExc_ValueError, "reduction must be 'none', 'mean' or 'sum', got %R", o);
         return -1;
@@ -641,11 +747,15 @@ static int reduction_of(PyObject *o, musa_reduction *r) {
 
 /* int or pair -> 2 values */
 static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *what) {
-    if (x->n < 0) out[0] = out[1] = dflt;
-    else if (x->n == 1) out[0] = out[1] = x->v[0];
-    else if (x->n == 2) out[0] = x->v[0], out[1] = x->v[1];
+    if (x->n < 0)
+        out[0] = out[1] = dflt;
+    else if (x->n == 1)
+        out[0] = out[1] = x->v[0];
+    else if (x->n == 2)
+        out[0] = x->v[0], out[1] = x->v[1];
     else {
-        PyErr_Format(PyExc_ValueError, "%s must be an int or a pair of ints, got %d values", what, x->n);
+        PyErr_Format(PyExc_ValueError, "%s must be an int or a pair of ints, got %d values", what,
+                     x->n);
         return -1;
     }
     return 0;
@@ -653,7 +763,8 @@ static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *what) {
 
 DEF(conv2d, PM_FN, "input:T weight:T bias:T=None stride:I=1 padding:I=0 dilation:I=1 groups:i=1") {
     int64_t s[2], p[2], d[2];
-    if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") || pair_of(&a[5], 1, d, "dilation"))
+    if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") ||
+        pair_of(&a[5], 1, d, "dilation"))
         return NULL;
     return pm_ret(musa_conv2d(a[0].t, a[1].t, a[2].t, s, p, d, a[6].i));
 }
@@ -661,7 +772,8 @@ DEF(conv1d, PM_FN, "input:T weight:T bias:T=None stride:i=1 padding:i=0 dilation
     return pm_ret(musa_conv1d(a[0].t, a[1].t, a[2].t, a[3].i, a[4].i, a[5].i, a[6].i));
 }
 DEF(conv_transpose2d, PM_FN,
-    "input:T weight:T bias:T=None stride:I=1 padding:I=0 output_padding:I=0 groups:i=1 dilation:I=1") {
+    "input:T weight:T bias:T=None stride:I=1 padding:I=0 output_padding:I=0 groups:i=1 "
+    "dilation:I=1") {
     int64_t s[2], p[2], op[2], d[2];
     if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") ||
         pair_of(&a[5], 0, op, "output_padding") || pair_of(&a[7], 1, d, "dilation"))
@@ -669,12 +781,16 @@ DEF(conv_transpose2d, PM_FN,
     return pm_ret(musa_conv_transpose2d(a[0].t, a[1].t, a[2].t, s, p, op, d, a[6].i));
 }
 DEF(max_pool2d, PM_FN,
-    "input:T kernel_size:I stride:I=None padding:I=0 dilation:I=1 ceil_mode:b=False return_indices:b=False") {
+    "input:T kernel_size:I stride:I=None padding:I=0 dilation:I=1 ceil_mode:b=False "
+    "return_indices:b=False") {
     int64_t k[2], s[2], p[2], d[2];
-    if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding") || pair_of(&a[4], 1, d, "dilation"))
+    if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding") ||
+        pair_of(&a[4], 1, d, "dilation"))
         return NULL;
-    if (a[2].n < 0 || (a[2].n == 0)) s[0] = k[0], s[1] = k[1];
-    else if (pair_of(&a[2], 1, s, "stride")) return NULL;
+    if (a[2].n < 0 || (a[2].n == 0))
+        s[0] = k[0], s[1] = k[1];
+    else if (pair_of(&a[2], 1, s, "stride"))
+        return NULL;
     musa_tensor *v = NULL, *i = NULL;
     int rc = musa_max_pool2d(a[0].t, k, s, p, d, a[5].b, &v, a[6].b ? &i : NULL);
     if (a[6].b) return pm_pair(rc, v, i);
@@ -684,8 +800,10 @@ DEF(avg_pool2d, PM_FN,
     "input:T kernel_size:I stride:I=None padding:I=0 ceil_mode:b=False count_include_pad:b=True") {
     int64_t k[2], s[2], p[2];
     if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding")) return NULL;
-    if (a[2].n <= 0) s[0] = k[0], s[1] = k[1];
-    else if (pair_of(&a[2], 1, s, "stride")) return NULL;
+    if (a[2].n <= 0)
+        s[0] = k[0], s[1] = k[1];
+    else if (pair_of(&a[2], 1, s, "stride"))
+        return NULL;
     return pm_ret(musa_avg_pool2d(a[0].t, k, s, p, a[4].b, a[5].b));
 }
 DEF(adaptive_avg_pool2d, PM_FN, "input:T output_size:I") {
@@ -694,7 +812,8 @@ DEF(adaptive_avg_pool2d, PM_FN, "input:T output_size:I") {
     return pm_ret(musa_adaptive_avg_pool2d(a[0].t, o[0], o[1]));
 }
 DEF(batch_norm, PM_FN,
-    "input:T running_mean:T=None running_var:T=None weight:T=None bias:T=None training:b=False momentum:f=0.1 "
+    "input:T running_mean:T=None running_var:T=None weight:T=None bias:T=None training:b=False "
+    "momentum:f=0.1 "
     "eps:f=1e-05") {
     return pm_ret(musa_batch_norm(a[0].t, a[1].t, a[2].t, a[3].t, a[4].t, a[5].b, a[6].f, a[7].f));
 }
@@ -702,14 +821,17 @@ DEF(layer_norm, PM_FN, "input:T normalized_shape:I weight:T=None bias:T=None eps
     musa_tensor *x = a[0].t;
     int k = a[1].n, nd = musa_tensor_ndim(x);
     if (k < 1 || k > nd) {
-        PyErr_Format(PyExc_ValueError, "layer_norm: normalized_shape has %d dims but the input has %d", k, nd);
+        PyErr_Format(PyExc_ValueError,
+                     "layer_norm: normalized_shape has %d dims but the input has %d", k, nd);
         return NULL;
     }
     for (int i = 0; i < k; i++)
         if (musa_tensor_shape(x)[nd - k + i] != a[1].v[i]) {
             PyErr_Format(PyExc_ValueError,
-                         "layer_norm: normalized_shape[%d] = %lld does not match the input's size %lld at dim %d",
-                         i, (long long)a[1].v[i], (long long)musa_tensor_shape(x)[nd - k + i], nd - k + i);
+                         "layer_norm: normalized_shape[%d] = %lld does not match the input's size "
+                         "%lld at dim %d",
+                         i, (long long)a[1].v[i], (long long)musa_tensor_shape(x)[nd - k + i],
+                         nd - k + i);
             return NULL;
         }
     return pm_ret(musa_layer_norm(x, k, a[2].t, a[3].t, a[4].f));
@@ -717,12 +839,17 @@ DEF(layer_norm, PM_FN, "input:T normalized_shape:I weight:T=None bias:T=None eps
 DEF(group_norm, PM_FN, "input:T num_groups:i weight:T=None bias:T=None eps:f=1e-05") {
     return pm_ret(musa_group_norm(a[0].t, a[1].i, a[2].t, a[3].t, a[4].f));
 }
-DEF(softmax, FM, "input:T dim:i") { return pm_ret(musa_softmax(a[0].t, a[1].i)); }
-DEF(log_softmax, FM, "input:T dim:i") { return pm_ret(musa_log_softmax(a[0].t, a[1].i)); }
+DEF(softmax, FM, "input:T dim:i") {
+    return pm_ret(musa_softmax(a[0].t, a[1].i));
+}
+DEF(log_softmax, FM, "input:T dim:i") {
+    return pm_ret(musa_log_softmax(a[0].t, a[1].i));
+}
 DEF(cross_entropy, PM_FN,
     "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None label_smoothing:f=0") {
     if (a[2].t) {
-        PyErr_SetString(PyExc_NotImplementedError, "cross_entropy: class weights are not supported yet");
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "cross_entropy: class weights are not supported yet");
         return NULL;
     }
     musa_reduction r = MUSA_REDUCTION_MEAN;
@@ -757,18 +884,28 @@ DEF(gelu, PM_FN, "input:T * approximate:O=None") {
     bool tanh_ = false;
     if (a[1].o != Py_None) {
         const char *s = PyUnicode_Check(a[1].o) ? PyUnicode_AsUTF8(a[1].o) : NULL;
-        if (s && !strcmp(s, "tanh")) tanh_ = true;
+        if (s && !strcmp(s, "tanh"))
+            tanh_ = true;
         else if (!s || strcmp(s, "none")) {
-            PyErr_Format(PyExc_ValueError, "gelu: approximate must be 'none' or 'tanh', got %R", a[1].o);
+            PyErr_Format(PyExc_ValueError, "gelu: approximate must be 'none' or 'tanh', got %R",
+                         a[1].o);
             return NULL;
         }
     }
     return pm_ret(musa_gelu(a[0].t, tanh_));
 }
-DEF(silu, PM_FN, "input:T") { return pm_ret(musa_silu(a[0].t)); }
-DEF(leaky_relu, PM_FN, "input:T negative_slope:f=0.01") { return pm_ret(musa_leaky_relu(a[0].t, a[1].f)); }
-DEF(elu, PM_FN, "input:T alpha:f=1.0") { return pm_ret(musa_elu(a[0].t, a[1].f)); }
-DEF(softplus, PM_FN, "input:T beta:f=1.0 threshold:f=20.0") { return pm_ret(musa_softplus(a[0].t, a[1].f, a[2].f)); }
+DEF(silu, PM_FN, "input:T") {
+    return pm_ret(musa_silu(a[0].t));
+}
+DEF(leaky_relu, PM_FN, "input:T negative_slope:f=0.01") {
+    return pm_ret(musa_leaky_relu(a[0].t, a[1].f));
+}
+DEF(elu, PM_FN, "input:T alpha:f=1.0") {
+    return pm_ret(musa_elu(a[0].t, a[1].f));
+}
+DEF(softplus, PM_FN, "input:T beta:f=1.0 threshold:f=20.0") {
+    return pm_ret(musa_softplus(a[0].t, a[1].f, a[2].f));
+}
 DEF(hardtanh, PM_FN, "input:T min_val:f=-1.0 max_val:f=1.0") {
     return pm_ret(musa_hardtanh(a[0].t, a[1].f, a[2].f));
 }
@@ -778,7 +915,8 @@ DEF(embedding, PM_FN, "input:T weight:T padding_idx:O=None") {
         if (pm_int64(a[2].o, &p, "padding_idx")) return NULL;
         int64_t num = musa_tensor_ndim(a[1].t) ? musa_tensor_shape(a[1].t)[0] : 0;
         if (p < -num || p >= num) {
-            PyErr_Format(PyExc_ValueError, "embedding: padding_idx %lld must be within the %lld embeddings",
+            PyErr_Format(PyExc_ValueError,
+                         "embedding: padding_idx %lld must be within the %lld embeddings",
                          (long long)p, (long long)num);
             return NULL;
         }
@@ -788,30 +926,39 @@ DEF(embedding, PM_FN, "input:T weight:T padding_idx:O=None") {
 }
 DEF(dropout, PM_FN, "input:T p:f=0.5 training:b=True") {
     if (a[1].f < 0 || a[1].f > 1) {
-        PyErr_Format(PyExc_ValueError, "dropout probability has to be between 0 and 1, but got %g", a[1].f);
+        PyErr_Format(PyExc_ValueError, "dropout probability has to be between 0 and 1, but got %g",
+                     a[1].f);
         return NULL;
     }
     return pm_ret(musa_dropout(a[0].t, a[1].f, a[2].b));
 }
-DEF(linear, PM_FN, "input:T weight:T bias:T=None") { return pm_ret(musa_linear(a[0].t, a[1].t, a[2].t)); }
+DEF(linear, PM_FN, "input:T weight:T bias:T=None") {
+    return pm_ret(musa_linear(a[0].t, a[1].t, a[2].t));
+}
 
 /* ---- runtime ---- */
 
 DEF(set_num_threads, PM_FN, "n:i") {
     if (a[0].i < 1 || a[0].i > 4096) {
-        PyErr_Format(PyExc_ValueError, "set_num_threads: n must be in [1, 4096], got %lld", (long long)a[0].i);
+        PyErr_Format(PyExc_ValueError, "set_num_threads: n must be in [1, 4096], got %lld",
+                     (long long)a[0].i);
         return NULL;
     }
     return pm_none_or_raise(musa_set_num_threads((int)a[0].i));
 }
-DEF(get_num_threads, PM_FN, "") { return PyLong_FromLong(musa_get_num_threads()); }
-DEF(cuda_is_available, PM_FN, "") { return PyBool_FromLong(musa_cuda_is_available()); }
+DEF(get_num_threads, PM_FN, "") {
+    return PyLong_FromLong(musa_get_num_threads());
+}
+DEF(cuda_is_available, PM_FN, "") {
+    return PyBool_FromLong(musa_cuda_is_available());
+}
 DEF(memory_stats, PM_FN, "") {
     musa_alloc_stats s;
     musa_alloc_get_stats(&s);
-    return Py_BuildValue("{s:n,s:n,s:n,s:K,s:K}", "current_bytes", (Py_ssize_t)s.current_bytes, "peak_bytes",
-                         (Py_ssize_t)s.peak_bytes, "cached_bytes", (Py_ssize_t)s.cached_bytes, "alloc_count",
-                         (unsigned long long)s.alloc_count, "system_allocs", (unsigned long long)s.system_allocs);
+    return Py_BuildValue(
+        "{s:n,s:n,s:n,s:K,s:K}", "current_bytes", (Py_ssize_t)s.current_bytes, "peak_bytes",
+        (Py_ssize_t)s.peak_bytes, "cached_bytes", (Py_ssize_t)s.cached_bytes, "alloc_count",
+        (unsigned long long)s.alloc_count, "system_allocs", (unsigned long long)s.system_allocs);
 }
 DEF(reset_peak_memory_stats, PM_FN, "") {
     musa_alloc_reset_peak();

@@ -4,44 +4,15 @@
  */
 #include "pymusa.h"
 
-/* A list of tensors where None entries become NULL (state not used). */
+/* A list of state tensors (None entries: state not used), one per parameter. */
 static int opt_list(PyObject *o, int n, musa_tensor ***out, const char *what) {
-    *out = NULL;
-    if (o == Py_None) return 0;
-    PyObject *seq = PySequence_Fast(o, "");
-    if (!seq) {
-        PyErr_Format(PyExc_TypeError, "%s must be a list of Tensors", what);
-        return -1;
-    }
-    if (PySequence_Fast_GET_SIZE(seq) != n) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd entries, expected %d", what, PySequence_Fast_GET_SIZE(seq), n);
-        Py_DECREF(seq);
-        return -1;
-    }
-    musa_tensor **arr = PyMem_Calloc((size_t)(n ? n : 1), sizeof *arr);
-    if (!arr) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-        if (e == Py_None) continue;
-        if (!pm_is_tensor(e)) {
-            PyErr_Format(PyExc_TypeError, "%s[%d] must be a Tensor or None", what, i);
-            PyMem_Free(arr);
-            Py_DECREF(seq);
-            return -1;
-        }
-        arr[i] = pm_t(e);
-    }
-    Py_DECREF(seq);
-    *out = arr;
-    return 0;
+    int got;
+    return pm_tensor_list(o, what, true, n, out, &got);
 }
 
 DEF(_optim_sgd, PM_FN,
-    "params:L grads:L bufs:O fresh:O lr:f momentum:f dampening:f weight_decay:f nesterov:b maximize:b") {
+    "params:L grads:L bufs:O fresh:O lr:f momentum:f dampening:f weight_decay:f nesterov:b "
+    "maximize:b") {
     int n = a[0].n;
     if (a[1].n != n) {
         PyErr_Format(PyExc_ValueError, "_optim_sgd: %d params but %d grads", n, a[1].n);
@@ -62,7 +33,8 @@ DEF(_optim_sgd, PM_FN,
             PyMem_Free(bufs), PyMem_Free(fresh);
             return NULL;
         }
-        for (int i = 0; i < n; i++) fresh[i] = PyObject_IsTrue(PySequence_Fast_GET_ITEM(seq, i)) == 1;
+        for (int i = 0; i < n; i++)
+            fresh[i] = PyObject_IsTrue(PySequence_Fast_GET_ITEM(seq, i)) == 1;
         Py_DECREF(seq);
     }
     musa_sgd_options o = {a[4].f, a[5].f, a[6].f, a[7].f, a[8].b, a[9].b};
@@ -72,11 +44,13 @@ DEF(_optim_sgd, PM_FN,
 }
 
 DEF(_optim_adam, PM_FN,
-    "params:L grads:L exp_avg:L exp_avg_sq:L max_exp_avg_sq:O steps:O lr:f beta1:f beta2:f eps:f weight_decay:f "
+    "params:L grads:L exp_avg:L exp_avg_sq:L max_exp_avg_sq:O steps:O lr:f beta1:f beta2:f eps:f "
+    "weight_decay:f "
     "amsgrad:b maximize:b decoupled:b") {
     int n = a[0].n;
     if (a[1].n != n || a[2].n != n || a[3].n != n) {
-        PyErr_SetString(PyExc_ValueError, "_optim_adam: params, grads and state lists differ in length");
+        PyErr_SetString(PyExc_ValueError,
+                        "_optim_adam: params, grads and state lists differ in length");
         return NULL;
     }
     musa_tensor **vmax;
@@ -86,8 +60,10 @@ DEF(_optim_adam, PM_FN,
     PyObject *seq = steps ? PySequence_Fast(a[5].o, "steps must be a list of ints") : NULL;
     int rc = MUSA_OK;
     if (!seq || PySequence_Fast_GET_SIZE(seq) != n) {
-        if (seq) PyErr_SetString(PyExc_ValueError, "steps must have one entry per parameter");
-        else if (!steps) PyErr_NoMemory();
+        if (seq)
+            PyErr_SetString(PyExc_ValueError, "steps must have one entry per parameter");
+        else if (!steps)
+            PyErr_NoMemory();
         Py_XDECREF(seq);
         PyMem_Free(vmax), PyMem_Free(steps);
         return NULL;
@@ -106,11 +82,13 @@ DEF(_optim_adam, PM_FN,
 }
 
 DEF(_optim_rmsprop, PM_FN,
-    "params:L grads:L square_avg:L momentum_buf:O grad_avg:O lr:f alpha:f eps:f weight_decay:f momentum:f "
+    "params:L grads:L square_avg:L momentum_buf:O grad_avg:O lr:f alpha:f eps:f weight_decay:f "
+    "momentum:f "
     "centered:b maximize:b") {
     int n = a[0].n;
     if (a[1].n != n || a[2].n != n) {
-        PyErr_SetString(PyExc_ValueError, "_optim_rmsprop: params, grads and square_avg differ in length");
+        PyErr_SetString(PyExc_ValueError,
+                        "_optim_rmsprop: params, grads and square_avg differ in length");
         return NULL;
     }
     musa_tensor **buf, **gavg;

@@ -32,8 +32,12 @@ extern PyTypeObject *MusaDtype_Type;  /* musa.dtype */
 extern PyTypeObject *MusaDevice_Type; /* musa.device */
 extern PyTypeObject *MusaNode_Type;   /* grad_fn objects */
 
-static inline bool pm_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, MusaTensor_Type); }
-static inline musa_tensor *pm_t(PyObject *o) { return ((PyMusaTensor *)o)->t; }
+static inline bool pm_is_tensor(PyObject *o) {
+    return PyObject_TypeCheck(o, MusaTensor_Type);
+}
+static inline musa_tensor *pm_t(PyObject *o) {
+    return ((PyMusaTensor *)o)->t;
+}
 
 /* The Python object of a C tensor. Steals the reference `t`; returns the
  * existing wrapper when t already has one. NULL t: raises the last musa
@@ -88,17 +92,17 @@ int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *what);
 
 /* One parsed argument. */
 typedef struct {
-    musa_tensor *t;  /* T, S (borrowed from the object or owned temp) */
-    int64_t i;       /* i */
-    double f;        /* f */
-    bool b;          /* b */
-    int dtype;       /* d: -1 for None */
-    int n;           /* I, V: count (-1: None) */
+    musa_tensor *t; /* T, S (borrowed from the object or owned temp) */
+    int64_t i;      /* i */
+    double f;       /* f */
+    bool b;         /* b */
+    int dtype;      /* d: -1 for None */
+    int n;          /* I, V: count (-1: None) */
     int64_t v[MUSA_MAX_DIMS];
-    PyObject *o;     /* O, L, and the raw object of every argument (borrowed) */
+    PyObject *o;        /* O, L, and the raw object of every argument (borrowed) */
     musa_tensor **list; /* L: n tensors (owned array, borrowed tensors) */
-    bool given;      /* passed by the caller (else the default) */
-    bool owned;      /* t is a temporary to release */
+    bool given;         /* passed by the caller (else the default) */
+    bool owned;         /* t is a temporary to release */
 } pm_arg;
 
 #define PM_MAX_ARGS 16
@@ -140,17 +144,31 @@ PyMethodDef *pm_bindings_methods(void);
         (void)m;                                                                                   \
         return pm_call(&binding_##pyname, NULL, args, n, kw);                                      \
     }                                                                                              \
-    static PyObject *meth_##pyname(PyObject *s, PyObject *const *args, Py_ssize_t n, PyObject *kw) { \
+    static PyObject *meth_##pyname(PyObject *s, PyObject *const *args, Py_ssize_t n,               \
+                                   PyObject *kw) {                                                 \
         return pm_call(&binding_##pyname, s, args, n, kw);                                         \
     }                                                                                              \
-    static pm_binding binding_##pyname = {.name = #pyname, .spec = spec_, .flags = flags_,          \
-                                          .body = body_##pyname, .fn = fn_##pyname,                \
+    static pm_binding binding_##pyname = {.name = #pyname,                                         \
+                                          .spec = spec_,                                           \
+                                          .flags = flags_,                                         \
+                                          .body = body_##pyname,                                   \
+                                          .fn = fn_##pyname,                                       \
                                           .meth = meth_##pyname};                                  \
-    __attribute__((constructor)) static void pm_reg_##pyname(void) { pm_register(&binding_##pyname); } \
+    __attribute__((constructor)) static void pm_reg_##pyname(void) {                               \
+        pm_register(&binding_##pyname);                                                            \
+    }                                                                                              \
     static PyObject *body_##pyname(pm_arg *a)
 
+/* A Tensor or a sequence of Tensors (None entries allowed with allow_none,
+ * giving NULL) -> a PyMem array of borrowed tensors (free with PyMem_Free);
+ * None gives NULL and n = 0. expect >= 0 checks the length. */
+int pm_tensor_list(PyObject *o, const char *what, bool allow_none, int expect, musa_tensor ***out,
+                   int *n);
+
 /* Results: a new tensor (NULL raises), an int status (None or raise). */
-static inline PyObject *pm_ret(musa_tensor *t) { return pm_wrap(t); }
+static inline PyObject *pm_ret(musa_tensor *t) {
+    return pm_wrap(t);
+}
 static inline PyObject *pm_none_or_raise(int rc) {
     if (rc) return pm_raise();
     Py_RETURN_NONE;

@@ -49,7 +49,9 @@ PyObject *pm_wrap_as(PyTypeObject *type, musa_tensor *t) {
     return alloc_wrapper(type, t);
 }
 
-PyObject *pm_wrap(musa_tensor *t) { return pm_wrap_as(MusaTensor_Type, t); }
+PyObject *pm_wrap(musa_tensor *t) {
+    return pm_wrap_as(MusaTensor_Type, t);
+}
 
 static void tensor_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
@@ -60,15 +62,18 @@ static void tensor_dealloc(PyObject *self) {
         musa_tensor_release(o->t);
         o->t = NULL;
     }
-    if (tp == MusaTensor_Type) PyObject_Free(self);
-    else tp->tp_free(self);
+    if (tp == MusaTensor_Type)
+        PyObject_Free(self);
+    else
+        tp->tp_free(self);
     Py_DECREF(tp);
 }
 
 /* Tensor(*sizes) -> uninitialised float tensor; Tensor(data) -> float copy */
 static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (kw && PyDict_Size(kw)) {
-        PyErr_SetString(PyExc_TypeError, "Tensor() takes no keyword arguments; use musa.tensor(data, dtype=...)");
+        PyErr_SetString(PyExc_TypeError,
+                        "Tensor() takes no keyword arguments; use musa.tensor(data, dtype=...)");
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(args);
@@ -149,34 +154,69 @@ static int assign_result(musa_tensor *a, musa_tensor *b, binop f) {
     musa_tensor_release(r);
     return rc;
 }
-static int floordiv_(musa_tensor *a, musa_tensor *b) { return assign_result(a, b, musa_floor_divide); }
-static int rem_(musa_tensor *a, musa_tensor *b) { return assign_result(a, b, musa_remainder); }
-static int pow_(musa_tensor *a, musa_tensor *b) { return assign_result(a, b, musa_pow); }
-static int matmul_(musa_tensor *a, musa_tensor *b) { return assign_result(a, b, musa_matmul); }
+static int floordiv_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_floor_divide);
+}
+static int rem_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_remainder);
+}
+static int pow_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_pow);
+}
+static int matmul_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_matmul);
+}
 
 /* bool tensors only: & | ^ are the logical ops */
 static musa_tensor *bool_only(musa_tensor *a, musa_tensor *b, binop f, const char *name) {
     if (musa_tensor_dtype(a) != MUSA_DTYPE_BOOL || musa_tensor_dtype(b) != MUSA_DTYPE_BOOL) {
-        PyErr_Format(PyExc_TypeError, "%s is only supported on bool tensors here (got %s and %s)", name,
-                     musa_dtype_name(musa_tensor_dtype(a)), musa_dtype_name(musa_tensor_dtype(b)));
+        PyErr_Format(PyExc_TypeError, "%s is only supported on bool tensors here (got %s and %s)",
+                     name, musa_dtype_name(musa_tensor_dtype(a)),
+                     musa_dtype_name(musa_tensor_dtype(b)));
         return NULL;
     }
     return f(a, b);
 }
-static musa_tensor *and_(musa_tensor *a, musa_tensor *b) { return bool_only(a, b, musa_logical_and, "&"); }
-static musa_tensor *or_(musa_tensor *a, musa_tensor *b) { return bool_only(a, b, musa_logical_or, "|"); }
-static musa_tensor *xor_(musa_tensor *a, musa_tensor *b) { return bool_only(a, b, musa_logical_xor, "^"); }
+static musa_tensor *and_(musa_tensor *a, musa_tensor *b) {
+    return bool_only(a, b, musa_logical_and, "&");
+}
+static musa_tensor *or_(musa_tensor *a, musa_tensor *b) {
+    return bool_only(a, b, musa_logical_or, "|");
+}
+static musa_tensor *xor_(musa_tensor *a, musa_tensor *b) {
+    return bool_only(a, b, musa_logical_xor, "^");
+}
 
-static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(a, b, musa_add, "add"); }
-static PyObject *nb_sub(PyObject *a, PyObject *b) { return binary(a, b, musa_sub, "sub"); }
-static PyObject *nb_mul(PyObject *a, PyObject *b) { return binary(a, b, musa_mul, "mul"); }
-static PyObject *nb_div(PyObject *a, PyObject *b) { return binary(a, b, musa_div, "div"); }
-static PyObject *nb_floordiv(PyObject *a, PyObject *b) { return binary(a, b, musa_floor_divide, "floor_divide"); }
-static PyObject *nb_rem(PyObject *a, PyObject *b) { return binary(a, b, musa_remainder, "remainder"); }
-static PyObject *nb_matmul(PyObject *a, PyObject *b) { return binary(a, b, musa_matmul, "matmul"); }
-static PyObject *nb_and(PyObject *a, PyObject *b) { return binary(a, b, and_, "and"); }
-static PyObject *nb_or(PyObject *a, PyObject *b) { return binary(a, b, or_, "or"); }
-static PyObject *nb_xor(PyObject *a, PyObject *b) { return binary(a, b, xor_, "xor"); }
+static PyObject *nb_add(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_add, "add");
+}
+static PyObject *nb_sub(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_sub, "sub");
+}
+static PyObject *nb_mul(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_mul, "mul");
+}
+static PyObject *nb_div(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_div, "div");
+}
+static PyObject *nb_floordiv(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_floor_divide, "floor_divide");
+}
+static PyObject *nb_rem(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_remainder, "remainder");
+}
+static PyObject *nb_matmul(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_matmul, "matmul");
+}
+static PyObject *nb_and(PyObject *a, PyObject *b) {
+    return binary(a, b, and_, "and");
+}
+static PyObject *nb_or(PyObject *a, PyObject *b) {
+    return binary(a, b, or_, "or");
+}
+static PyObject *nb_xor(PyObject *a, PyObject *b) {
+    return binary(a, b, xor_, "xor");
+}
 static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) {
         PyErr_SetString(PyExc_TypeError, "pow() with a modulus is not supported for tensors");
@@ -184,27 +224,48 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
     }
     return binary(a, b, musa_pow, "pow");
 }
-static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace(a, b, musa_add_, "add_"); }
-static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace(a, b, musa_sub_, "sub_"); }
-static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace(a, b, musa_mul_, "mul_"); }
-static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace(a, b, musa_div_, "div_"); }
-static PyObject *nb_ifloordiv(PyObject *a, PyObject *b) { return inplace(a, b, floordiv_, "floor_divide_"); }
-static PyObject *nb_irem(PyObject *a, PyObject *b) { return inplace(a, b, rem_, "remainder_"); }
-static PyObject *nb_imatmul(PyObject *a, PyObject *b) { return inplace(a, b, matmul_, "matmul_"); }
+static PyObject *nb_iadd(PyObject *a, PyObject *b) {
+    return inplace(a, b, musa_add_, "add_");
+}
+static PyObject *nb_isub(PyObject *a, PyObject *b) {
+    return inplace(a, b, musa_sub_, "sub_");
+}
+static PyObject *nb_imul(PyObject *a, PyObject *b) {
+    return inplace(a, b, musa_mul_, "mul_");
+}
+static PyObject *nb_idiv(PyObject *a, PyObject *b) {
+    return inplace(a, b, musa_div_, "div_");
+}
+static PyObject *nb_ifloordiv(PyObject *a, PyObject *b) {
+    return inplace(a, b, floordiv_, "floor_divide_");
+}
+static PyObject *nb_irem(PyObject *a, PyObject *b) {
+    return inplace(a, b, rem_, "remainder_");
+}
+static PyObject *nb_imatmul(PyObject *a, PyObject *b) {
+    return inplace(a, b, matmul_, "matmul_");
+}
 static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod) {
     (void)mod;
     return inplace(a, b, pow_, "pow_");
 }
 
-static PyObject *nb_neg(PyObject *a) { return pm_wrap(musa_neg(pm_t(a))); }
-static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
-static PyObject *nb_abs(PyObject *a) { return pm_wrap(musa_abs(pm_t(a))); }
+static PyObject *nb_neg(PyObject *a) {
+    return pm_wrap(musa_neg(pm_t(a)));
+}
+static PyObject *nb_pos(PyObject *a) {
+    return Py_NewRef(a);
+}
+static PyObject *nb_abs(PyObject *a) {
+    return pm_wrap(musa_abs(pm_t(a)));
+}
 static PyObject *nb_invert(PyObject *a) {
     musa_tensor *t = pm_t(a);
     musa_dtype d = musa_tensor_dtype(t);
     if (d == MUSA_DTYPE_BOOL) return pm_wrap(musa_logical_not(t));
     if (musa_dtype_is_floating(d)) {
-        PyErr_Format(PyExc_TypeError, "~ (bitwise not) is not defined for %s tensors", musa_dtype_name(d));
+        PyErr_Format(PyExc_TypeError, "~ (bitwise not) is not defined for %s tensors",
+                     musa_dtype_name(d));
         return NULL;
     }
     /* two's complement: ~x = -x - 1 */
@@ -229,7 +290,8 @@ static int nb_bool(PyObject *a) {
 static PyObject *nb_float(PyObject *a) {
     musa_tensor *t = pm_t(a);
     if (musa_tensor_numel(t) != 1) {
-        PyErr_SetString(PyExc_TypeError, "only one element tensors can be converted to Python scalars");
+        PyErr_SetString(PyExc_TypeError,
+                        "only one element tensors can be converted to Python scalars");
         return NULL;
     }
     double v;
@@ -238,7 +300,8 @@ static PyObject *nb_float(PyObject *a) {
 static PyObject *nb_int(PyObject *a) {
     musa_tensor *t = pm_t(a);
     if (musa_tensor_numel(t) != 1) {
-        PyErr_SetString(PyExc_TypeError, "only one element tensors can be converted to Python scalars");
+        PyErr_SetString(PyExc_TypeError,
+                        "only one element tensors can be converted to Python scalars");
         return NULL;
     }
     if (musa_dtype_is_floating(musa_tensor_dtype(t))) {
@@ -253,7 +316,8 @@ static PyObject *nb_index(PyObject *a) {
     musa_tensor *t = pm_t(a);
     if (musa_tensor_numel(t) != 1 || musa_dtype_is_floating(musa_tensor_dtype(t)) ||
         musa_tensor_dtype(t) == MUSA_DTYPE_BOOL) {
-        PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
+        PyErr_SetString(PyExc_TypeError,
+                        "only integer tensors of a single element can be converted to an index");
         return NULL;
     }
     return nb_int(a);
@@ -297,9 +361,12 @@ static PyObject *tensor_repr(PyObject *self) {
     if (len && buf[len - 1] == ')') buf[--len] = 0;
     PyObject *s;
     musa_node *fn = musa_tensor_grad_fn(t);
-    if (fn) s = PyUnicode_FromFormat("%s, grad_fn=<%s>)", buf, musa_node_name(fn));
-    else if (musa_tensor_requires_grad(t)) s = PyUnicode_FromFormat("%s, requires_grad=True)", buf);
-    else s = PyUnicode_FromFormat("%s)", buf);
+    if (fn)
+        s = PyUnicode_FromFormat("%s, grad_fn=<%s>)", buf, musa_node_name(fn));
+    else if (musa_tensor_requires_grad(t))
+        s = PyUnicode_FromFormat("%s, requires_grad=True)", buf);
+    else
+        s = PyUnicode_FromFormat("%s)", buf);
     if (buf != small) PyMem_Free(buf);
     return s;
 }
@@ -315,7 +382,7 @@ static PyObject *shape_tuple(musa_tensor *t) {
 }
 
 #define GETTER(name) static PyObject *get_##name(PyObject *self, void *c)
-#define UNUSED_C (void)c
+#define UNUSED_C     (void)c
 
 GETTER(shape) {
     UNUSED_C;
@@ -354,7 +421,8 @@ GETTER(grad) {
 static int set_grad(PyObject *self, PyObject *v, void *c) {
     UNUSED_C;
     if (v && v != Py_None && !pm_is_tensor(v)) {
-        PyErr_Format(PyExc_TypeError, "assigned grad must be a Tensor or None, not %s", Py_TYPE(v)->tp_name);
+        PyErr_Format(PyExc_TypeError, "assigned grad must be a Tensor or None, not %s",
+                     Py_TYPE(v)->tp_name);
         return -1;
     }
     musa_tensor *g = v && v != Py_None ? pm_t(v) : NULL;
@@ -388,7 +456,8 @@ static int set_data(PyObject *self, PyObject *v, void *c) {
         musa_tensor_release(g);
         return pm_raise_int();
     }
-    if (g && musa_tensor_shape(g) && musa_tensor_ndim(g) == musa_tensor_ndim(nt)) musa_tensor_set_grad(nt, g);
+    if (g && musa_tensor_shape(g) && musa_tensor_ndim(g) == musa_tensor_ndim(nt))
+        musa_tensor_set_grad(nt, g);
     musa_clear_error();
     musa_tensor_release(g);
     if (musa_tensor_handle(old) == self) musa_tensor_set_handle(old, NULL);
@@ -436,9 +505,11 @@ static PyGetSetDef tensor_getset[] = {
     {"dtype", get_dtype, NULL, "element type", NULL},
     {"device", get_device, NULL, "where the data lives", NULL},
     {"ndim", get_ndim, NULL, "number of dimensions", NULL},
-    {"requires_grad", get_requires_grad, set_requires_grad, "whether autograd records ops on this tensor", NULL},
+    {"requires_grad", get_requires_grad, set_requires_grad,
+     "whether autograd records ops on this tensor", NULL},
     {"grad", get_grad, set_grad, "accumulated gradient (None until backward reaches it)", NULL},
-    {"grad_fn", get_grad_fn, NULL, "the autograd node that made this tensor (None for leaves)", NULL},
+    {"grad_fn", get_grad_fn, NULL, "the autograd node that made this tensor (None for leaves)",
+     NULL},
     {"is_leaf", get_is_leaf, NULL, "True for tensors not made by a recorded op", NULL},
     {"data", get_data, set_data, "the tensor without autograd history (shares storage)", NULL},
     {"T", get_T, NULL, "dims reversed", NULL},
@@ -456,7 +527,8 @@ static PyObject *make_subclass(PyObject *cls, PyObject *args, PyObject *kw) {
     static char *names[] = {"cls", "data", "requires_grad", NULL};
     PyObject *type, *data;
     int rg = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|p:_make_subclass", names, &type, &data, &rg)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|p:_make_subclass", names, &type, &data, &rg))
+        return NULL;
     if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, MusaTensor_Type)) {
         PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must be a subclass of musa.Tensor");
         return NULL;
@@ -475,8 +547,10 @@ static PyObject *make_subclass(PyObject *cls, PyObject *args, PyObject *kw) {
 }
 
 static PyMethodDef extra_methods[] = {
-    {"_make_subclass", (PyCFunction)(void (*)(void))make_subclass, METH_VARARGS | METH_KEYWORDS | METH_STATIC,
-     "_make_subclass(cls, data, requires_grad=False): data (detached, sharing storage) as an instance of cls"},
+    {"_make_subclass", (PyCFunction)(void (*)(void))make_subclass,
+     METH_VARARGS | METH_KEYWORDS | METH_STATIC,
+     "_make_subclass(cls, data, requires_grad=False): data (detached, sharing storage) as an "
+     "instance of cls"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -543,7 +617,8 @@ int pm_tensor_type_init(PyObject *module) {
         {Py_bf_releasebuffer, pm_tensor_buffer_procs.bf_releasebuffer},
         {0, NULL},
     };
-    PyType_Spec spec = {"musa.Tensor", sizeof(PyMusaTensor), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, slots};
+    PyType_Spec spec = {"musa.Tensor", sizeof(PyMusaTensor), 0,
+                        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, slots};
     MusaTensor_Type = (PyTypeObject *)PyType_FromSpec(&spec);
     if (!MusaTensor_Type) return -1;
     Py_INCREF(MusaTensor_Type);

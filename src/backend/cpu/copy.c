@@ -81,7 +81,8 @@ int cpu_none(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_
         int nd = region->ndim;                                                                     \
         for (int64_t k = 0; k < n; k++) {                                                          \
             int64_t ro = 0, so = 0;                                                                \
-            for (int d = 0; d < nd; d++) ro += idx[d] * region->strides[d], so += idx[d] * src->strides[d]; \
+            for (int d = 0; d < nd; d++)                                                           \
+                ro += idx[d] * region->strides[d], so += idx[d] * src->strides[d];                 \
             T *o = (T *)region->data + ro;                                                         \
             *o = ST_##SUF(LD_##SUF(*o) + LD_##SUF(((const T *)src->data)[so]));                    \
             for (int d = nd - 1; d >= 0; d--) {                                                    \
@@ -104,13 +105,22 @@ int cpu_as_strided_scatter(const musa_kctx *ctx, musa_kview *out, const musa_kvi
     musa_kview region = out[0];
     region.ndim = a->shape.n;
     region.data += (size_t)a->offset * musa_dtype_info[out[0].dtype].size;
-    for (int i = 0; i < a->shape.n; i++) region.shape[i] = a->shape.v[i], region.strides[i] = a->strides.v[i];
+    for (int i = 0; i < a->shape.n; i++)
+        region.shape[i] = a->shape.v[i], region.strides[i] = a->strides.v[i];
     if (!a->accumulate) return musa_cpu_copy(&region, &in[1]);
     switch (out[0].dtype) {
-    case MUSA_DTYPE_FLOAT32: acc_f32(&region, &in[1]); break;
-    case MUSA_DTYPE_FLOAT64: acc_f64(&region, &in[1]); break;
-    case MUSA_DTYPE_FLOAT16: acc_f16(&region, &in[1]); break;
-    default: acc_bf16(&region, &in[1]); break;
+    case MUSA_DTYPE_FLOAT32:
+        acc_f32(&region, &in[1]);
+        break;
+    case MUSA_DTYPE_FLOAT64:
+        acc_f64(&region, &in[1]);
+        break;
+    case MUSA_DTYPE_FLOAT16:
+        acc_f16(&region, &in[1]);
+        break;
+    default:
+        acc_bf16(&region, &in[1]);
+        break;
     }
     return MUSA_OK;
 }

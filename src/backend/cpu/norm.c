@@ -48,6 +48,33 @@ typedef struct {
     int64_t chunks;
 } norm_job;
 
+/* The three outputs of a norm kernel claimed (staged if need be) and the
+ * job's pointers set: forward (x, w, b) -> (y, mean, invstd); backward
+ * (gy, x, w, mean, invstd) -> (gx, gw, gb). */
+static norm_job norm_fwd_job(musa_kview *out, const musa_kview *in, nn_out o[3], char **ws) {
+    for (int k = 0; k < 3; k++) o[k] = nn_out_begin(&out[k], ws);
+    return (norm_job){.x = in[0].data,
+                      .w = in[1].data,
+                      .b = in[2].data,
+                      .y = o[0].data,
+                      .omean = o[1].data,
+                      .oinvstd = o[2].data};
+}
+static norm_job norm_bwd_job(musa_kview *out, const musa_kview *in, nn_out o[3], char **ws) {
+    for (int k = 0; k < 3; k++) o[k] = nn_out_begin(&out[k], ws);
+    return (norm_job){.gy = in[0].data,
+                      .x = in[1].data,
+                      .w = in[2].data,
+                      .mean = in[3].data,
+                      .invstd = in[4].data,
+                      .gx = o[0].data,
+                      .gw = o[1].data,
+                      .gb = o[2].data};
+}
+static void norm_end(nn_out o[3]) {
+    for (int k = 0; k < 3; k++) nn_out_end(&o[k]);
+}
+
 static double clamp_var(double v) {
     return v > 0 ? v : 0;
 }
@@ -129,19 +156,13 @@ int cpu_batch_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
                    const void *attrs) {
     MUSA_UNUSED(n_in);
     char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws),
-           io = nn_out_begin(&out[2], &ws);
-    norm_job j = {.eps = ((const musa_attrs_norm *)attrs)->eps,
-                  .x = in[0].data,
-                  .w = in[1].data,
-                  .b = in[2].data,
-                  .y = y.data,
-                  .omean = mo.data,
-                  .oinvstd = io.data};
+    nn_out o[3];
+    norm_job j = norm_fwd_job(out, in, o, &ws);
+    j.eps = ((const musa_attrs_norm *)attrs)->eps;
     nc_s(&in[0], &j.outer, &j.C, &j.inner);
     musa_parallel_for(j.C, chan_grain(j.outer * j.inner),
                       in[0].dtype == MUSA_DTYPE_FLOAT64 ? bn_fwd_f64 : bn_fwd_f32, &j);
-    nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
+    norm_end(o);
     return MUSA_OK;
 }
 
@@ -149,20 +170,12 @@ int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
                             const void *attrs) {
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws),
-           gb = nn_out_begin(&out[2], &ws);
-    norm_job j = {.gy = in[0].data,
-                  .x = in[1].data,
-                  .w = in[2].data,
-                  .mean = in[3].data,
-                  .invstd = in[4].data,
-                  .gx = gx.data,
-                  .gw = gw.data,
-                  .gb = gb.data};
+    nn_out o[3];
+    norm_job j = norm_bwd_job(out, in, o, &ws);
     nc_s(&in[1], &j.outer, &j.C, &j.inner);
     musa_parallel_for(j.C, chan_grain(j.outer * j.inner),
                       in[1].dtype == MUSA_DTYPE_FLOAT64 ? bn_bwd_f64 : bn_bwd_f32, &j);
-    nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
+    norm_end(o);
     return MUSA_OK;
 }
 
@@ -227,19 +240,13 @@ int cpu_layer_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws),
-           io = nn_out_begin(&out[2], &ws);
-    norm_job j = {.eps = a->eps,
-                  .x = in[0].data,
-                  .w = in[1].data,
-                  .b = in[2].data,
-                  .y = y.data,
-                  .omean = mo.data,
-                  .oinvstd = io.data};
+    nn_out o[3];
+    norm_job j = norm_fwd_job(out, in, o, &ws);
+    j.eps = a->eps;
     rows_d(&in[0], a->ndims, &j.outer, &j.C);
     musa_parallel_for(j.outer, chan_grain(j.C),
                       in[0].dtype == MUSA_DTYPE_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &j);
-    nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
+    norm_end(o);
     return MUSA_OK;
 }
 
@@ -248,16 +255,8 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws),
-           gb = nn_out_begin(&out[2], &ws);
-    norm_job j = {.gy = in[0].data,
-                  .x = in[1].data,
-                  .w = in[2].data,
-                  .mean = in[3].data,
-                  .invstd = in[4].data,
-                  .gx = gx.data,
-                  .gw = gw.data,
-                  .gb = gb.data};
+    nn_out o[3];
+    norm_job j = norm_bwd_job(out, in, o, &ws);
     rows_d(&in[1], a->ndims, &j.outer, &j.C);
     j.part = (double *)ws;
     j.chunks = ln_chunks(j.outer);
@@ -267,11 +266,11 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
         for (int64_t k = 0; k < j.chunks; k++)
             aw += j.part[2 * k * j.C + i], ab += j.part[(2 * k + 1) * j.C + i];
         if (in[1].dtype == MUSA_DTYPE_FLOAT64)
-            ((double *)gw.data)[i] = aw, ((double *)gb.data)[i] = ab;
+            ((double *)o[1].data)[i] = aw, ((double *)o[2].data)[i] = ab;
         else
-            ((float *)gw.data)[i] = (float)aw, ((float *)gb.data)[i] = (float)ab;
+            ((float *)o[1].data)[i] = (float)aw, ((float *)o[2].data)[i] = (float)ab;
     }
-    nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
+    norm_end(o);
     return MUSA_OK;
 }
 
@@ -356,20 +355,14 @@ int cpu_group_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws), mo = nn_out_begin(&out[1], &ws),
-           io = nn_out_begin(&out[2], &ws);
-    norm_job j = {.eps = a->eps,
-                  .groups = a->groups,
-                  .x = in[0].data,
-                  .w = in[1].data,
-                  .b = in[2].data,
-                  .y = y.data,
-                  .omean = mo.data,
-                  .oinvstd = io.data};
+    nn_out o[3];
+    norm_job j = norm_fwd_job(out, in, o, &ws);
+    j.eps = a->eps;
+    j.groups = a->groups;
     nc_s(&in[0], &j.outer, &j.C, &j.inner);
     musa_parallel_for(j.outer * j.groups, chan_grain(j.C / j.groups * j.inner),
                       in[0].dtype == MUSA_DTYPE_FLOAT64 ? gn_fwd_f64 : gn_fwd_f32, &j);
-    nn_out_end(&y), nn_out_end(&mo), nn_out_end(&io);
+    norm_end(o);
     return MUSA_OK;
 }
 
@@ -378,22 +371,14 @@ int cpu_group_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
     MUSA_UNUSED(n_in);
     const musa_attrs_norm *a = attrs;
     char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws), gw = nn_out_begin(&out[1], &ws),
-           gb = nn_out_begin(&out[2], &ws);
-    norm_job j = {.groups = a->groups,
-                  .gy = in[0].data,
-                  .x = in[1].data,
-                  .w = in[2].data,
-                  .mean = in[3].data,
-                  .invstd = in[4].data,
-                  .gx = gx.data,
-                  .gw = gw.data,
-                  .gb = gb.data};
+    nn_out o[3];
+    norm_job j = norm_bwd_job(out, in, o, &ws);
+    j.groups = a->groups;
     nc_s(&in[1], &j.outer, &j.C, &j.inner);
     bool f64 = in[1].dtype == MUSA_DTYPE_FLOAT64;
     musa_parallel_for(j.outer * j.groups, chan_grain(j.C / j.groups * j.inner),
                       f64 ? gn_bwd_x_f64 : gn_bwd_x_f32, &j);
     musa_parallel_for(j.C, chan_grain(j.outer * j.inner), f64 ? gn_bwd_w_f64 : gn_bwd_w_f32, &j);
-    nn_out_end(&gx), nn_out_end(&gw), nn_out_end(&gb);
+    norm_end(o);
     return MUSA_OK;
 }
