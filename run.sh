@@ -85,7 +85,7 @@ case "${1:-}" in
 demo)
     setup
     build build
-    ./build/linear_regression
+    PYTHONPATH=python "$PYTHON" examples/train_digits.py
     ;;
 test)
     setup "${TEST_PACKAGES[@]}"

@@ -926,8 +926,9 @@ DEF(embedding, PM_FN, "input:T weight:T padding_idx:O=None") {
 }
 DEF(dropout, PM_FN, "input:T p:f=0.5 training:b=True") {
     if (a[1].f < 0 || a[1].f > 1) {
-        PyErr_Format(PyExc_ValueError, "dropout probability has to be between 0 and 1, but got %g",
-                     a[1].f);
+        char msg[96]; /* PyErr_Format has no %g */
+        snprintf(msg, sizeof msg, "dropout probability has to be between 0 and 1, but got %g", a[1].f);
+        PyErr_SetString(PyExc_ValueError, msg);
         return NULL;
     }
     return pm_ret(musa_dropout(a[0].t, a[1].f, a[2].b));

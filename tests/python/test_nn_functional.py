@@ -1,0 +1,473 @@
+"""musa.nn.functional against torch.nn.functional: values and input
+gradients, from identical float32 inputs; plus the errors on bad input."""
+import warnings
+
+import numpy as np
+import pytest
+
+import musa
+import musa.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+RNG = np.random.default_rng(0)
+
+
+def randn(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def compare(mfn, tfn, *arrays, rtol=1e-5, atol=1e-6, grad=True):
+    """Run mfn on musa copies and tfn on torch copies of the numpy arrays
+    (floating ones require grad); compare outputs and, after backward with
+    the same random cotangent, the input gradients."""
+    ms = [musa.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays]
+    ts = [torch.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays]
+    mo, to = mfn(*ms), tfn(*ts)
+    assert tuple(mo.shape) == tuple(to.shape)
+    np.testing.assert_allclose(mo.detach().numpy(), to.detach().numpy(), rtol=rtol, atol=atol)
+    if grad and to.requires_grad:
+        cot = randn(*to.shape)
+        mo.backward(musa.tensor(cot))
+        to.backward(torch.tensor(cot))
+        for m, t in zip(ms, ts):
+            if t.grad is not None:
+                np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=rtol, atol=10 * atol)
+    return mo
+
+
+X = randn(3, 4, 5)
+
+ACTIVATIONS = [
+    ("relu", lambda f, x: f.relu(x)), ("relu6", lambda f, x: f.relu6(x * 4)),
+    ("leaky_relu", lambda f, x: f.leaky_relu(x, 0.2)), ("elu", lambda f, x: f.elu(x, 0.7)),
+    ("gelu", lambda f, x: f.gelu(x)), ("gelu_tanh", lambda f, x: f.gelu(x, approximate="tanh")),
+    ("silu", lambda f, x: f.silu(x)), ("softplus", lambda f, x: f.softplus(x * 10, 2.0, 5.0)),
+    ("hardtanh", lambda f, x: f.hardtanh(x, -0.5, 0.8)), ("sigmoid", lambda f, x: f.sigmoid(x)),
+    ("tanh", lambda f, x: f.tanh(x * 1.0)), ("softmax", lambda f, x: f.softmax(x, 1)),
+    ("softmax_neg", lambda f, x: f.softmax(x, -1)), ("log_softmax", lambda f, x: f.log_softmax(x, 0)),
+    ("softmax_dtype", lambda f, x: f.softmax(x, 2, dtype=f is TF and torch.float64 or musa.float64)),
+    ("normalize", lambda f, x: f.normalize(x, dim=2)), ("normalize_p1", lambda f, x: f.normalize(x, 1.0, 1)),
+    ("linear", lambda f, x: f.linear(x, x[0, :2] * 1.5)),
+]
+
+
+@pytest.mark.filterwarnings("ignore:nn.functional.* is deprecated")
+@pytest.mark.parametrize("name,fn", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+def test_elementwise_and_softmax(name, fn):
+    compare(lambda x: fn(F, x), lambda x: fn(TF, x), X)
+
+
+@pytest.mark.parametrize("fn", ["relu", "leaky_relu", "elu", "silu", "hardtanh", "relu6"])
+def test_inplace_variants_modify_input_and_differentiate(fn):
+    def run(f, x):
+        y = x * 1.0  # a non-leaf to modify
+        out = getattr(f, fn)(y, inplace=True)
+        assert out is y
+        return y
+    compare(lambda x: run(F, x), lambda x: run(TF, x), X)
+
+
+def test_softmax_implicit_dim_warns():
+    with pytest.warns(UserWarning, match="Implicit dimension"):
+        out = F.softmax(musa.tensor(X[0]))
+    np.testing.assert_allclose(out.numpy(), TF.softmax(torch.tensor(X[0]), 1).numpy(), rtol=1e-6)
+
+
+def test_cosine_similarity():
+    compare(lambda a, b: F.cosine_similarity(a, b), lambda a, b: TF.cosine_similarity(a, b), X,
+            randn(3, 4, 5))
+    compare(lambda a, b: F.cosine_similarity(a, b, dim=-1), lambda a, b: TF.cosine_similarity(a, b, dim=-1),
+            X, randn(1, 4, 5))
+
+
+# ---- convolution and pooling ----
+
+CONV2D = [
+    dict(), dict(stride=2, padding=1), dict(stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2),
+    dict(padding="same", dilation=2), dict(padding="valid"),
+]
+
+
+@pytest.mark.parametrize("kw", CONV2D)
+def test_conv2d(kw):
+    x, w, b = randn(2, 4, 9, 8), randn(6, 4 // kw.get("groups", 1), 3, 2), randn(6)
+    compare(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw), x, w, b)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+def test_conv2d_same_with_even_kernel_pads_right():
+    compare(lambda x, w: F.conv2d(x, w, padding="same"), lambda x, w: TF.conv2d(x, w, padding="same"),
+            randn(1, 2, 6, 7), randn(3, 2, 4, 2))
+
+
+def test_conv2d_unbatched():
+    compare(lambda x, w: F.conv2d(x, w, padding=1), lambda x, w: TF.conv2d(x, w, padding=1),
+            randn(2, 5, 5), randn(3, 2, 3, 3))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, dilation=2, groups=2), dict(padding="same"),
+                                dict(stride=(2,), padding=(1,))])
+def test_conv1d(kw):
+    compare(lambda x, w, b: F.conv1d(x, w, b, **kw), lambda x, w, b: TF.conv1d(x, w, b, **kw),
+            randn(2, 4, 11), randn(6, 4 // kw.get("groups", 1), 3), randn(6))
+
+
+def test_conv1d_unbatched():
+    compare(lambda x, w: F.conv1d(x, w), lambda x, w: TF.conv1d(x, w), randn(4, 11), randn(6, 4, 3))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, output_padding=1),
+                                dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2,
+                                     dilation=(1, 2))])
+def test_conv_transpose2d(kw):
+    compare(lambda x, w, b: F.conv_transpose2d(x, w, b, **kw),
+            lambda x, w, b: TF.conv_transpose2d(x, w, b, **kw),
+            randn(2, 4, 5, 6), randn(4, 3, 3, 3), randn(3 * kw.get("groups", 1)))
+
+
+def test_conv_errors():
+    x, w = musa.randn(1, 2, 5, 5), musa.randn(3, 2, 3, 3)
+    with pytest.raises(ValueError, match="strided"):
+        F.conv2d(x, w, padding="same", stride=2)
+    with pytest.raises(ValueError, match="invalid padding string 'full'"):
+        F.conv2d(x, w, padding="full")
+    with pytest.raises(ValueError, match=r"conv2d: expected a 3-D \(unbatched\) or 4-D"):
+        F.conv2d(musa.randn(5, 5), w)
+    with pytest.raises(ValueError, match="conv2d"):
+        F.conv2d(x, musa.randn(3, 4, 3, 3))  # channel mismatch, raised by the C op
+    with pytest.raises(TypeError, match="musa.Tensor"):
+        F.conv2d([1.0], w)
+
+
+POOLS = [
+    ("max", dict(kernel_size=2)), ("max", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ("max", dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), dilation=(2, 1))),
+    ("avg", dict(kernel_size=2)), ("avg", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                               count_include_pad=False)),
+    ("avg", dict(kernel_size=(3, 2), padding=(1, 1))),
+]
+
+
+@pytest.mark.parametrize("kind,kw", POOLS)
+def test_pool2d(kind, kw):
+    name = kind + "_pool2d"
+    compare(lambda x: getattr(F, name)(x, **kw), lambda x: getattr(TF, name)(x, **kw), randn(2, 3, 9, 8))
+
+
+def test_max_pool2d_indices_and_unbatched():
+    x = randn(3, 8, 8)
+    mv, mi = F.max_pool2d(musa.tensor(x), 2, return_indices=True)
+    tv, ti = TF.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    np.testing.assert_array_equal(mv.numpy(), tv.numpy())
+    np.testing.assert_array_equal(mi.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("size", [1, 3, (2, 5), (None, 4), (9, 8)])
+def test_adaptive_avg_pool2d(size):
+    compare(lambda x: F.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size),
+            randn(2, 3, 9, 8))
+
+
+def test_avg_pool2d_divisor_override_not_supported():
+    with pytest.raises(NotImplementedError, match="divisor_override"):
+        F.avg_pool2d(musa.randn(1, 1, 4, 4), 2, divisor_override=3)
+
+
+# ---- normalisation ----
+
+def test_batch_norm_training_updates_running_stats():
+    x, w, b = randn(6, 3, 4, 5), randn(3), randn(3)
+    mrm, mrv = musa.zeros(3), musa.ones(3)
+    trm, trv = torch.zeros(3), torch.ones(3)
+    compare(lambda x, w, b: F.batch_norm(x, mrm, mrv, w, b, True, 0.3, 1e-3),
+            lambda x, w, b: TF.batch_norm(x, trm, trv, w, b, True, 0.3, 1e-3), x, w, b)
+    np.testing.assert_allclose(mrm.numpy(), trm.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(mrv.numpy(), trv.numpy(), rtol=1e-5)
+
+
+def test_batch_norm_eval_uses_running_stats():
+    rm, rv = randn(3), np.abs(randn(3)) + 0.5
+    compare(lambda x, w, b: F.batch_norm(x, musa.tensor(rm), musa.tensor(rv), w, b),
+            lambda x, w, b: TF.batch_norm(x, torch.tensor(rm), torch.tensor(rv), w, b), randn(4, 3), randn(3),
+            randn(3))
+
+
+def test_batch_norm_errors():
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(musa.randn(1, 3), None, None, training=True)
+    with pytest.raises(ValueError, match=r"batch_norm: running_mean has shape \(2,\), expected \(3,\)"):
+        F.batch_norm(musa.randn(4, 3), musa.zeros(2), musa.ones(3))
+    with pytest.raises(ValueError, match=r"batch_norm: bias has shape \(4,\)"):
+        F.batch_norm(musa.randn(4, 3), None, None, musa.ones(3), musa.ones(4), training=True)
+
+
+def test_layer_norm_and_group_norm():
+    compare(lambda x, w, b: F.layer_norm(x, (4, 5), w, b), lambda x, w, b: TF.layer_norm(x, (4, 5), w, b),
+            X, randn(4, 5), randn(4, 5))
+    compare(lambda x: F.layer_norm(x, [5], eps=1e-2), lambda x: TF.layer_norm(x, [5], eps=1e-2), X)
+    compare(lambda x, w, b: F.group_norm(x, 2, w, b), lambda x, w, b: TF.group_norm(x, 2, w, b),
+            randn(2, 6, 3, 3), randn(6), randn(6))
+
+
+# ---- embedding, one_hot, pad ----
+
+def test_embedding_with_padding_idx():
+    idx = np.array([[1, 2, 0], [4, 3, 3]])
+    for pad in (None, 0, -1):
+        compare(lambda w: F.embedding(musa.tensor(idx), w, pad),
+                lambda w: TF.embedding(torch.tensor(idx), w, pad), randn(5, 3))
+
+
+def test_embedding_max_norm_renormalises_rows_in_place():
+    w = randn(6, 3) * 3
+    idx = np.array([0, 2, 2, 5])
+    mw, tw = musa.tensor(w), torch.tensor(w)
+    mo = F.embedding(musa.tensor(idx), mw, max_norm=1.0)
+    to = TF.embedding(torch.tensor(idx), tw, max_norm=1.0)
+    np.testing.assert_allclose(mo.numpy(), to.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(mw.numpy(), tw.numpy(), rtol=1e-5)
+
+
+def test_embedding_errors():
+    w = musa.randn(5, 2)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.embedding(musa.tensor([5]), w)
+    with pytest.raises(ValueError, match="padding_idx 7"):
+        F.embedding(musa.tensor([1]), w, padding_idx=7)
+    with pytest.raises(NotImplementedError, match="sparse"):
+        F.embedding(musa.tensor([1]), w, sparse=True)
+    with pytest.raises(IndexError, match="index -1 is out of range"):
+        F.embedding(musa.tensor([0, -1]), w)
+
+
+def test_one_hot():
+    t = np.array([[0, 3], [1, 2]])
+    np.testing.assert_array_equal(F.one_hot(musa.tensor(t)).numpy(), TF.one_hot(torch.tensor(t)).numpy())
+    np.testing.assert_array_equal(F.one_hot(musa.tensor(t), 6).numpy(),
+                                  TF.one_hot(torch.tensor(t), 6).numpy())
+
+
+PADS = [((1, 2), "constant", 0.5, 4), ((1, 2, 0, 3), "constant", None, 4),
+        ((-1, 2, 1, -1), "constant", None, 4), ((2, 1), "reflect", None, 3),
+        ((2, 1, 1, 2), "reflect", None, 4),
+        ((3, 1, 2, 0), "replicate", None, 4), ((2, 3, 1, 1), "circular", None, 4),
+        ((1, 0), "replicate", None, 2)]
+
+
+@pytest.mark.parametrize("pad,mode,value,ndim", PADS)
+def test_pad(pad, mode, value, ndim):
+    kw = {} if value is None else {"value": value}
+    x = randn(2, 3, 4, 5)[(0,) * (4 - ndim)]
+    compare(lambda x: F.pad(x, pad, mode, **kw), lambda x: TF.pad(x, pad, mode, **kw), x)
+
+
+def test_pad_errors():
+    x = musa.randn(2, 3)
+    with pytest.raises(ValueError, match="divisible by 2"):
+        F.pad(x, (1,))
+    with pytest.raises(ValueError, match="too long"):
+        F.pad(x, (1, 1, 1, 1, 1, 1))
+    with pytest.raises(ValueError, match="unknown mode 'wrap'"):
+        F.pad(x, (1, 1), mode="wrap")
+    with pytest.raises(ValueError, match="less than the dim size 3"):
+        F.pad(x, (3, 0), mode="reflect")
+
+
+def test_dropout():
+    x = musa.ones(1000)
+    musa.manual_seed(1)
+    y = F.dropout(x, 0.3)
+    kept = y.numpy() != 0
+    assert 0.6 < kept.mean() < 0.8
+    np.testing.assert_allclose(y.numpy()[kept], 1 / 0.7, rtol=1e-6)
+    assert F.dropout(x, 0.3, training=False) is x
+    assert float(F.dropout(x, 1.0).abs().sum()) == 0.0
+    with pytest.raises(ValueError, match="between 0 and 1, but got 1.5"):
+        F.dropout(x, 1.5)
+
+
+# ---- losses ----
+
+LOGITS, TARGET = randn(6, 5), np.array([1, 0, 4, 2, 2, 3])
+WEIGHT = np.abs(randn(5)) + 0.1
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("kw", [dict(), dict(ignore_index=2), dict(label_smoothing=0.2),
+                                dict(label_smoothing=0.1, ignore_index=0)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_indices(reduction, kw, weighted):
+    w = WEIGHT if weighted else None
+    compare(lambda x: F.cross_entropy(x, musa.tensor(TARGET), None if w is None else musa.tensor(w),
+                                      reduction=reduction, **kw),
+            lambda x: TF.cross_entropy(x, torch.tensor(TARGET), None if w is None else torch.tensor(w),
+                                       reduction=reduction, **kw), LOGITS)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_cross_entropy_spatial_and_unbatched(weighted, reduction):
+    x, t = randn(2, 5, 3, 4), RNG.integers(0, 5, (2, 3, 4))
+    w = WEIGHT if weighted else None
+    for xs, ts in ((x, t), (x[0, :, 0, 0], t[0, 0, 0])):
+        compare(lambda x: F.cross_entropy(x, musa.tensor(ts), None if w is None else musa.tensor(w),
+                                          reduction=reduction, label_smoothing=0.1),
+                lambda x: TF.cross_entropy(x, torch.tensor(ts), None if w is None else torch.tensor(w),
+                                           reduction=reduction, label_smoothing=0.1), xs)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_probabilities(weighted, reduction):
+    p = np.exp(randn(6, 5))
+    p = (p / p.sum(1, keepdims=True)).astype(np.float32)
+    w = WEIGHT if weighted else None
+    compare(lambda x, p: F.cross_entropy(x, p, None if w is None else musa.tensor(w), reduction=reduction,
+                                         label_smoothing=0.1),
+            lambda x, p: TF.cross_entropy(x, p, None if w is None else torch.tensor(w), reduction=reduction,
+                                          label_smoothing=0.1), LOGITS, p)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss(reduction, weighted):
+    w = WEIGHT if weighted else None
+    for x, t in ((LOGITS, TARGET), (randn(2, 5, 3), RNG.integers(0, 5, (2, 3)))):
+        compare(lambda x: F.nll_loss(x, musa.tensor(t), None if w is None else musa.tensor(w),
+                                     ignore_index=1, reduction=reduction),
+                lambda x: TF.nll_loss(x, torch.tensor(t), None if w is None else torch.tensor(w),
+                                      ignore_index=1, reduction=reduction), x)
+
+
+def test_legacy_size_average_and_reduce():
+    t = musa.tensor(TARGET)
+    x = musa.tensor(LOGITS)
+    assert tuple(F.nll_loss(x, t, None, None, -100, False).shape) == (6,)
+    np.testing.assert_allclose(F.cross_entropy(x, t, size_average=False).item(),
+                               F.cross_entropy(x, t, reduction="sum").item(), rtol=1e-6)
+
+
+def test_classification_loss_errors():
+    x = musa.tensor(LOGITS)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, musa.tensor([1, 0, 7, 2, 2, 3]))
+    with pytest.raises(IndexError, match="target 7 is out of bounds for 5 classes"):
+        F.cross_entropy(x, musa.tensor([1, 0, 7, 2, 2, 3]), musa.ones(5))
+    with pytest.raises(ValueError, match="weight tensor should be defined"):
+        F.cross_entropy(x, musa.tensor(TARGET), musa.ones(3))
+    with pytest.raises(ValueError, match="reduction"):
+        F.cross_entropy(x, musa.tensor(TARGET), reduction="avg")
+    with pytest.raises(ValueError, match="reduction"):
+        F.nll_loss(x, musa.tensor(TARGET), musa.ones(5), reduction="avg")
+    with pytest.raises(ValueError, match="label_smoothing"):
+        F.cross_entropy(x, musa.tensor(TARGET), label_smoothing=1.5)
+    with pytest.raises(ValueError, match=r"expected input \(N, C, \*\) and target \(N, \*\)"):
+        F.nll_loss(musa.randn(2, 3, 4), musa.tensor([0, 1]))
+    with pytest.raises(TypeError, match="nll_loss: expected class indices"):
+        F.nll_loss(x, musa.zeros(6), musa.ones(5))
+
+
+REGRESSION = [("mse_loss", {}), ("l1_loss", {}), ("smooth_l1_loss", {}), ("smooth_l1_loss", dict(beta=0.3)),
+              ("smooth_l1_loss", dict(beta=0.0))]
+
+
+@pytest.mark.parametrize("name,kw", REGRESSION)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_regression_losses(name, kw, reduction):
+    compare(lambda a, b: getattr(F, name)(a, b, reduction=reduction, **kw),
+            lambda a, b: getattr(TF, name)(a, b, reduction=reduction, **kw), X, randn(3, 4, 5))
+
+
+def test_regression_loss_warns_on_broadcast():
+    with pytest.warns(UserWarning, match="different to the input size"):
+        F.mse_loss(musa.randn(3, 1), musa.randn(3))
+    with pytest.raises(ValueError, match="beta must be non-negative"):
+        F.smooth_l1_loss(musa.randn(3), musa.randn(3), beta=-1.0)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy(reduction, weighted):
+    p = 1 / (1 + np.exp(-X))
+    y = (RNG.random(X.shape) > 0.5).astype(np.float32)
+    w = np.abs(randn(4, 5)) if weighted else None
+    compare(lambda p: F.binary_cross_entropy(p, musa.tensor(y), None if w is None else musa.tensor(w),
+                                             reduction=reduction),
+            lambda p: TF.binary_cross_entropy(p, torch.tensor(y), None if w is None else torch.tensor(w),
+                                              reduction=reduction), p.astype(np.float32))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weight,pos_weight", [(None, None), (True, None), (None, True), (True, True)])
+def test_binary_cross_entropy_with_logits(reduction, weight, pos_weight):
+    y = RNG.random(X.shape).astype(np.float32)
+    w = np.abs(randn(4, 5)) if weight else None
+    pw = np.abs(randn(5)) * 2 if pos_weight else None
+
+    def conv(lib, a):
+        return None if a is None else lib.tensor(a)
+    compare(lambda x: F.binary_cross_entropy_with_logits(x * 10, musa.tensor(y), conv(musa, w),
+                                                         reduction=reduction, pos_weight=conv(musa, pw)),
+            lambda x: TF.binary_cross_entropy_with_logits(x * 10, torch.tensor(y), conv(torch, w),
+                                                          reduction=reduction, pos_weight=conv(torch, pw)), X)
+
+
+def test_binary_losses_need_equal_shapes():
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        F.binary_cross_entropy(musa.rand(3, 1), musa.rand(3))
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        F.binary_cross_entropy_with_logits(musa.rand(3, 1), musa.rand(3))
+
+
+# ---- attention ----
+
+def _sdpa_reference(q, k, v, mask=None, causal=False, scale=None):
+    """PyTorch 2's documented reference implementation, written in torch."""
+    s = q @ k.transpose(-2, -1) * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    if causal:
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    return torch.softmax(s, -1) @ v
+
+
+@pytest.mark.parametrize("case", ["plain", "bool_mask", "float_mask", "causal", "scale"])
+def test_scaled_dot_product_attention(case):
+    q, k, v = randn(2, 3, 4, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 5)
+    bool_mask = RNG.random((4, 6)) > 0.3
+    bool_mask[:, 0] = True  # every query sees at least one key
+    kw, tkw = {}, {}
+    if case == "bool_mask":
+        kw, tkw = dict(attn_mask=musa.tensor(bool_mask)), dict(mask=torch.tensor(bool_mask))
+    elif case == "float_mask":
+        fm = randn(1, 3, 4, 6)
+        kw, tkw = dict(attn_mask=musa.tensor(fm)), dict(mask=torch.tensor(fm))
+    elif case == "causal":
+        q, k, v = randn(2, 5, 8), randn(2, 5, 8), randn(2, 5, 8)
+        kw, tkw = dict(is_causal=True), dict(causal=True)
+    elif case == "scale":
+        kw, tkw = dict(scale=0.3), dict(scale=0.3)
+    compare(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kw),
+            lambda q, k, v: _sdpa_reference(q, k, v, **tkw), q, k, v)
+
+
+def test_scaled_dot_product_attention_dropout_and_errors():
+    q = musa.randn(2, 4, 8)
+    musa.manual_seed(0)
+    a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    b = F.scaled_dot_product_attention(q, q, q)
+    assert not np.allclose(a.numpy(), b.numpy())
+    with pytest.raises(ValueError, match="either attn_mask or is_causal"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=musa.ones(4, 4, dtype=musa.bool), is_causal=True)
+    with pytest.raises(TypeError, match="mask must be bool or floating point"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=musa.ones(4, 4, dtype=musa.int64))
+
+
+def test_fully_masked_row_gives_nan_like_torch():
+    q = musa.randn(1, 2, 4)
+    mask = musa.tensor([[False, False], [True, True]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask).numpy()
+    assert np.isnan(out[0, 0]).all() and not np.isnan(out[0, 1]).any()
