@@ -28,7 +28,9 @@ musa_tensor *musa_clamp(musa_tensor *x, const double *min, const double *max) {
     return musa_call1(MUSA_OP_clamp, x, &a);
 }
 
-musa_tensor *musa_detach(musa_tensor *x) { return musa_call1(MUSA_OP_detach, x, NULL); }
+musa_tensor *musa_detach(musa_tensor *x) {
+    return musa_call1(MUSA_OP_detach, x, NULL);
+}
 
 musa_tensor *musa_cast(musa_tensor *x, musa_dtype dtype) {
     if (x && x->dtype == (int8_t)dtype) return musa_tensor_retain(x);
@@ -203,8 +205,8 @@ musa_tensor *musa_as_strided(musa_tensor *x, int ndim, const int64_t *shape, con
     return musa_call1(MUSA_OP_as_strided, x, &a);
 }
 
-musa_tensor *musa_as_strided_scatter(musa_tensor *x, musa_tensor *src, int ndim, const int64_t *shape,
-                                     const int64_t *strides, int64_t offset) {
+musa_tensor *musa_as_strided_scatter(musa_tensor *x, musa_tensor *src, int ndim,
+                                     const int64_t *shape, const int64_t *strides, int64_t offset) {
     musa_attrs_strided a;
     musa_attrs_init(MUSA_ATTRS_strided, &a);
     if (set_ints(&a.shape, ndim, shape, "as_strided_scatter") ||
@@ -418,6 +420,14 @@ int musa_copy_(musa_tensor *dst, musa_tensor *src) {
 
 int musa_fill_(musa_tensor *self, double value) {
     if (!self) return musa_err(MUSA_ERR_VALUE, "[fill_] self is NULL");
+    bool tracked = (self->flags & MUSA_TF_REQUIRES_GRAD) ||
+                   (self->view_base && (self->view_base->flags & MUSA_TF_REQUIRES_GRAD));
+    if (tracked && musa_is_grad_enabled()) { /* recorded: the old values get no gradient */
+        musa_tensor *v = musa_scalar(value, (musa_dtype)self->dtype);
+        int rc = v ? musa_copy_(self, v) : musa_last_error_code();
+        musa_tensor_release(v);
+        return rc;
+    }
     musa_attrs_full a;
     musa_attrs_init(MUSA_ATTRS_full, &a);
     a.shape.n = self->ndim;

@@ -139,8 +139,6 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
     return rc;
 }
 
-/* Anomaly mode with forward checks: an op that produces NaN fails, naming
- * itself (and the user's line when the Python layer set it). */
 /* t requires grad, or is a view of a tensor that does (its history is
  * regenerated when recorded). */
 static inline bool tracks_grad(const musa_tensor *t) {
@@ -148,6 +146,8 @@ static inline bool tracks_grad(const musa_tensor *t) {
            (t->view_base && (t->view_base->flags & MUSA_TF_REQUIRES_GRAD));
 }
 
+/* Anomaly mode with forward checks: an op that produces NaN fails, naming
+ * itself (and the user's line when the Python layer set it). */
 static int check_forward_nan(const musa_op_info *info, musa_tensor *t) {
     if (!musa_is_float((musa_dtype)t->dtype) || t->numel == 0) return MUSA_OK;
     musa_tls_state saved = musa_tls;

@@ -210,6 +210,24 @@ def test_writes_into_views_are_differentiated():
     np.testing.assert_array_equal(z.grad.numpy(), want)
 
 
+def test_fill_and_zero_are_recorded():
+    x = musa.ones(3, requires_grad=True)
+    y = x * 2
+    y[0:1].fill_(0)
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 2.0, 2.0]
+    x.grad = None
+    z = x * 2
+    z.zero_()
+    (z + x).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="leaf"):
+        x.fill_(1)
+    with musa.no_grad():
+        x.fill_(5)
+    assert x.tolist() == [5.0] * 3
+
+
 def test_requires_grad_rules():
     with pytest.raises(RuntimeError):
         musa.ones(2, dtype=musa.int64).requires_grad_()
