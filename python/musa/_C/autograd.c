@@ -109,16 +109,16 @@ static PyObject *py_backward(PyObject *m, PyObject *args) {
     int nt, ng;
     if (tensor_seq(tensors, "tensors", false, &ts, &nt)) return NULL;
     if (tensor_seq(grads, "grad_tensors", true, &gs, &ng)) {
-        PyMem_Free(ts);
+        pm_tensor_list_free(ts);
         return NULL;
     }
     if (gs && ng != nt) {
         PyErr_Format(PyExc_RuntimeError, "backward: got %d tensors but %d gradients", nt, ng);
-        PyMem_Free(ts), PyMem_Free(gs);
+        pm_tensor_list_free(ts), pm_tensor_list_free(gs);
         return NULL;
     }
     int rc = musa_backward(nt, ts, gs, retain, create);
-    PyMem_Free(ts), PyMem_Free(gs);
+    pm_tensor_list_free(ts), pm_tensor_list_free(gs);
     return pm_none_or_raise(rc);
 }
 
@@ -162,7 +162,7 @@ static PyObject *py_grad(PyObject *m, PyObject *args) {
     }
 done:
     for (int i = 0; res && i < ni; i++) musa_tensor_release(res[i]);
-    PyMem_Free(os), PyMem_Free(is), PyMem_Free(gs), PyMem_Free(res);
+    pm_tensor_list_free(os), pm_tensor_list_free(is), pm_tensor_list_free(gs), PyMem_Free(res);
     return r;
 }
 
@@ -323,12 +323,12 @@ static PyObject *py_custom_node(PyObject *m, PyObject *args) {
     int ni, no;
     if (tensor_seq(inputs, "inputs", false, &is, &ni)) return NULL;
     if (tensor_seq(outputs, "outputs", false, &os, &no)) {
-        PyMem_Free(is);
+        pm_tensor_list_free(is);
         return NULL;
     }
     Py_INCREF(fn);
     int rc = musa_custom_node(name, ni, is, no, os, custom_cb, fn, hook_free);
-    PyMem_Free(is), PyMem_Free(os);
+    pm_tensor_list_free(is), pm_tensor_list_free(os);
     return pm_none_or_raise(rc);
 }
 
@@ -382,7 +382,7 @@ static PyObject *gradcheck_common(PyObject *args, bool second) {
     if (tensor_seq(inputs, "inputs", false, &is, &ni)) return NULL;
     int rc = second ? musa_gradgradcheck(gc_fn, fn, ni, is, eps, atol, rtol)
                     : musa_gradcheck(gc_fn, fn, ni, is, eps, atol, rtol);
-    PyMem_Free(is);
+    pm_tensor_list_free(is);
     return pm_none_or_raise(rc);
 }
 static PyObject *py_gradcheck(PyObject *m, PyObject *args) {

@@ -151,7 +151,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
         PyObject *seq = PySequence_Fast(o, "expected a sequence");
         if (!seq) return -1;
         Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-        x->list = PyMem_Malloc(sizeof(musa_tensor *) * (size_t)(n ? n : 1));
+        x->list = PyMem_Calloc((size_t)(n ? n : 1), sizeof(musa_tensor *));
         if (!x->list) {
             Py_DECREF(seq);
             PyErr_NoMemory();
@@ -167,7 +167,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
                 Py_DECREF(seq);
                 return -1;
             }
-            x->list[i] = pm_t(e);
+            x->list[i] = musa_tensor_retain(pm_t(e)); /* seq may be a temporary */
         }
         Py_DECREF(seq);
         return 0;
@@ -210,6 +210,7 @@ static int apply_default(pm_binding *b, int k, pm_arg *a) {
 static void cleanup(pm_binding *b, pm_arg *a) {
     for (int k = 0; k < b->nargs; k++) {
         if (a[k].owned) musa_tensor_release(a[k].t);
+        for (int i = 0; a[k].list && i < a[k].n; i++) musa_tensor_release(a[k].list[i]);
         if (a[k].list) PyMem_Free(a[k].list);
     }
 }
@@ -379,26 +380,37 @@ int pm_tensor_list(PyObject *o, const char *what, bool allow_none, int expect, m
         Py_DECREF(seq);
         return -1;
     }
-    musa_tensor **arr = PyMem_Calloc((size_t)(len ? len : 1), sizeof *arr);
+    /* slot 0 holds the count; the tensors are retained, so the sequence
+     * (maybe a temporary, maybe changed by Python code run meanwhile) may go */
+    musa_tensor **arr = PyMem_Calloc((size_t)len + 1, sizeof *arr);
     if (!arr) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
+    arr[0] = (musa_tensor *)(intptr_t)len;
+    arr++;
     for (Py_ssize_t i = 0; i < len; i++) {
         PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
         if (e == Py_None && allow_none) continue;
         if (!pm_is_tensor(e)) {
             PyErr_Format(PyExc_TypeError, "%s[%zd] must be a Tensor%s, not %s", what, i,
                          allow_none ? " or None" : "", Py_TYPE(e)->tp_name);
-            PyMem_Free(arr);
+            pm_tensor_list_free(arr);
             Py_DECREF(seq);
             return -1;
         }
-        arr[i] = pm_t(e);
+        arr[i] = musa_tensor_retain(pm_t(e));
     }
     Py_DECREF(seq);
     *out = arr;
     *n = (int)len;
     return 0;
+}
+
+void pm_tensor_list_free(musa_tensor **arr) {
+    if (!arr) return;
+    intptr_t n = (intptr_t)arr[-1];
+    for (intptr_t i = 0; i < n; i++) musa_tensor_release(arr[i]);
+    PyMem_Free(arr - 1);
 }

@@ -927,7 +927,8 @@ DEF(embedding, PM_FN, "input:T weight:T padding_idx:O=None") {
 DEF(dropout, PM_FN, "input:T p:f=0.5 training:b=True") {
     if (a[1].f < 0 || a[1].f > 1) {
         char msg[96]; /* PyErr_Format has no %g */
-        snprintf(msg, sizeof msg, "dropout probability has to be between 0 and 1, but got %g", a[1].f);
+        snprintf(msg, sizeof msg, "dropout probability has to be between 0 and 1, but got %g",
+                 a[1].f);
         PyErr_SetString(PyExc_ValueError, msg);
         return NULL;
     }

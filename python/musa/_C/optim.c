@@ -22,7 +22,7 @@ DEF(_optim_sgd, PM_FN,
     if (opt_list(a[2].o, n, &bufs, "bufs")) return NULL;
     bool *fresh = PyMem_Calloc((size_t)(n ? n : 1), sizeof(bool));
     if (!fresh) {
-        PyMem_Free(bufs);
+        pm_tensor_list_free(bufs);
         return PyErr_NoMemory();
     }
     if (a[3].o != Py_None) {
@@ -30,7 +30,7 @@ DEF(_optim_sgd, PM_FN,
         if (!seq || PySequence_Fast_GET_SIZE(seq) != n) {
             if (seq) PyErr_SetString(PyExc_ValueError, "fresh must have one entry per parameter");
             Py_XDECREF(seq);
-            PyMem_Free(bufs), PyMem_Free(fresh);
+            pm_tensor_list_free(bufs), PyMem_Free(fresh);
             return NULL;
         }
         for (int i = 0; i < n; i++)
@@ -39,7 +39,7 @@ DEF(_optim_sgd, PM_FN,
     }
     musa_sgd_options o = {a[4].f, a[5].f, a[6].f, a[7].f, a[8].b, a[9].b};
     int rc = musa_optim_sgd(n, a[0].list, a[1].list, bufs, fresh, &o);
-    PyMem_Free(bufs), PyMem_Free(fresh);
+    pm_tensor_list_free(bufs), PyMem_Free(fresh);
     return pm_none_or_raise(rc);
 }
 
@@ -65,19 +65,19 @@ DEF(_optim_adam, PM_FN,
         else if (!steps)
             PyErr_NoMemory();
         Py_XDECREF(seq);
-        PyMem_Free(vmax), PyMem_Free(steps);
+        pm_tensor_list_free(vmax), PyMem_Free(steps);
         return NULL;
     }
     for (int i = 0; i < n; i++)
         if (pm_int64(PySequence_Fast_GET_ITEM(seq, i), &steps[i], "step")) {
             Py_DECREF(seq);
-            PyMem_Free(vmax), PyMem_Free(steps);
+            pm_tensor_list_free(vmax), PyMem_Free(steps);
             return NULL;
         }
     Py_DECREF(seq);
     musa_adam_options o = {a[6].f, a[7].f, a[8].f, a[9].f, a[10].f, a[11].b, a[12].b, a[13].b};
     rc = musa_optim_adam(n, a[0].list, a[1].list, a[2].list, a[3].list, vmax, steps, &o);
-    PyMem_Free(vmax), PyMem_Free(steps);
+    pm_tensor_list_free(vmax), PyMem_Free(steps);
     return pm_none_or_raise(rc);
 }
 
@@ -94,11 +94,11 @@ DEF(_optim_rmsprop, PM_FN,
     musa_tensor **buf, **gavg;
     if (opt_list(a[3].o, n, &buf, "momentum_buf")) return NULL;
     if (opt_list(a[4].o, n, &gavg, "grad_avg")) {
-        PyMem_Free(buf);
+        pm_tensor_list_free(buf);
         return NULL;
     }
     musa_rmsprop_options o = {a[5].f, a[6].f, a[7].f, a[8].f, a[9].f, a[10].b, a[11].b};
     int rc = musa_optim_rmsprop(n, a[0].list, a[1].list, a[2].list, buf, gavg, &o);
-    PyMem_Free(buf), PyMem_Free(gavg);
+    pm_tensor_list_free(buf), pm_tensor_list_free(gavg);
     return pm_none_or_raise(rc);
 }

@@ -160,10 +160,12 @@ PyMethodDef *pm_bindings_methods(void);
     static PyObject *body_##pyname(pm_arg *a)
 
 /* A Tensor or a sequence of Tensors (None entries allowed with allow_none,
- * giving NULL) -> a PyMem array of borrowed tensors (free with PyMem_Free);
+ * giving NULL) -> an array of retained tensors (free with pm_tensor_list_free);
  * None gives NULL and n = 0. expect >= 0 checks the length. */
 int pm_tensor_list(PyObject *o, const char *what, bool allow_none, int expect, musa_tensor ***out,
                    int *n);
+/* Release the tensors of such an array and free it (NULL is a no-op). */
+void pm_tensor_list_free(musa_tensor **arr);
 
 /* Results: a new tensor (NULL raises), an int status (None or raise). */
 static inline PyObject *pm_ret(musa_tensor *t) {
