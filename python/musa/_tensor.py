@@ -148,15 +148,15 @@ def register_hook(self, hook):
 
 # ---- conversions ----
 
-@_method
-def to(self, *args, **kwargs):
-    """to(dtype), to(device), to(device, dtype), to(other); copy=False."""
-    dtype = kwargs.pop("dtype", None)
-    device = kwargs.pop("device", None)
+def _parse_to(who, args, kwargs):
+    """The (dtype, device, copy) of a to(...) call: to(dtype), to(device),
+    to(device, dtype), to(tensor), with keywords dtype/device/copy. Checks
+    that the device exists in this build."""
+    dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        raise TypeError(f"{who}() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
@@ -165,17 +165,19 @@ def to(self, *args, **kwargs):
         elif isinstance(a, (str, _C.device)):
             device = a
         else:
-            raise TypeError(f"to() received an invalid argument {a!r}")
+            raise TypeError(f"{who}() received an invalid argument {a!r}")
     if device is not None:
-        dev = _C.device(device) if not isinstance(device, _C.device) else device
-        if dev.type != "cpu":
-            _C.zeros(1, device=dev)  # raises the "not available" error
-    out = self
+        _C.empty(0, device=device)  # raises unless the device exists in this build
+    return dtype, device, copy
+
+
+@_method
+def to(self, *args, **kwargs):
+    """to(dtype), to(device), to(device, dtype), to(other); copy=False."""
+    dtype, _, copy = _parse_to("to", args, dict(kwargs))
     if dtype is not None and dtype is not self.dtype:
-        out = _C.cast(self, dtype)
-    elif copy:
-        out = self.clone()
-    return out
+        return _C.cast(self, dtype)
+    return self.clone() if copy else self
 
 
 @_method

@@ -297,21 +297,8 @@ class Module:
     def to(self, *args, **kwargs):
         """to(dtype), to(device), to(device, dtype), to(tensor): cast the
         floating point parameters and buffers in place; returns self."""
-        dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"Module.to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, _C.dtype):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, (str, _C.device)):
-                device = a
-            else:
-                raise TypeError(f"Module.to() received an invalid argument {a!r}")
-        if device is not None:
-            _C.empty(0, device=device)  # raises unless the device exists in this build
+        from ..._tensor import _parse_to
+        dtype, _, _ = _parse_to("Module.to", args, dict(kwargs))
         if dtype is None:
             return self
         if not dtype.is_floating_point:
