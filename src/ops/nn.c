@@ -12,7 +12,7 @@
 #include "op.h"
 
 #define T(expr) musa_tmp(&t, (expr))
-#define NUM(v) T(musa_number(v))
+#define NUM(v)  T(musa_number(v))
 
 /* Run `expr` (which uses x) on a float32 copy of a float16/bfloat16 x and
  * round the result back once. */
@@ -43,10 +43,15 @@ static int set2(musa_ints *dst, const int64_t *v, const char *where) {
 static musa_tensor *reduce_loss(musa_tensor *l, musa_reduction r) {
     if (!l) return NULL;
     switch (r) {
-    case MUSA_REDUCTION_NONE: return musa_tensor_retain(l);
-    case MUSA_REDUCTION_SUM: return musa_sum(l, 0, NULL, false);
-    case MUSA_REDUCTION_MEAN: return musa_mean(l, 0, NULL, false);
-    default: musa_err(MUSA_ERR_VALUE, "[loss] unknown reduction %d", (int)r); return NULL;
+    case MUSA_REDUCTION_NONE:
+        return musa_tensor_retain(l);
+    case MUSA_REDUCTION_SUM:
+        return musa_sum(l, 0, NULL, false);
+    case MUSA_REDUCTION_MEAN:
+        return musa_mean(l, 0, NULL, false);
+    default:
+        musa_err(MUSA_ERR_VALUE, "[loss] unknown reduction %d", (int)r);
+        return NULL;
     }
 }
 
@@ -56,18 +61,21 @@ musa_tensor *musa_conv2d(musa_tensor *x, musa_tensor *w, musa_tensor *b, const i
                          const int64_t *padding, const int64_t *dilation, int64_t groups) {
     musa_attrs_conv a;
     musa_attrs_init(MUSA_ATTRS_conv, &a);
-    set2(&a.stride, stride, "conv2d"), set2(&a.padding, padding, "conv2d"), set2(&a.dilation, dilation, "conv2d");
+    set2(&a.stride, stride, "conv2d"), set2(&a.padding, padding, "conv2d"),
+        set2(&a.dilation, dilation, "conv2d");
     a.groups = groups;
     musa_tensor *in[3] = {x, w, b};
     return musa_call(MUSA_OP_conv2d, b ? 3 : 2, in, &a);
 }
 
-musa_tensor *musa_conv1d(musa_tensor *x, musa_tensor *w, musa_tensor *b, int64_t stride, int64_t padding,
-                         int64_t dilation, int64_t groups) {
+musa_tensor *musa_conv1d(musa_tensor *x, musa_tensor *w, musa_tensor *b, int64_t stride,
+                         int64_t padding, int64_t dilation, int64_t groups) {
     if (!x || !w) return NULL;
     if (x->ndim != 3 || w->ndim != 3) {
-        musa_err(MUSA_ERR_VALUE, "[conv1d] input must be (N, C, L) and weight (Cout, C/groups, k); got %d and %d dims",
-                 x->ndim, w->ndim);
+        musa_err(
+            MUSA_ERR_VALUE,
+            "[conv1d] input must be (N, C, L) and weight (Cout, C/groups, k); got %d and %d dims",
+            x->ndim, w->ndim);
         return NULL;
     }
     musa_temps t = {0};
@@ -79,9 +87,10 @@ musa_tensor *musa_conv1d(musa_tensor *x, musa_tensor *w, musa_tensor *b, int64_t
     return r;
 }
 
-musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *w, musa_tensor *b, const int64_t *stride,
-                                   const int64_t *padding, const int64_t *output_padding,
-                                   const int64_t *dilation, int64_t groups) {
+musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *w, musa_tensor *b,
+                                   const int64_t *stride, const int64_t *padding,
+                                   const int64_t *output_padding, const int64_t *dilation,
+                                   int64_t groups) {
     if (!x || !w) return NULL;
     if (x->ndim != 4 || w->ndim != 4) {
         musa_err(MUSA_ERR_VALUE, "[conv_transpose2d] input and weight must be 4-d");
@@ -94,13 +103,16 @@ musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *w, musa_tensor *
         if (output_padding) op[i] = output_padding[i];
         if (dilation) d[i] = dilation[i];
         if (op[i] < 0 || (op[i] >= s[i] && op[i] >= d[i])) {
-            musa_err(MUSA_ERR_VALUE, "[conv_transpose2d] output_padding %lld must be smaller than stride or dilation",
-                     (long long)op[i]);
+            musa_err(
+                MUSA_ERR_VALUE,
+                "[conv_transpose2d] output_padding %lld must be smaller than stride or dilation",
+                (long long)op[i]);
             return NULL;
         }
     }
     if (groups < 1 || x->shape[1] != w->shape[0]) {
-        musa_err(MUSA_ERR_VALUE, "[conv_transpose2d] input has %lld channels but the weight expects %lld",
+        musa_err(MUSA_ERR_VALUE,
+                 "[conv_transpose2d] input has %lld channels but the weight expects %lld",
                  (long long)x->shape[1], (long long)w->shape[0]);
         return NULL;
     }
@@ -113,7 +125,8 @@ musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *w, musa_tensor *
     a.shape.v[1] = w->shape[1] * groups;
     for (int i = 0; i < 2; i++) {
         a.stride.v[i] = s[i], a.padding.v[i] = p[i], a.dilation.v[i] = d[i];
-        a.shape.v[2 + i] = (x->shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w->shape[2 + i] - 1) + op[i] + 1;
+        a.shape.v[2 + i] =
+            (x->shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w->shape[2 + i] - 1) + op[i] + 1;
         if (a.shape.v[2 + i] < 1) {
             musa_err(MUSA_ERR_VALUE, "[conv_transpose2d] the output would be empty");
             return NULL;
@@ -131,16 +144,17 @@ musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *w, musa_tensor *
 
 /* ---- pooling ---- */
 
-static void pool_attrs(musa_attrs_pool *a, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
-                       const int64_t *dilation, bool ceil_mode) {
+static void pool_attrs(musa_attrs_pool *a, const int64_t *kernel, const int64_t *stride,
+                       const int64_t *padding, const int64_t *dilation, bool ceil_mode) {
     musa_attrs_init(MUSA_ATTRS_pool, a);
     set2(&a->kernel, kernel, "pool"), set2(&a->stride, stride, "pool");
     set2(&a->padding, padding, "pool"), set2(&a->dilation, dilation, "pool");
     a->ceil_mode = ceil_mode;
 }
 
-int musa_max_pool2d(musa_tensor *x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
-                    const int64_t *dilation, bool ceil_mode, musa_tensor **values, musa_tensor **indices) {
+int musa_max_pool2d(musa_tensor *x, const int64_t *kernel, const int64_t *stride,
+                    const int64_t *padding, const int64_t *dilation, bool ceil_mode,
+                    musa_tensor **values, musa_tensor **indices) {
     if (!values) return musa_err(MUSA_ERR_VALUE, "[max_pool2d] output pointer is NULL");
     musa_attrs_pool a;
     pool_attrs(&a, kernel, stride, padding, dilation, ceil_mode);
@@ -150,8 +164,10 @@ int musa_max_pool2d(musa_tensor *x, const int64_t *kernel, const int64_t *stride
     int rc = musa_dispatch(MUSA_OP_max_pool2d, 1, &x, &a, out);
     if (rc) return rc;
     *values = out[0];
-    if (indices) *indices = out[1];
-    else musa_tensor_release(out[1]);
+    if (indices)
+        *indices = out[1];
+    else
+        musa_tensor_release(out[1]);
     return MUSA_OK;
 }
 
@@ -173,7 +189,8 @@ musa_tensor *musa_adaptive_avg_pool2d(musa_tensor *x, int64_t out_h, int64_t out
 /* ---- normalisation ---- */
 
 /* weight/bias default to ones/zeros shaped `shape` */
-static musa_tensor *affine_or(musa_tensor *p, int nd, const int64_t *shape, double v, musa_dtype dt, musa_temps *t) {
+static musa_tensor *affine_or(musa_tensor *p, int nd, const int64_t *shape, double v, musa_dtype dt,
+                              musa_temps *t) {
     if (p) return p;
     return musa_tmp(t, musa_full(nd, shape, v, musa_is_float(dt) ? dt : MUSA_DTYPE_FLOAT32));
 }
@@ -200,7 +217,8 @@ musa_tensor *musa_batch_norm(musa_tensor *x, musa_tensor *running_mean, musa_ten
         if (running_mean && running_var) { /* running statistics, outside autograd */
             bool prev = musa_set_grad_enabled(false);
             double m = (double)(x->numel / (C ? C : 1));
-            musa_tensor *var = T(musa_sub(T(musa_reciprocal(T(musa_mul(out[2], out[2])))), NUM(eps)));
+            musa_tensor *var =
+                T(musa_sub(T(musa_reciprocal(T(musa_mul(out[2], out[2])))), NUM(eps)));
             musa_tensor *unbiased = T(musa_mul(var, NUM(m > 1 ? m / (m - 1) : 1)));
             int rc = musa_mul_(running_mean, NUM(1 - momentum));
             if (!rc) rc = musa_add_(running_mean, T(musa_mul(out[1], NUM(momentum))));
@@ -230,10 +248,12 @@ done:
     return y;
 }
 
-musa_tensor *musa_layer_norm(musa_tensor *x, int ndims, musa_tensor *weight, musa_tensor *bias, double eps) {
+musa_tensor *musa_layer_norm(musa_tensor *x, int ndims, musa_tensor *weight, musa_tensor *bias,
+                             double eps) {
     if (!x) return NULL;
     if (ndims < 1 || ndims > x->ndim) {
-        musa_err(MUSA_ERR_VALUE, "[layer_norm] cannot normalise the last %d dims of a %d-d input", ndims, x->ndim);
+        musa_err(MUSA_ERR_VALUE, "[layer_norm] cannot normalise the last %d dims of a %d-d input",
+                 ndims, x->ndim);
         return NULL;
     }
     musa_temps t = {0};
@@ -247,7 +267,8 @@ musa_tensor *musa_layer_norm(musa_tensor *x, int ndims, musa_tensor *weight, mus
     return y;
 }
 
-musa_tensor *musa_group_norm(musa_tensor *x, int64_t groups, musa_tensor *weight, musa_tensor *bias, double eps) {
+musa_tensor *musa_group_norm(musa_tensor *x, int64_t groups, musa_tensor *weight, musa_tensor *bias,
+                             double eps) {
     if (!x) return NULL;
     if (x->ndim < 2) {
         musa_err(MUSA_ERR_VALUE, "[group_norm] input must be (N, C, ...), got %d dims", x->ndim);
@@ -280,14 +301,16 @@ musa_tensor *musa_cross_entropy(musa_tensor *logits, musa_tensor *target, int64_
                                 double label_smoothing, musa_reduction reduction) {
     if (!logits || !target) return NULL;
     if (!musa_is_float((musa_dtype)target->dtype)) {
-        musa_attrs_xent a = {.ignore_index = ignore_index, .label_smoothing = label_smoothing,
+        musa_attrs_xent a = {.ignore_index = ignore_index,
+                             .label_smoothing = label_smoothing,
                              .reduction = (int64_t)reduction};
         return musa_call2(MUSA_OP_cross_entropy, logits, target, &a);
     }
     /* class probabilities: -sum(p_smoothed log_softmax(x)) over the class dim */
     int64_t cls = logits->ndim == 1 ? 0 : 1, C = logits->shape[cls];
     if (!(label_smoothing >= 0 && label_smoothing <= 1)) {
-        musa_err(MUSA_ERR_VALUE, "[cross_entropy] label_smoothing must be in [0, 1], got %g", label_smoothing);
+        musa_err(MUSA_ERR_VALUE, "[cross_entropy] label_smoothing must be in [0, 1], got %g",
+                 label_smoothing);
         return NULL;
     }
     bool same = target->ndim == logits->ndim;
@@ -300,14 +323,16 @@ musa_tensor *musa_cross_entropy(musa_tensor *logits, musa_tensor *target, int64_
     musa_tensor *lp = T(musa_log_softmax(logits, cls));
     musa_tensor *p = target;
     if (label_smoothing > 0)
-        p = T(musa_add(T(musa_mul(target, NUM(1 - label_smoothing))), NUM(label_smoothing / (double)C)));
+        p = T(musa_add(T(musa_mul(target, NUM(1 - label_smoothing))),
+                       NUM(label_smoothing / (double)C)));
     musa_tensor *l = T(musa_neg(T(musa_sum(T(musa_mul(p, lp)), 1, &cls, false))));
     musa_tensor *r = reduce_loss(l, reduction);
     musa_temps_release(&t);
     return r;
 }
 
-musa_tensor *musa_nll_loss(musa_tensor *logp, musa_tensor *target, int64_t ignore_index, musa_reduction reduction) {
+musa_tensor *musa_nll_loss(musa_tensor *logp, musa_tensor *target, int64_t ignore_index,
+                           musa_reduction reduction) {
     if (!logp || !target) return NULL;
     if (logp->ndim != 2 || target->ndim != 1 || target->shape[0] != logp->shape[0]) {
         musa_err(MUSA_ERR_VALUE, "[nll_loss] expects log-probabilities (N, C) and targets (N)");
@@ -317,19 +342,24 @@ musa_tensor *musa_nll_loss(musa_tensor *logp, musa_tensor *target, int64_t ignor
     musa_tensor *keep = T(musa_ne(target, T(musa_number_int(ignore_index))));
     musa_tensor *safe = T(musa_where(keep, target, T(musa_number_int(0))));
     int64_t C = logp->shape[1];
-    musa_tensor *bad = T(musa_logical_or(T(musa_lt(safe, T(musa_number_int(0)))), T(musa_ge(safe, T(musa_number_int(C))))));
+    musa_tensor *bad = T(musa_logical_or(T(musa_lt(safe, T(musa_number_int(0)))),
+                                         T(musa_ge(safe, T(musa_number_int(C))))));
     musa_tensor *anybad = T(musa_amax(T(musa_cast(bad, MUSA_DTYPE_INT32)), 0, NULL, false));
     int64_t b = 0;
     musa_tensor *r = NULL;
     if (anybad && anybad->storage && !musa_tensor_item_int(anybad, &b) && b) {
-        musa_err(MUSA_ERR_INDEX, "[nll_loss] a target is out of bounds for %lld classes", (long long)C);
+        musa_err(MUSA_ERR_INDEX, "[nll_loss] a target is out of bounds for %lld classes",
+                 (long long)C);
         goto done;
     }
-    musa_tensor *picked = T(musa_squeeze(T(musa_gather(logp, 1, T(musa_unsqueeze(safe, 1)))), 1, (int64_t[]){1}));
+    musa_tensor *picked =
+        T(musa_squeeze(T(musa_gather(logp, 1, T(musa_unsqueeze(safe, 1)))), 1, (int64_t[]){1}));
     musa_tensor *w = T(musa_cast(keep, (musa_dtype)logp->dtype));
     musa_tensor *l = T(musa_neg(T(musa_mul(picked, w))));
-    if (reduction == MUSA_REDUCTION_MEAN) r = musa_div(T(musa_sum(l, 0, NULL, false)), T(musa_sum(w, 0, NULL, false)));
-    else r = reduce_loss(l, reduction);
+    if (reduction == MUSA_REDUCTION_MEAN)
+        r = musa_div(T(musa_sum(l, 0, NULL, false)), T(musa_sum(w, 0, NULL, false)));
+    else
+        r = reduce_loss(l, reduction);
 done:
     musa_temps_release(&t);
     return r;
@@ -351,7 +381,8 @@ musa_tensor *musa_l1_loss(musa_tensor *a, musa_tensor *b, musa_reduction reducti
 }
 
 /* 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere */
-musa_tensor *musa_smooth_l1_loss(musa_tensor *a, musa_tensor *b, double beta, musa_reduction reduction) {
+musa_tensor *musa_smooth_l1_loss(musa_tensor *a, musa_tensor *b, double beta,
+                                 musa_reduction reduction) {
     if (!(beta >= 0)) {
         musa_err(MUSA_ERR_VALUE, "[smooth_l1_loss] beta must be >= 0, got %g", beta);
         return NULL;
@@ -368,18 +399,37 @@ musa_tensor *musa_smooth_l1_loss(musa_tensor *a, musa_tensor *b, double beta, mu
 
 /* -(y log p + (1 - y) log(1 - p)), logs clamped at -100 as PyTorch does */
 musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *y, musa_reduction reduction) {
+    if (!p || !y) return NULL;
     musa_temps t = {0};
+    if (p->storage && p->numel) { /* probabilities must be probabilities (eager: values known) */
+        bool prev = musa_set_grad_enabled(false);
+        musa_tensor *mn = T(musa_amin(p, 0, NULL, false)), *mx = T(musa_amax(p, 0, NULL, false));
+        musa_set_grad_enabled(prev);
+        double a = 0, b = 0;
+        if (!mn || !mx || musa_tensor_item(mn, &a) || musa_tensor_item(mx, &b) ||
+            !(a >= 0 && b <= 1)) {
+            if (mn && mx)
+                musa_err(MUSA_ERR_VALUE,
+                         "[binary_cross_entropy] all elements of input should be between 0 and 1, "
+                         "got values in [%g, %g]",
+                         a, b);
+            musa_temps_release(&t);
+            return NULL;
+        }
+    }
     double lo = -100;
     musa_tensor *lp = T(musa_clamp(T(musa_log(p)), &lo, NULL));
     musa_tensor *l1p = T(musa_clamp(T(musa_log(T(musa_sub(NUM(1), p)))), &lo, NULL));
-    musa_tensor *l = T(musa_neg(T(musa_add(T(musa_mul(y, lp)), T(musa_mul(T(musa_sub(NUM(1), y)), l1p))))));
+    musa_tensor *l =
+        T(musa_neg(T(musa_add(T(musa_mul(y, lp)), T(musa_mul(T(musa_sub(NUM(1), y)), l1p))))));
     musa_tensor *r = reduce_loss(l, reduction);
     musa_temps_release(&t);
     return r;
 }
 
 /* stable form: max(x, 0) - x y + log(1 + exp(-|x|)) */
-musa_tensor *musa_binary_cross_entropy_with_logits(musa_tensor *x, musa_tensor *y, musa_reduction reduction) {
+musa_tensor *musa_binary_cross_entropy_with_logits(musa_tensor *x, musa_tensor *y,
+                                                   musa_reduction reduction) {
     musa_temps t = {0};
     musa_tensor *l = T(musa_add(T(musa_sub(T(musa_relu(x)), T(musa_mul(x, y)))),
                                 T(musa_log1p(T(musa_exp(T(musa_neg(T(musa_abs(x))))))))));
@@ -396,7 +446,8 @@ musa_tensor *musa_gelu(musa_tensor *x, bool tanh_approximation) {
     musa_tensor *r;
     if (tanh_approximation) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
         musa_tensor *x3 = T(musa_mul(x, T(musa_mul(x, x))));
-        musa_tensor *inner = T(musa_mul(T(musa_add(x, T(musa_mul(x3, NUM(0.044715))))), NUM(0.7978845608028654)));
+        musa_tensor *inner =
+            T(musa_mul(T(musa_add(x, T(musa_mul(x3, NUM(0.044715))))), NUM(0.7978845608028654)));
         r = musa_mul(T(musa_mul(x, NUM(0.5))), T(musa_add(T(musa_tanh(inner)), NUM(1))));
     } else { /* 0.5 x (1 + erf(x / sqrt 2)) */
         musa_tensor *e = T(musa_erf(T(musa_mul(x, NUM(0.7071067811865476)))));
@@ -425,7 +476,8 @@ musa_tensor *musa_leaky_relu(musa_tensor *x, double slope) {
 musa_tensor *musa_elu(musa_tensor *x, double alpha) {
     LOWP_WRAP(x, musa_elu(x, alpha));
     musa_temps t = {0};
-    musa_tensor *r = musa_where(T(musa_gt(x, NUM(0))), x, T(musa_mul(T(musa_expm1(x)), NUM(alpha))));
+    musa_tensor *r =
+        musa_where(T(musa_gt(x, NUM(0))), x, T(musa_mul(T(musa_expm1(x)), NUM(alpha))));
     musa_temps_release(&t);
     return r;
 }
@@ -450,7 +502,8 @@ musa_tensor *musa_hardtanh(musa_tensor *x, double min_val, double max_val) {
 musa_tensor *musa_embedding(musa_tensor *weight, musa_tensor *indices, int64_t padding_idx) {
     if (!weight || !indices) return NULL;
     if (weight->ndim != 2) {
-        musa_err(MUSA_ERR_VALUE, "[embedding] weight must be (num_embeddings, dim), got %d dims", weight->ndim);
+        musa_err(MUSA_ERR_VALUE, "[embedding] weight must be (num_embeddings, dim), got %d dims",
+                 weight->ndim);
         return NULL;
     }
     musa_temps t = {0};

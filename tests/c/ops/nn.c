@@ -682,6 +682,8 @@ TEST(activations_and_losses) {
     double bv;
     musa_tensor_item(bce, &bv);
     CHECK(near("bce with logits vs bce", bcel, &bv, 1, 10));
+    CHECK_ERR(FAILS(musa_binary_cross_entropy(x, tgt, MUSA_REDUCTION_SUM)), MUSA_ERR_VALUE,
+              "[binary_cross_entropy] all elements of input should be between 0 and 1");
     free(xv), free(yv);
     release_all(10, x, y, lm, ll, ls, p, tgt, bce, bcel, NULL);
 }
