@@ -28,6 +28,15 @@ def test_tensor_from_python_data_infers_dtypes():
     assert musa.tensor([[], []]).shape == (2, 0)
 
 
+def test_numpy_scalars_in_lists_keep_their_dtype():
+    assert musa.tensor([np.float64(1.5)]).dtype is musa.float64
+    assert musa.tensor([np.int32(1), np.int32(2)]).dtype is musa.int32
+    assert musa.tensor([np.float16(1)]).dtype is musa.float16
+    assert musa.tensor([1.0, np.float64(2)]).dtype is musa.float64
+    assert musa.tensor([np.int32(1), 2]).dtype is musa.int64
+    assert musa.tensor([np.bool_(True), np.bool_(False)]).tolist() == [True, False]
+
+
 def test_tensor_from_numpy_all_dtypes():
     for dt, mdt in [(np.float32, musa.float32), (np.float64, musa.float64), (np.float16, musa.float16),
                     (np.int64, musa.int64), (np.int32, musa.int32), (np.int8, musa.int8),

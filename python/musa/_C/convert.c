@@ -522,7 +522,8 @@ musa_tensor *pm_tensor_from_buffer(PyObject *o) {
 typedef struct {
     int ndim;
     int64_t shape[MUSA_MAX_DIMS];
-    int kind; /* 0 bool, 1 int, 2 float */
+    int kind; /* 0 bool, 1 int, 2 float: how values are gathered */
+    int dt;   /* the promoted dtype of the elements (-1: none seen) */
     int64_t numel, pos;
     double *f;
     int64_t *i;
@@ -573,6 +574,23 @@ too_deep:
     return -1;
 }
 
+/* The dtype a scalar element stands for: NumPy scalars keep theirs; Python
+ * bools, ints and floats give bool, int64 and the default dtype. */
+static int scalar_dtype(PyObject *o, int kind) {
+    if (!PyBool_Check(o) && !PyLong_CheckExact(o) && !PyFloat_CheckExact(o) &&
+        PyObject_CheckBuffer(o)) {
+        Py_buffer v;
+        if (PyObject_GetBuffer(o, &v, PyBUF_FORMAT) == 0) {
+            int d = v.ndim == 0 ? format_dtype(v.format, v.itemsize) : -1;
+            PyBuffer_Release(&v);
+            if (d >= 0) return d;
+        } else {
+            PyErr_Clear();
+        }
+    }
+    return kind == 0 ? MUSA_DTYPE_BOOL : kind == 1 ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
+}
+
 /* Walk the nest at depth `dim`, checking lengths and storing values. */
 static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
     if (dim == n->ndim || (pm_is_tensor(o) && musa_tensor_ndim(pm_t(o)) == n->ndim - dim)) {
@@ -590,6 +608,7 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             int kind = musa_dtype_is_floating(dt) ? 2 : dt == MUSA_DTYPE_BOOL ? 0 : 1;
             if (!store) {
                 if (kind > n->kind) n->kind = kind;
+                n->dt = n->dt < 0 ? (int)dt : (int)musa_promote_types(n->dt, dt);
                 n->pos += cnt;
                 return 0;
             }
@@ -610,6 +629,8 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
         int kind = PyBool_Check(o) ? 0 : (PyLong_Check(o) || PyIndex_Check(o)) ? 1 : 2;
         if (!store) {
             if (kind > n->kind) n->kind = kind;
+            int d = scalar_dtype(o, kind);
+            n->dt = n->dt < 0 ? d : (int)musa_promote_types(n->dt, d);
             n->pos++;
             return 0;
         }
@@ -619,8 +640,8 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             n->f[n->pos++] = v;
         } else {
             int64_t v;
-            if (PyBool_Check(o))
-                v = o == Py_True;
+            if (PyBool_Check(o) || (!PyLong_Check(o) && scalar_dtype(o, 1) == MUSA_DTYPE_BOOL))
+                v = PyObject_IsTrue(o) == 1; /* NumPy bools are not indexes */
             else if (pm_int64(o, &v, "tensor element"))
                 return -1;
             n->i[n->pos++] = v;
@@ -656,7 +677,8 @@ static musa_tensor *from_nest(PyObject *data, int dtype) {
     n.numel = 1;
     for (int i = 0; i < n.ndim; i++) n.numel *= n.shape[i];
     n.kind = 0;
-    if (nest_fill(data, &n, 0, false)) return NULL; /* check, find the kind */
+    n.dt = -1;
+    if (nest_fill(data, &n, 0, false)) return NULL; /* check, find the kind and dtype */
     if (n.numel == 0) n.kind = 2;
     if (n.kind == 2)
         n.f = PyMem_Malloc(sizeof(double) * (size_t)(n.numel ? n.numel : 1));
@@ -667,10 +689,9 @@ static musa_tensor *from_nest(PyObject *data, int dtype) {
     musa_tensor *t = NULL;
     if (!nest_fill(data, &n, 0, true)) {
         musa_dtype src = n.kind == 2 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_INT64;
-        musa_dtype want = dtype >= 0    ? (musa_dtype)dtype
-                          : n.kind == 2 ? pm_default_dtype()
-                          : n.kind == 1 ? MUSA_DTYPE_INT64
-                                        : MUSA_DTYPE_BOOL;
+        musa_dtype want = dtype >= 0  ? (musa_dtype)dtype
+                          : n.dt >= 0 ? (musa_dtype)n.dt
+                                      : pm_default_dtype(); /* empty */
         musa_tensor *raw =
             musa_from_data(n.kind == 2 ? (void *)n.f : (void *)n.i, n.ndim, n.shape, src);
         t = raw && want != src ? musa_cast(raw, want) : musa_tensor_retain(raw);
