@@ -174,9 +174,7 @@ static int accumulate_into(musa_tensor **buf, musa_tensor *g) {
 }
 
 static int check_grad_shape(musa_node *n, int i, const musa_meta *m, musa_tensor *g) {
-    bool same = g->ndim == m->ndim;
-    for (int d = 0; same && d < m->ndim; d++) same = g->shape[d] == m->shape[d];
-    if (same) return MUSA_OK;
+    if (musa_shape_equal(g->ndim, g->shape, m->ndim, m->shape)) return MUSA_OK;
     char s1[128], s2[128];
     return musa_err(MUSA_ERR_RUNTIME,
                     "[autograd] %s returned a gradient of shape %s for input %d of shape %s",
@@ -440,9 +438,7 @@ static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tenso
             }
             seed[i] = musa_ones_like(t);
         } else {
-            bool same = g->ndim == t->ndim;
-            for (int d = 0; same && d < t->ndim; d++) same = g->shape[d] == t->shape[d];
-            if (!same) {
+            if (!musa_shape_equal(g->ndim, g->shape, t->ndim, t->shape)) {
                 char s1[128], s2[128];
                 rc = musa_err(MUSA_ERR_VALUE,
                               "[%s] gradient %d has shape %s but its tensor has shape %s", who, i,

@@ -462,9 +462,7 @@ int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad) {
     musa_tensor *g = NULL;
     if (grad) {
         char s1[128], s2[128];
-        bool same = grad->ndim == t->ndim;
-        for (int i = 0; same && i < t->ndim; i++) same = grad->shape[i] == t->shape[i];
-        if (!same)
+        if (!musa_shape_equal(grad->ndim, grad->shape, t->ndim, t->shape))
             return musa_err(MUSA_ERR_VALUE,
                             "[set_grad] gradient of shape %s for a tensor of shape %s",
                             musa_shape_str(grad->ndim, grad->shape, s1, sizeof s1),

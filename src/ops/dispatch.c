@@ -90,9 +90,7 @@ static int check_provided_out(const musa_op_info *info, int j, const musa_tensor
     char s1[128], s2[128];
     if (!o->storage && musa_tls.mode != MUSA_MODE_SYMBOLIC)
         return musa_err(MUSA_ERR_RUNTIME, "[%s] cannot write into a meta tensor", info->name);
-    bool same = o->ndim == r->out_ndim[j];
-    for (int d = 0; same && d < o->ndim; d++) same = o->shape[d] == r->out_shape[j][d];
-    if (!same)
+    if (!musa_shape_equal(o->ndim, o->shape, r->out_ndim[j], r->out_shape[j]))
         return musa_err(MUSA_ERR_VALUE, "[%s] output has shape %s but the result has shape %s",
                         info->name, musa_shape_str(o->ndim, o->shape, s1, sizeof s1),
                         musa_shape_str(r->out_ndim[j], r->out_shape[j], s2, sizeof s2));

@@ -26,10 +26,13 @@ static musa_dtype float_inputs(musa_tensor *const *in, const int *which, int n, 
 
 /* Fill a 2-value attribute: empty gets `def`, one value is repeated. */
 static int pair(const musa_op_info *op, const char *what, musa_ints *v, int64_t def, int64_t min) {
-    if (v->n == 0) v->v[0] = v->v[1] = def;
-    else if (v->n == 1) v->v[1] = v->v[0];
+    if (v->n == 0)
+        v->v[0] = v->v[1] = def;
+    else if (v->n == 1)
+        v->v[1] = v->v[0];
     else if (v->n != 2)
-        return musa_err(MUSA_ERR_VALUE, "[%s] %s takes 1 or 2 values, got %d", op->name, what, v->n);
+        return musa_err(MUSA_ERR_VALUE, "[%s] %s takes 1 or 2 values, got %d", op->name, what,
+                        v->n);
     v->n = 2;
     for (int i = 0; i < 2; i++)
         if (v->v[i] < min)
@@ -44,7 +47,8 @@ static int conv_attrs(const musa_op_info *op, musa_attrs_conv *a) {
     if ((rc = pair(op, "padding", &a->padding, 0, 0))) return rc;
     if ((rc = pair(op, "dilation", &a->dilation, 1, 1))) return rc;
     if (a->groups < 1)
-        return musa_err(MUSA_ERR_VALUE, "[%s] groups must be >= 1, got %lld", op->name, (long long)a->groups);
+        return musa_err(MUSA_ERR_VALUE, "[%s] groups must be >= 1, got %lld", op->name,
+                        (long long)a->groups);
     return MUSA_OK;
 }
 
@@ -53,9 +57,10 @@ static int conv_out(const musa_op_info *op, int64_t in, int64_t k, int64_t s, in
                     int64_t *out) {
     int64_t span = d * (k - 1) + 1;
     if (in + 2 * p < span)
-        return musa_err(MUSA_ERR_VALUE,
-                        "[%s] kernel size %lld (dilated to %lld) is larger than the padded input size %lld",
-                        op->name, (long long)k, (long long)span, (long long)(in + 2 * p));
+        return musa_err(
+            MUSA_ERR_VALUE,
+            "[%s] kernel size %lld (dilated to %lld) is larger than the padded input size %lld",
+            op->name, (long long)k, (long long)span, (long long)(in + 2 * p));
     *out = (in + 2 * p - span) / s + 1;
     return MUSA_OK;
 }
@@ -66,18 +71,20 @@ static int conv_check(const musa_op_info *op, const musa_attrs_conv *a, const in
     char s1[128], s2[128];
     int64_t C = xs[1], Cout = ws[0];
     if (C % a->groups || Cout % a->groups)
-        return musa_err(MUSA_ERR_VALUE, "[%s] %lld input and %lld output channels are not divisible by groups %lld",
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] %lld input and %lld output channels are not divisible by groups %lld",
                         op->name, (long long)C, (long long)Cout, (long long)a->groups);
     if (ws[1] * a->groups != C)
-        return musa_err(MUSA_ERR_VALUE,
-                        "[%s] input %s has %lld channels but weight %s expects %lld (x %lld groups)",
-                        op->name, musa_shape_str(4, xs, s1, sizeof s1), (long long)C,
-                        musa_shape_str(4, ws, s2, sizeof s2), (long long)ws[1], (long long)a->groups);
+        return musa_err(
+            MUSA_ERR_VALUE,
+            "[%s] input %s has %lld channels but weight %s expects %lld (x %lld groups)", op->name,
+            musa_shape_str(4, xs, s1, sizeof s1), (long long)C,
+            musa_shape_str(4, ws, s2, sizeof s2), (long long)ws[1], (long long)a->groups);
     out_shape[0] = xs[0];
     out_shape[1] = Cout;
     for (int i = 0; i < 2; i++) {
-        int rc = conv_out(op, xs[2 + i], ws[2 + i], a->stride.v[i], a->padding.v[i], a->dilation.v[i],
-                          &out_shape[2 + i]);
+        int rc = conv_out(op, xs[2 + i], ws[2 + i], a->stride.v[i], a->padding.v[i],
+                          a->dilation.v[i], &out_shape[2 + i]);
         if (rc) return rc;
     }
     return MUSA_OK;
@@ -85,7 +92,8 @@ static int conv_check(const musa_op_info *op, const musa_attrs_conv *a, const in
 
 static int need_ndim(const musa_op_info *op, const char *what, const musa_tensor *t, int ndim) {
     if (t->ndim != ndim)
-        return musa_err(MUSA_ERR_VALUE, "[%s] %s must have %d dims, got %d", op->name, what, ndim, t->ndim);
+        return musa_err(MUSA_ERR_VALUE, "[%s] %s must have %d dims, got %d", op->name, what, ndim,
+                        t->ndim);
     return MUSA_OK;
 }
 
@@ -93,12 +101,15 @@ int infer_conv2d(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                  musa_infer *r) {
     musa_attrs_conv *a = attrs;
     if (n_in != 2 && n_in != 3)
-        return musa_err(MUSA_ERR_VALUE, "[%s] takes input, weight and an optional bias, got %d tensors",
-                        op->name, n_in);
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] takes input, weight and an optional bias, got %d tensors", op->name,
+                        n_in);
     int rc = conv_attrs(op, a);
-    if (rc || (rc = need_ndim(op, "input", in[0], 4)) || (rc = need_ndim(op, "weight", in[1], 4))) return rc;
+    if (rc || (rc = need_ndim(op, "input", in[0], 4)) || (rc = need_ndim(op, "weight", in[1], 4)))
+        return rc;
     if (n_in == 3 && (in[2]->ndim != 1 || in[2]->shape[0] != in[1]->shape[0]))
-        return musa_err(MUSA_ERR_VALUE, "[%s] bias must have shape (%lld,)", op->name, (long long)in[1]->shape[0]);
+        return musa_err(MUSA_ERR_VALUE, "[%s] bias must have shape (%lld,)", op->name,
+                        (long long)in[1]->shape[0]);
     int64_t out[4];
     if ((rc = conv_check(op, a, in[0]->shape, in[1]->shape, out))) return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, n_in, r);
@@ -111,8 +122,11 @@ int infer_conv2d_bwd_input(const musa_op_info *op, musa_tensor *const *in, int n
     MUSA_UNUSED(n_in);
     musa_attrs_conv *a = attrs;
     int rc = conv_attrs(op, a);
-    if (rc || (rc = need_ndim(op, "gradient", in[0], 4)) || (rc = need_ndim(op, "weight", in[1], 4))) return rc;
-    if (a->shape.n != 4) return musa_err(MUSA_ERR_VALUE, "[%s] shape must give the input's 4 dims", op->name);
+    if (rc || (rc = need_ndim(op, "gradient", in[0], 4)) ||
+        (rc = need_ndim(op, "weight", in[1], 4)))
+        return rc;
+    if (a->shape.n != 4)
+        return musa_err(MUSA_ERR_VALUE, "[%s] shape must give the input's 4 dims", op->name);
     int64_t out[4];
     if ((rc = conv_check(op, a, a->shape.v, in[1]->shape, out))) return rc;
     for (int i = 0; i < 4; i++)
@@ -132,13 +146,16 @@ int infer_conv2d_bwd_weight(const musa_op_info *op, musa_tensor *const *in, int 
     MUSA_UNUSED(n_in);
     musa_attrs_conv *a = attrs;
     int rc = conv_attrs(op, a);
-    if (rc || (rc = need_ndim(op, "input", in[0], 4)) || (rc = need_ndim(op, "gradient", in[1], 4))) return rc;
-    if (a->shape.n != 4) return musa_err(MUSA_ERR_VALUE, "[%s] shape must give the weight's 4 dims", op->name);
+    if (rc || (rc = need_ndim(op, "input", in[0], 4)) || (rc = need_ndim(op, "gradient", in[1], 4)))
+        return rc;
+    if (a->shape.n != 4)
+        return musa_err(MUSA_ERR_VALUE, "[%s] shape must give the weight's 4 dims", op->name);
     int64_t out[4];
     if ((rc = conv_check(op, a, in[0]->shape, a->shape.v, out))) return rc;
     for (int i = 0; i < 4; i++)
         if (out[i] != in[1]->shape[i])
-            return musa_err(MUSA_ERR_VALUE, "[%s] gradient does not match the convolution's output", op->name);
+            return musa_err(MUSA_ERR_VALUE, "[%s] gradient does not match the convolution's output",
+                            op->name);
     musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
     out_like(r, 0, t, 4, a->shape.v);
     return MUSA_OK;
@@ -150,12 +167,14 @@ static int pool_out(const musa_op_info *op, int64_t in, int64_t k, int64_t s, in
                     bool ceil_mode, int64_t *out) {
     int64_t span = d * (k - 1) + 1;
     if (p * 2 > k)
-        return musa_err(MUSA_ERR_VALUE, "[%s] padding %lld should be at most half the kernel size %lld",
-                        op->name, (long long)p, (long long)k);
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] padding %lld should be at most half the kernel size %lld", op->name,
+                        (long long)p, (long long)k);
     int64_t num = in + 2 * p - span;
     if (num < 0)
-        return musa_err(MUSA_ERR_VALUE, "[%s] kernel size %lld is larger than the padded input size %lld",
-                        op->name, (long long)span, (long long)(in + 2 * p));
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] kernel size %lld is larger than the padded input size %lld", op->name,
+                        (long long)span, (long long)(in + 2 * p));
     int64_t o = (ceil_mode ? (num + s - 1) / s : num / s) + 1;
     if (ceil_mode && (o - 1) * s >= in + p) o--; /* the last window must start inside */
     *out = o;
@@ -165,7 +184,8 @@ static int pool_out(const musa_op_info *op, int64_t in, int64_t k, int64_t s, in
 static int pool_attrs(const musa_op_info *op, musa_attrs_pool *a, bool adaptive) {
     int rc;
     if (a->kernel.n == 0)
-        return musa_err(MUSA_ERR_VALUE, "[%s] %s is required", op->name, adaptive ? "output_size" : "kernel_size");
+        return musa_err(MUSA_ERR_VALUE, "[%s] %s is required", op->name,
+                        adaptive ? "output_size" : "kernel_size");
     if ((rc = pair(op, adaptive ? "output_size" : "kernel_size", &a->kernel, 1, 1))) return rc;
     if (adaptive) return MUSA_OK;
     if (a->stride.n == 0) a->stride = a->kernel;
@@ -239,16 +259,20 @@ int infer_pool2d_backward(const musa_op_info *op, musa_tensor *const *in, int n_
 
 /* ---- normalisation ---- */
 
-static musa_dtype stat_dtype(musa_dtype t) { return musa_is_low_float(t) ? MUSA_DTYPE_FLOAT32 : t; }
+static musa_dtype stat_dtype(musa_dtype t) {
+    return musa_is_low_float(t) ? MUSA_DTYPE_FLOAT32 : t;
+}
 
-static int check_affine(const musa_op_info *op, musa_tensor *const *in, int nd, const int64_t *shape) {
+static int check_affine(const musa_op_info *op, musa_tensor *const *in, int nd,
+                        const int64_t *shape) {
     for (int i = 1; i <= 2; i++) {
         bool ok = in[i]->ndim == nd;
         for (int d = 0; ok && d < nd; d++) ok = in[i]->shape[d] == shape[d];
         if (!ok) {
             char s1[128], s2[128];
             return musa_err(MUSA_ERR_VALUE, "[%s] %s has shape %s, expected %s", op->name,
-                            i == 1 ? "weight" : "bias", musa_shape_str(in[i]->ndim, in[i]->shape, s1, sizeof s1),
+                            i == 1 ? "weight" : "bias",
+                            musa_shape_str(in[i]->ndim, in[i]->shape, s1, sizeof s1),
                             musa_shape_str(nd, shape, s2, sizeof s2));
         }
     }
@@ -256,7 +280,8 @@ static int check_affine(const musa_op_info *op, musa_tensor *const *in, int nd, 
 }
 
 static int norm_eps(const musa_op_info *op, const musa_attrs_norm *a) {
-    if (!(a->eps >= 0)) return musa_err(MUSA_ERR_VALUE, "[%s] eps must be >= 0, got %g", op->name, a->eps);
+    if (!(a->eps >= 0))
+        return musa_err(MUSA_ERR_VALUE, "[%s] eps must be >= 0, got %g", op->name, a->eps);
     return MUSA_OK;
 }
 
@@ -267,11 +292,14 @@ int infer_batch_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     const musa_tensor *x = in[0];
     int rc = norm_eps(op, a);
     if (rc) return rc;
-    if (x->ndim < 2) return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims", op->name, x->ndim);
+    if (x->ndim < 2)
+        return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims", op->name,
+                        x->ndim);
     if ((rc = check_affine(op, in, 1, &x->shape[1]))) return rc;
     int64_t m = x->numel / (x->shape[1] ? x->shape[1] : 1);
     if (m <= 1 && x->numel > 0)
-        return musa_err(MUSA_ERR_VALUE, "[%s] expected more than 1 value per channel when training, got input %s",
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] expected more than 1 value per channel when training, got input %s",
                         op->name, "of that shape");
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     out_like(r, 0, t, x->ndim, x->shape);
@@ -288,8 +316,8 @@ int infer_layer_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     int rc = norm_eps(op, a);
     if (rc) return rc;
     if (a->ndims < 1 || a->ndims > x->ndim)
-        return musa_err(MUSA_ERR_VALUE, "[%s] cannot normalise the last %lld dims of a %d-d input", op->name,
-                        (long long)a->ndims, x->ndim);
+        return musa_err(MUSA_ERR_VALUE, "[%s] cannot normalise the last %lld dims of a %d-d input",
+                        op->name, (long long)a->ndims, x->ndim);
     int lead = x->ndim - (int)a->ndims;
     if ((rc = check_affine(op, in, (int)a->ndims, &x->shape[lead]))) return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
@@ -306,10 +334,12 @@ int infer_group_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     const musa_tensor *x = in[0];
     int rc = norm_eps(op, a);
     if (rc) return rc;
-    if (x->ndim < 2) return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims", op->name, x->ndim);
+    if (x->ndim < 2)
+        return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims", op->name,
+                        x->ndim);
     if (a->groups < 1 || x->shape[1] % a->groups)
-        return musa_err(MUSA_ERR_VALUE, "[%s] %lld channels are not divisible into %lld groups", op->name,
-                        (long long)x->shape[1], (long long)a->groups);
+        return musa_err(MUSA_ERR_VALUE, "[%s] %lld channels are not divisible into %lld groups",
+                        op->name, (long long)x->shape[1], (long long)a->groups);
     if ((rc = check_affine(op, in, 1, &x->shape[1]))) return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     int64_t st[2] = {x->shape[0], a->groups};
@@ -324,9 +354,8 @@ int infer_norm_backward(const musa_op_info *op, musa_tensor *const *in, int n_in
                         musa_infer *r) {
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     const musa_tensor *gy = in[0], *x = in[1];
-    bool same = gy->ndim == x->ndim;
-    for (int d = 0; same && d < x->ndim; d++) same = gy->shape[d] == x->shape[d];
-    if (!same) return musa_err(MUSA_ERR_VALUE, "[%s] gradient and input shapes differ", op->name);
+    if (!musa_shape_equal(gy->ndim, gy->shape, x->ndim, x->shape))
+        return musa_err(MUSA_ERR_VALUE, "[%s] gradient and input shapes differ", op->name);
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     r->in_dtype[3] = r->in_dtype[4] = (int8_t)stat_dtype(t); /* float32 or float64 */
     out_like(r, 0, t, x->ndim, x->shape);
@@ -358,9 +387,8 @@ int infer_softmax_backward(const musa_op_info *op, musa_tensor *const *in, int n
     int rc = musa_wrap_dim(op->name, a->dim, in[1]->ndim, &d);
     if (rc) return rc;
     a->dim = d;
-    bool same = in[0]->ndim == in[1]->ndim;
-    for (int i = 0; same && i < in[0]->ndim; i++) same = in[0]->shape[i] == in[1]->shape[i];
-    if (!same) return musa_err(MUSA_ERR_VALUE, "[%s] gradient and output shapes differ", op->name);
+    if (!musa_shape_equal(in[0]->ndim, in[0]->shape, in[1]->ndim, in[1]->shape))
+        return musa_err(MUSA_ERR_VALUE, "[%s] gradient and output shapes differ", op->name);
     musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
     out_like(r, 0, t, in[1]->ndim, in[1]->shape);
     return MUSA_OK;
@@ -379,8 +407,8 @@ static int xent_shapes(const musa_op_info *op, const musa_tensor *x, const musa_
     bool ok = t->ndim == n;
     for (int d = 0; ok && d < n; d++) ok = t->shape[d] == tshape[d];
     if (!ok)
-        return musa_err(MUSA_ERR_VALUE, "[%s] target has shape %s; for logits %s it must be %s", op->name,
-                        musa_shape_str(t->ndim, t->shape, s1, sizeof s1),
+        return musa_err(MUSA_ERR_VALUE, "[%s] target has shape %s; for logits %s it must be %s",
+                        op->name, musa_shape_str(t->ndim, t->shape, s1, sizeof s1),
                         musa_shape_str(x->ndim, x->shape, s2, sizeof s2),
                         musa_shape_str(n, tshape, s1, sizeof s1));
     *tn = n;
@@ -389,8 +417,9 @@ static int xent_shapes(const musa_op_info *op, const musa_tensor *x, const musa_
 
 static int xent_attrs(const musa_op_info *op, const musa_attrs_xent *a) {
     if (a->reduction < 0 || a->reduction > 2)
-        return musa_err(MUSA_ERR_VALUE, "[%s] reduction must be none (0), mean (1) or sum (2), got %lld",
-                        op->name, (long long)a->reduction);
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] reduction must be none (0), mean (1) or sum (2), got %lld", op->name,
+                        (long long)a->reduction);
     if (!(a->label_smoothing >= 0 && a->label_smoothing <= 1))
         return musa_err(MUSA_ERR_VALUE, "[%s] label_smoothing must be in [0, 1], got %g", op->name,
                         a->label_smoothing);
@@ -400,8 +429,9 @@ static int xent_attrs(const musa_op_info *op, const musa_attrs_xent *a) {
 static int index_target(const musa_op_info *op, musa_tensor *const *in, int i, musa_infer *r) {
     musa_dtype d = (musa_dtype)in[i]->dtype;
     if (musa_is_float(d) || d == MUSA_DTYPE_BOOL)
-        return musa_err(MUSA_ERR_TYPE, "[%s] target must hold class indices (an integer tensor), got %s; "
-                                       "use cross_entropy with probabilities for soft targets",
+        return musa_err(MUSA_ERR_TYPE,
+                        "[%s] target must hold class indices (an integer tensor), got %s; "
+                        "use cross_entropy with probabilities for soft targets",
                         op->name, musa_dtype_name(d));
     r->in_dtype[i] = MUSA_DTYPE_INT64;
     return MUSA_OK;
@@ -413,10 +443,13 @@ int infer_cross_entropy(const musa_op_info *op, musa_tensor *const *in, int n_in
     musa_attrs_xent *a = attrs;
     int tn, rc = xent_attrs(op, a);
     int64_t ts[MUSA_MAX_DIMS];
-    if (rc || (rc = xent_shapes(op, in[0], in[1], &tn, ts)) || (rc = index_target(op, in, 1, r))) return rc;
+    if (rc || (rc = xent_shapes(op, in[0], in[1], &tn, ts)) || (rc = index_target(op, in, 1, r)))
+        return rc;
     musa_dtype t = float_inputs(in, (int[]){0}, 1, r);
-    if (a->reduction == 0) out_like(r, 0, t, tn, ts);
-    else out_like(r, 0, t, 0, NULL);
+    if (a->reduction == 0)
+        out_like(r, 0, t, tn, ts);
+    else
+        out_like(r, 0, t, 0, NULL);
     return MUSA_OK;
 }
 
@@ -427,7 +460,8 @@ int infer_cross_entropy_bwd(const musa_op_info *op, musa_tensor *const *in, int 
     musa_attrs_xent *a = attrs;
     int tn, rc = xent_attrs(op, a);
     int64_t ts[MUSA_MAX_DIMS];
-    if (rc || (rc = xent_shapes(op, in[1], in[2], &tn, ts)) || (rc = index_target(op, in, 2, r))) return rc;
+    if (rc || (rc = xent_shapes(op, in[1], in[2], &tn, ts)) || (rc = index_target(op, in, 2, r)))
+        return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
     out_like(r, 0, t, in[1]->ndim, in[1]->shape);
     return MUSA_OK;
@@ -439,8 +473,9 @@ int infer_linear(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                  musa_infer *r) {
     MUSA_UNUSED(attrs);
     if (n_in != 2 && n_in != 3)
-        return musa_err(MUSA_ERR_VALUE, "[%s] takes input, weight and an optional bias, got %d tensors",
-                        op->name, n_in);
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] takes input, weight and an optional bias, got %d tensors", op->name,
+                        n_in);
     const musa_tensor *x = in[0], *w = in[1];
     char s1[128], s2[128];
     if (x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1])
@@ -450,7 +485,8 @@ int infer_linear(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                         musa_shape_str(w->ndim, w->shape, s2, sizeof s2),
                         (long long)(x->ndim ? x->shape[x->ndim - 1] : 0));
     if (n_in == 3 && (in[2]->ndim != 1 || in[2]->shape[0] != w->shape[0]))
-        return musa_err(MUSA_ERR_VALUE, "[%s] bias must have shape (%lld,)", op->name, (long long)w->shape[0]);
+        return musa_err(MUSA_ERR_VALUE, "[%s] bias must have shape (%lld,)", op->name,
+                        (long long)w->shape[0]);
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, n_in, r);
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);

@@ -389,9 +389,7 @@ int infer_as_strided_scatter(const musa_op_info *op, musa_tensor *const *in, int
     if (a->shape.n != a->strides.n || a->shape.n > MUSA_MAX_DIMS)
         return musa_err(MUSA_ERR_VALUE, "[%s] shape has %d dims but strides has %d", op->name,
                         a->shape.n, a->strides.n);
-    bool same = src->ndim == a->shape.n;
-    for (int i = 0; same && i < src->ndim; i++) same = src->shape[i] == a->shape.v[i];
-    if (!same) {
+    if (!musa_shape_equal(src->ndim, src->shape, a->shape.n, a->shape.v)) {
         char s1[128], s2[128];
         return musa_err(MUSA_ERR_VALUE, "[%s] source shape %s does not match the region shape %s",
                         op->name, musa_shape_str(src->ndim, src->shape, s1, sizeof s1),

@@ -313,9 +313,7 @@ musa_tensor *musa_cross_entropy(musa_tensor *logits, musa_tensor *target, int64_
                  label_smoothing);
         return NULL;
     }
-    bool same = target->ndim == logits->ndim;
-    for (int d = 0; same && d < logits->ndim; d++) same = target->shape[d] == logits->shape[d];
-    if (!same) {
+    if (!musa_shape_equal(target->ndim, target->shape, logits->ndim, logits->shape)) {
         musa_err(MUSA_ERR_VALUE, "[cross_entropy] probability targets must have the logits' shape");
         return NULL;
     }

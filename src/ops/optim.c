@@ -36,8 +36,7 @@ static int check(const char *who, int i, musa_tensor *p, musa_tensor *g, musa_te
             return musa_err(MUSA_ERR_TYPE, "[%s] %s %d is %s but the parameter is %s", who, what, i,
                             musa_dtype_name((musa_dtype)t->dtype),
                             musa_dtype_name((musa_dtype)p->dtype));
-        if (t->numel != p->numel || t->ndim != p->ndim ||
-            memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim)) {
+        if (!musa_shape_equal(t->ndim, t->shape, p->ndim, p->shape)) {
             char s1[128], s2[128];
             return musa_err(MUSA_ERR_VALUE, "[%s] %s %d has shape %s but the parameter has %s", who,
                             what, i, musa_shape_str(t->ndim, t->shape, s1, sizeof s1),

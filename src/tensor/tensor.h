@@ -59,6 +59,13 @@ void musa_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 /* Wrap a possibly negative dim into [0, ndim) (ndim 0 accepts -1 and 0 when
  * allow_scalar). MUSA_ERR_INDEX naming `where` if out of range. */
 int musa_wrap_dim(const char *where, int64_t dim, int ndim, int64_t *out);
+/* Whether two shapes are the same. */
+static inline bool musa_shape_equal(int na, const int64_t *a, int nb, const int64_t *b) {
+    if (na != nb) return false;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i]) return false;
+    return true;
+}
 /* Broadcast two shapes; MUSA_ERR_VALUE naming `where` and both shapes. */
 int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, const int64_t *b,
                          int *nout, int64_t *out);

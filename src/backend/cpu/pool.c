@@ -10,6 +10,7 @@ typedef struct {
     int64_t planes, H, W, Ho, Wo;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
     bool ceil_mode, count_include_pad;
+    bool adaptive; /* adaptive average pooling: windows from the sizes alone */
 } pool_geom;
 
 static void pgeom(pool_geom *g, const int64_t *in_shape, int in_nd, const int64_t *out_shape,
@@ -73,22 +74,31 @@ static int64_t plane_grain(const pool_geom *g) {
     return work >= 32768 ? 1 : 32768 / work;
 }
 
-int cpu_max_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_max_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                   const void *attrs) {
     MUSA_UNUSED(n_in);
     pool_geom g;
     pgeom(&g, in[0].shape, in[0].ndim, out[0].shape, attrs);
     char *ws = ctx->scratch;
     nn_out y = nn_out_begin(&out[0], &ws);
     pool_job j = {&g, in[0].data, y.data, (int64_t *)out[1].data};
-    musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? maxpool_f64 : maxpool_f32, &j);
+    musa_parallel_for(g.planes, plane_grain(&g),
+                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? maxpool_f64 : maxpool_f32, &j);
     nn_out_end(&y);
     return MUSA_OK;
 }
 
-/* ---- average: PyTorch's window and divisor rules ---- */
+/* ---- average: PyTorch's window and divisor rules; adaptive windows are
+ * [floor(o H / Ho), ceil((o + 1) H / Ho)) ---- */
 
 static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_t *h0, int64_t *h1,
                               int64_t *w0, int64_t *w1, double *div) {
+    if (g->adaptive) {
+        *h0 = oy * g->H / g->Ho, *h1 = ((oy + 1) * g->H + g->Ho - 1) / g->Ho;
+        *w0 = ox * g->W / g->Wo, *w1 = ((ox + 1) * g->W + g->Wo - 1) / g->Wo;
+        *div = (double)((*h1 - *h0) * (*w1 - *w0));
+        return;
+    }
     int64_t hs = oy * g->sh - g->ph, ws = ox * g->sw - g->pw;
     int64_t he = hs + g->kh < g->H + g->ph ? hs + g->kh : g->H + g->ph;
     int64_t we = ws + g->kw < g->W + g->pw ? ws + g->kw : g->W + g->pw;
@@ -138,101 +148,44 @@ static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_
 DEF_AVGPOOL(f32, float)
 DEF_AVGPOOL(f64, double)
 
-int cpu_avg_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
-    MUSA_UNUSED(n_in);
+/* Forward (x -> y) or backward (gy -> gx) of average or adaptive average
+ * pooling; the input side of the geometry is x's. */
+static int avg_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, const void *attrs,
+                   bool backward, bool adaptive) {
     pool_geom g;
-    pgeom(&g, in[0].shape, in[0].ndim, out[0].shape, attrs);
+    const musa_kview *x = backward ? &out[0] : &in[0], *y = backward ? &in[0] : &out[0];
+    pgeom(&g, x->shape, x->ndim, y->shape, attrs);
+    g.adaptive = adaptive;
+    if (adaptive)
+        g.kh = g.H / (g.Ho ? g.Ho : 1) + 1, g.kw = g.W / (g.Wo ? g.Wo : 1) + 1; /* for the grain */
     char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws);
-    pool_job j = {&g, in[0].data, y.data, NULL};
-    musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? avgpool_f64 : avgpool_f32, &j);
-    nn_out_end(&y);
+    nn_out o = nn_out_begin(&out[0], &ws);
+    pool_job j = {&g, in[0].data, o.data, NULL};
+    bool f64 = in[0].dtype == MUSA_DTYPE_FLOAT64;
+    musa_range_fn fn =
+        backward ? (f64 ? avgpool_bwd_f64 : avgpool_bwd_f32) : (f64 ? avgpool_f64 : avgpool_f32);
+    musa_parallel_for(g.planes, plane_grain(&g), fn, &j);
+    nn_out_end(&o);
     return MUSA_OK;
 }
 
+int cpu_avg_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                   const void *attrs) {
+    MUSA_UNUSED(n_in);
+    return avg_run(ctx, out, in, attrs, false, false);
+}
 int cpu_avg_pool2d_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                             const void *attrs) {
     MUSA_UNUSED(n_in);
-    pool_geom g;
-    pgeom(&g, out[0].shape, out[0].ndim, in[0].shape, attrs);
-    char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws);
-    pool_job j = {&g, in[0].data, gx.data, NULL};
-    musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? avgpool_bwd_f64 : avgpool_bwd_f32, &j);
-    nn_out_end(&gx);
-    return MUSA_OK;
+    return avg_run(ctx, out, in, attrs, true, false);
 }
-
-/* ---- adaptive average: window [floor(o H / Ho), ceil((o + 1) H / Ho)) ---- */
-
-#define DEF_ADAPTIVE(SUF, T)                                                                       \
-    static void adaptive_##SUF(void *arg, int64_t p0, int64_t p1) {                                \
-        const pool_job *j = arg;                                                                   \
-        const pool_geom *g = j->g;                                                                 \
-        for (int64_t p = p0; p < p1; p++) {                                                        \
-            const T *x = (const T *)j->x + p * g->H * g->W;                                        \
-            T *y = (T *)j->y + p * g->Ho * g->Wo;                                                  \
-            for (int64_t oy = 0; oy < g->Ho; oy++) {                                               \
-                int64_t h0 = oy * g->H / g->Ho, h1 = ((oy + 1) * g->H + g->Ho - 1) / g->Ho;        \
-                for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
-                    int64_t w0 = ox * g->W / g->Wo, w1 = ((ox + 1) * g->W + g->Wo - 1) / g->Wo;    \
-                    double s = 0;                                                                  \
-                    for (int64_t iy = h0; iy < h1; iy++)                                           \
-                        for (int64_t jx = w0; jx < w1; jx++) s += x[iy * g->W + jx];               \
-                    y[oy * g->Wo + ox] = (T)(s / (double)((h1 - h0) * (w1 - w0)));                 \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-    static void adaptive_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                            \
-        const pool_job *j = arg;                                                                   \
-        const pool_geom *g = j->g;                                                                 \
-        for (int64_t p = p0; p < p1; p++) {                                                        \
-            const T *gy = (const T *)j->x + p * g->Ho * g->Wo;                                     \
-            T *gx = (T *)j->y + p * g->H * g->W;                                                   \
-            memset(gx, 0, sizeof(T) * (size_t)(g->H * g->W));                                      \
-            for (int64_t oy = 0; oy < g->Ho; oy++) {                                               \
-                int64_t h0 = oy * g->H / g->Ho, h1 = ((oy + 1) * g->H + g->Ho - 1) / g->Ho;        \
-                for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
-                    int64_t w0 = ox * g->W / g->Wo, w1 = ((ox + 1) * g->W + g->Wo - 1) / g->Wo;    \
-                    T v = (T)(gy[oy * g->Wo + ox] / (double)((h1 - h0) * (w1 - w0)));              \
-                    for (int64_t iy = h0; iy < h1; iy++)                                           \
-                        for (int64_t jx = w0; jx < w1; jx++) gx[iy * g->W + jx] += v;              \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }
-DEF_ADAPTIVE(f32, float)
-DEF_ADAPTIVE(f64, double)
-
 int cpu_adaptive_avg_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                             const void *attrs) {
     MUSA_UNUSED(n_in);
-    pool_geom g;
-    pgeom(&g, in[0].shape, in[0].ndim, out[0].shape, attrs);
-    g.kh = g.H / (g.Ho ? g.Ho : 1) + 1, g.kw = g.W / (g.Wo ? g.Wo : 1) + 1; /* for the grain */
-    char *ws = ctx->scratch;
-    nn_out y = nn_out_begin(&out[0], &ws);
-    pool_job j = {&g, in[0].data, y.data, NULL};
-    if (g.Ho && g.Wo)
-        musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? adaptive_f64 : adaptive_f32, &j);
-    nn_out_end(&y);
-    return MUSA_OK;
+    return avg_run(ctx, out, in, attrs, false, true);
 }
-
-int cpu_adaptive_avg_pool2d_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                                     const void *attrs) {
+int cpu_adaptive_avg_pool2d_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                                     int n_in, const void *attrs) {
     MUSA_UNUSED(n_in);
-    pool_geom g;
-    pgeom(&g, out[0].shape, out[0].ndim, in[0].shape, attrs);
-    g.kh = g.H / (g.Ho ? g.Ho : 1) + 1, g.kw = g.W / (g.Wo ? g.Wo : 1) + 1;
-    char *ws = ctx->scratch;
-    nn_out gx = nn_out_begin(&out[0], &ws);
-    pool_job j = {&g, in[0].data, gx.data, NULL};
-    if (g.Ho && g.Wo)
-        musa_parallel_for(g.planes, plane_grain(&g), in[0].dtype == MUSA_DTYPE_FLOAT64 ? adaptive_bwd_f64 : adaptive_bwd_f32, &j);
-    else
-        memset(gx.data, 0, (size_t)musa_kview_numel(&out[0]) * nn_es(nn_cdt(out[0].dtype)));
-    nn_out_end(&gx);
-    return MUSA_OK;
+    return avg_run(ctx, out, in, attrs, true, true);
 }

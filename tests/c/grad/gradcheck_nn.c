@@ -2,50 +2,25 @@
  * gradcheck_nn.c - gradcheck (and gradgradcheck) rows for the neural
  * network ops, in float64, with groups, strides, padding and dilation.
  */
-#include "../util.h"
+#include "gradcheck.h"
 
-typedef musa_tensor *(*apply_fn)(musa_tensor *const *in);
-typedef struct {
-    apply_fn f;
-} closure;
-
-static int call(void *ctx, int n, musa_tensor *const *in, int *n_out, musa_tensor **out) {
-    (void)n;
-    out[0] = ((closure *)ctx)->f(in);
-    *n_out = 1;
-    return out[0] ? MUSA_OK : musa_last_error_code();
-}
-
-static musa_tensor *in64(int nd, const int64_t *shape, double lo, double hi, layout lay) {
-    musa_tensor *t = rnd(MUSA_DTYPE_FLOAT64, nd, shape, lo, hi, lay);
-    if (t) musa_tensor_set_requires_grad(t, true);
-    return t;
-}
-
-static bool check(const char *name, apply_fn f, int n, musa_tensor **in, bool gg) {
-    closure c = {f};
-    int rc = musa_gradcheck(call, &c, n, in, 1e-6, 1e-5, 1e-3);
-    if (!rc && gg) rc = musa_gradgradcheck(call, &c, n, in, 1e-6, 1e-5, 1e-3);
-    if (rc) harness_fail(__FILE__, __LINE__, "%s: %s", name, musa_last_error());
-    for (int i = 0; i < n; i++) musa_tensor_release(in[i]);
-    return rc == MUSA_OK;
-}
-
-#define S(...) ((const int64_t[]){__VA_ARGS__})
 #define GC(fn, n, gg, ...)                                                                         \
     do {                                                                                           \
         musa_tensor *ins_[] = {__VA_ARGS__};                                                       \
-        if (!check(#fn, fn, n, ins_, gg)) return;                                                  \
+        if (!check_grads(#fn, fn, n, ins_, gg)) return;                                            \
     } while (0)
 
 static musa_tensor *f_conv(musa_tensor *const *in) {
     return musa_conv2d(in[0], in[1], in[2], S(2, 1), S(1, 0), S(1, 2), 2);
 }
-static musa_tensor *f_conv_1x1(musa_tensor *const *in) { return musa_conv2d(in[0], in[1], NULL, NULL, NULL, NULL, 1); }
+static musa_tensor *f_conv_1x1(musa_tensor *const *in) {
+    return musa_conv2d(in[0], in[1], NULL, NULL, NULL, NULL, 1);
+}
 TEST(grad_conv2d) {
-    GC(f_conv, 3, true, in64(4, S(2, 4, 5, 5), -1, 1, L_CONTIG), in64(4, S(4, 2, 2, 2), -1, 1, L_CONTIG),
-       in64(1, S(4), -1, 1, L_CONTIG));
-    GC(f_conv_1x1, 2, true, in64(4, S(1, 3, 2, 3), -1, 1, L_TRANSPOSED), in64(4, S(2, 3, 1, 1), -1, 1, L_CONTIG));
+    GC(f_conv, 3, true, in64(4, S(2, 4, 5, 5), -1, 1, L_CONTIG),
+       in64(4, S(4, 2, 2, 2), -1, 1, L_CONTIG), in64(1, S(4), -1, 1, L_CONTIG));
+    GC(f_conv_1x1, 2, true, in64(4, S(1, 3, 2, 3), -1, 1, L_TRANSPOSED),
+       in64(4, S(2, 3, 1, 1), -1, 1, L_CONTIG));
 }
 
 static musa_tensor *conv_bwd(const char *op, musa_tensor *a, musa_tensor *b, const int64_t *shape) {
@@ -59,13 +34,19 @@ static musa_tensor *conv_bwd(const char *op, musa_tensor *a, musa_tensor *b, con
     musa_attrs_free(at);
     return out[0];
 }
-static musa_tensor *f_bwd_in(musa_tensor *const *in) { return conv_bwd("conv2d_backward_input", in[0], in[1], S(1, 2, 5, 5)); }
-static musa_tensor *f_bwd_w(musa_tensor *const *in) { return conv_bwd("conv2d_backward_weight", in[0], in[1], S(3, 2, 3, 3)); }
+static musa_tensor *f_bwd_in(musa_tensor *const *in) {
+    return conv_bwd("conv2d_backward_input", in[0], in[1], S(1, 2, 5, 5));
+}
+static musa_tensor *f_bwd_w(musa_tensor *const *in) {
+    return conv_bwd("conv2d_backward_weight", in[0], in[1], S(3, 2, 3, 3));
+}
 TEST(grad_conv2d_backward_input) {
-    GC(f_bwd_in, 2, true, in64(4, S(1, 3, 3, 3), -1, 1, L_CONTIG), in64(4, S(3, 2, 3, 3), -1, 1, L_CONTIG));
+    GC(f_bwd_in, 2, true, in64(4, S(1, 3, 3, 3), -1, 1, L_CONTIG),
+       in64(4, S(3, 2, 3, 3), -1, 1, L_CONTIG));
 }
 TEST(grad_conv2d_backward_weight) {
-    GC(f_bwd_w, 2, true, in64(4, S(1, 2, 5, 5), -1, 1, L_CONTIG), in64(4, S(1, 3, 3, 3), -1, 1, L_CONTIG));
+    GC(f_bwd_w, 2, true, in64(4, S(1, 2, 5, 5), -1, 1, L_CONTIG),
+       in64(4, S(1, 3, 3, 3), -1, 1, L_CONTIG));
 }
 
 static musa_tensor *f_maxpool(musa_tensor *const *in) {
@@ -73,10 +54,16 @@ static musa_tensor *f_maxpool(musa_tensor *const *in) {
     musa_max_pool2d(in[0], S(2, 2), S(1, 2), S(1, 0), NULL, false, &v, NULL);
     return v;
 }
-TEST(grad_max_pool2d) { GC(f_maxpool, 1, true, in64(4, S(1, 2, 4, 4), -3, 3, L_TRANSPOSED)); }
+TEST(grad_max_pool2d) {
+    GC(f_maxpool, 1, true, in64(4, S(1, 2, 4, 4), -3, 3, L_TRANSPOSED));
+}
 
-static musa_tensor *f_avgpool(musa_tensor *const *in) { return musa_avg_pool2d(in[0], S(3, 2), S(2, 1), S(1, 1), true, false); }
-TEST(grad_avg_pool2d) { GC(f_avgpool, 1, true, in64(4, S(1, 2, 5, 4), -1, 1, L_CONTIG)); }
+static musa_tensor *f_avgpool(musa_tensor *const *in) {
+    return musa_avg_pool2d(in[0], S(3, 2), S(2, 1), S(1, 1), true, false);
+}
+TEST(grad_avg_pool2d) {
+    GC(f_avgpool, 1, true, in64(4, S(1, 2, 5, 4), -1, 1, L_CONTIG));
+}
 
 static musa_tensor *f_avgpool_bwd(musa_tensor *const *in) {
     int id = musa_op_lookup("avg_pool2d_backward");
@@ -88,10 +75,16 @@ static musa_tensor *f_avgpool_bwd(musa_tensor *const *in) {
     musa_attrs_free(a);
     return out[0];
 }
-TEST(grad_avg_pool2d_backward) { GC(f_avgpool_bwd, 1, true, in64(3, S(2, 2, 2), -1, 1, L_CONTIG)); }
+TEST(grad_avg_pool2d_backward) {
+    GC(f_avgpool_bwd, 1, true, in64(3, S(2, 2, 2), -1, 1, L_CONTIG));
+}
 
-static musa_tensor *f_adaptive(musa_tensor *const *in) { return musa_adaptive_avg_pool2d(in[0], 2, 3); }
-TEST(grad_adaptive_avg_pool2d) { GC(f_adaptive, 1, true, in64(4, S(1, 2, 5, 4), -1, 1, L_TRANSPOSED)); }
+static musa_tensor *f_adaptive(musa_tensor *const *in) {
+    return musa_adaptive_avg_pool2d(in[0], 2, 3);
+}
+TEST(grad_adaptive_avg_pool2d) {
+    GC(f_adaptive, 1, true, in64(4, S(1, 2, 5, 4), -1, 1, L_TRANSPOSED));
+}
 
 static musa_tensor *f_adaptive_bwd(musa_tensor *const *in) {
     int id = musa_op_lookup("adaptive_avg_pool2d_backward");
@@ -103,25 +96,44 @@ static musa_tensor *f_adaptive_bwd(musa_tensor *const *in) {
     musa_attrs_free(a);
     return out[0];
 }
-TEST(grad_adaptive_avg_pool2d_backward) { GC(f_adaptive_bwd, 1, true, in64(3, S(1, 2, 3), -1, 1, L_CONTIG)); }
+TEST(grad_adaptive_avg_pool2d_backward) {
+    GC(f_adaptive_bwd, 1, true, in64(3, S(1, 2, 3), -1, 1, L_CONTIG));
+}
 
-static musa_tensor *f_bn(musa_tensor *const *in) { return musa_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1, 1e-5); }
-static musa_tensor *f_ln(musa_tensor *const *in) { return musa_layer_norm(in[0], 2, in[1], in[2], 1e-5); }
-static musa_tensor *f_gn(musa_tensor *const *in) { return musa_group_norm(in[0], 2, in[1], in[2], 1e-5); }
+static musa_tensor *f_bn(musa_tensor *const *in) {
+    return musa_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1, 1e-5);
+}
+static musa_tensor *f_ln(musa_tensor *const *in) {
+    return musa_layer_norm(in[0], 2, in[1], in[2], 1e-5);
+}
+static musa_tensor *f_gn(musa_tensor *const *in) {
+    return musa_group_norm(in[0], 2, in[1], in[2], 1e-5);
+}
 TEST(grad_batch_norm) {
-    GC(f_bn, 3, true, in64(3, S(3, 2, 2), -2, 2, L_TRANSPOSED), in64(1, S(2), 0.5, 2, L_CONTIG), in64(1, S(2), -1, 1, L_CONTIG));
+    GC(f_bn, 3, true, in64(3, S(3, 2, 2), -2, 2, L_TRANSPOSED), in64(1, S(2), 0.5, 2, L_CONTIG),
+       in64(1, S(2), -1, 1, L_CONTIG));
 }
 TEST(grad_layer_norm) {
-    GC(f_ln, 3, true, in64(3, S(2, 2, 3), -2, 2, L_CONTIG), in64(2, S(2, 3), 0.5, 2, L_CONTIG), in64(2, S(2, 3), -1, 1, L_CONTIG));
+    GC(f_ln, 3, true, in64(3, S(2, 2, 3), -2, 2, L_CONTIG), in64(2, S(2, 3), 0.5, 2, L_CONTIG),
+       in64(2, S(2, 3), -1, 1, L_CONTIG));
 }
 TEST(grad_group_norm) {
-    GC(f_gn, 3, true, in64(3, S(2, 4, 2), -2, 2, L_CONTIG), in64(1, S(4), 0.5, 2, L_CONTIG), in64(1, S(4), -1, 1, L_CONTIG));
+    GC(f_gn, 3, true, in64(3, S(2, 4, 2), -2, 2, L_CONTIG), in64(1, S(4), 0.5, 2, L_CONTIG),
+       in64(1, S(4), -1, 1, L_CONTIG));
 }
 
-static musa_tensor *f_softmax(musa_tensor *const *in) { return musa_softmax(in[0], 0); }
-static musa_tensor *f_log_softmax(musa_tensor *const *in) { return musa_log_softmax(in[0], -1); }
-TEST(grad_softmax) { GC(f_softmax, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED)); }
-TEST(grad_log_softmax) { GC(f_log_softmax, 1, true, in64(2, S(3, 4), -2, 2, L_CONTIG)); }
+static musa_tensor *f_softmax(musa_tensor *const *in) {
+    return musa_softmax(in[0], 0);
+}
+static musa_tensor *f_log_softmax(musa_tensor *const *in) {
+    return musa_log_softmax(in[0], -1);
+}
+TEST(grad_softmax) {
+    GC(f_softmax, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED));
+}
+TEST(grad_log_softmax) {
+    GC(f_log_softmax, 1, true, in64(2, S(3, 4), -2, 2, L_CONTIG));
+}
 
 static musa_tensor *f_xent(musa_tensor *const *in) {
     musa_tensor *t = from_list(MUSA_DTYPE_INT64, 1, S(4), (double[]){2, -100, 0, 2});
@@ -129,9 +141,14 @@ static musa_tensor *f_xent(musa_tensor *const *in) {
     musa_tensor_release(t);
     return l;
 }
-TEST(grad_cross_entropy) { GC(f_xent, 1, true, in64(2, S(4, 3), -2, 2, L_TRANSPOSED)); }
+TEST(grad_cross_entropy) {
+    GC(f_xent, 1, true, in64(2, S(4, 3), -2, 2, L_TRANSPOSED));
+}
 
-static musa_tensor *f_linear(musa_tensor *const *in) { return musa_linear(in[0], in[1], in[2]); }
+static musa_tensor *f_linear(musa_tensor *const *in) {
+    return musa_linear(in[0], in[1], in[2]);
+}
 TEST(grad_linear) {
-    GC(f_linear, 3, true, in64(3, S(2, 2, 3), -1, 1, L_CONTIG), in64(2, S(2, 3), -1, 1, L_TRANSPOSED), in64(1, S(2), -1, 1, L_CONTIG));
+    GC(f_linear, 3, true, in64(3, S(2, 2, 3), -1, 1, L_CONTIG),
+       in64(2, S(2, 3), -1, 1, L_TRANSPOSED), in64(1, S(2), -1, 1, L_CONTIG));
 }

@@ -4,53 +4,22 @@
  * non-contiguous layouts. One TEST(grad_<op>) per op; test_autograd.c
  * fails the run when a differentiable op has none.
  */
-#include "../util.h"
+#include "gradcheck.h"
 
-typedef musa_tensor *(*apply_fn)(musa_tensor *const *in);
-typedef struct {
-    apply_fn f;
-} closure;
-
-static int call(void *ctx, int n, musa_tensor *const *in, int *n_out, musa_tensor **out) {
-    (void)n;
-    out[0] = ((closure *)ctx)->f(in);
-    *n_out = 1;
-    return out[0] ? MUSA_OK : musa_last_error_code();
-}
-
-/* float64 input requiring grad */
-static musa_tensor *in64(int nd, const int64_t *shape, double lo, double hi, layout lay) {
-    musa_tensor *t = rnd(MUSA_DTYPE_FLOAT64, nd, shape, lo, hi, lay);
-    if (t && musa_tensor_set_requires_grad(t, true)) {
-        musa_tensor_release(t);
-        return NULL;
-    }
-    return t;
-}
-
-/* gradcheck, then gradgradcheck; releases the inputs */
-static bool check_grads(const char *name, apply_fn f, int n, musa_tensor **in, bool gg) {
-    closure c = {f};
-    bool ok = true;
-    for (int i = 0; i < n; i++) ok &= in[i] != NULL;
-    int rc = ok ? musa_gradcheck(call, &c, n, in, 1e-6, 1e-5, 1e-3) : musa_last_error_code();
-    if (rc == MUSA_OK && gg) rc = musa_gradgradcheck(call, &c, n, in, 1e-6, 1e-5, 1e-3);
-    if (rc != MUSA_OK) harness_fail(__FILE__, __LINE__, "%s: %s", name, musa_last_error());
-    for (int i = 0; i < n; i++) musa_tensor_release(in[i]);
-    return rc == MUSA_OK;
-}
-
-#define S(...) ((const int64_t[]){__VA_ARGS__})
 #define GC(name, n, gg, ...)                                                                       \
     do {                                                                                           \
         musa_tensor *ins_[] = {__VA_ARGS__};                                                       \
-        if (!check_grads(#name, f_##name, n, ins_, gg)) return;                                   \
+        if (!check_grads(#name, f_##name, n, ins_, gg)) return;                                    \
     } while (0)
 
 /* ---- unary: a transposed (3,4) input; domains avoid kinks ---- */
 #define UNARY_GC(NAME, LO, HI)                                                                     \
-    static musa_tensor *f_##NAME(musa_tensor *const *in) { return musa_##NAME(in[0]); }             \
-    TEST(grad_##NAME) { GC(NAME, 1, true, in64(2, S(3, 4), LO, HI, L_TRANSPOSED)); }
+    static musa_tensor *f_##NAME(musa_tensor *const *in) {                                         \
+        return musa_##NAME(in[0]);                                                                 \
+    }                                                                                              \
+    TEST(grad_##NAME) {                                                                            \
+        GC(NAME, 1, true, in64(2, S(3, 4), LO, HI, L_TRANSPOSED));                                 \
+    }
 
 UNARY_GC(neg, -2, 2)
 UNARY_GC(abs, 0.2, 2)
@@ -79,10 +48,14 @@ TEST(grad_relu_negative_side) {
 
 /* ---- binary: (3,4) transposed against a broadcast (4,) ---- */
 #define BINARY_GC(NAME, ALO, AHI, BLO, BHI)                                                        \
-    static musa_tensor *f_##NAME(musa_tensor *const *in) { return musa_##NAME(in[0], in[1]); }      \
+    static musa_tensor *f_##NAME(musa_tensor *const *in) {                                         \
+        return musa_##NAME(in[0], in[1]);                                                          \
+    }                                                                                              \
     TEST(grad_##NAME) {                                                                            \
-        GC(NAME, 2, true, in64(2, S(3, 4), ALO, AHI, L_TRANSPOSED), in64(1, S(4), BLO, BHI, L_CONTIG)); \
-        GC(NAME, 2, true, in64(2, S(2, 1), ALO, AHI, L_CONTIG), in64(2, S(1, 3), BLO, BHI, L_STRIDED)); \
+        GC(NAME, 2, true, in64(2, S(3, 4), ALO, AHI, L_TRANSPOSED),                                \
+           in64(1, S(4), BLO, BHI, L_CONTIG));                                                     \
+        GC(NAME, 2, true, in64(2, S(2, 1), ALO, AHI, L_CONTIG),                                    \
+           in64(2, S(1, 3), BLO, BHI, L_STRIDED));                                                 \
     }
 
 BINARY_GC(add, -2, 2, -2, 2)
@@ -101,13 +74,17 @@ static musa_tensor *f_where(musa_tensor *const *in) {
     musa_tensor_release(c);
     return r;
 }
-TEST(grad_where) { GC(where, 2, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED), in64(1, S(1), -2, 2, L_CONTIG)); }
+TEST(grad_where) {
+    GC(where, 2, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED), in64(1, S(1), -2, 2, L_CONTIG));
+}
 
 static musa_tensor *f_clamp(musa_tensor *const *in) {
     double lo = -0.6, hi = 0.6;
     return musa_clamp(in[0], &lo, &hi);
 }
-TEST(grad_clamp) { GC(clamp, 1, true, in64(2, S(3, 4), -1, 1, L_TRANSPOSED)); }
+TEST(grad_clamp) {
+    GC(clamp, 1, true, in64(2, S(3, 4), -1, 1, L_TRANSPOSED));
+}
 
 static musa_tensor *f_cast(musa_tensor *const *in) {
     /* through the op (musa_cast to the same dtype is a no-op) */
@@ -118,20 +95,32 @@ static musa_tensor *f_cast(musa_tensor *const *in) {
     musa_attrs_free(a);
     return out[0];
 }
-TEST(grad_cast) { GC(cast, 1, true, in64(2, S(3, 4), -1, 1, L_STRIDED)); }
+TEST(grad_cast) {
+    GC(cast, 1, true, in64(2, S(3, 4), -1, 1, L_STRIDED));
+}
 
-static musa_tensor *f_clone(musa_tensor *const *in) { return musa_clone(in[0]); }
-TEST(grad_clone) { GC(clone, 1, true, in64(2, S(3, 4), -1, 1, L_TRANSPOSED)); }
+static musa_tensor *f_clone(musa_tensor *const *in) {
+    return musa_clone(in[0]);
+}
+TEST(grad_clone) {
+    GC(clone, 1, true, in64(2, S(3, 4), -1, 1, L_TRANSPOSED));
+}
 
 /* ---- reductions ---- */
-static musa_tensor *f_sum(musa_tensor *const *in) { return musa_sum(in[0], 2, S(0, 2), false); }
-static musa_tensor *f_sum_all(musa_tensor *const *in) { return musa_sum(in[0], 0, NULL, true); }
+static musa_tensor *f_sum(musa_tensor *const *in) {
+    return musa_sum(in[0], 2, S(0, 2), false);
+}
+static musa_tensor *f_sum_all(musa_tensor *const *in) {
+    return musa_sum(in[0], 0, NULL, true);
+}
 TEST(grad_sum) {
     GC(sum, 1, true, in64(3, S(2, 3, 4), -1, 1, L_TRANSPOSED));
     GC(sum_all, 1, true, in64(2, S(3, 4), -1, 1, L_STRIDED));
 }
 
-static musa_tensor *f_prod(musa_tensor *const *in) { return musa_prod(in[0], 1, S(1), false); }
+static musa_tensor *f_prod(musa_tensor *const *in) {
+    return musa_prod(in[0], 1, S(1), false);
+}
 static musa_tensor *f_prod_zero(musa_tensor *const *in) {
     /* one exact zero in the first row, two in the second */
     musa_tensor *mask = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 3), (double[]){1, 0, 1, 0, 1, 0});
@@ -144,10 +133,18 @@ TEST(grad_prod) {
     GC(prod_zero, 1, true, in64(2, S(2, 3), 0.5, 1.5, L_CONTIG));
 }
 
-static musa_tensor *f_amax(musa_tensor *const *in) { return musa_amax(in[0], 1, S(-1), false); }
-static musa_tensor *f_amin(musa_tensor *const *in) { return musa_amin(in[0], 2, S(0, 1), true); }
-TEST(grad_amax) { GC(amax, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED)); }
-TEST(grad_amin) { GC(amin, 1, true, in64(2, S(3, 4), -2, 2, L_STRIDED)); }
+static musa_tensor *f_amax(musa_tensor *const *in) {
+    return musa_amax(in[0], 1, S(-1), false);
+}
+static musa_tensor *f_amin(musa_tensor *const *in) {
+    return musa_amin(in[0], 2, S(0, 1), true);
+}
+TEST(grad_amax) {
+    GC(amax, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED));
+}
+TEST(grad_amin) {
+    GC(amin, 1, true, in64(2, S(3, 4), -2, 2, L_STRIDED));
+}
 
 static musa_tensor *f_max_dim(musa_tensor *const *in) {
     musa_tensor *v = NULL, *i = NULL;
@@ -161,16 +158,24 @@ static musa_tensor *f_min_dim(musa_tensor *const *in) {
     musa_tensor_release(i);
     return v;
 }
-TEST(grad_max_dim) { GC(max_dim, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED)); }
-TEST(grad_min_dim) { GC(min_dim, 1, true, in64(2, S(3, 4), -2, 2, L_CONTIG)); }
+TEST(grad_max_dim) {
+    GC(max_dim, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED));
+}
+TEST(grad_min_dim) {
+    GC(min_dim, 1, true, in64(2, S(3, 4), -2, 2, L_CONTIG));
+}
 
-static musa_tensor *f_norm_list(musa_tensor *const *in) { return musa_norm_list(2, in); }
+static musa_tensor *f_norm_list(musa_tensor *const *in) {
+    return musa_norm_list(2, in);
+}
 TEST(grad_norm_list) {
     GC(norm_list, 2, true, in64(2, S(3, 2), -2, 2, L_TRANSPOSED), in64(1, S(4), -2, 2, L_STRIDED));
 }
 
 /* ---- matmul ---- */
-static musa_tensor *f_matmul(musa_tensor *const *in) { return musa_matmul(in[0], in[1]); }
+static musa_tensor *f_matmul(musa_tensor *const *in) {
+    return musa_matmul(in[0], in[1]);
+}
 static musa_tensor *f_matmul_t(musa_tensor *const *in) {
     int op = musa_op_lookup("matmul");
     musa_attrs *a = musa_attrs_new(op);
@@ -196,51 +201,87 @@ TEST(grad_matmul) {
     GC(matmul, 2, true, in64(3, S(2, 3, 4), -1, 1, L_CONTIG), in64(1, S(4), -1, 1, L_CONTIG));
     GC(matmul, 2, true, in64(1, S(3), -1, 1, L_CONTIG), in64(1, S(3), -1, 1, L_STRIDED));
     GC(matmul, 2, true, in64(3, S(2, 2, 3), -1, 1, L_CONTIG), in64(2, S(3, 2), -1, 1, L_CONTIG));
-    GC(matmul, 2, true, in64(4, S(2, 1, 2, 3), -1, 1, L_CONTIG), in64(3, S(2, 3, 2), -1, 1, L_TRANSPOSED));
+    GC(matmul, 2, true, in64(4, S(2, 1, 2, 3), -1, 1, L_CONTIG),
+       in64(3, S(2, 3, 2), -1, 1, L_TRANSPOSED));
     GC(matmul_t, 2, true, in64(2, S(4, 3), -1, 1, L_CONTIG), in64(2, S(2, 4), -1, 1, L_CONTIG));
     GC(matmul_ta, 2, true, in64(3, S(2, 4, 3), -1, 1, L_CONTIG), in64(2, S(4, 2), -1, 1, L_CONTIG));
 }
 
 /* ---- views ---- */
-static musa_tensor *f_view(musa_tensor *const *in) { return musa_view(in[0], 2, S(2, 6)); }
-static musa_tensor *f_reshape_t(musa_tensor *const *in) { return musa_reshape(in[0], 1, S(12)); }
+static musa_tensor *f_view(musa_tensor *const *in) {
+    return musa_view(in[0], 2, S(2, 6));
+}
+static musa_tensor *f_reshape_t(musa_tensor *const *in) {
+    return musa_reshape(in[0], 1, S(12));
+}
 TEST(grad_view) {
     GC(view, 1, true, in64(2, S(3, 4), -1, 1, L_CONTIG));
     GC(reshape_t, 1, true, in64(2, S(3, 4), -1, 1, L_TRANSPOSED));
 }
-static musa_tensor *f_permute(musa_tensor *const *in) { return musa_permute(in[0], 3, S(2, 0, 1)); }
-TEST(grad_permute) { GC(permute, 1, true, in64(3, S(2, 3, 2), -1, 1, L_STRIDED)); }
-static musa_tensor *f_slice(musa_tensor *const *in) { return musa_slice(in[0], 1, 1, 7, 2); }
-static musa_tensor *f_slice0(musa_tensor *const *in) { return musa_slice(in[0], 0, -2, 3, 1); }
+static musa_tensor *f_permute(musa_tensor *const *in) {
+    return musa_permute(in[0], 3, S(2, 0, 1));
+}
+TEST(grad_permute) {
+    GC(permute, 1, true, in64(3, S(2, 3, 2), -1, 1, L_STRIDED));
+}
+static musa_tensor *f_slice(musa_tensor *const *in) {
+    return musa_slice(in[0], 1, 1, 7, 2);
+}
+static musa_tensor *f_slice0(musa_tensor *const *in) {
+    return musa_slice(in[0], 0, -2, 3, 1);
+}
 TEST(grad_slice) {
     GC(slice, 1, true, in64(2, S(2, 7), -1, 1, L_CONTIG));
     GC(slice0, 1, true, in64(2, S(3, 2), -1, 1, L_TRANSPOSED));
 }
-static musa_tensor *f_select(musa_tensor *const *in) { return musa_select(in[0], 1, -1); }
-TEST(grad_select) { GC(select, 1, true, in64(2, S(3, 4), -1, 1, L_TRANSPOSED)); }
-static musa_tensor *f_expand(musa_tensor *const *in) { return musa_expand(in[0], 3, S(2, 3, 4)); }
-TEST(grad_expand) { GC(expand, 1, true, in64(2, S(3, 1), -1, 1, L_CONTIG)); }
-static musa_tensor *f_squeeze(musa_tensor *const *in) { return musa_squeeze(in[0], 0, NULL); }
-TEST(grad_squeeze) { GC(squeeze, 1, true, in64(3, S(3, 1, 2), -1, 1, L_CONTIG)); }
-static musa_tensor *f_unsqueeze(musa_tensor *const *in) { return musa_unsqueeze(in[0], 1); }
-TEST(grad_unsqueeze) { GC(unsqueeze, 1, true, in64(2, S(3, 2), -1, 1, L_TRANSPOSED)); }
+static musa_tensor *f_select(musa_tensor *const *in) {
+    return musa_select(in[0], 1, -1);
+}
+TEST(grad_select) {
+    GC(select, 1, true, in64(2, S(3, 4), -1, 1, L_TRANSPOSED));
+}
+static musa_tensor *f_expand(musa_tensor *const *in) {
+    return musa_expand(in[0], 3, S(2, 3, 4));
+}
+TEST(grad_expand) {
+    GC(expand, 1, true, in64(2, S(3, 1), -1, 1, L_CONTIG));
+}
+static musa_tensor *f_squeeze(musa_tensor *const *in) {
+    return musa_squeeze(in[0], 0, NULL);
+}
+TEST(grad_squeeze) {
+    GC(squeeze, 1, true, in64(3, S(3, 1, 2), -1, 1, L_CONTIG));
+}
+static musa_tensor *f_unsqueeze(musa_tensor *const *in) {
+    return musa_unsqueeze(in[0], 1);
+}
+TEST(grad_unsqueeze) {
+    GC(unsqueeze, 1, true, in64(2, S(3, 2), -1, 1, L_TRANSPOSED));
+}
 
 /* as_strided: overlapping windows (gradients sum); as_strided_scatter:
  * both operands, copying and accumulating */
 static musa_tensor *f_as_strided(musa_tensor *const *in) {
     return musa_as_strided(in[0], 2, S(3, 3), S(2, 1), 1);
 }
-TEST(grad_as_strided) { GC(as_strided, 1, true, in64(1, S(9), -1, 1, L_CONTIG)); }
+TEST(grad_as_strided) {
+    GC(as_strided, 1, true, in64(1, S(9), -1, 1, L_CONTIG));
+}
 static musa_tensor *f_as_strided_scatter(musa_tensor *const *in) {
     return musa_as_strided_scatter(in[0], in[1], 2, S(2, 2), S(3, 1), 1);
 }
 TEST(grad_as_strided_scatter) {
-    GC(as_strided_scatter, 2, true, in64(2, S(3, 3), -1, 1, L_TRANSPOSED), in64(2, S(2, 2), -1, 1, L_CONTIG));
+    GC(as_strided_scatter, 2, true, in64(2, S(3, 3), -1, 1, L_TRANSPOSED),
+       in64(2, S(2, 2), -1, 1, L_CONTIG));
 }
 
 /* ---- data movement ---- */
-static musa_tensor *f_cat(musa_tensor *const *in) { return musa_cat(2, in, 1); }
-TEST(grad_cat) { GC(cat, 2, true, in64(2, S(2, 3), -1, 1, L_TRANSPOSED), in64(2, S(2, 1), -1, 1, L_CONTIG)); }
+static musa_tensor *f_cat(musa_tensor *const *in) {
+    return musa_cat(2, in, 1);
+}
+TEST(grad_cat) {
+    GC(cat, 2, true, in64(2, S(2, 3), -1, 1, L_TRANSPOSED), in64(2, S(2, 1), -1, 1, L_CONTIG));
+}
 
 static musa_tensor *index_2x2(void) {
     return from_list(MUSA_DTYPE_INT64, 2, S(2, 2), (double[]){0, 2, 2, 1});
@@ -250,7 +291,9 @@ static musa_tensor *f_gather(musa_tensor *const *in) {
     musa_tensor_release(i);
     return r;
 }
-TEST(grad_gather) { GC(gather, 1, true, in64(2, S(2, 3), -1, 1, L_TRANSPOSED)); }
+TEST(grad_gather) {
+    GC(gather, 1, true, in64(2, S(2, 3), -1, 1, L_TRANSPOSED));
+}
 static musa_tensor *f_scatter(musa_tensor *const *in) {
     musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, S(2, 2), (double[]){0, 2, 1, 0});
     musa_tensor *r = musa_scatter(in[0], 1, i, in[1]);
@@ -262,32 +305,61 @@ static musa_tensor *f_scatter_add(musa_tensor *const *in) {
     musa_tensor_release(i);
     return r;
 }
-TEST(grad_scatter) { GC(scatter, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG), in64(2, S(2, 2), -1, 1, L_TRANSPOSED)); }
-TEST(grad_scatter_add) { GC(scatter_add, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG), in64(2, S(2, 2), -1, 1, L_CONTIG)); }
+TEST(grad_scatter) {
+    GC(scatter, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG), in64(2, S(2, 2), -1, 1, L_TRANSPOSED));
+}
+TEST(grad_scatter_add) {
+    GC(scatter_add, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG), in64(2, S(2, 2), -1, 1, L_CONTIG));
+}
 static musa_tensor *f_index_select(musa_tensor *const *in) {
     musa_tensor *i = from_list(MUSA_DTYPE_INT64, 1, S(3), (double[]){2, 0, 2});
     musa_tensor *r = musa_index_select(in[0], 0, i);
     musa_tensor_release(i);
     return r;
 }
-TEST(grad_index_select) { GC(index_select, 1, true, in64(2, S(3, 2), -1, 1, L_TRANSPOSED)); }
+TEST(grad_index_select) {
+    GC(index_select, 1, true, in64(2, S(3, 2), -1, 1, L_TRANSPOSED));
+}
 static musa_tensor *f_index_add(musa_tensor *const *in) {
     musa_tensor *i = from_list(MUSA_DTYPE_INT64, 1, S(3), (double[]){1, 1, 0});
     musa_tensor *r = musa_index_add(in[0], 1, i, in[1]);
     musa_tensor_release(i);
     return r;
 }
-TEST(grad_index_add) { GC(index_add, 2, true, in64(2, S(2, 2), -1, 1, L_CONTIG), in64(2, S(2, 3), -1, 1, L_TRANSPOSED)); }
-static musa_tensor *f_pad(musa_tensor *const *in) { return musa_pad(in[0], 4, S(1, -1, 2, 0), 0.5); }
-TEST(grad_pad) { GC(pad, 1, true, in64(2, S(2, 3), -1, 1, L_TRANSPOSED)); }
-static musa_tensor *f_flip(musa_tensor *const *in) { return musa_flip(in[0], 2, S(0, 1)); }
-TEST(grad_flip) { GC(flip, 1, true, in64(2, S(2, 3), -1, 1, L_STRIDED)); }
-static musa_tensor *f_tril(musa_tensor *const *in) { return musa_tril(in[0], 0); }
-static musa_tensor *f_triu(musa_tensor *const *in) { return musa_triu(in[0], 1); }
-TEST(grad_tril) { GC(tril, 1, true, in64(2, S(3, 3), -1, 1, L_TRANSPOSED)); }
-TEST(grad_triu) { GC(triu, 1, true, in64(3, S(2, 2, 3), -1, 1, L_CONTIG)); }
-static musa_tensor *f_cumsum(musa_tensor *const *in) { return musa_cumsum(in[0], 1); }
-TEST(grad_cumsum) { GC(cumsum, 1, true, in64(2, S(2, 4), -1, 1, L_TRANSPOSED)); }
+TEST(grad_index_add) {
+    GC(index_add, 2, true, in64(2, S(2, 2), -1, 1, L_CONTIG),
+       in64(2, S(2, 3), -1, 1, L_TRANSPOSED));
+}
+static musa_tensor *f_pad(musa_tensor *const *in) {
+    return musa_pad(in[0], 4, S(1, -1, 2, 0), 0.5);
+}
+TEST(grad_pad) {
+    GC(pad, 1, true, in64(2, S(2, 3), -1, 1, L_TRANSPOSED));
+}
+static musa_tensor *f_flip(musa_tensor *const *in) {
+    return musa_flip(in[0], 2, S(0, 1));
+}
+TEST(grad_flip) {
+    GC(flip, 1, true, in64(2, S(2, 3), -1, 1, L_STRIDED));
+}
+static musa_tensor *f_tril(musa_tensor *const *in) {
+    return musa_tril(in[0], 0);
+}
+static musa_tensor *f_triu(musa_tensor *const *in) {
+    return musa_triu(in[0], 1);
+}
+TEST(grad_tril) {
+    GC(tril, 1, true, in64(2, S(3, 3), -1, 1, L_TRANSPOSED));
+}
+TEST(grad_triu) {
+    GC(triu, 1, true, in64(3, S(2, 2, 3), -1, 1, L_CONTIG));
+}
+static musa_tensor *f_cumsum(musa_tensor *const *in) {
+    return musa_cumsum(in[0], 1);
+}
+TEST(grad_cumsum) {
+    GC(cumsum, 1, true, in64(2, S(2, 4), -1, 1, L_TRANSPOSED));
+}
 static musa_tensor *f_sort(musa_tensor *const *in) {
     musa_tensor *v = NULL, *i = NULL;
     musa_sort(in[0], 1, true, &v, &i);
@@ -300,13 +372,23 @@ static musa_tensor *f_topk(musa_tensor *const *in) {
     musa_tensor_release(i);
     return v;
 }
-TEST(grad_sort) { GC(sort, 1, true, in64(2, S(2, 4), -1, 1, L_TRANSPOSED)); }
-TEST(grad_topk) { GC(topk, 1, true, in64(2, S(4, 2), -1, 1, L_CONTIG)); }
+TEST(grad_sort) {
+    GC(sort, 1, true, in64(2, S(2, 4), -1, 1, L_TRANSPOSED));
+}
+TEST(grad_topk) {
+    GC(topk, 1, true, in64(2, S(4, 2), -1, 1, L_CONTIG));
+}
 
 /* composites get their gradients from their primitives */
-static musa_tensor *f_logsumexp(musa_tensor *const *in) { return musa_logsumexp(in[0], 1, S(1), false); }
-static musa_tensor *f_var(musa_tensor *const *in) { return musa_var(in[0], 1, S(0), 1, true); }
-static musa_tensor *f_norm3(musa_tensor *const *in) { return musa_norm(in[0], 3, 0, NULL, false); }
+static musa_tensor *f_logsumexp(musa_tensor *const *in) {
+    return musa_logsumexp(in[0], 1, S(1), false);
+}
+static musa_tensor *f_var(musa_tensor *const *in) {
+    return musa_var(in[0], 1, S(0), 1, true);
+}
+static musa_tensor *f_norm3(musa_tensor *const *in) {
+    return musa_norm(in[0], 3, 0, NULL, false);
+}
 TEST(grad_composites) {
     GC(logsumexp, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED));
     GC(var, 1, true, in64(2, S(3, 4), -2, 2, L_CONTIG));
