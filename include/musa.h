@@ -834,6 +834,163 @@ MUSA_API int musa_optim_rmsprop(int n, musa_tensor *const *params, musa_tensor *
                                 musa_tensor *const *grad_avg, const musa_rmsprop_options *options);
 
 /* ------------------------------------------------------------------------ */
+/* Static graphs (jit)                                                      */
+/* ------------------------------------------------------------------------ */
+/*
+ * A graph is captured from ordinary op calls, optimised by passes, lowered
+ * to a plan, and run:
+ *
+ *     musa_graph *g = musa_graph_new();
+ *     musa_tensor *x = musa_empty_meta(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){64, 128});
+ *     musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC);   // record only
+ *     musa_graph_add_input(g, x, "x");
+ *     musa_tensor *y = musa_relu(musa_matmul(x, w));        // recorded nodes
+ *     musa_graph_set_outputs(g, 1, &y);
+ *     musa_graph_capture_end(g);
+ *     musa_pass_ctx ctx = {.fusion_level = 1};
+ *     musa_graph_optimize(g, &ctx);                         // simplify, CSE, fold, DCE, fuse
+ *     musa_plan *p = musa_plan_build(g, NULL);              // schedule + memory plan
+ *     musa_tensor *out[1];
+ *     musa_plan_run(p, 1, &real_x, 1, out);                 // no dispatcher, no tape
+ *
+ * In MUSA_CAPTURE_TRACE mode ops also compute (eager results plus a graph);
+ * in MUSA_CAPTURE_SYMBOLIC mode they only record, on meta tensors. Tensors
+ * the capture did not create and that are not inputs become parameters,
+ * bound by reference (a plan reads their current data at each run); Python
+ * numbers become constants. An op writing in place into an input or a
+ * parameter is recorded as a mutation, written back when the plan finishes.
+ * Values are named %<id> in the text and JSON forms.
+ */
+typedef struct musa_graph musa_graph;
+typedef struct musa_plan musa_plan;
+
+enum { MUSA_CAPTURE_TRACE = 1, MUSA_CAPTURE_SYMBOLIC = 2 };
+/* Kinds of host reads (musa_graph_host_read) and of graph values. */
+enum { MUSA_READ_BOOL = 0, MUSA_READ_SCALAR = 1, MUSA_READ_DATA = 2 };
+enum { MUSA_VALUE_NODE = 0, MUSA_VALUE_INPUT = 1, MUSA_VALUE_PARAM = 2, MUSA_VALUE_CONST = 3 };
+
+/* A meta tensor (shape and dtype, no storage) for symbolic capture. */
+MUSA_API musa_tensor *musa_empty_meta(musa_dtype dtype, int ndim, const int64_t *shape);
+
+MUSA_API musa_graph *musa_graph_new(void);
+MUSA_API void musa_graph_free(musa_graph *g);
+/* Record this thread's op calls into g until musa_graph_capture_end. One
+ * capture per thread at a time; a graph is captured once. */
+MUSA_API int musa_graph_capture_begin(musa_graph *g, int mode);
+/* Stop recording. Fails (MUSA_ERR_NOT_IMPLEMENTED naming the op and the
+ * user's line) when something could not be captured, e.g. a write through a
+ * view or a read of a whole tensor on the host. */
+MUSA_API int musa_graph_capture_end(musa_graph *g);
+/* Declare a (contiguous) tensor a graph input; call while capturing, before
+ * the ops that read it. */
+MUSA_API int musa_graph_add_input(musa_graph *g, musa_tensor *t, const char *name);
+MUSA_API int musa_graph_set_outputs(musa_graph *g, int n, musa_tensor *const *t);
+/* The value id of a tensor in g while capturing, or -1. */
+MUSA_API int musa_graph_value_of(const musa_graph *g, const musa_tensor *t);
+/* A host read of t's value (bool(), item(), ...) by a front end while
+ * capturing: recorded as a break (kinds MUSA_READ_*). */
+MUSA_API int musa_graph_host_read(musa_graph *g, const musa_tensor *t, int kind, double value);
+/* The graph this thread records into, or NULL. */
+MUSA_API musa_graph *musa_graph_recording(void);
+/* A function giving the user's "file:line" for recorded nodes (the string
+ * must outlive the graph), or NULL. */
+MUSA_API void musa_jit_set_location_hook(const char *(*fn)(void));
+
+/* Passes (each can be disabled by name: "simplify", "cse", "fold", "dce",
+ * "fuse"). verify runs the verifier after each pass. */
+typedef struct musa_pass_ctx {
+    int fusion_level;     /* 0: no fusion; 1 (default): elementwise chains, reductions, epilogues */
+    bool verify;          /* verify after every pass */
+    const char *disabled; /* comma-separated pass names, or NULL */
+    int changes;          /* out: nodes the passes changed */
+} musa_pass_ctx;
+MUSA_API int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx);
+MUSA_API int musa_graph_run_pass(musa_graph *g, const char *name, musa_pass_ctx *ctx);
+MUSA_API int musa_graph_verify(const musa_graph *g);
+/* Text (one node per line) and JSON forms; malloc'd, free() them. */
+MUSA_API char *musa_graph_text(const musa_graph *g);
+MUSA_API char *musa_graph_json(const musa_graph *g);
+
+/* Inspection. Nodes are numbered in order, dead ones included (their op
+ * name is NULL). */
+MUSA_API int musa_graph_num_nodes(const musa_graph *g);
+MUSA_API int musa_graph_node_count(const musa_graph *g); /* live nodes */
+MUSA_API const char *musa_graph_node_op(const musa_graph *g, int node);
+MUSA_API int musa_graph_node_group(const musa_graph *g, int node); /* fusion group or -1 */
+MUSA_API int musa_graph_num_values(const musa_graph *g);
+MUSA_API int musa_graph_value_kind(const musa_graph *g, int value);
+MUSA_API int musa_graph_value_producer(const musa_graph *g, int value);
+MUSA_API musa_tensor *musa_graph_value_tensor(const musa_graph *g, int value); /* borrowed */
+MUSA_API int musa_graph_num_inputs(const musa_graph *g);
+MUSA_API int musa_graph_num_outputs(const musa_graph *g);
+MUSA_API int musa_graph_output(const musa_graph *g, int i);
+MUSA_API int musa_graph_num_mutations(const musa_graph *g);
+MUSA_API bool musa_graph_requires_grad(const musa_graph *g);
+MUSA_API int musa_graph_num_breaks(const musa_graph *g);
+MUSA_API int musa_graph_break(const musa_graph *g, int i, int *value, int *at_node, int *kind,
+                              double *outcome, const char **loc);
+
+/* Nodes [begin, end) as a graph: inputs are g's inputs then the values made
+ * before begin that it reads (*carried, malloc'd, lists their ids in g). */
+MUSA_API musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
+                                        const int *outs, int **carried, int *n_carried);
+MUSA_API uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);
+typedef struct musa_attr_override {
+    int node;
+    const char *field;
+    int n;
+    int64_t v[16]; /* MUSA_MAX_ATTR_INTS */
+} musa_attr_override;
+/* A copy of g for other input shapes (same ranks), with integer attributes
+ * replaced; every node is re-inferred (NULL with the op's error if the
+ * graph does not hold at those shapes). */
+MUSA_API musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
+                                             int n_over, const musa_attr_override *over);
+
+typedef struct musa_plan_options {
+    int num_threads;   /* 0: musa_get_num_threads(); 1: no concurrent steps */
+    bool memory_arena; /* false: every intermediate gets its own region (no reuse) */
+    bool poison;       /* debug: fill buffers with NaN bytes when they die */
+} musa_plan_options;
+
+typedef struct musa_plan_stats {
+    size_t arena_bytes;     /* planned peak of intermediates (one arena) */
+    size_t naive_bytes;     /* sum of every intermediate, as eager allocates them */
+    size_t live_peak_bytes; /* largest set of buffers live at one step */
+    size_t scratch_bytes;   /* kernel workspaces and fused tiles */
+    int instructions;
+    int kernels;        /* kernel instructions */
+    int fused_groups;   /* fused-tile instructions */
+    int fused_nodes;    /* nodes inside them */
+    int parallel_steps; /* steps running several instructions concurrently */
+    int views;          /* view nodes turned into aliases */
+    int inplace;        /* buffers reused in place */
+    uint64_t runs;
+    uint64_t parallel_tasks; /* instructions run as concurrent tasks */
+} musa_plan_stats;
+
+typedef struct musa_plan_buffer {
+    int value;     /* root value */
+    size_t offset; /* in the arena */
+    size_t bytes;
+    int first; /* step that writes it */
+    int last;  /* last step that reads it */
+} musa_plan_buffer;
+
+/* Lower an optimised graph (which must outlive the plan); opt may be NULL
+ * (defaults: all threads, memory arena on). */
+MUSA_API musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt);
+MUSA_API void musa_plan_free(musa_plan *p);
+/* Run with inputs in graph input order (contiguous, of the compiled dtypes
+ * and shapes); outputs[0..n_out) receive new references. A kernel failing
+ * names its op and the user's line where it was recorded. */
+MUSA_API int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
+                           musa_tensor **outputs);
+MUSA_API const musa_plan_stats *musa_plan_get_stats(const musa_plan *p);
+MUSA_API int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out);
+MUSA_API char *musa_plan_text(const musa_plan *p);
+
+/* ------------------------------------------------------------------------ */
 /* Threads and memory                                                       */
 /* ------------------------------------------------------------------------ */
 

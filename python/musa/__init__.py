@@ -65,6 +65,8 @@ def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
     if name in ("nn", "optim", "utils", "amp", "jit"):
         return _lazy(name)
+    if name == "Config":
+        return _lazy("jit").Config
     raise AttributeError(f"module 'musa' has no attribute '{name}'")
 
 

@@ -39,7 +39,7 @@ int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
 int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *const *in,
                                        const void *attrs, musa_tensor *view);
 int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
-                        const void *attrs, int n_out, musa_tensor **out);
+                        const void *attrs, int n_out, musa_tensor **out, unsigned provided);
 void (*musa_profile_hook)(musa_op_id op, bool begin);
 
 /* ---- type promotion ---- */
@@ -348,9 +348,14 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     }
 
     musa_tensor *res[MUSA_MAX_OUTPUTS];
-    for (int j = 0; j < info->n_out; j++) res[j] = out[j] ? out[j] : fresh[j];
+    unsigned provided = 0;
+    for (int j = 0; j < info->n_out; j++) {
+        res[j] = out[j] ? out[j] : fresh[j];
+        if (out[j]) provided |= 1u << j;
+    }
     if (musa_tls.mode != MUSA_MODE_EAGER && musa_record_hook && musa_tls.recorder) {
-        if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, info->n_out, res)))
+        if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, info->n_out, res,
+                                   provided)))
             goto done;
     }
     if (MUSA_UNLIKELY(musa_tls.anomaly_forward) && !symbolic) {

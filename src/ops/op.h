@@ -130,8 +130,9 @@ extern int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
 extern int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *const *in,
                                               const void *attrs, musa_tensor *view);
 /* Record a node (trace and symbolic modes). */
+/* `provided` has bit j set when output j was written in place (out[j] given). */
 extern int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
-                               const void *attrs, int n_out, musa_tensor **out);
+                               const void *attrs, int n_out, musa_tensor **out, unsigned provided);
 /* Profiler begin/end around kernels; NULL when no profiler is active. */
 extern void (*musa_profile_hook)(musa_op_id op, bool begin);
 

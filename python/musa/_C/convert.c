@@ -415,10 +415,13 @@ PyObject *pm_item(musa_tensor *t) {
     musa_dtype d = musa_tensor_dtype(t);
     if (musa_dtype_is_floating(d)) {
         double v;
-        return musa_tensor_item(t, &v) ? pm_raise() : PyFloat_FromDouble(v);
+        if (musa_tensor_item(t, &v)) return pm_raise();
+        pm_host_read(t, MUSA_READ_SCALAR, v);
+        return PyFloat_FromDouble(v);
     }
     int64_t v;
     if (musa_tensor_item_int(t, &v)) return pm_raise();
+    pm_host_read(t, d == MUSA_DTYPE_BOOL ? MUSA_READ_BOOL : MUSA_READ_SCALAR, (double)v);
     return d == MUSA_DTYPE_BOOL ? PyBool_FromLong(v != 0) : PyLong_FromLongLong(v);
 }
 

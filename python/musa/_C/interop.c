@@ -34,6 +34,7 @@ static const char *buffer_format(musa_dtype d) {
 
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     musa_tensor *t = pm_t(self);
+    pm_host_read(t, MUSA_READ_DATA, 0);
     const char *fmt = buffer_format(musa_tensor_dtype(t));
     if (!fmt) {
         PyErr_Format(PyExc_TypeError,
@@ -92,6 +93,7 @@ static PyObject *numpy_module(void) {
 /* numpy(): an ndarray sharing memory */
 DEF(numpy, PM_METH, "self:T * force:b=False") {
     musa_tensor *t = a[0].t;
+    pm_host_read(t, MUSA_READ_DATA, 0);
     if (musa_tensor_requires_grad(t) && !a[1].b) {
         PyErr_SetString(PyExc_RuntimeError, "Can't call numpy() on Tensor that requires grad. Use "
                                             "tensor.detach().numpy() instead.");
@@ -118,6 +120,7 @@ DEF(numpy, PM_METH, "self:T * force:b=False") {
 }
 
 DEF(__array__, PM_METH, "self:T dtype:O=None") {
+    pm_host_read(a[0].t, MUSA_READ_DATA, 0);
     PyObject *np = numpy_module();
     if (!np) return NULL;
     PyObject *src = a[0].o, *tmp = NULL;

@@ -705,6 +705,7 @@ static PyObject *tolist_rec(musa_tensor *t, int dim, const int64_t *shape, int n
 }
 DEF(tolist, PM_METH, "self:T") {
     musa_tensor *x = a[0].t;
+    pm_host_read(x, MUSA_READ_DATA, 0);
     musa_dtype d = musa_tensor_dtype(x);
     bool fl = musa_dtype_is_floating(d);
     musa_tensor *c = musa_cast(x, fl ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_INT64);

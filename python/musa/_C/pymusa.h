@@ -187,6 +187,12 @@ PyObject *pm_node_obj(musa_node *n); /* new ref; None for NULL */
 int pm_interop_init(PyObject *module);
 extern PyBufferProcs pm_tensor_buffer_procs;
 
+/* ---- static graphs (jit.c) ---- */
+int pm_jit_init(PyObject *module);
+/* Tell a running capture that Python reads t's value on the host
+ * (MUSA_READ_BOOL / SCALAR with the value; MUSA_READ_DATA for whole tensors). */
+void pm_host_read(musa_tensor *t, int kind, double value);
+
 /* ---- indexing (index.c) ---- */
 PyObject *pm_getitem(PyObject *self, PyObject *key);
 int pm_setitem(PyObject *self, PyObject *key, PyObject *value);

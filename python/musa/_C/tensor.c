@@ -285,6 +285,7 @@ static int nb_bool(PyObject *a) {
     }
     double v;
     if (musa_tensor_item(t, &v)) return pm_raise_int();
+    pm_host_read(t, MUSA_READ_BOOL, v);
     return v != 0;
 }
 static PyObject *nb_float(PyObject *a) {
@@ -295,7 +296,9 @@ static PyObject *nb_float(PyObject *a) {
         return NULL;
     }
     double v;
-    return musa_tensor_item(t, &v) ? pm_raise() : PyFloat_FromDouble(v);
+    if (musa_tensor_item(t, &v)) return pm_raise();
+    pm_host_read(t, MUSA_READ_SCALAR, v);
+    return PyFloat_FromDouble(v);
 }
 static PyObject *nb_int(PyObject *a) {
     musa_tensor *t = pm_t(a);
@@ -307,10 +310,13 @@ static PyObject *nb_int(PyObject *a) {
     if (musa_dtype_is_floating(musa_tensor_dtype(t))) {
         double v;
         if (musa_tensor_item(t, &v)) return pm_raise();
+        pm_host_read(t, MUSA_READ_SCALAR, v);
         return PyLong_FromDouble(v);
     }
     int64_t v;
-    return musa_tensor_item_int(t, &v) ? pm_raise() : PyLong_FromLongLong(v);
+    if (musa_tensor_item_int(t, &v)) return pm_raise();
+    pm_host_read(t, MUSA_READ_SCALAR, (double)v);
+    return PyLong_FromLongLong(v);
 }
 static PyObject *nb_index(PyObject *a) {
     musa_tensor *t = pm_t(a);

@@ -27,39 +27,41 @@ typedef struct {
 #define FLAG(field)                                                                                \
     (atomic_store_explicit(&((binary_flags *)ctx)->field, 1, memory_order_relaxed), 0)
 
+/* As the unary loops (unary.c): fixed-length blocks, broadcast scalars
+ * spread over a block, and padded local copies for tails and strided runs,
+ * so an element's result never depends on its position. */
 #define DEF_B(NAME, SN, T, C, OT, OST, EXPR)                                                       \
-    static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
+    static inline void NAME##_##SN##_blk(void *ctx, OT *o, const T *pa, const T *pb) {             \
         (void)ctx;                                                                                 \
+        for (int k = 0; k < MUSA_VBLK; k++) {                                                      \
+            C a = LD_##SN(pa[k]), b = LD_##SN(pb[k]);                                              \
+            o[k] = OST(EXPR);                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
         const int64_t es = (int64_t)sizeof(T), eo = (int64_t)sizeof(OT);                           \
-        if (s[0] == eo && s[1] == es && s[2] == es) {                                              \
-            OT *o = (OT *)p[0];                                                                    \
-            const T *pa = (const T *)p[1], *pb = (const T *)p[2];                                  \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                C a = LD_##SN(pa[i]), b = LD_##SN(pb[i]);                                          \
-                o[i] = OST(EXPR);                                                                  \
+        int64_t i0 = 0;                                                                            \
+        T sa[MUSA_VBLK], sb[MUSA_VBLK];                                                            \
+        if (s[0] == eo && (s[1] == es || s[1] == 0) && (s[2] == es || s[2] == 0) &&                \
+            n >= MUSA_VBLK) {                                                                      \
+            if (!s[1])                                                                             \
+                for (int k = 0; k < MUSA_VBLK; k++) sa[k] = *(const T *)p[1];                      \
+            if (!s[2])                                                                             \
+                for (int k = 0; k < MUSA_VBLK; k++) sb[k] = *(const T *)p[2];                      \
+            for (; i0 + MUSA_VBLK <= n; i0 += MUSA_VBLK)                                           \
+                NAME##_##SN##_blk(ctx, (OT *)p[0] + i0, s[1] ? (const T *)p[1] + i0 : sa,          \
+                                  s[2] ? (const T *)p[2] + i0 : sb);                               \
+        }                                                                                          \
+        for (; i0 < n; i0 += MUSA_VBLK) {                                                          \
+            OT ob[MUSA_VBLK];                                                                      \
+            int64_t m = n - i0 < MUSA_VBLK ? n - i0 : MUSA_VBLK;                                   \
+            for (int64_t k = 0; k < MUSA_VBLK; k++) {                                              \
+                int64_t j = i0 + (k < m ? k : 0);                                                  \
+                sa[k] = *(const T *)(p[1] + j * s[1]);                                             \
+                sb[k] = *(const T *)(p[2] + j * s[2]);                                             \
             }                                                                                      \
-        } else if (s[0] == eo && s[1] == es && s[2] == 0) {                                        \
-            OT *o = (OT *)p[0];                                                                    \
-            const T *pa = (const T *)p[1];                                                         \
-            const C b = LD_##SN(*(const T *)p[2]);                                                 \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                C a = LD_##SN(pa[i]);                                                              \
-                o[i] = OST(EXPR);                                                                  \
-            }                                                                                      \
-        } else if (s[0] == eo && s[1] == 0 && s[2] == es) {                                        \
-            OT *o = (OT *)p[0];                                                                    \
-            const T *pb = (const T *)p[2];                                                         \
-            const C a = LD_##SN(*(const T *)p[1]);                                                 \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                C b = LD_##SN(pb[i]);                                                              \
-                o[i] = OST(EXPR);                                                                  \
-            }                                                                                      \
-        } else {                                                                                   \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                C a = LD_##SN(*(const T *)(p[1] + i * s[1]));                                      \
-                C b = LD_##SN(*(const T *)(p[2] + i * s[2]));                                      \
-                *(OT *)(p[0] + i * s[0]) = OST(EXPR);                                              \
-            }                                                                                      \
+            NAME##_##SN##_blk(ctx, ob, sa, sb);                                                    \
+            for (int64_t k = 0; k < m; k++) *(OT *)(p[0] + (i0 + k) * s[0]) = ob[k];               \
         }                                                                                          \
     }
 

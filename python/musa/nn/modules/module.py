@@ -427,6 +427,19 @@ class Module:
         return RemovableHandle(lambda: hooks.pop(key, None))
 
     def __call__(self, *args, **kwargs):
+        compiled = self.__dict__.get("_compiled_call")
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def compile(self, config=None):
+        """Compile this module in place (musa.jit): later calls run a static
+        graph captured on the first call of each input signature. Returns
+        the module. ``config`` is a musa.Config."""
+        from ... import jit
+        return jit.compile_module(self, config)
+
+    def _call_impl(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks):
             return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks.values()):

@@ -1,0 +1,536 @@
+/*
+ * jit.c - the static graph for Python: Graph and Plan objects over the C
+ * API (musa_graph_*, musa_plan_*), the host-read notifications the Tensor
+ * type sends while a capture runs, and the hook giving recorded nodes the
+ * user's file:line. The capture logic (guards, segments, caches) is Python:
+ * musa/jit/.
+ */
+#include "pymusa.h"
+
+#include <string.h>
+
+/* ---- the user's line ---- */
+
+static PyObject *loc_cache;    /* str -> str: interned "file:line" strings */
+static char pkg_prefix[1024];  /* frames under this directory are musa's own */
+static size_t pkg_prefix_len;
+
+static const char *py_location(void) {
+    if (!PyGILState_Check()) return NULL;
+    PyFrameObject *f = PyEval_GetFrame();
+    if (!f) return NULL;
+    Py_INCREF(f);
+    const char *res = NULL;
+    while (f) {
+        PyCodeObject *co = PyFrame_GetCode(f);
+        const char *file = co ? PyUnicode_AsUTF8(co->co_filename) : NULL;
+        if (file && !(pkg_prefix_len && !strncmp(file, pkg_prefix, pkg_prefix_len))) {
+            const char *base = strrchr(file, '/');
+            PyObject *key = PyUnicode_FromFormat("%s:%d", base ? base + 1 : file,
+                                                 PyFrame_GetLineNumber(f));
+            Py_XDECREF(co);
+            if (!key) break;
+            PyObject *have = PyDict_GetItemWithError(loc_cache, key);
+            if (!have && !PyErr_Occurred() && !PyDict_SetItem(loc_cache, key, key)) have = key;
+            if (have) res = PyUnicode_AsUTF8(have);
+            Py_DECREF(key);
+            break;
+        }
+        Py_XDECREF(co);
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    Py_XDECREF(f);
+    if (PyErr_Occurred()) PyErr_Clear();
+    return res;
+}
+
+/* Called by the Tensor type before it hands a value to Python. */
+void pm_host_read(musa_tensor *t, int kind, double value) {
+    musa_graph *g = musa_graph_recording();
+    if (g) musa_graph_host_read(g, t, kind, value);
+}
+
+/* ---- Graph ---- */
+
+typedef struct {
+    PyObject_HEAD musa_graph *g;
+} PyGraph;
+
+typedef struct {
+    PyObject_HEAD musa_plan *p;
+    PyObject *graph; /* the Graph it was built from (kept alive) */
+} PyPlan;
+
+static PyTypeObject *Graph_Type, *Plan_Type;
+
+static PyObject *graph_wrap(musa_graph *g) {
+    if (!g) return pm_raise();
+    PyGraph *o = PyObject_New(PyGraph, Graph_Type);
+    if (!o) {
+        musa_graph_free(g);
+        return NULL;
+    }
+    o->g = g;
+    return (PyObject *)o;
+}
+
+static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    (void)type, (void)args, (void)kw;
+    return graph_wrap(musa_graph_new());
+}
+
+static void graph_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    musa_graph *g = ((PyGraph *)self)->g;
+    if (g && musa_graph_recording() == g) musa_graph_capture_end(g);
+    musa_graph_free(g);
+    PyObject_Free(self);
+    Py_DECREF(tp);
+}
+
+#define G(self) (((PyGraph *)(self))->g)
+
+static PyObject *graph_capture_begin(PyObject *self, PyObject *arg) {
+    const char *mode = PyUnicode_AsUTF8(arg);
+    if (!mode) return NULL;
+    int m = !strcmp(mode, "trace") ? MUSA_CAPTURE_TRACE
+            : !strcmp(mode, "symbolic") ? MUSA_CAPTURE_SYMBOLIC
+                                        : 0;
+    if (!m) {
+        PyErr_Format(PyExc_ValueError, "capture mode must be 'trace' or 'symbolic', got '%s'",
+                     mode);
+        return NULL;
+    }
+    return pm_none_or_raise(musa_graph_capture_begin(G(self), m));
+}
+
+static PyObject *graph_capture_end(PyObject *self, PyObject *u) {
+    (void)u;
+    return pm_none_or_raise(musa_graph_capture_end(G(self)));
+}
+
+static PyObject *graph_add_input(PyObject *self, PyObject *args) {
+    PyObject *t;
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "O|z", &t, &name)) return NULL;
+    if (!pm_is_tensor(t)) {
+        PyErr_SetString(PyExc_TypeError, "add_input takes a Tensor");
+        return NULL;
+    }
+    return pm_none_or_raise(musa_graph_add_input(G(self), pm_t(t), name));
+}
+
+static PyObject *graph_set_outputs(PyObject *self, PyObject *arg) {
+    musa_tensor **ts = NULL;
+    int n = 0;
+    if (pm_tensor_list(arg, "outputs", false, -1, &ts, &n)) return NULL;
+    int rc = musa_graph_set_outputs(G(self), n, ts);
+    pm_tensor_list_free(ts);
+    return pm_none_or_raise(rc);
+}
+
+static PyObject *graph_value_of(PyObject *self, PyObject *arg) {
+    if (!pm_is_tensor(arg)) {
+        PyErr_SetString(PyExc_TypeError, "value_of takes a Tensor");
+        return NULL;
+    }
+    return PyLong_FromLong(musa_graph_value_of(G(self), pm_t(arg)));
+}
+
+static PyObject *str_result(char *s) {
+    if (!s) return pm_raise();
+    PyObject *r = PyUnicode_FromString(s);
+    free(s);
+    return r;
+}
+
+static PyObject *graph_text(PyObject *self, PyObject *u) {
+    (void)u;
+    return str_result(musa_graph_text(G(self)));
+}
+
+static PyObject *graph_json(PyObject *self, PyObject *u) {
+    (void)u;
+    return str_result(musa_graph_json(G(self)));
+}
+
+static PyObject *graph_verify(PyObject *self, PyObject *u) {
+    (void)u;
+    return pm_none_or_raise(musa_graph_verify(G(self)));
+}
+
+static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char **name) {
+    static char *kwlist_opt[] = {"fusion_level", "disabled", "verify", NULL};
+    static char *kwlist_pass[] = {"name", "fusion_level", "verify", NULL};
+    int verify = 0;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->fusion_level = 1;
+    if (name)
+        return PyArg_ParseTupleAndKeywords(args, kw, "s|ip", kwlist_pass, name,
+                                           &ctx->fusion_level, &verify)
+                   ? (ctx->verify = verify, 0)
+                   : -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|izp", kwlist_opt, &ctx->fusion_level,
+                                     &ctx->disabled, &verify))
+        return -1;
+    ctx->verify = verify;
+    return 0;
+}
+
+static PyObject *graph_optimize(PyObject *self, PyObject *args, PyObject *kw) {
+    musa_pass_ctx ctx;
+    if (pass_ctx(args, kw, &ctx, NULL)) return NULL;
+    if (musa_graph_optimize(G(self), &ctx)) return pm_raise();
+    return PyLong_FromLong(ctx.changes);
+}
+
+static PyObject *graph_run_pass(PyObject *self, PyObject *args, PyObject *kw) {
+    musa_pass_ctx ctx;
+    const char *name;
+    if (pass_ctx(args, kw, &ctx, &name)) return NULL;
+    if (musa_graph_run_pass(G(self), name, &ctx)) return pm_raise();
+    return PyLong_FromLong(ctx.changes);
+}
+
+static PyObject *graph_compile(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"num_threads", "memory_arena", "poison", NULL};
+    musa_plan_options o = {.num_threads = 0, .memory_arena = true, .poison = false};
+    int arena = 1, poison = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ipp", kwlist, &o.num_threads, &arena, &poison))
+        return NULL;
+    o.memory_arena = arena, o.poison = poison;
+    musa_plan *p = musa_plan_build(G(self), &o);
+    if (!p) return pm_raise();
+    PyPlan *r = PyObject_New(PyPlan, Plan_Type);
+    if (!r) {
+        musa_plan_free(p);
+        return NULL;
+    }
+    r->p = p;
+    r->graph = Py_NewRef(self);
+    return (PyObject *)r;
+}
+
+static PyObject *graph_breaks(PyObject *self, PyObject *u) {
+    (void)u;
+    musa_graph *g = G(self);
+    int n = musa_graph_num_breaks(g);
+    PyObject *r = PyList_New(n);
+    for (int i = 0; r && i < n; i++) {
+        int v, at, kind;
+        double outcome;
+        const char *loc;
+        musa_graph_break(g, i, &v, &at, &kind, &outcome, &loc);
+        PyObject *e = Py_BuildValue("(iiids)", v, at, kind, outcome, loc);
+        if (!e) Py_CLEAR(r);
+        else PyList_SET_ITEM(r, i, e);
+    }
+    return r;
+}
+
+static PyObject *graph_ops(PyObject *self, PyObject *u) {
+    (void)u;
+    musa_graph *g = G(self);
+    PyObject *r = PyList_New(0);
+    for (int i = 0; r && i < musa_graph_num_nodes(g); i++) {
+        const char *op = musa_graph_node_op(g, i);
+        if (!op) continue;
+        PyObject *e = Py_BuildValue("(si)", op, musa_graph_node_group(g, i));
+        if (!e || PyList_Append(r, e)) Py_CLEAR(r);
+        Py_XDECREF(e);
+    }
+    return r;
+}
+
+static PyObject *graph_segment(PyObject *self, PyObject *args) {
+    int begin, end;
+    PyObject *outs;
+    if (!PyArg_ParseTuple(args, "iiO", &begin, &end, &outs)) return NULL;
+    PyObject *seq = PySequence_Fast(outs, "segment outputs must be a sequence of value ids");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int *ids = PyMem_Malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!ids) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ids[i] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (PyErr_Occurred()) {
+            PyMem_Free(ids), Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    int *carried = NULL, nc = 0;
+    musa_graph *s = musa_graph_segment(G(self), begin, end, (int)n, ids, &carried, &nc);
+    PyMem_Free(ids);
+    if (!s) return pm_raise();
+    PyObject *gs = graph_wrap(s), *cl = PyList_New(nc);
+    for (int i = 0; cl && i < nc; i++) PyList_SET_ITEM(cl, i, PyLong_FromLong(carried[i]));
+    free(carried);
+    if (!gs || !cl) {
+        Py_XDECREF(gs), Py_XDECREF(cl);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", gs, cl);
+}
+
+static PyObject *graph_fingerprint(PyObject *self, PyObject *args) {
+    int begin, end;
+    if (!PyArg_ParseTuple(args, "ii", &begin, &end)) return NULL;
+    return PyLong_FromUnsignedLongLong(musa_graph_fingerprint(G(self), begin, end));
+}
+
+static PyObject *graph_value(PyObject *self, PyObject *arg) {
+    int v = (int)PyLong_AsLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    musa_graph *g = G(self);
+    int kind = musa_graph_value_kind(g, v);
+    if (kind < 0) {
+        PyErr_Format(PyExc_IndexError, "graph has no value %%%d", v);
+        return NULL;
+    }
+    musa_tensor *t = musa_graph_value_tensor(g, v);
+    PyObject *to = t ? pm_wrap(musa_tensor_retain(t)) : Py_NewRef(Py_None);
+    if (!to) return NULL;
+    static const char *kinds[] = {"node", "input", "param", "const"};
+    return Py_BuildValue("(siN)", kinds[kind], musa_graph_value_producer(g, v), to);
+}
+
+static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
+    PyObject *shapes, *over;
+    if (!PyArg_ParseTuple(args, "OO", &shapes, &over)) return NULL;
+    musa_graph *g = G(self);
+    int ni = musa_graph_num_inputs(g);
+    if (!PyList_Check(shapes) || PyList_GET_SIZE(shapes) != ni || !PyList_Check(over)) {
+        PyErr_Format(PyExc_ValueError, "respecialize takes a list of %d shapes and a list of "
+                     "(node, field, values) overrides", ni);
+        return NULL;
+    }
+    int64_t(*sh)[MUSA_MAX_DIMS] = PyMem_Calloc((size_t)(ni ? ni : 1), sizeof *sh);
+    Py_ssize_t no = PyList_GET_SIZE(over);
+    musa_attr_override *ov = PyMem_Calloc((size_t)(no ? no : 1), sizeof *ov);
+    PyObject *res = NULL;
+    if (!sh || !ov) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int i = 0; i < ni; i++) {
+        int n = 0;
+        if (pm_int_list(PyList_GET_ITEM(shapes, i), sh[i], MUSA_MAX_DIMS, &n, "shape")) goto done;
+    }
+    for (Py_ssize_t k = 0; k < no; k++) {
+        PyObject *vals;
+        const char *field;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(over, k), "isO", &ov[k].node, &field, &vals))
+            goto done;
+        ov[k].field = field;
+        if (pm_int_list(vals, ov[k].v, 16, &ov[k].n, "override")) goto done;
+    }
+    res = graph_wrap(musa_graph_respecialize(g, (const int64_t(*)[MUSA_MAX_DIMS])sh, (int)no, ov));
+done:
+    PyMem_Free(sh);
+    PyMem_Free(ov);
+    return res;
+}
+
+static PyObject *graph_get_int(PyObject *self, void *which) {
+    musa_graph *g = G(self);
+    switch ((int)(intptr_t)which) {
+    case 0: return PyLong_FromLong(musa_graph_node_count(g));
+    case 1: return PyLong_FromLong(musa_graph_num_nodes(g));
+    case 2: return PyBool_FromLong(musa_graph_requires_grad(g));
+    case 3: return PyLong_FromLong(musa_graph_num_inputs(g));
+    case 4: return PyLong_FromLong(musa_graph_num_mutations(g));
+    default: {
+        int n = musa_graph_num_outputs(g);
+        PyObject *r = PyList_New(n);
+        for (int i = 0; r && i < n; i++) PyList_SET_ITEM(r, i, PyLong_FromLong(musa_graph_output(g, i)));
+        return r;
+    }
+    }
+}
+
+static PyMethodDef graph_methods[] = {
+    {"capture_begin", graph_capture_begin, METH_O, "Start recording ('trace' or 'symbolic')."},
+    {"capture_end", graph_capture_end, METH_NOARGS, "Stop recording."},
+    {"add_input", graph_add_input, METH_VARARGS, "Declare a tensor a graph input."},
+    {"set_outputs", graph_set_outputs, METH_O, "Set the output tensors."},
+    {"value_of", graph_value_of, METH_O, "Value id of a tensor, or -1."},
+    {"text", graph_text, METH_NOARGS, "Readable text."},
+    {"json", graph_json, METH_NOARGS, "JSON form."},
+    {"verify", graph_verify, METH_NOARGS, "Check the graph."},
+    {"optimize", (PyCFunction)(void (*)(void))graph_optimize, METH_VARARGS | METH_KEYWORDS,
+     "Run the pass pipeline."},
+    {"run_pass", (PyCFunction)(void (*)(void))graph_run_pass, METH_VARARGS | METH_KEYWORDS,
+     "Run one pass."},
+    {"compile", (PyCFunction)(void (*)(void))graph_compile, METH_VARARGS | METH_KEYWORDS,
+     "Lower to a Plan."},
+    {"breaks", graph_breaks, METH_NOARGS, "Host reads: (value, at_node, kind, outcome, loc)."},
+    {"ops", graph_ops, METH_NOARGS, "Live nodes: (op, fusion group)."},
+    {"segment", graph_segment, METH_VARARGS, "Nodes [begin, end) as a Graph, and carried ids."},
+    {"fingerprint", graph_fingerprint, METH_VARARGS, "Hash of nodes [begin, end)."},
+    {"value", graph_value, METH_O, "(kind, producer, tensor or None) of a value."},
+    {"respecialize", graph_respecialize, METH_VARARGS, "Copy for other input shapes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef graph_getset[] = {
+    {"num_nodes", graph_get_int, NULL, "live nodes", (void *)0},
+    {"nodes_len", graph_get_int, NULL, "nodes, dead ones included", (void *)1},
+    {"requires_grad", graph_get_int, NULL, "an input or param required grad", (void *)2},
+    {"num_inputs", graph_get_int, NULL, "graph inputs", (void *)3},
+    {"num_mutations", graph_get_int, NULL, "in-place writes into inputs/params", (void *)4},
+    {"outputs", graph_get_int, NULL, "output value ids", (void *)5},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot graph_slots[] = {
+    {Py_tp_new, graph_new},
+    {Py_tp_dealloc, graph_dealloc},
+    {Py_tp_methods, graph_methods},
+    {Py_tp_getset, graph_getset},
+    {Py_tp_doc, "A captured static graph (musa_graph)."},
+    {0, NULL},
+};
+static PyType_Spec graph_spec = {"musa._C.Graph", sizeof(PyGraph), 0, Py_TPFLAGS_DEFAULT,
+                                 graph_slots};
+
+/* ---- Plan ---- */
+
+#define P(self) (((PyPlan *)(self))->p)
+
+static void plan_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    musa_plan_free(P(self));
+    Py_XDECREF(((PyPlan *)self)->graph);
+    PyObject_Free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *plan_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "Plan.run takes one list of tensors");
+        return NULL;
+    }
+    musa_tensor **ts = NULL;
+    int n = 0;
+    if (pm_tensor_list(args[0], "inputs", false, -1, &ts, &n)) return NULL;
+    musa_graph *g = G(((PyPlan *)self)->graph);
+    int no = musa_graph_num_outputs(g);
+    musa_tensor *outs_buf[8], **outs = outs_buf;
+    if (no > 8 && !(outs = PyMem_Calloc((size_t)no, sizeof *outs))) {
+        pm_tensor_list_free(ts);
+        return PyErr_NoMemory();
+    }
+    int rc = musa_plan_run(P(self), n, ts, no, outs);
+    pm_tensor_list_free(ts);
+    PyObject *r = NULL;
+    if (rc) {
+        r = pm_raise();
+    } else {
+        r = PyList_New(no);
+        for (int i = 0; i < no; i++) {
+            PyObject *w = r ? pm_wrap(outs[i]) : NULL;
+            if (!r) musa_tensor_release(outs[i]);
+            if (r && !w) Py_CLEAR(r);
+            if (r) PyList_SET_ITEM(r, i, w);
+        }
+    }
+    if (outs != outs_buf) PyMem_Free(outs);
+    return r;
+}
+
+static PyObject *plan_stats(PyObject *self, PyObject *u) {
+    (void)u;
+    const musa_plan_stats *s = musa_plan_get_stats(P(self));
+    return Py_BuildValue(
+        "{s:n,s:n,s:n,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:K,s:K}", "arena_bytes",
+        (Py_ssize_t)s->arena_bytes, "naive_bytes", (Py_ssize_t)s->naive_bytes, "live_peak_bytes",
+        (Py_ssize_t)s->live_peak_bytes, "scratch_bytes", (Py_ssize_t)s->scratch_bytes,
+        "instructions", s->instructions, "kernels", s->kernels, "fused_groups", s->fused_groups,
+        "fused_nodes", s->fused_nodes, "parallel_steps", s->parallel_steps, "views", s->views,
+        "inplace", s->inplace, "runs", (unsigned long long)s->runs, "parallel_tasks",
+        (unsigned long long)s->parallel_tasks);
+}
+
+static PyObject *plan_buffers(PyObject *self, PyObject *u) {
+    (void)u;
+    const musa_plan_buffer *b;
+    int n = musa_plan_buffers(P(self), &b);
+    PyObject *r = PyList_New(n);
+    for (int i = 0; r && i < n; i++) {
+        PyObject *e = Py_BuildValue("(innii)", b[i].value, (Py_ssize_t)b[i].offset,
+                                    (Py_ssize_t)b[i].bytes, b[i].first, b[i].last);
+        if (!e) Py_CLEAR(r);
+        else PyList_SET_ITEM(r, i, e);
+    }
+    return r;
+}
+
+static PyObject *plan_text(PyObject *self, PyObject *u) {
+    (void)u;
+    return str_result(musa_plan_text(P(self)));
+}
+
+static PyMethodDef plan_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))plan_run, METH_FASTCALL, "Run on a list of tensors."},
+    {"stats", plan_stats, METH_NOARGS, "Counters and the memory plan's sizes."},
+    {"buffers", plan_buffers, METH_NOARGS, "Arena buffers: (value, offset, bytes, first, last)."},
+    {"text", plan_text, METH_NOARGS, "The steps."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot plan_slots[] = {
+    {Py_tp_dealloc, plan_dealloc},
+    {Py_tp_methods, plan_methods},
+    {Py_tp_doc, "A compiled plan (musa_plan)."},
+    {0, NULL},
+};
+static PyType_Spec plan_spec = {"musa._C.Plan", sizeof(PyPlan), 0, Py_TPFLAGS_DEFAULT, plan_slots};
+
+/* _jit_location(package_dir): recorded nodes name the first frame outside
+ * package_dir; None turns it off. */
+DEF(_jit_location, PM_FN, "package_dir:O") {
+    PyObject *d = a[0].o;
+    if (d == Py_None) {
+        musa_jit_set_location_hook(NULL);
+        Py_RETURN_NONE;
+    }
+    const char *s = PyUnicode_AsUTF8(d);
+    if (!s) return NULL;
+    snprintf(pkg_prefix, sizeof pkg_prefix, "%s", s);
+    pkg_prefix_len = strlen(pkg_prefix);
+    musa_jit_set_location_hook(py_location);
+    Py_RETURN_NONE;
+}
+
+/* A meta tensor (no storage) of a dtype and shape, for symbolic capture. */
+DEF(_empty_meta, PM_FN, "dtype:d shape:I") {
+    if (a[0].dtype < 0) {
+        PyErr_SetString(PyExc_TypeError, "_empty_meta needs a dtype");
+        return NULL;
+    }
+    return pm_ret(musa_empty_meta((musa_dtype)a[0].dtype, a[1].n, a[1].v));
+}
+
+/* Whether this thread is capturing (ops are recorded). */
+DEF(_jit_capturing, PM_FN, "") {
+    (void)a;
+    return PyBool_FromLong(musa_graph_recording() != NULL);
+}
+
+int pm_jit_init(PyObject *module) {
+    if (!(loc_cache = PyDict_New())) return -1;
+    Graph_Type = (PyTypeObject *)PyType_FromSpec(&graph_spec);
+    Plan_Type = (PyTypeObject *)PyType_FromSpec(&plan_spec);
+    if (!Graph_Type || !Plan_Type) return -1;
+    Py_INCREF(Graph_Type), Py_INCREF(Plan_Type);
+    if (PyModule_AddObject(module, "Graph", (PyObject *)Graph_Type) ||
+        PyModule_AddObject(module, "Plan", (PyObject *)Plan_Type))
+        return -1;
+    return 0;
+}

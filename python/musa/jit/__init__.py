@@ -1,0 +1,824 @@
+"""musa.jit: capture Python functions and modules into static graphs.
+
+    @musa.jit
+    def model(x, y):
+        return x * y
+
+    compiled = model.compile()              # builds nothing yet, runs nothing
+    compiled(musa.tensor([1.0]), musa.tensor([2.0]))
+    print(compiled.get_graph())
+
+    traced = musa.jit.trace(module, (example,))   # capture now, from an example
+    model.compile(config=musa.Config(fusion_level=2))   # a Module, compiled in place
+
+How a call runs (see docs/jit.md):
+
+* The call's signature (tensor dtypes, shapes and devices, the other
+  arguments' values, grad mode, the module's training flag) picks a cache
+  entry. A miss captures the function once in trace mode: it runs eagerly (so
+  the first call's result is the eager result) while the dispatcher records
+  every op into a graph, which the passes optimise and the planner lowers.
+* A host read of a tensor value while capturing (``bool(t)``, ``t.item()``,
+  ``if t > 0:``) is a graph break: the graph is cut there into segments. A
+  run executes a segment, reads the value, and continues with the segment
+  captured for that outcome. An outcome never seen triggers a new capture
+  (logged), so a branch is never silently baked in.
+* Recompiles are logged on the ``musa.jit`` logger, one line each, naming the
+  function, the argument, the dimension and the values. Past
+  ``Config.max_variants`` variants the function runs eagerly, with one
+  warning.
+"""
+import logging
+import os
+import sys
+import types
+import warnings
+
+from .. import _C
+
+_C._jit_location(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
+
+log = logging.getLogger("musa.jit")
+
+__all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule"]
+
+
+class Config:
+    """Settings of a compiled function or module.
+
+    fusion_level: 0 no fusion; 1 (default) elementwise chains, elementwise
+        producers of row reductions and elementwise epilogues of matmul/conv;
+        2 the same (codegen through the system compiler is not built: level 2
+        uses the fused-tile kernel, the documented fallback).
+    memory_arena: plan intermediates into one arena with reuse (default on).
+    num_threads: threads for concurrent branches (None: musa.get_num_threads()).
+    dynamic: {argument name or index: {dim: (min, max)}} dims that may vary
+        without recompiling.
+    disable_passes: pass names to skip ("simplify", "cse", "fold", "dce", "fuse").
+    max_variants: compiled variants per function before it runs eagerly.
+    verify: run the IR verifier after every pass.
+    """
+
+    def __init__(self, fusion_level=1, memory_arena=True, num_threads=None, dynamic=None,
+                 disable_passes=(), max_variants=8, verify=False, poison=False):
+        if fusion_level not in (0, 1, 2):
+            raise ValueError(f"musa.Config: fusion_level must be 0, 1 or 2, got {fusion_level!r}")
+        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError(f"musa.Config: num_threads must be a positive int, got {num_threads!r}")
+        if not isinstance(max_variants, int) or max_variants < 1:
+            raise ValueError(f"musa.Config: max_variants must be a positive int, got {max_variants!r}")
+        self.fusion_level = fusion_level
+        self.memory_arena = bool(memory_arena)
+        self.num_threads = num_threads
+        self.dynamic = {}
+        self.disable_passes = tuple(disable_passes)
+        self.max_variants = max_variants
+        self.verify = bool(verify)
+        self.poison = bool(poison)
+        for arg, dims in (dynamic or {}).items():
+            if isinstance(dims, int):
+                dims = {dims: (1, 1 << 62)}
+            for d, rng in dims.items():
+                lo, hi = rng if rng is not None else (1, 1 << 62)
+                self.dynamic_dim(arg, d, lo, hi)
+
+    def enable_memory_arena(self, on=True):
+        """Plan intermediates into one arena (True) or give each its own region."""
+        self.memory_arena = bool(on)
+        return self
+
+    def set_fusion_level(self, level):
+        self.__init__(level, self.memory_arena, self.num_threads, None, self.disable_passes,
+                      self.max_variants, self.verify, self.poison)
+        return self
+
+    def set_num_threads(self, n):
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"musa.Config: num_threads must be a positive int, got {n!r}")
+        self.num_threads = n
+        return self
+
+    def dynamic_dim(self, arg, dim, min=1, max=1 << 62):
+        """Let dim `dim` of argument `arg` (name or position) vary in [min, max]."""
+        if not isinstance(dim, int) or not isinstance(min, int) or not isinstance(max, int) \
+                or min < 0 or max < min:
+            raise ValueError(f"musa.Config.dynamic_dim: bad dim/range {dim!r}, ({min!r}, {max!r})")
+        self.dynamic.setdefault(arg, {})[dim] = (min, max)
+        return self
+
+    def disable_pass(self, name):
+        self.disable_passes = self.disable_passes + (name,)
+        return self
+
+    def __repr__(self):
+        return (f"musa.Config(fusion_level={self.fusion_level}, memory_arena={self.memory_arena}, "
+                f"num_threads={self.num_threads}, dynamic={self.dynamic}, "
+                f"disable_passes={self.disable_passes}, max_variants={self.max_variants})")
+
+
+# ---- argument structures ----
+
+_Tensor = _C.Tensor
+
+
+def _flatten(obj, leaves):
+    """A hashable spec of obj with tensors replaced by their index in leaves."""
+    if isinstance(obj, _Tensor):
+        leaves.append(obj)
+        return ("T", len(leaves) - 1)
+    if isinstance(obj, tuple):
+        return ("U", tuple(_flatten(o, leaves) for o in obj))
+    if isinstance(obj, list):
+        return ("L", tuple(_flatten(o, leaves) for o in obj))
+    if isinstance(obj, dict):
+        return ("D", tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+    return ("V", obj)
+
+
+def _unflatten(spec, leaves):
+    kind, body = spec
+    if kind == "T":
+        return leaves[body]
+    if kind == "U":
+        return tuple(_unflatten(s, leaves) for s in body)
+    if kind == "L":
+        return [_unflatten(s, leaves) for s in body]
+    if kind == "D":
+        return {k: _unflatten(s, leaves) for k, s in body}
+    return body
+
+
+def _leaf_names(fn, spec_args, spec_kwargs):
+    """Readable names of the tensor leaves: the parameter names of fn."""
+    try:
+        import inspect
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = {}
+
+    def walk(spec, name):
+        kind, body = spec
+        if kind == "T":
+            names[body] = name
+        elif kind in ("U", "L"):
+            for i, s in enumerate(body):
+                walk(s, f"{name}[{i}]")
+        elif kind == "D":
+            for k, s in body:
+                walk(s, f"{name}[{k!r}]")
+
+    for i, s in enumerate(spec_args[1]):
+        walk(s, params[i] if i < len(params) else f"args[{i}]")
+    for k, s in spec_kwargs[1]:
+        walk(s, k)
+    return names
+
+
+# ---- segments (graph breaks) ----
+
+class _Seg:
+    """Nodes [begin, end) of a capture, compiled; ends in a break or the outputs."""
+    __slots__ = ("src", "begin", "end", "outs", "carried", "graph", "plan", "raw_text", "brk",
+                 "children", "fp", "leaf")
+
+    def __init__(self, src, begin, end, fp):
+        self.src, self.begin, self.end, self.fp = src, begin, end, fp
+        self.children = {}
+        self.brk = None   # (value id, kind, loc, input index or -1, param tensor or None)
+        self.leaf = None  # (output spec, names) for the last segment
+
+    def build(self, outs, cfg):
+        graph, carried = self.src.segment(self.begin, self.end, list(outs))
+        self.raw_text = graph.text()
+        graph.optimize(fusion_level=cfg.fusion_level,
+                       disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify)
+        self.plan = graph.compile(num_threads=cfg.num_threads or 0,
+                                  memory_arena=cfg.memory_arena, poison=cfg.poison)
+        self.graph, self.outs, self.carried = graph, list(outs), carried
+
+
+class _Capture:
+    """One trace of the function: the graph, its breaks and outputs."""
+
+    def __init__(self, graph, out_spec, out_ids):
+        self.graph = graph
+        self.out_spec = out_spec
+        self.out_ids = out_ids
+        self.breaks = graph.breaks()
+        n = graph.nodes_len
+        self.bounds = [0] + [b[1] for b in self.breaks] + [n]
+
+    def producer(self, v):
+        return self.graph.value(v)[1]
+
+
+def _seg_of(cap, v):
+    p = cap.producer(v)
+    if p < 0:
+        return -1
+    for i in range(len(cap.bounds) - 1):
+        if cap.bounds[i] <= p < cap.bounds[i + 1]:
+            return i
+    return -1
+
+
+def _build_segments(cap, first, cfg, needed_from_prefix):
+    """Segments first..k of a capture, built last to first. Returns them and
+    adds to needed_from_prefix the values they read from segments < first."""
+    k = len(cap.breaks)
+    segs = [None] * (k + 1)
+    needed = set()
+    for i in range(k, first - 1, -1):
+        b, e = cap.bounds[i], cap.bounds[i + 1]
+        seg = _Seg(cap.graph, b, e, cap.graph.fingerprint(b, e))
+        if i == k:
+            outs = list(cap.out_ids)
+        else:
+            v, _at, kind, _outcome, loc = cap.breaks[i]
+            kind_v, prod, tensor = cap.graph.value(v)
+            outs = [x for x in sorted(needed) if _seg_of(cap, x) == i]
+            if kind_v == "node":
+                if _seg_of(cap, v) == i:
+                    outs = [v] + [x for x in outs if x != v]
+                else:
+                    needed.add(v)
+            seg.brk = (v, kind, loc, v if kind_v == "input" else -1,
+                       tensor if kind_v in ("param", "const") else None)
+        seg.build(outs, cfg)
+        needed.update(c for c in seg.carried)
+        segs[i] = seg
+    for i in range(first, k):
+        segs[i].children[cap.breaks[i][3]] = segs[i + 1]
+    needed_from_prefix.update(x for x in needed if _seg_of(cap, x) < first)
+    return segs[first:]
+
+
+def _read_break(seg, env, inputs):
+    v, kind, _loc, input_idx, tensor = seg.brk
+    t = env.get(v)
+    if t is None:
+        t = inputs[input_idx] if input_idx >= 0 else tensor
+    x = t.item()
+    return float(x != 0) if kind == 0 else float(x)
+
+
+class _Entry:
+    """The compiled variants for one call signature."""
+    __slots__ = ("root", "eager", "reason", "captures", "dyn", "dyn_plans", "requires_grad")
+
+    def __init__(self):
+        self.root = None
+        self.eager = False
+        self.reason = None
+        self.captures = []
+        self.dyn = None        # dynamic dims: (capture, size info, overrides fn)
+        self.dyn_plans = {}
+        self.requires_grad = False
+
+
+class _Miss(Exception):
+    def __init__(self, seg, outcome):
+        self.seg, self.outcome = seg, outcome
+
+
+def _run_path(entry, inputs):
+    env = {}
+    seg = entry.root
+    while True:
+        ins = inputs + [env[v] for v in seg.carried] if seg.carried else inputs
+        res = seg.plan.run(ins)
+        if seg.brk is None:
+            return res, seg
+        for v, t in zip(seg.outs, res):
+            env[v] = t
+        outcome = _read_break(seg, env, inputs)
+        nxt = seg.children.get(outcome)
+        if nxt is None:
+            raise _Miss(seg, outcome)
+        seg = nxt
+
+
+def _describe_outcome(kind, x):
+    if kind == 0:
+        return str(bool(x))
+    return repr(x)
+
+
+# ---- compiled functions ----
+
+class CompiledFunction:
+    """A function captured into static graphs, one per call signature."""
+
+    def __init__(self, fn, config=None, *, name=None, extra_key=None, retrace=True):
+        self._fn = fn
+        self.config = config or Config()
+        self._cache = {}
+        self._variants = 0
+        self._eager_all = False
+        self._last = None
+        self._name = name or getattr(fn, "__qualname__", None) or repr(fn)
+        self._extra_key = extra_key
+        self._retrace = retrace
+        self.recompile_log = []
+        self.compiles = 0
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+
+    # -- the public surface --
+
+    def compile(self, config=None):
+        """A compiled callable with this config; captures on its first call."""
+        return CompiledFunction(self._fn, config or self.config, name=self._name,
+                                extra_key=self._extra_key, retrace=self._retrace)
+
+    def get_graph(self, optimized=True):
+        """The IR of the last compiled variant, as text (segments in order)."""
+        if self._last is None:
+            raise RuntimeError(f"musa.jit: {self._name} has not been compiled yet; call it first")
+        texts = []
+        seg, n = self._last, 0
+        chain = []
+        while seg is not None:
+            chain.append(seg)
+            seg = next(iter(seg.children.values()), None)
+        for seg in chain:
+            t = seg.graph.text() if optimized else seg.raw_text
+            if len(chain) > 1:
+                head = f"# segment {n}"
+                if seg.brk is not None:
+                    head += f", ends reading %{seg.brk[0]} on the host at {seg.brk[2]}"
+                t = head + "\n" + t
+            texts.append(t)
+            n += 1
+        return "\n".join(texts)
+
+    def graph_json(self):
+        """The JSON form of the last compiled variant's (first segment's) graph."""
+        import json
+        if self._last is None:
+            raise RuntimeError(f"musa.jit: {self._name} has not been compiled yet; call it first")
+        return json.loads(self._last.graph.json())
+
+    def memory_plan(self):
+        """Planned arena bytes versus the naive sum, for the last compiled variant."""
+        if self._last is None:
+            raise RuntimeError(f"musa.jit: {self._name} has not been compiled yet; call it first")
+        s = dict(self._last.plan.stats())
+        s["buffers"] = self._last.plan.buffers()
+        return s
+
+    def plan_stats(self):
+        if self._last is None:
+            raise RuntimeError(f"musa.jit: {self._name} has not been compiled yet; call it first")
+        return self._last.plan.stats()
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def __repr__(self):
+        return f"<musa.jit compiled {self._name}>"
+
+    # -- calls --
+
+    def _key(self, spec, leaves, names):
+        dyn = self.config.dynamic
+        sig = []
+        for i, t in enumerate(leaves):
+            shape = tuple(t.shape)
+            d = (dyn.get(names.get(i)) or dyn.get(i)) if dyn else None
+            if d:
+                shape = tuple("dyn" if k in d and d[k][0] <= s <= d[k][1] else s
+                              for k, s in enumerate(shape))
+            sig.append((t.dtype, shape, t.requires_grad))
+        extra = self._extra_key() if self._extra_key else None
+        return (spec, tuple(sig), _C.is_grad_enabled(), extra)
+
+    def __call__(self, *args, **kwargs):
+        if self._eager_all or _C._jit_capturing():  # inside another capture: inline
+            return self._fn(*args, **kwargs)
+        leaves = []
+        spec = (_flatten(args, leaves), _flatten(kwargs, leaves))
+        try:
+            key = self._key(spec, leaves, _leaf_names(self._fn, *spec)
+                            if self.config.dynamic else {})
+            entry = self._cache.get(key)
+        except TypeError:  # an unhashable argument: run eagerly
+            return self._fn(*args, **kwargs)
+        if entry is None:
+            entry = self._new_entry(key, leaves, spec)
+            if self._eager_all:
+                return self._fn(*args, **kwargs)
+            return self._capture(entry, args, kwargs, leaves, spec)
+        if entry.eager:
+            return self._fn(*args, **kwargs)
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in leaves]
+        if entry.dyn is not None:
+            return self._run_dynamic(entry, args, kwargs, leaves, inputs, spec)
+        try:
+            res, leaf = _run_path(entry, inputs)
+        except _Miss as m:
+            return self._guard_miss(entry, m, args, kwargs, leaves, spec)
+        self._copy_back(leaves, inputs)
+        return _unflatten(leaf.leaf[0], res)
+
+    def _copy_back(self, leaves, inputs):
+        for t, c in zip(leaves, inputs):
+            if t is not c and c._version != 0:
+                t.copy_(c)
+
+    def _new_entry(self, key, leaves, spec):
+        if self._cache:
+            self._log_recompile(key, spec)
+        entry = _Entry()
+        self._cache[key] = entry
+        return entry
+
+    def _log_recompile(self, key, spec):
+        reason = None
+        names = _leaf_names(self._fn, *spec)
+        for other in reversed(list(self._cache)):  # the latest variant first
+            if other[0] != key[0]:
+                reason = "the non-tensor arguments or the argument structure changed"
+                continue
+            for i, (a, b) in enumerate(zip(other[1], key[1])):
+                nm = names.get(i, f"tensor {i}")
+                if a[0] != b[0]:
+                    reason = f"argument '{nm}' dtype changed: {a[0]} -> {b[0]}"
+                elif len(a[1]) != len(b[1]):
+                    reason = f"argument '{nm}' rank changed: {len(a[1])} -> {len(b[1])}"
+                else:
+                    for d, (x, y) in enumerate(zip(a[1], b[1])):
+                        if x != y:
+                            reason = f"argument '{nm}' dim {d} changed: {x} -> {y}"
+                            break
+                if a[2] != b[2] and reason is None:
+                    reason = f"argument '{nm}' requires_grad changed: {a[2]} -> {b[2]}"
+                if reason:
+                    break
+            if reason is None and other[2] != key[2]:
+                reason = f"grad mode changed: {other[2]} -> {key[2]}"
+            if reason is None and other[3] != key[3]:
+                reason = f"module state changed: {other[3]} -> {key[3]}"
+            if reason:
+                break
+        self._note_recompile(reason or "new signature")
+
+    def _note_recompile(self, reason):
+        self._variants += 1
+        line = f"musa.jit: recompiling {self._name} (variant {self._variants + 1}): {reason}"
+        self.recompile_log.append(line)
+        log.warning(line)
+        if self._variants + 1 > self.config.max_variants:
+            self._eager_all = True
+            warnings.warn(f"musa.jit: {self._name} was compiled {self._variants + 1} times "
+                          f"(limit {self.config.max_variants}); running it eagerly from now on. "
+                          f"Declare varying dims dynamic (musa.Config.dynamic_dim) to avoid this.",
+                          RuntimeWarning, stacklevel=4)
+
+    def _trace(self, args, kwargs, leaves, spec, mode="trace", shapes=None):
+        """Capture one run. Returns (capture or None, result, reason)."""
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in leaves]
+        if mode == "symbolic":
+            inputs = [_C._empty_meta(t.dtype, s) for t, s in zip(leaves, shapes)]
+        a2 = _unflatten(spec[0], inputs)
+        k2 = _unflatten(spec[1], inputs)
+        names = _leaf_names(self._fn, *spec)
+        g = _C.Graph()
+        g.capture_begin(mode)
+        out = None
+        try:
+            for i, t in enumerate(inputs):
+                g.add_input(t, names.get(i))
+            out = self._fn(*a2, **k2)
+            out_leaves = []
+            out_spec = _flatten(out, out_leaves)
+            g.set_outputs(out_leaves)
+            out_ids = g.outputs
+        except BaseException:
+            try:
+                g.capture_end()
+            except Exception:
+                pass
+            raise
+        try:
+            g.capture_end()
+        except (NotImplementedError, RuntimeError, ValueError) as e:
+            if mode == "trace":
+                self._copy_back(leaves, inputs)
+            return None, out, str(e)
+        self.compiles += 1
+        if mode == "trace":
+            self._copy_back(leaves, inputs)
+        return _Capture(g, out_spec, out_ids), out, None
+
+    def _capture(self, entry, args, kwargs, leaves, spec):
+        cap, out, reason = self._trace(args, kwargs, leaves, spec)
+        if cap is None:
+            entry.eager, entry.reason = True, reason
+            warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
+                          stacklevel=3)
+            return out
+        if cap.graph.requires_grad:
+            entry.eager = True
+            entry.reason = "it needs autograd (an input or parameter requires grad)"
+            log.info("musa.jit: %s runs eagerly: %s", self._name, entry.reason)
+            return out
+        entry.captures.append(cap)
+        if self.config.dynamic and not cap.breaks and self._setup_dynamic(entry, cap, args,
+                                                                           kwargs, leaves, spec):
+            return out
+        segs = _build_segments(cap, 0, self.config, set())
+        entry.root = segs[0]
+        segs[-1].leaf = (cap.out_spec,)
+        self._last = segs[0]
+        return out
+
+    def _guard_miss(self, entry, miss, args, kwargs, leaves, spec):
+        seg = miss.seg
+        v, kind, loc, _i, _t = seg.brk
+        seen = _describe_outcome(kind, miss.outcome)
+        known = ", ".join(_describe_outcome(kind, k) for k in seg.children)
+        if not self._retrace:
+            raise RuntimeError(f"musa.jit: guard failed in {self._name}: the value read on the "
+                               f"host at {loc} is {seen}, but the graph was traced for {known}; "
+                               f"retrace with the Python function")
+        self._note_recompile(f"guard at {loc}: the value read on the host is {seen} "
+                             f"(compiled for {known})")
+        if self._eager_all:
+            return self._fn(*args, **kwargs)
+        cap, out, reason = self._trace(args, kwargs, leaves, spec)
+        if cap is None:
+            entry.eager, entry.reason = True, reason
+            warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
+                          stacklevel=3)
+            return out
+        self._insert(entry, cap)
+        return out
+
+    def _insert(self, entry, cap):
+        """Merge a new capture into the tree of segments."""
+        path = []
+        seg = entry.root
+        i = 0
+        k = len(cap.breaks)
+        while True:
+            b, e = cap.bounds[i], cap.bounds[i + 1]
+            if seg.begin != b or seg.end != e or seg.fp != cap.graph.fingerprint(b, e) \
+                    or (seg.brk is None) != (i == k):
+                # The function recorded different ops for the same prefix
+                # (it depends on something other than its arguments).
+                segs = _build_segments(cap, 0, self.config, set())
+                segs[-1].leaf = (cap.out_spec,)
+                entry.root = segs[0]
+                self._last = segs[0]
+                log.warning("musa.jit: %s recorded different ops for the same inputs; "
+                            "keeping only the latest capture", self._name)
+                return
+            path.append(seg)
+            if i == k:
+                return
+            outcome = cap.breaks[i][3]
+            nxt = seg.children.get(outcome)
+            if nxt is None:
+                break
+            seg, i = nxt, i + 1
+        needed = set()
+        segs = _build_segments(cap, i + 1, self.config, needed)
+        segs[-1].leaf = (cap.out_spec,)
+        seg.children[cap.breaks[i][3]] = segs[0]
+        # Earlier segments must hand the new ones what they read.
+        for j, anc in enumerate(path):
+            extra = [x for x in sorted(needed) if _seg_of(cap, x) == j and x not in anc.outs]
+            if extra:
+                anc.build(anc.outs + extra, self.config)
+        self._last = entry.root
+
+    # -- dynamic dims --
+
+    def _setup_dynamic(self, entry, cap, args, kwargs, leaves, spec):
+        """Capture once more, symbolically, with every dynamic dim one larger
+        (or smaller): integer attributes that moved follow the dim."""
+        names = _leaf_names(self._fn, *spec)
+        dyn = self.config.dynamic
+        shapes0 = [list(t.shape) for t in leaves]
+        shapes1 = [list(s) for s in shapes0]
+        dims = []
+        for i, t in enumerate(leaves):
+            d = dyn.get(names.get(i)) or dyn.get(i)
+            for k, (lo, hi) in (d or {}).items():
+                if k < len(shapes0[i]):
+                    s = shapes0[i][k]
+                    shapes1[i][k] = s + 1 if s + 1 <= hi else s - 1
+                    dims.append((i, k))
+        if not dims or any(shapes1[i][k] < 0 for i, k in dims):
+            return False
+        step = {(i, k): shapes1[i][k] - shapes0[i][k] for i, k in dims}
+        if len(set(step.values())) != 1:
+            return False
+        try:
+            cap1, _, reason = self._trace(args, kwargs, leaves, spec, mode="symbolic",
+                                          shapes=shapes1)
+        except Exception as e:  # the function cannot run on other sizes
+            reason, cap1 = str(e), None
+        self.compiles -= 1 if cap1 is not None else 0
+        over = _attr_slopes(cap.graph, cap1.graph) if cap1 is not None else None
+        if over is None:
+            log.warning("musa.jit: %s: dynamic dims not usable (%s); compiling per size",
+                        self._name, reason or "the graph changes with the size")
+            return False
+        base = shapes0[dims[0][0]][dims[0][1]]
+        entry.dyn = (cap, dims, base, over)
+        return True
+
+    def _run_dynamic(self, entry, args, kwargs, leaves, inputs, spec):
+        cap, dims, base, over = entry.dyn
+        shapes = tuple(tuple(t.shape) for t in inputs)
+        seg = entry.dyn_plans.get(shapes)
+        if seg is None:
+            i, k = dims[0]
+            size = shapes[i][k]
+            if any(shapes[a][b] != size for a, b in dims):
+                return self._fn(*args, **kwargs)
+            delta = size - base
+            overrides = [(n, f, [v0 + s * delta for v0, s in zip(vals, slope)])
+                         for n, f, vals, slope in over]
+            try:
+                g = cap.graph.respecialize([list(s) for s in shapes], overrides)
+            except (ValueError, TypeError, RuntimeError) as e:
+                self._note_recompile(f"dynamic dims of {self._name} do not hold at {shapes}: {e}")
+                return self._fn(*args, **kwargs)
+            seg = _Seg(g, 0, g.nodes_len, 0)
+            seg.build(g.outputs, self.config)
+            seg.leaf = (cap.out_spec,)
+            entry.dyn_plans[shapes] = seg
+            self._last = seg
+        res = seg.plan.run(inputs)
+        self._copy_back(leaves, inputs)
+        return _unflatten(seg.leaf[0], res)
+
+
+def _attr_slopes(g0, g1):
+    """[(node, field, values at g0, slope)] for int attributes that differ
+    between two captures at sizes one apart, or None if the graphs differ
+    otherwise."""
+    import json
+    j0, j1 = json.loads(g0.json()), json.loads(g1.json())
+    n0, n1 = j0["nodes"], j1["nodes"]
+    if len(n0) != len(n1):
+        return None
+    over = []
+    for idx, (a, b) in enumerate(zip(n0, n1)):
+        if a["op"] != b["op"] or a["inputs"] != b["inputs"] or a["outputs"] != b["outputs"]:
+            return None
+        for f, v0 in a["attrs"].items():
+            v1 = b["attrs"].get(f)
+            if v0 == v1:
+                continue
+            if isinstance(v0, bool) or isinstance(v1, bool):
+                return None
+            if isinstance(v0, int) and isinstance(v1, int):
+                over.append((idx, f, [v0], [v1 - v0]))
+            elif isinstance(v0, list) and isinstance(v1, list) and len(v0) == len(v1) and \
+                    all(isinstance(x, int) for x in v0 + v1):
+                over.append((idx, f, v0, [y - x for x, y in zip(v0, v1)]))
+            else:
+                return None
+    return over
+
+
+# ---- entry points ----
+
+def jit(fn=None, *, fusion_level=None, dynamic=None, config=None):
+    """Compile a function: ``@musa.jit`` or ``@musa.jit(fusion_level=2, dynamic=...)``."""
+    cfg = config or Config()
+    if fusion_level is not None or dynamic is not None:
+        cfg = Config(fusion_level if fusion_level is not None else cfg.fusion_level,
+                     cfg.memory_arena, cfg.num_threads, dynamic, cfg.disable_passes,
+                     cfg.max_variants, cfg.verify, cfg.poison)
+        for k, v in (config.dynamic if config else {}).items():
+            cfg.dynamic.setdefault(k, {}).update(v)
+
+    def wrap(f):
+        if not callable(f):
+            raise TypeError(f"musa.jit: expected a function, got {type(f).__name__}")
+        return CompiledFunction(f, cfg)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+class TracedModule:
+    """A module (or function) captured from example inputs by musa.jit.trace."""
+
+    def __init__(self, target, compiled, example_out):
+        self._target = target
+        self._compiled = compiled
+        self._example_out = example_out
+
+    def __call__(self, *args, **kwargs):
+        return self._compiled(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled(*args, **kwargs)
+
+    def get_graph(self, optimized=True):
+        return self._compiled.get_graph(optimized)
+
+    def graph_json(self):
+        return self._compiled.graph_json()
+
+    def memory_plan(self):
+        return self._compiled.memory_plan()
+
+    @property
+    def recompile_log(self):
+        return self._compiled.recompile_log
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._target, name)
+
+    def __repr__(self):
+        return f"TracedModule({self._target!r})"
+
+
+def _module_forward(module):
+    from ..nn import Module
+    fwd = Module._call_impl
+
+    def forward(*args, **kwargs):
+        return fwd(module, *args, **kwargs)
+
+    forward.__qualname__ = f"{type(module).__name__}.forward"
+    try:
+        import inspect
+        forward.__signature__ = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        pass
+    return forward
+
+
+def _compare(a, b, path="output"):
+    la, lb = [], []
+    sa, sb = _flatten(a, la), _flatten(b, lb)
+    if len(la) != len(lb):
+        raise RuntimeError(f"musa.jit.trace: check_trace: {path} structure differs")
+    for i, (x, y) in enumerate(zip(la, lb)):
+        if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype:
+            raise RuntimeError(f"musa.jit.trace: check_trace: {path} {i} is {y.dtype}"
+                               f"{tuple(y.shape)} compiled but {x.dtype}{tuple(x.shape)} eager")
+        if x.numel() and x.dtype.is_floating_point:
+            d = float((x.double() - y.double()).abs().max())
+            tol = 1e-5 * (1 + float(x.double().abs().max()))
+            if not d <= tol:
+                raise RuntimeError(f"musa.jit.trace: check_trace: {path} {i} differs from the "
+                                   f"eager result by {d:.3g}")
+        elif x.numel() and not bool((x == y).all()):
+            raise RuntimeError(f"musa.jit.trace: check_trace: {path} {i} differs from eager")
+
+
+def trace(module_or_fn, example_inputs, check_trace=True, config=None):
+    """Capture a module or function now, from example inputs.
+
+    Every host read while tracing becomes a guard checked at each call; a
+    failed guard retraces (logged). With check_trace, the compiled graph is
+    run on the example inputs and compared with the eager result."""
+    from ..nn import Module
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    if isinstance(module_or_fn, Module):
+        fn = _module_forward(module_or_fn)
+        extra = (lambda m=module_or_fn: m.training)
+    elif callable(module_or_fn):
+        fn, extra = module_or_fn, None
+    else:
+        raise TypeError(f"musa.jit.trace: expected a Module or a function, got "
+                        f"{type(module_or_fn).__name__}")
+    compiled = CompiledFunction(fn, config or Config(), extra_key=extra)
+    out = compiled(*example_inputs)
+    if check_trace and compiled._last is not None:
+        again = compiled(*example_inputs)
+        _compare(out, again)
+    return TracedModule(module_or_fn, compiled, out)
+
+
+def compile_module(module, config=None):
+    """Compile a Module in place: its calls run a compiled forward."""
+    fn = _module_forward(module)
+    object.__setattr__(module, "_compiled_call",
+                       CompiledFunction(fn, config or Config(),
+                                        extra_key=(lambda m=module: m.training)))
+    return module
+
+
+class _JitModule(types.ModuleType):
+    """``musa.jit`` is both this module and the decorator."""
+
+    def __call__(self, fn=None, **kwargs):
+        return jit(fn, **kwargs)
+
+
+sys.modules[__name__].__class__ = _JitModule

@@ -1,0 +1,220 @@
+/*
+ * graph.h - the static graph IR, its capture from the dispatcher, and the
+ * compiled plan.
+ *
+ * A graph is a list of values and a list of nodes in topological order.
+ * Values are graph inputs, parameters (module tensors bound by reference),
+ * constants (owned tensors, e.g. Python numbers), or node outputs. Nodes name
+ * an op of the one op table (ops.def) and carry that op's typed attribute
+ * record; there is no second list of ops anywhere in the jit.
+ *
+ * Capture: musa_graph_capture_begin() switches this thread's dispatcher to
+ * trace (compute and record) or symbolic (record only, meta tensors) mode
+ * and installs the graph as the recorder. Every op that runs through
+ * musa_dispatch is appended as a node; tensors map to values through their
+ * trace_tag. In-place writes rename: the written tensor maps to a fresh
+ * value, and a write into an input or parameter becomes a mutation, written
+ * back after the plan runs. A host read of a tensor value (bool(), item())
+ * while capturing is recorded as a break: the point where the graph splits,
+ * and the value seen.
+ *
+ * Invariants:
+ * - node inputs refer to values defined earlier (inputs, params, consts, or
+ *   outputs of earlier nodes); musa_graph_verify checks this and every
+ *   node's shapes and dtypes against the op's own inference;
+ * - values hold a layout (strides and an element offset) relative to their
+ *   root: the value whose buffer they alias (themselves unless produced by a
+ *   VIEW op);
+ * - everything a graph owns is in its arena, except the param/const tensors
+ *   (references released by musa_graph_free).
+ */
+#ifndef MUSA_JIT_GRAPH_H
+#define MUSA_JIT_GRAPH_H
+
+#include "../base/arena.h"
+#include "../base/vec.h"
+#include "../ops/op.h"
+
+typedef enum musa_vkind {
+    MUSA_V_NODE = 0, /* output of a node */
+    MUSA_V_INPUT,    /* graph input, bound at each run */
+    MUSA_V_PARAM,    /* captured tensor, bound by reference (read at each run) */
+    MUSA_V_CONST,    /* owned constant tensor */
+} musa_vkind;
+
+typedef struct musa_gvalue {
+    int8_t kind; /* musa_vkind */
+    int8_t dtype;
+    int8_t ndim;
+    int8_t out_index; /* which output of the producer */
+    int32_t producer; /* node index, -1 unless kind == NODE */
+    int64_t shape[MUSA_MAX_DIMS];
+    int64_t strides[MUSA_MAX_DIMS]; /* layout in the root's buffer, in elements */
+    int64_t offset;                 /* element offset in the root's buffer */
+    int32_t root;                   /* value whose buffer this is (itself unless a view) */
+    int32_t uses;                   /* node inputs + graph outputs using it (musa_graph_analyse) */
+    musa_tensor *tensor;            /* PARAM, CONST: reference held */
+    const char *name;               /* inputs: their name; else NULL */
+    const char *loc;                /* user's file:line where it was made, or NULL */
+} musa_gvalue;
+
+typedef struct musa_gnode {
+    int16_t op; /* musa_op_id */
+    int8_t n_out;
+    bool dead; /* removed by a pass; skipped everywhere, compacted by musa_graph_compact */
+    int32_t n_in;
+    int32_t *in; /* [n_in], arena */
+    int32_t out[MUSA_MAX_OUTPUTS];
+    int32_t group; /* fusion group (musa_fuse), or -1 */
+    musa_attrs_any attrs;
+    const char *loc;
+} musa_gnode;
+
+typedef struct musa_gmutation {
+    int32_t target; /* INPUT or PARAM value written in place */
+    int32_t value;  /* its final value, copied into it after the plan ran */
+} musa_gmutation;
+
+typedef enum musa_break_kind {
+    MUSA_BREAK_BOOL = 0, /* bool(t): outcome is 0 or 1 */
+    MUSA_BREAK_SCALAR,   /* item()/float()/int(): the exact value */
+    MUSA_BREAK_DATA,     /* numpy(), tolist(), printing: not supported in a capture */
+} musa_break_kind;
+
+typedef struct musa_gbreak {
+    int32_t value;   /* the value read on the host */
+    int32_t at_node; /* nodes before this index ran before the read */
+    int8_t kind;     /* musa_break_kind */
+    double outcome;  /* what the read returned while capturing */
+    const char *loc;
+} musa_gbreak;
+
+struct musa_graph {
+    musa_arena arena;
+    MUSA_VEC(musa_gvalue) values;
+    MUSA_VEC(musa_gnode) nodes;
+    MUSA_VEC(int32_t) inputs;
+    MUSA_VEC(int32_t) outputs;
+    MUSA_VEC(musa_gmutation) mutations;
+    MUSA_VEC(musa_gbreak) breaks;
+    /* capture state */
+    uint64_t tag;      /* capture id, high 32 bits of trace_tag */
+    musa_map origin;   /* value id of a renamed tensor -> first value it had (mutations) */
+    int capture_error; /* first error met while recording (sticky) */
+    char capture_msg[512];
+    bool capturing;
+    musa_mode prev_mode;
+    void *prev_recorder;
+    bool requires_grad; /* an input or param required grad while grad mode was on */
+};
+
+musa_graph *musa_graph_new(void);
+void musa_graph_free(musa_graph *g);
+
+/* ---- capture ---- */
+
+/* Start recording this thread's op calls into g (mode TRACE or SYMBOLIC). */
+int musa_graph_capture_begin(musa_graph *g, int mode);
+/* Stop recording. Returns g's capture error if one happened. */
+int musa_graph_capture_end(musa_graph *g);
+/* Declare t a graph input named `name` (may be NULL). */
+int musa_graph_add_input(musa_graph *g, musa_tensor *t, const char *name);
+/* Mark the tensors t[0..n) as the graph outputs (in order). Tensors the
+ * graph has not seen become parameters. */
+int musa_graph_set_outputs(musa_graph *g, int n, musa_tensor *const *t);
+/* The value a tensor maps to in g (capturing), or -1. */
+int musa_graph_value_of(const musa_graph *g, const musa_tensor *t);
+/* A host read of t while capturing (called by the Python binding). Returns
+ * MUSA_OK, or an error for reads that cannot be captured. */
+int musa_graph_host_read(musa_graph *g, const musa_tensor *t, int kind, double value);
+/* The graph this thread is recording into, or NULL. */
+musa_graph *musa_graph_recording(void);
+
+/* Where the user is: set by the Python layer to a function returning the
+ * current "file:line" (a string that lives as long as the process), or NULL. */
+extern const char *(*musa_jit_location_hook)(void);
+/* The public musa_graph_* API of musa.h is implemented here and in
+ * segment.c, plan.c and passes/. */
+
+/* ---- building and editing (passes) ---- */
+
+/* Append a value; returns its id or -1 (out of memory). */
+int32_t musa_graph_new_value(musa_graph *g, musa_vkind kind, musa_dtype dtype, int ndim,
+                             const int64_t *shape);
+/* A constant holding t (a reference is taken). */
+int32_t musa_graph_const(musa_graph *g, musa_tensor *t);
+/* Append node op(in) with attrs (NULL: defaults), inferring its outputs'
+ * shapes, dtypes and layouts with the op's own inference. The outputs are
+ * new values, returned in out (may be NULL). Returns the node index or a
+ * negative status with the error set. */
+int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_t *in,
+                            const void *attrs, int32_t *out);
+/* Re-run inference for node n (after a pass changed its inputs); its output
+ * values take the result. */
+int musa_graph_infer_node(musa_graph *g, int32_t n);
+/* Replace every use of value `from` (node inputs, outputs, mutations, breaks)
+ * by `to`. */
+void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to);
+/* Recount uses and roots. */
+void musa_graph_analyse(musa_graph *g);
+/* Drop dead nodes (and renumber nothing else: value ids stay). */
+void musa_graph_compact(musa_graph *g);
+/* Check structure, order, and every node against its op's inference. */
+int musa_graph_verify(const musa_graph *g);
+/* Number of live nodes. */
+int musa_graph_node_count(const musa_graph *g);
+
+/* ---- printing ---- */
+
+/* Readable text, one node per line:
+ *   %3 = add(%1, %2)  # float32[4, 8]  model.py:12
+ * Returns a malloc'd string or NULL. */
+char *musa_graph_text(const musa_graph *g);
+/* JSON: {"inputs": [...], "nodes": [{"op": "add", "inputs": ["%1", "%2"],
+ * "outputs": ["%3"], "attrs": {...}}, ...], "outputs": [...]}. malloc'd. */
+char *musa_graph_json(const musa_graph *g);
+
+/* ---- passes ---- */
+
+typedef int (*musa_pass_fn)(musa_graph *g, musa_pass_ctx *ctx);
+
+typedef struct musa_pass {
+    const char *name;
+    musa_pass_fn fn;
+    int min_fusion_level;
+} musa_pass;
+
+int musa_pass_simplify(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_cse(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_fold(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_dce(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx);
+
+/* The pipeline table (NULL-terminated) and a runner. */
+extern const musa_pass musa_pass_table[];
+int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx);
+/* Run one pass by name. */
+int musa_graph_run_pass(musa_graph *g, const char *name, musa_pass_ctx *ctx);
+
+/* ---- segments and re-specialisation (segment.c) ---- */
+
+/* Nodes [begin, end) of g as a graph of their own, with outputs outs. Its
+ * inputs are g's inputs then the values made before `begin` that it reads;
+ * *carried (malloc'd, *n_carried entries) lists those values' ids in g. */
+musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
+                               const int *outs, int **carried, int *n_carried);
+/* Hash of nodes [begin, end): ops, attrs, value ids, constants' values and
+ * parameters' identities. Equal captures of equal code hash equal. */
+uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);
+
+/* A copy of g with input i of shape shapes[i] (same rank), the given
+ * attributes replaced, and every node re-inferred. NULL with the op's error
+ * if the graph does not hold at those shapes. */
+musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
+                                    int n_over, const musa_attr_override *over);
+
+/* Whether node n computes the same values when input 0 and every output are
+ * cut along dim 0 (matmul rows, conv images): asked of the op's inference. */
+bool musa_graph_split0_ok(const musa_graph *g, int32_t n);
+
+#endif

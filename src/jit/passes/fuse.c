@@ -1,0 +1,188 @@
+/*
+ * fuse.c - fusion: assigns nodes to groups that the plan runs as one
+ * fused-tile instruction (plan.c).
+ *
+ * A group is one of:
+ * - a maximal run of ELEMENTWISE nodes whose outputs all have the group's
+ *   shape (inputs may broadcast into it);
+ * - such a run ended by a REDUCTION over dims other than dim 0, whose input
+ *   is the run's value (each tile then holds whole rows of the reduction);
+ * - such a run headed by a node that splits along dim 0 (matmul rows, conv
+ *   images: musa_graph_split0_ok asks the op's own inference), whose output
+ *   the run consumes: the epilogue (bias, activation) runs on each tile of
+ *   the head's output while it is in cache.
+ *
+ * Invariants: a group runs at the position of its last member, so a group
+ * is sealed as soon as a node outside it reads one of its values (nothing
+ * outside may read a member before the group ran, and no member may depend
+ * on a node that read the group). Members keep program order. Numerics do
+ * not change: each member is the op's own kernel on a slice of rows.
+ */
+#include "../graph.h"
+
+typedef struct group {
+    int32_t first;     /* first member */
+    int32_t ndim;
+    int64_t shape[MUSA_MAX_DIMS];
+    bool sealed;
+    bool headed;
+    int32_t members;
+} group;
+
+static bool fusible_ew(const musa_graph *g, const musa_gnode *n) {
+    const musa_op_info *info = &musa_ops[n->op];
+    return (info->flags & MUSA_OPF_ELEMENTWISE) &&
+           !(info->flags & (MUSA_OPF_RANDOM | MUSA_OPF_VIEW | MUSA_OPF_CREATION)) &&
+           info->n_out == 1 && g->values.data[n->out[0]].ndim > 0;
+}
+
+static bool same_shape(const group *gr, const musa_gvalue *v) {
+    return musa_shape_equal(gr->ndim, gr->shape, v->ndim, v->shape);
+}
+
+/* A reduction over dims that leave dim 0 alone, of a value with >= 2 dims. */
+static bool row_reduction(const musa_graph *g, const musa_gnode *n) {
+    const musa_op_info *info = &musa_ops[n->op];
+    if (!(info->flags & MUSA_OPF_REDUCTION) || info->attrs_kind != MUSA_ATTRS_reduce ||
+        info->n_out != 1 || n->n_in != 1)
+        return false;
+    const musa_gvalue *x = &g->values.data[n->in[0]];
+    const musa_attrs_reduce *a = &n->attrs.reduce;
+    if (x->ndim < 2 || a->dims.n == 0) return false;
+    for (int i = 0; i < a->dims.n; i++) {
+        int64_t d = a->dims.v[i] < 0 ? a->dims.v[i] + x->ndim : a->dims.v[i];
+        if (d == 0) return false;
+    }
+    return true;
+}
+
+/* Made by a big non-elementwise kernel (matmul, conv, ...). */
+static bool heavy_producer(const musa_graph *g, const musa_gvalue *x) {
+    if (x->kind != MUSA_V_NODE || x->producer < 0) return false;
+    uint32_t f = musa_ops[g->nodes.data[x->producer].op].flags;
+    if (f & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_CREATION | MUSA_OPF_REDUCTION))
+        return false;
+    int64_t ne = 1;
+    for (int d = 0; d < x->ndim; d++) ne *= x->shape[d];
+    return ne >= 4096;
+}
+
+int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
+    if (ctx && ctx->fusion_level <= 0) return MUSA_OK;
+    int64_t nn = g->nodes.len, nv = g->values.len;
+    group *gs = musa_calloc((size_t)(nn ? nn : 1), sizeof *gs, "fuse");
+    int32_t *vgroup = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "fuse");
+    int32_t *read = musa_calloc((size_t)(nv ? nv : 1), sizeof(int32_t), "fuse");
+    if (!gs || !vgroup || !read) {
+        free(gs), free(vgroup), free(read);
+        return MUSA_ERR_NOMEM;
+    }
+    for (int64_t v = 0; v < nv; v++) vgroup[v] = -1;
+    int ngroups = 0;
+    for (int64_t i = 0; i < nn; i++) {
+        musa_gnode *n = &g->nodes.data[i];
+        n->group = -1;
+        if (n->dead) continue;
+        int32_t join = -1;
+        if (fusible_ew(g, n)) {
+            const musa_gvalue *o = &g->values.data[n->out[0]];
+            /* Two heavy producers (matmul/conv, alone or heading a group)
+             * feeding one node are independent branches: joining either
+             * would serialise them, so the node starts its own group. */
+            int heavy_inputs = 0;
+            for (int k = 0; k < n->n_in; k++) {
+                const musa_gvalue *x = &g->values.data[n->in[k]];
+                int32_t gi = vgroup[n->in[k]];
+                if (gi >= 0 ? gs[gi].headed : heavy_producer(g, x)) heavy_inputs++;
+            }
+            bool branches = heavy_inputs >= 2;
+            /* an open group producing one of the inputs, with this shape */
+            for (int k = 0; k < n->n_in && join < 0 && !branches; k++) {
+                int32_t gi = vgroup[n->in[k]];
+                if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], o)) join = gi;
+            }
+            /* or a matmul/conv whose output nobody read yet: it heads a group */
+            if (join < 0 && !branches) {
+                for (int k = 0; k < n->n_in && join < 0; k++) {
+                    const musa_gvalue *x = &g->values.data[n->in[k]];
+                    if (x->kind != MUSA_V_NODE || x->root != n->in[k] || vgroup[n->in[k]] >= 0 ||
+                        read[n->in[k]] || !musa_shape_equal(x->ndim, x->shape, o->ndim, o->shape))
+                        continue;
+                    int32_t h = x->producer;
+                    musa_gnode *hn = &g->nodes.data[h];
+                    if (hn->group >= 0 || (musa_ops[hn->op].flags & MUSA_OPF_ELEMENTWISE) ||
+                        !musa_graph_split0_ok(g, h))
+                        continue;
+                    group *gr = &gs[ngroups];
+                    gr->first = h;
+                    gr->ndim = o->ndim;
+                    memcpy(gr->shape, o->shape, sizeof gr->shape);
+                    gr->headed = true;
+                    gr->members = 1;
+                    hn->group = ngroups;
+                    vgroup[hn->out[0]] = ngroups;
+                    join = ngroups++;
+                }
+            }
+            if (join < 0) { /* start a group */
+                group *gr = &gs[ngroups];
+                gr->first = (int32_t)i;
+                gr->ndim = o->ndim;
+                memcpy(gr->shape, o->shape, sizeof gr->shape);
+                join = ngroups++;
+            }
+            /* inputs from other open groups: merge them in (none was read) */
+            for (int k = 0; k < n->n_in && !branches; k++) {
+                int32_t gi = vgroup[n->in[k]];
+                if (gi < 0 || gi == join || gs[gi].sealed || !same_shape(&gs[gi], o) ||
+                    gs[gi].headed)
+                    continue;
+                for (int64_t j = gs[gi].first; j < i; j++) {
+                    musa_gnode *m = &g->nodes.data[j];
+                    if (m->dead || m->group != gi) continue;
+                    m->group = join;
+                    gs[join].members++;
+                    for (int q = 0; q < m->n_out; q++) vgroup[m->out[q]] = join;
+                }
+                if (gs[gi].first < gs[join].first && !gs[join].headed) gs[join].first = gs[gi].first;
+                gs[gi].sealed = true;
+                gs[gi].members = 0;
+            }
+            n->group = join;
+            gs[join].members++;
+            vgroup[n->out[0]] = join;
+        } else if (row_reduction(g, n)) {
+            int32_t gi = vgroup[n->in[0]];
+            if (gi >= 0 && !gs[gi].sealed &&
+                same_shape(&gs[gi], &g->values.data[n->in[0]])) {
+                n->group = gi;
+                gs[gi].members++;
+                gs[gi].sealed = true; /* a reduction ends its group */
+                vgroup[n->out[0]] = gi;
+                join = gi;
+            }
+        }
+        /* Reading a value of another group seals that group. */
+        for (int k = 0; k < n->n_in; k++) {
+            int32_t v = n->in[k];
+            read[v]++;
+            int32_t r = g->values.data[v].root;
+            int32_t gi = vgroup[v] >= 0 ? vgroup[v] : vgroup[r];
+            if (gi >= 0 && gi != join) gs[gi].sealed = true;
+            if (r != v) read[r]++;
+        }
+    }
+    /* Groups of one node, or a head with nothing after it, are plain nodes. */
+    int changed = 0;
+    for (int64_t i = 0; i < nn; i++) {
+        musa_gnode *n = &g->nodes.data[i];
+        if (n->dead || n->group < 0) continue;
+        if (gs[n->group].members < 2)
+            n->group = -1;
+        else
+            changed++;
+    }
+    if (ctx) ctx->changes += changed;
+    free(gs), free(vgroup), free(read);
+    return MUSA_OK;
+}

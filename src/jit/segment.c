@@ -1,0 +1,210 @@
+/*
+ * segment.c - cutting a captured graph at its breaks, fingerprinting a
+ * stretch of nodes, and re-specialising a graph to other input shapes.
+ *
+ * A segment is a new graph holding nodes [begin, end) of a capture. Its
+ * inputs are the capture's inputs (same order) followed by the node values
+ * made before `begin` that the segment reads ("carried" values, by id order).
+ * Parameters and constants are shared by reference. Mutations whose final
+ * value the segment makes are written back by it.
+ */
+#include "graph.h"
+
+/* Copy value v of g into s as kind `kind` (keeping shape, layout, tensor). */
+static int32_t copy_value(musa_graph *s, const musa_gvalue *v, musa_vkind kind) {
+    int32_t id = musa_graph_new_value(s, kind, (musa_dtype)v->dtype, v->ndim, v->shape);
+    if (id < 0) return -1;
+    musa_gvalue *c = &s->values.data[id];
+    c->loc = v->loc;
+    if (kind == MUSA_V_PARAM || kind == MUSA_V_CONST) {
+        for (int d = 0; d < v->ndim; d++) c->strides[d] = v->strides[d];
+        c->tensor = musa_tensor_retain(v->tensor);
+    }
+    if (v->name) c->name = musa_arena_strdup(&s->arena, v->name);
+    return id;
+}
+
+musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
+                               const int *outs, int **carried, int *n_carried) {
+    int64_t nv = g->values.len;
+    if (begin < 0 || end > g->nodes.len || begin > end) {
+        musa_err(MUSA_ERR_VALUE, "[jit] segment [%d, %d) is outside the graph's %lld nodes", begin,
+                 end, (long long)g->nodes.len);
+        return NULL;
+    }
+    musa_graph *s = musa_graph_new();
+    int32_t *map = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "segment");
+    uint8_t *need = musa_calloc((size_t)(nv ? nv : 1), 1, "segment");
+    int32_t *car = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "segment");
+    int nc = 0;
+    if (!s || !map || !need || !car) goto fail;
+    for (int64_t v = 0; v < nv; v++) map[v] = -1;
+    /* Values read here but made by earlier nodes (roots of views included). */
+    for (int32_t i = begin; i < end; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_in; k++) need[n->in[k]] = 1;
+    }
+    for (int k = 0; k < n_out; k++) {
+        if (outs[k] < 0 || outs[k] >= nv) {
+            musa_err(MUSA_ERR_VALUE, "[jit] segment output %%%d is not a value", outs[k]);
+            goto fail;
+        }
+        need[outs[k]] = 1;
+    }
+    for (int64_t i = 0; i < g->mutations.len; i++) {
+        int32_t v = g->mutations.data[i].value, p = g->values.data[v].producer;
+        if (p >= begin && p < end) need[g->mutations.data[i].target] = 1;
+    }
+    for (int64_t i = 0; i < g->inputs.len; i++) {
+        int32_t v = g->inputs.data[i];
+        if ((map[v] = copy_value(s, &g->values.data[v], MUSA_V_INPUT)) < 0 ||
+            musa_vec_push(&s->inputs, map[v]))
+            goto fail;
+    }
+    for (int64_t v = 0; v < nv; v++) {
+        const musa_gvalue *x = &g->values.data[v];
+        if (!need[v] || map[v] >= 0) continue;
+        if (x->kind == MUSA_V_PARAM || x->kind == MUSA_V_CONST) {
+            if ((map[v] = copy_value(s, x, (musa_vkind)x->kind)) < 0) goto fail;
+        } else if (x->kind == MUSA_V_NODE && x->producer < begin) {
+            /* carried in as a contiguous input (the earlier segment outputs it) */
+            if ((map[v] = copy_value(s, x, MUSA_V_INPUT)) < 0 || musa_vec_push(&s->inputs, map[v]))
+                goto fail;
+            car[nc++] = (int32_t)v;
+        }
+    }
+    for (int32_t i = begin; i < end; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->dead) continue;
+        int32_t ins[64], *in = ins;
+        if (n->n_in > 64 && !(in = musa_malloc(sizeof(int32_t) * (size_t)n->n_in, "segment")))
+            goto fail;
+        for (int k = 0; k < n->n_in; k++) in[k] = map[n->in[k]];
+        int32_t out[MUSA_MAX_OUTPUTS];
+        int32_t id = musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, &n->attrs, out);
+        if (in != ins) free(in);
+        if (id < 0) goto fail;
+        s->nodes.data[id].loc = n->loc;
+        for (int j = 0; j < n->n_out; j++) {
+            map[n->out[j]] = out[j];
+            s->values.data[out[j]].loc = g->values.data[n->out[j]].loc;
+        }
+    }
+    for (int k = 0; k < n_out; k++) {
+        if (map[outs[k]] < 0) {
+            musa_err(MUSA_ERR_VALUE, "[jit] segment output %%%d is made after the segment", outs[k]);
+            goto fail;
+        }
+        if (musa_vec_push(&s->outputs, map[outs[k]])) goto fail;
+    }
+    for (int64_t i = 0; i < g->mutations.len; i++) {
+        const musa_gmutation *m = &g->mutations.data[i];
+        int32_t p = g->values.data[m->value].producer;
+        if (p < begin || p >= end) continue;
+        musa_gmutation mm = {map[m->target], map[m->value]};
+        if (mm.target < 0 || musa_vec_push(&s->mutations, mm)) goto fail;
+    }
+    s->requires_grad = g->requires_grad;
+    free(map), free(need);
+    *carried = car;
+    *n_carried = nc;
+    return s;
+fail:
+    if (musa_last_error_code() == MUSA_OK) musa_err_nomem("segment", 0);
+    musa_graph_free(s);
+    free(map), free(need), free(car);
+    return NULL;
+}
+
+uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int32_t i = begin; i < end && i < g->nodes.len; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->dead) continue;
+        const musa_op_info *info = &musa_ops[n->op];
+        h = musa_hash_u64(h ^ (uint64_t)n->op);
+        h = musa_hash_u64(h ^ musa_attrs_hash(info->attrs_kind, &n->attrs));
+        for (int k = 0; k < n->n_in; k++) {
+            const musa_gvalue *v = &g->values.data[n->in[k]];
+            h = musa_hash_u64(h ^ (uint64_t)n->in[k]);
+            if (v->kind == MUSA_V_PARAM) h = musa_hash_u64(h ^ (uint64_t)(uintptr_t)v->tensor);
+            if (v->kind == MUSA_V_CONST && v->tensor) {
+                double x = 0;
+                if (v->tensor->numel == 1 && !musa_tensor_item(v->tensor, &x))
+                    h = musa_hash_bytes(&x, sizeof x, h);
+                else
+                    h = musa_hash_u64(h ^ (uint64_t)(uintptr_t)v->tensor);
+            }
+        }
+        for (int j = 0; j < n->n_out; j++) h = musa_hash_u64(h ^ (uint64_t)n->out[j]);
+    }
+    return h;
+}
+
+musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
+                                    int n_over, const musa_attr_override *over) {
+    int64_t nv = g->values.len;
+    musa_graph *s = musa_graph_new();
+    int32_t *map = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "respecialize");
+    if (!s || !map) goto fail;
+    for (int64_t v = 0; v < nv; v++) map[v] = -1;
+    for (int64_t i = 0; i < g->inputs.len; i++) {
+        int32_t v = g->inputs.data[i];
+        musa_gvalue x = g->values.data[v];
+        for (int d = 0; d < x.ndim; d++) x.shape[d] = shapes[i][d];
+        if ((map[v] = copy_value(s, &x, MUSA_V_INPUT)) < 0 || musa_vec_push(&s->inputs, map[v]))
+            goto fail;
+    }
+    for (int64_t v = 0; v < nv; v++) {
+        const musa_gvalue *x = &g->values.data[v];
+        if (map[v] < 0 && (x->kind == MUSA_V_PARAM || x->kind == MUSA_V_CONST) &&
+            (map[v] = copy_value(s, x, (musa_vkind)x->kind)) < 0)
+            goto fail;
+    }
+    for (int64_t i = 0; i < g->nodes.len; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->dead) continue;
+        musa_attrs_any a = n->attrs;
+        for (int k = 0; k < n_over; k++) {
+            if (over[k].node != i) continue;
+            const musa_attr_field *f =
+                musa_attrs_field(musa_ops[n->op].attrs_kind, over[k].field);
+            if (!f) {
+                musa_err(MUSA_ERR_VALUE, "[jit] op %s has no attribute '%s'", musa_ops[n->op].name,
+                         over[k].field);
+                goto fail;
+            }
+            if (f->type == MUSA_ATTR_INTS) {
+                musa_ints *p = (musa_ints *)((char *)&a + f->offset);
+                for (int q = 0; q < p->n && q < over[k].n; q++) p->v[q] = over[k].v[q];
+            } else if (f->type == MUSA_ATTR_INT) {
+                *(int64_t *)((char *)&a + f->offset) = over[k].v[0];
+            }
+        }
+        int32_t ins[64], *in = ins;
+        if (n->n_in > 64 && !(in = musa_malloc(sizeof(int32_t) * (size_t)n->n_in, "respecialize")))
+            goto fail;
+        for (int k = 0; k < n->n_in; k++) in[k] = map[n->in[k]];
+        int32_t out[MUSA_MAX_OUTPUTS];
+        int32_t id = musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, &a, out);
+        if (in != ins) free(in);
+        if (id < 0) goto fail;
+        s->nodes.data[id].loc = n->loc;
+        for (int j = 0; j < n->n_out; j++) map[n->out[j]] = out[j];
+    }
+    for (int64_t i = 0; i < g->outputs.len; i++)
+        if (musa_vec_push(&s->outputs, map[g->outputs.data[i]])) goto fail;
+    for (int64_t i = 0; i < g->mutations.len; i++) {
+        musa_gmutation m = {map[g->mutations.data[i].target], map[g->mutations.data[i].value]};
+        if (musa_vec_push(&s->mutations, m)) goto fail;
+    }
+    s->requires_grad = g->requires_grad;
+    free(map);
+    return s;
+fail:
+    if (musa_last_error_code() == MUSA_OK) musa_err_nomem("respecialize", 0);
+    musa_graph_free(s);
+    free(map);
+    return NULL;
+}

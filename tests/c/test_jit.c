@@ -1,0 +1,474 @@
+/* Static graphs: capture (trace and symbolic), the IR and its verifier,
+ * passes, plans (fusion, memory planning, concurrency) and their errors. */
+#include <math.h>
+
+#include "harness.h"
+#include "jit/graph.h"
+#include "jit/plan.h"
+#include "util.h"
+
+static const char *fake_location(void) {
+    return "model.py:7";
+}
+
+/* Bitwise equality of two float tensors of one shape. */
+static bool same_values(const musa_tensor *a, const musa_tensor *b) {
+    if (a->numel != b->numel || a->dtype != b->dtype) return false;
+    double *x = values(a), *y = values(b);
+    bool ok = x && y;
+    for (int64_t i = 0; ok && i < a->numel; i++)
+        ok = (x[i] == y[i]) || (isnan(x[i]) && isnan(y[i]));
+    free(x), free(y);
+    return ok;
+}
+
+static bool near_values(const musa_tensor *a, const musa_tensor *b, double tol) {
+    if (a->numel != b->numel) return false;
+    double *x = values(a), *y = values(b);
+    bool ok = x && y;
+    for (int64_t i = 0; ok && i < a->numel; i++) ok = fabs(x[i] - y[i]) <= tol * (1 + fabs(y[i]));
+    free(x), free(y);
+    return ok;
+}
+
+/* y = sum(relu(x @ w + b) * 0.5, dim 1); the block the tests reuse. */
+static musa_tensor *mlp_block(musa_tensor *x, musa_tensor *w, musa_tensor *b) {
+    musa_tensor *h = musa_matmul(x, w);
+    musa_tensor *hb = musa_add(h, b);
+    musa_tensor *r = musa_relu(hb);
+    musa_tensor *half = musa_number(0.5);
+    musa_tensor *m = musa_mul(r, half);
+    int64_t d = 1;
+    musa_tensor *s = musa_sum(m, 1, &d, false);
+    musa_tensor_release(h), musa_tensor_release(hb), musa_tensor_release(r);
+    musa_tensor_release(half), musa_tensor_release(m);
+    return s;
+}
+
+/* Capture f(x) with params w, b in `mode`, optimise at `level`, build. */
+static musa_graph *capture_block(int mode, musa_tensor *x, musa_tensor *w, musa_tensor *b,
+                                 musa_tensor **eager_out) {
+    musa_graph *g = musa_graph_new();
+    if (!g) return NULL;
+    musa_tensor *in = mode == MUSA_CAPTURE_SYMBOLIC
+                          ? musa_empty_meta((musa_dtype)x->dtype, x->ndim, x->shape)
+                          : musa_tensor_retain(x);
+    if (musa_graph_capture_begin(g, mode) || musa_graph_add_input(g, in, "x")) {
+        musa_graph_free(g);
+        musa_tensor_release(in);
+        return NULL;
+    }
+    musa_tensor *y = mlp_block(in, w, b);
+    int rc = y ? musa_graph_set_outputs(g, 1, &y) : musa_last_error_code();
+    int rc2 = musa_graph_capture_end(g);
+    if (eager_out)
+        *eager_out = y;
+    else
+        musa_tensor_release(y);
+    musa_tensor_release(in);
+    if (rc || rc2) {
+        musa_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+TEST(trace_records_nodes_and_plan_matches_eager) {
+    useed(1);
+    int64_t xs[2] = {16, 32}, ws[2] = {32, 24}, bs[1] = {24};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT32, 2, ws, -1, 1, L_CONTIG);
+    musa_tensor *b = rnd(MUSA_DTYPE_FLOAT32, 1, bs, -1, 1, L_CONTIG);
+    musa_tensor *eager = NULL;
+    musa_graph *g = capture_block(MUSA_CAPTURE_TRACE, x, w, b, &eager);
+    CHECK(g && eager);
+    CHECK(musa_graph_node_count(g) == 6); /* matmul, add, relu, cast of 0.5, mul, sum */
+    CHECK_OK(musa_graph_verify(g));
+    char *text = musa_graph_text(g), *json = musa_graph_json(g);
+    CHECK(text && strstr(text, "= matmul(%0, %1") && strstr(text, "relu(") &&
+          strstr(text, "sum(") && strstr(text, "dims=[1]"));
+    CHECK(json && strstr(json, "{\"op\": \"matmul\", \"inputs\": [\"%0\", \"%1\"], \"outputs\": "
+                               "[\"%2\"], \"attrs\": {\"transpose_a\": false, \"transpose_b\": "
+                               "false}}"));
+    free(text), free(json);
+    for (int level = 0; level <= 1; level++) {
+        musa_graph *g2 = capture_block(MUSA_CAPTURE_TRACE, x, w, b, NULL);
+        musa_pass_ctx ctx = {.fusion_level = level, .verify = true};
+        CHECK_OK(musa_graph_optimize(g2, &ctx));
+        musa_plan *p = musa_plan_build(g2, NULL);
+        CHECK(p);
+        musa_tensor *out = NULL;
+        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
+        CHECK(same_values(out, eager));
+        /* matmul heads a group: + bias, relu, * 0.5 and the row sum */
+        CHECK(musa_plan_get_stats(p)->fused_groups == level);
+        CHECK(musa_plan_get_stats(p)->fused_nodes == (level ? 5 : 0));
+        musa_tensor_release(out);
+        musa_plan_free(p);
+        musa_graph_free(g2);
+    }
+    musa_graph_free(g);
+    musa_tensor_release(eager), musa_tensor_release(x), musa_tensor_release(w),
+        musa_tensor_release(b);
+}
+
+TEST(symbolic_capture_computes_nothing_and_runs_real_data) {
+    useed(2);
+    int64_t xs[2] = {8, 12}, ws[2] = {12, 6}, bs[1] = {6};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT32, 2, ws, -1, 1, L_CONTIG);
+    musa_tensor *b = rnd(MUSA_DTYPE_FLOAT32, 1, bs, -1, 1, L_CONTIG);
+    musa_tensor *meta_out = NULL;
+    musa_graph *g = capture_block(MUSA_CAPTURE_SYMBOLIC, x, w, b, &meta_out);
+    CHECK(g && meta_out && musa_tensor_is_meta(meta_out));
+    musa_tensor *ref = mlp_block(x, w, b);
+    musa_pass_ctx ctx = {.fusion_level = 1, .verify = true};
+    CHECK_OK(musa_graph_optimize(g, &ctx));
+    musa_plan *p = musa_plan_build(g, NULL);
+    musa_tensor *out = NULL;
+    CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
+    CHECK(same_values(out, ref));
+    /* parameters are bound by reference: a new w changes the result */
+    musa_tensor *two = musa_number(2.0);
+    CHECK_OK(musa_mul_(w, two));
+    musa_tensor_release(two);
+    musa_tensor *ref2 = mlp_block(x, w, b), *out2 = NULL;
+    CHECK_OK(musa_plan_run(p, 1, &x, 1, &out2));
+    CHECK(same_values(out2, ref2));
+    /* wrong input shape: a clear error */
+    int64_t bad[2] = {9, 12};
+    musa_tensor *xb = musa_zeros(2, bad, MUSA_DTYPE_FLOAT32), *o3 = NULL;
+    CHECK_ERR(musa_plan_run(p, 1, &xb, 1, &o3) == MUSA_OK, MUSA_ERR_VALUE,
+              "input 0 x is float32(9, 12) but the plan was compiled for float32(8, 12)");
+    musa_tensor_release(xb);
+    musa_tensor_release(out), musa_tensor_release(out2), musa_tensor_release(ref),
+        musa_tensor_release(ref2), musa_tensor_release(meta_out);
+    musa_plan_free(p);
+    musa_graph_free(g);
+    musa_tensor_release(x), musa_tensor_release(w), musa_tensor_release(b);
+}
+
+/* The gelu-tanh chain on x: 10 elementwise nodes. */
+static musa_tensor *gelu_chain(musa_tensor *x) {
+    musa_temps t = {0};
+    musa_tensor *x3 = musa_tmp(&t, musa_pow(x, musa_tmp(&t, musa_number(3))));
+    musa_tensor *a = musa_tmp(&t, musa_mul(x3, musa_tmp(&t, musa_number(0.044715))));
+    musa_tensor *s = musa_tmp(&t, musa_add(x, a));
+    musa_tensor *k = musa_tmp(&t, musa_mul(s, musa_tmp(&t, musa_number(0.79788456))));
+    musa_tensor *th = musa_tmp(&t, musa_tanh(k));
+    musa_tensor *one = musa_tmp(&t, musa_add(th, musa_tmp(&t, musa_number(1))));
+    musa_tensor *h = musa_tmp(&t, musa_mul(x, musa_tmp(&t, musa_number(0.5))));
+    musa_tensor *y = musa_mul(h, one);
+    musa_temps_release(&t);
+    return y;
+}
+
+static musa_plan *compile_unary(musa_tensor *(*f)(musa_tensor *), musa_tensor *x, int level,
+                                const musa_plan_options *opt, musa_graph **gout) {
+    musa_graph *g = musa_graph_new();
+    musa_tensor *m = musa_empty_meta((musa_dtype)x->dtype, x->ndim, x->shape);
+    musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC);
+    musa_graph_add_input(g, m, "x");
+    musa_tensor *y = f(m);
+    if (y) musa_graph_set_outputs(g, 1, &y);
+    int rc = musa_graph_capture_end(g);
+    musa_tensor_release(y), musa_tensor_release(m);
+    musa_pass_ctx ctx = {.fusion_level = level, .verify = true};
+    if (rc || !y || musa_graph_optimize(g, &ctx)) {
+        musa_graph_free(g);
+        return NULL;
+    }
+    *gout = g;
+    return musa_plan_build(g, opt);
+}
+
+TEST(fused_elementwise_chain_is_bitwise_eager) {
+    useed(3);
+    int64_t shapes[3][3] = {{100003, 0, 0}, {7, 333, 0}, {3, 5, 2000}};
+    int nds[3] = {1, 2, 3};
+    for (int c = 0; c < 3; c++) {
+        musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, nds[c], shapes[c], -4, 4, L_CONTIG);
+        musa_tensor *ref = gelu_chain(x);
+        musa_graph *g = NULL;
+        musa_plan *p = compile_unary(gelu_chain, x, 1, NULL, &g);
+        CHECK(p);
+        const musa_plan_stats *st = musa_plan_get_stats(p);
+        CHECK_MSG(st->fused_groups == 1 && st->kernels == 0, "groups %d kernels %d",
+                  st->fused_groups, st->kernels);
+        CHECK(st->arena_bytes == 0); /* every intermediate lives in tiles */
+        musa_tensor *out = NULL;
+        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
+        CHECK(same_values(out, ref));
+        musa_tensor_release(out);
+        musa_plan_free(p);
+        musa_graph_free(g);
+        musa_tensor_release(ref), musa_tensor_release(x);
+    }
+}
+
+static musa_tensor *broadcast_chain(musa_tensor *x) {
+    /* (x - mean over rows) * 2 + a per-column ramp, then exp; then row sums */
+    musa_temps t = {0};
+    int64_t d = 0, one = 1;
+    musa_tensor *mu = musa_tmp(&t, musa_mean(x, 1, &d, true));
+    musa_tensor *c = musa_tmp(&t, musa_sub(x, mu));
+    musa_tensor *r = musa_tmp(&t, musa_arange(0, (double)x->shape[1], 1, MUSA_DTYPE_FLOAT32));
+    musa_tensor *s = musa_tmp(&t, musa_mul(c, musa_tmp(&t, musa_number(2))));
+    musa_tensor *e = musa_tmp(&t, musa_exp(musa_tmp(&t, musa_div(musa_tmp(&t, musa_add(s, r)),
+                                                                 musa_tmp(&t, musa_number(50))))));
+    musa_tensor *y = musa_sum(e, 1, &one, false);
+    musa_temps_release(&t);
+    return y;
+}
+
+TEST(fused_broadcast_and_row_reduction_match_eager) {
+    useed(4);
+    int64_t xs[2] = {300, 257};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
+    musa_tensor *ref = broadcast_chain(x);
+    musa_graph *g = NULL;
+    musa_plan *p = compile_unary(broadcast_chain, x, 1, NULL, &g);
+    CHECK(p);
+    const musa_plan_stats *st = musa_plan_get_stats(p);
+    CHECK(st->fused_groups >= 1 && st->fused_nodes >= 4);
+    musa_tensor *out = NULL;
+    CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
+    CHECK(near_values(out, ref, 1e-6));
+    musa_tensor_release(out);
+    musa_plan_free(p);
+    musa_graph_free(g);
+    musa_tensor_release(ref), musa_tensor_release(x);
+}
+
+/* Many same-size intermediates that die one after another. */
+static musa_tensor *long_chain(musa_tensor *x) {
+    musa_tensor *cur = musa_tensor_retain(x);
+    for (int i = 0; i < 12; i++) {
+        musa_tensor *k = musa_number(1.0 + 0.01 * i);
+        musa_tensor *n = (i % 3 == 2) ? musa_matmul(cur, x) : musa_mul(cur, k);
+        musa_tensor_release(k);
+        musa_tensor_release(cur);
+        cur = n;
+    }
+    return cur;
+}
+
+TEST(memory_plan_reuses_and_never_overlaps_live_buffers) {
+    useed(5);
+    int64_t xs[2] = {64, 64};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -0.2, 0.2, L_CONTIG);
+    musa_tensor *ref = long_chain(x);
+    for (int arena = 0; arena <= 1; arena++) {
+        musa_graph *g = NULL;
+        musa_plan_options opt = {.num_threads = 1, .memory_arena = arena, .poison = true};
+        musa_plan *p = compile_unary(long_chain, x, 0, &opt, &g);
+        CHECK(p);
+        const musa_plan_stats *st = musa_plan_get_stats(p);
+        const musa_plan_buffer *b;
+        int n = musa_plan_buffers(p, &b);
+        CHECK(n > 0);
+        CHECK(st->arena_bytes <= st->naive_bytes);
+        CHECK(st->arena_bytes >= st->live_peak_bytes || !arena);
+        if (arena) CHECK_MSG(st->arena_bytes < st->naive_bytes / 2, "arena %zu naive %zu",
+                             st->arena_bytes, st->naive_bytes);
+        if (arena) CHECK(st->inplace > 0);
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++) {
+                bool live = b[i].first <= b[j].last && b[j].first <= b[i].last;
+                bool mem = b[i].offset < b[j].offset + b[j].bytes &&
+                           b[j].offset < b[i].offset + b[i].bytes;
+                CHECK_MSG(!(live && mem), "buffers %d and %d overlap while both live", i, j);
+            }
+        /* poisoned dead buffers would corrupt the result if the plan were wrong */
+        musa_tensor *out = NULL;
+        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
+        CHECK(same_values(out, ref));
+        musa_tensor_release(out);
+        musa_plan_free(p);
+        musa_graph_free(g);
+    }
+    musa_tensor_release(ref), musa_tensor_release(x);
+}
+
+static musa_tensor *two_branches(musa_tensor *x) {
+    musa_tensor *a = musa_matmul(x, x);
+    musa_tensor *t = musa_transpose(x, 0, 1);
+    musa_tensor *b = musa_matmul(t, x);
+    musa_tensor *y = musa_add(a, b);
+    musa_tensor_release(a), musa_tensor_release(t), musa_tensor_release(b);
+    return y;
+}
+
+TEST(independent_branches_run_concurrently_with_serial_results) {
+    if (musa_get_num_threads() < 2) musa_set_num_threads(2);
+    useed(6);
+    int64_t xs[2] = {192, 192};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
+    musa_tensor *outs[2] = {NULL, NULL};
+    for (int th = 1; th <= 2; th++) {
+        musa_graph *g = NULL;
+        musa_plan_options opt = {.num_threads = th, .memory_arena = true};
+        musa_plan *p = compile_unary(two_branches, x, 1, &opt, &g);
+        CHECK(p);
+        const musa_plan_stats *st = musa_plan_get_stats(p);
+        CHECK(st->parallel_steps == (th == 2 ? 1 : 0));
+        CHECK_OK(musa_plan_run(p, 1, &x, 1, &outs[th - 1]));
+        CHECK(st->parallel_tasks == (th == 2 ? 2u : 0u));
+        musa_plan_free(p);
+        musa_graph_free(g);
+    }
+    CHECK(same_values(outs[0], outs[1]));
+    musa_tensor *ref = two_branches(x);
+    CHECK(near_values(outs[0], ref, 1e-5));
+    musa_tensor_release(ref), musa_tensor_release(outs[0]), musa_tensor_release(outs[1]);
+    musa_tensor_release(x);
+}
+
+TEST(mutations_write_back_into_inputs) {
+    int64_t s[1] = {5};
+    musa_tensor *x = musa_ones(1, s, MUSA_DTYPE_FLOAT32);
+    musa_graph *g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, x, "x"));
+    musa_tensor *two = musa_number(2);
+    CHECK_OK(musa_mul_(x, two)); /* x = 2 */
+    musa_tensor *y = musa_add(x, two); /* reads the new x: 4 */
+    CHECK_OK(musa_graph_set_outputs(g, 1, &y));
+    CHECK_OK(musa_graph_capture_end(g));
+    CHECK(musa_graph_num_mutations(g) == 1);
+    musa_plan *p = musa_plan_build(g, NULL);
+    musa_tensor *out = NULL;
+    CHECK_OK(musa_plan_run(p, 1, &x, 1, &out)); /* x: 2 -> 4, y = 6 */
+    double *xv = values(x), *ov = values(out);
+    CHECK(xv && ov && xv[3] == 4 && ov[4] == 6);
+    free(xv), free(ov);
+    musa_tensor_release(out), musa_tensor_release(y), musa_tensor_release(two);
+    musa_plan_free(p);
+    musa_graph_free(g);
+    musa_tensor_release(x);
+}
+
+TEST(capture_refuses_writes_through_views_and_data_reads) {
+    int64_t s[2] = {2, 3};
+    musa_tensor *x = musa_zeros(2, s, MUSA_DTYPE_FLOAT32);
+    musa_graph *g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, x, "x"));
+    musa_tensor *y = musa_add(x, x);
+    musa_tensor *row = musa_select(y, 0, 1);
+    musa_tensor *one = musa_number(1);
+    CHECK_OK(musa_add_(row, one)); /* eager still works */
+    CHECK_ERR(musa_graph_capture_end(g) == MUSA_OK, MUSA_ERR_NOT_IMPLEMENTED, "shares memory");
+    musa_graph_free(g);
+    musa_tensor_release(row), musa_tensor_release(y), musa_tensor_release(one);
+    g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, x, "x"));
+    musa_jit_set_location_hook(fake_location);
+    CHECK_OK(musa_graph_host_read(g, x, MUSA_READ_DATA, 0));
+    musa_jit_set_location_hook(NULL);
+    CHECK_ERR(musa_graph_capture_end(g) == MUSA_OK, MUSA_ERR_NOT_IMPLEMENTED, "model.py:7");
+    musa_graph_free(g);
+    /* no nesting, no capture twice */
+    musa_graph *a = musa_graph_new(), *b = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(a, MUSA_CAPTURE_TRACE));
+    CHECK_ERR(musa_graph_capture_begin(b, MUSA_CAPTURE_TRACE) == MUSA_OK, MUSA_ERR_RUNTIME, "nested");
+    CHECK_OK(musa_graph_capture_end(a));
+    CHECK_ERR(musa_graph_capture_begin(a, 7) == MUSA_OK, MUSA_ERR_VALUE, "mode");
+    musa_graph_free(a), musa_graph_free(b);
+    musa_tensor_release(x);
+}
+
+TEST(plan_errors_name_the_recorded_line) {
+    int64_t s[1] = {4};
+    double nv[4] = {7, 8, 9, 10}, dv[4] = {1, 2, 3, 4};
+    musa_tensor *n = from_list(MUSA_DTYPE_INT64, 1, s, nv);
+    musa_tensor *d = from_list(MUSA_DTYPE_INT64, 1, s, dv);
+    musa_graph *g = musa_graph_new();
+    musa_jit_set_location_hook(fake_location);
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, n, "n"));
+    CHECK_OK(musa_graph_add_input(g, d, "d"));
+    musa_tensor *q = musa_floor_divide(n, d);
+    CHECK_OK(musa_graph_set_outputs(g, 1, &q));
+    CHECK_OK(musa_graph_capture_end(g));
+    musa_jit_set_location_hook(NULL);
+    musa_plan *p = musa_plan_build(g, NULL);
+    musa_tensor *in[2] = {n, musa_zeros(1, s, MUSA_DTYPE_INT64)}, *out = NULL;
+    CHECK_ERR(musa_plan_run(p, 2, in, 1, &out) == MUSA_OK, MUSA_ERR_ZERO_DIVISION, "model.py:7");
+    CHECK(out == NULL);
+    musa_tensor_release(in[1]), musa_tensor_release(q);
+    musa_plan_free(p);
+    musa_graph_free(g);
+    musa_tensor_release(n), musa_tensor_release(d);
+}
+
+TEST(host_reads_become_breaks_and_segments_compose) {
+    int64_t s[1] = {6};
+    musa_tensor *x = musa_arange(0, 6, 1, MUSA_DTYPE_FLOAT32);
+    musa_graph *g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, x, "x"));
+    musa_tensor *sq = musa_mul(x, x);
+    musa_tensor *tot = musa_sum(sq, 0, NULL, false);
+    double v;
+    CHECK_OK(musa_tensor_item(tot, &v));
+    CHECK_OK(musa_graph_host_read(g, tot, MUSA_READ_BOOL, v > 10));
+    musa_tensor *y = musa_div(sq, tot);
+    CHECK_OK(musa_graph_set_outputs(g, 1, &y));
+    CHECK_OK(musa_graph_capture_end(g));
+    CHECK(musa_graph_num_breaks(g) == 1);
+    int bv, at, kind;
+    double outcome;
+    CHECK_OK(musa_graph_break(g, 0, &bv, &at, &kind, &outcome, NULL));
+    CHECK(bv == musa_graph_value_of(g, tot) || bv >= 0);
+    CHECK(at == 2 && kind == MUSA_READ_BOOL && outcome == 1);
+    int outs0[2] = {bv, musa_graph_value_of(g, sq)};
+    int *car0 = NULL, *car1 = NULL, nc0 = 0, nc1 = 0;
+    musa_graph *s0 = musa_graph_segment(g, 0, at, 2, outs0, &car0, &nc0);
+    int outs1[1] = {musa_graph_output(g, 0)};
+    musa_graph *s1 = musa_graph_segment(g, at, musa_graph_num_nodes(g), 1, outs1, &car1, &nc1);
+    CHECK(s0 && s1 && nc0 == 0 && nc1 == 2);
+    musa_plan *p0 = musa_plan_build(s0, NULL), *p1 = musa_plan_build(s1, NULL);
+    musa_tensor *o0[2] = {NULL, NULL}, *o1 = NULL;
+    CHECK_OK(musa_plan_run(p0, 1, &x, 2, o0));
+    /* the second segment takes x, then the carried values in id order */
+    musa_tensor *in1[3] = {x, car1[0] == outs0[0] ? o0[0] : o0[1], car1[1] == outs0[1] ? o0[1] : o0[0]};
+    CHECK_OK(musa_plan_run(p1, 3, in1, 1, &o1));
+    CHECK(same_values(o1, y));
+    CHECK(musa_graph_fingerprint(g, 0, at) == musa_graph_fingerprint(g, 0, at));
+    CHECK(musa_graph_fingerprint(g, 0, at) != musa_graph_fingerprint(g, at, 4));
+    free(car0), free(car1);
+    musa_tensor_release(o0[0]), musa_tensor_release(o0[1]), musa_tensor_release(o1);
+    musa_plan_free(p0), musa_plan_free(p1);
+    musa_graph_free(s0), musa_graph_free(s1), musa_graph_free(g);
+    musa_tensor_release(sq), musa_tensor_release(tot), musa_tensor_release(y);
+    musa_tensor_release(x);
+    (void)s;
+}
+
+TEST(verifier_rejects_malformed_graphs) {
+    int64_t s[1] = {3};
+    musa_tensor *x = musa_zeros(1, s, MUSA_DTYPE_FLOAT32);
+    musa_graph *g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, x, "x"));
+    musa_tensor *a = musa_exp(x), *b = musa_neg(a);
+    CHECK_OK(musa_graph_set_outputs(g, 1, &b));
+    CHECK_OK(musa_graph_capture_end(g));
+    CHECK_OK(musa_graph_verify(g));
+    /* use before definition */
+    g->nodes.data[0].in[0] = g->nodes.data[1].out[0];
+    CHECK_ERR(musa_graph_verify(g) == MUSA_OK, MUSA_ERR_RUNTIME, "before it is defined");
+    g->nodes.data[0].in[0] = 0;
+    /* a shape that disagrees with the op's inference */
+    g->values.data[g->nodes.data[1].out[0]].shape[0] = 4;
+    CHECK_ERR(musa_graph_verify(g) == MUSA_OK, MUSA_ERR_RUNTIME, "disagree");
+    g->values.data[g->nodes.data[1].out[0]].shape[0] = 3;
+    CHECK_OK(musa_graph_verify(g));
+    /* passes: unknown names are errors */
+    musa_pass_ctx ctx = {.fusion_level = 1};
+    CHECK_ERR(musa_graph_run_pass(g, "nope", &ctx) == MUSA_OK, MUSA_ERR_VALUE, "unknown pass 'nope'");
+    musa_graph_free(g);
+    musa_tensor_release(a), musa_tensor_release(b), musa_tensor_release(x);
+}

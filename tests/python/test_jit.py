@@ -1,0 +1,406 @@
+"""Static graphs from Python: capture APIs, guards and graph breaks, the model
+zoo compiled versus eager, recompiles, dynamic dims, memory plans, threads,
+errors naming the user's line, and the SPEC section 2 snippets."""
+import json
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+import musa
+import musa.nn as nn
+import musa.nn.functional as F
+
+
+def close(a, b, rtol=1e-5, atol=1e-5):
+    np.testing.assert_allclose(np.asarray(a.detach().numpy(), dtype=np.float64),
+                               np.asarray(b.detach().numpy(), dtype=np.float64), rtol=rtol, atol=atol)
+
+
+# ---- SPEC section 2 ----
+
+def test_spec_snippet_compile_then_call():
+    @musa.jit
+    def model(x, y):
+        z = x * y
+        return z
+
+    compiled_fn = model.compile()                   # builds the graph; computes nothing
+    assert compiled_fn.compiles == 0
+    result = compiled_fn(musa.tensor([1.0]), musa.tensor([2.0]))
+    assert result.tolist() == [2.0]
+    assert compiled_fn.compiles == 1
+    # later calls run the plan
+    assert compiled_fn(musa.tensor([3.0]), musa.tensor([2.0])).tolist() == [6.0]
+    assert compiled_fn.plan_stats()["runs"] == 1
+    assert "mul(" in compiled_fn.get_graph()
+
+
+def test_graph_json_has_the_spec_form():
+    @musa.jit
+    def f(x, y):
+        return musa.matmul(x, y)
+
+    f(musa.randn(3, 4), musa.randn(4, 5))
+    j = f.graph_json()
+    node = j["nodes"][0]
+    assert node == {"op": "matmul", "inputs": ["%0", "%1"], "outputs": ["%2"],
+                    "attrs": {"transpose_a": False, "transpose_b": False},
+                    "loc": node["loc"]}
+    assert node["loc"].startswith("test_jit.py:")
+    assert j["inputs"] == ["%0", "%1"] and j["outputs"] == ["%2"]
+    json.dumps(j)
+
+
+def clip_grad_spec():
+    @musa.jit
+    def clip_grad(grads, max_norm):
+        total_norm = musa.fused_norm(grads)
+        scale = max_norm / (total_norm + 1e-6)
+        return [g * scale if scale < 1 else g for g in grads]
+    return clip_grad
+
+
+def clip_reference(grads, max_norm):
+    total = float(np.sqrt(sum(float((g.double() ** 2).sum()) for g in grads)))
+    scale = max_norm / (total + 1e-6)
+    return [g.numpy() * scale if scale < 1 else g.numpy() for g in grads], scale
+
+
+@pytest.mark.parametrize("order", ["small_first", "large_first"])
+def test_spec_clip_grad_right_in_both_regimes(order):
+    clip = clip_grad_spec()
+    small = [musa.full((3,), 0.01), musa.full((2, 2), 0.02)]
+    large = [musa.full((3,), 10.0), musa.full((2, 2), 20.0)]
+    seq = [small, large, small, large] if order == "small_first" else [large, small, large, small]
+    for grads in seq:
+        want, scale = clip_reference(grads, 1.0)
+        got = clip(grads, 1.0)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-6)
+    # one capture per outcome, never a baked branch
+    assert clip.compiles == 2
+    assert len(clip.recompile_log) == 1 and "guard at test_jit.py:" in clip.recompile_log[0]
+
+
+# ---- guards ----
+
+def branchy(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def test_traced_branch_follows_the_input():
+    f = musa.jit(branchy)
+    pos, neg = musa.ones(4), -musa.ones(4)
+    for x in [pos, neg, pos, neg, neg, pos]:
+        close(f(x), branchy(x))
+    assert f.compiles == 2
+
+
+def test_jit_trace_guard_retraces_and_logs(caplog):
+    traced = musa.jit.trace(branchy, (musa.ones(3),))
+    with caplog.at_level(logging.WARNING, logger="musa.jit"):
+        close(traced(-musa.ones(3)), -musa.ones(3) - 1)
+    assert any("guard at test_jit.py:" in r.message for r in caplog.records)
+    close(traced(musa.ones(3)), musa.ones(3) * 2)
+
+
+def test_failed_guard_without_retrace_names_the_line():
+    c = musa.jit.CompiledFunction(branchy, retrace=False)
+    c(musa.ones(2))
+    with pytest.raises(RuntimeError, match=r"guard failed .*test_jit.py:\d+"):
+        c(-musa.ones(2))
+
+
+def test_item_guard_recompiles_per_value_and_is_right():
+    @musa.jit
+    def f(x):
+        n = int(x.sum().item())
+        return x * n
+
+    for v in [1.0, 2.0, 1.0]:
+        x = musa.full((3,), v)
+        close(f(x), x * float(3 * v))
+    assert f.compiles == 2
+
+
+# ---- signatures, recompiles, limits ----
+
+def test_recompile_log_names_function_argument_dim_and_values(caplog):
+    @musa.jit
+    def f(x, w):
+        return musa.relu(x @ w)
+
+    w = musa.randn(4, 3)
+    f(musa.randn(8, 4), w)
+    with caplog.at_level(logging.WARNING, logger="musa.jit"):
+        f(musa.randn(5, 4), w)
+    msgs = [r.message for r in caplog.records]
+    assert len(msgs) == 1
+    assert "test_recompile_log_names_function_argument_dim_and_values.<locals>.f" in msgs[0]
+    assert "argument 'x' dim 0 changed: 8 -> 5" in msgs[0]
+    f(musa.randn(5, 4).double(), w.double())
+    assert "dtype changed" in f.recompile_log[-1]
+
+
+def test_variant_limit_falls_back_to_eager_with_one_warning():
+    f = musa.jit(lambda x: x + 1, config=musa.Config(max_variants=3))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in range(1, 7):
+            close(f(musa.zeros(n)), musa.ones(n))
+    runtime = [x for x in w if "running it eagerly" in str(x.message)]
+    assert len(runtime) == 1
+    assert f.compiles == 3
+
+
+def test_dynamic_dims_compile_once_for_the_range():
+    lin = nn.Linear(6, 4)
+
+    @musa.jit(dynamic={"x": {0: (1, 64)}})
+    def f(x):
+        h = lin(x).view(x.shape[0], 2, 2)
+        return musa.relu(h).sum(2) + musa.zeros(x.shape[0], 2)
+
+    with musa.no_grad():
+        for b in [8, 3, 17, 8, 64]:
+            x = musa.randn(b, 6)
+            want = musa.relu(lin(x).view(b, 2, 2)).sum(2)
+            close(f(x), want)
+        assert f.compiles == 1 and f.recompile_log == []
+        f(musa.randn(65, 6))  # outside the range: a new variant, logged
+        assert len(f.recompile_log) == 1 and "dim 0" in f.recompile_log[0]
+
+
+def test_non_tensor_arguments_are_part_of_the_key():
+    f = musa.jit(lambda x, k: x * k)
+    x = musa.ones(2)
+    assert f(x, 2).tolist() == [2.0, 2.0]
+    assert f(x, 3).tolist() == [3.0, 3.0]
+    assert f(x, 2).tolist() == [2.0, 2.0]
+    assert f.compiles == 2
+
+
+def test_unsupported_capture_runs_eagerly_with_a_warning():
+    @musa.jit
+    def f(x):
+        a = x.numpy()          # a whole tensor read on the host
+        return x + float(a.sum())
+
+    x = musa.ones(3)
+    with pytest.warns(RuntimeWarning, match="runs eagerly.*test_jit.py"):
+        close(f(x), x + 3)
+    close(f(x * 2), x * 2 + 6)
+
+
+def test_inputs_mutated_in_place_are_written_back():
+    @musa.jit
+    def f(x, y):
+        x.add_(y)
+        return x * 2
+
+    x, y = musa.zeros(3), musa.ones(3)
+    for step in range(1, 4):
+        out = f(x, y)
+        assert x.tolist() == [float(step)] * 3
+        assert out.tolist() == [2.0 * step] * 3
+
+
+def test_non_contiguous_inputs():
+    f = musa.jit(lambda a: a * 2 + 1)
+    base = musa.randn(4, 6)
+    for _ in range(2):
+        close(f(base.t()), base.t() * 2 + 1)
+
+
+def test_errors_name_the_users_line():
+    @musa.jit
+    def f(n, d):
+        return n // d
+
+    n = musa.tensor([4, 6], dtype=musa.int64)
+    f(n, musa.tensor([1, 2], dtype=musa.int64))
+    with pytest.raises(ZeroDivisionError, match=r"test_jit.py:\d+"):
+        f(n, musa.tensor([0, 2], dtype=musa.int64))
+
+
+def test_capture_with_grad_falls_back_to_eager_autograd():
+    w = musa.randn(3, requires_grad=True)
+    f = musa.jit(lambda x: (x * w).sum())
+    y = f(musa.ones(3))
+    y.backward()
+    close(w.grad, musa.ones(3))
+    y2 = f(musa.ones(3) * 2)
+    assert y2.requires_grad
+
+
+# ---- the zoo: compiled versus eager ----
+
+class ResBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(c)
+        self.c2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        h = F.relu(self.b1(self.c1(x)))
+        return F.relu(self.b2(self.c2(h)) + x)
+
+
+class Transformer(nn.Module):
+    def __init__(self, d=16, h=4):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, h, batch_first=True)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        a, _ = self.attn(x, x, x, need_weights=False)
+        x = self.ln1(x + a)
+        return self.ln2(x + self.ff(x))
+
+
+class UnrolledLSTM(nn.Module):
+    def __init__(self, n_in=5, n_h=7, steps=4):
+        super().__init__()
+        self.cell = nn.LSTMCell(n_in, n_h)
+        self.steps = steps
+
+    def forward(self, x):
+        h = c = musa.zeros(x.shape[0], self.cell.hidden_size)
+        for t in range(self.steps):
+            h, c = self.cell(x[:, t], (h, c))
+        return h
+
+
+def gelu_chain(x):
+    return x * 0.5 * (1 + musa.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+
+
+ZOO = {
+    "mlp": (lambda: nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                                  nn.Linear(128, 10)), [(64, 64), (7, 64)]),
+    "cnn_bn": (lambda: nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                                     nn.MaxPool2d(2), nn.Conv2d(8, 16, 3), nn.BatchNorm2d(16),
+                                     nn.ReLU(), nn.Flatten(), nn.Linear(16 * 5 * 5, 10)),
+               [(4, 1, 14, 14), (1, 1, 14, 14)]),
+    "resblock": (lambda: ResBlock(8), [(2, 8, 8, 8), (3, 8, 6, 6)]),
+    "transformer": (Transformer, [(2, 5, 16), (3, 7, 16)]),
+    "lstm": (UnrolledLSTM, [(3, 4, 5), (6, 4, 5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+@pytest.mark.parametrize("fusion", [0, 1])
+def test_zoo_module_compile_matches_eager(name, fusion):
+    make, shapes = ZOO[name]
+    m = make()
+    # non-trivial running statistics for BatchNorm in eval
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.copy_(musa.randn(mod.num_features) * 0.1)
+            mod.running_var.copy_(musa.rand(mod.num_features) + 0.5)
+    m.eval()
+    inputs = [musa.randn(*s) for s in shapes]
+    with musa.no_grad():
+        want = [m(x) for x in inputs]
+        m.compile(config=musa.Config(fusion_level=fusion, verify=True))
+        for _ in range(2):
+            for x, w in zip(inputs, want):
+                close(m(x), w, rtol=1e-4, atol=1e-5)
+    compiled = m._compiled_call
+    assert compiled.compiles == len(shapes)
+    assert len(compiled.recompile_log) == len(shapes) - 1
+    assert all("dim 0 changed" in line or "dim" in line for line in compiled.recompile_log)
+
+
+@pytest.mark.parametrize("shape", [(4096,), (33, 65), (2, 3, 257)])
+def test_gelu_chain_is_fused_and_bitwise_eager(shape):
+    f = musa.jit(gelu_chain)
+    x = musa.randn(*shape)
+    f(x)
+    out = f(x)
+    assert np.array_equal(out.numpy(), gelu_chain(x).numpy())
+    st = f.plan_stats()
+    assert st["fused_groups"] == 1 and st["kernels"] == 0 and st["arena_bytes"] == 0
+
+
+def test_training_flag_is_part_of_the_key():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    m.compile()
+    x = musa.randn(2, 4)
+    with musa.no_grad():
+        m.eval()
+        a = m(x)
+        m.train()
+        m(x)
+        m.eval()
+        close(m(x), a)
+    assert any("module state changed" in s for s in m._compiled_call.recompile_log)
+
+
+def test_jit_trace_module_check_and_graph():
+    m = ZOO["mlp"][0]().eval()
+    x = musa.randn(64, 64)
+    with musa.no_grad():
+        traced = musa.jit.trace(m, (x,))
+        close(traced(x), m(x))
+    g = traced.get_graph()
+    assert "linear(" in g or "matmul(" in g
+    assert "fused" in g
+
+
+# ---- memory plan and threads ----
+
+def test_memory_plan_report():
+    f = musa.jit(lambda x: ((x @ x) @ x + x).relu() @ x, config=musa.Config(fusion_level=0))
+    x = musa.randn(64, 64)
+    f(x)
+    mp = f.memory_plan()
+    assert mp["arena_bytes"] <= mp["naive_bytes"]
+    assert mp["arena_bytes"] >= mp["live_peak_bytes"]
+    for i, (v1, o1, b1, s1, e1) in enumerate(mp["buffers"]):
+        for v2, o2, b2, s2, e2 in mp["buffers"][i + 1:]:
+            assert not (s1 <= e2 and s2 <= e1 and o1 < o2 + b2 and o2 < o1 + b1)
+    no_arena = musa.jit(f.__wrapped__, config=musa.Config(fusion_level=0).enable_memory_arena(False))
+    no_arena(x)
+    assert no_arena.memory_plan()["arena_bytes"] >= mp["arena_bytes"]
+
+
+def test_poisoned_dead_buffers_do_not_change_results():
+    def f(x):
+        y = x
+        for i in range(6):
+            y = (y @ x) * 0.1 + y
+        return y
+
+    x = musa.randn(32, 32) * 0.1
+    c = musa.jit(f, config=musa.Config(fusion_level=0, poison=True))
+    c(x)
+    close(c(x), f(x), rtol=1e-5)
+
+
+def test_two_branches_run_concurrently_with_identical_results():
+    prev = musa.get_num_threads()
+    musa.set_num_threads(2)
+    try:
+        def f(x, y):
+            return musa.relu(x @ x) + musa.relu(y @ y)
+
+        x, y = musa.randn(128, 128), musa.randn(128, 128)
+        res = {}
+        for n in (1, 2):
+            c = musa.jit(f, config=musa.Config(num_threads=n))
+            c(x, y)
+            res[n] = c(x, y)
+            st = c.plan_stats()
+            assert st["parallel_steps"] == (1 if n == 2 else 0)
+            assert st["parallel_tasks"] == (2 if n == 2 else 0)
+        assert np.array_equal(res[1].numpy(), res[2].numpy())
+    finally:
+        musa.set_num_threads(prev)
