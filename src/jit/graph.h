@@ -213,6 +213,9 @@ uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);
 musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
                                     int n_over, const musa_attr_override *over);
 
+/* Elements per tile of a fused group headed by a matmul (plan.c, fuse.c). */
+#define MUSA_HEAD_TILE_ELEMS 65536
+
 /* Whether node n computes the same values when input 0 and every output are
  * cut along dim 0 (matmul rows, conv images): asked of the op's inference. */
 bool musa_graph_split0_ok(const musa_graph *g, int32_t n);

@@ -17,7 +17,6 @@ enum { I_KERNEL = 0, I_FUSED = 1 };
 
 #define ALIGN 64
 #define TILE_ELEMS 8192      /* elements per fused tile (elementwise groups) */
-#define HEAD_TILE_ELEMS 65536 /* elements per tile when a matmul/conv heads the group */
 #define HEAVY_ELEMS 4096     /* outputs at least this big may run as concurrent tasks */
 
 static size_t align_up(size_t x) {
@@ -183,7 +182,7 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     for (int d = 1; d < gs->ndim; d++) inner *= gs->shape[d];
     f->rows = flat ? numel : gs->shape[0];
     if (flat) inner = 1;
-    int64_t per = f->serial ? HEAD_TILE_ELEMS : TILE_ELEMS;
+    int64_t per = f->serial ? MUSA_HEAD_TILE_ELEMS : TILE_ELEMS;
     f->tile_rows = inner > 0 ? MUSA_MAX(1, per / inner) : f->rows;
     if (f->tile_rows > f->rows) f->tile_rows = f->rows ? f->rows : 1;
     size_t tile_off = 0, member_scratch = 0;

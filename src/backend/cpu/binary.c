@@ -31,9 +31,10 @@ typedef struct {
  * spread over a block, and padded local copies for tails and strided runs,
  * so an element's result never depends on its position. */
 #define DEF_B(NAME, SN, T, C, OT, OST, EXPR)                                                       \
-    static inline void NAME##_##SN##_blk(void *ctx, OT *o, const T *pa, const T *pb) {             \
+    static inline __attribute__((always_inline)) void NAME##_##SN##_blk(                           \
+        void *ctx, OT *o, const T *pa, const T *pb, const int K) {                                 \
         (void)ctx;                                                                                 \
-        for (int k = 0; k < MUSA_VBLK; k++) {                                                      \
+        _Pragma("omp simd") for (int k = 0; k < K; k++) {                                          \
             C a = LD_##SN(pa[k]), b = LD_##SN(pb[k]);                                              \
             o[k] = OST(EXPR);                                                                      \
         }                                                                                          \
@@ -50,17 +51,17 @@ typedef struct {
                 for (int k = 0; k < MUSA_VBLK; k++) sb[k] = *(const T *)p[2];                      \
             for (; i0 + MUSA_VBLK <= n; i0 += MUSA_VBLK)                                           \
                 NAME##_##SN##_blk(ctx, (OT *)p[0] + i0, s[1] ? (const T *)p[1] + i0 : sa,          \
-                                  s[2] ? (const T *)p[2] + i0 : sb);                               \
+                                  s[2] ? (const T *)p[2] + i0 : sb, MUSA_VBLK);                    \
         }                                                                                          \
-        for (; i0 < n; i0 += MUSA_VBLK) {                                                          \
-            OT ob[MUSA_VBLK];                                                                      \
-            int64_t m = n - i0 < MUSA_VBLK ? n - i0 : MUSA_VBLK;                                   \
-            for (int64_t k = 0; k < MUSA_VBLK; k++) {                                              \
+        for (; i0 < n; i0 += MUSA_VTAIL) {                                                         \
+            OT ob[MUSA_VTAIL];                                                                     \
+            int64_t m = n - i0 < MUSA_VTAIL ? n - i0 : MUSA_VTAIL;                                 \
+            for (int64_t k = 0; k < MUSA_VTAIL; k++) {                                             \
                 int64_t j = i0 + (k < m ? k : 0);                                                  \
                 sa[k] = *(const T *)(p[1] + j * s[1]);                                             \
                 sb[k] = *(const T *)(p[2] + j * s[2]);                                             \
             }                                                                                      \
-            NAME##_##SN##_blk(ctx, ob, sa, sb);                                                    \
+            NAME##_##SN##_blk(ctx, ob, sa, sb, MUSA_VTAIL);                                        \
             for (int64_t k = 0; k < m; k++) *(OT *)(p[0] + (i0 + k) * s[0]) = ob[k];               \
         }                                                                                          \
     }
@@ -217,7 +218,38 @@ BINARY_ARITH(mul, a * b, a * b, IMUL(a, b), a & b)
 BINARY_FLOAT(div, a / b, a / b)
 BINARY_NUMERIC(floor_divide, ffloordivf(a, b), ffloordiv(a, b),
                b == 0 ? FLAG(zero_div) : ifloordiv(a, b))
-BINARY_NUMERIC(pow, powf(a, b), pow(a, b), b < 0 ? FLAG(neg_power) : ipow(a, b))
+/* pow: a float tensor to one scalar exponent 2, 3, 0.5 or -1 takes the
+ * loops PyTorch takes (a*a, a*a*a, sqrt, 1/a): one or two roundings instead
+ * of a powf call per element. */
+BIN_FLOATS(pow, powf(a, b), pow(a, b))
+BIN_INTS(pow, b < 0 ? FLAG(neg_power) : ipow(a, b))
+BIN_FLOATS(pow_2, ((void)b, a * a), ((void)b, a * a))
+BIN_FLOATS(pow_3, ((void)b, a * a * a), ((void)b, a * a * a))
+BIN_FLOATS(pow_half, ((void)b, sqrtf(a)), ((void)b, sqrt(a)))
+BIN_FLOATS(pow_m1, ((void)b, 1.0f / a), ((void)b, 1.0 / a))
+static const musa_loop_fn loops_pow[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow), INT_ENTRIES(pow)};
+static const musa_loop_fn loops_pow_2[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_2)};
+static const musa_loop_fn loops_pow_3[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_3)};
+static const musa_loop_fn loops_pow_half[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_half)};
+static const musa_loop_fn loops_pow_m1[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_m1)};
+
+int cpu_pow(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+            const void *attrs) {
+    (void)n_in, (void)attrs;
+    const musa_kview *e = &in[1];
+    bool scalar = musa_is_float((musa_dtype)in[0].dtype) && in[0].dtype == e->dtype;
+    for (int d = 0; scalar && d < e->ndim; d++) scalar = e->shape[d] == 1 || e->strides[d] == 0;
+    if (scalar && musa_kview_numel(out) > 0) {
+        double b = musa_load_f64(e->data, (musa_dtype)e->dtype);
+        const musa_loop_fn *fast = b == 2    ? loops_pow_2
+                                   : b == 3  ? loops_pow_3
+                                   : b == 0.5 ? loops_pow_half
+                                   : b == -1 ? loops_pow_m1
+                                             : NULL;
+        if (fast) return binary_run(ctx, out, in, fast);
+    }
+    return binary_run(ctx, out, in, loops_pow);
+}
 BINARY_ARITH(maximum, FMAX(a, b), FMAX(a, b), a > b ? a : b, a | b)
 BINARY_ARITH(minimum, FMIN(a, b), FMIN(a, b), a < b ? a : b, a & b)
 BINARY_NUMERIC(fmod, fmodf(a, b), fmod(a, b), b == 0 ? FLAG(zero_div) : ifmod(a, b))

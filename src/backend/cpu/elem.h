@@ -34,8 +34,10 @@
     X(i8, int8_t, int8_t, MUSA_DTYPE_INT8)                                                         \
     X(u8, uint8_t, uint8_t, MUSA_DTYPE_UINT8)
 
-/* Elements per block of the elementwise loops (unary.c, binary.c). */
-#define MUSA_VBLK 64
+/* Elements per block of the elementwise loops (unary.c, binary.c), and per
+ * block of their padded tails (a multiple of every SIMD width in use). */
+#define MUSA_VBLK  64
+#define MUSA_VTAIL 16
 
 /* Load an element into its compute type. */
 #define LD_f32(x)  (x)

@@ -23,7 +23,29 @@
  * local copy: an element's result never depends on where a thread's range
  * or a fused tile starts, or on the layout (scalar libm and its SIMD
  * variants can differ in the last bit). */
-#define DEF_U(NAME, SN, T, C, EXPR)                                                                    static inline void NAME##_##SN##_blk(T *o, const T *a) {                                               for (int k = 0; k < MUSA_VBLK; k++) {                                                                  C x = LD_##SN(a[k]);                                                                               o[k] = ST_##SN(EXPR);                                                                          }                                                                                              }                                                                                                  static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                            (void)ctx;                                                                                         int64_t i0 = 0;                                                                                    if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T))                                          for (; i0 + MUSA_VBLK <= n; i0 += MUSA_VBLK)                                                           NAME##_##SN##_blk((T *)p[0] + i0, (const T *)p[1] + i0);                                   for (; i0 < n; i0 += MUSA_VBLK) {                                                                      T ib[MUSA_VBLK], ob[MUSA_VBLK];                                                                    int64_t m = n - i0 < MUSA_VBLK ? n - i0 : MUSA_VBLK;                                               for (int64_t k = 0; k < MUSA_VBLK; k++)                                                                ib[k] = *(const T *)(p[1] + (i0 + (k < m ? k : 0)) * s[1]);                                    NAME##_##SN##_blk(ob, ib);                                                                         for (int64_t k = 0; k < m; k++) *(T *)(p[0] + (i0 + k) * s[0]) = ob[k];                        }                                                                                              }
+#define DEF_U(NAME, SN, T, C, EXPR)                                                                \
+    static inline __attribute__((always_inline)) void NAME##_##SN##_blk(T *o, const T *a,         \
+                                                                        const int K) {             \
+        _Pragma("omp simd") for (int k = 0; k < K; k++) {                                          \
+            C x = LD_##SN(a[k]);                                                                   \
+            o[k] = ST_##SN(EXPR);                                                                  \
+        }                                                                                          \
+    }                                                                                              \
+    static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
+        (void)ctx;                                                                                 \
+        int64_t i0 = 0;                                                                            \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T))                              \
+            for (; i0 + MUSA_VBLK <= n; i0 += MUSA_VBLK)                                           \
+                NAME##_##SN##_blk((T *)p[0] + i0, (const T *)p[1] + i0, MUSA_VBLK);                \
+        for (; i0 < n; i0 += MUSA_VTAIL) {                                                         \
+            T ib[MUSA_VTAIL], ob[MUSA_VTAIL];                                                      \
+            int64_t m = n - i0 < MUSA_VTAIL ? n - i0 : MUSA_VTAIL;                                 \
+            for (int64_t k = 0; k < MUSA_VTAIL; k++)                                               \
+                ib[k] = *(const T *)(p[1] + (i0 + (k < m ? k : 0)) * s[1]);                        \
+            NAME##_##SN##_blk(ob, ib, MUSA_VTAIL);                                                 \
+            for (int64_t k = 0; k < m; k++) *(T *)(p[0] + (i0 + k) * s[0]) = ob[k];                \
+        }                                                                                          \
+    }
 
 /* Loop with a bool output. */
 #define DEF_UB(NAME, SN, T, C, EXPR)                                                               \

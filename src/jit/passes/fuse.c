@@ -110,8 +110,12 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
                         continue;
                     int32_t h = x->producer;
                     musa_gnode *hn = &g->nodes.data[h];
+                    /* Heads cut into tiles of at least 16 rows: a conv of one
+                     * image at a time runs slower than the whole batch. */
+                    int64_t inner = 1;
+                    for (int d = 1; d < o->ndim; d++) inner *= o->shape[d];
                     if (hn->group >= 0 || (musa_ops[hn->op].flags & MUSA_OPF_ELEMENTWISE) ||
-                        !musa_graph_split0_ok(g, h))
+                        inner * 16 > MUSA_HEAD_TILE_ELEMS || !musa_graph_split0_ok(g, h))
                         continue;
                     group *gr = &gs[ngroups];
                     gr->first = h;
