@@ -605,9 +605,28 @@ static void sb_const(sbuf *b, const musa_gvalue *v) {
     sb_type(b, v);
 }
 
+/* Values the live graph refers to (printing skips the rest: consts a pass
+ * folded away, values of dead nodes). NULL on OOM means "all". */
+static uint8_t *referenced(const musa_graph *g) {
+    uint8_t *r = calloc((size_t)(g->values.len ? g->values.len : 1), 1);
+    if (!r) return NULL;
+    for (int64_t i = 0; i < g->inputs.len; i++) r[g->inputs.data[i]] = 1;
+    for (int64_t i = 0; i < g->outputs.len; i++) r[g->outputs.data[i]] = 1;
+    for (int64_t i = 0; i < g->mutations.len; i++)
+        r[g->mutations.data[i].target] = r[g->mutations.data[i].value] = 1;
+    for (int64_t i = 0; i < g->nodes.len; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_in; k++) r[n->in[k]] = 1;
+        for (int j = 0; j < n->n_out; j++) r[n->out[j]] = 1;
+    }
+    return r;
+}
+
 char *musa_graph_text(const musa_graph *g) {
     sbuf b = {0};
     char attrs[1024];
+    uint8_t *ref = referenced(g);
     sb_printf(&b, "graph(");
     for (int64_t i = 0; i < g->inputs.len; i++) {
         const musa_gvalue *v = &g->values.data[g->inputs.data[i]];
@@ -619,7 +638,7 @@ char *musa_graph_text(const musa_graph *g) {
     sb_printf(&b, ") {\n");
     for (int64_t i = 0; i < g->values.len; i++) {
         const musa_gvalue *v = &g->values.data[i];
-        if (v->kind != MUSA_V_PARAM && v->kind != MUSA_V_CONST) continue;
+        if ((v->kind != MUSA_V_PARAM && v->kind != MUSA_V_CONST) || (ref && !ref[i])) continue;
         sb_printf(&b, "  %%%lld = %s ", (long long)i, kind_name(v->kind));
         if (v->kind == MUSA_V_CONST)
             sb_const(&b, v);
@@ -655,6 +674,7 @@ char *musa_graph_text(const musa_graph *g) {
     for (int64_t i = 0; i < g->outputs.len; i++)
         sb_printf(&b, "%s%%%d", i ? ", " : "", g->outputs.data[i]);
     sb_printf(&b, ")\n}\n");
+    free(ref);
     return sb_finish(&b);
 }
 
@@ -673,13 +693,17 @@ static void sb_json_type(sbuf *b, const musa_gvalue *v) {
 char *musa_graph_json(const musa_graph *g) {
     sbuf b = {0};
     char attrs[1024];
+    uint8_t *ref = referenced(g);
     sb_printf(&b, "{\"inputs\": ");
     sb_value_list(&b, g->inputs.data, g->inputs.len);
     sb_printf(&b, ", \"values\": {");
+    bool first_value = true;
     for (int64_t i = 0; i < g->values.len; i++) {
         const musa_gvalue *v = &g->values.data[i];
-        sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", i ? ", " : "", (long long)i,
-                  kind_name(v->kind));
+        if (ref && !ref[i]) continue;
+        sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", first_value ? "" : ", ",
+                  (long long)i, kind_name(v->kind));
+        first_value = false;
         sb_json_type(&b, v);
         if (v->kind == MUSA_V_CONST && v->tensor && v->tensor->numel == 1) {
             double x = 0;
@@ -719,6 +743,7 @@ char *musa_graph_json(const musa_graph *g) {
         sb_printf(&b, "%s{\"target\": \"%%%d\", \"value\": \"%%%d\"}", i ? ", " : "",
                   g->mutations.data[i].target, g->mutations.data[i].value);
     sb_printf(&b, "]}");
+    free(ref);
     return sb_finish(&b);
 }
 
