@@ -120,6 +120,7 @@ bench)
         [ -x "$b" ] && "$b"
     done
     PYTHONPATH=python "$PYTHON" bench/bench_python.py
+    PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     ;;
 build)
     setup

@@ -5,8 +5,8 @@
  * A segment is a new graph holding nodes [begin, end) of a capture. Its
  * inputs are the capture's inputs (same order) followed by the node values
  * made before `begin` that the segment reads ("carried" values, by id order).
- * Parameters and constants are shared by reference. Mutations whose final
- * value the segment makes are written back by it.
+ * Parameters and constants are shared by reference. The last segment
+ * writes every mutation back (earlier ones change no input or parameter).
  */
 #include "graph.h"
 
@@ -52,10 +52,12 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         }
         need[outs[k]] = 1;
     }
-    for (int64_t i = 0; i < g->mutations.len; i++) {
-        int32_t v = g->mutations.data[i].value, p = g->values.data[v].producer;
-        if (p >= begin && p < end) need[g->mutations.data[i].target] = 1;
-    }
+    /* The last segment writes every mutation back, so a run that stops at
+     * a break with an unseen outcome (and is captured again) has changed
+     * nothing yet. */
+    bool last = end == g->nodes.len;
+    for (int64_t i = 0; last && i < g->mutations.len; i++)
+        need[g->mutations.data[i].target] = need[g->mutations.data[i].value] = 1;
     for (int64_t i = 0; i < g->inputs.len; i++) {
         int32_t v = g->inputs.data[i];
         if ((map[v] = copy_value(s, &g->values.data[v], MUSA_V_INPUT)) < 0 ||
@@ -98,10 +100,8 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         }
         if (musa_vec_push(&s->outputs, map[outs[k]])) goto fail;
     }
-    for (int64_t i = 0; i < g->mutations.len; i++) {
+    for (int64_t i = 0; last && i < g->mutations.len; i++) {
         const musa_gmutation *m = &g->mutations.data[i];
-        int32_t p = g->values.data[m->value].producer;
-        if (p < begin || p >= end) continue;
         musa_gmutation mm = {map[m->target], map[m->value]};
         if (mm.target < 0 || musa_vec_push(&s->mutations, mm)) goto fail;
     }

@@ -404,3 +404,19 @@ def test_two_branches_run_concurrently_with_identical_results():
         assert np.array_equal(res[1].numpy(), res[2].numpy())
     finally:
         musa.set_num_threads(prev)
+
+
+def test_mutation_before_a_break_is_applied_once_per_call():
+    @musa.jit
+    def f(x, acc):
+        acc.add_(x)
+        if acc.sum() > 5:
+            return acc * 2
+        return acc - 1
+
+    acc = musa.zeros(2)
+    x = musa.ones(2)
+    outs = [f(x, acc).tolist() for _ in range(5)]
+    # acc after k calls: k; sum 2k > 5 from k = 3 on
+    assert outs == [[0.0] * 2, [1.0] * 2, [6.0] * 2, [8.0] * 2, [10.0] * 2]
+    assert acc.tolist() == [5.0, 5.0]

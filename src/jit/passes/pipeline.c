@@ -51,6 +51,9 @@ static int run(musa_graph *g, const musa_pass *ps, musa_pass_ctx *ctx) {
 
 int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
     if (!g || !ctx) return musa_err(MUSA_ERR_VALUE, "[jit] optimize: graph or context is NULL");
+#ifndef NDEBUG
+    ctx->verify = true; /* debug builds verify after every pass */
+#endif
     int rc;
     if (ctx->verify && (rc = musa_graph_verify(g))) return rc;
     for (const musa_pass *ps = musa_pass_table; ps->name; ps++) {
