@@ -892,6 +892,12 @@ MUSA_API int musa_graph_value_of(const musa_graph *g, const musa_tensor *t);
 MUSA_API int musa_graph_host_read(musa_graph *g, const musa_tensor *t, int kind, double value);
 /* The graph this thread records into, or NULL. */
 MUSA_API musa_graph *musa_graph_recording(void);
+/* Mark the capture void: something ran that cannot be recorded (named by
+ * `why`, e.g. a call that bypasses the dispatcher); capture_end then fails. */
+MUSA_API int musa_graph_refuse(musa_graph *g, const char *why);
+/* Continue recording into g after musa_graph_capture_end (its values keep
+ * their tags); used to append the backward graph, or after a pause. */
+MUSA_API int musa_graph_capture_resume(musa_graph *g, int mode);
 /* A function giving the user's "file:line" for recorded nodes (the string
  * must outlive the graph), or NULL. */
 MUSA_API void musa_jit_set_location_hook(const char *(*fn)(void));
@@ -922,6 +928,8 @@ MUSA_API int musa_graph_value_kind(const musa_graph *g, int value);
 MUSA_API int musa_graph_value_producer(const musa_graph *g, int value);
 MUSA_API musa_tensor *musa_graph_value_tensor(const musa_graph *g, int value); /* borrowed */
 MUSA_API int musa_graph_num_inputs(const musa_graph *g);
+MUSA_API int musa_graph_input(const musa_graph *g, int i);
+MUSA_API bool musa_graph_has_random(const musa_graph *g); /* a live node draws random numbers */
 MUSA_API int musa_graph_num_outputs(const musa_graph *g);
 MUSA_API int musa_graph_output(const musa_graph *g, int i);
 MUSA_API int musa_graph_num_mutations(const musa_graph *g);
@@ -931,9 +939,20 @@ MUSA_API int musa_graph_break(const musa_graph *g, int i, int *value, int *at_no
                               double *outcome, const char **loc);
 
 /* Nodes [begin, end) as a graph: inputs are g's inputs then the values made
- * before begin that it reads (*carried, malloc'd, lists their ids in g). */
+ * before begin that it reads (*carried, malloc'd, lists their ids in g).
+ * With `mutations`, it also writes g's mutations back; n_inputs limits the
+ * inputs it takes to g's first n_inputs (-1: all). */
 MUSA_API musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                                        const int *outs, int **carried, int *n_carried);
+                                        const int *outs, bool mutations, int n_inputs,
+                                        int **carried, int *n_carried);
+/* A new graph input shaped like value `like` (e.g. an output's gradient). */
+MUSA_API int musa_graph_new_input(musa_graph *g, int like, const char *name);
+/* Static autodiff: append to g the backward graph of outs[k] (incoming
+ * gradients: values gouts[k]) with respect to wrt[0..n_wrt), built by the op
+ * table's backward formulas run in symbolic mode. grads[k] receives the
+ * gradient value of wrt[k], or -1 when none flows to it. */
+MUSA_API int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *gouts,
+                                 int n_wrt, const int *wrt, int *grads);
 MUSA_API uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);
 typedef struct musa_attr_override {
     int node;

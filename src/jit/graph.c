@@ -58,15 +58,26 @@ int32_t musa_graph_new_value(musa_graph *g, musa_vkind kind, musa_dtype dtype, i
 }
 
 static const char *here(musa_graph *g) {
-    const char *loc = musa_jit_location_hook ? musa_jit_location_hook() : NULL;
-    MUSA_UNUSED(g);
-    return loc;
+    if (g->loc_override) return g->loc_override;
+    return musa_jit_location_hook ? musa_jit_location_hook() : NULL;
 }
 
 /* A tensor from outside the graph: a constant when it is a wrapped Python
  * number, else a parameter bound by reference, keeping the tensor's layout. */
+static void capture_fail(musa_graph *g, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 static int32_t external(musa_graph *g, musa_tensor *t) {
     bool number = (t->flags & MUSA_TF_NUMBER) != 0;
+    if (!number && t->epoch && t->epoch == g->epoch) {
+        /* Made while recording, yet not by a recorded op: binding it would
+         * freeze this run's value into every later run. */
+        const char *loc = here(g);
+        capture_fail(g, MUSA_ERR_NOT_IMPLEMENTED,
+                     "[jit] a tensor made during the capture outside the recorded ops (a kernel "
+                     "called directly, not through the dispatcher) is used%s%s",
+                     loc ? " at " : "", loc ? loc : "");
+    }
     int32_t id = musa_graph_new_value(g, number ? MUSA_V_CONST : MUSA_V_PARAM,
                                       (musa_dtype)t->dtype, t->ndim, t->shape);
     if (id < 0) return -1;
@@ -99,8 +110,6 @@ static int32_t value_or_external(musa_graph *g, musa_tensor *t) {
 
 /* ---- capture ---- */
 
-static void capture_fail(musa_graph *g, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 static void capture_fail(musa_graph *g, int code, const char *fmt, ...) {
     if (g->capture_error) return;
     g->capture_error = code;
@@ -185,7 +194,7 @@ nomem:
     return MUSA_OK;
 }
 
-int musa_graph_capture_begin(musa_graph *g, int mode) {
+int musa_graph_capture_resume(musa_graph *g, int mode) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
     if (mode != MUSA_MODE_TRACE && mode != MUSA_MODE_SYMBOLIC)
         return musa_err(MUSA_ERR_VALUE, "[jit] capture mode must be trace or symbolic, got %d",
@@ -193,21 +202,41 @@ int musa_graph_capture_begin(musa_graph *g, int mode) {
     if (musa_tls.recorder)
         return musa_err(MUSA_ERR_RUNTIME,
                         "[jit] a capture is already running on this thread (nested capture)");
-    if (g->capturing || g->nodes.len)
-        return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph was captured already");
-    g->tag = atomic_fetch_add(&capture_ids, 1) & 0xffffffffu;
-    /* Tags of earlier captures must never match: inputs get fresh tags. */
-    for (int64_t i = 0; i < g->values.len; i++) {
-        musa_tensor *t = g->values.data[i].tensor;
-        if (t && !(t->flags & MUSA_TF_NUMBER)) t->trace_tag = (g->tag << 32) | (uint64_t)(i + 1);
-    }
+    if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph is capturing already");
     musa_record_hook = record;
     g->prev_mode = musa_tls.mode;
     g->prev_recorder = musa_tls.recorder;
     musa_tls.mode = (musa_mode)mode;
     musa_tls.recorder = g;
     g->capturing = true;
+    if (!g->epoch) g->epoch = (uint32_t)(atomic_fetch_add(&capture_ids, 1) | 1u);
+    musa_tensor_epoch = g->epoch;
     return MUSA_OK;
+}
+
+int musa_graph_capture_begin(musa_graph *g, int mode) {
+    if (g && !g->capturing && g->nodes.len)
+        return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph was captured already");
+    if (g && !musa_tls.recorder && !g->capturing && !g->tag) {
+        g->tag = atomic_fetch_add(&capture_ids, 1) & 0xffffffffu;
+        /* Tensors of earlier captures must never match: values get fresh tags. */
+        for (int64_t i = 0; i < g->values.len; i++) {
+            musa_tensor *t = g->values.data[i].tensor;
+            if (t && !(t->flags & MUSA_TF_NUMBER))
+                t->trace_tag = (g->tag << 32) | (uint64_t)(i + 1);
+        }
+    }
+    return musa_graph_capture_resume(g, mode);
+}
+
+int musa_graph_new_input(musa_graph *g, int like, const char *name) {
+    if (!g || like < 0 || like >= g->values.len)
+        return musa_err(MUSA_ERR_VALUE, "[jit] new_input: %d is not a value", like);
+    musa_gvalue v = g->values.data[like];
+    int32_t id = musa_graph_new_value(g, MUSA_V_INPUT, (musa_dtype)v.dtype, v.ndim, v.shape);
+    if (id < 0 || musa_vec_push(&g->inputs, id)) return MUSA_ERR_NOMEM;
+    if (name) g->values.data[id].name = musa_arena_strdup(&g->arena, name);
+    return id;
 }
 
 int musa_graph_capture_end(musa_graph *g) {
@@ -215,6 +244,7 @@ int musa_graph_capture_end(musa_graph *g) {
     musa_tls.mode = g->prev_mode;
     musa_tls.recorder = g->prev_recorder;
     g->capturing = false;
+    musa_tensor_epoch = 0;
     if (g->capture_error) return musa_err(g->capture_error, "%s", g->capture_msg);
     return MUSA_OK;
 }
@@ -268,6 +298,14 @@ int musa_graph_host_read(musa_graph *g, const musa_tensor *t, int kind, double v
                      .outcome = kind == MUSA_BREAK_BOOL ? (value != 0) : value,
                      .loc = loc};
     return musa_vec_push(&g->breaks, b);
+}
+
+int musa_graph_refuse(musa_graph *g, const char *why) {
+    if (!g || !g->capturing) return MUSA_OK;
+    const char *loc = here(g);
+    capture_fail(g, MUSA_ERR_NOT_IMPLEMENTED, "[jit] %s%s%s cannot be captured", why ? why : "this",
+                 loc ? " at " : "", loc ? loc : "");
+    return MUSA_OK;
 }
 
 /* ---- editing ---- */
@@ -818,6 +856,15 @@ int musa_graph_value_producer(const musa_graph *g, int value) {
 musa_tensor *musa_graph_value_tensor(const musa_graph *g, int value) {
     const musa_gvalue *v = value_at(g, value);
     return v ? v->tensor : NULL;
+}
+int musa_graph_input(const musa_graph *g, int i) {
+    return i >= 0 && i < g->inputs.len ? g->inputs.data[i] : -1;
+}
+bool musa_graph_has_random(const musa_graph *g) {
+    for (int64_t i = 0; i < g->nodes.len; i++)
+        if (!g->nodes.data[i].dead && (musa_ops[g->nodes.data[i].op].flags & MUSA_OPF_RANDOM))
+            return true;
+    return false;
 }
 int musa_graph_num_inputs(const musa_graph *g) {
     return (int)g->inputs.len;

@@ -99,6 +99,7 @@ struct musa_graph {
     MUSA_VEC(musa_gbreak) breaks;
     /* capture state */
     uint64_t tag;      /* capture id, high 32 bits of trace_tag */
+    uint32_t epoch;    /* stamped on tensors made while recording (musa_tensor_epoch) */
     musa_map origin;   /* value id of a renamed tensor -> first value it had (mutations) */
     int capture_error; /* first error met while recording (sticky) */
     char capture_msg[512];
@@ -106,6 +107,7 @@ struct musa_graph {
     musa_mode prev_mode;
     void *prev_recorder;
     bool requires_grad; /* an input or param required grad while grad mode was on */
+    const char *loc_override; /* recorded nodes take this location (autodiff) */
 };
 
 musa_graph *musa_graph_new(void);
@@ -202,7 +204,8 @@ int musa_graph_run_pass(musa_graph *g, const char *name, musa_pass_ctx *ctx);
  * inputs are g's inputs then the values made before `begin` that it reads;
  * *carried (malloc'd, *n_carried entries) lists those values' ids in g. */
 musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                               const int *outs, int **carried, int *n_carried);
+                               const int *outs, bool mutations, int n_inputs, int **carried,
+                               int *n_carried);
 /* Hash of nodes [begin, end): ops, attrs, value ids, constants' values and
  * parameters' identities. Equal captures of equal code hash equal. */
 uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);

@@ -3,10 +3,11 @@
  * stretch of nodes, and re-specialising a graph to other input shapes.
  *
  * A segment is a new graph holding nodes [begin, end) of a capture. Its
- * inputs are the capture's inputs (same order) followed by the node values
+ * inputs are the capture's first n_inputs inputs (same order; -1: all)
+ * followed by the node values
  * made before `begin` that the segment reads ("carried" values, by id order).
- * Parameters and constants are shared by reference. The last segment
- * writes every mutation back (earlier ones change no input or parameter).
+ * Parameters and constants are shared by reference. The segment asked to
+ * writes every mutation back (the others change no input or parameter).
  */
 #include "graph.h"
 
@@ -25,7 +26,8 @@ static int32_t copy_value(musa_graph *s, const musa_gvalue *v, musa_vkind kind) 
 }
 
 musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                               const int *outs, int **carried, int *n_carried) {
+                               const int *outs, bool mutations, int n_inputs, int **carried,
+                               int *n_carried) {
     int64_t nv = g->values.len;
     if (begin < 0 || end > g->nodes.len || begin > end) {
         musa_err(MUSA_ERR_VALUE, "[jit] segment [%d, %d) is outside the graph's %lld nodes", begin,
@@ -52,13 +54,13 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         }
         need[outs[k]] = 1;
     }
-    /* The last segment writes every mutation back, so a run that stops at
-     * a break with an unseen outcome (and is captured again) has changed
-     * nothing yet. */
-    bool last = end == g->nodes.len;
+    /* One segment writes every mutation back (the last one, for a cut at
+     * breaks: a run that stops at an unseen outcome has changed nothing). */
+    bool last = mutations;
     for (int64_t i = 0; last && i < g->mutations.len; i++)
         need[g->mutations.data[i].target] = need[g->mutations.data[i].value] = 1;
-    for (int64_t i = 0; i < g->inputs.len; i++) {
+    if (n_inputs < 0 || n_inputs > g->inputs.len) n_inputs = (int)g->inputs.len;
+    for (int64_t i = 0; i < n_inputs; i++) {
         int32_t v = g->inputs.data[i];
         if ((map[v] = copy_value(s, &g->values.data[v], MUSA_V_INPUT)) < 0 ||
             musa_vec_push(&s->inputs, map[v]))
@@ -67,6 +69,11 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
     for (int64_t v = 0; v < nv; v++) {
         const musa_gvalue *x = &g->values.data[v];
         if (!need[v] || map[v] >= 0) continue;
+        if (x->kind == MUSA_V_INPUT) {
+            musa_err(MUSA_ERR_VALUE, "[jit] the segment reads input %%%lld, which it does not take",
+                     (long long)v);
+            goto fail;
+        }
         if (x->kind == MUSA_V_PARAM || x->kind == MUSA_V_CONST) {
             if ((map[v] = copy_value(s, x, (musa_vkind)x->kind)) < 0) goto fail;
         } else if (x->kind == MUSA_V_NODE && x->producer < begin) {

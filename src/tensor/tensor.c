@@ -116,11 +116,14 @@ static void storage_release(musa_storage *s) {
 
 /* ---- tensors ---- */
 
+_Thread_local uint32_t musa_tensor_epoch;
+
 static musa_tensor *tensor_struct(musa_dtype dtype, int ndim, const int64_t *shape, int64_t numel) {
     musa_tensor *t = musa_tl_alloc(MUSA_TL_TENSOR, sizeof *t, "tensor");
     if (!t) return NULL;
     memset(t, 0, offsetof(musa_tensor, shape)); /* dims past ndim are never read */
     t->storage = NULL, t->autograd = NULL, t->pyobj = NULL, t->view_base = NULL, t->trace_tag = 0;
+    t->epoch = musa_tensor_epoch;
     atomic_init(&t->refcount, 1);
     t->dtype = (int8_t)dtype;
     t->ndim = (int8_t)ndim;
@@ -190,6 +193,11 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
     t->offset = offset;
     t->storage = base->storage;
     if (t->storage) atomic_fetch_add(&t->storage->refcount, 1);
+    /* An exact alias (e.g. a tensor autograd saves) is the same graph value
+     * while a capture runs. */
+    if (offset == base->offset && musa_shape_equal(ndim, shape, base->ndim, base->shape) &&
+        (!ndim || !memcmp(strides, base->strides, sizeof(int64_t) * (size_t)ndim)))
+        t->trace_tag = base->trace_tag;
     return t;
 }
 
@@ -379,6 +387,7 @@ musa_tensor *musa_from_data(const void *data, int ndim, const int64_t *shape, mu
         return NULL;
     }
     if (bytes) memcpy(t->storage->data, data, bytes);
+    t->epoch = 0; /* data from outside: a capture may bind it as a parameter */
     return t;
 }
 
@@ -424,6 +433,7 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
     }
     memcpy(t->strides, st, sizeof(int64_t) * (size_t)ndim);
     t->storage = s;
+    t->epoch = 0; /* memory from outside: a capture may bind it as a parameter */
     return t;
 }
 

@@ -49,7 +49,12 @@ struct musa_tensor {
     musa_tensor *view_base;              /* views made by differentiable view ops: the root
                                             tensor they look into (strong); else NULL */
     uint64_t trace_tag;                  /* graph capture: which value this tensor is */
+    uint32_t epoch;                      /* the capture running when it was made (0: none, or
+                                            data from outside: musa_from_data/from_blob) */
 };
+
+/* This thread's capture epoch, stamped on new tensors (src/jit sets it). */
+extern _Thread_local uint32_t musa_tensor_epoch;
 
 /* Check a shape and compute its element count. Fails (MUSA_ERR_VALUE) for
  * ndim outside 0..MUSA_MAX_DIMS, negative sizes, or an overflowing product. */

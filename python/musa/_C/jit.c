@@ -244,28 +244,74 @@ static PyObject *graph_ops(PyObject *self, PyObject *u) {
     return r;
 }
 
-static PyObject *graph_segment(PyObject *self, PyObject *args) {
-    int begin, end;
-    PyObject *outs;
-    if (!PyArg_ParseTuple(args, "iiO", &begin, &end, &outs)) return NULL;
-    PyObject *seq = PySequence_Fast(outs, "segment outputs must be a sequence of value ids");
-    if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int *ids = PyMem_Malloc(sizeof(int) * (size_t)(n ? n : 1));
-    if (!ids) {
+static int int_list(PyObject *o, int **out, Py_ssize_t *n, const char *what) {
+    PyObject *seq = PySequence_Fast(o, what);
+    if (!seq) return -1;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    *out = PyMem_Malloc(sizeof(int) * (size_t)(*n ? *n : 1));
+    if (!*out) {
         Py_DECREF(seq);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        ids[i] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        (*out)[i] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
         if (PyErr_Occurred()) {
-            PyMem_Free(ids), Py_DECREF(seq);
-            return NULL;
+            PyMem_Free(*out), Py_DECREF(seq);
+            return -1;
         }
     }
     Py_DECREF(seq);
+    return 0;
+}
+
+static PyObject *graph_autodiff(PyObject *self, PyObject *args) {
+    PyObject *po, *pg, *pw;
+    if (!PyArg_ParseTuple(args, "OOO", &po, &pg, &pw)) return NULL;
+    int *outs = NULL, *gouts = NULL, *wrt = NULL, *grads = NULL;
+    Py_ssize_t no = 0, ng = 0, nw = 0;
+    PyObject *r = NULL;
+    if (int_list(po, &outs, &no, "outputs") || int_list(pg, &gouts, &ng, "gradients") ||
+        int_list(pw, &wrt, &nw, "wrt"))
+        goto done;
+    if (no != ng) {
+        PyErr_SetString(PyExc_ValueError, "autodiff: one gradient per output");
+        goto done;
+    }
+    if (!(grads = PyMem_Malloc(sizeof(int) * (size_t)(nw ? nw : 1)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (musa_graph_autodiff(G(self), (int)no, outs, gouts, (int)nw, wrt, grads)) {
+        pm_raise();
+        goto done;
+    }
+    r = PyList_New(nw);
+    for (Py_ssize_t i = 0; r && i < nw; i++) PyList_SET_ITEM(r, i, PyLong_FromLong(grads[i]));
+done:
+    PyMem_Free(outs), PyMem_Free(gouts), PyMem_Free(wrt), PyMem_Free(grads);
+    return r;
+}
+
+static PyObject *graph_new_input(PyObject *self, PyObject *args) {
+    int like;
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "i|z", &like, &name)) return NULL;
+    int id = musa_graph_new_input(G(self), like, name);
+    return id < 0 ? pm_raise() : PyLong_FromLong(id);
+}
+
+static PyObject *graph_segment(PyObject *self, PyObject *args) {
+    int begin, end, mutations = -1, n_inputs = -1;
+    PyObject *outs;
+    if (!PyArg_ParseTuple(args, "iiO|pi", &begin, &end, &outs, &mutations, &n_inputs)) return NULL;
+    if (mutations < 0) mutations = end == musa_graph_num_nodes(G(self));
+    int *ids = NULL;
+    Py_ssize_t n = 0;
+    if (int_list(outs, &ids, &n, "segment outputs must be a sequence of value ids")) return NULL;
     int *carried = NULL, nc = 0;
-    musa_graph *s = musa_graph_segment(G(self), begin, end, (int)n, ids, &carried, &nc);
+    musa_graph *s = musa_graph_segment(G(self), begin, end, (int)n, ids, mutations, n_inputs,
+                                       &carried, &nc);
     PyMem_Free(ids);
     if (!s) return pm_raise();
     PyObject *gs = graph_wrap(s), *cl = PyList_New(nc);
@@ -337,6 +383,29 @@ done:
     return res;
 }
 
+/* [(value id, tensor)] of the parameters (tensors bound by reference). */
+static PyObject *graph_params(PyObject *self, PyObject *u) {
+    (void)u;
+    musa_graph *g = G(self);
+    PyObject *r = PyList_New(0);
+    for (int v = 0; r && v < musa_graph_num_values(g); v++) {
+        if (musa_graph_value_kind(g, v) != MUSA_VALUE_PARAM) continue;
+        PyObject *e = Py_BuildValue("(iN)", v, pm_wrap(musa_tensor_retain(musa_graph_value_tensor(g, v))));
+        if (!e || PyList_Append(r, e)) Py_CLEAR(r);
+        Py_XDECREF(e);
+    }
+    return r;
+}
+
+static PyObject *graph_inputs_list(PyObject *self, PyObject *u) {
+    (void)u;
+    musa_graph *g = G(self);
+    int n = musa_graph_num_inputs(g);
+    PyObject *r = PyList_New(n);
+    for (int i = 0; r && i < n; i++) PyList_SET_ITEM(r, i, PyLong_FromLong(musa_graph_input(g, i)));
+    return r;
+}
+
 static PyObject *graph_get_int(PyObject *self, void *which) {
     musa_graph *g = G(self);
     switch ((int)(intptr_t)which) {
@@ -345,6 +414,7 @@ static PyObject *graph_get_int(PyObject *self, void *which) {
     case 2: return PyBool_FromLong(musa_graph_requires_grad(g));
     case 3: return PyLong_FromLong(musa_graph_num_inputs(g));
     case 4: return PyLong_FromLong(musa_graph_num_mutations(g));
+    case 6: return PyBool_FromLong(musa_graph_has_random(g));
     default: {
         int n = musa_graph_num_outputs(g);
         PyObject *r = PyList_New(n);
@@ -372,6 +442,10 @@ static PyMethodDef graph_methods[] = {
     {"breaks", graph_breaks, METH_NOARGS, "Host reads: (value, at_node, kind, outcome, loc)."},
     {"ops", graph_ops, METH_NOARGS, "Live nodes: (op, fusion group)."},
     {"segment", graph_segment, METH_VARARGS, "Nodes [begin, end) as a Graph, and carried ids."},
+    {"params", graph_params, METH_NOARGS, "Parameters: (value id, tensor)."},
+    {"inputs_list", graph_inputs_list, METH_NOARGS, "Input value ids, in order."},
+    {"autodiff", graph_autodiff, METH_VARARGS, "Append the backward graph; gradient value ids."},
+    {"new_input", graph_new_input, METH_VARARGS, "A new input shaped like a value."},
     {"fingerprint", graph_fingerprint, METH_VARARGS, "Hash of nodes [begin, end)."},
     {"value", graph_value, METH_O, "(kind, producer, tensor or None) of a value."},
     {"respecialize", graph_respecialize, METH_VARARGS, "Copy for other input shapes."},
@@ -385,6 +459,7 @@ static PyGetSetDef graph_getset[] = {
     {"num_inputs", graph_get_int, NULL, "graph inputs", (void *)3},
     {"num_mutations", graph_get_int, NULL, "in-place writes into inputs/params", (void *)4},
     {"outputs", graph_get_int, NULL, "output value ids", (void *)5},
+    {"has_random", graph_get_int, NULL, "a live node draws random numbers", (void *)6},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -515,6 +590,38 @@ DEF(_empty_meta, PM_FN, "dtype:d shape:I") {
         return NULL;
     }
     return pm_ret(musa_empty_meta((musa_dtype)a[0].dtype, a[1].n, a[1].v));
+}
+
+/* Pause and resume this thread's capture: tensors made while paused are
+ * outside the graph (bound by reference when used), e.g. optimizer state
+ * that must outlive one run. */
+static _Thread_local musa_graph *paused;
+
+DEF(_jit_pause, PM_FN, "") {
+    (void)a;
+    musa_graph *g = musa_graph_recording();
+    if (!g || paused) Py_RETURN_FALSE;
+    musa_graph_capture_end(g); /* a void capture stays void; its error shows at the end */
+    musa_clear_error();
+    paused = g;
+    Py_RETURN_TRUE;
+}
+
+DEF(_jit_resume, PM_FN, "") {
+    (void)a;
+    musa_graph *g = paused;
+    paused = NULL;
+    if (g && musa_graph_capture_resume(g, MUSA_CAPTURE_TRACE)) return pm_raise();
+    Py_RETURN_NONE;
+}
+
+/* Void the running capture (something that cannot be recorded ran). */
+DEF(_jit_refuse, PM_FN, "why:O") {
+    musa_graph *g = musa_graph_recording();
+    const char *why = PyUnicode_AsUTF8(a[0].o);
+    if (!why) return NULL;
+    if (g) musa_graph_refuse(g, why);
+    Py_RETURN_NONE;
 }
 
 /* Whether this thread is capturing (ops are recorded). */

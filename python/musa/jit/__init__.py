@@ -31,6 +31,7 @@ How a call runs (see docs/jit.md):
 import logging
 import os
 import sys
+import threading
 import types
 import warnings
 
@@ -40,7 +41,34 @@ _C._jit_location(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + o
 
 log = logging.getLogger("musa.jit")
 
-__all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule"]
+__all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard",
+           "outside_capture"]
+
+_tls = threading.local()
+
+
+def guard(key, fn, value):
+    """Register a guard on Python state while a capture runs: the compiled
+    variant is used only while fn() == value (checked at every call); any
+    other value recompiles. key identifies the guard across captures. No-op
+    outside captures."""
+    guards = getattr(_tls, "guards", None)
+    if guards is not None and _C._jit_capturing():
+        guards.setdefault(key, (fn, value))
+
+
+class outside_capture:
+    """Run a block unrecorded while capturing (e.g. creating optimizer state
+    that must outlive a compiled run: such tensors enter the graph as
+    parameters, bound by reference, and writes to them as mutations)."""
+
+    def __enter__(self):
+        self._paused = _C._jit_pause()
+        return self
+
+    def __exit__(self, *exc):
+        if self._paused:
+            _C._jit_resume()
 
 
 class Config:
@@ -188,8 +216,10 @@ class _Seg:
         self.brk = None   # (value id, kind, loc, input index or -1, param tensor or None)
         self.leaf = None  # (output spec, names) for the last segment
 
-    def build(self, outs, cfg):
-        graph, carried = self.src.segment(self.begin, self.end, list(outs))
+    def build(self, outs, cfg, mutations=None, n_inputs=-1):
+        if mutations is None:
+            mutations = self.end == self.src.nodes_len
+        graph, carried = self.src.segment(self.begin, self.end, list(outs), mutations, n_inputs)
         self.raw_text = graph.text()
         graph.optimize(fusion_level=cfg.fusion_level,
                        disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify)
@@ -199,12 +229,18 @@ class _Seg:
 
 
 class _Capture:
-    """One trace of the function: the graph, its breaks and outputs."""
+    """One trace of the function: the graph, its breaks and outputs.
 
-    def __init__(self, graph, out_spec, out_ids):
+    leaf: what the last segment's outputs mean: (output structure, number of
+    user outputs, [(parameter, output index or None)] whose .grad the run
+    sets, as the traced call left them)."""
+
+    def __init__(self, graph, out_spec, out_ids, out_leaves):
         self.graph = graph
         self.out_spec = out_spec
         self.out_ids = out_ids
+        self.out_leaves = out_leaves
+        self.leaf = (out_spec, len(out_ids), ())
         self.breaks = graph.breaks()
         n = graph.nodes_len
         self.bounds = [0] + [b[1] for b in self.breaks] + [n]
@@ -265,7 +301,7 @@ def _read_break(seg, env, inputs):
 
 class _Entry:
     """The compiled variants for one call signature."""
-    __slots__ = ("root", "eager", "reason", "captures", "dyn", "dyn_plans", "requires_grad")
+    __slots__ = ("root", "eager", "reason", "captures", "dyn", "dyn_plans", "train")
 
     def __init__(self):
         self.root = None
@@ -274,7 +310,11 @@ class _Entry:
         self.captures = []
         self.dyn = None        # dynamic dims: (capture, size info, overrides fn)
         self.dyn_plans = {}
-        self.requires_grad = False
+        self.train = None      # _Training: compiled forward and backward, one tape node
+
+
+class _Unsupported(Exception):
+    pass
 
 
 class _Miss(Exception):
@@ -299,6 +339,15 @@ def _run_path(entry, inputs):
         seg = nxt
 
 
+def _finish(leaf, res):
+    """The user's outputs of a run; parameters' .grad set as the traced
+    call left them (whole training steps)."""
+    spec, n, grads = leaf
+    for p, idx in grads:
+        p.grad = None if idx is None else res[idx]
+    return _unflatten(spec, res[:n])
+
+
 def _describe_outcome(kind, x):
     if kind == 0:
         return str(bool(x))
@@ -314,6 +363,7 @@ class CompiledFunction:
         self._fn = fn
         self.config = config or Config()
         self._cache = {}
+        self._guards = {}  # key -> fn: Python state the captures depended on (musa.jit.guard)
         self._variants = 0
         self._eager_all = False
         self._last = None
@@ -333,9 +383,15 @@ class CompiledFunction:
                                 extra_key=self._extra_key, retrace=self._retrace)
 
     def get_graph(self, optimized=True):
-        """The IR of the last compiled variant, as text (segments in order)."""
+        """The IR of the last compiled variant, as text (segments in order;
+        forward then backward for a function compiled for training)."""
         if self._last is None:
             raise RuntimeError(f"musa.jit: {self._name} has not been compiled yet; call it first")
+        train = next((e.train for e in self._cache.values()
+                      if e.train is not None and e.train.fwd is self._last), None)
+        if train is not None:
+            pick = (lambda sg: sg.graph.text()) if optimized else (lambda sg: sg.raw_text)
+            return "# forward\n" + pick(train.fwd) + "\n# backward\n" + pick(train.bwd)
         texts = []
         seg, n = self._last, 0
         chain = []
@@ -394,7 +450,8 @@ class CompiledFunction:
                               for k, s in enumerate(shape))
             sig.append((t.dtype, shape, t.requires_grad))
         extra = self._extra_key() if self._extra_key else None
-        return (spec, tuple(sig), _C.is_grad_enabled(), extra)
+        py = tuple(fn() for fn in self._guards.values()) if self._guards else ()
+        return (spec, tuple(sig), _C.is_grad_enabled(), extra, py)
 
     def __call__(self, *args, **kwargs):
         if self._eager_all or _C._jit_capturing():  # inside another capture: inline
@@ -411,9 +468,11 @@ class CompiledFunction:
             entry = self._new_entry(key, leaves, spec)
             if self._eager_all:
                 return self._fn(*args, **kwargs)
-            return self._capture(entry, args, kwargs, leaves, spec)
+            return self._capture(entry, key, args, kwargs, leaves, spec)
         if entry.eager:
             return self._fn(*args, **kwargs)
+        if entry.train is not None:
+            return entry.train.call(leaves)
         inputs = [t if t.is_contiguous() else t.contiguous() for t in leaves]
         if entry.dyn is not None:
             return self._run_dynamic(entry, args, kwargs, leaves, inputs, spec)
@@ -422,7 +481,7 @@ class CompiledFunction:
         except _Miss as m:
             return self._guard_miss(entry, m, args, kwargs, leaves, spec)
         self._copy_back(leaves, inputs)
-        return _unflatten(leaf.leaf[0], res)
+        return _finish(leaf.leaf, res)
 
     def _copy_back(self, leaves, inputs):
         for t, c in zip(leaves, inputs):
@@ -512,19 +571,30 @@ class CompiledFunction:
         self.compiles += 1
         if mode == "trace":
             self._copy_back(leaves, inputs)
-        return _Capture(g, out_spec, out_ids), out, None
+        return _Capture(g, out_spec, out_ids, out_leaves), out, None
 
-    def _capture(self, entry, args, kwargs, leaves, spec):
-        cap, out, reason = self._trace(args, kwargs, leaves, spec)
+    def _capture(self, entry, key, args, kwargs, leaves, spec):
+        _tls.guards = {}
+        try:
+            cap, out, reason = self._trace(args, kwargs, leaves, spec)
+        finally:
+            registered, _tls.guards = _tls.guards, None
+        self._rekey(entry, key, registered)
         if cap is None:
             entry.eager, entry.reason = True, reason
             warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
                           stacklevel=3)
             return out
-        if cap.graph.requires_grad:
-            entry.eager = True
-            entry.reason = "it needs autograd (an input or parameter requires grad)"
-            log.info("musa.jit: %s runs eagerly: %s", self._name, entry.reason)
+        try:
+            kind = self._classify(cap, leaves)
+            if kind == "train":
+                entry.train = _Training(self, cap, leaves, spec)
+                self._last = entry.train.fwd
+                return out
+        except _Unsupported as e:
+            entry.eager, entry.reason = True, str(e)
+            warnings.warn(f"musa.jit: {self._name} runs eagerly: {e}", RuntimeWarning,
+                          stacklevel=3)
             return out
         entry.captures.append(cap)
         if self.config.dynamic and not cap.breaks and self._setup_dynamic(entry, cap, args,
@@ -532,9 +602,69 @@ class CompiledFunction:
             return out
         segs = _build_segments(cap, 0, self.config, set())
         entry.root = segs[0]
-        segs[-1].leaf = (cap.out_spec,)
+        segs[-1].leaf = cap.leaf
         self._last = segs[0]
         return out
+
+    def _rekey(self, entry, key, registered):
+        """File the entry under the Python guards its capture registered,
+        with the values the capture saw."""
+        if not registered:
+            return
+        for k, (fn, _v) in registered.items():
+            self._guards.setdefault(k, fn)
+        old_py = dict(zip(list(self._guards)[:len(key[4])], key[4]))
+        py = tuple(registered[k][1] if k in registered else old_py.get(k, self._guards[k]())
+                   for k in self._guards)
+        if self._cache.get(key) is entry:
+            del self._cache[key]
+        self._cache[key[:4] + (py,)] = entry
+
+    def _classify(self, cap, leaves):
+        """'train' (outputs need autograd: a compiled forward and backward on
+        one tape node), or 'plain' (inference, or a whole training step whose
+        backward and optimizer update ran inside: parameters' .grad become
+        extra outputs)."""
+        g = cap.graph
+        if not g.requires_grad:
+            return "plain"
+        step = False
+        grads = []
+        for v, t in g.params():
+            if not t.requires_grad:
+                continue
+            gr = t.grad
+            if gr is not None:
+                gv = g.value_of(gr)
+                if gv >= 0 and g.value(gv)[0] == "node":
+                    step = True
+                    grads.append((t, gr))
+                    continue
+            grads.append((t, gr))
+        mutated = g.num_mutations > 0 and any(t.requires_grad for _v, t in g.params()
+                                             if g.value_of(t) != _v)
+        if step or mutated:
+            # a whole step: the run leaves .grad as the traced call did
+            extra = [gr for _t, gr in grads if gr is not None and g.value_of(gr) >= 0
+                     and g.value(g.value_of(gr))[0] == "node"]
+            n = len(cap.out_leaves)
+            g.set_outputs(list(cap.out_leaves) + extra)
+            cap.out_ids = g.outputs
+            assign, k = [], n
+            for t, gr in grads:
+                if gr is None:
+                    assign.append((t, None))
+                elif g.value_of(gr) >= 0 and g.value(g.value_of(gr))[0] == "node":
+                    assign.append((t, k))
+                    k += 1
+            cap.leaf = (cap.out_spec, n, tuple(assign))
+            return "plain"
+        if _C.is_grad_enabled() and any(t.requires_grad for t in cap.out_leaves):
+            if cap.breaks:
+                raise _Unsupported("it needs autograd and reads tensor values on the host "
+                                   "(graph breaks are compiled for inference and whole steps)")
+            return "train"
+        return "plain"
 
     def _guard_miss(self, entry, miss, args, kwargs, leaves, spec):
         seg = miss.seg
@@ -571,7 +701,7 @@ class CompiledFunction:
                 # The function recorded different ops for the same prefix
                 # (it depends on something other than its arguments).
                 segs = _build_segments(cap, 0, self.config, set())
-                segs[-1].leaf = (cap.out_spec,)
+                segs[-1].leaf = cap.leaf
                 entry.root = segs[0]
                 self._last = segs[0]
                 log.warning("musa.jit: %s recorded different ops for the same inputs; "
@@ -587,7 +717,7 @@ class CompiledFunction:
             seg, i = nxt, i + 1
         needed = set()
         segs = _build_segments(cap, i + 1, self.config, needed)
-        segs[-1].leaf = (cap.out_spec,)
+        segs[-1].leaf = cap.leaf
         seg.children[cap.breaks[i][3]] = segs[0]
         # Earlier segments must hand the new ones what they read.
         for j, anc in enumerate(path):
@@ -652,12 +782,132 @@ class CompiledFunction:
                 return self._fn(*args, **kwargs)
             seg = _Seg(g, 0, g.nodes_len, 0)
             seg.build(g.outputs, self.config)
-            seg.leaf = (cap.out_spec,)
+            seg.leaf = cap.leaf
             entry.dyn_plans[shapes] = seg
             self._last = seg
         res = seg.plan.run(inputs)
         self._copy_back(leaves, inputs)
-        return _unflatten(seg.leaf[0], res)
+        return _finish(seg.leaf, res)
+
+
+class _Training:
+    """A compiled function whose outputs need autograd: a forward plan and a
+    backward plan from static autodiff, joined to the eager tape as one node.
+
+    The joint graph is the captured forward plus the backward that
+    musa_graph_autodiff appends (the op table's formulas, run symbolically).
+    It is cut after the forward. The forward plan returns the outputs and
+    the values the backward reads (saved activations). The backward plan
+    takes the inputs, the output gradients and those values, and returns
+    the gradients of the inputs and parameters that require grad."""
+
+    def __init__(self, owner, cap, leaves, spec):
+        cfg = owner.config
+        g = cap.graph
+        self.owner, self.spec = owner, spec
+        n_in = g.num_inputs
+        n_fwd = g.nodes_len
+        outs = list(cap.out_ids)
+        self.n_out = len(outs)
+        self.out_spec = cap.out_spec
+        self.diff = [k for k, t in enumerate(cap.out_leaves)
+                     if t.requires_grad and t.dtype.is_floating_point]
+        in_wrt = [i for i, t in enumerate(leaves) if t.requires_grad]
+        params = [(v, t) for v, t in g.params() if t.requires_grad]
+        self.params = [t for _v, t in params]
+        self.n_in = n_in
+        self.wrt_pos = in_wrt + [n_in + j for j in range(len(params))]
+        gouts = [g.new_input(outs[k], f"grad_output{k}") for k in self.diff]
+        try:
+            grads = g.autodiff([outs[k] for k in self.diff], gouts,
+                               [g.inputs_list()[i] for i in in_wrt] + [v for v, _t in params])
+        except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:
+            raise _Unsupported(f"static autodiff failed: {e}") from None
+        self.grads = grads
+        self.has_random = g.has_random
+        self.has_mutation = g.num_mutations > 0
+        self.bwd = _Seg(g, n_fwd, g.nodes_len, 0)
+        self.bwd.build([x for x in grads if x >= 0], cfg, mutations=False)
+        self.fwd = _Seg(g, 0, n_fwd, 0)
+        self.fwd.build(outs + list(self.bwd.carried), cfg, mutations=True, n_inputs=n_in)
+        self.fwd.leaf = (cap.out_spec, self.n_out, ())
+        self.n_saved = len(self.bwd.carried)
+
+    def call(self, leaves):
+        tensors = [t if t.is_contiguous() else t.contiguous() for t in leaves]
+        if not _C.is_grad_enabled():
+            res = self.fwd.plan.run(tensors)
+            return _unflatten(self.out_spec, res[:self.n_out])
+        outs = _CompiledNode.apply(self, *(tensors + self.params))
+        return _unflatten(self.out_spec, list(outs))
+
+    def memory(self):
+        return self.fwd.plan.stats(), self.bwd.plan.stats()
+
+
+def _compiled_node_class():
+    from ..autograd import Function
+
+    class CompiledFunction(Function):
+        @staticmethod
+        def forward(ctx, tv, *tensors):
+            ins = list(tensors[:tv.n_in])
+            res = tv.fwd.plan.run(ins)
+            ctx.tv, ctx.ins, ctx.tensors = tv, ins, tensors
+            ctx.saved = res[tv.n_out:]
+            outs = res[:tv.n_out]
+            nondiff = [outs[k] for k in range(tv.n_out) if k not in tv.diff]
+            if nondiff:
+                ctx.mark_non_differentiable(*nondiff)
+            return tuple(outs)
+
+        @staticmethod
+        def backward(ctx, *gouts):
+            tv = ctx.tv
+            if _C.is_grad_enabled():
+                grads = _double_backward(tv, ctx.tensors, gouts)
+            else:
+                g = [gouts[k].contiguous() for k in tv.diff]
+                res = iter(tv.bwd.plan.run(ctx.ins + g + list(ctx.saved)))
+                grads = [next(res) if x >= 0 else None for x in tv.grads]
+            out = [None] * len(ctx.tensors)
+            for j, pos in enumerate(tv.wrt_pos):
+                out[pos] = grads[j]
+            return (None,) + tuple(out)
+
+    return CompiledFunction
+
+
+def _double_backward(tv, tensors, gouts):
+    """create_graph through a compiled function: the forward runs again
+    eagerly on the same tensors, so the gradients have history and
+    second derivatives equal eager ones."""
+    if tv.has_random or tv.has_mutation:
+        raise RuntimeError(
+            f"musa.jit: a gradient with create_graph=True through compiled {tv.owner._name}, "
+            f"which draws random numbers or updates state in place, would not match eager; "
+            f"run it eagerly for higher-order gradients")
+    from .. import autograd
+    ins = list(tensors[:tv.n_in])
+    args, kwargs = _unflatten(tv.spec[0], ins), _unflatten(tv.spec[1], ins)
+    out_leaves = []
+    _flatten(tv.owner._fn(*args, **kwargs), out_leaves)
+    outs = [out_leaves[k] for k in tv.diff]
+    wrt = [tensors[p] for p in tv.wrt_pos]
+    return list(autograd.grad(outs, wrt, [gouts[k] for k in tv.diff], create_graph=True,
+                              allow_unused=True))
+
+
+class _LazyNode:
+    cls = None
+
+    def apply(self, *args):
+        if _LazyNode.cls is None:
+            _LazyNode.cls = _compiled_node_class()
+        return _LazyNode.cls.apply(*args)
+
+
+_CompiledNode = _LazyNode()
 
 
 def _attr_slopes(g0, g1):

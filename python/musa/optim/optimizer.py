@@ -51,12 +51,35 @@ def _check(name, what, value, ok):
 
 def _fused(kernel, params, *args):
     """Run a fused update kernel over params. The kernels need contiguous
-    parameters, so a non-contiguous one is updated through a copy."""
+    parameters, so a non-contiguous one is updated through a copy. The fused
+    kernels bypass the dispatcher, so a capture (musa.jit) cannot record
+    them: optimizers with a captured form take it instead (see _capturing);
+    the others void the capture."""
+    if _C._jit_capturing():
+        _C._jit_refuse(f"the fused optimizer kernel {kernel.__name__}")
     work = [p if p.is_contiguous() else p.contiguous() for p in params]
     kernel(work, *args)
     for p, w in zip(params, work):
         if w is not p:
             p.copy_(w)
+
+
+def _capturing(group, states):
+    """True when a musa.jit capture is running. The captured update is then
+    written with ops (recorded, and fused by the compiler) in the fused
+    kernels' exact arithmetic order. The capture is guarded on the group's
+    options and on which state exists, so changing the learning rate or
+    creating state recompiles instead of running a stale graph."""
+    if not _C._jit_capturing():
+        return False
+    from .. import jit
+    opts = tuple((k, v) for k, v in sorted(group.items()) if k != "params")
+    jit.guard(("optim-group", id(group)), lambda: tuple(
+        (k, v) for k, v in sorted(group.items()) if k != "params"), opts)
+    have = tuple(sorted(k for s in states for k in s))
+    jit.guard(("optim-state", id(group)), lambda: tuple(
+        sorted(k for s in states for k in s)), have)
+    return True
 
 
 def _expanded(t):

@@ -2,7 +2,7 @@
 torch.optim.SGD. State: 'momentum_buffer' per parameter (None while
 momentum is 0), created by the first step that uses it."""
 from .. import _C
-from .optimizer import Optimizer, _check, _fused, required
+from .optimizer import Optimizer, _capturing, _check, _fused, required
 
 __all__ = ["SGD"]
 
@@ -28,6 +28,8 @@ class SGD(Optimizer):
         params, grads, states = self._with_grad(group)
         if not params:
             return
+        if _capturing(group, states):
+            return self._step_ops(group, params, grads, states)
         bufs = fresh = None
         if group["momentum"] != 0:
             fresh = [s.get("momentum_buffer") is None for s in states]
@@ -41,3 +43,26 @@ class SGD(Optimizer):
                 s.setdefault("momentum_buffer", None)
         _fused(_C._optim_sgd, params, grads, bufs, fresh, group["lr"], group["momentum"], group["dampening"],
                group["weight_decay"], group["nesterov"], group["maximize"])
+
+    def _step_ops(self, group, params, grads, states):
+        # The fused kernel's arithmetic, op by op (backend/optim.c, DEF_SGD).
+        from ..jit import outside_capture
+        lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
+        damp = 1 - group["dampening"]
+        for p, g, s in zip(params, grads, states):
+            d = -g if group["maximize"] else g
+            if wd != 0:
+                d = d + p * wd
+            if mom != 0:
+                buf = s.get("momentum_buffer")
+                if buf is None:
+                    with outside_capture():  # state outlives the run: bound by reference
+                        buf = s["momentum_buffer"] = _C.zeros_like(p)
+                    b = d.clone()
+                else:
+                    b = buf * mom + d * damp
+                buf.copy_(b)
+                d = d + b * mom if group["nesterov"] else b
+            else:
+                s.setdefault("momentum_buffer", None)
+            p.add_(d * -lr)
