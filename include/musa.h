@@ -938,13 +938,25 @@ MUSA_API int musa_graph_num_breaks(const musa_graph *g);
 MUSA_API int musa_graph_break(const musa_graph *g, int i, int *value, int *at_node, int *kind,
                               double *outcome, const char **loc);
 
-/* Nodes [begin, end) as a graph: inputs are g's inputs then the values made
- * before begin that it reads (*carried, malloc'd, lists their ids in g).
- * With `mutations`, it also writes g's mutations back; n_inputs limits the
- * inputs it takes to g's first n_inputs (-1: all). */
+/* Nodes [begin, end) as a graph: inputs are g's first n_inputs inputs (-1:
+ * all), then the values made before begin that it reads (*carried,
+ * malloc'd, lists their ids in g). With `mutations` it also writes g's
+ * mutations back (default: when end is the last node). With `remat`, cheap
+ * values (views, non-random elementwise nodes over values it takes anyway)
+ * are recomputed in the segment instead of carried. opt may be NULL. */
+typedef struct musa_segment_options {
+    bool mutations;
+    int n_inputs;
+    bool remat;
+} musa_segment_options;
 MUSA_API musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                                        const int *outs, bool mutations, int n_inputs,
+                                        const int *outs, const musa_segment_options *opt,
                                         int **carried, int *n_carried);
+/* Run g through the dispatcher node by node on real tensors (eager
+ * semantics, autograd recorded; mutations are not written back) and return
+ * new references to the values asked for. */
+MUSA_API int musa_graph_run_eager(const musa_graph *g, int n_in, musa_tensor *const *inputs,
+                                  int n_req, const int *values, musa_tensor **out);
 /* A new graph input shaped like value `like` (e.g. an output's gradient). */
 MUSA_API int musa_graph_new_input(musa_graph *g, int like, const char *name);
 /* Static autodiff: append to g the backward graph of outs[k] (incoming

@@ -204,7 +204,7 @@ int musa_graph_run_pass(musa_graph *g, const char *name, musa_pass_ctx *ctx);
  * inputs are g's inputs then the values made before `begin` that it reads;
  * *carried (malloc'd, *n_carried entries) lists those values' ids in g. */
 musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                               const int *outs, bool mutations, int n_inputs, int **carried,
+                               const int *outs, const musa_segment_options *opt, int **carried,
                                int *n_carried);
 /* Hash of nodes [begin, end): ops, attrs, value ids, constants' values and
  * parameters' identities. Equal captures of equal code hash equal. */

@@ -25,9 +25,61 @@ static int32_t copy_value(musa_graph *s, const musa_gvalue *v, musa_vkind kind) 
     return id;
 }
 
+/* Rematerialisation: a value the segment reads that a cheap node (a view,
+ * or elementwise and not random) made from values the segment takes anyway
+ * is recomputed in the segment instead of carried in. Nodes are visited
+ * last to first, so chains unwind; each choice lowers the carried set by
+ * one value and adds none. */
+static void choose_remat(const musa_graph *g, int begin, uint8_t *need, const uint8_t *keep,
+                         uint8_t *remat) {
+    for (int32_t i = begin - 1; i >= 0; i--) {
+        const musa_gnode *n = &g->nodes.data[i];
+        uint32_t f = musa_ops[n->op].flags;
+        if (n->dead || n->n_out != 1 || !(f & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW)) ||
+            (f & MUSA_OPF_RANDOM))
+            continue;
+        int32_t v = n->out[0];
+        if (!need[v] || keep[v]) continue;
+        bool ok = true;
+        for (int k = 0; k < n->n_in && ok; k++) {
+            const musa_gvalue *u = &g->values.data[n->in[k]];
+            ok = u->kind != MUSA_V_NODE || need[n->in[k]];
+        }
+        if (!ok) continue;
+        remat[i] = 1;
+        need[v] = 0;
+        for (int k = 0; k < n->n_in; k++) need[n->in[k]] = 1; /* params, consts: copied in */
+    }
+}
+
+/* Append a copy of g's node n to s (attrs: n's, or replacements), its
+ * inputs through map; map takes its outputs. */
+static int copy_node(musa_graph *s, const musa_graph *g, const musa_gnode *n, const void *attrs,
+                     int32_t *map) {
+    int32_t ins[64] = {0}, *in = ins;
+    if (n->n_in > 64 && !(in = musa_malloc(sizeof(int32_t) * (size_t)n->n_in, "segment")))
+        return MUSA_ERR_NOMEM;
+    for (int k = 0; k < n->n_in; k++) in[k] = map[n->in[k]];
+    int32_t out[MUSA_MAX_OUTPUTS];
+    int32_t id = musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, attrs ? attrs : &n->attrs,
+                                     out);
+    if (in != ins) free(in);
+    if (id < 0) return id;
+    s->nodes.data[id].loc = n->loc;
+    for (int j = 0; j < n->n_out; j++) {
+        map[n->out[j]] = out[j];
+        s->values.data[out[j]].loc = g->values.data[n->out[j]].loc;
+    }
+    return MUSA_OK;
+}
+
 musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                               const int *outs, bool mutations, int n_inputs, int **carried,
+                               const int *outs, const musa_segment_options *opt, int **carried,
                                int *n_carried) {
+    musa_segment_options o = {.mutations = end == g->nodes.len, .n_inputs = -1, .remat = false};
+    if (opt) o = *opt;
+    bool mutations = o.mutations;
+    int n_inputs = o.n_inputs;
     int64_t nv = g->values.len;
     if (begin < 0 || end > g->nodes.len || begin > end) {
         musa_err(MUSA_ERR_VALUE, "[jit] segment [%d, %d) is outside the graph's %lld nodes", begin,
@@ -38,8 +90,10 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
     int32_t *map = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "segment");
     uint8_t *need = musa_calloc((size_t)(nv ? nv : 1), 1, "segment");
     int32_t *car = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "segment");
+    uint8_t *keep = musa_calloc((size_t)(nv ? nv : 1), 1, "segment");
+    uint8_t *remat = musa_calloc((size_t)(g->nodes.len ? g->nodes.len : 1), 1, "segment");
     int nc = 0;
-    if (!s || !map || !need || !car) goto fail;
+    if (!s || !map || !need || !car || !keep || !remat) goto fail;
     for (int64_t v = 0; v < nv; v++) map[v] = -1;
     /* Values read here but made by earlier nodes (roots of views included). */
     for (int32_t i = begin; i < end; i++) {
@@ -52,13 +106,16 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
             musa_err(MUSA_ERR_VALUE, "[jit] segment output %%%d is not a value", outs[k]);
             goto fail;
         }
-        need[outs[k]] = 1;
+        need[outs[k]] = keep[outs[k]] = 1;
     }
     /* One segment writes every mutation back (the last one, for a cut at
      * breaks: a run that stops at an unseen outcome has changed nothing). */
     bool last = mutations;
-    for (int64_t i = 0; last && i < g->mutations.len; i++)
+    for (int64_t i = 0; last && i < g->mutations.len; i++) {
         need[g->mutations.data[i].target] = need[g->mutations.data[i].value] = 1;
+        keep[g->mutations.data[i].value] = 1;
+    }
+    if (o.remat) choose_remat(g, begin, need, keep, remat);
     if (n_inputs < 0 || n_inputs > g->inputs.len) n_inputs = (int)g->inputs.len;
     for (int64_t i = 0; i < n_inputs; i++) {
         int32_t v = g->inputs.data[i];
@@ -83,23 +140,10 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
             car[nc++] = (int32_t)v;
         }
     }
-    for (int32_t i = begin; i < end; i++) {
-        const musa_gnode *n = &g->nodes.data[i];
-        if (n->dead) continue;
-        int32_t ins[64], *in = ins;
-        if (n->n_in > 64 && !(in = musa_malloc(sizeof(int32_t) * (size_t)n->n_in, "segment")))
-            goto fail;
-        for (int k = 0; k < n->n_in; k++) in[k] = map[n->in[k]];
-        int32_t out[MUSA_MAX_OUTPUTS];
-        int32_t id = musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, &n->attrs, out);
-        if (in != ins) free(in);
-        if (id < 0) goto fail;
-        s->nodes.data[id].loc = n->loc;
-        for (int j = 0; j < n->n_out; j++) {
-            map[n->out[j]] = out[j];
-            s->values.data[out[j]].loc = g->values.data[n->out[j]].loc;
-        }
-    }
+    for (int32_t i = 0; i < begin; i++)
+        if (remat[i] && copy_node(s, g, &g->nodes.data[i], NULL, map)) goto fail;
+    for (int32_t i = begin; i < end; i++)
+        if (!g->nodes.data[i].dead && copy_node(s, g, &g->nodes.data[i], NULL, map)) goto fail;
     for (int k = 0; k < n_out; k++) {
         if (map[outs[k]] < 0) {
             musa_err(MUSA_ERR_VALUE, "[jit] segment output %%%d is made after the segment", outs[k]);
@@ -113,14 +157,14 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         if (mm.target < 0 || musa_vec_push(&s->mutations, mm)) goto fail;
     }
     s->requires_grad = g->requires_grad;
-    free(map), free(need);
+    free(map), free(need), free(keep), free(remat);
     *carried = car;
     *n_carried = nc;
     return s;
 fail:
     if (musa_last_error_code() == MUSA_OK) musa_err_nomem("segment", 0);
     musa_graph_free(s);
-    free(map), free(need), free(car);
+    free(map), free(need), free(car), free(keep), free(remat);
     return NULL;
 }
 
@@ -189,16 +233,7 @@ musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)
                 *(int64_t *)((char *)&a + f->offset) = over[k].v[0];
             }
         }
-        int32_t ins[64], *in = ins;
-        if (n->n_in > 64 && !(in = musa_malloc(sizeof(int32_t) * (size_t)n->n_in, "respecialize")))
-            goto fail;
-        for (int k = 0; k < n->n_in; k++) in[k] = map[n->in[k]];
-        int32_t out[MUSA_MAX_OUTPUTS];
-        int32_t id = musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, &a, out);
-        if (in != ins) free(in);
-        if (id < 0) goto fail;
-        s->nodes.data[id].loc = n->loc;
-        for (int j = 0; j < n->n_out; j++) map[n->out[j]] = out[j];
+        if (copy_node(s, g, n, &a, map)) goto fail;
     }
     for (int64_t i = 0; i < g->outputs.len; i++)
         if (musa_vec_push(&s->outputs, map[g->outputs.data[i]])) goto fail;

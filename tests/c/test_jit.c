@@ -425,10 +425,9 @@ TEST(host_reads_become_breaks_and_segments_compose) {
     CHECK(at == 2 && kind == MUSA_READ_BOOL && outcome == 1);
     int outs0[2] = {bv, musa_graph_value_of(g, sq)};
     int *car0 = NULL, *car1 = NULL, nc0 = 0, nc1 = 0;
-    musa_graph *s0 = musa_graph_segment(g, 0, at, 2, outs0, false, -1, &car0, &nc0);
+    musa_graph *s0 = musa_graph_segment(g, 0, at, 2, outs0, NULL, &car0, &nc0);
     int outs1[1] = {musa_graph_output(g, 0)};
-    musa_graph *s1 = musa_graph_segment(g, at, musa_graph_num_nodes(g), 1, outs1, true, -1,
-                                         &car1, &nc1);
+    musa_graph *s1 = musa_graph_segment(g, at, musa_graph_num_nodes(g), 1, outs1, NULL, &car1, &nc1);
     CHECK(s0 && s1 && nc0 == 0 && nc1 == 2);
     musa_plan *p0 = musa_plan_build(s0, NULL), *p1 = musa_plan_build(s1, NULL);
     musa_tensor *o0[2] = {NULL, NULL}, *o1 = NULL;

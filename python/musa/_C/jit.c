@@ -293,6 +293,37 @@ done:
     return r;
 }
 
+static PyObject *graph_run_eager(PyObject *self, PyObject *args) {
+    PyObject *pin, *pv;
+    if (!PyArg_ParseTuple(args, "OO", &pin, &pv)) return NULL;
+    musa_tensor **ts = NULL;
+    int n = 0, *vals = NULL;
+    Py_ssize_t nv = 0;
+    if (pm_tensor_list(pin, "inputs", false, -1, &ts, &n)) return NULL;
+    if (int_list(pv, &vals, &nv, "values")) {
+        pm_tensor_list_free(ts);
+        return NULL;
+    }
+    musa_tensor **outs = PyMem_Calloc((size_t)(nv ? nv : 1), sizeof *outs);
+    PyObject *r = NULL;
+    if (!outs) {
+        PyErr_NoMemory();
+    } else if (musa_graph_run_eager(G(self), n, ts, (int)nv, vals, outs)) {
+        pm_raise();
+    } else {
+        r = PyList_New(nv);
+        for (Py_ssize_t i = 0; i < nv; i++) {
+            PyObject *w = r ? pm_wrap(outs[i]) : NULL;
+            if (!r) musa_tensor_release(outs[i]);
+            if (r && !w) Py_CLEAR(r);
+            if (r) PyList_SET_ITEM(r, i, w);
+        }
+    }
+    PyMem_Free(outs), PyMem_Free(vals);
+    pm_tensor_list_free(ts);
+    return r;
+}
+
 static PyObject *graph_new_input(PyObject *self, PyObject *args) {
     int like;
     const char *name = NULL;
@@ -302,16 +333,17 @@ static PyObject *graph_new_input(PyObject *self, PyObject *args) {
 }
 
 static PyObject *graph_segment(PyObject *self, PyObject *args) {
-    int begin, end, mutations = -1, n_inputs = -1;
+    int begin, end, mutations = -1, n_inputs = -1, remat = 0;
     PyObject *outs;
-    if (!PyArg_ParseTuple(args, "iiO|pi", &begin, &end, &outs, &mutations, &n_inputs)) return NULL;
+    if (!PyArg_ParseTuple(args, "iiO|pip", &begin, &end, &outs, &mutations, &n_inputs, &remat))
+        return NULL;
     if (mutations < 0) mutations = end == musa_graph_num_nodes(G(self));
+    musa_segment_options opt = {.mutations = mutations, .n_inputs = n_inputs, .remat = remat};
     int *ids = NULL;
     Py_ssize_t n = 0;
     if (int_list(outs, &ids, &n, "segment outputs must be a sequence of value ids")) return NULL;
     int *carried = NULL, nc = 0;
-    musa_graph *s = musa_graph_segment(G(self), begin, end, (int)n, ids, mutations, n_inputs,
-                                       &carried, &nc);
+    musa_graph *s = musa_graph_segment(G(self), begin, end, (int)n, ids, &opt, &carried, &nc);
     PyMem_Free(ids);
     if (!s) return pm_raise();
     PyObject *gs = graph_wrap(s), *cl = PyList_New(nc);
@@ -446,6 +478,7 @@ static PyMethodDef graph_methods[] = {
     {"inputs_list", graph_inputs_list, METH_NOARGS, "Input value ids, in order."},
     {"autodiff", graph_autodiff, METH_VARARGS, "Append the backward graph; gradient value ids."},
     {"new_input", graph_new_input, METH_VARARGS, "A new input shaped like a value."},
+    {"run_eager", graph_run_eager, METH_VARARGS, "Run through the dispatcher; asked values."},
     {"fingerprint", graph_fingerprint, METH_VARARGS, "Hash of nodes [begin, end)."},
     {"value", graph_value, METH_O, "(kind, producer, tensor or None) of a value."},
     {"respecialize", graph_respecialize, METH_VARARGS, "Copy for other input shapes."},

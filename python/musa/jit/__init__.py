@@ -41,7 +41,7 @@ _C._jit_location(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + o
 
 log = logging.getLogger("musa.jit")
 
-__all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard",
+__all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard", "scalar",
            "outside_capture"]
 
 _tls = threading.local()
@@ -55,6 +55,22 @@ def guard(key, fn, value):
     guards = getattr(_tls, "guards", None)
     if guards is not None and _C._jit_capturing():
         guards.setdefault(key, (fn, value))
+
+
+def scalar(key, fn):
+    """A Python number a capture should read at run time, not bake in (an
+    optimizer's learning rate, which schedulers change): while capturing,
+    a 0-d float64 tensor that every call of the compiled function refills
+    with fn() before running; otherwise fn() itself."""
+    owner = getattr(_tls, "owner", None)
+    if owner is None or not _C._jit_capturing():
+        return fn()
+    live = owner._live.get(key)
+    if live is None:
+        with outside_capture():
+            t = _C.full((), float(fn()), dtype=_C.float64)
+        live = owner._live[key] = [fn, t, float(fn())]
+    return live[1]
 
 
 class outside_capture:
@@ -85,10 +101,12 @@ class Config:
     disable_passes: pass names to skip ("simplify", "cse", "fold", "dce", "fuse").
     max_variants: compiled variants per function before it runs eagerly.
     verify: run the IR verifier after every pass.
+    remat: in compiled training, recompute cheap elementwise values in the
+        backward instead of saving them (default on).
     """
 
     def __init__(self, fusion_level=1, memory_arena=True, num_threads=None, dynamic=None,
-                 disable_passes=(), max_variants=8, verify=False, poison=False):
+                 disable_passes=(), max_variants=8, verify=False, poison=False, remat=True):
         if fusion_level not in (0, 1, 2):
             raise ValueError(f"musa.Config: fusion_level must be 0, 1 or 2, got {fusion_level!r}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -103,6 +121,7 @@ class Config:
         self.max_variants = max_variants
         self.verify = bool(verify)
         self.poison = bool(poison)
+        self.remat = bool(remat)
         for arg, dims in (dynamic or {}).items():
             if isinstance(dims, int):
                 dims = {dims: (1, 1 << 62)}
@@ -216,10 +235,11 @@ class _Seg:
         self.brk = None   # (value id, kind, loc, input index or -1, param tensor or None)
         self.leaf = None  # (output spec, names) for the last segment
 
-    def build(self, outs, cfg, mutations=None, n_inputs=-1):
+    def build(self, outs, cfg, mutations=None, n_inputs=-1, remat=False):
         if mutations is None:
             mutations = self.end == self.src.nodes_len
-        graph, carried = self.src.segment(self.begin, self.end, list(outs), mutations, n_inputs)
+        graph, carried = self.src.segment(self.begin, self.end, list(outs), mutations, n_inputs,
+                                          remat)
         self.raw_text = graph.text()
         graph.optimize(fusion_level=cfg.fusion_level,
                        disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify)
@@ -348,6 +368,22 @@ def _finish(leaf, res):
     return _unflatten(spec, res[:n])
 
 
+def _describe_guard_change(names, old, new):
+    for name, a, b in zip(names, old, new):
+        if a == b:
+            continue
+        what = {"optim-group": "optimizer options", "optim-state": "optimizer state"}.get(
+            name[0] if isinstance(name, tuple) else name, f"Python state {name!r}")
+        if isinstance(a, tuple) and isinstance(b, tuple) and all(
+                isinstance(x, tuple) and len(x) == 2 for x in a + b):
+            da, db = dict(a), dict(b)
+            keys = [k for k in dict.fromkeys(list(da) + list(db)) if da.get(k) != db.get(k)]
+            return f"{what} changed: " + ", ".join(f"{k} {da.get(k)!r} -> {db.get(k)!r}"
+                                                    for k in keys)
+        return f"{what} changed: {a!r} -> {b!r}"[:300]
+    return "Python state the function depends on changed"
+
+
 def _describe_outcome(kind, x):
     if kind == 0:
         return str(bool(x))
@@ -364,6 +400,7 @@ class CompiledFunction:
         self.config = config or Config()
         self._cache = {}
         self._guards = {}  # key -> fn: Python state the captures depended on (musa.jit.guard)
+        self._live = {}    # key -> [fn, 0-d tensor, last value]: numbers read at run time
         self._variants = 0
         self._eager_all = False
         self._last = None
@@ -471,6 +508,8 @@ class CompiledFunction:
             return self._capture(entry, key, args, kwargs, leaves, spec)
         if entry.eager:
             return self._fn(*args, **kwargs)
+        if self._live:
+            self._refresh_live()
         if entry.train is not None:
             return entry.train.call(leaves)
         inputs = [t if t.is_contiguous() else t.contiguous() for t in leaves]
@@ -482,6 +521,13 @@ class CompiledFunction:
             return self._guard_miss(entry, m, args, kwargs, leaves, spec)
         self._copy_back(leaves, inputs)
         return _finish(leaf.leaf, res)
+
+    def _refresh_live(self):
+        for live in self._live.values():
+            v = float(live[0]())
+            if v != live[2]:
+                live[1].fill_(v)
+                live[2] = v
 
     def _copy_back(self, leaves, inputs):
         for t, c in zip(leaves, inputs):
@@ -521,6 +567,8 @@ class CompiledFunction:
                 reason = f"grad mode changed: {other[2]} -> {key[2]}"
             if reason is None and other[3] != key[3]:
                 reason = f"module state changed: {other[3]} -> {key[3]}"
+            if reason is None and other[4] != key[4]:
+                reason = _describe_guard_change(list(self._guards), other[4], key[4])
             if reason:
                 break
         self._note_recompile(reason or "new signature")
@@ -574,11 +622,11 @@ class CompiledFunction:
         return _Capture(g, out_spec, out_ids, out_leaves), out, None
 
     def _capture(self, entry, key, args, kwargs, leaves, spec):
-        _tls.guards = {}
+        _tls.guards, _tls.owner = {}, self
         try:
             cap, out, reason = self._trace(args, kwargs, leaves, spec)
         finally:
-            registered, _tls.guards = _tls.guards, None
+            registered, _tls.guards, _tls.owner = _tls.guards, None, None
         self._rekey(entry, key, registered)
         if cap is None:
             entry.eager, entry.reason = True, reason
@@ -824,10 +872,11 @@ class _Training:
         except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:
             raise _Unsupported(f"static autodiff failed: {e}") from None
         self.grads = grads
+        self.joint = g
         self.has_random = g.has_random
         self.has_mutation = g.num_mutations > 0
         self.bwd = _Seg(g, n_fwd, g.nodes_len, 0)
-        self.bwd.build([x for x in grads if x >= 0], cfg, mutations=False)
+        self.bwd.build([x for x in grads if x >= 0], cfg, mutations=False, remat=cfg.remat)
         self.fwd = _Seg(g, 0, n_fwd, 0)
         self.fwd.build(outs + list(self.bwd.carried), cfg, mutations=True, n_inputs=n_in)
         self.fwd.leaf = (cap.out_spec, self.n_out, ())
@@ -879,23 +928,19 @@ def _compiled_node_class():
 
 
 def _double_backward(tv, tensors, gouts):
-    """create_graph through a compiled function: the forward runs again
-    eagerly on the same tensors, so the gradients have history and
-    second derivatives equal eager ones."""
+    """create_graph through a compiled function: the joint forward and
+    backward graph runs again through the dispatcher on the same tensors
+    (the same backward formulas, now recorded on the tape), so the gradients
+    have history and second derivatives equal eager ones."""
     if tv.has_random or tv.has_mutation:
         raise RuntimeError(
             f"musa.jit: a gradient with create_graph=True through compiled {tv.owner._name}, "
             f"which draws random numbers or updates state in place, would not match eager; "
             f"run it eagerly for higher-order gradients")
-    from .. import autograd
-    ins = list(tensors[:tv.n_in])
-    args, kwargs = _unflatten(tv.spec[0], ins), _unflatten(tv.spec[1], ins)
-    out_leaves = []
-    _flatten(tv.owner._fn(*args, **kwargs), out_leaves)
-    outs = [out_leaves[k] for k in tv.diff]
-    wrt = [tensors[p] for p in tv.wrt_pos]
-    return list(autograd.grad(outs, wrt, [gouts[k] for k in tv.diff], create_graph=True,
-                              allow_unused=True))
+    want = [x for x in tv.grads if x >= 0]
+    ins = list(tensors[:tv.n_in]) + [gouts[k] for k in tv.diff]
+    res = iter(tv.joint.run_eager(ins, want))
+    return [next(res) if x >= 0 else None for x in tv.grads]
 
 
 class _LazyNode:

@@ -2,7 +2,7 @@
 State per parameter: 'step' (a float64 0-d tensor, as in torch), 'exp_avg',
 'exp_avg_sq' and, with amsgrad, 'max_exp_avg_sq'. AdamW (adamw.py) reuses it with decoupled decay."""
 from .. import _C
-from .optimizer import Optimizer, _capturing, _check, _fused
+from .optimizer import Optimizer, _capturing, _check, _fused, _lr
 
 __all__ = ["Adam"]
 
@@ -58,7 +58,7 @@ class Adam(Optimizer):
     def _step_ops(self, group, params, grads, states):
         # The fused kernel's arithmetic, op by op (src/ops/optim.c, DEF_ADAM);
         # the bias corrections come from the step tensor, in float64.
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps, wd = _lr(group), group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         for p, g, s in zip(params, grads, states):
             step = s["step"]

@@ -64,22 +64,33 @@ def _fused(kernel, params, *args):
             p.copy_(w)
 
 
-def _capturing(group, states):
+def _capturing(group, states, state_before=None):
     """True when a musa.jit capture is running. The captured update is then
     written with ops (recorded, and fused by the compiler) in the fused
-    kernels' exact arithmetic order. The capture is guarded on the group's
-    options and on which state exists, so changing the learning rate or
-    creating state recompiles instead of running a stale graph."""
+    kernels' exact arithmetic order. The learning rate is read at run time
+    (jit.scalar, so schedulers work without recompiles); the capture is
+    guarded on the group's other options and on which state exists
+    (state_before: the keys the recorded formulas assumed, when they differ
+    from the keys now)."""
     if not _C._jit_capturing():
         return False
     from .. import jit
-    opts = tuple((k, v) for k, v in sorted(group.items()) if k != "params")
-    jit.guard(("optim-group", id(group)), lambda: tuple(
-        (k, v) for k, v in sorted(group.items()) if k != "params"), opts)
-    have = tuple(sorted(k for s in states for k in s))
-    jit.guard(("optim-state", id(group)), lambda: tuple(
-        sorted(k for s in states for k in s)), have)
+
+    def opts():
+        return tuple((k, v) for k, v in sorted(group.items()) if k not in ("params", "lr"))
+
+    def keys():
+        return tuple(sorted(k for s in states for k in s))
+
+    jit.guard(("optim-group", id(group)), opts, opts())
+    jit.guard(("optim-state", id(group)), keys, keys() if state_before is None else state_before)
     return True
+
+
+def _lr(group):
+    """The group's learning rate: under capture, a tensor read at run time."""
+    from .. import jit
+    return jit.scalar(("optim-lr", id(group)), lambda: group["lr"])
 
 
 def _expanded(t):

@@ -2,7 +2,7 @@
 torch.optim.SGD. State: 'momentum_buffer' per parameter (None while
 momentum is 0), created by the first step that uses it."""
 from .. import _C
-from .optimizer import Optimizer, _capturing, _check, _fused, required
+from .optimizer import Optimizer, _capturing, _check, _fused, _lr, required
 
 __all__ = ["SGD"]
 
@@ -28,7 +28,7 @@ class SGD(Optimizer):
         params, grads, states = self._with_grad(group)
         if not params:
             return
-        if _capturing(group, states):
+        if _C._jit_capturing():
             return self._step_ops(group, params, grads, states)
         bufs = fresh = None
         if group["momentum"] != 0:
@@ -45,24 +45,31 @@ class SGD(Optimizer):
                group["weight_decay"], group["nesterov"], group["maximize"])
 
     def _step_ops(self, group, params, grads, states):
-        # The fused kernel's arithmetic, op by op (backend/optim.c, DEF_SGD).
+        # The fused kernel's arithmetic, op by op (src/ops/optim.c, DEF_SGD).
         from ..jit import outside_capture
-        lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
+        mom, wd = group["momentum"], group["weight_decay"]
         damp = 1 - group["dampening"]
-        for p, g, s in zip(params, grads, states):
+        before = tuple(sorted(k for s in states for k in s))
+        fresh = [mom != 0 and s.get("momentum_buffer") is None for s in states]
+        for p, s, new in zip(params, states, fresh):
+            if new:
+                with outside_capture():  # state outlives the run: bound by reference
+                    s["momentum_buffer"] = _C.zeros_like(p)
+            elif mom == 0:
+                s.setdefault("momentum_buffer", None)
+        # Without dampening, buf*mom + d on a zero buffer is the first step's
+        # b = d exactly, so one graph serves every step; with dampening the
+        # first step differs and the next call recompiles.
+        first = any(fresh) and group["dampening"] != 0
+        _capturing(group, states, before if first else None)
+        lr = _lr(group)
+        for p, g, s, new in zip(params, grads, states, fresh):
             d = -g if group["maximize"] else g
             if wd != 0:
                 d = d + p * wd
             if mom != 0:
-                buf = s.get("momentum_buffer")
-                if buf is None:
-                    with outside_capture():  # state outlives the run: bound by reference
-                        buf = s["momentum_buffer"] = _C.zeros_like(p)
-                    b = d.clone()
-                else:
-                    b = buf * mom + d * damp
+                buf = s["momentum_buffer"]
+                b = d.clone() if first and new else buf * mom + d * damp
                 buf.copy_(b)
                 d = d + b * mom if group["nesterov"] else b
-            else:
-                s.setdefault("momentum_buffer", None)
             p.add_(d * -lr)

@@ -1,0 +1,319 @@
+"""Static autodiff and compiled training: gradients of compiled modules
+against eager autograd on the model zoo, whole training steps (forward,
+backward, optimizer step) compiled against eager step for step, BatchNorm
+running statistics, recompiles on a smaller last batch, higher-order
+gradients, and the digits CNN trained in static mode."""
+import copy
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+import musa
+import musa.nn as nn
+import musa.nn.functional as F
+from musa.utils.data import DataLoader, TensorDataset
+
+from test_jit import ZOO, ResBlock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(np.asarray(a.detach().numpy(), dtype=np.float64),
+                               np.asarray(b.detach().numpy(), dtype=np.float64), rtol=rtol, atol=atol)
+
+
+def twins(make):
+    musa.manual_seed(0)
+    a = make()
+    b = copy.deepcopy(a)
+    return a, b
+
+
+# ---- static autodiff against eager autograd ----
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_compiled_module_gradients_match_eager(name):
+    make, shapes = ZOO[name]
+    eager, comp = twins(make)
+    comp.compile(config=musa.Config(verify=True))
+    for shape in shapes:
+        x = musa.randn(*shape)
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        for model, inp in ((eager, xa), (comp, xb)):
+            for p in model.parameters():
+                p.grad = None
+            out = model(inp)
+            (out * out).sum().backward()
+        for (n, p), q in zip(eager.named_parameters(), comp.parameters()):
+            close(q.grad, p.grad, rtol=1e-4, atol=1e-5)
+        close(xb.grad, xa.grad, rtol=1e-4, atol=1e-5)
+    c = comp._compiled_call
+    assert c.compiles == len(shapes)
+    assert "# backward" in c.get_graph()
+    # BatchNorm in training mode updated its running statistics the same way
+    for p, q in zip(eager.buffers(), comp.buffers()):
+        close(q, p, rtol=1e-5, atol=1e-6)
+
+
+def test_static_autodiff_builds_backward_from_the_op_table_formulas():
+    from musa import _C
+    w = musa.randn(4, 3, requires_grad=True)
+    x = musa.randn(5, 4)
+    g = _C.Graph()
+    g.capture_begin("trace")
+    g.add_input(x, "x")
+    y = musa.tanh(x @ w).sum()
+    g.set_outputs([y])
+    g.capture_end()
+    n_fwd = g.nodes_len
+    (wv,) = [v for v, t in g.params() if t is w]
+    gy = g.new_input(g.outputs[0], "gy")
+    (gw,) = g.autodiff(g.outputs, [gy], [wv])
+    ops = [op for op, _ in g.ops()][n_fwd:]
+    assert "matmul" in ops and "mul" in ops  # tanh' = 1 - y^2, then the matmul formula
+    bwd, saved = g.segment(n_fwd, g.nodes_len, [gw], False)
+    fwd, _ = g.segment(0, n_fwd, g.outputs + saved, True, 1)
+    res = fwd.compile().run([x])
+    (grad,) = bwd.compile().run([x, musa.ones(())] + res[1:])
+    y.backward()
+    close(grad, w.grad)
+    # gradients nothing asks for are never built
+    g2 = _C.Graph()
+    g2.capture_begin("trace")
+    g2.add_input(x, "x")
+    y2 = musa.exp(x).sum() + (x @ w).sum()
+    g2.set_outputs([y2])
+    g2.capture_end()
+    n2 = g2.nodes_len
+    (wv2,) = [v for v, t in g2.params() if t is w]
+    g2.autodiff(g2.outputs, [g2.new_input(g2.outputs[0])], [wv2])
+    assert "exp" not in [op for op, _ in g2.ops()][n2:]
+
+
+def test_remat_recomputes_cheap_values_instead_of_saving_them():
+    saved = {}
+    grads = {}
+    for remat in (False, True):
+        musa.manual_seed(0)
+        m = nn.Sequential(nn.Linear(16, 32), nn.GELU(approximate="tanh"), nn.Linear(32, 8))
+        m.compile(config=musa.Config(remat=remat))
+        m(musa.randn(4, 16)).sum().backward()
+        train = next(e.train for e in m._compiled_call._cache.values() if e.train)
+        saved[remat] = train.n_saved
+        grads[remat] = [p.grad.clone() for p in m.parameters()]
+    assert saved[True] < saved[False]
+    for a, b in zip(grads[True], grads[False]):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_higher_order_through_compiled_equals_eager():
+    def f(x):
+        return (musa.tanh(x) * x).sum()
+
+    c = musa.jit(f)
+    x = musa.randn(5, requires_grad=True)
+    xe = x.detach().clone().requires_grad_()
+    (g,) = musa.autograd.grad(c(x), x, create_graph=True)
+    (ge,) = musa.autograd.grad(f(xe), xe, create_graph=True)
+    close(g, ge)
+    (gg,) = musa.autograd.grad(g.sum(), x)
+    (gge,) = musa.autograd.grad(ge.sum(), xe)
+    close(gg, gge, rtol=1e-5)
+    # a second call runs the compiled plans, and still agrees
+    (g2,) = musa.autograd.grad(c(x), x, create_graph=True)
+    (gg2,) = musa.autograd.grad(g2.sum(), x)
+    close(gg2, gge, rtol=1e-5)
+
+
+def test_higher_order_through_random_ops_is_refused():
+    c = musa.jit(lambda x: F.dropout(x, 0.5, training=True).sum())
+    x = musa.randn(8, requires_grad=True)
+    c(x)
+    (g,) = musa.autograd.grad(c(x), x, create_graph=False)
+    assert g.shape == (8,)
+    with pytest.raises(RuntimeError, match="create_graph=True through compiled"):
+        musa.autograd.grad(c(x), x, create_graph=True)
+
+
+# ---- whole training steps ----
+
+def make_cnn():
+    return nn.Sequential(nn.Conv2d(1, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(6 * 4 * 4, 10))
+
+
+def make_step(model, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
+@pytest.mark.parametrize("optim", ["sgd", "adam", "adamw"])
+@pytest.mark.parametrize("make", [make_cnn, ZOO["mlp"][0]], ids=["cnn_bn", "mlp"])
+def test_whole_step_matches_eager_for_50_steps(optim, make):
+    eager, comp = twins(make)
+
+    def opt_for(m):
+        if optim == "sgd":
+            return musa.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+        if optim == "adam":
+            return musa.optim.Adam(m.parameters(), lr=1e-2)
+        return musa.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+
+    oe, oc = opt_for(eager), opt_for(comp)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    musa.manual_seed(1)
+    shape = (16, 1, 8, 8) if make is make_cnn else (16, 64)
+    for i in range(50):
+        x, y = musa.randn(*shape), musa.randint(0, 10, (16,))
+        le, lc = step_e(x, y), step_c(x, y)
+        assert float(le) == float(lc), f"step {i}: loss {float(le)} eager, {float(lc)} compiled"
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        close(q, p, rtol=1e-6, atol=1e-7)
+        close(q.grad, p.grad, rtol=1e-6, atol=1e-7)
+    for p, q in zip(eager.buffers(), comp.buffers()):
+        close(q, p, rtol=1e-6, atol=1e-7)
+    for se, sc in zip(oe.state.values(), oc.state.values()):
+        for k in se:
+            if isinstance(se[k], musa.Tensor):
+                close(sc[k], se[k], rtol=1e-6, atol=1e-7)
+    # compiled: one capture, then plans only
+    assert step_c.compiles == 1, step_c.recompile_log
+    assert step_c.plan_stats()["runs"] == 49
+
+
+def test_whole_step_follows_the_learning_rate_without_recompiling():
+    eager, comp = twins(ZOO["mlp"][0])
+    oe = musa.optim.SGD(eager.parameters(), lr=0.1)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.1)
+    se, sc = musa.optim.lr_scheduler.StepLR(oe, 3, 0.5), musa.optim.lr_scheduler.StepLR(oc, 3, 0.5)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    musa.manual_seed(2)
+    for _ in range(7):
+        x, y = musa.randn(8, 64), musa.randint(0, 10, (8,))
+        step_e(x, y), step_c(x, y)
+        se.step(), sc.step()
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        close(q, p, rtol=1e-6, atol=1e-7)
+    assert step_c.compiles == 1 and step_c.recompile_log == []
+    # other options are guarded: changing one recompiles, logged
+    for g in oe.param_groups + oc.param_groups:
+        g["weight_decay"] = 0.01
+    x, y = musa.randn(8, 64), musa.randint(0, 10, (8,))
+    step_e(x, y), step_c(x, y)
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        close(q, p, rtol=1e-6, atol=1e-7)
+    assert len(step_c.recompile_log) == 1
+    assert "optimizer options changed: weight_decay 0 -> 0.01" in step_c.recompile_log[0]
+
+
+def test_sgd_with_dampening_recompiles_once_for_the_first_step():
+    eager, comp = twins(ZOO["mlp"][0])
+    oe = musa.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9, dampening=0.5)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.1, momentum=0.9, dampening=0.5)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    for _ in range(5):
+        x, y = musa.randn(8, 64), musa.randint(0, 10, (8,))
+        assert float(step_e(x, y)) == float(step_c(x, y))
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        close(q, p, rtol=1e-6, atol=1e-7)
+    assert step_c.compiles == 2 and "optimizer state changed" in step_c.recompile_log[0]
+
+
+def test_last_smaller_batch_recompiles_once_and_is_logged():
+    eager, comp = twins(make_cnn)
+    oe = musa.optim.SGD(eager.parameters(), lr=0.05)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.05)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    musa.manual_seed(3)
+    x, y = musa.randn(70, 1, 8, 8), musa.randint(0, 10, (70,))
+    loader = DataLoader(TensorDataset(x, y), batch_size=16, drop_last=False)
+    for epoch in range(3):
+        for xb, yb in loader:
+            assert float(step_e(xb, yb)) == float(step_c(xb, yb))
+    batch_lines = [line for line in step_c.recompile_log if "dim 0 changed: 16 -> 6" in line]
+    assert len(batch_lines) == 1, step_c.recompile_log
+    assert step_c.compiles == 2
+
+
+def test_compiled_module_trains_with_an_eager_optimizer():
+    eager, comp = twins(lambda: ResBlock(4))
+    comp.compile()
+    oe = musa.optim.Adam(eager.parameters(), lr=1e-2)
+    oc = musa.optim.Adam(comp.parameters(), lr=1e-2)
+    musa.manual_seed(4)
+    for _ in range(10):
+        x = musa.randn(2, 4, 5, 5)
+        for m, o in ((eager, oe), (comp, oc)):
+            o.zero_grad()
+            (m(x) ** 2).mean().backward()
+            o.step()
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        close(q, p, rtol=1e-4, atol=1e-5)
+    for p, q in zip(eager.buffers(), comp.buffers()):
+        close(q, p, rtol=1e-4, atol=1e-5)
+
+
+def test_jit_trace_of_a_training_module_shows_forward_and_backward():
+    m = ZOO["mlp"][0]()
+    traced = musa.jit.trace(m, (musa.randn(4, 64),))
+    text = traced.get_graph()
+    assert text.startswith("# forward") and "# backward" in text
+    assert "linear(" in text and "matmul(" in text.split("# backward")[1]
+
+
+# ---- digits ----
+
+def load_digits():
+    path = os.path.join(HERE, "..", "..", "data", "digits.csv.gz")
+    with gzip.open(path, "rt") as f:
+        raw = np.loadtxt(f, delimiter=",", dtype=np.float32)
+    x, y = raw[:, :64] / 16.0, raw[:, 64].astype(np.int64)
+    order = np.random.RandomState(0).permutation(len(x))
+    cut = int(0.8 * len(x))
+    tr, te = order[:cut], order[cut:]
+    return (musa.tensor(x[tr]).reshape(-1, 1, 8, 8), musa.tensor(y[tr]),
+            musa.tensor(x[te]).reshape(-1, 1, 8, 8), musa.tensor(y[te]))
+
+
+class DigitsCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.c2, self.b2 = nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32 * 2 * 2, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.b1(self.c1(x))), 2)
+        x = F.max_pool2d(F.relu(self.b2(self.c2(x))), 2)
+        return self.fc(x.flatten(1))
+
+
+def test_digits_cnn_trained_static_reaches_the_eager_accuracy():
+    xtr, ytr, xte, yte = load_digits()
+    eager, comp = twins(DigitsCNN)
+    oe = musa.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.05, momentum=0.9)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    musa.manual_seed(5)
+    order = musa.randperm(len(xtr)) if hasattr(musa, "randperm") else None
+    idx = order.numpy() if order is not None else np.random.RandomState(5).permutation(len(xtr))
+    for epoch in range(3):
+        for s in range(0, len(xtr), 64):
+            b = musa.tensor(idx[s:s + 64].astype(np.int64))
+            xb, yb = xtr[b], ytr[b]
+            step_e(xb, yb)
+            step_c(xb, yb)
+    acc = {}
+    for name, m in (("eager", eager), ("static", comp)):
+        m.eval()
+        with musa.no_grad():
+            acc[name] = float((m(xte).argmax(1) == yte).float().mean())
+    assert acc["static"] >= 0.95 and abs(acc["static"] - acc["eager"]) <= 0.005, acc
