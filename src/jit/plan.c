@@ -17,7 +17,8 @@ enum { I_KERNEL = 0, I_FUSED = 1 };
 
 #define ALIGN 64
 #define TILE_ELEMS 8192      /* elements per fused tile (elementwise groups) */
-#define HEAVY_ELEMS 4096     /* outputs at least this big may run as concurrent tasks */
+#define HEAVY_ELEMS 4096     /* outputs at least this big may run as concurrent tasks... */
+#define SOLO_ELEMS 65536     /* ...and at most this big: larger kernels use every thread alone */
 
 static size_t align_up(size_t x) {
     return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1);
@@ -328,6 +329,10 @@ static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
     const musa_gvalue *o = &g->values.data[n->out[0]];
     int64_t ne = 1;
     for (int d = 0; d < o->ndim; d++) ne *= o->shape[d];
+    /* Measured on ResNet-18 training (2 threads): two convolutions as
+     * single-threaded tasks ran 15% slower than one after the other with
+     * both threads each; concurrency pays for mid-sized kernels only. */
+    if (ne > SOLO_ELEMS) return false;
     return ne >= HEAVY_ELEMS || (info->attrs_kind == MUSA_ATTRS_matmul && ne >= 64);
 }
 
@@ -335,6 +340,53 @@ static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
 static bool heavy(const musa_graph *g, const instr *in, const int32_t *first_member) {
     if (in->kind == I_KERNEL) return heavy_node(g, &g->nodes.data[in->node]);
     return heavy_node(g, &g->nodes.data[first_member[g->nodes.data[in->node].group]]);
+}
+
+/* Whether mutation target <- value can be computed in place into the
+ * target: same dtype, shape and contiguous layout, value a root, and every
+ * read of the old target done before the value's step, or within the same
+ * (non-parallel) instruction by the elementwise node that makes the value or
+ * by fused members that run no later than it, reading the same elements. */
+static bool mutation_in_place(const builder *b, int32_t t, int32_t v, const int32_t *istep,
+                              int32_t *mem) {
+    const musa_graph *g = b->g;
+    const musa_gvalue *tv = &g->values.data[t], *vv = &g->values.data[v];
+    if (vv->root != v || vv->kind != MUSA_V_NODE || vv->producer < 0 || tv->dtype != vv->dtype ||
+        !musa_shape_equal(tv->ndim, tv->shape, vv->ndim, vv->shape) || b->buf_of[v] != -1)
+        return false;
+    musa_kview kv;
+    kview_of(tv, &kv);
+    if (!musa_kview_contiguous(&kv) || tv->offset != 0) return false;
+    for (int64_t i = 0; i < g->outputs.len; i++)
+        if (g->values.data[g->outputs.data[i]].root == v) return false;
+    int32_t in = b->node_instr[vv->producer];
+    if (in < 0) return false;
+    int32_t s = istep[in];
+    if (b->p->steps[s].parallel) return false;
+    if (b->vlast[t] < s) return true;
+    if (b->vlast[t] > s) return false;
+    /* Reads in the producing step: only by the producer's instruction. */
+    const instr *ins = &b->p->instrs[in];
+    int cnt = 0;
+    for (int64_t j = 0; j < g->nodes.len; j++)
+        if (b->node_instr[j] == in) mem[cnt++] = (int32_t)j;
+    for (int c = 0; c < cnt; c++) {
+        const musa_gnode *n = &g->nodes.data[mem[c]];
+        bool reads = false, same = true;
+        for (int k = 0; k < n->n_in; k++) {
+            const musa_gvalue *x = &g->values.data[n->in[k]];
+            if (x->root != t) continue;
+            reads = true;
+            same = same && n->in[k] == t;
+        }
+        if (!reads) continue;
+        if (!same || !(musa_ops[n->op].flags & MUSA_OPF_ELEMENTWISE)) return false;
+        if (ins->kind == I_FUSED && mem[c] > vv->producer) return false;
+        if (ins->kind == I_KERNEL && mem[c] != vv->producer) return false;
+        const musa_gvalue *o = &g->values.data[n->out[0]];
+        if (!musa_shape_equal(o->ndim, o->shape, tv->ndim, tv->shape)) return false;
+    }
+    return true;
 }
 
 musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
@@ -556,12 +608,26 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
             p->vloc[v] = (kref){(uint32_t)slot++, 0};
         }
     }
+    /* A write-back whose new value can be computed straight into its target
+     * (every read of the old value is done by then) is: no copy, no buffer. */
+    uint8_t *direct = MUSA_ARENA_NEW(A, uint8_t, nv + 1);
+    if (!direct) goto nomem;
+    for (int64_t i = 0; i < g->mutations.len; i++) {
+        const musa_gmutation *m = &g->mutations.data[i];
+        if (mutation_in_place(&b, m->target, m->value, istep, mem)) {
+            direct[m->value] = 1;
+            p->vloc[m->value] = p->vloc[m->target];
+            b.buf_of[m->value] = -3;
+            p->stats.inplace++;
+        }
+    }
     /* Roots of outputs get their own buffers (handed to the caller). */
-    for (int64_t v = 0; v < nv; v++) {
-        if (!b.is_out[v]) continue;
+    for (int64_t i = 0; i < g->outputs.len + g->breaks.len; i++) {
+        int32_t v = i < g->outputs.len ? g->outputs.data[i]
+                                       : g->breaks.data[i - g->outputs.len].value;
         int32_t r = g->values.data[v].root;
         const musa_gvalue *x = &g->values.data[r];
-        if (x->kind != MUSA_V_NODE) continue;
+        if (x->kind != MUSA_V_NODE || direct[r]) continue;
         bool have = false;
         for (int k = 0; k < p->n_out_roots && !have; k++) have = p->out_roots[k] == r;
         if (have) continue;

@@ -515,6 +515,13 @@ class CompiledFunction:
         inputs = [t if t.is_contiguous() else t.contiguous() for t in leaves]
         if entry.dyn is not None:
             return self._run_dynamic(entry, args, kwargs, leaves, inputs, spec)
+        root = entry.root
+        if root.brk is None and root.leaf[2]:
+            # a whole step: its zero_grad ran at capture; drop the old
+            # gradients now, as it would, instead of holding two sets
+            for p, idx in root.leaf[2]:
+                if idx is not None:
+                    p.grad = None
         try:
             res, leaf = _run_path(entry, inputs)
         except _Miss as m:

@@ -273,6 +273,21 @@ BINARY_LOGIC(logical_xor, (a != 0) != (b != 0))
     static void where_##BITS(void *ctx, int64_t n, char **p, const int64_t *s) {                   \
         (void)ctx;                                                                                 \
         typedef uint##BITS##_t T;                                                                  \
+        const int64_t es = (int64_t)sizeof(T);                                                     \
+        if (s[0] == es && s[1] == 1 && s[2] == es && (s[3] == es || s[3] == 0)) {                  \
+            /* contiguous (relu's backward: a scalar other): vectorisable */                       \
+            T *o = (T *)p[0];                                                                      \
+            const uint8_t *c = (const uint8_t *)p[1];                                              \
+            const T *a = (const T *)p[2];                                                          \
+            if (s[3] == 0) {                                                                       \
+                const T b = *(const T *)p[3];                                                      \
+                for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : b;                            \
+            } else {                                                                               \
+                const T *b = (const T *)p[3];                                                      \
+                for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : b[i];                         \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         for (int64_t i = 0; i < n; i++) {                                                          \
             uint8_t c = *(const uint8_t *)(p[1] + i * s[1]);                                       \
             T a = *(const T *)(p[2] + i * s[2]), b = *(const T *)(p[3] + i * s[3]);                \
