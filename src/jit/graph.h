@@ -190,6 +190,7 @@ int musa_pass_simplify(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_cse(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_fold(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_dce(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx);
 
 /* The pipeline table (NULL-terminated) and a runner. */

@@ -19,6 +19,7 @@ enum { I_KERNEL = 0, I_FUSED = 1 };
 #define TILE_ELEMS 8192      /* elements per fused tile (elementwise groups) */
 #define HEAVY_ELEMS 4096     /* outputs at least this big may run as concurrent tasks... */
 #define SOLO_ELEMS 65536     /* ...and at most this big: larger kernels use every thread alone */
+#define WINDOW 8             /* how far ahead a concurrent partner is looked for */
 
 static size_t align_up(size_t x) {
     return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1);
@@ -83,7 +84,10 @@ struct musa_plan {
     int32_t *param_vals; /* PARAM/CONST values by slot - SLOT_IO - n_inputs */
     int n_params;
     int32_t *out_roots; /* output buffer slots: their root value */
+    int32_t *out_first; /* the step that first writes each (allocated just before it) */
     int n_out_roots;
+    char *mem;          /* arena + scratch, kept between runs (made on the first run) */
+    size_t mem_block;
     musa_plan_buffer *bufs;
     int n_bufs;
     size_t arena_bytes, scratch_bytes;
@@ -389,6 +393,31 @@ static bool mutation_in_place(const builder *b, int32_t t, int32_t v, const int3
     return true;
 }
 
+/* Instruction i draws random numbers (its place in the order is fixed). */
+static bool instr_random(const builder *b, int i) {
+    for (int64_t j = 0; j < b->g->nodes.len; j++)
+        if (b->node_instr[j] == i && (musa_ops[b->g->nodes.data[j].op].flags & MUSA_OPF_RANDOM))
+            return true;
+    return false;
+}
+
+/* Every value instruction i reads is made by an emitted instruction (or is
+ * no instruction's: inputs, parameters, constants). */
+static bool inputs_ready(const builder *b, int i, const uint8_t *emitted) {
+    const musa_graph *g = b->g;
+    for (int64_t j = 0; j < g->nodes.len; j++) {
+        if (b->node_instr[j] != i) continue;
+        const musa_gnode *n = &g->nodes.data[j];
+        for (int k = 0; k < n->n_in; k++) {
+            int32_t r = g->values.data[n->in[k]].root, pr = g->values.data[r].producer;
+            if (pr < 0) continue;
+            int32_t src = b->node_instr[pr];
+            if (src >= 0 && src != i && !emitted[src]) return false;
+        }
+    }
+    return true;
+}
+
 musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
     musa_plan *p = musa_calloc(1, sizeof *p, "plan_build");
     if (!p) return NULL;
@@ -496,74 +525,32 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
     }
     p->n_instrs = ni;
 
-    /* Schedule: program order, or by dependency level with heavy kernels of
-     * a level run together. Random ops keep their order (one generator). */
-    int32_t *level = MUSA_ARENA_NEW(A, int32_t, ni + 1);
-    int32_t *order = MUSA_ARENA_NEW(A, int32_t, ni + 1);
-    int32_t *vlevel = MUSA_ARENA_NEW(A, int32_t, nv + 1);
-    if (!level || !order || !vlevel) goto nomem;
-    int max_level = 0, last_random = -1;
-    for (int64_t v = 0; v < nv; v++) vlevel[v] = -1;
-    for (int i = 0; i < ni; i++) {
-        int lv = 0;
-        for (int64_t j = 0; j < nn; j++) { /* members of this instruction */
-            if (b.node_instr[j] != i) continue;
-            const musa_gnode *n = &g->nodes.data[j];
-            for (int k = 0; k < n->n_in; k++) {
-                int32_t r = g->values.data[n->in[k]].root;
-                int32_t src = n->in[k];
-                int l2 = MUSA_MAX(vlevel[src], vlevel[r]);
-                if (l2 + 1 > lv) lv = l2 + 1;
-            }
-            if (musa_ops[n->op].flags & MUSA_OPF_RANDOM) {
-                if (last_random >= 0 && level[last_random] + 1 > lv) lv = level[last_random] + 1;
-                last_random = i;
-            }
-        }
-        level[i] = lv;
-        for (int64_t j = 0; j < nn; j++) {
-            if (b.node_instr[j] != i) continue;
-            const musa_gnode *n = &g->nodes.data[j];
-            for (int q = 0; q < n->n_out; q++) vlevel[n->out[q]] = lv;
-        }
-        /* views take their input's level */
-        for (int64_t j = 0; j < nn; j++) {
-            const musa_gnode *n = &g->nodes.data[j];
-            if (n->dead || !(musa_ops[n->op].flags & MUSA_OPF_VIEW)) continue;
-            vlevel[n->out[0]] = vlevel[n->in[0]];
-        }
-        if (lv > max_level) max_level = lv;
-    }
+    /* Schedule: program order (it keeps lifetimes short). With more than
+     * one thread, a heavy instruction is paired with the next heavy one, up
+     * to WINDOW instructions ahead, whose inputs are all ready and that
+     * draws no random numbers: the pair runs as one parallel step. */
     instr *sorted = MUSA_ARENA_NEW(A, instr, ni + 1);
-    if (!sorted) goto nomem;
+    int32_t *order = MUSA_ARENA_NEW(A, int32_t, ni + 1);
+    uint8_t *emitted = MUSA_ARENA_NEW(A, uint8_t, ni + 1);
+    if (!sorted || !order || !emitted) goto nomem;
     int ns = 0, w = 0;
-    if (threads >= 2) {
-        for (int lv = 0; lv <= max_level; lv++) {
-            int nh = 0;
-            for (int i = 0; i < ni; i++)
-                if (level[i] == lv && heavy(g, &p->instrs[i], gfirst)) nh++;
-            if (nh >= 2) {
-                p->steps[ns] = (step){.first = w, .count = 0, .parallel = true};
-                for (int i = 0; i < ni; i++)
-                    if (level[i] == lv && heavy(g, &p->instrs[i], gfirst)) {
-                        order[w++] = i;
-                        p->steps[ns].count++;
-                    }
-                ns++;
-                p->stats.parallel_steps++;
-            }
-            for (int i = 0; i < ni; i++) {
-                if (level[i] != lv) continue;
-                if (nh >= 2 && heavy(g, &p->instrs[i], gfirst)) continue;
-                p->steps[ns++] = (step){.first = w, .count = 1, .parallel = false};
-                order[w++] = i;
-            }
+    for (int i = 0; i < ni; i++) {
+        if (emitted[i]) continue;
+        int partner = -1;
+        if (threads >= 2 && heavy(g, &p->instrs[i], gfirst) && !instr_random(&b, i))
+            for (int j = i + 1; j < ni && j <= i + WINDOW && partner < 0; j++)
+                if (!emitted[j] && heavy(g, &p->instrs[j], gfirst) && !instr_random(&b, j) &&
+                    inputs_ready(&b, j, emitted))
+                    partner = j;
+        p->steps[ns] = (step){.first = w, .count = partner < 0 ? 1 : 2, .parallel = partner >= 0};
+        order[w++] = i;
+        emitted[i] = 1;
+        if (partner >= 0) {
+            order[w++] = partner;
+            emitted[partner] = 1;
+            p->stats.parallel_steps++;
         }
-    } else {
-        for (int i = 0; i < ni; i++) {
-            p->steps[ns++] = (step){.first = w, .count = 1, .parallel = false};
-            order[w++] = i;
-        }
+        ns++;
     }
     p->n_steps = ns;
     int32_t *remap = MUSA_ARENA_NEW(A, int32_t, ni + 1); /* old instr -> new index */
@@ -599,8 +586,9 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
         p->vloc[g->inputs.data[i]] = (kref){(uint32_t)slot++, 0};
     p->param_vals = MUSA_ARENA_NEW(A, int32_t, nv + 1);
     p->out_roots = MUSA_ARENA_NEW(A, int32_t, nv + 1);
+    p->out_first = MUSA_ARENA_NEW(A, int32_t, nv + 1);
     p->bufs = MUSA_ARENA_NEW(A, musa_plan_buffer, nv + 1);
-    if (!p->param_vals || !p->out_roots || !p->bufs) goto nomem;
+    if (!p->param_vals || !p->out_roots || !p->out_first || !p->bufs) goto nomem;
     for (int64_t v = 0; v < nv; v++) {
         const musa_gvalue *x = &g->values.data[v];
         if (x->kind == MUSA_V_PARAM || x->kind == MUSA_V_CONST) {
@@ -631,6 +619,7 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
         bool have = false;
         for (int k = 0; k < p->n_out_roots && !have; k++) have = p->out_roots[k] == r;
         if (have) continue;
+        p->out_first[p->n_out_roots] = b.vstep[r] < 0 ? 0 : b.vstep[r];
         p->out_roots[p->n_out_roots++] = r;
         p->vloc[r] = (kref){(uint32_t)slot++, 0};
         b.buf_of[r] = -2; /* not in the arena */
@@ -746,6 +735,7 @@ fail:
 
 void musa_plan_free(musa_plan *p) {
     if (!p) return;
+    musa_cpu_free_exact(p->mem, p->mem_block);
     pthread_mutex_destroy(&p->lock);
     musa_arena_free(&p->arena);
     free(p);
@@ -956,17 +946,13 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
     }
     for (int k = 0; k < p->n_out_roots; k++) roots[k] = NULL;
     int rc = MUSA_OK;
-    size_t block = 0;
-    char *mem = NULL;
     size_t total = align_up(p->arena_bytes) + p->scratch_bytes;
     pthread_mutex_lock(&p->lock);
-    if (total) {
-        mem = musa_cpu_alloc(total, &block);
-        if (!mem) {
-            rc = MUSA_ERR_NOMEM;
-            goto done;
-        }
+    if (total && !p->mem && !(p->mem = musa_cpu_alloc_exact(total, &p->mem_block))) {
+        rc = MUSA_ERR_NOMEM;
+        goto done;
     }
+    char *mem = p->mem;
     base[SLOT_ARENA] = mem;
     base[SLOT_SCRATCH] = mem ? mem + align_up(p->arena_bytes) : NULL;
     base[SLOT_TILE] = NULL;
@@ -974,23 +960,33 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
     for (int i = 0; i < n_in; i++) base[slot++] = tensor_data(inputs[i]);
     for (int k = 0; k < p->n_params; k++)
         base[slot++] = tensor_data(g->values.data[p->param_vals[k]].tensor);
-    for (int k = 0; k < p->n_out_roots; k++) {
-        const musa_gvalue *v = &g->values.data[p->out_roots[k]];
-        roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape);
-        if (!roots[k]) {
-            rc = musa_last_error_code();
-            goto done;
-        }
-        base[slot++] = tensor_data(roots[k]);
-    }
+    int out_slot0 = slot;
     run_ctx r = {.p = p, .base = base, .scratch = base[SLOT_SCRATCH]};
     for (int s = 0; s < p->n_steps && !rc; s++) {
+        /* Output buffers appear when first written, as eager allocates them. */
+        for (int k = 0; k < p->n_out_roots && !rc; k++) {
+            if (p->out_first[k] != s) continue;
+            const musa_gvalue *v = &g->values.data[p->out_roots[k]];
+            if (!(roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
+                rc = musa_last_error_code();
+            else
+                base[out_slot0 + k] = tensor_data(roots[k]);
+        }
+        if (rc) break;
         step *st = &p->steps[s];
         rc = st->parallel ? run_parallel(&r, st) : run_instr(&r, &p->instrs[st->first]);
         if (p->opt.poison && !rc)
             for (int k = 0; k < p->n_bufs; k++)
                 if (p->bufs[k].last == s)
                     memset(mem + p->bufs[k].offset, 0xff, p->bufs[k].bytes);
+    }
+    for (int k = 0; k < p->n_out_roots && !rc; k++) { /* outputs no step writes */
+        if (roots[k]) continue;
+        const musa_gvalue *v = &g->values.data[p->out_roots[k]];
+        if (!(roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
+            rc = musa_last_error_code();
+        else
+            base[out_slot0 + k] = tensor_data(roots[k]);
     }
     if (rc) {
         char msg[1024];
@@ -1053,7 +1049,6 @@ done:
     if (rc)
         for (int i = 0; i < n_out; i++)
             if (outputs[i]) musa_tensor_release(outputs[i]), outputs[i] = NULL;
-    if (mem) musa_cpu_free(mem, block);
     pthread_mutex_unlock(&p->lock);
     for (int k = 0; k < p->n_out_roots; k++) musa_tensor_release(roots[k]);
     if (base != base_buf) free(base);

@@ -23,6 +23,8 @@ enum musa_op_flags {
     MUSA_OPF_RANDOM = 1u << 6,      /* draws from the generator at run time */
     MUSA_OPF_CREATION = 1u << 7,    /* no tensor inputs */
     MUSA_OPF_CONTIG = 1u << 8,      /* the kernel gets contiguous inputs and outputs */
+    MUSA_OPF_ONEPASS = 1u << 9,     /* not elementwise, but a pass or two over its data:
+                                       cheap enough to recompute (remat) */
 };
 
 typedef enum musa_op_id {

@@ -179,6 +179,26 @@ void *musa_cpu_alloc(size_t bytes, size_t *block_bytes) {
     return b;
 }
 
+void *musa_cpu_alloc_exact(size_t bytes, size_t *block_bytes) {
+    size_t blk = (bytes + 63) & ~(size_t)63;
+    if (bytes > ((size_t)1 << 62) || !blk) blk = 64;
+    void *p = aligned_alloc(64, blk);
+    if (!p) {
+        musa_err_nomem("alloc", bytes);
+        return NULL;
+    }
+    atomic_fetch_add(&A.system_allocs, 1);
+    note_alloc(blk);
+    *block_bytes = blk;
+    return p;
+}
+
+void musa_cpu_free_exact(void *p, size_t block_bytes) {
+    if (!p) return;
+    atomic_fetch_sub(&A.current, block_bytes);
+    free(p);
+}
+
 void musa_cpu_free(void *p, size_t block_bytes) {
     if (!p) return;
     size_t cls;

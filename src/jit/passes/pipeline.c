@@ -16,6 +16,7 @@ const musa_pass musa_pass_table[] = {
     {"fold", musa_pass_fold, 0},
     {"simplify", musa_pass_simplify, 0}, /* again: folding exposes x * 1, x @ I */
     {"dce", musa_pass_dce, 0},
+    {"remat", musa_pass_remat, 0},
     {"fuse", musa_pass_fuse, 1},
     {NULL, NULL, 0},
 };
