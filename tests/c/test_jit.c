@@ -472,3 +472,119 @@ TEST(verifier_rejects_malformed_graphs) {
     musa_graph_free(g);
     musa_tensor_release(a), musa_tensor_release(b), musa_tensor_release(x);
 }
+
+/* loss = sum(tanh(x @ w) * w2); gradients of w by static autodiff, against
+ * eager autograd. */
+TEST(static_autodiff_matches_eager_autograd) {
+    useed(7);
+    int64_t xs[2] = {6, 5}, ws[2] = {5, 4};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, xs, -1, 1, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT64, 2, ws, -1, 1, L_CONTIG);
+    musa_tensor *w2 = rnd(MUSA_DTYPE_FLOAT64, 1, ws + 1, -1, 1, L_CONTIG);
+    musa_tensor_set_requires_grad(w, true);
+    musa_graph *g = musa_graph_new();
+    musa_tensor *m = musa_empty_meta(MUSA_DTYPE_FLOAT64, 2, xs);
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC));
+    CHECK_OK(musa_graph_add_input(g, m, "x"));
+    musa_temps t = {0};
+    musa_tensor *loss = musa_tmp(
+        &t, musa_sum(musa_tmp(&t, musa_mul(musa_tmp(&t, musa_tanh(musa_tmp(&t, musa_matmul(m, w)))),
+                                           w2)),
+                     0, NULL, false));
+    CHECK_OK(musa_graph_set_outputs(g, 1, &loss));
+    CHECK_OK(musa_graph_capture_end(g));
+    int n_fwd = musa_graph_num_nodes(g);
+    int out = musa_graph_output(g, 0), wv = -1;
+    for (int v = 0; v < musa_graph_num_values(g); v++)
+        if (musa_graph_value_tensor(g, v) == w) wv = v;
+    CHECK(wv >= 0);
+    int gin = musa_graph_new_input(g, out, "g"), gw = -1;
+    CHECK(gin >= 0);
+    CHECK_OK(musa_graph_autodiff(g, 1, &out, &gin, 1, &wv, &gw));
+    CHECK(gw >= 0 && musa_graph_num_nodes(g) > n_fwd);
+    CHECK_OK(musa_graph_verify(g));
+    /* the backward alone, planned: inputs x, g, then what it carries */
+    int *carried = NULL, nc = 0;
+    musa_segment_options so = {.mutations = false, .n_inputs = -1, .remat = true};
+    musa_graph *bwd = musa_graph_segment(g, n_fwd, musa_graph_num_nodes(g), 1, &gw, &so, &carried,
+                                         &nc);
+    CHECK(bwd);
+    /* with remat the backward recomputes tanh's cheap users from what it
+     * takes anyway: whatever it carries is a forward value */
+    for (int i = 0; i < nc; i++) CHECK(musa_graph_value_producer(g, carried[i]) < n_fwd);
+    musa_plan *p = musa_plan_build(bwd, NULL);
+    CHECK(p);
+    musa_tensor *one = musa_ones(0, NULL, MUSA_DTYPE_FLOAT64);
+    musa_tensor *ins[8] = {x, one};
+    /* carried values come from an eager replay of the forward */
+    musa_tensor *vals[6] = {NULL};
+    CHECK(nc <= 6);
+    CHECK_OK(musa_graph_run_eager(g, 2, ins, nc, carried, vals));
+    for (int i = 0; i < nc; i++) ins[2 + i] = vals[i];
+    musa_tensor *grad = NULL;
+    CHECK_OK(musa_plan_run(p, 2 + nc, ins, 1, &grad));
+    musa_tensor *loss_e = musa_sum(musa_tmp(&t, musa_mul(musa_tmp(&t, musa_tanh(musa_tmp(&t,
+                                       musa_matmul(x, w)))), w2)), 0, NULL, false);
+    CHECK_OK(musa_backward(1, &loss_e, NULL, false, false));
+    musa_tensor *gw_eager = musa_tensor_grad(w);
+    bool agree = near_values(grad, gw_eager, 1e-12);
+    musa_tensor_release(gw_eager);
+    CHECK(agree);
+    for (int i = 0; i < nc; i++) musa_tensor_release(vals[i]);
+    musa_tensor_release(grad), musa_tensor_release(loss_e), musa_tensor_release(one);
+    musa_temps_release(&t);
+    free(carried);
+    musa_plan_free(p);
+    musa_graph_free(bwd), musa_graph_free(g);
+    musa_tensor_release(m), musa_tensor_release(x), musa_tensor_release(w), musa_tensor_release(w2);
+}
+
+/* exp(x) is read at once and again 20 nodes later, where x is still live:
+ * remat recomputes it there, so its buffer dies early. */
+static musa_tensor *long_lived(musa_tensor *x) {
+    musa_tensor *e = musa_exp(x), *cur = musa_mul(e, e);
+    for (int i = 0; i < 20; i++) {
+        musa_tensor *n = musa_matmul(cur, x);
+        musa_tensor_release(cur);
+        cur = n;
+    }
+    musa_tensor *y = musa_add(cur, e), *z = musa_add(y, x);
+    musa_tensor_release(e), musa_tensor_release(cur), musa_tensor_release(y);
+    return z;
+}
+
+TEST(remat_recomputes_long_lived_cheap_values) {
+    useed(8);
+    int64_t s[2] = {16, 16};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, s, -0.2, 0.2, L_CONTIG);
+    musa_tensor *ref = long_lived(x);
+    size_t arena[2];
+    for (int on = 0; on <= 1; on++) {
+        musa_graph *g = musa_graph_new();
+        musa_tensor *m = musa_empty_meta(MUSA_DTYPE_FLOAT32, 2, s);
+        CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC));
+        CHECK_OK(musa_graph_add_input(g, m, "x"));
+        musa_tensor *y = long_lived(m);
+        CHECK_OK(musa_graph_set_outputs(g, 1, &y));
+        CHECK_OK(musa_graph_capture_end(g));
+        musa_pass_ctx ctx = {.fusion_level = 0, .verify = true, .disabled = on ? NULL : "remat"};
+        CHECK_OK(musa_graph_optimize(g, &ctx));
+        int exps = 0;
+        for (int i = 0; i < musa_graph_num_nodes(g); i++) {
+            const char *op = musa_graph_node_op(g, i);
+            exps += op && !strcmp(op, "exp");
+        }
+        CHECK_MSG(exps == 1 + on, "%d exp nodes with remat %d", exps, on);
+        musa_plan_options o = {.num_threads = 1, .memory_arena = true};
+        musa_plan *p = musa_plan_build(g, &o);
+        musa_tensor *out = NULL;
+        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
+        CHECK(same_values(out, ref));
+        arena[on] = musa_plan_get_stats(p)->arena_bytes;
+        musa_tensor_release(out), musa_tensor_release(y), musa_tensor_release(m);
+        musa_plan_free(p);
+        musa_graph_free(g);
+    }
+    CHECK_MSG(arena[1] < arena[0], "arena %zu with remat, %zu without", arena[1], arena[0]);
+    musa_tensor_release(ref), musa_tensor_release(x);
+}
