@@ -6,6 +6,8 @@
 #   bash run.sh sanitize   C tests under ASan+UBSan (build-asan/), Python tests
 #                          under PYTHONMALLOC=debug
 #   bash run.sh bench      build and run the benchmarks (prints figures)
+#   bash run.sh table      the dynamic-versus-static training table, with
+#                          PyTorch rows (installs python3-torch)
 #   bash run.sh build      build only (Release, in build/)
 #
 # Dependencies come from Debian's packages (apt-get); nothing is downloaded
@@ -122,12 +124,17 @@ bench)
     PYTHONPATH=python "$PYTHON" bench/bench_python.py
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     ;;
+table)
+    setup "${TEST_PACKAGES[@]}"
+    build build
+    PYTHONPATH=python "$PYTHON" bench/bench_train.py
+    ;;
 build)
     setup
     build build
     ;;
 *)
-    sed -n '2,12p' "$0"
+    sed -n '2,14p' "$0"
     exit 2
     ;;
 esac
