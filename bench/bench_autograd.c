@@ -9,16 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 typedef musa_tensor *(*binop)(musa_tensor *, musa_tensor *);
 
@@ -30,7 +21,7 @@ static double per_op(binop f, musa_tensor *a, musa_tensor *b, int iters) {
         for (int i = 0; i < iters; i++) musa_tensor_release(f(a, b));
         t[r] = (now() - t0) / iters * 1e9;
     }
-    qsort(t, 9, sizeof t[0], cmp);
+    qsort(t, 9, sizeof t[0], cmp_double);
     return t[4];
 }
 
@@ -55,8 +46,8 @@ static void chain(binop f, int n, double *fwd, double *bwd) {
         tb[r] = (t2 - t1) / n * 1e9;
         musa_tensor_release(y), musa_tensor_release(x), musa_tensor_release(c);
     }
-    qsort(tf, 5, sizeof tf[0], cmp);
-    qsort(tb, 5, sizeof tb[0], cmp);
+    qsort(tf, 5, sizeof tf[0], cmp_double);
+    qsort(tb, 5, sizeof tb[0], cmp_double);
     *fwd = tf[2], *bwd = tb[2];
 }
 

@@ -6,7 +6,8 @@
      fraction of memcpy bandwidth at that size;
   2. inference of the MLP 64-128-128-10 at batch 64 and of a CIFAR ResNet-18
      at batch 32: static/eager time, and peak memory (the allocator's peak
-     bytes during one call, and the plan's arena against the naive sum);
+     bytes during one call, plus, for static, the arena and scratch its plan
+     holds between calls; and the arena against the naive sum);
   3. compile time of ResNet-18: the first call (capture, passes, planning and
      the run) minus an eager call (target < 300 ms).
 
@@ -58,41 +59,44 @@ def gelu(x):
     return x * 0.5 * (1 + musa.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.b1 = nn.BatchNorm2d(cout)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.b2 = nn.BatchNorm2d(cout)
-        self.short = None
-        if stride != 1 or cin != cout:
-            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                       nn.BatchNorm2d(cout))
+def resnet18(nn, F, classes=10):
+    """The CIFAR ResNet-18 (3x32x32 inputs), built from an nn namespace with
+    PyTorch's API: musa.nn here, torch.nn for the comparison rows."""
 
-    def forward(self, x):
-        h = F.relu(self.b1(self.c1(x)))
-        h = self.b2(self.c2(h))
-        return F.relu(h + (x if self.short is None else self.short(x)))
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(cout)
+            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(cout)
+            self.short = None
+            if stride != 1 or cin != cout:
+                self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                           nn.BatchNorm2d(cout))
 
+        def forward(self, x):
+            h = F.relu(self.b1(self.c1(x)))
+            h = self.b2(self.c2(h))
+            return F.relu(h + (x if self.short is None else self.short(x)))
 
-class ResNet18(nn.Module):
-    """The CIFAR ResNet-18: 3x32x32 inputs, 10 classes."""
+    class ResNet18(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64),
+                                      nn.ReLU())
+            layers, cin = [], 64
+            for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+                layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+                cin = cout
+            self.layers = nn.Sequential(*layers)
+            self.fc = nn.Linear(512, classes)
 
-    def __init__(self, classes=10):
-        super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64),
-                                  nn.ReLU())
-        layers, cin = [], 64
-        for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
-            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
-            cin = cout
-        self.layers = nn.Sequential(*layers)
-        self.fc = nn.Linear(512, classes)
+        def forward(self, x):
+            h = self.layers(self.stem(x))
+            return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
 
-    def forward(self, x):
-        h = self.layers(self.stem(x))
-        return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
+    return ResNet18()
 
 
 def memcpy_bandwidth(n):
@@ -130,12 +134,13 @@ def bench_model(name, model, x, reps):
         first = time.perf_counter() - t0
         te, ts = side_by_side(lambda: model(x), lambda: compiled(x), reps)
         pe = peak_during(lambda: model(x))
-        ps = peak_during(lambda: compiled(x))
         mp = compiled.memory_plan()
         ops = compiled.plan_stats()
+        # the plan holds its arena and scratch between calls: count them
+        ps = peak_during(lambda: compiled(x)) + ops["arena_bytes"] + ops["scratch_bytes"]
     print(f"{name} inference, input {tuple(x.shape)}")
     print(f"  eager {te * 1e3:8.3f} ms   static {ts * 1e3:8.3f} ms   static/eager {ts / te:.3f}")
-    print(f"  peak memory during a call: eager {pe / 2**20:.2f} MiB, static {ps / 2**20:.2f} MiB "
+    print(f"  peak memory of a call: eager {pe / 2**20:.2f} MiB, static {ps / 2**20:.2f} MiB "
           f"({ps / pe if pe else 0:.2f}x); plan arena {mp['arena_bytes'] / 2**20:.2f} MiB vs "
           f"naive sum {mp['naive_bytes'] / 2**20:.2f} MiB "
           f"({mp['arena_bytes'] / max(mp['naive_bytes'], 1):.2f})")
@@ -153,7 +158,7 @@ def main():
     mlp = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
                         nn.Linear(128, 10))
     bench_model("MLP 64-128-128-10", mlp, musa.randn(64, 64), 200)
-    net = ResNet18()
+    net = resnet18(nn, F)
     first, eager_first, te = bench_model("ResNet-18 (CIFAR)", net, musa.randn(32, 3, 32, 32), 2)
     print(f"ResNet-18 compile: first call {first * 1e3:.0f} ms, an eager call {te * 1e3:.0f} ms: "
           f"capture + passes + planning = {(first - te) * 1e3:.0f} ms (< 300 wanted)")

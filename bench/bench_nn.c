@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_util.h"
 #include <unistd.h>
 
 enum { CONV, LINEAR, SOFTMAX, LAYER_NORM, BATCH_NORM, CROSS_ENTROPY };
@@ -46,12 +48,6 @@ static bcase cases[] = {
     {BATCH_NORM, {32, 64, 32}},    {CROSS_ENTROPY, {256, 1000}},  {CROSS_ENTROPY, {64, 32000}},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void describe(const bcase *c, char *buf, size_t n) {
     const int64_t *a = c->a;

@@ -41,32 +41,34 @@ def rss_bytes():
 
 # ---- musa ----
 
-def musa_models(name):
-    import musa.nn as nn
-    import musa.nn.functional as F
+def model(name, nn, F):
+    """The benchmark's models from an nn namespace (musa.nn or torch.nn)."""
     if name == "mlp":
         return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
                              nn.Linear(128, 10))
     sys.path.insert(0, HERE)
-    from bench_jit import ResNet18
-    return ResNet18()
+    from bench_jit import resnet18
+    return resnet18(nn, F)
+
+
+def make_step(net, opt, F):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
 
 
 def run_musa(name, static, steps):
     import musa
+    import musa.nn as nn
     import musa.nn.functional as F
     musa.manual_seed(0)
     batch, shape, classes = MODELS[name]
-    model = musa_models(name)
-    opt = musa.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
+    net = model(name, nn, F)
+    step = make_step(net, musa.optim.SGD(net.parameters(), lr=0.01, momentum=0.9), F)
     fn = musa.jit(step) if static else step
     data = [(musa.randn(batch, *shape), musa.randint(0, classes, (batch,))) for _ in range(4)]
     base_rss = rss_bytes()
@@ -92,70 +94,20 @@ def run_musa(name, static, steps):
 
 # ---- torch ----
 
-def torch_models(name):
-    import torch.nn as tnn
-    import torch.nn.functional as tF
-    if name == "mlp":
-        return tnn.Sequential(tnn.Linear(64, 128), tnn.ReLU(), tnn.Linear(128, 128), tnn.ReLU(),
-                              tnn.Linear(128, 10))
-
-    class Block(tnn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.c1 = tnn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.b1 = tnn.BatchNorm2d(cout)
-            self.c2 = tnn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.b2 = tnn.BatchNorm2d(cout)
-            self.short = None
-            if stride != 1 or cin != cout:
-                self.short = tnn.Sequential(tnn.Conv2d(cin, cout, 1, stride, bias=False),
-                                            tnn.BatchNorm2d(cout))
-
-        def forward(self, x):
-            h = tF.relu(self.b1(self.c1(x)))
-            h = self.b2(self.c2(h))
-            return tF.relu(h + (x if self.short is None else self.short(x)))
-
-    class Net(tnn.Module):
-        def __init__(self):
-            super().__init__()
-            self.stem = tnn.Sequential(tnn.Conv2d(3, 64, 3, 1, 1, bias=False), tnn.BatchNorm2d(64),
-                                       tnn.ReLU())
-            layers, cin = [], 64
-            for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
-                layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
-                cin = cout
-            self.layers = tnn.Sequential(*layers)
-            self.fc = tnn.Linear(512, 10)
-
-        def forward(self, x):
-            h = self.layers(self.stem(x))
-            return self.fc(tF.adaptive_avg_pool2d(h, 1).flatten(1))
-
-    return Net()
-
-
 def run_torch(name, script, steps):
     import torch
+    import torch.nn as tnn
     import torch.nn.functional as tF
     torch.manual_seed(0)
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
     batch, shape, classes = MODELS[name]
-    model = torch_models(name)
+    net = model(name, tnn, tF)
     data = [(torch.randn(batch, *shape), torch.randint(0, classes, (batch,))) for _ in range(4)]
     base_rss = rss_bytes()
     t0 = time.perf_counter()
     if script:
-        model = torch.jit.trace(model, (data[0][0],))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = tF.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
+        net = torch.jit.trace(net, (data[0][0],))
+    step = make_step(net, torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9), tF)
     float(step(*data[0]))
     first = time.perf_counter() - t0
     times = []

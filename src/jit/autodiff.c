@@ -20,14 +20,7 @@
 /* A meta tensor standing for value v, tagged so that the recorder maps it
  * back to v. */
 static musa_tensor *stand_in(musa_graph *g, int32_t v) {
-    const musa_gvalue *x = &g->values.data[v];
-    musa_tensor *t = musa_tensor_meta((musa_dtype)x->dtype, x->ndim, x->shape);
-    if (!t) return NULL;
-    for (int d = 0; d < x->ndim; d++) t->strides[d] = x->strides[d];
-    t->offset = x->offset;
-    if (x->kind == MUSA_V_CONST && x->tensor) t->flags |= x->tensor->flags & MUSA_TF_NUMBER;
-    t->trace_tag = (g->tag << 32) | (uint64_t)(v + 1);
-    return t;
+    return musa_graph_meta(g, v, true);
 }
 
 /* grad[v] += gv (recorded). */

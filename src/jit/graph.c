@@ -310,14 +310,14 @@ int musa_graph_refuse(musa_graph *g, const char *why) {
 
 /* ---- editing ---- */
 
-/* A meta tensor standing for value id (layout included). */
-static musa_tensor *meta_of(const musa_graph *g, int32_t id) {
+musa_tensor *musa_graph_meta(const musa_graph *g, int32_t id, bool tagged) {
     const musa_gvalue *v = &g->values.data[id];
     musa_tensor *t = musa_tensor_meta((musa_dtype)v->dtype, v->ndim, v->shape);
     if (!t) return NULL;
     for (int i = 0; i < v->ndim; i++) t->strides[i] = v->strides[i];
     t->offset = v->offset;
     if (v->kind == MUSA_V_CONST && v->tensor) t->flags |= v->tensor->flags & MUSA_TF_NUMBER;
+    if (tagged) t->trace_tag = (g->tag << 32) | (uint64_t)(id + 1);
     return t;
 }
 
@@ -336,7 +336,7 @@ static int infer_into(musa_graph *g, musa_gnode *n, int32_t *fresh_out) {
     }
     int made = 0;
     for (; made < n->n_in; made++)
-        if (!(tin[made] = meta_of(g, n->in[made]))) {
+        if (!(tin[made] = musa_graph_meta(g, n->in[made], false))) {
             rc = musa_last_error_code();
             goto done;
         }
@@ -427,6 +427,22 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
 
 int musa_graph_infer_node(musa_graph *g, int32_t n) {
     return infer_into(g, &g->nodes.data[n], NULL);
+}
+
+int musa_graph_refresh_view(musa_graph *g, int32_t i) {
+    const musa_gnode *n = &g->nodes.data[i];
+    if (!(musa_ops[n->op].flags & MUSA_OPF_VIEW)) return MUSA_OK;
+    if (g->values.data[n->out[0]].root == g->values.data[n->in[0]].root) return MUSA_OK;
+    return musa_graph_infer_node(g, i);
+}
+
+bool musa_gvalue_same_layout(const musa_gvalue *a, const musa_gvalue *b) {
+    if (a->dtype != b->dtype || a->offset != b->offset ||
+        !musa_shape_equal(a->ndim, a->shape, b->ndim, b->shape))
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->strides[d] != b->strides[d]) return false;
+    return true;
 }
 
 void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to) {

@@ -154,6 +154,14 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
 /* Re-run inference for node n (after a pass changed its inputs); its output
  * values take the result. */
 int musa_graph_infer_node(musa_graph *g, int32_t n);
+/* A view node whose input moved to another buffer (a pass replaced it)
+ * takes that buffer's root and offset: re-inferred. No-op otherwise. */
+int musa_graph_refresh_view(musa_graph *g, int32_t n);
+/* Same dtype, shape, strides and offset. */
+bool musa_gvalue_same_layout(const musa_gvalue *a, const musa_gvalue *b);
+/* A meta tensor standing for value id, its layout included; `tagged`: the
+ * recorder maps it back to id (for ops recorded into g, e.g. autodiff). */
+musa_tensor *musa_graph_meta(const musa_graph *g, int32_t id, bool tagged);
 /* Replace every use of value `from` (node inputs, outputs, mutations, breaks)
  * by `to`. */
 void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to);

@@ -31,6 +31,14 @@ static bool near_values(const musa_tensor *a, const musa_tensor *b, double tol) 
     return ok;
 }
 
+/* Run a one-input, one-output plan on x: bitwise equal to ref? */
+static bool run_same(musa_plan *p, musa_tensor *x, const musa_tensor *ref) {
+    musa_tensor *out = NULL;
+    bool ok = musa_plan_run(p, 1, &x, 1, &out) == MUSA_OK && same_values(out, ref);
+    musa_tensor_release(out);
+    return ok;
+}
+
 /* y = sum(relu(x @ w + b) * 0.5, dim 1); the block the tests reuse. */
 static musa_tensor *mlp_block(musa_tensor *x, musa_tensor *w, musa_tensor *b) {
     musa_tensor *h = musa_matmul(x, w);
@@ -196,10 +204,7 @@ TEST(fused_elementwise_chain_is_bitwise_eager) {
         CHECK_MSG(st->fused_groups == 1 && st->kernels == 0, "groups %d kernels %d",
                   st->fused_groups, st->kernels);
         CHECK(st->arena_bytes == 0); /* every intermediate lives in tiles */
-        musa_tensor *out = NULL;
-        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
-        CHECK(same_values(out, ref));
-        musa_tensor_release(out);
+        CHECK(run_same(p, x, ref));
         musa_plan_free(p);
         musa_graph_free(g);
         musa_tensor_release(ref), musa_tensor_release(x);
@@ -280,10 +285,7 @@ TEST(memory_plan_reuses_and_never_overlaps_live_buffers) {
                 CHECK_MSG(!(live && mem), "buffers %d and %d overlap while both live", i, j);
             }
         /* poisoned dead buffers would corrupt the result if the plan were wrong */
-        musa_tensor *out = NULL;
-        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
-        CHECK(same_values(out, ref));
-        musa_tensor_release(out);
+        CHECK(run_same(p, x, ref));
         musa_plan_free(p);
         musa_graph_free(g);
     }
@@ -577,11 +579,9 @@ TEST(remat_recomputes_long_lived_cheap_values) {
         CHECK_MSG(exps == 1 + on, "%d exp nodes with remat %d", exps, on);
         musa_plan_options o = {.num_threads = 1, .memory_arena = true};
         musa_plan *p = musa_plan_build(g, &o);
-        musa_tensor *out = NULL;
-        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
-        CHECK(same_values(out, ref));
+        CHECK(run_same(p, x, ref));
         arena[on] = musa_plan_get_stats(p)->arena_bytes;
-        musa_tensor_release(out), musa_tensor_release(y), musa_tensor_release(m);
+        musa_tensor_release(y), musa_tensor_release(m);
         musa_plan_free(p);
         musa_graph_free(g);
     }

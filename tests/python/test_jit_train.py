@@ -4,8 +4,8 @@ backward, optimizer step) compiled against eager step for step, BatchNorm
 running statistics, recompiles on a smaller last batch, higher-order
 gradients, and the digits CNN trained in static mode."""
 import copy
-import gzip
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -272,15 +272,11 @@ def test_jit_trace_of_a_training_module_shows_forward_and_backward():
 # ---- digits ----
 
 def load_digits():
-    path = os.path.join(HERE, "..", "..", "data", "digits.csv.gz")
-    with gzip.open(path, "rt") as f:
-        raw = np.loadtxt(f, delimiter=",", dtype=np.float32)
-    x, y = raw[:, :64] / 16.0, raw[:, 64].astype(np.int64)
-    order = np.random.RandomState(0).permutation(len(x))
-    cut = int(0.8 * len(x))
-    tr, te = order[:cut], order[cut:]
-    return (musa.tensor(x[tr]).reshape(-1, 1, 8, 8), musa.tensor(y[tr]),
-            musa.tensor(x[te]).reshape(-1, 1, 8, 8), musa.tensor(y[te]))
+    """The demo's split (examples/train_digits.py), as 1x8x8 images."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    from train_digits import load_digits as load
+    xtr, ytr, xte, yte = load()
+    return xtr.reshape(-1, 1, 8, 8), ytr, xte.reshape(-1, 1, 8, 8), yte
 
 
 class DigitsCNN(nn.Module):

@@ -93,14 +93,9 @@ static bool same_inputs(const musa_graph *g, const musa_gnode *a, const musa_gno
 /* Output types and layouts agree too (they follow from the rest; checked so
  * a merge can never change what a consumer sees). */
 static bool same_outputs(const musa_graph *g, const musa_gnode *a, const musa_gnode *b) {
-    for (int j = 0; j < a->n_out; j++) {
-        const musa_gvalue *x = &g->values.data[a->out[j]], *y = &g->values.data[b->out[j]];
-        if (x->dtype != y->dtype || x->offset != y->offset ||
-            !musa_shape_equal(x->ndim, x->shape, y->ndim, y->shape))
+    for (int j = 0; j < a->n_out; j++)
+        if (!musa_gvalue_same_layout(&g->values.data[a->out[j]], &g->values.data[b->out[j]]))
             return false;
-        for (int d = 0; d < x->ndim; d++)
-            if (x->strides[d] != y->strides[d]) return false;
-    }
     return true;
 }
 
@@ -139,15 +134,6 @@ static void merge(musa_graph *g, int32_t keep, int32_t drop) {
     d->dead = true;
 }
 
-/* A view whose input now lives in another buffer (a merge upstream) takes
- * that buffer's root and offset. Fails only if inference fails. */
-static int refresh_view(musa_graph *g, int32_t i) {
-    const musa_gnode *n = &g->nodes.data[i];
-    if (!(musa_ops[n->op].flags & MUSA_OPF_VIEW)) return MUSA_OK;
-    if (g->values.data[n->out[0]].root == g->values.data[n->in[0]].root) return MUSA_OK;
-    return musa_graph_infer_node(g, i);
-}
-
 int musa_pass_cse(musa_graph *g, musa_pass_ctx *ctx) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[cse] graph is NULL");
     musa_map heads = {0}; /* hash -> index of the newest entry with it */
@@ -156,7 +142,7 @@ int musa_pass_cse(musa_graph *g, musa_pass_ctx *ctx) {
     for (int64_t i = 0; i < g->nodes.len; i++) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
-        if ((rc = refresh_view(g, (int32_t)i))) break;
+        if ((rc = musa_graph_refresh_view(g, (int32_t)i))) break;
         if (musa_ops[n->op].flags & MUSA_OPF_RANDOM) continue;
         uint64_t h = node_hash(g, n);
         uint64_t *head = musa_map_get(&heads, h);

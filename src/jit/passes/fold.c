@@ -124,15 +124,6 @@ done:
     return rc;
 }
 
-/* A view whose input now lives in another buffer (a fold upstream) takes
- * that buffer's root and offset. Fails only if inference fails. */
-static int refresh_view(musa_graph *g, int32_t i) {
-    const musa_gnode *n = &g->nodes.data[i];
-    if (!(musa_ops[n->op].flags & MUSA_OPF_VIEW)) return MUSA_OK;
-    if (g->values.data[n->out[0]].root == g->values.data[n->in[0]].root) return MUSA_OK;
-    return musa_graph_infer_node(g, i);
-}
-
 int musa_pass_fold(musa_graph *g, musa_pass_ctx *ctx) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[fold] graph is NULL");
     musa_graph_analyse(g); /* use counts: a fold moves uses only off dead nodes */
@@ -140,7 +131,7 @@ int musa_pass_fold(musa_graph *g, musa_pass_ctx *ctx) {
     for (int64_t i = 0; i < g->nodes.len; i++) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
-        int rc = refresh_view(g, (int32_t)i);
+        int rc = musa_graph_refresh_view(g, (int32_t)i);
         if (rc) return rc;
         if (!used(g, n) || !foldable(g, n)) continue;
         if ((rc = fold_node(g, (int32_t)i)) < 0) return rc;

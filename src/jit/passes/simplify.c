@@ -37,15 +37,6 @@ typedef int (*rule_fn)(musa_graph *g, int32_t node);
 
 /* ---- helpers ---- */
 
-static bool same_layout(const musa_gvalue *a, const musa_gvalue *b) {
-    if (a->dtype != b->dtype || a->offset != b->offset ||
-        !musa_shape_equal(a->ndim, a->shape, b->ndim, b->shape))
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->strides[d] != b->strides[d]) return false;
-    return true;
-}
-
 /* Whether v is a graph output, a mutation's value or a break's value. */
 static bool escapes(const musa_graph *g, int32_t v) {
     for (int64_t i = 0; i < g->outputs.len; i++)
@@ -74,7 +65,7 @@ static bool other_output_in(const musa_graph *g, int32_t v, int32_t root) {
 
 static bool can_replace(const musa_graph *g, int32_t from, int32_t to) {
     const musa_gvalue *a = &g->values.data[from], *b = &g->values.data[to];
-    if (from == to || a->kind != MUSA_V_NODE || !same_layout(a, b)) return false;
+    if (from == to || a->kind != MUSA_V_NODE || !musa_gvalue_same_layout(a, b)) return false;
     if (b->kind == MUSA_V_CONST && b->tensor && (b->tensor->flags & MUSA_TF_NUMBER)) return false;
     if (!escapes(g, from)) return true;
     const musa_gvalue *root = &g->values.data[b->root];
@@ -149,21 +140,12 @@ static int rewire(musa_graph *g, int32_t i, int32_t src, const musa_attrs_any *a
     if (attrs) n->attrs = *attrs;
     int rc = musa_graph_infer_node(g, i);
     const musa_gvalue *v = &g->values.data[out];
-    if (rc == MUSA_OK && v->root == saved.root && same_layout(v, &saved)) return 1;
+    if (rc == MUSA_OK && v->root == saved.root && musa_gvalue_same_layout(v, &saved)) return 1;
     if (rc) musa_clear_error();
     n->in[0] = old_in;
     n->attrs = old_attrs;
     g->values.data[out] = saved;
     return 0;
-}
-
-/* A view whose input now lives in another buffer (a replacement upstream)
- * takes that buffer's root and offset. Fails only if inference fails. */
-static int refresh_view(musa_graph *g, int32_t i) {
-    const musa_gnode *n = &g->nodes.data[i];
-    if (!(musa_ops[n->op].flags & MUSA_OPF_VIEW)) return MUSA_OK;
-    if (g->values.data[n->out[0]].root == g->values.data[n->in[0]].root) return MUSA_OK;
-    return musa_graph_infer_node(g, i);
 }
 
 /* ---- rules ---- */
@@ -258,7 +240,7 @@ static const rule_fn rules[] = {
 static int sweep(musa_graph *g, int *changes) {
     for (int64_t i = 0; i < g->nodes.len; i++) {
         if (g->nodes.data[i].dead) continue;
-        int rc = refresh_view(g, (int32_t)i);
+        int rc = musa_graph_refresh_view(g, (int32_t)i);
         if (rc) return rc;
         for (int r = 0; r < MUSA_ARRAY_LEN(rules) && !g->nodes.data[i].dead; r++) {
             if ((rc = rules[r](g, (int32_t)i)) < 0) return rc;
