@@ -957,6 +957,12 @@ MUSA_API musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end,
  * new references to the values asked for. */
 MUSA_API int musa_graph_run_eager(const musa_graph *g, int n_in, musa_tensor *const *inputs,
                                   int n_req, const int *values, musa_tensor **out);
+/* Dynamic dims in the IR: a symbol with its range and the size the capture
+ * saw (returns its index), and the dims that follow it. The text form
+ * prints them by name, the JSON form lists them under "symbolic". */
+MUSA_API int musa_graph_add_symbol(musa_graph *g, const char *name, int64_t lo, int64_t hi,
+                                   int64_t traced);
+MUSA_API int musa_graph_set_symbolic(musa_graph *g, int value, int dim, int sym);
 /* A new graph input shaped like value `like` (e.g. an output's gradient). */
 MUSA_API int musa_graph_new_input(musa_graph *g, int like, const char *name);
 /* Static autodiff: append to g the backward graph of outs[k] (incoming

@@ -30,6 +30,7 @@ void musa_graph_free(musa_graph *g) {
     musa_vec_free(&g->outputs);
     musa_vec_free(&g->mutations);
     musa_vec_free(&g->breaks);
+    musa_vec_free(&g->syms);
     musa_map_free(&g->origin);
     musa_arena_free(&g->arena);
     free(g);
@@ -50,6 +51,7 @@ int32_t musa_graph_new_value(musa_graph *g, musa_vkind kind, musa_dtype dtype, i
     v.dtype = (int8_t)dtype;
     v.ndim = (int8_t)ndim;
     v.producer = -1;
+    memset(v.sym, -1, sizeof v.sym);
     for (int i = 0; i < ndim; i++) v.shape[i] = shape[i];
     set_contiguous(&v);
     v.root = (int32_t)g->values.len;
@@ -637,9 +639,27 @@ static char *sb_finish(sbuf *b) {
     return b->p;
 }
 
-static void sb_type(sbuf *b, const musa_gvalue *v) {
+/* A dim that follows a dynamic dim prints as its symbol when it equals it,
+ * else as ~N (N at the traced size, affine in the symbol). */
+static void sb_dim(sbuf *b, const musa_graph *g, const musa_gvalue *v, int d) {
+    int s = v->sym[d];
+    if (s >= 0 && s < g->syms.len) {
+        const musa_gsym *y = &g->syms.data[s];
+        if (v->shape[d] == y->traced)
+            sb_printf(b, "%s", y->name);
+        else
+            sb_printf(b, "~%lld", (long long)v->shape[d]);
+        return;
+    }
+    sb_printf(b, "%lld", (long long)v->shape[d]);
+}
+
+static void sb_type(sbuf *b, const musa_graph *g, const musa_gvalue *v) {
     sb_printf(b, "%s[", musa_dtype_name((musa_dtype)v->dtype));
-    for (int d = 0; d < v->ndim; d++) sb_printf(b, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
+    for (int d = 0; d < v->ndim; d++) {
+        if (d) sb_printf(b, ", ");
+        sb_dim(b, g, v, d);
+    }
     sb_printf(b, "]");
 }
 
@@ -648,7 +668,7 @@ static const char *kind_name(int k) {
     return names[k];
 }
 
-static void sb_const(sbuf *b, const musa_gvalue *v) {
+static void sb_const(sbuf *b, const musa_graph *g, const musa_gvalue *v) {
     if (v->tensor && v->tensor->numel == 1 && v->tensor->storage) {
         double x = 0;
         if (!musa_tensor_item(v->tensor, &x)) {
@@ -656,7 +676,7 @@ static void sb_const(sbuf *b, const musa_gvalue *v) {
             return;
         }
     }
-    sb_type(b, v);
+    sb_type(b, g, v);
 }
 
 /* Values the live graph refers to (printing skips the rest: consts a pass
@@ -687,17 +707,22 @@ char *musa_graph_text(const musa_graph *g) {
         sb_printf(&b, "%s%%%d", i ? ", " : "", g->inputs.data[i]);
         if (v->name) sb_printf(&b, " \"%s\"", v->name);
         sb_printf(&b, ": ");
-        sb_type(&b, v);
+        sb_type(&b, g, v);
     }
     sb_printf(&b, ") {\n");
+    for (int64_t i = 0; i < g->syms.len; i++) {
+        const musa_gsym *y = &g->syms.data[i];
+        sb_printf(&b, "  # %s in [%lld, %lld] (traced at %lld)\n", y->name, (long long)y->lo,
+                  (long long)y->hi, (long long)y->traced);
+    }
     for (int64_t i = 0; i < g->values.len; i++) {
         const musa_gvalue *v = &g->values.data[i];
         if ((v->kind != MUSA_V_PARAM && v->kind != MUSA_V_CONST) || (ref && !ref[i])) continue;
         sb_printf(&b, "  %%%lld = %s ", (long long)i, kind_name(v->kind));
         if (v->kind == MUSA_V_CONST)
-            sb_const(&b, v);
+            sb_const(&b, g, v);
         else
-            sb_type(&b, v);
+            sb_type(&b, g, v);
         sb_printf(&b, "\n");
     }
     for (int64_t i = 0; i < g->nodes.len; i++) {
@@ -715,7 +740,7 @@ char *musa_graph_text(const musa_graph *g) {
         sb_printf(&b, ")  # ");
         for (int j = 0; j < n->n_out; j++) {
             if (j) sb_printf(&b, ", ");
-            sb_type(&b, &g->values.data[n->out[j]]);
+            sb_type(&b, g, &g->values.data[n->out[j]]);
         }
         if (n->group >= 0) sb_printf(&b, " fused:%d", n->group);
         if (n->loc) sb_printf(&b, "  %s", n->loc);
@@ -738,9 +763,20 @@ static void sb_value_list(sbuf *b, const int32_t *ids, int64_t n) {
     sb_printf(b, "]");
 }
 
-static void sb_json_type(sbuf *b, const musa_gvalue *v) {
+static void sb_json_type(sbuf *b, const musa_graph *g, const musa_gvalue *v) {
     sb_printf(b, "\"dtype\": \"%s\", \"shape\": [", musa_dtype_name((musa_dtype)v->dtype));
-    for (int d = 0; d < v->ndim; d++) sb_printf(b, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
+    bool sym = false;
+    for (int d = 0; d < v->ndim; d++) {
+        sb_printf(b, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
+        sym |= v->sym[d] >= 0 && v->sym[d] < g->syms.len;
+    }
+    sb_printf(b, "]");
+    if (!sym) return;
+    sb_printf(b, ", \"symbolic\": [");
+    for (int d = 0; d < v->ndim; d++)
+        sb_printf(b, "%s%s%s%s", d ? ", " : "", v->sym[d] >= 0 ? "\"" : "",
+                  v->sym[d] >= 0 && v->sym[d] < g->syms.len ? g->syms.data[v->sym[d]].name : "null",
+                  v->sym[d] >= 0 ? "\"" : "");
     sb_printf(b, "]");
 }
 
@@ -758,7 +794,7 @@ char *musa_graph_json(const musa_graph *g) {
         sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", first_value ? "" : ", ",
                   (long long)i, kind_name(v->kind));
         first_value = false;
-        sb_json_type(&b, v);
+        sb_json_type(&b, g, v);
         if (v->kind == MUSA_V_CONST && v->tensor && v->tensor->numel == 1) {
             double x = 0;
             if (!musa_tensor_item(v->tensor, &x) && x == x && x - x == 0)
@@ -910,5 +946,26 @@ int musa_graph_break(const musa_graph *g, int i, int *value, int *at_node, int *
     if (kind) *kind = b->kind;
     if (outcome) *outcome = b->outcome;
     if (loc) *loc = b->loc;
+    return MUSA_OK;
+}
+
+int musa_graph_add_symbol(musa_graph *g, const char *name, int64_t lo, int64_t hi, int64_t traced) {
+    if (!g || !name || lo > hi || traced < lo || traced > hi)
+        return musa_err(MUSA_ERR_VALUE, "[jit] add_symbol: bad symbol or range [%lld, %lld]",
+                        (long long)lo, (long long)hi);
+    if (g->syms.len >= 100) return musa_err(MUSA_ERR_VALUE, "[jit] add_symbol: too many symbols");
+    musa_gsym y = {.lo = lo, .hi = hi, .traced = traced};
+    snprintf(y.name, sizeof y.name, "%s", name);
+    if (musa_vec_push(&g->syms, y)) return MUSA_ERR_NOMEM;
+    return (int)g->syms.len - 1;
+}
+
+int musa_graph_set_symbolic(musa_graph *g, int value, int dim, int sym) {
+    if (!g || value < 0 || value >= g->values.len || sym < 0 || sym >= g->syms.len)
+        return musa_err(MUSA_ERR_VALUE, "[jit] set_symbolic: bad value or symbol");
+    musa_gvalue *v = &g->values.data[value];
+    if (dim < 0 || dim >= v->ndim)
+        return musa_err(MUSA_ERR_INDEX, "[jit] set_symbolic: %%%d has no dim %d", value, dim);
+    v->sym[dim] = (int8_t)sym;
     return MUSA_OK;
 }

@@ -53,6 +53,7 @@ typedef struct musa_gvalue {
     int64_t offset;                 /* element offset in the root's buffer */
     int32_t root;                   /* value whose buffer this is (itself unless a view) */
     int32_t uses;                   /* node inputs + graph outputs using it (musa_graph_analyse) */
+    int8_t sym[MUSA_MAX_DIMS];      /* symbol a dim follows (dynamic dims), or -1 */
     musa_tensor *tensor;            /* PARAM, CONST: reference held */
     const char *name;               /* inputs: their name; else NULL */
     const char *loc;                /* user's file:line where it was made, or NULL */
@@ -69,6 +70,12 @@ typedef struct musa_gnode {
     musa_attrs_any attrs;
     const char *loc;
 } musa_gnode;
+
+/* A dynamic dim: a name, its range, and the size the capture saw. */
+typedef struct musa_gsym {
+    char name[16];
+    int64_t lo, hi, traced;
+} musa_gsym;
 
 typedef struct musa_gmutation {
     int32_t target; /* INPUT or PARAM value written in place */
@@ -97,6 +104,7 @@ struct musa_graph {
     MUSA_VEC(int32_t) outputs;
     MUSA_VEC(musa_gmutation) mutations;
     MUSA_VEC(musa_gbreak) breaks;
+    MUSA_VEC(musa_gsym) syms;
     /* capture state */
     uint64_t tag;      /* capture id, high 32 bits of trace_tag */
     uint32_t epoch;    /* stamped on tensors made while recording (musa_tensor_epoch) */

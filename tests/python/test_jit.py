@@ -171,6 +171,9 @@ def test_dynamic_dims_compile_once_for_the_range():
             want = musa.relu(lin(x).view(b, 2, 2)).sum(2)
             close(f(x), want)
         assert f.compiles == 1 and f.recompile_log == []
+        g = f.get_graph()
+        assert "# s0 in [1, 64]" in g and '"x": float32[s0, 6]' in g
+        assert "float32[s0, 2, 2]" in g  # the view follows the batch
         f(musa.randn(65, 6))  # outside the range: a new variant, logged
         assert len(f.recompile_log) == 1 and "dim 0" in f.recompile_log[0]
 

@@ -324,6 +324,20 @@ static PyObject *graph_run_eager(PyObject *self, PyObject *args) {
     return r;
 }
 
+static PyObject *graph_add_symbol(PyObject *self, PyObject *args) {
+    const char *name;
+    long long lo, hi, traced;
+    if (!PyArg_ParseTuple(args, "sLLL", &name, &lo, &hi, &traced)) return NULL;
+    int r = musa_graph_add_symbol(G(self), name, lo, hi, traced);
+    return r < 0 ? pm_raise() : PyLong_FromLong(r);
+}
+
+static PyObject *graph_set_symbolic(PyObject *self, PyObject *args) {
+    int v, d, sym;
+    if (!PyArg_ParseTuple(args, "iii", &v, &d, &sym)) return NULL;
+    return pm_none_or_raise(musa_graph_set_symbolic(G(self), v, d, sym));
+}
+
 static PyObject *graph_new_input(PyObject *self, PyObject *args) {
     int like;
     const char *name = NULL;
@@ -478,6 +492,8 @@ static PyMethodDef graph_methods[] = {
     {"inputs_list", graph_inputs_list, METH_NOARGS, "Input value ids, in order."},
     {"autodiff", graph_autodiff, METH_VARARGS, "Append the backward graph; gradient value ids."},
     {"new_input", graph_new_input, METH_VARARGS, "A new input shaped like a value."},
+    {"add_symbol", graph_add_symbol, METH_VARARGS, "A dynamic dim (name, lo, hi, traced)."},
+    {"set_symbolic", graph_set_symbolic, METH_VARARGS, "Mark dim d of a value as a symbol's."},
     {"run_eager", graph_run_eager, METH_VARARGS, "Run through the dispatcher; asked values."},
     {"fingerprint", graph_fingerprint, METH_VARARGS, "Hash of nodes [begin, end)."},
     {"value", graph_value, METH_O, "(kind, producer, tensor or None) of a value."},

@@ -424,6 +424,11 @@ class CompiledFunction:
         forward then backward for a function compiled for training)."""
         if self._last is None:
             raise RuntimeError(f"musa.jit: {self._name} has not been compiled yet; call it first")
+        dyn = next((e.dyn[0] for e in self._cache.values()
+                    if e.dyn is not None and self._last in e.dyn_plans.values()), None)
+        if dyn is not None:
+            return ("# captured once for the dynamic range, planned per size\n" +
+                    dyn.graph.text())
         train = next((e.train for e in self._cache.values()
                       if e.train is not None and e.train.fwd is self._last), None)
         if train is not None:
@@ -796,6 +801,8 @@ class CompiledFunction:
             for k, (lo, hi) in (d or {}).items():
                 if k < len(shapes0[i]):
                     s = shapes0[i][k]
+                    if not lo <= s <= hi:  # this variant is outside the range: static
+                        return False
                     shapes1[i][k] = s + 1 if s + 1 <= hi else s - 1
                     dims.append((i, k))
         if not dims or any(shapes1[i][k] < 0 for i, k in dims):
@@ -816,6 +823,8 @@ class CompiledFunction:
             return False
         base = shapes0[dims[0][0]][dims[0][1]]
         entry.dyn = (cap, dims, base, over)
+        _mark_symbolic(cap.graph, cap1.graph, base, dyn.get(names.get(dims[0][0])) or
+                       dyn.get(dims[0][0]), dims[0][1])
         return True
 
     def _run_dynamic(self, entry, args, kwargs, leaves, inputs, spec):
@@ -960,6 +969,22 @@ class _LazyNode:
 
 
 _CompiledNode = _LazyNode()
+
+
+def _mark_symbolic(g0, g1, base, ranges, dim):
+    """Record in g0's IR which dims follow the dynamic size (they differ
+    between the captures at base and base +- 1)."""
+    import json
+    lo, hi = ranges[dim]
+    sym = g0.add_symbol("s0", lo, hi, base)
+    v0, v1 = json.loads(g0.json())["values"], json.loads(g1.json())["values"]
+    for name, a in v0.items():
+        b = v1.get(name)
+        if not b or len(a["shape"]) != len(b["shape"]):
+            continue
+        for d, (x, y) in enumerate(zip(a["shape"], b["shape"])):
+            if x != y:
+                g0.set_symbolic(int(name[1:]), d, sym)
 
 
 def _attr_slopes(g0, g1):
