@@ -33,6 +33,7 @@ typedef struct kref {
 /* One kernel call: views (outputs first, then inputs) and where their data is. */
 typedef struct kcall {
     musa_kernel_fn kernel;
+    musa_op_id op;
     const void *attrs;
     const char *name;
     const char *loc;
@@ -131,6 +132,7 @@ static int fill_kcall(builder *b, kcall *k, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
     musa_arena *A = &b->p->arena;
     k->kernel = info->kernel;
+    k->op = (musa_op_id)n->op;
     k->attrs = &n->attrs;
     k->name = info->name;
     k->loc = n->loc;
@@ -765,9 +767,9 @@ static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
     musa_kctx ctx = {.scratch = k->scratch ? scratch : NULL,
                      .scratch_bytes = k->scratch,
                      .op_name = k->name};
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(MUSA_OP_COUNT, true);
+    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, true);
     int rc = k->kernel(&ctx, kv, kv + k->n_out, k->n_in, k->attrs);
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(MUSA_OP_COUNT, false);
+    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, false);
     return rc;
 }
 

@@ -313,3 +313,20 @@ def test_digits_cnn_trained_static_reaches_the_eager_accuracy():
         with musa.no_grad():
             acc[name] = float((m(xte).argmax(1) == yte).float().mean())
     assert acc["static"] >= 0.95 and abs(acc["static"] - acc["eager"]) <= 0.005, acc
+
+
+def test_dropout_steps_draw_the_same_numbers_as_eager():
+    make = lambda: nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, 10))
+    eager, comp = twins(make)
+    oe = musa.optim.SGD(eager.parameters(), lr=0.05)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.05)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    data = [(musa.randn(8, 64), musa.randint(0, 10, (8,))) for _ in range(6)]
+    losses = {}
+    for name, step in (("eager", step_e), ("static", step_c)):
+        musa.manual_seed(11)  # the same generator state for both runs
+        losses[name] = [float(step(x, y)) for x, y in data]
+    assert losses["eager"] == losses["static"]
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        close(q, p, rtol=1e-6, atol=1e-7)
+    assert step_c.plan_stats()["runs"] >= 4
