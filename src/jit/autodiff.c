@@ -111,6 +111,8 @@ int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *go
                         const int *wrt, int *grads) {
     if (!g || g->capturing)
         return musa_err(MUSA_ERR_RUNTIME, "[autodiff] the graph is NULL or still capturing");
+    if (n_out < 0 || n_wrt < 0 || (n_out && (!outs || !gouts)) || (n_wrt && (!wrt || !grads)))
+        return musa_err(MUSA_ERR_VALUE, "[autodiff] bad output, gradient or wrt arrays");
     int64_t nv = g->values.len, nn = g->nodes.len;
     for (int k = 0; k < n_out; k++)
         if (outs[k] < 0 || outs[k] >= nv || gouts[k] < 0 || gouts[k] >= nv)

@@ -101,7 +101,7 @@ int32_t musa_graph_const(musa_graph *g, musa_tensor *t) {
 }
 
 int musa_graph_value_of(const musa_graph *g, const musa_tensor *t) {
-    if (!t || (t->trace_tag >> 32) != g->tag || !g->tag) return -1;
+    if (!g || !t || (t->trace_tag >> 32) != g->tag || !g->tag) return -1;
     return (int32_t)(t->trace_tag & 0xffffffffu) - 1;
 }
 
@@ -270,6 +270,8 @@ int musa_graph_add_input(musa_graph *g, musa_tensor *t, const char *name) {
 }
 
 int musa_graph_set_outputs(musa_graph *g, int n, musa_tensor *const *t) {
+    if (!g || n < 0 || (n && !t))
+        return musa_err(MUSA_ERR_VALUE, "[jit] set_outputs: graph or outputs are NULL");
     g->outputs.len = 0;
     for (int i = 0; i < n; i++) {
         if (!t[i]) return musa_err(MUSA_ERR_VALUE, "[jit] output %d is NULL", i);
@@ -492,6 +494,7 @@ void musa_graph_compact(musa_graph *g) {
 
 int musa_graph_node_count(const musa_graph *g) {
     int c = 0;
+    if (!g) return 0;
     for (int64_t i = 0; i < g->nodes.len; i++) c += !g->nodes.data[i].dead;
     return c;
 }
@@ -499,6 +502,7 @@ int musa_graph_node_count(const musa_graph *g) {
 /* ---- verifier ---- */
 
 int musa_graph_verify(const musa_graph *g) {
+    if (!g) return musa_err(MUSA_ERR_VALUE, "[jit verify] graph is NULL");
     int64_t nv = g->values.len;
     char *defined = musa_calloc((size_t)(nv ? nv : 1), 1, "verify");
     if (!defined) return MUSA_ERR_NOMEM;
@@ -698,6 +702,10 @@ static uint8_t *referenced(const musa_graph *g) {
 }
 
 char *musa_graph_text(const musa_graph *g) {
+    if (!g) {
+        musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
+        return NULL;
+    }
     sbuf b = {0};
     char attrs[1024];
     uint8_t *ref = referenced(g);
@@ -781,6 +789,10 @@ static void sb_json_type(sbuf *b, const musa_graph *g, const musa_gvalue *v) {
 }
 
 char *musa_graph_json(const musa_graph *g) {
+    if (!g) {
+        musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
+        return NULL;
+    }
     sbuf b = {0};
     char attrs[1024];
     uint8_t *ref = referenced(g);
@@ -882,20 +894,20 @@ void musa_jit_set_location_hook(const char *(*fn)(void)) {
 }
 
 int musa_graph_num_nodes(const musa_graph *g) {
-    return (int)g->nodes.len;
+    return g ? (int)g->nodes.len : 0;
 }
 const char *musa_graph_node_op(const musa_graph *g, int node) {
-    if (node < 0 || node >= g->nodes.len || g->nodes.data[node].dead) return NULL;
+    if (!g || node < 0 || node >= g->nodes.len || g->nodes.data[node].dead) return NULL;
     return musa_ops[g->nodes.data[node].op].name;
 }
 int musa_graph_node_group(const musa_graph *g, int node) {
-    return node >= 0 && node < g->nodes.len ? g->nodes.data[node].group : -1;
+    return g && node >= 0 && node < g->nodes.len ? g->nodes.data[node].group : -1;
 }
 int musa_graph_num_values(const musa_graph *g) {
-    return (int)g->values.len;
+    return g ? (int)g->values.len : 0;
 }
 static const musa_gvalue *value_at(const musa_graph *g, int v) {
-    return v >= 0 && v < g->values.len ? &g->values.data[v] : NULL;
+    return g && v >= 0 && v < g->values.len ? &g->values.data[v] : NULL;
 }
 int musa_graph_value_kind(const musa_graph *g, int value) {
     const musa_gvalue *v = value_at(g, value);
@@ -910,36 +922,37 @@ musa_tensor *musa_graph_value_tensor(const musa_graph *g, int value) {
     return v ? v->tensor : NULL;
 }
 int musa_graph_input(const musa_graph *g, int i) {
-    return i >= 0 && i < g->inputs.len ? g->inputs.data[i] : -1;
+    return g && i >= 0 && i < g->inputs.len ? g->inputs.data[i] : -1;
 }
 bool musa_graph_has_random(const musa_graph *g) {
+    if (!g) return false;
     for (int64_t i = 0; i < g->nodes.len; i++)
         if (!g->nodes.data[i].dead && (musa_ops[g->nodes.data[i].op].flags & MUSA_OPF_RANDOM))
             return true;
     return false;
 }
 int musa_graph_num_inputs(const musa_graph *g) {
-    return (int)g->inputs.len;
+    return g ? (int)g->inputs.len : 0;
 }
 int musa_graph_num_outputs(const musa_graph *g) {
-    return (int)g->outputs.len;
+    return g ? (int)g->outputs.len : 0;
 }
 int musa_graph_output(const musa_graph *g, int i) {
-    return i >= 0 && i < g->outputs.len ? g->outputs.data[i] : -1;
+    return g && i >= 0 && i < g->outputs.len ? g->outputs.data[i] : -1;
 }
 int musa_graph_num_mutations(const musa_graph *g) {
-    return (int)g->mutations.len;
+    return g ? (int)g->mutations.len : 0;
 }
 bool musa_graph_requires_grad(const musa_graph *g) {
-    return g->requires_grad;
+    return g && g->requires_grad;
 }
 int musa_graph_num_breaks(const musa_graph *g) {
-    return (int)g->breaks.len;
+    return g ? (int)g->breaks.len : 0;
 }
 int musa_graph_break(const musa_graph *g, int i, int *value, int *at_node, int *kind,
                      double *outcome, const char **loc) {
-    if (i < 0 || i >= g->breaks.len)
-        return musa_err(MUSA_ERR_INDEX, "[jit] break %d of %lld", i, (long long)g->breaks.len);
+    if (!g || i < 0 || i >= g->breaks.len)
+        return musa_err(MUSA_ERR_INDEX, "[jit] break %d of %lld", i, g ? (long long)g->breaks.len : 0LL);
     const musa_gbreak *b = &g->breaks.data[i];
     if (value) *value = b->value;
     if (at_node) *at_node = b->at_node;

@@ -421,6 +421,14 @@ static bool inputs_ready(const builder *b, int i, const uint8_t *emitted) {
 }
 
 musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
+    if (!g) {
+        musa_err(MUSA_ERR_VALUE, "[jit] plan_build: graph is NULL");
+        return NULL;
+    }
+    if (g->capturing) {
+        musa_err(MUSA_ERR_RUNTIME, "[jit] plan_build: the graph is still capturing");
+        return NULL;
+    }
     musa_plan *p = musa_calloc(1, sizeof *p, "plan_build");
     if (!p) return NULL;
     musa_arena_init(&p->arena, 0);
@@ -744,12 +752,14 @@ void musa_plan_free(musa_plan *p) {
 }
 
 const musa_plan_stats *musa_plan_get_stats(const musa_plan *p) {
-    return &p->stats;
+    static const musa_plan_stats none;
+    return p ? &p->stats : &none;
 }
 
 int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out) {
-    *out = p->bufs;
-    return p->n_bufs;
+    if (!out) return 0;
+    *out = p ? p->bufs : NULL;
+    return p ? p->n_bufs : 0;
 }
 
 /* ---- execution ---- */
@@ -925,6 +935,8 @@ static char *tensor_data(const musa_tensor *t) {
 int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
                   musa_tensor **outputs) {
     if (!p) return musa_err(MUSA_ERR_VALUE, "[jit] plan is NULL");
+    if ((n_in && !inputs) || (n_out && !outputs))
+        return musa_err(MUSA_ERR_VALUE, "[jit] plan_run: NULL input or output array");
     const musa_graph *g = p->g;
     if (n_in != p->n_inputs)
         return musa_err(MUSA_ERR_VALUE, "[jit] the plan takes %d inputs, got %d", p->n_inputs,
@@ -1059,6 +1071,10 @@ done:
 }
 
 char *musa_plan_text(const musa_plan *p) {
+    if (!p) {
+        musa_err(MUSA_ERR_VALUE, "[jit] plan is NULL");
+        return NULL;
+    }
     size_t cap = 4096, len = 0;
     char *s = malloc(cap);
     if (!s) {

@@ -76,6 +76,10 @@ static int copy_node(musa_graph *s, const musa_graph *g, const musa_gnode *n, co
 musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
                                const int *outs, const musa_segment_options *opt, int **carried,
                                int *n_carried) {
+    if (!g || !carried || !n_carried || n_out < 0 || (n_out && !outs)) {
+        musa_err(MUSA_ERR_VALUE, "[jit] segment: NULL graph or arrays");
+        return NULL;
+    }
     musa_segment_options o = {.mutations = end == g->nodes.len, .n_inputs = -1, .remat = false};
     if (opt) o = *opt;
     bool mutations = o.mutations;
@@ -170,6 +174,8 @@ fail:
 
 uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end) {
     uint64_t h = 0x9e3779b97f4a7c15ull;
+    if (!g) return 0;
+    if (begin < 0) begin = 0;
     for (int32_t i = begin; i < end && i < g->nodes.len; i++) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
@@ -195,6 +201,10 @@ uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end) {
 
 musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
                                     int n_over, const musa_attr_override *over) {
+    if (!g || (g->inputs.len && !shapes) || n_over < 0 || (n_over && !over)) {
+        musa_err(MUSA_ERR_VALUE, "[jit] respecialize: NULL graph or arrays");
+        return NULL;
+    }
     int64_t nv = g->values.len;
     musa_graph *s = musa_graph_new();
     int32_t *map = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "respecialize");

@@ -588,3 +588,32 @@ TEST(remat_recomputes_long_lived_cheap_values) {
     CHECK_MSG(arena[1] < arena[0], "arena %zu with remat, %zu without", arena[1], arena[0]);
     musa_tensor_release(ref), musa_tensor_release(x);
 }
+
+TEST(c_api_refuses_null_and_bad_arguments) {
+    CHECK(musa_graph_num_nodes(NULL) == 0 && musa_graph_node_op(NULL, 0) == NULL);
+    CHECK(musa_graph_value_of(NULL, NULL) == -1 && musa_graph_output(NULL, 0) == -1);
+    CHECK(!musa_graph_requires_grad(NULL) && !musa_graph_has_random(NULL));
+    CHECK_ERR(musa_graph_verify(NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(musa_graph_text(NULL) != NULL, MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(musa_graph_capture_begin(NULL, MUSA_CAPTURE_TRACE) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(musa_graph_capture_end(NULL) == MUSA_OK, MUSA_ERR_RUNTIME, "no capture");
+    CHECK_ERR(musa_graph_set_outputs(NULL, 1, NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(musa_plan_build(NULL, NULL) != NULL, MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(musa_plan_run(NULL, 0, NULL, 0, NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(musa_graph_autodiff(NULL, 0, NULL, NULL, 0, NULL, NULL) == MUSA_OK,
+              MUSA_ERR_RUNTIME, "NULL");
+    int *c = NULL, nc = 0;
+    CHECK_ERR(musa_graph_segment(NULL, 0, 0, 0, NULL, NULL, &c, &nc) != NULL, MUSA_ERR_VALUE,
+              "NULL");
+    musa_plan_free(NULL);
+    musa_graph_free(NULL);
+    CHECK(musa_plan_get_stats(NULL)->runs == 0);
+    /* a graph that is still capturing cannot be planned or differentiated */
+    musa_graph *g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_ERR(musa_plan_build(g, NULL) != NULL, MUSA_ERR_RUNTIME, "still capturing");
+    CHECK_OK(musa_graph_capture_end(g));
+    CHECK_ERR(musa_graph_add_symbol(g, "s", 5, 1, 3) >= 0, MUSA_ERR_VALUE, "range");
+    CHECK_ERR(musa_graph_set_symbolic(g, 99, 0, 0) == MUSA_OK, MUSA_ERR_VALUE, "bad value");
+    musa_graph_free(g);
+}

@@ -321,13 +321,12 @@ def _read_break(seg, env, inputs):
 
 class _Entry:
     """The compiled variants for one call signature."""
-    __slots__ = ("root", "eager", "reason", "captures", "dyn", "dyn_plans", "train")
+    __slots__ = ("root", "eager", "reason", "dyn", "dyn_plans", "train")
 
     def __init__(self):
         self.root = None
         self.eager = False
         self.reason = None
-        self.captures = []
         self.dyn = None        # dynamic dims: (capture, size info, overrides fn)
         self.dyn_plans = {}
         self.train = None      # _Training: compiled forward and backward, one tape node
@@ -656,7 +655,6 @@ class CompiledFunction:
             warnings.warn(f"musa.jit: {self._name} runs eagerly: {e}", RuntimeWarning,
                           stacklevel=3)
             return out
-        entry.captures.append(cap)
         if self.config.dynamic and not cap.breaks and self._setup_dynamic(entry, cap, args,
                                                                            kwargs, leaves, spec):
             return out
@@ -688,35 +686,24 @@ class CompiledFunction:
         g = cap.graph
         if not g.requires_grad:
             return "plain"
-        step = False
-        grads = []
-        for v, t in g.params():
-            if not t.requires_grad:
-                continue
-            gr = t.grad
-            if gr is not None:
-                gv = g.value_of(gr)
-                if gv >= 0 and g.value(gv)[0] == "node":
-                    step = True
-                    grads.append((t, gr))
-                    continue
-            grads.append((t, gr))
-        mutated = g.num_mutations > 0 and any(t.requires_grad for _v, t in g.params()
-                                             if g.value_of(t) != _v)
-        if step or mutated:
-            # a whole step: the run leaves .grad as the traced call did
-            extra = [gr for _t, gr in grads if gr is not None and g.value_of(gr) >= 0
-                     and g.value(g.value_of(gr))[0] == "node"]
+
+        def made_here(t):  # a tensor the graph computed (not one bound by reference)
+            v = g.value_of(t) if t is not None else -1
+            return v >= 0 and g.value(v)[0] == "node"
+
+        params = [(v, t) for v, t in g.params() if t.requires_grad]
+        grads = [(t, t.grad) for _v, t in params]
+        backward_ran = any(made_here(gr) for _t, gr in grads)
+        updated = any(g.value_of(t) != v for v, t in params)  # renamed: written in place
+        if backward_ran or updated:
+            # A whole step: each run leaves .grad as the traced call did
+            # (None, the pre-existing tensor written in place, or new values).
             n = len(cap.out_leaves)
-            g.set_outputs(list(cap.out_leaves) + extra)
+            new = [(t, gr) for t, gr in grads if made_here(gr)]
+            g.set_outputs(list(cap.out_leaves) + [gr for _t, gr in new])
             cap.out_ids = g.outputs
-            assign, k = [], n
-            for t, gr in grads:
-                if gr is None:
-                    assign.append((t, None))
-                elif g.value_of(gr) >= 0 and g.value(g.value_of(gr))[0] == "node":
-                    assign.append((t, k))
-                    k += 1
+            assign = [(t, None) for t, gr in grads if gr is None]
+            assign += [(t, n + k) for k, (t, _gr) in enumerate(new)]
             cap.leaf = (cap.out_spec, n, tuple(assign))
             return "plain"
         if _C.is_grad_enabled() and any(t.requires_grad for t in cap.out_leaves):
