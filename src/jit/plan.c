@@ -871,38 +871,32 @@ static int run_instr(run_ctx *r, instr *in) {
     return in->kind == I_KERNEL ? run_kernel_instr(r, in) : run_fused_instr(r, in);
 }
 
-typedef struct task_slot {
-    musa_task task;
+typedef struct par_ctx {
     run_ctx *r;
-    instr *in;
-    int rc;
-} task_slot;
+    step *s;
+    atomic_int rc;
+} par_ctx;
 
-static void task_fn(void *ctx) {
-    task_slot *t = ctx;
-    t->rc = run_instr(t->r, t->in);
+static void par_body(void *ctx, int64_t b, int64_t e) {
+    par_ctx *pc = ctx;
+    for (int64_t c = b; c < e; c++) {
+        int rc = run_instr(pc->r, &pc->r->p->instrs[pc->s->first + c]);
+        if (rc) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&pc->rc, &expected, rc);
+        }
+    }
 }
 
+/* The instructions of a parallel step on the OpenMP team that kernels use
+ * (its threads are awake right after a kernel; a separate pool would wait
+ * for them to stop spinning); kernels inside run on one thread each. */
 static int run_parallel(run_ctx *r, step *s) {
-    task_slot local[16], *ts = local;
-    if (s->count > 16) {
-        ts = musa_malloc(sizeof *ts * (size_t)s->count, "plan_run");
-        if (!ts) return MUSA_ERR_NOMEM;
-    }
-    musa_task_group grp;
-    musa_task_group_init(&grp);
-    for (int c = 0; c < s->count; c++) {
-        ts[c] = (task_slot){.r = r, .in = &r->p->instrs[s->first + c]};
-        ts[c].task.fn = task_fn;
-        ts[c].task.ctx = &ts[c];
-        musa_task_submit(&grp, &ts[c].task);
-    }
-    musa_task_group_wait(&grp); /* the caller helps, as a pool thread */
-    int rc = MUSA_OK;
-    for (int c = 0; c < s->count && !rc; c++) rc = ts[c].rc;
+    par_ctx pc = {.r = r, .s = s};
+    atomic_init(&pc.rc, 0);
+    musa_parallel_for(s->count, 1, par_body, &pc);
     r->p->stats.parallel_tasks += (uint64_t)s->count;
-    if (ts != local) free(ts);
-    return rc;
+    return atomic_load(&pc.rc);
 }
 
 static int check_input(const musa_plan *p, int i, const musa_tensor *t) {
