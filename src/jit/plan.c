@@ -331,7 +331,8 @@ static size_t assign_offsets(musa_plan_buffer *bufs, int n, bool reuse) {
 
 static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
-    if (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_RANDOM)) return false;
+    if (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_RANDOM | MUSA_OPF_THREADS))
+        return false; /* THREADS: in a task it would run single-threaded, rounding otherwise */
     const musa_gvalue *o = &g->values.data[n->out[0]];
     int64_t ne = 1;
     for (int d = 0; d < o->ndim; d++) ne *= o->shape[d];

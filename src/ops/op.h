@@ -25,6 +25,8 @@ enum musa_op_flags {
     MUSA_OPF_CONTIG = 1u << 8,      /* the kernel gets contiguous inputs and outputs */
     MUSA_OPF_ONEPASS = 1u << 9,     /* not elementwise, but a pass or two over its data:
                                        cheap enough to recompute (remat) */
+    MUSA_OPF_THREADS = 1u << 10,    /* results depend on the threads it runs on: a plan
+                                       never runs it as a single-threaded task */
 };
 
 typedef enum musa_op_id {

@@ -8,7 +8,8 @@
  * - such a run ended by a REDUCTION over dims other than dim 0, whose input
  *   is the run's value (each tile then holds whole rows of the reduction);
  * - such a run headed by a node that splits along dim 0 (matmul rows, conv
- *   images: musa_graph_split0_ok asks the op's own inference), whose output
+ *   images: musa_graph_split0_ok asks the op's own inference; not ops
+ *   flagged THREADS, whose rounding depends on how they run), whose output
  *   the run consumes: the epilogue (bias, activation) runs on each tile of
  *   the head's output while it is in cache.
  *
@@ -114,7 +115,9 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
                      * image at a time runs slower than the whole batch. */
                     int64_t inner = 1;
                     for (int d = 1; d < o->ndim; d++) inner *= o->shape[d];
-                    if (hn->group >= 0 || (musa_ops[hn->op].flags & MUSA_OPF_ELEMENTWISE) ||
+                    /* THREADS: a different batch picks other kernels, other rounding */
+                    if (hn->group >= 0 ||
+                        (musa_ops[hn->op].flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_THREADS)) ||
                         inner * 16 > MUSA_HEAD_TILE_ELEMS || !musa_graph_split0_ok(g, h))
                         continue;
                     group *gr = &gs[ngroups];
