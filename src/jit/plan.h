@@ -6,8 +6,9 @@
  * Lowering (musa_plan_build) takes an optimised graph and:
  * - turns each fusion group into one fused-tile instruction and every other
  *   non-view node into a kernel instruction; view nodes become aliases;
- * - schedules: in program order, or, with more than one thread, by dependency
- *   level with independent heavy kernels of a level run as concurrent tasks;
+ * - schedules in program order, pairing (with more than one thread) an
+ *   independent mid-sized heavy kernel with the next such one into a step
+ *   run concurrently on the OpenMP team;
  * - plans memory: liveness over the steps, one arena, best-fit offsets by
  *   size and lifetime, in-place reuse where an elementwise input dies at its
  *   consumer. Inputs, parameters, constants and outputs are never reused.
@@ -16,7 +17,9 @@
  * the arena, an input, a parameter or constant, an output buffer, or a
  * fused group's tile scratch; runs fill the slot bases, then patch the kernel
  * views' data pointers. A plan holds a lock while it runs (its kernel views
- * are patched in place), so concurrent calls of one plan run one at a time.
+ * are patched in place), so concurrent calls of one plan run one at a time,
+ * and keeps its arena between runs; output buffers are allocated when first
+ * written; write-backs that can happen in place do.
  */
 #ifndef MUSA_JIT_PLAN_H
 #define MUSA_JIT_PLAN_H
