@@ -131,7 +131,7 @@ def child(row, name, steps):
 
 
 def main():
-    steps = {"resnet18": 8, "mlp": 200}
+    steps = {"resnet18": 14, "mlp": 300}
     if "--steps" in sys.argv:
         n = int(sys.argv[sys.argv.index("--steps") + 1])
         steps = {k: n for k in steps}
