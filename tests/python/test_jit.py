@@ -423,3 +423,42 @@ def test_mutation_before_a_break_is_applied_once_per_call():
     # acc after k calls: k; sum 2k > 5 from k = 3 on
     assert outs == [[0.0] * 2, [1.0] * 2, [6.0] * 2, [8.0] * 2, [10.0] * 2]
     assert acc.tolist() == [5.0, 5.0]
+
+
+def test_bad_arguments_get_clear_errors():
+    with pytest.raises(ValueError, match="fusion_level must be 0, 1 or 2"):
+        musa.Config(fusion_level=5)
+    with pytest.raises(ValueError, match="num_threads"):
+        musa.Config(num_threads=0)
+    with pytest.raises(ValueError, match="max_variants"):
+        musa.Config(max_variants=0)
+    with pytest.raises(ValueError, match="dynamic_dim"):
+        musa.Config().dynamic_dim("x", 0, 5, 1)
+    with pytest.raises(TypeError, match="expected a function"):
+        musa.jit(42)
+    with pytest.raises(TypeError, match="expected a Module or a function"):
+        musa.jit.trace(42, (musa.ones(1),))
+    f = musa.jit(lambda x: x + 1)
+    with pytest.raises(RuntimeError, match="has not been compiled yet"):
+        f.get_graph()
+    with pytest.raises(RuntimeError, match="has not been compiled yet"):
+        f.memory_plan()
+    # a plan refuses inputs it was not compiled for, naming them
+    from musa import _C
+    g = _C.Graph()
+    x = musa.ones(2, 3)
+    g.capture_begin("trace")
+    g.add_input(x, "x")
+    y = x * 2
+    g.set_outputs([y])
+    g.capture_end()
+    plan = g.compile()
+    with pytest.raises(ValueError, match=r"input 0 x is float32\(3, 2\) but the plan was compiled "
+                                         r"for float32\(2, 3\)"):
+        plan.run([musa.ones(3, 2)])
+    with pytest.raises(ValueError, match="takes 1 inputs, got 2"):
+        plan.run([x, x])
+    with pytest.raises(TypeError):
+        plan.run([x, "x"])
+    with pytest.raises(IndexError):
+        g.value(10 ** 6)
