@@ -196,6 +196,10 @@ nomem:
     return MUSA_OK;
 }
 
+static void refuse(void *rec, const char *why) {
+    musa_graph_refuse(rec, why);
+}
+
 int musa_graph_capture_resume(musa_graph *g, int mode) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
     if (mode != MUSA_MODE_TRACE && mode != MUSA_MODE_SYMBOLIC)
@@ -206,6 +210,7 @@ int musa_graph_capture_resume(musa_graph *g, int mode) {
                         "[jit] a capture is already running on this thread (nested capture)");
     if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph is capturing already");
     musa_record_hook = record;
+    musa_record_refuse_hook = refuse;
     g->prev_mode = musa_tls.mode;
     g->prev_recorder = musa_tls.recorder;
     musa_tls.mode = (musa_mode)mode;

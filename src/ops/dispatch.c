@@ -41,6 +41,7 @@ int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *con
 int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                         const void *attrs, int n_out, musa_tensor **out, unsigned provided);
 void (*musa_profile_hook)(musa_op_id op, bool begin);
+void (*musa_record_refuse_hook)(void *recorder, const char *why);
 
 /* ---- type promotion ---- */
 

@@ -54,6 +54,10 @@ musa_tensor *musa_nonzero(musa_tensor *x) {
                  "[nonzero] the output shape depends on the values: not traceable");
         return NULL;
     }
+    if (musa_tls.recorder && musa_tls.mode != MUSA_MODE_EAGER && musa_record_refuse_hook)
+        musa_record_refuse_hook(musa_tls.recorder,
+                                "nonzero (or boolean-mask indexing), whose output shape depends "
+                                "on the values,");
     musa_tensor *b;
     if (x->dtype == MUSA_DTYPE_BOOL) {
         b = musa_contiguous(x);

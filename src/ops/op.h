@@ -137,6 +137,9 @@ extern int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tens
 /* `provided` has bit j set when output j was written in place (out[j] given). */
 extern int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                                const void *attrs, int n_out, musa_tensor **out, unsigned provided);
+/* Void the running capture: something ran that cannot be recorded (e.g. an
+ * op whose output shape depends on the data). Set by src/jit. */
+extern void (*musa_record_refuse_hook)(void *recorder, const char *why);
 /* Profiler begin/end around kernels; NULL when no profiler is active. */
 extern void (*musa_profile_hook)(musa_op_id op, bool begin);
 

@@ -199,6 +199,13 @@ def test_unsupported_capture_runs_eagerly_with_a_warning():
     close(f(x * 2), x * 2 + 6)
 
 
+def test_data_dependent_shapes_run_eagerly_with_the_reason():
+    f = musa.jit(lambda x: x[x > 0] * 2)
+    with pytest.warns(RuntimeWarning, match="boolean-mask indexing.*depends on the values"):
+        close(f(musa.tensor([1.0, -1.0, 2.0])), musa.tensor([2.0, 4.0]))
+    close(f(musa.tensor([-1.0, 3.0, -2.0])), musa.tensor([6.0]))
+
+
 def test_inputs_mutated_in_place_are_written_back():
     @musa.jit
     def f(x, y):
