@@ -136,8 +136,8 @@ def bench_model(name, model, x, reps):
         pe = peak_during(lambda: model(x))
         mp = compiled.memory_plan()
         ops = compiled.plan_stats()
-        # the plan holds its arena and scratch between calls: count them
-        ps = peak_during(lambda: compiled(x)) + ops["arena_bytes"] + ops["scratch_bytes"]
+        # the plan holds its arena (scratch included) between calls: count it
+        ps = peak_during(lambda: compiled(x)) + ops["held_bytes"]
     print(f"{name} inference, input {tuple(x.shape)}")
     print(f"  eager {te * 1e3:8.3f} ms   static {ts * 1e3:8.3f} ms   static/eager {ts / te:.3f}")
     print(f"  peak memory of a call: eager {pe / 2**20:.2f} MiB, static {ps / 2**20:.2f} MiB "

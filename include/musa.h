@@ -994,7 +994,8 @@ typedef struct musa_plan_stats {
     size_t arena_bytes;     /* planned peak of intermediates (one arena) */
     size_t naive_bytes;     /* sum of every intermediate, as eager allocates them */
     size_t live_peak_bytes; /* largest set of buffers live at one step */
-    size_t scratch_bytes;   /* kernel workspaces and fused tiles */
+    size_t scratch_bytes;   /* kernel workspaces and fused tiles, at the widest step */
+    size_t held_bytes;      /* the block a plan holds: intermediates and, in their gaps, scratch */
     int instructions;
     int kernels;        /* kernel instructions */
     int fused_groups;   /* fused-tile instructions */

@@ -396,6 +396,39 @@ static bool mutation_in_place(const builder *b, int32_t t, int32_t v, const int3
     return true;
 }
 
+/* Lowest offset (best fit) for `bytes` of scratch at step s, among the
+ * arena buffers live at s; grows the arena when no gap fits. */
+static size_t place_scratch(musa_plan *p, int s, size_t bytes) {
+    size_t need = align_up(bytes), best = SIZE_MAX, best_gap = SIZE_MAX, cur = 0;
+    int n = 0;
+    for (int k = 0; k < p->n_bufs; k++) n += p->bufs[k].first <= s && s <= p->bufs[k].last;
+    const musa_plan_buffer **live = malloc(sizeof *live * (size_t)(n ? n : 1));
+    if (!live) { /* no room to look: at the end */
+        size_t off = align_up(p->arena_bytes);
+        p->arena_bytes = off + need;
+        return off;
+    }
+    n = 0;
+    for (int k = 0; k < p->n_bufs; k++)
+        if (p->bufs[k].first <= s && s <= p->bufs[k].last) live[n++] = &p->bufs[k];
+    for (int a = 1; a < n; a++) /* by offset */
+        for (int c = a; c > 0 && live[c]->offset < live[c - 1]->offset; c--) {
+            const musa_plan_buffer *t = live[c];
+            live[c] = live[c - 1], live[c - 1] = t;
+        }
+    for (int a = 0; a < n; a++) {
+        if (live[a]->offset >= cur && live[a]->offset - cur >= need &&
+            live[a]->offset - cur < best_gap)
+            best = cur, best_gap = live[a]->offset - cur;
+        size_t end = live[a]->offset + align_up(live[a]->bytes);
+        if (end > cur) cur = end;
+    }
+    free(live);
+    size_t off = best != SIZE_MAX ? best : cur;
+    if (off + need > p->arena_bytes) p->arena_bytes = off + need;
+    return off;
+}
+
 /* Instruction i draws random numbers (its place in the order is fixed). */
 static bool instr_random(const builder *b, int i) {
     for (int64_t j = 0; j < b->g->nodes.len; j++)
@@ -732,9 +765,14 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
             }
         }
         scratch = MUSA_MAX(scratch, step_scratch);
+        /* The step's scratch goes in the arena, in a gap of buffers live at
+         * this step, so workspaces reuse memory activations left. */
+        size_t off = step_scratch ? place_scratch(p, s, step_scratch) : 0;
+        for (int c = 0; c < p->steps[s].count; c++) p->instrs[p->steps[s].first + c].scratch_off += off;
     }
     p->scratch_bytes = scratch;
     p->stats.scratch_bytes = scratch;
+    p->stats.held_bytes = p->arena_bytes;
     p->stats.instructions = ni;
     return p;
 nomem:
@@ -955,7 +993,7 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
     }
     for (int k = 0; k < p->n_out_roots; k++) roots[k] = NULL;
     int rc = MUSA_OK;
-    size_t total = align_up(p->arena_bytes) + p->scratch_bytes;
+    size_t total = p->arena_bytes; /* data and the steps' scratch */
     pthread_mutex_lock(&p->lock);
     if (total && !p->mem && !(p->mem = musa_cpu_alloc_exact(total, &p->mem_block))) {
         rc = MUSA_ERR_NOMEM;
@@ -963,7 +1001,7 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
     }
     char *mem = p->mem;
     base[SLOT_ARENA] = mem;
-    base[SLOT_SCRATCH] = mem ? mem + align_up(p->arena_bytes) : NULL;
+    base[SLOT_SCRATCH] = mem; /* scratch offsets are arena offsets */
     base[SLOT_TILE] = NULL;
     int slot = SLOT_IO;
     for (int i = 0; i < n_in; i++) base[slot++] = tensor_data(inputs[i]);
@@ -1092,8 +1130,10 @@ char *musa_plan_text(const musa_plan *p) {
         }                                                                                          \
         len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__);                                  \
     } while (0)
-    APPEND("plan: %d steps, %d instructions, arena %zu bytes (naive %zu), scratch %zu\n",
-           p->n_steps, p->n_instrs, p->arena_bytes, p->stats.naive_bytes, p->scratch_bytes);
+    APPEND("plan: %d steps, %d instructions, arena %zu bytes with scratch (data %zu, naive %zu), "
+           "scratch %zu\n",
+           p->n_steps, p->n_instrs, p->arena_bytes, p->stats.arena_bytes, p->stats.naive_bytes,
+           p->scratch_bytes);
     for (int st = 0; st < p->n_steps; st++) {
         const step *sp = &p->steps[st];
         APPEND("  %d%s:", st, sp->parallel ? " (parallel)" : "");
