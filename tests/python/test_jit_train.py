@@ -155,7 +155,7 @@ def make_step(model, opt):
     return step
 
 
-@pytest.mark.parametrize("optim", ["sgd", "adam", "adamw"])
+@pytest.mark.parametrize("optim", ["sgd", "adam", "adamw", "rmsprop"])
 @pytest.mark.parametrize("make", [make_cnn, ZOO["mlp"][0]], ids=["cnn_bn", "mlp"])
 def test_whole_step_matches_eager_for_50_steps(optim, make):
     eager, comp = twins(make)
@@ -165,6 +165,9 @@ def test_whole_step_matches_eager_for_50_steps(optim, make):
             return musa.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
         if optim == "adam":
             return musa.optim.Adam(m.parameters(), lr=1e-2)
+        if optim == "rmsprop":
+            return musa.optim.RMSprop(m.parameters(), lr=1e-3, momentum=0.5, centered=True,
+                                      weight_decay=1e-4)
         return musa.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
 
     oe, oc = opt_for(eager), opt_for(comp)
