@@ -354,6 +354,23 @@ def test_training_flag_is_part_of_the_key():
     assert any("module state changed" in s for s in m._compiled_call.recompile_log)
 
 
+def test_compiled_modules_copy_and_pickle():
+    import copy
+    import pickle
+    m = nn.Sequential(nn.Linear(3, 2))
+    m.compile(config=musa.Config(fusion_level=0))
+    x = musa.randn(4, 3)
+    with musa.no_grad():
+        y = m(x)
+        for m2 in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+            assert m2._compiled_call is not m._compiled_call
+            assert m2._compiled_call.config.fusion_level == 0
+            close(m2(x), y)
+            m2[0].weight.mul_(0)  # the copy's plans read the copy's weights
+            close(m2(x), m2[0].bias.expand(4, 2))
+            close(m(x), y)
+
+
 def test_jit_trace_module_check_and_graph():
     m = ZOO["mlp"][0]().eval()
     x = musa.randn(64, 64)

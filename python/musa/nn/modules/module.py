@@ -432,6 +432,21 @@ class Module:
             return compiled(*args, **kwargs)
         return self._call_impl(*args, **kwargs)
 
+    def __getstate__(self):
+        # A compiled forward holds plans bound to this module: copies and
+        # pickles keep only its config and compile again on their first call.
+        state = dict(self.__dict__)
+        compiled = state.pop("_compiled_call", None)
+        if compiled is not None:
+            state["_compiled_config"] = compiled.config
+        return state
+
+    def __setstate__(self, state):
+        config = state.pop("_compiled_config", None)
+        self.__dict__.update(state)
+        if config is not None:
+            self.compile(config)
+
     def compile(self, config=None):
         """Compile this module in place (musa.jit): later calls run a static
         graph captured on the first call of each input signature. Returns
