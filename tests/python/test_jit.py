@@ -354,6 +354,28 @@ def test_training_flag_is_part_of_the_key():
     assert any("module state changed" in s for s in m._compiled_call.recompile_log)
 
 
+def test_compiled_methods_key_on_the_training_flag():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        @musa.jit
+        def forward(self, x):
+            return F.dropout(self.lin(x), 0.9, self.training)
+
+    net = Net()
+    x = musa.ones(64, 4)
+    with musa.no_grad():
+        net.eval()
+        a = net(x)
+        net.train()
+        b = net(x)  # a new variant: dropout is on
+        net.eval()
+        close(net(x), a)
+    assert float((b == 0).float().mean()) > 0.5
+
+
 def test_compiled_modules_copy_and_pickle():
     import copy
     import pickle

@@ -168,6 +168,24 @@ class Config:
 _Tensor = _C.Tensor
 
 
+class _ModuleArg:
+    """A Module passed as an argument (e.g. self of a compiled method): keyed
+    by identity and training flag, so train()/eval() recompiles."""
+    __slots__ = ("obj", "key")
+
+    def __init__(self, obj):
+        self.obj, self.key = obj, (id(obj), obj.training)
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return isinstance(other, _ModuleArg) and self.key == other.key
+
+    def __repr__(self):
+        return f"{type(self.obj).__name__}(training={self.obj.training})"
+
+
 def _flatten(obj, leaves):
     """A hashable spec of obj with tensors replaced by their index in leaves."""
     if isinstance(obj, _Tensor):
@@ -179,6 +197,8 @@ def _flatten(obj, leaves):
         return ("L", tuple(_flatten(o, leaves) for o in obj))
     if isinstance(obj, dict):
         return ("D", tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+    if hasattr(obj, "training") and hasattr(obj, "_modules"):  # a musa.nn.Module
+        return ("M", _ModuleArg(obj))
     return ("V", obj)
 
 
@@ -192,6 +212,8 @@ def _unflatten(spec, leaves):
         return [_unflatten(s, leaves) for s in body]
     if kind == "D":
         return {k: _unflatten(s, leaves) for k, s in body}
+    if kind == "M":
+        return body.obj
     return body
 
 
