@@ -185,6 +185,7 @@ def test_non_tensor_arguments_are_part_of_the_key():
     assert f(x, 3).tolist() == [3.0, 3.0]
     assert f(x, 2).tolist() == [2.0, 2.0]
     assert f.compiles == 2
+    assert "a non-tensor argument changed: 2 -> 3" in f.recompile_log[0]
 
 
 def test_unsupported_capture_runs_eagerly_with_a_warning():
@@ -374,6 +375,7 @@ def test_compiled_methods_key_on_the_training_flag():
         net.eval()
         close(net(x), a)
     assert float((b == 0).float().mean()) > 0.5
+    assert "module Net training changed: False -> True" in Net.forward.recompile_log[0]
 
 
 def test_compiled_modules_copy_and_pickle():

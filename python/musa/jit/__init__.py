@@ -389,6 +389,31 @@ def _finish(leaf, res):
     return _unflatten(spec, res[:n])
 
 
+def _describe_spec_change(a, b):
+    """The first difference between two argument structures, in words."""
+    ka, kb = a[0], b[0]
+    if ka != kb:
+        return f"the argument structure changed ({ka} -> {kb})"
+    if ka == "M":
+        if a[1].obj is not b[1].obj:
+            return f"a different {type(b[1].obj).__name__} module is passed"
+        return (f"module {type(b[1].obj).__name__} training changed: {a[1].key[1]} -> "
+                f"{b[1].key[1]}")
+    if ka == "V":
+        return f"a non-tensor argument changed: {a[1]!r} -> {b[1]!r}"[:300]
+    if ka in ("U", "L", "D"):
+        if len(a[1]) != len(b[1]):
+            return f"the argument structure changed ({len(a[1])} -> {len(b[1])} items)"
+        for x, y in zip(a[1], b[1]):
+            if ka == "D":
+                if x[0] != y[0]:
+                    return f"a keyword argument changed: {x[0]!r} -> {y[0]!r}"
+                x, y = x[1], y[1]
+            if x != y:
+                return _describe_spec_change(x, y)
+    return "the non-tensor arguments or the argument structure changed"
+
+
 def _describe_guard_change(names, old, new):
     for name, a, b in zip(names, old, new):
         if a == b:
@@ -578,9 +603,10 @@ class CompiledFunction:
         reason = None
         names = _leaf_names(self._fn, *spec)
         for other in reversed(list(self._cache)):  # the latest variant first
-            if other[0] != key[0]:
-                reason = "the non-tensor arguments or the argument structure changed"
-                continue
+            if other[0] != key[0]:  # (positional spec, keyword spec)
+                part = 0 if other[0][0] != key[0][0] else 1
+                reason = _describe_spec_change(other[0][part], key[0][part])
+                break
             for i, (a, b) in enumerate(zip(other[1], key[1])):
                 nm = names.get(i, f"tensor {i}")
                 if a[0] != b[0]:
