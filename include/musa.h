@@ -926,6 +926,7 @@ MUSA_API int musa_graph_node_group(const musa_graph *g, int node); /* fusion gro
 MUSA_API int musa_graph_num_values(const musa_graph *g);
 MUSA_API int musa_graph_value_kind(const musa_graph *g, int value);
 MUSA_API int musa_graph_value_producer(const musa_graph *g, int value);
+MUSA_API int musa_graph_value_ndim(const musa_graph *g, int value); /* -1: no such value */
 MUSA_API musa_tensor *musa_graph_value_tensor(const musa_graph *g, int value); /* borrowed */
 MUSA_API int musa_graph_num_inputs(const musa_graph *g);
 MUSA_API int musa_graph_input(const musa_graph *g, int i);

@@ -918,6 +918,10 @@ int musa_graph_value_kind(const musa_graph *g, int value) {
     const musa_gvalue *v = value_at(g, value);
     return v ? v->kind : -1;
 }
+int musa_graph_value_ndim(const musa_graph *g, int value) {
+    const musa_gvalue *v = value_at(g, value);
+    return v ? v->ndim : -1;
+}
 int musa_graph_value_producer(const musa_graph *g, int value) {
     const musa_gvalue *v = value_at(g, value);
     return v ? v->producer : -1;

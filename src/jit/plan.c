@@ -86,6 +86,7 @@ struct musa_plan {
     int n_params;
     int32_t *out_roots; /* output buffer slots: their root value */
     int32_t *out_first; /* the step that first writes each (allocated just before it) */
+    int32_t *out_order; /* output buffers by first step: a run walks it with a cursor */
     int n_out_roots;
     char *mem;          /* arena + scratch, kept between runs (made on the first run) */
     size_t mem_block;
@@ -631,8 +632,9 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
     p->param_vals = MUSA_ARENA_NEW(A, int32_t, nv + 1);
     p->out_roots = MUSA_ARENA_NEW(A, int32_t, nv + 1);
     p->out_first = MUSA_ARENA_NEW(A, int32_t, nv + 1);
+    p->out_order = MUSA_ARENA_NEW(A, int32_t, nv + 1);
     p->bufs = MUSA_ARENA_NEW(A, musa_plan_buffer, nv + 1);
-    if (!p->param_vals || !p->out_roots || !p->out_first || !p->bufs) goto nomem;
+    if (!p->param_vals || !p->out_roots || !p->out_first || !p->out_order || !p->bufs) goto nomem;
     for (int64_t v = 0; v < nv; v++) {
         const musa_gvalue *x = &g->values.data[v];
         if (x->kind == MUSA_V_PARAM || x->kind == MUSA_V_CONST) {
@@ -669,6 +671,12 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
         b.buf_of[r] = -2; /* not in the arena */
     }
     p->n_slots = slot;
+    for (int k = 0; k < p->n_out_roots; k++) { /* insertion sort by first step */
+        int c = k;
+        for (; c > 0 && p->out_first[p->out_order[c - 1]] > p->out_first[k]; c--)
+            p->out_order[c] = p->out_order[c - 1];
+        p->out_order[c] = k;
+    }
 
     /* Arena buffers, with in-place reuse for elementwise kernels. */
     size_t naive = 0;
@@ -1007,12 +1015,13 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
     for (int i = 0; i < n_in; i++) base[slot++] = tensor_data(inputs[i]);
     for (int k = 0; k < p->n_params; k++)
         base[slot++] = tensor_data(g->values.data[p->param_vals[k]].tensor);
-    int out_slot0 = slot;
+    int out_slot0 = slot, next_out = 0;
     run_ctx r = {.p = p, .base = base, .scratch = base[SLOT_SCRATCH]};
     for (int s = 0; s < p->n_steps && !rc; s++) {
         /* Output buffers appear when first written, as eager allocates them. */
-        for (int k = 0; k < p->n_out_roots && !rc; k++) {
-            if (p->out_first[k] != s) continue;
+        for (; next_out < p->n_out_roots && !rc; next_out++) {
+            int k = p->out_order[next_out];
+            if (p->out_first[k] != s) break;
             const musa_gvalue *v = &g->values.data[p->out_roots[k]];
             if (!(roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
                 rc = musa_last_error_code();

@@ -80,6 +80,10 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         musa_err(MUSA_ERR_VALUE, "[jit] segment: NULL graph or arrays");
         return NULL;
     }
+    if (g->capturing) {
+        musa_err(MUSA_ERR_RUNTIME, "[jit] segment: the graph is still capturing");
+        return NULL;
+    }
     musa_segment_options o = {.mutations = end == g->nodes.len, .n_inputs = -1, .remat = false};
     if (opt) o = *opt;
     bool mutations = o.mutations;

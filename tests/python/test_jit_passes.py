@@ -145,4 +145,23 @@ def test_verifier_runs_on_bad_capture_input():
     g.capture_end()
     with pytest.raises(RuntimeError, match="no capture is running"):
         g.capture_end()
+
+
+def test_a_capturing_graph_refuses_passes_and_segments():
+    g = _C.Graph()
+    x = musa.ones(2)
+    g.capture_begin("trace")
+    g.add_input(x, "x")
+    y = x + 1
+    with pytest.raises(RuntimeError, match="still capturing"):
+        g.optimize()
+    with pytest.raises(RuntimeError, match="still capturing"):
+        g.segment(0, 1, [])
+    with pytest.raises(RuntimeError, match="still capturing"):
+        g.compile()
+    g.set_outputs([y])
+    g.capture_end()
+    assert g.compile().run([x])[0].tolist() == [2.0, 2.0]
+    with pytest.raises(ValueError, match="input 0 has 1 dims, got a shape of 2"):
+        g.respecialize([[2, 1]], [])
     g.verify()

@@ -413,6 +413,12 @@ static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
     for (int i = 0; i < ni; i++) {
         int n = 0;
         if (pm_int_list(PyList_GET_ITEM(shapes, i), sh[i], MUSA_MAX_DIMS, &n, "shape")) goto done;
+        int rank = musa_graph_value_ndim(g, musa_graph_input(g, i));
+        if (n != rank) {
+            PyErr_Format(PyExc_ValueError, "respecialize: input %d has %d dims, got a shape of %d",
+                         i, rank, n);
+            goto done;
+        }
     }
     for (Py_ssize_t k = 0; k < no; k++) {
         PyObject *vals;

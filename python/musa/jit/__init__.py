@@ -28,6 +28,7 @@ How a call runs (see docs/jit.md):
   ``Config.max_variants`` variants the function runs eagerly, with one
   warning.
 """
+import functools
 import logging
 import os
 import sys
@@ -217,13 +218,18 @@ def _unflatten(spec, leaves):
     return body
 
 
-def _leaf_names(fn, spec_args, spec_kwargs):
-    """Readable names of the tensor leaves: the parameter names of fn."""
+@functools.lru_cache(maxsize=512)
+def _param_names(fn):
     try:
         import inspect
-        params = list(inspect.signature(fn).parameters)
+        return list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        params = []
+        return []
+
+
+def _leaf_names(fn, spec_args, spec_kwargs):
+    """Readable names of the tensor leaves: the parameter names of fn."""
+    params = _param_names(fn)
     names = {}
 
     def walk(spec, name):

@@ -37,6 +37,9 @@ static bool disabled(const char *list, const char *name) {
 }
 
 static int run(musa_graph *g, const musa_pass *ps, musa_pass_ctx *ctx) {
+    if (g->capturing)
+        return musa_err(MUSA_ERR_RUNTIME, "[jit] pass '%s': the graph is still capturing",
+                        ps->name);
     int rc = ps->fn(g, ctx);
     if (rc) {
         musa_err_prefix(ps->name);
