@@ -774,7 +774,9 @@ typedef struct musa_attrs musa_attrs;
 MUSA_API int musa_op_count(void);
 MUSA_API int musa_op_lookup(const char *name);
 MUSA_API const char *musa_op_name(int op);
-/* Number of tensor inputs (-1: variadic) and outputs of an op. */
+/* Number of tensor inputs (-1: variadic) and outputs of an op. Update ops
+ * (sgd_update, ...) have -1 outputs: one per input they update, which
+ * their attributes decide (see "Optimizer updates"). */
 MUSA_API int musa_op_num_inputs(int op);
 MUSA_API int musa_op_num_outputs(int op);
 
@@ -788,9 +790,13 @@ MUSA_API int musa_attrs_set_bool(musa_attrs *attrs, const char *field, bool valu
 MUSA_API int musa_attrs_set_ints(musa_attrs *attrs, const char *field, int n,
                                  const int64_t *values);
 MUSA_API int musa_attrs_set_dtype(musa_attrs *attrs, const char *field, musa_dtype value);
+/* Set a bool, int or float field from a number, converted to the field's
+ * kind (an int field takes integral values only; anything else fails with
+ * MUSA_ERR_VALUE naming the field and the value). */
+MUSA_API int musa_attrs_set_number(musa_attrs *attrs, const char *field, double value);
 
-/* Run op on n_in inputs. attrs may be NULL (defaults). outs has the op's
- * output count of entries: a NULL entry receives a new tensor (a new
+/* Run op on n_in inputs. attrs may be NULL (defaults). outs has the call's
+ * output count of entries (at most 6): a NULL entry receives a new tensor (a new
  * reference); a non-NULL entry is written in place (it must have the
  * result's shape and a dtype the result casts to) and is left as is. */
 MUSA_API int musa_op_call(int op, int n_in, musa_tensor *const *inputs, const musa_attrs *attrs,
@@ -799,39 +805,54 @@ MUSA_API int musa_op_call(int op, int n_in, musa_tensor *const *inputs, const mu
 /* ------------------------------------------------------------------------ */
 /* Optimizer updates                                                        */
 /* ------------------------------------------------------------------------ */
-/* One call updates a whole list of parameters in place, with PyTorch's
- * formulas (torch.optim, single-tensor path) in the parameter's dtype.
- * Parameters, gradients and state tensors must be contiguous, of one
- * dtype (float32 or float64) and of the parameter's shape. Updates are not
- * recorded by autograd; version counters are bumped. Nothing is written
- * unless every argument checks out. */
+/* Each optimizer update is one op row (sgd_update, adam_update,
+ * rmsprop_update): eager calls, captured graphs (musa_graph_*), profiling
+ * and saved models all see the same op, and these functions are that row
+ * dispatched with the parameter and its state as provided outputs. One call
+ * updates one parameter and its state in place with PyTorch's formulas
+ * (torch.optim, single-tensor path) in the parameter's dtype (float32 or
+ * float64). State tensors and the gradient must have the parameter's dtype
+ * and shape; non-contiguous ones are updated through a contiguous copy. The
+ * learning rate is a 0-d floating tensor read when the update runs, so a
+ * captured step follows later changes to it; step counters are 0-d float64
+ * tensors counting this step (incremented by the update). Updates are not
+ * recorded by autograd; version counters are bumped. On error (NULL or
+ * mismatched tensors, invalid options: MUSA_ERR_VALUE/TYPE naming the input)
+ * nothing is written.
+ *
+ * As a generic op (musa_op_call): inputs (param, state..., grad, lr), the
+ * optional state present as the options say, and outputs the new (param,
+ * state...): pass the inputs themselves as outs to update in place. */
 typedef struct musa_sgd_options {
-    double lr, momentum, dampening, weight_decay;
+    double momentum, dampening, weight_decay;
     bool nesterov, maximize;
 } musa_sgd_options;
-/* bufs (momentum buffers) may be NULL when momentum is 0; fresh[i] marks a
- * buffer seen for the first time (it is set to the gradient, undamped). */
-MUSA_API int musa_optim_sgd(int n, musa_tensor *const *params, musa_tensor *const *grads,
-                            musa_tensor *const *bufs, const bool *fresh, const musa_sgd_options *options);
+/* momentum_buffer is ignored (may be NULL) when momentum is 0. fresh: the
+ * buffer is new and is set to the (undamped) gradient, as PyTorch's first
+ * step does. */
+MUSA_API int musa_sgd_update(musa_tensor *param, musa_tensor *momentum_buffer, musa_tensor *grad,
+                             musa_tensor *lr, const musa_sgd_options *options, bool fresh);
 
 typedef struct musa_adam_options {
-    double lr, beta1, beta2, eps, weight_decay;
+    double beta1, beta2, eps, weight_decay;
     bool amsgrad, maximize;
     bool decoupled; /* AdamW: weight decay applied to the parameter, not the gradient */
 } musa_adam_options;
-/* steps[i] is parameter i's step count including this step (>= 1). */
-MUSA_API int musa_optim_adam(int n, musa_tensor *const *params, musa_tensor *const *grads,
-                             musa_tensor *const *exp_avg, musa_tensor *const *exp_avg_sq,
-                             musa_tensor *const *max_exp_avg_sq, const int64_t *steps,
-                             const musa_adam_options *options);
+/* max_exp_avg_sq is used only with amsgrad (may be NULL otherwise). */
+MUSA_API int musa_adam_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp_avg_sq,
+                              musa_tensor *max_exp_avg_sq, musa_tensor *step, musa_tensor *grad,
+                              musa_tensor *lr, const musa_adam_options *options);
 
 typedef struct musa_rmsprop_options {
-    double lr, alpha, eps, weight_decay, momentum;
+    double alpha, eps, weight_decay, momentum;
     bool centered, maximize;
 } musa_rmsprop_options;
-MUSA_API int musa_optim_rmsprop(int n, musa_tensor *const *params, musa_tensor *const *grads,
-                                musa_tensor *const *square_avg, musa_tensor *const *momentum_buf,
-                                musa_tensor *const *grad_avg, const musa_rmsprop_options *options);
+/* momentum_buffer is used when momentum > 0, grad_avg when centered (each
+ * may be NULL otherwise). */
+MUSA_API int musa_rmsprop_update(musa_tensor *param, musa_tensor *square_avg,
+                                 musa_tensor *momentum_buffer, musa_tensor *grad_avg,
+                                 musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                                 const musa_rmsprop_options *options);
 
 /* ------------------------------------------------------------------------ */
 /* Static graphs (jit)                                                      */

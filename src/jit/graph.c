@@ -349,12 +349,18 @@ static int infer_into(musa_graph *g, musa_gnode *n, int32_t *fresh_out) {
             rc = musa_last_error_code();
             goto done;
         }
-    memset(dt, -1, (size_t)n->n_in);
     musa_infer r;
-    r.in_dtype = dt;
-    r.view_offset = 0;
-    if ((rc = info->infer(info, tin, n->n_in, &n->attrs, &r))) {
+    musa_infer_init(&r, info, dt, n->n_in);
+    if ((rc = info->infer(info, tin, n->n_in, &n->attrs, &r)) ||
+        (rc = musa_infer_check_outputs(info, &r))) {
         musa_err_prefix(info->name);
+        goto done;
+    }
+    if (fresh_out) {
+        n->n_out = r.n_out;
+    } else if (n->n_out != r.n_out) {
+        rc = musa_err(MUSA_ERR_VALUE, "[%s] node has %d outputs but its inputs give %d",
+                      info->name, n->n_out, r.n_out);
         goto done;
     }
     for (int i = 0; i < n->n_in; i++)
@@ -364,7 +370,7 @@ static int infer_into(musa_graph *g, musa_gnode *n, int32_t *fresh_out) {
                           musa_dtype_name((musa_dtype)dt[i]));
             goto done;
         }
-    for (int j = 0; j < info->n_out; j++) {
+    for (int j = 0; j < r.n_out; j++) {
         int32_t id = n->out[j];
         if (fresh_out) {
             id = musa_graph_new_value(g, MUSA_V_NODE, (musa_dtype)r.out_dtype[j], r.out_ndim[j],
@@ -409,7 +415,6 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
     memset(&n, 0, sizeof n);
     n.op = (int16_t)op;
     n.n_in = n_in;
-    n.n_out = (int8_t)info->n_out;
     n.group = -1;
     n.in = n_in ? MUSA_ARENA_NEW(&g->arena, int32_t, n_in) : NULL;
     if (n_in && !n.in) return MUSA_ERR_NOMEM;

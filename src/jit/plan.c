@@ -380,15 +380,19 @@ static bool mutation_in_place(const builder *b, int32_t t, int32_t v, const int3
         if (b->node_instr[j] == in) mem[cnt++] = (int32_t)j;
     for (int c = 0; c < cnt; c++) {
         const musa_gnode *n = &g->nodes.data[mem[c]];
-        bool reads = false, same = true;
+        bool reads = false, same = true, paired = true;
         for (int k = 0; k < n->n_in; k++) {
             const musa_gvalue *x = &g->values.data[n->in[k]];
             if (x->root != t) continue;
             reads = true;
             same = same && n->in[k] == t;
+            paired = paired && k == vv->out_index;
         }
         if (!reads) continue;
-        if (!same || !(musa_ops[n->op].flags & MUSA_OPF_ELEMENTWISE)) return false;
+        /* An update (INPLACE) may write its output j over its input j only. */
+        uint32_t fl = musa_ops[n->op].flags;
+        bool update_pair = (fl & MUSA_OPF_INPLACE) && mem[c] == vv->producer && paired;
+        if (!same || !((fl & MUSA_OPF_ELEMENTWISE) || update_pair)) return false;
         if (ins->kind == I_FUSED && mem[c] > vv->producer) return false;
         if (ins->kind == I_KERNEL && mem[c] != vv->producer) return false;
         const musa_gvalue *o = &g->values.data[n->out[0]];

@@ -10,6 +10,7 @@
  */
 #include "op.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "../backend/cpu/alloc.h"
@@ -108,7 +109,7 @@ static int check_provided_out(const musa_op_info *info, int j, const musa_tensor
 }
 
 static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_tensor *const *cin,
-                      const void *attrs, musa_tensor **dst) {
+                      const void *attrs, int n_out, musa_tensor **dst) {
     musa_kview kin_buf[8], *kin = kin_buf;
     musa_kview kout[MUSA_MAX_OUTPUTS];
     if (n_in > 8) {
@@ -116,12 +117,12 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
         if (!kin) return MUSA_ERR_NOMEM;
     }
     for (int i = 0; i < n_in; i++) musa_tensor_kview(cin[i], &kin[i]);
-    for (int j = 0; j < info->n_out; j++) musa_tensor_kview(dst[j], &kout[j]);
+    for (int j = 0; j < n_out; j++) musa_tensor_kview(dst[j], &kout[j]);
     musa_kctx ctx = {.op_name = info->name};
     size_t block = 0;
     int rc = MUSA_OK;
     if (info->workspace) {
-        ctx.scratch_bytes = info->workspace(kout, info->n_out, kin, n_in, attrs);
+        ctx.scratch_bytes = info->workspace(kout, n_out, kin, n_in, attrs);
         if (ctx.scratch_bytes) {
             ctx.scratch = musa_cpu_alloc(ctx.scratch_bytes, &block);
             if (!ctx.scratch) rc = MUSA_ERR_NOMEM;
@@ -196,20 +197,20 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
             return MUSA_ERR_NOMEM;
         }
     }
-    memset(in_dt, -1, (size_t)(n_in > 0 ? n_in : 0));
     musa_infer r;
-    r.in_dtype = in_dt;
-    r.view_offset = 0;
-    musa_tensor *fresh[MUSA_MAX_OUTPUTS] = {NULL, NULL}; /* outputs we created */
-    musa_tensor *temp[MUSA_MAX_OUTPUTS] = {NULL, NULL};  /* staging for provided outputs */
+    musa_infer_init(&r, info, in_dt, n_in);
+    musa_tensor *fresh[MUSA_MAX_OUTPUTS] = {NULL}; /* outputs we created */
+    musa_tensor *temp[MUSA_MAX_OUTPUTS] = {NULL};  /* staging for provided outputs */
     int n_cin = 0;
     bool symbolic = musa_tls.mode == MUSA_MODE_SYMBOLIC;
 
     rc = info->infer(info, in, n_in, &a, &r);
+    if (!rc) rc = musa_infer_check_outputs(info, &r);
     if (rc) {
         musa_err_prefix(info->name);
         goto done;
     }
+    const int n_out = r.n_out;
     for (int i = 0; i < n_in; i++) {
         if (!in[i]->storage && !symbolic) {
             rc = musa_err(MUSA_ERR_RUNTIME,
@@ -253,10 +254,10 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     if (grad_path) {
         bool need = false;
         for (int i = 0; i < n_in && !need; i++) need = tracks_grad(cin[i]);
-        for (int j = 0; j < info->n_out && !need; j++) need = out[j] && tracks_grad(out[j]);
+        for (int j = 0; j < n_out && !need; j++) need = out[j] && tracks_grad(out[j]);
         grad_path = need;
     }
-    for (int j = 0; grad_path && j < info->n_out; j++) {
+    for (int j = 0; grad_path && j < n_out; j++) {
         if (!out[j]) continue;
         if ((out[j]->flags & MUSA_TF_REQUIRES_GRAD) &&
             (rc = musa_autograd_inplace_hook(op, out[j])))
@@ -273,7 +274,7 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
         }
     }
 
-    for (int j = 0; j < info->n_out; j++) {
+    for (int j = 0; j < n_out; j++) {
         if (out[j]) {
             if (info->flags & MUSA_OPF_VIEW) {
                 rc = musa_err(MUSA_ERR_VALUE, "[%s] a view op cannot write into an output",
@@ -285,7 +286,7 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     }
 
     /* Writing into a view while recording: done out of place on its base. */
-    if (grad_path && info->n_out == 1 && out[0] && out[0]->view_base &&
+    if (grad_path && n_out == 1 && out[0] && out[0]->view_base &&
         musa_autograd_inplace_view_hook) {
         rc = musa_autograd_inplace_view_hook(op, n_in, cin, &a, out[0]);
         goto done;
@@ -304,18 +305,20 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
                 musa_tensor_retain(cin[0]->view_base ? cin[0]->view_base : cin[0]);
     } else {
         musa_tensor *dst[MUSA_MAX_OUTPUTS];
-        for (int j = 0; j < info->n_out; j++) {
+        for (int j = 0; j < n_out; j++) {
             musa_dtype dt = (musa_dtype)r.out_dtype[j];
             bool direct = out[j] && (symbolic || out[j]->dtype == (int8_t)dt);
             if (direct && (info->flags & MUSA_OPF_CONTIG) && !musa_tensor_is_contiguous(out[j]))
                 direct = false;
             /* Writing straight into a provided output is safe when it does not
              * alias an input, or when it is an input with the same layout and
-             * the op is elementwise (each element is read before written). */
+             * the op is elementwise (each element is read before written), or
+             * when it is the input an update op declares it the new value of. */
             for (int i = 0; direct && !symbolic && i < n_in; i++) {
                 if (!musa_tensor_may_overlap(out[j], cin[i])) continue;
-                if (!((info->flags & MUSA_OPF_ELEMENTWISE) &&
-                      musa_tensor_same_layout(out[j], cin[i])))
+                bool same = musa_tensor_same_layout(out[j], cin[i]);
+                if (!(same && ((info->flags & MUSA_OPF_ELEMENTWISE) ||
+                               ((info->flags & MUSA_OPF_INPLACE) && i == j))))
                     direct = false;
             }
             if (direct) {
@@ -335,8 +338,8 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
             dst[j] = t;
         }
         if (!symbolic) {
-            if ((rc = run_kernel(info, op, n_in, cin, &a, dst))) goto done;
-            for (int j = 0; j < info->n_out; j++) {
+            if ((rc = run_kernel(info, op, n_in, cin, &a, n_out, dst))) goto done;
+            for (int j = 0; j < n_out; j++) {
                 if (!temp[j]) continue;
                 musa_kview kd, ks;
                 musa_tensor_kview(out[j], &kd);
@@ -344,27 +347,27 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
                 if ((rc = musa_cpu_copy(&kd, &ks))) goto done;
             }
         }
-        for (int j = 0; j < info->n_out; j++)
+        for (int j = 0; j < n_out; j++)
             if (out[j]) musa_tensor_bump_version(out[j]);
     }
 
     musa_tensor *res[MUSA_MAX_OUTPUTS];
     unsigned provided = 0;
-    for (int j = 0; j < info->n_out; j++) {
+    for (int j = 0; j < n_out; j++) {
         res[j] = out[j] ? out[j] : fresh[j];
         if (out[j]) provided |= 1u << j;
     }
     if (musa_tls.mode != MUSA_MODE_EAGER && musa_record_hook && musa_tls.recorder) {
-        if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, info->n_out, res,
+        if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, n_out, res,
                                    provided)))
             goto done;
     }
     if (MUSA_UNLIKELY(musa_tls.anomaly_forward) && !symbolic) {
-        for (int j = 0; j < info->n_out && !rc; j++) rc = check_forward_nan(info, res[j]);
+        for (int j = 0; j < n_out && !rc; j++) rc = check_forward_nan(info, res[j]);
         if (rc) goto done;
     }
-    if (grad_path && (rc = musa_autograd_hook(op, n_in, cin, &a, info->n_out, res))) goto done;
-    for (int j = 0; j < info->n_out; j++)
+    if (grad_path && (rc = musa_autograd_hook(op, n_in, cin, &a, n_out, res))) goto done;
+    for (int j = 0; j < n_out; j++)
         if (!out[j]) {
             out[j] = fresh[j];
             fresh[j] = NULL;
@@ -383,9 +386,9 @@ done:
 }
 
 musa_tensor *musa_call(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs) {
-    musa_tensor *out[MUSA_MAX_OUTPUTS] = {NULL, NULL};
+    musa_tensor *out[MUSA_MAX_OUTPUTS] = {NULL};
     if (musa_dispatch(op, n_in, in, attrs, out)) return NULL;
-    for (int j = 1; j < musa_ops[op].n_out; j++) musa_tensor_release(out[j]);
+    for (int j = 1; j < MUSA_MAX_OUTPUTS; j++) musa_tensor_release(out[j]);
     return out[0];
 }
 
@@ -483,6 +486,26 @@ int musa_attrs_set_dtype(musa_attrs *a, const char *field, musa_dtype v) {
         return musa_err(MUSA_ERR_TYPE, "[attrs] invalid dtype %d for '%s'", (int)v, field);
     *p = (int32_t)v;
     return rc;
+}
+
+int musa_attrs_set_number(musa_attrs *a, const char *field, double v) {
+    if (!a || !field) return musa_err(MUSA_ERR_VALUE, "[attrs] attrs or field name is NULL");
+    const musa_attr_field *f = musa_attrs_field(musa_ops[a->op].attrs_kind, field);
+    if (!f || musa_ops[a->op].attrs_kind == MUSA_ATTRS_none)
+        return musa_err(MUSA_ERR_VALUE, "[attrs] op %s has no attribute '%s'", musa_ops[a->op].name,
+                        field);
+    switch (f->type) {
+    case MUSA_ATTR_BOOL: return musa_attrs_set_bool(a, field, v != 0);
+    case MUSA_ATTR_FLOAT: return musa_attrs_set_float(a, field, v);
+    case MUSA_ATTR_INT:
+        if (!(v == floor(v) && fabs(v) < 9.2e18))
+            return musa_err(MUSA_ERR_VALUE, "[attrs] attribute '%s' of op %s takes an integer, got %g",
+                            field, musa_ops[a->op].name, v);
+        return musa_attrs_set_int(a, field, (int64_t)v);
+    default:
+        return musa_err(MUSA_ERR_TYPE, "[attrs] attribute '%s' of op %s is not a number", field,
+                        musa_ops[a->op].name);
+    }
 }
 
 int musa_attrs_set_ints(musa_attrs *a, const char *field, int n, const int64_t *v) {

@@ -27,6 +27,10 @@ enum musa_op_flags {
                                        cheap enough to recompute (remat) */
     MUSA_OPF_THREADS = 1u << 10,    /* results depend on the threads it runs on: a plan
                                        never runs it as a single-threaded task */
+    MUSA_OPF_INPLACE = 1u << 11,    /* an update: output j is the new value of input j
+                                       (n_out of them, from inference), computed element by
+                                       element, each element read before it is written, so
+                                       output j may share input j's memory (optimizers) */
 };
 
 typedef enum musa_op_id {
@@ -36,10 +40,11 @@ typedef enum musa_op_id {
     MUSA_OP_COUNT
 } musa_op_id;
 
-#define MUSA_MAX_OUTPUTS 4
+#define MUSA_MAX_OUTPUTS 6
 
 /* What inference decides about one call. */
 typedef struct musa_infer {
+    int8_t n_out; /* outputs of this call: the row's n_out, or set by inference (n_out -1) */
     int8_t out_dtype[MUSA_MAX_OUTPUTS];
     int8_t out_ndim[MUSA_MAX_OUTPUTS];
     int64_t out_shape[MUSA_MAX_OUTPUTS][MUSA_MAX_DIMS];
@@ -83,8 +88,8 @@ typedef int (*musa_infer_fn)(const musa_op_info *op, musa_tensor *const *in, int
 
 struct musa_op_info {
     const char *name;
-    int n_in; /* -1: variadic */
-    int n_out;
+    int n_in;  /* -1: variadic */
+    int n_out; /* -1: decided per call by inference (INPLACE updates) */
     musa_attrs_kind attrs_kind;
     musa_infer_fn infer;
     musa_kernel_fn kernel;       /* CPU kernel; cpu_none for VIEW ops */
@@ -103,6 +108,24 @@ static inline bool musa_op_saves_output(const musa_op_info *op, int j) {
 }
 
 extern const musa_op_info musa_ops[MUSA_OP_COUNT];
+
+/* Start an inference record: inputs kept as they are (in_dtype[n_in] all
+ * -1), the row's output count. */
+static inline void musa_infer_init(musa_infer *r, const musa_op_info *op, int8_t *in_dtype,
+                                   int n_in) {
+    r->n_out = (int8_t)op->n_out;
+    r->view_offset = 0;
+    r->in_dtype = in_dtype;
+    if (n_in > 0) memset(in_dtype, -1, (size_t)n_in);
+}
+
+/* After inference: the call's output count must be in range (INPLACE rows
+ * set it from their inputs). */
+static inline int musa_infer_check_outputs(const musa_op_info *op, const musa_infer *r) {
+    if (r->n_out < 1 || r->n_out > MUSA_MAX_OUTPUTS)
+        return musa_err(MUSA_ERR_RUNTIME, "[%s] inference gave %d outputs", op->name, r->n_out);
+    return MUSA_OK;
+}
 
 /* ---- thread-local dispatch state ---- */
 

@@ -133,11 +133,11 @@ def test_default_adamw_weight_decay_and_defaults():
 
 # ---- mechanics ----
 
-def test_one_kernel_call_per_group_per_step(monkeypatch):
+def test_one_update_call_per_group_per_step(monkeypatch):
     calls = []
-    real = musa._C._optim_adam
-    counted = lambda params, *a: (calls.append(len(params)), real(params, *a))  # noqa: E731
-    monkeypatch.setattr(musa._C, "_optim_adam", counted)
+    real = musa._C._update
+    counted = lambda op, rows, attrs: (calls.append(len(rows)), real(op, rows, attrs))  # noqa: E731
+    monkeypatch.setattr(musa._C, "_update", counted)
     ws = [musa.randn(3, requires_grad=True) for _ in range(4)]
     opt = optim.Adam([{"params": ws[:3]}, {"params": ws[3:], "lr": 0.1}])
     for _ in range(2):

@@ -32,60 +32,20 @@ import functools
 import logging
 import os
 import sys
-import threading
 import types
 import warnings
 
-from .. import _C
+from .. import _C, _capture
 
 _C._jit_location(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 
 log = logging.getLogger("musa.jit")
 
-__all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard", "scalar",
+__all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard",
            "outside_capture"]
 
-_tls = threading.local()
-
-
-def guard(key, fn, value):
-    """Register a guard on Python state while a capture runs: the compiled
-    variant is used only while fn() == value (checked at every call); any
-    other value recompiles. key identifies the guard across captures. No-op
-    outside captures."""
-    guards = getattr(_tls, "guards", None)
-    if guards is not None and _C._jit_capturing():
-        guards.setdefault(key, (fn, value))
-
-
-def scalar(key, fn):
-    """A Python number a capture should read at run time, not bake in (an
-    optimizer's learning rate, which schedulers change): while capturing,
-    a 0-d float64 tensor that every call of the compiled function refills
-    with fn() before running; otherwise fn() itself."""
-    owner = getattr(_tls, "owner", None)
-    if owner is None or not _C._jit_capturing():
-        return fn()
-    live = owner._live.get(key)
-    if live is None:
-        with outside_capture():
-            t = _C.full((), float(fn()), dtype=_C.float64)
-        live = owner._live[key] = [fn, t, float(fn())]
-    return live[1]
-
-
-class outside_capture:
-    """Run a block unrecorded while capturing (e.g. creating optimizer state
-    that must outlive a compiled run: such tensors enter the graph as
-    parameters, bound by reference, and writes to them as mutations)."""
-
-    def __enter__(self):
-        self._paused = _C._jit_pause()
-        return self
-
-    def __exit__(self, *exc):
-        if self._paused:
-            _C._jit_resume()
+guard = _capture.guard
+outside_capture = _capture.outside_capture
 
 
 class Config:
@@ -420,12 +380,10 @@ def _describe_spec_change(a, b):
     return "the non-tensor arguments or the argument structure changed"
 
 
-def _describe_guard_change(names, old, new):
-    for name, a, b in zip(names, old, new):
+def _describe_guard_change(whats, old, new):
+    for what, a, b in zip(whats, old, new):
         if a == b:
             continue
-        what = {"optim-group": "optimizer options", "optim-state": "optimizer state"}.get(
-            name[0] if isinstance(name, tuple) else name, f"Python state {name!r}")
         if isinstance(a, tuple) and isinstance(b, tuple) and all(
                 isinstance(x, tuple) and len(x) == 2 for x in a + b):
             da, db = dict(a), dict(b)
@@ -452,7 +410,7 @@ class CompiledFunction:
         self.config = config or Config()
         self._cache = {}
         self._guards = {}  # key -> fn: Python state the captures depended on (musa.jit.guard)
-        self._live = {}    # key -> [fn, 0-d tensor, last value]: numbers read at run time
+        self._guard_what = {}  # key -> what the guard's recompile log calls it
         self._variants = 0
         self._eager_all = False
         self._last = None
@@ -565,8 +523,6 @@ class CompiledFunction:
             return self._capture(entry, key, args, kwargs, leaves, spec)
         if entry.eager:
             return self._fn(*args, **kwargs)
-        if self._live:
-            self._refresh_live()
         if entry.train is not None:
             return entry.train.call(leaves)
         inputs = [t if t.is_contiguous() else t.contiguous() for t in leaves]
@@ -585,13 +541,6 @@ class CompiledFunction:
             return self._guard_miss(entry, m, args, kwargs, leaves, spec)
         self._copy_back(leaves, inputs)
         return _finish(leaf.leaf, res)
-
-    def _refresh_live(self):
-        for live in self._live.values():
-            v = float(live[0]())
-            if v != live[2]:
-                live[1].fill_(v)
-                live[2] = v
 
     def _copy_back(self, leaves, inputs):
         for t, c in zip(leaves, inputs):
@@ -633,7 +582,8 @@ class CompiledFunction:
             if reason is None and other[3] != key[3]:
                 reason = f"module state changed: {other[3]} -> {key[3]}"
             if reason is None and other[4] != key[4]:
-                reason = _describe_guard_change(list(self._guards), other[4], key[4])
+                reason = _describe_guard_change([self._guard_what.get(k) or f"Python state {k!r}"
+                                                 for k in self._guards], other[4], key[4])
             if reason:
                 break
         self._note_recompile(reason or "new signature")
@@ -687,12 +637,9 @@ class CompiledFunction:
         return _Capture(g, out_spec, out_ids, out_leaves), out, None
 
     def _capture(self, entry, key, args, kwargs, leaves, spec):
-        _tls.guards, _tls.owner = {}, self
-        try:
+        with _capture.collect() as collected:
             cap, out, reason = self._trace(args, kwargs, leaves, spec)
-        finally:
-            registered, _tls.guards, _tls.owner = _tls.guards, None, None
-        self._rekey(entry, key, registered)
+        self._rekey(entry, key, collected.guards)
         if cap is None:
             entry.eager, entry.reason = True, reason
             warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
@@ -723,8 +670,9 @@ class CompiledFunction:
         with the values the capture saw."""
         if not registered:
             return
-        for k, (fn, _v) in registered.items():
+        for k, (fn, _v, what) in registered.items():
             self._guards.setdefault(k, fn)
+            self._guard_what.setdefault(k, what)
         old_py = dict(zip(list(self._guards)[:len(key[4])], key[4]))
         py = tuple(registered[k][1] if k in registered else old_py.get(k, self._guards[k]())
                    for k in self._guards)

@@ -1,8 +1,10 @@
 """musa.optim: optimizers and learning-rate schedulers with torch.optim's API.
 
-Each step updates all parameters of a param group with one fused C kernel
-call (musa._C._optim_*), so the Python side only gathers parameters,
-gradients and state.
+Each step updates all parameters of a param group with one C call that
+dispatches the optimizer's update op row (sgd_update, adam_update,
+rmsprop_update) once per parameter, so the Python side only gathers
+parameters, gradients and state, and eager and compiled steps run the
+same kernels.
 
     opt = musa.optim.SGD(params, lr=0.1, momentum=0.9)
     sched = musa.optim.lr_scheduler.StepLR(opt, step_size=30)

@@ -7,8 +7,10 @@ index in group order, so a saved state loads into an optimizer built over
 other tensors of the same layout.
 
 Subclasses implement ``_step_group(group)``, which updates every parameter
-of the group that has a gradient with one fused C kernel call; ``step``
-runs the closure, then each group, under no_grad.
+of the group that has a gradient through the optimizer's update op row
+(one C call per group, one dispatch per parameter; see _update); ``step``
+runs the closure, then each group, under no_grad. The arithmetic lives only
+in the rows' kernels, so eager and compiled steps are the same computation.
 """
 import functools
 import warnings
@@ -17,7 +19,7 @@ from collections.abc import Iterable
 from copy import deepcopy
 from itertools import chain
 
-from .. import _C
+from .. import _C, _capture
 from ..autograd import enable_grad, no_grad
 
 __all__ = ["Optimizer", "required"]
@@ -49,32 +51,21 @@ def _check(name, what, value, ok):
         raise ValueError(f"[{name}] Invalid {what}: {value}")
 
 
-def _fused(kernel, params, *args):
-    """Run a fused update kernel over params. The kernels need contiguous
-    parameters, so a non-contiguous one is updated through a copy. The fused
-    kernels bypass the dispatcher, so a capture (musa.jit) cannot record
-    them: optimizers with a captured form take it instead (see _capturing);
-    the others void the capture."""
-    if _C._jit_capturing():
-        _C._jit_refuse(f"the fused optimizer kernel {kernel.__name__}")
-    work = [p if p.is_contiguous() else p.contiguous() for p in params]
-    kernel(work, *args)
-    for p, w in zip(params, work):
-        if w is not p:
-            p.copy_(w)
+def _update(op, rows, **attrs):
+    """Run the update row `op` (sgd_update, ...) over rows of (param,
+    state..., grad, lr) tensors in one C call: each row is one dispatch of
+    the op, writing the parameter and its state in place. Under a musa.jit
+    capture the rows are recorded like any op."""
+    _C._update(op, rows, attrs)
 
 
-def _capturing(group, states, state_before=None):
-    """True when a musa.jit capture is running. The captured update is then
-    written with ops (recorded, and fused by the compiler) in the fused
-    kernels' exact arithmetic order. The learning rate is read at run time
-    (jit.scalar, so schedulers work without recompiles); the capture is
-    guarded on the group's other options and on which state exists
-    (state_before: the keys the recorded formulas assumed, when they differ
-    from the keys now)."""
-    if not _C._jit_capturing():
-        return False
-    from .. import jit
+def _guard_options(group, states, state_keys=None):
+    """While capturing, key the compiled step on the group's options other
+    than lr (they are attributes of the recorded update rows; lr is read at
+    run time) and on which state exists (state_keys: the keys the recorded
+    update assumed, when they differ from the keys now)."""
+    if not _capture.capturing():
+        return
 
     def opts():
         return tuple((k, v) for k, v in sorted(group.items()) if k not in ("params", "lr"))
@@ -82,15 +73,53 @@ def _capturing(group, states, state_before=None):
     def keys():
         return tuple(sorted(k for s in states for k in s))
 
-    jit.guard(("optim-group", id(group)), opts, opts())
-    jit.guard(("optim-state", id(group)), keys, keys() if state_before is None else state_before)
-    return True
+    _capture.guard(("optim-group", id(group)), opts, opts(), "optimizer options")
+    _capture.guard(("optim-state", id(group)), keys, keys() if state_keys is None else state_keys,
+                   "optimizer state")
 
 
-def _lr(group):
-    """The group's learning rate: under capture, a tensor read at run time."""
-    from .. import jit
-    return jit.scalar(("optim-lr", id(group)), lambda: group["lr"])
+def _new_state(fn, *args, **kwargs):
+    """A state tensor (zeros): made unrecorded while capturing, since state
+    outlives a compiled run and is bound into it by reference."""
+    with _capture.outside_capture():
+        return fn(*args, **kwargs)
+
+
+def _step_tensor(s):
+    """The state's step counter as the 0-d float64 tensor the update rows
+    count in (a state_dict may hold a number or another dtype)."""
+    st = s.get("step")
+    if not isinstance(st, _C.Tensor) or st.dtype != _C.float64 or st.dim() != 0:
+        s["step"] = _new_state(_C.full, (), float(st if st is not None else 0), dtype=_C.float64)
+    return s["step"]
+
+
+class _ParamGroup(dict):
+    """A parameter group: a dict, as in torch, whose learning rate is also
+    held in a 0-d float64 tensor (lr_tensor()). Update rows read that tensor
+    when they run, so eager steps and compiled steps take lr one way, and a
+    scheduler's change reaches a compiled step without recompiling."""
+
+    def __setitem__(self, key, value):
+        dict.__setitem__(self, key, value)
+        if key == "lr":
+            self._sync_lr()
+
+    def _sync_lr(self):
+        t = self.__dict__.get("_lr")
+        if t is not None and self.__dict__.get("_lr_value") != self["lr"]:
+            with _capture.outside_capture():
+                t.fill_(float(self["lr"]))
+            self._lr_value = self["lr"]
+
+    def lr_tensor(self):
+        """The 0-d float64 tensor holding this group's lr (made on first use)."""
+        if self.__dict__.get("_lr") is None:
+            self._lr = _new_state(_C.full, (), float(self["lr"]), dtype=_C.float64)
+            self._lr_value = self["lr"]
+        else:
+            self._sync_lr()  # lr set through dict methods that skip __setitem__
+        return self._lr
 
 
 def _expanded(t):
@@ -128,6 +157,9 @@ class Optimizer:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
     def __setstate__(self, state):
+        state = dict(state)
+        state["param_groups"] = [g if isinstance(g, _ParamGroup) else _ParamGroup(g)
+                                 for g in state["param_groups"]]
         self.__dict__.update(state)
         self.__dict__.setdefault("_step_count", 0)
         for group in self.param_groups:  # options added since the state was saved
@@ -173,7 +205,7 @@ class Optimizer:
         seen = set(chain.from_iterable(g["params"] for g in self.param_groups))
         if not seen.isdisjoint(params):
             raise ValueError(f"[{name}] some parameters appear in more than one parameter group")
-        self.param_groups.append(param_group)
+        self.param_groups.append(_ParamGroup(param_group))
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients: to None (the default), or to zeros in place."""
@@ -211,13 +243,13 @@ class Optimizer:
 
     def _with_grad(self, group):
         """The group's parameters that have a gradient, with the gradients
-        (made contiguous, as the kernels need) and their state dicts."""
+        and their state dicts."""
         params, grads, states = [], [], []
         for p in group["params"]:
             g = p.grad
             if g is not None:
                 params.append(p)
-                grads.append(g.contiguous())
+                grads.append(g)
                 states.append(self.state[p])
         return params, grads, states
 

@@ -2,7 +2,7 @@
 torch.optim.SGD. State: 'momentum_buffer' per parameter (None while
 momentum is 0), created by the first step that uses it."""
 from .. import _C
-from .optimizer import Optimizer, _capturing, _check, _fused, _lr, required
+from .optimizer import Optimizer, _check, _guard_options, _new_state, _update, required
 
 __all__ = ["SGD"]
 
@@ -28,48 +28,29 @@ class SGD(Optimizer):
         params, grads, states = self._with_grad(group)
         if not params:
             return
-        if _C._jit_capturing():
-            return self._step_ops(group, params, grads, states)
-        bufs = fresh = None
-        if group["momentum"] != 0:
-            fresh = [s.get("momentum_buffer") is None for s in states]
-            bufs = []
-            for p, s, new in zip(params, states, fresh):
-                if new:  # the kernel sets it to the first d_p
-                    s["momentum_buffer"] = _C.zeros_like(p)
-                bufs.append(s["momentum_buffer"])
-        else:
+        mom, lr = group["momentum"], group.lr_tensor()
+        attrs = dict(momentum=mom, dampening=group["dampening"], weight_decay=group["weight_decay"],
+                     nesterov=group["nesterov"], maximize=group["maximize"])
+        if mom == 0:
             for s in states:
                 s.setdefault("momentum_buffer", None)
-        _fused(_C._optim_sgd, params, grads, bufs, fresh, group["lr"], group["momentum"], group["dampening"],
-               group["weight_decay"], group["nesterov"], group["maximize"])
-
-    def _step_ops(self, group, params, grads, states):
-        # The fused kernel's arithmetic, op by op (src/ops/optim.c, DEF_SGD).
-        from ..jit import outside_capture
-        mom, wd = group["momentum"], group["weight_decay"]
-        damp = 1 - group["dampening"]
+            _guard_options(group, states)
+            _update("sgd_update", [(p, g, lr) for p, g in zip(params, grads)], **attrs)
+            return
         before = tuple(sorted(k for s in states for k in s))
-        fresh = [mom != 0 and s.get("momentum_buffer") is None for s in states]
-        for p, s, new in zip(params, states, fresh):
-            if new:
-                with outside_capture():  # state outlives the run: bound by reference
-                    s["momentum_buffer"] = _C.zeros_like(p)
-            elif mom == 0:
-                s.setdefault("momentum_buffer", None)
-        # Without dampening, buf*mom + d on a zero buffer is the first step's
-        # b = d exactly, so one graph serves every step; with dampening the
-        # first step differs and the next call recompiles.
-        first = any(fresh) and group["dampening"] != 0
-        _capturing(group, states, before if first else None)
-        lr = _lr(group)
-        for p, g, s, new in zip(params, grads, states, fresh):
-            d = -g if group["maximize"] else g
-            if wd != 0:
-                d = d + p * wd
-            if mom != 0:
-                buf = s["momentum_buffer"]
-                b = d.clone() if first and new else buf * mom + d * damp
-                buf.copy_(b)
-                d = d + b * mom if group["nesterov"] else b
-            p.add_(d * -lr)
+        new = [s.get("momentum_buffer") is None for s in states]
+        for p, s, n in zip(params, states, new):
+            if n:
+                s["momentum_buffer"] = _new_state(_C.zeros_like, p)
+        # torch sets a new buffer to the first d_p. Without dampening,
+        # buf*mom + d on a zero buffer is that same value, so the update
+        # runs as usual and a compiled step serves every step; with
+        # dampening the first step is the `fresh` form, and a compiled
+        # first step is keyed on the state before it (the next recompiles).
+        fresh = group["dampening"] != 0 and any(new)
+        _guard_options(group, states, before if fresh else None)
+        rows = [(p, s["momentum_buffer"], g, lr) for p, g, s in zip(params, grads, states)]
+        for first in (True, False) if fresh else (False,):
+            batch = [r for r, n in zip(rows, new) if n == first] if fresh else rows
+            if batch:
+                _update("sgd_update", batch, fresh=first, **attrs)
