@@ -500,3 +500,46 @@ def test_training_with_scheduler_matches_torch():
         results.append([w.detach().numpy() for w in ws])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---- one route for lr and the update rows ----
+
+def test_lr_set_any_way_reaches_the_update():
+    p = musa.ones(3, requires_grad=True)
+    opt = optim.SGD([p], lr=0.1)
+    for setter in (lambda g: g.__setitem__("lr", 0.5), lambda g: g.update(lr=0.25)):
+        setter(opt.param_groups[0])
+        before = npy(p).copy()
+        p.grad = musa.ones(3)
+        opt.step()
+        np.testing.assert_allclose(before - npy(p), opt.param_groups[0]["lr"], rtol=1e-6)
+
+
+def test_param_groups_stay_groups_through_copies_and_state_dicts():
+    import copy
+    import pickle
+    p = musa.ones(3, requires_grad=True)
+    opt = optim.Adam([p], lr=0.1)
+    p.sum().backward()
+    opt.step()
+    for o in (copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))):
+        assert o.param_groups[0]["lr"] == 0.1 and hasattr(o.param_groups[0], "lr_tensor")
+    sd = opt.state_dict()
+    assert type(sd["param_groups"][0]) is dict
+    opt.load_state_dict(sd)
+    opt.param_groups[0]["lr"] = 0.0
+    before = npy(p).copy()
+    opt.step()
+    np.testing.assert_array_equal(npy(p), before)
+
+
+def test_update_rows_reject_bad_state_with_the_op_name():
+    p = musa.ones(3, requires_grad=True)
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = musa.ones(3)
+    opt.step()
+    opt.state[p]["momentum_buffer"] = musa.ones(4)
+    with pytest.raises(ValueError, match=r"\[sgd_update\] state tensor \(input 1\) has shape"):
+        opt.step()
+    with pytest.raises(ValueError, match="not an update op"):
+        musa._C._update("add", [], {})
