@@ -409,16 +409,6 @@ void musa_autograd_init(void) {
 
 /* ---- public accessors ---- */
 
-bool musa_set_grad_enabled(bool enabled) {
-    bool prev = !musa_tls.grad_disabled;
-    musa_tls.grad_disabled = !enabled;
-    return prev;
-}
-
-bool musa_is_grad_enabled(void) {
-    return !musa_tls.grad_disabled;
-}
-
 int musa_tensor_set_requires_grad(musa_tensor *t, bool requires_grad) {
     if (!t) return musa_err(MUSA_ERR_VALUE, "[requires_grad_] tensor is NULL");
     struct musa_autograd_meta *m = t->autograd;

@@ -34,6 +34,18 @@ const musa_op_info musa_ops[MUSA_OP_COUNT] = {
 
 _Thread_local musa_tls_state musa_tls;
 
+/* Grad mode is dispatch state (the dispatcher decides whether autograd
+ * records a call), so it lives here, not in the autograd layer above. */
+bool musa_set_grad_enabled(bool enabled) {
+    bool prev = !musa_tls.grad_disabled;
+    musa_tls.grad_disabled = !enabled;
+    return prev;
+}
+
+bool musa_is_grad_enabled(void) {
+    return !musa_tls.grad_disabled;
+}
+
 int (*musa_autograd_hook)(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                           int n_out, musa_tensor **out);
 int (*musa_autograd_inplace_hook)(musa_op_id op, musa_tensor *t);
