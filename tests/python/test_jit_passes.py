@@ -234,3 +234,19 @@ def test_graph_getters_refuse_bad_ids():
     with pytest.raises(TypeError):
         g.value_info("0")
 
+
+def test_attr_slopes_follow_int_attributes_only():
+    from musa.jit import _attr_slopes
+
+    def f(x):
+        return x.reshape(x.shape[0], -1)
+
+    def g(x):  # arange's end is a float attribute: it must not pass for an int
+        return x.sum() + musa.arange(x.shape[0]).sum()
+
+    a, _ = capture(f, musa.randn(8, 2, 2))
+    b, _ = capture(f, musa.randn(9, 2, 2))
+    assert _attr_slopes(a, b) == [(0, "shape", [8, 4], [1, 0])]
+    a, _ = capture(g, musa.randn(8))
+    b, _ = capture(g, musa.randn(9))
+    assert _attr_slopes(a, b) is None
