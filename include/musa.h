@@ -780,8 +780,20 @@ MUSA_API const char *musa_op_name(int op);
 MUSA_API int musa_op_num_inputs(int op);
 MUSA_API int musa_op_num_outputs(int op);
 
+/* The types of attribute fields (the records of the op table), and the most
+ * values an integer-list attribute holds. */
+enum {
+    MUSA_ATTR_TYPE_BOOL = 0,
+    MUSA_ATTR_TYPE_INT = 1,   /* int64_t */
+    MUSA_ATTR_TYPE_FLOAT = 2, /* double */
+    MUSA_ATTR_TYPE_INTS = 3,  /* up to MUSA_MAX_ATTR_INTS int64_t */
+    MUSA_ATTR_TYPE_DTYPE = 4, /* musa_dtype */
+};
+#define MUSA_MAX_ATTR_INTS 16
+
 /* An op's attributes, with defaults; set fields by name. Setting a field the
- * op does not have, or of the wrong kind, fails with MUSA_ERR_VALUE. */
+ * op does not have fails with MUSA_ERR_VALUE, one of another type with
+ * MUSA_ERR_TYPE. */
 MUSA_API musa_attrs *musa_attrs_new(int op);
 MUSA_API void musa_attrs_free(musa_attrs *attrs);
 MUSA_API int musa_attrs_set_int(musa_attrs *attrs, const char *field, int64_t value);
@@ -960,6 +972,58 @@ MUSA_API int musa_graph_num_breaks(const musa_graph *g);
 MUSA_API int musa_graph_break(const musa_graph *g, int i, int *value, int *at_node, int *kind,
                               double *outcome, const char **loc);
 
+/* Values and nodes by id, so front ends need not parse the JSON form. Ids
+ * run over [0, musa_graph_num_values) and [0, musa_graph_num_nodes). An int
+ * getter returns its answer (>= 0) or a negative status: MUSA_ERR_VALUE for
+ * a NULL graph, MUSA_ERR_INDEX for an id out of range or a node removed by a
+ * pass, with the last error naming the id. A pointer getter returns NULL in
+ * those cases, with the error set. Strings are borrowed from g (or static)
+ * and live as long as g. */
+
+/* A value's dtype (a musa_dtype). */
+MUSA_API int musa_graph_value_dtype(const musa_graph *g, int value);
+/* A value's shape: dims[d] receives dim d's size, syms[d] the symbol it
+ * follows (an index for musa_graph_symbol) or -1 for a static dim. Either
+ * array may be NULL, else needs room for MUSA_MAX_DIMS. Returns ndim. */
+MUSA_API int musa_graph_value_shape(const musa_graph *g, int value, int64_t *dims, int *syms);
+/* An input value's name; NULL for unnamed values too (no error then). */
+MUSA_API const char *musa_graph_value_name(const musa_graph *g, int value);
+/* Dynamic dims (musa_graph_add_symbol): symbol i's name, range and the
+ * size the capture saw. Any out pointer may be NULL. MUSA_ERR_INDEX for no
+ * such symbol. */
+MUSA_API int musa_graph_num_symbols(const musa_graph *g);
+MUSA_API int musa_graph_symbol(const musa_graph *g, int i, const char **name, int64_t *lo,
+                               int64_t *hi, int64_t *traced);
+/* A node's tensor inputs and outputs, as value ids; k out of range is
+ * MUSA_ERR_INDEX. */
+MUSA_API int musa_graph_node_num_inputs(const musa_graph *g, int node);
+MUSA_API int musa_graph_node_input(const musa_graph *g, int node, int k);
+MUSA_API int musa_graph_node_num_outputs(const musa_graph *g, int node);
+MUSA_API int musa_graph_node_output(const musa_graph *g, int node, int k);
+/* The user's "file:line" where a node was recorded; NULL when unknown too
+ * (no error then). */
+MUSA_API const char *musa_graph_node_loc(const musa_graph *g, int node);
+/* A node's attributes: the fields of its op's record, in their order in
+ * attrs.def (0 for ops without attributes). Field i's name and type
+ * (MUSA_ATTR_TYPE_*); either out pointer may be NULL. */
+MUSA_API int musa_graph_node_attr_count(const musa_graph *g, int node);
+MUSA_API int musa_graph_node_attr(const musa_graph *g, int node, int i, const char **name,
+                                  int *type);
+/* An attribute's value by name, into *out (which may be NULL: a check).
+ * MUSA_ERR_VALUE when the node's op has no attribute of that name,
+ * MUSA_ERR_TYPE when it has another type; the message names the attribute,
+ * and *out is left alone. musa_graph_node_attr_ints writes *n values (room
+ * for MUSA_MAX_ATTR_INTS). */
+MUSA_API int musa_graph_node_attr_int(const musa_graph *g, int node, const char *name,
+                                      int64_t *out);
+MUSA_API int musa_graph_node_attr_float(const musa_graph *g, int node, const char *name,
+                                        double *out);
+MUSA_API int musa_graph_node_attr_bool(const musa_graph *g, int node, const char *name, bool *out);
+MUSA_API int musa_graph_node_attr_dtype(const musa_graph *g, int node, const char *name,
+                                        musa_dtype *out);
+MUSA_API int musa_graph_node_attr_ints(const musa_graph *g, int node, const char *name,
+                                       int64_t *values, int *n);
+
 /* Nodes [begin, end) as a graph: inputs are g's first n_inputs inputs (-1:
  * all), then the values made before begin that it reads (*carried,
  * malloc'd, lists their ids in g). With `mutations` it also writes g's
@@ -998,7 +1062,7 @@ typedef struct musa_attr_override {
     int node;
     const char *field;
     int n;
-    int64_t v[16]; /* MUSA_MAX_ATTR_INTS */
+    int64_t v[MUSA_MAX_ATTR_INTS];
 } musa_attr_override;
 /* A copy of g for other input shapes (same ranks), with integer attributes
  * replaced; every node is re-inferred (NULL with the op's error if the

@@ -24,6 +24,13 @@
 #undef MUSA_ATTRS
 #undef F
 
+const char *musa_attr_type_name(musa_attr_type type) {
+    static const char *names[] = {[MUSA_ATTR_BOOL] = "bool",   [MUSA_ATTR_INT] = "int",
+                                  [MUSA_ATTR_FLOAT] = "float", [MUSA_ATTR_INTS] = "ints",
+                                  [MUSA_ATTR_DTYPE] = "dtype"};
+    return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
+}
+
 const musa_attrs_desc *musa_attrs_desc_of(musa_attrs_kind kind) {
     switch (kind) {
 #define MUSA_ATTRS(kind, fields)                                                                   \

@@ -8,20 +8,19 @@
 
 #include "../base/base.h"
 
-#define MUSA_MAX_ATTR_INTS 16
-
-/* A short list of int64 (dims, shapes, pads). */
+/* A short list of int64 (dims, shapes, pads); MUSA_MAX_ATTR_INTS is in musa.h. */
 typedef struct musa_ints {
     int32_t n;
     int64_t v[MUSA_MAX_ATTR_INTS];
 } musa_ints;
 
+/* The field types; their values are the public MUSA_ATTR_TYPE_* of musa.h. */
 typedef enum musa_attr_type {
-    MUSA_ATTR_BOOL,
-    MUSA_ATTR_INT,
-    MUSA_ATTR_FLOAT,
-    MUSA_ATTR_INTS,
-    MUSA_ATTR_DTYPE,
+    MUSA_ATTR_BOOL = MUSA_ATTR_TYPE_BOOL,
+    MUSA_ATTR_INT = MUSA_ATTR_TYPE_INT,
+    MUSA_ATTR_FLOAT = MUSA_ATTR_TYPE_FLOAT,
+    MUSA_ATTR_INTS = MUSA_ATTR_TYPE_INTS,
+    MUSA_ATTR_DTYPE = MUSA_ATTR_TYPE_DTYPE,
 } musa_attr_type;
 
 #define MUSA_ATTR_CTYPE_BOOL  bool
@@ -65,6 +64,9 @@ typedef struct musa_attrs_desc {
     size_t size;                   /* sizeof(musa_attrs_<kind>) */
     const musa_attr_field *fields; /* terminated by a NULL name */
 } musa_attrs_desc;
+
+/* "bool", "int", "float", "ints" or "dtype" (for error messages). */
+const char *musa_attr_type_name(musa_attr_type type);
 
 /* The descriptor of a record kind (never NULL for a valid kind). */
 const musa_attrs_desc *musa_attrs_desc_of(musa_attrs_kind kind);

@@ -2,6 +2,11 @@
  * graph.h - the static graph IR, its capture from the dispatcher, and the
  * compiled plan.
  *
+ * Files: graph.c (the IR core: values, nodes, editing helpers), capture.c
+ * (the record hook, inputs, outputs, breaks), verify.c, print.c (text and
+ * JSON), graph_api.c (the public accessors of musa.h), segment.c (segments
+ * and re-specialisation), plan.c, autodiff.c, interp.c and passes/.
+ *
  * A graph is a list of values and a list of nodes in topological order.
  * Values are graph inputs, parameters (module tensors bound by reference),
  * constants (owned tensors, e.g. Python numbers), or node outputs. Nodes name
@@ -121,7 +126,7 @@ struct musa_graph {
 musa_graph *musa_graph_new(void);
 void musa_graph_free(musa_graph *g);
 
-/* ---- capture ---- */
+/* ---- capture (capture.c) ---- */
 
 /* Start recording this thread's op calls into g (mode TRACE or SYMBOLIC). */
 int musa_graph_capture_begin(musa_graph *g, int mode);
@@ -143,10 +148,7 @@ musa_graph *musa_graph_recording(void);
 /* Where the user is: set by the Python layer to a function returning the
  * current "file:line" (a string that lives as long as the process), or NULL. */
 extern const char *(*musa_jit_location_hook)(void);
-/* The public musa_graph_* API of musa.h is implemented here and in
- * segment.c, plan.c and passes/. */
-
-/* ---- building and editing (passes) ---- */
+/* ---- building and editing (graph.c, for passes) ---- */
 
 /* Append a value; returns its id or -1 (out of memory). */
 int32_t musa_graph_new_value(musa_graph *g, musa_vkind kind, musa_dtype dtype, int ndim,
@@ -162,6 +164,11 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
 /* Re-run inference for node n (after a pass changed its inputs); its output
  * values take the result. */
 int musa_graph_infer_node(musa_graph *g, int32_t n);
+/* Run n's op inference on meta tensors of its inputs. With fresh_out, the
+ * outputs are new values (ids written there); else n's output values are
+ * overwritten (dtype, shape, layout). Returns a status with the op's error
+ * set. The op's infer may normalise n->attrs: probes pass a copy of n. */
+int musa_graph_infer_into(musa_graph *g, musa_gnode *n, int32_t *fresh_out);
 /* A view node whose input moved to another buffer (a pass replaced it)
  * takes that buffer's root and offset: re-inferred. No-op otherwise. */
 int musa_graph_refresh_view(musa_graph *g, int32_t n);
@@ -177,12 +184,13 @@ void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to);
 void musa_graph_analyse(musa_graph *g);
 /* Drop dead nodes (and renumber nothing else: value ids stay). */
 void musa_graph_compact(musa_graph *g);
-/* Check structure, order, and every node against its op's inference. */
+/* Check structure, order, and every node against its op's inference
+ * (verify.c). */
 int musa_graph_verify(const musa_graph *g);
-/* Number of live nodes. */
+/* Number of live nodes (graph_api.c). */
 int musa_graph_node_count(const musa_graph *g);
 
-/* ---- printing ---- */
+/* ---- printing (print.c) ---- */
 
 /* Readable text, one node per line:
  *   %3 = add(%1, %2)  # float32[4, 8]  model.py:12

@@ -460,9 +460,8 @@ static void *attr_slot(musa_attrs *a, const char *field, musa_attr_type type, in
         return NULL;
     }
     if (f->type != type) {
-        static const char *names[] = {"bool", "int", "float", "ints", "dtype"};
         *rc = musa_err(MUSA_ERR_TYPE, "[attrs] attribute '%s' of op %s is %s, not %s", field,
-                       info->name, names[f->type], names[type]);
+                       info->name, musa_attr_type_name(f->type), musa_attr_type_name(type));
         return NULL;
     }
     *rc = MUSA_OK;

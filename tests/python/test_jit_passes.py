@@ -1,5 +1,6 @@
 """Each pass on a small graph: the IR before and after (golden text, user
 lines stripped) and the compiled result equal to eager."""
+import json
 import re
 
 import numpy as np
@@ -165,3 +166,87 @@ def test_a_capturing_graph_refuses_passes_and_segments():
     with pytest.raises(ValueError, match="input 0 has 1 dims, got a shape of 2"):
         g.respecialize([[2, 1]], [])
     g.verify()
+
+
+# ---- reading the graph through its getters ----
+
+def _attr_json(v):
+    """An attribute from node_info as the JSON form writes it."""
+    if isinstance(v, musa.dtype):
+        return repr(v)[len("musa."):]
+    if isinstance(v, float) and v != v:
+        return "nan"
+    return v
+
+
+def test_graph_getters_agree_with_the_json():
+    def fn(x, w):
+        h = (x @ w).clamp(-0.5, float("nan"))[:, 1:5:2]
+        return h.to(musa.float64).sum(1, keepdim=True) + h.exp().sum() + (h.exp() * 2).sum()
+
+    g, _ = capture(fn, musa.randn(6, 4), musa.randn(4, 8))
+    sym = g.add_symbol("s0", 1, 64, 6)
+    g.set_symbolic(0, 0, sym)
+    assert g.run_pass("cse") > 0  # leaves dead nodes: the JSON skips them
+    assert g.nodes_len > g.num_nodes
+    j = json.loads(g.json())
+    for name, jv in j["values"].items():
+        info = g.value_info(int(name[1:]))
+        assert info.kind == jv["kind"]
+        assert info.dtype is getattr(musa, jv["dtype"])
+        assert list(info.shape) == jv["shape"]
+        if "symbolic" in jv:
+            assert list(info.symbols) == jv["symbolic"]
+        else:
+            assert info.symbols == (None,) * len(info.shape)
+    assert g.value_info(0).symbols == ("s0", None) and g.value_info(0).name == "x0"
+    assert g.num_values > len(j["values"])  # the JSON leaves out what nothing refers to
+    live = [g.node_info(i) for i in range(g.nodes_len)]
+    assert None in live
+    live = [n for n in live if n is not None]
+    assert len(live) == len(j["nodes"]) == g.num_nodes
+    for n, jn in zip(live, j["nodes"]):
+        assert n.op == jn["op"]
+        assert [f"%{v}" for v in n.inputs] == jn["inputs"]
+        assert [f"%{v}" for v in n.outputs] == jn["outputs"]
+        assert n.loc == jn.get("loc")
+        assert {k: _attr_json(v) for k, v in n.attrs.items()} == jn["attrs"]
+    assert live[0].loc.startswith("test_jit_passes.py:")
+    ops = {}
+    for n in live:
+        ops.setdefault(n.op, n)  # the first node of each op
+    assert ops["sum"].attrs["dims"] == [1] and ops["sum"].attrs["keepdim"] is True
+    assert [n.attrs["step"] for n in live if n.op == "slice"] == [1, 2]  # [:, 1:5:2]
+    assert ops["cast"].attrs["dtype"] is musa.float64
+    assert ops["clamp"].attrs["min"] == -0.5 and isinstance(ops["clamp"].attrs["min"], float)
+
+
+def test_graph_getters_refuse_bad_ids():
+    g, _ = capture(lambda x: x + 1, musa.ones(2))
+    with pytest.raises(IndexError, match=r"no value %-1"):
+        g.value_info(-1)
+    with pytest.raises(IndexError, match=f"no value %{g.num_values}"):
+        g.value_info(g.num_values)
+    with pytest.raises(IndexError, match=f"no node {g.nodes_len}"):
+        g.node_info(g.nodes_len)
+    with pytest.raises(OverflowError):
+        g.node_info(1 << 40)
+    with pytest.raises(TypeError):
+        g.value_info("0")
+
+
+def test_attr_slopes_follow_int_attributes_only():
+    from musa.jit import _attr_slopes
+
+    def f(x):
+        return x.reshape(x.shape[0], -1)
+
+    def g(x):  # arange's end is a float attribute: it must not pass for an int
+        return x.sum() + musa.arange(x.shape[0]).sum()
+
+    a, _ = capture(f, musa.randn(8, 2, 2))
+    b, _ = capture(f, musa.randn(9, 2, 2))
+    assert _attr_slopes(a, b) == [(0, "shape", [8, 4], [1, 0])]
+    a, _ = capture(g, musa.randn(8))
+    b, _ = capture(g, musa.randn(9))
+    assert _attr_slopes(a, b) is None

@@ -392,6 +392,170 @@ static PyObject *graph_value(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(siN)", kinds[kind], musa_graph_value_producer(g, v), to);
 }
 
+/* Named results of value_info and node_info (struct sequences: tuples with
+ * field names). */
+static PyTypeObject *ValueInfo_Type, *NodeInfo_Type;
+
+static PyStructSequence_Field value_info_fields[] = {
+    {"kind", "'node', 'input', 'param' or 'const'"},
+    {"dtype", "a musa.dtype"},
+    {"shape", "tuple of ints"},
+    {"symbols", "per dim: the name of the dynamic dim it follows, or None"},
+    {"name", "an input's name, or None"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc value_info_desc = {
+    "musa._C.ValueInfo", "A graph value: kind, dtype, shape, symbols, name.", value_info_fields, 5};
+
+static PyStructSequence_Field node_info_fields[] = {
+    {"op", "the op's name"},
+    {"inputs", "tuple of input value ids"},
+    {"outputs", "tuple of output value ids"},
+    {"loc", "the user's 'file:line' where it was recorded, or None"},
+    {"attrs", "dict: attribute name -> bool, int, float, list of ints or musa.dtype"},
+    {"group", "fusion group, or -1"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc node_info_desc = {
+    "musa._C.NodeInfo", "A live graph node: op, inputs, outputs, loc, attrs, group.",
+    node_info_fields, 6};
+
+static PyObject *graph_value_info(PyObject *self, PyObject *arg) {
+    int v;
+    if (!PyArg_Parse(arg, "i", &v)) return NULL;
+    musa_graph *g = G(self);
+    int64_t dims[MUSA_MAX_DIMS];
+    int syms[MUSA_MAX_DIMS];
+    int dtype = musa_graph_value_dtype(g, v);
+    int ndim = dtype < 0 ? dtype : musa_graph_value_shape(g, v, dims, syms);
+    if (ndim < 0) return pm_raise();
+    static const char *kinds[] = {"node", "input", "param", "const"};
+    const char *name = musa_graph_value_name(g, v);
+    PyObject *r = PyStructSequence_New(ValueInfo_Type);
+    PyObject *shape = PyTuple_New(ndim), *symbols = PyTuple_New(ndim);
+    if (!r || !shape || !symbols) goto fail;
+    for (int d = 0; d < ndim; d++) {
+        PyObject *n = PyLong_FromLongLong(dims[d]), *y = NULL;
+        if (!n) goto fail;
+        PyTuple_SET_ITEM(shape, d, n);
+        if (syms[d] < 0) {
+            y = Py_NewRef(Py_None);
+        } else {
+            const char *sname = NULL;
+            musa_graph_symbol(g, syms[d], &sname, NULL, NULL, NULL);
+            if (!(y = PyUnicode_FromString(sname))) goto fail;
+        }
+        PyTuple_SET_ITEM(symbols, d, y);
+    }
+    PyObject *k = PyUnicode_FromString(kinds[musa_graph_value_kind(g, v)]);
+    PyObject *nm = name ? PyUnicode_FromString(name) : Py_NewRef(Py_None);
+    if (!k || !nm) {
+        Py_XDECREF(k), Py_XDECREF(nm);
+        goto fail;
+    }
+    PyStructSequence_SET_ITEM(r, 0, k);
+    PyStructSequence_SET_ITEM(r, 1, Py_NewRef(pm_dtype_obj((musa_dtype)dtype)));
+    PyStructSequence_SET_ITEM(r, 2, shape);
+    PyStructSequence_SET_ITEM(r, 3, symbols);
+    PyStructSequence_SET_ITEM(r, 4, nm);
+    return r;
+fail:
+    Py_XDECREF(r), Py_XDECREF(shape), Py_XDECREF(symbols);
+    return NULL;
+}
+
+/* Attribute i of node n as a Python object (new reference), or NULL. */
+static PyObject *attr_value(musa_graph *g, int n, const char *name, int type) {
+    switch (type) {
+    case MUSA_ATTR_TYPE_BOOL: {
+        bool b;
+        return musa_graph_node_attr_bool(g, n, name, &b) ? pm_raise() : PyBool_FromLong(b);
+    }
+    case MUSA_ATTR_TYPE_INT: {
+        int64_t x;
+        return musa_graph_node_attr_int(g, n, name, &x) ? pm_raise() : PyLong_FromLongLong(x);
+    }
+    case MUSA_ATTR_TYPE_FLOAT: {
+        double x;
+        return musa_graph_node_attr_float(g, n, name, &x) ? pm_raise() : PyFloat_FromDouble(x);
+    }
+    case MUSA_ATTR_TYPE_DTYPE: {
+        musa_dtype d;
+        return musa_graph_node_attr_dtype(g, n, name, &d) ? pm_raise() : Py_NewRef(pm_dtype_obj(d));
+    }
+    case MUSA_ATTR_TYPE_INTS: {
+        int64_t v[MUSA_MAX_ATTR_INTS];
+        int k = 0;
+        if (musa_graph_node_attr_ints(g, n, name, v, &k)) return pm_raise();
+        PyObject *l = PyList_New(k);
+        for (int i = 0; l && i < k; i++) {
+            PyObject *x = PyLong_FromLongLong(v[i]);
+            if (!x) Py_CLEAR(l);
+            else PyList_SET_ITEM(l, i, x);
+        }
+        return l;
+    }
+    }
+    PyErr_Format(PyExc_RuntimeError, "attribute '%s' has an unknown type %d", name, type);
+    return NULL;
+}
+
+/* Value ids k in [0, count) of node n, got by `at`, as a tuple. */
+static PyObject *id_tuple(musa_graph *g, int n, int count,
+                          int (*at)(const musa_graph *, int, int)) {
+    if (count < 0) return pm_raise();
+    PyObject *t = PyTuple_New(count);
+    for (int k = 0; t && k < count; k++) {
+        int id = at(g, n, k);
+        PyObject *x = id < 0 ? pm_raise() : PyLong_FromLong(id);
+        if (!x) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, k, x);
+    }
+    return t;
+}
+
+static PyObject *graph_node_info(PyObject *self, PyObject *arg) {
+    int n;
+    if (!PyArg_Parse(arg, "i", &n)) return NULL;
+    musa_graph *g = G(self);
+    if (n >= 0 && n < musa_graph_num_nodes(g) && !musa_graph_node_op(g, n))
+        Py_RETURN_NONE; /* removed by a pass */
+    int na = musa_graph_node_attr_count(g, n);
+    if (na < 0) return pm_raise();
+    const char *loc = musa_graph_node_loc(g, n);
+    PyObject *r = PyStructSequence_New(NodeInfo_Type);
+    PyObject *op = PyUnicode_FromString(musa_graph_node_op(g, n));
+    PyObject *ins = id_tuple(g, n, musa_graph_node_num_inputs(g, n), musa_graph_node_input);
+    PyObject *outs = id_tuple(g, n, musa_graph_node_num_outputs(g, n), musa_graph_node_output);
+    PyObject *lo = loc ? PyUnicode_FromString(loc) : Py_NewRef(Py_None);
+    PyObject *attrs = PyDict_New();
+    PyObject *group = PyLong_FromLong(musa_graph_node_group(g, n));
+    if (!r || !op || !ins || !outs || !lo || !attrs || !group) goto fail;
+    for (int i = 0; i < na; i++) {
+        const char *name;
+        int type;
+        if (musa_graph_node_attr(g, n, i, &name, &type)) {
+            pm_raise();
+            goto fail;
+        }
+        PyObject *x = attr_value(g, n, name, type);
+        int bad = !x || PyDict_SetItemString(attrs, name, x);
+        Py_XDECREF(x);
+        if (bad) goto fail;
+    }
+    PyStructSequence_SET_ITEM(r, 0, op);
+    PyStructSequence_SET_ITEM(r, 1, ins);
+    PyStructSequence_SET_ITEM(r, 2, outs);
+    PyStructSequence_SET_ITEM(r, 3, lo);
+    PyStructSequence_SET_ITEM(r, 4, attrs);
+    PyStructSequence_SET_ITEM(r, 5, group);
+    return r;
+fail:
+    Py_XDECREF(r), Py_XDECREF(op), Py_XDECREF(ins), Py_XDECREF(outs), Py_XDECREF(lo);
+    Py_XDECREF(attrs), Py_XDECREF(group);
+    return NULL;
+}
+
 static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
     PyObject *shapes, *over;
     if (!PyArg_ParseTuple(args, "OO", &shapes, &over)) return NULL;
@@ -426,7 +590,7 @@ static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
         if (!PyArg_ParseTuple(PyList_GET_ITEM(over, k), "isO", &ov[k].node, &field, &vals))
             goto done;
         ov[k].field = field;
-        if (pm_int_list(vals, ov[k].v, 16, &ov[k].n, "override")) goto done;
+        if (pm_int_list(vals, ov[k].v, MUSA_MAX_ATTR_INTS, &ov[k].n, "override")) goto done;
     }
     res = graph_wrap(musa_graph_respecialize(g, (const int64_t(*)[MUSA_MAX_DIMS])sh, (int)no, ov));
 done:
@@ -467,6 +631,7 @@ static PyObject *graph_get_int(PyObject *self, void *which) {
     case 3: return PyLong_FromLong(musa_graph_num_inputs(g));
     case 4: return PyLong_FromLong(musa_graph_num_mutations(g));
     case 6: return PyBool_FromLong(musa_graph_has_random(g));
+    case 7: return PyLong_FromLong(musa_graph_num_values(g));
     default: {
         int n = musa_graph_num_outputs(g);
         PyObject *r = PyList_New(n);
@@ -503,6 +668,9 @@ static PyMethodDef graph_methods[] = {
     {"run_eager", graph_run_eager, METH_VARARGS, "Run through the dispatcher; asked values."},
     {"fingerprint", graph_fingerprint, METH_VARARGS, "Hash of nodes [begin, end)."},
     {"value", graph_value, METH_O, "(kind, producer, tensor or None) of a value."},
+    {"value_info", graph_value_info, METH_O, "ValueInfo(kind, dtype, shape, symbols, name)."},
+    {"node_info", graph_node_info, METH_O,
+     "NodeInfo(op, inputs, outputs, loc, attrs, group) of a node; None if a pass removed it."},
     {"respecialize", graph_respecialize, METH_VARARGS, "Copy for other input shapes."},
     {NULL, NULL, 0, NULL},
 };
@@ -515,6 +683,7 @@ static PyGetSetDef graph_getset[] = {
     {"num_mutations", graph_get_int, NULL, "in-place writes into inputs/params", (void *)4},
     {"outputs", graph_get_int, NULL, "output value ids", (void *)5},
     {"has_random", graph_get_int, NULL, "a live node draws random numbers", (void *)6},
+    {"num_values", graph_get_int, NULL, "values, ids 0 to num_values - 1", (void *)7},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -690,10 +859,15 @@ int pm_jit_init(PyObject *module) {
     if (!(loc_cache = PyDict_New())) return -1;
     Graph_Type = (PyTypeObject *)PyType_FromSpec(&graph_spec);
     Plan_Type = (PyTypeObject *)PyType_FromSpec(&plan_spec);
-    if (!Graph_Type || !Plan_Type) return -1;
-    Py_INCREF(Graph_Type), Py_INCREF(Plan_Type);
+    ValueInfo_Type = PyStructSequence_NewType(&value_info_desc);
+    NodeInfo_Type = PyStructSequence_NewType(&node_info_desc);
+    if (!Graph_Type || !Plan_Type || !ValueInfo_Type || !NodeInfo_Type) return -1;
+    Py_INCREF(Graph_Type), Py_INCREF(Plan_Type), Py_INCREF(ValueInfo_Type),
+        Py_INCREF(NodeInfo_Type);
     if (PyModule_AddObject(module, "Graph", (PyObject *)Graph_Type) ||
-        PyModule_AddObject(module, "Plan", (PyObject *)Plan_Type))
+        PyModule_AddObject(module, "Plan", (PyObject *)Plan_Type) ||
+        PyModule_AddObject(module, "ValueInfo", (PyObject *)ValueInfo_Type) ||
+        PyModule_AddObject(module, "NodeInfo", (PyObject *)NodeInfo_Type))
         return -1;
     return 0;
 }

@@ -963,35 +963,33 @@ _CompiledNode = _LazyNode()
 def _mark_symbolic(g0, g1, base, ranges, dim):
     """Record in g0's IR which dims follow the dynamic size (they differ
     between the captures at base and base +- 1)."""
-    import json
     lo, hi = ranges[dim]
     sym = g0.add_symbol("s0", lo, hi, base)
-    v0, v1 = json.loads(g0.json())["values"], json.loads(g1.json())["values"]
-    for name, a in v0.items():
-        b = v1.get(name)
-        if not b or len(a["shape"]) != len(b["shape"]):
+    for v in range(min(g0.num_values, g1.num_values)):
+        a, b = g0.value_info(v).shape, g1.value_info(v).shape
+        if len(a) != len(b):
             continue
-        for d, (x, y) in enumerate(zip(a["shape"], b["shape"])):
+        for d, (x, y) in enumerate(zip(a, b)):
             if x != y:
-                g0.set_symbolic(int(name[1:]), d, sym)
+                g0.set_symbolic(v, d, sym)
 
 
 def _attr_slopes(g0, g1):
     """[(node, field, values at g0, slope)] for int attributes that differ
     between two captures at sizes one apart, or None if the graphs differ
-    otherwise."""
-    import json
-    j0, j1 = json.loads(g0.json()), json.loads(g1.json())
-    n0, n1 = j0["nodes"], j1["nodes"]
+    otherwise. Attributes of other types (floats included) must not move."""
+    n0 = [(i, g0.node_info(i)) for i in range(g0.nodes_len)]
+    n0 = [(i, a) for i, a in n0 if a is not None]  # None: removed by a pass
+    n1 = [b for b in map(g1.node_info, range(g1.nodes_len)) if b is not None]
     if len(n0) != len(n1):
         return None
     over = []
-    for idx, (a, b) in enumerate(zip(n0, n1)):
-        if a["op"] != b["op"] or a["inputs"] != b["inputs"] or a["outputs"] != b["outputs"]:
+    for (idx, a), b in zip(n0, n1):
+        if a.op != b.op or a.inputs != b.inputs or a.outputs != b.outputs:
             return None
-        for f, v0 in a["attrs"].items():
-            v1 = b["attrs"].get(f)
-            if v0 == v1:
+        for f, v0 in a.attrs.items():
+            v1 = b.attrs.get(f)
+            if v0 == v1 or (v0 != v0 and v1 != v1):  # NaN: the same float attribute
                 continue
             if isinstance(v0, bool) or isinstance(v1, bool):
                 return None

@@ -1,0 +1,285 @@
+/*
+ * capture.c - recording op calls into a graph: the dispatcher's record hook,
+ * capture begin/resume/end, graph inputs and outputs, host reads (breaks)
+ * and refusals.
+ *
+ * Invariants kept here:
+ * - a tensor maps to a value through its trace_tag: the capture id in the
+ *   high 32 bits and value id + 1 in the low ones, so tags of finished
+ *   captures never match (musa_graph_value_of);
+ * - an in-place write renames: the written tensor maps to a fresh value, and
+ *   a write into an input or parameter is recorded as a mutation (target,
+ *   final value), one per target;
+ * - the first thing that cannot be captured voids the capture: the error is
+ *   sticky (capture_fail) and capture_end reports it; eager execution goes
+ *   on meanwhile;
+ * - one capture per thread at a time; tensors made while recording carry the
+ *   graph's epoch, so one made outside the recorded ops is caught when used.
+ */
+#include "graph.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "../base/threadpool.h"
+
+const char *(*musa_jit_location_hook)(void);
+
+static atomic_uint_fast64_t capture_ids = 1;
+
+static const char *here(musa_graph *g) {
+    if (g->loc_override) return g->loc_override;
+    return musa_jit_location_hook ? musa_jit_location_hook() : NULL;
+}
+
+/* Void the capture with the first error met (later ones are dropped). */
+static void capture_fail(musa_graph *g, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void capture_fail(musa_graph *g, int code, const char *fmt, ...) {
+    if (g->capture_error) return;
+    g->capture_error = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->capture_msg, sizeof g->capture_msg, fmt, ap);
+    va_end(ap);
+}
+
+/* A tensor from outside the graph: a constant when it is a wrapped Python
+ * number, else a parameter bound by reference, keeping the tensor's layout. */
+static int32_t external(musa_graph *g, musa_tensor *t) {
+    bool number = (t->flags & MUSA_TF_NUMBER) != 0;
+    if (!number && t->epoch && t->epoch == g->epoch) {
+        /* Made while recording, yet not by a recorded op: binding it would
+         * freeze this run's value into every later run. */
+        const char *loc = here(g);
+        capture_fail(g, MUSA_ERR_NOT_IMPLEMENTED,
+                     "[jit] a tensor made during the capture outside the recorded ops (a kernel "
+                     "called directly, not through the dispatcher) is used%s%s",
+                     loc ? " at " : "", loc ? loc : "");
+    }
+    int32_t id = musa_graph_new_value(g, number ? MUSA_V_CONST : MUSA_V_PARAM,
+                                      (musa_dtype)t->dtype, t->ndim, t->shape);
+    if (id < 0) return -1;
+    musa_gvalue *v = &g->values.data[id];
+    for (int i = 0; i < t->ndim; i++) v->strides[i] = t->strides[i];
+    v->tensor = musa_tensor_retain(t);
+    v->loc = here(g);
+    if (!number) t->trace_tag = (g->tag << 32) | (uint64_t)(id + 1);
+    return id;
+}
+
+int musa_graph_value_of(const musa_graph *g, const musa_tensor *t) {
+    if (!g || !t || (t->trace_tag >> 32) != g->tag || !g->tag) return -1;
+    return (int32_t)(t->trace_tag & 0xffffffffu) - 1;
+}
+
+static int32_t value_or_external(musa_graph *g, musa_tensor *t) {
+    int32_t id = musa_graph_value_of(g, t);
+    return id >= 0 ? id : external(g, t);
+}
+
+/* ---- the record hook ---- */
+
+static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                  int n_out, musa_tensor **out, unsigned provided) {
+    musa_graph *g = rec;
+    const musa_op_info *info = &musa_ops[op];
+    if (g->capture_error) return MUSA_OK; /* the capture is void; eager goes on */
+    const char *loc = here(g);
+    int32_t *ins = n_in ? MUSA_ARENA_NEW(&g->arena, int32_t, n_in) : NULL;
+    if (n_in && !ins) goto nomem;
+    bool grad_on = !musa_tls.grad_disabled && !(info->flags & MUSA_OPF_NONDIFF);
+    for (int i = 0; i < n_in; i++) {
+        if ((ins[i] = value_or_external(g, in[i])) < 0) goto nomem;
+        if (grad_on && (in[i]->flags & MUSA_TF_REQUIRES_GRAD)) g->requires_grad = true;
+    }
+    musa_gnode n;
+    memset(&n, 0, sizeof n);
+    n.op = (int16_t)op;
+    n.n_in = n_in;
+    n.in = ins;
+    n.n_out = (int8_t)n_out;
+    n.group = -1;
+    n.loc = loc;
+    if (info->attrs_kind != MUSA_ATTRS_none)
+        memcpy(&n.attrs, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
+    int32_t node_id = (int32_t)g->nodes.len;
+    for (int j = 0; j < n_out; j++) {
+        musa_tensor *t = out[j];
+        int32_t old = -1, orig = -1;
+        if (provided & (1u << j)) { /* written in place: rename */
+            old = value_or_external(g, t);
+            if (old < 0) goto nomem;
+            if (t->view_base || (t->storage && atomic_load(&t->storage->refcount) > 1)) {
+                capture_fail(g, MUSA_ERR_NOT_IMPLEMENTED,
+                             "[jit] %s writes in place into a tensor that shares memory with "
+                             "another view%s%s; capture does not follow writes through views",
+                             info->name, loc ? " at " : "", loc ? loc : "");
+                return MUSA_OK;
+            }
+            uint64_t *o = musa_map_get(&g->origin, (uint64_t)old);
+            orig = o ? (int32_t)*o : old;
+        }
+        int32_t id = musa_graph_new_value(g, MUSA_V_NODE, (musa_dtype)t->dtype, t->ndim, t->shape);
+        if (id < 0) goto nomem;
+        musa_gvalue *v = &g->values.data[id];
+        v->producer = node_id;
+        v->out_index = (int8_t)j;
+        v->loc = loc;
+        if ((info->flags & MUSA_OPF_VIEW) && !(provided & 1u)) {
+            const musa_gvalue *src = &g->values.data[ins[0]];
+            v->root = src->root;
+            v->offset = src->offset + (t->offset - in[0]->offset);
+            for (int d = 0; d < t->ndim; d++) v->strides[d] = t->strides[d];
+        }
+        n.out[j] = id;
+        t->trace_tag = (g->tag << 32) | (uint64_t)(id + 1);
+        if (orig >= 0) {
+            if (musa_map_put(&g->origin, (uint64_t)id, (uint64_t)orig)) goto nomem;
+            musa_vkind k = (musa_vkind)g->values.data[orig].kind;
+            if (k == MUSA_V_INPUT || k == MUSA_V_PARAM) {
+                int64_t m = 0;
+                while (m < g->mutations.len && g->mutations.data[m].target != orig) m++;
+                musa_gmutation mu = {orig, id};
+                if (m < g->mutations.len)
+                    g->mutations.data[m] = mu;
+                else if (musa_vec_push(&g->mutations, mu))
+                    goto nomem;
+            }
+        }
+    }
+    if (musa_vec_push(&g->nodes, n)) goto nomem;
+    return MUSA_OK;
+nomem:
+    capture_fail(g, MUSA_ERR_NOMEM, "[jit] out of memory while recording %s", info->name);
+    return MUSA_OK;
+}
+
+/* ---- begin, resume, end ---- */
+
+static void refuse(void *rec, const char *why) {
+    musa_graph_refuse(rec, why);
+}
+
+int musa_graph_capture_resume(musa_graph *g, int mode) {
+    if (!g) return musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
+    if (mode != MUSA_MODE_TRACE && mode != MUSA_MODE_SYMBOLIC)
+        return musa_err(MUSA_ERR_VALUE, "[jit] capture mode must be trace or symbolic, got %d",
+                        (int)mode);
+    if (musa_tls.recorder)
+        return musa_err(MUSA_ERR_RUNTIME,
+                        "[jit] a capture is already running on this thread (nested capture)");
+    if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph is capturing already");
+    musa_record_hook = record;
+    musa_record_refuse_hook = refuse;
+    g->prev_mode = musa_tls.mode;
+    g->prev_recorder = musa_tls.recorder;
+    musa_tls.mode = (musa_mode)mode;
+    musa_tls.recorder = g;
+    g->capturing = true;
+    if (!g->epoch) g->epoch = (uint32_t)(atomic_fetch_add(&capture_ids, 1) | 1u);
+    musa_tensor_epoch = g->epoch;
+    return MUSA_OK;
+}
+
+int musa_graph_capture_begin(musa_graph *g, int mode) {
+    if (g && !g->capturing && g->nodes.len)
+        return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph was captured already");
+    if (g && !musa_tls.recorder && !g->capturing && !g->tag) {
+        g->tag = atomic_fetch_add(&capture_ids, 1) & 0xffffffffu;
+        /* Tensors of earlier captures must never match: values get fresh tags. */
+        for (int64_t i = 0; i < g->values.len; i++) {
+            musa_tensor *t = g->values.data[i].tensor;
+            if (t && !(t->flags & MUSA_TF_NUMBER))
+                t->trace_tag = (g->tag << 32) | (uint64_t)(i + 1);
+        }
+    }
+    return musa_graph_capture_resume(g, mode);
+}
+
+int musa_graph_capture_end(musa_graph *g) {
+    if (!g || !g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] no capture is running");
+    musa_tls.mode = g->prev_mode;
+    musa_tls.recorder = g->prev_recorder;
+    g->capturing = false;
+    musa_tensor_epoch = 0;
+    if (g->capture_error) return musa_err(g->capture_error, "%s", g->capture_msg);
+    return MUSA_OK;
+}
+
+musa_graph *musa_graph_recording(void) {
+    return musa_tls.mode != MUSA_MODE_EAGER ? musa_tls.recorder : NULL;
+}
+
+/* ---- inputs, outputs, host reads ---- */
+
+int musa_graph_add_input(musa_graph *g, musa_tensor *t, const char *name) {
+    if (!g || !t) return musa_err(MUSA_ERR_VALUE, "[jit] add_input: graph or tensor is NULL");
+    if (musa_graph_value_of(g, t) >= 0)
+        return musa_err(MUSA_ERR_VALUE, "[jit] add_input: the tensor is already in the graph");
+    if (!musa_tensor_is_contiguous(t))
+        return musa_err(MUSA_ERR_VALUE, "[jit] add_input: graph inputs must be contiguous");
+    int32_t id = musa_graph_new_value(g, MUSA_V_INPUT, (musa_dtype)t->dtype, t->ndim, t->shape);
+    if (id < 0 || musa_vec_push(&g->inputs, id)) return MUSA_ERR_NOMEM;
+    if (name) g->values.data[id].name = musa_arena_strdup(&g->arena, name);
+    t->trace_tag = (g->tag << 32) | (uint64_t)(id + 1);
+    if (!musa_tls.grad_disabled && (t->flags & MUSA_TF_REQUIRES_GRAD)) g->requires_grad = true;
+    return MUSA_OK;
+}
+
+int musa_graph_new_input(musa_graph *g, int like, const char *name) {
+    if (!g || like < 0 || like >= g->values.len)
+        return musa_err(MUSA_ERR_VALUE, "[jit] new_input: %d is not a value", like);
+    musa_gvalue v = g->values.data[like];
+    int32_t id = musa_graph_new_value(g, MUSA_V_INPUT, (musa_dtype)v.dtype, v.ndim, v.shape);
+    if (id < 0 || musa_vec_push(&g->inputs, id)) return MUSA_ERR_NOMEM;
+    if (name) g->values.data[id].name = musa_arena_strdup(&g->arena, name);
+    return id;
+}
+
+int musa_graph_set_outputs(musa_graph *g, int n, musa_tensor *const *t) {
+    if (!g || n < 0 || (n && !t))
+        return musa_err(MUSA_ERR_VALUE, "[jit] set_outputs: graph or outputs are NULL");
+    g->outputs.len = 0;
+    for (int i = 0; i < n; i++) {
+        if (!t[i]) return musa_err(MUSA_ERR_VALUE, "[jit] output %d is NULL", i);
+        int32_t id = value_or_external(g, t[i]);
+        if (id < 0 || musa_vec_push(&g->outputs, id)) return MUSA_ERR_NOMEM;
+        if (!musa_tls.grad_disabled && (t[i]->flags & MUSA_TF_REQUIRES_GRAD) &&
+            g->values.data[id].kind == MUSA_V_NODE)
+            g->requires_grad = true;
+    }
+    return MUSA_OK;
+}
+
+int musa_graph_host_read(musa_graph *g, const musa_tensor *t, int kind, double value) {
+    if (!g || !g->capturing || g->capture_error) return MUSA_OK;
+    const char *loc = here(g);
+    if (kind == MUSA_BREAK_DATA) {
+        capture_fail(g, MUSA_ERR_NOT_IMPLEMENTED,
+                     "[jit] a tensor's data is read on the host (numpy(), tolist(), printing)%s%s; "
+                     "a captured function may only read single values (bool(), item())",
+                     loc ? " at " : "", loc ? loc : "");
+        return MUSA_OK;
+    }
+    int32_t id = value_or_external(g, (musa_tensor *)t);
+    if (id < 0) return MUSA_ERR_NOMEM;
+    musa_gbreak b = {.value = id,
+                     .at_node = (int32_t)g->nodes.len,
+                     .kind = (int8_t)kind,
+                     .outcome = kind == MUSA_BREAK_BOOL ? (value != 0) : value,
+                     .loc = loc};
+    return musa_vec_push(&g->breaks, b);
+}
+
+int musa_graph_refuse(musa_graph *g, const char *why) {
+    if (!g || !g->capturing) return MUSA_OK;
+    const char *loc = here(g);
+    capture_fail(g, MUSA_ERR_NOT_IMPLEMENTED, "[jit] %s%s%s cannot be captured", why ? why : "this",
+                 loc ? " at " : "", loc ? loc : "");
+    return MUSA_OK;
+}
+
+void musa_jit_set_location_hook(const char *(*fn)(void)) {
+    musa_jit_location_hook = fn;
+}
