@@ -881,7 +881,7 @@ MUSA_API int musa_rmsprop_update(musa_tensor *param, musa_tensor *square_avg,
  *     musa_graph_set_outputs(g, 1, &y);
  *     musa_graph_capture_end(g);
  *     musa_pass_ctx ctx = {.fusion_level = 1};
- *     musa_graph_optimize(g, &ctx);                         // simplify, CSE, fold, DCE, fuse
+ *     musa_graph_optimize(g, &ctx);                         // the pass pipeline
  *     musa_plan *p = musa_plan_build(g, NULL);              // schedule + memory plan
  *     musa_tensor *out[1];
  *     musa_plan_run(p, 1, &real_x, 1, out);                 // no dispatcher, no tape
@@ -905,7 +905,10 @@ enum { MUSA_VALUE_NODE = 0, MUSA_VALUE_INPUT = 1, MUSA_VALUE_PARAM = 2, MUSA_VAL
 /* A meta tensor (shape and dtype, no storage) for symbolic capture. */
 MUSA_API musa_tensor *musa_empty_meta(musa_dtype dtype, int ndim, const int64_t *shape);
 
+/* A new, empty graph (free with musa_graph_free), or NULL when out of memory. */
 MUSA_API musa_graph *musa_graph_new(void);
+/* Free g and everything it holds (its parameters' and constants' references);
+ * NULL is a no-op. Plans built from g must be freed first. */
 MUSA_API void musa_graph_free(musa_graph *g);
 /* Record this thread's op calls into g until musa_graph_capture_end. One
  * capture per thread at a time; a graph is captured once. */
@@ -917,6 +920,8 @@ MUSA_API int musa_graph_capture_end(musa_graph *g);
 /* Declare a (contiguous) tensor a graph input; call while capturing, before
  * the ops that read it. */
 MUSA_API int musa_graph_add_input(musa_graph *g, musa_tensor *t, const char *name);
+/* Declare the graph's outputs (tensors made while capturing, or inputs and
+ * parameters). Replaces earlier outputs; MUSA_ERR_VALUE for a NULL tensor. */
 MUSA_API int musa_graph_set_outputs(musa_graph *g, int n, musa_tensor *const *t);
 /* The value id of a tensor in g while capturing, or -1. */
 MUSA_API int musa_graph_value_of(const musa_graph *g, const musa_tensor *t);
@@ -935,16 +940,25 @@ MUSA_API int musa_graph_capture_resume(musa_graph *g, int mode);
  * must outlive the graph), or NULL. */
 MUSA_API void musa_jit_set_location_hook(const char *(*fn)(void));
 
-/* Passes (each can be disabled by name: "simplify", "cse", "fold", "dce",
- * "fuse"). verify runs the verifier after each pass. */
+/* Passes run in the order of one table (src/jit/passes/pipeline.c); each
+ * can be disabled by name. */
 typedef struct musa_pass_ctx {
     int fusion_level;     /* 0: no fusion; 1 (default): elementwise chains, reductions, epilogues */
-    bool verify;          /* verify after every pass */
+    bool verify;          /* verify after every pass (always on in debug builds) */
     const char *disabled; /* comma-separated pass names, or NULL */
     int changes;          /* out: nodes the passes changed */
 } musa_pass_ctx;
+/* The name of pass i in pipeline order, or NULL past the last one. */
+MUSA_API const char *musa_graph_pass_name(int i);
+/* Run the pipeline on a captured graph, in place. Fails with the failing
+ * pass named (and, with verify, the verifier's finding); MUSA_ERR_RUNTIME
+ * for a graph still capturing, MUSA_ERR_VALUE for NULL arguments. On
+ * failure the graph may be partly rewritten: do not plan it. */
 MUSA_API int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx);
+/* Run one pass by name; an unknown name is MUSA_ERR_VALUE listing the passes. */
 MUSA_API int musa_graph_run_pass(musa_graph *g, const char *name, musa_pass_ctx *ctx);
+/* Check structure, order and every node against its op's inference;
+ * MUSA_OK, or an error naming the node, its op and what is wrong. */
 MUSA_API int musa_graph_verify(const musa_graph *g);
 /* Text (one node per line) and JSON forms; malloc'd, free() them. */
 MUSA_API char *musa_graph_text(const musa_graph *g);
@@ -1057,6 +1071,8 @@ MUSA_API int musa_graph_new_input(musa_graph *g, int like, const char *name);
  * gradient value of wrt[k], or -1 when none flows to it. */
 MUSA_API int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *gouts,
                                  int n_wrt, const int *wrt, int *grads);
+/* A hash of nodes [begin, end): ops, attributes, value ids, dtypes and
+ * shapes (equal graphs hash equal; used to share segments). 0 for NULL. */
 MUSA_API uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);
 typedef struct musa_attr_override {
     int node;
@@ -1104,14 +1120,20 @@ typedef struct musa_plan_buffer {
 /* Lower an optimised graph (which must outlive the plan); opt may be NULL
  * (defaults: all threads, memory arena on). */
 MUSA_API musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt);
+/* Free a plan and its arena; NULL is a no-op. Outputs of earlier runs are
+ * the caller's and stay valid. */
 MUSA_API void musa_plan_free(musa_plan *p);
 /* Run with inputs in graph input order (contiguous, of the compiled dtypes
  * and shapes); outputs[0..n_out) receive new references. A kernel failing
  * names its op and the user's line where it was recorded. */
 MUSA_API int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
                            musa_tensor **outputs);
+/* The plan's figures (borrowed, updated by each run; all zero for NULL). */
 MUSA_API const musa_plan_stats *musa_plan_get_stats(const musa_plan *p);
+/* The arena's buffers (borrowed, into *out); returns their count (0 for NULL). */
 MUSA_API int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out);
+/* The plan as text, one instruction per line (malloc'd: free() it), or NULL
+ * with the error set. */
 MUSA_API char *musa_plan_text(const musa_plan *p);
 
 /* ------------------------------------------------------------------------ */

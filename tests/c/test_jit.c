@@ -471,6 +471,11 @@ TEST(verifier_rejects_malformed_graphs) {
     /* passes: unknown names are errors */
     musa_pass_ctx ctx = {.fusion_level = 1};
     CHECK_ERR(musa_graph_run_pass(g, "nope", &ctx) == MUSA_OK, MUSA_ERR_VALUE, "unknown pass 'nope'");
+    /* the pipeline's names, in order, end with NULL; every name runs */
+    int np = 0;
+    while (musa_graph_pass_name(np)) np++;
+    CHECK(np >= 6 && !strcmp(musa_graph_pass_name(0), "simplify") && !musa_graph_pass_name(-1));
+    CHECK(!strcmp(musa_graph_pass_name(np - 1), "fuse"));
     musa_graph_free(g);
     musa_tensor_release(a), musa_tensor_release(b), musa_tensor_release(x);
 }

@@ -68,6 +68,12 @@ int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
     return MUSA_OK;
 }
 
+const char *musa_graph_pass_name(int i) {
+    int n = 0;
+    while (musa_pass_table[n].name) n++;
+    return i >= 0 && i < n ? musa_pass_table[i].name : NULL;
+}
+
 int musa_graph_run_pass(musa_graph *g, const char *name, musa_pass_ctx *ctx) {
     if (!g || !name || !ctx) return musa_err(MUSA_ERR_VALUE, "[jit] run_pass: NULL argument");
     for (const musa_pass *ps = musa_pass_table; ps->name; ps++)
