@@ -127,9 +127,6 @@ DEF(randint, PM_FN,
     int d = a[3].dtype < 0 ? MUSA_DTYPE_INT64 : a[3].dtype;
     return finish_new(musa_randint(low, high, n, size->v, d), a[4].o, a[5].b);
 }
-DEF(bernoulli, FM, "input:T") {
-    return pm_ret(musa_bernoulli(a[0].t));
-}
 
 /* arange(end) / arange(start, end, step=1) */
 DEF(arange, PM_FN,
@@ -181,60 +178,59 @@ DEF(set_rng_state, PM_FN, "state:O") {
     Py_RETURN_NONE;
 }
 
-/* ---- elementwise ---- */
+/* ---- ops bound by the rows of ops.def whose py column is `gen` ---- */
 
-#define UNARY(name)                                                                                \
+/* The binding follows the row's public function (its fn column); a row
+ * whose Python signature differs (keywords, other names) says py hand and
+ * has its DEF below. */
+#define PY_GEN_unary(name)                                                                         \
     DEF(name, FM, "input:T") {                                                                     \
         return pm_ret(musa_##name(a[0].t));                                                        \
     }
-UNARY(neg)
-UNARY(abs)
-UNARY(sign)
-UNARY(exp)
-UNARY(expm1)
-UNARY(log)
-UNARY(log1p)
-UNARY(sqrt)
-UNARY(rsqrt)
-UNARY(reciprocal)
-UNARY(sin)
-UNARY(cos)
-UNARY(tanh)
-UNARY(sigmoid)
-UNARY(erf)
-UNARY(relu)
-UNARY(floor)
-UNARY(ceil)
-UNARY(round)
-UNARY(logical_not)
-UNARY(isnan)
-UNARY(isinf)
-UNARY(clone)
-UNARY(contiguous)
-UNARY(detach)
-UNARY(nonzero)
-
-#define BINARY(name)                                                                               \
+#define PY_GEN_binary(name)                                                                        \
     DEF(name, FM, "input:S other:S") {                                                             \
         return pm_ret(musa_##name(a[0].t, a[1].t));                                                \
     }
-BINARY(mul)
-BINARY(floor_divide)
-BINARY(pow)
-BINARY(maximum)
-BINARY(minimum)
-BINARY(fmod)
-BINARY(remainder)
-BINARY(eq)
-BINARY(ne)
-BINARY(lt)
-BINARY(le)
-BINARY(gt)
-BINARY(ge)
-BINARY(logical_and)
-BINARY(logical_or)
-BINARY(logical_xor)
-BINARY(matmul)
+#define PY_GEN_ternary(name)  _Static_assert(0, "ops.def: " #name ": write its DEF, mark py hand");
+#define PY_GEN_hand(name)     _Static_assert(0, "ops.def: " #name ": write its DEF, mark py hand");
+#define PY_GEN_internal(name) _Static_assert(0, "ops.def: " #name " is internal: mark py none");
+#define PY_gen(name, fn)      PY_GEN_##fn(name)
+#define PY_hand(name, fn)
+#define PY_none(name, fn)
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py) PY_##py(name, fn)
+#include "../../../src/ops/ops.def"
+#undef OP
+
+/* The rows with their fn and py columns, for the test that each op is bound
+ * as its row says (tests/python/test_op_table.py): ((name, fn, py), ...). */
+DEF(_op_table, PM_FN, "") {
+    static const char *const rows[][3] = {
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \
+    {#name, #fn, #py},
+#include "../../../src/ops/ops.def"
+#undef OP
+    };
+    int n = (int)(sizeof rows / sizeof rows[0]);
+    PyObject *r = PyTuple_New(n);
+    for (int i = 0; r && i < n; i++) {
+        PyObject *row = Py_BuildValue("(sss)", rows[i][0], rows[i][1], rows[i][2]);
+        if (!row)
+            Py_CLEAR(r);
+        else
+            PyTuple_SET_ITEM(r, i, row);
+    }
+    return r;
+}
+
+/* ---- elementwise ---- */
+
+/* composites with the shape of a unary op */
+DEF(contiguous, FM, "input:T") {
+    return pm_ret(musa_contiguous(a[0].t));
+}
+DEF(nonzero, FM, "input:T") {
+    return pm_ret(musa_nonzero(a[0].t));
+}
 
 /* other * alpha, when alpha is given */
 static musa_tensor *scaled(pm_arg *alpha, musa_tensor *other, musa_tensor **tmp) {
