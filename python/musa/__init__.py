@@ -14,23 +14,16 @@ adds the PyTorch-style API on top: ``musa.nn``, ``musa.optim``,
 import builtins as _builtins
 
 from . import _C
-from ._C import (  # noqa: F401  (the public API)
+from ._C import (  # noqa: F401  (types, dtypes and the functions not bound by DEF)
     Tensor, dtype, device, float32, float64, float16, bfloat16, int64, int32, int8, uint8,
-    tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, empty, full, zeros_like, ones_like,
-    empty_like, full_like, rand_like, randn_like, rand, randn, randint, bernoulli, arange,
-    linspace, eye, manual_seed, initial_seed, get_rng_state, set_rng_state,
-    abs, neg, sign, exp, expm1, log, log1p, sqrt, rsqrt, reciprocal, sin, cos, tanh, sigmoid,
-    erf, relu, floor, ceil, round, logical_not, isnan, isinf, clone, contiguous, detach,
-    nonzero, mul, floor_divide, pow, maximum, minimum, fmod, remainder, eq, ne, lt, le, gt, ge,
-    logical_and, logical_or, logical_xor, matmul, add, sub, div, where, clamp, sum, mean, prod,
-    amax, amin, logsumexp, var, std, max, min, argmax, argmin, cumsum, sort, topk, reshape,
-    flatten, permute, transpose, t, select, narrow, broadcast_to, squeeze, unsqueeze,
-    as_strided, chunk, cat, stack, gather, scatter, scatter_add, index_select, index_add,
-    masked_fill, flip, tril, triu, numel, is_floating_point, softmax, log_softmax,
-    set_num_threads, get_num_threads, set_default_dtype, get_default_dtype, memory_stats,
-    reset_peak_memory_stats, empty_cache, is_grad_enabled,
+    set_default_dtype, get_default_dtype, is_grad_enabled,
 )
 from ._C import bool as _bool_dtype
+
+# The functions: every binding of musa._C made for this namespace (see
+# _C._exports: a DEF in python/musa/_C without PM_NOEXPORT), so a new op
+# needs no line here.
+globals().update({_name: getattr(_C, _name) for _name in _C._exports})
 
 # dtype aliases (PyTorch's names)
 float = float32

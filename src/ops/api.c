@@ -1,23 +1,47 @@
 /*
- * api.c - the public function of every primitive op: each packs its
+ * api.c - the public functions of the primitive ops: each packs its
  * arguments into the op's attrs record and calls the dispatcher. Nothing
  * here validates or computes; inference does that.
+ *
+ * The `fn` column of ops.def decides where an op's function comes from:
+ * - unary, binary, ternary: generated here from the row (the first block),
+ *   one function of that many tensors and default attributes;
+ * - hand: written by hand below (nn ops in nn.c), because the C signature
+ *   takes attributes or a list of tensors, or returns several outputs;
+ * - internal: no public function.
+ * musa.h declares them all, by hand, with their contracts; test_ops checks
+ * that libmusa exports musa_<name> for exactly the rows that are not
+ * internal.
  */
 #include "op.h"
 
-#define UNARY(name)                                                                                \
+/* ---- generated: the rows whose fn column names a tensor-only form ---- */
+
+#define FN_unary(name, n_in, n_out)                                                                \
+    _Static_assert(n_in == 1 && n_out == 1, "ops.def: " #name " is not unary");                    \
     musa_tensor *musa_##name(musa_tensor *x) {                                                     \
         return musa_call1(MUSA_OP_##name, x, NULL);                                                \
     }
-#define BINARY(name)                                                                               \
+#define FN_binary(name, n_in, n_out)                                                               \
+    _Static_assert(n_in == 2 && n_out == 1, "ops.def: " #name " is not binary");                   \
     musa_tensor *musa_##name(musa_tensor *a, musa_tensor *b) {                                     \
         return musa_call2(MUSA_OP_##name, a, b, NULL);                                             \
     }
+#define FN_ternary(name, n_in, n_out)                                                              \
+    _Static_assert(n_in == 3 && n_out == 1, "ops.def: " #name " is not ternary");                  \
+    musa_tensor *musa_##name(musa_tensor *a, musa_tensor *b, musa_tensor *c) {                     \
+        musa_tensor *in[3] = {a, b, c};                                                            \
+        return musa_call(MUSA_OP_##name, 3, in, NULL);                                             \
+    }
+#define FN_hand(name, n_in, n_out)
+#define FN_internal(name, n_in, n_out)
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \
+    FN_##fn(name, n_in, n_out)
+#include "ops.def"
+#undef OP
 
-musa_tensor *musa_where(musa_tensor *cond, musa_tensor *a, musa_tensor *b) {
-    musa_tensor *in[3] = {cond, a, b};
-    return musa_call(MUSA_OP_where, 3, in, NULL);
-}
+/* ---- written by hand: the rows marked fn hand, by family (with the creation
+ * composites zeros, ones, *_like next to full) ---- */
 
 musa_tensor *musa_clamp(musa_tensor *x, const double *min, const double *max) {
     musa_attrs_clamp a;
@@ -26,10 +50,6 @@ musa_tensor *musa_clamp(musa_tensor *x, const double *min, const double *max) {
     if (min) a.min = *min;
     if (max) a.max = *max;
     return musa_call1(MUSA_OP_clamp, x, &a);
-}
-
-musa_tensor *musa_detach(musa_tensor *x) {
-    return musa_call1(MUSA_OP_detach, x, NULL);
 }
 
 musa_tensor *musa_cast(musa_tensor *x, musa_dtype dtype) {
@@ -131,10 +151,6 @@ musa_tensor *musa_norm_list(int n, musa_tensor *const *tensors) {
         return NULL;
     }
     return musa_call(MUSA_OP_norm_list, n, tensors, NULL);
-}
-
-musa_tensor *musa_matmul(musa_tensor *a, musa_tensor *b) {
-    return musa_call2(MUSA_OP_matmul, a, b, NULL);
 }
 
 /* ---- views ---- */
@@ -374,11 +390,8 @@ musa_tensor *musa_randint(int64_t low, int64_t high, int ndim, const int64_t *sh
                           musa_dtype dtype) {
     return random_op(MUSA_OP_randint, ndim, shape, (double)low, (double)high, dtype);
 }
-musa_tensor *musa_bernoulli(musa_tensor *p) {
-    return musa_call1(MUSA_OP_bernoulli, p, NULL);
-}
 
-/* ---- in place ---- */
+/* ---- in place (not rows: the provided-output path of add, sub, mul, div, cast, full) ---- */
 
 static int inplace(musa_op_id op, musa_tensor *self, musa_tensor *other) {
     if (!self)
@@ -441,15 +454,3 @@ int musa_fill_(musa_tensor *self, double value) {
 int musa_zero_(musa_tensor *self) {
     return musa_fill_(self, 0);
 }
-
-/* Ops with no attributes: one line each. */
-// clang-format off
-UNARY(neg) UNARY(abs) UNARY(sign) UNARY(exp) UNARY(expm1) UNARY(log) UNARY(log1p) UNARY(sqrt)
-UNARY(rsqrt) UNARY(reciprocal) UNARY(sin) UNARY(cos) UNARY(tanh) UNARY(sigmoid) UNARY(erf)
-UNARY(relu) UNARY(floor) UNARY(ceil) UNARY(round) UNARY(logical_not) UNARY(isnan) UNARY(isinf)
-UNARY(clone)
-
-BINARY(add) BINARY(sub) BINARY(mul) BINARY(div) BINARY(floor_divide) BINARY(pow)
-BINARY(maximum) BINARY(minimum) BINARY(fmod) BINARY(remainder) BINARY(eq) BINARY(ne) BINARY(lt)
-BINARY(le) BINARY(gt) BINARY(ge) BINARY(logical_and) BINARY(logical_or) BINARY(logical_xor)
-    // clang-format on

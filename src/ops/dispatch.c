@@ -17,7 +17,7 @@
 #include "../backend/cpu/kernels.h"
 
 const musa_op_info musa_ops[MUSA_OP_COUNT] = {
-#define OP(name_, n_in_, n_out_, attrs_, infer_, kernel_, ws_, flags_, grad_, save_)               \
+#define OP(name_, n_in_, n_out_, attrs_, infer_, kernel_, ws_, flags_, grad_, save_, fn_, py_)     \
     [MUSA_OP_##name_] = {.name = #name_,                                                           \
                          .n_in = n_in_,                                                            \
                          .n_out = n_out_,                                                          \

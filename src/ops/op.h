@@ -34,7 +34,7 @@ enum musa_op_flags {
 };
 
 typedef enum musa_op_id {
-#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save) MUSA_OP_##name,
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py) MUSA_OP_##name,
 #include "ops.def"
 #undef OP
     MUSA_OP_COUNT
@@ -216,7 +216,7 @@ int musa_view_possible(const musa_tensor *x, int ndim, const int64_t *shape);
 
 /* Infer functions, one per family (ops/infer_*.c), and backward formulas
  * (ops/grad_*.c). */
-#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save)                         \
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \
     int infer(const musa_op_info *op, musa_tensor *const *in, int n_in_, void *attrs_,             \
               musa_infer *r);                                                                      \
     int grad(const musa_grad_args *a, musa_tensor **gin);

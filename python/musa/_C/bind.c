@@ -303,24 +303,43 @@ int pm_bindings_add_functions(PyObject *module) {
         PyErr_NoMemory();
         return -1;
     }
+    PyObject *exports = PyList_New(0);
+    if (!exports) return -1;
     int nf = 0, nm = 0;
     for (pm_binding *b = bindings; b; b = b->next) {
-        if (parse_spec(b)) return -1;
+        if (parse_spec(b)) goto fail;
         if (b->flags & PM_FN) {
             defs[nf] = (PyMethodDef){b->name, (PyCFunction)(void (*)(void))b->fn,
                                      METH_FASTCALL | METH_KEYWORDS, b->spec};
             PyObject *f = PyCFunction_NewEx(&defs[nf], NULL, NULL);
             if (!f || PyModule_AddObject(module, b->name, f)) {
                 Py_XDECREF(f);
-                return -1;
+                goto fail;
             }
             nf++;
+            if (b->name[0] != '_' && !(b->flags & PM_NOEXPORT)) {
+                PyObject *name = PyUnicode_FromString(b->name);
+                int rc = name ? PyList_Append(exports, name) : -1;
+                Py_XDECREF(name);
+                if (rc) goto fail;
+            }
         }
         if (b->flags & PM_METH)
             methods[nm++] = (PyMethodDef){b->name, (PyCFunction)(void (*)(void))b->meth,
                                           METH_FASTCALL | METH_KEYWORDS, b->spec};
     }
+    /* musa/__init__.py re-exports these: a new binding needs no line there */
+    if (PyList_Sort(exports)) goto fail;
+    PyObject *t = PyList_AsTuple(exports);
+    Py_DECREF(exports);
+    if (!t || PyModule_AddObject(module, "_exports", t)) {
+        Py_XDECREF(t);
+        return -1;
+    }
     return 0;
+fail:
+    Py_DECREF(exports);
+    return -1;
 }
 
 PyMethodDef *pm_bindings_methods(void) {

@@ -127,9 +127,6 @@ DEF(randint, PM_FN,
     int d = a[3].dtype < 0 ? MUSA_DTYPE_INT64 : a[3].dtype;
     return finish_new(musa_randint(low, high, n, size->v, d), a[4].o, a[5].b);
 }
-DEF(bernoulli, FM, "input:T") {
-    return pm_ret(musa_bernoulli(a[0].t));
-}
 
 /* arange(end) / arange(start, end, step=1) */
 DEF(arange, PM_FN,
@@ -181,60 +178,59 @@ DEF(set_rng_state, PM_FN, "state:O") {
     Py_RETURN_NONE;
 }
 
-/* ---- elementwise ---- */
+/* ---- ops bound by the rows of ops.def whose py column is `gen` ---- */
 
-#define UNARY(name)                                                                                \
+/* The binding follows the row's public function (its fn column); a row
+ * whose Python signature differs (keywords, other names) says py hand and
+ * has its DEF below. */
+#define PY_GEN_unary(name)                                                                         \
     DEF(name, FM, "input:T") {                                                                     \
         return pm_ret(musa_##name(a[0].t));                                                        \
     }
-UNARY(neg)
-UNARY(abs)
-UNARY(sign)
-UNARY(exp)
-UNARY(expm1)
-UNARY(log)
-UNARY(log1p)
-UNARY(sqrt)
-UNARY(rsqrt)
-UNARY(reciprocal)
-UNARY(sin)
-UNARY(cos)
-UNARY(tanh)
-UNARY(sigmoid)
-UNARY(erf)
-UNARY(relu)
-UNARY(floor)
-UNARY(ceil)
-UNARY(round)
-UNARY(logical_not)
-UNARY(isnan)
-UNARY(isinf)
-UNARY(clone)
-UNARY(contiguous)
-UNARY(detach)
-UNARY(nonzero)
-
-#define BINARY(name)                                                                               \
+#define PY_GEN_binary(name)                                                                        \
     DEF(name, FM, "input:S other:S") {                                                             \
         return pm_ret(musa_##name(a[0].t, a[1].t));                                                \
     }
-BINARY(mul)
-BINARY(floor_divide)
-BINARY(pow)
-BINARY(maximum)
-BINARY(minimum)
-BINARY(fmod)
-BINARY(remainder)
-BINARY(eq)
-BINARY(ne)
-BINARY(lt)
-BINARY(le)
-BINARY(gt)
-BINARY(ge)
-BINARY(logical_and)
-BINARY(logical_or)
-BINARY(logical_xor)
-BINARY(matmul)
+#define PY_GEN_ternary(name)  _Static_assert(0, "ops.def: " #name ": write its DEF, mark py hand");
+#define PY_GEN_hand(name)     _Static_assert(0, "ops.def: " #name ": write its DEF, mark py hand");
+#define PY_GEN_internal(name) _Static_assert(0, "ops.def: " #name " is internal: mark py none");
+#define PY_gen(name, fn)      PY_GEN_##fn(name)
+#define PY_hand(name, fn)
+#define PY_none(name, fn)
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py) PY_##py(name, fn)
+#include "../../../src/ops/ops.def"
+#undef OP
+
+/* The rows with their fn and py columns, for the test that each op is bound
+ * as its row says (tests/python/test_op_table.py): ((name, fn, py), ...). */
+DEF(_op_table, PM_FN, "") {
+    static const char *const rows[][3] = {
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \
+    {#name, #fn, #py},
+#include "../../../src/ops/ops.def"
+#undef OP
+    };
+    int n = (int)(sizeof rows / sizeof rows[0]);
+    PyObject *r = PyTuple_New(n);
+    for (int i = 0; r && i < n; i++) {
+        PyObject *row = Py_BuildValue("(sss)", rows[i][0], rows[i][1], rows[i][2]);
+        if (!row)
+            Py_CLEAR(r);
+        else
+            PyTuple_SET_ITEM(r, i, row);
+    }
+    return r;
+}
+
+/* ---- elementwise ---- */
+
+/* composites with the shape of a unary op */
+DEF(contiguous, FM, "input:T") {
+    return pm_ret(musa_contiguous(a[0].t));
+}
+DEF(nonzero, FM, "input:T") {
+    return pm_ret(musa_nonzero(a[0].t));
+}
 
 /* other * alpha, when alpha is given */
 static musa_tensor *scaled(pm_arg *alpha, musa_tensor *other, musa_tensor **tmp) {
@@ -308,7 +304,8 @@ DEF(clamp, FM, "input:T min:O=None max:O=None") {
     }
     return pm_ret(musa_clamp(a[0].t, has_lo ? &lo : NULL, has_hi ? &hi : NULL));
 }
-DEF(cast, FM, "input:T dtype:d") {
+/* Tensor.cast, and _C.cast for musa's Python helpers; there is no musa.cast */
+DEF(cast, FM | PM_NOEXPORT, "input:T dtype:d") {
     if (a[1].dtype < 0) {
         PyErr_SetString(PyExc_TypeError, "cast: dtype must not be None");
         return NULL;
@@ -395,7 +392,8 @@ DEF(std, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=
     if (correction_of(&a[2], &a[4], &c)) return NULL;
     return pm_ret(musa_std(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
 }
-DEF(norm, FM, "input:T p:O=None dim:I=None keepdim:b=False") {
+/* musa.norm is musa._functions.norm, which wraps norm and norm_list */
+DEF(norm, FM | PM_NOEXPORT, "input:T p:O=None dim:I=None keepdim:b=False") {
     double p = 2;
     PyObject *po = a[1].o;
     if (po != Py_None) {
@@ -410,7 +408,7 @@ DEF(norm, FM, "input:T p:O=None dim:I=None keepdim:b=False") {
     }
     return pm_ret(musa_norm(a[0].t, p, NDIMS(a[2]), a[2].v, a[3].b));
 }
-DEF(norm_list, PM_FN, "tensors:L") {
+DEF(norm_list, PM_FN | PM_NOEXPORT, "tensors:L") {
     return pm_ret(musa_norm_list(a[0].n, a[0].list));
 }
 
@@ -616,7 +614,8 @@ DEF(tril, FM, "input:T diagonal:i=0") {
 DEF(triu, FM, "input:T diagonal:i=0") {
     return pm_ret(musa_triu(a[0].t, a[1].i));
 }
-DEF(one_hot, PM_FN, "input:T num_classes:i=-1") {
+/* musa.nn.functional.one_hot */
+DEF(one_hot, PM_FN | PM_NOEXPORT, "input:T num_classes:i=-1") {
     return pm_ret(musa_one_hot(a[0].t, a[1].i));
 }
 DEF(_pad, PM_FN, "input:T pad:I value:f=0") {
@@ -731,6 +730,9 @@ DEF(tolist, PM_METH, "self:T") {
 
 /* ---- neural network functions ---- */
 
+/* for musa.nn.functional, which wraps them: not in the musa namespace */
+#define NN (PM_FN | PM_NOEXPORT)
+
 static int reduction_of(PyObject *o, musa_reduction *r) {
     const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
     if (s && !strcmp(s, "mean"))
@@ -762,17 +764,17 @@ static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *what) {
     return 0;
 }
 
-DEF(conv2d, PM_FN, "input:T weight:T bias:T=None stride:I=1 padding:I=0 dilation:I=1 groups:i=1") {
+DEF(conv2d, NN, "input:T weight:T bias:T=None stride:I=1 padding:I=0 dilation:I=1 groups:i=1") {
     int64_t s[2], p[2], d[2];
     if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") ||
         pair_of(&a[5], 1, d, "dilation"))
         return NULL;
     return pm_ret(musa_conv2d(a[0].t, a[1].t, a[2].t, s, p, d, a[6].i));
 }
-DEF(conv1d, PM_FN, "input:T weight:T bias:T=None stride:i=1 padding:i=0 dilation:i=1 groups:i=1") {
+DEF(conv1d, NN, "input:T weight:T bias:T=None stride:i=1 padding:i=0 dilation:i=1 groups:i=1") {
     return pm_ret(musa_conv1d(a[0].t, a[1].t, a[2].t, a[3].i, a[4].i, a[5].i, a[6].i));
 }
-DEF(conv_transpose2d, PM_FN,
+DEF(conv_transpose2d, NN,
     "input:T weight:T bias:T=None stride:I=1 padding:I=0 output_padding:I=0 groups:i=1 "
     "dilation:I=1") {
     int64_t s[2], p[2], op[2], d[2];
@@ -781,7 +783,7 @@ DEF(conv_transpose2d, PM_FN,
         return NULL;
     return pm_ret(musa_conv_transpose2d(a[0].t, a[1].t, a[2].t, s, p, op, d, a[6].i));
 }
-DEF(max_pool2d, PM_FN,
+DEF(max_pool2d, NN,
     "input:T kernel_size:I stride:I=None padding:I=0 dilation:I=1 ceil_mode:b=False "
     "return_indices:b=False") {
     int64_t k[2], s[2], p[2], d[2];
@@ -797,7 +799,7 @@ DEF(max_pool2d, PM_FN,
     if (a[6].b) return pm_pair(rc, v, i);
     return rc ? pm_raise() : pm_wrap(v);
 }
-DEF(avg_pool2d, PM_FN,
+DEF(avg_pool2d, NN,
     "input:T kernel_size:I stride:I=None padding:I=0 ceil_mode:b=False count_include_pad:b=True") {
     int64_t k[2], s[2], p[2];
     if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding")) return NULL;
@@ -807,18 +809,18 @@ DEF(avg_pool2d, PM_FN,
         return NULL;
     return pm_ret(musa_avg_pool2d(a[0].t, k, s, p, a[4].b, a[5].b));
 }
-DEF(adaptive_avg_pool2d, PM_FN, "input:T output_size:I") {
+DEF(adaptive_avg_pool2d, NN, "input:T output_size:I") {
     int64_t o[2];
     if (pair_of(&a[1], 1, o, "output_size")) return NULL;
     return pm_ret(musa_adaptive_avg_pool2d(a[0].t, o[0], o[1]));
 }
-DEF(batch_norm, PM_FN,
+DEF(batch_norm, NN,
     "input:T running_mean:T=None running_var:T=None weight:T=None bias:T=None training:b=False "
     "momentum:f=0.1 "
     "eps:f=1e-05") {
     return pm_ret(musa_batch_norm(a[0].t, a[1].t, a[2].t, a[3].t, a[4].t, a[5].b, a[6].f, a[7].f));
 }
-DEF(layer_norm, PM_FN, "input:T normalized_shape:I weight:T=None bias:T=None eps:f=1e-05") {
+DEF(layer_norm, NN, "input:T normalized_shape:I weight:T=None bias:T=None eps:f=1e-05") {
     musa_tensor *x = a[0].t;
     int k = a[1].n, nd = musa_tensor_ndim(x);
     if (k < 1 || k > nd) {
@@ -837,7 +839,7 @@ DEF(layer_norm, PM_FN, "input:T normalized_shape:I weight:T=None bias:T=None eps
         }
     return pm_ret(musa_layer_norm(x, k, a[2].t, a[3].t, a[4].f));
 }
-DEF(group_norm, PM_FN, "input:T num_groups:i weight:T=None bias:T=None eps:f=1e-05") {
+DEF(group_norm, NN, "input:T num_groups:i weight:T=None bias:T=None eps:f=1e-05") {
     return pm_ret(musa_group_norm(a[0].t, a[1].i, a[2].t, a[3].t, a[4].f));
 }
 DEF(softmax, FM, "input:T dim:i") {
@@ -846,7 +848,7 @@ DEF(softmax, FM, "input:T dim:i") {
 DEF(log_softmax, FM, "input:T dim:i") {
     return pm_ret(musa_log_softmax(a[0].t, a[1].i));
 }
-DEF(cross_entropy, PM_FN,
+DEF(cross_entropy, NN,
     "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None label_smoothing:f=0") {
     if (a[2].t) {
         PyErr_SetString(PyExc_NotImplementedError,
@@ -857,7 +859,7 @@ DEF(cross_entropy, PM_FN,
     if (a[4].o != Py_None && reduction_of(a[4].o, &r)) return NULL;
     return pm_ret(musa_cross_entropy(a[0].t, a[1].t, a[3].i, a[5].f, r));
 }
-DEF(nll_loss, PM_FN, "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None") {
+DEF(nll_loss, NN, "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None") {
     if (a[2].t) {
         PyErr_SetString(PyExc_NotImplementedError, "nll_loss: class weights are not supported yet");
         return NULL;
@@ -867,7 +869,7 @@ DEF(nll_loss, PM_FN, "input:T target:T weight:T=None * ignore_index:i=-100 reduc
     return pm_ret(musa_nll_loss(a[0].t, a[1].t, a[3].i, r));
 }
 #define LOSS(name)                                                                                 \
-    DEF(name, PM_FN, "input:T target:T * reduction:O=None") {                                      \
+    DEF(name, NN, "input:T target:T * reduction:O=None") {                                         \
         musa_reduction r = MUSA_REDUCTION_MEAN;                                                    \
         if (a[2].o != Py_None && reduction_of(a[2].o, &r)) return NULL;                            \
         return pm_ret(musa_##name(a[0].t, a[1].t, r));                                             \
@@ -876,12 +878,12 @@ LOSS(mse_loss)
 LOSS(l1_loss)
 LOSS(binary_cross_entropy)
 LOSS(binary_cross_entropy_with_logits)
-DEF(smooth_l1_loss, PM_FN, "input:T target:T * reduction:O=None beta:f=1.0") {
+DEF(smooth_l1_loss, NN, "input:T target:T * reduction:O=None beta:f=1.0") {
     musa_reduction r = MUSA_REDUCTION_MEAN;
     if (a[2].o != Py_None && reduction_of(a[2].o, &r)) return NULL;
     return pm_ret(musa_smooth_l1_loss(a[0].t, a[1].t, a[3].f, r));
 }
-DEF(gelu, PM_FN, "input:T * approximate:O=None") {
+DEF(gelu, NN, "input:T * approximate:O=None") {
     bool tanh_ = false;
     if (a[1].o != Py_None) {
         const char *s = PyUnicode_Check(a[1].o) ? PyUnicode_AsUTF8(a[1].o) : NULL;
@@ -895,22 +897,22 @@ DEF(gelu, PM_FN, "input:T * approximate:O=None") {
     }
     return pm_ret(musa_gelu(a[0].t, tanh_));
 }
-DEF(silu, PM_FN, "input:T") {
+DEF(silu, NN, "input:T") {
     return pm_ret(musa_silu(a[0].t));
 }
-DEF(leaky_relu, PM_FN, "input:T negative_slope:f=0.01") {
+DEF(leaky_relu, NN, "input:T negative_slope:f=0.01") {
     return pm_ret(musa_leaky_relu(a[0].t, a[1].f));
 }
-DEF(elu, PM_FN, "input:T alpha:f=1.0") {
+DEF(elu, NN, "input:T alpha:f=1.0") {
     return pm_ret(musa_elu(a[0].t, a[1].f));
 }
-DEF(softplus, PM_FN, "input:T beta:f=1.0 threshold:f=20.0") {
+DEF(softplus, NN, "input:T beta:f=1.0 threshold:f=20.0") {
     return pm_ret(musa_softplus(a[0].t, a[1].f, a[2].f));
 }
-DEF(hardtanh, PM_FN, "input:T min_val:f=-1.0 max_val:f=1.0") {
+DEF(hardtanh, NN, "input:T min_val:f=-1.0 max_val:f=1.0") {
     return pm_ret(musa_hardtanh(a[0].t, a[1].f, a[2].f));
 }
-DEF(embedding, PM_FN, "input:T weight:T padding_idx:O=None") {
+DEF(embedding, NN, "input:T weight:T padding_idx:O=None") {
     int64_t p = -1;
     if (a[2].o != Py_None) {
         if (pm_int64(a[2].o, &p, "padding_idx")) return NULL;
@@ -925,7 +927,7 @@ DEF(embedding, PM_FN, "input:T weight:T padding_idx:O=None") {
     }
     return pm_ret(musa_embedding(a[1].t, a[0].t, p));
 }
-DEF(dropout, PM_FN, "input:T p:f=0.5 training:b=True") {
+DEF(dropout, NN, "input:T p:f=0.5 training:b=True") {
     if (a[1].f < 0 || a[1].f > 1) {
         char msg[96]; /* PyErr_Format has no %g */
         snprintf(msg, sizeof msg, "dropout probability has to be between 0 and 1, but got %g",
@@ -935,7 +937,7 @@ DEF(dropout, PM_FN, "input:T p:f=0.5 training:b=True") {
     }
     return pm_ret(musa_dropout(a[0].t, a[1].f, a[2].b));
 }
-DEF(linear, PM_FN, "input:T weight:T bias:T=None") {
+DEF(linear, NN, "input:T weight:T bias:T=None") {
     return pm_ret(musa_linear(a[0].t, a[1].t, a[2].t));
 }
 
@@ -952,7 +954,8 @@ DEF(set_num_threads, PM_FN, "n:i") {
 DEF(get_num_threads, PM_FN, "") {
     return PyLong_FromLong(musa_get_num_threads());
 }
-DEF(cuda_is_available, PM_FN, "") {
+/* musa.cuda.is_available */
+DEF(cuda_is_available, PM_FN | PM_NOEXPORT, "") {
     return PyBool_FromLong(musa_cuda_is_available());
 }
 DEF(memory_stats, PM_FN, "") {

@@ -112,7 +112,7 @@ typedef PyObject *(*pm_body)(pm_arg *a);
 typedef struct pm_binding {
     const char *name; /* Python name */
     const char *spec; /* "name:K[=default] ..." (see bind.c) */
-    int flags;        /* PM_FN, PM_METH */
+    int flags;        /* PM_FN, PM_METH, PM_NOEXPORT */
     pm_body body;
     PyObject *(*fn)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);   /* module function */
     PyObject *(*meth)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *); /* Tensor method */
@@ -125,13 +125,18 @@ typedef struct pm_binding {
     struct pm_binding *next;
 } pm_binding;
 
-enum { PM_FN = 1, PM_METH = 2 };
+/* PM_FN: a function of musa._C, which the musa package re-exports as
+ * musa.<name> (the names listed in _C._exports) unless the name starts with
+ * '_' or the binding says PM_NOEXPORT (musa.nn.functional's functions and
+ * helpers that other modules wrap). PM_METH: a Tensor method. */
+enum { PM_FN = 1, PM_METH = 2, PM_NOEXPORT = 4 };
 
 void pm_register(pm_binding *b);
 PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                   PyObject *kwnames);
-/* Add the registered functions to the module; the method table of the
- * Tensor type (NULL-terminated, built once). */
+/* Add the registered functions to the module, and their registry
+ * _C._exports; the method table of the Tensor type (NULL-terminated, built
+ * once). */
 int pm_bindings_add_functions(PyObject *module);
 PyMethodDef *pm_bindings_methods(void);
 

@@ -11,7 +11,7 @@
 
 #include "../kernel.h"
 
-#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save)                         \
+#define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \
     int kernel(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in_,             \
                const void *attrs_);
 #include "../../ops/ops.def"
