@@ -532,9 +532,11 @@ typedef struct {
     int64_t *i;
 } nest;
 
+/* A tensor inside nested data is an element when it holds one value (any
+ * number of dims), as in PyTorch; a bigger one is an error (nest_fill). */
 static bool is_leaf_scalar(PyObject *o) {
+    if (pm_is_tensor(o)) return true;
     return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) ||
-           (pm_is_tensor(o) && musa_tensor_ndim(pm_t(o)) == 0) ||
            (!PySequence_Check(o) && (PyIndex_Check(o) || PyObject_HasAttrString(o, "__float__")));
 }
 
@@ -542,14 +544,6 @@ static int nest_shape(PyObject *o, nest *n) {
     n->ndim = 0;
     Py_INCREF(o);
     while (!is_leaf_scalar(o)) {
-        if (pm_is_tensor(o)) { /* a tensor inside a list: its shape continues the nest */
-            musa_tensor *t = pm_t(o);
-            for (int i = 0; i < musa_tensor_ndim(t); i++) {
-                if (n->ndim == MUSA_MAX_DIMS) goto too_deep;
-                n->shape[n->ndim++] = musa_tensor_shape(t)[i];
-            }
-            break;
-        }
         if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o)) {
             PyErr_Format(PyExc_TypeError, "can't convert %s to a tensor element",
                          Py_TYPE(o)->tp_name);
@@ -596,32 +590,33 @@ static int scalar_dtype(PyObject *o, int kind) {
 
 /* Walk the nest at depth `dim`, checking lengths and storing values. */
 static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
-    if (dim == n->ndim || (pm_is_tensor(o) && musa_tensor_ndim(pm_t(o)) == n->ndim - dim)) {
+    if (dim == n->ndim) {
         if (pm_is_tensor(o)) {
             musa_tensor *t = pm_t(o);
-            for (int i = 0; i < n->ndim - dim; i++)
-                if (musa_tensor_shape(t)[i] != n->shape[dim + i]) {
-                    PyErr_Format(
-                        PyExc_ValueError, "expected sequence of length %lld at dim %d (got %lld)",
-                        (long long)n->shape[dim + i], dim + i, (long long)musa_tensor_shape(t)[i]);
-                    return -1;
-                }
-            int64_t cnt = musa_tensor_numel(t);
+            if (musa_tensor_numel(t) != 1) {
+                PyErr_Format(PyExc_ValueError,
+                             "[tensor] only one-element tensors can be elements of tensor data; "
+                             "got one with %lld elements at dim %d (use musa.stack to join "
+                             "tensors)",
+                             (long long)musa_tensor_numel(t), dim);
+                return -1;
+            }
             musa_dtype dt = musa_tensor_dtype(t);
             int kind = musa_dtype_is_floating(dt) ? 2 : dt == MUSA_DTYPE_BOOL ? 0 : 1;
             if (!store) {
                 if (kind > n->kind) n->kind = kind;
                 n->dt = n->dt < 0 ? (int)dt : (int)musa_promote_types(n->dt, dt);
-                n->pos += cnt;
+                n->pos++;
                 return 0;
             }
-            musa_tensor *c = musa_cast(t, n->kind == 2 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_INT64);
-            if (!c) return pm_raise_int();
-            void *dst = n->kind == 2 ? (void *)(n->f + n->pos) : (void *)(n->i + n->pos);
-            int rc = musa_tensor_copy_to(c, dst, (size_t)cnt * 8);
-            musa_tensor_release(c);
+            int rc;
+            if (n->kind == 2) {
+                rc = musa_tensor_item(t, &n->f[n->pos]);
+            } else {
+                rc = musa_tensor_item_int(t, &n->i[n->pos]);
+            }
             if (rc) return pm_raise_int();
-            n->pos += cnt;
+            n->pos++;
             return 0;
         }
         if (!is_leaf_scalar(o)) {
