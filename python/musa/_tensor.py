@@ -167,7 +167,13 @@ def _parse_to(who, args, kwargs):
         else:
             raise TypeError(f"[{who}] received an invalid argument {a!r}")
     if device is not None:
-        _C.empty(0, device=device)  # raises unless the device exists in this build
+        try:
+            _C.empty(0, device=device)  # raises unless the device exists in this build
+        except (RuntimeError, TypeError) as e:  # the message names empty(): name who instead
+            msg = str(e)
+            if msg.startswith("["):
+                msg = msg.split("] ", 1)[-1]
+            raise e.__class__(f"[{who}] {msg}") from None
     return dtype, device, copy
 
 
