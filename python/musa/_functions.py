@@ -37,7 +37,7 @@ def split(tensor, split_size_or_sections, dim=0):
     sizes = list(split_size_or_sections)
     total = tensor.shape[dim]
     if _int_sum(sizes) != total:
-        raise ValueError(f"split: sizes {sizes} do not sum to the size {total} of dim {dim}")
+        raise ValueError(f"[split] sizes {sizes} do not sum to the size {total} of dim {dim}")
     out, start = [], 0
     for s in sizes:
         out.append(_C.narrow(tensor, dim, start, s))
@@ -106,27 +106,27 @@ def equal(input, other):
 
 def mm(input, mat2):
     if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+        raise RuntimeError(f"[mm] expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
     return _C.matmul(input, mat2)
 
 
 def bmm(input, mat2):
     if input.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"bmm: expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+        raise RuntimeError(f"[bmm] expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
     if input.shape[0] != mat2.shape[0]:
-        raise RuntimeError(f"bmm: batch sizes differ ({input.shape[0]} and {mat2.shape[0]})")
+        raise RuntimeError(f"[bmm] batch sizes differ ({input.shape[0]} and {mat2.shape[0]})")
     return _C.matmul(input, mat2)
 
 
 def mv(input, vec):
     if input.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError(f"mv: expected a 2-D and a 1-D tensor, got {input.ndim}-D and {vec.ndim}-D")
+        raise RuntimeError(f"[mv] expected a 2-D and a 1-D tensor, got {input.ndim}-D and {vec.ndim}-D")
     return _C.matmul(input, vec)
 
 
 def dot(input, other):
     if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"dot: expected 1-D tensors, got {input.ndim}-D and {other.ndim}-D")
+        raise RuntimeError(f"[dot] expected 1-D tensors, got {input.ndim}-D and {other.ndim}-D")
     return _C.matmul(input, other)
 
 
@@ -160,7 +160,7 @@ def movedim(input, source, destination):
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
-        raise ValueError("movedim: source and destination must have the same number of dims")
+        raise ValueError("[movedim] source and destination must have the same number of dims")
     src = [s % nd if nd else 0 for s in src]
     dst = [d % nd if nd else 0 for d in dst]
     order = [None] * nd
@@ -238,7 +238,7 @@ def diag(input, diagonal=0):
         n = max(0, min(r - start_r, c - start_c))
         idx = _C.arange(n)
         return input[_C.add(idx, start_r), _C.add(idx, start_c)]
-    raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {input.ndim}-D")
+    raise RuntimeError(f"[diag] expected a 1-D or 2-D tensor, got {input.ndim}-D")
 
 
 def trace(input):
@@ -253,7 +253,7 @@ def repeat_interleave(input, repeats, dim=None):
     if dim is None:
         input, dim = _C.reshape(input, [-1]), 0
     if not isinstance(repeats, int):
-        raise NotImplementedError("repeat_interleave: only an int number of repeats is supported")
+        raise NotImplementedError("[repeat_interleave] only an int number of repeats is supported")
     x = _C.unsqueeze(input, dim + 1 if dim >= 0 else dim)
     shape = list(x.shape)
     d = dim + 1 if dim >= 0 else input.ndim + dim + 1

@@ -35,7 +35,7 @@ Tensor.__array_priority__ = 1000  # NumPy defers binary operators to us
 @_method
 def __iter__(self):
     if self.ndim == 0:
-        raise TypeError("iteration over a 0-d tensor")
+        raise TypeError("[Tensor.__iter__] iteration over a 0-d tensor")
     return iter(F.unbind(self, 0))
 
 
@@ -156,7 +156,7 @@ def _parse_to(who, args, kwargs):
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     if kwargs:
-        raise TypeError(f"{who}() got unexpected keyword arguments {sorted(kwargs)}")
+        raise TypeError(f"[{who}] got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
@@ -165,16 +165,22 @@ def _parse_to(who, args, kwargs):
         elif isinstance(a, (str, _C.device)):
             device = a
         else:
-            raise TypeError(f"{who}() received an invalid argument {a!r}")
+            raise TypeError(f"[{who}] received an invalid argument {a!r}")
     if device is not None:
-        _C.empty(0, device=device)  # raises unless the device exists in this build
+        try:
+            _C.empty(0, device=device)  # raises unless the device exists in this build
+        except (RuntimeError, TypeError) as e:  # the message names empty(): name who instead
+            msg = str(e)
+            if msg.startswith("["):
+                msg = msg.split("] ", 1)[-1]
+            raise e.__class__(f"[{who}] {msg}") from None
     return dtype, device, copy
 
 
 @_method
 def to(self, *args, **kwargs):
     """to(dtype), to(device), to(device, dtype), to(other); copy=False."""
-    dtype, _, copy = _parse_to("to", args, dict(kwargs))
+    dtype, _, copy = _parse_to("Tensor.to", args, dict(kwargs))
     if dtype is not None and dtype is not self.dtype:
         return _C.cast(self, dtype)
     return self.clone() if copy else self

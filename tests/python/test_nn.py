@@ -217,7 +217,7 @@ def test_load_state_dict_strict_errors():
     with pytest.raises(RuntimeError) as err:
         net.load_state_dict(sd)
     assert str(err.value) == (
-        "Error(s) in loading state_dict for Net:\n"
+        "[Module.load_state_dict] Error(s) in loading state_dict for Net:\n"
         "\tMissing key(s) in state_dict: \"fc1.bias\". \n"
         "\tUnexpected key(s) in state_dict: \"ghost\", \"fc1.extra\". ")
     result = net.load_state_dict(sd, strict=False)

@@ -56,7 +56,8 @@ static PyObject *node_variable(PyObject *self, void *c) {
     (void)c;
     musa_tensor *v = musa_node_variable(((PyMusaNode *)self)->n);
     if (!v) {
-        PyErr_SetString(PyExc_AttributeError, "only AccumulateGrad nodes have a variable");
+        PyErr_SetString(PyExc_AttributeError,
+                        "[Node.variable] only AccumulateGrad nodes have a variable");
         return NULL;
     }
     return pm_wrap(musa_tensor_retain(v));
@@ -97,7 +98,8 @@ static PyType_Spec node_spec = {"musa.autograd.Node", sizeof(PyMusaNode), 0, Py_
 
 /* ---- helpers ---- */
 
-#define tensor_seq(o, what, allow_none, out, n) pm_tensor_list(o, what, allow_none, -1, out, n)
+#define tensor_seq(o, who, what, allow_none, out, n)                                               \
+    pm_tensor_list(o, who, what, allow_none, -1, out, n)
 
 /* _backward(tensors, grad_tensors, retain_graph, create_graph) */
 static PyObject *py_backward(PyObject *m, PyObject *args) {
@@ -107,13 +109,13 @@ static PyObject *py_backward(PyObject *m, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOpp:_backward", &tensors, &grads, &retain, &create)) return NULL;
     musa_tensor **ts, **gs;
     int nt, ng;
-    if (tensor_seq(tensors, "tensors", false, &ts, &nt)) return NULL;
-    if (tensor_seq(grads, "grad_tensors", true, &gs, &ng)) {
+    if (tensor_seq(tensors, "backward", "tensors", false, &ts, &nt)) return NULL;
+    if (tensor_seq(grads, "backward", "grad_tensors", true, &gs, &ng)) {
         pm_tensor_list_free(ts);
         return NULL;
     }
     if (gs && ng != nt) {
-        PyErr_Format(PyExc_RuntimeError, "backward: got %d tensors but %d gradients", nt, ng);
+        PyErr_Format(PyExc_RuntimeError, "[backward] got %d tensors but %d gradients", nt, ng);
         pm_tensor_list_free(ts), pm_tensor_list_free(gs);
         return NULL;
     }
@@ -133,12 +135,12 @@ static PyObject *py_grad(PyObject *m, PyObject *args) {
     musa_tensor **os = NULL, **is = NULL, **gs = NULL, **res = NULL;
     int no, ni, ng;
     PyObject *r = NULL;
-    if (tensor_seq(outputs, "outputs", false, &os, &no) ||
-        tensor_seq(inputs, "inputs", false, &is, &ni) ||
-        tensor_seq(gouts, "grad_outputs", true, &gs, &ng))
+    if (tensor_seq(outputs, "grad", "outputs", false, &os, &no) ||
+        tensor_seq(inputs, "grad", "inputs", false, &is, &ni) ||
+        tensor_seq(gouts, "grad", "grad_outputs", true, &gs, &ng))
         goto done;
     if (gs && ng != no) {
-        PyErr_Format(PyExc_RuntimeError, "grad: got %d outputs but %d grad_outputs", no, ng);
+        PyErr_Format(PyExc_RuntimeError, "[grad] got %d outputs but %d grad_outputs", no, ng);
         goto done;
     }
     res = PyMem_Calloc((size_t)(ni ? ni : 1), sizeof *res);
@@ -197,8 +199,10 @@ static int hook_cb(void *ctx, musa_tensor *grad, musa_tensor **replace) {
         rc = pm_stash_exception();
     } else if (r != Py_None) {
         if (!pm_is_tensor(r)) {
-            PyErr_Format(PyExc_TypeError, "a gradient hook must return a Tensor or None, not %s",
-                         Py_TYPE(r)->tp_name);
+            PyErr_Format(
+                PyExc_TypeError,
+                "[Tensor.register_hook] a gradient hook must return a Tensor or None, not %s",
+                Py_TYPE(r)->tp_name);
             rc = pm_stash_exception();
         } else {
             *replace = musa_tensor_retain(pm_t(r));
@@ -218,7 +222,7 @@ static void hook_free(void *ctx) {
 
 DEF(_register_hook, PM_METH, "self:T hook:O") {
     if (!PyCallable_Check(a[1].o)) {
-        PyErr_Format(PyExc_TypeError, "register_hook: the hook must be callable, not %s",
+        PyErr_Format(PyExc_TypeError, "[Tensor.register_hook] the hook must be callable, not %s",
                      Py_TYPE(a[1].o)->tp_name);
         return NULL;
     }
@@ -240,7 +244,7 @@ DEF(requires_grad_, PM_METH, "self:T requires_grad:b=True") {
 DEF(detach_, PM_METH, "self:T") {
     if (!musa_tensor_is_leaf(a[0].t)) {
         PyErr_SetString(PyExc_RuntimeError,
-                        "detach_() on a non-leaf tensor is not supported; use detach()");
+                        "[detach_] detach_() on a non-leaf tensor is not supported; use detach()");
         return NULL;
     }
     if (musa_tensor_set_requires_grad(a[0].t, false)) return pm_raise();
@@ -249,9 +253,23 @@ DEF(detach_, PM_METH, "self:T") {
 
 /* ---- custom functions (musa.autograd.Function) ---- */
 
-/* ctx: the Python callable taking the output gradients (None for zero)
- * and returning one gradient (or None) per input */
+/* The ctx of a custom node: the Python callable taking the output
+ * gradients (None for zero) and returning one gradient (or None) per
+ * input, and the node's name, which prefixes the errors about its result. */
+typedef struct {
+    PyObject *fn;  /* owned */
+    char name[64]; /* "MyFnBackward" */
+} custom_ctx;
+
+static void custom_free(void *ctx) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(((custom_ctx *)ctx)->fn);
+    PyMem_RawFree(ctx);
+    PyGILState_Release(g);
+}
+
 static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, musa_tensor **gin) {
+    const char *who = ((custom_ctx *)ctx)->name;
     PyGILState_STATE g = PyGILState_Ensure();
     int rc = MUSA_OK;
     PyObject *args = PyTuple_New(n_out), *r = NULL;
@@ -262,7 +280,7 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
         else
             PyTuple_SET_ITEM(args, j, e);
     }
-    if (args) r = PyObject_Call((PyObject *)ctx, args, NULL);
+    if (args) r = PyObject_Call(((custom_ctx *)ctx)->fn, args, NULL);
     if (!r) {
         rc = pm_stash_exception();
         goto done;
@@ -271,7 +289,7 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
     if (!seq) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
-                     "backward must return a Tensor, None or a tuple of them, not %s",
+                     "[%s] backward must return a Tensor, None or a tuple of them, not %s", who,
                      Py_TYPE(r)->tp_name);
         rc = pm_stash_exception();
         goto done;
@@ -280,7 +298,7 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
     if (len < n_in) {
         PyErr_Format(
             PyExc_RuntimeError,
-            "function backward returned an incorrect number of gradients (expected %d, got %zd)",
+            "[%s] backward returned an incorrect number of gradients (expected %d, got %zd)", who,
             n_in, len);
         rc = pm_stash_exception();
     }
@@ -289,7 +307,7 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
         if (e == Py_None) continue;
         if (!pm_is_tensor(e)) {
             PyErr_Format(PyExc_TypeError,
-                         "backward returned %s for input %d; expected a Tensor or None",
+                         "[%s] backward returned %s for input %d; expected a Tensor or None", who,
                          Py_TYPE(e)->tp_name, i);
             rc = pm_stash_exception();
             break;
@@ -316,18 +334,24 @@ static PyObject *py_custom_node(PyObject *m, PyObject *args) {
     PyObject *inputs, *outputs, *fn;
     if (!PyArg_ParseTuple(args, "sOOO:_custom_node", &name, &inputs, &outputs, &fn)) return NULL;
     if (!PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "_custom_node: backward must be callable");
+        PyErr_SetString(PyExc_TypeError, "[_custom_node] backward must be callable");
         return NULL;
     }
     musa_tensor **is, **os;
     int ni, no;
-    if (tensor_seq(inputs, "inputs", false, &is, &ni)) return NULL;
-    if (tensor_seq(outputs, "outputs", false, &os, &no)) {
+    if (tensor_seq(inputs, "_custom_node", "inputs", false, &is, &ni)) return NULL;
+    if (tensor_seq(outputs, "_custom_node", "outputs", false, &os, &no)) {
         pm_tensor_list_free(is);
         return NULL;
     }
-    Py_INCREF(fn);
-    int rc = musa_custom_node(name, ni, is, no, os, custom_cb, fn, hook_free);
+    custom_ctx *c = PyMem_RawMalloc(sizeof *c);
+    if (!c) {
+        pm_tensor_list_free(is), pm_tensor_list_free(os);
+        return PyErr_NoMemory();
+    }
+    c->fn = Py_NewRef(fn);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    int rc = musa_custom_node(name, ni, is, no, os, custom_cb, c, custom_free);
     pm_tensor_list_free(is), pm_tensor_list_free(os);
     return pm_none_or_raise(rc);
 }
@@ -352,13 +376,13 @@ static int gc_fn(void *ctx, int n_in, musa_tensor *const *inputs, int *n_out,
     if (!seq) {
         PyErr_Clear();
         PyErr_SetString(PyExc_TypeError,
-                        "gradcheck: the function must return a Tensor or a tuple of Tensors");
+                        "[gradcheck] the function must return a Tensor or a tuple of Tensors");
         Py_DECREF(r);
         return pm_stash_exception();
     }
     Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
     if (len > 8) {
-        PyErr_SetString(PyExc_ValueError, "gradcheck: at most 8 outputs");
+        PyErr_SetString(PyExc_ValueError, "[gradcheck] at most 8 outputs");
         rc = pm_stash_exception();
     }
     int k = 0;
@@ -379,7 +403,8 @@ static PyObject *gradcheck_common(PyObject *args, bool second) {
     if (!PyArg_ParseTuple(args, "OOddd", &fn, &inputs, &eps, &atol, &rtol)) return NULL;
     musa_tensor **is;
     int ni;
-    if (tensor_seq(inputs, "inputs", false, &is, &ni)) return NULL;
+    if (tensor_seq(inputs, second ? "gradgradcheck" : "gradcheck", "inputs", false, &is, &ni))
+        return NULL;
     int rc = second ? musa_gradgradcheck(gc_fn, fn, ni, is, eps, atol, rtol)
                     : musa_gradcheck(gc_fn, fn, ni, is, eps, atol, rtol);
     pm_tensor_list_free(is);

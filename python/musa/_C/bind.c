@@ -63,7 +63,7 @@ static int parse_spec(pm_binding *b) {
     if (b->kwonly_from < 0) b->kwonly_from = b->nargs;
     return 0;
 bad:
-    PyErr_Format(PyExc_SystemError, "musa: bad binding spec for %s: '%s'", b->name, b->spec);
+    PyErr_Format(PyExc_SystemError, "[%s] bad binding spec '%s'", b->name, b->spec);
     return -1;
 }
 
@@ -92,7 +92,7 @@ static const char *kind_name(char k) {
 }
 
 static int bad_type(pm_binding *b, int k, PyObject *o) {
-    PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be %s, not %s", b->name, b->argname[k],
+    PyErr_Format(PyExc_TypeError, "[%s] argument '%s' must be %s, not %s", b->name, b->argname[k],
                  kind_name(b->kind[k]), Py_TYPE(o)->tp_name);
     return -1;
 }
@@ -123,7 +123,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
                 return musa_tensor_item_int(pm_t(o), &x->i) ? pm_raise_int() : 0;
             return bad_type(b, k, o);
         }
-        return pm_int64(o, &x->i, b->argname[k]);
+        return pm_int64(o, &x->i, b->name, b->argname[k]);
     case 'f':
         if (pm_is_tensor(o) && musa_tensor_numel(pm_t(o)) == 1)
             return musa_tensor_item(pm_t(o), &x->f) ? pm_raise_int() : 0;
@@ -137,7 +137,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
         x->b = PyObject_IsTrue(o);
         return 0;
     case 'd':
-        x->dtype = pm_dtype_from(o, -1);
+        x->dtype = pm_dtype_from(o, -1, b->name);
         return x->dtype == -1 && PyErr_Occurred() ? -1 : 0;
     case 'I':
     case 'V':
@@ -145,10 +145,12 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
             x->n = -1;
             return 0;
         }
-        return pm_int_list(o, x->v, MUSA_MAX_DIMS, &x->n, b->argname[k]);
+        return pm_int_list(o, x->v, MUSA_MAX_DIMS, &x->n, b->name, b->argname[k]);
     case 'L': {
         if (pm_is_tensor(o) || !PySequence_Check(o)) return bad_type(b, k, o);
-        PyObject *seq = PySequence_Fast(o, "expected a sequence");
+        char msg[64];
+        snprintf(msg, sizeof msg, "[%s] expected a sequence", b->name);
+        PyObject *seq = PySequence_Fast(o, msg);
         if (!seq) return -1;
         Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
         x->list = PyMem_Calloc((size_t)(n ? n : 1), sizeof(musa_tensor *));
@@ -162,8 +164,8 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
             PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
             if (!pm_is_tensor(e)) {
                 PyErr_Format(PyExc_TypeError,
-                             "%s(): argument '%s' must contain Tensors, but item %zd is %s",
-                             b->name, b->argname[k], i, Py_TYPE(e)->tp_name);
+                             "[%s] argument '%s' must contain Tensors, but item %zd is %s", b->name,
+                             b->argname[k], i, Py_TYPE(e)->tp_name);
                 Py_DECREF(seq);
                 return -1;
             }
@@ -237,19 +239,19 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
                 if (convert(b, k, args[i], a)) goto done;
             } else {
                 if (nargs - i > MUSA_MAX_DIMS) {
-                    PyErr_Format(PyExc_ValueError, "%s(): at most %d sizes, got %zd", b->name,
+                    PyErr_Format(PyExc_ValueError, "[%s] at most %d sizes, got %zd", b->name,
                                  MUSA_MAX_DIMS, nargs - i);
                     goto done;
                 }
                 x->n = (int)(nargs - i);
                 for (int j = 0; i < nargs; i++, j++)
-                    if (pm_int64(args[i], &x->v[j], b->argname[k])) goto done;
+                    if (pm_int64(args[i], &x->v[j], b->name, b->argname[k])) goto done;
             }
             k++;
             break;
         }
         if (k >= b->kwonly_from) {
-            PyErr_Format(PyExc_TypeError, "%s() takes %d positional argument%s but %zd were given",
+            PyErr_Format(PyExc_TypeError, "[%s] takes %d positional argument%s but %zd were given",
                          b->name, b->kwonly_from - (self != NULL),
                          b->kwonly_from - (self != NULL) == 1 ? "" : "s", nargs);
             goto done;
@@ -266,12 +268,12 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
         int m = self ? 1 : 0;
         while (m < b->nargs && strcmp(b->argname[m], kn)) m++;
         if (m == b->nargs) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", b->name,
+            PyErr_Format(PyExc_TypeError, "[%s] got an unexpected keyword argument '%s'", b->name,
                          kn);
             goto done;
         }
         if (a[m].given) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", b->name,
+            PyErr_Format(PyExc_TypeError, "[%s] got multiple values for argument '%s'", b->name,
                          kn);
             goto done;
         }
@@ -282,13 +284,13 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
     for (int m = 0; m < b->nargs; m++) {
         if (a[m].given) continue;
         if (!b->has_dflt[m]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", b->name,
+            PyErr_Format(PyExc_TypeError, "[%s] missing required argument '%s' (pos %d)", b->name,
                          b->argname[m], m + 1);
             goto done;
         }
         apply_default(b, m, a);
     }
-    res = b->body(a);
+    res = b->body(a, b->name);
 done:
     cleanup(b, a);
     return res;
@@ -382,20 +384,21 @@ PyObject *pm_pair(int rc, musa_tensor *x, musa_tensor *y) {
     return r;
 }
 
-int pm_tensor_list(PyObject *o, const char *what, bool allow_none, int expect, musa_tensor ***out,
-                   int *n) {
+int pm_tensor_list(PyObject *o, const char *who, const char *what, bool allow_none, int expect,
+                   musa_tensor ***out, int *n) {
     *out = NULL;
     *n = 0;
     if (o == Py_None) return 0;
     PyObject *seq = pm_is_tensor(o) ? PyTuple_Pack(1, o) : PySequence_Fast(o, "");
     if (!seq) {
-        PyErr_Format(PyExc_TypeError, "%s must be a Tensor or a sequence of Tensors, not %s", what,
-                     Py_TYPE(o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "[%s] %s must be a Tensor or a sequence of Tensors, not %s",
+                     who, what, Py_TYPE(o)->tp_name);
         return -1;
     }
     Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
     if (expect >= 0 && len != expect) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd entries, expected %d", what, len, expect);
+        PyErr_Format(PyExc_ValueError, "[%s] %s has %zd entries, expected %d", who, what, len,
+                     expect);
         Py_DECREF(seq);
         return -1;
     }
@@ -413,7 +416,7 @@ int pm_tensor_list(PyObject *o, const char *what, bool allow_none, int expect, m
         PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
         if (e == Py_None && allow_none) continue;
         if (!pm_is_tensor(e)) {
-            PyErr_Format(PyExc_TypeError, "%s[%zd] must be a Tensor%s, not %s", what, i,
+            PyErr_Format(PyExc_TypeError, "[%s] %s[%zd] must be a Tensor%s, not %s", who, what, i,
                          allow_none ? " or None" : "", Py_TYPE(e)->tp_name);
             pm_tensor_list_free(arr);
             Py_DECREF(seq);

@@ -56,7 +56,7 @@ PyObject *pm_raise(void) {
         break;
     }
     const char *msg = musa_last_error();
-    PyErr_SetString(cls, *msg ? msg : "musa: operation failed without a message");
+    PyErr_SetString(cls, *msg ? msg : "[musa] operation failed without a message");
     return NULL;
 }
 
@@ -79,19 +79,19 @@ PyObject *pm_dtype_obj(musa_dtype d) {
     return (unsigned)d < MUSA_DTYPE_COUNT ? dtype_objs[d] : Py_None;
 }
 
-int pm_dtype_from(PyObject *o, int dflt) {
+int pm_dtype_from(PyObject *o, int dflt, const char *who) {
     if (o == Py_None || !o) return dflt;
     if (PyObject_TypeCheck(o, MusaDtype_Type)) return ((PyMusaDtype *)o)->id;
     if (PyUnicode_Check(o)) {
         int d = musa_dtype_from_name(PyUnicode_AsUTF8(o));
         if (d >= 0) return d;
-        PyErr_Format(PyExc_TypeError, "unknown dtype name '%U'", o);
+        PyErr_Format(PyExc_TypeError, "[%s] unknown dtype name '%U'", who, o);
         return -1;
     }
     if (o == (PyObject *)&PyFloat_Type) return MUSA_DTYPE_FLOAT64;
     if (o == (PyObject *)&PyLong_Type) return MUSA_DTYPE_INT64;
     if (o == (PyObject *)&PyBool_Type) return MUSA_DTYPE_BOOL;
-    PyErr_Format(PyExc_TypeError, "expected a musa.dtype (e.g. musa.float32), got %s",
+    PyErr_Format(PyExc_TypeError, "[%s] expected a musa.dtype (e.g. musa.float32), got %s", who,
                  Py_TYPE(o)->tp_name);
     return -1;
 }
@@ -144,15 +144,15 @@ static PyType_Spec dtype_spec = {"musa.dtype", sizeof(PyMusaDtype), 0, Py_TPFLAG
 
 static PyObject *py_set_default_dtype(PyObject *m, PyObject *o) {
     (void)m;
-    int d = pm_dtype_from(o, -1);
+    int d = pm_dtype_from(o, -1, "set_default_dtype");
     if (d < 0) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "set_default_dtype: expected a musa.dtype");
+            PyErr_SetString(PyExc_TypeError, "[set_default_dtype] expected a musa.dtype");
         return NULL;
     }
     if (d != MUSA_DTYPE_FLOAT32 && d != MUSA_DTYPE_FLOAT64) {
         PyErr_Format(PyExc_TypeError,
-                     "set_default_dtype: only float32 and float64 are supported, got %s",
+                     "[set_default_dtype] only float32 and float64 are supported, got %s",
                      musa_dtype_name(d));
         return NULL;
     }
@@ -176,7 +176,7 @@ PyObject *pm_device_obj(musa_device d) {
     return (PyObject *)o;
 }
 
-static int parse_device_str(const char *s, musa_device *out) {
+static int parse_device_str(const char *s, musa_device *out, const char *who) {
     const char *colon = strchr(s, ':');
     size_t n = colon ? (size_t)(colon - s) : strlen(s);
     if (n == 3 && !strncmp(s, "cpu", 3))
@@ -185,7 +185,8 @@ static int parse_device_str(const char *s, musa_device *out) {
         out->type = MUSA_DEVICE_CUDA;
     else {
         PyErr_Format(PyExc_RuntimeError,
-                     "Expected one of cpu, cuda device type at start of device string: %s", s);
+                     "[%s] Expected one of cpu, cuda device type at start of device string: %s",
+                     who, s);
         return -1;
     }
     out->index = 0;
@@ -193,7 +194,7 @@ static int parse_device_str(const char *s, musa_device *out) {
         char *end;
         long v = strtol(colon + 1, &end, 10);
         if (*end || end == colon + 1 || v < 0) {
-            PyErr_Format(PyExc_RuntimeError, "Invalid device string: '%s'", s);
+            PyErr_Format(PyExc_RuntimeError, "[%s] Invalid device string: '%s'", who, s);
             return -1;
         }
         out->index = (int)v;
@@ -201,7 +202,7 @@ static int parse_device_str(const char *s, musa_device *out) {
     return 0;
 }
 
-int pm_device_from(PyObject *o, musa_device *out) {
+int pm_device_from(PyObject *o, musa_device *out, const char *who) {
     if (!o || o == Py_None) {
         *out = (musa_device){MUSA_DEVICE_CPU, 0};
         return 0;
@@ -210,8 +211,9 @@ int pm_device_from(PyObject *o, musa_device *out) {
         *out = ((PyMusaDevice *)o)->d;
         return 0;
     }
-    if (PyUnicode_Check(o)) return parse_device_str(PyUnicode_AsUTF8(o), out);
-    PyErr_Format(PyExc_TypeError, "expected a device (musa.device or a string like 'cpu'), got %s",
+    if (PyUnicode_Check(o)) return parse_device_str(PyUnicode_AsUTF8(o), out, who);
+    PyErr_Format(PyExc_TypeError,
+                 "[%s] expected a device (musa.device or a string like 'cpu'), got %s", who,
                  Py_TYPE(o)->tp_name);
     return -1;
 }
@@ -222,12 +224,13 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *index = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:device", names, &spec, &index)) return NULL;
     musa_device d;
-    if (pm_device_from(spec, &d)) return NULL;
+    if (pm_device_from(spec, &d, "device")) return NULL;
     if (index != Py_None) {
         long v = PyLong_AsLong(index);
         if (v == -1 && PyErr_Occurred()) return NULL;
         if (v < 0) {
-            PyErr_Format(PyExc_RuntimeError, "Device index must not be negative, got %ld", v);
+            PyErr_Format(PyExc_RuntimeError, "[device] Device index must not be negative, got %ld",
+                         v);
             return NULL;
         }
         d.index = (int)v;
@@ -321,18 +324,20 @@ int pm_types_init(PyObject *module) {
 
 /* ---- numbers ---- */
 
-int pm_int64(PyObject *o, int64_t *out, const char *what) {
+int pm_int64(PyObject *o, int64_t *out, const char *who, const char *what) {
     if (pm_is_tensor(o)) {
         musa_tensor *t = pm_t(o);
         if (musa_tensor_numel(t) != 1 || musa_dtype_is_floating(musa_tensor_dtype(t))) {
             PyErr_Format(PyExc_TypeError,
-                         "%s must be an int, got a tensor that is not a single integer", what);
+                         "[%s] %s must be an int, got a tensor that is not a single integer", who,
+                         what);
             return -1;
         }
         return musa_tensor_item_int(t, out) ? pm_raise_int() : 0;
     }
     if (!PyIndex_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %s", what, Py_TYPE(o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "[%s] %s must be an int, not %s", who, what,
+                     Py_TYPE(o)->tp_name);
         return -1;
     }
     PyObject *i = PyNumber_Index(o);
@@ -341,7 +346,7 @@ int pm_int64(PyObject *o, int64_t *out, const char *what) {
     long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
     Py_DECREF(i);
     if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "%s does not fit in 64 bits", what);
+        PyErr_Format(PyExc_OverflowError, "[%s] %s does not fit in 64 bits", who, what);
         return -1;
     }
     if (v == -1 && PyErr_Occurred()) return -1;
@@ -349,27 +354,29 @@ int pm_int64(PyObject *o, int64_t *out, const char *what) {
     return 0;
 }
 
-int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *what) {
+int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *who, const char *what) {
     if (PyIndex_Check(o) || pm_is_tensor(o)) {
         *n = 1;
-        return pm_int64(o, out, what);
+        return pm_int64(o, out, who, what);
     }
     if (!PySequence_Check(o) || PyUnicode_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int or a sequence of ints, not %s", what,
-                     Py_TYPE(o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "[%s] %s must be an int or a sequence of ints, not %s", who,
+                     what, Py_TYPE(o)->tp_name);
         return -1;
     }
-    PyObject *seq = PySequence_Fast(o, "expected a sequence");
+    char msg[96];
+    snprintf(msg, sizeof msg, "[%s] %s must be an int or a sequence of ints", who, what);
+    PyObject *seq = PySequence_Fast(o, msg);
     if (!seq) return -1;
     Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
     if (len > max) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd entries; at most %d are allowed", what, len,
-                     max);
+        PyErr_Format(PyExc_ValueError, "[%s] %s has %zd entries; at most %d are allowed", who, what,
+                     len, max);
         Py_DECREF(seq);
         return -1;
     }
     for (Py_ssize_t i = 0; i < len; i++)
-        if (pm_int64(PySequence_Fast_GET_ITEM(seq, i), &out[i], what)) {
+        if (pm_int64(PySequence_Fast_GET_ITEM(seq, i), &out[i], who, what)) {
             Py_DECREF(seq);
             return -1;
         }
@@ -385,7 +392,7 @@ musa_tensor *pm_operand(PyObject *o, const char *op) {
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "%s: Python int too large for int64", op);
+            PyErr_Format(PyExc_OverflowError, "[%s] Python int too large for int64", op);
             return NULL;
         }
         return musa_number_int(v);
@@ -394,13 +401,13 @@ musa_tensor *pm_operand(PyObject *o, const char *op) {
     /* NumPy scalars and other numbers */
     if (PyIndex_Check(o)) {
         int64_t v;
-        return pm_int64(o, &v, op) ? NULL : musa_number_int(v);
+        return pm_int64(o, &v, op, "the operand") ? NULL : musa_number_int(v);
     }
     if (PyObject_HasAttrString(o, "__float__") && !PySequence_Check(o)) {
         double v = PyFloat_AsDouble(o);
         return v == -1.0 && PyErr_Occurred() ? NULL : musa_number(v);
     }
-    PyErr_Format(PyExc_TypeError, "%s: expected a Tensor or a number, got %s", op,
+    PyErr_Format(PyExc_TypeError, "[%s] expected a Tensor or a number, got %s", op,
                  Py_TYPE(o)->tp_name);
     return NULL;
 }
@@ -408,7 +415,7 @@ musa_tensor *pm_operand(PyObject *o, const char *op) {
 PyObject *pm_item(musa_tensor *t) {
     if (musa_tensor_numel(t) != 1) {
         PyErr_Format(PyExc_RuntimeError,
-                     "a Tensor with %lld elements cannot be converted to Scalar",
+                     "[item] a Tensor with %lld elements cannot be converted to Scalar",
                      (long long)musa_tensor_numel(t));
         return NULL;
     }
@@ -472,7 +479,7 @@ static void release_buffer(void *ctx) {
 
 /* Wrap an object's buffer without copying (its memory stays alive as long
  * as the tensor). NULL with an exception when it has no usable buffer. */
-musa_tensor *pm_tensor_from_buffer(PyObject *o) {
+musa_tensor *pm_tensor_from_buffer(PyObject *o, const char *who) {
     held_buffer *h = PyMem_RawMalloc(sizeof *h);
     if (!h) {
         PyErr_NoMemory();
@@ -505,7 +512,8 @@ musa_tensor *pm_tensor_from_buffer(PyObject *o) {
         strides[i] = st / v->itemsize;
     }
     if (why) {
-        PyErr_Format(PyExc_TypeError, "can't convert %s to a tensor: the buffer (format '%s') %s",
+        PyErr_Format(PyExc_TypeError,
+                     "[%s] can't convert %s to a tensor: the buffer (format '%s') %s", who,
                      Py_TYPE(o)->tp_name, v->format ? v->format : "B", why);
         PyBuffer_Release(v);
         PyMem_RawFree(h);
@@ -530,6 +538,7 @@ typedef struct {
     int64_t numel, pos;
     double *f;
     int64_t *i;
+    const char *who; /* the prefix of error messages */
 } nest;
 
 /* A tensor inside nested data is an element when it holds one value (any
@@ -545,7 +554,7 @@ static int nest_shape(PyObject *o, nest *n) {
     Py_INCREF(o);
     while (!is_leaf_scalar(o)) {
         if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o)) {
-            PyErr_Format(PyExc_TypeError, "can't convert %s to a tensor element",
+            PyErr_Format(PyExc_TypeError, "[%s] can't convert %s to a tensor element", n->who,
                          Py_TYPE(o)->tp_name);
             Py_DECREF(o);
             return -1;
@@ -567,7 +576,8 @@ static int nest_shape(PyObject *o, nest *n) {
     return 0;
 too_deep:
     Py_DECREF(o);
-    PyErr_Format(PyExc_ValueError, "tensor data nests deeper than %d dimensions", MUSA_MAX_DIMS);
+    PyErr_Format(PyExc_ValueError, "[%s] tensor data nests deeper than %d dimensions", n->who,
+                 MUSA_MAX_DIMS);
     return -1;
 }
 
@@ -595,10 +605,10 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             musa_tensor *t = pm_t(o);
             if (musa_tensor_numel(t) != 1) {
                 PyErr_Format(PyExc_ValueError,
-                             "[tensor] only one-element tensors can be elements of tensor data; "
+                             "[%s] only one-element tensors can be elements of tensor data; "
                              "got one with %lld elements at dim %d (use musa.stack to join "
                              "tensors)",
-                             (long long)musa_tensor_numel(t), dim);
+                             n->who, (long long)musa_tensor_numel(t), dim);
                 return -1;
             }
             musa_dtype dt = musa_tensor_dtype(t);
@@ -620,7 +630,7 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             return 0;
         }
         if (!is_leaf_scalar(o)) {
-            PyErr_Format(PyExc_ValueError, "expected a number at dim %d, got %s", dim,
+            PyErr_Format(PyExc_ValueError, "[%s] expected a number at dim %d, got %s", n->who, dim,
                          Py_TYPE(o)->tp_name);
             return -1;
         }
@@ -640,23 +650,25 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
             int64_t v;
             if (PyBool_Check(o) || (!PyLong_Check(o) && scalar_dtype(o, 1) == MUSA_DTYPE_BOOL))
                 v = PyObject_IsTrue(o) == 1; /* NumPy bools are not indexes */
-            else if (pm_int64(o, &v, "tensor element"))
+            else if (pm_int64(o, &v, n->who, "a tensor element"))
                 return -1;
             n->i[n->pos++] = v;
         }
         return 0;
     }
     if (is_leaf_scalar(o) || !PySequence_Check(o)) {
-        PyErr_Format(PyExc_ValueError, "expected a sequence of length %lld at dim %d, got %s",
-                     (long long)n->shape[dim], dim, Py_TYPE(o)->tp_name);
+        PyErr_Format(PyExc_ValueError, "[%s] expected a sequence of length %lld at dim %d, got %s",
+                     n->who, (long long)n->shape[dim], dim, Py_TYPE(o)->tp_name);
         return -1;
     }
-    PyObject *seq = PySequence_Fast(o, "expected a sequence");
+    char msg[64];
+    snprintf(msg, sizeof msg, "[%s] expected a sequence", n->who);
+    PyObject *seq = PySequence_Fast(o, msg);
     if (!seq) return -1;
     Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
     if (len != n->shape[dim]) {
-        PyErr_Format(PyExc_ValueError, "expected sequence of length %lld at dim %d (got %zd)",
-                     (long long)n->shape[dim], dim, len);
+        PyErr_Format(PyExc_ValueError, "[%s] expected sequence of length %lld at dim %d (got %zd)",
+                     n->who, (long long)n->shape[dim], dim, len);
         Py_DECREF(seq);
         return -1;
     }
@@ -669,8 +681,8 @@ static int nest_fill(PyObject *o, nest *n, int dim, bool store) {
     return 0;
 }
 
-static musa_tensor *from_nest(PyObject *data, int dtype) {
-    nest n = {0};
+static musa_tensor *from_nest(PyObject *data, int dtype, const char *who) {
+    nest n = {.who = who};
     if (nest_shape(data, &n)) return NULL;
     n.numel = 1;
     for (int i = 0; i < n.ndim; i++) n.numel *= n.shape[i];
@@ -700,12 +712,12 @@ static musa_tensor *from_nest(PyObject *data, int dtype) {
     return t;
 }
 
-musa_tensor *pm_tensor_from_data(PyObject *data, int dtype) {
+musa_tensor *pm_tensor_from_data(PyObject *data, int dtype, const char *who) {
     musa_tensor *src = NULL;
     if (pm_is_tensor(data)) {
         src = musa_detach(pm_t(data));
     } else if (PyObject_CheckBuffer(data) && !PyBytes_Check(data) && !PyByteArray_Check(data)) {
-        if (!(src = pm_tensor_from_buffer(data))) return NULL;
+        if (!(src = pm_tensor_from_buffer(data, who))) return NULL;
     } else if (PyBool_Check(data) || PyLong_Check(data) || PyFloat_Check(data)) {
         musa_dtype d = dtype >= 0           ? (musa_dtype)dtype
                        : PyBool_Check(data) ? MUSA_DTYPE_BOOL
@@ -713,7 +725,7 @@ musa_tensor *pm_tensor_from_data(PyObject *data, int dtype) {
                                             : pm_default_dtype();
         if (PyLong_Check(data) && !PyBool_Check(data)) {
             int64_t v;
-            if (pm_int64(data, &v, "tensor data")) return NULL;
+            if (pm_int64(data, &v, who, "tensor data")) return NULL;
             musa_tensor *r = musa_from_data(&v, 0, NULL, MUSA_DTYPE_INT64);
             musa_tensor *c = r && d != MUSA_DTYPE_INT64 ? musa_cast(r, d) : musa_tensor_retain(r);
             musa_tensor_release(r);
@@ -722,7 +734,7 @@ musa_tensor *pm_tensor_from_data(PyObject *data, int dtype) {
         musa_tensor *r = musa_scalar(PyFloat_AsDouble(data), d);
         return r ? r : (musa_tensor *)pm_raise();
     } else {
-        return from_nest(data, dtype);
+        return from_nest(data, dtype, who);
     }
     /* a copy, converted */
     musa_tensor *out = dtype >= 0 && dtype != (int)musa_tensor_dtype(src) ? musa_cast(src, dtype)

@@ -24,9 +24,10 @@ static bool is_scalar_shape(PyObject *o) {
     return r;
 }
 
-static int add_entry(key_entries *k, PyObject *o) {
+static int add_entry(key_entries *k, PyObject *o, const char *who) {
     if (k->n == MAX_ENTRIES) {
-        PyErr_Format(PyExc_IndexError, "too many index entries (at most %d)", MAX_ENTRIES);
+        PyErr_Format(PyExc_IndexError, "[%s] too many index entries (at most %d)", who,
+                     MAX_ENTRIES);
         return -1;
     }
     musa_index_entry *e = &k->e[k->n];
@@ -40,7 +41,7 @@ static int add_entry(key_entries *k, PyObject *o) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(o, &start, &stop, &step) < 0) return -1;
         if (step <= 0) {
-            PyErr_SetString(PyExc_ValueError, "step must be greater than zero");
+            PyErr_Format(PyExc_ValueError, "[%s] step must be greater than zero", who);
             return -1;
         }
         e->kind = MUSA_INDEX_SLICE;
@@ -52,17 +53,17 @@ static int add_entry(key_entries *k, PyObject *o) {
         e->start = o == Py_True;
     } else if (PyLong_Check(o)) {
         int64_t v;
-        if (pm_int64(o, &v, "index")) return -1;
+        if (pm_int64(o, &v, who, "an index")) return -1;
         e->kind = MUSA_INDEX_INT;
         e->start = v;
     } else if (!pm_is_tensor(o) && PyObject_HasAttrString(o, "shape") && !is_scalar_shape(o)) {
-        musa_tensor *t = pm_tensor_from_data(o, -1); /* a NumPy array of indices or a mask */
+        musa_tensor *t = pm_tensor_from_data(o, -1, who); /* a NumPy array of indices or a mask */
         if (!t) return -1;
         e->kind = MUSA_INDEX_TENSOR;
         e->tensor = k->owned[k->n] = t;
     } else if (PyIndex_Check(o) && !pm_is_tensor(o)) {
         int64_t v;
-        if (pm_int64(o, &v, "index")) return -1;
+        if (pm_int64(o, &v, who, "an index")) return -1;
         e->kind = MUSA_INDEX_INT;
         e->start = v;
     } else if (pm_is_tensor(o)) {
@@ -78,7 +79,7 @@ static int add_entry(key_entries *k, PyObject *o) {
             e->tensor = t;
         }
     } else if (PySequence_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o)) {
-        musa_tensor *t = pm_tensor_from_data(o, -1);
+        musa_tensor *t = pm_tensor_from_data(o, -1, who);
         if (!t) return -1;
         musa_dtype d = musa_tensor_dtype(t);
         if (musa_dtype_is_floating(d) && musa_tensor_numel(t) == 0) { /* x[[]] */
@@ -90,27 +91,26 @@ static int add_entry(key_entries *k, PyObject *o) {
         e->tensor = k->owned[k->n] = t;
     } else {
         PyErr_Format(PyExc_IndexError,
-                     "only integers, slices (`:`), ellipsis (`...`), None and integer or bool "
-                     "tensors are valid "
-                     "indices (got %s)",
-                     Py_TYPE(o)->tp_name);
+                     "[%s] only integers, slices (`:`), ellipsis (`...`), None and integer or bool "
+                     "tensors are valid indices (got %s)",
+                     who, Py_TYPE(o)->tp_name);
         return -1;
     }
     k->n++;
     return 0;
 }
 
-static int parse_key(PyObject *key, key_entries *k) {
+static int parse_key(PyObject *key, key_entries *k, const char *who) {
     k->n = 0;
     if (PyTuple_Check(key)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
-            if (add_entry(k, PyTuple_GET_ITEM(key, i))) {
+            if (add_entry(k, PyTuple_GET_ITEM(key, i), who)) {
                 key_free(k);
                 return -1;
             }
         return 0;
     }
-    if (add_entry(k, key)) {
+    if (add_entry(k, key, who)) {
         key_free(k);
         return -1;
     }
@@ -126,14 +126,14 @@ PyObject *pm_getitem(PyObject *self, PyObject *key) {
         int64_t size = musa_tensor_shape(x)[0];
         if (!overflow && (i < -size || i >= size)) {
             PyErr_Format(PyExc_IndexError,
-                         "index %lld is out of bounds for dimension 0 with size %lld", i,
+                         "[index] index %lld is out of bounds for dimension 0 with size %lld", i,
                          (long long)size);
             return NULL;
         }
         if (!overflow) return pm_wrap(musa_select(x, 0, i));
     }
     key_entries k;
-    if (parse_key(key, &k)) return NULL;
+    if (parse_key(key, &k, "index")) return NULL;
     musa_tensor *r = musa_index(x, k.n, k.e);
     key_free(&k);
     return pm_wrap(r);
@@ -141,19 +141,19 @@ PyObject *pm_getitem(PyObject *self, PyObject *key) {
 
 int pm_setitem(PyObject *self, PyObject *key, PyObject *value) {
     if (!value) {
-        PyErr_SetString(PyExc_TypeError, "tensor elements cannot be deleted");
+        PyErr_SetString(PyExc_TypeError, "[Tensor.__delitem__] tensor elements cannot be deleted");
         return -1;
     }
     musa_tensor *v;
     if (pm_is_tensor(value))
         v = musa_tensor_retain(pm_t(value));
     else if (PyNumber_Check(value) && !PySequence_Check(value))
-        v = pm_operand(value, "setitem");
+        v = pm_operand(value, "index_put_");
     else
-        v = pm_tensor_from_data(value, musa_tensor_dtype(pm_t(self)));
+        v = pm_tensor_from_data(value, musa_tensor_dtype(pm_t(self)), "index_put_");
     if (!v) return -1;
     key_entries k;
-    if (parse_key(key, &k)) {
+    if (parse_key(key, &k, "index_put_")) {
         musa_tensor_release(v);
         return -1;
     }

@@ -38,12 +38,13 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     const char *fmt = buffer_format(musa_tensor_dtype(t));
     if (!fmt) {
         PyErr_Format(PyExc_TypeError,
-                     "%s tensors have no buffer format (NumPy has no %s); cast first",
+                     "[Tensor.__buffer__] %s tensors have no buffer format (NumPy has no %s); "
+                     "cast first",
                      musa_dtype_name(musa_tensor_dtype(t)), musa_dtype_name(musa_tensor_dtype(t)));
         return -1;
     }
     if (musa_tensor_is_meta(t)) {
-        PyErr_SetString(PyExc_RuntimeError, "a meta tensor has no data");
+        PyErr_SetString(PyExc_RuntimeError, "[Tensor.__buffer__] a meta tensor has no data");
         return -1;
     }
     int nd = musa_tensor_ndim(t);
@@ -60,7 +61,8 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     bool contig = musa_tensor_is_contiguous(t);
     if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contig) {
         PyMem_Free(arr);
-        PyErr_SetString(PyExc_BufferError, "tensor is not contiguous; the consumer needs strides");
+        PyErr_SetString(PyExc_BufferError,
+                        "[Tensor.__buffer__] tensor is not contiguous; the consumer needs strides");
         return -1;
     }
     view->buf = musa_tensor_data(t);
@@ -95,13 +97,13 @@ DEF(numpy, PM_METH, "self:T * force:b=False") {
     musa_tensor *t = a[0].t;
     pm_host_read(t, MUSA_READ_DATA, 0);
     if (musa_tensor_requires_grad(t) && !a[1].b) {
-        PyErr_SetString(PyExc_RuntimeError, "Can't call numpy() on Tensor that requires grad. Use "
-                                            "tensor.detach().numpy() instead.");
+        PyErr_SetString(PyExc_RuntimeError, "[numpy] Can't call numpy() on Tensor that requires "
+                                            "grad. Use tensor.detach().numpy() instead.");
         return NULL;
     }
     if (musa_tensor_dtype(t) == MUSA_DTYPE_BFLOAT16) {
         PyErr_SetString(PyExc_TypeError,
-                        "numpy(): NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
+                        "[numpy] NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
         return NULL;
     }
     PyObject *np = numpy_module();
@@ -142,17 +144,18 @@ DEF(from_numpy, PM_FN, "ndarray:O") {
     Py_XDECREF(ndarray);
     if (is < 0) return NULL;
     if (!is) {
-        PyErr_Format(PyExc_TypeError, "expected np.ndarray (got %s)", Py_TYPE(a[0].o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "[%s] expected np.ndarray (got %s)", who,
+                     Py_TYPE(a[0].o)->tp_name);
         return NULL;
     }
-    musa_tensor *t = pm_tensor_from_buffer(a[0].o);
+    musa_tensor *t = pm_tensor_from_buffer(a[0].o, who);
     return t ? pm_wrap(t) : NULL;
 }
 
 /* as_tensor(data, dtype=None): shares memory with buffers when it can */
 DEF(as_tensor, PM_FN, "data:O dtype:d=None device:O=None") {
     musa_device dev;
-    if (pm_device_from(a[2].o, &dev)) return NULL;
+    if (pm_device_from(a[2].o, &dev, who)) return NULL;
     if (musa_device_check(dev)) return pm_raise();
     if (pm_is_tensor(a[0].o)) {
         if (a[1].dtype < 0 || a[1].dtype == (int)musa_tensor_dtype(a[0].t))
@@ -160,7 +163,7 @@ DEF(as_tensor, PM_FN, "data:O dtype:d=None device:O=None") {
         return pm_wrap(musa_cast(a[0].t, a[1].dtype));
     }
     if (PyObject_CheckBuffer(a[0].o) && !PyBytes_Check(a[0].o)) {
-        musa_tensor *t = pm_tensor_from_buffer(a[0].o);
+        musa_tensor *t = pm_tensor_from_buffer(a[0].o, who);
         if (!t) return NULL;
         if (a[1].dtype >= 0 && a[1].dtype != (int)musa_tensor_dtype(t)) {
             musa_tensor *c = musa_cast(t, a[1].dtype);
@@ -169,7 +172,7 @@ DEF(as_tensor, PM_FN, "data:O dtype:d=None device:O=None") {
         }
         return pm_wrap(t);
     }
-    musa_tensor *t = pm_tensor_from_data(a[0].o, a[1].dtype);
+    musa_tensor *t = pm_tensor_from_data(a[0].o, a[1].dtype, who);
     return t ? pm_wrap(t) : NULL;
 }
 
@@ -249,12 +252,13 @@ static bool dl_dtype(musa_dtype d, DLDataType *o) {
 DEF(__dlpack__, PM_METH, "self:T stream:O=None") {
     musa_tensor *t = a[0].t;
     if (a[1].o != Py_None) {
-        PyErr_SetString(PyExc_ValueError, "__dlpack__: stream must be None for CPU tensors");
+        PyErr_SetString(PyExc_ValueError, "[__dlpack__] stream must be None for CPU tensors");
         return NULL;
     }
     if (musa_tensor_requires_grad(t)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "Can't export tensors that require gradient, use tensor.detach()");
+        PyErr_SetString(
+            PyExc_RuntimeError,
+            "[__dlpack__] Can't export tensors that require gradient, use tensor.detach()");
         return NULL;
     }
     export_block *b = PyMem_RawCalloc(1, sizeof *b);
@@ -262,7 +266,7 @@ DEF(__dlpack__, PM_METH, "self:T stream:O=None") {
     DLTensor *dl = &b->m.dl_tensor;
     if (!dl_dtype(musa_tensor_dtype(t), &dl->dtype)) {
         PyMem_RawFree(b);
-        PyErr_SetString(PyExc_TypeError, "__dlpack__: unsupported dtype");
+        PyErr_SetString(PyExc_TypeError, "[__dlpack__] unsupported dtype");
         return NULL;
     }
     dl->data = musa_tensor_data(t);
@@ -302,7 +306,7 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
             !PyObject_HasAttrString(a[0].o, "__dlpack_device__")) {
             PyErr_Format(
                 PyExc_TypeError,
-                "from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got %s",
+                "[from_dlpack] expected an object with __dlpack__ or a DLPack capsule, got %s",
                 Py_TYPE(a[0].o)->tp_name);
             return NULL;
         }
@@ -316,7 +320,7 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
         Py_DECREF(dev);
         if (dt != kDLCPU) {
             PyErr_Format(PyExc_RuntimeError,
-                         "from_dlpack: only CPU tensors can be imported (device type %d)", dt);
+                         "[from_dlpack] only CPU tensors can be imported (device type %d)", dt);
             return NULL;
         }
         cap = PyObject_CallMethod(a[0].o, "__dlpack__", NULL);
@@ -353,7 +357,7 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
                       : dl->ndim > MUSA_MAX_DIMS || dl->ndim < 0 ? "it has too many dimensions"
                                                                  : NULL;
     if (why) {
-        PyErr_Format(PyExc_RuntimeError, "from_dlpack: cannot import the tensor: %s", why);
+        PyErr_Format(PyExc_RuntimeError, "[from_dlpack] cannot import the tensor: %s", why);
         Py_DECREF(cap);
         return NULL;
     }

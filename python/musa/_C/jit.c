@@ -99,7 +99,8 @@ static PyObject *graph_capture_begin(PyObject *self, PyObject *arg) {
             : !strcmp(mode, "symbolic") ? MUSA_CAPTURE_SYMBOLIC
                                         : 0;
     if (!m) {
-        PyErr_Format(PyExc_ValueError, "capture mode must be 'trace' or 'symbolic', got '%s'",
+        PyErr_Format(PyExc_ValueError,
+                     "[Graph.capture_begin] capture mode must be 'trace' or 'symbolic', got '%s'",
                      mode);
         return NULL;
     }
@@ -116,7 +117,7 @@ static PyObject *graph_add_input(PyObject *self, PyObject *args) {
     const char *name = NULL;
     if (!PyArg_ParseTuple(args, "O|z", &t, &name)) return NULL;
     if (!pm_is_tensor(t)) {
-        PyErr_SetString(PyExc_TypeError, "add_input takes a Tensor");
+        PyErr_SetString(PyExc_TypeError, "[Graph.add_input] expected a Tensor");
         return NULL;
     }
     return pm_none_or_raise(musa_graph_add_input(G(self), pm_t(t), name));
@@ -125,7 +126,7 @@ static PyObject *graph_add_input(PyObject *self, PyObject *args) {
 static PyObject *graph_set_outputs(PyObject *self, PyObject *arg) {
     musa_tensor **ts = NULL;
     int n = 0;
-    if (pm_tensor_list(arg, "outputs", false, -1, &ts, &n)) return NULL;
+    if (pm_tensor_list(arg, "Graph.set_outputs", "outputs", false, -1, &ts, &n)) return NULL;
     int rc = musa_graph_set_outputs(G(self), n, ts);
     pm_tensor_list_free(ts);
     return pm_none_or_raise(rc);
@@ -133,7 +134,7 @@ static PyObject *graph_set_outputs(PyObject *self, PyObject *arg) {
 
 static PyObject *graph_value_of(PyObject *self, PyObject *arg) {
     if (!pm_is_tensor(arg)) {
-        PyErr_SetString(PyExc_TypeError, "value_of takes a Tensor");
+        PyErr_SetString(PyExc_TypeError, "[Graph.value_of] expected a Tensor");
         return NULL;
     }
     return PyLong_FromLong(musa_graph_value_of(G(self), pm_t(arg)));
@@ -244,8 +245,11 @@ static PyObject *graph_ops(PyObject *self, PyObject *u) {
     return r;
 }
 
-static int int_list(PyObject *o, int **out, Py_ssize_t *n, const char *what) {
-    PyObject *seq = PySequence_Fast(o, what);
+/* Value ids from a sequence into a new PyMem array; errors read "[who] what ...". */
+static int int_list(PyObject *o, int **out, Py_ssize_t *n, const char *who, const char *what) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "[%s] %s must be a sequence of value ids", who, what);
+    PyObject *seq = PySequence_Fast(o, msg);
     if (!seq) return -1;
     *n = PySequence_Fast_GET_SIZE(seq);
     *out = PyMem_Malloc(sizeof(int) * (size_t)(*n ? *n : 1));
@@ -271,11 +275,12 @@ static PyObject *graph_autodiff(PyObject *self, PyObject *args) {
     int *outs = NULL, *gouts = NULL, *wrt = NULL, *grads = NULL;
     Py_ssize_t no = 0, ng = 0, nw = 0;
     PyObject *r = NULL;
-    if (int_list(po, &outs, &no, "outputs") || int_list(pg, &gouts, &ng, "gradients") ||
-        int_list(pw, &wrt, &nw, "wrt"))
+    if (int_list(po, &outs, &no, "Graph.autodiff", "outputs") ||
+        int_list(pg, &gouts, &ng, "Graph.autodiff", "gradients") ||
+        int_list(pw, &wrt, &nw, "Graph.autodiff", "wrt"))
         goto done;
     if (no != ng) {
-        PyErr_SetString(PyExc_ValueError, "autodiff: one gradient per output");
+        PyErr_SetString(PyExc_ValueError, "[Graph.autodiff] one gradient per output");
         goto done;
     }
     if (!(grads = PyMem_Malloc(sizeof(int) * (size_t)(nw ? nw : 1)))) {
@@ -299,8 +304,8 @@ static PyObject *graph_run_eager(PyObject *self, PyObject *args) {
     musa_tensor **ts = NULL;
     int n = 0, *vals = NULL;
     Py_ssize_t nv = 0;
-    if (pm_tensor_list(pin, "inputs", false, -1, &ts, &n)) return NULL;
-    if (int_list(pv, &vals, &nv, "values")) {
+    if (pm_tensor_list(pin, "Graph.run_eager", "inputs", false, -1, &ts, &n)) return NULL;
+    if (int_list(pv, &vals, &nv, "Graph.run_eager", "values")) {
         pm_tensor_list_free(ts);
         return NULL;
     }
@@ -355,7 +360,7 @@ static PyObject *graph_segment(PyObject *self, PyObject *args) {
     musa_segment_options opt = {.mutations = mutations, .n_inputs = n_inputs, .remat = remat};
     int *ids = NULL;
     Py_ssize_t n = 0;
-    if (int_list(outs, &ids, &n, "segment outputs must be a sequence of value ids")) return NULL;
+    if (int_list(outs, &ids, &n, "Graph.segment", "outputs")) return NULL;
     int *carried = NULL, nc = 0;
     musa_graph *s = musa_graph_segment(G(self), begin, end, (int)n, ids, &opt, &carried, &nc);
     PyMem_Free(ids);
@@ -382,7 +387,7 @@ static PyObject *graph_value(PyObject *self, PyObject *arg) {
     musa_graph *g = G(self);
     int kind = musa_graph_value_kind(g, v);
     if (kind < 0) {
-        PyErr_Format(PyExc_IndexError, "graph has no value %%%d", v);
+        PyErr_Format(PyExc_IndexError, "[Graph.value] graph has no value %%%d", v);
         return NULL;
     }
     musa_tensor *t = musa_graph_value_tensor(g, v);
@@ -496,7 +501,8 @@ static PyObject *attr_value(musa_graph *g, int n, const char *name, int type) {
         return l;
     }
     }
-    PyErr_Format(PyExc_RuntimeError, "attribute '%s' has an unknown type %d", name, type);
+    PyErr_Format(PyExc_RuntimeError, "[Graph.node_info] attribute '%s' has an unknown type %d",
+                 name, type);
     return NULL;
 }
 
@@ -562,8 +568,10 @@ static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
     musa_graph *g = G(self);
     int ni = musa_graph_num_inputs(g);
     if (!PyList_Check(shapes) || PyList_GET_SIZE(shapes) != ni || !PyList_Check(over)) {
-        PyErr_Format(PyExc_ValueError, "respecialize takes a list of %d shapes and a list of "
-                     "(node, field, values) overrides", ni);
+        PyErr_Format(PyExc_ValueError,
+                     "[Graph.respecialize] expected a list of %d shapes and a list of "
+                     "(node, field, values) overrides",
+                     ni);
         return NULL;
     }
     int64_t(*sh)[MUSA_MAX_DIMS] = PyMem_Calloc((size_t)(ni ? ni : 1), sizeof *sh);
@@ -576,11 +584,13 @@ static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
     }
     for (int i = 0; i < ni; i++) {
         int n = 0;
-        if (pm_int_list(PyList_GET_ITEM(shapes, i), sh[i], MUSA_MAX_DIMS, &n, "shape")) goto done;
+        if (pm_int_list(PyList_GET_ITEM(shapes, i), sh[i], MUSA_MAX_DIMS, &n, "Graph.respecialize",
+                        "shape"))
+            goto done;
         int rank = musa_graph_value_ndim(g, musa_graph_input(g, i));
         if (n != rank) {
-            PyErr_Format(PyExc_ValueError, "respecialize: input %d has %d dims, got a shape of %d",
-                         i, rank, n);
+            PyErr_Format(PyExc_ValueError,
+                         "[Graph.respecialize] input %d has %d dims, got a shape of %d", i, rank, n);
             goto done;
         }
     }
@@ -590,7 +600,9 @@ static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
         if (!PyArg_ParseTuple(PyList_GET_ITEM(over, k), "isO", &ov[k].node, &field, &vals))
             goto done;
         ov[k].field = field;
-        if (pm_int_list(vals, ov[k].v, MUSA_MAX_ATTR_INTS, &ov[k].n, "override")) goto done;
+        if (pm_int_list(vals, ov[k].v, MUSA_MAX_ATTR_INTS, &ov[k].n, "Graph.respecialize",
+                        "override"))
+            goto done;
     }
     res = graph_wrap(musa_graph_respecialize(g, (const int64_t(*)[MUSA_MAX_DIMS])sh, (int)no, ov));
 done:
@@ -712,12 +724,12 @@ static void plan_dealloc(PyObject *self) {
 
 static PyObject *plan_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 1) {
-        PyErr_SetString(PyExc_TypeError, "Plan.run takes one list of tensors");
+        PyErr_SetString(PyExc_TypeError, "[Plan.run] expected one list of tensors");
         return NULL;
     }
     musa_tensor **ts = NULL;
     int n = 0;
-    if (pm_tensor_list(args[0], "inputs", false, -1, &ts, &n)) return NULL;
+    if (pm_tensor_list(args[0], "Plan.run", "inputs", false, -1, &ts, &n)) return NULL;
     musa_graph *g = G(((PyPlan *)self)->graph);
     int no = musa_graph_num_outputs(g);
     musa_tensor *outs_buf[8], **outs = outs_buf;
@@ -811,7 +823,7 @@ DEF(_jit_location, PM_FN, "package_dir:O") {
 /* A meta tensor (no storage) of a dtype and shape, for symbolic capture. */
 DEF(_empty_meta, PM_FN, "dtype:d shape:I") {
     if (a[0].dtype < 0) {
-        PyErr_SetString(PyExc_TypeError, "_empty_meta needs a dtype");
+        PyErr_SetString(PyExc_TypeError, "[_empty_meta] a dtype is required");
         return NULL;
     }
     return pm_ret(musa_empty_meta((musa_dtype)a[0].dtype, a[1].n, a[1].v));

@@ -19,11 +19,12 @@
 
 /* ---- creation ---- */
 
-/* requires_grad / device handling shared by the creation functions */
-static PyObject *finish_new(musa_tensor *t, PyObject *device, bool requires_grad) {
+/* requires_grad / device handling shared by the creation functions; who
+ * names the caller in errors */
+static PyObject *finish_new(const char *who, musa_tensor *t, PyObject *device, bool requires_grad) {
     if (!t) return pm_raise();
     musa_device dev;
-    if (pm_device_from(device, &dev)) {
+    if (pm_device_from(device, &dev, who)) {
         musa_tensor_release(t);
         return NULL;
     }
@@ -44,21 +45,23 @@ static int dtype_or_default(int d) {
 
 DEF(tensor, PM_FN, "data:O * dtype:d=None device:O=None requires_grad:b=False") {
     musa_device dev;
-    if (pm_device_from(a[2].o, &dev)) return NULL;
+    if (pm_device_from(a[2].o, &dev, who)) return NULL;
     if (musa_device_check(dev)) return pm_raise();
-    musa_tensor *t = pm_tensor_from_data(a[0].o, a[1].dtype);
+    musa_tensor *t = pm_tensor_from_data(a[0].o, a[1].dtype, who);
     if (!t) return NULL;
-    return finish_new(t, a[2].o, a[3].b);
+    return finish_new(who, t, a[2].o, a[3].b);
 }
 
 DEF(zeros, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_zeros(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+    return finish_new(who, musa_zeros(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
+                      a[3].b);
 }
 DEF(ones, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_ones(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+    return finish_new(who, musa_ones(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
 }
 DEF(empty, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_empty(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+    return finish_new(who, musa_empty(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
+                      a[3].b);
 }
 DEF(full, PM_FN, "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False") {
     int d = a[2].dtype;
@@ -68,7 +71,7 @@ DEF(full, PM_FN, "size:I fill_value:O * dtype:d=None device:O=None requires_grad
                                    : (int)pm_default_dtype();
     double v = PyFloat_AsDouble(a[1].o);
     if (v == -1.0 && PyErr_Occurred()) return NULL;
-    return finish_new(musa_full(a[0].n, a[0].v, v, d), a[3].o, a[4].b);
+    return finish_new(who, musa_full(a[0].n, a[0].v, v, d), a[3].o, a[4].b);
 }
 
 static musa_tensor *like(musa_tensor *x, int dtype,
@@ -77,32 +80,33 @@ static musa_tensor *like(musa_tensor *x, int dtype,
                 dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)dtype);
 }
 DEF(zeros_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(like(a[0].t, a[1].dtype, musa_zeros), a[2].o, a[3].b);
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_zeros), a[2].o, a[3].b);
 }
 DEF(ones_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(like(a[0].t, a[1].dtype, musa_ones), a[2].o, a[3].b);
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_ones), a[2].o, a[3].b);
 }
 DEF(empty_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(like(a[0].t, a[1].dtype, musa_empty), a[2].o, a[3].b);
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_empty), a[2].o, a[3].b);
 }
 DEF(rand_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(like(a[0].t, a[1].dtype, musa_rand), a[2].o, a[3].b);
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_rand), a[2].o, a[3].b);
 }
 DEF(randn_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(like(a[0].t, a[1].dtype, musa_randn), a[2].o, a[3].b);
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_randn), a[2].o, a[3].b);
 }
 DEF(full_like, FM, "input:T fill_value:f * dtype:d=None device:O=None requires_grad:b=False") {
     musa_tensor *x = a[0].t;
     musa_dtype d = a[2].dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)a[2].dtype;
-    return finish_new(musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), a[3].o,
+    return finish_new(who, musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), a[3].o,
                       a[4].b);
 }
 
 DEF(rand, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_rand(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+    return finish_new(who, musa_rand(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
 }
 DEF(randn, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_randn(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+    return finish_new(who, musa_randn(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
+                      a[3].b);
 }
 /* randint(high, size) or randint(low, high, size) */
 DEF(randint, PM_FN,
@@ -114,18 +118,18 @@ DEF(randint, PM_FN,
     if (a[1].o != Py_None) {
         if (PyIndex_Check(a[1].o)) {
             low = a[0].i;
-            if (pm_int64(a[1].o, &high, "high")) return NULL;
+            if (pm_int64(a[1].o, &high, who, "high")) return NULL;
         } else { /* randint(high, size) */
-            if (pm_int_list(a[1].o, tmp, MUSA_MAX_DIMS, &n, "size")) return NULL;
+            if (pm_int_list(a[1].o, tmp, MUSA_MAX_DIMS, &n, who, "size")) return NULL;
             memcpy(size->v, tmp, sizeof(int64_t) * (size_t)n);
         }
     }
     if (n < 0) {
-        PyErr_SetString(PyExc_TypeError, "randint() missing required argument 'size'");
+        PyErr_SetString(PyExc_TypeError, "[randint] missing required argument 'size'");
         return NULL;
     }
     int d = a[3].dtype < 0 ? MUSA_DTYPE_INT64 : a[3].dtype;
-    return finish_new(musa_randint(low, high, n, size->v, d), a[4].o, a[5].b);
+    return finish_new(who, musa_randint(low, high, n, size->v, d), a[4].o, a[5].b);
 }
 
 /* arange(end) / arange(start, end, step=1) */
@@ -148,14 +152,15 @@ DEF(arange, PM_FN,
     double start = v[0], end = v[1], step = v[2];
     if (vals[1] == Py_None) start = 0, end = v[0];
     int d = a[3].dtype >= 0 ? a[3].dtype : all_int ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
-    return finish_new(musa_arange(start, end, step, d), a[4].o, a[5].b);
+    return finish_new(who, musa_arange(start, end, step, d), a[4].o, a[5].b);
 }
 DEF(linspace, PM_FN, "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)), a[4].o,
-                      a[5].b);
+    return finish_new(who, musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)),
+                      a[4].o, a[5].b);
 }
 DEF(eye, PM_FN, "n:i m:i=-1 * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(musa_eye(a[0].i, a[1].i < 0 ? a[0].i : a[1].i, dtype_or_default(a[2].dtype)),
+    return finish_new(who,
+                      musa_eye(a[0].i, a[1].i < 0 ? a[0].i : a[1].i, dtype_or_default(a[2].dtype)),
                       a[3].o, a[4].b);
 }
 
@@ -270,7 +275,7 @@ DEF(div, FM, "input:S other:S * rounding_mode:O=None") {
             musa_tensor_release(fl), musa_tensor_release(ce), musa_tensor_release(r);
         return pm_ret(c);
     }
-    PyErr_SetString(PyExc_ValueError, "div: rounding_mode must be None, 'floor' or 'trunc'");
+    PyErr_SetString(PyExc_ValueError, "[div] rounding_mode must be None, 'floor' or 'trunc'");
     return NULL;
 }
 DEF(where, FM, "condition:T input:S other:S") {
@@ -284,7 +289,7 @@ DEF(clamp, FM, "input:T min:O=None max:O=None") {
         PyObject *bounds[2] = {a[1].o, a[2].o};
         for (int i = 0; i < 2 && r; i++) {
             if (bounds[i] == Py_None) continue;
-            musa_tensor *b = pm_operand(bounds[i], "clamp");
+            musa_tensor *b = pm_operand(bounds[i], who);
             if (!b) {
                 musa_tensor_release(r);
                 return NULL;
@@ -299,7 +304,8 @@ DEF(clamp, FM, "input:T min:O=None max:O=None") {
     if (has_lo && ((lo = PyFloat_AsDouble(a[1].o)) == -1.0 && PyErr_Occurred())) return NULL;
     if (has_hi && ((hi = PyFloat_AsDouble(a[2].o)) == -1.0 && PyErr_Occurred())) return NULL;
     if (!has_lo && !has_hi) {
-        PyErr_SetString(PyExc_ValueError, "clamp: at least one of 'min' or 'max' must not be None");
+        PyErr_SetString(PyExc_ValueError,
+                        "[clamp] at least one of 'min' or 'max' must not be None");
         return NULL;
     }
     return pm_ret(musa_clamp(a[0].t, has_lo ? &lo : NULL, has_hi ? &hi : NULL));
@@ -307,7 +313,7 @@ DEF(clamp, FM, "input:T min:O=None max:O=None") {
 /* Tensor.cast, and _C.cast for musa's Python helpers; there is no musa.cast */
 DEF(cast, FM | PM_NOEXPORT, "input:T dtype:d") {
     if (a[1].dtype < 0) {
-        PyErr_SetString(PyExc_TypeError, "cast: dtype must not be None");
+        PyErr_SetString(PyExc_TypeError, "[cast] dtype must not be None");
         return NULL;
     }
     return pm_ret(musa_cast(a[0].t, a[1].dtype));
@@ -375,21 +381,21 @@ DEF(logsumexp, FM, "input:T dim:I keepdim:b=False") {
     return pm_ret(musa_logsumexp(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
 }
 
-static int correction_of(pm_arg *unbiased, pm_arg *correction, int64_t *out) {
+static int correction_of(pm_arg *unbiased, pm_arg *correction, int64_t *out, const char *who) {
     *out = 1;
     if (correction->o && correction->o != Py_None)
-        return pm_int64(correction->o, out, "correction");
+        return pm_int64(correction->o, out, who, "correction");
     if (unbiased->o && unbiased->o != Py_None) *out = PyObject_IsTrue(unbiased->o) ? 1 : 0;
     return 0;
 }
 DEF(var, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
     int64_t c;
-    if (correction_of(&a[2], &a[4], &c)) return NULL;
+    if (correction_of(&a[2], &a[4], &c, who)) return NULL;
     return pm_ret(musa_var(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
 }
 DEF(std, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
     int64_t c;
-    if (correction_of(&a[2], &a[4], &c)) return NULL;
+    if (correction_of(&a[2], &a[4], &c, who)) return NULL;
     return pm_ret(musa_std(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
 }
 /* musa.norm is musa._functions.norm, which wraps norm and norm_list */
@@ -399,7 +405,7 @@ DEF(norm, FM | PM_NOEXPORT, "input:T p:O=None dim:I=None keepdim:b=False") {
     if (po != Py_None) {
         if (PyUnicode_Check(po)) {
             if (strcmp(PyUnicode_AsUTF8(po), "fro")) {
-                PyErr_Format(PyExc_ValueError, "norm: unsupported norm type '%U'", po);
+                PyErr_Format(PyExc_ValueError, "[norm] unsupported norm type '%U'", po);
                 return NULL;
             }
         } else if ((p = PyFloat_AsDouble(po)) == -1.0 && PyErr_Occurred()) {
@@ -413,7 +419,7 @@ DEF(norm_list, PM_FN | PM_NOEXPORT, "tensors:L") {
 }
 
 /* max(input) / max(input, dim, keepdim) / max(input, other) */
-static PyObject *max_min(pm_arg *a, bool is_max) {
+static PyObject *max_min(pm_arg *a, bool is_max, const char *who) {
     if (a[1].o == Py_None)
         return pm_ret(is_max ? musa_amax(a[0].t, 0, NULL, false)
                              : musa_amin(a[0].t, 0, NULL, false));
@@ -421,26 +427,26 @@ static PyObject *max_min(pm_arg *a, bool is_max) {
         return pm_ret(is_max ? musa_maximum(a[0].t, pm_t(a[1].o))
                              : musa_minimum(a[0].t, pm_t(a[1].o)));
     int64_t dim;
-    if (pm_int64(a[1].o, &dim, "dim")) return NULL;
+    if (pm_int64(a[1].o, &dim, who, "dim")) return NULL;
     musa_tensor *v = NULL, *i = NULL;
     int rc = is_max ? musa_max_dim(a[0].t, dim, a[2].b, &v, &i)
                     : musa_min_dim(a[0].t, dim, a[2].b, &v, &i);
     return pm_pair(rc, v, i);
 }
 DEF(max, FM, "input:T dim:O=None keepdim:b=False") {
-    return max_min(a, true);
+    return max_min(a, true, who);
 }
 DEF(min, FM, "input:T dim:O=None keepdim:b=False") {
-    return max_min(a, false);
+    return max_min(a, false, who);
 }
 DEF(argmax, FM, "input:T dim:O=None keepdim:b=False") {
     int64_t dim = MUSA_DIM_ALL;
-    if (a[1].o != Py_None && pm_int64(a[1].o, &dim, "dim")) return NULL;
+    if (a[1].o != Py_None && pm_int64(a[1].o, &dim, who, "dim")) return NULL;
     return pm_ret(musa_argmax(a[0].t, dim, a[2].b));
 }
 DEF(argmin, FM, "input:T dim:O=None keepdim:b=False") {
     int64_t dim = MUSA_DIM_ALL;
-    if (a[1].o != Py_None && pm_int64(a[1].o, &dim, "dim")) return NULL;
+    if (a[1].o != Py_None && pm_int64(a[1].o, &dim, who, "dim")) return NULL;
     return pm_ret(musa_argmin(a[0].t, dim, a[2].b));
 }
 DEF(cumsum, FM, "input:T dim:i * dtype:d=None") {
@@ -464,14 +470,14 @@ DEF(topk, FM, "input:T k:i dim:i=-1 largest:b=True sorted:b=True") {
 
 DEF(view, PM_METH, "self:T shape:V") {
     if (a[1].n < 0) {
-        PyErr_SetString(PyExc_TypeError, "view() needs a shape");
+        PyErr_SetString(PyExc_TypeError, "[view] a shape is required");
         return NULL;
     }
     return pm_ret(musa_view(a[0].t, a[1].n, a[1].v));
 }
 DEF(reshape, FM, "input:T shape:V") {
     if (a[1].n < 0) {
-        PyErr_SetString(PyExc_TypeError, "reshape() needs a shape");
+        PyErr_SetString(PyExc_TypeError, "[reshape] a shape is required");
         return NULL;
     }
     return pm_ret(musa_reshape(a[0].t, a[1].n, a[1].v));
@@ -481,7 +487,7 @@ DEF(flatten, FM, "input:T start_dim:i=0 end_dim:i=-1") {
 }
 DEF(permute, FM, "input:T dims:V") {
     if (a[1].n < 0) {
-        PyErr_SetString(PyExc_TypeError, "permute() needs dims");
+        PyErr_SetString(PyExc_TypeError, "[permute] dims are required");
         return NULL;
     }
     return pm_ret(musa_permute(a[0].t, a[1].n, a[1].v));
@@ -493,7 +499,7 @@ DEF(t, FM, "input:T") {
     musa_tensor *x = a[0].t;
     if (musa_tensor_ndim(x) > 2) {
         PyErr_Format(PyExc_RuntimeError,
-                     "t() expects a tensor with <= 2 dimensions, but self is %dD",
+                     "[t] t() expects a tensor with <= 2 dimensions, but self is %dD",
                      musa_tensor_ndim(x));
         return NULL;
     }
@@ -504,7 +510,7 @@ DEF(select, FM, "input:T dim:i index:i") {
 }
 DEF(narrow, FM, "input:T dim:i start:i length:i") {
     if (a[3].i < 0) {
-        PyErr_SetString(PyExc_ValueError, "narrow(): length must be non-negative");
+        PyErr_SetString(PyExc_ValueError, "[narrow] length must be non-negative");
         return NULL;
     }
     int64_t st = a[2].i;
@@ -513,7 +519,7 @@ DEF(narrow, FM, "input:T dim:i start:i length:i") {
 }
 DEF(expand, PM_METH, "self:T size:V") {
     if (a[1].n < 0) {
-        PyErr_SetString(PyExc_TypeError, "expand() needs sizes");
+        PyErr_SetString(PyExc_TypeError, "[expand] sizes are required");
         return NULL;
     }
     return pm_ret(musa_expand(a[0].t, a[1].n, a[1].v));
@@ -529,8 +535,7 @@ DEF(unsqueeze, FM, "input:T dim:i") {
 }
 DEF(as_strided, FM, "input:T size:I stride:I storage_offset:i=0") {
     if (a[1].n != a[2].n) {
-        PyErr_SetString(PyExc_ValueError,
-                        "as_strided(): size and stride must have the same length");
+        PyErr_SetString(PyExc_ValueError, "[as_strided] size and stride must have the same length");
         return NULL;
     }
     return pm_ret(musa_as_strided(a[0].t, a[1].n, a[1].v, a[2].v, a[3].i));
@@ -633,7 +638,7 @@ DEF(size, PM_METH, "self:T dim:O=None") {
         return r;
     }
     int64_t d;
-    if (pm_int64(a[1].o, &d, "dim")) return NULL;
+    if (pm_int64(a[1].o, &d, who, "dim")) return NULL;
     int64_t v = musa_tensor_size(a[0].t, d);
     return v < 0 ? pm_raise() : PyLong_FromLongLong(v);
 }
@@ -647,11 +652,12 @@ DEF(stride, PM_METH, "self:T dim:O=None") {
         return r;
     }
     int64_t d;
-    if (pm_int64(a[1].o, &d, "dim")) return NULL;
+    if (pm_int64(a[1].o, &d, who, "dim")) return NULL;
     if (d < -nd || d >= (nd ? nd : 1) || nd == 0) {
-        PyErr_Format(PyExc_IndexError,
-                     "Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
-                     -nd, nd - 1, (long long)d);
+        PyErr_Format(
+            PyExc_IndexError,
+            "[stride] Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
+            -nd, nd - 1, (long long)d);
         return NULL;
     }
     return PyLong_FromLongLong(s[d < 0 ? d + nd : d]);
@@ -733,7 +739,7 @@ DEF(tolist, PM_METH, "self:T") {
 /* for musa.nn.functional, which wraps them: not in the musa namespace */
 #define NN (PM_FN | PM_NOEXPORT)
 
-static int reduction_of(PyObject *o, musa_reduction *r) {
+static int reduction_of(PyObject *o, musa_reduction *r, const char *who) {
     const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
     if (s && !strcmp(s, "mean"))
         *r = MUSA_REDUCTION_MEAN;
@@ -742,14 +748,15 @@ static int reduction_of(PyObject *o, musa_reduction *r) {
     else if (s && !strcmp(s, "none"))
         *r = MUSA_REDUCTION_NONE;
     else {
-        PyErr_Format(PyExc_ValueError, "reduction must be 'none', 'mean' or 'sum', got %R", o);
+        PyErr_Format(PyExc_ValueError, "[%s] reduction must be 'none', 'mean' or 'sum', got %R",
+                     who, o);
         return -1;
     }
     return 0;
 }
 
-/* int or pair -> 2 values */
-static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *what) {
+/* int or pair -> 2 values; errors read "[who] what must be ..." */
+static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *who, const char *what) {
     if (x->n < 0)
         out[0] = out[1] = dflt;
     else if (x->n == 1)
@@ -757,8 +764,8 @@ static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *what) {
     else if (x->n == 2)
         out[0] = x->v[0], out[1] = x->v[1];
     else {
-        PyErr_Format(PyExc_ValueError, "%s must be an int or a pair of ints, got %d values", what,
-                     x->n);
+        PyErr_Format(PyExc_ValueError, "[%s] %s must be an int or a pair of ints, got %d values",
+                     who, what, x->n);
         return -1;
     }
     return 0;
@@ -766,8 +773,8 @@ static int pair_of(pm_arg *x, int64_t dflt, int64_t out[2], const char *what) {
 
 DEF(conv2d, NN, "input:T weight:T bias:T=None stride:I=1 padding:I=0 dilation:I=1 groups:i=1") {
     int64_t s[2], p[2], d[2];
-    if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") ||
-        pair_of(&a[5], 1, d, "dilation"))
+    if (pair_of(&a[3], 1, s, who, "stride") || pair_of(&a[4], 0, p, who, "padding") ||
+        pair_of(&a[5], 1, d, who, "dilation"))
         return NULL;
     return pm_ret(musa_conv2d(a[0].t, a[1].t, a[2].t, s, p, d, a[6].i));
 }
@@ -778,8 +785,8 @@ DEF(conv_transpose2d, NN,
     "input:T weight:T bias:T=None stride:I=1 padding:I=0 output_padding:I=0 groups:i=1 "
     "dilation:I=1") {
     int64_t s[2], p[2], op[2], d[2];
-    if (pair_of(&a[3], 1, s, "stride") || pair_of(&a[4], 0, p, "padding") ||
-        pair_of(&a[5], 0, op, "output_padding") || pair_of(&a[7], 1, d, "dilation"))
+    if (pair_of(&a[3], 1, s, who, "stride") || pair_of(&a[4], 0, p, who, "padding") ||
+        pair_of(&a[5], 0, op, who, "output_padding") || pair_of(&a[7], 1, d, who, "dilation"))
         return NULL;
     return pm_ret(musa_conv_transpose2d(a[0].t, a[1].t, a[2].t, s, p, op, d, a[6].i));
 }
@@ -787,12 +794,12 @@ DEF(max_pool2d, NN,
     "input:T kernel_size:I stride:I=None padding:I=0 dilation:I=1 ceil_mode:b=False "
     "return_indices:b=False") {
     int64_t k[2], s[2], p[2], d[2];
-    if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding") ||
-        pair_of(&a[4], 1, d, "dilation"))
+    if (pair_of(&a[1], 1, k, who, "kernel_size") || pair_of(&a[3], 0, p, who, "padding") ||
+        pair_of(&a[4], 1, d, who, "dilation"))
         return NULL;
     if (a[2].n < 0 || (a[2].n == 0))
         s[0] = k[0], s[1] = k[1];
-    else if (pair_of(&a[2], 1, s, "stride"))
+    else if (pair_of(&a[2], 1, s, who, "stride"))
         return NULL;
     musa_tensor *v = NULL, *i = NULL;
     int rc = musa_max_pool2d(a[0].t, k, s, p, d, a[5].b, &v, a[6].b ? &i : NULL);
@@ -802,16 +809,17 @@ DEF(max_pool2d, NN,
 DEF(avg_pool2d, NN,
     "input:T kernel_size:I stride:I=None padding:I=0 ceil_mode:b=False count_include_pad:b=True") {
     int64_t k[2], s[2], p[2];
-    if (pair_of(&a[1], 1, k, "kernel_size") || pair_of(&a[3], 0, p, "padding")) return NULL;
+    if (pair_of(&a[1], 1, k, who, "kernel_size") || pair_of(&a[3], 0, p, who, "padding"))
+        return NULL;
     if (a[2].n <= 0)
         s[0] = k[0], s[1] = k[1];
-    else if (pair_of(&a[2], 1, s, "stride"))
+    else if (pair_of(&a[2], 1, s, who, "stride"))
         return NULL;
     return pm_ret(musa_avg_pool2d(a[0].t, k, s, p, a[4].b, a[5].b));
 }
 DEF(adaptive_avg_pool2d, NN, "input:T output_size:I") {
     int64_t o[2];
-    if (pair_of(&a[1], 1, o, "output_size")) return NULL;
+    if (pair_of(&a[1], 1, o, who, "output_size")) return NULL;
     return pm_ret(musa_adaptive_avg_pool2d(a[0].t, o[0], o[1]));
 }
 DEF(batch_norm, NN,
@@ -825,13 +833,13 @@ DEF(layer_norm, NN, "input:T normalized_shape:I weight:T=None bias:T=None eps:f=
     int k = a[1].n, nd = musa_tensor_ndim(x);
     if (k < 1 || k > nd) {
         PyErr_Format(PyExc_ValueError,
-                     "layer_norm: normalized_shape has %d dims but the input has %d", k, nd);
+                     "[layer_norm] normalized_shape has %d dims but the input has %d", k, nd);
         return NULL;
     }
     for (int i = 0; i < k; i++)
         if (musa_tensor_shape(x)[nd - k + i] != a[1].v[i]) {
             PyErr_Format(PyExc_ValueError,
-                         "layer_norm: normalized_shape[%d] = %lld does not match the input's size "
+                         "[layer_norm] normalized_shape[%d] = %lld does not match the input's size "
                          "%lld at dim %d",
                          i, (long long)a[1].v[i], (long long)musa_tensor_shape(x)[nd - k + i],
                          nd - k + i);
@@ -852,26 +860,27 @@ DEF(cross_entropy, NN,
     "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None label_smoothing:f=0") {
     if (a[2].t) {
         PyErr_SetString(PyExc_NotImplementedError,
-                        "cross_entropy: class weights are not supported yet");
+                        "[cross_entropy] class weights are not supported yet");
         return NULL;
     }
     musa_reduction r = MUSA_REDUCTION_MEAN;
-    if (a[4].o != Py_None && reduction_of(a[4].o, &r)) return NULL;
+    if (a[4].o != Py_None && reduction_of(a[4].o, &r, who)) return NULL;
     return pm_ret(musa_cross_entropy(a[0].t, a[1].t, a[3].i, a[5].f, r));
 }
 DEF(nll_loss, NN, "input:T target:T weight:T=None * ignore_index:i=-100 reduction:O=None") {
     if (a[2].t) {
-        PyErr_SetString(PyExc_NotImplementedError, "nll_loss: class weights are not supported yet");
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "[nll_loss] class weights are not supported yet");
         return NULL;
     }
     musa_reduction r = MUSA_REDUCTION_MEAN;
-    if (a[4].o != Py_None && reduction_of(a[4].o, &r)) return NULL;
+    if (a[4].o != Py_None && reduction_of(a[4].o, &r, who)) return NULL;
     return pm_ret(musa_nll_loss(a[0].t, a[1].t, a[3].i, r));
 }
 #define LOSS(name)                                                                                 \
     DEF(name, NN, "input:T target:T * reduction:O=None") {                                         \
         musa_reduction r = MUSA_REDUCTION_MEAN;                                                    \
-        if (a[2].o != Py_None && reduction_of(a[2].o, &r)) return NULL;                            \
+        if (a[2].o != Py_None && reduction_of(a[2].o, &r, who)) return NULL;                       \
         return pm_ret(musa_##name(a[0].t, a[1].t, r));                                             \
     }
 LOSS(mse_loss)
@@ -880,7 +889,7 @@ LOSS(binary_cross_entropy)
 LOSS(binary_cross_entropy_with_logits)
 DEF(smooth_l1_loss, NN, "input:T target:T * reduction:O=None beta:f=1.0") {
     musa_reduction r = MUSA_REDUCTION_MEAN;
-    if (a[2].o != Py_None && reduction_of(a[2].o, &r)) return NULL;
+    if (a[2].o != Py_None && reduction_of(a[2].o, &r, who)) return NULL;
     return pm_ret(musa_smooth_l1_loss(a[0].t, a[1].t, a[3].f, r));
 }
 DEF(gelu, NN, "input:T * approximate:O=None") {
@@ -890,7 +899,7 @@ DEF(gelu, NN, "input:T * approximate:O=None") {
         if (s && !strcmp(s, "tanh"))
             tanh_ = true;
         else if (!s || strcmp(s, "none")) {
-            PyErr_Format(PyExc_ValueError, "gelu: approximate must be 'none' or 'tanh', got %R",
+            PyErr_Format(PyExc_ValueError, "[gelu] approximate must be 'none' or 'tanh', got %R",
                          a[1].o);
             return NULL;
         }
@@ -915,11 +924,11 @@ DEF(hardtanh, NN, "input:T min_val:f=-1.0 max_val:f=1.0") {
 DEF(embedding, NN, "input:T weight:T padding_idx:O=None") {
     int64_t p = -1;
     if (a[2].o != Py_None) {
-        if (pm_int64(a[2].o, &p, "padding_idx")) return NULL;
+        if (pm_int64(a[2].o, &p, who, "padding_idx")) return NULL;
         int64_t num = musa_tensor_ndim(a[1].t) ? musa_tensor_shape(a[1].t)[0] : 0;
         if (p < -num || p >= num) {
             PyErr_Format(PyExc_ValueError,
-                         "embedding: padding_idx %lld must be within the %lld embeddings",
+                         "[embedding] padding_idx %lld must be within the %lld embeddings",
                          (long long)p, (long long)num);
             return NULL;
         }
@@ -930,8 +939,8 @@ DEF(embedding, NN, "input:T weight:T padding_idx:O=None") {
 DEF(dropout, NN, "input:T p:f=0.5 training:b=True") {
     if (a[1].f < 0 || a[1].f > 1) {
         char msg[96]; /* PyErr_Format has no %g */
-        snprintf(msg, sizeof msg, "dropout probability has to be between 0 and 1, but got %g",
-                 a[1].f);
+        snprintf(msg, sizeof msg,
+                 "[dropout] dropout probability has to be between 0 and 1, but got %g", a[1].f);
         PyErr_SetString(PyExc_ValueError, msg);
         return NULL;
     }
@@ -945,7 +954,7 @@ DEF(linear, NN, "input:T weight:T bias:T=None") {
 
 DEF(set_num_threads, PM_FN, "n:i") {
     if (a[0].i < 1 || a[0].i > 4096) {
-        PyErr_Format(PyExc_ValueError, "set_num_threads: n must be in [1, 4096], got %lld",
+        PyErr_Format(PyExc_ValueError, "[set_num_threads] n must be in [1, 4096], got %lld",
                      (long long)a[0].i);
         return NULL;
     }

@@ -55,7 +55,7 @@ DEF(_update, PM_FN, "op:O rows:O attrs:O") {
     for (Py_ssize_t r = 0; r < PySequence_Fast_GET_SIZE(rows) && !rc; r++) {
         musa_tensor **in;
         int n;
-        if (pm_tensor_list(PySequence_Fast_GET_ITEM(rows, r), "row", false, -1, &in, &n)) {
+        if (pm_tensor_list(PySequence_Fast_GET_ITEM(rows, r), name, "a row", false, -1, &in, &n)) {
             rc = -1;
             break;
         }

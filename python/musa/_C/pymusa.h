@@ -51,8 +51,13 @@ int pm_tensor_type_init(PyObject *module);
 /* ---- errors ---- */
 
 /* Raise the Python exception for the last musa error (its class from the
- * status code, its text the message). Returns NULL. If a Python exception
- * was stashed by a callback (hook, custom backward), that one is raised. */
+ * status code, its text the message, which already starts with "[op]").
+ * Returns NULL. If a Python exception was stashed by a callback (hook,
+ * custom backward), that one is raised.
+ *
+ * Every other message the extension raises starts with "[who]", the Python
+ * name the user called (a function, "Tensor.__bool__", "Graph.autodiff"),
+ * so helpers that raise for many callers take `who`. */
 PyObject *pm_raise(void);
 int pm_raise_int(void);
 /* Callbacks run from C (hooks, custom backward) stash the Python
@@ -62,31 +67,34 @@ void pm_drop_stash(void);
 
 /* ---- conversions ---- */
 
-/* musa.dtype object for a dtype (borrowed), and back (-1 and TypeError if
- * o is not a dtype; None gives `dflt`). */
+/* musa.dtype object for a dtype (borrowed), and back (-1 and TypeError
+ * naming `who` if o is not a dtype; None gives `dflt`). */
 PyObject *pm_dtype_obj(musa_dtype d);
-int pm_dtype_from(PyObject *o, int dflt);
+int pm_dtype_from(PyObject *o, int dflt, const char *who);
 musa_dtype pm_default_dtype(void);
 /* musa.device for a device (new ref); parse a device spec (None, "cpu",
- * "cuda:0", musa.device) into *out; -1 with an exception on bad input. */
+ * "cuda:0", musa.device) into *out; -1 with an exception naming `who` on
+ * bad input. */
 PyObject *pm_device_obj(musa_device d);
-int pm_device_from(PyObject *o, musa_device *out);
+int pm_device_from(PyObject *o, musa_device *out, const char *who);
 int pm_types_init(PyObject *module);
 
 /* A tensor from any Python data (tensor, buffer, scalar, nested
- * sequence), always a copy. dtype < 0: inferred. New reference or NULL. */
-musa_tensor *pm_tensor_from_data(PyObject *data, int dtype);
+ * sequence), always a copy. dtype < 0: inferred. New reference, or NULL
+ * with an exception naming `who`. */
+musa_tensor *pm_tensor_from_data(PyObject *data, int dtype, const char *who);
 /* Wrap an object's buffer (NumPy array, memoryview, ...) without a copy. */
-musa_tensor *pm_tensor_from_buffer(PyObject *o);
+musa_tensor *pm_tensor_from_buffer(PyObject *o, const char *who);
 /* An operand: a Tensor (new reference to its tensor) or a Python number
  * (a wrapped number). NULL with TypeError naming `op` otherwise. */
 musa_tensor *pm_operand(PyObject *o, const char *op);
 /* Python value of a one-element tensor (float, int or bool). */
 PyObject *pm_item(musa_tensor *t);
-/* Python int from an object supporting __index__, with a range check. */
-int pm_int64(PyObject *o, int64_t *out, const char *what);
+/* Python int from an object supporting __index__, with a range check;
+ * errors read "[who] what must be an int ...". */
+int pm_int64(PyObject *o, int64_t *out, const char *who, const char *what);
 /* Ints from an int or a sequence of ints; *n gets the count. */
-int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *what);
+int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *who, const char *what);
 
 /* ---- argument parsing and bindings (bind.c) ---- */
 
@@ -107,7 +115,7 @@ typedef struct {
 
 #define PM_MAX_ARGS 16
 
-typedef PyObject *(*pm_body)(pm_arg *a);
+typedef PyObject *(*pm_body)(pm_arg *a, const char *who);
 
 typedef struct pm_binding {
     const char *name; /* Python name */
@@ -141,9 +149,10 @@ int pm_bindings_add_functions(PyObject *module);
 PyMethodDef *pm_bindings_methods(void);
 
 /* DEF(pyname, flags, spec) { body using a[i] }: a bound function; with
- * PM_METH, a Tensor method too (self is argument 0). */
+ * PM_METH, a Tensor method too (self is argument 0). In the body, `who` is
+ * the Python name, the prefix of the body's error messages. */
 #define DEF(pyname, flags_, spec_)                                                                 \
-    static PyObject *body_##pyname(pm_arg *a);                                                     \
+    static PyObject *body_##pyname(pm_arg *a, const char *who);                                    \
     static pm_binding binding_##pyname;                                                            \
     static PyObject *fn_##pyname(PyObject *m, PyObject *const *args, Py_ssize_t n, PyObject *kw) { \
         (void)m;                                                                                   \
@@ -162,13 +171,14 @@ PyMethodDef *pm_bindings_methods(void);
     __attribute__((constructor)) static void pm_reg_##pyname(void) {                               \
         pm_register(&binding_##pyname);                                                            \
     }                                                                                              \
-    static PyObject *body_##pyname(pm_arg *a)
+    static PyObject *body_##pyname(pm_arg *a, const char *who)
 
 /* A Tensor or a sequence of Tensors (None entries allowed with allow_none,
  * giving NULL) -> an array of retained tensors (free with pm_tensor_list_free);
- * None gives NULL and n = 0. expect >= 0 checks the length. */
-int pm_tensor_list(PyObject *o, const char *what, bool allow_none, int expect, musa_tensor ***out,
-                   int *n);
+ * None gives NULL and n = 0. expect >= 0 checks the length. Errors read
+ * "[who] what must be ...". */
+int pm_tensor_list(PyObject *o, const char *who, const char *what, bool allow_none, int expect,
+                   musa_tensor ***out, int *n);
 /* Release the tensors of such an array and free it (NULL is a no-op). */
 void pm_tensor_list_free(musa_tensor **arr);
 

@@ -72,23 +72,24 @@ static void tensor_dealloc(PyObject *self) {
 /* Tensor(*sizes) -> uninitialised float tensor; Tensor(data) -> float copy */
 static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (kw && PyDict_Size(kw)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "Tensor() takes no keyword arguments; use musa.tensor(data, dtype=...)");
+        PyErr_SetString(
+            PyExc_TypeError,
+            "[Tensor] Tensor() takes no keyword arguments; use musa.tensor(data, dtype=...)");
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     musa_tensor *t;
     if (n == 1 && !PyIndex_Check(PyTuple_GET_ITEM(args, 0))) {
-        t = pm_tensor_from_data(PyTuple_GET_ITEM(args, 0), pm_default_dtype());
+        t = pm_tensor_from_data(PyTuple_GET_ITEM(args, 0), pm_default_dtype(), "Tensor");
         if (!t) return NULL;
     } else {
         int64_t shape[MUSA_MAX_DIMS];
         if (n > MUSA_MAX_DIMS) {
-            PyErr_Format(PyExc_ValueError, "Tensor(): at most %d sizes", MUSA_MAX_DIMS);
+            PyErr_Format(PyExc_ValueError, "[Tensor] at most %d sizes", MUSA_MAX_DIMS);
             return NULL;
         }
         for (Py_ssize_t i = 0; i < n; i++)
-            if (pm_int64(PyTuple_GET_ITEM(args, i), &shape[i], "Tensor() size")) return NULL;
+            if (pm_int64(PyTuple_GET_ITEM(args, i), &shape[i], "Tensor", "a size")) return NULL;
         if (!(t = musa_zeros((int)n, shape, pm_default_dtype()))) return pm_raise();
     }
     return alloc_wrapper(type, t);
@@ -116,7 +117,7 @@ static musa_tensor *operand(PyObject *o, const char *name, musa_tensor **owned) 
     bool scalar = PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) == 0;
     Py_DECREF(shape);
     if (scalar && numeric) return *owned = pm_operand(o, name); /* NumPy scalar or 0-d array */
-    return *owned = pm_tensor_from_data(o, -1);                 /* an array: as a tensor */
+    return *owned = pm_tensor_from_data(o, -1, name);           /* an array: as a tensor */
 }
 
 static PyObject *binary(PyObject *a, PyObject *b, binop f, const char *name) {
@@ -167,24 +168,26 @@ static int matmul_(musa_tensor *a, musa_tensor *b) {
     return assign_result(a, b, musa_matmul);
 }
 
-/* bool tensors only: & | ^ are the logical ops */
-static musa_tensor *bool_only(musa_tensor *a, musa_tensor *b, binop f, const char *name) {
+/* bool tensors only: & | ^ are the logical ops; who names the operator
+ * method, sym its symbol */
+static musa_tensor *bool_only(musa_tensor *a, musa_tensor *b, binop f, const char *who,
+                              const char *sym) {
     if (musa_tensor_dtype(a) != MUSA_DTYPE_BOOL || musa_tensor_dtype(b) != MUSA_DTYPE_BOOL) {
-        PyErr_Format(PyExc_TypeError, "%s is only supported on bool tensors here (got %s and %s)",
-                     name, musa_dtype_name(musa_tensor_dtype(a)),
-                     musa_dtype_name(musa_tensor_dtype(b)));
+        PyErr_Format(PyExc_TypeError,
+                     "[%s] %s is only supported on bool tensors here (got %s and %s)", who, sym,
+                     musa_dtype_name(musa_tensor_dtype(a)), musa_dtype_name(musa_tensor_dtype(b)));
         return NULL;
     }
     return f(a, b);
 }
 static musa_tensor *and_(musa_tensor *a, musa_tensor *b) {
-    return bool_only(a, b, musa_logical_and, "&");
+    return bool_only(a, b, musa_logical_and, "Tensor.__and__", "&");
 }
 static musa_tensor *or_(musa_tensor *a, musa_tensor *b) {
-    return bool_only(a, b, musa_logical_or, "|");
+    return bool_only(a, b, musa_logical_or, "Tensor.__or__", "|");
 }
 static musa_tensor *xor_(musa_tensor *a, musa_tensor *b) {
-    return bool_only(a, b, musa_logical_xor, "^");
+    return bool_only(a, b, musa_logical_xor, "Tensor.__xor__", "^");
 }
 
 static PyObject *nb_add(PyObject *a, PyObject *b) {
@@ -209,17 +212,18 @@ static PyObject *nb_matmul(PyObject *a, PyObject *b) {
     return binary(a, b, musa_matmul, "matmul");
 }
 static PyObject *nb_and(PyObject *a, PyObject *b) {
-    return binary(a, b, and_, "and");
+    return binary(a, b, and_, "Tensor.__and__");
 }
 static PyObject *nb_or(PyObject *a, PyObject *b) {
-    return binary(a, b, or_, "or");
+    return binary(a, b, or_, "Tensor.__or__");
 }
 static PyObject *nb_xor(PyObject *a, PyObject *b) {
-    return binary(a, b, xor_, "xor");
+    return binary(a, b, xor_, "Tensor.__xor__");
 }
 static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) {
-        PyErr_SetString(PyExc_TypeError, "pow() with a modulus is not supported for tensors");
+        PyErr_SetString(PyExc_TypeError,
+                        "[Tensor.__pow__] pow() with a modulus is not supported for tensors");
         return NULL;
     }
     return binary(a, b, musa_pow, "pow");
@@ -264,7 +268,8 @@ static PyObject *nb_invert(PyObject *a) {
     musa_dtype d = musa_tensor_dtype(t);
     if (d == MUSA_DTYPE_BOOL) return pm_wrap(musa_logical_not(t));
     if (musa_dtype_is_floating(d)) {
-        PyErr_Format(PyExc_TypeError, "~ (bitwise not) is not defined for %s tensors",
+        PyErr_Format(PyExc_TypeError,
+                     "[Tensor.__invert__] ~ (bitwise not) is not defined for %s tensors",
                      musa_dtype_name(d));
         return NULL;
     }
@@ -279,8 +284,9 @@ static PyObject *nb_invert(PyObject *a) {
 static int nb_bool(PyObject *a) {
     musa_tensor *t = pm_t(a);
     if (musa_tensor_numel(t) != 1) {
-        PyErr_Format(PyExc_RuntimeError, "Boolean value of Tensor with %s values is ambiguous",
-                     musa_tensor_numel(t) ? "more than one" : "no");
+        PyErr_Format(PyExc_RuntimeError,
+                     "[Tensor.__bool__] Boolean value of Tensor with %s is ambiguous",
+                     musa_tensor_numel(t) ? "more than one value" : "no values");
         return -1;
     }
     double v;
@@ -291,8 +297,8 @@ static int nb_bool(PyObject *a) {
 static PyObject *nb_float(PyObject *a) {
     musa_tensor *t = pm_t(a);
     if (musa_tensor_numel(t) != 1) {
-        PyErr_SetString(PyExc_TypeError,
-                        "only one element tensors can be converted to Python scalars");
+        PyErr_SetString(PyExc_TypeError, "[Tensor.__float__] only one element tensors can be "
+                                         "converted to Python scalars");
         return NULL;
     }
     double v;
@@ -303,8 +309,8 @@ static PyObject *nb_float(PyObject *a) {
 static PyObject *nb_int(PyObject *a) {
     musa_tensor *t = pm_t(a);
     if (musa_tensor_numel(t) != 1) {
-        PyErr_SetString(PyExc_TypeError,
-                        "only one element tensors can be converted to Python scalars");
+        PyErr_SetString(PyExc_TypeError, "[Tensor.__int__] only one element tensors can be "
+                                         "converted to Python scalars");
         return NULL;
     }
     if (musa_dtype_is_floating(musa_tensor_dtype(t))) {
@@ -322,8 +328,10 @@ static PyObject *nb_index(PyObject *a) {
     musa_tensor *t = pm_t(a);
     if (musa_tensor_numel(t) != 1 || musa_dtype_is_floating(musa_tensor_dtype(t)) ||
         musa_tensor_dtype(t) == MUSA_DTYPE_BOOL) {
-        PyErr_SetString(PyExc_TypeError,
-                        "only integer tensors of a single element can be converted to an index");
+        PyErr_SetString(
+            PyExc_TypeError,
+            "[Tensor.__index__] only integer tensors of a single element can be converted "
+            "to an index");
         return NULL;
     }
     return nb_int(a);
@@ -345,7 +353,7 @@ static Py_hash_t tensor_hash(PyObject *self) {
 static Py_ssize_t tensor_len(PyObject *self) {
     musa_tensor *t = pm_t(self);
     if (musa_tensor_ndim(t) == 0) {
-        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        PyErr_SetString(PyExc_TypeError, "[Tensor.__len__] len() of a 0-d tensor");
         return -1;
     }
     return (Py_ssize_t)musa_tensor_shape(t)[0];
@@ -413,7 +421,7 @@ GETTER(requires_grad) {
 static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
     UNUSED_C;
     if (!v || !PyBool_Check(v)) {
-        PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
+        PyErr_SetString(PyExc_TypeError, "[Tensor.requires_grad] requires_grad must be a bool");
         return -1;
     }
     return musa_tensor_set_requires_grad(pm_t(self), v == Py_True) ? pm_raise_int() : 0;
@@ -427,7 +435,8 @@ GETTER(grad) {
 static int set_grad(PyObject *self, PyObject *v, void *c) {
     UNUSED_C;
     if (v && v != Py_None && !pm_is_tensor(v)) {
-        PyErr_Format(PyExc_TypeError, "assigned grad must be a Tensor or None, not %s",
+        PyErr_Format(PyExc_TypeError,
+                     "[Tensor.grad] assigned grad must be a Tensor or None, not %s",
                      Py_TYPE(v)->tp_name);
         return -1;
     }
@@ -449,7 +458,7 @@ GETTER(data) {
 static int set_data(PyObject *self, PyObject *v, void *c) {
     UNUSED_C;
     if (!v || !pm_is_tensor(v)) {
-        PyErr_SetString(PyExc_TypeError, "data must be set to a Tensor");
+        PyErr_SetString(PyExc_TypeError, "[Tensor.data] data must be set to a Tensor");
         return -1;
     }
     /* rebind this object to v's storage, keeping requires_grad and .grad */
@@ -536,11 +545,13 @@ static PyObject *make_subclass(PyObject *cls, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|p:_make_subclass", names, &type, &data, &rg))
         return NULL;
     if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, MusaTensor_Type)) {
-        PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must be a subclass of musa.Tensor");
+        PyErr_SetString(PyExc_TypeError,
+                        "[Tensor._make_subclass] cls must be a subclass of musa.Tensor");
         return NULL;
     }
     if (!pm_is_tensor(data)) {
-        PyErr_Format(PyExc_TypeError, "expected a Tensor as data, got %s", Py_TYPE(data)->tp_name);
+        PyErr_Format(PyExc_TypeError, "[Tensor._make_subclass] expected a Tensor as data, got %s",
+                     Py_TYPE(data)->tp_name);
         return NULL;
     }
     musa_tensor *t = musa_detach(pm_t(data));

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-def _tensors(x, what):
+def _tensors(x, what, who):
     if isinstance(x, Tensor):
         return (x,)
     if x is None:
@@ -28,18 +28,19 @@ def _tensors(x, what):
     try:
         return tuple(x)
     except TypeError:
-        raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, not {type(x).__name__}") from None
+        raise TypeError(f"[{who}] {what} must be a Tensor or a sequence of Tensors, not "
+                        f"{type(x).__name__}") from None
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate into .grad the gradients of tensors (weighted by
     grad_tensors) with respect to the graph leaves (or only `inputs`)."""
-    tensors = _tensors(tensors, "tensors")
-    grads = _tensors(grad_tensors, "grad_tensors")
+    tensors = _tensors(tensors, "tensors", "backward")
+    grads = _tensors(grad_tensors, "grad_tensors", "backward")
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:
-        inputs = _tensors(inputs, "inputs")
+        inputs = _tensors(inputs, "inputs", "backward")
         res = _C._grad(tensors, inputs, grads, bool(retain_graph), bool(create_graph), True)
         for t, g in zip(inputs, res):
             if g is None:
@@ -57,10 +58,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of outputs with respect to inputs, as a tuple (nothing
     is accumulated into .grad)."""
     if is_grads_batched:
-        raise NotImplementedError("grad: is_grads_batched is not supported")
-    outputs = _tensors(outputs, "outputs")
-    inputs = _tensors(inputs, "inputs")
-    grad_outputs = _tensors(grad_outputs, "grad_outputs")
+        raise NotImplementedError("[grad] is_grads_batched is not supported")
+    outputs = _tensors(outputs, "outputs", "grad")
+    inputs = _tensors(inputs, "inputs", "grad")
+    grad_outputs = _tensors(grad_outputs, "grad_outputs", "grad")
     if retain_graph is None:
         retain_graph = create_graph
     res = _C._grad(outputs, inputs, grad_outputs, bool(retain_graph), bool(create_graph), bool(allow_unused))
@@ -141,8 +142,9 @@ class GradcheckError(RuntimeError):
 def _check(fn, inputs, eps, atol, rtol, raise_exception, second):
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     tensors = [x for x in inputs if isinstance(x, Tensor)]
+    who = "gradgradcheck" if second else "gradcheck"
     if len(tensors) != len(inputs):
-        raise TypeError("gradcheck: every input must be a Tensor")
+        raise TypeError(f"[{who}] every input must be a Tensor")
     for x in tensors:
         if x.requires_grad and x.dtype is not _C.float64:
             warnings.warn("gradcheck: inputs are not float64; the check may fail for precision reasons")

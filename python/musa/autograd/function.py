@@ -36,7 +36,8 @@ class FunctionCtx:
     def save_for_backward(self, *tensors):
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save tensors, but got {type(t).__name__}")
+                raise TypeError("[FunctionCtx.save_for_backward] can only save tensors, but got "
+                                f"{type(t).__name__}")
         self._saved = tensors
 
     @property
@@ -64,11 +65,11 @@ class Function(metaclass=_FunctionMeta):
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("Function subclasses must implement forward")
+        raise NotImplementedError("[Function.forward] Function subclasses must implement forward")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("Function subclasses must implement backward")
+        raise NotImplementedError("[Function.backward] Function subclasses must implement backward")
 
     @classmethod
     def apply(cls, *args):
@@ -105,7 +106,7 @@ class Function(metaclass=_FunctionMeta):
             if not isinstance(res, tuple):
                 res = (res,)
             if len(res) < nargs:
-                raise RuntimeError(f"function {cls.__name__}.backward returned an incorrect number of "
+                raise RuntimeError(f"[{cls.__name__}.backward] returned an incorrect number of "
                                    f"gradients (expected {nargs}, got {len(res)})")
             return tuple(res[i] for i in tensor_args)
 

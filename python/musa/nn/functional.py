@@ -20,7 +20,7 @@ def _ntuple(n, name):
     def parse(x):
         if isinstance(x, (tuple, list)):
             if len(x) != n:
-                raise ValueError(f"{name}: expected {n} values, got {tuple(x)}")
+                raise ValueError(f"[{name}] expected {n} values, got {tuple(x)}")
             return tuple(x)
         return (x,) * n
     return parse
@@ -67,7 +67,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
-        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+        raise ValueError(f"[hardtanh] min_val ({min_val}) cannot be greater than max_val ({max_val})")
     return _apply(lambda x: _C.hardtanh(x, min_val, max_val), input, inplace)
 
 
@@ -101,7 +101,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1/(1-p)
     (training only)."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise ValueError(f"[dropout] dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     return _apply(lambda x: _C.dropout(x, p, True), input, inplace)
@@ -118,7 +118,7 @@ def _same_padding(input, weight, stride, dilation, n, name):
     """Symmetric padding for padding='same', with the odd extra element padded
     on the right of the input (as PyTorch does)."""
     if any(s != 1 for s in _ntuple(n, name)(stride)):
-        raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+        raise ValueError(f"[{name}] padding='same' is not supported for strided convolutions")
     left, extra = [], []
     for d, k in zip(_ntuple(n, name)(dilation), weight.shape[2:]):
         total = d * (k - 1)
@@ -133,18 +133,18 @@ def _conv_input(input, weight, padding, stride, dilation, n, name):
     """(input batched, padding as numbers): unbatched input gains a batch
     dim, and 'same'/'valid' become explicit paddings."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: input must be a musa.Tensor, got {type(input).__name__}")
+        raise TypeError(f"[{name}] input must be a musa.Tensor, got {type(input).__name__}")
     if input.ndim == n + 1:
         input = input.unsqueeze(0)
     elif input.ndim != n + 2:
-        raise ValueError(f"{name}: expected a {n + 1}-D (unbatched) or {n + 2}-D (batched) input, "
+        raise ValueError(f"[{name}] expected a {n + 1}-D (unbatched) or {n + 2}-D (batched) input, "
                          f"got shape {tuple(input.shape)}")
     if isinstance(padding, str):
         if padding == "valid":
             return input, 0
         if padding == "same":
             return _same_padding(input, weight, stride, dilation, n, name)
-        raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of ('valid', 'same')")
+        raise ValueError(f"[{name}] invalid padding string {padding!r}, should be one of ('valid', 'same')")
     return input, padding
 
 
@@ -182,7 +182,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d: divisor_override is not supported")
+        raise NotImplementedError("[avg_pool2d] divisor_override is not supported")
     return _C.avg_pool2d(input, kernel_size, stride or None, padding, ceil_mode, count_include_pad)
 
 
@@ -205,7 +205,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                         ("bias", bias)):
             if t is not None and tuple(t.shape) != (c,):
-                raise ValueError(f"batch_norm: {name} has shape {tuple(t.shape)}, expected ({c},) for "
+                raise ValueError(f"[batch_norm] {name} has shape {tuple(t.shape)}, expected ({c},) for "
                                  f"input of shape {tuple(input.shape)}")
     return _C.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
@@ -238,14 +238,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     padding_idx get no gradient. With max_norm, the picked rows of weight are
     first renormalised in place to norm at most max_norm."""
     if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
+        raise NotImplementedError("[embedding] scale_grad_by_freq and sparse gradients are not supported")
     if padding_idx is not None:
         n = weight.shape[0]
         if not -n <= padding_idx < n:
-            raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings {n}")
+            raise ValueError(f"[embedding] padding_idx {padding_idx} must be within num_embeddings {n}")
         padding_idx %= n
     if input.numel() and input.min().item() < 0:
-        raise IndexError(f"embedding: index {input.min().item()} is out of range (indices must be >= 0)")
+        raise IndexError(f"[embedding] index {input.min().item()} is out of range (indices must be >= 0)")
     if max_norm is not None:
         with no_grad():
             idx = input.reshape(-1)
@@ -263,9 +263,10 @@ def one_hot(tensor, num_classes=-1):
 def _pad_index(n, left, right, mode):
     """Source indices along a dim of size n for a non-constant padding."""
     if mode == "reflect" and (left >= n or right >= n):
-        raise ValueError(f"pad: padding ({left}, {right}) should be less than the dim size {n} for 'reflect'")
+        raise ValueError(f"[pad] padding ({left}, {right}) should be less than the dim size {n} for "
+                         "'reflect'")
     if mode == "circular" and (left > n or right > n):
-        raise ValueError(f"pad: padding ({left}, {right}) should be at most the dim size {n} for 'circular'")
+        raise ValueError(f"[pad] padding ({left}, {right}) should be at most the dim size {n} for 'circular'")
     out = []
     for i in range(-left, n + right):
         if mode == "reflect":
@@ -285,15 +286,15 @@ def pad(input, pad, mode="constant", value=None):
     reflect, replicate, circular."""
     pad = list(pad)
     if len(pad) % 2:
-        raise ValueError(f"pad: padding length must be divisible by 2, got {pad}")
+        raise ValueError(f"[pad] padding length must be divisible by 2, got {pad}")
     if len(pad) // 2 > input.ndim:
-        raise ValueError(f"pad: padding {pad} is too long for a {input.ndim}-D input")
+        raise ValueError(f"[pad] padding {pad} is too long for a {input.ndim}-D input")
     if mode == "constant":
         return _C._pad(input, pad, 0.0 if value is None else value)
     if mode not in ("reflect", "replicate", "circular"):
-        raise ValueError(f"pad: unknown mode {mode!r} (constant, reflect, replicate or circular)")
+        raise ValueError(f"[pad] unknown mode {mode!r} (constant, reflect, replicate or circular)")
     if value:
-        raise ValueError(f"pad: padding mode {mode!r} doesn't take in value argument")
+        raise ValueError(f"[pad] padding mode {mode!r} doesn't take in value argument")
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
         input = input.index_select(dim, _pad_index(input.shape[dim], pad[2 * i], pad[2 * i + 1], mode))
@@ -319,7 +320,7 @@ def _reduce(loss, reduction, name):
         return loss.sum()
     if reduction == "mean":
         return loss.mean()
-    raise ValueError(f"{name}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    raise ValueError(f"[{name}] reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
 def _warn_size(input, target, name):
@@ -333,7 +334,7 @@ def _class_weight(weight, input, class_dim, name):
     """weight (C,) viewed to broadcast against input along class_dim."""
     c = input.shape[class_dim]
     if weight.ndim != 1 or weight.shape[0] != c:
-        raise ValueError(f"{name}: weight tensor should be defined either for all {c} classes or no classes "
+        raise ValueError(f"[{name}] weight tensor should be defined either for all {c} classes or no classes "
                          f"but got weight tensor of shape: {tuple(weight.shape)}")
     shape = [1] * input.ndim
     shape[class_dim] = c
@@ -350,16 +351,16 @@ def _nll_terms(logp, target, weight, ignore_index, name):
         return terms.squeeze(0), w.squeeze(0)
     if logp.ndim < 2 or target.ndim != logp.ndim - 1 or target.shape[0] != logp.shape[0] \
             or tuple(target.shape[1:]) != tuple(logp.shape[2:]):
-        raise ValueError(f"{name}: expected input (N, C, *) and target (N, *), got input {tuple(logp.shape)} "
-                         f"and target {tuple(target.shape)}")
+        raise ValueError(f"[{name}] expected input (N, C, *) and target (N, *), "
+                         f"got input {tuple(logp.shape)} and target {tuple(target.shape)}")
     if target.is_floating_point():
-        raise TypeError(f"{name}: expected class indices (an integer tensor) as target, got {target.dtype}")
+        raise TypeError(f"[{name}] expected class indices (an integer tensor) as target, got {target.dtype}")
     c = logp.shape[1]
     ignore = target == ignore_index
     safe = target.masked_fill(ignore, 0)
     bad = (safe < 0).logical_or(safe >= c)
     if bool(bad.any()):
-        raise IndexError(f"{name}: target {safe[bad][0].item()} is out of bounds for {c} classes")
+        raise IndexError(f"[{name}] target {safe[bad][0].item()} is out of bounds for {c} classes")
     picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1)
     if weight is None:
         w = (~ignore).to(logp.dtype)
@@ -391,7 +392,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     class probabilities, with optional class weights and label smoothing."""
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+        raise ValueError("[cross_entropy] label_smoothing must be between 0.0 and 1.0, got "
+                         f"{label_smoothing}")
     if weight is None:
         return _C.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=label_smoothing)
@@ -428,7 +430,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta."""
     if beta < 0:
-        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+        raise ValueError(f"[smooth_l1_loss] beta must be non-negative, got {beta}")
     _warn_size(input, target, "smooth_l1_loss")
     return _C.smooth_l1_loss(input, target, reduction=_reduction(size_average, reduce, reduction), beta=beta)
 
@@ -437,7 +439,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """-(t log p + (1 - t) log(1 - p)) for probabilities p, times weight."""
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"binary_cross_entropy: target size {tuple(target.shape)} must be the same as "
+        raise ValueError(f"[binary_cross_entropy] target size {tuple(target.shape)} must be the same as "
                          f"input size {tuple(input.shape)}")
     if weight is None:
         return _C.binary_cross_entropy(input, target, reduction=reduction)
@@ -451,7 +453,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     pos_weight scales the loss of the positive targets."""
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"binary_cross_entropy_with_logits: target size {tuple(target.shape)} must be the "
+        raise ValueError(f"[binary_cross_entropy_with_logits] target size {tuple(target.shape)} must be the "
                          f"same as input size {tuple(input.shape)}")
     if weight is None and pos_weight is None:
         return _C.binary_cross_entropy_with_logits(input, target, reduction=reduction)
@@ -467,13 +469,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 # ---- attention ----
 
-def _mask_scores(scores, mask, allowed_when_true):
+def _mask_scores(scores, mask, allowed_when_true, who):
     """scores with a bool mask applied as -inf (where the mask forbids), or a
-    float mask added."""
+    float mask added; errors name who."""
     if mask.dtype == _C.bool:
         return scores.masked_fill(~mask if allowed_when_true else mask, float("-inf"))
     if not mask.is_floating_point():
-        raise TypeError(f"attention: mask must be bool or floating point, got {mask.dtype}")
+        raise TypeError(f"[{who}] mask must be bool or floating point, got {mask.dtype}")
     return scores + mask
 
 
@@ -487,9 +489,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:
         if attn_mask is not None:
-            raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal, not both")
+            raise ValueError("[scaled_dot_product_attention] pass either attn_mask or is_causal, not both")
         attn_mask = _C.ones(length, source, dtype=_C.bool).tril()
     if attn_mask is not None:
-        scores = _mask_scores(scores, attn_mask, True)
+        scores = _mask_scores(scores, attn_mask, True, "scaled_dot_product_attention")
     attn = dropout(_C.softmax(scores, -1), dropout_p, dropout_p > 0)
     return attn @ value

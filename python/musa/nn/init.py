@@ -12,6 +12,11 @@ from ..autograd import no_grad
 
 def calculate_gain(nonlinearity, param=None):
     """The recommended gain for a nonlinearity (PyTorch's values)."""
+    return _gain(nonlinearity, param, "calculate_gain")
+
+
+def _gain(nonlinearity, param, who):
+    """calculate_gain, with errors naming who (the function the user called)."""
     if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                         "conv_transpose3d", "sigmoid"):
         return 1
@@ -25,28 +30,28 @@ def calculate_gain(nonlinearity, param=None):
         elif isinstance(param, (int, float)) and not isinstance(param, bool):
             slope = param
         else:
-            raise ValueError(f"calculate_gain: negative_slope {param!r} is not a valid number")
+            raise ValueError(f"[{who}] negative_slope {param!r} is not a valid number")
         return math.sqrt(2.0 / (1 + slope ** 2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+    raise ValueError(f"[{who}] unsupported nonlinearity {nonlinearity!r}")
 
 
-def _calculate_fan_in_and_fan_out(tensor):
-    """(fan_in, fan_out) of a weight shaped (out, in, *kernel)."""
+def _calculate_fan_in_and_fan_out(tensor, who="_calculate_fan_in_and_fan_out"):
+    """(fan_in, fan_out) of a weight shaped (out, in, *kernel); errors name who."""
     if tensor.ndim < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
-                         f"(got shape {tuple(tensor.shape)})")
+        raise ValueError(f"[{who}] Fan in and fan out can not be computed for tensor with fewer than "
+                         f"2 dimensions (got shape {tuple(tensor.shape)})")
     receptive = 1
     for s in tensor.shape[2:]:
         receptive *= s
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def _calculate_correct_fan(tensor, mode):
+def _calculate_correct_fan(tensor, mode, who):
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+        raise ValueError(f"[{who}] Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, who)
     return fan_in if mode == "fan_in" else fan_out
 
 
@@ -78,7 +83,7 @@ def zeros_(tensor):
 def eye_(tensor):
     """Fill a 2-D tensor with the identity (ones on the main diagonal)."""
     if tensor.ndim != 2:
-        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, "
+        raise ValueError(f"[eye_] only tensors with 2 dimensions are supported, "
                          f"got shape {tuple(tensor.shape)}")
     with no_grad():
         return tensor.copy_(_C.eye(*tensor.shape, dtype=tensor.dtype))
@@ -86,26 +91,26 @@ def eye_(tensor):
 
 def xavier_uniform_(tensor, gain=1.0):
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot)."""
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, "xavier_uniform_")
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a)
 
 
 def xavier_normal_(tensor, gain=1.0):
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)) (Glorot)."""
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, "xavier_normal_")
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
 
 
-def _kaiming_std(tensor, a, mode, nonlinearity):
-    return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+def _kaiming_std(tensor, a, mode, nonlinearity, who):
+    return _gain(nonlinearity, a, who) / math.sqrt(_calculate_correct_fan(tensor, mode, who))
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     """U(-b, b) with b = gain * sqrt(3 / fan) (He)."""
     if tensor.numel() == 0:
         return tensor
-    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_uniform_")
     return uniform_(tensor, -bound, bound)
 
 
@@ -113,7 +118,7 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     """N(0, std^2) with std = gain / sqrt(fan) (He)."""
     if tensor.numel() == 0:
         return tensor
-    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity))
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity, "kaiming_normal_"))
 
 
 def orthogonal_(tensor, gain=1.0):
@@ -121,7 +126,7 @@ def orthogonal_(tensor, gain=1.0):
     a normal matrix, signs fixed so the result is uniformly distributed."""
     import numpy as np
     if tensor.ndim < 2:
-        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
+        raise ValueError(f"[orthogonal_] only tensors with 2 or more dimensions are supported, "
                          f"got shape {tuple(tensor.shape)}")
     if tensor.numel() == 0:
         return tensor

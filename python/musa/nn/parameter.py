@@ -12,7 +12,7 @@ class Parameter(Tensor):
         if data is None:
             data = _C.empty(0)
         elif not isinstance(data, Tensor):
-            raise TypeError(f"Parameter: data must be a musa.Tensor, got {type(data).__name__}")
+            raise TypeError(f"[Parameter] data must be a musa.Tensor, got {type(data).__name__}")
         return Tensor._make_subclass(cls, data, requires_grad)
 
     def __repr__(self):

@@ -63,7 +63,7 @@ class LRScheduler:
         return self._last_lr
 
     def get_lr(self):
-        raise NotImplementedError(f"{type(self).__name__} does not implement get_lr")
+        raise NotImplementedError(f"[{type(self).__name__}] does not implement get_lr")
 
     def print_lr(self, is_verbose, group, lr, epoch=None):
         if is_verbose:

@@ -239,7 +239,7 @@ class Optimizer:
         return loss
 
     def _step_group(self, group):
-        raise NotImplementedError(f"{type(self).__name__} does not implement step")
+        raise NotImplementedError(f"[{type(self).__name__}] does not implement step")
 
     def _with_grad(self, group):
         """The group's parameters that have a gradient, with the gradients

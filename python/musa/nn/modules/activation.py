@@ -99,7 +99,7 @@ class Hardtanh(Module):
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if min_val > max_val:
-            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+            raise ValueError(f"[Hardtanh] min_val ({min_val}) cannot be greater than max_val ({max_val})")
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace
@@ -172,7 +172,7 @@ class MultiheadAttention(Module):
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         super().__init__()
         if num_heads <= 0 or embed_dim % num_heads:
-            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
+            raise ValueError(f"[MultiheadAttention] embed_dim ({embed_dim}) must be divisible by num_heads "
                              f"({num_heads})")
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
@@ -224,7 +224,7 @@ class MultiheadAttention(Module):
         batched = query.ndim == 3
         self_attention = query is key and key is value
         if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
-            raise ValueError(f"MultiheadAttention: query, key and value must all be 2-D (unbatched) or 3-D, "
+            raise ValueError(f"[MultiheadAttention] query, key and value must all be 2-D (unbatched) or 3-D, "
                              f"got shapes {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
         if not batched:
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
@@ -260,17 +260,17 @@ class MultiheadAttention(Module):
     def _check(self, query, key, value, key_padding_mask, attn_mask):
         (n, length, e), (kn, s, _), (vn, vs, _) = query.shape, key.shape, value.shape
         if e != self.embed_dim:
-            raise ValueError(f"MultiheadAttention: query has {e} features, "
+            raise ValueError(f"[MultiheadAttention] query has {e} features, "
                              f"expected embed_dim={self.embed_dim}")
         if (kn, s) != (vn, vs) or kn != n or key.shape[2] != self.kdim or value.shape[2] != self.vdim:
-            raise ValueError(f"MultiheadAttention: key {tuple(key.shape)} and value {tuple(value.shape)} "
+            raise ValueError(f"[MultiheadAttention] key {tuple(key.shape)} and value {tuple(value.shape)} "
                              f"do not match query {tuple(query.shape)} (kdim={self.kdim}, vdim={self.vdim})")
         if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, s):
-            raise ValueError(f"MultiheadAttention: key_padding_mask of shape "
+            raise ValueError(f"[MultiheadAttention] key_padding_mask of shape "
                              f"{tuple(key_padding_mask.shape)}, expected {(n, s)}")
         allowed = ((length, s), (n * self.num_heads, length, s))
         if attn_mask is not None and tuple(attn_mask.shape) not in allowed:
-            raise ValueError(f"MultiheadAttention: attn_mask of shape {tuple(attn_mask.shape)}, expected "
+            raise ValueError(f"[MultiheadAttention] attn_mask of shape {tuple(attn_mask.shape)}, expected "
                              f"{(length, s)} or {(n * self.num_heads, length, s)}")
 
     def _attend(self, query, key, value, key_padding_mask, attn_mask):
@@ -292,10 +292,10 @@ class MultiheadAttention(Module):
         if attn_mask is not None:
             if attn_mask.ndim == 3:
                 attn_mask = attn_mask.reshape(n, h, length, attn_mask.shape[-1])
-            scores = F._mask_scores(scores, attn_mask, False)
+            scores = F._mask_scores(scores, attn_mask, False, "MultiheadAttention")
         if key_padding_mask is not None:
             padding = key_padding_mask.reshape(n, 1, 1, key_padding_mask.shape[-1])
-            scores = F._mask_scores(scores, padding, False)
+            scores = F._mask_scores(scores, padding, False, "MultiheadAttention")
         attn = F.dropout(_C.softmax(scores, -1), self.dropout, self.training and self.dropout > 0)
         out = (attn @ v).transpose(1, 2).reshape(n, length, e)
         return F.linear(out, self.out_proj.weight, self.out_proj.bias), attn

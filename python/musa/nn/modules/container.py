@@ -15,7 +15,7 @@ from .module import Module
 def _position(idx, n, owner):
     idx = operator.index(idx)
     if not -n <= idx < n:
-        raise IndexError(f"{owner}: index {idx} is out of range for length {n}")
+        raise IndexError(f"[{owner}] index {idx} is out of range for length {n}")
     return idx % n
 
 
@@ -26,7 +26,7 @@ class _ModuleSequence(Module):
     def _renumber(self, modules):
         for m in modules:
             if not isinstance(m, Module):
-                raise TypeError(f"{type(self).__name__}: {type(m).__name__} is not a Module subclass")
+                raise TypeError(f"[{type(self).__name__}] {type(m).__name__} is not a Module subclass")
         self._modules.clear()
         self._modules.update((str(i), m) for i, m in enumerate(modules))
 
@@ -68,7 +68,7 @@ class _ModuleSequence(Module):
 
     def extend(self, modules):
         if not isinstance(modules, Iterable):
-            raise TypeError(f"{type(self).__name__}.extend should be called with an iterable, "
+            raise TypeError(f"[{type(self).__name__}.extend] should be called with an iterable, "
                             f"but got {type(modules).__name__}")
         for m in list(modules):
             self.append(m)
@@ -174,10 +174,10 @@ class ModuleDict(Module):
             pairs = list(modules)
             for j, pair in enumerate(pairs):
                 if not isinstance(pair, Iterable) or len(pair) != 2:
-                    raise ValueError(f"ModuleDict.update: element #{j} should be a (name, module) pair, "
+                    raise ValueError(f"[ModuleDict.update] element #{j} should be a (name, module) pair, "
                                      f"got {pair!r}")
         else:
-            raise TypeError(f"ModuleDict.update should be called with an iterable of key/value pairs, "
+            raise TypeError(f"[ModuleDict.update] should be called with an iterable of key/value pairs, "
                             f"but got {type(modules).__name__}")
         for key, module in pairs:
             self[key] = module
@@ -222,7 +222,7 @@ class ParameterList(Module):
 
     def extend(self, values):
         if not isinstance(values, Iterable) or isinstance(values, _C.Tensor):
-            raise TypeError(f"ParameterList.extend should be called with an iterable, "
+            raise TypeError(f"[ParameterList.extend] should be called with an iterable, "
                             f"but got {type(values).__name__}")
         for v in values:
             self.append(v)
@@ -240,4 +240,4 @@ class ParameterList(Module):
         return "\n".join(lines)
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError("ParameterList should not be called.")
+        raise RuntimeError("[ParameterList] ParameterList should not be called.")

@@ -25,21 +25,21 @@ class _ConvNd(Module):
         name = type(self).__name__
         tup = _ntuple(n, name)
         if groups <= 0:
-            raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
+            raise ValueError(f"[{name}] groups must be a positive integer, got {groups}")
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
-                             f"divisible by groups ({groups})")
+            raise ValueError(f"[{name}] in_channels ({in_channels}) and out_channels ({out_channels}) "
+                             f"must be divisible by groups ({groups})")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, but got "
+            raise ValueError(f"[{name}] padding_mode must be one of {_PADDING_MODES}, but got "
                              f"padding_mode='{padding_mode}'")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.dilation = tup(kernel_size), tup(stride), tup(dilation)
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
-                raise ValueError(f"{name}: invalid padding string {padding!r}, "
+                raise ValueError(f"[{name}] invalid padding string {padding!r}, "
                                  "should be one of ('valid', 'same')")
             if padding == "same" and any(s != 1 for s in self.stride):
-                raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+                raise ValueError(f"[{name}] padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
             self.padding = tup(padding)
@@ -130,9 +130,10 @@ class ConvTranspose2d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         if padding_mode != "zeros":
-            raise ValueError(f"ConvTranspose2d: only 'zeros' padding mode is supported, got '{padding_mode}'")
+            raise ValueError("[ConvTranspose2d] only 'zeros' padding mode is supported, got "
+                             f"'{padding_mode}'")
         if isinstance(padding, str):
-            raise ValueError(f"ConvTranspose2d: padding must be numbers, got {padding!r}")
+            raise ValueError(f"[ConvTranspose2d] padding must be numbers, got {padding!r}")
         super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, dilation, True,
                          output_padding, groups, bias, padding_mode, device, dtype)
 
@@ -141,14 +142,14 @@ class ConvTranspose2d(_ConvNd):
             return self.output_padding
         output_size = list(output_size)[-2:]
         if len(output_size) != 2:
-            raise ValueError(f"ConvTranspose2d: output_size must have 2 or more elements, got {output_size}")
+            raise ValueError(f"[ConvTranspose2d] output_size must have 2 or more elements, got {output_size}")
         pads = []
         for d in range(2):
             smallest = ((input.shape[d - 2] - 1) * self.stride[d] - 2 * self.padding[d]
                         + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
             largest = smallest + self.stride[d] - 1
             if not smallest <= output_size[d] <= largest:
-                raise ValueError(f"ConvTranspose2d: requested an output size of {output_size}, but valid "
+                raise ValueError(f"[ConvTranspose2d] requested an output size of {output_size}, but valid "
                                  f"sizes along dim {d} range from {smallest} to {largest} "
                                  f"(for an input of {tuple(input.shape[-2:])})")
             pads.append(output_size[d] - smallest)

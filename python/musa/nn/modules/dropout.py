@@ -10,7 +10,8 @@ class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise ValueError(f"[{type(self).__name__}] dropout probability has to be between 0 and 1, "
+                             f"but got {p}")
         self.p = p
         self.inplace = inplace
 

@@ -24,7 +24,7 @@ class Unflatten(Module):
         super().__init__()
         if not isinstance(unflattened_size, (tuple, list)) or \
                 not all(isinstance(s, int) for s in unflattened_size):
-            raise TypeError(f"Unflatten: unflattened_size must be a tuple of ints, got {unflattened_size!r}")
+            raise TypeError(f"[Unflatten] unflattened_size must be a tuple of ints, got {unflattened_size!r}")
         self.dim = dim
         self.unflattened_size = unflattened_size
 

@@ -13,7 +13,7 @@ class _Loss(Module):
         super().__init__()
         reduction = F._reduction(size_average, reduce, reduction)
         if reduction not in ("none", "mean", "sum"):
-            raise ValueError(f"{type(self).__name__}: reduction must be 'none', 'mean' or 'sum', "
+            raise ValueError(f"[{type(self).__name__}] reduction must be 'none', 'mean' or 'sum', "
                              f"got {reduction!r}")
         self.reduction = reduction
 

@@ -41,14 +41,15 @@ def _typename(obj):
     return "musa.Tensor" if isinstance(obj, Tensor) else type(obj).__name__
 
 
-def _check_name(kind, name):
-    """Raise unless name is a valid name for a new `kind` (parameter, buffer, module)."""
+def _check_name(kind, name, who):
+    """Raise unless name is a valid name for a new `kind` (parameter, buffer,
+    module); errors name who (the method the user called)."""
     if not isinstance(name, str):
-        raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        raise TypeError(f"[{who}] {kind} name should be a string. Got {type(name).__name__}")
     if "." in name:
-        raise KeyError(f"{kind} name can't contain \".\", got: {name}")
+        raise KeyError(f"[{who}] {kind} name can't contain \".\", got: {name}")
     if name == "":
-        raise KeyError(f"{kind} name can't be empty string \"\"")
+        raise KeyError(f"[{who}] {kind} name can't be empty string \"\"")
 
 
 class Module:
@@ -66,7 +67,8 @@ class Module:
         set_(self, "_modules", OrderedDict())
 
     def forward(self, *input):
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
+        name = type(self).__name__
+        raise NotImplementedError(f'[{name}.forward] Module [{name}] is missing the required "forward" '
                                   'function')
 
     # ---- registration ----
@@ -74,12 +76,14 @@ class Module:
     def register_parameter(self, name, param):
         """Add a parameter (a Parameter, or None for an absent one)."""
         if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        _check_name("parameter", name)
+            raise AttributeError("[Module.register_parameter] cannot assign parameter before "
+                                 "Module.__init__() call")
+        _check_name("parameter", name, "Module.register_parameter")
         if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+            raise KeyError(f"[Module.register_parameter] attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+            raise TypeError(f"[Module.register_parameter] cannot assign '{_typename(param)}' object to "
+                            f"parameter '{name}' "
                             "(musa.nn.Parameter or None required)")
         self._parameters[name] = param
 
@@ -87,12 +91,14 @@ class Module:
         """Add a buffer: state that is not a parameter (like running means).
         Non-persistent buffers are left out of state_dict."""
         if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        _check_name("buffer", name)
+            raise AttributeError("[Module.register_buffer] cannot assign buffer before "
+                                 "Module.__init__() call")
+        _check_name("buffer", name, "Module.register_buffer")
         if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+            raise KeyError(f"[Module.register_buffer] attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+            raise TypeError(f"[Module.register_buffer] cannot assign '{_typename(tensor)}' object to "
+                            f"buffer '{name}' "
                             "(musa.Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
@@ -103,12 +109,12 @@ class Module:
     def add_module(self, name, module):
         """Add a child module (or None), reachable as an attribute."""
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{_typename(module)} is not a Module subclass")
+            raise TypeError(f"[Module.add_module] {_typename(module)} is not a Module subclass")
         if "_modules" not in self.__dict__:
-            raise AttributeError("cannot assign module before Module.__init__() call")
-        _check_name("module", name)
+            raise AttributeError("[Module.add_module] cannot assign module before Module.__init__() call")
+        _check_name("module", name, "Module.add_module")
         if hasattr(self, name) and name not in self._modules:
-            raise KeyError(f"attribute '{name}' already exists")
+            raise KeyError(f"[Module.add_module] attribute '{name}' already exists")
         self._modules[name] = module
 
     register_module = add_module
@@ -118,10 +124,10 @@ class Module:
         mod = self
         for item in target.split(".") if target else ():
             if not hasattr(mod, item):
-                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+                raise AttributeError(f"[Module.get_submodule] {mod._get_name()} has no attribute `{item}`")
             mod = getattr(mod, item)
             if not isinstance(mod, Module):
-                raise AttributeError(f"`{item}` is not an nn.Module")
+                raise AttributeError(f"[Module.get_submodule] `{item}` is not an nn.Module")
         return mod
 
     def __getattr__(self, name):
@@ -136,27 +142,29 @@ class Module:
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
-                raise AttributeError("cannot assign parameters before Module.__init__() call")
+                raise AttributeError("[Module.__setattr__] cannot assign parameters before "
+                                     "Module.__init__() call")
             self._discard(name, d, self._buffers, self._modules)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(musa.nn.Parameter or None expected)")
+                raise TypeError(f"[Module.__setattr__] cannot assign '{_typename(value)}' as parameter "
+                                f"'{name}' (musa.nn.Parameter or None expected)")
             params[name] = None
         elif isinstance(value, Module):
             if d.get("_modules") is None:
-                raise AttributeError("cannot assign module before Module.__init__() call")
+                raise AttributeError("[Module.__setattr__] cannot assign module before "
+                                     "Module.__init__() call")
             self._discard(name, d, params, self._buffers)
             self._modules[name] = value
         elif "_modules" in d and name in self._modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                "(musa.nn.Module or None expected)")
+                raise TypeError(f"[Module.__setattr__] cannot assign '{_typename(value)}' as child module "
+                                f"'{name}' (musa.nn.Module or None expected)")
             self._modules[name] = None
         elif "_buffers" in d and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                raise TypeError(f"[Module.__setattr__] cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(musa.Tensor or None expected)")
             self._buffers[name] = value
         else:
@@ -242,7 +250,8 @@ class Module:
     def train(self, mode=True):
         """Set training mode on self and all descendants; returns self."""
         if not isinstance(mode, bool):
-            raise ValueError(f"training mode is expected to be boolean, got {type(mode).__name__}")
+            raise ValueError("[Module.train] training mode is expected to be boolean, got "
+                             f"{type(mode).__name__}")
         self.training = mode
         for mod in self.children():
             mod.train(mode)
@@ -302,7 +311,7 @@ class Module:
         if dtype is None:
             return self
         if not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+            raise TypeError(f"[Module.to] only accepts floating point dtypes, but got desired dtype={dtype}")
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
     def type(self, dst_type):
@@ -384,7 +393,8 @@ class Module:
         descendants. Returns (missing_keys, unexpected_keys); raises
         RuntimeError on a shape mismatch, or on any key mismatch if strict."""
         if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+            raise TypeError("[Module.load_state_dict] Expected state_dict to be dict-like, got "
+                            f"{type(state_dict)}.")
         missing, unexpected, error_msgs = [], [], []
 
         def load(mod, local_state, prefix):
@@ -404,7 +414,7 @@ class Module:
                 error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
                     ", ".join(f'"{k}"' for k in missing)))
         if error_msgs:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+            raise RuntimeError("[Module.load_state_dict] Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(error_msgs)))
         return _IncompatibleKeys(missing, unexpected)
 

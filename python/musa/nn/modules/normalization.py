@@ -56,7 +56,7 @@ class _BatchNorm(Module):
     def forward(self, input):
         if input.ndim not in self._dims:
             dims = " or ".join(f"{d}D" for d in self._dims)
-            raise ValueError(f"{type(self).__name__}: expected {dims} input "
+            raise ValueError(f"[{type(self).__name__}] expected {dims} input "
                              f"(got {input.ndim}D input of shape {tuple(input.shape)})")
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -123,7 +123,7 @@ class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
         super().__init__()
         if num_groups <= 0 or num_channels % num_groups:
-            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+            raise ValueError(f"[GroupNorm] num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")
         self.num_groups = num_groups
         self.num_channels = num_channels

@@ -88,20 +88,20 @@ class RNNBase(Module):
         super().__init__()
         name = type(self).__name__
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1:
-            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing the "
+            raise ValueError(f"[{name}] dropout should be a number in range [0, 1] representing the "
                              f"probability of an element being zeroed, got {dropout!r}")
         if dropout > 0 and num_layers == 1:
             warnings.warn(f"{name}: dropout option adds dropout after all but last recurrent layer, so "
                           f"non-zero dropout expects num_layers greater than 1, but got dropout={dropout} "
                           f"and num_layers={num_layers}")
         if hidden_size <= 0 or num_layers <= 0:
-            raise ValueError(f"{name}: hidden_size ({hidden_size}) and num_layers ({num_layers}) "
+            raise ValueError(f"[{name}] hidden_size ({hidden_size}) and num_layers ({num_layers}) "
                              "must be positive")
         if proj_size < 0 or (proj_size and proj_size >= hidden_size):
-            raise ValueError(f"{name}: proj_size ({proj_size}) must be 0 or in "
+            raise ValueError(f"[{name}] proj_size ({proj_size}) must be 0 or in "
                              f"[1, hidden_size={hidden_size})")
         if proj_size and mode != "LSTM":
-            raise ValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise ValueError(f"[{name}] proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -154,14 +154,14 @@ class RNNBase(Module):
         zeros when None."""
         name = type(self).__name__
         if input.ndim not in (2, 3):
-            raise ValueError(f"{name}: Expected input to be 2-D or 3-D but received {input.ndim}-D tensor")
+            raise ValueError(f"[{name}] Expected input to be 2-D or 3-D but received {input.ndim}-D tensor")
         if input.shape[-1] != self.input_size:
-            raise RuntimeError(f"{name}: input.size(-1) must equal input_size. "
+            raise RuntimeError(f"[{name}] input.size(-1) must equal input_size. "
                                f"Expected {self.input_size}, got {input.shape[-1]}")
         batched = input.ndim == 3
         x = input.unsqueeze(1) if not batched else input.transpose(0, 1) if self.batch_first else input
         if x.shape[0] == 0:
-            raise ValueError(f"{name}: expected a sequence length larger than 0, got input of shape "
+            raise ValueError(f"[{name}] expected a sequence length larger than 0, got input of shape "
                              f"{tuple(input.shape)}")
         directions = 2 if self.bidirectional else 1
         n = x.shape[1]
@@ -185,20 +185,20 @@ class RNNBase(Module):
         name = type(self).__name__
         if self.mode == "LSTM":
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                raise TypeError(f"{name}: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
+                raise TypeError(f"[{name}] hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
             states = tuple(hx)
         else:
             states = (hx,)
         want = 3 if batched else 2
         if any(s.ndim != want for s in states):
             kind = "batched 3-D" if batched else "unbatched 2-D"
-            raise RuntimeError(f"{name}: for {kind} input, hx should also be {want}-D but got "
+            raise RuntimeError(f"[{name}] for {kind} input, hx should also be {want}-D but got "
                                f"{tuple(s.ndim for s in states)}-D tensors")
         if not batched:
             states = tuple(s.unsqueeze(1) for s in states)
         for s, shape in zip(states, shapes):
             if tuple(s.shape) != shape:
-                raise RuntimeError(f"{name}: Expected hidden size {shape}, got {list(s.shape)}")
+                raise RuntimeError(f"[{name}] Expected hidden size {shape}, got {list(s.shape)}")
         return states
 
     def extra_repr(self):
@@ -225,7 +225,7 @@ class RNN(RNNBase):
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"RNN: Unknown nonlinearity '{nonlinearity}' (expected 'tanh' or 'relu')")
+            raise ValueError(f"[RNN] Unknown nonlinearity '{nonlinearity}' (expected 'tanh' or 'relu')")
         self.nonlinearity = nonlinearity
         super().__init__("RNN_" + nonlinearity.upper(), input_size, hidden_size, num_layers, bias,
                          batch_first, dropout, bidirectional, 0, device, dtype)
@@ -275,9 +275,9 @@ class RNNCellBase(Module):
         (None: zeros)."""
         name = type(self).__name__
         if input.ndim not in (1, 2):
-            raise ValueError(f"{name}: Expected input to be 1-D or 2-D but received {input.ndim}-D tensor")
+            raise ValueError(f"[{name}] Expected input to be 1-D or 2-D but received {input.ndim}-D tensor")
         if input.shape[-1] != self.input_size:
-            raise RuntimeError(f"{name}: input has inconsistent input_size: got {input.shape[-1]} "
+            raise RuntimeError(f"[{name}] input has inconsistent input_size: got {input.shape[-1]} "
                                f"expected {self.input_size}")
         batched = input.ndim == 2
         x = input if batched else input.unsqueeze(0)
@@ -288,7 +288,7 @@ class RNNCellBase(Module):
             want = (x.shape[0], self.hidden_size) if batched else (self.hidden_size,)
             for s in states:
                 if tuple(s.shape) != want:
-                    raise RuntimeError(f"{name}: Expected hidden size {want}, got {tuple(s.shape)}")
+                    raise RuntimeError(f"[{name}] Expected hidden size {want}, got {tuple(s.shape)}")
             states = states if batched else tuple(s.unsqueeze(0) for s in states)
         w = _Weights(self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)
         out = _MODES[self.mode][0](F.linear(x, w.ih, w.b_ih), states, w)
@@ -308,7 +308,7 @@ class RNNCell(RNNCellBase):
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"RNNCell: Unknown nonlinearity '{nonlinearity}' (expected 'tanh' or 'relu')")
+            raise ValueError(f"[RNNCell] Unknown nonlinearity '{nonlinearity}' (expected 'tanh' or 'relu')")
         self.nonlinearity = nonlinearity
         super().__init__("RNN_" + nonlinearity.upper(), input_size, hidden_size, bias, device, dtype)
 

@@ -16,10 +16,10 @@ class Embedding(Module):
                  dtype=None):
         super().__init__()
         if scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse gradients are not supported")
+            raise NotImplementedError("[Embedding] scale_grad_by_freq and sparse gradients are not supported")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx ({padding_idx}) must be within num_embeddings "
+                raise ValueError(f"[Embedding] padding_idx ({padding_idx}) must be within num_embeddings "
                                  f"({num_embeddings})")
             padding_idx %= num_embeddings
         self.num_embeddings = num_embeddings
@@ -35,7 +35,7 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError(f"Embedding: weight of shape {tuple(_weight.shape)} does not match "
+                raise ValueError(f"[Embedding] weight of shape {tuple(_weight.shape)} does not match "
                                  f"({num_embeddings}, {embedding_dim})")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
@@ -63,7 +63,7 @@ class Embedding(Module):
                         scale_grad_by_freq=False, sparse=False):
         """An Embedding whose weight is (a Parameter sharing) the 2-D embeddings."""
         if embeddings.ndim != 2:
-            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, "
+            raise ValueError(f"[Embedding.from_pretrained] embeddings must be 2-D, "
                              f"got shape {tuple(embeddings.shape)}")
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,

@@ -29,7 +29,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         else:
             total = norm(_C.stack([norm(g.detach(), norm_type).to(_C.float64) for g in grads]), norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
-            raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} for gradients from "
+            raise RuntimeError(f"[clip_grad_norm_] the total norm of order {norm_type} for gradients from "
                                "`parameters` is non-finite, so it cannot be clipped. To disable this error "
                                "and scale the gradients by the non-finite norm anyway, set "
                                "`error_if_nonfinite=False`")

@@ -21,7 +21,7 @@ class Dataset:
     for samplers and len(DataLoader), __len__."""
 
     def __getitem__(self, index):
-        raise NotImplementedError(f"{type(self).__name__} does not implement __getitem__")
+        raise NotImplementedError(f"[{type(self).__name__}] does not implement __getitem__")
 
     def __add__(self, other):
         return ConcatDataset([self, other])
@@ -31,7 +31,7 @@ class IterableDataset(Dataset):
     """A dataset read as a stream: subclasses implement __iter__."""
 
     def __iter__(self):
-        raise NotImplementedError(f"{type(self).__name__} does not implement __iter__")
+        raise NotImplementedError(f"[{type(self).__name__}] does not implement __iter__")
 
     def __add__(self, other):
         raise TypeError("[IterableDataset] iterable datasets cannot be concatenated with +")

@@ -16,7 +16,7 @@ class Sampler:
         pass
 
     def __iter__(self):
-        raise NotImplementedError(f"{type(self).__name__} does not implement __iter__")
+        raise NotImplementedError(f"[{type(self).__name__}] does not implement __iter__")
 
 
 class SequentialSampler(Sampler):
