@@ -200,11 +200,15 @@ typedef struct musa_temps {
     int n;
 } musa_temps;
 static inline musa_tensor *musa_tmp(musa_temps *s, musa_tensor *t) {
-    if (s->n < (int)(sizeof s->t / sizeof s->t[0]))
+    if (s->n < (int)(sizeof s->t / sizeof s->t[0])) {
         s->t[s->n++] = t;
-    else
-        MUSA_ASSERT(!"too many temporaries");
-    return t;
+        return t;
+    }
+    /* a composition longer than the list: fail the op, never abort */
+    musa_tensor_release(t);
+    musa_err(MUSA_ERR_RUNTIME, "[internal] an op composition needs more than %d temporaries",
+             (int)(sizeof s->t / sizeof s->t[0]));
+    return NULL;
 }
 static inline void musa_temps_release(musa_temps *s) {
     for (int i = 0; i < s->n; i++) musa_tensor_release(s->t[i]);

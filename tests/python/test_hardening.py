@@ -25,3 +25,34 @@ def test_lists_of_bigger_tensors_raise_instead_of_overflowing(n):
         musa.tensor([musa.ones(n), musa.ones(n)])
     with pytest.raises(ValueError, match=r"expected a sequence of length 2 at dim 1"):
         musa.tensor([[1.0, 2.0], musa.ones(2)])
+
+
+# ---- matmul with an empty inner dim (an internal assert aborted) ----
+
+def test_matmul_with_empty_inner_dim_and_zero_strides():
+    a = musa.zeros(1).expand(0)
+    assert float(a @ a) == 0.0
+    x = musa.randn(8, 8, requires_grad=True)
+    w = musa.randn(8, 0, requires_grad=True)
+    (x @ w).sum().backward()
+    assert x.grad.shape == (8, 8) and float(x.grad.abs().sum()) == 0.0
+    assert w.grad.shape == (8, 0)
+    m = musa.ones(3, 1).expand(3, 0)
+    np.testing.assert_array_equal((m @ musa.ones(0, 4)).numpy(), np.zeros((3, 4), np.float32))
+
+
+# ---- exported memory outlives a rebinding of the tensor (use after free) ----
+
+@pytest.mark.parametrize("export", ["numpy", "asarray", "memoryview"])
+def test_exported_arrays_keep_the_storage_alive(export):
+    x = musa.arange(1000.0)
+    get = {"numpy": lambda t: t.numpy(), "asarray": np.asarray, "memoryview": memoryview}[export]
+    a = get(x)
+    x.data = musa.zeros(5)
+    z = musa.zeros(1000)
+    if export == "memoryview":
+        a[3] = 42.0
+        assert a[3] == 42.0 and a[4] == 4.0
+    else:
+        a[:] = 42
+    assert float(z.sum()) == 0.0 and x.shape == (5,)

@@ -32,6 +32,11 @@ static const char *buffer_format(musa_dtype d) {
     }
 }
 
+typedef struct buffer_hold {
+    musa_tensor *t;     /* a reference: the exported memory stays alive */
+    Py_ssize_t arr[];   /* shape[ndim], then strides[ndim] in bytes */
+} buffer_hold;
+
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     musa_tensor *t = pm_t(self);
     pm_host_read(t, MUSA_READ_DATA, 0);
@@ -48,11 +53,15 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
         return -1;
     }
     int nd = musa_tensor_ndim(t);
-    Py_ssize_t *arr = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(nd ? nd : 1));
-    if (!arr) {
+    /* view->internal: the tensor, retained so its storage outlives any
+     * change of the Python object (x.data = ...), then shape and strides */
+    buffer_hold *hold =
+        PyMem_Malloc(sizeof(buffer_hold) + sizeof(Py_ssize_t) * 2 * (size_t)(nd ? nd : 1));
+    if (!hold) {
         PyErr_NoMemory();
         return -1;
     }
+    Py_ssize_t *arr = hold->arr;
     size_t es = musa_dtype_size(musa_tensor_dtype(t));
     for (int i = 0; i < nd; i++) {
         arr[i] = (Py_ssize_t)musa_tensor_shape(t)[i];
@@ -60,7 +69,7 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     }
     bool contig = musa_tensor_is_contiguous(t);
     if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contig) {
-        PyMem_Free(arr);
+        PyMem_Free(hold);
         PyErr_SetString(PyExc_BufferError,
                         "[Tensor.__buffer__] tensor is not contiguous; the consumer needs strides");
         return -1;
@@ -75,13 +84,16 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     view->shape = (flags & PyBUF_ND) ? arr : NULL;
     view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? arr + nd : NULL;
     view->suboffsets = NULL;
-    view->internal = arr;
+    hold->t = musa_tensor_retain(t);
+    view->internal = hold;
     return 0;
 }
 
 static void tensor_releasebuffer(PyObject *self, Py_buffer *view) {
     (void)self;
-    PyMem_Free(view->internal);
+    buffer_hold *hold = view->internal;
+    musa_tensor_release(hold->t);
+    PyMem_Free(hold);
 }
 
 PyBufferProcs pm_tensor_buffer_procs = {tensor_getbuffer, tensor_releasebuffer};

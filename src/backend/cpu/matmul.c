@@ -164,6 +164,12 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
                       int src_dt) {
     size_t es = cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
     int64_t M = C->rows, N = C->cols, K = A->cols;
+    if (K == 0) { /* an empty sum: zeros, whatever A's and B's (degenerate) strides */
+        musa_kview z = {.data = c, .dtype = src_dt, .ndim = 2, .shape = {M, N},
+                        .strides = {C->rs, C->cs}};
+        musa_cpu_fill(&z, 0);
+        return MUSA_OK;
+    }
     mat2 a2 = *A, b2 = *B, c2 = *C;
     const char *pa = a, *pb = b;
     char *pc = c;
@@ -186,10 +192,11 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
     int64_t lda, ldb, ldc;
     bool ok = gemm_layout(&a2, &ta, &lda) && gemm_layout(&b2, &tb, &ldb) &&
               gemm_layout(&c2, &tc, &ldc) && tc == 'N';
-    MUSA_ASSERT(ok);
-    if (K == 0) {
-        for (int64_t i = 0; i < M; i++) memset(pc + (size_t)(i * ldc) * es, 0, (size_t)N * es);
-    } else if (cdt == MUSA_DTYPE_FLOAT32) {
+    if (!ok) /* packing makes every operand GEMM-readable; a bug if not */
+        return musa_err(MUSA_ERR_RUNTIME,
+                        "[matmul] internal: no GEMM layout for (%lld x %lld) @ (%lld x %lld)",
+                        (long long)M, (long long)K, (long long)K, (long long)N);
+    if (cdt == MUSA_DTYPE_FLOAT32) {
         set_omp_threads();
         dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, 1.0f, (const float *)pa, lda,
                                       (const float *)pb, ldb, 0.0f, (float *)pc, ldc);
@@ -234,8 +241,9 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     int cdt = dt == MUSA_DTYPE_FLOAT64 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
     if (musa_is_float((musa_dtype)dt)) {
         ws_parts(&p, dt, &wa, &wb, &wc);
-        MUSA_ASSERT(ctx->scratch_bytes >=
-                    (size_t)(wa + wb + wc) * (cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4));
+        if (ctx->scratch_bytes < (size_t)(wa + wb + wc) * (cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4))
+            return musa_err(MUSA_ERR_RUNTIME, "[matmul] internal: workspace of %zu bytes is short",
+                            ctx->scratch_bytes);
     }
     int64_t idx[MUSA_MAX_DIMS] = {0};
     for (int64_t bi = 0; bi < p.batch; bi++) {
