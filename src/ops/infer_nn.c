@@ -349,18 +349,61 @@ int infer_group_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     return MUSA_OK;
 }
 
-/* (gy, x, weight, mean, invstd) -> (gx, gweight, gbias) */
+/* Input i of a norm backward must have the given shape. */
+static int check_shape(const musa_op_info *op, const musa_tensor *t, const char *what, int nd,
+                       const int64_t *shape) {
+    if (musa_shape_equal(t->ndim, t->shape, nd, shape)) return MUSA_OK;
+    char s1[128], s2[128];
+    return musa_err(MUSA_ERR_VALUE, "[%s] %s has shape %s, expected %s", op->name, what,
+                    musa_shape_str(t->ndim, t->shape, s1, sizeof s1),
+                    musa_shape_str(nd, shape, s2, sizeof s2));
+}
+
+/* (gy, x, weight, mean, invstd) -> (gx, gweight, gbias). The kernels index
+ * weight and the statistics by x's channels or rows, so every shape is
+ * checked against x as the forward op makes them. */
 int infer_norm_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                         musa_infer *r) {
-    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    MUSA_UNUSED(n_in);
+    musa_attrs_norm *a = attrs;
     const musa_tensor *gy = in[0], *x = in[1];
-    if (!musa_shape_equal(gy->ndim, gy->shape, x->ndim, x->shape))
-        return musa_err(MUSA_ERR_VALUE, "[%s] gradient and input shapes differ", op->name);
+    int rc;
+    if ((rc = check_shape(op, gy, "gradient", x->ndim, x->shape))) return rc;
+    if ((rc = norm_eps(op, a))) return rc;
+    int64_t wshape[MUSA_MAX_DIMS], sshape[MUSA_MAX_DIMS];
+    int wn, sn;
+    if (op == &musa_ops[MUSA_OP_layer_norm_backward]) {
+        if (a->ndims < 1 || a->ndims > x->ndim)
+            return musa_err(MUSA_ERR_VALUE,
+                            "[%s] cannot normalise the last %lld dims of a %d-d input", op->name,
+                            (long long)a->ndims, x->ndim);
+        sn = x->ndim - (int)a->ndims, wn = (int)a->ndims;
+        memcpy(sshape, x->shape, sizeof(int64_t) * (size_t)sn);
+        memcpy(wshape, x->shape + sn, sizeof(int64_t) * (size_t)wn);
+    } else {
+        if (x->ndim < 2)
+            return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims",
+                            op->name, x->ndim);
+        wn = 1, wshape[0] = x->shape[1];
+        if (op == &musa_ops[MUSA_OP_group_norm_backward]) {
+            if (a->groups < 1 || x->shape[1] % a->groups)
+                return musa_err(MUSA_ERR_VALUE,
+                                "[%s] %lld channels are not divisible into %lld groups", op->name,
+                                (long long)x->shape[1], (long long)a->groups);
+            sn = 2, sshape[0] = x->shape[0], sshape[1] = a->groups;
+        } else {
+            sn = 1, sshape[0] = x->shape[1];
+        }
+    }
+    if ((rc = check_shape(op, in[2], "weight", wn, wshape)) ||
+        (rc = check_shape(op, in[3], "mean", sn, sshape)) ||
+        (rc = check_shape(op, in[4], "invstd", sn, sshape)))
+        return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     r->in_dtype[3] = r->in_dtype[4] = (int8_t)stat_dtype(t); /* float32 or float64 */
     out_like(r, 0, t, x->ndim, x->shape);
-    out_like(r, 1, t, in[2]->ndim, in[2]->shape);
-    out_like(r, 2, t, in[2]->ndim, in[2]->shape);
+    out_like(r, 1, t, wn, wshape);
+    out_like(r, 2, t, wn, wshape);
     return MUSA_OK;
 }
 

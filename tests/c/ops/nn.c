@@ -715,3 +715,49 @@ TEST(embedding_and_dropout) {
     free(dv);
     release_all(9, w, idx, e, s, g, x, d, ev2, NULL);
 }
+
+/* The fused norm backwards through the generic API: every operand's shape
+ * is checked against x before a kernel indexes it (they read and wrote out
+ * of bounds). */
+TEST(norm_backward_rejects_malformed_operands) {
+    const int64_t xs[] = {2, 4, 3}, c4[] = {4}, c5[] = {5}, ng[] = {2, 2}, rows[] = {2, 4};
+    musa_tensor *x = musa_ones(3, xs, MUSA_DTYPE_FLOAT32), *gy = musa_ones(3, xs, MUSA_DTYPE_FLOAT32);
+    musa_tensor *w4 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32), *w5 = musa_ones(1, c5, MUSA_DTYPE_FLOAT32);
+    musa_tensor *s4 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32), *s5 = musa_ones(1, c5, MUSA_DTYPE_FLOAT32);
+    musa_tensor *sg = musa_ones(2, ng, MUSA_DTYPE_FLOAT32), *sr = musa_ones(2, rows, MUSA_DTYPE_FLOAT32);
+    musa_tensor *w3 = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32), *x1 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32);
+    musa_tensor *out[3] = {NULL};
+    int bn = musa_op_lookup("batch_norm_backward"), gn = musa_op_lookup("group_norm_backward");
+    int ln = musa_op_lookup("layer_norm_backward");
+    musa_attrs *a = musa_attrs_new(bn);
+#define CALL(op, ...) musa_op_call(op, 5, (musa_tensor *[]){__VA_ARGS__}, a, out)
+    CHECK_ERR(CALL(bn, gy, x, w5, s4, s4) == MUSA_OK, MUSA_ERR_VALUE, "[batch_norm_backward] weight has shape (5,), expected (4,)");
+    CHECK_ERR(CALL(bn, gy, x, w4, s5, s4) == MUSA_OK, MUSA_ERR_VALUE, "[batch_norm_backward] mean has shape (5,)");
+    CHECK_ERR(CALL(bn, gy, x, w4, s4, s5) == MUSA_OK, MUSA_ERR_VALUE, "invstd has shape (5,)");
+    CHECK_ERR(CALL(bn, x1, x1, w4, s4, s4) == MUSA_OK, MUSA_ERR_VALUE, "input must be (N, C, ...)");
+    CHECK_ERR(CALL(bn, w4, x, w4, s4, s4) == MUSA_OK, MUSA_ERR_VALUE, "gradient has shape (4,)");
+    CHECK_OK(CALL(bn, gy, x, w4, s4, s4));
+    release_all(3, out[0], out[1], out[2]);
+    out[0] = out[1] = out[2] = NULL;
+    musa_attrs_free(a);
+    a = musa_attrs_new(gn);
+    CHECK_OK(musa_attrs_set_int(a, "groups", 3));
+    CHECK_ERR(CALL(gn, gy, x, w4, sg, sg) == MUSA_OK, MUSA_ERR_VALUE, "4 channels are not divisible into 3 groups");
+    CHECK_OK(musa_attrs_set_int(a, "groups", 2));
+    CHECK_ERR(CALL(gn, gy, x, w4, s4, sg) == MUSA_OK, MUSA_ERR_VALUE, "[group_norm_backward] mean has shape (4,), expected (2, 2)");
+    CHECK_OK(CALL(gn, gy, x, w4, sg, sg));
+    release_all(3, out[0], out[1], out[2]);
+    out[0] = out[1] = out[2] = NULL;
+    musa_attrs_free(a);
+    a = musa_attrs_new(ln);
+    CHECK_OK(musa_attrs_set_int(a, "ndims", 4));
+    CHECK_ERR(CALL(ln, gy, x, w3, sr, sr) == MUSA_OK, MUSA_ERR_VALUE, "cannot normalise the last 4 dims");
+    CHECK_OK(musa_attrs_set_int(a, "ndims", 1));
+    CHECK_ERR(CALL(ln, gy, x, w4, sr, sr) == MUSA_OK, MUSA_ERR_VALUE, "[layer_norm_backward] weight has shape (4,), expected (3,)");
+    CHECK_ERR(CALL(ln, gy, x, w3, s4, sr) == MUSA_OK, MUSA_ERR_VALUE, "mean has shape (4,), expected (2, 4)");
+    CHECK_OK(CALL(ln, gy, x, w3, sr, sr));
+    release_all(3, out[0], out[1], out[2]);
+#undef CALL
+    musa_attrs_free(a);
+    release_all(10, x, gy, w4, w5, s4, s5, sg, sr, w3, x1);
+}
