@@ -488,8 +488,8 @@ MUSA_API musa_tensor *musa_tril(musa_tensor *x, int64_t k);
 MUSA_API musa_tensor *musa_triu(musa_tensor *x, int64_t k);
 /* Inclusive prefix sum along dim; integers give int64. */
 MUSA_API musa_tensor *musa_cumsum(musa_tensor *x, int64_t dim);
-/* int64 classes -> int64 one-hot with a new last dim (num_classes < 0:
- * max + 1). */
+/* int64 classes -> int64 one-hot with a new last dim (num_classes -1:
+ * max + 1; other negative counts are MUSA_ERR_VALUE). */
 MUSA_API musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes);
 /* Stable sort along dim (NaN sorts as the largest value). */
 MUSA_API int musa_sort(musa_tensor *x, int64_t dim, bool descending, musa_tensor **values,

@@ -161,8 +161,16 @@ def movedim(input, source, destination):
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
         raise ValueError("[movedim] source and destination must have the same number of dims")
+    lo, hi = (-nd, nd - 1) if nd else (-1, 0)
+    for d in src + dst:
+        if not lo <= d <= hi:
+            raise IndexError(f"[movedim] dimension out of range (expected to be in range of "
+                             f"[{lo}, {hi}], but got {d})")
     src = [s % nd if nd else 0 for s in src]
     dst = [d % nd if nd else 0 for d in dst]
+    for what, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise ValueError(f"[movedim] repeated dim in `{what}` ({ds})")
     order = [None] * nd
     for s, d in zip(src, dst):
         order[d] = s

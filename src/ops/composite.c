@@ -322,6 +322,11 @@ musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes) {
                  musa_dtype_name((musa_dtype)x->dtype));
         return NULL;
     }
+    if (num_classes < -1) {
+        musa_err(MUSA_ERR_VALUE, "[one_hot] num_classes must be -1 (infer) or >= 0, got %lld",
+                 (long long)num_classes);
+        return NULL;
+    }
     musa_temps t = {0};
     musa_tensor *r = NULL;
     if (x->storage && x->numel) { /* check the classes (eager only: needs values) */

@@ -654,12 +654,27 @@ static int check_dtype(const musa_op_info *op, int32_t dt) {
     return MUSA_OK;
 }
 
+/* Whether v converts to an integer dtype without overflow (floats and bool
+ * take any value, as in PyTorch). */
+static bool fits_dtype(musa_dtype dt, double v) {
+    switch (dt) {
+    case MUSA_DTYPE_INT64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    case MUSA_DTYPE_INT32: return v >= -2147483648.0 && v <= 2147483647.0;
+    case MUSA_DTYPE_INT8: return v >= -128 && v <= 127;
+    case MUSA_DTYPE_UINT8: return v >= 0 && v <= 255;
+    default: return true;
+    }
+}
+
 int infer_full(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                musa_infer *r) {
     MUSA_UNUSED(in), MUSA_UNUSED(n_in);
     musa_attrs_full *a = attrs;
     int rc = check_dtype(op, a->dtype);
     if (rc || (rc = musa_shape_check(op->name, a->shape.n, a->shape.v, NULL))) return rc;
+    if (!fits_dtype((musa_dtype)a->dtype, a->value))
+        return musa_err(MUSA_ERR_VALUE, "[%s] value %g cannot be converted to %s without overflow",
+                        op->name, a->value, musa_dtype_name((musa_dtype)a->dtype));
     out_like(r, 0, (musa_dtype)a->dtype, a->shape.n, a->shape.v);
     return MUSA_OK;
 }

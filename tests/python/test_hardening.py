@@ -56,3 +56,44 @@ def test_exported_arrays_keep_the_storage_alive(export):
     else:
         a[:] = 42
     assert float(z.sum()) == 0.0 and x.shape == (5,)
+
+
+# ---- arguments that were accepted and gave wrong results ----
+
+import musa.nn.functional as F  # noqa: E402
+
+BAD_ARGS = [
+    ("max_pool2d without kernel", lambda x: F.max_pool2d(x, None), TypeError, r"\[max_pool2d\] kernel_size is required"),
+    ("avg_pool2d without kernel", lambda x: F.avg_pool2d(x, None), TypeError, r"\[avg_pool2d\] kernel_size is required"),
+    ("max_pool2d stride 0", lambda x: F.max_pool2d(x, 2, stride=0), ValueError, r"\[max_pool2d\] stride must be >= 1, got 0"),
+    ("avg_pool2d stride 0", lambda x: F.avg_pool2d(x, 2, stride=0), ValueError, r"\[avg_pool2d\] stride must be >= 1, got 0"),
+    ("eye with m -1", lambda x: musa.eye(3, -1), ValueError, r"\[eye\] n and m must be non-negative"),
+    ("movedim past the dims", lambda x: musa.randn(2, 3).movedim(0, 4), IndexError, r"\[movedim\] dimension out of range .*got 4"),
+    ("movedim repeated", lambda x: musa.randn(2, 3).movedim([0, 1], [1, 1]), ValueError, r"\[movedim\] repeated dim"),
+    ("narrow past the end", lambda x: musa.arange(5.0).narrow(0, 3, 5), ValueError, r"\[narrow\] start \(3\) \+ length \(5\) exceeds"),
+    ("narrow with a huge length", lambda x: musa.arange(5.0).narrow(0, 1, 2**63 - 1), ValueError, r"exceeds dimension size \(5\)"),
+    ("narrow start out of range", lambda x: musa.arange(5.0).narrow(0, 6, 0), IndexError, r"\[narrow\] start 6 is out of range"),
+    ("one_hot -2", lambda x: F.one_hot(musa.tensor([0, 1]), -2), ValueError, r"\[one_hot\] num_classes must be -1"),
+    ("full overflowing int64", lambda x: musa.full((2,), 2**70), ValueError, r"\[full\] value .* cannot be converted to int64"),
+    ("full overflowing uint8", lambda x: musa.full((2,), 300, dtype=musa.uint8), ValueError, r"to uint8 without overflow"),
+    ("full nan into int32", lambda x: musa.full((2,), float("nan"), dtype=musa.int32), ValueError, r"to int32"),
+    ("arange(None)", lambda x: musa.arange(None), TypeError, r"\[arange\] end must be a number, not None"),
+]
+
+
+@pytest.mark.parametrize("name,call,exc,msg", BAD_ARGS, ids=[b[0] for b in BAD_ARGS])
+def test_bad_arguments_raise(name, call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call(musa.randn(1, 1, 4, 4))
+
+
+def test_the_defaults_those_checks_keep():
+    x = musa.randn(1, 1, 4, 4)
+    assert F.max_pool2d(x, 2, stride=[]).shape == (1, 1, 2, 2)
+    assert musa.eye(3).shape == (3, 3) and musa.eye(2, 4).shape == (2, 4)
+    assert musa.arange(5.0).narrow(0, -2, 2).tolist() == [3.0, 4.0]
+    assert musa.arange(5.0).narrow(0, 5, 0).shape == (0,)
+    assert F.one_hot(musa.tensor([0, 2]), -1).shape == (2, 3)
+    assert musa.full((2,), 2**62).tolist() == [2**62, 2**62]
+    assert musa.full((1,), -128, dtype=musa.int8).tolist() == [-128]
+    assert musa.randn(2, 3, 4).movedim(-1, 0).shape == (4, 2, 3)

@@ -138,6 +138,11 @@ DEF(arange, PM_FN,
     PyObject *vals[3] = {a[0].o, a[1].o, a[2].o};
     double v[3] = {0, 0, 1};
     bool all_int = true;
+    if (vals[0] == Py_None) {
+        PyErr_Format(PyExc_TypeError, "[%s] %s must be a number, not None", who,
+                     vals[1] == Py_None ? "end" : "start");
+        return NULL;
+    }
     for (int i = 0; i < 3; i++) {
         if (vals[i] == Py_None) continue;
         if (pm_is_tensor(vals[i])) {
@@ -158,10 +163,15 @@ DEF(linspace, PM_FN, "start:f end:f steps:i * dtype:d=None device:O=None require
     return finish_new(who, musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)),
                       a[4].o, a[5].b);
 }
-DEF(eye, PM_FN, "n:i m:i=-1 * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who,
-                      musa_eye(a[0].i, a[1].i < 0 ? a[0].i : a[1].i, dtype_or_default(a[2].dtype)),
-                      a[3].o, a[4].b);
+DEF(eye, PM_FN, "n:i m:O=None * dtype:d=None device:O=None requires_grad:b=False") {
+    int64_t m = a[0].i;
+    if (a[1].o != Py_None && pm_int64(a[1].o, &m, who, "m")) return NULL;
+    if (m < 0 || a[0].i < 0) {
+        PyErr_Format(PyExc_ValueError, "[%s] n and m must be non-negative, got %lld and %lld", who,
+                     (long long)a[0].i, (long long)m);
+        return NULL;
+    }
+    return finish_new(who, musa_eye(a[0].i, m, dtype_or_default(a[2].dtype)), a[3].o, a[4].b);
 }
 
 DEF(manual_seed, PM_FN, "seed:i") {
@@ -513,9 +523,30 @@ DEF(narrow, FM, "input:T dim:i start:i length:i") {
         PyErr_SetString(PyExc_ValueError, "[narrow] length must be non-negative");
         return NULL;
     }
-    int64_t st = a[2].i;
-    if (st < 0 && musa_tensor_ndim(a[0].t)) st += musa_tensor_size(a[0].t, a[1].i);
-    return pm_ret(musa_slice(a[0].t, a[1].i, st, st + a[3].i, 1));
+    int nd = musa_tensor_ndim(a[0].t);
+    if (nd == 0) {
+        PyErr_SetString(PyExc_IndexError, "[narrow] cannot be applied to a 0-d tensor");
+        return NULL;
+    }
+    if (a[1].i < -nd || a[1].i >= nd) {
+        PyErr_Format(PyExc_IndexError, "[narrow] dim %lld is out of range for a %d-d tensor",
+                     (long long)a[1].i, nd);
+        return NULL;
+    }
+    int64_t size = musa_tensor_size(a[0].t, a[1].i), st = a[2].i, len = a[3].i;
+    if (st < -size || st > size) {
+        PyErr_Format(PyExc_IndexError, "[narrow] start %lld is out of range for size %lld",
+                     (long long)st, (long long)size);
+        return NULL;
+    }
+    if (st < 0) st += size;
+    if (len > size - st) { /* no overflow: both sides are in [0, size] or len */
+        PyErr_Format(PyExc_ValueError,
+                     "[narrow] start (%lld) + length (%lld) exceeds dimension size (%lld)",
+                     (long long)st, (long long)len, (long long)size);
+        return NULL;
+    }
+    return pm_ret(musa_slice(a[0].t, a[1].i, st, st + len, 1));
 }
 DEF(expand, PM_METH, "self:T size:V") {
     if (a[1].n < 0) {
@@ -794,6 +825,10 @@ DEF(max_pool2d, NN,
     "input:T kernel_size:I stride:I=None padding:I=0 dilation:I=1 ceil_mode:b=False "
     "return_indices:b=False") {
     int64_t k[2], s[2], p[2], d[2];
+    if (a[1].n < 0) {
+        PyErr_Format(PyExc_TypeError, "[%s] kernel_size is required", who);
+        return NULL;
+    }
     if (pair_of(&a[1], 1, k, who, "kernel_size") || pair_of(&a[3], 0, p, who, "padding") ||
         pair_of(&a[4], 1, d, who, "dilation"))
         return NULL;
@@ -809,6 +844,10 @@ DEF(max_pool2d, NN,
 DEF(avg_pool2d, NN,
     "input:T kernel_size:I stride:I=None padding:I=0 ceil_mode:b=False count_include_pad:b=True") {
     int64_t k[2], s[2], p[2];
+    if (a[1].n < 0) {
+        PyErr_Format(PyExc_TypeError, "[%s] kernel_size is required", who);
+        return NULL;
+    }
     if (pair_of(&a[1], 1, k, who, "kernel_size") || pair_of(&a[3], 0, p, who, "padding"))
         return NULL;
     if (a[2].n <= 0)

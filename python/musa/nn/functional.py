@@ -172,10 +172,15 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 # ---- pooling ----
 
+def _default_stride(stride):
+    # torch takes stride=None or [] for "the kernel size"; 0 is an error
+    return None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else stride
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max over windows; with return_indices, also the flat h*W+w index of
     each maximum within its plane."""
-    out = _C.max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices)
+    out = _C.max_pool2d(input, kernel_size, _default_stride(stride), padding, dilation, ceil_mode, return_indices)
     return tuple(out) if return_indices else out
 
 
@@ -183,7 +188,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     if divisor_override is not None:
         raise NotImplementedError("[avg_pool2d] divisor_override is not supported")
-    return _C.avg_pool2d(input, kernel_size, stride or None, padding, ceil_mode, count_include_pad)
+    return _C.avg_pool2d(input, kernel_size, _default_stride(stride), padding, ceil_mode, count_include_pad)
 
 
 def adaptive_avg_pool2d(input, output_size):
