@@ -88,7 +88,8 @@ def any(input, dim=None, keepdim=False):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     diff = _C.abs(_C.sub(input, other))
     tol = _C.add(_C.mul(_C.abs(other if isinstance(other, _C.Tensor) else _C.tensor(other)), rtol), atol)
-    close = _C.le(diff, tol)
+    # an infinite difference (an infinity against anything but itself) is never close
+    close = _C.logical_and(_C.le(diff, tol), _C.logical_not(_C.isinf(diff)))
     close = _C.logical_or(close, _C.eq(input, other))  # infinities of the same sign
     if equal_nan:
         close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))

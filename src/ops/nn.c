@@ -396,6 +396,24 @@ musa_tensor *musa_smooth_l1_loss(musa_tensor *a, musa_tensor *b, double beta,
 }
 
 /* -(y log p + (1 - y) log(1 - p)), logs clamped at -100 as PyTorch does */
+/* log(x), -inf at 0, with a finite gradient at 0: log reads 1 there, so the
+ * zero gradient a clamp passes back does not meet 1/0. */
+static musa_tensor *safe_log(musa_temps *temps, musa_tensor *x) {
+    musa_temps t = {0};
+    musa_tensor *pos = T(musa_gt(x, NUM(0)));
+    musa_tensor *r = musa_where(pos, T(musa_log(T(musa_where(pos, x, NUM(1))))), NUM(-INFINITY));
+    musa_temps_release(&t);
+    return musa_tmp(temps, r);
+}
+
+/* w * f, and 0 where w is 0 even when f is infinite. */
+static musa_tensor *weighted(musa_temps *temps, musa_tensor *w, musa_tensor *f) {
+    musa_temps t = {0};
+    musa_tensor *r = musa_where(T(musa_eq(w, NUM(0))), NUM(0), T(musa_mul(w, f)));
+    musa_temps_release(&t);
+    return musa_tmp(temps, r);
+}
+
 musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *y, musa_reduction reduction) {
     if (!p || !y) return NULL;
     musa_temps t = {0};
@@ -416,8 +434,9 @@ musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *y, musa_redu
         }
     }
     double lo = -100;
-    musa_tensor *lp = T(musa_clamp(T(musa_log(p)), &lo, NULL));
-    musa_tensor *l1p = T(musa_clamp(T(musa_log(T(musa_sub(NUM(1), p)))), &lo, NULL));
+    musa_tensor *q = T(musa_sub(NUM(1), p));
+    musa_tensor *lp = T(musa_clamp(safe_log(&t, p), &lo, NULL));
+    musa_tensor *l1p = T(musa_clamp(safe_log(&t, q), &lo, NULL));
     musa_tensor *l =
         T(musa_neg(T(musa_add(T(musa_mul(y, lp)), T(musa_mul(T(musa_sub(NUM(1), y)), l1p))))));
     musa_tensor *r = reduce_loss(l, reduction);
@@ -425,12 +444,16 @@ musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *y, musa_redu
     return r;
 }
 
-/* stable form: max(x, 0) - x y + log(1 + exp(-|x|)) */
+/* stable form: max(x, 0) - x y + log(1 + exp(-|x|)), with max(x, 0) - x y
+ * as x (1 - y) or -x y by the sign of x, each 0 when its weight is (so
+ * x = +-inf with the matching target gives 0, not inf - inf) */
 musa_tensor *musa_binary_cross_entropy_with_logits(musa_tensor *x, musa_tensor *y,
                                                    musa_reduction reduction) {
+    if (!x || !y) return NULL;
     musa_temps t = {0};
-    musa_tensor *l = T(musa_add(T(musa_sub(T(musa_relu(x)), T(musa_mul(x, y)))),
-                                T(musa_log1p(T(musa_exp(T(musa_neg(T(musa_abs(x))))))))));
+    musa_tensor *lin = T(musa_where(T(musa_ge(x, NUM(0))), weighted(&t, T(musa_sub(NUM(1), y)), x),
+                                    weighted(&t, y, T(musa_neg(x)))));
+    musa_tensor *l = T(musa_add(lin, T(musa_log1p(T(musa_exp(T(musa_neg(T(musa_abs(x))))))))));
     musa_tensor *r = reduce_loss(l, reduction);
     musa_temps_release(&t);
     return r;
@@ -485,7 +508,10 @@ musa_tensor *musa_softplus(musa_tensor *x, double beta, double threshold) {
     LOWP_WRAP(x, musa_softplus(x, beta, threshold));
     musa_temps t = {0};
     musa_tensor *bx = T(musa_mul(x, NUM(beta)));
-    musa_tensor *soft = T(musa_div(T(musa_log1p(T(musa_exp(bx)))), NUM(beta)));
+    /* exp of the clamped value: the branch where() drops must stay finite, or
+     * its zero gradient times exp's infinite one is NaN */
+    musa_tensor *soft =
+        T(musa_div(T(musa_log1p(T(musa_exp(T(musa_minimum(bx, NUM(threshold))))))), NUM(beta)));
     musa_tensor *r = musa_where(T(musa_gt(bx, NUM(threshold))), x, soft);
     musa_temps_release(&t);
     return r;

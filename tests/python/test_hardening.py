@@ -97,3 +97,55 @@ def test_the_defaults_those_checks_keep():
     assert musa.full((2,), 2**62).tolist() == [2**62, 2**62]
     assert musa.full((1,), -128, dtype=musa.int8).tolist() == [-128]
     assert musa.randn(2, 3, 4).movedim(-1, 0).shape == (4, 2, 3)
+
+
+# ---- numerics at the edges (NaN or wrong values before) ----
+
+INF = float("inf")
+
+
+def grad_of(f, *vals):
+    x = musa.tensor(list(vals), requires_grad=True)
+    f(x).sum().backward()
+    return x.grad.tolist()
+
+
+def test_cross_entropy_with_masked_and_huge_logits():
+    t = musa.tensor([0])
+    assert abs(F.cross_entropy(musa.tensor([[0.0, -INF, 1.0]]), t).item() - 1.3132616) < 1e-6
+    assert F.cross_entropy(musa.tensor([[0.0, -INF, 1.0]]), t, label_smoothing=0.1).item() == INF
+    assert abs(F.cross_entropy(musa.tensor([[3e38, 3e38]]), t).item() - np.log(2)) < 1e-6
+    x = musa.tensor([[0.0, -INF, 1.0]], requires_grad=True)
+    F.cross_entropy(x, t).backward()
+    g = x.grad.tolist()[0]
+    assert g[1] == 0.0 and abs(g[0] + 0.7310586) < 1e-6
+
+
+def test_binary_cross_entropy_edges_are_finite():
+    bcel = F.binary_cross_entropy_with_logits
+    assert bcel(musa.tensor([INF]), musa.tensor([1.0])).item() == 0.0
+    assert bcel(musa.tensor([-INF]), musa.tensor([0.0])).item() == 0.0
+    assert bcel(musa.tensor([INF]), musa.tensor([0.0])).item() == INF
+    assert grad_of(lambda x: bcel(x, musa.tensor([1.0, 0.0])), INF, -INF) == [0.0, 0.0]
+    # d/dp of -log p at p = 1 and of -log(1 - p) at p = 0 (no 0/0)
+    assert grad_of(lambda x: F.binary_cross_entropy(x, musa.tensor([1.0, 0.0]), reduction="sum"),
+                   1.0, 0.0) == [-1.0, 1.0]
+    assert F.binary_cross_entropy(musa.tensor([0.0]), musa.tensor([1.0])).item() == 100.0
+
+
+def test_softplus_gradient_beyond_the_threshold():
+    assert grad_of(F.softplus, 100.0, 89.0, 1000.0, 0.0) == [1.0, 1.0, 1.0, 0.5]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_pow_half_gives_pow_answers(dtype):
+    x = musa.tensor([-INF, -0.0, 4.0, -1.0], dtype=getattr(musa, dtype)) ** 0.5
+    v = x.tolist()
+    assert v[0] == INF and v[1] == 0.0 and np.copysign(1, v[1]) == 1 and v[2] == 2.0
+    assert np.isnan(v[3])
+
+
+def test_isclose_with_infinities():
+    a, b = musa.tensor([INF, 0.0, INF, -INF, 1e38]), musa.tensor([-INF, INF, INF, -INF, -1e38])
+    assert musa.isclose(a, b).tolist() == [False, False, True, True, False]
+    assert not musa.allclose(musa.tensor([0.0]), musa.tensor([INF]))

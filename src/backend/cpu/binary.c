@@ -225,7 +225,9 @@ BIN_FLOATS(pow, powf(a, b), pow(a, b))
 BIN_INTS(pow, b < 0 ? FLAG(neg_power) : ipow(a, b))
 BIN_FLOATS(pow_2, ((void)b, a * a), ((void)b, a * a))
 BIN_FLOATS(pow_3, ((void)b, a * a * a), ((void)b, a * a * a))
-BIN_FLOATS(pow_half, ((void)b, sqrtf(a)), ((void)b, sqrt(a)))
+/* sqrt, with pow's answers where they differ: pow(-inf, 0.5) = +inf, pow(-0, 0.5) = +0 */
+BIN_FLOATS(pow_half, ((void)b, a == -INFINITY ? INFINITY : sqrtf(a) + 0.0f),
+           ((void)b, a == -INFINITY ? INFINITY : sqrt(a) + 0.0))
 BIN_FLOATS(pow_m1, ((void)b, 1.0f / a), ((void)b, 1.0 / a))
 static const musa_loop_fn loops_pow[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow), INT_ENTRIES(pow)};
 static const musa_loop_fn loops_pow_2[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_2)};

@@ -234,8 +234,13 @@ static inline bool xe_target(xe_job *j, int64_t t) {
                     sx += x[c * j->S];                                                             \
                 }                                                                                  \
             }                                                                                      \
-            double lse = (double)m + log(se);                                                      \
-            j->loss[r] = (1 - eps) * (lse - x[t * j->S]) + eps * (lse - sx / (double)j->C);        \
+            /* relative to the max, so logits near the float range keep their                  \
+             * difference; the smoothing term only when it has weight (a -inf                      \
+             * logit of a masked class would give 0 * inf) */                                      \
+            double lse = log(se);                                                                  \
+            double loss = (1 - eps) * (lse - ((double)x[t * j->S] - (double)m));                   \
+            if (eps != 0) loss += eps * (lse - (sx / (double)j->C - (double)m));                   \
+            j->loss[r] = loss;                                                                     \
         }                                                                                          \
     }                                                                                              \
     static void xe_bwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
