@@ -13,6 +13,7 @@
  * Grad mode is off during the run unless create_graph, which records the
  * backward formulas themselves (they are ordinary ops). Nothing recurses.
  */
+#include <pthread.h>
 #include <stdio.h>
 
 #include "../base/arena.h"
@@ -240,7 +241,20 @@ static int run_leaf_hooks(musa_tensor *v, musa_tensor **g) {
     return MUSA_OK;
 }
 
+/* Backward passes on several threads may reach one leaf (graphs that share
+ * a parameter): its .grad is read and written under this lock. */
+static pthread_mutex_t leaf_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int accumulate_leaf_locked(run *r, musa_node *n, musa_tensor *g);
+
 static int accumulate_leaf(run *r, musa_node *n, musa_tensor *g) {
+    pthread_mutex_lock(&leaf_lock);
+    int rc = accumulate_leaf_locked(r, n, g);
+    pthread_mutex_unlock(&leaf_lock);
+    return rc;
+}
+
+static int accumulate_leaf_locked(run *r, musa_node *n, musa_tensor *g) {
     musa_tensor *v = n->variable;
     struct musa_autograd_meta *m = musa_autograd_meta_of(v);
     if (!m) return MUSA_ERR_NOMEM;
@@ -261,7 +275,9 @@ static int accumulate_leaf(run *r, musa_node *n, musa_tensor *g) {
         }
         return m->grad ? MUSA_OK : musa_last_error_code();
     }
-    if (!r->create_graph) return musa_add_(m->grad, g);
+    /* in place, unless .grad shares the variable's memory (x.grad = x.detach()):
+     * accumulating would then write into the variable */
+    if (!r->create_graph && !musa_tensor_may_overlap(m->grad, v)) return musa_add_(m->grad, g);
     musa_tensor *s = musa_add(m->grad, g);
     if (!s) return musa_last_error_code();
     musa_tensor_release(m->grad);

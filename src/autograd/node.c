@@ -457,6 +457,8 @@ int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad) {
                             "[set_grad] gradient of shape %s for a tensor of shape %s",
                             musa_shape_str(grad->ndim, grad->shape, s1, sizeof s1),
                             musa_shape_str(t->ndim, t->shape, s2, sizeof s2));
+        if (grad == t)
+            return musa_err(MUSA_ERR_RUNTIME, "[set_grad] a tensor cannot be its own gradient");
         g = musa_cast(grad, (musa_dtype)t->dtype);
         if (!g) return musa_last_error_code();
     }

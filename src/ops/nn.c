@@ -554,8 +554,12 @@ musa_tensor *musa_dropout(musa_tensor *x, double p, bool training) {
         return NULL;
     }
     if (!training || p == 0) return musa_tensor_retain(x);
-    if (p == 1) return musa_zeros_like(x);
     musa_temps t = {0};
+    if (p == 1) { /* all dropped: zeros that keep the history, as x * 0 */
+        musa_tensor *r = musa_mul(x, NUM(0));
+        musa_temps_release(&t);
+        return r;
+    }
     musa_dtype dt = musa_is_float((musa_dtype)x->dtype) ? (musa_dtype)x->dtype : MUSA_DTYPE_FLOAT32;
     musa_tensor *u = T(musa_rand(x->ndim, x->shape, dt));
     /* the scaled mask is the one tensor the multiply keeps for backward */

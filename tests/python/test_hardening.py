@@ -149,3 +149,68 @@ def test_isclose_with_infinities():
     a, b = musa.tensor([INF, 0.0, INF, -INF, 1e38]), musa.tensor([-INF, INF, INF, -INF, -1e38])
     assert musa.isclose(a, b).tolist() == [False, False, True, True, False]
     assert not musa.allclose(musa.tensor([0.0]), musa.tensor([INF]))
+
+
+# ---- autograd state ----
+
+class _Square(musa.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def test_custom_function_saved_tensors_are_version_checked():
+    x = musa.ones(3, requires_grad=True)
+    y = x * 1
+    z = _Square.apply(y)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*version 1; expected version 0"):
+        z.sum().backward()
+    x2 = musa.ones(3, requires_grad=True)
+    _Square.apply(x2 * 1).sum().backward()
+    assert x2.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_tensor_is_not_its_own_grad_and_shared_grads_do_not_write_into_it():
+    x = musa.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"\[set_grad\] a tensor cannot be its own gradient"):
+        x.grad = x
+    x.grad = x.detach()
+    (x * 2).sum().backward()
+    assert x.tolist() == [1.0, 1.0, 1.0] and x.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_dropout_with_p_1_keeps_the_history():
+    x = musa.ones(3, requires_grad=True)
+    y = F.dropout(x, p=1.0)
+    assert y.requires_grad and y.tolist() == [0.0, 0.0, 0.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_threads_backward_through_graphs_sharing_a_leaf():
+    import threading
+    leaf = musa.ones(64, requires_grad=True)
+    errors = []
+
+    def work(k):
+        try:
+            w = musa.full((64,), float(k + 1))
+            for _ in range(100):
+                ((leaf * w).tanh() * 0 + leaf * w).sum().backward()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert leaf.grad.tolist() == [100.0 * (1 + 2 + 3 + 4)] * 64

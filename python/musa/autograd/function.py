@@ -39,9 +39,18 @@ class FunctionCtx:
                 raise TypeError("[FunctionCtx.save_for_backward] can only save tensors, but got "
                                 f"{type(t).__name__}")
         self._saved = tensors
+        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
 
     @property
     def saved_tensors(self):
+        """The saved tensors; an error if one was modified in place since it
+        was saved (its gradient would be computed from the new values)."""
+        for t, v in zip(self._saved, getattr(self, "_saved_versions", ())):
+            if t is not None and t._version != v:
+                raise RuntimeError(
+                    "[FunctionCtx.saved_tensors] one of the variables needed for gradient "
+                    f"computation has been modified by an inplace operation: [{t.dtype} "
+                    f"{tuple(t.shape)}] is at version {t._version}; expected version {v} instead")
         return self._saved
 
     def mark_non_differentiable(self, *tensors):
