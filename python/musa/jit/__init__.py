@@ -309,9 +309,11 @@ def _read_break(seg, env, inputs):
 
 class _Entry:
     """The compiled variants for one call signature."""
-    __slots__ = ("root", "eager", "reason", "dyn", "dyn_plans", "train")
+    __slots__ = ("root", "eager", "reason", "dyn", "dyn_plans", "train", "by_size")
 
-    def __init__(self):
+    def __init__(self, by_size=False):
+        self.by_size = by_size  # a marker: the declared dynamic dims do not hold here, so
+        # calls look up the entry filed under their exact sizes
         self.root = None
         self.eager = False
         self.reason = None
@@ -491,8 +493,8 @@ class CompiledFunction:
 
     # -- calls --
 
-    def _key(self, spec, leaves, names):
-        dyn = self.config.dynamic
+    def _key(self, spec, leaves, names, merge_dynamic=True):
+        dyn = self.config.dynamic if merge_dynamic else None
         sig = []
         for i, t in enumerate(leaves):
             shape = tuple(t.shape)
@@ -514,6 +516,9 @@ class CompiledFunction:
             key = self._key(spec, leaves, _leaf_names(self._fn, *spec)
                             if self.config.dynamic else {})
             entry = self._cache.get(key)
+            if entry is not None and entry.by_size:
+                key = self._key(spec, leaves, {}, merge_dynamic=False)
+                entry = self._cache.get(key)
         except TypeError:  # an unhashable argument: run eagerly
             return self._fn(*args, **kwargs)
         if entry is None:
@@ -558,6 +563,8 @@ class CompiledFunction:
         reason = None
         names = _leaf_names(self._fn, *spec)
         for other in reversed(list(self._cache)):  # the latest variant first
+            if self._cache[other].by_size:
+                continue
             if other[0] != key[0]:  # (positional spec, keyword spec)
                 part = 0 if other[0][0] != key[0][0] else 1
                 reason = _describe_spec_change(other[0][part], key[0][part])
@@ -639,7 +646,7 @@ class CompiledFunction:
     def _capture(self, entry, key, args, kwargs, leaves, spec):
         with _capture.collect() as collected:
             cap, out, reason = self._trace(args, kwargs, leaves, spec)
-        self._rekey(entry, key, collected.guards)
+        key = self._rekey(entry, key, collected.guards)
         if cap is None:
             entry.eager, entry.reason = True, reason
             warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
@@ -650,26 +657,39 @@ class CompiledFunction:
             if kind == "train":
                 entry.train = _Training(self, cap, leaves, spec)
                 self._last = entry.train.fwd
+                self._file_by_size(entry, key, leaves)
                 return out
         except _Unsupported as e:
             entry.eager, entry.reason = True, str(e)
             warnings.warn(f"musa.jit: {self._name} runs eagerly: {e}", RuntimeWarning,
                           stacklevel=3)
             return out
-        if self.config.dynamic and not cap.breaks and self._setup_dynamic(entry, cap, args,
-                                                                           kwargs, leaves, spec):
+        merged = any("dyn" in sig[1] for sig in key[1])  # the key merged dynamic dims
+        if merged and not cap.breaks and self._setup_dynamic(entry, cap, args, kwargs, leaves,
+                                                             spec):
             return out
         segs = _build_segments(cap, 0, self.config, set())
         entry.root = segs[0]
         segs[-1].leaf = cap.leaf
         self._last = segs[0]
+        self._file_by_size(entry, key, leaves)
         return out
+
+    def _file_by_size(self, entry, key, leaves):
+        """The entry's plans are for the exact sizes of this call: when its
+        key merged dynamic dims (the capture could not use them), file it
+        under the exact sizes and leave a by_size marker under the merged key."""
+        exact = (key[0], self._key(key[0], leaves, {}, merge_dynamic=False)[1]) + key[2:]
+        if exact == key:
+            return
+        self._cache[key] = _Entry(by_size=True)
+        self._cache[exact] = entry
 
     def _rekey(self, entry, key, registered):
         """File the entry under the Python guards its capture registered,
         with the values the capture saw."""
         if not registered:
-            return
+            return key
         for k, (fn, _v, what) in registered.items():
             self._guards.setdefault(k, fn)
             self._guard_what.setdefault(k, what)
@@ -678,7 +698,9 @@ class CompiledFunction:
                    for k in self._guards)
         if self._cache.get(key) is entry:
             del self._cache[key]
-        self._cache[key[:4] + (py,)] = entry
+        key = key[:4] + (py,)
+        self._cache[key] = entry
+        return key
 
     def _classify(self, cap, leaves):
         """'train' (outputs need autograd: a compiled forward and backward on
