@@ -304,7 +304,7 @@ def _read_break(seg, env, inputs):
     if t is None:
         t = inputs[input_idx] if input_idx >= 0 else tensor
     x = t.item()
-    return float(x != 0) if kind == 0 else float(x)
+    return float(x != 0) if kind == "bool" else float(x)
 
 
 class _Entry:
@@ -397,7 +397,7 @@ def _describe_guard_change(whats, old, new):
 
 
 def _describe_outcome(kind, x):
-    if kind == 0:
+    if kind == "bool":
         return str(bool(x))
     return repr(x)
 
