@@ -259,7 +259,7 @@ def test_graph_breaks_and_values_have_named_fields():
 
 
 def test_attr_slopes_follow_int_attributes_only():
-    from musa.jit import _attr_slopes
+    from musa.jit._dynamic import AttrSlope, attr_slopes
 
     def f(x):
         return x.reshape(x.shape[0], -1)
@@ -269,7 +269,7 @@ def test_attr_slopes_follow_int_attributes_only():
 
     a, _ = capture(f, musa.randn(8, 2, 2))
     b, _ = capture(f, musa.randn(9, 2, 2))
-    assert _attr_slopes(a, b) == [(0, "shape", [8, 4], [1, 0])]
+    assert attr_slopes(a, b) == [AttrSlope(node=0, field="shape", values=[8, 4], slope=[1, 0])]
     a, _ = capture(g, musa.randn(8))
     b, _ = capture(g, musa.randn(9))
-    assert _attr_slopes(a, b) is None
+    assert attr_slopes(a, b) is None
