@@ -77,7 +77,7 @@ def jit(fn=None, *, fusion_level=None, dynamic=None, config=None):
 
     def wrap(f):
         if not callable(f):
-            raise TypeError(f"musa.jit: expected a function, got {type(f).__name__}")
+            raise TypeError(f"[jit] expected a function, got {type(f).__name__}")
         return CompiledFunction(f, cfg)
 
     return wrap(fn) if fn is not None else wrap
@@ -143,19 +143,19 @@ def _compare(a, b, path="output"):
     _args.flatten(a, la)
     _args.flatten(b, lb)
     if len(la) != len(lb):
-        raise RuntimeError(f"musa.jit.trace: check_trace: {path} structure differs")
+        raise RuntimeError(f"[jit.trace] check_trace: {path} structure differs")
     for i, (x, y) in enumerate(zip(la, lb)):
         if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype:
-            raise RuntimeError(f"musa.jit.trace: check_trace: {path} {i} is {y.dtype}"
+            raise RuntimeError(f"[jit.trace] check_trace: {path} {i} is {y.dtype}"
                                f"{tuple(y.shape)} compiled but {x.dtype}{tuple(x.shape)} eager")
         if x.numel() and x.dtype.is_floating_point:
             d = float((x.double() - y.double()).abs().max())
             tol = 1e-5 * (1 + float(x.double().abs().max()))
             if not d <= tol:
-                raise RuntimeError(f"musa.jit.trace: check_trace: {path} {i} differs from the "
+                raise RuntimeError(f"[jit.trace] check_trace: {path} {i} differs from the "
                                    f"eager result by {d:.3g}")
         elif x.numel() and not bool((x == y).all()):
-            raise RuntimeError(f"musa.jit.trace: check_trace: {path} {i} differs from eager")
+            raise RuntimeError(f"[jit.trace] check_trace: {path} {i} differs from eager")
 
 
 def trace(module_or_fn, example_inputs, check_trace=True, config=None):
@@ -173,7 +173,7 @@ def trace(module_or_fn, example_inputs, check_trace=True, config=None):
     elif callable(module_or_fn):
         fn, extra = module_or_fn, None
     else:
-        raise TypeError(f"musa.jit.trace: expected a Module or a function, got "
+        raise TypeError(f"[jit.trace] expected a Module or a function, got "
                         f"{type(module_or_fn).__name__}")
     compiled = CompiledFunction(fn, config or Config(), extra_key=extra)
     out = compiled(*example_inputs)

@@ -75,7 +75,7 @@ class CompiledFunction:
 
     def _compiled_yet(self):
         if self._last is None:
-            raise RuntimeError(f"musa.jit: {self._name} has not been compiled yet; call it first")
+            raise RuntimeError(f"[jit] {self._name} has not been compiled yet; call it first")
 
     def get_graph(self, optimized=True):
         """The IR of the last compiled variant, as text (segments in order;
@@ -274,7 +274,7 @@ class CompiledFunction:
         seen = describe_outcome(read.kind, miss.outcome)
         known = ", ".join(describe_outcome(read.kind, k) for k in miss.seg.children)
         if not self._retrace:
-            raise RuntimeError(f"musa.jit: guard failed in {self._name}: the value read on the "
+            raise RuntimeError(f"[jit] guard failed in {self._name}: the value read on the "
                                f"host at {read.loc} is {seen}, but the graph was traced for "
                                f"{known}; retrace with the Python function")
         self._note_recompile(f"guard at {read.loc}: the value read on the host is {seen} "

@@ -29,11 +29,11 @@ class Config:
     def __init__(self, fusion_level=1, memory_arena=True, num_threads=None, dynamic=None,
                  disable_passes=(), max_variants=8, verify=False, poison=False, remat=True):
         if fusion_level not in (0, 1, 2):
-            raise ValueError(f"musa.Config: fusion_level must be 0, 1 or 2, got {fusion_level!r}")
+            raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {fusion_level!r}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
-            raise ValueError(f"musa.Config: num_threads must be a positive int, got {num_threads!r}")
+            raise ValueError(f"[Config] num_threads must be a positive int, got {num_threads!r}")
         if not isinstance(max_variants, int) or max_variants < 1:
-            raise ValueError(f"musa.Config: max_variants must be a positive int, got {max_variants!r}")
+            raise ValueError(f"[Config] max_variants must be a positive int, got {max_variants!r}")
         self.fusion_level = fusion_level
         self.memory_arena = bool(memory_arena)
         self.num_threads = num_threads
@@ -65,7 +65,7 @@ class Config:
 
     def set_num_threads(self, n):
         if not isinstance(n, int) or n < 1:
-            raise ValueError(f"musa.Config: num_threads must be a positive int, got {n!r}")
+            raise ValueError(f"[Config] num_threads must be a positive int, got {n!r}")
         self.num_threads = n
         return self
 
@@ -73,7 +73,7 @@ class Config:
         """Let dim `dim` of argument `arg` (name or position) vary in [min, max]."""
         if not isinstance(dim, int) or not isinstance(min, int) or not isinstance(max, int) \
                 or min < 0 or max < min:
-            raise ValueError(f"musa.Config.dynamic_dim: bad dim/range {dim!r}, ({min!r}, {max!r})")
+            raise ValueError(f"[Config.dynamic_dim] bad dim/range {dim!r}, ({min!r}, {max!r})")
         self.dynamic.setdefault(arg, {})[dim] = (min, max)
         return self
 

@@ -118,7 +118,7 @@ def _double_backward(node, tensors, gouts):
     have history and second derivatives equal eager ones."""
     if node.has_random or node.has_mutation:
         raise RuntimeError(
-            f"musa.jit: a gradient with create_graph=True through compiled {node.name}, "
+            f"[jit] a gradient with create_graph=True through compiled {node.name}, "
             f"which draws random numbers or updates state in place, would not match eager; "
             f"run it eagerly for higher-order gradients")
     want = [x for x in node.grads if x >= 0]
