@@ -155,7 +155,7 @@ class CompiledFunction:
             entry = self._new_entry(key, spec)
             if self._eager_all:
                 return self._fn(*args, **kwargs)
-            return self._capture(entry, key, args, kwargs, leaves, spec)
+            return self._capture(entry, key, leaves, spec)
         if entry.eager:
             return self._fn(*args, **kwargs)
         if entry.train is not None:
@@ -178,6 +178,7 @@ class CompiledFunction:
         return finish(last.outputs, res)
 
     def _new_entry(self, key, spec):
+        """An empty Entry filed under key; logged as a recompile unless it is the first."""
         if self._cache:
             self._log_recompile(key, spec)
         entry = Entry()
@@ -216,12 +217,15 @@ class CompiledFunction:
         return t
 
     def _run_eagerly(self, entry, reason, out):
+        """Mark the entry eager (one warning, naming why); returns out."""
         entry.eager, entry.reason = True, reason
         warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
                       stacklevel=4)
         return out
 
-    def _capture(self, entry, key, args, kwargs, leaves, spec):
+    def _capture(self, entry, key, leaves, spec):
+        """Fill a new entry from a capture of this call. Returns the call's
+        (eager) result."""
         with _capture.collect() as collected:
             cap, out, reason = self._trace(leaves, spec)
         key = self._rekey(entry, key, collected.guards)
@@ -270,6 +274,8 @@ class CompiledFunction:
         return key
 
     def _guard_miss(self, entry, miss, args, kwargs, leaves, spec):
+        """A host read gave an outcome no capture has seen: capture again and
+        merge (logged), or raise when retracing is off."""
         read = miss.seg.read
         seen = describe_outcome(read.kind, miss.outcome)
         known = ", ".join(describe_outcome(read.kind, k) for k in miss.seg.children)
@@ -316,6 +322,7 @@ class CompiledFunction:
         return True
 
     def _run_dynamic(self, variant, args, kwargs, leaves, inputs):
+        """Run the plan for these sizes, specialising it on first use."""
         shapes = tuple(tuple(t.shape) for t in inputs)
         seg = variant.plans.get(shapes)
         if seg is None:

@@ -55,10 +55,15 @@ def signature(leaves, dynamic=None, names=None):
         shape = tuple(t.shape)
         dims = declared_dims(dynamic, i, names.get(i)) if dynamic else None
         if dims:
-            shape = tuple(DYNAMIC if d in dims and dims[d][0] <= s <= dims[d][1] else s
+            shape = tuple(DYNAMIC if d in dims and _within(s, dims[d]) else s
                           for d, s in enumerate(shape))
         sig.append(new_tuple(TensorSig, (t.dtype, shape, t.requires_grad)))
     return tuple(sig)
+
+
+def _within(size, bounds):
+    lo, hi = bounds
+    return lo <= size <= hi
 
 
 def describe_change(old, new, names, guard_whats):
