@@ -6,12 +6,20 @@ such as musa.optim register them without knowing anything else about the
 jit, and the jit knows nothing about them but the description they give.
 """
 import threading
+from typing import Any, NamedTuple, Optional
 
 from . import _C
 
 __all__ = ["guard", "outside_capture", "capturing"]
 
 _tls = threading.local()
+
+
+class Guard(NamedTuple):
+    """A guard registered while capturing."""
+    fn: Any              # () -> the current value of the state
+    value: Any           # its value when the capture registered it
+    what: Optional[str]  # what the recompile log calls it (None: "Python state <key>")
 
 
 def capturing():
@@ -27,13 +35,13 @@ def guard(key, fn, value, what=None):
     captures. No-op outside captures."""
     guards = getattr(_tls, "guards", None)
     if guards is not None and _C._jit_capturing():
-        guards.setdefault(key, (fn, value, what))
+        guards.setdefault(key, Guard(fn, value, what))
 
 
 class collect:
     """Gather the guards registered while the block runs (used by the jit
     around a capture): ``with collect() as c: ...``, then ``c.guards`` maps
-    key -> (fn, value, what)."""
+    key -> Guard."""
 
     def __enter__(self):
         self._outer = getattr(_tls, "guards", None)

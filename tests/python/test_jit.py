@@ -178,6 +178,52 @@ def test_dynamic_dims_compile_once_for_the_range():
         assert len(f.recompile_log) == 1 and "dim 0" in f.recompile_log[0]
 
 
+@pytest.mark.parametrize("declared", ["keyword", "config"])
+def test_unusable_dynamic_dims_compile_per_size(declared, caplog):
+    def f(x):  # arange's end is a float attribute that follows the dim: no re-specialising
+        return x * 2 + musa.arange(x.shape[0])
+
+    if declared == "keyword":
+        c = musa.jit(f, dynamic={"x": {0: (1, 64)}})
+    else:
+        c = musa.jit(f, config=musa.Config().dynamic_dim("x", 0, 1, 64))
+    with caplog.at_level(logging.WARNING, logger="musa.jit"):
+        for n in [8, 9, 8, 9]:
+            x = musa.randn(n)
+            close(c(x), f(x))
+    msgs = [r.message for r in caplog.records]
+    assert len(msgs) == 2 and "dynamic dims not usable" in msgs[0] and "per size" in msgs[0]
+    assert c.compiles == 2 and len(c.recompile_log) == 1
+    assert "argument 'x' dim 0 changed: 8 -> 9" in c.recompile_log[0]
+
+
+def test_dynamic_dims_with_breaks_or_autograd_compile_per_size():
+    def branchy(x):  # a graph break: dynamic dims are not used
+        return x * 2 if x.sum() > -1e9 else x
+
+    c = musa.jit(branchy, dynamic={"x": {0: (1, 64)}})
+    for n in [8, 9, 8]:
+        x = musa.randn(n)
+        close(c(x), branchy(x))
+    assert c.compiles == 2
+
+    w = musa.randn(3, requires_grad=True)
+
+    def h(x):  # outputs need autograd: a compiled forward and backward per size
+        return (x * w).sum(1)
+
+    c = musa.jit(h, dynamic={"x": {0: (1, 64)}})
+    for n in [8, 9, 8]:
+        x = musa.randn(n, 3)
+        w.grad = None
+        c(x).sum().backward()
+        got = w.grad
+        w.grad = None
+        h(x).sum().backward()
+        close(got, w.grad)
+    assert c.compiles == 2
+
+
 def test_non_tensor_arguments_are_part_of_the_key():
     f = musa.jit(lambda x, k: x * k)
     x = musa.ones(2)

@@ -235,8 +235,31 @@ def test_graph_getters_refuse_bad_ids():
         g.value_info("0")
 
 
+def test_graph_breaks_and_values_have_named_fields():
+    w = musa.ones(2)
+
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:            # a bool read
+            y = y + 1
+        s = float((y * w).sum())   # a scalar read
+        return y * s
+
+    g, _ = capture(f, musa.ones(2))
+    reads = g.breaks()
+    assert [r.kind for r in reads] == ["bool", "scalar"]
+    assert [r.outcome for r in reads] == [1.0, 6.0]
+    assert all(r.loc.startswith("test_jit_passes.py:") for r in reads)
+    assert 0 < reads[0].at_node < reads[1].at_node < g.nodes_len
+    read = g.value(reads[1].value)
+    assert read.kind == "node" and 0 <= read.producer < reads[1].at_node and read.tensor is None
+    assert g.value(0) == ("input", -1, None)
+    param = g.value(g.value_of(w))
+    assert param.kind == "param" and param.producer == -1 and param.tensor is w
+
+
 def test_attr_slopes_follow_int_attributes_only():
-    from musa.jit import _attr_slopes
+    from musa.jit._dynamic import AttrSlope, attr_slopes
 
     def f(x):
         return x.reshape(x.shape[0], -1)
@@ -246,7 +269,7 @@ def test_attr_slopes_follow_int_attributes_only():
 
     a, _ = capture(f, musa.randn(8, 2, 2))
     b, _ = capture(f, musa.randn(9, 2, 2))
-    assert _attr_slopes(a, b) == [(0, "shape", [8, 4], [1, 0])]
+    assert attr_slopes(a, b) == [AttrSlope(node=0, field="shape", values=[8, 4], slope=[1, 0])]
     a, _ = capture(g, musa.randn(8))
     b, _ = capture(g, musa.randn(9))
-    assert _attr_slopes(a, b) is None
+    assert attr_slopes(a, b) is None

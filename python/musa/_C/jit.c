@@ -54,6 +54,9 @@ void pm_host_read(musa_tensor *t, int kind, double value) {
 
 /* ---- Graph ---- */
 
+/* Named results (struct sequences: tuples with field names), defined below. */
+static PyTypeObject *ValueInfo_Type, *NodeInfo_Type, *GraphValue_Type, *GraphBreak_Type;
+
 typedef struct {
     PyObject_HEAD musa_graph *g;
 } PyGraph;
@@ -214,6 +217,7 @@ static PyObject *graph_compile(PyObject *self, PyObject *args, PyObject *kw) {
     return (PyObject *)r;
 }
 
+/* [GraphBreak] of the host reads, in order; a new list. */
 static PyObject *graph_breaks(PyObject *self, PyObject *u) {
     (void)u;
     musa_graph *g = G(self);
@@ -224,9 +228,25 @@ static PyObject *graph_breaks(PyObject *self, PyObject *u) {
         double outcome;
         const char *loc;
         musa_graph_break(g, i, &v, &at, &kind, &outcome, &loc);
-        PyObject *e = Py_BuildValue("(iiids)", v, at, kind, outcome, loc);
-        if (!e) Py_CLEAR(r);
-        else PyList_SET_ITEM(r, i, e);
+        PyObject *e = PyStructSequence_New(GraphBreak_Type);
+        PyObject *f[5] = {PyLong_FromLong(v), PyLong_FromLong(at),
+                          PyUnicode_FromString(kind == MUSA_READ_BOOL ? "bool" : "scalar"),
+                          PyFloat_FromDouble(outcome),
+                          loc ? PyUnicode_FromString(loc) : Py_NewRef(Py_None)};
+        int ok = e != NULL;
+        for (int k = 0; k < 5; k++) {
+            if (!f[k]) ok = 0;
+            if (ok)
+                PyStructSequence_SET_ITEM(e, k, f[k]);
+            else
+                Py_XDECREF(f[k]);
+        }
+        if (!ok) {
+            Py_XDECREF(e);
+            Py_CLEAR(r);
+        } else {
+            PyList_SET_ITEM(r, i, e);
+        }
     }
     return r;
 }
@@ -394,13 +414,20 @@ static PyObject *graph_value(PyObject *self, PyObject *arg) {
     PyObject *to = t ? pm_wrap(musa_tensor_retain(t)) : Py_NewRef(Py_None);
     if (!to) return NULL;
     static const char *kinds[] = {"node", "input", "param", "const"};
-    return Py_BuildValue("(siN)", kinds[kind], musa_graph_value_producer(g, v), to);
+    PyObject *k = PyUnicode_FromString(kinds[kind]);
+    PyObject *prod = PyLong_FromLong(musa_graph_value_producer(g, v));
+    PyObject *r = k && prod ? PyStructSequence_New(GraphValue_Type) : NULL;
+    if (!r) {
+        Py_XDECREF(k), Py_XDECREF(prod), Py_DECREF(to);
+        return NULL;
+    }
+    PyStructSequence_SET_ITEM(r, 0, k);
+    PyStructSequence_SET_ITEM(r, 1, prod);
+    PyStructSequence_SET_ITEM(r, 2, to);
+    return r;
 }
 
-/* Named results of value_info and node_info (struct sequences: tuples with
- * field names). */
-static PyTypeObject *ValueInfo_Type, *NodeInfo_Type;
-
+/* The fields of value_info, node_info, value and breaks. */
 static PyStructSequence_Field value_info_fields[] = {
     {"kind", "'node', 'input', 'param' or 'const'"},
     {"dtype", "a musa.dtype"},
@@ -424,6 +451,28 @@ static PyStructSequence_Field node_info_fields[] = {
 static PyStructSequence_Desc node_info_desc = {
     "musa._C.NodeInfo", "A live graph node: op, inputs, outputs, loc, attrs, group.",
     node_info_fields, 6};
+
+static PyStructSequence_Field graph_value_fields[] = {
+    {"kind", "'node', 'input', 'param' or 'const'"},
+    {"producer", "the node that computes it, or -1"},
+    {"tensor", "a parameter's or constant's tensor (bound by reference), or None"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc graph_value_desc = {
+    "musa._C.GraphValue", "Where a graph value comes from: kind, producer, tensor.",
+    graph_value_fields, 3};
+
+static PyStructSequence_Field graph_break_fields[] = {
+    {"value", "the value id read on the host"},
+    {"at_node", "nodes recorded before the read: the graph is cut there"},
+    {"kind", "'bool' (bool(t), if t: two outcomes) or 'scalar' (item(), float(): the value)"},
+    {"outcome", "the value read while capturing, as a float (0.0 or 1.0 for 'bool')"},
+    {"loc", "the user's 'file:line' of the read, or None"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc graph_break_desc = {
+    "musa._C.GraphBreak", "A host read that cut the capture: value, at_node, kind, outcome, loc.",
+    graph_break_fields, 5};
 
 static PyObject *graph_value_info(PyObject *self, PyObject *arg) {
     int v;
@@ -668,7 +717,8 @@ static PyMethodDef graph_methods[] = {
      "Run one pass."},
     {"compile", (PyCFunction)(void (*)(void))graph_compile, METH_VARARGS | METH_KEYWORDS,
      "Lower to a Plan."},
-    {"breaks", graph_breaks, METH_NOARGS, "Host reads: (value, at_node, kind, outcome, loc)."},
+    {"breaks", graph_breaks, METH_NOARGS,
+     "Host reads: GraphBreak(value, at_node, kind, outcome, loc)."},
     {"ops", graph_ops, METH_NOARGS, "Live nodes: (op, fusion group)."},
     {"segment", graph_segment, METH_VARARGS, "Nodes [begin, end) as a Graph, and carried ids."},
     {"params", graph_params, METH_NOARGS, "Parameters: (value id, tensor)."},
@@ -679,7 +729,7 @@ static PyMethodDef graph_methods[] = {
     {"set_symbolic", graph_set_symbolic, METH_VARARGS, "Mark dim d of a value as a symbol's."},
     {"run_eager", graph_run_eager, METH_VARARGS, "Run through the dispatcher; asked values."},
     {"fingerprint", graph_fingerprint, METH_VARARGS, "Hash of nodes [begin, end)."},
-    {"value", graph_value, METH_O, "(kind, producer, tensor or None) of a value."},
+    {"value", graph_value, METH_O, "GraphValue(kind, producer, tensor or None) of a value."},
     {"value_info", graph_value_info, METH_O, "ValueInfo(kind, dtype, shape, symbols, name)."},
     {"node_info", graph_node_info, METH_O,
      "NodeInfo(op, inputs, outputs, loc, attrs, group) of a node; None if a pass removed it."},
@@ -873,13 +923,19 @@ int pm_jit_init(PyObject *module) {
     Plan_Type = (PyTypeObject *)PyType_FromSpec(&plan_spec);
     ValueInfo_Type = PyStructSequence_NewType(&value_info_desc);
     NodeInfo_Type = PyStructSequence_NewType(&node_info_desc);
-    if (!Graph_Type || !Plan_Type || !ValueInfo_Type || !NodeInfo_Type) return -1;
+    GraphValue_Type = PyStructSequence_NewType(&graph_value_desc);
+    GraphBreak_Type = PyStructSequence_NewType(&graph_break_desc);
+    if (!Graph_Type || !Plan_Type || !ValueInfo_Type || !NodeInfo_Type || !GraphValue_Type ||
+        !GraphBreak_Type)
+        return -1;
     Py_INCREF(Graph_Type), Py_INCREF(Plan_Type), Py_INCREF(ValueInfo_Type),
-        Py_INCREF(NodeInfo_Type);
+        Py_INCREF(NodeInfo_Type), Py_INCREF(GraphValue_Type), Py_INCREF(GraphBreak_Type);
     if (PyModule_AddObject(module, "Graph", (PyObject *)Graph_Type) ||
         PyModule_AddObject(module, "Plan", (PyObject *)Plan_Type) ||
         PyModule_AddObject(module, "ValueInfo", (PyObject *)ValueInfo_Type) ||
-        PyModule_AddObject(module, "NodeInfo", (PyObject *)NodeInfo_Type))
+        PyModule_AddObject(module, "NodeInfo", (PyObject *)NodeInfo_Type) ||
+        PyModule_AddObject(module, "GraphValue", (PyObject *)GraphValue_Type) ||
+        PyModule_AddObject(module, "GraphBreak", (PyObject *)GraphBreak_Type))
         return -1;
     return 0;
 }

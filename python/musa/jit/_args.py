@@ -1,0 +1,159 @@
+"""Argument structures of a compiled call: flattening the arguments (and
+the outputs) into a spec plus a list of tensor leaves, putting them back
+together, and the names of the leaves for logs and graph inputs.
+
+Invariants:
+* A spec is hashable and equal for two calls exactly when they have the same
+  structure and the same non-tensor values; tensors enter it only as their
+  leaf index, so the spec is half of a cache key (the tensors' signature,
+  ``_keys.TensorSig``, is the other).
+* Leaves are numbered in the order ``flatten`` meets them, depth first and
+  positional arguments before keywords; ``unflatten`` reads them in that
+  order, so ``unflatten(flatten(x, leaves), leaves)`` rebuilds x.
+* A Module argument is keyed by identity and training flag, so train() and
+  eval() pick different variants.
+"""
+import enum
+import functools
+import inspect
+from typing import Any, NamedTuple
+
+from .. import _C
+
+_Tensor = _C.Tensor
+
+
+class ArgKind(str, enum.Enum):
+    """What an ArgSpec node stands for (a str enum: it hashes as fast as a str)."""
+    TENSOR = "tensor"  # body: the leaf index
+    TUPLE = "tuple"    # body: a tuple of child specs
+    LIST = "list"      # body: a tuple of child specs
+    DICT = "dict"      # body: a tuple of (key, child spec)
+    MODULE = "module"  # body: a ModuleArg
+    VALUE = "value"    # body: the value itself, part of the cache key
+
+
+# The kinds as module constants: flatten runs on every call, and an Enum
+# member's lookup through its class costs more than a global.
+TENSOR, TUPLE, LIST, DICT = ArgKind.TENSOR, ArgKind.TUPLE, ArgKind.LIST, ArgKind.DICT
+MODULE, VALUE = ArgKind.MODULE, ArgKind.VALUE
+CONTAINERS = (TUPLE, LIST, DICT)
+
+
+class ArgSpec(NamedTuple):
+    """One node of an argument structure."""
+    kind: ArgKind
+    body: Any
+
+
+class CallSpec(NamedTuple):
+    """The structure of one call: its positional and its keyword arguments."""
+    args: ArgSpec    # a TUPLE node
+    kwargs: ArgSpec  # a DICT node
+
+
+# tuple.__new__ makes a NamedTuple without its Python-level __new__ (the
+# hot path makes one per argument of every call).
+new_tuple = tuple.__new__
+
+
+class ModuleArg:
+    """A Module passed as an argument (e.g. self of a compiled method): keyed
+    by identity and training flag, so train()/eval() recompiles."""
+    __slots__ = ("obj", "training", "_key")
+
+    def __init__(self, obj):
+        self.obj, self.training = obj, obj.training
+        self._key = (id(obj), obj.training)
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, ModuleArg) and self._key == other._key
+
+    def __repr__(self):
+        return f"{type(self.obj).__name__}(training={self.training})"
+
+
+def flatten(obj, leaves):
+    """The ArgSpec of obj, appending its tensors to leaves."""
+    if isinstance(obj, _Tensor):
+        leaves.append(obj)
+        return new_tuple(ArgSpec, (TENSOR, len(leaves) - 1))
+    if isinstance(obj, tuple):
+        return new_tuple(ArgSpec, (TUPLE, tuple([flatten(o, leaves) for o in obj])))
+    if isinstance(obj, list):
+        return new_tuple(ArgSpec, (LIST, tuple([flatten(o, leaves) for o in obj])))
+    if isinstance(obj, dict):
+        return new_tuple(ArgSpec, (DICT, tuple([(k, flatten(v, leaves))
+                                                for k, v in obj.items()])))
+    if hasattr(obj, "training") and hasattr(obj, "_modules"):  # a musa.nn.Module
+        return new_tuple(ArgSpec, (MODULE, ModuleArg(obj)))
+    return new_tuple(ArgSpec, (VALUE, obj))
+
+
+def flatten_call(args, kwargs, leaves):
+    """The CallSpec of a call, appending its tensors to leaves."""
+    return new_tuple(CallSpec, (flatten(args, leaves), flatten(kwargs, leaves)))
+
+
+def unflatten(spec, leaves):
+    """The structure spec describes, with leaves in place of its tensors."""
+    kind, body = spec
+    if kind is TENSOR:
+        return leaves[body]
+    if kind is TUPLE:
+        return tuple([unflatten(s, leaves) for s in body])
+    if kind is LIST:
+        return [unflatten(s, leaves) for s in body]
+    if kind is DICT:
+        return {k: unflatten(s, leaves) for k, s in body}
+    if kind is MODULE:
+        return body.obj
+    return body
+
+
+def contiguous(tensors):
+    """The tensors as a plan takes them: contiguous (a copy where needed)."""
+    return [t if t.is_contiguous() else t.contiguous() for t in tensors]
+
+
+def copy_back(leaves, inputs):
+    """Write into each argument what was written into its contiguous copy."""
+    for t, c in zip(leaves, inputs):
+        if t is not c and c._version != 0:
+            t.copy_(c)
+
+
+@functools.lru_cache(maxsize=512)
+def param_names(fn):
+    """fn's parameter names, in order ([] when it has no signature)."""
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def leaf_names(fn, call_spec):
+    """{leaf index: readable name}: the parameter name of fn the leaf was
+    passed as, with the path inside containers (``xs[0]``, ``d['k']``)."""
+    params = param_names(fn)
+    names = {}
+
+    def walk(spec, name):
+        kind, body = spec
+        if kind is TENSOR:
+            names[body] = name
+        elif kind is TUPLE or kind is LIST:
+            for i, s in enumerate(body):
+                walk(s, f"{name}[{i}]")
+        elif kind is DICT:
+            for k, s in body:
+                walk(s, f"{name}[{k!r}]")
+
+    for i, s in enumerate(call_spec.args.body):
+        walk(s, params[i] if i < len(params) else f"args[{i}]")
+    for k, s in call_spec.kwargs.body:
+        walk(s, k)
+    return names

@@ -1,0 +1,341 @@
+"""CompiledFunction: a function captured into static graphs, one compiled
+variant per call signature, with the recompile log and the variant limit.
+
+A call flattens its arguments (_args), builds its CacheKey (_keys) and runs
+the Entry filed under it: a tree of segments (_segments), a dynamic variant
+(_dynamic), a training node (_training), or the Python function when the
+capture could not be compiled. A miss captures the function (_tracing) and
+returns the eager result of that run.
+
+Invariants:
+* Each Entry is exactly one of: a segment tree (``root``), a dynamic
+  variant, a training node, eager, or a ``by_size`` marker. A marker sits
+  under a key that merged dynamic dims whose capture could not use them; the
+  call then looks up the entry filed under its exact sizes.
+* Every capture after the first is logged as a recompile, with a reason,
+  and counts towards ``Config.max_variants``; past it, every call runs
+  eagerly (one RuntimeWarning).
+* ``_guards`` keeps each Python guard (musa.jit.guard) once, in the order
+  first registered; keys carry the guards' values in that order.
+"""
+import logging
+import types
+import warnings
+
+from .. import _C, _capture
+from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple
+from ._config import Config
+from ._dynamic import DynamicVariant, attr_slopes, probe
+from ._keys import CacheKey, describe_change, signature
+from ._segments import Miss, build_segments, chain, describe_outcome, finish, merge, run_path
+from ._tracing import Unsupported, needs_tape_node, trace
+from ._training import TrainingNode
+
+log = logging.getLogger("musa.jit")
+
+
+class Entry:
+    """The compiled variant of one cache key."""
+    __slots__ = ("root", "eager", "reason", "dynamic", "train", "by_size")
+
+    def __init__(self, by_size=False):
+        self.by_size = by_size  # a marker: look up the call's exact sizes instead
+        self.root = None        # Segment: the tree of segments
+        self.eager = False      # the capture failed: run the Python function
+        self.reason = None      # why it runs eagerly
+        self.dynamic = None     # DynamicVariant: planned per size
+        self.train = None       # TrainingNode: compiled forward and backward, one tape node
+
+
+class CompiledFunction:
+    """A function captured into static graphs, one per call signature."""
+
+    def __init__(self, fn, config=None, *, name=None, extra_key=None, retrace=True):
+        self._fn = fn
+        self.config = config or Config()
+        self._cache = {}   # CacheKey -> Entry
+        self._guards = {}  # guard key -> _capture.Guard: Python state the captures depend on
+        self._variants = 0
+        self._eager_all = False
+        self._last = None  # the Segment of the last compiled variant (first segment)
+        self._name = name or getattr(fn, "__qualname__", None) or repr(fn)
+        self._extra_key = extra_key
+        self._retrace = retrace
+        self.recompile_log = []
+        self.compiles = 0
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+
+    # -- the public surface --
+
+    def compile(self, config=None):
+        """A compiled callable with this config; captures on its first call."""
+        return CompiledFunction(self._fn, config or self.config, name=self._name,
+                                extra_key=self._extra_key, retrace=self._retrace)
+
+    def _compiled_yet(self):
+        if self._last is None:
+            raise RuntimeError(f"[jit] {self._name} has not been compiled yet; call it first")
+
+    def get_graph(self, optimized=True):
+        """The IR of the last compiled variant, as text (segments in order;
+        forward then backward for a function compiled for training)."""
+        self._compiled_yet()
+        dyn = next((e.dynamic for e in self._cache.values()
+                    if e.dynamic is not None and self._last in e.dynamic.plans.values()), None)
+        if dyn is not None:
+            return ("# captured once for the dynamic range, planned per size\n" +
+                    dyn.capture.graph.text())
+        train = next((e.train for e in self._cache.values()
+                      if e.train is not None and e.train.fwd is self._last), None)
+        if train is not None:
+            pick = (lambda sg: sg.graph.text()) if optimized else (lambda sg: sg.raw_text)
+            return "# forward\n" + pick(train.fwd) + "\n# backward\n" + pick(train.bwd)
+        segs = chain(self._last)
+        texts = []
+        for n, seg in enumerate(segs):
+            t = seg.graph.text() if optimized else seg.raw_text
+            if len(segs) > 1:
+                head = f"# segment {n}"
+                if seg.read is not None:
+                    head += f", ends reading %{seg.read.value} on the host at {seg.read.loc}"
+                t = head + "\n" + t
+            texts.append(t)
+        return "\n".join(texts)
+
+    def graph_json(self):
+        """The JSON form of the last compiled variant's (first segment's) graph."""
+        import json
+        self._compiled_yet()
+        return json.loads(self._last.graph.json())
+
+    def memory_plan(self):
+        """Planned arena bytes versus the naive sum, for the last compiled variant."""
+        self._compiled_yet()
+        s = dict(self._last.plan.stats())
+        s["buffers"] = self._last.plan.buffers()
+        return s
+
+    def plan_stats(self):
+        self._compiled_yet()
+        return self._last.plan.stats()
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def __repr__(self):
+        return f"<musa.jit compiled {self._name}>"
+
+    # -- calls --
+
+    def _key(self, spec, leaves, names, merge_dynamic=True):
+        dynamic = self.config.dynamic if merge_dynamic else None
+        extra = self._extra_key() if self._extra_key else None
+        guards = tuple(g.fn() for g in self._guards.values()) if self._guards else ()
+        return new_tuple(CacheKey, (spec, signature(leaves, dynamic, names), _C.is_grad_enabled(),
+                                    extra, guards))
+
+    def __call__(self, *args, **kwargs):
+        if self._eager_all or _C._jit_capturing():  # inside another capture: inline
+            return self._fn(*args, **kwargs)
+        leaves = []
+        spec = flatten_call(args, kwargs, leaves)
+        try:
+            key = self._key(spec, leaves, leaf_names(self._fn, spec)
+                            if self.config.dynamic else {})
+            entry = self._cache.get(key)
+            if entry is not None and entry.by_size:
+                key = self._key(spec, leaves, {}, merge_dynamic=False)
+                entry = self._cache.get(key)
+        except TypeError:  # an unhashable argument: run eagerly
+            return self._fn(*args, **kwargs)
+        if entry is None:
+            entry = self._new_entry(key, spec)
+            if self._eager_all:
+                return self._fn(*args, **kwargs)
+            return self._capture(entry, key, leaves, spec)
+        if entry.eager:
+            return self._fn(*args, **kwargs)
+        if entry.train is not None:
+            return entry.train.call(leaves)
+        inputs = contiguous(leaves)
+        if entry.dynamic is not None:
+            return self._run_dynamic(entry.dynamic, args, kwargs, leaves, inputs)
+        root = entry.root
+        if root.read is None and root.outputs.grads:
+            # a whole step: its zero_grad ran at capture; drop the old
+            # gradients now, as it would, instead of holding two sets
+            for slot in root.outputs.grads:
+                if slot.index is not None:
+                    slot.param.grad = None
+        try:
+            res, last = run_path(root, inputs)
+        except Miss as m:
+            return self._guard_miss(entry, m, args, kwargs, leaves, spec)
+        copy_back(leaves, inputs)
+        return finish(last.outputs, res)
+
+    def _new_entry(self, key, spec):
+        """An empty Entry filed under key; logged as a recompile unless it is the first."""
+        if self._cache:
+            self._log_recompile(key, spec)
+        entry = Entry()
+        self._cache[key] = entry
+        return entry
+
+    def _log_recompile(self, key, spec):
+        names = leaf_names(self._fn, spec)
+        whats = [g.what or f"Python state {k!r}" for k, g in self._guards.items()]
+        reason = None
+        for other, entry in reversed(list(self._cache.items())):  # the latest variant first
+            if not entry.by_size:
+                reason = describe_change(other, key, names, whats)
+                if reason:
+                    break
+        self._note_recompile(reason or "new signature")
+
+    def _note_recompile(self, reason):
+        self._variants += 1
+        line = f"musa.jit: recompiling {self._name} (variant {self._variants + 1}): {reason}"
+        self.recompile_log.append(line)
+        log.warning(line)
+        if self._variants + 1 > self.config.max_variants:
+            self._eager_all = True
+            warnings.warn(f"musa.jit: {self._name} was compiled {self._variants + 1} times "
+                          f"(limit {self.config.max_variants}); running it eagerly from now on. "
+                          f"Declare varying dims dynamic (musa.Config.dynamic_dim) to avoid this.",
+                          RuntimeWarning, stacklevel=4)
+
+    def _trace(self, leaves, spec, symbolic_shapes=None):
+        """Capture one call (see _tracing.trace); a successful trace-mode
+        capture counts in ``compiles``."""
+        t = trace(self._fn, leaves, spec, leaf_names(self._fn, spec), symbolic_shapes)
+        if t.capture is not None and symbolic_shapes is None:
+            self.compiles += 1
+        return t
+
+    def _run_eagerly(self, entry, reason, out):
+        """Mark the entry eager (one warning, naming why); returns out."""
+        entry.eager, entry.reason = True, reason
+        warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
+                      stacklevel=4)
+        return out
+
+    def _capture(self, entry, key, leaves, spec):
+        """Fill a new entry from a capture of this call. Returns the call's
+        (eager) result."""
+        with _capture.collect() as collected:
+            cap, out, reason = self._trace(leaves, spec)
+        key = self._rekey(entry, key, collected.guards)
+        if cap is None:
+            return self._run_eagerly(entry, reason, out)
+        try:
+            if needs_tape_node(cap):
+                entry.train = TrainingNode(cap, leaves, self.config, self._name)
+                self._last = entry.train.fwd
+                self._file_by_size(entry, key, leaves)
+                return out
+        except Unsupported as e:
+            return self._run_eagerly(entry, str(e), out)
+        if key.merges_dynamic and not cap.breaks and self._setup_dynamic(entry, cap, leaves,
+                                                                         spec):
+            return out
+        entry.root = build_segments(cap, 0, self.config, set())[0]
+        self._last = entry.root
+        self._file_by_size(entry, key, leaves)
+        return out
+
+    def _file_by_size(self, entry, key, leaves):
+        """The entry's plans are for the exact sizes of this call: when its
+        key merged dynamic dims (the capture could not use them), file it
+        under the exact sizes and leave a by_size marker under the merged key."""
+        if not key.merges_dynamic:
+            return
+        self._cache[key] = Entry(by_size=True)
+        self._cache[key._replace(signature=signature(leaves))] = entry
+
+    def _rekey(self, entry, key, registered):
+        """File the entry under the Python guards its capture registered,
+        with the values the capture saw. Returns the entry's key."""
+        if not registered:
+            return key
+        for k, g in registered.items():
+            self._guards.setdefault(k, g)
+        known = dict(zip(list(self._guards)[:len(key.guards)], key.guards))
+        values = tuple(registered[k].value if k in registered else
+                       known[k] if k in known else self._guards[k].fn()
+                       for k in self._guards)
+        if self._cache.get(key) is entry:
+            del self._cache[key]
+        key = key._replace(guards=values)
+        self._cache[key] = entry
+        return key
+
+    def _guard_miss(self, entry, miss, args, kwargs, leaves, spec):
+        """A host read gave an outcome no capture has seen: capture again and
+        merge (logged), or raise when retracing is off."""
+        read = miss.seg.read
+        seen = describe_outcome(read.kind, miss.outcome)
+        known = ", ".join(describe_outcome(read.kind, k) for k in miss.seg.children)
+        if not self._retrace:
+            raise RuntimeError(f"[jit] guard failed in {self._name}: the value read on the "
+                               f"host at {read.loc} is {seen}, but the graph was traced for "
+                               f"{known}; retrace with the Python function")
+        self._note_recompile(f"guard at {read.loc}: the value read on the host is {seen} "
+                             f"(compiled for {known})")
+        if self._eager_all:
+            return self._fn(*args, **kwargs)
+        cap, out, reason = self._trace(leaves, spec)
+        if cap is None:
+            return self._run_eagerly(entry, reason, out)
+        root = merge(entry.root, cap, self.config)
+        if root is not None and root is not entry.root:
+            log.warning("musa.jit: %s recorded different ops for the same inputs; "
+                        "keeping only the latest capture", self._name)
+        if root is not None:
+            entry.root = self._last = root
+        return out
+
+    # -- dynamic dims --
+
+    def _setup_dynamic(self, entry, cap, leaves, spec):
+        """Capture once more, symbolically, with every dynamic dim one larger
+        (or smaller): integer attributes that moved follow the dim. Returns
+        whether the entry is now a dynamic variant."""
+        names = leaf_names(self._fn, spec)
+        found = probe(leaves, names, self.config.dynamic)
+        if found is None:
+            return False
+        try:
+            cap1, _, reason = self._trace(leaves, spec, symbolic_shapes=found.shapes)
+        except Exception as e:  # the function cannot run on other sizes
+            reason, cap1 = str(e), None
+        slopes = attr_slopes(cap.graph, cap1.graph) if cap1 is not None else None
+        if slopes is None:
+            log.warning("musa.jit: %s: dynamic dims not usable (%s); compiling per size",
+                        self._name, reason or "the graph changes with the size")
+            return False
+        entry.dynamic = DynamicVariant(cap, cap1.graph, found, slopes, self.config.dynamic,
+                                       names)
+        return True
+
+    def _run_dynamic(self, variant, args, kwargs, leaves, inputs):
+        """Run the plan for these sizes, specialising it on first use."""
+        shapes = tuple(tuple(t.shape) for t in inputs)
+        seg = variant.plans.get(shapes)
+        if seg is None:
+            size = variant.size(shapes)
+            if size is None:
+                return self._fn(*args, **kwargs)
+            try:
+                g = variant.respecialize(shapes, size)
+            except (ValueError, TypeError, RuntimeError) as e:
+                self._note_recompile(f"dynamic dims of {self._name} do not hold at {shapes}: {e}")
+                return self._fn(*args, **kwargs)
+            seg = variant.add_plan(shapes, g, self.config)
+            self._last = seg
+        res = seg.plan.run(inputs)
+        copy_back(leaves, inputs)
+        return finish(seg.outputs, res)

@@ -1,0 +1,87 @@
+"""Config: the settings of a compiled function or module (``musa.Config``).
+
+Invariants: every setting is validated when set, so a Config that exists is
+usable; ``dynamic`` maps an argument (name or position) to {dim: (min, max)}
+with 0 <= min <= max.
+"""
+
+UNBOUNDED = 1 << 62  # the upper end of a dynamic range given without one
+
+
+class Config:
+    """Settings of a compiled function or module.
+
+    fusion_level: 0 no fusion; 1 (default) elementwise chains, elementwise
+        producers of row reductions and elementwise epilogues of matmul/conv;
+        2 the same (codegen through the system compiler is not built: level 2
+        uses the fused-tile kernel, the documented fallback).
+    memory_arena: plan intermediates into one arena with reuse (default on).
+    num_threads: threads for concurrent branches (None: musa.get_num_threads()).
+    dynamic: {argument name or index: {dim: (min, max)}} dims that may vary
+        without recompiling.
+    disable_passes: pass names to skip ("simplify", "cse", "fold", "dce", "fuse").
+    max_variants: compiled variants per function before it runs eagerly.
+    verify: run the IR verifier after every pass.
+    remat: in compiled training, recompute cheap elementwise values in the
+        backward instead of saving them (default on).
+    """
+
+    def __init__(self, fusion_level=1, memory_arena=True, num_threads=None, dynamic=None,
+                 disable_passes=(), max_variants=8, verify=False, poison=False, remat=True):
+        if fusion_level not in (0, 1, 2):
+            raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {fusion_level!r}")
+        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError(f"[Config] num_threads must be a positive int, got {num_threads!r}")
+        if not isinstance(max_variants, int) or max_variants < 1:
+            raise ValueError(f"[Config] max_variants must be a positive int, got {max_variants!r}")
+        self.fusion_level = fusion_level
+        self.memory_arena = bool(memory_arena)
+        self.num_threads = num_threads
+        self.dynamic = {}
+        self.disable_passes = tuple(disable_passes)
+        self.max_variants = max_variants
+        self.verify = bool(verify)
+        self.poison = bool(poison)
+        self.remat = bool(remat)
+        for arg, dims in (dynamic or {}).items():
+            if isinstance(dims, int):
+                dims = {dims: (1, UNBOUNDED)}
+            for d, rng in dims.items():
+                lo, hi = rng if rng is not None else (1, UNBOUNDED)
+                self.dynamic_dim(arg, d, lo, hi)
+
+    def enable_memory_arena(self, on=True):
+        """Plan intermediates into one arena (True) or give each its own region."""
+        self.memory_arena = bool(on)
+        return self
+
+    def set_fusion_level(self, level):
+        """Validate and set the fusion level. As before the split, this
+        re-initialises the Config: dynamic dims and remat return to their
+        defaults."""
+        self.__init__(level, self.memory_arena, self.num_threads, None, self.disable_passes,
+                      self.max_variants, self.verify, self.poison)
+        return self
+
+    def set_num_threads(self, n):
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"[Config] num_threads must be a positive int, got {n!r}")
+        self.num_threads = n
+        return self
+
+    def dynamic_dim(self, arg, dim, min=1, max=UNBOUNDED):
+        """Let dim `dim` of argument `arg` (name or position) vary in [min, max]."""
+        if not isinstance(dim, int) or not isinstance(min, int) or not isinstance(max, int) \
+                or min < 0 or max < min:
+            raise ValueError(f"[Config.dynamic_dim] bad dim/range {dim!r}, ({min!r}, {max!r})")
+        self.dynamic.setdefault(arg, {})[dim] = (min, max)
+        return self
+
+    def disable_pass(self, name):
+        self.disable_passes = self.disable_passes + (name,)
+        return self
+
+    def __repr__(self):
+        return (f"musa.Config(fusion_level={self.fusion_level}, memory_arena={self.memory_arena}, "
+                f"num_threads={self.num_threads}, dynamic={self.dynamic}, "
+                f"disable_passes={self.disable_passes}, max_variants={self.max_variants})")

@@ -1,0 +1,148 @@
+"""Dynamic dims: one capture serves every size of the dims declared dynamic
+(``Config.dynamic``), re-specialised and planned once per size.
+
+After the first capture, a second, symbolic one at every dynamic dim one
+larger (or smaller) shows which integer attributes follow the size
+(``view(x.shape[0], -1)``); they are taken as affine in it (AttrSlope). A
+new size copies the captured graph with those attributes moved, re-infers
+every node, and plans the copy for exactly that size.
+
+Invariants:
+* Every dynamic dim of a variant has the same size at each call; a call
+  where they differ runs eagerly.
+* Only int attributes may move with the size. If anything else differs
+  between the two captures (structure, float or bool attributes, such as
+  arange's end), the dims are not usable and the caller compiles per size.
+* The captured graph records the symbol (``s0``) on each dim that follows
+  it; the specialised graphs have concrete shapes.
+"""
+from typing import NamedTuple
+
+from ._keys import declared_dims
+from ._segments import whole
+
+
+class DynDim(NamedTuple):
+    """A dim declared dynamic, within its range at the capture."""
+    leaf: int  # the tensor leaf
+    dim: int
+
+
+class Probe(NamedTuple):
+    """Where the symbolic capture looks: every dynamic dim moved one step."""
+    dims: list    # DynDims, in leaf order
+    shapes: list  # the leaves' shapes with those dims moved (lists of ints)
+    base: int     # the dims' size at the capture
+
+
+class AttrSlope(NamedTuple):
+    """An int attribute that follows the dynamic size."""
+    node: int
+    field: str
+    values: list  # its values at the traced size
+    slope: list   # their change per unit of the size
+
+
+def probe(leaves, names, dynamic):
+    """The Probe for these leaves, or None when the declared dims cannot be
+    dynamic here: a dim outside its range, none within the leaves' ranks, or
+    dims that would not all move by the same step."""
+    shapes0 = [list(t.shape) for t in leaves]
+    shapes1 = [list(s) for s in shapes0]
+    dims = []
+    for i in range(len(leaves)):
+        declared = declared_dims(dynamic, i, names.get(i))
+        for d, (lo, hi) in (declared or {}).items():
+            if d < len(shapes0[i]):
+                s = shapes0[i][d]
+                if not lo <= s <= hi:  # this variant is outside the range: static
+                    return None
+                shapes1[i][d] = s + 1 if s + 1 <= hi else s - 1
+                dims.append(DynDim(i, d))
+    if not dims or any(shapes1[i][d] < 0 for i, d in dims):
+        return None
+    if len({shapes1[i][d] - shapes0[i][d] for i, d in dims}) != 1:
+        return None
+    first = dims[0]
+    return Probe(dims, shapes1, shapes0[first.leaf][first.dim])
+
+
+def attr_slopes(g0, g1):
+    """[AttrSlope] for int attributes that differ between two captures at
+    sizes one apart, or None if the graphs differ otherwise. Attributes of
+    other types (floats included) must not move."""
+    n0 = [(i, g0.node_info(i)) for i in range(g0.nodes_len)]
+    n0 = [(i, a) for i, a in n0 if a is not None]  # None: removed by a pass
+    n1 = [b for b in map(g1.node_info, range(g1.nodes_len)) if b is not None]
+    if len(n0) != len(n1):
+        return None
+    slopes = []
+    for (idx, a), b in zip(n0, n1):
+        if a.op != b.op or a.inputs != b.inputs or a.outputs != b.outputs:
+            return None
+        for f, v0 in a.attrs.items():
+            v1 = b.attrs.get(f)
+            if v0 == v1 or (v0 != v0 and v1 != v1):  # NaN: the same float attribute
+                continue
+            if isinstance(v0, bool) or isinstance(v1, bool):
+                return None
+            if isinstance(v0, int) and isinstance(v1, int):
+                slopes.append(AttrSlope(idx, f, [v0], [v1 - v0]))
+            elif isinstance(v0, list) and isinstance(v1, list) and len(v0) == len(v1) and \
+                    all(isinstance(x, int) for x in v0 + v1):
+                slopes.append(AttrSlope(idx, f, v0, [y - x for x, y in zip(v0, v1)]))
+            else:
+                return None
+    return slopes
+
+
+def mark_symbolic(g0, g1, base, lo, hi):
+    """Record in g0's IR which dims follow the dynamic size (they differ
+    between the captures at base and base +- 1)."""
+    sym = g0.add_symbol("s0", lo, hi, base)
+    for v in range(min(g0.num_values, g1.num_values)):
+        a, b = g0.value_info(v).shape, g1.value_info(v).shape
+        if len(a) != len(b):
+            continue
+        for d, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                g0.set_symbolic(v, d, sym)
+
+
+class DynamicVariant:
+    """A capture that serves every size of its dynamic dims, with a plan
+    (a Segment) per size seen."""
+    __slots__ = ("capture", "dims", "base", "slopes", "plans")
+
+    def __init__(self, capture, symbolic, found, slopes, dynamic, names):
+        """capture: the Capture at the call's sizes; symbolic: the graph
+        captured at found.shapes; slopes: attr_slopes of the two."""
+        self.capture, self.dims, self.base, self.slopes = capture, found.dims, found.base, slopes
+        self.plans = {}  # the inputs' shapes (tuple of tuples) -> Segment
+        first = found.dims[0]
+        lo, hi = declared_dims(dynamic, first.leaf, names.get(first.leaf))[first.dim]
+        mark_symbolic(capture.graph, symbolic, found.base, lo, hi)
+
+    def size(self, shapes):
+        """The dynamic size of a call with these input shapes, or None when
+        its dynamic dims differ in size."""
+        first = self.dims[0]
+        size = shapes[first.leaf][first.dim]
+        if any(shapes[i][d] != size for i, d in self.dims):
+            return None
+        return size
+
+    def respecialize(self, shapes, size):
+        """The captured graph copied for these shapes, its size-following
+        attributes moved. Raises ValueError, TypeError or RuntimeError when
+        the graph does not hold at that size."""
+        delta = size - self.base
+        overrides = [(s.node, s.field, [v0 + k * delta for v0, k in zip(s.values, s.slope)])
+                     for s in self.slopes]
+        return self.capture.graph.respecialize([list(s) for s in shapes], overrides)
+
+    def add_plan(self, shapes, graph, cfg):
+        """Optimise and plan a respecialised graph; it serves these shapes."""
+        seg = whole(graph, cfg, self.capture.outputs)
+        self.plans[shapes] = seg
+        return seg

@@ -1,0 +1,127 @@
+"""Compiled training: a captured function whose outputs need autograd runs
+as a forward plan and a backward plan from static autodiff, joined to the
+eager tape as one node.
+
+The joint graph is the captured forward plus the backward that
+musa_graph_autodiff appends (the op table's formulas, run symbolically). It
+is cut after the forward. The forward plan returns the outputs and the
+values the backward reads (saved activations); the backward plan takes the
+inputs, the output gradients and those values, and returns the gradients of
+the inputs and parameters that require grad.
+
+Invariants:
+* Parameters are bound by reference: the tape node takes them as inputs
+  after the call's tensors, so their gradients accumulate as eager ones do.
+* Only floating outputs that require grad are differentiable; the others
+  are marked non-differentiable.
+* A create_graph backward replays the joint graph through the dispatcher,
+  refused for graphs that draw random numbers or update state in place.
+"""
+import functools
+
+from .. import _C
+from ._args import contiguous, unflatten
+from ._segments import Segment
+from ._tracing import Outputs, Unsupported
+
+
+class TrainingNode:
+    """A forward and a backward plan for one variant, run as one tape node."""
+
+    def __init__(self, cap, leaves, cfg, name):
+        g = cap.graph
+        self.name = name
+        n_in = g.num_inputs
+        n_fwd = g.nodes_len
+        outs = list(cap.out_ids)
+        self.n_out = len(outs)
+        self.out_spec = cap.outputs.spec
+        # differentiable outputs, by position
+        self.diff = [k for k, t in enumerate(cap.out_leaves)
+                     if t.requires_grad and t.dtype.is_floating_point]
+        in_wrt = [i for i, t in enumerate(leaves) if t.requires_grad]
+        params = [(v, t) for v, t in g.params() if t.requires_grad]
+        self.params = [t for _v, t in params]
+        self.n_in = n_in
+        # the tape node's input position of each gradient the backward returns
+        self.wrt_pos = in_wrt + [n_in + j for j in range(len(params))]
+        gouts = [g.new_input(outs[k], f"grad_output{k}") for k in self.diff]
+        try:
+            grads = g.autodiff([outs[k] for k in self.diff], gouts,
+                               [g.inputs_list()[i] for i in in_wrt] + [v for v, _t in params])
+        except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:
+            raise Unsupported(f"static autodiff failed: {e}") from None
+        self.grads = grads  # value id per wrt_pos entry, or -1: no gradient reaches it
+        self.joint = g
+        self.has_random = g.has_random
+        self.has_mutation = g.num_mutations > 0
+        self.bwd = Segment(g, n_fwd, g.nodes_len, 0)
+        self.bwd.build([x for x in grads if x >= 0], cfg, mutations=False, remat=cfg.remat)
+        self.fwd = Segment(g, 0, n_fwd, 0)
+        self.fwd.build(outs + list(self.bwd.carried), cfg, mutations=True, n_inputs=n_in)
+        self.fwd.outputs = Outputs(self.out_spec, self.n_out, ())
+        self.n_saved = len(self.bwd.carried)
+
+    def call(self, leaves):
+        """Run the forward; with grad mode on, as one node on the tape."""
+        tensors = contiguous(leaves)
+        if not _C.is_grad_enabled():
+            res = self.fwd.plan.run(tensors)
+            return unflatten(self.out_spec, res[:self.n_out])
+        outs = _node_class().apply(self, *(tensors + self.params))
+        return unflatten(self.out_spec, list(outs))
+
+    def memory(self):
+        return self.fwd.plan.stats(), self.bwd.plan.stats()
+
+
+@functools.lru_cache(maxsize=None)
+def _node_class():
+    """The autograd Function of compiled training nodes (made on first use,
+    so importing musa.jit does not import musa.autograd)."""
+    from ..autograd import Function
+
+    class CompiledFunction(Function):
+        @staticmethod
+        def forward(ctx, node, *tensors):
+            ins = list(tensors[:node.n_in])
+            res = node.fwd.plan.run(ins)
+            ctx.node, ctx.ins, ctx.tensors = node, ins, tensors
+            ctx.saved = res[node.n_out:]
+            outs = res[:node.n_out]
+            nondiff = [outs[k] for k in range(node.n_out) if k not in node.diff]
+            if nondiff:
+                ctx.mark_non_differentiable(*nondiff)
+            return tuple(outs)
+
+        @staticmethod
+        def backward(ctx, *gouts):
+            node = ctx.node
+            if _C.is_grad_enabled():
+                grads = _double_backward(node, ctx.tensors, gouts)
+            else:
+                g = [gouts[k].contiguous() for k in node.diff]
+                res = iter(node.bwd.plan.run(ctx.ins + g + list(ctx.saved)))
+                grads = [next(res) if x >= 0 else None for x in node.grads]
+            out = [None] * len(ctx.tensors)
+            for j, pos in enumerate(node.wrt_pos):
+                out[pos] = grads[j]
+            return (None,) + tuple(out)
+
+    return CompiledFunction
+
+
+def _double_backward(node, tensors, gouts):
+    """create_graph through a compiled function: the joint forward and
+    backward graph runs again through the dispatcher on the same tensors
+    (the same backward formulas, now recorded on the tape), so the gradients
+    have history and second derivatives equal eager ones."""
+    if node.has_random or node.has_mutation:
+        raise RuntimeError(
+            f"[jit] a gradient with create_graph=True through compiled {node.name}, "
+            f"which draws random numbers or updates state in place, would not match eager; "
+            f"run it eagerly for higher-order gradients")
+    want = [x for x in node.grads if x >= 0]
+    ins = list(tensors[:node.n_in]) + [gouts[k] for k in node.diff]
+    res = iter(node.joint.run_eager(ins, want))
+    return [next(res) if x >= 0 else None for x in node.grads]
