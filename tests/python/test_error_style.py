@@ -18,7 +18,7 @@ import musa.nn as nn
 import musa.nn.functional as F
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "python" / "musa"
-SKIPPED_DIRS = {"jit"}  # python/musa/jit is kept to this style by its own owner
+SKIPPED_DIRS = set()
 
 # "[name] text" with {} standing for an f-string field: "[{}.extend] should ..."
 FORM = re.compile(r"\[(?:[\w.]|\{\})+\]( |$)")
@@ -33,6 +33,13 @@ ALLOWED = {
     ("nn/modules/module.py", "Module.__getattr__", "AttributeError"),
     # re-raises the C check's message, which carries its own [gradcheck] prefix
     ("autograd/__init__.py", "_check", "GradcheckError"),
+    # a traced module forwards attribute lookups: Python's own AttributeError(name)
+    ("jit/__init__.py", "TracedModule.__getattr__", "AttributeError"),
+    # the jit's internal signals, caught inside it: a guard miss carries its
+    # segment and outcome, and Unsupported a reason the "runs eagerly" warning quotes
+    ("jit/_segments.py", "run_path", "Miss"),
+    ("jit/_tracing.py", "needs_tape_node", "Unsupported"),
+    ("jit/_training.py", "TrainingNode.__init__", "Unsupported"),
 }
 
 # Protocol signals that carry no message.
@@ -62,7 +69,7 @@ def _exc_name(exc):
 
 def _raises():
     """(file, enclosing qualified function, exception name, raise node) for
-    every raise with an exception in the package, jit/ excepted."""
+    every raise with an exception in the package."""
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)
         if SKIPPED_DIRS & set(rel.parts[:-1]):
