@@ -214,3 +214,59 @@ def test_threads_backward_through_graphs_sharing_a_leaf():
         t.join()
     assert not errors
     assert leaf.grad.tolist() == [100.0 * (1 + 2 + 3 + 4)] * 64
+
+
+# ---- musa.jit captures: exceptions, threads, lifetimes ----
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, ValueError])
+def test_a_capture_that_raises_leaves_no_broken_entry(exc):
+    calls = []
+
+    @musa.jit
+    def f(x):
+        calls.append(1)
+        if len(calls) == 1:
+            raise exc("boom")
+        return x * 2
+
+    with pytest.raises(exc):
+        f(musa.ones(3))
+    assert f(musa.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert f(musa.ones(3)).tolist() == [2.0, 2.0, 2.0] and f.compiles == 1
+
+
+def test_threads_calling_during_a_capture_wait_for_it():
+    import threading
+    import time
+
+    @musa.jit
+    def g(x):
+        time.sleep(0.05)
+        return x + 1
+
+    results, errors = [], []
+
+    def call():
+        try:
+            results.append(g(musa.ones(3)).tolist())
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [[2.0, 2.0, 2.0]] * 4 and g.compiles == 1
+
+
+def test_dropped_compiled_modules_are_freed():
+    import gc
+    import weakref
+    m = musa.nn.Linear(100, 100)
+    m.compile()
+    m(musa.ones(2, 100))
+    ref = weakref.ref(m)
+    del m
+    gc.collect()
+    assert ref() is None

@@ -14,8 +14,8 @@ Invariants:
   eval() pick different variants.
 """
 import enum
-import functools
 import inspect
+import weakref
 from typing import Any, NamedTuple
 
 from .. import _C
@@ -126,13 +126,29 @@ def copy_back(leaves, inputs):
             t.copy_(c)
 
 
-@functools.lru_cache(maxsize=512)
+_param_names = weakref.WeakKeyDictionary()  # function -> its parameter names
+
+
 def param_names(fn):
-    """fn's parameter names, in order ([] when it has no signature)."""
+    """fn's parameter names, in order ([] when it has no signature). Cached
+    per function, weakly: a bound method is looked up by its function, so
+    the cache never keeps an object (a compiled module) alive."""
+    func = getattr(fn, "__func__", fn)
+    bound = func is not fn
     try:
-        return list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return []
+        names = _param_names.get(func)
+    except TypeError:  # not weakly referenceable (a builtin): no caching
+        names = None
+    if names is None:
+        try:
+            names = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):
+            names = []
+        try:
+            _param_names[func] = names
+        except TypeError:
+            pass
+    return names[1:] if bound and names else names
 
 
 def leaf_names(fn, call_spec):

@@ -19,6 +19,7 @@ Invariants:
   first registered; keys carry the guards' values in that order.
 """
 import logging
+import threading
 import types
 import warnings
 
@@ -53,6 +54,9 @@ class CompiledFunction:
     def __init__(self, fn, config=None, *, name=None, extra_key=None, retrace=True):
         self._fn = fn
         self.config = config or Config()
+        # Captures and merges run one at a time; an entry is filed in the
+        # cache only once complete, so lock-free lookups never see a partial one.
+        self._lock = threading.RLock()
         self._cache = {}   # CacheKey -> Entry
         self._guards = {}  # guard key -> _capture.Guard: Python state the captures depend on
         self._variants = 0
@@ -143,19 +147,18 @@ class CompiledFunction:
         leaves = []
         spec = flatten_call(args, kwargs, leaves)
         try:
-            key = self._key(spec, leaves, leaf_names(self._fn, spec)
-                            if self.config.dynamic else {})
-            entry = self._cache.get(key)
-            if entry is not None and entry.by_size:
-                key = self._key(spec, leaves, {}, merge_dynamic=False)
-                entry = self._cache.get(key)
+            key, entry = self._lookup(spec, leaves)
         except TypeError:  # an unhashable argument: run eagerly
             return self._fn(*args, **kwargs)
         if entry is None:
-            entry = self._new_entry(key, spec)
-            if self._eager_all:
-                return self._fn(*args, **kwargs)
-            return self._capture(entry, key, leaves, spec)
+            with self._lock:
+                key, entry = self._lookup(spec, leaves)  # another thread may have captured it
+                if entry is None:
+                    if self._cache:
+                        self._log_recompile(key, spec)
+                    if self._eager_all:
+                        return self._fn(*args, **kwargs)
+                    return self._capture(key, leaves, spec)
         if entry.eager:
             return self._fn(*args, **kwargs)
         if entry.train is not None:
@@ -173,17 +176,11 @@ class CompiledFunction:
         try:
             res, last = run_path(root, inputs)
         except Miss as m:
-            return self._guard_miss(entry, m, args, kwargs, leaves, spec)
+            with self._lock:
+                return self._guard_miss(entry, m, args, kwargs, leaves, spec)
         copy_back(leaves, inputs)
         return finish(last.outputs, res)
 
-    def _new_entry(self, key, spec):
-        """An empty Entry filed under key; logged as a recompile unless it is the first."""
-        if self._cache:
-            self._log_recompile(key, spec)
-        entry = Entry()
-        self._cache[key] = entry
-        return entry
 
     def _log_recompile(self, key, spec):
         names = leaf_names(self._fn, spec)
@@ -223,42 +220,57 @@ class CompiledFunction:
                       stacklevel=4)
         return out
 
-    def _capture(self, entry, key, leaves, spec):
-        """Fill a new entry from a capture of this call. Returns the call's
-        (eager) result."""
+    def _lookup(self, spec, leaves):
+        """(key, entry or None) for a call, following a by_size marker to
+        the entry filed under the call's exact sizes."""
+        key = self._key(spec, leaves, leaf_names(self._fn, spec) if self.config.dynamic else {})
+        entry = self._cache.get(key)
+        if entry is not None and entry.by_size:
+            key = self._key(spec, leaves, {}, merge_dynamic=False)
+            entry = self._cache.get(key)
+        return key, entry
+
+    def _capture(self, key, leaves, spec):
+        """Capture this call into a new entry and file it once complete: a
+        capture that raises (an error or Ctrl-C in the function) leaves the
+        cache as it was. Returns the call's (eager) result. Called with the
+        lock held."""
+        entry = Entry()
         with _capture.collect() as collected:
             cap, out, reason = self._trace(leaves, spec)
-        key = self._rekey(entry, key, collected.guards)
+        key = self._guard_key(key, collected.guards)
+        by_size = False
         if cap is None:
-            return self._run_eagerly(entry, reason, out)
-        try:
-            if needs_tape_node(cap):
-                entry.train = TrainingNode(cap, leaves, self.config, self._name)
-                self._last = entry.train.fwd
-                self._file_by_size(entry, key, leaves)
-                return out
-        except Unsupported as e:
-            return self._run_eagerly(entry, str(e), out)
-        if key.merges_dynamic and not cap.breaks and self._setup_dynamic(entry, cap, leaves,
-                                                                         spec):
-            return out
-        entry.root = build_segments(cap, 0, self.config, set())[0]
-        self._last = entry.root
-        self._file_by_size(entry, key, leaves)
+            out = self._run_eagerly(entry, reason, out)
+        else:
+            try:
+                if needs_tape_node(cap):
+                    entry.train = TrainingNode(cap, leaves, self.config, self._name)
+                    self._last, by_size = entry.train.fwd, True
+            except Unsupported as e:
+                out = self._run_eagerly(entry, str(e), out)
+            if not entry.train and not entry.eager:
+                if not (key.merges_dynamic and not cap.breaks and
+                        self._setup_dynamic(entry, cap, leaves, spec)):
+                    entry.root = build_segments(cap, 0, self.config, set())[0]
+                    self._last, by_size = entry.root, True
+        self._file(entry, key, leaves, by_size)
         return out
 
-    def _file_by_size(self, entry, key, leaves):
-        """The entry's plans are for the exact sizes of this call: when its
-        key merged dynamic dims (the capture could not use them), file it
-        under the exact sizes and leave a by_size marker under the merged key."""
-        if not key.merges_dynamic:
-            return
-        self._cache[key] = Entry(by_size=True)
-        self._cache[key._replace(signature=signature(leaves))] = entry
+    def _file(self, entry, key, leaves, by_size):
+        """File a complete entry. Plans made for this call's exact sizes
+        (by_size) under a key that merged dynamic dims (the capture could not
+        use them) go under the exact sizes, with a by_size marker under the
+        merged key."""
+        if by_size and key.merges_dynamic:
+            self._cache[key._replace(signature=signature(leaves))] = entry
+            self._cache[key] = Entry(by_size=True)
+        else:
+            self._cache[key] = entry
 
-    def _rekey(self, entry, key, registered):
-        """File the entry under the Python guards its capture registered,
-        with the values the capture saw. Returns the entry's key."""
+    def _guard_key(self, key, registered):
+        """The key with the Python guards its capture registered, at the
+        values the capture saw (new guards join the function's list)."""
         if not registered:
             return key
         for k, g in registered.items():
@@ -267,11 +279,7 @@ class CompiledFunction:
         values = tuple(registered[k].value if k in registered else
                        known[k] if k in known else self._guards[k].fn()
                        for k in self._guards)
-        if self._cache.get(key) is entry:
-            del self._cache[key]
-        key = key._replace(guards=values)
-        self._cache[key] = entry
-        return key
+        return key._replace(guards=values)
 
     def _guard_miss(self, entry, miss, args, kwargs, leaves, spec):
         """A host read gave an outcome no capture has seen: capture again and
