@@ -17,8 +17,7 @@ enum { I_KERNEL = 0, I_FUSED = 1 };
 
 #define ALIGN 64
 #define TILE_ELEMS 8192      /* elements per fused tile (elementwise groups) */
-#define HEAVY_ELEMS 4096     /* outputs at least this big may run as concurrent tasks... */
-#define SOLO_ELEMS 65536     /* ...and at most this big: larger kernels use every thread alone */
+#define SOLO_ELEMS 65536     /* heavy kernels above this size use every thread alone */
 #define WINDOW 8             /* how far ahead a concurrent partner is looked for */
 
 static size_t align_up(size_t x) {
@@ -341,7 +340,7 @@ static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
      * single-threaded tasks ran 15% slower than one after the other with
      * both threads each; concurrency pays for mid-sized kernels only. */
     if (ne > SOLO_ELEMS) return false;
-    return ne >= HEAVY_ELEMS || (info->attrs_kind == MUSA_ATTRS_matmul && ne >= 64);
+    return ne >= MUSA_HEAVY_ELEMS || (info->attrs_kind == MUSA_ATTRS_matmul && ne >= 64);
 }
 
 /* Worth a task of its own: a big kernel, or a group that a big kernel heads. */

@@ -65,7 +65,7 @@ static bool heavy_producer(const musa_graph *g, const musa_gvalue *x) {
         return false;
     int64_t ne = 1;
     for (int d = 0; d < x->ndim; d++) ne *= x->shape[d];
-    return ne >= 4096;
+    return ne >= MUSA_HEAVY_ELEMS;
 }
 
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
