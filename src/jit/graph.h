@@ -144,7 +144,7 @@ musa_graph *musa_graph_recording(void);
  * current "file:line" (a string that lives as long as the process), or NULL. */
 extern const char *(*musa_jit_location_hook)(void);
 /* The public musa_graph_* API of musa.h is implemented here and in
- * segment.c, plan.c and passes/. */
+ * segment.c, plan/ and passes/. */
 
 /* ---- building and editing (passes) ---- */
 
@@ -233,11 +233,11 @@ uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);
 musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
                                     int n_over, const musa_attr_override *over);
 
-/* Elements per tile of a fused group headed by a matmul (plan.c, fuse.c). */
+/* Elements per tile of a fused group headed by a matmul (plan/build.c, passes/fuse.c). */
 #define MUSA_HEAD_TILE_ELEMS 65536
 
 /* Output elements from which a matmul, convolution or other non-elementwise
- * kernel counts as heavy. The planner (plan.c) may pair a heavy
+ * kernel counts as heavy. The planner (plan/build.c) may pair a heavy
  * instruction with an independent one into a parallel step; fusion
  * (passes/fuse.c) keeps two heavy producers feeding one node in groups of
  * their own so that they stay independent and can be paired. The two must
@@ -245,7 +245,7 @@ musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)
  * concurrently. 4096 elements (16 KiB of float32): smaller kernels are too
  * short for a task of their own to pay for handing it to the OpenMP team.
  * The value was set with the pairing, not tuned by a measurement of its
- * own (the upper bound, SOLO_ELEMS in plan.c, was measured). */
+ * own (the upper bound, SOLO_ELEMS in plan/build.c, was measured). */
 #define MUSA_HEAVY_ELEMS 4096
 
 /* Whether node n computes the same values when input 0 and every output are

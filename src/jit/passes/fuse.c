@@ -1,6 +1,6 @@
 /*
  * fuse.c - fusion: assigns nodes to groups that the plan runs as one
- * fused-tile instruction (plan.c).
+ * fused-tile instruction (plan/build.c).
  *
  * A group is one of:
  * - a maximal run of ELEMENTWISE nodes whose outputs all have the group's
