@@ -1,6 +1,7 @@
 /*
- * plan/internal.h - what a plan holds, shared by its builder (build.c) and
- * its executor (run.c). Nothing outside src/jit/plan/ includes it.
+ * plan/internal.h - what a plan holds, shared by its builder (build.c, with
+ * the memory placement in memory.c) and its executor (run.c). Nothing
+ * outside src/jit/plan/ includes it.
  *
  * A plan is a list of instructions (a kernel call, or a fused group of
  * them) cut into steps; a step runs one instruction, or two concurrently.
@@ -120,5 +121,19 @@ static inline void musa_plan_kview_of(const musa_gvalue *v, musa_kview *kv) {
     kv->ndim = v->ndim;
     for (int d = 0; d < v->ndim; d++) kv->shape[d] = v->shape[d], kv->strides[d] = v->strides[d];
 }
+
+/* ---- memory placement (memory.c) ---- */
+
+/* Arena offsets for bufs[0..n) (their bytes and lifetimes set): with
+ * `reuse`, best fit, largest first; without, one after another. Returns the
+ * arena's size in bytes. Cannot fail: short of memory to plan with, it lays
+ * the buffers out one after another. */
+size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse);
+/* Scratch of bytes[s] for each step s < n_steps, placed in the arena in the
+ * lowest best-fitting gap between the buffers live at s (off[s]; 0 where
+ * bytes[s] is 0); *arena_bytes grows where no gap fits. Cannot fail (short
+ * of memory, scratch goes at the end). */
+void musa_plan_place_scratch(const musa_plan_buffer *bufs, int n_bufs, int n_steps,
+                             const size_t *bytes, size_t *off, size_t *arena_bytes);
 
 #endif
