@@ -62,10 +62,18 @@ static musa_graph *make_chain(int nodes, musa_tensor **keep, int n_keep) {
     musa_tensor *c = keep[0], *y = x;
     for (int i = 0; i < nodes; i++) {
         switch (i % 4) {
-        case 0: step(&y, musa_add(y, c)); break;
-        case 1: step(&y, musa_tanh(y)); break;
-        case 2: step(&y, musa_mul(y, c)); break;
-        default: step(&y, musa_relu(y)); break;
+        case 0:
+            step(&y, musa_add(y, c));
+            break;
+        case 1:
+            step(&y, musa_tanh(y));
+            break;
+        case 2:
+            step(&y, musa_mul(y, c));
+            break;
+        default:
+            step(&y, musa_relu(y));
+            break;
         }
         if (!check(y)) return NULL;
     }
