@@ -12,7 +12,9 @@
  *   (headed, elementwise and reduction groups).
  * For each size it prints the live nodes, the median build time over a few
  * runs, the time per node, and the time per node relative to the smallest
- * size: a flat ratio means linear growth.
+ * size: a flat ratio means linear growth (at 100k nodes the builder's
+ * tables outgrow the caches, which costs every phase alike: figures in
+ * docs/benchmarks.md).
  * Run: ./build/bench_plan_build
  */
 #include <musa.h>
