@@ -60,12 +60,13 @@ typedef struct builder {
     uint8_t *is_out;   /* [nv] a graph output, mutation value or break value */
     uint8_t *internal; /* [nv] lives only inside its fused group */
     uint8_t *out_root; /* [nv] the root of a graph output */
-    /* emit */
-    instr *emitted; /* [ni] instructions in program order (the plan takes them in step order) */
-    int ni;         /* instructions */
+    /* emit: instructions are numbered in program order until the schedule
+     * renumbers node_instr, mstart and members into step order */
+    instr *emitted;      /* [ni] in program order; the plan keeps them in step order */
+    int ni;              /* instructions */
     int32_t *node_instr; /* [nn] node -> instruction (group members: the group's), -1: none */
     int32_t *mstart;     /* [ni + 1] instruction -> its first entry in members */
-    int32_t *members;    /* [nn] the nodes each instruction runs, in program order */
+    int32_t *members;    /* [nn] the nodes each instruction runs, each in program order */
     uint8_t *random;     /* [ni] the instruction draws random numbers (program order) */
     /* schedule */
     int32_t *istep; /* [ni] instruction -> step */
