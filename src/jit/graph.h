@@ -5,7 +5,7 @@
  * Files: graph.c (the IR core: values, nodes, editing helpers), capture.c
  * (the record hook, inputs, outputs, breaks), verify.c, print.c (text and
  * JSON), graph_api.c (the public accessors of musa.h), segment.c (segments
- * and re-specialisation), plan.c, autodiff.c, interp.c and passes/.
+ * and re-specialisation), plan/, autodiff.c, interp.c and passes/.
  *
  * A graph is a list of values and a list of nodes in topological order.
  * Values are graph inputs, parameters (module tensors bound by reference),
@@ -241,8 +241,20 @@ uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);
 musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
                                     int n_over, const musa_attr_override *over);
 
-/* Elements per tile of a fused group headed by a matmul (plan.c, fuse.c). */
+/* Elements per tile of a fused group headed by a matmul (plan/build.c, passes/fuse.c). */
 #define MUSA_HEAD_TILE_ELEMS 65536
+
+/* Output elements from which a matmul, convolution or other non-elementwise
+ * kernel counts as heavy. The planner (plan/build.c) may pair a heavy
+ * instruction with an independent one into a parallel step; fusion
+ * (passes/fuse.c) keeps two heavy producers feeding one node in groups of
+ * their own so that they stay independent and can be paired. The two must
+ * agree, or fusion would serialise branches the planner would run
+ * concurrently. 4096 elements (16 KiB of float32): smaller kernels are too
+ * short for a task of their own to pay for handing it to the OpenMP team.
+ * The value was set with the pairing, not tuned by a measurement of its
+ * own (the upper bound, SOLO_ELEMS in plan/build.c, was measured). */
+#define MUSA_HEAVY_ELEMS 4096
 
 /* Whether node n computes the same values when input 0 and every output are
  * cut along dim 0 (matmul rows, conv images): asked of the op's inference. */

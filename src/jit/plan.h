@@ -13,6 +13,9 @@
  *   size and lifetime, in-place reuse where an elementwise input dies at its
  *   consumer. Inputs, parameters, constants and outputs are never reused.
  *
+ * The code: plan/build.c (the phases of the build), plan/memory.c (best
+ * fit in the arena), plan/run.c (the executor), sharing plan/internal.h.
+ *
  * Invariants: every buffer an instruction touches is (slot, byte offset):
  * the arena, an input, a parameter or constant, an output buffer, or a
  * fused group's tile scratch; runs fill the slot bases, then patch the kernel

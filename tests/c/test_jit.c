@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "jit/graph.h"
 #include "jit/plan.h"
+#include "jit/plan/internal.h"
 #include "util.h"
 
 static const char *fake_location(void) {
@@ -290,6 +291,107 @@ TEST(memory_plan_reuses_and_never_overlaps_live_buffers) {
         musa_graph_free(g);
     }
     musa_tensor_release(ref), musa_tensor_release(x);
+}
+
+/* The plain best fit the planner's lifetime index must reproduce bit for
+ * bit: largest first, each buffer in the smallest gap between the placed
+ * buffers whose lifetimes overlap its own (by offset, ties in placement
+ * order). qsort sees the same array as the planner's, so ties in size and
+ * first step come out in the same order. */
+static int cmp_size_then_first(const void *a, const void *b) {
+    const musa_plan_buffer *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->first - y->first;
+}
+
+static size_t gap_among(const musa_plan_buffer *const *live, int m, size_t need) {
+    size_t best = SIZE_MAX, best_size = SIZE_MAX, cur = 0;
+    for (int a = 0; a < m; a++) {
+        if (live[a]->offset >= cur && live[a]->offset - cur >= need &&
+            live[a]->offset - cur < best_size)
+            best = cur, best_size = live[a]->offset - cur;
+        cur = MUSA_MAX(cur, live[a]->offset + musa_plan_align(live[a]->bytes));
+    }
+    return best != SIZE_MAX ? best : cur;
+}
+
+/* Stable sort of live[0..m) by offset. */
+static void by_offset_stable(const musa_plan_buffer **live, int m) {
+    for (int a = 1; a < m; a++)
+        for (int c = a; c > 0 && live[c]->offset < live[c - 1]->offset; c--) {
+            const musa_plan_buffer *t = live[c];
+            live[c] = live[c - 1], live[c - 1] = t;
+        }
+}
+
+static size_t reference_best_fit(musa_plan_buffer *bufs, int n) {
+    musa_plan_buffer *sorted = malloc(sizeof *sorted * (size_t)n);
+    const musa_plan_buffer **live = malloc(sizeof *live * (size_t)n);
+    memcpy(sorted, bufs, sizeof *sorted * (size_t)n);
+    for (int i = 0; i < n; i++) sorted[i].offset = (size_t)i;
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_size_then_first);
+    int *index = malloc(sizeof *index * (size_t)n);
+    for (int i = 0; i < n; i++) index[i] = (int)sorted[i].offset, sorted[i].offset = 0;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        musa_plan_buffer *x = &sorted[i];
+        int m = 0;
+        for (int j = 0; j < i; j++)
+            if (sorted[j].first <= x->last && x->first <= sorted[j].last) live[m++] = &sorted[j];
+        by_offset_stable(live, m);
+        x->offset = gap_among(live, m, musa_plan_align(x->bytes));
+        total = MUSA_MAX(total, x->offset + musa_plan_align(x->bytes));
+    }
+    for (int i = 0; i < n; i++) bufs[index[i]].offset = sorted[i].offset;
+    free(sorted), free(live), free(index);
+    return total;
+}
+
+TEST(memory_placement_matches_the_plain_best_fit) {
+    useed(11);
+    for (int trial = 0; trial < 60; trial++) {
+        int n = 1 + (int)(urand() * 300), steps = 1 + (int)(urand() * 200);
+        musa_plan_buffer *a = calloc((size_t)n, sizeof *a), *b = calloc((size_t)n, sizeof *b);
+        size_t *bytes = calloc((size_t)steps, sizeof *bytes);
+        size_t *off = calloc((size_t)steps, sizeof *off),
+               *ref_off = calloc((size_t)steps, sizeof *ref_off);
+        const musa_plan_buffer **live = malloc(sizeof *live * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            a[i].value = i;
+            a[i].bytes = (size_t)(urand() * 5) * 100; /* ties, and empty buffers */
+            a[i].first = (int)(urand() * steps);
+            int span = urand() < 0.1 ? steps : 3; /* a few live long */
+            a[i].last = MUSA_MIN(steps, a[i].first + (int)(urand() * span));
+        }
+        for (int s = 0; s < steps; s++) bytes[s] = urand() < 0.5 ? 0 : (size_t)(urand() * 700);
+        memcpy(b, a, sizeof *a * (size_t)n);
+        size_t total = musa_plan_assign_offsets(a, n, true), ref = reference_best_fit(b, n);
+        CHECK_MSG(total == ref, "trial %d: arena %zu, the plain best fit %zu", trial, total, ref);
+        for (int i = 0; i < n; i++)
+            CHECK_MSG(a[i].offset == b[i].offset, "trial %d buffer %d: offset %zu, expected %zu",
+                      trial, i, a[i].offset, b[i].offset);
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++) {
+                bool both = a[i].first <= a[j].last && a[j].first <= a[i].last;
+                bool shared = a[i].offset < a[j].offset + a[j].bytes &&
+                              a[j].offset < a[i].offset + a[i].bytes;
+                CHECK_MSG(!(both && shared), "trial %d: buffers %d and %d overlap", trial, i, j);
+            }
+        size_t arena = total, ref_arena = total;
+        musa_plan_place_scratch(a, n, steps, bytes, off, &arena);
+        for (int s = 0; s < steps; s++) {
+            int m = 0;
+            for (int k = 0; k < n; k++)
+                if (a[k].first <= s && s <= a[k].last) live[m++] = &a[k];
+            by_offset_stable(live, m);
+            ref_off[s] = bytes[s] ? gap_among(live, m, musa_plan_align(bytes[s])) : 0;
+            if (bytes[s]) ref_arena = MUSA_MAX(ref_arena, ref_off[s] + musa_plan_align(bytes[s]));
+            CHECK_MSG(off[s] == ref_off[s], "trial %d step %d: scratch at %zu, expected %zu", trial,
+                      s, off[s], ref_off[s]);
+        }
+        CHECK(arena == ref_arena);
+        free(a), free(b), free(bytes), free(off), free(ref_off), free(live);
+    }
 }
 
 static musa_tensor *two_branches(musa_tensor *x) {

@@ -1,6 +1,6 @@
 /*
  * fuse.c - fusion: assigns nodes to groups that the plan runs as one
- * fused-tile instruction (plan.c).
+ * fused-tile instruction (plan/build.c).
  *
  * A group is one of:
  * - a maximal run of ELEMENTWISE nodes whose outputs all have the group's
@@ -65,7 +65,7 @@ static bool heavy_producer(const musa_graph *g, const musa_gvalue *x) {
         return false;
     int64_t ne = 1;
     for (int d = 0; d < x->ndim; d++) ne *= x->shape[d];
-    return ne >= 4096;
+    return ne >= MUSA_HEAVY_ELEMS;
 }
 
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {

@@ -1,0 +1,139 @@
+/*
+ * plan/internal.h - what a plan holds, shared by its builder (build.c, with
+ * the memory placement in memory.c) and its executor (run.c). Nothing
+ * outside src/jit/plan/ includes it.
+ *
+ * A plan is a list of instructions (a kernel call, or a fused group of
+ * them) cut into steps; a step runs one instruction, or two concurrently.
+ * Every buffer an instruction touches is a kref: a slot and a byte offset
+ * from that slot's base. Slots are numbered in a fixed order: the arena, the
+ * steps' scratch, a fused group's tile buffers, then one slot per graph
+ * input, per parameter or constant (param_vals), and per output buffer
+ * (out_roots). The builder fills every kref once; a run only fills the slot
+ * bases and patches the kernel views' data pointers, so nothing in the plan
+ * is laid out again after the build.
+ */
+#ifndef MUSA_JIT_PLAN_INTERNAL_H
+#define MUSA_JIT_PLAN_INTERNAL_H
+
+#include <pthread.h>
+
+#include "../plan.h"
+
+/* Slots (the first four; inputs, parameters and outputs follow). */
+typedef enum musa_plan_slot {
+    MUSA_SLOT_ARENA = 0,   /* the arena: intermediates */
+    MUSA_SLOT_SCRATCH = 1, /* kernel workspaces: offsets in the arena too */
+    MUSA_SLOT_TILE = 2,    /* a fused group's tile buffer, relative to its chunk */
+    MUSA_SLOT_IO = 3,      /* the first input's slot */
+} musa_plan_slot;
+
+typedef enum musa_instr_kind {
+    MUSA_INSTR_KERNEL = 0, /* one kernel call */
+    MUSA_INSTR_FUSED = 1,  /* a fusion group run tile by tile */
+} musa_instr_kind;
+
+#define MUSA_PLAN_ALIGN 64 /* bytes: every buffer, tile and scratch starts aligned */
+
+static inline size_t musa_plan_align(size_t x) {
+    return (x + MUSA_PLAN_ALIGN - 1) & ~(size_t)(MUSA_PLAN_ALIGN - 1);
+}
+
+typedef struct kref {
+    uint32_t slot; /* musa_plan_slot, or an input, parameter or output slot */
+    int64_t off;   /* bytes from the slot's base */
+} kref;
+
+/* One kernel call: views (outputs first, then inputs) and where their data is. */
+typedef struct kcall {
+    musa_kernel_fn kernel;
+    musa_op_id op;
+    const void *attrs; /* the node's attribute record (in the graph) */
+    const char *name;
+    const char *loc;
+    int32_t n_in, n_out;
+    musa_kview *kv; /* [n_out + n_in], data pointers patched at each run */
+    kref *ref;      /* [n_out + n_in] */
+    uint8_t *cut;   /* [n_out + n_in] fused members: this view is cut along dim 0 per tile */
+    size_t scratch; /* bytes of workspace */
+} kcall;
+
+typedef struct fused {
+    int n;              /* members */
+    kcall *m;           /* [n], in program order */
+    int64_t rows;       /* extent of dim 0 of the group's shape */
+    int64_t tile_rows;  /* rows per tile */
+    bool serial;        /* a matmul/conv heads it: tiles in order, the head parallel inside */
+    size_t chunk_bytes; /* tile buffers + member scratch, per chunk */
+    size_t tile_bytes;  /* tile buffers, per chunk */
+    int max_chunks;
+} fused;
+
+typedef struct instr {
+    uint8_t kind;       /* musa_instr_kind */
+    int32_t node;       /* the (last) node it runs */
+    kcall k;            /* MUSA_INSTR_KERNEL */
+    fused *f;           /* MUSA_INSTR_FUSED */
+    size_t scratch_off; /* bytes from the scratch slot's base */
+} instr;
+
+typedef struct step {
+    int32_t first, count; /* instructions [first, first + count) */
+    bool parallel;        /* run them concurrently (count == 2) */
+} step;
+
+struct musa_plan {
+    const musa_graph *g;
+    musa_arena arena; /* everything below, except mem */
+    instr *instrs;    /* [n_instrs], in step order */
+    int n_instrs;
+    step *steps; /* [n_steps] */
+    int n_steps;
+    int n_slots;
+    int n_inputs;
+    int32_t *param_vals; /* PARAM/CONST values by slot - MUSA_SLOT_IO - n_inputs */
+    int n_params;
+    int32_t *out_roots; /* output buffer slots: their root value */
+    int32_t *out_first; /* the step that first writes each (allocated just before it) */
+    int32_t *out_order; /* output buffers by first step: a run walks it with a cursor */
+    int n_out_roots;
+    char *mem; /* arena + scratch, kept between runs (made on the first run) */
+    size_t mem_block;
+    musa_plan_buffer *bufs; /* [n_bufs] arena buffers */
+    int n_bufs;
+    size_t arena_bytes, scratch_bytes;
+    musa_plan_stats stats;
+    musa_plan_options opt;
+    pthread_mutex_t lock;
+    kref *vloc; /* [values] where each value's data is */
+};
+
+static inline size_t musa_plan_value_bytes(const musa_gvalue *v) {
+    size_t n = 1;
+    for (int d = 0; d < v->ndim; d++) n *= (size_t)v->shape[d];
+    return n * musa_dtype_info[v->dtype].size;
+}
+
+/* A kernel view of v's layout (no data pointer yet). */
+static inline void musa_plan_kview_of(const musa_gvalue *v, musa_kview *kv) {
+    memset(kv, 0, sizeof *kv);
+    kv->dtype = v->dtype;
+    kv->ndim = v->ndim;
+    for (int d = 0; d < v->ndim; d++) kv->shape[d] = v->shape[d], kv->strides[d] = v->strides[d];
+}
+
+/* ---- memory placement (memory.c) ---- */
+
+/* Arena offsets for bufs[0..n) (their bytes and lifetimes set): with
+ * `reuse`, best fit, largest first; without, one after another. Returns the
+ * arena's size in bytes. Cannot fail: short of memory to plan with, it lays
+ * the buffers out one after another. */
+size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse);
+/* Scratch of bytes[s] for each step s < n_steps, placed in the arena in the
+ * lowest best-fitting gap between the buffers live at s (off[s]; 0 where
+ * bytes[s] is 0); *arena_bytes grows where no gap fits. Cannot fail (short
+ * of memory, scratch goes at the end). */
+void musa_plan_place_scratch(const musa_plan_buffer *bufs, int n_bufs, int n_steps,
+                             const size_t *bytes, size_t *off, size_t *arena_bytes);
+
+#endif

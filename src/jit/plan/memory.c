@@ -1,0 +1,223 @@
+/*
+ * plan/memory.c - where the plan's arena buffers and the steps' scratch go
+ * in the arena: best fit by size and lifetime.
+ *
+ * A buffer lives over steps [first, last] (first <= last). Two buffers may
+ * share bytes only when their lifetimes are disjoint. Each query here asks
+ * for the buffers whose lifetimes overlap an interval; a `lifetimes` index
+ * answers it in time proportional to the answer (plus a logarithm), so
+ * placing B buffers costs O(B log B + P log P), P the pairs of buffers
+ * whose lifetimes overlap, instead of a scan of every buffer per buffer.
+ *
+ * Invariants: the results are those of the plain quadratic scans they
+ * replace, bit for bit: buffers are placed largest first (ties: earlier
+ * first step, then qsort's order), and gaps are searched over the
+ * overlapping buffers by offset, ties in placement order (scratch: buffer
+ * order).
+ */
+#include "internal.h"
+
+/* ---- lifetimes: buffers indexed by the steps they live over ---- */
+
+/* A segment tree over steps [0, size) in which a buffer sits in the
+ * O(log size) nodes covering its lifetime exactly: the buffers live at step
+ * s are those listed on the path from s's leaf to the root, each once.
+ * Buffers are also listed by first step, with a bit per step that has any. */
+typedef struct lifetimes {
+    int size;            /* leaves: a power of two above every step */
+    int32_t *head;       /* [2 * size] each node's first entry, -1: none */
+    int32_t *buf, *next; /* [cap] entries: a buffer, the node's next entry */
+    int n, cap;
+    int32_t *first_head; /* [size] buffers by first step: first one, -1: none */
+    int32_t *first_next; /* [buffers] the next with the same first step */
+    uint64_t *has_first; /* [size / 64 + 1] a bit per step with such a buffer */
+} lifetimes;
+
+static void lifetimes_free(lifetimes *t) {
+    free(t->head), free(t->buf), free(t->next);
+    free(t->first_head), free(t->first_next), free(t->has_first);
+}
+
+/* An empty index for steps [0, max_step] and n_bufs buffer ids. Returns
+ * false (nothing allocated) when short of memory. */
+static bool lifetimes_init(lifetimes *t, int max_step, int n_bufs) {
+    memset(t, 0, sizeof *t);
+    t->size = 1;
+    while (t->size <= max_step) t->size *= 2;
+    t->cap = 4 * (n_bufs ? n_bufs : 1);
+    t->head = malloc(sizeof *t->head * 2 * (size_t)t->size);
+    t->buf = malloc(sizeof *t->buf * (size_t)t->cap);
+    t->next = malloc(sizeof *t->next * (size_t)t->cap);
+    t->first_head = malloc(sizeof *t->first_head * (size_t)t->size);
+    t->first_next = malloc(sizeof *t->first_next * (size_t)(n_bufs ? n_bufs : 1));
+    t->has_first = calloc((size_t)t->size / 64 + 1, sizeof *t->has_first);
+    if (!t->head || !t->buf || !t->next || !t->first_head || !t->first_next || !t->has_first) {
+        lifetimes_free(t);
+        return false;
+    }
+    for (int i = 0; i < 2 * t->size; i++) t->head[i] = -1;
+    for (int i = 0; i < t->size; i++) t->first_head[i] = -1;
+    return true;
+}
+
+static bool lifetimes_push(lifetimes *t, int node, int32_t id) {
+    if (t->n == t->cap) {
+        int cap = t->cap * 2;
+        int32_t *buf = realloc(t->buf, sizeof *buf * (size_t)cap);
+        if (buf) t->buf = buf;
+        int32_t *next = buf ? realloc(t->next, sizeof *next * (size_t)cap) : NULL;
+        if (!next) return false;
+        t->next = next, t->cap = cap;
+    }
+    t->buf[t->n] = id, t->next[t->n] = t->head[node], t->head[node] = t->n++;
+    return true;
+}
+
+/* Add buffer id, living over [first, last]. False when short of memory. */
+static bool lifetimes_add(lifetimes *t, int32_t id, int first, int last) {
+    for (int l = first + t->size, r = last + t->size + 1; l < r; l /= 2, r /= 2) {
+        if ((l & 1) && !lifetimes_push(t, l++, id)) return false;
+        if ((r & 1) && !lifetimes_push(t, --r, id)) return false;
+    }
+    t->first_next[id] = t->first_head[first];
+    t->first_head[first] = id;
+    t->has_first[first / 64] |= 1ull << (first % 64);
+    return true;
+}
+
+/* The buffers live at step s, appended to out; returns the new count. */
+static int lifetimes_live_at(const lifetimes *t, int s, int32_t *out, int n) {
+    for (int node = s + t->size; node >= 1; node /= 2)
+        for (int e = t->head[node]; e >= 0; e = t->next[e]) out[n++] = t->buf[e];
+    return n;
+}
+
+/* The buffers whose first step is in (a, b], appended to out. */
+static int lifetimes_first_in(const lifetimes *t, int a, int b, int32_t *out, int n) {
+    for (int s = a + 1; s <= b; s++) {
+        uint64_t word = t->has_first[s / 64] >> (s % 64);
+        if (!word) { /* no buffer starts in the rest of this word */
+            s |= 63;
+            continue;
+        }
+        s += __builtin_ctzll(word);
+        if (s > b) break;
+        for (int id = t->first_head[s]; id >= 0; id = t->first_next[id]) out[n++] = id;
+    }
+    return n;
+}
+
+/* ---- best fit ---- */
+
+/* Ordering of candidate neighbours: by offset, ties by id (placement or
+ * buffer order, as the insertion sorts this replaces kept them). */
+typedef struct by_offset {
+    size_t offset;
+    int32_t id;
+} by_offset;
+
+static int cmp_by_offset(const void *a, const void *b) {
+    const by_offset *x = a, *y = b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The lowest offset of the smallest gap of at least `need` bytes between
+ * the buffers nb[0..m) (sorted by offset), or the end of the last of them. */
+static size_t best_gap(const by_offset *nb, int m, const musa_plan_buffer *bufs, size_t need) {
+    size_t best = SIZE_MAX, best_size = SIZE_MAX, cur = 0;
+    for (int a = 0; a < m; a++) {
+        const musa_plan_buffer *y = &bufs[nb[a].id];
+        if (y->offset >= cur && y->offset - cur >= need && y->offset - cur < best_size)
+            best = cur, best_size = y->offset - cur;
+        size_t end = y->offset + musa_plan_align(y->bytes);
+        if (end > cur) cur = end;
+    }
+    return best != SIZE_MAX ? best : cur;
+}
+
+static int cmp_buf_size(const void *a, const void *b) {
+    const musa_plan_buffer *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->first - y->first;
+}
+
+static size_t one_after_another(musa_plan_buffer *bufs, int n) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) bufs[i].offset = total, total += musa_plan_align(bufs[i].bytes);
+    return total;
+}
+
+/* Best fit: each buffer (largest first) takes the smallest gap between the
+ * buffers already placed whose lifetimes overlap its own. */
+size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse) {
+    if (!reuse) return one_after_another(bufs, n);
+    int max_step = 0;
+    for (int i = 0; i < n; i++) max_step = MUSA_MAX(max_step, bufs[i].last);
+    size_t cnt = (size_t)(n ? n : 1);
+    musa_plan_buffer *sorted = malloc(sizeof *sorted * cnt);
+    int32_t *index = malloc(sizeof *index * cnt); /* sorted position -> buffer */
+    int32_t *hits = malloc(sizeof *hits * cnt);
+    by_offset *nb = malloc(sizeof *nb * cnt);
+    lifetimes placed; /* by sorted position */
+    bool indexed = sorted && index && hits && nb && lifetimes_init(&placed, max_step, n);
+    bool ok = indexed;
+    size_t total = 0;
+    if (ok) {
+        /* The sort compares bytes and first only: offset carries each
+         * buffer's index through it. */
+        memcpy(sorted, bufs, sizeof *sorted * (size_t)n);
+        for (int i = 0; i < n; i++) sorted[i].offset = (size_t)i;
+        qsort(sorted, (size_t)n, sizeof *sorted, cmp_buf_size);
+        for (int i = 0; i < n; i++) index[i] = (int32_t)sorted[i].offset, sorted[i].offset = 0;
+    }
+    for (int i = 0; ok && i < n; i++) {
+        musa_plan_buffer *x = &sorted[i];
+        size_t need = musa_plan_align(x->bytes);
+        /* the placed buffers overlapping x: live at its first step, or
+         * starting later within its lifetime */
+        int m = lifetimes_live_at(&placed, x->first, hits, 0);
+        m = lifetimes_first_in(&placed, x->first, x->last, hits, m);
+        for (int a = 0; a < m; a++) nb[a] = (by_offset){sorted[hits[a]].offset, hits[a]};
+        qsort(nb, (size_t)m, sizeof *nb, cmp_by_offset);
+        x->offset = best_gap(nb, m, sorted, need);
+        if (x->offset + need > total) total = x->offset + need;
+        ok = lifetimes_add(&placed, i, x->first, x->last);
+    }
+    if (ok)
+        for (int i = 0; i < n; i++) bufs[index[i]].offset = sorted[i].offset;
+    if (indexed) lifetimes_free(&placed);
+    free(sorted), free(index), free(hits), free(nb);
+    return ok ? total : one_after_another(bufs, n);
+}
+
+void musa_plan_place_scratch(const musa_plan_buffer *bufs, int n_bufs, int n_steps,
+                             const size_t *bytes, size_t *off, size_t *arena_bytes) {
+    int max_step = n_steps;
+    for (int k = 0; k < n_bufs; k++) max_step = MUSA_MAX(max_step, bufs[k].last);
+    size_t cnt = (size_t)(n_bufs ? n_bufs : 1);
+    int32_t *hits = malloc(sizeof *hits * cnt);
+    by_offset *nb = malloc(sizeof *nb * cnt);
+    lifetimes live;
+    bool indexed = hits && nb && lifetimes_init(&live, max_step, n_bufs);
+    bool ok = indexed;
+    for (int k = 0; ok && k < n_bufs; k++)
+        ok = lifetimes_add(&live, k, bufs[k].first, bufs[k].last);
+    for (int s = 0; s < n_steps; s++) {
+        off[s] = 0;
+        if (!bytes[s]) continue;
+        size_t need = musa_plan_align(bytes[s]);
+        if (!ok) { /* no room to look: at the end */
+            off[s] = musa_plan_align(*arena_bytes);
+            *arena_bytes = off[s] + need;
+            continue;
+        }
+        int m = lifetimes_live_at(&live, s, hits, 0);
+        for (int a = 0; a < m; a++) nb[a] = (by_offset){bufs[hits[a]].offset, hits[a]};
+        qsort(nb, (size_t)m, sizeof *nb, cmp_by_offset);
+        off[s] = best_gap(nb, m, bufs, need);
+        if (off[s] + need > *arena_bytes) *arena_bytes = off[s] + need;
+    }
+    if (indexed) lifetimes_free(&live);
+    free(hits), free(nb);
+}

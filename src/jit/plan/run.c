@@ -1,0 +1,395 @@
+/*
+ * plan/run.c - running a plan (musa_plan_run), and what a built plan
+ * answers: its stats, buffers, text, and its release.
+ *
+ * A run binds the slots (the arena, the inputs, the parameters' current
+ * data, output buffers allocated as the step that first writes each comes
+ * up), patches each kernel view's data pointer from its kref, and calls the
+ * kernels step by step; a parallel step runs its instructions as tasks on
+ * the OpenMP team. Then write-backs copy final values into mutated inputs
+ * and parameters (unless computed there in place), and outputs are handed
+ * out as new references.
+ *
+ * Invariants: a run changes nothing in the plan but the kernel views' data
+ * pointers (under the plan's lock, so one run at a time), its stats, and
+ * its arena block, allocated on the first run and kept. A failed run
+ * releases every output it made and names the failing op and the user's
+ * line where it was recorded.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+
+#include "../../backend/cpu/alloc.h"
+#include "../../backend/cpu/kernels.h"
+#include "../../base/threadpool.h"
+
+void musa_plan_free(musa_plan *p) {
+    if (!p) return;
+    musa_cpu_free_exact(p->mem, p->mem_block);
+    pthread_mutex_destroy(&p->lock);
+    musa_arena_free(&p->arena);
+    free(p);
+}
+
+const musa_plan_stats *musa_plan_get_stats(const musa_plan *p) {
+    static const musa_plan_stats none;
+    return p ? &p->stats : &none;
+}
+
+int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out) {
+    if (!out) return 0;
+    *out = p ? p->bufs : NULL;
+    return p ? p->n_bufs : 0;
+}
+
+/* ---- execution ---- */
+
+typedef struct run_ctx {
+    musa_plan *p;
+    char **base;
+    char *scratch;
+    int rc;
+    const char *fail_loc;
+    const char *fail_name;
+} run_ctx;
+
+static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
+    musa_kctx ctx = {
+        .scratch = k->scratch ? scratch : NULL, .scratch_bytes = k->scratch, .op_name = k->name};
+    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, true);
+    int rc = k->kernel(&ctx, kv, kv + k->n_out, k->n_in, k->attrs);
+    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, false);
+    return rc;
+}
+
+static int run_kernel_instr(run_ctx *r, instr *in) {
+    kcall *k = &in->k;
+    int nk = k->n_out + k->n_in;
+    for (int q = 0; q < nk; q++) k->kv[q].data = r->base[k->ref[q].slot] + k->ref[q].off;
+    int rc = call_kernel(k, k->kv, r->scratch + in->scratch_off);
+    if (rc) r->fail_loc = k->loc, r->fail_name = k->name;
+    return rc;
+}
+
+typedef struct fused_ctx {
+    run_ctx *r;
+    instr *in;
+    int64_t tiles;
+    int chunks;
+    atomic_int rc;
+    const kcall *failed;
+} fused_ctx;
+
+static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
+    fused *f = fc->in->f;
+    run_ctx *r = fc->r;
+    musa_kview kv[8 + MUSA_MAX_OUTPUTS];
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t r0 = t * f->tile_rows, rows = MUSA_MIN(f->tile_rows, f->rows - r0);
+        for (int i = 0; i < f->n; i++) {
+            const kcall *k = &f->m[i];
+            int nk = k->n_out + k->n_in;
+            for (int q = 0; q < nk; q++) {
+                kv[q] = k->kv[q];
+                if (k->ref[q].slot == MUSA_SLOT_TILE) {
+                    kv[q].data = chunk + k->ref[q].off;
+                    if (kv[q].ndim > 0) kv[q].shape[0] = rows;
+                    continue;
+                }
+                kv[q].data = r->base[k->ref[q].slot] + k->ref[q].off;
+                if (k->cut[q] && kv[q].ndim > 0) {
+                    kv[q].data +=
+                        r0 * kv[q].strides[0] * (int64_t)musa_dtype_info[kv[q].dtype].size;
+                    kv[q].shape[0] = rows;
+                }
+            }
+            int rc = call_kernel(k, kv, chunk + f->tile_bytes);
+            if (rc) {
+                fc->failed = k;
+                return rc;
+            }
+        }
+    }
+    return MUSA_OK;
+}
+
+static void fused_chunk(void *ctx, int64_t c0, int64_t c1) {
+    fused_ctx *fc = ctx;
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t t0 = c * fc->tiles / fc->chunks, t1 = (c + 1) * fc->tiles / fc->chunks;
+        char *chunk = fc->r->scratch + fc->in->scratch_off + (size_t)c * fc->in->f->chunk_bytes;
+        int rc = run_tiles(fc, t0, t1, chunk);
+        if (rc) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&fc->rc, &expected, rc);
+            return;
+        }
+    }
+}
+
+static int run_fused_instr(run_ctx *r, instr *in) {
+    fused *f = in->f;
+    fused_ctx fc = {.r = r, .in = in};
+    atomic_init(&fc.rc, 0);
+    fc.tiles = f->tile_rows ? (f->rows + f->tile_rows - 1) / f->tile_rows : 0;
+    if (fc.tiles == 0) return MUSA_OK;
+    int chunks = f->serial ? 1 : musa_pool_intra_threads();
+    if (chunks > f->max_chunks) chunks = f->max_chunks;
+    if (chunks > fc.tiles) chunks = (int)fc.tiles;
+    if (chunks < 1) chunks = 1;
+    fc.chunks = chunks;
+    if (chunks == 1)
+        fused_chunk(&fc, 0, 1);
+    else
+        musa_parallel_for(chunks, 1, fused_chunk, &fc);
+    int rc = atomic_load(&fc.rc);
+    if (rc && fc.failed) r->fail_loc = fc.failed->loc, r->fail_name = fc.failed->name;
+    return rc;
+}
+
+static int run_instr(run_ctx *r, instr *in) {
+    return in->kind == MUSA_INSTR_KERNEL ? run_kernel_instr(r, in) : run_fused_instr(r, in);
+}
+
+typedef struct par_ctx {
+    run_ctx *r;
+    step *s;
+    atomic_int rc;
+} par_ctx;
+
+static void par_body(void *ctx, int64_t b, int64_t e) {
+    par_ctx *pc = ctx;
+    for (int64_t c = b; c < e; c++) {
+        int rc = run_instr(pc->r, &pc->r->p->instrs[pc->s->first + c]);
+        if (rc) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&pc->rc, &expected, rc);
+        }
+    }
+}
+
+/* The instructions of a parallel step on the OpenMP team that kernels use
+ * (its threads are awake right after a kernel; a separate pool would wait
+ * for them to stop spinning); kernels inside run on one thread each. */
+static int run_parallel(run_ctx *r, step *s) {
+    par_ctx pc = {.r = r, .s = s};
+    atomic_init(&pc.rc, 0);
+    musa_parallel_for(s->count, 1, par_body, &pc);
+    r->p->stats.parallel_tasks += (uint64_t)s->count;
+    return atomic_load(&pc.rc);
+}
+
+static int check_input(const musa_plan *p, int i, const musa_tensor *t) {
+    const musa_gvalue *v = &p->g->values.data[p->g->inputs.data[i]];
+    char s1[128], s2[128];
+    const char *nm = v->name ? v->name : "";
+    if (!t) return musa_err(MUSA_ERR_VALUE, "[jit] input %d%s%s is NULL", i, *nm ? " " : "", nm);
+    if (!t->storage)
+        return musa_err(MUSA_ERR_VALUE, "[jit] input %d%s%s is a meta tensor", i, *nm ? " " : "",
+                        nm);
+    if (t->dtype != v->dtype || !musa_shape_equal(t->ndim, t->shape, v->ndim, v->shape))
+        return musa_err(
+            MUSA_ERR_VALUE, "[jit] input %d%s%s is %s%s but the plan was compiled for %s%s", i,
+            *nm ? " " : "", nm, musa_dtype_name((musa_dtype)t->dtype),
+            musa_shape_str(t->ndim, t->shape, s1, sizeof s1), musa_dtype_name((musa_dtype)v->dtype),
+            musa_shape_str(v->ndim, v->shape, s2, sizeof s2));
+    if (!musa_tensor_is_contiguous(t))
+        return musa_err(MUSA_ERR_VALUE, "[jit] input %d%s%s must be contiguous", i, *nm ? " " : "",
+                        nm);
+    return MUSA_OK;
+}
+
+static char *tensor_data(const musa_tensor *t) {
+    return t->storage
+               ? (char *)t->storage->data + (size_t)t->offset * musa_dtype_info[t->dtype].size
+               : NULL;
+}
+
+int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
+                  musa_tensor **outputs) {
+    if (!p) return musa_err(MUSA_ERR_VALUE, "[jit] plan is NULL");
+    if ((n_in && !inputs) || (n_out && !outputs))
+        return musa_err(MUSA_ERR_VALUE, "[jit] plan_run: NULL input or output array");
+    const musa_graph *g = p->g;
+    if (n_in != p->n_inputs)
+        return musa_err(MUSA_ERR_VALUE, "[jit] the plan takes %d inputs, got %d", p->n_inputs,
+                        n_in);
+    if (n_out != (int)g->outputs.len)
+        return musa_err(MUSA_ERR_VALUE, "[jit] the plan has %lld outputs, got room for %d",
+                        (long long)g->outputs.len, n_out);
+    for (int i = 0; i < n_out; i++) outputs[i] = NULL;
+    for (int i = 0; i < n_in; i++) {
+        int rc = check_input(p, i, inputs[i]);
+        if (rc) return rc;
+    }
+    char *base_buf[64], **base = base_buf;
+    musa_tensor *roots_buf[16], **roots = roots_buf;
+    if (p->n_slots > 64 && !(base = musa_calloc((size_t)p->n_slots, sizeof *base, "plan_run")))
+        return MUSA_ERR_NOMEM;
+    if (p->n_out_roots > 16 &&
+        !(roots = musa_calloc((size_t)p->n_out_roots, sizeof *roots, "plan_run"))) {
+        if (base != base_buf) free(base);
+        return MUSA_ERR_NOMEM;
+    }
+    for (int k = 0; k < p->n_out_roots; k++) roots[k] = NULL;
+    int rc = MUSA_OK;
+    size_t total = p->arena_bytes; /* data and the steps' scratch */
+    pthread_mutex_lock(&p->lock);
+    if (total && !p->mem && !(p->mem = musa_cpu_alloc_exact(total, &p->mem_block))) {
+        rc = MUSA_ERR_NOMEM;
+        goto done;
+    }
+    char *mem = p->mem;
+    base[MUSA_SLOT_ARENA] = mem;
+    base[MUSA_SLOT_SCRATCH] = mem; /* scratch offsets are arena offsets */
+    base[MUSA_SLOT_TILE] = NULL;
+    int slot = MUSA_SLOT_IO;
+    for (int i = 0; i < n_in; i++) base[slot++] = tensor_data(inputs[i]);
+    for (int k = 0; k < p->n_params; k++)
+        base[slot++] = tensor_data(g->values.data[p->param_vals[k]].tensor);
+    int out_slot0 = slot, next_out = 0;
+    run_ctx r = {.p = p, .base = base, .scratch = base[MUSA_SLOT_SCRATCH]};
+    for (int s = 0; s < p->n_steps && !rc; s++) {
+        /* Output buffers appear when first written, as eager allocates them. */
+        for (; next_out < p->n_out_roots && !rc; next_out++) {
+            int k = p->out_order[next_out];
+            if (p->out_first[k] != s) break;
+            const musa_gvalue *v = &g->values.data[p->out_roots[k]];
+            if (!(roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
+                rc = musa_last_error_code();
+            else
+                base[out_slot0 + k] = tensor_data(roots[k]);
+        }
+        if (rc) break;
+        step *st = &p->steps[s];
+        rc = st->parallel ? run_parallel(&r, st) : run_instr(&r, &p->instrs[st->first]);
+        if (p->opt.poison && !rc)
+            for (int k = 0; k < p->n_bufs; k++)
+                if (p->bufs[k].last == s) memset(mem + p->bufs[k].offset, 0xff, p->bufs[k].bytes);
+    }
+    for (int k = 0; k < p->n_out_roots && !rc; k++) { /* outputs no step writes */
+        if (roots[k]) continue;
+        const musa_gvalue *v = &g->values.data[p->out_roots[k]];
+        if (!(roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
+            rc = musa_last_error_code();
+        else
+            base[out_slot0 + k] = tensor_data(roots[k]);
+    }
+    if (rc) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", musa_last_error());
+        if (r.fail_loc)
+            rc = musa_err(rc, "%s (compiled %s, recorded at %s)", msg, r.fail_name, r.fail_loc);
+        goto done;
+    }
+    /* Mutations: write final values back into inputs and parameters. */
+    for (int64_t i = 0; i < g->mutations.len; i++) {
+        const musa_gmutation *m = &g->mutations.data[i];
+        const musa_gvalue *tv = &g->values.data[m->target];
+        musa_tensor *target = tv->kind == MUSA_V_PARAM ? tv->tensor : NULL;
+        for (int k = 0; k < n_in && !target; k++)
+            if (g->inputs.data[k] == m->target) target = inputs[k];
+        if (!target) continue;
+        musa_kview kd, ks;
+        musa_tensor_kview(target, &kd);
+        musa_plan_kview_of(&g->values.data[m->value], &ks);
+        kref lr = p->vloc[m->value];
+        ks.data = base[lr.slot] + lr.off;
+        if (ks.data == kd.data) continue;
+        if ((rc = musa_cpu_copy(&kd, &ks))) goto done;
+        musa_tensor_bump_version(target);
+    }
+    /* Outputs. */
+    for (int i = 0; i < n_out; i++) {
+        int32_t v = g->outputs.data[i];
+        const musa_gvalue *x = &g->values.data[v];
+        const musa_gvalue *root = &g->values.data[x->root];
+        musa_tensor *src = NULL;
+        if (root->kind == MUSA_V_NODE) {
+            for (int k = 0; k < p->n_out_roots; k++)
+                if (p->out_roots[k] == x->root) src = roots[k];
+        } else if (root->kind == MUSA_V_INPUT) {
+            for (int k = 0; k < n_in; k++)
+                if (g->inputs.data[k] == x->root) src = inputs[k];
+        } else {
+            src = root->tensor;
+        }
+        if (!src) {
+            rc = musa_err(MUSA_ERR_RUNTIME, "[jit] output %d has no buffer", i);
+            goto done;
+        }
+        musa_tensor *o;
+        if (x->root == v && root->kind != MUSA_V_CONST)
+            o = musa_tensor_retain(src);
+        else if (root->kind == MUSA_V_CONST && x->root == v)
+            o = musa_clone(src);
+        else
+            o = musa_tensor_view_of(src, x->ndim, x->shape, x->strides, src->offset + x->offset);
+        if (!o) {
+            rc = musa_last_error_code();
+            goto done;
+        }
+        outputs[i] = o;
+    }
+    p->stats.runs++;
+done:
+    if (rc)
+        for (int i = 0; i < n_out; i++)
+            if (outputs[i]) musa_tensor_release(outputs[i]), outputs[i] = NULL;
+    pthread_mutex_unlock(&p->lock);
+    for (int k = 0; k < p->n_out_roots; k++) musa_tensor_release(roots[k]);
+    if (base != base_buf) free(base);
+    if (roots != roots_buf) free(roots);
+    return rc;
+}
+
+char *musa_plan_text(const musa_plan *p) {
+    if (!p) {
+        musa_err(MUSA_ERR_VALUE, "[jit] plan is NULL");
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    if (!s) {
+        musa_err_nomem("plan_text", cap);
+        return NULL;
+    }
+    s[0] = 0;
+#define APPEND(...)                                                                                \
+    do {                                                                                           \
+        int n_ = snprintf(NULL, 0, __VA_ARGS__);                                                   \
+        if (len + (size_t)n_ + 1 > cap) {                                                          \
+            cap = (len + (size_t)n_ + 1) * 2;                                                      \
+            char *q_ = realloc(s, cap);                                                            \
+            if (!q_) {                                                                             \
+                free(s);                                                                           \
+                musa_err_nomem("plan_text", cap);                                                  \
+                return NULL;                                                                       \
+            }                                                                                      \
+            s = q_;                                                                                \
+        }                                                                                          \
+        len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__);                                  \
+    } while (0)
+    APPEND("plan: %d steps, %d instructions, arena %zu bytes with scratch (data %zu, naive %zu), "
+           "scratch %zu\n",
+           p->n_steps, p->n_instrs, p->arena_bytes, p->stats.arena_bytes, p->stats.naive_bytes,
+           p->scratch_bytes);
+    for (int st = 0; st < p->n_steps; st++) {
+        const step *sp = &p->steps[st];
+        APPEND("  %d%s:", st, sp->parallel ? " (parallel)" : "");
+        for (int c = 0; c < sp->count; c++) {
+            const instr *in = &p->instrs[sp->first + c];
+            if (in->kind == MUSA_INSTR_KERNEL) {
+                APPEND(" %s", in->k.name);
+            } else {
+                APPEND(" fused[");
+                for (int i = 0; i < in->f->n; i++) APPEND("%s%s", i ? "," : "", in->f->m[i].name);
+                APPEND("] tiles of %lld rows", (long long)in->f->tile_rows);
+            }
+        }
+        APPEND("\n");
+    }
+#undef APPEND
+    return s;
+}
