@@ -106,6 +106,7 @@ enum musa_status {
     MUSA_ERR_IO = -7,              /* file or format error         -> OSError             */
     MUSA_ERR_DEVICE = -8,          /* device not available         -> RuntimeError        */
     MUSA_ERR_ZERO_DIVISION = -9,   /* integer division by zero     -> ZeroDivisionError   */
+    MUSA_ERR_INTERRUPTED = -10,    /* musa_interrupt() stopped it  -> KeyboardInterrupt   */
 };
 
 /* The message of the last error on this thread ("" if none). Never NULL. */
@@ -122,6 +123,19 @@ MUSA_API void musa_set_error_location(const char *file, int line);
 MUSA_API void musa_clear_error(void);
 /* A short name for a status code, e.g. "MUSA_ERR_VALUE". */
 MUSA_API const char *musa_status_name(int code);
+
+/* Interrupts. musa_interrupt() asks the running ops to stop: parallel loops
+ * stop taking chunks, long serial loops check between blocks, and the op
+ * fails with MUSA_ERR_INTERRUPTED ("[op] interrupted"), its fresh outputs
+ * discarded (an in-place op may have written part of its target). It is
+ * async-signal-safe (an atomic store), so a SIGINT handler may call it. The
+ * request is consumed by the op that reports it. */
+MUSA_API void musa_interrupt(void);
+/* A hook around kernels that may run long (about 2^18 elements or more):
+ * called with true before and false after, on the calling thread. A front
+ * end uses it to release its interpreter lock and to route Ctrl-C to
+ * musa_interrupt while the kernel runs. NULL (the default) removes it. */
+MUSA_API void musa_set_long_op_hook(void (*hook)(bool begin));
 
 /* ------------------------------------------------------------------------ */
 /* Data types and devices                                                   */

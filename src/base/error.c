@@ -91,6 +91,8 @@ const char *musa_status_name(int code) {
         return "MUSA_ERR_DEVICE";
     case MUSA_ERR_ZERO_DIVISION:
         return "MUSA_ERR_ZERO_DIVISION";
+    case MUSA_ERR_INTERRUPTED:
+        return "MUSA_ERR_INTERRUPTED";
     default:
         return "MUSA_ERR_UNKNOWN";
     }

@@ -223,6 +223,8 @@ void musa_pool_counters(uint64_t *by_workers, uint64_t *by_callers) {
 
 /* ---- parallel_for ---- */
 
+#define SERIAL_PIECE ((int64_t)1 << 20) /* units between interrupt checks, serially */
+
 typedef struct {
     musa_range_fn fn;
     void *ctx;
@@ -230,9 +232,16 @@ typedef struct {
     atomic_int_fast64_t next;
 } pf_job;
 
+atomic_int musa_interrupt_flag;
+
+void musa_interrupt(void) {
+    atomic_store_explicit(&musa_interrupt_flag, 1, memory_order_relaxed);
+}
+
 static void pf_runner(void *arg) {
     pf_job *j = arg;
     for (;;) {
+        if (musa_interrupt_pending()) break; /* the op reports it */
         int64_t b = atomic_fetch_add(&j->next, j->chunk);
         if (b >= j->n) break;
         j->fn(j->ctx, b, b + j->chunk < j->n ? b + j->chunk : j->n);
@@ -250,14 +259,19 @@ void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx) {
     if (grain < 1) grain = 1;
     int threads = tls_serial_depth > 0 ? 1 : musa_pool_threads();
     if (threads <= 1 || n <= grain) {
+        /* serially, in pieces of SERIAL_PIECE units at most, so a long loop
+         * can be interrupted between them (ranges never change results) */
+        int64_t piece = grain > SERIAL_PIECE ? grain : SERIAL_PIECE;
         tls_serial_depth++;
-        fn(ctx, 0, n);
+        for (int64_t b = 0; b < n && !(b && musa_interrupt_pending()); b += piece)
+            fn(ctx, b, n - b < piece ? n : b + piece);
         tls_serial_depth--;
         return;
     }
     int64_t max_chunks = n / grain;
     int64_t chunks = (int64_t)threads * 4 < max_chunks ? (int64_t)threads * 4 : max_chunks;
-    pf_job job = {.fn = fn, .ctx = ctx, .n = n, .chunk = (n + chunks - 1) / chunks};
+    int64_t chunk = (n + chunks - 1) / chunks, cap = grain > SERIAL_PIECE ? grain : SERIAL_PIECE;
+    pf_job job = {.fn = fn, .ctx = ctx, .n = n, .chunk = chunk < cap ? chunk : cap};
     atomic_init(&job.next, 0);
     int team = chunks < threads ? (int)chunks : threads;
 #pragma omp parallel num_threads(team)

@@ -23,6 +23,16 @@ typedef void (*musa_range_fn)(void *ctx, int64_t begin, int64_t end);
  * disjoint output regions without locks. */
 void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx);
 
+/* The pending interrupt (musa_interrupt): kernels' long loops poll it,
+ * musa_interrupt_take() consumes it where an op reports the failure. */
+extern atomic_int musa_interrupt_flag;
+static inline bool musa_interrupt_pending(void) {
+    return atomic_load_explicit(&musa_interrupt_flag, memory_order_relaxed) != 0;
+}
+static inline bool musa_interrupt_take(void) {
+    return atomic_exchange_explicit(&musa_interrupt_flag, 0, memory_order_relaxed) != 0;
+}
+
 /* Threads a kernel running on this thread may use: the pool size on a free
  * thread, 1 inside a pool task or a parallel_for body. */
 int musa_pool_intra_threads(void);

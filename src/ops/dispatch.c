@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "../backend/cpu/alloc.h"
+#include "../base/threadpool.h"
 #include "../backend/cpu/kernels.h"
 
 const musa_op_info musa_ops[MUSA_OP_COUNT] = {
@@ -120,6 +121,16 @@ static int check_provided_out(const musa_op_info *info, int j, const musa_tensor
     return MUSA_OK;
 }
 
+/* Kernels over at least this many elements (inputs and outputs) call the
+ * long-op hook around them; below it the hook would cost more than it saves. */
+#define MUSA_LONG_OP_ELEMS ((int64_t)1 << 18)
+
+static void (*long_op_hook)(bool begin);
+
+void musa_set_long_op_hook(void (*hook)(bool begin)) {
+    long_op_hook = hook;
+}
+
 static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_tensor *const *cin,
                       const void *attrs, int n_out, musa_tensor **dst) {
     musa_kview kin_buf[8], *kin = kin_buf;
@@ -141,10 +152,20 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
         }
     }
     if (!rc) {
+        bool long_op = false;
+        if (MUSA_UNLIKELY(long_op_hook != NULL)) {
+            int64_t work = 0;
+            for (int i = 0; i < n_in; i++) work += cin[i]->numel;
+            for (int j = 0; j < n_out; j++) work += dst[j]->numel;
+            if ((long_op = work >= MUSA_LONG_OP_ELEMS)) long_op_hook(true);
+        }
         if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, true);
         rc = info->kernel(&ctx, kout, kin, n_in, attrs);
         if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, false);
+        if (long_op) long_op_hook(false);
         if (rc) musa_err_prefix(info->name);
+        if (MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take() && !rc)
+            rc = musa_err(MUSA_ERR_INTERRUPTED, "[%s] interrupted", info->name);
     }
     if (ctx.scratch) musa_cpu_free(ctx.scratch, block);
     if (kin != kin_buf) free(kin);

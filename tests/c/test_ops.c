@@ -67,3 +67,18 @@ TEST(every_op_has_a_public_function) {
     CHECK_MSG(wrong == 0, "%d ops whose public function is not as ops.def says", wrong);
     CHECK(musa_op_lookup("no_such_op") == -1);
 }
+
+/* musa_interrupt stops a long op at its next poll: it fails with
+ * MUSA_ERR_INTERRUPTED naming the op, and the next op runs normally. */
+TEST(interrupt_stops_a_long_op) {
+    musa_tensor *one = musa_ones(1, (int64_t[]){1}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *x = musa_expand(one, 1, (int64_t[]){(int64_t)1 << 40});
+    CHECK(x != NULL);
+    musa_interrupt();
+    CHECK_ERR(musa_sum(x, 0, NULL, false) != NULL, MUSA_ERR_INTERRUPTED, "[sum] interrupted");
+    musa_tensor *s = musa_sum(one, 0, NULL, false);
+    double v = 0;
+    CHECK_OK(musa_tensor_item(s, &v));
+    CHECK_NEAR(v, 1, 0);
+    musa_tensor_release(one), musa_tensor_release(x), musa_tensor_release(s);
+}

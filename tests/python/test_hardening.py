@@ -270,3 +270,46 @@ def test_dropped_compiled_modules_are_freed():
     del m
     gc.collect()
     assert ref() is None
+
+
+# ---- Ctrl-C during a long kernel ----
+
+_LONG_SUM = """
+import sys, time, threading
+import musa
+x = musa.ones(1).expand(2 ** 62)
+ticks = []
+def ticker():
+    t0 = time.time()
+    while time.time() - t0 < 1.0:
+        ticks.append(1)
+        time.sleep(0.01)
+th = threading.Thread(target=ticker)
+th.start()
+print("ready", flush=True)
+try:
+    x.sum()
+    print("finished?!")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+th.join()
+print("ticks", len(ticks) > 10, flush=True)
+print("after", float(musa.ones(3).sum()), flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_long_kernel_and_other_threads_run_meanwhile():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+    p = subprocess.Popen([sys.executable, "-c", _LONG_SUM], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)  # a hang, not a speed check
+    assert p.returncode == 0, err
+    assert out.split("\n")[:3] == ["interrupted", "ticks True", "after 3.0"], out + err

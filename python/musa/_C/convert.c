@@ -51,6 +51,10 @@ PyObject *pm_raise(void) {
     case MUSA_ERR_ZERO_DIVISION:
         cls = PyExc_ZeroDivisionError;
         break;
+    case MUSA_ERR_INTERRUPTED: /* Ctrl-C: Python's handler decides (KeyboardInterrupt) */
+        if (PyErr_CheckSignals() < 0) return NULL;
+        cls = PyExc_KeyboardInterrupt;
+        break;
     default:
         cls = PyExc_RuntimeError;
         break;

@@ -787,7 +787,9 @@ static PyObject *plan_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         pm_tensor_list_free(ts);
         return PyErr_NoMemory();
     }
+    pm_long_op(true);
     int rc = musa_plan_run(P(self), n, ts, no, outs);
+    pm_long_op(false);
     pm_tensor_list_free(ts);
     PyObject *r = NULL;
     if (rc) {

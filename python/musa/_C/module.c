@@ -34,7 +34,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     if (pm_types_init(m) || pm_bindings_add_functions(m) || pm_tensor_type_init(m) ||
-        pm_autograd_init(m) || pm_pair_init(m) || pm_jit_init(m) ||
+        pm_autograd_init(m) || pm_pair_init(m) || pm_jit_init(m) || pm_interrupt_init() ||
         PyModule_AddStringConstant(m, "__version__", "0.1.0") ||
         PyModule_AddIntConstant(m, "_max_dims", MUSA_MAX_DIMS)) {
         Py_DECREF(m);

@@ -202,6 +202,12 @@ PyObject *pm_node_obj(musa_node *n); /* new ref; None for NULL */
 int pm_interop_init(PyObject *module);
 extern PyBufferProcs pm_tensor_buffer_procs;
 
+/* ---- long kernels (interrupt.c) ---- */
+int pm_interrupt_init(void);
+/* Around a long call into musa made with the GIL held (begin true, then
+ * false): releases the GIL and routes Ctrl-C to musa_interrupt meanwhile. */
+void pm_long_op(bool begin);
+
 /* ---- static graphs (jit.c) ---- */
 int pm_jit_init(PyObject *module);
 /* Tell a running capture that Python reads t's value on the host

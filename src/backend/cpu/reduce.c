@@ -39,6 +39,17 @@ typedef struct {
     bool int_acc;
 } reduce_ops;
 
+/* Long runs poll for an interrupt (musa_interrupt) every POLL_EVERY
+ * elements; an interrupted fold's value is garbage, and the op fails. */
+#define POLL_EVERY ((int64_t)1 << 20)
+/* for (i = 0; i < n; i++), in blocks with a poll between them: the same
+ * order of operations, and the inner loop stays vectorisable */
+#define POLLED_LOOP(i, n)                                                                          \
+    for (int64_t i##_b = 0; i##_b < (n) && !(i##_b && musa_interrupt_pending());                   \
+         i##_b += POLL_EVERY)                                                                      \
+        for (int64_t i = i##_b, i##_e = (n) - i##_b < POLL_EVERY ? (n) : i##_b + POLL_EVERY;       \
+             i < i##_e; i++)
+
 /* ---- pairwise sums of contiguous runs ---- */
 
 /* Every float sum accumulates in double: a float32 sum is memory-bound, so
@@ -56,6 +67,7 @@ typedef struct {
                 for (int j = 0; j < w; j++) acc[j] += acc[j + w];                                  \
             return acc[0] + tail;                                                                  \
         }                                                                                          \
+        if (n >= POLL_EVERY && musa_interrupt_pending()) return 0; /* the op reports it */         \
         int64_t h = (n / 2 + 15) & ~(int64_t)15;                                                   \
         return pairwise_##SN(x, h) + pairwise_##SN(x + h, n - h);                                  \
     }
@@ -70,7 +82,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
             return;                                                                                \
         }                                                                                          \
         double a = 0;                                                                              \
-        for (int64_t i = 0; i < n; i++) a += (double)LD_##SN(*(const T *)(p + i * s));             \
+        POLLED_LOOP(i, n) a += (double)LD_##SN(*(const T *)(p + i * s));             \
         acc->f += a;                                                                               \
     }                                                                                              \
     static void sum_col_##SN(racc *acc, const char *p, int64_t n) {                                \
@@ -79,7 +91,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void prod_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
-        for (int64_t i = 0; i < n; i++) a *= (double)LD_##SN(*(const T *)(p + i * s));             \
+        POLLED_LOOP(i, n) a *= (double)LD_##SN(*(const T *)(p + i * s));             \
         acc->f = a;                                                                                \
     }                                                                                              \
     static void prod_col_##SN(racc *acc, const char *p, int64_t n) {                               \
@@ -88,7 +100,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void amax_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
-        for (int64_t i = 0; i < n; i++) {                                                          \
+        POLLED_LOOP(i, n) {                                                          \
             double v = (double)LD_##SN(*(const T *)(p + i * s));                                   \
             a = (v != v || v > a) ? v : a;                                                         \
         }                                                                                          \
@@ -103,7 +115,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void amin_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
-        for (int64_t i = 0; i < n; i++) {                                                          \
+        POLLED_LOOP(i, n) {                                                          \
             double v = (double)LD_##SN(*(const T *)(p + i * s));                                   \
             a = (v != v || v < a) ? v : a;                                                         \
         }                                                                                          \
@@ -122,7 +134,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
 #define DEF_INT_FOLDS(SN, T, C, E)                                                                 \
     static void sum_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                     \
         uint64_t a = (uint64_t)acc->i;                                                             \
-        for (int64_t i = 0; i < n; i++) a += U64(*(const T *)(p + i * s));                         \
+        POLLED_LOOP(i, n) a += U64(*(const T *)(p + i * s));                         \
         acc->i = (int64_t)a;                                                                       \
     }                                                                                              \
     static void sum_col_##SN(racc *acc, const char *p, int64_t n) {                                \
@@ -131,7 +143,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
     }                                                                                              \
     static void prod_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         uint64_t a = (uint64_t)acc->i;                                                             \
-        for (int64_t i = 0; i < n; i++) a *= U64(*(const T *)(p + i * s));                         \
+        POLLED_LOOP(i, n) a *= U64(*(const T *)(p + i * s));                         \
         acc->i = (int64_t)a;                                                                       \
     }                                                                                              \
     static void prod_col_##SN(racc *acc, const char *p, int64_t n) {                               \
@@ -139,7 +151,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
         for (int64_t j = 0; j < n; j++) acc[j].i = (int64_t)(U64(acc[j].i) * U64(x[j]));           \
     }                                                                                              \
     static void amax_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
-        for (int64_t i = 0; i < n; i++) {                                                          \
+        POLLED_LOOP(i, n) {                                                          \
             int64_t v = *(const T *)(p + i * s);                                                   \
             if (v > acc->i) acc->i = v;                                                            \
         }                                                                                          \
@@ -150,7 +162,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
             if (x[j] > acc[j].i) acc[j].i = x[j];                                                  \
     }                                                                                              \
     static void amin_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
-        for (int64_t i = 0; i < n; i++) {                                                          \
+        POLLED_LOOP(i, n) {                                                          \
             int64_t v = *(const T *)(p + i * s);                                                   \
             if (v < acc->i) acc->i = v;                                                            \
         }                                                                                          \
