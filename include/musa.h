@@ -947,6 +947,13 @@ MUSA_API musa_graph *musa_graph_recording(void);
 /* Mark the capture void: something ran that cannot be recorded (named by
  * `why`, e.g. a call that bypasses the dispatcher); capture_end then fails. */
 MUSA_API int musa_graph_refuse(musa_graph *g, const char *why);
+/* The mode (MUSA_CAPTURE_TRACE or _SYMBOLIC) of g's running or last capture
+ * (0 before any), e.g. to resume a paused capture the same way. */
+MUSA_API int musa_graph_capture_mode(const musa_graph *g);
+/* After a symbolic capture: give back to every leaf the .grad it had before
+ * the capture (a symbolic backward leaves meta tensors in .grad), e.g. when
+ * the capture is abandoned and the function runs again eagerly. */
+MUSA_API int musa_graph_restore_grads(musa_graph *g);
 /* Continue recording into g after musa_graph_capture_end (its values keep
  * their tags); used to append the backward graph, or after a pause. */
 MUSA_API int musa_graph_capture_resume(musa_graph *g, int mode);

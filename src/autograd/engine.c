@@ -261,6 +261,7 @@ static int accumulate_leaf_locked(run *r, musa_node *n, musa_tensor *g) {
     int rc = check_grad_shape(n, 0, &n->out_meta[0], g);
     if (rc) return rc;
     if (!m->grad) {
+        musa_record_grad_change(v, NULL);
         /* keep g itself unless someone else holds it (then a later in-place
          * accumulation would write through to them) or it is a broadcast
          * view (.grad must be writable in place) */
@@ -280,6 +281,7 @@ static int accumulate_leaf_locked(run *r, musa_node *n, musa_tensor *g) {
     if (!r->create_graph && !musa_tensor_may_overlap(m->grad, v)) return musa_add_(m->grad, g);
     musa_tensor *s = musa_add(m->grad, g);
     if (!s) return musa_last_error_code();
+    musa_record_grad_change(v, m->grad);
     musa_tensor_release(m->grad);
     m->grad = s;
     return MUSA_OK;

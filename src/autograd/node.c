@@ -462,6 +462,7 @@ int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad) {
         g = musa_cast(grad, (musa_dtype)t->dtype);
         if (!g) return musa_last_error_code();
     }
+    musa_record_grad_change(t, m->grad);
     musa_tensor_release(m->grad);
     m->grad = g;
     return MUSA_OK;

@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "../autograd/autograd.h"
 #include "../base/threadpool.h"
 
 const char *(*musa_jit_location_hook)(void);
@@ -157,6 +158,39 @@ nomem:
 
 /* ---- begin, resume, end ---- */
 
+/* Keep the .grad a leaf had before a symbolic capture changed it. */
+static void note_grad(void *rec, musa_tensor *leaf, musa_tensor *old_grad) {
+    musa_graph *g = rec;
+    musa_grad_undo u = {musa_tensor_retain(leaf), musa_tensor_retain(old_grad)};
+    if (musa_vec_push(&g->grad_undo, u)) {
+        musa_tensor_release(u.leaf), musa_tensor_release(u.old);
+        capture_fail(g, MUSA_ERR_NOMEM, "[jit] out of memory while recording a gradient");
+    }
+}
+
+int musa_graph_capture_mode(const musa_graph *g) {
+    if (!g) return musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
+    return g->mode;
+}
+
+int musa_graph_restore_grads(musa_graph *g) {
+    if (!g) return musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
+    if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] restore_grads: still capturing");
+    int rc = MUSA_OK;
+    for (int64_t i = g->grad_undo.len - 1; i >= 0; i--) { /* newest first: the oldest wins */
+        musa_grad_undo *u = &g->grad_undo.data[i];
+        struct musa_autograd_meta *m = u->leaf->autograd;
+        if (m) {
+            musa_tensor_release(m->grad);
+            m->grad = u->old;
+            u->old = NULL;
+        }
+        musa_tensor_release(u->leaf), musa_tensor_release(u->old);
+    }
+    g->grad_undo.len = 0;
+    return rc;
+}
+
 static void refuse(void *rec, const char *why) {
     musa_graph_refuse(rec, why);
 }
@@ -172,9 +206,11 @@ int musa_graph_capture_resume(musa_graph *g, int mode) {
     if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph is capturing already");
     musa_record_hook = record;
     musa_record_refuse_hook = refuse;
+    musa_record_grad_hook = note_grad;
     g->prev_mode = musa_tls.mode;
     g->prev_recorder = musa_tls.recorder;
     musa_tls.mode = (musa_mode)mode;
+    g->mode = (musa_mode)mode;
     musa_tls.recorder = g;
     g->capturing = true;
     if (!g->epoch) g->epoch = (uint32_t)(atomic_fetch_add(&capture_ids, 1) | 1u);

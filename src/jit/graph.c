@@ -34,6 +34,9 @@ void musa_graph_free(musa_graph *g) {
     musa_vec_free(&g->mutations);
     musa_vec_free(&g->breaks);
     musa_vec_free(&g->syms);
+    for (int64_t i = 0; i < g->grad_undo.len; i++)
+        musa_tensor_release(g->grad_undo.data[i].leaf), musa_tensor_release(g->grad_undo.data[i].old);
+    musa_vec_free(&g->grad_undo);
     musa_map_free(&g->origin);
     musa_arena_free(&g->arena);
     free(g);

@@ -101,6 +101,10 @@ typedef struct musa_gbreak {
     const char *loc;
 } musa_gbreak;
 
+typedef struct musa_grad_undo {
+    musa_tensor *leaf, *old; /* both retained; old may be NULL */
+} musa_grad_undo;
+
 struct musa_graph {
     musa_arena arena;
     MUSA_VEC(musa_gvalue) values;
@@ -117,9 +121,13 @@ struct musa_graph {
     int capture_error; /* first error met while recording (sticky) */
     char capture_msg[512];
     bool capturing;
+    musa_mode mode; /* of the running (or last) capture */
     musa_mode prev_mode;
     void *prev_recorder;
     bool requires_grad; /* an input or param required grad while grad mode was on */
+    /* symbolic captures: each leaf whose .grad changed, with the .grad it had
+     * (both retained), oldest first; musa_graph_restore_grads undoes them */
+    MUSA_VEC(musa_grad_undo) grad_undo;
     const char *loc_override; /* recorded nodes take this location (autodiff) */
 };
 

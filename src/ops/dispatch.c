@@ -56,6 +56,7 @@ int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *co
                         const void *attrs, int n_out, musa_tensor **out, unsigned provided);
 void (*musa_profile_hook)(musa_op_id op, bool begin);
 void (*musa_record_refuse_hook)(void *recorder, const char *why);
+void (*musa_record_grad_hook)(void *recorder, musa_tensor *leaf, musa_tensor *old_grad);
 
 /* ---- type promotion ---- */
 

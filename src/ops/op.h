@@ -163,6 +163,14 @@ extern int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_ten
 /* Void the running capture: something ran that cannot be recorded (e.g. an
  * op whose output shape depends on the data). Set by src/jit. */
 extern void (*musa_record_refuse_hook)(void *recorder, const char *why);
+/* A leaf's .grad is about to change while recording symbolically (the engine
+ * or set_grad): the recorder keeps the old one, so a capture that fails can
+ * put it back (musa_graph_restore_grads). */
+extern void (*musa_record_grad_hook)(void *recorder, musa_tensor *leaf, musa_tensor *old_grad);
+static inline void musa_record_grad_change(musa_tensor *leaf, musa_tensor *old_grad) {
+    if (musa_tls.mode == MUSA_MODE_SYMBOLIC && musa_tls.recorder && musa_record_grad_hook)
+        musa_record_grad_hook(musa_tls.recorder, leaf, old_grad);
+}
 /* Profiler begin/end around kernels; NULL when no profiler is active. */
 extern void (*musa_profile_hook)(musa_op_id op, bool begin);
 

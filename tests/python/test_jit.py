@@ -31,9 +31,13 @@ def test_spec_snippet_compile_then_call():
     result = compiled_fn(musa.tensor([1.0]), musa.tensor([2.0]))
     assert result.tolist() == [2.0]
     assert compiled_fn.compiles == 1
-    # later calls run the plan
+    # the first call was captured symbolically and ran the plan; so do later calls
     assert compiled_fn(musa.tensor([3.0]), musa.tensor([2.0])).tolist() == [6.0]
-    assert compiled_fn.plan_stats()["runs"] == 1
+    assert compiled_fn.plan_stats()["runs"] == 2
+    traced = musa.jit(lambda x, y: x * y, config=musa.Config(capture="trace"))
+    traced(musa.tensor([1.0]), musa.tensor([2.0]))  # computed eagerly while recording
+    traced(musa.tensor([1.0]), musa.tensor([2.0]))
+    assert traced.plan_stats()["runs"] == 1
     assert "mul(" in compiled_fn.get_graph()
 
 
@@ -497,7 +501,7 @@ def test_two_branches_run_concurrently_with_identical_results():
             res[n] = c(x, y)
             st = c.plan_stats()
             assert st["parallel_steps"] == (1 if n == 2 else 0)
-            assert st["parallel_tasks"] == (2 if n == 2 else 0)
+            assert st["parallel_tasks"] == (2 * st["runs"] if n == 2 else 0)
         assert np.array_equal(res[1].numpy(), res[2].numpy())
     finally:
         musa.set_num_threads(prev)

@@ -187,9 +187,9 @@ def test_whole_step_matches_eager_for_50_steps(optim, make):
         for k in se:
             if isinstance(se[k], musa.Tensor):
                 close(sc[k], se[k], rtol=1e-6, atol=1e-7)
-    # compiled: one capture, then plans only
+    # compiled: one (symbolic) capture, then plans only, the first call's included
     assert step_c.compiles == 1, step_c.recompile_log
-    assert step_c.plan_stats()["runs"] == 49
+    assert step_c.plan_stats()["runs"] == 50
 
 
 def test_whole_step_follows_the_learning_rate_without_recompiling():
@@ -333,3 +333,60 @@ def test_dropout_steps_draw_the_same_numbers_as_eager():
     for p, q in zip(eager.parameters(), comp.parameters()):
         close(q, p, rtol=1e-6, atol=1e-7)
     assert step_c.plan_stats()["runs"] >= 4
+
+
+# ---- symbolic first captures (Config.capture) ----
+
+def test_first_call_of_a_whole_step_runs_the_plan_not_an_eager_step():
+    eager, comp = twins(ZOO["mlp"][0])
+    oe, oc = (musa.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (eager, comp))
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    x, y = musa.randn(8, 64), musa.randint(0, 10, (8,))
+    assert float(step_e(x, y)) == float(step_c(x, y))
+    assert step_c.compiles == 1 and step_c.plan_stats()["runs"] == 1
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        assert np.array_equal(q.detach().numpy(), p.detach().numpy())
+        assert np.array_equal(q.grad.numpy(), p.grad.numpy())
+
+
+def test_a_host_read_in_a_callee_falls_back_to_tracing_and_keeps_old_grads(caplog):
+    model = nn.Linear(4, 1)
+
+    def loss_of(out):
+        if out.sum() > -1e9:  # a host read the step function's own bytecode does not show
+            return (out * out).sum()
+        return out.sum()
+
+    def step(x):  # accumulates: no zero_grad
+        loss = loss_of(model(x))
+        loss.backward()
+        return loss.detach()
+
+    x = musa.randn(3, 4)
+    model.weight.grad = musa.ones(1, 4)  # an accumulated gradient that must survive
+    w0 = model.weight.detach().clone()
+    twin = nn.Linear(4, 1)
+    twin.weight.data.copy_(model.weight.data)
+    twin.bias.data.copy_(model.bias.data)
+    twin.weight.grad = musa.ones(1, 4)
+    c = musa.jit(step)
+    with caplog.at_level("WARNING", logger="musa.jit"):
+        out = c(x)
+    assert any("symbolic capture not possible" in r.message for r in caplog.records)
+    lt = (twin(x) * twin(x)).sum()
+    lt.backward()
+    close(out, lt.detach())
+    close(model.weight.grad, twin.weight.grad)  # the old 1s plus this call's gradient
+    assert np.array_equal(model.weight.detach().numpy(), w0.numpy())
+
+
+def test_capture_modes_are_validated_and_symbolic_only_runs_eagerly_on_a_host_read():
+    with pytest.raises(ValueError, match=r"\[Config\] capture must be one of"):
+        musa.Config(capture="eager")
+    c = musa.jit(lambda x: x * 2 if float(x.sum()) > 0 else x,
+                 config=musa.Config(capture="symbolic"))
+    with pytest.warns(RuntimeWarning, match="runs eagerly"):
+        assert c(musa.ones(2)).tolist() == [2.0, 2.0]
+    cfg = musa.Config(remat=False, dynamic={"x": {0: (1, 8)}})
+    assert musa.jit(lambda x: x, fusion_level=0, config=cfg).config.remat is False
+    assert cfg.set_fusion_level(2).dynamic == {"x": {0: (1, 8)}} and cfg.remat is False

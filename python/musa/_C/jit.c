@@ -115,6 +115,11 @@ static PyObject *graph_capture_end(PyObject *self, PyObject *u) {
     return pm_none_or_raise(musa_graph_capture_end(G(self)));
 }
 
+static PyObject *graph_restore_grads(PyObject *self, PyObject *u) {
+    (void)u;
+    return pm_none_or_raise(musa_graph_restore_grads(G(self)));
+}
+
 static PyObject *graph_add_input(PyObject *self, PyObject *args) {
     PyObject *t;
     const char *name = NULL;
@@ -705,6 +710,8 @@ static PyObject *graph_get_int(PyObject *self, void *which) {
 static PyMethodDef graph_methods[] = {
     {"capture_begin", graph_capture_begin, METH_O, "Start recording ('trace' or 'symbolic')."},
     {"capture_end", graph_capture_end, METH_NOARGS, "Stop recording."},
+    {"restore_grads", graph_restore_grads, METH_NOARGS,
+     "Give leaves back the .grad they had before a symbolic capture changed it."},
     {"add_input", graph_add_input, METH_VARARGS, "Declare a tensor a graph input."},
     {"set_outputs", graph_set_outputs, METH_O, "Set the output tensors."},
     {"value_of", graph_value_of, METH_O, "Value id of a tensor, or -1."},
@@ -900,7 +907,7 @@ DEF(_jit_resume, PM_FN, "") {
     (void)a;
     musa_graph *g = paused;
     paused = NULL;
-    if (g && musa_graph_capture_resume(g, MUSA_CAPTURE_TRACE)) return pm_raise();
+    if (g && musa_graph_capture_resume(g, musa_graph_capture_mode(g))) return pm_raise();
     Py_RETURN_NONE;
 }
 

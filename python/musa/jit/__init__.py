@@ -44,6 +44,7 @@ Invariant: ``musa.jit`` is both this module and the decorator (_JitModule).
 """
 # functools, logging, warnings and log are no longer used here; they stay so
 # that the names musa.jit offers are those it offered before the split.
+import copy as _copy
 import functools  # noqa: F401
 import logging  # noqa: F401
 import os
@@ -69,11 +70,13 @@ def jit(fn=None, *, fusion_level=None, dynamic=None, config=None):
     """Compile a function: ``@musa.jit`` or ``@musa.jit(fusion_level=2, dynamic=...)``."""
     cfg = config or Config()
     if fusion_level is not None or dynamic is not None:
-        cfg = Config(fusion_level if fusion_level is not None else cfg.fusion_level,
-                     cfg.memory_arena, cfg.num_threads, dynamic, cfg.disable_passes,
-                     cfg.max_variants, cfg.verify, cfg.poison)
-        for k, v in (config.dynamic if config else {}).items():
-            cfg.dynamic.setdefault(k, {}).update(v)
+        base, cfg = cfg, _copy.copy(cfg)  # every other setting kept
+        cfg.dynamic = {k: dict(v) for k, v in base.dynamic.items()}
+        if fusion_level is not None:
+            cfg.set_fusion_level(fusion_level)
+        for arg, dims in (dynamic or {}).items():
+            extra = Config(dynamic={arg: dims}).dynamic[arg]  # validated as Config does
+            cfg.dynamic.setdefault(arg, {}).update(extra)
 
     def wrap(f):
         if not callable(f):
@@ -175,7 +178,11 @@ def trace(module_or_fn, example_inputs, check_trace=True, config=None):
     else:
         raise TypeError(f"[jit.trace] expected a Module or a function, got "
                         f"{type(module_or_fn).__name__}")
-    compiled = CompiledFunction(fn, config or Config(), extra_key=extra)
+    cfg = config or Config()
+    if cfg.capture == "auto":  # trace means trace: the example call runs eagerly
+        cfg = _copy.copy(cfg)
+        cfg.capture = "trace"
+    compiled = CompiledFunction(fn, cfg, extra_key=extra)
     out = compiled(*example_inputs)
     if check_trace and compiled._last is not None:
         again = compiled(*example_inputs)

@@ -29,7 +29,7 @@ from ._config import Config
 from ._dynamic import DynamicVariant, attr_slopes, probe
 from ._keys import CacheKey, describe_change, signature
 from ._segments import Miss, build_segments, chain, describe_outcome, finish, merge, run_path
-from ._tracing import Unsupported, needs_tape_node, trace
+from ._tracing import Trace, Unsupported, needs_tape_node, reads_host, trace
 from ._training import TrainingNode
 
 log = logging.getLogger("musa.jit")
@@ -158,7 +158,11 @@ class CompiledFunction:
                         self._log_recompile(key, spec)
                     if self._eager_all:
                         return self._fn(*args, **kwargs)
-                    return self._capture(key, leaves, spec)
+                    return self._capture(key, leaves, spec, args, kwargs)
+        return self._run(entry, args, kwargs, leaves, spec)
+
+    def _run(self, entry, args, kwargs, leaves, spec):
+        """Run a complete entry for this call."""
         if entry.eager:
             return self._fn(*args, **kwargs)
         if entry.train is not None:
@@ -205,11 +209,12 @@ class CompiledFunction:
                           f"Declare varying dims dynamic (musa.Config.dynamic_dim) to avoid this.",
                           RuntimeWarning, stacklevel=4)
 
-    def _trace(self, leaves, spec, symbolic_shapes=None):
-        """Capture one call (see _tracing.trace); a successful trace-mode
-        capture counts in ``compiles``."""
+    def _trace(self, leaves, spec, symbolic_shapes=None, count=False):
+        """Capture one call (see _tracing.trace); a successful capture of a
+        call (trace mode, or a symbolic first capture: count) counts in
+        ``compiles``."""
         t = trace(self._fn, leaves, spec, leaf_names(self._fn, spec), symbolic_shapes)
-        if t.capture is not None and symbolic_shapes is None:
+        if t.capture is not None and (symbolic_shapes is None or count):
             self.compiles += 1
         return t
 
@@ -230,18 +235,36 @@ class CompiledFunction:
             entry = self._cache.get(key)
         return key, entry
 
-    def _capture(self, key, leaves, spec):
+    def _capture(self, key, leaves, spec, args, kwargs):
         """Capture this call into a new entry and file it once complete: a
         capture that raises (an error or Ctrl-C in the function) leaves the
-        cache as it was. Returns the call's (eager) result. Called with the
-        lock held."""
+        cache as it was. Returns the call's result: eager's when traced, the
+        new plan's when captured symbolically (Config.capture). Called with
+        the lock held."""
         entry = Entry()
-        with _capture.collect() as collected:
-            cap, out, reason = self._trace(leaves, spec)
+        cap, symbolic = None, False
+        if self._symbolic_first():
+            with _capture.collect() as collected:
+                try:
+                    t = self._trace(leaves, spec, [tuple(x.shape) for x in leaves], count=True)
+                except Exception as e:  # e.g. a host read in a callee: traced below, where
+                    t = Trace(None, None, str(e))  # an error of the function's own recurs
+            if t.capture is not None and not t.capture.breaks:
+                cap, out, reason, symbolic = t.capture, None, None, True
+            elif self.config.capture == "symbolic":
+                cap, out, reason = None, None, t.reason or "it reads tensor values on the host"
+            else:
+                log.warning("musa.jit: %s: symbolic capture not possible (%s); tracing it",
+                            self._name, t.reason or "it reads tensor values on the host")
+        if not symbolic and self.config.capture != "symbolic":
+            with _capture.collect() as collected:
+                cap, out, reason = self._trace(leaves, spec)
         key = self._guard_key(key, collected.guards)
         by_size = False
         if cap is None:
             out = self._run_eagerly(entry, reason, out)
+            if self.config.capture == "symbolic":  # nothing ran for real yet
+                out = self._fn(*args, **kwargs)
         else:
             try:
                 if needs_tape_node(cap):
@@ -255,7 +278,19 @@ class CompiledFunction:
                     entry.root = build_segments(cap, 0, self.config, set())[0]
                     self._last, by_size = entry.root, True
         self._file(entry, key, leaves, by_size)
+        if symbolic:
+            # the function never really ran: leaves get their .grad back (the
+            # symbolic backward left meta tensors there), then the call runs
+            cap.graph.restore_grads()
+            if entry.eager:  # compiling failed: the call still has to happen
+                return self._fn(*args, **kwargs)
+            return self._run(entry, args, kwargs, leaves, spec)
         return out
+
+    def _symbolic_first(self):
+        """Whether to capture symbolically first (Config.capture)."""
+        mode = self.config.capture
+        return mode == "symbolic" or (mode == "auto" and not reads_host(self._fn))
 
     def _file(self, entry, key, leaves, by_size):
         """File a complete entry. Plans made for this call's exact sizes

@@ -24,14 +24,26 @@ class Config:
     verify: run the IR verifier after every pass.
     remat: in compiled training, recompute cheap elementwise values in the
         backward instead of saving them (default on).
+    capture: how the first call of each signature is captured. "trace"
+        runs the function eagerly while recording (its result is eager's);
+        "symbolic" records on meta tensors, computing nothing, then runs the
+        plan (the first call costs a plan's memory, not an eager step's);
+        "auto" (default) is symbolic unless the function itself reads tensor
+        values on the host (.item(), print, ...), and falls back to tracing,
+        logged, when a symbolic capture meets a host read.
     """
 
+    CAPTURES = ("auto", "trace", "symbolic")
+
     def __init__(self, fusion_level=1, memory_arena=True, num_threads=None, dynamic=None,
-                 disable_passes=(), max_variants=8, verify=False, poison=False, remat=True):
+                 disable_passes=(), max_variants=8, verify=False, poison=False, remat=True,
+                 capture="auto"):
         if fusion_level not in (0, 1, 2):
             raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {fusion_level!r}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"[Config] num_threads must be a positive int, got {num_threads!r}")
+        if capture not in self.CAPTURES:
+            raise ValueError(f"[Config] capture must be one of {self.CAPTURES}, got {capture!r}")
         if not isinstance(max_variants, int) or max_variants < 1:
             raise ValueError(f"[Config] max_variants must be a positive int, got {max_variants!r}")
         self.fusion_level = fusion_level
@@ -43,6 +55,7 @@ class Config:
         self.verify = bool(verify)
         self.poison = bool(poison)
         self.remat = bool(remat)
+        self.capture = capture
         for arg, dims in (dynamic or {}).items():
             if isinstance(dims, int):
                 dims = {dims: (1, UNBOUNDED)}
@@ -56,11 +69,10 @@ class Config:
         return self
 
     def set_fusion_level(self, level):
-        """Validate and set the fusion level. As before the split, this
-        re-initialises the Config: dynamic dims and remat return to their
-        defaults."""
-        self.__init__(level, self.memory_arena, self.num_threads, None, self.disable_passes,
-                      self.max_variants, self.verify, self.poison)
+        """Validate and set the fusion level (0, 1 or 2)."""
+        if level not in (0, 1, 2):
+            raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {level!r}")
+        self.fusion_level = level
         return self
 
     def set_num_threads(self, n):
@@ -84,4 +96,5 @@ class Config:
     def __repr__(self):
         return (f"musa.Config(fusion_level={self.fusion_level}, memory_arena={self.memory_arena}, "
                 f"num_threads={self.num_threads}, dynamic={self.dynamic}, "
-                f"disable_passes={self.disable_passes}, max_variants={self.max_variants})")
+                f"disable_passes={self.disable_passes}, max_variants={self.max_variants}, "
+                f"capture={self.capture!r})")

@@ -74,12 +74,15 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
     """Capture fn called with spec's structure and these tensor leaves (named
     by `names`, {leaf index: name}). With symbolic_shapes the capture is
     symbolic, on meta tensors of those shapes. Returns a Trace; an exception
-    the function raises propagates, with the capture ended."""
+    the function raises propagates, with the capture ended. A symbolic
+    capture that fails (or raises) gives every leaf back the .grad it had,
+    so the function can run again as if it never had."""
     mode = TRACE if symbolic_shapes is None else SYMBOLIC
     if mode == TRACE:
         inputs = contiguous(leaves)
     else:
-        inputs = [_C._empty_meta(t.dtype, s) for t, s in zip(leaves, symbolic_shapes)]
+        inputs = [_C._empty_meta(t.dtype, s).requires_grad_(t.requires_grad)
+                  for t, s in zip(leaves, symbolic_shapes)]
     args = unflatten(spec.args, inputs)
     kwargs = unflatten(spec.kwargs, inputs)
     g = _C.Graph()
@@ -97,16 +100,46 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
             g.capture_end()
         except Exception:
             pass
+        if mode == SYMBOLIC:
+            g.restore_grads()
         raise
     try:
         g.capture_end()
     except (NotImplementedError, RuntimeError, ValueError) as e:
         if mode == TRACE:
             copy_back(leaves, inputs)
+        else:
+            g.restore_grads()
         return Trace(None, out, str(e))
     if mode == TRACE:
         copy_back(leaves, inputs)
     return Trace(Capture(g, out_spec, out_leaves), out, None)
+
+
+# Names whose use in a function's own code means it reads tensor values on
+# the host, so a symbolic capture would fail at that read (Config.capture).
+_HOST_READS = frozenset({"item", "tolist", "numpy", "print", "float", "int", "bool", "len",
+                         "__bool__", "__float__", "__int__", "__index__", "all", "any",
+                         "allclose", "equal", "isnan", "breakpoint"})
+
+
+def reads_host(fn):
+    """Whether fn's own bytecode (nested functions included, callees not)
+    names something that reads tensor values on the host. A cheap guess:
+    a symbolic capture that still meets a read falls back to tracing."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:  # a builtin or a callable object: no bytecode to read
+        fwd = getattr(fn, "forward", None) or getattr(type(fn), "__call__", None)
+        code = getattr(getattr(fwd, "__func__", fwd), "__code__", None)
+        if code is None:
+            return True
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        if _HOST_READS.intersection(c.co_names):
+            return True
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    return False
 
 
 def needs_tape_node(cap):

@@ -101,7 +101,8 @@ def _node_class():
                 grads = _double_backward(node, ctx.tensors, gouts)
             else:
                 g = [gouts[k].contiguous() for k in node.diff]
-                res = iter(node.bwd.plan.run(ctx.ins + g + list(ctx.saved)))
+                # saved values may be views the forward plan returns as they are
+                res = iter(node.bwd.plan.run(ctx.ins + g + contiguous(ctx.saved)))
                 grads = [next(res) if x >= 0 else None for x in node.grads]
             out = [None] * len(ctx.tensors)
             for j, pos in enumerate(node.wrt_pos):
