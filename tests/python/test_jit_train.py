@@ -333,3 +333,18 @@ def test_dropout_steps_draw_the_same_numbers_as_eager():
     for p, q in zip(eager.parameters(), comp.parameters()):
         close(q, p, rtol=1e-6, atol=1e-7)
     assert step_c.plan_stats()["runs"] >= 4
+
+
+def test_embedding_step_compiles_once_whatever_the_smallest_index():
+    # the negative-index check reads a bool; reading the minimum itself made
+    # every batch with a new smallest token a new variant
+    make = lambda: nn.Sequential(nn.Embedding(16, 8), nn.Flatten(), nn.Linear(32, 16))
+    eager, comp = twins(make)
+    step_e = make_step(eager, musa.optim.SGD(eager.parameters(), lr=0.1))
+    step_c = musa.jit(make_step(comp, musa.optim.SGD(comp.parameters(), lr=0.1)))
+    for lo in (0, 3, 1, 5):
+        x, y = musa.randint(lo, 16, (6, 4)), musa.randint(0, 16, (6,))
+        assert float(step_c(x, y)) == pytest.approx(float(step_e(x, y)), rel=1e-5)
+    assert step_c.compiles == 1
+    with pytest.raises(IndexError, match=r"\[embedding\] index -2 is out of range"):
+        step_c(musa.tensor([[0, -2, 1, 1]]), musa.tensor([0]))
