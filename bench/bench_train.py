@@ -280,7 +280,7 @@ def print_ratios(names, summ, results):
     verdicts for the chart."""
     print("\nmusa static / musa dynamic (ratio of the medians; range of per-round ratios in "
           "brackets)")
-    print(f"  {'model':9s} {'throughput':>24s} {'peak RSS growth':>28s} {'first step':>22s}")
+    print(f"  {'model':9s} {'throughput':34s} {'peak RSS growth':28s} {'first step'}")
     out = {}
     for name in names:
         d, s = summ[(name, "musa-dynamic")], summ[(name, "musa-static")]
@@ -300,7 +300,7 @@ def print_ratios(names, summ, results):
                  else f"{fmt_mib(s.rss)} vs {fmt_mib(d.rss)} MiB") + \
             f" {verdict(ok_mem)} (<= {t.rss})"
         first_s = f"{s.first * 1e3:.0f} ms {verdict(ok_first)} (< {FIRST_STEP_TARGET * 1e3:.0f})"
-        print(f"  {name:9s} {thr_s:>24s} {mem_s:>28s} {first_s:>22s}")
+        print(f"  {name:9s} {thr_s:34s} {mem_s:28s} {first_s}")
         out[name] = dict(throughput=thr, rss=mem, ok_thr=ok_thr, ok_mem=ok_mem, ok_first=ok_first)
     return out
 
@@ -332,6 +332,8 @@ def draw(path, names, rows, summ, ratios, title):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
 
     colors = {"musa-dynamic": "#9ecae1", "musa-static": "#2171b5",
               "pytorch-eager": "#fdae6b", "torchscript": "#d94801"}
@@ -358,6 +360,7 @@ def draw(path, names, rows, summ, ratios, title):
                          edgecolor="white")
                 ax_m.text(i + 0.2, s.alloc_peak / 2 ** 20, fmt_mib(s.alloc_peak), ha="center",
                           va="bottom", fontsize=7)
+        ax_t.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         for ax in (ax_t, ax_m):
             ax.set_xticks(list(xs))
             ax.set_xticklabels([LABELS[r].replace(" ", "\n") for r in rows], fontsize=8)
@@ -375,7 +378,6 @@ def draw(path, names, rows, summ, ratios, title):
                             f"(target <= {t.rss}: {verdict(r['ok_mem'])})", fontsize=8)
         if not present:
             ax_t.set_yticks([])
-    from matplotlib.patches import Patch
     handles = [Patch(color=colors[r], label=LABELS[r]) for r in rows]
     handles += [Patch(facecolor="white", edgecolor="black", label="peak RSS growth (plain)"),
                 Patch(facecolor="white", edgecolor="black", hatch="//",
