@@ -7,7 +7,9 @@
 #                          under PYTHONMALLOC=debug
 #   bash run.sh bench      build and run the benchmarks (prints figures)
 #   bash run.sh table      the dynamic-versus-static training table, with
-#                          PyTorch rows (installs python3-torch)
+#                          PyTorch rows and a chart in bench/results/ (installs
+#                          python3-torch and python3-matplotlib); arguments
+#                          after "table" go to bench/bench_train.py
 #   bash run.sh build      build only (Release, in build/)
 #
 # Dependencies come from Debian's packages (apt-get); nothing is downloaded
@@ -18,6 +20,7 @@ cd "$(dirname "$0")"
 PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev python3-dev python3-numpy
           python3-pytest)
 TEST_PACKAGES=(python3-torch) # the reference the Python tests compare against
+TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
 PYTHON=/usr/bin/python3       # Debian's interpreter: the extension is built for it
 JOBS=$(nproc 2>/dev/null || echo 2)
 
@@ -125,16 +128,18 @@ bench)
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     ;;
 table)
-    setup "${TEST_PACKAGES[@]}"
+    shift
+    setup "${TABLE_PACKAGES[@]}"
     build build
-    PYTHONPATH=python "$PYTHON" bench/bench_train.py
+    mkdir -p bench/results # table.png and table.json (git-ignored: generated)
+    PYTHONPATH=python "$PYTHON" bench/bench_train.py "$@"
     ;;
 build)
     setup
     build build
     ;;
 *)
-    sed -n '2,14p' "$0"
+    sed -n '2,16p' "$0"
     exit 2
     ;;
 esac

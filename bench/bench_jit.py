@@ -24,7 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import musa  # noqa: E402
 import musa.nn as nn  # noqa: E402
-import musa.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_models import resnet18  # noqa: E402  (the model bench_train trains, too)
 
 ROUNDS = 5
 
@@ -57,46 +59,6 @@ def peak_during(fn):
 
 def gelu(x):
     return x * 0.5 * (1 + musa.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
-
-
-def resnet18(nn, F, classes=10):
-    """The CIFAR ResNet-18 (3x32x32 inputs), built from an nn namespace with
-    PyTorch's API: musa.nn here, torch.nn for the comparison rows."""
-
-    class BasicBlock(nn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.b1 = nn.BatchNorm2d(cout)
-            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.b2 = nn.BatchNorm2d(cout)
-            self.short = None
-            if stride != 1 or cin != cout:
-                self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                           nn.BatchNorm2d(cout))
-
-        def forward(self, x):
-            h = F.relu(self.b1(self.c1(x)))
-            h = self.b2(self.c2(h))
-            return F.relu(h + (x if self.short is None else self.short(x)))
-
-    class ResNet18(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64),
-                                      nn.ReLU())
-            layers, cin = [], 64
-            for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
-                layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
-                cin = cout
-            self.layers = nn.Sequential(*layers)
-            self.fc = nn.Linear(512, classes)
-
-        def forward(self, x):
-            h = self.layers(self.stem(x))
-            return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
-
-    return ResNet18()
 
 
 def memcpy_bandwidth(n):
@@ -158,7 +120,7 @@ def main():
     mlp = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
                         nn.Linear(128, 10))
     bench_model("MLP 64-128-128-10", mlp, musa.randn(64, 64), 200)
-    net = resnet18(nn, F)
+    net = resnet18(musa)
     first, eager_first, te = bench_model("ResNet-18 (CIFAR)", net, musa.randn(32, 3, 32, 32), 2)
     print(f"ResNet-18 compile: first call {first * 1e3:.0f} ms, an eager call {te * 1e3:.0f} ms: "
           f"capture + passes + planning = {(first - te) * 1e3:.0f} ms (< 300 wanted)")

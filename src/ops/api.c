@@ -436,7 +436,7 @@ int musa_fill_(musa_tensor *self, double value) {
     bool tracked = (self->flags & MUSA_TF_REQUIRES_GRAD) ||
                    (self->view_base && (self->view_base->flags & MUSA_TF_REQUIRES_GRAD));
     if (tracked && musa_is_grad_enabled()) { /* recorded: the old values get no gradient */
-        musa_tensor *v = musa_scalar(value, (musa_dtype)self->dtype);
+        musa_tensor *v = musa_full(0, NULL, value, (musa_dtype)self->dtype); /* recorded */
         int rc = v ? musa_copy_(self, v) : musa_last_error_code();
         musa_tensor_release(v);
         return rc;

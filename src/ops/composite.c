@@ -267,7 +267,8 @@ musa_tensor *musa_masked_fill(musa_tensor *x, musa_tensor *mask, double value) {
         return NULL;
     }
     musa_temps t = {0};
-    musa_tensor *v = musa_tmp(&t, musa_scalar(value, (musa_dtype)x->dtype));
+    /* the fill value through the dispatcher (a 0-d full), so a capture records it */
+    musa_tensor *v = musa_tmp(&t, musa_full(0, NULL, value, (musa_dtype)x->dtype));
     musa_tensor *r = musa_where(mask, v, x);
     musa_temps_release(&t);
     return r;

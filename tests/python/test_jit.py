@@ -257,6 +257,29 @@ def test_data_dependent_shapes_run_eagerly_with_the_reason():
     close(f(musa.tensor([-1.0, 3.0, -2.0])), musa.tensor([6.0]))
 
 
+def test_masked_fill_and_fill_are_captured_not_refused():
+    # their fill value is a 0-d full through the dispatcher, so a capture records it
+    # (a causal attention mask, as in a decoder-only transformer)
+    mask = musa.tril(musa.ones(4, 4)) == 0
+
+    def f(x):
+        h = x * 1.0
+        h.fill_(2.0)
+        return x.masked_fill(mask, float("-inf")).softmax(-1) * h
+
+    compiled = musa.jit(f)
+    x = musa.randn(3, 4, 4, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a refused capture warns "runs eagerly"
+        for x in (x, musa.randn(3, 4, 4, requires_grad=True)):
+            want = f(x)
+            got = compiled(x)
+            close(got, want)
+            assert got[0, 0, 1:].tolist() == [0.0, 0.0, 0.0]
+            assert got[0, 0, 0].item() == 2.0
+    assert compiled.compiles == 1 and compiled.plan_stats()["runs"] >= 1
+
+
 def test_inputs_mutated_in_place_are_written_back():
     @musa.jit
     def f(x, y):

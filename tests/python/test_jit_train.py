@@ -390,3 +390,18 @@ def test_capture_modes_are_validated_and_symbolic_only_runs_eagerly_on_a_host_re
     cfg = musa.Config(remat=False, dynamic={"x": {0: (1, 8)}})
     assert musa.jit(lambda x: x, fusion_level=0, config=cfg).config.remat is False
     assert cfg.set_fusion_level(2).dynamic == {"x": {0: (1, 8)}} and cfg.remat is False
+
+
+def test_embedding_step_compiles_once_whatever_the_smallest_index():
+    # the negative-index check reads a bool; reading the minimum itself made
+    # every batch with a new smallest token a new variant
+    make = lambda: nn.Sequential(nn.Embedding(16, 8), nn.Flatten(), nn.Linear(32, 16))
+    eager, comp = twins(make)
+    step_e = make_step(eager, musa.optim.SGD(eager.parameters(), lr=0.1))
+    step_c = musa.jit(make_step(comp, musa.optim.SGD(comp.parameters(), lr=0.1)))
+    for lo in (0, 3, 1, 5):
+        x, y = musa.randint(lo, 16, (6, 4)), musa.randint(0, 16, (6,))
+        assert float(step_c(x, y)) == pytest.approx(float(step_e(x, y)), rel=1e-5)
+    assert step_c.compiles == 1
+    with pytest.raises(IndexError, match=r"\[embedding\] index -2 is out of range"):
+        step_c(musa.tensor([[0, -2, 1, 1]]), musa.tensor([0]))
