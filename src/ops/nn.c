@@ -531,9 +531,19 @@ musa_tensor *musa_embedding(musa_tensor *weight, musa_tensor *indices, int64_t p
         return NULL;
     }
     musa_temps t = {0};
-    int64_t flat = -1;
+    int64_t flat = -1, n = weight->shape[0];
     musa_tensor *idx = T(musa_reshape(indices, 1, &flat));
-    musa_tensor *rows = T(musa_index_select(weight, 0, idx));
+    /* negative indices are out of range here (index_select would wrap them):
+     * they become n, which the kernel rejects, so no host read is needed and
+     * a compiled model checks its indices as it runs */
+    musa_tensor *safe = T(musa_where(T(musa_lt(idx, NUM(0))), T(musa_number_int(n)), idx));
+    musa_tensor *rows = T(musa_index_select(weight, 0, safe));
+    if (!rows && safe && musa_last_error_code() == MUSA_ERR_INDEX) {
+        musa_err(MUSA_ERR_INDEX, "[embedding] index out of range: indices must be in [0, %lld)",
+                 (long long)n);
+        musa_temps_release(&t);
+        return NULL;
+    }
     if (padding_idx >= 0 && rows) { /* the padding row takes no gradient: route it through detach */
         musa_tensor *keep = T(musa_unsqueeze(T(musa_ne(idx, T(musa_number_int(padding_idx)))), 1));
         rows = T(musa_where(keep, rows, T(musa_detach(rows))));

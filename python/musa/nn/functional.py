@@ -249,9 +249,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         if not -n <= padding_idx < n:
             raise ValueError(f"[embedding] padding_idx {padding_idx} must be within num_embeddings {n}")
         padding_idx %= n
-    # a host read of a bool, so musa.jit guards on the outcome, not on each batch's minimum
-    if input.numel() and (input < 0).any().item():
-        raise IndexError(f"[embedding] index {input.min().item()} is out of range (indices must be >= 0)")
     if max_norm is not None:
         with no_grad():
             idx = input.reshape(-1)
