@@ -313,3 +313,30 @@ def test_ctrl_c_stops_a_long_kernel_and_other_threads_run_meanwhile():
     out, err = p.communicate(timeout=60)  # a hang, not a speed check
     assert p.returncode == 0, err
     assert out.split("\n")[:3] == ["interrupted", "ticks True", "after 3.0"], out + err
+
+
+def test_compiling_and_dropping_modules_does_not_grow_memory():
+    import gc
+    import tracemalloc
+    x = musa.ones(2, 16)
+
+    def once():
+        m = musa.nn.Linear(16, 16)
+        m.compile()
+        m(x)
+
+    for _ in range(10):
+        once()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        musa_before = musa.memory_stats()["current_bytes"]
+        for _ in range(100):
+            once()
+        gc.collect()
+        grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
+    finally:
+        tracemalloc.stop()
+    assert grown / 100 < 1024, f"{grown / 100:.0f} bytes of Python memory kept per compiled module"
+    assert musa.memory_stats()["current_bytes"] == musa_before
