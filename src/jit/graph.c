@@ -35,6 +35,8 @@ void musa_graph_free(musa_graph *g) {
     musa_vec_free(&g->breaks);
     musa_vec_free(&g->syms);
     musa_map_free(&g->origin);
+    musa_map_free(&g->bound);
+    musa_map_free(&g->bound_storage);
     musa_arena_free(&g->arena);
     free(g);
 }

@@ -139,3 +139,243 @@ TEST(pool_resized_while_other_threads_use_it) {
     CHECK_WORKERS(THREADS, resize_or_work, NULL);
     CHECK_OK(musa_set_num_threads(saved));
 }
+
+/* ---- plans ---- */
+
+/* Bitwise equality of two tensors' values (NaN equals NaN). */
+static bool same_values(const musa_tensor *a, const musa_tensor *b) {
+    if (!a || !b || musa_tensor_numel(a) != musa_tensor_numel(b) ||
+        musa_tensor_dtype(a) != musa_tensor_dtype(b))
+        return false;
+    double *x = values(a), *y = values(b);
+    bool ok = x && y;
+    for (int64_t i = 0; ok && i < musa_tensor_numel(a); i++)
+        ok = (x[i] == y[i]) || (isnan(x[i]) && isnan(y[i]));
+    free(x), free(y);
+    return ok;
+}
+
+/* x @ x + x^T @ x: two independent matmul branches, then an add. */
+static musa_tensor *two_branches(musa_tensor *x) {
+    musa_tensor *a = musa_matmul(x, x);
+    musa_tensor *t = musa_transpose(x, 0, 1);
+    musa_tensor *b = musa_matmul(t, x);
+    musa_tensor *y = musa_add(a, b);
+    musa_tensor_release(a), musa_tensor_release(t), musa_tensor_release(b);
+    return y;
+}
+
+/* y = sum(relu(x @ w + b) * 0.5, dim 1): a matmul heading a fused group. */
+static musa_tensor *mlp_block(musa_tensor *x, musa_tensor *w, musa_tensor *b) {
+    musa_tensor *h = musa_matmul(x, w);
+    musa_tensor *hb = musa_add(h, b);
+    musa_tensor *r = musa_relu(hb);
+    musa_tensor *half = musa_number(0.5);
+    musa_tensor *m = musa_mul(r, half);
+    int64_t d = 1;
+    musa_tensor *s = musa_sum(m, 1, &d, false);
+    release_all(5, h, hb, r, half, m);
+    return s;
+}
+
+typedef struct {
+    musa_tensor *(*f)(musa_tensor *x, void *fctx);
+    void *fctx;
+} unary_fn;
+
+static musa_tensor *call_two_branches(musa_tensor *x, void *fctx) {
+    MUSA_UNUSED(fctx);
+    return two_branches(x);
+}
+
+static musa_tensor *call_mlp(musa_tensor *x, void *fctx) {
+    musa_tensor **wb = fctx;
+    return mlp_block(x, wb[0], wb[1]);
+}
+
+/* Parameter values of g bound to tensor t, and of any other tensor. */
+static void count_params(const musa_graph *g, const musa_tensor *t, int *of_t, int *others) {
+    *of_t = *others = 0;
+    for (int v = 0; v < musa_graph_num_values(g); v++)
+        if (musa_graph_value_kind(g, v) == MUSA_VALUE_PARAM)
+            (musa_graph_value_tensor(g, v) == t ? of_t : others)[0]++;
+}
+
+/* Capture f on a meta tensor shaped like x, optimise, build. NULL on any
+ * failure (the error set); *gout receives the graph the plan needs. With
+ * `param`, *params_of counts the captured graph's values bound to it. */
+static musa_plan *compile_counting(unary_fn f, const musa_tensor *x, const musa_plan_options *opt,
+                                   musa_graph **gout, const musa_tensor *param, int *params_of,
+                                   int *params_other) {
+    musa_graph *g = musa_graph_new();
+    musa_tensor *m =
+        musa_empty_meta(musa_tensor_dtype(x), musa_tensor_ndim(x), musa_tensor_shape(x));
+    int rc = !g || !m ? MUSA_ERR_NOMEM : musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC);
+    if (!rc) rc = musa_graph_add_input(g, m, "x");
+    musa_tensor *y = rc ? NULL : f.f(m, f.fctx);
+    if (y) rc = musa_graph_set_outputs(g, 1, &y);
+    int rc2 = g ? musa_graph_capture_end(g) : MUSA_OK;
+    musa_tensor_release(y), musa_tensor_release(m);
+    if (param) count_params(g, param, params_of, params_other);
+    musa_pass_ctx ctx = {.fusion_level = 1, .verify = true};
+    musa_plan *p = NULL;
+    if (!rc && !rc2 && y && !musa_graph_optimize(g, &ctx)) p = musa_plan_build(g, opt);
+    if (!p) {
+        musa_graph_free(g);
+        return NULL;
+    }
+    *gout = g;
+    return p;
+}
+
+static musa_plan *compile(unary_fn f, const musa_tensor *x, const musa_plan_options *opt,
+                          musa_graph **gout) {
+    return compile_counting(f, x, opt, gout, NULL, NULL, NULL);
+}
+
+typedef struct {
+    musa_plan *p;
+    musa_tensor **xs;   /* [THREADS] each thread's input */
+    musa_tensor **refs; /* [THREADS] its serial result */
+    int rounds;
+} plan_job;
+
+static void run_plan_rounds(worker *w) {
+    plan_job *j = w->ctx;
+    for (int r = 0; r < j->rounds && !w->err[0]; r++) {
+        musa_tensor *out = NULL;
+        if (musa_plan_run(j->p, 1, &j->xs[w->id], 1, &out))
+            failf(w, "thread %d run %d: %s", w->id, r, musa_last_error());
+        else if (!same_values(out, j->refs[w->id]))
+            failf(w, "thread %d run %d: output differs from the serial run", w->id, r);
+        musa_tensor_release(out);
+    }
+}
+
+/* Run p on THREADS threads at once, thread i on xs[i], each output equal to
+ * a serial run's. */
+static const char *plan_from_threads(musa_plan *p, musa_tensor **xs, int rounds) {
+    static char msg[300];
+    musa_tensor *refs[THREADS] = {NULL};
+    for (int i = 0; i < THREADS; i++)
+        if (musa_plan_run(p, 1, &xs[i], 1, &refs[i])) {
+            snprintf(msg, sizeof msg, "serial run: %s", musa_last_error());
+            for (int k = 0; k < i; k++) musa_tensor_release(refs[k]);
+            return msg;
+        }
+    plan_job j = {p, xs, refs, rounds};
+    worker ws[THREADS];
+    const char *e = run_workers(THREADS, run_plan_rounds, &j, ws);
+    if (e) snprintf(msg, sizeof msg, "%s", e);
+    for (int i = 0; i < THREADS; i++) musa_tensor_release(refs[i]);
+    return e ? msg : NULL;
+}
+
+TEST(parallel_plan_steps_match_a_serial_plan) {
+    int saved = musa_get_num_threads();
+    CHECK_OK(musa_set_num_threads(2));
+    useed(11);
+    int64_t xs[2] = {192, 192}; /* big enough for a matmul to be a task of its own */
+    musa_tensor *x[THREADS];
+    for (int i = 0; i < THREADS; i++) x[i] = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
+    unary_fn f = {call_two_branches, NULL};
+    musa_graph *g1 = NULL, *g2 = NULL;
+    musa_plan_options serial = {.num_threads = 1, .memory_arena = true};
+    musa_plan_options par = {.num_threads = 2, .memory_arena = true};
+    musa_plan *p1 = compile(f, x[0], &serial, &g1), *p2 = compile(f, x[0], &par, &g2);
+    CHECK(p1 && p2);
+    CHECK(musa_plan_get_stats(p1)->parallel_steps == 0);
+    CHECK(musa_plan_get_stats(p2)->parallel_steps == 1);
+    for (int i = 0; i < THREADS; i++) {
+        musa_tensor *o1 = NULL, *o2 = NULL;
+        CHECK_OK(musa_plan_run(p1, 1, &x[i], 1, &o1));
+        CHECK_OK(musa_plan_run(p2, 1, &x[i], 1, &o2));
+        bool same = same_values(o1, o2);
+        musa_tensor_release(o1), musa_tensor_release(o2);
+        CHECK_MSG(same, "input %d: the parallel plan differs from the serial one", i);
+    }
+    CHECK(musa_plan_get_stats(p2)->parallel_tasks == 2u * THREADS);
+    /* and the parallel plan run by several threads at once */
+    const char *e = plan_from_threads(p2, x, 5);
+    CHECK_MSG(!e, "%s", e);
+    CHECK(musa_plan_get_stats(p2)->runs == (uint64_t)THREADS * 7);
+    musa_plan_free(p1), musa_plan_free(p2);
+    musa_graph_free(g1), musa_graph_free(g2);
+    for (int i = 0; i < THREADS; i++) musa_tensor_release(x[i]);
+    CHECK_OK(musa_set_num_threads(saved));
+}
+
+TEST(one_plan_run_from_several_threads) {
+    useed(12);
+    int64_t xs[2] = {64, 32}, wsh[2] = {32, 24}, bs[1] = {24};
+    musa_tensor *x[THREADS];
+    for (int i = 0; i < THREADS; i++) x[i] = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
+    musa_tensor *wb[2] = {rnd(MUSA_DTYPE_FLOAT32, 2, wsh, -1, 1, L_CONTIG),
+                          rnd(MUSA_DTYPE_FLOAT32, 1, bs, -1, 1, L_CONTIG)};
+    unary_fn f = {call_mlp, wb};
+    musa_graph *g = NULL;
+    musa_plan *p = compile(f, x[0], NULL, &g); /* defaults: arena on, all threads */
+    CHECK(p);
+    CHECK(musa_plan_get_stats(p)->fused_groups == 1);
+    const char *e = plan_from_threads(p, x, 8);
+    CHECK_MSG(!e, "%s", e);
+    CHECK(musa_plan_get_stats(p)->runs == (uint64_t)THREADS * 9);
+    musa_plan_free(p);
+    musa_graph_free(g);
+    for (int i = 0; i < THREADS; i++) musa_tensor_release(x[i]);
+    release_all(2, wb[0], wb[1]);
+}
+
+typedef struct {
+    musa_tensor **xs, **wb, **eager; /* inputs, shared parameters, serial eager results */
+} capture_job;
+
+/* mlp_block(x, w, b) summed over 4 uses: each capture meets w and b often. */
+static musa_tensor *call_mlp4(musa_tensor *x, void *fctx) {
+    musa_tensor **wb = fctx, *acc = mlp_block(x, wb[0], wb[1]);
+    for (int k = 1; k < 4 && acc; k++) {
+        musa_tensor *y = mlp_block(x, wb[0], wb[1]), *s = y ? musa_add(acc, y) : NULL;
+        musa_tensor_release(acc), musa_tensor_release(y);
+        acc = s;
+    }
+    return acc;
+}
+
+static void capture_and_run(worker *w) {
+    capture_job *j = w->ctx;
+    for (int r = 0; r < 3 && !w->err[0]; r++) {
+        musa_graph *g = NULL;
+        int of_w = 0, others = 0;
+        musa_plan *p = compile_counting((unary_fn){call_mlp4, j->wb}, j->xs[w->id], NULL, &g,
+                                        j->wb[0], &of_w, &others);
+        musa_tensor *out = NULL;
+        if (!p)
+            failf(w, "thread %d: compile failed: %s", w->id, musa_last_error());
+        else if (of_w != 1 || others != 1) /* w and b, each bound once */
+            failf(w, "thread %d: the graph binds w %d times and %d other tensors", w->id, of_w,
+                  others);
+        else if (musa_plan_run(p, 1, &j->xs[w->id], 1, &out))
+            failf(w, "thread %d: run failed: %s", w->id, musa_last_error());
+        else if (!same_values(out, j->eager[w->id]))
+            failf(w, "thread %d: the compiled result differs from eager", w->id);
+        musa_tensor_release(out);
+        musa_plan_free(p);
+        musa_graph_free(g);
+    }
+}
+
+TEST(captures_on_several_threads_at_once) {
+    useed(13);
+    int64_t xs[2] = {16, 32}, wsh[2] = {32, 24}, bs[1] = {24};
+    musa_tensor *x[THREADS], *eager[THREADS];
+    musa_tensor *wb[2] = {rnd(MUSA_DTYPE_FLOAT32, 2, wsh, -1, 1, L_CONTIG),
+                          rnd(MUSA_DTYPE_FLOAT32, 1, bs, -1, 1, L_CONTIG)};
+    for (int i = 0; i < THREADS; i++) {
+        x[i] = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
+        eager[i] = call_mlp4(x[i], wb);
+    }
+    capture_job j = {x, wb, eager};
+    CHECK_WORKERS(THREADS, capture_and_run, &j);
+    for (int i = 0; i < THREADS; i++) musa_tensor_release(x[i]), musa_tensor_release(eager[i]);
+    release_all(2, wb[0], wb[1]);
+}
