@@ -19,9 +19,24 @@ typedef struct {
     musa_node **items;
     int64_t len, cap;
     bool draining;
+    bool registered; /* dead_key points at this thread's list */
 } dead_list;
 
 static _Thread_local dead_list dead;
+static pthread_key_t dead_key; /* frees a thread's buffer when the thread exits */
+static pthread_once_t dead_once = PTHREAD_ONCE_INIT;
+
+static void dead_list_free(void *arg) {
+    dead_list *d = arg;
+    free(d->items);
+    d->items = NULL;
+    d->cap = d->len = 0;
+    d->registered = false; /* a later release (another key's destructor) registers again */
+}
+
+static void make_dead_key(void) {
+    pthread_key_create(&dead_key, dead_list_free);
+}
 
 static void node_destroy(musa_node *n) {
     for (int i = 0; i < n->n_in; i++) musa_node_release(n->next[i].node);
@@ -62,6 +77,11 @@ void musa_node_release(musa_node *n) {
             return;
         }
         dead.items = p, dead.cap = cap;
+        if (!dead.registered) {
+            pthread_once(&dead_once, make_dead_key);
+            pthread_setspecific(dead_key, &dead);
+            dead.registered = true;
+        }
     }
     dead.items[dead.len++] = n;
     if (dead.draining) return;
