@@ -379,3 +379,157 @@ TEST(captures_on_several_threads_at_once) {
     for (int i = 0; i < THREADS; i++) musa_tensor_release(x[i]), musa_tensor_release(eager[i]);
     release_all(2, wb[0], wb[1]);
 }
+
+/* ---- backward on several threads, sharing a leaf ---- */
+
+/* A float32 tensor of small integers in [lo, hi] (exact in any sum here). */
+static musa_tensor *int_valued(int ndim, const int64_t *shape, int lo, int hi) {
+    int64_t n = numel_of(ndim, shape);
+    double *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = lo + (int)(urand() * (hi - lo + 1));
+    musa_tensor *t = from_list(MUSA_DTYPE_FLOAT32, ndim, shape, v);
+    free(v);
+    return t;
+}
+
+typedef struct {
+    musa_tensor *w;   /* the shared leaf (8, 6) */
+    musa_tensor **xs; /* [THREADS] integer-valued inputs (5, 8) */
+    musa_tensor **ys; /* [THREADS] graphs built beforehand, or NULL */
+    int rounds;
+    pthread_barrier_t start; /* each round's backward passes start together */
+} backward_job;
+
+/* sum of USES products x @ w: d/dw = USES x^T @ ones, integers; w is used
+ * USES times, so each pass accumulates into its leaf node repeatedly. */
+#define USES 6
+static musa_tensor *loss_of(musa_tensor *x, musa_tensor *w) {
+    musa_tensor *acc = NULL;
+    for (int k = 0; k < USES; k++) {
+        musa_tensor *m = musa_matmul(x, w),
+                    *a = acc && m ? musa_add(acc, m) : musa_tensor_retain(m);
+        musa_tensor_release(acc), musa_tensor_release(m);
+        if (!(acc = a)) return NULL;
+    }
+    musa_tensor *s = musa_sum(acc, 0, NULL, false);
+    musa_tensor_release(acc);
+    return s;
+}
+
+static void backward_prebuilt(worker *w) {
+    backward_job *j = w->ctx;
+    for (int r = 0; r < j->rounds; r++) { /* every round, even after a failure: the barrier */
+        pthread_barrier_wait(&j->start);
+        if (musa_backward(1, &j->ys[w->id], NULL, true, false))
+            failf(w, "thread %d round %d: backward failed: %s", w->id, r, musa_last_error());
+    }
+}
+
+static void forward_and_backward(worker *w) {
+    backward_job *j = w->ctx;
+    for (int r = 0; r < j->rounds && !w->err[0]; r++) {
+        musa_tensor *y = loss_of(j->xs[w->id], j->w);
+        if (!y || musa_backward(1, &y, NULL, false, false))
+            failf(w, "thread %d round %d: %s", w->id, r, musa_last_error());
+        musa_tensor_release(y);
+        /* .grad may be fetched meanwhile (its values are still being summed) */
+        musa_tensor_release(musa_tensor_grad(j->w));
+    }
+}
+
+/* The sum over threads of rounds * d sum(x_i @ w)/dw, computed serially
+ * on a copy of w. */
+static musa_tensor *serial_grad(musa_tensor *w, musa_tensor **xs, int rounds) {
+    bool prev = musa_set_grad_enabled(false);
+    musa_tensor *c = musa_clone(w);
+    musa_set_grad_enabled(prev);
+    musa_tensor_set_requires_grad(c, true);
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < THREADS; i++) {
+            musa_tensor *y = loss_of(xs[i], c);
+            int rc = y ? musa_backward(1, &y, NULL, false, false) : MUSA_ERR_RUNTIME;
+            musa_tensor_release(y);
+            if (rc) {
+                musa_tensor_release(c);
+                return NULL;
+            }
+        }
+    musa_tensor *g = musa_tensor_grad(c);
+    musa_tensor_release(c);
+    return g;
+}
+
+static void make_backward_inputs(backward_job *j, musa_tensor **xs) {
+    int64_t xsh[2] = {5, 8}, wsh[2] = {8, 6};
+    j->w = int_valued(2, wsh, -3, 3);
+    musa_tensor_set_requires_grad(j->w, true);
+    for (int i = 0; i < THREADS; i++) xs[i] = int_valued(2, xsh, -4, 4);
+    j->xs = xs;
+}
+
+TEST(backward_of_prebuilt_graphs_sharing_a_leaf) {
+    useed(14);
+    musa_tensor *xs[THREADS], *ys[THREADS];
+    backward_job j = {.ys = ys, .rounds = 5};
+    pthread_barrier_init(&j.start, NULL, THREADS);
+    make_backward_inputs(&j, xs);
+    for (int i = 0; i < THREADS; i++) CHECK((ys[i] = loss_of(xs[i], j.w)));
+    CHECK_WORKERS(THREADS, backward_prebuilt, &j);
+    pthread_barrier_destroy(&j.start);
+    musa_tensor *got = musa_tensor_grad(j.w), *want = serial_grad(j.w, xs, j.rounds);
+    CHECK(got && want);
+    bool same = same_values(got, want);
+    release_all(2, got, want);
+    CHECK_MSG(same, "the accumulated .grad differs from the serial sum");
+    for (int i = 0; i < THREADS; i++) musa_tensor_release(xs[i]), musa_tensor_release(ys[i]);
+    musa_tensor_release(j.w);
+}
+
+TEST(forward_and_backward_per_thread_sharing_a_leaf) {
+    useed(15);
+    musa_tensor *xs[THREADS];
+    backward_job j = {.rounds = 6};
+    make_backward_inputs(&j, xs);
+    CHECK_WORKERS(THREADS, forward_and_backward, &j);
+    musa_tensor *got = musa_tensor_grad(j.w), *want = serial_grad(j.w, xs, j.rounds);
+    CHECK(got && want);
+    bool same = same_values(got, want);
+    release_all(2, got, want);
+    CHECK_MSG(same, "the accumulated .grad differs from the serial sum");
+    for (int i = 0; i < THREADS; i++) musa_tensor_release(xs[i]);
+    musa_tensor_release(j.w);
+}
+
+typedef struct {
+    backward_job b;
+    musa_tensor **want; /* [THREADS] serial musa_grad results */
+} grad_job;
+
+static void grad_per_thread(worker *w) {
+    grad_job *j = w->ctx;
+    for (int r = 0; r < 4 && !w->err[0]; r++) {
+        musa_tensor *y = loss_of(j->b.xs[w->id], j->b.w), *g = NULL;
+        if (!y || musa_grad(1, &y, NULL, 1, &j->b.w, false, false, false, &g))
+            failf(w, "thread %d: musa_grad failed: %s", w->id, musa_last_error());
+        else if (!same_values(g, j->want[w->id]))
+            failf(w, "thread %d: musa_grad differs from the serial result", w->id);
+        musa_tensor_release(y), musa_tensor_release(g);
+    }
+}
+
+TEST(grad_on_several_threads_sharing_an_input) {
+    useed(16);
+    musa_tensor *xs[THREADS], *want[THREADS] = {NULL};
+    grad_job j = {.want = want};
+    make_backward_inputs(&j.b, xs);
+    for (int i = 0; i < THREADS; i++) {
+        musa_tensor *y = loss_of(xs[i], j.b.w);
+        CHECK_OK(musa_grad(1, &y, NULL, 1, &j.b.w, false, false, false, &want[i]));
+        musa_tensor_release(y);
+    }
+    CHECK_WORKERS(THREADS, grad_per_thread, &j);
+    musa_tensor *g = musa_tensor_grad(j.b.w);
+    CHECK(!g); /* musa_grad never accumulates */
+    for (int i = 0; i < THREADS; i++) release_all(2, xs[i], want[i]);
+    musa_tensor_release(j.b.w);
+}
