@@ -533,3 +533,135 @@ TEST(grad_on_several_threads_sharing_an_input) {
     for (int i = 0; i < THREADS; i++) release_all(2, xs[i], want[i]);
     musa_tensor_release(j.b.w);
 }
+
+/* ---- eager ops on shared, read-only inputs ---- */
+
+#define N_EAGER 7
+
+typedef struct {
+    musa_tensor *x, *w, *img, *k; /* shared inputs */
+    musa_tensor *want[N_EAGER];   /* serial results */
+} eager_job;
+
+/* Result i of the eager workload (a new reference, or NULL). */
+static musa_tensor *eager_op(eager_job *j, int i) {
+    int64_t d = 1, one[2] = {1, 1};
+    musa_tensor *t, *r;
+    switch (i) {
+    case 0:
+        return musa_matmul(j->x, j->w);
+    case 1:
+        return musa_add(j->x, j->w);
+    case 2:
+        return musa_exp(j->x);
+    case 3:
+        return musa_sum(j->x, 1, &d, false);
+    case 4:
+        return musa_softmax(j->x, 1);
+    case 5:
+        return musa_conv2d(j->img, j->k, NULL, one, one, one, 1);
+    default:
+        t = musa_transpose(j->x, 0, 1);
+        r = t ? musa_contiguous(t) : NULL;
+        musa_tensor_release(t);
+        return r;
+    }
+}
+
+static void eager_work(worker *w) {
+    eager_job *j = w->ctx;
+    for (int r = 0; r < 4 && !w->err[0]; r++)
+        for (int i = 0; i < N_EAGER && !w->err[0]; i++) {
+            int op = (i + w->id) % N_EAGER; /* threads run different ops at once */
+            musa_tensor *got = eager_op(j, op);
+            if (!got)
+                failf(w, "thread %d: op %d failed: %s", w->id, op, musa_last_error());
+            else if (!same_values(got, j->want[op]))
+                failf(w, "thread %d: op %d differs from the serial result", w->id, op);
+            musa_tensor_release(got);
+        }
+}
+
+TEST(eager_ops_on_shared_inputs) {
+    useed(17);
+    int64_t xs[2] = {64, 64}, is[4] = {2, 3, 16, 16}, ks[4] = {4, 3, 3, 3};
+    eager_job j = {rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG),
+                   rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG),
+                   rnd(MUSA_DTYPE_FLOAT32, 4, is, -1, 1, L_CONTIG),
+                   rnd(MUSA_DTYPE_FLOAT32, 4, ks, -1, 1, L_CONTIG)};
+    for (int i = 0; i < N_EAGER; i++) CHECK((j.want[i] = eager_op(&j, i)));
+    CHECK_WORKERS(THREADS, eager_work, &j);
+    for (int i = 0; i < N_EAGER; i++) musa_tensor_release(j.want[i]);
+    release_all(4, j.x, j.w, j.img, j.k);
+}
+
+/* ---- the allocator ---- */
+
+#define HANDOFF 8
+
+typedef struct {
+    pthread_mutex_t mu;
+    musa_tensor *slot[HANDOFF]; /* tensors made on one thread, freed on another */
+} alloc_job;
+
+/* Element count of allocation k of thread id: small (thread-cached) to 400 KB. */
+static int64_t alloc_len(int id, int k) {
+    static const int64_t sizes[] = {1, 3, 16, 100, 255, 256, 1000, 4096, 30000, 100000};
+    return sizes[(k * 7 + id * 3) % 10];
+}
+
+/* Fill t with a value that names its maker; check it is still there. */
+static void stamp(musa_tensor *t, float v) {
+    float *p = musa_tensor_data(t);
+    for (int64_t i = 0; i < musa_tensor_numel(t); i++) p[i] = v;
+}
+
+static bool stamped(const musa_tensor *t, float v) {
+    const float *p = musa_tensor_data(t);
+    for (int64_t i = 0; i < musa_tensor_numel(t); i++)
+        if (p[i] != v) return false;
+    return true;
+}
+
+static void alloc_work(worker *w) {
+    alloc_job *j = w->ctx;
+    musa_tensor *live[6] = {NULL};
+    float mine = (float)(w->id + 1);
+    for (int k = 0; k < 300 && !w->err[0]; k++) {
+        int s = k % 6;
+        if (live[s] && !stamped(live[s], mine)) failf(w, "thread %d: a live block changed", w->id);
+        musa_tensor_release(live[s]);
+        int64_t n = alloc_len(w->id, k);
+        if (!(live[s] = musa_empty(1, &n, MUSA_DTYPE_FLOAT32))) {
+            failf(w, "thread %d: alloc of %lld floats failed", w->id, (long long)n);
+            break;
+        }
+        stamp(live[s], mine);
+        if (k % 5 == 0) { /* swap one with whatever another thread left */
+            musa_tensor *t = musa_empty(1, &n, MUSA_DTYPE_FLOAT32), *old;
+            if (!t) continue;
+            stamp(t, -mine);
+            pthread_mutex_lock(&j->mu);
+            old = j->slot[k % HANDOFF];
+            j->slot[k % HANDOFF] = t;
+            pthread_mutex_unlock(&j->mu);
+            if (old && ((float *)musa_tensor_data(old))[0] >= 0)
+                failf(w, "thread %d: a handed-off block changed", w->id);
+            musa_tensor_release(old);
+        }
+        if (w->id == 0 && k % 50 == 0) musa_alloc_empty_cache();
+    }
+    for (int s = 0; s < 6; s++) musa_tensor_release(live[s]);
+}
+
+TEST(allocator_caches_under_concurrent_alloc_and_free) {
+    musa_alloc_stats before, after;
+    musa_alloc_get_stats(&before);
+    alloc_job j = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    CHECK_WORKERS(THREADS, alloc_work, &j);
+    for (int i = 0; i < HANDOFF; i++) musa_tensor_release(j.slot[i]);
+    musa_alloc_get_stats(&after);
+    CHECK_MSG(after.current_bytes == before.current_bytes, "current_bytes %zu, was %zu",
+              after.current_bytes, before.current_bytes);
+    CHECK(after.alloc_count >= before.alloc_count + THREADS * 300);
+}
