@@ -24,11 +24,19 @@
 
 #define THREADS 4
 
+/* Workers start fn together, once all are created, so their work overlaps. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool go;
+} start_gate;
+
 typedef struct worker {
     pthread_t th;
     int id;
     void *ctx;
     void (*fn)(struct worker *);
+    start_gate *gate;
     char err[256]; /* first failure, or "" */
 } worker;
 
@@ -44,6 +52,9 @@ static void failf(worker *w, const char *fmt, ...) {
 
 static void *worker_main(void *arg) {
     worker *w = arg;
+    pthread_mutex_lock(&w->gate->mu);
+    while (!w->gate->go) pthread_cond_wait(&w->gate->cv, &w->gate->mu);
+    pthread_mutex_unlock(&w->gate->mu);
     w->fn(w);
     return NULL;
 }
@@ -51,13 +62,18 @@ static void *worker_main(void *arg) {
 /* Run fn on n threads (each with its id and ctx); join them. Returns the
  * first worker's failure message, or NULL when all passed. */
 static const char *run_workers(int n, void (*fn)(worker *), void *ctx, worker *ws) {
+    start_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
     for (int i = 0; i < n; i++) {
-        ws[i] = (worker){.id = i, .ctx = ctx, .fn = fn};
+        ws[i] = (worker){.id = i, .ctx = ctx, .fn = fn, .gate = &gate};
         if (pthread_create(&ws[i].th, NULL, worker_main, &ws[i]) != 0) {
             snprintf(ws[i].err, sizeof ws[i].err, "pthread_create failed");
             ws[i].fn = NULL;
         }
     }
+    pthread_mutex_lock(&gate.mu);
+    gate.go = true;
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
     for (int i = 0; i < n; i++)
         if (ws[i].fn) pthread_join(ws[i].th, NULL);
     for (int i = 0; i < n; i++)
