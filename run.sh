@@ -3,8 +3,11 @@
 #
 #   bash run.sh demo       install build dependencies, build, run the demo
 #   bash run.sh test       install dependencies, build, run every test
-#   bash run.sh sanitize   C tests under ASan+UBSan (build-asan/), Python tests
-#                          under PYTHONMALLOC=debug
+#   bash run.sh sanitize   C tests under ASan+UBSan (build-asan/) and under
+#                          ThreadSanitizer (as tsan), Python tests under
+#                          PYTHONMALLOC=debug
+#   bash run.sh tsan       C tests under ThreadSanitizer (clang, build-tsan/);
+#                          tests/c/test_threads.c is the threading suite
 #   bash run.sh bench      build and run the benchmarks (prints figures)
 #   bash run.sh table      the dynamic-versus-static training table, with
 #                          PyTorch rows and a chart in bench/results/ (installs
@@ -21,6 +24,9 @@ PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev python3-dev pyt
           python3-pytest)
 TEST_PACKAGES=(python3-torch) # the reference the Python tests compare against
 TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
+# ThreadSanitizer: clang, its runtime, and LLVM's OpenMP (libomp and Archer,
+# which tells TSan about OpenMP's synchronisation; see MUSA_TSAN in CMakeLists.txt)
+TSAN_PACKAGES=(clang libclang-rt-dev libomp-dev)
 PYTHON=/usr/bin/python3       # Debian's interpreter: the extension is built for it
 JOBS=$(nproc 2>/dev/null || echo 2)
 
@@ -86,6 +92,23 @@ run_py_tests() {
     return $status
 }
 
+# Build build-tsan/ and run every C test under ThreadSanitizer: any report
+# ends its binary (halt_on_error), which counts as a failure. No suppressions:
+# ignore_noninstrumented_modules skips the accesses of uninstrumented
+# libraries (libomp's, oneDNN's, OpenBLAS's own internals), which TSan cannot
+# judge; musa's accesses inside them are still checked. Sets TSAN_PASSED /
+# TSAN_FAILED.
+run_tsan() {
+    build build-tsan -DMUSA_TSAN=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DMUSA_BUILD_PYTHON=OFF
+    local status=0
+    TSAN_OPTIONS=halt_on_error=1:ignore_noninstrumented_modules=1:second_deadlock_stack=1 \
+        run_c_tests build-tsan || status=1
+    TSAN_PASSED=$C_PASSED
+    TSAN_FAILED=$C_FAILED
+    return $status
+}
+
 case "${1:-}" in
 demo)
     setup
@@ -104,12 +127,18 @@ test)
     exit $status
     ;;
 sanitize)
-    setup
+    setup "${TSAN_PACKAGES[@]}"
     build build-asan -DMUSA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DMUSA_BUILD_PYTHON=OFF
     status=0
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
         run_c_tests build-asan || status=1
     echo "sanitizers (ASan+UBSan, leak detection on): ${C_PASSED} passed, ${C_FAILED} failed"
+    ASAN_PASSED=$C_PASSED
+    ASAN_FAILED=$C_FAILED
+    run_tsan || status=1
+    echo "ThreadSanitizer: ${TSAN_PASSED} passed, ${TSAN_FAILED} failed"
+    C_PASSED=$((ASAN_PASSED + TSAN_PASSED))
+    C_FAILED=$((ASAN_FAILED + TSAN_FAILED))
     # the Python tests again under CPython's debug allocator (buffer overruns,
     # use after free and API misuse in the extension show up here)
     build build
@@ -134,12 +163,19 @@ table)
     mkdir -p bench/results # table.png and table.json (git-ignored: generated)
     PYTHONPATH=python "$PYTHON" bench/bench_train.py "$@"
     ;;
+tsan)
+    setup "${TSAN_PACKAGES[@]}"
+    status=0
+    run_tsan || status=1
+    echo "${TSAN_PASSED} passed, ${TSAN_FAILED} failed"
+    exit $status
+    ;;
 build)
     setup
     build build
     ;;
 *)
-    sed -n '2,16p' "$0"
+    sed -n '2,/^# Dependencies/p' "$0" | sed '$d'
     exit 2
     ;;
 esac

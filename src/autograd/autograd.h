@@ -16,6 +16,8 @@
 #ifndef MUSA_AUTOGRAD_H
 #define MUSA_AUTOGRAD_H
 
+#include <pthread.h>
+
 #include "../ops/op.h"
 
 typedef struct musa_hook {
@@ -77,6 +79,12 @@ struct musa_autograd_meta {
     musa_hook *hooks;    /* leaf hooks (run by AccumulateGrad) */
     uint64_t view_version; /* views: storage version when grad_fn was set */
 };
+
+/* Held while a leaf's .grad pointer is read or replaced: backward passes on
+ * several threads accumulate into one leaf (musa_tensor_grad and set_grad
+ * take it too). The values of .grad are accumulated in place under it, so
+ * reading them while another thread's backward runs is the caller's race. */
+extern pthread_mutex_t musa_leaf_grad_lock;
 
 /* Take / drop a reference to a node. Dropping is iterative (trampoline). */
 musa_node *musa_node_retain(musa_node *n);

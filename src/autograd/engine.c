@@ -12,6 +12,13 @@
  *   4. AccumulateGrad nodes add into .grad (musa_backward only).
  * Grad mode is off during the run unless create_graph, which records the
  * backward formulas themselves (they are ordinary ops). Nothing recurses.
+ *
+ * Threads: a run claims each op node it reaches (run_owner), so two runs
+ * through one op node fail cleanly instead of corrupting each other. A
+ * leaf's AccumulateGrad node is shared by every graph that uses the leaf,
+ * and runs on several threads may pass through it at once: its task lives
+ * in the run's own `leaves` map, never in the node, and its .grad is
+ * updated under musa_leaf_grad_lock.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -31,7 +38,8 @@ typedef MUSA_VEC(int64_t) i64_vec;
 
 typedef struct {
     MUSA_VEC(task) tasks;
-    uint64_t id;      /* claims nodes: node->run_owner == id while in this run */
+    uint64_t id;      /* claims op nodes: node->run_owner == id while in this run */
+    musa_map leaves;  /* AccumulateGrad node address -> its task index */
     musa_arena arena; /* gradient buffers of this run */
     bool create_graph, retain_graph, accumulate;
     /* musa_grad captures: (node, output_nr) -> result slot */
@@ -46,6 +54,18 @@ static atomic_uint_fast64_t run_ids = 1;
 /* The task of node n in this run, claiming n on first sight. -1: out of
  * memory; -2: another thread's backward is running through n. */
 static int64_t task_of(run *r, musa_node *n, bool *created) {
+    if (n->kind == MUSA_NODE_ACCUMULATE) { /* shared between runs: not claimed */
+        uint64_t *k = musa_map_get(&r->leaves, (uint64_t)(uintptr_t)n);
+        *created = k == NULL;
+        if (k) return (int64_t)*k;
+        task t = {.node = n};
+        if (musa_vec_push(&r->tasks, t)) return -1;
+        if (musa_map_put(&r->leaves, (uint64_t)(uintptr_t)n, (uint64_t)(r->tasks.len - 1))) {
+            r->tasks.len--;
+            return -1;
+        }
+        return r->tasks.len - 1;
+    }
     uint_fast64_t owner = atomic_load_explicit(&n->run_owner, memory_order_acquire);
     if (owner == r->id) {
         *created = false;
@@ -63,8 +83,18 @@ static int64_t task_of(run *r, musa_node *n, bool *created) {
     return n->run_slot;
 }
 
-static inline task *task_at(run *r, musa_node *n) {
-    return &r->tasks.data[n->run_slot];
+/* Node n's task index in this run, or -1 if the run does not reach n. */
+static int64_t slot_of(const run *r, const musa_node *n) {
+    if (n->kind == MUSA_NODE_ACCUMULATE) {
+        const uint64_t *k = musa_map_get(&r->leaves, (uint64_t)(uintptr_t)n);
+        return k ? (int64_t)*k : -1;
+    }
+    return atomic_load_explicit(&n->run_owner, memory_order_relaxed) == r->id ? n->run_slot : -1;
+}
+
+/* n's task; n must be in this run. */
+static inline task *task_at(run *r, const musa_node *n) {
+    return &r->tasks.data[slot_of(r, n)];
 }
 
 static int claim_error(int64_t k, const char *who) {
@@ -118,7 +148,7 @@ static int mark_needed(run *r) {
     for (int64_t k = 0; k < nt; k++) {
         musa_node *n = r->tasks.data[k].node;
         for (int i = 0; i < n->n_in; i++)
-            if (n->next[i].node) count[n->next[i].node->run_slot + 1]++;
+            if (n->next[i].node) count[slot_of(r, n->next[i].node) + 1]++;
     }
     for (int64_t k = 0; k < nt; k++) count[k + 1] += count[k];
     int64_t *parents = malloc(sizeof *parents * (size_t)(count[nt] + 1));
@@ -132,15 +162,14 @@ static int mark_needed(run *r) {
         musa_node *n = r->tasks.data[k].node;
         for (int i = 0; i < n->n_in; i++) {
             if (!n->next[i].node) continue;
-            int64_t c = n->next[i].node->run_slot;
+            int64_t c = slot_of(r, n->next[i].node);
             parents[count[c] + fill[c]++] = k;
         }
     }
     int64_t sp = 0;
     for (int c = 0; c < r->n_cap; c++) {
-        musa_node *cn = r->cap_node[c];
-        if (atomic_load(&cn->run_owner) != r->id) continue; /* not in this graph */
-        int64_t ix = cn->run_slot;
+        int64_t ix = slot_of(r, r->cap_node[c]);
+        if (ix < 0) continue; /* not in this graph */
         for (int64_t p = count[ix]; p < count[ix + 1]; p++) {
             int64_t q = parents[p];
             if (r->tasks.data[q].needed) continue;
@@ -242,15 +271,13 @@ static int run_leaf_hooks(musa_tensor *v, musa_tensor **g) {
 }
 
 /* Backward passes on several threads may reach one leaf (graphs that share
- * a parameter): its .grad is read and written under this lock. */
-static pthread_mutex_t leaf_lock = PTHREAD_MUTEX_INITIALIZER;
-
+ * a parameter): its .grad is read and written under musa_leaf_grad_lock. */
 static int accumulate_leaf_locked(run *r, musa_node *n, musa_tensor *g);
 
 static int accumulate_leaf(run *r, musa_node *n, musa_tensor *g) {
-    pthread_mutex_lock(&leaf_lock);
+    pthread_mutex_lock(&musa_leaf_grad_lock);
     int rc = accumulate_leaf_locked(r, n, g);
-    pthread_mutex_unlock(&leaf_lock);
+    pthread_mutex_unlock(&musa_leaf_grad_lock);
     return rc;
 }
 
@@ -338,14 +365,15 @@ static int call_formula(run *r, musa_node *n, musa_tensor **gout, musa_tensor **
  * but its children still wait for this edge. */
 static int pass_through(run *r, musa_node *n, i64_vec *ready) {
     int rc = MUSA_OK;
-    if (!r->retain_graph) {
+    if (!r->retain_graph && n->kind != MUSA_NODE_ACCUMULATE) { /* (shared, saves nothing) */
         n->released = true;
         musa_node_release_saved(n);
     }
     for (int i = 0; i < n->n_in; i++) {
         musa_edge *e = &n->next[i];
         if (!e->node) continue;
-        if (--task_at(r, e->node)->deps == 0 && !rc) rc = musa_vec_push(ready, e->node->run_slot);
+        int64_t child = slot_of(r, e->node);
+        if (--r->tasks.data[child].deps == 0 && !rc) rc = musa_vec_push(ready, child);
     }
     return rc;
 }
@@ -415,7 +443,8 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
     for (int i = 0; i < n->n_in; i++) {
         musa_edge *e = &n->next[i];
         if (!e->node) continue;
-        if (--task_at(r, e->node)->deps == 0 && !rc) rc = musa_vec_push(ready, e->node->run_slot);
+        int64_t child = slot_of(r, e->node);
+        if (--r->tasks.data[child].deps == 0 && !rc) rc = musa_vec_push(ready, child);
     }
     for (int i = 0; i < n->n_in; i++) musa_tensor_release(gin[i]);
     if (gin != gin_buf) free(gin);
@@ -493,8 +522,10 @@ static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tenso
     for (int64_t k = 0; k < r->tasks.len; k++) { /* after an error, drop what is left */
         task *tk = &r->tasks.data[k];
         for (int j = 0; tk->buf && j < tk->node->n_out; j++) musa_tensor_release(tk->buf[j]);
-        atomic_store_explicit(&tk->node->run_owner, 0, memory_order_release);
+        if (tk->node->kind != MUSA_NODE_ACCUMULATE)
+            atomic_store_explicit(&tk->node->run_owner, 0, memory_order_release);
     }
+    musa_map_free(&r->leaves);
     musa_arena_free(&r->arena);
     for (int i = 0; i < n_roots; i++) {
         musa_tensor_release(seed[i]);

@@ -19,9 +19,30 @@ typedef struct {
     musa_node **items;
     int64_t len, cap;
     bool draining;
+    bool registered; /* dead_key points at this thread's list */
 } dead_list;
 
 static _Thread_local dead_list dead;
+static pthread_key_t dead_key; /* frees a thread's buffer when the thread exits */
+static pthread_once_t dead_once = PTHREAD_ONCE_INIT;
+
+static void dead_list_free(void *arg) {
+    dead_list *d = arg;
+    free(d->items);
+    d->items = NULL;
+    d->cap = d->len = 0;
+    d->registered = false; /* a later release (another key's destructor) registers again */
+}
+
+static void make_dead_key(void) {
+    pthread_key_create(&dead_key, dead_list_free);
+}
+
+pthread_mutex_t musa_leaf_grad_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Guards every leaf's grad_acc, a weak pointer: one thread may look it up
+ * and take a reference while another drops the node's last one. */
+static pthread_mutex_t grad_acc_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void node_destroy(musa_node *n) {
     for (int i = 0; i < n->n_in; i++) musa_node_release(n->next[i].node);
@@ -35,7 +56,9 @@ static void node_destroy(musa_node *n) {
     }
     if (n->kind == MUSA_NODE_ACCUMULATE && n->variable) {
         struct musa_autograd_meta *m = n->variable->autograd;
+        pthread_mutex_lock(&grad_acc_lock);
         if (m && m->grad_acc == n) m->grad_acc = NULL;
+        pthread_mutex_unlock(&grad_acc_lock);
         musa_tensor_release(n->variable);
     }
     if (n->custom_free) n->custom_free(n->custom_ctx);
@@ -62,6 +85,11 @@ void musa_node_release(musa_node *n) {
             return;
         }
         dead.items = p, dead.cap = cap;
+        if (!dead.registered) {
+            pthread_once(&dead_once, make_dead_key);
+            pthread_setspecific(dead_key, &dead);
+            dead.registered = true;
+        }
     }
     dead.items[dead.len++] = n;
     if (dead.draining) return;
@@ -164,15 +192,31 @@ struct musa_autograd_meta *musa_autograd_meta_of(musa_tensor *t) {
     return t->autograd;
 }
 
+/* A reference to n unless its count already reached zero (it is being
+ * destroyed, and its destroy will find grad_acc no longer pointing at it). */
+static bool retain_if_alive(musa_node *n) {
+    int_fast32_t c = atomic_load_explicit(&n->refcount, memory_order_relaxed);
+    while (c > 0)
+        if (atomic_compare_exchange_weak_explicit(&n->refcount, &c, c + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    return false;
+}
+
+/* The leaf's accumulator (a new reference), made on first use; graphs
+ * recorded on several threads share it. NULL on OOM. */
 static musa_node *accumulator(musa_tensor *t) {
     struct musa_autograd_meta *m = musa_autograd_meta_of(t);
     if (!m) return NULL;
-    if (m->grad_acc) return musa_node_retain(m->grad_acc);
-    musa_node *n = node_new(MUSA_NODE_ACCUMULATE, 0, 1, 0);
-    if (!n) return NULL;
-    n->variable = musa_tensor_retain(t);
-    set_meta(&n->out_meta[0], t);
-    m->grad_acc = n; /* weak */
+    pthread_mutex_lock(&grad_acc_lock);
+    musa_node *n = m->grad_acc;
+    if (n && !retain_if_alive(n)) n = NULL;
+    if (!n && (n = node_new(MUSA_NODE_ACCUMULATE, 0, 1, 0))) {
+        n->variable = musa_tensor_retain(t);
+        set_meta(&n->out_meta[0], t);
+        m->grad_acc = n; /* weak */
+    }
+    pthread_mutex_unlock(&grad_acc_lock);
     return n;
 }
 
@@ -442,7 +486,11 @@ bool musa_tensor_is_leaf(const musa_tensor *t) {
 }
 
 musa_tensor *musa_tensor_grad(const musa_tensor *t) {
-    return t && t->autograd ? musa_tensor_retain(t->autograd->grad) : NULL;
+    if (!t || !t->autograd) return NULL;
+    pthread_mutex_lock(&musa_leaf_grad_lock);
+    musa_tensor *g = musa_tensor_retain(t->autograd->grad);
+    pthread_mutex_unlock(&musa_leaf_grad_lock);
+    return g;
 }
 
 int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad) {
@@ -463,8 +511,11 @@ int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad) {
         if (!g) return musa_last_error_code();
     }
     musa_record_grad_change(t, m->grad);
-    musa_tensor_release(m->grad);
+    pthread_mutex_lock(&musa_leaf_grad_lock);
+    musa_tensor *old = m->grad;
     m->grad = g;
+    pthread_mutex_unlock(&musa_leaf_grad_lock);
+    musa_tensor_release(old);
     return MUSA_OK;
 }
 

@@ -6,7 +6,11 @@
  * - `queued` equals the number of tasks in the queue (read without the lock
  *   only as a hint for spinning);
  * - a worker touches a task's group only before the decrement that may
- *   release the waiter, never after it.
+ *   release the waiter, never after it;
+ * - n_workers and num_threads change only under resize_mu (or in the
+ *   pool's once-init) and are read without a lock, hence atomics: a task
+ *   submitted while a resize stops the workers waits in the queue until
+ *   the new workers start or its group's waiter runs it.
  */
 #include "threadpool.h"
 
@@ -22,8 +26,8 @@ static struct {
     musa_task *head, *tail;
     atomic_int queued;
     pthread_t threads[MUSA_MAX_THREADS];
-    int n_workers;
-    int num_threads;
+    atomic_int n_workers;   /* worker threads running */
+    atomic_int num_threads; /* n_workers + 1 (the caller) */
     bool stop;
     atomic_uint_fast64_t run_by_workers, run_by_callers;
 } pool = {
@@ -92,25 +96,28 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* Start n_threads - 1 workers; none may be running. */
 static void start_workers(int n_threads) {
-    pool.stop = false;
-    pool.n_workers = 0;
-    pool.num_threads = n_threads;
+    pool.stop = false; /* no worker reads it now: the last ones were joined */
+    int n = 0;
     for (int i = 0; i < n_threads - 1; i++) {
         if (pthread_create(&pool.threads[i], NULL, worker_main, NULL) != 0) break;
-        pool.n_workers++;
+        n++;
     }
     /* If the system refused threads, the calling thread still does all work. */
-    pool.num_threads = pool.n_workers + 1;
+    atomic_store_explicit(&pool.n_workers, n, memory_order_relaxed);
+    atomic_store_explicit(&pool.num_threads, n + 1, memory_order_relaxed);
 }
 
+/* Stop and join every worker; they finish the queued tasks first. */
 static void stop_workers(void) {
+    int n = atomic_load_explicit(&pool.n_workers, memory_order_relaxed);
+    atomic_store_explicit(&pool.n_workers, 0, memory_order_relaxed); /* submitters run inline */
     pthread_mutex_lock(&pool.mu);
     pool.stop = true;
     pthread_cond_broadcast(&pool.work_cv);
     pthread_mutex_unlock(&pool.mu);
-    for (int i = 0; i < pool.n_workers; i++) pthread_join(pool.threads[i], NULL);
-    pool.n_workers = 0;
+    for (int i = 0; i < n; i++) pthread_join(pool.threads[i], NULL);
 }
 
 static void pool_init(void) {
@@ -132,7 +139,7 @@ void musa_pool_resize(int n) {
     if (n < 1) n = 1;
     if (n > MUSA_MAX_THREADS) n = MUSA_MAX_THREADS;
     pthread_mutex_lock(&resize_mu);
-    if (n != pool.num_threads) {
+    if (n != atomic_load_explicit(&pool.num_threads, memory_order_relaxed)) {
         stop_workers();
         start_workers(n);
     }
@@ -141,7 +148,7 @@ void musa_pool_resize(int n) {
 
 int musa_pool_threads(void) {
     ensure_pool();
-    return pool.num_threads;
+    return atomic_load_explicit(&pool.num_threads, memory_order_relaxed);
 }
 
 int musa_pool_intra_threads(void) {
@@ -167,7 +174,8 @@ void musa_task_submit(musa_task_group *g, musa_task *t) {
     ensure_pool();
     t->group = g;
     atomic_fetch_add(&g->pending, 1);
-    if (pool.n_workers == 0) { /* no workers: run now, on this thread */
+    if (atomic_load_explicit(&pool.n_workers, memory_order_relaxed) == 0) {
+        /* no workers (or a resize is stopping them): run now, on this thread */
         atomic_fetch_add_explicit(&pool.run_by_callers, 1, memory_order_relaxed);
         run_task(t);
         return;

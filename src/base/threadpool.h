@@ -37,7 +37,9 @@ static inline bool musa_interrupt_take(void) {
  * thread, 1 inside a pool task or a parallel_for body. */
 int musa_pool_intra_threads(void);
 
-/* Resize the pool to n threads in all (n >= 1); blocks while it joins. */
+/* Resize the pool to n threads in all (n >= 1); blocks while it joins.
+ * Other threads may use the pool meanwhile: their tasks run on the caller
+ * (or wait in the queue for the new workers). */
 void musa_pool_resize(int n);
 int musa_pool_threads(void);
 

@@ -4,9 +4,14 @@
  * and refusals.
  *
  * Invariants kept here:
- * - a tensor maps to a value through its trace_tag: the capture id in the
- *   high 32 bits and value id + 1 in the low ones, so tags of finished
- *   captures never match (musa_graph_value_of);
+ * - a tensor the capture made, or an input, maps to a value through its
+ *   trace_tag: the capture id in the high 32 bits and value id + 1 in the
+ *   low ones, so tags of finished captures never match (musa_graph_value_of);
+ * - a tensor bound by reference (parameter, constant tensor) maps through
+ *   the graph's `bound` map instead, its exact aliases through
+ *   `bound_storage`: such tensors are shared (a model's weights), and
+ *   captures on other threads use them at the same time, so no capture
+ *   writes into them (the graph holds them, so their addresses stay valid);
  * - an in-place write renames: the written tensor maps to a fresh value, and
  *   a write into an input or parameter is recorded as a mutation (target,
  *   final value), one per target;
@@ -45,6 +50,42 @@ static void capture_fail(musa_graph *g, int code, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Map t, a tensor g holds a reference to, to value id. */
+static int bind(musa_graph *g, const musa_tensor *t, int32_t id) {
+    if (musa_map_put(&g->bound, (uint64_t)(uintptr_t)t, (uint64_t)id)) return MUSA_ERR_NOMEM;
+    uint64_t st = (uint64_t)(uintptr_t)t->storage;
+    if (t->storage && !musa_map_get(&g->bound_storage, st) &&
+        musa_map_put(&g->bound_storage, st, (uint64_t)(uintptr_t)t))
+        return MUSA_ERR_NOMEM;
+    return MUSA_OK;
+}
+
+/* From now on t maps to value id (a new value of t after an in-place write,
+ * or a node output): through the bound map if t is bound, else its tag. */
+static void map_to(musa_graph *g, musa_tensor *t, int32_t id) {
+    uint64_t *v = musa_map_get(&g->bound, (uint64_t)(uintptr_t)t);
+    if (v)
+        *v = (uint64_t)id;
+    else
+        t->trace_tag = (g->tag << 32) | (uint64_t)(id + 1);
+}
+
+/* The value of a bound tensor or of an exact alias of one (same storage,
+ * offset, shape and strides), or -1. */
+static int32_t bound_value(const musa_graph *g, const musa_tensor *t) {
+    const uint64_t *v = musa_map_get(&g->bound, (uint64_t)(uintptr_t)t);
+    if (v) return (int32_t)*v;
+    if (!t->storage) return -1;
+    const uint64_t *b = musa_map_get(&g->bound_storage, (uint64_t)(uintptr_t)t->storage);
+    const musa_tensor *s = b ? (const musa_tensor *)(uintptr_t)*b : NULL;
+    if (!s || s->storage != t->storage || s->offset != t->offset ||
+        !musa_shape_equal(s->ndim, s->shape, t->ndim, t->shape) ||
+        (t->ndim && memcmp(s->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim)))
+        return -1;
+    v = musa_map_get(&g->bound, *b);
+    return v ? (int32_t)*v : -1;
+}
+
 /* A tensor from outside the graph: a constant when it is a wrapped Python
  * number, else a parameter bound by reference, keeping the tensor's layout. */
 static int32_t external(musa_graph *g, musa_tensor *t) {
@@ -65,13 +106,14 @@ static int32_t external(musa_graph *g, musa_tensor *t) {
     for (int i = 0; i < t->ndim; i++) v->strides[i] = t->strides[i];
     v->tensor = musa_tensor_retain(t);
     v->loc = here(g);
-    if (!number) t->trace_tag = (g->tag << 32) | (uint64_t)(id + 1);
+    if (!number && bind(g, t, id)) return -1;
     return id;
 }
 
 int musa_graph_value_of(const musa_graph *g, const musa_tensor *t) {
-    if (!g || !t || (t->trace_tag >> 32) != g->tag || !g->tag) return -1;
-    return (int32_t)(t->trace_tag & 0xffffffffu) - 1;
+    if (!g || !t || !g->tag) return -1;
+    if ((t->trace_tag >> 32) == g->tag) return (int32_t)(t->trace_tag & 0xffffffffu) - 1;
+    return bound_value(g, t);
 }
 
 static int32_t value_or_external(musa_graph *g, musa_tensor *t) {
@@ -134,7 +176,7 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
             for (int d = 0; d < t->ndim; d++) v->strides[d] = t->strides[d];
         }
         n.out[j] = id;
-        t->trace_tag = (g->tag << 32) | (uint64_t)(id + 1);
+        map_to(g, t, id);
         if (orig >= 0) {
             if (musa_map_put(&g->origin, (uint64_t)id, (uint64_t)orig)) goto nomem;
             musa_vkind k = (musa_vkind)g->values.data[orig].kind;
@@ -195,6 +237,14 @@ static void refuse(void *rec, const char *why) {
     musa_graph_refuse(rec, why);
 }
 
+/* The dispatcher's record hooks are set once, at load, not by each capture:
+ * captures on other threads read them while one begins. */
+__attribute__((constructor)) static void install_record_hooks(void) {
+    musa_record_hook = record;
+    musa_record_grad_hook = note_grad;
+    musa_record_refuse_hook = refuse;
+}
+
 int musa_graph_capture_resume(musa_graph *g, int mode) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
     if (mode != MUSA_MODE_TRACE && mode != MUSA_MODE_SYMBOLIC)
@@ -204,9 +254,6 @@ int musa_graph_capture_resume(musa_graph *g, int mode) {
         return musa_err(MUSA_ERR_RUNTIME,
                         "[jit] a capture is already running on this thread (nested capture)");
     if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph is capturing already");
-    musa_record_hook = record;
-    musa_record_refuse_hook = refuse;
-    musa_record_grad_hook = note_grad;
     g->prev_mode = musa_tls.mode;
     g->prev_recorder = musa_tls.recorder;
     musa_tls.mode = (musa_mode)mode;
@@ -223,11 +270,11 @@ int musa_graph_capture_begin(musa_graph *g, int mode) {
         return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph was captured already");
     if (g && !musa_tls.recorder && !g->capturing && !g->tag) {
         g->tag = atomic_fetch_add(&capture_ids, 1) & 0xffffffffu;
-        /* Tensors of earlier captures must never match: values get fresh tags. */
+        /* Tensors the graph holds already (added by editing) map to their values. */
         for (int64_t i = 0; i < g->values.len; i++) {
             musa_tensor *t = g->values.data[i].tensor;
-            if (t && !(t->flags & MUSA_TF_NUMBER))
-                t->trace_tag = (g->tag << 32) | (uint64_t)(i + 1);
+            if (t && !(t->flags & MUSA_TF_NUMBER) && bind(g, t, (int32_t)i))
+                return musa_err_nomem("jit", 0);
         }
     }
     return musa_graph_capture_resume(g, mode);

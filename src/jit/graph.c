@@ -38,6 +38,8 @@ void musa_graph_free(musa_graph *g) {
         musa_tensor_release(g->grad_undo.data[i].leaf), musa_tensor_release(g->grad_undo.data[i].old);
     musa_vec_free(&g->grad_undo);
     musa_map_free(&g->origin);
+    musa_map_free(&g->bound);
+    musa_map_free(&g->bound_storage);
     musa_arena_free(&g->arena);
     free(g);
 }

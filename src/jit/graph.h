@@ -17,7 +17,9 @@
  * trace (compute and record) or symbolic (record only, meta tensors) mode
  * and installs the graph as the recorder. Every op that runs through
  * musa_dispatch is appended as a node; tensors map to values through their
- * trace_tag. In-place writes rename: the written tensor maps to a fresh
+ * trace_tag, except tensors bound by reference (parameters), which map
+ * through a map in the graph (they are shared with other threads' captures,
+ * so a capture never writes into them). In-place writes rename: the written tensor maps to a fresh
  * value, and a write into an input or parameter becomes a mutation, written
  * back after the plan runs. A host read of a tensor value (bool(), item())
  * while capturing is recorded as a break: the point where the graph splits,
@@ -118,6 +120,8 @@ struct musa_graph {
     uint64_t tag;      /* capture id, high 32 bits of trace_tag */
     uint32_t epoch;    /* stamped on tensors made while recording (musa_tensor_epoch) */
     musa_map origin;   /* value id of a renamed tensor -> first value it had (mutations) */
+    musa_map bound;    /* address of a param/const tensor the graph holds -> its value now */
+    musa_map bound_storage; /* storage address -> the first bound tensor on it (aliases) */
     int capture_error; /* first error met while recording (sticky) */
     char capture_msg[512];
     bool capturing;
