@@ -794,9 +794,13 @@ static PyObject *plan_run(PyObject *self, PyObject *const *args, Py_ssize_t narg
         pm_tensor_list_free(ts);
         return PyErr_NoMemory();
     }
-    pm_long_op(true);
+    /* a plan over a MiB or more of intermediates may run long: release the
+     * GIL and take Ctrl-C meanwhile (for small plans the hook's system calls
+     * would cost more than the run) */
+    bool long_run = musa_plan_get_stats(P(self))->naive_bytes >= ((size_t)1 << 20);
+    if (long_run) pm_long_op(true);
     int rc = musa_plan_run(P(self), n, ts, no, outs);
-    pm_long_op(false);
+    if (long_run) pm_long_op(false);
     pm_tensor_list_free(ts);
     PyObject *r = NULL;
     if (rc) {

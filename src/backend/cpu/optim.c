@@ -39,15 +39,23 @@ typedef struct {
         T *p_out = j->p_out, *buf_out = j->buf_out;                                                \
         T lr = (T)j->lr, wd = (T)o->weight_decay, mom = (T)o->momentum,                            \
           damp = (T)(1 - o->dampening);                                                            \
-        for (int64_t i = i0; i < i1; i++) {                                                        \
-            T pi = p[i];                                                                           \
-            T d = o->maximize ? -g[i] : g[i];                                                      \
-            if (wd != 0) d = d + pi * wd;                                                          \
-            if (buf) {                                                                             \
-                T b = o->fresh ? d : buf[i] * mom + d * damp;                                      \
-                buf_out[i] = b;                                                                    \
-                d = o->nesterov ? d + b * mom : b;                                                 \
+        const bool maximize = o->maximize, fresh = o->fresh, nesterov = o->nesterov;               \
+        if (!buf) {                                                                                \
+            _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                \
+                T pi = p[i];                                                                       \
+                T d = maximize ? -g[i] : g[i];                                                     \
+                if (wd != 0) d = d + pi * wd;                                                      \
+                p_out[i] = pi + d * -lr;                                                           \
             }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
+            T pi = p[i];                                                                           \
+            T d = maximize ? -g[i] : g[i];                                                         \
+            if (wd != 0) d = d + pi * wd;                                                          \
+            T b = fresh ? d : buf[i] * mom + d * damp;                                             \
+            buf_out[i] = b;                                                                        \
+            d = nesterov ? d + b * mom : b;                                                        \
             p_out[i] = pi + d * -lr;                                                               \
         }                                                                                          \
     }
@@ -86,10 +94,11 @@ typedef struct {
           wd = (T)o->weight_decay;                                                                 \
         T decay = (T)(1 - j->lr * o->weight_decay), ss = (T)-j->step_size, bc = (T)j->bc2_sqrt,    \
           eps = (T)o->eps;                                                                         \
-        for (int64_t i = i0; i < i1; i++) {                                                        \
+        const bool maximize = o->maximize, decoupled = o->decoupled;                               \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
             T pi = p[i];                                                                           \
-            T gi = o->maximize ? -g[i] : g[i];                                                     \
-            if (o->decoupled) {                                                                    \
+            T gi = maximize ? -g[i] : g[i];                                                        \
+            if (decoupled) {                                                                       \
                 if (wd != 0) pi = pi * decay;                                                      \
             } else if (wd != 0) {                                                                  \
                 gi = gi + pi * wd;                                                                 \
@@ -153,9 +162,10 @@ typedef struct {
         T *p_out = j->p_out, *sq_out = j->sq_out, *buf_out = j->buf_out, *ga_out = j->gavg_out;    \
         T al = (T)o->alpha, c = (T)(1 - o->alpha), wd = (T)o->weight_decay, eps = (T)o->eps;       \
         T lr = (T)j->lr, mom = (T)o->momentum;                                                     \
-        for (int64_t i = i0; i < i1; i++) {                                                        \
+        const bool maximize = o->maximize;                                                         \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
             T pi = p[i];                                                                           \
-            T gi = o->maximize ? -g[i] : g[i];                                                     \
+            T gi = maximize ? -g[i] : g[i];                                                        \
             if (wd != 0) gi = gi + pi * wd;                                                        \
             T si = sq[i] * al + c * gi * gi;                                                       \
             sq_out[i] = si;                                                                        \
