@@ -133,6 +133,7 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
     musa_kctx ctx = {.op_name = info->name};
     size_t block = 0;
     int rc = MUSA_OK;
+    if (musa_kviews_all_empty(kout, n_out)) goto done; /* nothing to write */
     if (info->workspace) {
         ctx.scratch_bytes = info->workspace(kout, n_out, kin, n_in, attrs);
         if (ctx.scratch_bytes) {
@@ -147,6 +148,7 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
         if (rc) musa_err_prefix(info->name);
     }
     if (ctx.scratch) musa_cpu_free(ctx.scratch, block);
+done:
     if (kin != kin_buf) free(kin);
     return rc;
 }

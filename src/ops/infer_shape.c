@@ -218,8 +218,13 @@ int infer_slice(const musa_op_info *op, musa_tensor *const *in, int n_in, void *
     memcpy(shape, x->shape, sizeof shape);
     memcpy(r->view_strides, x->strides, sizeof r->view_strides);
     shape[d] = len;
-    r->view_strides[d] = x->strides[d] * a->step;
-    r->view_offset = x->offset + (len ? start * x->strides[d] : 0);
+    /* The products overflow only where they do not matter: a step past
+     * the dim (len <= 1) or an empty x, whose strides may be anything. */
+    if (!musa_mul_i64(x->strides[d], a->step, &r->view_strides[d]))
+        r->view_strides[d] = x->strides[d];
+    int64_t off = 0;
+    if (len && !musa_mul_i64(start, x->strides[d], &off)) off = 0;
+    r->view_offset = x->offset + off;
     out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return MUSA_OK;
 }
@@ -247,7 +252,9 @@ int infer_select(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         shape[n] = x->shape[k];
         r->view_strides[n++] = x->strides[k];
     }
-    r->view_offset = x->offset + i * x->strides[d];
+    int64_t off; /* overflows only for an empty x (its strides may be anything) */
+    if (!musa_mul_i64(i, x->strides[d], &off)) off = 0;
+    r->view_offset = x->offset + off;
     out_like(r, 0, (musa_dtype)x->dtype, n, shape);
     return MUSA_OK;
 }
@@ -345,7 +352,11 @@ int infer_unsqueeze(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     for (int k = 0; k <= x->ndim; k++) {
         if (k == d) {
             shape[n] = 1;
-            r->view_strides[n++] = k < x->ndim ? x->shape[k] * x->strides[k] : 1;
+            /* any stride does for a size-1 dim; this one keeps the view
+             * contiguous when x is (an empty x's product may overflow) */
+            int64_t st = 1;
+            if (k < x->ndim && !musa_mul_i64(x->shape[k], x->strides[k], &st)) st = x->strides[k];
+            r->view_strides[n++] = st;
         }
         if (k < x->ndim) {
             shape[n] = x->shape[k];

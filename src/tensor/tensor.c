@@ -36,7 +36,9 @@ void musa_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i] ? shape[i] : 1;
+        /* Only an empty tensor's product can overflow (e.g. (0, 2^62, 4)); it
+         * addresses no element, so the strides past that point stay as is. */
+        if (!musa_mul_i64(s, shape[i] ? shape[i] : 1, &s)) s = strides[i];
     }
 }
 

@@ -58,6 +58,30 @@ TEST(from_blob_shares_memory) {
               MUSA_ERR_VALUE, "negative strides");
 }
 
+/* Regression (fuzz_op_call, empty-tensor-contiguous-strides-overflow): an
+ * empty tensor may have other dims as large as 2^62; its strides, views
+ * and element loops must not overflow (UBSan: signed overflow in
+ * musa_contiguous_strides, the iterator and the view inferences). */
+TEST(empty_tensors_with_huge_dims) {
+    const int64_t big = ((int64_t)1 << 62) + 1;
+    musa_tensor *x = musa_empty(3, (int64_t[]){0, big, 2}, MUSA_DTYPE_FLOAT32);
+    CHECK(x && musa_tensor_numel(x) == 0 && musa_tensor_is_contiguous(x));
+    CHECK(musa_tensor_strides(x)[2] == 1 && musa_tensor_strides(x)[1] == 2);
+    musa_tensor *y = musa_neg(x);
+    musa_tensor *z = musa_add(x, y);
+    CHECK(z && musa_tensor_numel(z) == 0 && musa_tensor_shape(z)[1] == big);
+    musa_tensor *t = musa_transpose(x, 0, 1);
+    musa_tensor *c = musa_contiguous(t);
+    CHECK(c && musa_tensor_shape(c)[0] == big);
+    musa_tensor *sl = musa_slice(x, 1, 1, INT64_MAX, (int64_t)1 << 61);
+    musa_tensor *se = musa_select(x, 1, big - 1);
+    musa_tensor *un = musa_unsqueeze(x, 1);
+    CHECK(sl && musa_tensor_shape(sl)[1] == 2 && se && musa_tensor_ndim(se) == 2 && un);
+    musa_tensor *cast = musa_cast(t, MUSA_DTYPE_INT64);
+    CHECK(cast && musa_tensor_numel(cast) == 0);
+    release_all(9, x, y, z, t, c, sl, se, un, cast);
+}
+
 TEST(item_copy_get_and_errors) {
     musa_tensor *t = musa_arange(0, 6, 1, MUSA_DTYPE_INT64);
     double d;
