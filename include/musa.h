@@ -245,7 +245,9 @@ MUSA_API musa_tensor *musa_from_data(const void *data, int ndim, const int64_t *
                                      musa_dtype dtype);
 /* Wrap memory owned elsewhere, without copying. strides (in elements) may be
  * NULL for row-major. `deleter(ctx)` is called when the last view dies
- * (deleter may be NULL). The memory must stay valid until then. */
+ * (deleter may be NULL). The memory must stay valid until then. data must
+ * be aligned to the element size (MUSA_ERR_VALUE otherwise: copy unaligned
+ * memory with musa_from_data, which takes any address). */
 MUSA_API musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape,
                                      const int64_t *strides, musa_dtype dtype,
                                      void (*deleter)(void *ctx), void *ctx);

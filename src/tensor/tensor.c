@@ -405,25 +405,43 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
         musa_err(MUSA_ERR_VALUE, "[from_blob] data is NULL");
         return NULL;
     }
+    /* Kernels load elements as their C types, which needs natural alignment
+     * (an odd address is undefined behaviour, and a fault on some CPUs). */
+    size_t esize = musa_dtype_info[dtype].size;
+    if (numel && (uintptr_t)data % esize) {
+        musa_err(MUSA_ERR_VALUE,
+                 "[from_blob] data at %p is not aligned to its %zu-byte elements; copy it to "
+                 "aligned memory first",
+                 data, esize);
+        return NULL;
+    }
     int64_t st[MUSA_MAX_DIMS];
     if (strides)
         memcpy(st, strides, sizeof(int64_t) * (size_t)ndim);
     else
         musa_contiguous_strides(ndim, shape, st);
-    int64_t last = 0;
+    int64_t last = 0, step;
+    size_t span = 0;
     for (int i = 0; i < ndim; i++) {
         if (st[i] < 0) {
             musa_err(MUSA_ERR_VALUE, "[from_blob] negative strides are not supported");
             return NULL;
         }
-        if (shape[i] > 0) last += (shape[i] - 1) * st[i];
+        if (numel && (!musa_mul_i64(shape[i] - 1, st[i], &step) || !musa_add_i64(last, step, &last))) {
+            musa_err(MUSA_ERR_VALUE, "[from_blob] the strides reach past 2^63 elements");
+            return NULL;
+        }
+    }
+    if (numel && !musa_mul_size((size_t)last + 1, esize, &span)) {
+        musa_err(MUSA_ERR_VALUE, "[from_blob] the strides reach past 2^64 bytes");
+        return NULL;
     }
     musa_storage *s = musa_tl_alloc(MUSA_TL_STORAGE, sizeof *s, "from_blob");
     if (!s) return NULL;
     atomic_init(&s->refcount, 1);
     atomic_init(&s->version, 0);
     s->data = data;
-    s->nbytes = numel ? (size_t)(last + 1) * musa_dtype_info[dtype].size : 0;
+    s->nbytes = numel ? span : 0;
     s->block_bytes = 0;
     s->deleter = deleter;
     s->deleter_ctx = ctx;
