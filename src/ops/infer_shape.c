@@ -406,12 +406,18 @@ int infer_as_strided_scatter(const musa_op_info *op, musa_tensor *const *in, int
                         op->name, musa_shape_str(src->ndim, src->shape, s1, sizeof s1),
                         musa_shape_str(a->shape.n, a->shape.v, s2, sizeof s2));
     }
-    int64_t numel = 1, last = a->offset;
+    int64_t numel = src->numel, last = a->offset, step;
+    bool past = false; /* the region's last element is past int64 */
     for (int i = 0; i < a->shape.n; i++) {
         if (a->strides.v[i] < 0) return musa_err(MUSA_ERR_VALUE, "[%s] negative stride", op->name);
-        numel *= a->shape.v[i];
-        last += (a->shape.v[i] - 1) * a->strides.v[i];
+        if (numel && (!musa_mul_i64(a->shape.v[i] - 1, a->strides.v[i], &step) ||
+                      !musa_add_i64(last, step, &last)))
+            past = true;
     }
+    if (numel && past)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] the region reaches past element 2^63 of an input with %lld elements",
+                        op->name, (long long)x->numel);
     if (numel && (a->offset < 0 || last >= x->numel))
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] the region reaches element %lld of an input with %lld elements",
@@ -566,7 +572,11 @@ int infer_pad(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
     memcpy(shape, x->shape, sizeof shape);
     for (int i = 0; i < a->pads.n / 2; i++) {
         int d = x->ndim - 1 - i;
-        int64_t s = x->shape[d] + a->pads.v[2 * i] + a->pads.v[2 * i + 1];
+        int64_t s;
+        if (!musa_add_i64(x->shape[d], a->pads.v[2 * i], &s) ||
+            !musa_add_i64(s, a->pads.v[2 * i + 1], &s))
+            return musa_err(MUSA_ERR_VALUE, "[%s] padding (%lld, %lld) overflows dim %d", op->name,
+                            (long long)a->pads.v[2 * i], (long long)a->pads.v[2 * i + 1], d);
         if (s < 0)
             return musa_err(MUSA_ERR_VALUE, "[%s] padding (%lld, %lld) makes dim %d negative",
                             op->name, (long long)a->pads.v[2 * i], (long long)a->pads.v[2 * i + 1],

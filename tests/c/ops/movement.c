@@ -146,6 +146,10 @@ TEST(op_pad) {
     free(xv), free(yv);
     CHECK_ERR(FAILS(musa_pad(x, 3, (int64_t[]){1, 1, 1}, 0)), MUSA_ERR_VALUE, "even number");
     CHECK_ERR(FAILS(musa_pad(x, 2, (int64_t[]){-3, -2}, 0)), MUSA_ERR_VALUE, "negative");
+    /* regression (fuzz): pads whose sum overflows int64 */
+    CHECK_ERR(FAILS(musa_pad(x, 2, (int64_t[]){INT64_MAX, 1}, 0)), MUSA_ERR_VALUE,
+              "[pad] padding (9223372036854775807, 1) overflows dim 1");
+    CHECK_ERR(FAILS(musa_pad(x, 2, (int64_t[]){INT64_MIN, -5}, 0)), MUSA_ERR_VALUE, "overflows");
     release_all(2, x, y);
 }
 

@@ -761,3 +761,38 @@ TEST(norm_backward_rejects_malformed_operands) {
     musa_attrs_free(a);
     release_all(10, x, gy, w4, w5, s4, s5, sg, sr, w3, x1);
 }
+
+/* Regression (fuzz_op_call): output-size arithmetic with user-sized
+ * dilation, padding and stride overflowed int64; conv2d with dilation
+ * 2^62 + 1 returned a shape instead of an error. */
+TEST(conv_and_pool_sizes_do_not_overflow) {
+    const int64_t big = ((int64_t)1 << 62) + 1;
+    musa_tensor *x = musa_ones(4, S(1, 1, 5, 5), MUSA_DTYPE_FLOAT32);
+    musa_tensor *w = musa_ones(4, S(1, 1, 3, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, NULL, S(big, 1), 1)), MUSA_ERR_VALUE,
+              "[conv2d] kernel size 3 with dilation 4611686018427387905 and padding 0 on a dim of "
+              "5 overflows int64");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, S(big, 0), NULL, 1)), MUSA_ERR_VALUE,
+              "overflows int64");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, NULL, NULL, big)), MUSA_ERR_VALUE,
+              "not divisible by groups");
+    musa_tensor *w0 = musa_ones(4, S(1, 1, 0, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_conv2d(x, w0, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE,
+              "[conv2d] the weight's kernel size must be >= 1, got 0");
+    /* a huge but representable stride is fine: one output position */
+    musa_tensor *y = musa_conv2d(x, w, NULL, S(INT64_MAX, INT64_MAX), NULL, NULL, 1);
+    CHECK(y);
+    CHECK_SHAPE(y, 4, 1, 1, 1, 1);
+    musa_tensor *p = NULL;
+    CHECK_ERR(musa_max_pool2d(x, S(3, 3), NULL, NULL, S(big, 1), false, &p, NULL) == MUSA_OK,
+              MUSA_ERR_VALUE, "[max_pool2d] kernel size 3 with dilation 4611686018427387905");
+    CHECK_ERR(musa_max_pool2d(x, S(2, 2), NULL, NULL, S(big, 1), false, &p, NULL) == MUSA_OK,
+              MUSA_ERR_VALUE, "[max_pool2d] kernel size 4611686018427387906 is larger than");
+    CHECK_OK(musa_max_pool2d(x, S(2, 2), S(INT64_MAX, INT64_MAX), NULL, NULL, true, &p, NULL));
+    CHECK_SHAPE(p, 4, 1, 1, 1, 1);
+    CHECK_ERR(FAILS(musa_avg_pool2d(x, S(INT64_MAX, 1), NULL, S(INT64_MAX / 2, 0), false, true)),
+              MUSA_ERR_VALUE, "[avg_pool2d] kernel size 9223372036854775807 with dilation 1 and "
+                              "padding 4611686018427387903 on a dim of 5 overflows int64");
+    release_all(5, x, w, w0, y, p);
+}
+

@@ -176,6 +176,11 @@ TEST(op_as_strided_scatter) {
               "reaches element 4 of an input with 4 elements");
     CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){2}, (int64_t[]){1}, 0)), MUSA_ERR_VALUE,
               "does not match the region shape");
+    /* regression (fuzz, as-strided-scatter-region-overflow): a region whose
+     * last element is past 2^63 is refused, not computed with overflow */
+    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){3}, (int64_t[]){INT64_MAX / 2 + 2},
+                                            0)),
+              MUSA_ERR_VALUE, "[as_strided_scatter] the region reaches past element 2^63");
     release_all(2, x, s);
 }
 
