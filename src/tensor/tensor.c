@@ -171,6 +171,14 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
         musa_err(MUSA_ERR_VALUE, "[view] negative storage offset %lld", (long long)offset);
         return NULL;
     }
+    /* Even an empty view points into the storage (at most one past its
+     * end): its data pointer is computed from the offset. */
+    if (base->storage &&
+        (uint64_t)offset > base->storage->nbytes / musa_dtype_info[base->dtype].size) {
+        musa_err(MUSA_ERR_VALUE, "[view] offset %lld is past the end of a storage with %zu elements",
+                 (long long)offset, base->storage->nbytes / musa_dtype_info[base->dtype].size);
+        return NULL;
+    }
     /* Bound check: the last addressable element must lie inside the storage. */
     if (base->storage && numel > 0) {
         int64_t last = offset, step;

@@ -149,6 +149,21 @@ TEST(op_as_strided) {
     release_all(2, x, w);
 }
 
+/* Regression (fuzz_op_call, as-strided-empty-view-offset-past-storage): an
+ * empty view skipped the bounds check, so any offset was accepted and its
+ * data pointer computed past the storage (pointer overflow, UBSan). */
+TEST(empty_views_stay_inside_their_storage) {
+    musa_tensor *x = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_INT32);
+    CHECK_ERR(FAILS(musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0},
+                                    INT64_MAX - 1)),
+              MUSA_ERR_VALUE, "[view] offset 9223372036854775806 is past the end of a storage with 4 elements");
+    CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){0}, (int64_t[]){1}, 5)), MUSA_ERR_VALUE,
+              "offset 5 is past the end");
+    musa_tensor *e = musa_as_strided(x, 1, (int64_t[]){0}, (int64_t[]){1}, 4); /* one past: fine */
+    CHECK(e && musa_tensor_numel(e) == 0);
+    release_all(2, x, e);
+}
+
 TEST(op_as_strided_scatter) {
     musa_dtype dts[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_INT64, MUSA_DTYPE_FLOAT16};
     for (int k = 0; k < 3; k++) {
