@@ -93,6 +93,32 @@ TEST(op_scatter_add) {
     check_scatter(true);
 }
 
+/* Regression: the gather/scatter kernels kept the first bad index in an
+ * atomic whose "none seen" value was INT64_MIN, so an index equal to
+ * INT64_MIN was skipped without an error: gather returned uninitialised
+ * memory and scatter silently did nothing. Every op must refuse it. */
+TEST(indices_equal_to_int64_min_are_refused) {
+    const int64_t lo = INT64_MIN;
+    musa_tensor *x = musa_ones(2, (int64_t[]){2, 3}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *i = musa_from_data((int64_t[]){0, lo, 1}, 2, (int64_t[]){1, 3}, MUSA_DTYPE_INT64);
+    musa_tensor *src = musa_full(2, (int64_t[]){1, 3}, 5, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_gather(x, 0, i)), MUSA_ERR_INDEX,
+              "[gather] index -9223372036854775808 is out of bounds for a dim of size 2");
+    CHECK_ERR(FAILS(musa_scatter(x, 0, i, src)), MUSA_ERR_INDEX,
+              "[scatter] index -9223372036854775808 is out of bounds");
+    CHECK_ERR(FAILS(musa_scatter_add(x, 0, i, src)), MUSA_ERR_INDEX,
+              "[scatter_add] index -9223372036854775808 is out of bounds");
+    musa_tensor *i1 = musa_from_data((int64_t[]){1, lo}, 1, (int64_t[]){2}, MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_index_select(x, 1, i1)), MUSA_ERR_INDEX, "index -9223372036854775808");
+    musa_tensor *w = musa_ones(2, (int64_t[]){4, 2}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_embedding(w, i1, -1)), MUSA_ERR_INDEX, "index -9223372036854775808");
+    /* INT64_MAX too, and a good index after a bad one still fails */
+    musa_tensor *i2 = musa_from_data((int64_t[]){INT64_MAX, 0, 0}, 2, (int64_t[]){1, 3},
+                                     MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_gather(x, 0, i2)), MUSA_ERR_INDEX, "index 9223372036854775807");
+    release_all(6, x, i, src, i1, w, i2);
+}
+
 TEST(op_index_select) {
     musa_tensor *x = rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 3}, -9, 9, L_TRANSPOSED);
     musa_tensor *i = from_list(MUSA_DTYPE_INT32, 1, (int64_t[]){5}, (double[]){3, 0, 0, -1, 2});

@@ -796,3 +796,26 @@ TEST(conv_and_pool_sizes_do_not_overflow) {
     release_all(5, x, w, w0, y, p);
 }
 
+/* Regression: the cross-entropy kernels kept the first bad target in an
+ * atomic whose "none seen" value was INT64_MIN, so a target equal to
+ * INT64_MIN was scored 0 but still counted in the mean (forward) and got
+ * no gradient (backward), with no error. */
+TEST(cross_entropy_refuses_int64_min_targets) {
+    musa_tensor *x = musa_zeros(2, S(3, 4), MUSA_DTYPE_FLOAT32);
+    musa_tensor *t = musa_from_data((int64_t[]){1, INT64_MIN, 2}, 1, S(3), MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_cross_entropy(x, t, -100, 0, MUSA_REDUCTION_MEAN)), MUSA_ERR_INDEX,
+              "[cross_entropy] target -9223372036854775808 is out of bounds for 4 classes");
+    int op = musa_op_lookup("cross_entropy_backward");
+    musa_tensor *g = musa_ones(0, NULL, MUSA_DTYPE_FLOAT32), *out[1] = {NULL};
+    CHECK_ERR(musa_op_call(op, 3, (musa_tensor *[]){g, x, t}, NULL, out) == MUSA_OK, MUSA_ERR_INDEX,
+              "[cross_entropy_backward] target -9223372036854775808 is out of bounds");
+    CHECK(out[0] == NULL);
+    /* ignore_index may be INT64_MIN itself: then those targets are skipped */
+    musa_tensor *l = musa_cross_entropy(x, t, INT64_MIN, 0, MUSA_REDUCTION_MEAN);
+    double v = 0;
+    CHECK(l);
+    CHECK_OK(musa_tensor_item(l, &v));
+    CHECK(fabs(v - log(4.0)) < 1e-6);
+    release_all(4, x, t, g, l);
+}
+
