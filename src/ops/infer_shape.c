@@ -472,11 +472,15 @@ static int check_index_shape(const musa_op_info *op, const musa_tensor *index,
     if (index->ndim != limit->ndim && !(index->ndim <= 1 && limit->ndim <= 1))
         return musa_err(MUSA_ERR_VALUE, "[%s] index has %d dims but %s has %d", op->name,
                         index->ndim, what, limit->ndim);
-    for (int k = 0; k < index->ndim && k < limit->ndim; k++)
-        if ((all_dims || k != dim) && index->shape[k] > limit->shape[k])
+    /* A 0-d tensor next to a 1-d one counts as size 1 (the kernels walk
+     * the index's shape through the other's strides) */
+    int n = index->ndim > limit->ndim ? index->ndim : limit->ndim;
+    for (int k = 0; k < n; k++) {
+        int64_t is = k < index->ndim ? index->shape[k] : 1, ls = k < limit->ndim ? limit->shape[k] : 1;
+        if ((all_dims || k != dim) && is > ls)
             return musa_err(MUSA_ERR_VALUE, "[%s] index size %lld exceeds %s size %lld in dim %d",
-                            op->name, (long long)index->shape[k], what, (long long)limit->shape[k],
-                            k);
+                            op->name, (long long)is, what, (long long)ls, k);
+    }
     return MUSA_OK;
 }
 

@@ -164,7 +164,10 @@ static int scatter_common(const musa_kctx *ctx, musa_kview *out, const musa_kvie
     musa_bad_index_init(&c.bad);
     musa_kview srcv = *src; /* src restricted to index's shape */
     srcv.ndim = index->ndim;
-    for (int d = 0; d < index->ndim; d++) srcv.shape[d] = index->shape[d];
+    for (int d = 0; d < index->ndim; d++) {
+        srcv.shape[d] = index->shape[d];
+        if (d >= src->ndim) srcv.strides[d] = 0; /* a 0-d src (inference allows one element) */
+    }
     musa_kview outr = restride(&out[0], index, dim);
     const musa_kview *ops[3] = {&outr, index, &srcv};
     musa_iter it;

@@ -119,6 +119,30 @@ TEST(indices_equal_to_int64_min_are_refused) {
     release_all(6, x, i, src, i1, w, i2);
 }
 
+/* Regression (fuzz_op_call, scatter-add-0d-src-1d-index): a 0-d src (or
+ * index) next to a 1-d tensor skipped the shape check, and the kernel
+ * walked the index's shape through strides the 0-d src does not have
+ * (SEGV). A 0-d tensor now counts as one element of size 1. */
+TEST(scatter_with_a_0d_operand) {
+    musa_tensor *x = musa_zeros(1, (int64_t[]){3}, MUSA_DTYPE_INT8);
+    musa_tensor *i3 = musa_from_data((int64_t[]){0, 1, 2}, 1, (int64_t[]){3}, MUSA_DTYPE_INT64);
+    musa_tensor *s0 = musa_scalar(5, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_scatter_add(x, 0, i3, s0)), MUSA_ERR_VALUE,
+              "[scatter_add] index size 3 exceeds src size 1 in dim 0");
+    CHECK_ERR(FAILS(musa_scatter(x, 0, i3, s0)), MUSA_ERR_VALUE, "exceeds src size 1");
+    /* one index, one src element: fine */
+    musa_tensor *i1 = musa_from_data((int64_t[]){2}, 1, (int64_t[]){1}, MUSA_DTYPE_INT64);
+    musa_tensor *y = musa_scatter_add(x, 0, i1, s0);
+    double *yv = values(y);
+    CHECK(yv && yv[0] == 0 && yv[1] == 0 && yv[2] == 5);
+    free(yv);
+    /* a 0-d index against an empty 1-d src */
+    musa_tensor *i0 = musa_from_data((int64_t[]){1}, 0, NULL, MUSA_DTYPE_INT64);
+    musa_tensor *e = musa_zeros(1, (int64_t[]){0}, MUSA_DTYPE_INT8);
+    CHECK_ERR(FAILS(musa_scatter(x, 0, i0, e)), MUSA_ERR_VALUE, "index size 1 exceeds src size 0");
+    release_all(7, x, i3, s0, i1, y, i0, e);
+}
+
 TEST(op_index_select) {
     musa_tensor *x = rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 3}, -9, 9, L_TRANSPOSED);
     musa_tensor *i = from_list(MUSA_DTYPE_INT32, 1, (int64_t[]){5}, (double[]){3, 0, 0, -1, 2});
