@@ -819,3 +819,15 @@ TEST(cross_entropy_refuses_int64_min_targets) {
     release_all(4, x, t, g, l);
 }
 
+/* Regression (found reading the embedding code for the fuzzer): 8-d
+ * indices made embedding write shape[8] past its stack array. */
+TEST(embedding_refuses_indices_with_max_dims) {
+    musa_tensor *w = musa_ones(2, S(4, 2), MUSA_DTYPE_FLOAT32);
+    musa_tensor *i = musa_zeros(8, S(1, 1, 1, 1, 1, 1, 1, 2), MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_embedding(w, i, -1)), MUSA_ERR_VALUE,
+              "[embedding] indices have 8 dims; at most 7 are supported");
+    musa_tensor *i7 = musa_zeros(7, S(1, 1, 1, 1, 1, 1, 2), MUSA_DTYPE_INT64);
+    musa_tensor *e = musa_embedding(w, i7, -1);
+    CHECK(e && musa_tensor_ndim(e) == 8);
+    release_all(4, w, i, i7, e);
+}
