@@ -655,7 +655,9 @@ MUSA_API musa_tensor *musa_linear(musa_tensor *x, musa_tensor *weight, musa_tens
  * - Without retain_graph, backward frees saved tensors as it goes; a
  *   second backward through the same nodes fails with a clear error.
  * - With create_graph, the backward pass is itself recorded, so gradients
- *   of gradients work to any order.
+ *   of gradients work to any order. A leaf's .grad then has history that
+ *   refers back to the leaf (a reference cycle, as in PyTorch): clear it
+ *   with musa_tensor_set_grad(t, NULL) when done, or the two never die.
  * - Grad mode is thread-local; musa_set_grad_enabled(false) stops recording.
  * - The engine is iterative: a chain of millions of ops neither overflows
  *   the C stack in backward nor when the graph is freed. */

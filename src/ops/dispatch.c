@@ -277,7 +277,11 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
             (rc = musa_autograd_inplace_hook(op, out[j])))
             goto done;
         for (int i = 0; i < n_in; i++) {
-            if (!musa_op_saves_input(info, i) || !musa_tensor_may_overlap(cin[i], out[j])) continue;
+            /* Shared storage, not just overlap: an empty output overlaps
+             * nothing, but saving the very tensor that takes this node as
+             * its grad_fn would make a reference cycle. */
+            if (!musa_op_saves_input(info, i) || !musa_tensor_shares_storage(cin[i], out[j]))
+                continue;
             musa_tensor *c = musa_clone(cin[i]);
             if (!c) {
                 rc = musa_last_error_code();
