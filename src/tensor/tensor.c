@@ -175,7 +175,8 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
      * end): its data pointer is computed from the offset. */
     if (base->storage &&
         (uint64_t)offset > base->storage->nbytes / musa_dtype_info[base->dtype].size) {
-        musa_err(MUSA_ERR_VALUE, "[view] offset %lld is past the end of a storage with %zu elements",
+        musa_err(MUSA_ERR_VALUE,
+                 "[view] offset %lld is past the end of a storage with %zu elements",
                  (long long)offset, base->storage->nbytes / musa_dtype_info[base->dtype].size);
         return NULL;
     }
@@ -435,7 +436,8 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
             musa_err(MUSA_ERR_VALUE, "[from_blob] negative strides are not supported");
             return NULL;
         }
-        if (numel && (!musa_mul_i64(shape[i] - 1, st[i], &step) || !musa_add_i64(last, step, &last))) {
+        if (numel &&
+            (!musa_mul_i64(shape[i] - 1, st[i], &step) || !musa_add_i64(last, step, &last))) {
             musa_err(MUSA_ERR_VALUE, "[from_blob] the strides reach past 2^63 elements");
             return NULL;
         }

@@ -363,7 +363,8 @@ TEST(leaf_view_of_a_plain_base_makes_no_cycle) {
     CHECK(musa_tensor_requires_grad(b));
     musa_tensor *s = musa_sum(b, 0, NULL, false);
     CHECK_OK(musa_backward(1, &s, NULL, false, false));
-    check_grad_values("through the base", v, (double[]){-sin(1.0), -sin(1.0), -sin(1.0), -sin(1.0)}, 4);
+    check_grad_values("through the base", v, (double[]){-sin(1.0), -sin(1.0), -sin(1.0), -sin(1.0)},
+                      4);
     /* views of the leaf now have it as their base: writing into them is refused */
     musa_tensor *w = musa_transpose(v, 0, 1);
     out[0] = w;

@@ -63,16 +63,17 @@ TEST(from_blob_shares_memory) {
  * read with misaligned loads (UBSan reported them in the cast kernel). */
 TEST(from_blob_refuses_unaligned_memory) {
     _Alignas(8) unsigned char mem[40] = {0};
-    CHECK_ERR(FAILS(musa_from_blob(mem + 1, 1, (int64_t[]){4}, NULL, MUSA_DTYPE_INT32, NULL,
-                                   NULL)),
+    CHECK_ERR(FAILS(musa_from_blob(mem + 1, 1, (int64_t[]){4}, NULL, MUSA_DTYPE_INT32, NULL, NULL)),
               MUSA_ERR_VALUE, "[from_blob] data at");
     CHECK(strstr(musa_last_error(), "is not aligned to its 4-byte elements"));
-    CHECK_ERR(FAILS(musa_from_blob(mem + 4, 1, (int64_t[]){2}, NULL, MUSA_DTYPE_FLOAT64, NULL,
-                                   NULL)),
-              MUSA_ERR_VALUE, "8-byte elements");
+    CHECK_ERR(
+        FAILS(musa_from_blob(mem + 4, 1, (int64_t[]){2}, NULL, MUSA_DTYPE_FLOAT64, NULL, NULL)),
+        MUSA_ERR_VALUE, "8-byte elements");
     /* one-byte elements take any address; empty tensors any pointer */
-    musa_tensor *u8 = musa_from_blob(mem + 3, 1, (int64_t[]){5}, NULL, MUSA_DTYPE_UINT8, NULL, NULL);
-    musa_tensor *e = musa_from_blob(mem + 1, 1, (int64_t[]){0}, NULL, MUSA_DTYPE_FLOAT32, NULL, NULL);
+    musa_tensor *u8 =
+        musa_from_blob(mem + 3, 1, (int64_t[]){5}, NULL, MUSA_DTYPE_UINT8, NULL, NULL);
+    musa_tensor *e =
+        musa_from_blob(mem + 1, 1, (int64_t[]){0}, NULL, MUSA_DTYPE_FLOAT32, NULL, NULL);
     CHECK(u8 && e);
     /* musa_from_data copies, so an unaligned source is fine */
     int32_t v = 7;

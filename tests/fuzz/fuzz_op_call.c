@@ -90,21 +90,48 @@ static uint64_t xorshift(uint64_t *s) {
 /* mostly tiny: big shapes cost time and find little that small ones miss */
 static const int64_t small_dims[] = {0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 7, 8, 16, 1, 2};
 static const int64_t huge_dims[] = {
-    (int64_t)1 << 31,       ((int64_t)1 << 32) + 1, (int64_t)1 << 62, ((int64_t)1 << 62) + 1,
-    INT64_MAX,              3037000500,             -1,               (int64_t)1 << 40,
+    (int64_t)1 << 31,
+    ((int64_t)1 << 32) + 1,
+    (int64_t)1 << 62,
+    ((int64_t)1 << 62) + 1,
+    INT64_MAX,
+    3037000500,
+    -1,
+    (int64_t)1 << 40,
 };
 static const int64_t int_values[] = {
-    0,  1,  -1, 2,   -2,   3,   4,
-    -3, 5,  8,  16,  100,  -100, (int64_t)1 << 31,
-    -((int64_t)1 << 31),    ((int64_t)1 << 32) + 1, (int64_t)1 << 62, ((int64_t)1 << 62) + 1,
-    -((int64_t)1 << 62),    INT64_MAX,              INT64_MIN,        INT64_MAX - 1,
-    INT64_MIN + 1,          255,                    -129,             7,
+    0,
+    1,
+    -1,
+    2,
+    -2,
+    3,
+    4,
+    -3,
+    5,
+    8,
+    16,
+    100,
+    -100,
+    (int64_t)1 << 31,
+    -((int64_t)1 << 31),
+    ((int64_t)1 << 32) + 1,
+    (int64_t)1 << 62,
+    ((int64_t)1 << 62) + 1,
+    -((int64_t)1 << 62),
+    INT64_MAX,
+    INT64_MIN,
+    INT64_MAX - 1,
+    INT64_MIN + 1,
+    255,
+    -129,
+    7,
 };
 #define N_INT_VALUES ((int)(sizeof int_values / sizeof int_values[0]))
 static const double float_values[] = {
-    0.0,   -0.0,   1.0,     -1.0,    0.5,      2.0,      1e-8,     0.9,       0.999,
-    NAN,   INFINITY, -INFINITY, 1e308, -1e308, 4.9e-324, 9.3e18,   -9.3e18,   1e-300,
-    3.5,   -2.5,   65504.0, 70000.0, 1e38,     3.4e39,   0.1,      -0.0001,   255.5,
+    0.0, -0.0,     1.0,       -1.0,    0.5,    2.0,      1e-8,   0.9,     0.999,
+    NAN, INFINITY, -INFINITY, 1e308,   -1e308, 4.9e-324, 9.3e18, -9.3e18, 1e-300,
+    3.5, -2.5,     65504.0,   70000.0, 1e38,   3.4e39,   0.1,    -0.0001, 255.5,
 };
 #define N_FLOAT_VALUES ((int)(sizeof float_values / sizeof float_values[0]))
 
@@ -249,8 +276,12 @@ static void fill(reader *r, state *s, void *p, int64_t n, musa_dtype dt) {
             f = (double)(int8_t)b / 16;
         }
         switch (dt) {
-        case MUSA_DTYPE_FLOAT32: ((float *)p)[i] = (float)(fabs(f) > 3e38 && isfinite(f) ? INFINITY : f); break;
-        case MUSA_DTYPE_FLOAT64: ((double *)p)[i] = f; break;
+        case MUSA_DTYPE_FLOAT32:
+            ((float *)p)[i] = (float)(fabs(f) > 3e38 && isfinite(f) ? INFINITY : f);
+            break;
+        case MUSA_DTYPE_FLOAT64:
+            ((double *)p)[i] = f;
+            break;
         case MUSA_DTYPE_FLOAT16: {
             static const uint16_t h[] = {0x0000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e00,
                                          0x7bff, 0x0001, 0x4000, 0x8000, 0x3800, 0xfbff};
@@ -264,12 +295,23 @@ static void fill(reader *r, state *s, void *p, int64_t n, musa_dtype dt) {
             ((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
             break;
         }
-        case MUSA_DTYPE_INT64: ((int64_t *)p)[i] = v; break;
-        case MUSA_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-        case MUSA_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-        case MUSA_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-        case MUSA_DTYPE_BOOL: ((uint8_t *)p)[i] = (uint8_t)(v & 1); break;
-        default: break;
+        case MUSA_DTYPE_INT64:
+            ((int64_t *)p)[i] = v;
+            break;
+        case MUSA_DTYPE_INT32:
+            ((int32_t *)p)[i] = (int32_t)v;
+            break;
+        case MUSA_DTYPE_INT8:
+            ((int8_t *)p)[i] = (int8_t)v;
+            break;
+        case MUSA_DTYPE_UINT8:
+            ((uint8_t *)p)[i] = (uint8_t)v;
+            break;
+        case MUSA_DTYPE_BOOL:
+            ((uint8_t *)p)[i] = (uint8_t)(v & 1);
+            break;
+        default:
+            break;
         }
     }
 }
@@ -347,7 +389,8 @@ static musa_tensor *make_tensor(reader *r, state *s, int ndim, int64_t *shape, m
                 strides[i] = pick(r, 2);
             else if (__builtin_mul_overflow(step, k, &strides[i]))
                 strides[i] = INT64_MAX, big = true;
-            if (shape[i] && __builtin_mul_overflow(step, shape[i], &step)) step = INT64_MAX, big = true;
+            if (shape[i] && __builtin_mul_overflow(step, shape[i], &step))
+                step = INT64_MAX, big = true;
             if (shape[i] && (__builtin_mul_overflow(shape[i] - 1, strides[i], &x) ||
                              __builtin_add_overflow(span, x, &span)))
                 span = INT64_MAX, big = true;
@@ -424,14 +467,18 @@ static musa_tensor *make_input(reader *r, state *s, int i) {
         int nd = musa_tensor_ndim(b);
         if (nd >= 2) return keep(s, checked("transpose", musa_transpose(b, 0, nd - 1)));
         if (nd == 1)
-            return keep(s, checked("slice", musa_slice(b, 0, pick(r, 3), INT64_MAX, 1 + pick(r, 2))));
+            return keep(s,
+                        checked("slice", musa_slice(b, 0, pick(r, 3), INT64_MAX, 1 + pick(r, 2))));
         return b;
     }
     if (kind == 15) { /* a wrapped number */
         switch (pick(r, 3)) {
-        case 0: return keep(s, checked("number", musa_number(attr_float(r))));
-        case 1: return keep(s, checked("number", musa_number_int(attr_int(r))));
-        default: return keep(s, checked("number", musa_number_bool(u8(r) & 1)));
+        case 0:
+            return keep(s, checked("number", musa_number(attr_float(r))));
+        case 1:
+            return keep(s, checked("number", musa_number_int(attr_int(r))));
+        default:
+            return keep(s, checked("number", musa_number_bool(u8(r) & 1)));
         }
     }
     if (kind == 12 && u8(r) == 0) return NULL;
@@ -523,9 +570,8 @@ static musa_attrs *make_attrs(reader *r, state *s, int op) {
                 if (mode == 0 || !t0)
                     v[k] = attr_int(r);
                 else if (mode == 1) /* input 0's shape, with some -1 */
-                    v[k] = k < musa_tensor_ndim(t0) && (u8(r) & 3)
-                               ? musa_tensor_shape(t0)[k]
-                               : (int64_t)pick(r, 5) - 1;
+                    v[k] = k < musa_tensor_ndim(t0) && (u8(r) & 3) ? musa_tensor_shape(t0)[k]
+                                                                   : (int64_t)pick(r, 5) - 1;
                 else if (mode == 2)
                     v[k] = pick(r, 6);
                 else /* a permutation-like list of dims */
@@ -540,11 +586,13 @@ static musa_attrs *make_attrs(reader *r, state *s, int op) {
             break;
         }
         }
-        if (verbose) fprintf(stderr, "  attr %s = %s: %s\n", f->name, val, rc ? musa_last_error() : "ok");
+        if (verbose)
+            fprintf(stderr, "  attr %s = %s: %s\n", f->name, val, rc ? musa_last_error() : "ok");
         if (rc) {
             check_error("attrs_set", rc);
             if (!may_fail) FINDING("setting attribute '%s' failed: %s", f->name, musa_last_error());
-        } else if (none || (may_fail && (f->type == MUSA_ATTR_INTS || f->type == MUSA_ATTR_DTYPE))) {
+        } else if (none ||
+                   (may_fail && (f->type == MUSA_ATTR_INTS || f->type == MUSA_ATTR_DTYPE))) {
             FINDING("attribute '%s' took an invalid value", f->name);
         }
     }
@@ -709,10 +757,12 @@ int fuzz_op_call_one(const uint8_t *data, size_t size) {
             musa_tensor *o = outs[j];
             if (!o) continue;
             switch (pick(r, 4)) {
-            case 0: outs2[j] = o; break;
+            case 0:
+                outs2[j] = o;
+                break;
             case 1: /* same shape, another dtype */
-                outs2[j] = keep(s, musa_zeros(musa_tensor_ndim(o), musa_tensor_shape(o),
-                                              pick_dtype(r)));
+                outs2[j] =
+                    keep(s, musa_zeros(musa_tensor_ndim(o), musa_tensor_shape(o), pick_dtype(r)));
                 break;
             case 2: { /* a non-contiguous tensor of that shape */
                 int nd = musa_tensor_ndim(o);
@@ -725,7 +775,8 @@ int fuzz_op_call_one(const uint8_t *data, size_t size) {
                 outs2[j] = b ? keep(s, musa_transpose(b, 0, nd - 1)) : NULL;
                 break;
             }
-            default: break; /* fresh */
+            default:
+                break; /* fresh */
             }
         }
         call(s, op, n_in, a, outs2);

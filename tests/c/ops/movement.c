@@ -113,8 +113,8 @@ TEST(indices_equal_to_int64_min_are_refused) {
     musa_tensor *w = musa_ones(2, (int64_t[]){4, 2}, MUSA_DTYPE_FLOAT32);
     CHECK_ERR(FAILS(musa_embedding(w, i1, -1)), MUSA_ERR_INDEX, "index -9223372036854775808");
     /* INT64_MAX too, and a good index after a bad one still fails */
-    musa_tensor *i2 = musa_from_data((int64_t[]){INT64_MAX, 0, 0}, 2, (int64_t[]){1, 3},
-                                     MUSA_DTYPE_INT64);
+    musa_tensor *i2 =
+        musa_from_data((int64_t[]){INT64_MAX, 0, 0}, 2, (int64_t[]){1, 3}, MUSA_DTYPE_INT64);
     CHECK_ERR(FAILS(musa_gather(x, 0, i2)), MUSA_ERR_INDEX, "index 9223372036854775807");
     release_all(6, x, i, src, i1, w, i2);
 }

@@ -791,8 +791,9 @@ TEST(conv_and_pool_sizes_do_not_overflow) {
     CHECK_OK(musa_max_pool2d(x, S(2, 2), S(INT64_MAX, INT64_MAX), NULL, NULL, true, &p, NULL));
     CHECK_SHAPE(p, 4, 1, 1, 1, 1);
     CHECK_ERR(FAILS(musa_avg_pool2d(x, S(INT64_MAX, 1), NULL, S(INT64_MAX / 2, 0), false, true)),
-              MUSA_ERR_VALUE, "[avg_pool2d] kernel size 9223372036854775807 with dilation 1 and "
-                              "padding 4611686018427387903 on a dim of 5 overflows int64");
+              MUSA_ERR_VALUE,
+              "[avg_pool2d] kernel size 9223372036854775807 with dilation 1 and "
+              "padding 4611686018427387903 on a dim of 5 overflows int64");
     release_all(5, x, w, w0, y, p);
 }
 

@@ -154,9 +154,10 @@ TEST(op_as_strided) {
  * data pointer computed past the storage (pointer overflow, UBSan). */
 TEST(empty_views_stay_inside_their_storage) {
     musa_tensor *x = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_INT32);
-    CHECK_ERR(FAILS(musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0},
-                                    INT64_MAX - 1)),
-              MUSA_ERR_VALUE, "[view] offset 9223372036854775806 is past the end of a storage with 4 elements");
+    CHECK_ERR(
+        FAILS(musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0}, INT64_MAX - 1)),
+        MUSA_ERR_VALUE,
+        "[view] offset 9223372036854775806 is past the end of a storage with 4 elements");
     CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){0}, (int64_t[]){1}, 5)), MUSA_ERR_VALUE,
               "offset 5 is past the end");
     musa_tensor *e = musa_as_strided(x, 1, (int64_t[]){0}, (int64_t[]){1}, 4); /* one past: fine */
@@ -193,9 +194,9 @@ TEST(op_as_strided_scatter) {
               "does not match the region shape");
     /* regression (fuzz, as-strided-scatter-region-overflow): a region whose
      * last element is past 2^63 is refused, not computed with overflow */
-    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){3}, (int64_t[]){INT64_MAX / 2 + 2},
-                                            0)),
-              MUSA_ERR_VALUE, "[as_strided_scatter] the region reaches past element 2^63");
+    CHECK_ERR(
+        FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){3}, (int64_t[]){INT64_MAX / 2 + 2}, 0)),
+        MUSA_ERR_VALUE, "[as_strided_scatter] the region reaches past element 2^63");
     release_all(2, x, s);
 }
 
