@@ -212,7 +212,7 @@ int infer_slice(const musa_op_info *op, musa_tensor *const *in, int n_in, void *
     if (start > size) start = size;
     if (end > size) end = size;
     if (end < start) end = start;
-    int64_t len = (end - start + a->step - 1) / a->step;
+    int64_t len = end > start ? (end - start - 1) / a->step + 1 : 0; /* step may be INT64_MAX */
     a->dim = d, a->start = start, a->end = end;
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
@@ -223,8 +223,9 @@ int infer_slice(const musa_op_info *op, musa_tensor *const *in, int n_in, void *
     if (!musa_mul_i64(x->strides[d], a->step, &r->view_strides[d]))
         r->view_strides[d] = x->strides[d];
     int64_t off = 0;
-    if (len && !musa_mul_i64(start, x->strides[d], &off)) off = 0;
-    r->view_offset = x->offset + off;
+    if (!len || !musa_mul_i64(start, x->strides[d], &off) || !musa_add_i64(x->offset, off, &off))
+        off = x->offset;
+    r->view_offset = off;
     out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return MUSA_OK;
 }
@@ -253,8 +254,9 @@ int infer_select(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         r->view_strides[n++] = x->strides[k];
     }
     int64_t off; /* overflows only for an empty x (its strides may be anything) */
-    if (!musa_mul_i64(i, x->strides[d], &off)) off = 0;
-    r->view_offset = x->offset + off;
+    if (!musa_mul_i64(i, x->strides[d], &off) || !musa_add_i64(x->offset, off, &off))
+        off = x->offset;
+    r->view_offset = off;
     out_like(r, 0, (musa_dtype)x->dtype, n, shape);
     return MUSA_OK;
 }

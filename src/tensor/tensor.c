@@ -171,15 +171,12 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
         musa_err(MUSA_ERR_VALUE, "[view] negative storage offset %lld", (long long)offset);
         return NULL;
     }
-    /* Even an empty view points into the storage (at most one past its
-     * end): its data pointer is computed from the offset. */
-    if (base->storage &&
-        (uint64_t)offset > base->storage->nbytes / musa_dtype_info[base->dtype].size) {
-        musa_err(MUSA_ERR_VALUE,
-                 "[view] offset %lld is past the end of a storage with %zu elements",
-                 (long long)offset, base->storage->nbytes / musa_dtype_info[base->dtype].size);
-        return NULL;
-    }
+    /* An empty view addresses no element, so its offset may be anything
+     * (selecting index 1 of a (0, 3) tensor gives offset 1 into an empty
+     * storage); it is clamped to the storage's end, because the data
+     * pointer is computed from it (and an offset of 2^62 overflowed it). */
+    size_t nelem = base->storage ? base->storage->nbytes / musa_dtype_info[base->dtype].size : 0;
+    if (base->storage && numel == 0 && (uint64_t)offset > nelem) offset = (int64_t)nelem;
     /* Bound check: the last addressable element must lie inside the storage. */
     if (base->storage && numel > 0) {
         int64_t last = offset, step;
@@ -190,11 +187,10 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
                 return NULL;
             }
         }
-        size_t esize = musa_dtype_info[base->dtype].size;
-        if ((uint64_t)last >= base->storage->nbytes / esize) {
+        if ((uint64_t)last >= nelem) {
             musa_err(MUSA_ERR_VALUE,
                      "[view] view reaches element %lld of a storage with %zu elements",
-                     (long long)last, base->storage->nbytes / esize);
+                     (long long)last, nelem);
             return NULL;
         }
     }

@@ -150,19 +150,30 @@ TEST(op_as_strided) {
 }
 
 /* Regression (fuzz_op_call, as-strided-empty-view-offset-past-storage): an
- * empty view skipped the bounds check, so any offset was accepted and its
- * data pointer computed past the storage (pointer overflow, UBSan). */
+ * empty view took any offset and its data pointer was computed from it,
+ * overflowing (UBSan). An empty view's offset is now clamped to its
+ * storage's end; one that addresses elements is still bounds-checked. */
 TEST(empty_views_stay_inside_their_storage) {
-    musa_tensor *x = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_INT32);
-    CHECK_ERR(
-        FAILS(musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0}, INT64_MAX - 1)),
-        MUSA_ERR_VALUE,
-        "[view] offset 9223372036854775806 is past the end of a storage with 4 elements");
-    CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){0}, (int64_t[]){1}, 5)), MUSA_ERR_VALUE,
-              "offset 5 is past the end");
-    musa_tensor *e = musa_as_strided(x, 1, (int64_t[]){0}, (int64_t[]){1}, 4); /* one past: fine */
-    CHECK(e && musa_tensor_numel(e) == 0);
-    release_all(2, x, e);
+    musa_tensor *x = musa_arange(0, 4, 1, MUSA_DTYPE_INT32);
+    musa_tensor *e = musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0},
+                                     INT64_MAX - 1);
+    CHECK(e && musa_tensor_numel(e) == 0 && musa_tensor_offset(e) == 4);
+    musa_tensor *c = musa_contiguous(e), *s = musa_sum(e, 0, NULL, false);
+    double v = -1;
+    CHECK(c && s);
+    CHECK_OK(musa_tensor_item(s, &v));
+    CHECK(v == 0);
+    CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){1}, (int64_t[]){1}, 4)), MUSA_ERR_VALUE,
+              "[view] view reaches element 4 of a storage with 4 elements");
+    /* index 1 of a (0, 3) tensor: an empty view at offset 1 of an empty storage */
+    musa_tensor *z = musa_zeros(2, (int64_t[]){0, 3}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *col = musa_select(z, 1, 1);
+    CHECK(col && musa_tensor_numel(col) == 0 && musa_tensor_offset(col) == 0);
+    /* a step past the end of the dim: one element */
+    musa_tensor *sl = musa_slice(x, 0, 1, INT64_MAX, INT64_MAX);
+    CHECK(sl && musa_tensor_numel(sl) == 1);
+    release_all(6, x, e, c, s, z, col);
+    musa_tensor_release(sl);
 }
 
 TEST(op_as_strided_scatter) {
