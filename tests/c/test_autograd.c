@@ -383,3 +383,23 @@ TEST(training_mlp_on_digits) {
     printf("  held-out accuracy %.3f, final train loss %.4f\n", r.test_accuracy, r.train_loss);
     CHECK_MSG(r.test_accuracy >= 0.90, "accuracy %.3f", r.test_accuracy);
 }
+
+/* Regression (fuzz_op_call, slice-backward-huge-step): the backward of a
+ * slice with step 2^31 built a (len, step) interleave of zeros even for one
+ * element; it failed to allocate and the formula dereferenced the NULL. */
+TEST(slice_backward_with_a_huge_step) {
+    musa_tensor *x = musa_arange(0, 16, 1, MUSA_DTYPE_FLOAT64);
+    CHECK_OK(musa_tensor_set_requires_grad(x, true));
+    musa_tensor *y = musa_slice(x, 0, -1, INT64_MAX, (int64_t)1 << 40);
+    CHECK(y && musa_tensor_numel(y) == 1);
+    musa_tensor *s = musa_sum(y, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    double want[16] = {0};
+    want[15] = 1;
+    musa_tensor *g = musa_tensor_grad(x);
+    double *gv = values(g);
+    CHECK(gv);
+    CHECK_CLOSE("slice grad", MUSA_DTYPE_FLOAT64, gv, want, 16);
+    free(gv);
+    release_all(4, x, y, s, g);
+}
