@@ -197,13 +197,18 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
     musa_tensor *t = tensor_struct((musa_dtype)base->dtype, ndim, shape, numel);
     if (!t) return NULL;
     if (ndim) memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    /* A size-1 dim's stride addresses nothing and may be anything (slicing
+     * with step 2^63 - 1 keeps one element); kernels still scale strides to
+     * bytes, so one larger than the storage is clamped to its length. */
+    for (int i = 0; base->storage && numel > 0 && i < ndim; i++)
+        if (shape[i] == 1 && (uint64_t)t->strides[i] > nelem) t->strides[i] = (int64_t)nelem;
     t->offset = offset;
     t->storage = base->storage;
     if (t->storage) atomic_fetch_add(&t->storage->refcount, 1);
     /* An exact alias (e.g. a tensor autograd saves) is the same graph value
      * while a capture runs. */
     if (offset == base->offset && musa_shape_equal(ndim, shape, base->ndim, base->shape) &&
-        (!ndim || !memcmp(strides, base->strides, sizeof(int64_t) * (size_t)ndim)))
+        (!ndim || !memcmp(t->strides, base->strides, sizeof(int64_t) * (size_t)ndim)))
         t->trace_tag = base->trace_tag;
     return t;
 }
@@ -457,6 +462,9 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
         musa_tl_free(MUSA_TL_STORAGE, s); /* the caller keeps ownership of data when we fail */
         return NULL;
     }
+    /* as in musa_tensor_view_of: no size-1 stride past the memory's length */
+    for (int i = 0; numel && i < ndim; i++)
+        if (shape[i] == 1 && st[i] > last + 1) st[i] = last + 1;
     memcpy(t->strides, st, sizeof(int64_t) * (size_t)ndim);
     t->storage = s;
     t->epoch = 0; /* memory from outside: a capture may bind it as a parameter */

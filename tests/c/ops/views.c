@@ -176,6 +176,32 @@ TEST(empty_views_stay_inside_their_storage) {
     musa_tensor_release(sl);
 }
 
+/* Regression (fuzz_op_call, size-one-dim-huge-stride): a size-1 dim may
+ * have any stride (slicing with step 2^63 - 1 keeps one element), and the
+ * kernels scaled it to bytes: signed overflow in the reductions. Such
+ * strides are clamped to the storage's length. */
+TEST(size_one_dims_with_huge_strides) {
+    musa_tensor *x = musa_arange(0, 16, 1, MUSA_DTYPE_FLOAT64);
+    musa_tensor *a = musa_slice(x, 0, -1, INT64_MAX, INT64_MAX);
+    musa_tensor *b = musa_as_strided(x, 2, (int64_t[]){1, 2}, (int64_t[]){INT64_MAX, 3}, 1);
+    CHECK(a && b && musa_tensor_strides(a)[0] <= 16 && musa_tensor_strides(b)[0] <= 16);
+    musa_tensor *sa = musa_sum(a, 0, NULL, false), *sb = musa_sum(b, 1, (int64_t[]){1}, false);
+    double va = 0, vb = 0;
+    CHECK(sa && sb);
+    CHECK_OK(musa_tensor_item(sa, &va));
+    CHECK_OK(musa_tensor_item(sb, &vb));
+    CHECK(va == 15 && vb == 1 + 4);
+    double mem[3] = {1, 2, 3};
+    musa_tensor *c = musa_from_blob(mem, 2, (int64_t[]){1, 3}, (int64_t[]){INT64_MAX, 1},
+                                    MUSA_DTYPE_FLOAT64, NULL, NULL);
+    musa_tensor *sc = c ? musa_sum(c, 0, NULL, false) : NULL;
+    double vc = 0;
+    CHECK(sc);
+    CHECK_OK(musa_tensor_item(sc, &vc));
+    CHECK(vc == 6 && musa_tensor_strides(c)[0] <= 3);
+    release_all(7, x, a, b, sa, sb, c, sc);
+}
+
 TEST(op_as_strided_scatter) {
     musa_dtype dts[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_INT64, MUSA_DTYPE_FLOAT16};
     for (int k = 0; k < 3; k++) {
