@@ -552,6 +552,8 @@ int infer_index_add(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     bool ok = src->ndim == x->ndim || (x->ndim == 0 && src->ndim <= 1);
     for (int k = 0; ok && k < x->ndim; k++)
         ok = src->shape[k] == (k == d ? idx->numel : x->shape[k]);
+    /* a 0-d input takes one source element per index (a 0-d source: one index) */
+    if (ok && x->ndim == 0) ok = (src->ndim ? src->shape[0] : 1) == idx->numel;
     if (!ok) {
         char s1[128], s2[128];
         return musa_err(MUSA_ERR_VALUE,

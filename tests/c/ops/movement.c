@@ -182,6 +182,24 @@ TEST(op_index_add) {
     release_all(6, x, i, src, y, bsrc, bad);
 }
 
+/* Regression (fuzz_op_call, index-add-0d-input-short-src): a 0-d input with
+ * a 1-d source skipped the source's length check; the kernel read one
+ * source element per index past the end of a shorter source. */
+TEST(index_add_into_a_0d_input) {
+    musa_tensor *x = musa_scalar(1, MUSA_DTYPE_INT64);
+    musa_tensor *i = musa_zeros(1, (int64_t[]){16}, MUSA_DTYPE_INT64);
+    musa_tensor *e = musa_zeros(1, (int64_t[]){0}, MUSA_DTYPE_UINT8);
+    CHECK_ERR(FAILS(musa_index_add(x, 0, i, e)), MUSA_ERR_VALUE,
+              "[index_add] source shape (0,) must match input shape () with 16 rows in dim 0");
+    musa_tensor *s = musa_ones(1, (int64_t[]){16}, MUSA_DTYPE_INT64);
+    musa_tensor *y = musa_index_add(x, 0, i, s);
+    int64_t v = 0;
+    CHECK(y);
+    CHECK_OK(musa_tensor_item_int(y, &v));
+    CHECK(v == 17);
+    release_all(5, x, i, e, s, y);
+}
+
 TEST(op_pad) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -5, 5, L_TRANSPOSED);
     musa_tensor *y = musa_pad(x, 4, (int64_t[]){1, 2, -1, 1}, 7); /* last dim (1,2), dim 0 (-1,1) */
