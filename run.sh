@@ -4,10 +4,13 @@
 #   bash run.sh demo       install build dependencies, build, run the demo
 #   bash run.sh test       install dependencies, build, run every test
 #   bash run.sh sanitize   C tests under ASan+UBSan (build-asan/) and under
-#                          ThreadSanitizer (as tsan), Python tests under
-#                          PYTHONMALLOC=debug
+#                          ThreadSanitizer (as tsan), a short fuzz run, Python
+#                          tests under PYTHONMALLOC=debug
 #   bash run.sh tsan       C tests under ThreadSanitizer (clang, build-tsan/);
 #                          tests/c/test_threads.c is the threading suite
+#   bash run.sh fuzz [s]   build the libFuzzer harnesses (clang, ASan+UBSan, in
+#                          build-fuzz/) and fuzz musa_op_call for s seconds
+#                          (default 60); crashers land in tests/fuzz/crashes/
 #   bash run.sh bench      build and run the benchmarks (prints figures)
 #   bash run.sh table      the dynamic-versus-static training table, with
 #                          PyTorch rows and a chart in bench/results/ (installs
@@ -27,6 +30,7 @@ TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the cha
 # ThreadSanitizer: clang, its runtime, and LLVM's OpenMP (libomp and Archer,
 # which tells TSan about OpenMP's synchronisation; see MUSA_TSAN in CMakeLists.txt)
 TSAN_PACKAGES=(clang libclang-rt-dev libomp-dev)
+FUZZ_PACKAGES=(clang libclang-rt-14-dev) # libFuzzer and clang's sanitizer runtimes
 PYTHON=/usr/bin/python3       # Debian's interpreter: the extension is built for it
 JOBS=$(nproc 2>/dev/null || echo 2)
 
@@ -109,6 +113,46 @@ run_tsan() {
     return $status
 }
 
+# The libFuzzer harnesses: clang, ASan+UBSan, coverage instrumentation.
+fuzz_build() {
+    CC=clang cmake -S . -B build-fuzz -DMUSA_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
+        -DMUSA_BUILD_PYTHON=OFF -DMUSA_BUILD_TESTS=OFF >/dev/null
+    cmake --build build-fuzz -j"$JOBS" --target fuzz_op_call
+}
+
+# Fuzz musa_op_call for $1 seconds with one process. New corpus entries go
+# to build-fuzz/corpus/ (the seeds in tests/fuzz/corpus/ are read only);
+# every crash, leak, timeout or out-of-memory input is copied to
+# tests/fuzz/crashes/op_call/ as a regression file (test_fuzz replays them).
+# Memory: ASan refuses single allocations over 256 MiB (the library sees a
+# clean MUSA_ERR_NOMEM); libFuzzer's own malloc limit sits above that (at
+# 256 it also flagged a malloc of exactly 256 MiB, which ASan allows), and
+# 3 GiB of RSS is a finding. Sets FUZZ_EXECS; fails when anything was found.
+fuzz_run() {
+    local secs=$1 name=op_call
+    local work=build-fuzz/corpus/$name art=build-fuzz/artifacts/$name/ keep=tests/fuzz/crashes/$name
+    mkdir -p "$work" "$art" "$keep"
+    rm -f "$art"*
+    local log status=0
+    log=$(mktemp)
+    ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=256:detect_leaks=1 \
+        UBSAN_OPTIONS=print_stacktrace=1 \
+        build-fuzz/fuzz_$name "$work" "tests/fuzz/corpus/$name" -max_total_time="$secs" \
+        -rss_limit_mb=3072 -malloc_limit_mb=512 -timeout=30 -print_final_stats=1 \
+        -artifact_prefix="$art" >"$log" 2>&1 || status=1
+    grep -E "FINDING|ERROR|SUMMARY|runtime error" "$log" | head -n 20 || true
+    FUZZ_EXECS=$(grep -oE 'number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+' || echo 0)
+    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" || true
+    for f in "$art"*; do
+        [ -f "$f" ] || continue
+        cp "$f" "$keep/$(basename "$f")"
+        echo "== kept $keep/$(basename "$f") (rename it after the bug; test_fuzz replays it)"
+        status=1
+    done
+    rm -f "$log"
+    return $status
+}
+
 case "${1:-}" in
 demo)
     setup
@@ -127,7 +171,7 @@ test)
     exit $status
     ;;
 sanitize)
-    setup "${TSAN_PACKAGES[@]}"
+    setup "${TSAN_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
     build build-asan -DMUSA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DMUSA_BUILD_PYTHON=OFF
     status=0
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -139,6 +183,17 @@ sanitize)
     echo "ThreadSanitizer: ${TSAN_PASSED} passed, ${TSAN_FAILED} failed"
     C_PASSED=$((ASAN_PASSED + TSAN_PASSED))
     C_FAILED=$((ASAN_FAILED + TSAN_FAILED))
+    # a short fuzz run (the kept crashers were replayed by test_fuzz above)
+    echo "== fuzz_op_call, 25 s"
+    fuzz_build
+    if fuzz_run 25; then
+        echo "fuzz smoke: clean, ${FUZZ_EXECS} executions"
+        C_PASSED=$((C_PASSED + 1))
+    else
+        echo "fuzz smoke: FOUND SOMETHING (${FUZZ_EXECS} executions)"
+        C_FAILED=$((C_FAILED + 1))
+        status=1
+    fi
     # the Python tests again under CPython's debug allocator (buffer overruns,
     # use after free and API misuse in the extension show up here)
     build build
@@ -146,6 +201,18 @@ sanitize)
     PYTHONMALLOC=debug run_py_tests || status=1
     echo "$((C_PASSED + PY_PASSED)) passed, $((C_FAILED + PY_FAILED)) failed"
     exit $status
+    ;;
+fuzz)
+    setup "${FUZZ_PACKAGES[@]}"
+    fuzz_build
+    secs=${2:-60}
+    echo "== fuzz_op_call, ${secs} s"
+    if fuzz_run "$secs"; then
+        echo "fuzz: clean, ${FUZZ_EXECS} executions"
+    else
+        echo "fuzz: found something (${FUZZ_EXECS} executions); see above"
+        exit 1
+    fi
     ;;
 bench)
     setup

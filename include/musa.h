@@ -259,7 +259,9 @@ MUSA_API musa_tensor *musa_from_data(const void *data, int ndim, const int64_t *
                                      musa_dtype dtype);
 /* Wrap memory owned elsewhere, without copying. strides (in elements) may be
  * NULL for row-major. `deleter(ctx)` is called when the last view dies
- * (deleter may be NULL). The memory must stay valid until then. */
+ * (deleter may be NULL). The memory must stay valid until then. data must
+ * be aligned to the element size (MUSA_ERR_VALUE otherwise: copy unaligned
+ * memory with musa_from_data, which takes any address). */
 MUSA_API musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape,
                                      const int64_t *strides, musa_dtype dtype,
                                      void (*deleter)(void *ctx), void *ctx);
@@ -667,7 +669,9 @@ MUSA_API musa_tensor *musa_linear(musa_tensor *x, musa_tensor *weight, musa_tens
  * - Without retain_graph, backward frees saved tensors as it goes; a
  *   second backward through the same nodes fails with a clear error.
  * - With create_graph, the backward pass is itself recorded, so gradients
- *   of gradients work to any order.
+ *   of gradients work to any order. A leaf's .grad then has history that
+ *   refers back to the leaf (a reference cycle, as in PyTorch): clear it
+ *   with musa_tensor_set_grad(t, NULL) when done, or the two never die.
  * - Grad mode is thread-local; musa_set_grad_enabled(false) stops recording.
  * - The engine is iterative: a chain of millions of ops neither overflows
  *   the C stack in backward nor when the graph is freed. */

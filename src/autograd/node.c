@@ -469,6 +469,15 @@ int musa_tensor_set_requires_grad(musa_tensor *t, bool requires_grad) {
             musa_dtype_name((musa_dtype)t->dtype));
     if (!requires_grad && !m) return MUSA_OK;
     if (!(m = musa_autograd_meta_of(t))) return MUSA_ERR_NOMEM;
+    if (requires_grad && t->view_base && !(t->view_base->flags & MUSA_TF_REQUIRES_GRAD)) {
+        /* A view of a base that does not require grad becomes a root of its
+         * own. Kept, the link made a reference cycle once the base took
+         * history from an in-place write of a value computed from this leaf
+         * (base -> its grad_fn -> ... -> this leaf -> view_base -> base). */
+        musa_tensor *b = t->view_base;
+        t->view_base = NULL;
+        musa_tensor_release(b);
+    }
     m->requires_grad = requires_grad;
     if (requires_grad)
         t->flags |= MUSA_TF_REQUIRES_GRAD;

@@ -177,7 +177,7 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
     n.group = -1;
     n.in = n_in ? MUSA_ARENA_NEW(&g->arena, int32_t, n_in) : NULL;
     if (n_in && !n.in) return MUSA_ERR_NOMEM;
-    memcpy(n.in, in, sizeof(int32_t) * (size_t)n_in);
+    if (n_in) memcpy(n.in, in, sizeof(int32_t) * (size_t)n_in); /* creation ops: both NULL */
     if (info->attrs_kind != MUSA_ATTRS_none) {
         if (attrs)
             memcpy(&n.attrs, attrs, musa_attrs_desc_of(info->attrs_kind)->size);

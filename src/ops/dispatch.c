@@ -145,6 +145,7 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
     musa_kctx ctx = {.op_name = info->name};
     size_t block = 0;
     int rc = MUSA_OK;
+    if (musa_kviews_all_empty(kout, n_out)) goto done; /* nothing to write */
     if (info->workspace) {
         ctx.scratch_bytes = info->workspace(kout, n_out, kin, n_in, attrs);
         if (ctx.scratch_bytes) {
@@ -169,6 +170,7 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
             rc = musa_err(MUSA_ERR_INTERRUPTED, "[%s] interrupted", info->name);
     }
     if (ctx.scratch) musa_cpu_free(ctx.scratch, block);
+done:
     if (kin != kin_buf) free(kin);
     return rc;
 }
@@ -297,7 +299,11 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
             (rc = musa_autograd_inplace_hook(op, out[j])))
             goto done;
         for (int i = 0; i < n_in; i++) {
-            if (!musa_op_saves_input(info, i) || !musa_tensor_may_overlap(cin[i], out[j])) continue;
+            /* Shared storage, not just overlap: an empty output overlaps
+             * nothing, but saving the very tensor that takes this node as
+             * its grad_fn would make a reference cycle. */
+            if (!musa_op_saves_input(info, i) || !musa_tensor_shares_storage(cin[i], out[j]))
+                continue;
             musa_tensor *c = musa_clone(cin[i]);
             if (!c) {
                 rc = musa_last_error_code();

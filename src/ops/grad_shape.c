@@ -50,8 +50,14 @@ static musa_tensor *embed(const musa_grad_args *a, musa_tensor *g, int64_t dim, 
     musa_temps t = {0};
     int64_t len = g->ndim ? g->shape[dim] : 0, size = m->shape[dim];
     musa_tensor *cur = g;
-    if (step > 1 && len > 0) {
+    /* With one element the step does not matter (and may be 2^31: no
+     * (len, step) interleave that large) */
+    if (step > 1 && len > 1) {
         musa_tensor *u = T(musa_unsqueeze(g, dim + 1));
+        if (!u) {
+            musa_temps_release(&t);
+            return NULL;
+        }
         int64_t zshape[MUSA_MAX_DIMS];
         memcpy(zshape, u->shape, sizeof(int64_t) * (size_t)u->ndim);
         zshape[dim + 1] = step - 1;
@@ -62,6 +68,10 @@ static musa_tensor *embed(const musa_grad_args *a, musa_tensor *g, int64_t dim, 
         memcpy(shape, g->shape, sizeof(int64_t) * (size_t)g->ndim);
         shape[dim] = len * step;
         cur = T(musa_reshape(c, g->ndim, shape));
+        if (!cur) { /* NULLs propagated from the first failure */
+            musa_temps_release(&t);
+            return NULL;
+        }
     }
     int64_t filled = cur->shape[dim];
     /* pads for the last dims, last dim first; only `dim` is non-zero */
@@ -239,6 +249,10 @@ int grad_as_strided_scatter(const musa_grad_args *a, musa_tensor **gin) {
     gin[0] = gin[1] = NULL;
     musa_tensor *g = T(musa_contiguous(G));
     if (g && g->offset) g = T(musa_clone(g)); /* region offsets count from the first element */
+    if (!g) {
+        musa_temps_release(&t);
+        return musa_last_error_code();
+    }
     if (a->needs[0]) {
         if (s->accumulate) {
             gin[0] = musa_tensor_retain(g);

@@ -212,14 +212,20 @@ int infer_slice(const musa_op_info *op, musa_tensor *const *in, int n_in, void *
     if (start > size) start = size;
     if (end > size) end = size;
     if (end < start) end = start;
-    int64_t len = (end - start + a->step - 1) / a->step;
+    int64_t len = end > start ? (end - start - 1) / a->step + 1 : 0; /* step may be INT64_MAX */
     a->dim = d, a->start = start, a->end = end;
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     memcpy(r->view_strides, x->strides, sizeof r->view_strides);
     shape[d] = len;
-    r->view_strides[d] = x->strides[d] * a->step;
-    r->view_offset = x->offset + (len ? start * x->strides[d] : 0);
+    /* The products overflow only where they do not matter: a step past
+     * the dim (len <= 1) or an empty x, whose strides may be anything. */
+    if (!musa_mul_i64(x->strides[d], a->step, &r->view_strides[d]))
+        r->view_strides[d] = x->strides[d];
+    int64_t off = 0;
+    if (!len || !musa_mul_i64(start, x->strides[d], &off) || !musa_add_i64(x->offset, off, &off))
+        off = x->offset;
+    r->view_offset = off;
     out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return MUSA_OK;
 }
@@ -247,7 +253,10 @@ int infer_select(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         shape[n] = x->shape[k];
         r->view_strides[n++] = x->strides[k];
     }
-    r->view_offset = x->offset + i * x->strides[d];
+    int64_t off; /* overflows only for an empty x (its strides may be anything) */
+    if (!musa_mul_i64(i, x->strides[d], &off) || !musa_add_i64(x->offset, off, &off))
+        off = x->offset;
+    r->view_offset = off;
     out_like(r, 0, (musa_dtype)x->dtype, n, shape);
     return MUSA_OK;
 }
@@ -345,7 +354,11 @@ int infer_unsqueeze(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     for (int k = 0; k <= x->ndim; k++) {
         if (k == d) {
             shape[n] = 1;
-            r->view_strides[n++] = k < x->ndim ? x->shape[k] * x->strides[k] : 1;
+            /* any stride does for a size-1 dim; this one keeps the view
+             * contiguous when x is (an empty x's product may overflow) */
+            int64_t st = 1;
+            if (k < x->ndim && !musa_mul_i64(x->shape[k], x->strides[k], &st)) st = x->strides[k];
+            r->view_strides[n++] = st;
         }
         if (k < x->ndim) {
             shape[n] = x->shape[k];
@@ -395,12 +408,18 @@ int infer_as_strided_scatter(const musa_op_info *op, musa_tensor *const *in, int
                         op->name, musa_shape_str(src->ndim, src->shape, s1, sizeof s1),
                         musa_shape_str(a->shape.n, a->shape.v, s2, sizeof s2));
     }
-    int64_t numel = 1, last = a->offset;
+    int64_t numel = src->numel, last = a->offset, step;
+    bool past = false; /* the region's last element is past int64 */
     for (int i = 0; i < a->shape.n; i++) {
         if (a->strides.v[i] < 0) return musa_err(MUSA_ERR_VALUE, "[%s] negative stride", op->name);
-        numel *= a->shape.v[i];
-        last += (a->shape.v[i] - 1) * a->strides.v[i];
+        if (numel && (!musa_mul_i64(a->shape.v[i] - 1, a->strides.v[i], &step) ||
+                      !musa_add_i64(last, step, &last)))
+            past = true;
     }
+    if (numel && past)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] the region reaches past element 2^63 of an input with %lld elements",
+                        op->name, (long long)x->numel);
     if (numel && (a->offset < 0 || last >= x->numel))
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] the region reaches element %lld of an input with %lld elements",
@@ -455,11 +474,16 @@ static int check_index_shape(const musa_op_info *op, const musa_tensor *index,
     if (index->ndim != limit->ndim && !(index->ndim <= 1 && limit->ndim <= 1))
         return musa_err(MUSA_ERR_VALUE, "[%s] index has %d dims but %s has %d", op->name,
                         index->ndim, what, limit->ndim);
-    for (int k = 0; k < index->ndim && k < limit->ndim; k++)
-        if ((all_dims || k != dim) && index->shape[k] > limit->shape[k])
+    /* A 0-d tensor next to a 1-d one counts as size 1 (the kernels walk
+     * the index's shape through the other's strides) */
+    int n = index->ndim > limit->ndim ? index->ndim : limit->ndim;
+    for (int k = 0; k < n; k++) {
+        int64_t is = k < index->ndim ? index->shape[k] : 1,
+                ls = k < limit->ndim ? limit->shape[k] : 1;
+        if ((all_dims || k != dim) && is > ls)
             return musa_err(MUSA_ERR_VALUE, "[%s] index size %lld exceeds %s size %lld in dim %d",
-                            op->name, (long long)index->shape[k], what, (long long)limit->shape[k],
-                            k);
+                            op->name, (long long)is, what, (long long)ls, k);
+    }
     return MUSA_OK;
 }
 
@@ -528,6 +552,8 @@ int infer_index_add(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     bool ok = src->ndim == x->ndim || (x->ndim == 0 && src->ndim <= 1);
     for (int k = 0; ok && k < x->ndim; k++)
         ok = src->shape[k] == (k == d ? idx->numel : x->shape[k]);
+    /* a 0-d input takes one source element per index (a 0-d source: one index) */
+    if (ok && x->ndim == 0) ok = (src->ndim ? src->shape[0] : 1) == idx->numel;
     if (!ok) {
         char s1[128], s2[128];
         return musa_err(MUSA_ERR_VALUE,
@@ -555,7 +581,11 @@ int infer_pad(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
     memcpy(shape, x->shape, sizeof shape);
     for (int i = 0; i < a->pads.n / 2; i++) {
         int d = x->ndim - 1 - i;
-        int64_t s = x->shape[d] + a->pads.v[2 * i] + a->pads.v[2 * i + 1];
+        int64_t s;
+        if (!musa_add_i64(x->shape[d], a->pads.v[2 * i], &s) ||
+            !musa_add_i64(s, a->pads.v[2 * i + 1], &s))
+            return musa_err(MUSA_ERR_VALUE, "[%s] padding (%lld, %lld) overflows dim %d", op->name,
+                            (long long)a->pads.v[2 * i], (long long)a->pads.v[2 * i + 1], d);
         if (s < 0)
             return musa_err(MUSA_ERR_VALUE, "[%s] padding (%lld, %lld) makes dim %d negative",
                             op->name, (long long)a->pads.v[2 * i], (long long)a->pads.v[2 * i + 1],

@@ -530,6 +530,11 @@ musa_tensor *musa_embedding(musa_tensor *weight, musa_tensor *indices, int64_t p
                  weight->ndim);
         return NULL;
     }
+    if (indices->ndim >= MUSA_MAX_DIMS) { /* the result has one dim more */
+        musa_err(MUSA_ERR_VALUE, "[embedding] indices have %d dims; at most %d are supported",
+                 indices->ndim, MUSA_MAX_DIMS - 1);
+        return NULL;
+    }
     musa_temps t = {0};
     int64_t flat = -1, n = weight->shape[0];
     musa_tensor *idx = T(musa_reshape(indices, 1, &flat));

@@ -24,7 +24,8 @@ static void put(sbuf *b, const char *fmt, ...) {
     va_list ap;
     for (;;) {
         va_start(ap, fmt);
-        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        /* the first call only measures: no pointer arithmetic on a NULL buffer */
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
         va_end(ap);
         if (n < 0) return;
         if (b->len + (size_t)n < b->cap) {

@@ -36,7 +36,9 @@ void musa_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i] ? shape[i] : 1;
+        /* Only an empty tensor's product can overflow (e.g. (0, 2^62, 4)); it
+         * addresses no element, so the strides past that point stay as is. */
+        if (!musa_mul_i64(s, shape[i] ? shape[i] : 1, &s)) s = strides[i];
     }
 }
 
@@ -169,6 +171,12 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
         musa_err(MUSA_ERR_VALUE, "[view] negative storage offset %lld", (long long)offset);
         return NULL;
     }
+    /* An empty view addresses no element, so its offset may be anything
+     * (selecting index 1 of a (0, 3) tensor gives offset 1 into an empty
+     * storage); it is clamped to the storage's end, because the data
+     * pointer is computed from it (and an offset of 2^62 overflowed it). */
+    size_t nelem = base->storage ? base->storage->nbytes / musa_dtype_info[base->dtype].size : 0;
+    if (base->storage && numel == 0 && (uint64_t)offset > nelem) offset = (int64_t)nelem;
     /* Bound check: the last addressable element must lie inside the storage. */
     if (base->storage && numel > 0) {
         int64_t last = offset, step;
@@ -179,24 +187,28 @@ musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_
                 return NULL;
             }
         }
-        size_t esize = musa_dtype_info[base->dtype].size;
-        if ((uint64_t)last >= base->storage->nbytes / esize) {
+        if ((uint64_t)last >= nelem) {
             musa_err(MUSA_ERR_VALUE,
                      "[view] view reaches element %lld of a storage with %zu elements",
-                     (long long)last, base->storage->nbytes / esize);
+                     (long long)last, nelem);
             return NULL;
         }
     }
     musa_tensor *t = tensor_struct((musa_dtype)base->dtype, ndim, shape, numel);
     if (!t) return NULL;
     if (ndim) memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    /* A size-1 dim's stride addresses nothing and may be anything (slicing
+     * with step 2^63 - 1 keeps one element); kernels still scale strides to
+     * bytes, so one larger than the storage is clamped to its length. */
+    for (int i = 0; base->storage && numel > 0 && i < ndim; i++)
+        if (shape[i] == 1 && (uint64_t)t->strides[i] > nelem) t->strides[i] = (int64_t)nelem;
     t->offset = offset;
     t->storage = base->storage;
     if (t->storage) atomic_fetch_add(&t->storage->refcount, 1);
     /* An exact alias (e.g. a tensor autograd saves) is the same graph value
      * while a capture runs. */
     if (offset == base->offset && musa_shape_equal(ndim, shape, base->ndim, base->shape) &&
-        (!ndim || !memcmp(strides, base->strides, sizeof(int64_t) * (size_t)ndim)))
+        (!ndim || !memcmp(t->strides, base->strides, sizeof(int64_t) * (size_t)ndim)))
         t->trace_tag = base->trace_tag;
     return t;
 }
@@ -403,25 +415,44 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
         musa_err(MUSA_ERR_VALUE, "[from_blob] data is NULL");
         return NULL;
     }
+    /* Kernels load elements as their C types, which needs natural alignment
+     * (an odd address is undefined behaviour, and a fault on some CPUs). */
+    size_t esize = musa_dtype_info[dtype].size;
+    if (numel && (uintptr_t)data % esize) {
+        musa_err(MUSA_ERR_VALUE,
+                 "[from_blob] data at %p is not aligned to its %zu-byte elements; copy it to "
+                 "aligned memory first",
+                 data, esize);
+        return NULL;
+    }
     int64_t st[MUSA_MAX_DIMS];
     if (strides)
         memcpy(st, strides, sizeof(int64_t) * (size_t)ndim);
     else
         musa_contiguous_strides(ndim, shape, st);
-    int64_t last = 0;
+    int64_t last = 0, step;
+    size_t span = 0;
     for (int i = 0; i < ndim; i++) {
         if (st[i] < 0) {
             musa_err(MUSA_ERR_VALUE, "[from_blob] negative strides are not supported");
             return NULL;
         }
-        if (shape[i] > 0) last += (shape[i] - 1) * st[i];
+        if (numel &&
+            (!musa_mul_i64(shape[i] - 1, st[i], &step) || !musa_add_i64(last, step, &last))) {
+            musa_err(MUSA_ERR_VALUE, "[from_blob] the strides reach past 2^63 elements");
+            return NULL;
+        }
+    }
+    if (numel && !musa_mul_size((size_t)last + 1, esize, &span)) {
+        musa_err(MUSA_ERR_VALUE, "[from_blob] the strides reach past 2^64 bytes");
+        return NULL;
     }
     musa_storage *s = musa_tl_alloc(MUSA_TL_STORAGE, sizeof *s, "from_blob");
     if (!s) return NULL;
     atomic_init(&s->refcount, 1);
     atomic_init(&s->version, 0);
     s->data = data;
-    s->nbytes = numel ? (size_t)(last + 1) * musa_dtype_info[dtype].size : 0;
+    s->nbytes = numel ? span : 0;
     s->block_bytes = 0;
     s->deleter = deleter;
     s->deleter_ctx = ctx;
@@ -431,6 +462,9 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
         musa_tl_free(MUSA_TL_STORAGE, s); /* the caller keeps ownership of data when we fail */
         return NULL;
     }
+    /* as in musa_tensor_view_of: no size-1 stride past the memory's length */
+    for (int i = 0; numel && i < ndim; i++)
+        if (shape[i] == 1 && st[i] > last + 1) st[i] = last + 1;
     memcpy(t->strides, st, sizeof(int64_t) * (size_t)ndim);
     t->storage = s;
     t->epoch = 0; /* memory from outside: a capture may bind it as a parameter */

@@ -325,6 +325,56 @@ TEST(graph_freed_without_leaks) {
     }
 }
 
+/* Bytes of tensor storage alive now (the allocator's count). */
+static size_t live_bytes(void) {
+    musa_alloc_stats st;
+    musa_alloc_get_stats(&st);
+    return st.current_bytes;
+}
+
+/* Regression (fuzz_op_call, autograd-inplace-empty-output-cycle): writing
+ * in place into an empty tensor saved that very tensor for backward (an
+ * empty tensor overlaps nothing, so the dispatcher did not clone it) and
+ * then gave it the node as grad_fn: a cycle neither ever left. */
+TEST(inplace_into_empty_tensor_makes_no_cycle) {
+    size_t before = live_bytes();
+    musa_tensor *x = musa_zeros(2, (int64_t[]){3, 0}, MUSA_DTYPE_FLOAT64);
+    musa_tensor *y = leaf(2);
+    musa_tensor *out[1] = {x};
+    CHECK_OK(musa_op_call(musa_op_lookup("pow"), 2, (musa_tensor *[]){x, y}, NULL, out));
+    CHECK(musa_tensor_grad_fn(x) != NULL);
+    release_all(2, x, y);
+    CHECK_MSG(live_bytes() == before, "%zu bytes still held", live_bytes() - before);
+}
+
+/* Regression (fuzz_op_call, autograd-leaf-view-of-base-cycle): a view that
+ * was made a leaf requiring grad kept its base (which does not require
+ * grad) as view_base. A value computed from the leaf and written into
+ * another view of the base gave the base a history leading back to the
+ * leaf, and the leaf held the base: a cycle. The leaf is now its own root. */
+TEST(leaf_view_of_a_plain_base_makes_no_cycle) {
+    size_t before = live_bytes();
+    musa_tensor *b = musa_ones(2, (int64_t[]){2, 2}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *t = musa_transpose(b, 0, 1); /* a view of b, taken first */
+    musa_tensor *v = musa_permute(b, 2, (int64_t[]){0, 1});
+    CHECK_OK(musa_tensor_set_requires_grad(v, true));
+    musa_tensor *out[1] = {t};
+    CHECK_OK(musa_op_call(musa_op_lookup("cos"), 1, &v, NULL, out));
+    CHECK(musa_tensor_requires_grad(b));
+    musa_tensor *s = musa_sum(b, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    check_grad_values("through the base", v, (double[]){-sin(1.0), -sin(1.0), -sin(1.0), -sin(1.0)},
+                      4);
+    /* views of the leaf now have it as their base: writing into them is refused */
+    musa_tensor *w = musa_transpose(v, 0, 1);
+    out[0] = w;
+    CHECK_ERR(musa_op_call(musa_op_lookup("cos"), 1, &v, NULL, out) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "a view of a leaf tensor that requires grad");
+    musa_tensor_set_grad(v, NULL);
+    release_all(5, b, t, v, s, w);
+    CHECK_MSG(live_bytes() == before, "%zu bytes still held", live_bytes() - before);
+}
+
 TEST(training_mlp_on_digits) {
     static digits_data d;
     CHECK(digits_load("data/digits.csv.gz", &d) == 0);
@@ -332,4 +382,24 @@ TEST(training_mlp_on_digits) {
     CHECK(mlp_train(&d, 20, 0, &r) == 0);
     printf("  held-out accuracy %.3f, final train loss %.4f\n", r.test_accuracy, r.train_loss);
     CHECK_MSG(r.test_accuracy >= 0.90, "accuracy %.3f", r.test_accuracy);
+}
+
+/* Regression (fuzz_op_call, slice-backward-huge-step): the backward of a
+ * slice with step 2^31 built a (len, step) interleave of zeros even for one
+ * element; it failed to allocate and the formula dereferenced the NULL. */
+TEST(slice_backward_with_a_huge_step) {
+    musa_tensor *x = musa_arange(0, 16, 1, MUSA_DTYPE_FLOAT64);
+    CHECK_OK(musa_tensor_set_requires_grad(x, true));
+    musa_tensor *y = musa_slice(x, 0, -1, INT64_MAX, (int64_t)1 << 40);
+    CHECK(y && musa_tensor_numel(y) == 1);
+    musa_tensor *s = musa_sum(y, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    double want[16] = {0};
+    want[15] = 1;
+    musa_tensor *g = musa_tensor_grad(x);
+    double *gv = values(g);
+    CHECK(gv);
+    CHECK_CLOSE("slice grad", MUSA_DTYPE_FLOAT64, gv, want, 16);
+    free(gv);
+    release_all(4, x, y, s, g);
 }

@@ -551,6 +551,32 @@ TEST(host_reads_become_breaks_and_segments_compose) {
     (void)s;
 }
 
+/* Regression: copying a node without tensor inputs (a creation op, like
+ * the zeros and fills a whole training step makes for optimizer state and
+ * batch-norm statistics) into a segment called memcpy(NULL, ..., 0), which
+ * UBSan's nonnull check aborts the sanitizer build on. */
+TEST(segments_copy_nodes_without_inputs) {
+    musa_tensor *x = musa_arange(0, 4, 1, MUSA_DTYPE_FLOAT32);
+    musa_graph *g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, x, "x"));
+    musa_tensor *two = musa_full(1, (int64_t[]){4}, 2, MUSA_DTYPE_FLOAT32);
+    musa_tensor *y = musa_mul(x, two);
+    CHECK_OK(musa_graph_set_outputs(g, 1, &y));
+    CHECK_OK(musa_graph_capture_end(g));
+    CHECK(musa_graph_node_op(g, 0) && !strcmp(musa_graph_node_op(g, 0), "full"));
+    int out = musa_graph_output(g, 0), *carried = NULL, nc = -1;
+    musa_graph *s = musa_graph_segment(g, 0, musa_graph_num_nodes(g), 1, &out, NULL, &carried, &nc);
+    CHECK_MSG(s, "%s", musa_last_error());
+    CHECK(nc == 0 && musa_graph_node_count(s) == 2);
+    musa_plan *p = musa_plan_build(s, NULL);
+    CHECK(p && run_same(p, x, y));
+    free(carried);
+    musa_plan_free(p);
+    musa_graph_free(s), musa_graph_free(g);
+    release_all(3, x, two, y);
+}
+
 TEST(verifier_rejects_malformed_graphs) {
     int64_t s[1] = {3};
     musa_tensor *x = musa_zeros(1, s, MUSA_DTYPE_FLOAT32);

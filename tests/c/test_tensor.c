@@ -58,6 +58,62 @@ TEST(from_blob_shares_memory) {
               MUSA_ERR_VALUE, "negative strides");
 }
 
+/* Regression (fuzz_op_call, unaligned-from-blob): kernels load elements as
+ * their C types, so wrapping memory at an odd address must be refused, not
+ * read with misaligned loads (UBSan reported them in the cast kernel). */
+TEST(from_blob_refuses_unaligned_memory) {
+    _Alignas(8) unsigned char mem[40] = {0};
+    CHECK_ERR(FAILS(musa_from_blob(mem + 1, 1, (int64_t[]){4}, NULL, MUSA_DTYPE_INT32, NULL, NULL)),
+              MUSA_ERR_VALUE, "[from_blob] data at");
+    CHECK(strstr(musa_last_error(), "is not aligned to its 4-byte elements"));
+    CHECK_ERR(
+        FAILS(musa_from_blob(mem + 4, 1, (int64_t[]){2}, NULL, MUSA_DTYPE_FLOAT64, NULL, NULL)),
+        MUSA_ERR_VALUE, "8-byte elements");
+    /* one-byte elements take any address; empty tensors any pointer */
+    musa_tensor *u8 =
+        musa_from_blob(mem + 3, 1, (int64_t[]){5}, NULL, MUSA_DTYPE_UINT8, NULL, NULL);
+    musa_tensor *e =
+        musa_from_blob(mem + 1, 1, (int64_t[]){0}, NULL, MUSA_DTYPE_FLOAT32, NULL, NULL);
+    CHECK(u8 && e);
+    /* musa_from_data copies, so an unaligned source is fine */
+    int32_t v = 7;
+    memcpy(mem + 1, &v, sizeof v);
+    musa_tensor *c = musa_from_data(mem + 1, 1, (int64_t[]){1}, MUSA_DTYPE_INT32);
+    int64_t got = 0;
+    CHECK(c);
+    CHECK_OK(musa_tensor_item_int(c, &got));
+    CHECK(got == 7);
+    /* strides whose reach overflows are refused, not wrapped */
+    CHECK_ERR(FAILS(musa_from_blob(mem, 2, (int64_t[]){3, 2}, (int64_t[]){(int64_t)1 << 62, 1},
+                                   MUSA_DTYPE_UINT8, NULL, NULL)),
+              MUSA_ERR_VALUE, "[from_blob] the strides reach past");
+    release_all(3, u8, e, c);
+}
+
+/* Regression (fuzz_op_call, empty-tensor-contiguous-strides-overflow): an
+ * empty tensor may have other dims as large as 2^62; its strides, views
+ * and element loops must not overflow (UBSan: signed overflow in
+ * musa_contiguous_strides, the iterator and the view inferences). */
+TEST(empty_tensors_with_huge_dims) {
+    const int64_t big = ((int64_t)1 << 62) + 1;
+    musa_tensor *x = musa_empty(3, (int64_t[]){0, big, 2}, MUSA_DTYPE_FLOAT32);
+    CHECK(x && musa_tensor_numel(x) == 0 && musa_tensor_is_contiguous(x));
+    CHECK(musa_tensor_strides(x)[2] == 1 && musa_tensor_strides(x)[1] == 2);
+    musa_tensor *y = musa_neg(x);
+    musa_tensor *z = musa_add(x, y);
+    CHECK(z && musa_tensor_numel(z) == 0 && musa_tensor_shape(z)[1] == big);
+    musa_tensor *t = musa_transpose(x, 0, 1);
+    musa_tensor *c = musa_contiguous(t);
+    CHECK(c && musa_tensor_shape(c)[0] == big);
+    musa_tensor *sl = musa_slice(x, 1, 1, INT64_MAX, (int64_t)1 << 61);
+    musa_tensor *se = musa_select(x, 1, big - 1);
+    musa_tensor *un = musa_unsqueeze(x, 1);
+    CHECK(sl && musa_tensor_shape(sl)[1] == 2 && se && musa_tensor_ndim(se) == 2 && un);
+    musa_tensor *cast = musa_cast(t, MUSA_DTYPE_INT64);
+    CHECK(cast && musa_tensor_numel(cast) == 0);
+    release_all(9, x, y, z, t, c, sl, se, un, cast);
+}
+
 TEST(item_copy_get_and_errors) {
     musa_tensor *t = musa_arange(0, 6, 1, MUSA_DTYPE_INT64);
     double d;

@@ -340,3 +340,31 @@ def test_compiling_and_dropping_modules_does_not_grow_memory():
         tracemalloc.stop()
     assert grown / 100 < 1024, f"{grown / 100:.0f} bytes of Python memory kept per compiled module"
     assert musa.memory_stats()["current_bytes"] == musa_before
+
+
+# ---- unaligned NumPy memory (misaligned loads in every kernel) ----
+
+def _unaligned(dtype, n):
+    """n elements of dtype at an address that is not a multiple of its size."""
+    raw = np.zeros(n * np.dtype(dtype).itemsize + 1, dtype=np.uint8)
+    a = np.frombuffer(raw.data, dtype=dtype, count=n, offset=1)
+    a[...] = np.arange(n)
+    assert a.ctypes.data % np.dtype(dtype).itemsize != 0
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32])
+def test_unaligned_arrays_are_copied_by_tensor_and_as_tensor(dtype):
+    a = _unaligned(dtype, 5)
+    for t in (musa.tensor(a), musa.as_tensor(a), musa.tensor(a[::2])):
+        assert (t * 2).tolist() == [2 * v for v in t.tolist()]
+    assert musa.as_tensor(a).tolist() == list(range(5))
+    assert musa.tensor(a[::2]).tolist() == [0, 2, 4]
+
+
+def test_from_numpy_refuses_unaligned_arrays_it_cannot_share():
+    a = _unaligned(np.float32, 4)
+    with pytest.raises(ValueError, match=r"\[from_numpy\] the numpy.ndarray's data is not aligned to its "
+                                         r"4-byte elements"):
+        musa.from_numpy(a)
+    assert musa.from_numpy(a.copy()).tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -482,8 +482,11 @@ static void release_buffer(void *ctx) {
 }
 
 /* Wrap an object's buffer without copying (its memory stays alive as long
- * as the tensor). NULL with an exception when it has no usable buffer. */
-musa_tensor *pm_tensor_from_buffer(PyObject *o, const char *who) {
+ * as the tensor). Memory not aligned to the element size (np.frombuffer
+ * with an offset) cannot be wrapped: it is copied to aligned storage, or
+ * with `share` (from_numpy, which promises to share) refused. NULL with an
+ * exception when it has no usable buffer. */
+musa_tensor *pm_tensor_from_buffer(PyObject *o, const char *who, bool share) {
     held_buffer *h = PyMem_RawMalloc(sizeof *h);
     if (!h) {
         PyErr_NoMemory();
@@ -522,6 +525,21 @@ musa_tensor *pm_tensor_from_buffer(PyObject *o, const char *who) {
         PyBuffer_Release(v);
         PyMem_RawFree(h);
         return NULL;
+    }
+    if ((uintptr_t)v->buf % (uintptr_t)v->itemsize && v->len > 0) {
+        musa_tensor *t = NULL;
+        if (share)
+            PyErr_Format(PyExc_ValueError,
+                         "[%s] the %s's data is not aligned to its %zd-byte elements, so it "
+                         "cannot be shared; pass a copy (a.copy()), or use musa.tensor",
+                         who, Py_TYPE(o)->tp_name, v->itemsize);
+        else if (!(t = musa_empty(v->ndim, shape, d)))
+            pm_raise();
+        else if (PyBuffer_ToContiguous(musa_tensor_data(t), v, v->len, 'C') < 0)
+            musa_tensor_release(t), t = NULL;
+        PyBuffer_Release(v);
+        PyMem_RawFree(h);
+        return t;
     }
     musa_tensor *t =
         musa_from_blob(v->buf, v->ndim, shape, v->strides ? strides : NULL, d, release_buffer, h);
@@ -721,7 +739,7 @@ musa_tensor *pm_tensor_from_data(PyObject *data, int dtype, const char *who) {
     if (pm_is_tensor(data)) {
         src = musa_detach(pm_t(data));
     } else if (PyObject_CheckBuffer(data) && !PyBytes_Check(data) && !PyByteArray_Check(data)) {
-        if (!(src = pm_tensor_from_buffer(data, who))) return NULL;
+        if (!(src = pm_tensor_from_buffer(data, who, false))) return NULL;
     } else if (PyBool_Check(data) || PyLong_Check(data) || PyFloat_Check(data)) {
         musa_dtype d = dtype >= 0           ? (musa_dtype)dtype
                        : PyBool_Check(data) ? MUSA_DTYPE_BOOL

@@ -160,7 +160,7 @@ DEF(from_numpy, PM_FN, "ndarray:O") {
                      Py_TYPE(a[0].o)->tp_name);
         return NULL;
     }
-    musa_tensor *t = pm_tensor_from_buffer(a[0].o, who);
+    musa_tensor *t = pm_tensor_from_buffer(a[0].o, who, true);
     return t ? pm_wrap(t) : NULL;
 }
 
@@ -175,7 +175,7 @@ DEF(as_tensor, PM_FN, "data:O dtype:d=None device:O=None") {
         return pm_wrap(musa_cast(a[0].t, a[1].dtype));
     }
     if (PyObject_CheckBuffer(a[0].o) && !PyBytes_Check(a[0].o)) {
-        musa_tensor *t = pm_tensor_from_buffer(a[0].o, who);
+        musa_tensor *t = pm_tensor_from_buffer(a[0].o, who, false);
         if (!t) return NULL;
         if (a[1].dtype >= 0 && a[1].dtype != (int)musa_tensor_dtype(t)) {
             musa_tensor *c = musa_cast(t, a[1].dtype);

@@ -83,8 +83,9 @@ int pm_types_init(PyObject *module);
  * sequence), always a copy. dtype < 0: inferred. New reference, or NULL
  * with an exception naming `who`. */
 musa_tensor *pm_tensor_from_data(PyObject *data, int dtype, const char *who);
-/* Wrap an object's buffer (NumPy array, memoryview, ...) without a copy. */
-musa_tensor *pm_tensor_from_buffer(PyObject *o, const char *who);
+/* Wrap an object's buffer (NumPy array, memoryview, ...) without a copy;
+ * unaligned memory is copied, or with `share` refused (ValueError). */
+musa_tensor *pm_tensor_from_buffer(PyObject *o, const char *who, bool share);
 /* An operand: a Tensor (new reference to its tensor) or a Python number
  * (a wrapped number). NULL with TypeError naming `op` otherwise. */
 musa_tensor *pm_operand(PyObject *o, const char *op);

@@ -149,6 +149,12 @@ typedef struct {
     int rc;
 } conv_job;
 
+/* Slot s of the scratch; NULL when slots are empty (direct 1x1 convolutions
+ * ask for no scratch, and then ctx->scratch is NULL too). */
+static char *slot_at(const conv_job *j, int64_t s) {
+    return j->slot_bytes ? j->scratch + (size_t)s * j->slot_bytes : NULL;
+}
+
 static int add_bias(const conv_geom *g, char *y, const char *b) {
     for (int64_t c = 0; c < g->Co; c++)
         for (int64_t p = 0; p < g->P; p++) {
@@ -164,7 +170,7 @@ static void fwd_range(void *arg, int64_t s0, int64_t s1) {
     conv_job *j = arg;
     const conv_geom *g = j->g;
     for (int64_t s = s0; s < s1; s++) {
-        char *cols = j->scratch + (size_t)s * j->slot_bytes;
+        char *cols = slot_at(j, s);
         int64_t n0 = s * j->per_slot, n1 = n0 + j->per_slot < g->N ? n0 + j->per_slot : g->N;
         for (int64_t n = n0; n < n1; n++)
             for (int64_t grp = 0; grp < g->groups; grp++) {
@@ -233,7 +239,7 @@ static void bwd_input_range(void *arg, int64_t s0, int64_t s1) {
     conv_job *j = arg;
     const conv_geom *g = j->g;
     for (int64_t s = s0; s < s1; s++) {
-        char *cols = j->scratch + (size_t)s * j->slot_bytes;
+        char *cols = slot_at(j, s);
         int64_t n0 = s * j->per_slot, n1 = n0 + j->per_slot < g->N ? n0 + j->per_slot : g->N;
         for (int64_t n = n0; n < n1; n++) {
             char *gxn = j->y + (size_t)(n * g->C * g->H * g->W) * g->es;
@@ -289,7 +295,7 @@ static void bwd_weight_range(void *arg, int64_t s0, int64_t s1) {
     const conv_geom *g = j->g;
     size_t cols_bytes = slot_cols(g);
     for (int64_t s = s0; s < s1; s++) {
-        char *slot = j->scratch + (size_t)s * j->slot_bytes;
+        char *slot = slot_at(j, s);
         char *cols = slot, *acc = j->y ? j->y : slot + cols_bytes;
         if (!j->y) memset(acc, 0, (size_t)(g->Co * g->K) * g->es);
         int64_t n0 = s * j->per_slot, n1 = n0 + j->per_slot < g->N ? n0 + j->per_slot : g->N;

@@ -192,7 +192,9 @@ int musa_dnnl_conv(int kind, const musa_conv_shape *s, const void *a, const void
     dnnl_memory_t um[MAX_ARGS] = {NULL}, pm[MAX_ARGS] = {NULL}, spm = NULL;
     dnnl_exec_arg_t args[MAX_ARGS + 1];
     int rc = MUSA_OK;
-    char *buf = (char *)scratch + e->scratch;
+    /* reorder buffers follow oneDNN's scratchpad; no workspace at all when
+     * neither is needed (scratch is NULL then: no arithmetic on it) */
+    char *buf = scratch ? (char *)scratch + e->scratch : NULL;
     for (int i = 0; i < e->n_args && !rc; i++) {
         arg_plan *p = &e->args[i];
         if (dnnl_memory_create(&um[i], &p->user, engine, (void *)user[i]) != dnnl_success)

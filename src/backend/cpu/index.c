@@ -8,8 +8,6 @@
  * IndexError naming the value and the bound. Scatters run serially so
  * duplicate indices accumulate deterministically.
  */
-#include <stdatomic.h>
-
 #include "elem.h"
 #include "iter.h"
 #include "kernels.h"
@@ -57,13 +55,12 @@ typedef struct {
     int64_t dim_stride; /* bytes along dim in the gathered/scattered tensor */
     int64_t size;       /* its size along dim */
     size_t es;
-    atomic_llong bad; /* first bad index seen, or INT64_MIN */
+    musa_bad_index bad;
 } idx_ctx;
 
 static inline bool check_index(idx_ctx *c, int64_t *i) {
     if (*i < -c->size || *i >= c->size) {
-        long long expected = INT64_MIN;
-        atomic_compare_exchange_strong(&c->bad, &expected, *i);
+        musa_bad_index_note(&c->bad, *i);
         return false;
     }
     if (*i < 0) *i += c->size;
@@ -102,10 +99,9 @@ static musa_kview restride(const musa_kview *t, const musa_kview *index, int dim
 }
 
 static int index_error(const musa_kctx *ctx, idx_ctx *c) {
-    long long bad = atomic_load(&c->bad);
-    if (bad == INT64_MIN) return MUSA_OK;
+    if (!atomic_load(&c->bad.seen)) return MUSA_OK;
     return musa_err(MUSA_ERR_INDEX, "[%s] index %lld is out of bounds for a dim of size %lld",
-                    ctx->op_name, bad, (long long)c->size);
+                    ctx->op_name, (long long)atomic_load(&c->bad.value), (long long)c->size);
 }
 
 int cpu_gather(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
@@ -115,7 +111,7 @@ int cpu_gather(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     const musa_kview *x = &in[0], *index = &in[1];
     idx_ctx c = {.size = x->ndim ? x->shape[dim] : 1, .es = esize(x)};
     c.dim_stride = x->ndim ? x->strides[dim] * (int64_t)c.es : 0;
-    atomic_init(&c.bad, INT64_MIN);
+    musa_bad_index_init(&c.bad);
     musa_kview xr = restride(x, index, dim);
     const musa_kview *ops[3] = {&out[0], index, &xr};
     musa_iter it;
@@ -165,10 +161,13 @@ static int scatter_common(const musa_kctx *ctx, musa_kview *out, const musa_kvie
     musa_cpu_copy(&out[0], x);
     idx_ctx c = {.size = x->ndim ? x->shape[dim] : 1, .es = esize(x)};
     c.dim_stride = x->ndim ? out[0].strides[dim] * (int64_t)c.es : 0;
-    atomic_init(&c.bad, INT64_MIN);
+    musa_bad_index_init(&c.bad);
     musa_kview srcv = *src; /* src restricted to index's shape */
     srcv.ndim = index->ndim;
-    for (int d = 0; d < index->ndim; d++) srcv.shape[d] = index->shape[d];
+    for (int d = 0; d < index->ndim; d++) {
+        srcv.shape[d] = index->shape[d];
+        if (d >= src->ndim) srcv.strides[d] = 0; /* a 0-d src (inference allows one element) */
+    }
     musa_kview outr = restride(&out[0], index, dim);
     const musa_kview *ops[3] = {&outr, index, &srcv};
     musa_iter it;

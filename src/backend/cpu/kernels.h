@@ -9,7 +9,28 @@
 #ifndef MUSA_CPU_KERNELS_H
 #define MUSA_CPU_KERNELS_H
 
+#include <stdatomic.h>
+
 #include "../kernel.h"
+
+/* The first out-of-range index (or target) that a parallel loop met. The
+ * flag is separate because every int64 value, INT64_MIN included, can be
+ * such an index: none can serve as a "no bad index" marker. */
+typedef struct musa_bad_index {
+    atomic_bool seen;
+    atomic_llong value; /* valid once seen */
+} musa_bad_index;
+
+static inline void musa_bad_index_init(musa_bad_index *b) {
+    atomic_init(&b->seen, false);
+    atomic_init(&b->value, 0);
+}
+
+/* Note v unless an earlier bad index was noted. */
+static inline void musa_bad_index_note(musa_bad_index *b, int64_t v) {
+    bool expect = false;
+    if (atomic_compare_exchange_strong(&b->seen, &expect, true)) atomic_store(&b->value, v);
+}
 
 #define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \
     int kernel(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in_,             \

@@ -173,7 +173,9 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
     mat2 a2 = *A, b2 = *B, c2 = *C;
     const char *pa = a, *pb = b;
     char *pc = c;
-    char *wsa = ws, *wsb = ws + (size_t)wa * es, *wsc = ws + (size_t)(wa + wb) * es;
+    /* ws is NULL when nothing is packed: no arithmetic on it then */
+    char *wsa = ws, *wsb = wb ? ws + (size_t)wa * es : NULL;
+    char *wsc = wc ? ws + (size_t)(wa + wb) * es : NULL;
     if (wa) {
         pack(a, src_dt, A, wsa, cdt);
         a2 = (mat2){M, K, K, 1};

@@ -346,6 +346,24 @@ static int reduce_run(const musa_kview *out, const musa_kview *x, const musa_int
     const reduce_ops *ops = get_ops((musa_dtype)x->dtype, kind);
     int64_t xes = (int64_t)musa_dtype_info[x->dtype].size;
     int64_t oes = (int64_t)musa_dtype_info[out->dtype].size;
+    if (musa_kview_empty(out)) return MUSA_OK;
+    if (musa_kview_empty(x)) {
+        /* An empty reduction: the identity everywhere. x's other dims and
+         * strides may be huge (shape (0, 2^62)), so only out's are used. */
+        rdim O[MUSA_MAX_DIMS];
+        int nO = 0;
+        int64_t nout = musa_kview_numel(out);
+        for (int d = 0; d < out->ndim; d++)
+            if (out->shape[d] != 1) O[nO++] = (rdim){out->shape[d], 0, out->strides[d] * oes};
+        for (int64_t o = 0; o < nout; o++) {
+            int64_t xo, oo;
+            offsets(O, nO, o, &xo, &oo);
+            store_acc(out->data + oo, (musa_dtype)out->dtype, ops, ops->init);
+        }
+        return MUSA_OK;
+    }
+    /* Both are non-empty from here, so every product below is bounded by
+     * their storages. */
     bool mask[MUSA_MAX_DIMS] = {false};
     for (int i = 0; i < dims->n; i++) mask[dims->v[i]] = true;
     bool keepdim = out->ndim == x->ndim;
@@ -363,16 +381,6 @@ static int reduce_run(const musa_kview *out, const musa_kview *x, const musa_int
             if (size != 1) K[nK++] = (rdim){size, xs, out->strides[od] * oes};
             od++;
         }
-    }
-    if (nout == 0) return MUSA_OK;
-    if (nred == 0) { /* empty reduction: the identity everywhere */
-        rjob j = {.ops = ops, .out = out->data, .odt = (musa_dtype)out->dtype, .K = K, .nK = nK};
-        for (int64_t o = 0; o < nout; o++) {
-            int64_t xo, oo;
-            offsets(K, nK, o, &xo, &oo);
-            store_acc(j.out + oo, j.odt, ops, ops->init);
-        }
-        return MUSA_OK;
     }
     nK = coalesce(K, nK, true);
     nR = coalesce(R, nR, false);
@@ -479,6 +487,9 @@ static void arg_range(void *arg, int64_t b, int64_t e) {
 static int arg_reduce(const musa_kview *x, int64_t dim, const musa_kview *vals,
                       const musa_kview *idx, bool is_max) {
     const musa_kview *shape_ref = vals ? vals : idx;
+    /* Inference refuses an empty reduced dim, so an empty x has an empty
+     * output (and may have huge other dims: no products over them). */
+    if (musa_kview_empty(x)) return MUSA_OK;
     bool keepdim = shape_ref->ndim == x->ndim;
     int64_t xes = (int64_t)musa_dtype_info[x->dtype].size;
     arg_job j = {.x = x,

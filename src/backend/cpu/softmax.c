@@ -195,14 +195,13 @@ typedef struct {
     const musa_attrs_xent *a;
     double scale; /* backward: 1/count (mean) or 1 */
     bool g_per_sample;
-    atomic_llong bad; /* first bad target, or INT64_MIN */
+    musa_bad_index bad; /* first bad target */
 } xe_job;
 
 static inline bool xe_target(xe_job *j, int64_t t) {
     if (t == j->a->ignore_index) return false;
     if (t < 0 || t >= j->C) {
-        long long expect = INT64_MIN;
-        atomic_compare_exchange_strong(&j->bad, &expect, t);
+        musa_bad_index_note(&j->bad, t);
         return false;
     }
     return true;
@@ -299,10 +298,9 @@ MUSA_WS(ws_xent) {
 }
 
 static int xe_error(const musa_kctx *ctx, xe_job *j) {
-    long long bad = atomic_load(&j->bad);
-    if (bad == INT64_MIN) return MUSA_OK;
+    if (!atomic_load(&j->bad.seen)) return MUSA_OK;
     return musa_err(MUSA_ERR_INDEX, "[%s] target %lld is out of bounds for %lld classes",
-                    ctx->op_name, bad, (long long)j->C);
+                    ctx->op_name, (long long)atomic_load(&j->bad.value), (long long)j->C);
 }
 
 static int64_t xe_count(xe_job *j) {
@@ -315,7 +313,7 @@ int cpu_cross_entropy(const musa_kctx *ctx, musa_kview *out, const musa_kview *i
                       const void *attrs) {
     MUSA_UNUSED(n_in);
     xe_job j = {.x = in[0].data, .t = (const int64_t *)in[1].data, .a = attrs};
-    atomic_init(&j.bad, INT64_MIN);
+    musa_bad_index_init(&j.bad);
     xe_geom(&in[0], &j.N, &j.C, &j.S);
     j.loss = ctx->scratch;
     char *ws = (char *)ctx->scratch + nn_align(sizeof(double) * (size_t)(j.N * j.S + 1));
@@ -351,7 +349,7 @@ int cpu_cross_entropy_backward(const musa_kctx *ctx, musa_kview *out, const musa
                                int n_in, const void *attrs) {
     MUSA_UNUSED(n_in);
     xe_job j = {.x = in[1].data, .t = (const int64_t *)in[2].data, .g = in[0].data, .a = attrs};
-    atomic_init(&j.bad, INT64_MIN);
+    musa_bad_index_init(&j.bad);
     xe_geom(&in[1], &j.N, &j.C, &j.S);
     char *ws = ctx->scratch;
     nn_out gx = nn_out_begin(&out[0], &ws);

@@ -57,6 +57,7 @@ typedef struct run_ctx {
 static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
     musa_kctx ctx = {
         .scratch = k->scratch ? scratch : NULL, .scratch_bytes = k->scratch, .op_name = k->name};
+    if (musa_kviews_all_empty(kv, k->n_out)) return MUSA_OK; /* nothing to write */
     if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, true);
     int rc = k->kernel(&ctx, kv, kv + k->n_out, k->n_in, k->attrs);
     if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, false);

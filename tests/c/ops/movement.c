@@ -93,6 +93,57 @@ TEST(op_scatter_add) {
     check_scatter(true);
 }
 
+/* Regression: the gather/scatter kernels kept the first bad index in an
+ * atomic whose "none seen" value was INT64_MIN, so an index equal to
+ * INT64_MIN was skipped without an error: gather returned uninitialised
+ * memory and scatter silently did nothing. Every op must refuse it. */
+TEST(indices_equal_to_int64_min_are_refused) {
+    const int64_t lo = INT64_MIN;
+    musa_tensor *x = musa_ones(2, (int64_t[]){2, 3}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *i = musa_from_data((int64_t[]){0, lo, 1}, 2, (int64_t[]){1, 3}, MUSA_DTYPE_INT64);
+    musa_tensor *src = musa_full(2, (int64_t[]){1, 3}, 5, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_gather(x, 0, i)), MUSA_ERR_INDEX,
+              "[gather] index -9223372036854775808 is out of bounds for a dim of size 2");
+    CHECK_ERR(FAILS(musa_scatter(x, 0, i, src)), MUSA_ERR_INDEX,
+              "[scatter] index -9223372036854775808 is out of bounds");
+    CHECK_ERR(FAILS(musa_scatter_add(x, 0, i, src)), MUSA_ERR_INDEX,
+              "[scatter_add] index -9223372036854775808 is out of bounds");
+    musa_tensor *i1 = musa_from_data((int64_t[]){1, lo}, 1, (int64_t[]){2}, MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_index_select(x, 1, i1)), MUSA_ERR_INDEX, "index -9223372036854775808");
+    musa_tensor *w = musa_ones(2, (int64_t[]){4, 2}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_embedding(w, i1, -1)), MUSA_ERR_INDEX,
+              "[embedding] index out of range: indices must be in [0, 4)");
+    /* INT64_MAX too, and a good index after a bad one still fails */
+    musa_tensor *i2 =
+        musa_from_data((int64_t[]){INT64_MAX, 0, 0}, 2, (int64_t[]){1, 3}, MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_gather(x, 0, i2)), MUSA_ERR_INDEX, "index 9223372036854775807");
+    release_all(6, x, i, src, i1, w, i2);
+}
+
+/* Regression (fuzz_op_call, scatter-add-0d-src-1d-index): a 0-d src (or
+ * index) next to a 1-d tensor skipped the shape check, and the kernel
+ * walked the index's shape through strides the 0-d src does not have
+ * (SEGV). A 0-d tensor now counts as one element of size 1. */
+TEST(scatter_with_a_0d_operand) {
+    musa_tensor *x = musa_zeros(1, (int64_t[]){3}, MUSA_DTYPE_INT8);
+    musa_tensor *i3 = musa_from_data((int64_t[]){0, 1, 2}, 1, (int64_t[]){3}, MUSA_DTYPE_INT64);
+    musa_tensor *s0 = musa_scalar(5, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_scatter_add(x, 0, i3, s0)), MUSA_ERR_VALUE,
+              "[scatter_add] index size 3 exceeds src size 1 in dim 0");
+    CHECK_ERR(FAILS(musa_scatter(x, 0, i3, s0)), MUSA_ERR_VALUE, "exceeds src size 1");
+    /* one index, one src element: fine */
+    musa_tensor *i1 = musa_from_data((int64_t[]){2}, 1, (int64_t[]){1}, MUSA_DTYPE_INT64);
+    musa_tensor *y = musa_scatter_add(x, 0, i1, s0);
+    double *yv = values(y);
+    CHECK(yv && yv[0] == 0 && yv[1] == 0 && yv[2] == 5);
+    free(yv);
+    /* a 0-d index against an empty 1-d src */
+    musa_tensor *i0 = musa_from_data((int64_t[]){1}, 0, NULL, MUSA_DTYPE_INT64);
+    musa_tensor *e = musa_zeros(1, (int64_t[]){0}, MUSA_DTYPE_INT8);
+    CHECK_ERR(FAILS(musa_scatter(x, 0, i0, e)), MUSA_ERR_VALUE, "index size 1 exceeds src size 0");
+    release_all(7, x, i3, s0, i1, y, i0, e);
+}
+
 TEST(op_index_select) {
     musa_tensor *x = rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 3}, -9, 9, L_TRANSPOSED);
     musa_tensor *i = from_list(MUSA_DTYPE_INT32, 1, (int64_t[]){5}, (double[]){3, 0, 0, -1, 2});
@@ -132,6 +183,24 @@ TEST(op_index_add) {
     release_all(6, x, i, src, y, bsrc, bad);
 }
 
+/* Regression (fuzz_op_call, index-add-0d-input-short-src): a 0-d input with
+ * a 1-d source skipped the source's length check; the kernel read one
+ * source element per index past the end of a shorter source. */
+TEST(index_add_into_a_0d_input) {
+    musa_tensor *x = musa_scalar(1, MUSA_DTYPE_INT64);
+    musa_tensor *i = musa_zeros(1, (int64_t[]){16}, MUSA_DTYPE_INT64);
+    musa_tensor *e = musa_zeros(1, (int64_t[]){0}, MUSA_DTYPE_UINT8);
+    CHECK_ERR(FAILS(musa_index_add(x, 0, i, e)), MUSA_ERR_VALUE,
+              "[index_add] source shape (0,) must match input shape () with 16 rows in dim 0");
+    musa_tensor *s = musa_ones(1, (int64_t[]){16}, MUSA_DTYPE_INT64);
+    musa_tensor *y = musa_index_add(x, 0, i, s);
+    int64_t v = 0;
+    CHECK(y);
+    CHECK_OK(musa_tensor_item_int(y, &v));
+    CHECK(v == 17);
+    release_all(5, x, i, e, s, y);
+}
+
 TEST(op_pad) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -5, 5, L_TRANSPOSED);
     musa_tensor *y = musa_pad(x, 4, (int64_t[]){1, 2, -1, 1}, 7); /* last dim (1,2), dim 0 (-1,1) */
@@ -146,6 +215,10 @@ TEST(op_pad) {
     free(xv), free(yv);
     CHECK_ERR(FAILS(musa_pad(x, 3, (int64_t[]){1, 1, 1}, 0)), MUSA_ERR_VALUE, "even number");
     CHECK_ERR(FAILS(musa_pad(x, 2, (int64_t[]){-3, -2}, 0)), MUSA_ERR_VALUE, "negative");
+    /* regression (fuzz): pads whose sum overflows int64 */
+    CHECK_ERR(FAILS(musa_pad(x, 2, (int64_t[]){INT64_MAX, 1}, 0)), MUSA_ERR_VALUE,
+              "[pad] padding (9223372036854775807, 1) overflows dim 1");
+    CHECK_ERR(FAILS(musa_pad(x, 2, (int64_t[]){INT64_MIN, -5}, 0)), MUSA_ERR_VALUE, "overflows");
     release_all(2, x, y);
 }
 

@@ -761,3 +761,74 @@ TEST(norm_backward_rejects_malformed_operands) {
     musa_attrs_free(a);
     release_all(10, x, gy, w4, w5, s4, s5, sg, sr, w3, x1);
 }
+
+/* Regression (fuzz_op_call): output-size arithmetic with user-sized
+ * dilation, padding and stride overflowed int64; conv2d with dilation
+ * 2^62 + 1 returned a shape instead of an error. */
+TEST(conv_and_pool_sizes_do_not_overflow) {
+    const int64_t big = ((int64_t)1 << 62) + 1;
+    musa_tensor *x = musa_ones(4, S(1, 1, 5, 5), MUSA_DTYPE_FLOAT32);
+    musa_tensor *w = musa_ones(4, S(1, 1, 3, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, NULL, S(big, 1), 1)), MUSA_ERR_VALUE,
+              "[conv2d] kernel size 3 with dilation 4611686018427387905 and padding 0 on a dim of "
+              "5 overflows int64");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, S(big, 0), NULL, 1)), MUSA_ERR_VALUE,
+              "overflows int64");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, NULL, NULL, big)), MUSA_ERR_VALUE,
+              "not divisible by groups");
+    musa_tensor *w0 = musa_ones(4, S(1, 1, 0, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_conv2d(x, w0, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE,
+              "[conv2d] the weight's kernel size must be >= 1, got 0");
+    /* a huge but representable stride is fine: one output position */
+    musa_tensor *y = musa_conv2d(x, w, NULL, S(INT64_MAX, INT64_MAX), NULL, NULL, 1);
+    CHECK(y);
+    CHECK_SHAPE(y, 4, 1, 1, 1, 1);
+    musa_tensor *p = NULL;
+    CHECK_ERR(musa_max_pool2d(x, S(3, 3), NULL, NULL, S(big, 1), false, &p, NULL) == MUSA_OK,
+              MUSA_ERR_VALUE, "[max_pool2d] kernel size 3 with dilation 4611686018427387905");
+    CHECK_ERR(musa_max_pool2d(x, S(2, 2), NULL, NULL, S(big, 1), false, &p, NULL) == MUSA_OK,
+              MUSA_ERR_VALUE, "[max_pool2d] kernel size 4611686018427387906 is larger than");
+    CHECK_OK(musa_max_pool2d(x, S(2, 2), S(INT64_MAX, INT64_MAX), NULL, NULL, true, &p, NULL));
+    CHECK_SHAPE(p, 4, 1, 1, 1, 1);
+    CHECK_ERR(FAILS(musa_avg_pool2d(x, S(INT64_MAX, 1), NULL, S(INT64_MAX / 2, 0), false, true)),
+              MUSA_ERR_VALUE,
+              "[avg_pool2d] kernel size 9223372036854775807 with dilation 1 and "
+              "padding 4611686018427387903 on a dim of 5 overflows int64");
+    release_all(5, x, w, w0, y, p);
+}
+
+/* Regression: the cross-entropy kernels kept the first bad target in an
+ * atomic whose "none seen" value was INT64_MIN, so a target equal to
+ * INT64_MIN was scored 0 but still counted in the mean (forward) and got
+ * no gradient (backward), with no error. */
+TEST(cross_entropy_refuses_int64_min_targets) {
+    musa_tensor *x = musa_zeros(2, S(3, 4), MUSA_DTYPE_FLOAT32);
+    musa_tensor *t = musa_from_data((int64_t[]){1, INT64_MIN, 2}, 1, S(3), MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_cross_entropy(x, t, -100, 0, MUSA_REDUCTION_MEAN)), MUSA_ERR_INDEX,
+              "[cross_entropy] target -9223372036854775808 is out of bounds for 4 classes");
+    int op = musa_op_lookup("cross_entropy_backward");
+    musa_tensor *g = musa_ones(0, NULL, MUSA_DTYPE_FLOAT32), *out[1] = {NULL};
+    CHECK_ERR(musa_op_call(op, 3, (musa_tensor *[]){g, x, t}, NULL, out) == MUSA_OK, MUSA_ERR_INDEX,
+              "[cross_entropy_backward] target -9223372036854775808 is out of bounds");
+    CHECK(out[0] == NULL);
+    /* ignore_index may be INT64_MIN itself: then those targets are skipped */
+    musa_tensor *l = musa_cross_entropy(x, t, INT64_MIN, 0, MUSA_REDUCTION_MEAN);
+    double v = 0;
+    CHECK(l);
+    CHECK_OK(musa_tensor_item(l, &v));
+    CHECK(fabs(v - log(4.0)) < 1e-6);
+    release_all(4, x, t, g, l);
+}
+
+/* Regression (found reading the embedding code for the fuzzer): 8-d
+ * indices made embedding write shape[8] past its stack array. */
+TEST(embedding_refuses_indices_with_max_dims) {
+    musa_tensor *w = musa_ones(2, S(4, 2), MUSA_DTYPE_FLOAT32);
+    musa_tensor *i = musa_zeros(8, S(1, 1, 1, 1, 1, 1, 1, 2), MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_embedding(w, i, -1)), MUSA_ERR_VALUE,
+              "[embedding] indices have 8 dims; at most 7 are supported");
+    musa_tensor *i7 = musa_zeros(7, S(1, 1, 1, 1, 1, 1, 2), MUSA_DTYPE_INT64);
+    musa_tensor *e = musa_embedding(w, i7, -1);
+    CHECK(e && musa_tensor_ndim(e) == 8);
+    release_all(4, w, i, i7, e);
+}

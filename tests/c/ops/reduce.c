@@ -158,6 +158,31 @@ TEST(reduce_empty_and_bool) {
     release_all(7, e, s, p, b, bs, nan, m);
 }
 
+/* Regression (fuzz_op_call, reduce-empty-huge-dim): reducing an empty
+ * tensor whose other dim is 2^62 multiplied its strides by the element
+ * size (signed overflow, UBSan) before noticing there was nothing to do. */
+TEST(reduce_empty_with_huge_dims) {
+    const int64_t big = (int64_t)1 << 62;
+    musa_tensor *x = musa_zeros(2, (int64_t[]){0, big}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *s = musa_sum(x, 0, NULL, false), *p = musa_prod(x, 0, NULL, true);
+    double sv = -1, pv = -1;
+    CHECK(s && p);
+    CHECK_OK(musa_tensor_item(s, &sv));
+    CHECK_OK(musa_tensor_item(p, &pv));
+    CHECK(sv == 0 && pv == 1 && musa_tensor_ndim(p) == 2);
+    musa_tensor *r = musa_sum(x, 1, (int64_t[]){1}, false);
+    CHECK(r && musa_tensor_ndim(r) == 1 && musa_tensor_numel(r) == 0);
+    musa_tensor *m = musa_amax(x, 1, (int64_t[]){1}, true);
+    CHECK(m && musa_tensor_shape(m)[0] == 0 && musa_tensor_shape(m)[1] == 1);
+    musa_tensor *a = musa_argmax(x, 1, false);
+    CHECK(a && musa_tensor_numel(a) == 0);
+    /* a sum that would need a (2^62,) output fails cleanly */
+    CHECK_ERR(FAILS(musa_sum(x, 1, (int64_t[]){0}, false)), MUSA_ERR_NOMEM, "out of memory");
+    musa_tensor *l = musa_log_softmax(x, 1);
+    CHECK(l && musa_tensor_numel(l) == 0);
+    release_all(7, x, s, p, r, m, a, l);
+}
+
 TEST(reduce_sum_accuracy) {
     /* 2^24 + many ones: a float32 accumulator stalls at 2^24 (off by 4M);
      * the documented bound is (log2(n) + 12) * 2^-53 * sum|x| before the

@@ -149,6 +149,59 @@ TEST(op_as_strided) {
     release_all(2, x, w);
 }
 
+/* Regression (fuzz_op_call, as-strided-empty-view-offset-past-storage): an
+ * empty view took any offset and its data pointer was computed from it,
+ * overflowing (UBSan). An empty view's offset is now clamped to its
+ * storage's end; one that addresses elements is still bounds-checked. */
+TEST(empty_views_stay_inside_their_storage) {
+    musa_tensor *x = musa_arange(0, 4, 1, MUSA_DTYPE_INT32);
+    musa_tensor *e = musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0},
+                                     INT64_MAX - 1);
+    CHECK(e && musa_tensor_numel(e) == 0 && musa_tensor_offset(e) == 4);
+    musa_tensor *c = musa_contiguous(e), *s = musa_sum(e, 0, NULL, false);
+    double v = -1;
+    CHECK(c && s);
+    CHECK_OK(musa_tensor_item(s, &v));
+    CHECK(v == 0);
+    CHECK_ERR(FAILS(musa_as_strided(x, 1, (int64_t[]){1}, (int64_t[]){1}, 4)), MUSA_ERR_VALUE,
+              "[view] view reaches element 4 of a storage with 4 elements");
+    /* index 1 of a (0, 3) tensor: an empty view at offset 1 of an empty storage */
+    musa_tensor *z = musa_zeros(2, (int64_t[]){0, 3}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *col = musa_select(z, 1, 1);
+    CHECK(col && musa_tensor_numel(col) == 0 && musa_tensor_offset(col) == 0);
+    /* a step past the end of the dim: one element */
+    musa_tensor *sl = musa_slice(x, 0, 1, INT64_MAX, INT64_MAX);
+    CHECK(sl && musa_tensor_numel(sl) == 1);
+    release_all(6, x, e, c, s, z, col);
+    musa_tensor_release(sl);
+}
+
+/* Regression (fuzz_op_call, size-one-dim-huge-stride): a size-1 dim may
+ * have any stride (slicing with step 2^63 - 1 keeps one element), and the
+ * kernels scaled it to bytes: signed overflow in the reductions. Such
+ * strides are clamped to the storage's length. */
+TEST(size_one_dims_with_huge_strides) {
+    musa_tensor *x = musa_arange(0, 16, 1, MUSA_DTYPE_FLOAT64);
+    musa_tensor *a = musa_slice(x, 0, -1, INT64_MAX, INT64_MAX);
+    musa_tensor *b = musa_as_strided(x, 2, (int64_t[]){1, 2}, (int64_t[]){INT64_MAX, 3}, 1);
+    CHECK(a && b && musa_tensor_strides(a)[0] <= 16 && musa_tensor_strides(b)[0] <= 16);
+    musa_tensor *sa = musa_sum(a, 0, NULL, false), *sb = musa_sum(b, 1, (int64_t[]){1}, false);
+    double va = 0, vb = 0;
+    CHECK(sa && sb);
+    CHECK_OK(musa_tensor_item(sa, &va));
+    CHECK_OK(musa_tensor_item(sb, &vb));
+    CHECK(va == 15 && vb == 1 + 4);
+    double mem[3] = {1, 2, 3};
+    musa_tensor *c = musa_from_blob(mem, 2, (int64_t[]){1, 3}, (int64_t[]){INT64_MAX, 1},
+                                    MUSA_DTYPE_FLOAT64, NULL, NULL);
+    musa_tensor *sc = c ? musa_sum(c, 0, NULL, false) : NULL;
+    double vc = 0;
+    CHECK(sc);
+    CHECK_OK(musa_tensor_item(sc, &vc));
+    CHECK(vc == 6 && musa_tensor_strides(c)[0] <= 3);
+    release_all(7, x, a, b, sa, sb, c, sc);
+}
+
 TEST(op_as_strided_scatter) {
     musa_dtype dts[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_INT64, MUSA_DTYPE_FLOAT16};
     for (int k = 0; k < 3; k++) {
@@ -176,6 +229,11 @@ TEST(op_as_strided_scatter) {
               "reaches element 4 of an input with 4 elements");
     CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){2}, (int64_t[]){1}, 0)), MUSA_ERR_VALUE,
               "does not match the region shape");
+    /* regression (fuzz, as-strided-scatter-region-overflow): a region whose
+     * last element is past 2^63 is refused, not computed with overflow */
+    CHECK_ERR(
+        FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){3}, (int64_t[]){INT64_MAX / 2 + 2}, 0)),
+        MUSA_ERR_VALUE, "[as_strided_scatter] the region reaches past element 2^63");
     release_all(2, x, s);
 }
 

@@ -1,0 +1,52 @@
+/* The fuzzers' regression files: every input the libFuzzer harnesses of
+ * tests/fuzz/ ever crashed on is kept in tests/fuzz/crashes/<fuzzer>/ and
+ * replayed here through the same harness code (fuzz_op_call_one), with the
+ * seed corpus, in the ordinary build and under ASan+UBSan (bash run.sh
+ * sanitize). A replay fails on a harness finding (a broken error contract)
+ * and, in the sanitizer build, aborts on any sanitizer report. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+int fuzz_op_call_one(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* Replay every regular file of dir; the number replayed, or -1 when the
+ * directory cannot be read. Each file with a finding fails the test. */
+static int replay_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    static bool initialised;
+    if (!initialised) LLVMFuzzerInitialize(NULL, NULL), initialised = true;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (e->d_name[0] == '.' || stat(path, &st) || !S_ISREG(st.st_mode)) continue;
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        uint8_t *buf = malloc((size_t)st.st_size + 1);
+        size_t len = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+        fclose(f);
+        int findings = buf ? fuzz_op_call_one(buf, len) : 1;
+        free(buf);
+        if (findings) harness_fail(__FILE__, __LINE__, "%s: %d finding(s)", path, findings);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+TEST(op_call_crashers_replay_clean) {
+    int n = replay_dir(MUSA_FUZZ_DIR "/crashes/op_call");
+    CHECK_MSG(n > 0, "no regression files in %s", MUSA_FUZZ_DIR "/crashes/op_call");
+}
+
+TEST(op_call_seed_corpus_replays_clean) {
+    int n = replay_dir(MUSA_FUZZ_DIR "/corpus/op_call");
+    CHECK_MSG(n > 0, "no seeds in %s", MUSA_FUZZ_DIR "/corpus/op_call");
+}
