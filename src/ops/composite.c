@@ -220,11 +220,13 @@ int musa_split(musa_tensor *x, int64_t split_size, int64_t dim, int max_out, mus
     if (split_size <= 0 && !(split_size == 0 && size == 0))
         return musa_err(MUSA_ERR_VALUE, "[split] split_size must be positive, got %lld",
                         (long long)split_size);
-    int64_t count = size == 0 ? 1 : (size + split_size - 1) / split_size;
+    /* (no size + split_size - 1: that overflows for a split_size near 2^63) */
+    int64_t count = size == 0 ? 1 : size / split_size + (size % split_size != 0);
     if (count > INT32_MAX) return musa_err(MUSA_ERR_VALUE, "[split] too many pieces");
     for (int64_t i = 0; i < count && i < max_out; i++) {
         int64_t start = i * split_size;
-        outs[i] = musa_slice(x, d, start, start + split_size, 1);
+        int64_t end = split_size > size - start ? size : start + split_size;
+        outs[i] = musa_slice(x, d, start, end, 1);
         if (!outs[i]) {
             for (int64_t k = 0; k < i; k++) musa_tensor_release(outs[k]);
             return musa_last_error_code();
@@ -245,8 +247,18 @@ int musa_chunk(musa_tensor *x, int64_t chunks, int64_t dim, int max_out, musa_te
     if (rc) return rc;
     if (x->ndim == 0) return musa_err(MUSA_ERR_VALUE, "[chunk] cannot chunk a 0-d tensor");
     int64_t size = x->shape[d];
-    int64_t split = size == 0 ? 0 : (size + chunks - 1) / chunks;
-    return musa_split(x, split, d, max_out, outs);
+    if (size == 0) { /* as PyTorch: `chunks` empty pieces */
+        if (chunks > INT32_MAX) return musa_err(MUSA_ERR_VALUE, "[chunk] too many pieces");
+        for (int64_t i = 0; i < chunks && i < max_out; i++) {
+            outs[i] = musa_slice(x, d, 0, 0, 1);
+            if (!outs[i]) {
+                for (int64_t k = 0; k < i; k++) musa_tensor_release(outs[k]);
+                return musa_last_error_code();
+            }
+        }
+        return (int)chunks;
+    }
+    return musa_split(x, size / chunks + (size % chunks != 0), d, max_out, outs);
 }
 
 musa_tensor *musa_masked_fill(musa_tensor *x, musa_tensor *mask, double value) {

@@ -52,16 +52,34 @@ static int conv_attrs(const musa_op_info *op, musa_attrs_conv *a) {
     return MUSA_OK;
 }
 
+/* The dilated kernel span d (k - 1) + 1 and the padded size in + 2 p,
+ * overflow-checked (dilation and padding come from the user). */
+static int span_and_padded(const musa_op_info *op, int64_t in, int64_t k, int64_t p, int64_t d,
+                           int64_t *span, int64_t *padded) {
+    if (!musa_mul_i64(d, k - 1, span) || !musa_add_i64(*span, 1, span) ||
+        !musa_mul_i64(p, 2, padded) || !musa_add_i64(in, *padded, padded))
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] kernel size %lld with dilation %lld and padding %lld on a dim of "
+                        "%lld overflows int64",
+                        op->name, (long long)k, (long long)d, (long long)p, (long long)in);
+    return MUSA_OK;
+}
+
 /* Spatial output size; an error when the kernel does not fit. */
 static int conv_out(const musa_op_info *op, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
                     int64_t *out) {
-    int64_t span = d * (k - 1) + 1;
-    if (in + 2 * p < span)
+    int64_t span = 0, padded = 0;
+    if (k < 1)
+        return musa_err(MUSA_ERR_VALUE, "[%s] the weight's kernel size must be >= 1, got %lld",
+                        op->name, (long long)k);
+    int rc = span_and_padded(op, in, k, p, d, &span, &padded);
+    if (rc) return rc;
+    if (padded < span)
         return musa_err(
             MUSA_ERR_VALUE,
             "[%s] kernel size %lld (dilated to %lld) is larger than the padded input size %lld",
-            op->name, (long long)k, (long long)span, (long long)(in + 2 * p));
-    *out = (in + 2 * p - span) / s + 1;
+            op->name, (long long)k, (long long)span, (long long)padded);
+    *out = (padded - span) / s + 1;
     return MUSA_OK;
 }
 
@@ -74,7 +92,8 @@ static int conv_check(const musa_op_info *op, const musa_attrs_conv *a, const in
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] %lld input and %lld output channels are not divisible by groups %lld",
                         op->name, (long long)C, (long long)Cout, (long long)a->groups);
-    if (ws[1] * a->groups != C)
+    int64_t wc;
+    if (!musa_mul_i64(ws[1], a->groups, &wc) || wc != C)
         return musa_err(
             MUSA_ERR_VALUE,
             "[%s] input %s has %lld channels but weight %s expects %lld (x %lld groups)", op->name,
@@ -165,18 +184,21 @@ int infer_conv2d_bwd_weight(const musa_op_info *op, musa_tensor *const *in, int 
 
 static int pool_out(const musa_op_info *op, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
                     bool ceil_mode, int64_t *out) {
-    int64_t span = d * (k - 1) + 1;
-    if (p * 2 > k)
+    if (p > k / 2)
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] padding %lld should be at most half the kernel size %lld", op->name,
                         (long long)p, (long long)k);
-    int64_t num = in + 2 * p - span;
+    int64_t span = 0, padded = 0;
+    int rc = span_and_padded(op, in, k, p, d, &span, &padded);
+    if (rc) return rc;
+    int64_t num = padded - span;
     if (num < 0)
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] kernel size %lld is larger than the padded input size %lld", op->name,
-                        (long long)span, (long long)(in + 2 * p));
-    int64_t o = (ceil_mode ? (num + s - 1) / s : num / s) + 1;
-    if (ceil_mode && (o - 1) * s >= in + p) o--; /* the last window must start inside */
+                        (long long)span, (long long)padded);
+    int64_t o = num / s + (ceil_mode && num % s) + 1, start;
+    /* the last window must start inside (its start may pass int64: then it does not) */
+    if (ceil_mode && (!musa_mul_i64(o - 1, s, &start) || start >= in + p)) o--;
     *out = o;
     return MUSA_OK;
 }

@@ -218,8 +218,13 @@ int infer_slice(const musa_op_info *op, musa_tensor *const *in, int n_in, void *
     memcpy(shape, x->shape, sizeof shape);
     memcpy(r->view_strides, x->strides, sizeof r->view_strides);
     shape[d] = len;
-    r->view_strides[d] = x->strides[d] * a->step;
-    r->view_offset = x->offset + (len ? start * x->strides[d] : 0);
+    /* The products overflow only where they do not matter: a step past
+     * the dim (len <= 1) or an empty x, whose strides may be anything. */
+    if (!musa_mul_i64(x->strides[d], a->step, &r->view_strides[d]))
+        r->view_strides[d] = x->strides[d];
+    int64_t off = 0;
+    if (len && !musa_mul_i64(start, x->strides[d], &off)) off = 0;
+    r->view_offset = x->offset + off;
     out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return MUSA_OK;
 }
@@ -455,11 +460,15 @@ static int check_index_shape(const musa_op_info *op, const musa_tensor *index,
     if (index->ndim != limit->ndim && !(index->ndim <= 1 && limit->ndim <= 1))
         return musa_err(MUSA_ERR_VALUE, "[%s] index has %d dims but %s has %d", op->name,
                         index->ndim, what, limit->ndim);
-    for (int k = 0; k < index->ndim && k < limit->ndim; k++)
-        if ((all_dims || k != dim) && index->shape[k] > limit->shape[k])
+    /* A 0-d tensor next to a 1-d one counts as size 1 (the kernels walk
+     * the index's shape through the other's strides) */
+    int n = index->ndim > limit->ndim ? index->ndim : limit->ndim;
+    for (int k = 0; k < n; k++) {
+        int64_t is = k < index->ndim ? index->shape[k] : 1, ls = k < limit->ndim ? limit->shape[k] : 1;
+        if ((all_dims || k != dim) && is > ls)
             return musa_err(MUSA_ERR_VALUE, "[%s] index size %lld exceeds %s size %lld in dim %d",
-                            op->name, (long long)index->shape[k], what, (long long)limit->shape[k],
-                            k);
+                            op->name, (long long)is, what, (long long)ls, k);
+    }
     return MUSA_OK;
 }
 
@@ -635,7 +644,8 @@ int infer_topk(const musa_op_info *op, musa_tensor *const *in, int n_in, void *a
     if (rc) return rc;
     a->dim = d;
     int64_t size = x->ndim ? x->shape[d] : 1;
-    if (a->k < 0 || a->k > size)
+    /* a 0-d input has one value, and no shape for fewer */
+    if (a->k < (x->ndim ? 0 : 1) || a->k > size)
         return musa_err(MUSA_ERR_VALUE, "[%s] k = %lld is out of range for a dim of size %lld",
                         op->name, (long long)a->k, (long long)size);
     int64_t shape[MUSA_MAX_DIMS];
@@ -694,6 +704,15 @@ int infer_arange(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                         op->name, a->end, a->start, a->step);
     if (n > 4.0e18) return musa_err(MUSA_ERR_VALUE, "[%s] too many elements", op->name);
     int64_t count = (int64_t)n;
+    /* integer dtypes step in integers from the truncated start, as PyTorch
+     * and NumPy do (the count still comes from the values given) */
+    if (!musa_is_float((musa_dtype)a->dtype)) {
+        if (trunc(a->step) == 0)
+            return musa_err(MUSA_ERR_VALUE,
+                            "[%s] step %g truncates to 0 in an integer dtype; it must be nonzero",
+                            op->name, a->step);
+        a->start = trunc(a->start), a->step = trunc(a->step);
+    }
     out_like(r, 0, (musa_dtype)a->dtype, 1, &count);
     return MUSA_OK;
 }

@@ -36,7 +36,9 @@ void musa_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i] ? shape[i] : 1;
+        /* Only an empty tensor's product can overflow (e.g. (0, 2^62, 4)); it
+         * addresses no element, so the strides past that point stay as is. */
+        if (!musa_mul_i64(s, shape[i] ? shape[i] : 1, &s)) s = strides[i];
     }
 }
 
@@ -324,7 +326,10 @@ static int need_data(const musa_tensor *t, const char *where) {
 int musa_tensor_copy_to(const musa_tensor *t, void *dst, size_t dst_bytes) {
     int rc = need_data(t, "copy_to");
     if (rc) return rc;
-    size_t need = (size_t)t->numel * musa_dtype_info[t->dtype].size;
+    size_t need;
+    if (!musa_mul_size((size_t)t->numel, musa_dtype_info[t->dtype].size, &need))
+        return musa_err(MUSA_ERR_VALUE, "[copy_to] %lld elements are more bytes than memory has",
+                        (long long)t->numel);
     if (dst_bytes < need)
         return musa_err(MUSA_ERR_VALUE, "[copy_to] destination holds %zu bytes, need %zu",
                         dst_bytes, need);
