@@ -130,8 +130,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
         if (!PyFloat_Check(o) && !PyLong_Check(o) && !PyIndex_Check(o) &&
             !PyObject_HasAttrString(o, "__float__"))
             return bad_type(b, k, o);
-        x->f = PyFloat_AsDouble(o);
-        return x->f == -1.0 && PyErr_Occurred() ? -1 : 0;
+        return pm_double(o, &x->f, b->name, b->argname[k]);
     case 'b':
         if (!PyBool_Check(o) && !PyLong_Check(o)) return bad_type(b, k, o);
         x->b = PyObject_IsTrue(o);
