@@ -40,22 +40,43 @@ typedef int (*musa_kernel_fn)(const musa_kctx *ctx, musa_kview *out, const musa_
 typedef size_t (*musa_workspace_fn)(const musa_kview *out, int n_out, const musa_kview *in,
                                     int n_in, const void *attrs);
 
+/* The product of the other dims of an empty view may overflow (a view of
+ * shape (0, 2^62, 4) is valid), so these helpers look for a zero first. */
+static inline bool musa_kview_empty(const musa_kview *v) {
+    for (int i = 0; i < v->ndim; i++)
+        if (v->shape[i] == 0) return true;
+    return false;
+}
+
+/* Whether every one of n views is empty. Callers skip the kernel then: it
+ * would write nothing, and so kernels may take a non-empty output, whose
+ * dims' products fit int64, for granted. */
+static inline bool musa_kviews_all_empty(const musa_kview *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (!musa_kview_empty(&v[i])) return false;
+    return true;
+}
+
 static inline int64_t musa_kview_numel(const musa_kview *v) {
+    if (musa_kview_empty(v)) return 0;
     int64_t n = 1;
     for (int i = 0; i < v->ndim; i++) n *= v->shape[i];
     return n;
 }
 
-/* Set v's strides to row-major for its shape. */
+/* Set v's strides to row-major for its shape (as musa_contiguous_strides). */
 static inline void musa_contiguous_strides_k(musa_kview *v) {
     int64_t s = 1;
     for (int i = v->ndim - 1; i >= 0; i--) {
         v->strides[i] = s;
-        s *= v->shape[i] ? v->shape[i] : 1;
+        if (!musa_mul_i64(s, v->shape[i] ? v->shape[i] : 1, &s)) s = v->strides[i];
     }
 }
 
+/* Row-major (size-1 dims may have any stride); an empty view addresses no
+ * element and counts as contiguous, as in PyTorch. */
 static inline bool musa_kview_contiguous(const musa_kview *v) {
+    if (musa_kview_empty(v)) return true;
     int64_t expect = 1;
     for (int i = v->ndim - 1; i >= 0; i--) {
         if (v->shape[i] != 1 && v->strides[i] != expect) return false;

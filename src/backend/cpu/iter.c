@@ -29,6 +29,14 @@ static bool init_flat(musa_iter *it, const musa_kview *const *ops, int nops) {
 }
 
 void musa_iter_init(musa_iter *it, const musa_kview *const *ops, int nops) {
+    if (musa_kview_empty(ops[0])) { /* nothing to visit; its other dims may be huge */
+        it->nops = nops;
+        it->ndim = 1;
+        it->shape[0] = 0;
+        it->numel = 0;
+        for (int k = 0; k < nops; k++) it->data[k] = ops[k]->data, it->strides[0][k] = 0;
+        return;
+    }
     if (init_flat(it, ops, nops)) return;
     const musa_kview *o = ops[0];
     int nd = o->ndim;
