@@ -99,21 +99,30 @@ static int need_float(const char *op, const musa_tensor *x) {
     return MUSA_OK;
 }
 
-/* Number of elements each output of a reduction over dims combines. */
-static int64_t reduced_count(const musa_tensor *x, int ndims, const int64_t *dims) {
+/* Number of elements each output of a reduction over dims combines, or -1
+ * with the error set (a bad or repeated dim). Only an empty x can make the
+ * product overflow, and then no output divides by it: it saturates. */
+static int64_t reduced_count(const char *op, const musa_tensor *x, int ndims,
+                             const int64_t *dims) {
     if (ndims == 0) return x->numel;
     int64_t n = 1;
+    bool seen[MUSA_MAX_DIMS] = {false};
     for (int i = 0; i < ndims; i++) {
         int64_t d;
-        if (musa_wrap_dim("reduce", dims[i], x->ndim, &d)) return -1;
-        n *= x->ndim ? x->shape[d] : 1;
+        if (musa_wrap_dim(op, dims[i], x->ndim, &d)) return -1;
+        if (x->ndim && seen[d]) {
+            musa_err(MUSA_ERR_VALUE, "[%s] dim %lld appears more than once", op, (long long)d);
+            return -1;
+        }
+        if (x->ndim) seen[d] = true;
+        if (!musa_mul_i64(n, x->ndim ? x->shape[d] : 1, &n)) n = INT64_MAX;
     }
     return n;
 }
 
 musa_tensor *musa_mean(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
     if (!x || need_float("mean", x)) return NULL;
-    int64_t n = reduced_count(x, ndims, dims);
+    int64_t n = reduced_count("mean", x, ndims, dims);
     if (n < 0) return NULL;
     musa_temps t = {0};
     musa_tensor *s = musa_tmp(&t, musa_sum(x, ndims, dims, keepdim));
@@ -125,7 +134,7 @@ musa_tensor *musa_mean(musa_tensor *x, int ndims, const int64_t *dims, bool keep
 musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
                       bool keepdim) {
     if (!x || need_float("var", x)) return NULL;
-    int64_t n = reduced_count(x, ndims, dims);
+    int64_t n = reduced_count("var", x, ndims, dims);
     if (n < 0) return NULL;
     musa_temps t = {0};
     musa_tensor *m = musa_tmp(&t, musa_mean(x, ndims, dims, true));
