@@ -4,7 +4,7 @@
  * A binding's spec lists its parameters as space-separated tokens
  * "name:K" or "name:K=default"; a lone "*" starts the keyword-only ones.
  * Kinds K:
- *   T  Tensor (default None allowed: a[i].t = NULL)
+ *   T  Tensor (None, a[i].t = NULL, only where the default is None)
  *   S  Tensor or Python number (a number becomes a wrapped number)
  *   i  int          f  float        b  bool        d  dtype (None: -1)
  *   I  int or sequence of ints (None: n = -1)
@@ -103,7 +103,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
     x->o = o;
     switch (b->kind[k]) {
     case 'T':
-        if (o == Py_None) return 0;
+        if (o == Py_None && b->has_dflt[k]) return 0; /* (a required tensor is no optional one) */
         if (!pm_is_tensor(o)) return bad_type(b, k, o);
         x->t = pm_t(o);
         return 0;

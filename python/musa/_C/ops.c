@@ -254,7 +254,7 @@ DEF(nonzero, FM, "input:T") {
 static musa_tensor *scaled(musa_tensor *input, pm_arg *alpha, musa_tensor *other,
                            musa_tensor **tmp) {
     *tmp = NULL;
-    if (!alpha->t) return other;
+    if (!alpha->t || !other) return other; /* (no other: the op names the missing tensor) */
     musa_tensor *both[2] = {input, other};
     musa_dtype d = musa_result_type(2, both);
     if (musa_tensor_dtype(other) == d) return *tmp = musa_mul(other, alpha->t);
@@ -728,8 +728,7 @@ DEF(storage_offset, PM_METH, "self:T") {
     return PyLong_FromLongLong(musa_tensor_offset(a[0].t));
 }
 DEF(is_contiguous, PM_METH, "self:T") {
-    /* an empty tensor is contiguous whatever its strides, as in PyTorch */
-    return PyBool_FromLong(musa_tensor_numel(a[0].t) == 0 || musa_tensor_is_contiguous(a[0].t));
+    return PyBool_FromLong(musa_tensor_is_contiguous(a[0].t));
 }
 DEF(data_ptr, PM_METH, "self:T") {
     return PyLong_FromVoidPtr(musa_tensor_data(a[0].t));
@@ -787,6 +786,12 @@ DEF(tolist, PM_METH, "self:T") {
         int64_t pos = 0;
         r = tolist_rec(c, 0, musa_tensor_shape(c), musa_tensor_ndim(c), c, &pos, fl ? buf : NULL,
                        fl ? NULL : buf, d);
+        if (!r && PyErr_ExceptionMatches(PyExc_MemoryError)) { /* (2**40, 0): 2**40 lists */
+            PyErr_Clear();
+            PyErr_Format(PyExc_MemoryError, "[Tensor.tolist] the lists of a %d-D tensor of %lld "
+                         "elements do not fit in memory",
+                         musa_tensor_ndim(c), (long long)n);
+        }
     }
     PyMem_Free(buf);
     musa_tensor_release(c);

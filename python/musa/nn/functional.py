@@ -536,7 +536,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     dropout_p = _number(dropout_p, who, "dropout_p")
     scale = None if scale is None else _number(scale, who, "scale")
     length, source = query.shape[-2], key.shape[-2]
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if scale is None:  # (as PyTorch's C++: an empty last dim scales by inf)
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
     scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:
         if attn_mask is not None:
