@@ -137,7 +137,13 @@ def any(input, dim=None, keepdim=False):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    diff = _C.abs(_C.sub(input, other))
+    _tensors("isclose", input=input)
+    a, b = input, other
+    if not input.is_floating_point():  # in float64: a uint8 difference wraps around (4 - 5 = 255)
+        a = _C.cast(input, _C.float64)
+        if isinstance(other, _C.Tensor) and not other.is_floating_point():
+            b = _C.cast(other, _C.float64)
+    diff = _C.abs(_C.sub(a, b))
     tol = _C.add(_C.mul(_C.abs(other if isinstance(other, _C.Tensor) else _C.tensor(other)), rtol), atol)
     # an infinite difference (an infinity against anything but itself) is never close
     close = _C.logical_and(_C.le(diff, tol), _C.logical_not(_C.isinf(diff)))
