@@ -355,6 +355,21 @@ def test_attention_with_an_empty_head_dim():
     assert out.shape == (1, 2, 3) and all(np.isnan(v) for v in out.reshape(-1).tolist())
 
 
+def test_numpy_of_a_view_bigger_than_memory():
+    # the buffer's length, numel * itemsize, overflowed (UBSan); then NumPy
+    # fell back to __array__, which asked NumPy again: RecursionError
+    x = musa.full((1,), 2, dtype=musa.float32).expand(2**62)
+    for export in (np.asarray, memoryview, lambda t: t.numpy(), lambda t: t.__array__()):
+        with pytest.raises(BufferError, match=r"\[Tensor.__buffer__\] a tensor of 4611686018427387904 elements"):
+            export(x)
+    assert np.asarray(musa.full((1,), 2.0).expand(2**40)).strides == (0,)
+    assert np.asarray(musa.arange(5.0)[1::2**62]).tolist() == [1.0]
+    t = musa.arange(6.0).reshape(2, 3).t()
+    a = t.__array__()
+    a[0, 0] = 9.0
+    assert t[0, 0].item() == 9.0 and a.dtype == np.float32
+
+
 # ---- found by the Python fuzzer: errors that were not "[name] message" ----
 
 NOT_TENSORS = [
@@ -495,6 +510,14 @@ def test_reductions_return_the_dtype_asked_for():
     c = musa.cumsum(musa.tensor([200, 100], dtype=musa.uint8), 0, dtype=musa.uint8)
     assert c.dtype == musa.uint8 and c.tolist() == [200, 44]
     assert musa.sum(musa.tensor([1, 2], dtype=musa.int8)).dtype == musa.int64
+
+
+def test_isclose_of_unsigned_integers():
+    # 4 - 5 wrapped to 255 in uint8
+    a, b = musa.tensor([6, 4], dtype=musa.uint8), musa.tensor([5, 5], dtype=musa.uint8)
+    assert musa.isclose(a, b, atol=1).tolist() == [True, True] and a.allclose(b, atol=1)
+    assert musa.isclose(a, b).tolist() == [False, False]
+    assert musa.isclose(musa.tensor([2**62]), 2**62 + 1, rtol=0, atol=2).tolist() == [True]
 
 
 def test_as_strided_starts_at_the_views_offset_by_default():
