@@ -338,7 +338,7 @@ import musa
 import musa.nn.functional as F
 
 STANDARD = (TypeError, ValueError, IndexError, RuntimeError, MemoryError, NotImplementedError,
-            OverflowError, ZeroDivisionError)
+            OverflowError, ZeroDivisionError, BufferError)
 PYTHON_OWN = re.compile({python_own!r})  # Python's own argument and operator errors
 
 

@@ -20,7 +20,7 @@ import musa
 import musa.nn.functional as F
 
 STANDARD = (TypeError, ValueError, IndexError, RuntimeError, MemoryError, NotImplementedError,
-            OverflowError, ZeroDivisionError)
+            OverflowError, ZeroDivisionError, BufferError)
 PYTHON_OWN = re.compile('(takes|expected) .*(positional )?arguments?|got an unexpected keyword argument|missing \\d+ required|got multiple values for|takes no (keyword )?arguments|takes exactly one argument|argument after \\* must be|must be a mapping|unsupported operand type|not supported between instances of|bad operand type for|unsupported format string passed to|Unknown format code')  # Python's own argument and operator errors
 
 
