@@ -75,11 +75,11 @@ class Runner:
         self.failures = 0
         self.children = 0
 
-    def spawn(self, seed, start, end, compare_torch=True, capture=None):
+    def spawn(self, seed, start, end, capture=None):
         r, w = os.pipe()
         cmd = [sys.executable, os.path.abspath(__file__), "--child", str(seed), str(start),
                str(end), str(w)]
-        if not compare_torch:
+        if self.args.no_torch:
             cmd.append("--no-torch")
         err = open(capture or os.path.join(self.out, "child.stderr"), "w+")
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
