@@ -4,13 +4,17 @@
 #   bash run.sh demo       install build dependencies, build, run the demo
 #   bash run.sh test       install dependencies, build, run every test
 #   bash run.sh sanitize   C tests under ASan+UBSan (build-asan/) and under
-#                          ThreadSanitizer (as tsan), a short fuzz run, Python
-#                          tests under PYTHONMALLOC=debug
+#                          ThreadSanitizer (as tsan), a short libFuzzer run,
+#                          Python tests under PYTHONMALLOC=debug, the Python
+#                          fuzzer's reproducers and a bounded fuzz run under ASan
 #   bash run.sh tsan       C tests under ThreadSanitizer (clang, build-tsan/);
 #                          tests/c/test_threads.c is the threading suite
 #   bash run.sh fuzz [s]   build the libFuzzer harnesses (clang, ASan+UBSan, in
 #                          build-fuzz/) and fuzz musa_op_call for s seconds
 #                          (default 60); crashers land in tests/fuzz/crashes/
+#   bash run.sh fuzz-py [seconds]
+#                          fuzz the Python API under ASan+UBSan (default 60 s;
+#                          tests/fuzz/fuzz_py.py, docs/fuzzing.md)
 #   bash run.sh bench      build and run the benchmarks (prints figures)
 #   bash run.sh table      the dynamic-versus-static training table, with
 #                          PyTorch rows and a chart in bench/results/ (installs
@@ -53,6 +57,25 @@ build() { # build DIR [cmake args...]
     shift
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
     cmake --build "$dir" -j"$JOBS"
+}
+
+# The ASan+UBSan build (C tests, and the Python module in build-asan/python:
+# see python/CMakeLists.txt).
+build_asan() {
+    build build-asan -DMUSA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DMUSA_BUILD_PYTHON=ON \
+        -DMUSA_PYTHON_PACKAGE_DIR="$PWD/build-asan/python"
+}
+
+# Debian's python3 with the ASan-built module: the ASan runtime must be the
+# first library loaded (the interpreter is not built with it), with
+# libstdc++ (else its __cxa_throw interceptor finds no real function once
+# torch, in C++, throws), and CPython leaks by design at exit. Allocations beyond 2 GiB fail (MemoryError), as
+# they would on a small machine, instead of taking this one's memory.
+asan_python() {
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)" \
+        ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=2048:hard_rss_limit_mb=6144 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OMP_NUM_THREADS=1 \
+        PYTHONPATH=build-asan/python "$PYTHON" "$@"
 }
 
 # Run every C test binary in DIR; print each one's lines and a total.
@@ -171,8 +194,8 @@ test)
     exit $status
     ;;
 sanitize)
-    setup "${TSAN_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
-    build build-asan -DMUSA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DMUSA_BUILD_PYTHON=OFF
+    setup "${TEST_PACKAGES[@]}" "${TSAN_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
+    build_asan
     status=0
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
         run_c_tests build-asan || status=1
@@ -199,7 +222,29 @@ sanitize)
     build build
     echo "== python tests, PYTHONMALLOC=debug"
     PYTHONMALLOC=debug run_py_tests || status=1
-    echo "$((C_PASSED + PY_PASSED)) passed, $((C_FAILED + PY_FAILED)) failed"
+    # the Python fuzzer under ASan: every reproducer it ever wrote must now
+    # run cleanly, then a bounded run from a fixed seed (15 batches of 200
+    # calls: about a minute here, stopped at 4 minutes on a slow machine)
+    echo "== python fuzzer: reproducers (tests/fuzz/crashes/py), ASan"
+    FZ_PASSED=0
+    FZ_FAILED=0
+    out=$(asan_python tests/fuzz/fuzz_py.py --replay tests/fuzz/crashes/py 2>&1) || status=1
+    echo "$out" | grep -v '^ok  ' || true
+    if [[ $(echo "$out" | tail -n 1) =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        FZ_PASSED=${BASH_REMATCH[1]}
+        FZ_FAILED=${BASH_REMATCH[2]}
+    else
+        FZ_FAILED=1
+    fi
+    echo "== python fuzzer: seeds 1-15 under ASan"
+    if asan_python tests/fuzz/fuzz_py.py --seed 1 --batches 15 --seconds 240 \
+        --out build-asan/fuzz-py --crash-dir build-asan/fuzz-py/crashes; then
+        FZ_PASSED=$((FZ_PASSED + 1))
+    else
+        FZ_FAILED=$((FZ_FAILED + 1))
+        status=1
+    fi
+    echo "$((C_PASSED + PY_PASSED + FZ_PASSED)) passed, $((C_FAILED + PY_FAILED + FZ_FAILED)) failed"
     exit $status
     ;;
 fuzz)
@@ -213,6 +258,12 @@ fuzz)
         echo "fuzz: found something (${FUZZ_EXECS} executions); see above"
         exit 1
     fi
+    ;;
+fuzz-py)
+    setup "${TEST_PACKAGES[@]}"
+    build_asan
+    asan_python tests/fuzz/fuzz_py.py --seconds "${2:-60}" --seed "${FUZZ_SEED:-$RANDOM}" \
+        --out build-asan/fuzz-py
     ;;
 bench)
     setup

@@ -399,6 +399,9 @@ MUSA_API musa_tensor *musa_clamp(musa_tensor *x, const double *min, const double
  * saturate (NaN gives 0); to bool is "nonzero"; float16 and bfloat16 round
  * to nearest even. */
 MUSA_API musa_tensor *musa_cast(musa_tensor *x, musa_dtype dtype);
+/* The dtype a binary or ternary op gives the n operands ts (see Type
+ * promotion; PyTorch's result_type). */
+MUSA_API musa_dtype musa_result_type(int n, musa_tensor *const *ts);
 /* A contiguous copy. */
 MUSA_API musa_tensor *musa_clone(musa_tensor *x);
 

@@ -1,5 +1,6 @@
 """Functions of the musa namespace written in Python, over the C ops."""
 import math as _math
+import operator as _operator
 
 from . import _C
 
@@ -13,11 +14,62 @@ __all__ = [
 ]
 
 
+# ---- argument checks shared by the functions written in Python ----
+
+def _tensors(who, **args):
+    """TypeError naming who and the argument unless each one is a Tensor (in
+    the words of the C bindings' own check)."""
+    for name, x in args.items():
+        if not isinstance(x, _C.Tensor):
+            raise TypeError(f"[{who}] argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def _dim(dim, ndim, who):
+    """dim as an index in [0, ndim) (a 0-d tensor takes -1 and 0): TypeError
+    unless an int, IndexError when out of range, in PyTorch's words."""
+    try:
+        d = _operator.index(dim)
+    except TypeError:
+        raise TypeError(f"[{who}] dim must be an int, not {type(dim).__name__}") from None
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"[{who}] dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {d})")
+    return d % n
+
+
+def _int(x, who, what):
+    """x as an int; TypeError naming who unless it has __index__."""
+    try:
+        return _operator.index(x)
+    except TypeError:
+        raise TypeError(f"[{who}] {what} must be an int, not {type(x).__name__}") from None
+
+
+def _dims(dims, who, what):
+    """An int or a sequence of ints, as a list; TypeError otherwise."""
+    if hasattr(dims, "__index__"):
+        return [_operator.index(dims)]
+    try:
+        return [_operator.index(d) for d in dims]
+    except TypeError:
+        raise TypeError(f"[{who}] {what} must be an int or a sequence of ints, not "
+                        f"{type(dims).__name__}") from None
+
+
+def _number(x, who, what):
+    """x as a float; TypeError naming who unless it is a real number."""
+    if isinstance(x, (str, bytes, complex)) or not hasattr(x, "__float__"):
+        raise TypeError(f"[{who}] {what} must be a number, not {type(x).__name__}")
+    return float(x)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """p-norm of a tensor, or - given a list of tensors - the 2-norm of all
     their elements together (one pass; as used for gradient clipping)."""
     if isinstance(input, (list, tuple)):
         return _C.norm_list(list(input))
+    _tensors("norm", input=input)
     if dtype is not None:
         input = input.cast(dtype)
     if p == "fro" or p is None:
@@ -27,6 +79,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 def fused_norm(tensors):
     """The 2-norm of all elements of a list of tensors, in one pass."""
+    if isinstance(tensors, _C.Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"[fused_norm] tensors must be a sequence of Tensors, not {type(tensors).__name__}")
     return _C.norm_list(list(tensors))
 
 
@@ -34,8 +88,11 @@ def split(tensor, split_size_or_sections, dim=0):
     """Views of consecutive pieces: a size per piece, or a list of sizes."""
     if isinstance(split_size_or_sections, int):
         return _C._split(tensor, split_size_or_sections, dim)
-    sizes = list(split_size_or_sections)
-    total = tensor.shape[dim]
+    _tensors("split", tensor=tensor)
+    sizes = _dims(split_size_or_sections, "split", "split_size_or_sections")
+    if tensor.ndim == 0:
+        raise IndexError("[split] a 0-d tensor cannot be split")
+    total = tensor.shape[_dim(dim, tensor.ndim, "split")]
     if _int_sum(sizes) != total:
         raise ValueError(f"[split] sizes {sizes} do not sum to the size {total} of dim {dim}")
     out, start = [], 0
@@ -54,39 +111,39 @@ def _int_sum(xs):
 
 def unbind(input, dim=0):
     """The slices along dim, as a tuple of views."""
-    n = input.shape[dim]
+    _tensors("unbind", input=input)
+    if input.ndim == 0:
+        raise IndexError("[unbind] dimension specified as 0 but tensor has no dimensions")
+    n = input.shape[_dim(dim, input.ndim, "unbind")]
     return tuple(_C.select(input, dim, i) for i in range(n))
 
 
-def _bool_reduce(input, dim, keepdim, want_all):
+def _bool_reduce(input, dim, keepdim, want_all, who):
+    _tensors(who, input=input)
     b = input if input.dtype == _C.bool else _C.ne(input, 0)
-    counts = _C.sum(_C.cast(b, _C.int64), dim, keepdim)
-    if want_all:
-        n = input.numel() if dim is None else _numel_over(input, dim)
-        return _C.eq(counts, n)
-    return _C.gt(counts, 0)
-
-
-def _numel_over(input, dim):
-    dims = [dim] if isinstance(dim, int) else list(dim)
-    n = 1
-    for d in dims:
-        n *= input.shape[d]
-    return n
+    if want_all:  # no zero anywhere (the sum checks dim)
+        return _C.eq(_C.sum(_C.cast(_C.logical_not(b), _C.int64), dim, keepdim), 0)
+    return _C.gt(_C.sum(_C.cast(b, _C.int64), dim, keepdim), 0)
 
 
 def all(input, dim=None, keepdim=False):
     """True where every element (along dim) is non-zero."""
-    return _bool_reduce(input, dim, keepdim, True)
+    return _bool_reduce(input, dim, keepdim, True, "all")
 
 
 def any(input, dim=None, keepdim=False):
     """True where some element (along dim) is non-zero."""
-    return _bool_reduce(input, dim, keepdim, False)
+    return _bool_reduce(input, dim, keepdim, False, "any")
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    diff = _C.abs(_C.sub(input, other))
+    _tensors("isclose", input=input)
+    a, b = input, other
+    if not input.is_floating_point():  # in float64: a uint8 difference wraps around (4 - 5 = 255)
+        a = _C.cast(input, _C.float64)
+        if isinstance(other, _C.Tensor) and not other.is_floating_point():
+            b = _C.cast(other, _C.float64)
+    diff = _C.abs(_C.sub(a, b))
     tol = _C.add(_C.mul(_C.abs(other if isinstance(other, _C.Tensor) else _C.tensor(other)), rtol), atol)
     # an infinite difference (an infinity against anything but itself) is never close
     close = _C.logical_and(_C.le(diff, tol), _C.logical_not(_C.isinf(diff)))
@@ -102,16 +159,19 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def equal(input, other):
     """True if both tensors have the same shape and elements."""
+    _tensors("equal", input=input, other=other)
     return tuple(input.shape) == tuple(other.shape) and bool(all(_C.eq(input, other)))
 
 
 def mm(input, mat2):
+    _tensors("mm", input=input, mat2=mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"[mm] expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
     return _C.matmul(input, mat2)
 
 
 def bmm(input, mat2):
+    _tensors("bmm", input=input, mat2=mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"[bmm] expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
     if input.shape[0] != mat2.shape[0]:
@@ -120,12 +180,14 @@ def bmm(input, mat2):
 
 
 def mv(input, vec):
+    _tensors("mv", input=input, vec=vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"[mv] expected a 2-D and a 1-D tensor, got {input.ndim}-D and {vec.ndim}-D")
     return _C.matmul(input, vec)
 
 
 def dot(input, other):
+    _tensors("dot", input=input, other=other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"[dot] expected 1-D tensors, got {input.ndim}-D and {other.ndim}-D")
     return _C.matmul(input, other)
@@ -157,9 +219,10 @@ def swapaxes(input, axis0, axis1):
 
 
 def movedim(input, source, destination):
+    _tensors("movedim", input=input)
     nd = input.ndim
-    src = [source] if isinstance(source, int) else list(source)
-    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = _dims(source, "movedim", "source")
+    dst = _dims(destination, "movedim", "destination")
     if len(src) != len(dst):
         raise ValueError("[movedim] source and destination must have the same number of dims")
     lo, hi = (-nd, nd - 1) if nd else (-1, 0)
@@ -172,6 +235,8 @@ def movedim(input, source, destination):
     for what, ds in (("source", src), ("destination", dst)):
         if len(set(ds)) != len(ds):
             raise ValueError(f"[movedim] repeated dim in `{what}` ({ds})")
+    if nd == 0:
+        return _C.permute(input, [])
     order = [None] * nd
     for s, d in zip(src, dst):
         order[d] = s
@@ -200,11 +265,20 @@ def erfc(input):
     return _C.sub(1.0, _C.erf(input))
 
 
+def _floating(input, who):
+    """input, or for an integer tensor its conversion to the default float
+    dtype (a uint8 tensor's negation wraps around)."""
+    _tensors(who, input=input)
+    return input if input.is_floating_point() else _C.cast(input, _C.get_default_dtype())
+
+
 def sinh(input):
+    input = _floating(input, "sinh")
     return _C.mul(_C.sub(_C.exp(input), _C.exp(_C.neg(input))), 0.5)
 
 
 def cosh(input):
+    input = _floating(input, "cosh")
     return _C.mul(_C.add(_C.exp(input), _C.exp(_C.neg(input))), 0.5)
 
 
@@ -217,6 +291,7 @@ def argsort(input, dim=-1, descending=False):
 
 
 def masked_select(input, mask):
+    _tensors("masked_select", input=input, mask=mask)
     return input[mask.broadcast_to(input.shape) if tuple(mask.shape) != tuple(input.shape) else mask]
 
 
@@ -225,6 +300,7 @@ def count_nonzero(input, dim=None):
 
 
 def atleast_1d(input):
+    _tensors("atleast_1d", input=input)
     return _C.reshape(input, [1]) if input.ndim == 0 else input
 
 
@@ -233,6 +309,8 @@ def lerp(input, end, weight):
 
 
 def diag(input, diagonal=0):
+    _tensors("diag", input=input)
+    diagonal = _int(diagonal, "diag", "diagonal")
     if input.ndim == 1:
         n = input.shape[0] + (diagonal if diagonal > 0 else -diagonal)
         out = _C.zeros(n, n, dtype=input.dtype)
@@ -251,6 +329,9 @@ def diag(input, diagonal=0):
 
 
 def trace(input):
+    _tensors("trace", input=input)
+    if input.ndim != 2:
+        raise RuntimeError(f"[trace] expected a matrix, got a {input.ndim}-D tensor")
     return _C.sum(diag(input))
 
 
@@ -259,29 +340,36 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def repeat_interleave(input, repeats, dim=None):
+    _tensors("repeat_interleave", input=input)
     if dim is None:
         input, dim = _C.reshape(input, [-1]), 0
     if not isinstance(repeats, int):
         raise NotImplementedError("[repeat_interleave] only an int number of repeats is supported")
-    x = _C.unsqueeze(input, dim + 1 if dim >= 0 else dim)
+    if repeats < 0:
+        raise ValueError(f"[repeat_interleave] repeats must be non-negative, got {repeats}")
+    if input.ndim == 0:
+        input = _C.reshape(input, [1])
+    d = _dim(dim, input.ndim, "repeat_interleave")
+    x = _C.unsqueeze(input, d + 1)
     shape = list(x.shape)
-    d = dim + 1 if dim >= 0 else input.ndim + dim + 1
-    shape[d] = repeats
-    x = x.expand(*shape)
+    shape[d + 1] = repeats
     new = list(input.shape)
-    new[dim] *= repeats
-    return _C.reshape(x, new)
+    new[d] *= repeats
+    return _C.reshape(x.expand(*shape), new)
 
 
 def sigmoid_(input):
+    _tensors("sigmoid_", input=input)
     return input.copy_(_C.sigmoid(input))
 
 
 def relu_(input):
+    _tensors("relu_", input=input)
     return input.copy_(_C.relu(input))
 
 
 def abs_(input):
+    _tensors("abs_", input=input)
     return input.copy_(_C.abs(input))
 
 

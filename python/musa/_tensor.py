@@ -208,6 +208,7 @@ def type(self, dtype=None):
 
 @_method
 def type_as(self, other):
+    F._tensors("Tensor.type_as", other=other)
     return self.to(other.dtype)
 
 
@@ -246,16 +247,19 @@ def unbind(self, dim=0):
 
 @_method
 def view_as(self, other):
+    F._tensors("Tensor.view_as", other=other)
     return self.view(other.shape)
 
 
 @_method
 def reshape_as(self, other):
+    F._tensors("Tensor.reshape_as", other=other)
     return self.reshape(other.shape)
 
 
 @_method
 def expand_as(self, other):
+    F._tensors("Tensor.expand_as", other=other)
     return self.expand(other.shape)
 
 
@@ -334,6 +338,7 @@ for _name in ("abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "re
 
 @_method
 def uniform_(self, a=0.0, b=1.0):
+    a, b = F._number(a, "Tensor.uniform_", "a"), F._number(b, "Tensor.uniform_", "b")
     with _C_no_grad():
         r = _C.rand_like(self) if self.is_floating_point() else _C.rand(*self.shape)
         return self.copy_(r * (b - a) + a)
@@ -341,6 +346,7 @@ def uniform_(self, a=0.0, b=1.0):
 
 @_method
 def normal_(self, mean=0.0, std=1.0):
+    mean, std = F._number(mean, "Tensor.normal_", "mean"), F._number(std, "Tensor.normal_", "std")
     with _C_no_grad():
         return self.copy_(_C.randn_like(self) * std + mean)
 
@@ -348,12 +354,13 @@ def normal_(self, mean=0.0, std=1.0):
 @_method
 def bernoulli_(self, p=0.5):
     with _C_no_grad():
-        probs = p if isinstance(p, Tensor) else _C.full(self.shape, float(p))
+        probs = p if isinstance(p, Tensor) else _C.full(self.shape, F._number(p, "Tensor.bernoulli_", "p"))
         return self.copy_(_C.bernoulli(probs.cast(_C.float32)))
 
 
 @_method
 def exponential_(self, lambd=1.0):
+    lambd = F._number(lambd, "Tensor.exponential_", "lambd")
     with _C_no_grad():
         u = _C.rand_like(self)
         return self.copy_(_C.neg(_C.log1p(_C.neg(u))) / lambd)

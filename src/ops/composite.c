@@ -99,21 +99,30 @@ static int need_float(const char *op, const musa_tensor *x) {
     return MUSA_OK;
 }
 
-/* Number of elements each output of a reduction over dims combines. */
-static int64_t reduced_count(const musa_tensor *x, int ndims, const int64_t *dims) {
+/* Number of elements each output of a reduction over dims combines, or -1
+ * with the error set (a bad or repeated dim). Only an empty x can make the
+ * product overflow, and then no output divides by it: it saturates. */
+static int64_t reduced_count(const char *op, const musa_tensor *x, int ndims,
+                             const int64_t *dims) {
     if (ndims == 0) return x->numel;
     int64_t n = 1;
+    bool seen[MUSA_MAX_DIMS] = {false};
     for (int i = 0; i < ndims; i++) {
         int64_t d;
-        if (musa_wrap_dim("reduce", dims[i], x->ndim, &d)) return -1;
-        n *= x->ndim ? x->shape[d] : 1;
+        if (musa_wrap_dim(op, dims[i], x->ndim, &d)) return -1;
+        if (x->ndim && seen[d]) {
+            musa_err(MUSA_ERR_VALUE, "[%s] dim %lld appears more than once", op, (long long)d);
+            return -1;
+        }
+        if (x->ndim) seen[d] = true;
+        if (!musa_mul_i64(n, x->ndim ? x->shape[d] : 1, &n)) n = INT64_MAX;
     }
     return n;
 }
 
 musa_tensor *musa_mean(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
     if (!x || need_float("mean", x)) return NULL;
-    int64_t n = reduced_count(x, ndims, dims);
+    int64_t n = reduced_count("mean", x, ndims, dims);
     if (n < 0) return NULL;
     musa_temps t = {0};
     musa_tensor *s = musa_tmp(&t, musa_sum(x, ndims, dims, keepdim));
@@ -125,7 +134,7 @@ musa_tensor *musa_mean(musa_tensor *x, int ndims, const int64_t *dims, bool keep
 musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
                       bool keepdim) {
     if (!x || need_float("var", x)) return NULL;
-    int64_t n = reduced_count(x, ndims, dims);
+    int64_t n = reduced_count("var", x, ndims, dims);
     if (n < 0) return NULL;
     musa_temps t = {0};
     musa_tensor *m = musa_tmp(&t, musa_mean(x, ndims, dims, true));
@@ -220,11 +229,13 @@ int musa_split(musa_tensor *x, int64_t split_size, int64_t dim, int max_out, mus
     if (split_size <= 0 && !(split_size == 0 && size == 0))
         return musa_err(MUSA_ERR_VALUE, "[split] split_size must be positive, got %lld",
                         (long long)split_size);
-    int64_t count = size == 0 ? 1 : (size + split_size - 1) / split_size;
+    /* (no size + split_size - 1: that overflows for a split_size near 2^63) */
+    int64_t count = size == 0 ? 1 : size / split_size + (size % split_size != 0);
     if (count > INT32_MAX) return musa_err(MUSA_ERR_VALUE, "[split] too many pieces");
     for (int64_t i = 0; i < count && i < max_out; i++) {
         int64_t start = i * split_size;
-        outs[i] = musa_slice(x, d, start, start + split_size, 1);
+        int64_t end = split_size > size - start ? size : start + split_size;
+        outs[i] = musa_slice(x, d, start, end, 1);
         if (!outs[i]) {
             for (int64_t k = 0; k < i; k++) musa_tensor_release(outs[k]);
             return musa_last_error_code();
@@ -245,8 +256,18 @@ int musa_chunk(musa_tensor *x, int64_t chunks, int64_t dim, int max_out, musa_te
     if (rc) return rc;
     if (x->ndim == 0) return musa_err(MUSA_ERR_VALUE, "[chunk] cannot chunk a 0-d tensor");
     int64_t size = x->shape[d];
-    int64_t split = size == 0 ? 0 : (size + chunks - 1) / chunks;
-    return musa_split(x, split, d, max_out, outs);
+    if (size == 0) { /* as PyTorch: `chunks` empty pieces */
+        if (chunks > INT32_MAX) return musa_err(MUSA_ERR_VALUE, "[chunk] too many pieces");
+        for (int64_t i = 0; i < chunks && i < max_out; i++) {
+            outs[i] = musa_slice(x, d, 0, 0, 1);
+            if (!outs[i]) {
+                for (int64_t k = 0; k < i; k++) musa_tensor_release(outs[k]);
+                return musa_last_error_code();
+            }
+        }
+        return (int)chunks;
+    }
+    return musa_split(x, size / chunks + (size % chunks != 0), d, max_out, outs);
 }
 
 musa_tensor *musa_masked_fill(musa_tensor *x, musa_tensor *mask, double value) {

@@ -665,7 +665,8 @@ int infer_topk(const musa_op_info *op, musa_tensor *const *in, int n_in, void *a
     if (rc) return rc;
     a->dim = d;
     int64_t size = x->ndim ? x->shape[d] : 1;
-    if (a->k < 0 || a->k > size)
+    /* a 0-d input has one value, and no shape for fewer */
+    if (a->k < (x->ndim ? 0 : 1) || a->k > size)
         return musa_err(MUSA_ERR_VALUE, "[%s] k = %lld is out of range for a dim of size %lld",
                         op->name, (long long)a->k, (long long)size);
     int64_t shape[MUSA_MAX_DIMS];
@@ -724,6 +725,15 @@ int infer_arange(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                         op->name, a->end, a->start, a->step);
     if (n > 4.0e18) return musa_err(MUSA_ERR_VALUE, "[%s] too many elements", op->name);
     int64_t count = (int64_t)n;
+    /* integer dtypes step in integers from the truncated start, as PyTorch
+     * and NumPy do (the count still comes from the values given) */
+    if (!musa_is_float((musa_dtype)a->dtype)) {
+        if (trunc(a->step) == 0)
+            return musa_err(MUSA_ERR_VALUE,
+                            "[%s] step %g truncates to 0 in an integer dtype; it must be nonzero",
+                            op->name, a->step);
+        a->start = trunc(a->start), a->step = trunc(a->step);
+    }
     out_like(r, 0, (musa_dtype)a->dtype, 1, &count);
     return MUSA_OK;
 }

@@ -199,9 +199,6 @@ static inline musa_tensor *musa_call2(musa_op_id op, musa_tensor *a, musa_tensor
     return musa_call(op, 2, in, attrs);
 }
 
-/* Type promotion over operands with PyTorch's three tiers (see musa.h). */
-musa_dtype musa_result_type(int n, musa_tensor *const *ts);
-
 /* Temporaries in op compositions: collect, then release together. */
 typedef struct musa_temps {
     musa_tensor *t[48];

@@ -336,7 +336,10 @@ static int need_data(const musa_tensor *t, const char *where) {
 int musa_tensor_copy_to(const musa_tensor *t, void *dst, size_t dst_bytes) {
     int rc = need_data(t, "copy_to");
     if (rc) return rc;
-    size_t need = (size_t)t->numel * musa_dtype_info[t->dtype].size;
+    size_t need;
+    if (!musa_mul_size((size_t)t->numel, musa_dtype_info[t->dtype].size, &need))
+        return musa_err(MUSA_ERR_VALUE, "[copy_to] %lld elements are more bytes than memory has",
+                        (long long)t->numel);
     if (dst_bytes < need)
         return musa_err(MUSA_ERR_VALUE, "[copy_to] destination holds %zu bytes, need %zu",
                         dst_bytes, need);

@@ -368,3 +368,306 @@ def test_from_numpy_refuses_unaligned_arrays_it_cannot_share():
                                          r"4-byte elements"):
         musa.from_numpy(a)
     assert musa.from_numpy(a.copy()).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+# ---- found by the Python fuzzer (tests/fuzz/fuzz_py.py; reproducers in
+# tests/fuzz/crashes/py): crashes under ASan/UBSan ----
+
+def test_a_slice_step_past_int64_strides_is_one_element():
+    # the view's stride, step * stride, overflowed (UBSan in infer_slice)
+    x = musa.tensor([[[0.887], [-1.132]]])
+    assert x[0:2:2**62].shape == (1, 2, 1)
+    assert musa.arange(5.0)[1::2**62].tolist() == [1.0]
+
+
+def test_repeat_interleave_of_an_empty_tensor_by_a_huge_count():
+    # the contiguous strides of (3, 0, 2**62) overflowed
+    r = musa.repeat_interleave(musa.zeros((3, 0), dtype=musa.uint8), 2**62, dim=1)
+    assert r.shape == (3, 0) and r.dtype == musa.uint8
+
+
+@pytest.mark.parametrize("call,msg", [
+    (lambda: F.max_pool2d(musa.ones(1, 4, 4), 2, 2, padding=2**62),
+     r"\[max_pool2d\] padding 4611686018427387904 should be at most half the kernel size 2"),
+    (lambda: F.conv2d(musa.ones(1, 1, 4, 4), musa.ones(1, 1, 2, 2), padding=2**62),
+     r"\[conv2d\] kernel size 2 with dilation 1 and padding 4611686018427387904 .* overflows int64"),
+    (lambda: F.conv2d(musa.ones(1, 1, 4, 4), musa.ones(1, 1, 2, 2), dilation=2**62),
+     r"\[conv2d\] kernel size 2 \(dilated to 4611686018427387905\) is larger"),
+])
+def test_pooling_and_convolution_sizes_that_overflow_int64(call, msg):
+    with pytest.raises(ValueError, match=msg):
+        call()
+
+
+@pytest.mark.parametrize("self_shape,index,src_shape", [((), [-1, 0, 0, -1], ()), ((), [0, 0], ())])
+def test_scatter_add_into_a_0d_tensor_checks_the_index_size(self_shape, index, src_shape):
+    # the kernel walked 4 index entries through the 0-d tensors' strides (SEGV)
+    x, src = musa.full(self_shape, 2.0), musa.full(src_shape, -0.5)
+    with pytest.raises(ValueError, match=rf"\[scatter_add\] index size {len(index)} exceeds src size 1"):
+        x.scatter_add(0, musa.tensor(index), src)
+    assert x.scatter_add(0, musa.tensor([0]), src).item() == 1.5
+
+
+def test_tolist_of_a_view_bigger_than_memory():
+    # 8 * numel wrapped to 0 and copy_to wrote past a 1-byte buffer
+    for dt in (musa.float64, musa.int64):
+        with pytest.raises(MemoryError, match=r"\[(Tensor.tolist|empty)\]"):
+            musa.full((1,), 1, dtype=dt).expand(2**62).tolist()
+
+
+def test_an_empty_slice_with_a_huge_step_reads_nothing():
+    # its stride (2**62 elements) overflowed in bytes when the copy kernel
+    # walked the empty view (UBSan in musa_iter_init)
+    e = musa.tensor([2.283, -1.157], dtype=musa.float16)[2**62:2:2**62]
+    assert e.shape == (0,) and e.tolist() == [] and e.float().tolist() == []
+
+
+def test_var_and_mean_over_a_repeated_dim_of_a_huge_view():
+    # the count of reduced elements was a product over the listed dims, so
+    # a repeated dim of 2**41 overflowed before the sum refused it
+    x = musa.full((1,), 0, dtype=musa.float16).expand(2**41)
+    with pytest.raises(ValueError, match=r"\[var\] dim 0 appears more than once"):
+        x.var(dim=(-1, 0))
+    with pytest.raises(ValueError, match=r"\[mean\] dim 0 appears more than once"):
+        musa.zeros(3).mean((0, 0))
+
+
+def test_a_required_tensor_argument_is_not_none():
+    # index_add(..., source=None, alpha=0) read the NULL tensor's dtype; a
+    # None for a tensor without a default now names the argument
+    with pytest.raises(TypeError, match=r"\[index_add\] argument 'source' must be Tensor, not NoneType"):
+        musa.tensor([0.1, 2.0]).index_add(0, musa.tensor([1]), None, alpha=0)
+    with pytest.raises(TypeError, match=r"\[gather\] argument 'index' must be Tensor, not NoneType"):
+        musa.ones(2).gather(0, None)
+    assert F.linear(musa.ones(1, 2), musa.ones(3, 2), None).tolist() == [[2.0, 2.0, 2.0]]
+
+
+def test_tolist_of_many_empty_lists_says_who_ran_out_of_memory():
+    with pytest.raises(MemoryError, match=r"\[Tensor.tolist\] the lists of a 2-D tensor"):
+        musa.full((1, 1), 2).expand(2**40, 0).tolist()
+
+
+def test_attention_with_an_empty_head_dim():
+    # 1 / sqrt(0) raised ZeroDivisionError in Python; PyTorch's C++ scales by inf
+    out = F.scaled_dot_product_attention(musa.ones(1, 2, 0), musa.ones(1, 2, 0), musa.ones(1, 2, 3))
+    assert out.shape == (1, 2, 3) and all(np.isnan(v) for v in out.reshape(-1).tolist())
+
+
+def test_numpy_of_a_view_bigger_than_memory():
+    # the buffer's length, numel * itemsize, overflowed (UBSan); then NumPy
+    # fell back to __array__, which asked NumPy again: RecursionError
+    x = musa.full((1,), 2, dtype=musa.float32).expand(2**62)
+    for export in (np.asarray, memoryview, lambda t: t.numpy(), lambda t: t.__array__()):
+        with pytest.raises(BufferError, match=r"\[Tensor.__buffer__\] a tensor of 4611686018427387904 elements"):
+            export(x)
+    assert np.asarray(musa.full((1,), 2.0).expand(2**40)).strides == (0,)
+    assert np.asarray(musa.arange(5.0)[1::2**62]).tolist() == [1.0]
+    t = musa.arange(6.0).reshape(2, 3).t()
+    a = t.__array__()
+    a[0, 0] = 9.0
+    assert t[0, 0].item() == 9.0 and a.dtype == np.float32
+
+
+# ---- found by the Python fuzzer: errors that were not "[name] message" ----
+
+NOT_TENSORS = [
+    ("equal", lambda: musa.equal(musa.ones(2), True), "other", "bool"),
+    ("atleast_1d", lambda: musa.atleast_1d(2), "input", "int"),
+    ("diag", lambda: musa.diag(1.5), "input", "float"),
+    ("trace", lambda: musa.trace(1.5), "input", "float"),
+    ("all", lambda: musa.all(1.5), "input", "float"),
+    ("any", lambda: musa.any(2), "input", "int"),
+    ("movedim", lambda: musa.movedim(True, 0, 0), "input", "bool"),
+    ("unbind", lambda: musa.unbind(3), "input", "int"),
+    ("split", lambda: musa.split(True, [1]), "tensor", "bool"),
+    ("masked_select", lambda: musa.masked_select(musa.ones(2), (1,)), "mask", "tuple"),
+    ("norm", lambda: musa.norm(2, dtype=musa.float64), "input", "int"),
+    ("sigmoid_", lambda: musa.sigmoid_(1.0), "input", "float"),
+    ("relu_", lambda: musa.relu_(1.0), "input", "float"),
+    ("abs_", lambda: musa.abs_(1), "input", "int"),
+    ("mm", lambda: musa.mm(musa.ones(2, 2), [[1.0]]), "mat2", "list"),
+    ("Tensor.expand_as", lambda: musa.ones(2).expand_as(1), "other", "int"),
+    ("Tensor.view_as", lambda: musa.ones(2).view_as((2,)), "other", "tuple"),
+    ("Tensor.reshape_as", lambda: musa.ones(2).reshape_as(1.0), "other", "float"),
+    ("Tensor.type_as", lambda: musa.ones(2).type_as(1j), "other", "complex"),
+    ("l1_loss", lambda: F.l1_loss(musa.ones(2), "x"), "target", "str"),
+    ("mse_loss", lambda: F.mse_loss(musa.ones(2), None), "target", "NoneType"),
+    ("smooth_l1_loss", lambda: F.smooth_l1_loss((1,), musa.ones(2)), "input", "tuple"),
+    ("binary_cross_entropy", lambda: F.binary_cross_entropy(musa.ones(2), 1), "target", "int"),
+    ("binary_cross_entropy_with_logits",
+     lambda: F.binary_cross_entropy_with_logits(musa.ones(2), musa.ones(2), pos_weight=2.0), "pos_weight", "float"),
+    ("nll_loss", lambda: F.nll_loss(musa.ones(2, 3), 1), "target", "int"),
+    ("cross_entropy", lambda: F.cross_entropy([1.0], musa.tensor([0])), "input", "list"),
+    ("batch_norm", lambda: F.batch_norm(musa.ones(2, 3), (1,), None), "running_mean", "tuple"),
+    ("softmax", lambda: F.softmax(3, 0), "input", "int"),
+    ("log_softmax", lambda: F.log_softmax(musa.float32, 0), "input", "dtype"),
+    ("pad", lambda: F.pad(1.5, (1, 1)), "input", "float"),
+    ("scaled_dot_product_attention",
+     lambda: F.scaled_dot_product_attention(musa.ones(2, 2), musa.ones(2, 2), 1.5), "value", "float"),
+    ("cosine_similarity", lambda: F.cosine_similarity(musa.ones(2), 3), "x2", "int"),
+    ("embedding", lambda: F.embedding(2, musa.ones(3, 2)), "input", "int"),
+    ("leaky_relu", lambda: F.leaky_relu(2, inplace=True), "input", "int"),
+    ("elu", lambda: F.elu(2.0, inplace=True), "input", "float"),
+    ("hardtanh", lambda: F.hardtanh((1,), inplace=True), "input", "tuple"),
+    ("dropout", lambda: F.dropout("x", 0.5), "input", "str"),
+]
+
+
+@pytest.mark.parametrize("who,call,arg,got", NOT_TENSORS, ids=[n[0] for n in NOT_TENSORS])
+def test_python_functions_name_an_argument_that_is_not_a_tensor(who, call, arg, got):
+    # each raised AttributeError ("'int' object has no attribute 'shape'")
+    with pytest.raises(TypeError, match=rf"^\[{who}\] argument '{arg}' must be Tensor, not {got}$"):
+        call()
+
+
+BAD_VALUES = [
+    ("movedim float dim", lambda: musa.movedim(musa.ones(2), 0, float("inf")), TypeError,
+     r"\[movedim\] destination must be an int or a sequence of ints, not float"),
+    ("movedim of a 0-d tensor", lambda: musa.movedim(musa.tensor(1.0), (0,), 0).shape, None, ()),
+    ("unbind dim tuple", lambda: musa.ones(2).unbind((-1,)), TypeError, r"\[unbind\] dim must be an int, not tuple"),
+    ("unbind dim 2**70", lambda: musa.ones(2).unbind(2**70), IndexError, r"\[unbind\] dimension out of range"),
+    ("unbind 0-d", lambda: musa.tensor(1.0).unbind(), IndexError, r"\[unbind\] dimension specified as 0"),
+    ("split sizes slice", lambda: musa.split(musa.ones(2), slice(1)), TypeError,
+     r"\[split\] split_size_or_sections must be an int or a sequence of ints, not slice"),
+    ("split dim out of range", lambda: musa.split(musa.ones(2), [1, 1], 3), IndexError, r"\[split\] dimension out of range"),
+    ("all dim out of range", lambda: musa.ones(2).all(1), IndexError, r"\[sum\]"),
+    ("repeat_interleave dim tuple", lambda: musa.repeat_interleave(musa.ones(2), 3, (2,)), TypeError,
+     r"\[repeat_interleave\] dim must be an int, not tuple"),
+    ("repeat_interleave dim out of range", lambda: musa.ones(2, 3).repeat_interleave(2, dim=2), IndexError,
+     r"\[repeat_interleave\] dimension out of range"),
+    ("fused_norm of an int", lambda: musa.fused_norm(3), TypeError, r"\[fused_norm\] tensors must be a sequence"),
+    ("clamp min list", lambda: musa.ones(2).clamp([]), TypeError, r"\[clamp\] min must be a number, not list"),
+    ("clamp_ min complex", lambda: musa.ones(2).clip_(min=1j), TypeError, r"\[clamp\] min must be a number, not complex"),
+    ("clamp past float", lambda: musa.ones(2).clamp(max=2**1024), OverflowError,
+     r"\[clamp\] max cannot be converted to a float"),
+    ("full with bytes", lambda: musa.ones(2).new_full((2,), b"ab"), TypeError, r"\[full\] fill_value must be a number, not bytes"),
+    ("arange of a list", lambda: musa.arange([1]), TypeError, r"\[arange\] end must be a number, not list"),
+    ("norm p tuple", lambda: musa.norm(musa.ones(2), p=(1,)), TypeError, r"\[norm\] p must be a number, not tuple"),
+    ("normalize p bytes", lambda: F.normalize(musa.ones(2), b"ab"), TypeError, r"\[normalize\] p must be a number, not bytes"),
+    ("uniform_ a tuple", lambda: musa.ones(2).uniform_(a=(1,)), TypeError, r"\[Tensor.uniform_\] a must be a number, not tuple"),
+    ("normal_ mean tuple", lambda: musa.ones(2).normal_(mean=(1,)), TypeError, r"\[Tensor.normal_\] mean must be a number"),
+    ("bernoulli_ p list", lambda: musa.ones(2).bernoulli_([0.5]), TypeError, r"\[Tensor.bernoulli_\] p must be a number, not list"),
+    ("smooth_l1 beta Ellipsis", lambda: F.smooth_l1_loss(musa.ones(2), musa.ones(2), beta=...), TypeError,
+     r"\[smooth_l1_loss\] beta must be a number, not ellipsis"),
+    ("hardtanh min tuple", lambda: F.hardtanh(musa.ones(2), (1,)), TypeError, r"\[hardtanh\] min_val must be a number, not tuple"),
+    ("sdpa 0-d query", lambda: F.scaled_dot_product_attention(musa.tensor(1.0), musa.ones(2, 2), musa.ones(2, 2)), ValueError,
+     r"\[scaled_dot_product_attention\] query and key need at least 2 dims"),
+    ("sdpa scale tuple", lambda: F.scaled_dot_product_attention(musa.ones(2, 2), musa.ones(2, 2), musa.ones(2, 2), scale=(1,)),
+     TypeError, r"\[scaled_dot_product_attention\] scale must be a number, not tuple"),
+    ("cosine_similarity eps Ellipsis", lambda: F.cosine_similarity(musa.ones(2), musa.ones(2), 0, ...), TypeError,
+     r"\[cosine_similarity\] eps must be a number, not ellipsis"),
+    ("pad of a float", lambda: F.pad(musa.ones(2), 1.5), TypeError, r"\[pad\] pad must be an int or a sequence of ints, not float"),
+    ("slice step 0", lambda: musa.ones(3)[::0], ValueError, r"\[index\] step must be greater than zero"),
+    ("slice of strings", lambda: musa.ones(3)["a":], TypeError, r"\[index\] slice indices must be integers or None"),
+    ("slice step 0 in setitem", lambda: musa.ones(3).__setitem__(slice(None, None, 0), 1.0), ValueError,
+     r"step must be greater than zero"),
+    # unbiased as an empty tensor: the truth test failed and var returned a
+    # result with the exception set (SystemError)
+    ("var unbiased empty tensor", lambda: musa.ones(3).var(0, unbiased=musa.zeros(0)), RuntimeError,
+     r"\[Tensor.__bool__\] Boolean value of Tensor with no values is ambiguous"),
+    ("topk k 0 of a 0-d tensor", lambda: musa.topk(musa.tensor(-1, dtype=musa.int32), 0), ValueError,
+     r"\[topk\] k = 0 is out of range for a dim of size 1"),
+    ("arange int step truncating to 0", lambda: musa.arange(0, 2, 0.5, dtype=musa.int64), ValueError,
+     r"\[arange\] step 0.5 truncates to 0 in an integer dtype"),
+]
+
+
+@pytest.mark.parametrize("name,call,exc,msg", BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
+def test_bad_values_raise_named_errors(name, call, exc, msg):
+    if exc is None:
+        assert call() == msg
+        return
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+# ---- found by the Python fuzzer: values that differed from PyTorch ----
+
+def test_cosh_and_sinh_of_integers_compute_in_float():
+    # cosh(uint8 3) was inf: the negation of a uint8 wraps around
+    assert abs(musa.cosh(musa.tensor([3], dtype=musa.uint8)).item() - np.cosh(3)) < 1e-5
+    s = musa.tensor([1, -2]).sinh()
+    assert s.dtype == musa.float32 and np.allclose(s.tolist(), np.sinh([1, -2]))
+
+
+def test_alpha_scales_in_the_result_dtype():
+    # other * alpha was computed in other's dtype: rounded to bfloat16, and
+    # an int number times alpha wrapped around int64
+    x = musa.tensor(-0.993, dtype=musa.float64).add_(musa.tensor(0.149, dtype=musa.bfloat16), alpha=-0.86)
+    assert x.item() == -0.993 + 0.1494140625 * -0.86
+    assert musa.tensor([2.5]).sub(2**62, alpha=2).item() == -2.0**63
+    assert musa.add(musa.tensor([1.0]), musa.tensor([2], dtype=musa.int8), alpha=0.5).tolist() == [2.0]
+    i = musa.zeros(2).index_add(0, musa.tensor([0, 1]), musa.tensor([1.0, 2.0], dtype=musa.float16), alpha=0.1)
+    assert i.dtype == musa.float32 and np.allclose(i.tolist(), [0.1, 0.2], atol=1e-7)
+
+
+def test_reductions_return_the_dtype_asked_for():
+    assert musa.prod(musa.tensor([-6, 6, -3, -1, -6, 3], dtype=musa.int8), dtype=musa.int8).item() == -104
+    s = musa.sum(musa.tensor([2.1, 3.5]), dtype=musa.bool)
+    assert s.dtype == musa.bool and s.item() is True
+    c = musa.cumsum(musa.tensor([200, 100], dtype=musa.uint8), 0, dtype=musa.uint8)
+    assert c.dtype == musa.uint8 and c.tolist() == [200, 44]
+    assert musa.sum(musa.tensor([1, 2], dtype=musa.int8)).dtype == musa.int64
+
+
+def test_isclose_of_unsigned_integers():
+    # 4 - 5 wrapped to 255 in uint8
+    a, b = musa.tensor([6, 4], dtype=musa.uint8), musa.tensor([5, 5], dtype=musa.uint8)
+    assert musa.isclose(a, b, atol=1).tolist() == [True, True] and a.allclose(b, atol=1)
+    assert musa.isclose(a, b).tolist() == [False, False]
+    assert musa.isclose(musa.tensor([2**62]), 2**62 + 1, rtol=0, atol=2).tolist() == [True]
+
+
+def test_as_strided_starts_at_the_views_offset_by_default():
+    x = musa.arange(9.0)[1:]
+    assert musa.as_strided(x, (3,), (3,)).tolist() == [1.0, 4.0, 7.0]
+    assert musa.as_strided(x, (3,), (3,), 0).tolist() == [0.0, 3.0, 6.0]
+
+
+def test_empty_tensors_are_contiguous():
+    assert musa.zeros(3, 0).is_contiguous() and musa.zeros(3, 3, 0).transpose(0, 2).is_contiguous()
+
+
+def test_chunk_of_an_empty_dim_gives_that_many_pieces():
+    pieces = musa.zeros(0, 2).chunk(5)
+    assert len(pieces) == 5 and all(p.shape == (0, 2) for p in pieces)
+    assert [p.tolist() for p in musa.arange(5.0).chunk(2**62)] == [[0.0], [1.0], [2.0], [3.0], [4.0]]
+    assert [p.shape for p in musa.zeros(5).split(2**62)] == [(5,)]
+
+
+def test_arange_in_an_integer_dtype_steps_in_integers():
+    # as PyTorch and NumPy: start and step truncate, the count does not
+    assert musa.arange(-2.5, 5, 1.5, dtype=musa.int32).tolist() == [-2, -1, 0, 1, 2]
+    assert musa.arange(0.5, 3, dtype=musa.int64).tolist() == [0, 1, 2]
+    assert musa.arange(-2.5, 5, 1.5).tolist() == [-2.5, -1.0, 0.5, 2.0, 3.5]
+
+
+def test_cosine_similarity_clamps_each_norm_and_broadcasts_first():
+    a = musa.tensor([[3.053, 3.551, -0.665], [1.112, -0.206, 0.032], [-3.042, 0.0, 0.0]])
+    b = musa.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 0.0, 1.0]])
+    # eps applies to each norm: 0.906 / (2.934 * 2.934), not 0.906 / max(|a| |b|, 2.934)
+    want = [0.0, (1.112 - 0.206) / 2.934**2, -3.042 / (3.042 * 2.934)]
+    assert np.allclose(F.cosine_similarity(a, b, -1, 2.934).tolist(), want, atol=1e-6)
+    # x1 (1, 2) against x2 (3, 2) along dim 0: x1's norm is over the broadcast rows
+    x1, x2 = musa.tensor([[-1.0, 2.0]]), musa.tensor([[2.0, 1.0], [1.0, -1.0], [3.0, 2.0]])
+    want = (-6.0) / (np.sqrt(3.0) * np.sqrt(14.0))
+    assert abs(F.cosine_similarity(x1, x2, 0)[0].item() - want) < 1e-6
+
+
+@pytest.mark.parametrize("size_average,reduce,want", [(-0.0, None, "sum"), (0, None, "sum"), (None, 0, "none"),
+                                                      (1, None, "mean"), (None, 1, "mean"), (False, True, "sum")])
+def test_the_deprecated_size_average_and_reduce_are_read_by_truth(size_average, reduce, want):
+    x, t = musa.tensor([1.0, 2.0, 4.0]), musa.zeros(3)
+    got = F.l1_loss(x, t, size_average, reduce)
+    expect = {"sum": [7.0], "mean": [7.0 / 3], "none": [1.0, 2.0, 4.0]}[want]
+    assert np.allclose(got.reshape(-1).tolist(), expect)
+
+
+def test_a_list_holding_sequences_indexes_as_a_tuple():
+    # PyTorch's rule: x[[[0, 1], [1, 0]]] is x[[0, 1], [1, 0]]
+    x = musa.arange(12).reshape(4, 3)
+    assert x[[[0, 1], [1, 0]]].tolist() == [1, 3]
+    assert x[[0, slice(None)]].tolist() == [0, 1, 2]
+    assert x[[0, 1]].shape == (2, 3) and x[[None, 0]].shape == (1, 3)
+    x[[[0, 1], [1, 0]]] = 100
+    assert x.tolist()[:2] == [[0, 100, 2], [100, 4, 5]]

@@ -4,7 +4,7 @@
  * A binding's spec lists its parameters as space-separated tokens
  * "name:K" or "name:K=default"; a lone "*" starts the keyword-only ones.
  * Kinds K:
- *   T  Tensor (default None allowed: a[i].t = NULL)
+ *   T  Tensor (None, a[i].t = NULL, only where the default is None)
  *   S  Tensor or Python number (a number becomes a wrapped number)
  *   i  int          f  float        b  bool        d  dtype (None: -1)
  *   I  int or sequence of ints (None: n = -1)
@@ -103,7 +103,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
     x->o = o;
     switch (b->kind[k]) {
     case 'T':
-        if (o == Py_None) return 0;
+        if (o == Py_None && b->has_dflt[k]) return 0; /* (a required tensor is no optional one) */
         if (!pm_is_tensor(o)) return bad_type(b, k, o);
         x->t = pm_t(o);
         return 0;
@@ -130,8 +130,7 @@ static int convert(pm_binding *b, int k, PyObject *o, pm_arg *a) {
         if (!PyFloat_Check(o) && !PyLong_Check(o) && !PyIndex_Check(o) &&
             !PyObject_HasAttrString(o, "__float__"))
             return bad_type(b, k, o);
-        x->f = PyFloat_AsDouble(o);
-        return x->f == -1.0 && PyErr_Occurred() ? -1 : 0;
+        return pm_double(o, &x->f, b->name, b->argname[k]);
     case 'b':
         if (!PyBool_Check(o) && !PyLong_Check(o)) return bad_type(b, k, o);
         x->b = PyObject_IsTrue(o);

@@ -358,6 +358,39 @@ int pm_int64(PyObject *o, int64_t *out, const char *who, const char *what) {
     return 0;
 }
 
+int pm_double(PyObject *o, double *out, const char *who, const char *what) {
+    if (pm_is_tensor(o)) {
+        if (musa_tensor_numel(pm_t(o)) != 1) {
+            PyErr_Format(PyExc_TypeError,
+                         "[%s] %s must be a number, got a tensor of %lld elements", who, what,
+                         (long long)musa_tensor_numel(pm_t(o)));
+            return -1;
+        }
+        return musa_tensor_item(pm_t(o), out) ? pm_raise_int() : 0;
+    }
+    if (PyUnicode_Check(o) || PyBytes_Check(o) || PyComplex_Check(o) ||
+        !(PyFloat_Check(o) || PyIndex_Check(o) || PyObject_HasAttrString(o, "__float__"))) {
+        PyErr_Format(PyExc_TypeError, "[%s] %s must be a number, not %s", who, what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = PyFloat_AsDouble(o);
+    if (*out == -1.0 && PyErr_Occurred()) {
+        /* an int past the float range, or a __float__ that fails: say who */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(PyErr_GivenExceptionMatches(type, PyExc_OverflowError) ? PyExc_OverflowError
+                                                                            : PyExc_TypeError,
+                     "[%s] %s cannot be converted to a float (%S)", who, what,
+                     value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    return 0;
+}
+
 int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *who, const char *what) {
     if (PyIndex_Check(o) || pm_is_tensor(o)) {
         *n = 1;

@@ -39,7 +39,19 @@ static int add_entry(key_entries *k, PyObject *o, const char *who) {
         e->kind = MUSA_INDEX_ELLIPSIS;
     } else if (PySlice_Check(o)) {
         Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(o, &start, &stop, &step) < 0) return -1;
+        if (PySlice_Unpack(o, &start, &stop, &step) < 0) {
+            /* Python's check, in our words: a zero step, or bounds that are not ints */
+            bool zero = PyErr_ExceptionMatches(PyExc_ValueError);
+            PyErr_Clear();
+            if (zero)
+                PyErr_Format(PyExc_ValueError, "[%s] step must be greater than zero", who);
+            else
+                PyErr_Format(PyExc_TypeError,
+                             "[%s] slice indices must be integers or None or have an __index__ "
+                             "method",
+                             who);
+            return -1;
+        }
         if (step <= 0) {
             PyErr_Format(PyExc_ValueError, "[%s] step must be greater than zero", who);
             return -1;
@@ -100,14 +112,32 @@ static int add_entry(key_entries *k, PyObject *o, const char *who) {
     return 0;
 }
 
+/* PyTorch's (and old NumPy's) rule: a list of fewer than 32 entries holding
+ * a sequence, slice, tensor, None or Ellipsis is a tuple of indices, so
+ * x[[[0, 1], [1, 0]]] is x[[0, 1], [1, 0]]. */
+static bool list_as_tuple(PyObject *key) {
+    if (!PyList_Check(key) || PyList_GET_SIZE(key) >= 32) return false;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(key); i++) {
+        PyObject *o = PyList_GET_ITEM(key, i);
+        if (pm_is_tensor(o) || PySequence_Check(o) || PySlice_Check(o) || o == Py_None ||
+            o == Py_Ellipsis)
+            return true;
+    }
+    return false;
+}
+
 static int parse_key(PyObject *key, key_entries *k, const char *who) {
     k->n = 0;
-    if (PyTuple_Check(key)) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
-            if (add_entry(k, PyTuple_GET_ITEM(key, i), who)) {
+    if (PyTuple_Check(key) || list_as_tuple(key)) {
+        PyObject *seq = PySequence_Fast(key, who); /* a new reference to the tuple or list */
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
+            if (add_entry(k, PySequence_Fast_GET_ITEM(seq, i), who)) {
                 key_free(k);
+                Py_DECREF(seq);
                 return -1;
             }
+        Py_DECREF(seq);
         return 0;
     }
     if (add_entry(k, key, who)) {

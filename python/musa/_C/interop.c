@@ -63,9 +63,25 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     }
     Py_ssize_t *arr = hold->arr;
     size_t es = musa_dtype_size(musa_tensor_dtype(t));
+    int64_t len;
+    bool fits = !__builtin_mul_overflow(musa_tensor_numel(t), (int64_t)es, &len);
     for (int i = 0; i < nd; i++) {
         arr[i] = (Py_ssize_t)musa_tensor_shape(t)[i];
-        arr[nd + i] = (Py_ssize_t)(musa_tensor_strides(t)[i] * (int64_t)es);
+        /* a stride in bytes; one that overflows steps nowhere (a size-1 dim,
+         * or an empty tensor), else the tensor is past the address space */
+        int64_t st;
+        if (__builtin_mul_overflow(musa_tensor_strides(t)[i], (int64_t)es, &st)) {
+            st = 0;
+            fits = fits && (musa_tensor_numel(t) == 0 || musa_tensor_shape(t)[i] <= 1);
+        }
+        arr[nd + i] = (Py_ssize_t)st;
+    }
+    if (!fits) { /* (an expanded view of 2**62 elements) */
+        PyMem_Free(hold);
+        PyErr_Format(PyExc_BufferError,
+                     "[Tensor.__buffer__] a tensor of %lld elements is larger than memory",
+                     (long long)musa_tensor_numel(t));
+        return -1;
     }
     bool contig = musa_tensor_is_contiguous(t);
     if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contig) {
@@ -76,7 +92,7 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     }
     view->buf = musa_tensor_data(t);
     view->obj = Py_NewRef(self);
-    view->len = (Py_ssize_t)(musa_tensor_numel(t) * (int64_t)es);
+    view->len = (Py_ssize_t)len;
     view->itemsize = (Py_ssize_t)es;
     view->readonly = 0;
     view->ndim = nd;
@@ -142,9 +158,14 @@ DEF(__array__, PM_METH, "self:T dtype:O=None") {
         if (!(tmp = pm_wrap(musa_cast(a[0].t, MUSA_DTYPE_FLOAT32)))) return NULL;
         src = tmp;
     }
-    PyObject *r = a[1].o == Py_None ? PyObject_CallMethod(np, "asarray", "O", src)
-                                    : PyObject_CallMethod(np, "asarray", "OO", src, a[1].o);
-    Py_XDECREF(tmp);
+    /* NumPy reads the buffer through a memoryview: given the tensor, it
+     * would come back here when the buffer fails (endless recursion) */
+    PyObject *mv = PyMemoryView_FromObject(src);
+    Py_XDECREF(tmp); /* (the memoryview holds it) */
+    if (!mv) return NULL;
+    PyObject *r = a[1].o == Py_None ? PyObject_CallMethod(np, "asarray", "O", mv)
+                                    : PyObject_CallMethod(np, "asarray", "OO", mv, a[1].o);
+    Py_DECREF(mv);
     return r;
 }
 

@@ -69,8 +69,8 @@ DEF(full, PM_FN, "size:I fill_value:O * dtype:d=None device:O=None requires_grad
         d = PyBool_Check(a[1].o)   ? MUSA_DTYPE_BOOL
             : PyLong_Check(a[1].o) ? MUSA_DTYPE_INT64
                                    : (int)pm_default_dtype();
-    double v = PyFloat_AsDouble(a[1].o);
-    if (v == -1.0 && PyErr_Occurred()) return NULL;
+    double v;
+    if (pm_double(a[1].o, &v, who, "fill_value")) return NULL;
     return finish_new(who, musa_full(a[0].n, a[0].v, v, d), a[3].o, a[4].b);
 }
 
@@ -151,8 +151,9 @@ DEF(arange, PM_FN,
             continue;
         }
         all_int = all_int && PyIndex_Check(vals[i]);
-        v[i] = PyFloat_AsDouble(vals[i]);
-        if (v[i] == -1.0 && PyErr_Occurred()) return NULL;
+        static const char *names[] = {"start", "end", "step"};
+        if (pm_double(vals[i], &v[i], who, i == 0 && vals[1] == Py_None ? "end" : names[i]))
+            return NULL;
     }
     double start = v[0], end = v[1], step = v[2];
     if (vals[1] == Py_None) start = 0, end = v[0];
@@ -247,21 +248,31 @@ DEF(nonzero, FM, "input:T") {
     return pm_ret(musa_nonzero(a[0].t));
 }
 
-/* other * alpha, when alpha is given */
-static musa_tensor *scaled(pm_arg *alpha, musa_tensor *other, musa_tensor **tmp) {
+/* other * alpha, when alpha is given, computed in the dtype of input +
+ * other (as PyTorch: a bfloat16 other does not round the product, an int
+ * number times alpha does not wrap). NULL with the musa error set. */
+static musa_tensor *scaled(musa_tensor *input, pm_arg *alpha, musa_tensor *other,
+                           musa_tensor **tmp) {
     *tmp = NULL;
-    if (!alpha->t) return other;
-    return *tmp = musa_mul(other, alpha->t);
+    if (!alpha->t || !other) return other; /* (no other: the op names the missing tensor) */
+    musa_tensor *both[2] = {input, other};
+    musa_dtype d = musa_result_type(2, both);
+    if (musa_tensor_dtype(other) == d) return *tmp = musa_mul(other, alpha->t);
+    musa_tensor *o = musa_cast(other, d);
+    if (!o) return NULL;
+    *tmp = musa_mul(o, alpha->t);
+    musa_tensor_release(o);
+    return *tmp;
 }
 DEF(add, FM, "input:S other:S * alpha:S=None") {
-    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
-    musa_tensor *r = musa_add(a[0].t, o);
+    musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
+    musa_tensor *r = o ? musa_add(a[0].t, o) : NULL;
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
 DEF(sub, FM, "input:S other:S * alpha:S=None") {
-    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
-    musa_tensor *r = musa_sub(a[0].t, o);
+    musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
+    musa_tensor *r = o ? musa_sub(a[0].t, o) : NULL;
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
@@ -311,8 +322,8 @@ DEF(clamp, FM, "input:T min:O=None max:O=None") {
         }
         return pm_ret(r);
     }
-    if (has_lo && ((lo = PyFloat_AsDouble(a[1].o)) == -1.0 && PyErr_Occurred())) return NULL;
-    if (has_hi && ((hi = PyFloat_AsDouble(a[2].o)) == -1.0 && PyErr_Occurred())) return NULL;
+    if (has_lo && pm_double(a[1].o, &lo, who, "min")) return NULL;
+    if (has_hi && pm_double(a[2].o, &hi, who, "max")) return NULL;
     if (!has_lo && !has_hi) {
         PyErr_SetString(PyExc_ValueError,
                         "[clamp] at least one of 'min' or 'max' must not be None");
@@ -338,14 +349,14 @@ DEF(cast, FM | PM_NOEXPORT, "input:T dtype:d") {
 INPLACE(mul)
 INPLACE(div)
 DEF(add_, PM_METH, "self:T other:S * alpha:S=None") {
-    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
+    musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
     int rc = o ? musa_add_(a[0].t, o) : -1;
     musa_tensor_release(tmp);
     if (rc) return pm_raise();
     return Py_NewRef(a[0].o);
 }
 DEF(sub_, PM_METH, "self:T other:S * alpha:S=None") {
-    musa_tensor *tmp, *o = scaled(&a[2], a[1].t, &tmp);
+    musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
     int rc = o ? musa_sub_(a[0].t, o) : -1;
     musa_tensor_release(tmp);
     if (rc) return pm_raise();
@@ -371,12 +382,20 @@ static musa_tensor *with_dtype(musa_tensor *x, int dtype) {
     return dtype < 0 || dtype == (int)musa_tensor_dtype(x) ? musa_tensor_retain(x)
                                                            : musa_cast(x, dtype);
 }
+/* ... and of the result (integer sums accumulate in int64): the dtype asked
+ * for is the result's, as in PyTorch. Steals r. */
+static musa_tensor *result_as(musa_tensor *r, int dtype) {
+    if (!r || dtype < 0 || dtype == (int)musa_tensor_dtype(r)) return r;
+    musa_tensor *c = musa_cast(r, dtype);
+    musa_tensor_release(r);
+    return c;
+}
 #define REDUCE(name)                                                                               \
     DEF(name, FM, "input:T dim:I=None keepdim:b=False * dtype:d=None") {                           \
         musa_tensor *x = with_dtype(a[0].t, a[3].dtype);                                           \
         musa_tensor *r = musa_##name(x, NDIMS(a[1]), a[1].v, a[2].b);                              \
         musa_tensor_release(x);                                                                    \
-        return pm_ret(r);                                                                          \
+        return pm_ret(result_as(r, a[3].dtype));                                                   \
     }
 REDUCE(sum)
 REDUCE(mean)
@@ -395,7 +414,11 @@ static int correction_of(pm_arg *unbiased, pm_arg *correction, int64_t *out, con
     *out = 1;
     if (correction->o && correction->o != Py_None)
         return pm_int64(correction->o, out, who, "correction");
-    if (unbiased->o && unbiased->o != Py_None) *out = PyObject_IsTrue(unbiased->o) ? 1 : 0;
+    if (unbiased->o && unbiased->o != Py_None) {
+        int t = PyObject_IsTrue(unbiased->o); /* -1: no truth value (an empty tensor) */
+        if (t < 0) return -1;
+        *out = t;
+    }
     return 0;
 }
 DEF(var, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
@@ -418,7 +441,7 @@ DEF(norm, FM | PM_NOEXPORT, "input:T p:O=None dim:I=None keepdim:b=False") {
                 PyErr_Format(PyExc_ValueError, "[norm] unsupported norm type '%U'", po);
                 return NULL;
             }
-        } else if ((p = PyFloat_AsDouble(po)) == -1.0 && PyErr_Occurred()) {
+        } else if (pm_double(po, &p, who, "p")) {
             return NULL;
         }
     }
@@ -463,7 +486,7 @@ DEF(cumsum, FM, "input:T dim:i * dtype:d=None") {
     musa_tensor *x = with_dtype(a[0].t, a[2].dtype);
     musa_tensor *r = musa_cumsum(x, a[1].i);
     musa_tensor_release(x);
-    return pm_ret(r);
+    return pm_ret(result_as(r, a[2].dtype));
 }
 DEF(sort, FM, "input:T dim:i=-1 descending:b=False") {
     musa_tensor *v = NULL, *i = NULL;
@@ -564,12 +587,14 @@ DEF(squeeze, FM, "input:T dim:I=None") {
 DEF(unsqueeze, FM, "input:T dim:i") {
     return pm_ret(musa_unsqueeze(a[0].t, a[1].i));
 }
-DEF(as_strided, FM, "input:T size:I stride:I storage_offset:i=0") {
+DEF(as_strided, FM, "input:T size:I stride:I storage_offset:O=None") {
     if (a[1].n != a[2].n) {
         PyErr_SetString(PyExc_ValueError, "[as_strided] size and stride must have the same length");
         return NULL;
     }
-    return pm_ret(musa_as_strided(a[0].t, a[1].n, a[1].v, a[2].v, a[3].i));
+    int64_t offset = musa_tensor_offset(a[0].t); /* None: the input's own, as PyTorch */
+    if (a[3].o != Py_None && pm_int64(a[3].o, &offset, who, "storage_offset")) return NULL;
+    return pm_ret(musa_as_strided(a[0].t, a[1].n, a[1].v, a[2].v, offset));
 }
 
 static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tensor **),
@@ -630,8 +655,8 @@ DEF(index_select, FM, "input:T dim:i index:T") {
     return pm_ret(musa_index_select(a[0].t, a[1].i, a[2].t));
 }
 DEF(index_add, FM, "input:T dim:i index:T source:T * alpha:S=None") {
-    musa_tensor *tmp, *src = scaled(&a[4], a[3].t, &tmp);
-    musa_tensor *r = musa_index_add(a[0].t, a[1].i, a[2].t, src);
+    musa_tensor *tmp, *src = scaled(a[0].t, &a[4], a[3].t, &tmp);
+    musa_tensor *r = src ? musa_index_add(a[0].t, a[1].i, a[2].t, src) : NULL;
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
@@ -747,10 +772,12 @@ DEF(tolist, PM_METH, "self:T") {
     musa_tensor *c = musa_cast(x, fl ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_INT64);
     if (!c) return pm_raise();
     int64_t n = musa_tensor_numel(c);
-    void *buf = PyMem_Malloc(8 * (size_t)(n ? n : 1));
+    /* (an expanded view may have more elements than the address space) */
+    void *buf = n > PY_SSIZE_T_MAX / 8 ? NULL : PyMem_Malloc(8 * (size_t)(n ? n : 1));
     if (!buf) {
         musa_tensor_release(c);
-        return PyErr_NoMemory();
+        return PyErr_Format(PyExc_MemoryError, "[Tensor.tolist] %lld elements do not fit in memory",
+                            (long long)n);
     }
     PyObject *r = NULL;
     if (musa_tensor_copy_to(c, buf, 8 * (size_t)n)) {
@@ -759,6 +786,12 @@ DEF(tolist, PM_METH, "self:T") {
         int64_t pos = 0;
         r = tolist_rec(c, 0, musa_tensor_shape(c), musa_tensor_ndim(c), c, &pos, fl ? buf : NULL,
                        fl ? NULL : buf, d);
+        if (!r && PyErr_ExceptionMatches(PyExc_MemoryError)) { /* (2**40, 0): 2**40 lists */
+            PyErr_Clear();
+            PyErr_Format(PyExc_MemoryError, "[Tensor.tolist] the lists of a %d-D tensor of %lld "
+                         "elements do not fit in memory",
+                         musa_tensor_ndim(c), (long long)n);
+        }
     }
     PyMem_Free(buf);
     musa_tensor_release(c);

@@ -94,6 +94,9 @@ PyObject *pm_item(musa_tensor *t);
 /* Python int from an object supporting __index__, with a range check;
  * errors read "[who] what must be an int ...". */
 int pm_int64(PyObject *o, int64_t *out, const char *who, const char *what);
+/* A double from a Python number or a one-element tensor; errors read
+ * "[who] what must be a number ...". */
+int pm_double(PyObject *o, double *out, const char *who, const char *what);
 /* Ints from an int or a sequence of ints; *n gets the count. */
 int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *who, const char *what);
 

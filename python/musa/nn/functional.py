@@ -9,6 +9,7 @@ import math
 import warnings
 
 from .. import _C
+from .._functions import _dims, _int, _number, _tensors
 from ..autograd import no_grad
 
 Tensor = _C.Tensor
@@ -26,11 +27,17 @@ def _ntuple(n, name):
     return parse
 
 
-def _apply(fn, input, inplace):
+def _optional_tensors(who, **args):
+    """_tensors for the arguments that are not None."""
+    _tensors(who, **{k: v for k, v in args.items() if v is not None})
+
+
+def _apply(fn, input, inplace, who):
     """fn(input), written into input when inplace. When a gradient flows
     through input, fn reads a copy: its backward may need the old values."""
     if not inplace:
         return fn(input)
+    _tensors(who, input=input)
     source = input.clone() if input.requires_grad and _C.is_grad_enabled() else input
     return input.copy_(fn(source))
 
@@ -38,7 +45,7 @@ def _apply(fn, input, inplace):
 # ---- activations ----
 
 def relu(input, inplace=False):
-    return _apply(_C.relu, input, inplace)
+    return _apply(_C.relu, input, inplace, "relu")
 
 
 def relu6(input, inplace=False):
@@ -46,11 +53,11 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _apply(lambda x: _C.leaky_relu(x, negative_slope), input, inplace)
+    return _apply(lambda x: _C.leaky_relu(x, negative_slope), input, inplace, "leaky_relu")
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _apply(lambda x: _C.elu(x, alpha), input, inplace)
+    return _apply(lambda x: _C.elu(x, alpha), input, inplace, "elu")
 
 
 def gelu(input, approximate="none"):
@@ -58,7 +65,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    return _apply(_C.silu, input, inplace)
+    return _apply(_C.silu, input, inplace, "silu")
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -66,9 +73,9 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    if min_val > max_val:
+    if _number(min_val, "hardtanh", "min_val") > _number(max_val, "hardtanh", "max_val"):
         raise ValueError(f"[hardtanh] min_val ({min_val}) cannot be greater than max_val ({max_val})")
-    return _apply(lambda x: _C.hardtanh(x, min_val, max_val), input, inplace)
+    return _apply(lambda x: _C.hardtanh(x, min_val, max_val), input, inplace, "hardtanh")
 
 
 def sigmoid(input):
@@ -86,12 +93,14 @@ def _softmax_dim(name, ndim):
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _tensors("softmax", input=input)
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim)
     return _C.softmax(input if dtype is None else input.to(dtype), dim)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _tensors("log_softmax", input=input)
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim)
     return _C.log_softmax(input if dtype is None else input.to(dtype), dim)
@@ -100,11 +109,12 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1/(1-p)
     (training only)."""
-    if not 0.0 <= p <= 1.0:
+    _tensors("dropout", input=input)
+    if not 0.0 <= _number(p, "dropout", "p") <= 1.0:
         raise ValueError(f"[dropout] dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    return _apply(lambda x: _C.dropout(x, p, True), input, inplace)
+    return _apply(lambda x: _C.dropout(x, p, True), input, inplace, "dropout")
 
 
 # ---- linear and convolution ----
@@ -134,6 +144,7 @@ def _conv_input(input, weight, padding, stride, dilation, n, name):
     dim, and 'same'/'valid' become explicit paddings."""
     if not isinstance(input, Tensor):
         raise TypeError(f"[{name}] input must be a musa.Tensor, got {type(input).__name__}")
+    _tensors(name, weight=weight)
     if input.ndim == n + 1:
         input = input.unsqueeze(0)
     elif input.ndim != n + 2:
@@ -194,7 +205,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def adaptive_avg_pool2d(input, output_size):
     """Average over the windows that split the plane into output_size; a
     None in output_size keeps that input size."""
+    _tensors("adaptive_avg_pool2d", input=input)
     size = _ntuple(2, "adaptive_avg_pool2d")(output_size)
+    if None in size and input.ndim < 2:
+        raise ValueError(f"[adaptive_avg_pool2d] expected a 3-D or 4-D input, got shape {tuple(input.shape)}")
     size = tuple(input.shape[-2 + i] if s is None else s for i, s in enumerate(size))
     return _C.adaptive_avg_pool2d(input, size)
 
@@ -205,6 +219,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                eps=1e-5):
     """Normalise over all dims but 1 with batch statistics (training; the
     running stats are then updated in place) or the running stats."""
+    _tensors("batch_norm", input=input)
+    _optional_tensors("batch_norm", running_mean=running_mean, running_var=running_var, weight=weight,
+                      bias=bias)
     if input.ndim >= 2:
         c = input.shape[1]
         for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
@@ -225,14 +242,21 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
     """input divided by its p-norm along dim (at least eps)."""
-    return input / _C.norm(input, float(p), dim, True).clamp(min=eps)
+    _tensors("normalize", input=input)
+    return input / _C.norm(input, _number(p, "normalize", "p"), dim, True).clamp(min=eps)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """Cosine of the angle between x1 and x2 along dim."""
-    dot = (x1 * x2).sum(dim)
-    sq = (x1 * x1).sum(dim) * (x2 * x2).sum(dim)
-    return dot / sq.clamp(min=eps * eps).sqrt()
+    """Cosine of the angle between x1 and x2 along dim: x1.x2 over the
+    product of the norms, each at least eps (as PyTorch 1.12 and later)."""
+    _tensors("cosine_similarity", x1=x1, x2=x2)
+    dim, eps = _int(dim, "cosine_similarity", "dim"), _number(eps, "cosine_similarity", "eps")
+    prod = x1 * x2
+    x1, x2 = x1.expand(prod.shape), x2.expand(prod.shape)  # the norms over the broadcast shape
+    dot = prod.sum(dim)
+    n1 = (x1 * x1).sum(dim).sqrt().clamp(min=eps)
+    n2 = (x2 * x2).sum(dim).sqrt().clamp(min=eps)
+    return dot / (n1 * n2)
 
 
 # ---- embeddings and shapes ----
@@ -242,6 +266,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     """Rows of weight picked by the integer tensor input; rows at
     padding_idx get no gradient. With max_norm, the picked rows of weight are
     first renormalised in place to norm at most max_norm."""
+    _tensors("embedding", input=input, weight=weight)
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("[embedding] scale_grad_by_freq and sparse gradients are not supported")
     if padding_idx is not None:
@@ -287,7 +312,8 @@ def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)//2 dims: pad = (left_last, right_last,
     left_second_last, ...); negative amounts crop. Modes: constant,
     reflect, replicate, circular."""
-    pad = list(pad)
+    _tensors("pad", input=input)
+    pad = _dims(pad, "pad", "pad")
     if len(pad) % 2:
         raise ValueError(f"[pad] padding length must be divisible by 2, got {pad}")
     if len(pad) // 2 > input.ndim:
@@ -307,13 +333,14 @@ def pad(input, pad, mode="constant", value=None):
 # ---- losses ----
 
 def _reduction(size_average, reduce, reduction):
-    """The reduction the deprecated size_average/reduce pair asks for, or
+    """The reduction the deprecated size_average/reduce pair asks for (by
+    their truth, None counting as True, as PyTorch reads them), or
     reduction when both are None."""
     if size_average is None and reduce is None:
         return reduction
-    if reduce is False:
+    if not (True if reduce is None else reduce):
         return "none"
-    return "sum" if size_average is False else "mean"
+    return "mean" if (True if size_average is None else size_average) else "sum"
 
 
 def _reduce(loss, reduction, name):
@@ -382,6 +409,8 @@ def _reduce_weighted(terms, w, reduction, name):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of class targets under log-probabilities;
     'mean' divides by the total weight of the non-ignored targets."""
+    _tensors("nll_loss", input=input, target=target)
+    _optional_tensors("nll_loss", weight=weight)
     reduction = _reduction(size_average, reduce, reduction)
     if weight is None and input.ndim == 2:
         return _C.nll_loss(input, target, ignore_index=ignore_index, reduction=reduction)
@@ -393,8 +422,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """Cross-entropy of logits (C,) or (N, C, *) against class indices or
     class probabilities, with optional class weights and label smoothing."""
+    _tensors("cross_entropy", input=input, target=target)
+    _optional_tensors("cross_entropy", weight=weight)
     reduction = _reduction(size_average, reduce, reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if not 0.0 <= _number(label_smoothing, "cross_entropy", "label_smoothing") <= 1.0:
         raise ValueError("[cross_entropy] label_smoothing must be between 0.0 and 1.0, got "
                          f"{label_smoothing}")
     if weight is None:
@@ -421,18 +452,21 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _tensors("mse_loss", input=input, target=target)
     _warn_size(input, target, "mse_loss")
     return _C.mse_loss(input, target, reduction=_reduction(size_average, reduce, reduction))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _tensors("l1_loss", input=input, target=target)
     _warn_size(input, target, "l1_loss")
     return _C.l1_loss(input, target, reduction=_reduction(size_average, reduce, reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta."""
-    if beta < 0:
+    _tensors("smooth_l1_loss", input=input, target=target)
+    if _number(beta, "smooth_l1_loss", "beta") < 0:
         raise ValueError(f"[smooth_l1_loss] beta must be non-negative, got {beta}")
     _warn_size(input, target, "smooth_l1_loss")
     return _C.smooth_l1_loss(input, target, reduction=_reduction(size_average, reduce, reduction), beta=beta)
@@ -440,6 +474,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(t log p + (1 - t) log(1 - p)) for probabilities p, times weight."""
+    _tensors("binary_cross_entropy", input=input, target=target)
+    _optional_tensors("binary_cross_entropy", weight=weight)
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"[binary_cross_entropy] target size {tuple(target.shape)} must be the same as "
@@ -454,6 +490,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably;
     pos_weight scales the loss of the positive targets."""
+    _tensors("binary_cross_entropy_with_logits", input=input, target=target)
+    _optional_tensors("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"[binary_cross_entropy_with_logits] target size {tuple(target.shape)} must be the "
@@ -487,8 +525,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(q k^T * scale + mask) v over the last two dims; a bool
     attn_mask is True where attention is allowed, a float one is added;
     is_causal allows each query only the keys at or before it."""
+    who = "scaled_dot_product_attention"
+    _tensors(who, query=query, key=key, value=value)
+    _optional_tensors(who, attn_mask=attn_mask)
+    if query.ndim < 2 or key.ndim < 2:
+        raise ValueError(f"[{who}] query and key need at least 2 dims, got shapes {tuple(query.shape)} "
+                         f"and {tuple(key.shape)}")
+    dropout_p = _number(dropout_p, who, "dropout_p")
+    scale = None if scale is None else _number(scale, who, "scale")
     length, source = query.shape[-2], key.shape[-2]
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if scale is None:  # (as PyTorch's C++: an empty last dim scales by inf)
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
     scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:
         if attn_mask is not None:

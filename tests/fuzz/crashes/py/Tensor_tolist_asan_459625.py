@@ -1,0 +1,45 @@
+"""Tensor.tolist: asan
+
+ERROR: AddressSanitizer: heap-buffer-overflow on address 0x60200078aa70 at pc 0x7fa951690347 bp 0x7f
+ad T3
+AddressSanitizer:DEADLYSIGNAL
+    #0 0x7fa951690346 in copy_f64_f64 /work/wt-pyfuzz/src/backend/cpu/copy.c:35
+    #1 0x7fa9516d943c in run_range /work/wt-pyfuzz/src/backend/cpu/iter.c:116
+    #2 0x7fa9514373bf in pf_runner /work/wt-pyfuzz/src/base/threadpool.c:238
+
+Found by tests/fuzz/fuzz_py.py (batch seed 562, call 20); replayed by
+`bash run.sh sanitize` (fuzz_py.py --replay), which requires it to run without
+a crash and to raise, if anything, a standard exception whose message starts
+with "[name]".
+"""
+import copy
+import math
+import operator
+import pickle
+import re
+from math import inf, nan
+
+import numpy as np
+
+import musa
+import musa.nn.functional as F
+
+STANDARD = (TypeError, ValueError, IndexError, RuntimeError, MemoryError, NotImplementedError,
+            OverflowError, ZeroDivisionError, BufferError)
+PYTHON_OWN = re.compile('(takes|expected) .*(positional )?arguments?|got an unexpected keyword argument|missing \\d+ required|got multiple values for|takes no (keyword )?arguments|takes exactly one argument|argument after \\* must be|must be a mapping|unsupported operand type|not supported between instances of|bad operand type for|unsupported format string passed to|Unknown format code')  # Python's own argument and operator errors
+
+
+def check(call):
+    try:
+        call()
+    except STANDARD as e:
+        print(f"{type(e).__name__}: {e}")
+        if not str(e).startswith("[") and not PYTHON_OWN.search(str(e)):
+            raise
+
+
+def call_0():
+    a0 = musa.full((1,), 1, dtype=musa.float64).expand(4611686018427387904,)
+    out = a0.tolist()
+
+check(call_0)

@@ -1,0 +1,437 @@
+"""check.py - the child process: runs calls and judges them.
+
+For each call: run its source with musa; classify an exception (standard
+class and "[name]" message, or a finding); touch the result as a user would;
+then run the same source with torch and compare (shapes, then values within
+the dtype's tolerance), except where the answer is random, unspecified, or
+known to differ for a stated reason (the tables below). Results go to the
+parent as JSON lines on a pipe (see child()).
+"""
+import json
+import math
+import os
+import re
+import warnings
+
+from .api import api
+from .gen import FLOATS, INT_RANGE, generate
+
+PYTHON_SIG_ERRORS = re.compile(
+    r"(takes|expected) .*(positional )?arguments?|got an unexpected keyword argument|"
+    r"missing \d+ required|got multiple values for|takes no (keyword )?arguments|"
+    r"takes exactly one argument|argument after \* must be|must be a mapping")
+# Python's own words for an operator or format() no type supports
+PYTHON_OP_ERRORS = re.compile(r"unsupported operand type|not supported between instances of|"
+                              r"bad operand type for|unsupported format string passed to|Unknown format code")
+STANDARD = ("TypeError", "ValueError", "IndexError", "RuntimeError", "MemoryError",
+            "NotImplementedError", "OverflowError", "ZeroDivisionError", "BufferError")
+
+# Results that are random or unspecified: compared by shape and dtype only.
+RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "bernoulli",
+          "bernoulli_", "dropout", "normal_", "uniform_", "exponential_", "empty", "empty_like",
+          "new_empty"}
+# Results not compared with torch at all, with the reason.
+NO_COMPARE = {
+    "data_ptr": "an address", "__hash__": "an id", "__repr__": "text", "__format__": "text",
+    "type": "type names differ (torch.FloatTensor)", "get_rng_state": "different generators",
+    "initial_seed": "different generators", "memory_stats": "different allocators",
+    "get_num_threads": "machine dependent", "__dlpack__": "a capsule", "__reduce_ex__": "pickle",
+    "element_size": "same", "is_pinned": "same",
+    # index results where ties (and NaN) allow several right answers
+    "argsort": "ties", "argmax": "ties", "argmin": "ties",
+}
+# (values, indices) results whose indices may differ on ties: values only.
+TIE_INDICES = {"max", "min", "sort", "topk", "max_pool2d"}
+# PyTorch 1.13 (the reference here) is wrong: not compared, with the reason.
+TORCH_WRONG = {
+    "conv_transpose2d": ("bfloat16", "output shapes of bfloat16 inputs are wrong (mkldnn path)"),
+}
+
+def namespaces():
+    """Globals for musa's and torch's run of the same source (torch's is None
+    when torch is missing)."""
+    import copy
+    import operator
+    import pickle
+
+    import numpy as np
+
+    import musa
+    import musa.nn.functional as F
+    base = {"math": math, "nan": math.nan, "inf": math.inf, "np": np, "copy": copy,
+            "operator": operator, "pickle": pickle}
+    ours = dict(base, musa=musa, F=F)
+    try:
+        import torch
+        import torch.nn.functional as TF
+        torch.set_num_threads(1)
+        theirs = dict(base, musa=torch, F=TF)
+    except ImportError:
+        theirs = None
+    return ours, theirs
+
+
+def classify(exc, form, target):
+    """None for an exception a caller may expect, else why it is a finding."""
+    name = type(exc).__name__
+    msg = str(exc)
+    if name not in STANDARD:
+        return f"{name} is not a standard exception class"
+    if msg.startswith("["):
+        return None
+    if name == "TypeError" and PYTHON_SIG_ERRORS.search(msg):
+        return None  # Python's own argument-count / keyword errors
+    if name in ("TypeError", "ValueError") and form in ("binop", "unop", "index") and \
+            PYTHON_OP_ERRORS.search(msg):
+        return None  # every operand type returned NotImplemented: Python says so
+    if name == "BufferError" and target == "musa.from_dlpack":
+        return None  # the producer cannot export (the array API's own exception)
+    return "message does not start with [name]"
+
+
+TORCH_LIMITS = re.compile(r"not implemented for|not supported|does not support|only supports|"
+                          r"is not implemented|Unsupported|unsupported|NYI")
+
+
+def torch_target_exists(t, torch_ns):
+    """Whether torch has the same function (so a comparison means something)."""
+    if torch_ns is None or t.short in NO_COMPARE:
+        return False
+    if t.form == "fn":
+        mod = torch_ns["musa"] if t.name.startswith("musa.") else torch_ns["F"]
+        return hasattr(mod, t.short)
+    if t.form == "method":
+        return hasattr(torch_ns["musa"].Tensor, t.short)
+    return t.form != "prop" or hasattr(torch_ns["musa"].Tensor, t.short)
+
+
+def run_source(call, ns):
+    """Run a call's source in a copy of ns; return (namespace, exception, stage)."""
+    env = dict(ns)
+    try:
+        exec("\n".join(call.lines), env)
+    except BaseException as e:  # noqa: BLE001 - reported
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return env, e, "args"
+    try:
+        exec(call.call, env)
+    except BaseException as e:  # noqa: BLE001 - reported
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return env, e, "call"
+    return env, None, "ok"
+
+
+LARGE = 1 << 20  # no materialisation of results beyond this many elements
+
+
+def numel(x):
+    try:
+        return math.prod(tuple(x.shape))
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def exercise(x, depth=0):
+    """Touch a musa result as a user would (repr, conversion), so a result
+    with a broken shape, stride or storage shows up now."""
+    import musa
+    if isinstance(x, musa.Tensor):
+        x.shape, x.stride(), x.dtype, x.is_contiguous()
+        if math.prod(max(d, 1) for d in x.shape) <= 4096:
+            repr(x)
+            x.tolist()
+    elif isinstance(x, (tuple, list)) and depth < 3:
+        for y in list(x)[:16]:
+            exercise(y, depth + 1)
+
+
+def to_array(x, lib):
+    """float64 / int64 / bool numpy copy of a tensor of musa or torch."""
+    import numpy as np
+    d = str(x.dtype).split(".")[-1]
+    x = x.detach()
+    if d == "bool":
+        return np.asarray(x.tolist(), dtype=bool).reshape(tuple(x.shape))
+    if d in FLOATS:
+        return np.asarray(x.to(lib.float64).tolist(), dtype=np.float64).reshape(tuple(x.shape))
+    return np.asarray(x.to(lib.int64).tolist(), dtype=np.int64).reshape(tuple(x.shape))
+
+
+RTOL = {"float64": 1e-6, "float32": 1e-4, "float16": 1e-2, "bfloat16": 3e-2}
+
+
+def compare(a, b, musa, torch, path="out", keep=None):
+    """None if musa's a agrees with torch's b, else what differs (only
+    where keep is true, when given)."""
+    import numpy as np
+    if isinstance(a, musa.Tensor) and isinstance(b, torch.Tensor):
+        if tuple(a.shape) != tuple(b.shape):
+            return f"{path}: shape {tuple(a.shape)} vs torch {tuple(b.shape)}"
+        if numel(a) > LARGE:
+            return None
+        da, db = str(a.dtype).split(".")[-1], str(b.dtype).split(".")[-1]
+        if da != db:  # another promotion rule: values computed differently (logged)
+            return f"dtype: {path}: {da} vs torch {db}"
+        x, y = to_array(a, musa), to_array(b, torch)
+        if da in FLOATS or db in FLOATS:
+            rtol = max(RTOL.get(da, 0), RTOL.get(db, 0), 1e-6)
+            x, y = x.astype(np.float64), y.astype(np.float64)
+            fin = np.isfinite(y)
+            scale = max(1.0, float(np.abs(y[fin]).max()) if fin.any() else 1.0)
+            same = np.isclose(x, y, rtol=rtol, atol=rtol * scale, equal_nan=True)
+            # a float result cast to int in one of them: compare as floats
+        else:
+            same = x.astype(np.int64) == y.astype(np.int64)
+        if keep is not None:
+            same = np.asarray(same) | ~keep
+        if not np.all(same):
+            k = np.argwhere(~np.asarray(same))[0]
+            finite = np.isfinite(x[tuple(k)]) and np.isfinite(y[tuple(k)])
+            return (("" if finite else "non-finite: ") + f"{path}: values differ at {tuple(int(v) for v in k)}: {x[tuple(k)]!r} vs "
+                    f"torch {y[tuple(k)]!r} (dtypes {da}, {db})")
+        return None
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        if len(a) != len(b):
+            return f"{path}: length {len(a)} vs torch {len(b)}"
+        for k, (x, y) in enumerate(zip(a, b)):
+            d = compare(x, y, musa, torch, f"{path}[{k}]")
+            if d:
+                return d
+        return None
+    if isinstance(a, (bool, int, float)) and isinstance(b, (bool, int, float)):
+        if isinstance(a, float) or isinstance(b, float):
+            if math.isnan(a) and math.isnan(b):
+                return None
+            if math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-4) or a == b:
+                return None
+        elif a == b:
+            return None
+        return f"{path}: {a!r} vs torch {b!r}"
+    if a is None or b is None:
+        return None if a is b else f"{path}: {a!r} vs torch {b!r}"
+    if type(a).__name__ in ("dtype", "device") or isinstance(a, str):
+        return None if str(a).split(".")[-1] == str(b).split(".")[-1] or isinstance(a, str) else \
+            f"{path}: {a} vs torch {b}"
+    return None  # other objects (grad_fn, arrays): not compared
+
+
+# Conversions: a float out of the integer type's range converts to anything
+# (C leaves it undefined; PyTorch wraps, musa saturates)
+CASTS = {"byte", "char", "int", "long", "short", "to", "type", "type_as", "__int__",
+         "__index__", "copy_", "new_tensor"}
+
+
+def cast_mask(fn, env, call, out, musa):
+    """Where a float-to-integer conversion is defined, or None."""
+    import numpy as np
+    if fn in ("linspace", "arange", "full") and isinstance(out, musa.Tensor) and \
+            str(out.dtype).split(".")[-1] in INT_RANGE:
+        # values computed in float64, then converted (out of range: see CASTS)
+        lo, hi = INT_RANGE[str(out.dtype).split(".")[-1]]
+        x = to_array(out, musa)
+        return (x > lo) & (x < hi)
+    if fn not in CASTS or not call.lines or not isinstance(out, musa.Tensor):
+        return None
+    # the converted value: the receiver, or copy_'s source, new_tensor's data
+    src = env.get(call.lines[1 if fn in ("copy_", "new_tensor") and len(call.lines) > 1 else 0]
+                  .split(" = ")[0])
+    d = str(out.dtype).split(".")[-1]
+    if d not in INT_RANGE:
+        return None
+    try:
+        x = to_array(src, musa) if isinstance(src, musa.Tensor) else np.asarray(src, dtype=np.float64)
+        x = np.broadcast_to(x, tuple(out.shape))
+    except (TypeError, ValueError):
+        return None
+    lo, hi = INT_RANGE[d]
+    with np.errstate(invalid="ignore"):
+        t = np.trunc(x)
+        return np.isfinite(x) & (t >= lo) & (t <= hi)
+
+
+def random_result(fn):
+    return fn in RANDOM
+
+
+def shape_only(a, b, musa, torch, path="out"):
+    if isinstance(a, musa.Tensor) and isinstance(b, torch.Tensor):
+        if tuple(a.shape) != tuple(b.shape):
+            return f"{path}: shape {tuple(a.shape)} vs torch {tuple(b.shape)}"
+    return None
+
+
+def check_call(call, ours, theirs, mark=lambda: None):
+    """Run one call in musa (and torch); return its record for the parent.
+    mark() is called before torch runs: a crash after it is torch's."""
+    import musa
+    t = call.target
+    rec = {"fn": t.name}
+    musa.manual_seed(0)
+    env, exc, stage = run_source(call, ours)
+    if exc is not None:
+        rec["outcome"] = "argerr" if stage == "args" else "raised"
+        rec["exc"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        why = classify(exc, t.form, t.name)
+        if why:
+            rec["finding"] = {"kind": "error", "detail": f"{why}: {rec['exc']}",
+                              "stage": stage}
+        elif stage == "call" and theirs is not None and torch_target_exists(t, theirs) and \
+                not call.big:
+            mark()
+            tenv, texc, tstage = run_torch(call, theirs, env)
+            if tstage == "ok":
+                rec["torch"] = "ok"  # musa stricter (logged in the counts only)
+        return rec
+    rec["outcome"] = "ok"
+    out = env.get("out")
+    try:
+        exercise(out)
+    except Exception as e:  # noqa: BLE001 - reported
+        rec["finding"] = {"kind": "error", "stage": "result",
+                          "detail": f"using the result raised {type(e).__name__}: {str(e)[:300]}"}
+        return rec
+    if theirs is None or not torch_target_exists(t, theirs) or call.big or torch_wrong(t.short, env):
+        return rec
+    if t.short == "storage_offset" and numel(env.get("a0")) == 0:
+        return rec  # an empty view's offset is unspecified (musa: 0)
+    mark()
+    tenv, texc, tstage = run_torch(call, theirs, env)
+    if tstage == "args" or tstage == "skip":
+        return rec
+    if texc is not None:
+        msg = f"{type(texc).__name__}: {str(texc)[:300]}"
+        rec["torch"] = msg
+        if isinstance(texc, (ValueError, RuntimeError, IndexError, TypeError)) and \
+                not TORCH_LIMITS.search(str(texc)):
+            rec["finding"] = {"kind": "accepted", "detail": f"torch raises {msg}"}
+        return rec
+    import torch
+    rec["torch"] = "ok"
+    a, b = out, tenv.get("out")
+    fn = t.short
+    if random_result(fn):
+        diff = shape_only(a, b, musa, torch)
+    else:
+        if fn in TIE_INDICES and isinstance(a, tuple) and len(a) == 2 and isinstance(b, tuple):
+            a, b = a[0], b[0]
+            if fn == "topk":  # sorted=False leaves the order open: compare the values as sets
+                a, b = a.reshape(-1).sort()[0], b.reshape(-1).sort()[0]
+        try:
+            diff = compare(a, b, musa, torch, keep=cast_mask(fn, env, call, out, musa))
+        except Exception:  # noqa: BLE001 - torch's result cannot be read (meta tensors)
+            return rec
+        if diff is None and (fn.endswith("_") or "=" in call.call.split("\n")[0][:-1]) and \
+                call.lines and not random_result(fn):
+            recv = call.lines[0].split(" = ")[0]
+            try:
+                diff = compare(env.get(recv), tenv.get(recv), musa, torch, path=recv)
+            except Exception:  # noqa: BLE001
+                pass
+    if diff:
+        kind = "mismatch"
+        if diff.startswith("dtype: "):
+            kind = "dtype"
+        elif diff.startswith("non-finite") and extreme_inputs(env, musa) or \
+                unsafe_conversion(env, musa) or ill_conditioned(fn, env, musa):
+            kind = "numerics"  # inf against nan from inputs at the edges, or casts: logged
+        rec["finding"] = {"kind": kind, "detail": diff}
+    return rec
+
+
+def args_of(env):
+    return [v for k, v in env.items() if re.fullmatch(r"a\d+", k)]
+
+
+def torch_wrong(fn, env):
+    import musa
+    if fn not in TORCH_WRONG:
+        return False
+    dtype = TORCH_WRONG[fn][0]
+    return any(isinstance(v, musa.Tensor) and str(v.dtype).endswith(dtype) for v in args_of(env))
+
+
+def extreme_inputs(env, musa):
+    """Whether some argument holds inf, nan, or a float near its type's
+    limits (huge, or tiny and nonzero)."""
+    import numpy as np
+    for v in args_of(env):
+        if isinstance(v, float) and (not math.isfinite(v) or abs(v) > 6e4 or 0 < abs(v) < 1e-30):
+            return True
+        if isinstance(v, musa.Tensor) and str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE:
+            x = np.abs(to_array(v, musa))
+            if x.size and (not np.isfinite(x).all() or x.max() > 6e4 or ((x > 0) & (x < 1e-30)).any()):
+                return True
+    return False
+
+
+NORMALISING = {"batch_norm", "layer_norm", "group_norm", "normalize", "cosine_similarity"}
+
+
+def ill_conditioned(fn, env, musa):
+    """A normalisation with a negative eps (undefined), or in half precision
+    with an eps below 1e-5 (a constant input's variance is the rounding
+    error of its mean, divided by ~0)."""
+    if fn not in NORMALISING:
+        return False
+    low = any(isinstance(v, musa.Tensor) and str(v.dtype).split(".")[-1] in ("float16", "bfloat16")
+              for v in args_of(env))
+    floats = [v for v in args_of(env) if isinstance(v, float)]
+    return any(v < 0 for v in floats) or low and any(abs(v) < 1e-5 for v in floats)
+
+
+def unsafe_conversion(env, musa):
+    """Whether a dtype= argument converts a float tensor argument holding
+    values outside that integer dtype's range, or a number outside an integer
+    tensor's range goes with it (see CASTS)."""
+    import numpy as np
+    ints = [str(v).split(".")[-1] for v in args_of(env) if isinstance(v, musa.dtype)]
+    ints += [str(v.dtype).split(".")[-1] for v in args_of(env) if isinstance(v, musa.Tensor)]
+    ints = [d for d in ints if d in INT_RANGE]
+    for v in args_of(env):
+        if ints and isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                any(not (INT_RANGE[d][0] <= v <= INT_RANGE[d][1]) for d in ints if v == v):
+            return True
+        if ints and isinstance(v, musa.Tensor) and str(v.dtype).split(".")[-1] in FLOATS and \
+                numel(v) <= LARGE:
+            x = to_array(v, musa)
+            for d in ints:
+                lo, hi = INT_RANGE[d]
+                with np.errstate(invalid="ignore"):
+                    if x.size and not (np.isfinite(x) & (x >= lo) & (x <= hi)).all():
+                        return True
+    return False
+
+
+def run_torch(call, theirs, env_musa):
+    """Torch's run of the same source; stage 'skip' when an argument is too
+    big to hand to torch cheaply."""
+    import musa
+    for k, v in env_musa.items():
+        if k.startswith("a") and isinstance(v, musa.Tensor) and numel(v) > LARGE:
+            return None, None, "skip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_source(call, theirs)
+
+
+def child(seed, start, end, report_fd, compare_torch):
+    """Run calls start..end-1 of the batch `seed`, reporting on report_fd:
+    'B <json call>' before each call, 'T <i>' before torch runs it, 'R <json
+    record>' after it."""
+    warnings.simplefilter("ignore")
+    ours, theirs = namespaces()
+    if not compare_torch:
+        theirs = None
+    targets = api()
+    rep = os.fdopen(report_fd, "w", buffering=1)
+    for i in range(start, end):
+        call = generate(targets, seed, i)
+        rep.write("B " + json.dumps({"i": i, "fn": call.target.name, "big": call.big,
+                                     "src": call.source()}) + "\n")
+        rec = check_call(call, ours, theirs, lambda: rep.write(f"T {i}\n"))
+        rec["i"] = i
+        rep.write("R " + json.dumps(rec) + "\n")
+    rep.write("DONE\n")
+    rep.close()
