@@ -20,6 +20,8 @@
 #                          PyTorch rows and a chart in bench/results/ (installs
 #                          python3-torch and python3-matplotlib); arguments
 #                          after "table" go to bench/bench_train.py
+#   bash run.sh format     apply .clang-format to every C file (clang-format)
+#   bash run.sh format-check  fail, listing them, if any C file is not formatted
 #   bash run.sh build      build only (Release, in build/)
 #
 # Dependencies come from Debian's packages (apt-get); nothing is downloaded
@@ -287,6 +289,20 @@ tsan)
     run_tsan || status=1
     echo "${TSAN_PASSED} passed, ${TSAN_FAILED} failed"
     exit $status
+    ;;
+format | format-check)
+    setup clang-format
+    mapfile -t files < <(git ls-files '*.c' '*.h')
+    if [ "$1" = format ]; then
+        clang-format -i "${files[@]}"
+    else
+        clang-format --dry-run -Werror "${files[@]}" 2>&1 | grep -E '^[^ ].*: error' || true
+        if ! clang-format --dry-run -Werror "${files[@]}" >/dev/null 2>&1; then
+            echo "format-check: C files differ from .clang-format (fix: bash run.sh format)"
+            exit 1
+        fi
+        echo "format-check: ${#files[@]} C files formatted"
+    fi
     ;;
 build)
     setup

@@ -30,7 +30,8 @@ static void chain(binop f, int n, double *fwd, double *bwd) {
     int64_t one = 1;
     double tf[5], tb[5];
     for (int r = 0; r < 5; r++) {
-        musa_tensor *x = musa_ones(1, &one, MUSA_DTYPE_FLOAT32), *c = musa_full(1, &one, 1.0001, MUSA_DTYPE_FLOAT32);
+        musa_tensor *x = musa_ones(1, &one, MUSA_DTYPE_FLOAT32),
+                    *c = musa_full(1, &one, 1.0001, MUSA_DTYPE_FLOAT32);
         musa_tensor_set_requires_grad(x, true);
         musa_tensor *y = musa_tensor_retain(x);
         double t0 = now();
@@ -53,8 +54,10 @@ static void chain(binop f, int n, double *fwd, double *bwd) {
 
 int main(void) {
     int64_t one = 1;
-    musa_tensor *a = musa_ones(1, &one, MUSA_DTYPE_FLOAT32), *b = musa_ones(1, &one, MUSA_DTYPE_FLOAT32);
-    musa_tensor *ga = musa_ones(1, &one, MUSA_DTYPE_FLOAT32), *gb = musa_ones(1, &one, MUSA_DTYPE_FLOAT32);
+    musa_tensor *a = musa_ones(1, &one, MUSA_DTYPE_FLOAT32),
+                *b = musa_ones(1, &one, MUSA_DTYPE_FLOAT32);
+    musa_tensor *ga = musa_ones(1, &one, MUSA_DTYPE_FLOAT32),
+                *gb = musa_ones(1, &one, MUSA_DTYPE_FLOAT32);
     musa_tensor_set_requires_grad(ga, true);
     musa_tensor_set_requires_grad(gb, true);
     printf("autograd overhead on 1-element float32 tensors (median of runs)\n");
@@ -65,12 +68,14 @@ int main(void) {
         double plain = per_op(fs[k], a, b, 200000), rec = per_op(fs[k], ga, gb, 200000);
         double cf, cb;
         chain(fs[k], 100000, &cf, &cb);
-        printf("  %s: op %.0f ns, op recording a node %.0f ns -> recording overhead %.0f ns/node (< 300 "
+        printf("  %s: op %.0f ns, op recording a node %.0f ns -> recording overhead %.0f ns/node "
+               "(< 300 "
                "wanted)\n",
                names[k], plain, rec, rec - plain);
         printf("  %s: chain of 100000: forward %.0f ns/op, backward %.0f ns/node (< 300 wanted)\n",
                names[k], cf, cb);
     }
-    musa_tensor_release(a), musa_tensor_release(b), musa_tensor_release(ga), musa_tensor_release(gb);
+    musa_tensor_release(a), musa_tensor_release(b), musa_tensor_release(ga),
+        musa_tensor_release(gb);
     return 0;
 }

@@ -51,7 +51,9 @@ int main(void) {
     musa_kview kv[3];
     musa_tensor *out = musa_empty(1, &one, MUSA_DTYPE_FLOAT32);
     for (int k = 0; k < 3; k++) {
-        kv[k] = (musa_kview){.data = musa_tensor_data(k == 0 ? out : k == 1 ? x : c),
+        kv[k] = (musa_kview){.data = musa_tensor_data(k == 0   ? out
+                                                      : k == 1 ? x
+                                                               : c),
                              .dtype = MUSA_DTYPE_FLOAT32,
                              .ndim = 1,
                              .shape = {1},

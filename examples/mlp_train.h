@@ -23,8 +23,8 @@ static inline musa_tensor *mlp_cross_entropy(musa_tensor *logits, musa_tensor *l
     int64_t one = 1;
     musa_tensor *lse = musa_logsumexp(logits, 1, &one, false);
     musa_tensor *idx = musa_unsqueeze(labels, 1);
-    musa_tensor *g = musa_gather(logits, 1, idx);        /* (n, 1) */
-    musa_tensor *picked = musa_squeeze(g, 1, &one);      /* (n) */
+    musa_tensor *g = musa_gather(logits, 1, idx);   /* (n, 1) */
+    musa_tensor *picked = musa_squeeze(g, 1, &one); /* (n) */
     musa_tensor *diff = musa_sub(lse, picked);
     musa_tensor *loss = musa_mean(diff, 0, NULL, false);
     musa_tensor_release(lse), musa_tensor_release(idx), musa_tensor_release(g);
@@ -39,7 +39,8 @@ static inline musa_tensor *mlp_forward(musa_tensor *x, musa_tensor *const *p) {
     musa_tensor *h3 = musa_relu(h2);
     musa_tensor *o1 = musa_matmul(h3, p[2]);
     musa_tensor *o2 = musa_add(o1, p[3]);
-    musa_tensor_release(h1), musa_tensor_release(h2), musa_tensor_release(h3), musa_tensor_release(o1);
+    musa_tensor_release(h1), musa_tensor_release(h2), musa_tensor_release(h3),
+        musa_tensor_release(o1);
     return o2;
 }
 
@@ -55,11 +56,13 @@ static inline int mlp_train(digits_data *d, int epochs, int verbose, mlp_result 
     musa_tensor *Y = musa_from_data(d->y, 1, sy, MUSA_DTYPE_INT64);
     musa_manual_seed(0);
     int64_t s1[2] = {DIGITS_FEATURES, H}, s2[2] = {H, C}, sb1[1] = {H}, sb2[1] = {C};
-    musa_tensor *w1 = musa_randn(2, s1, MUSA_DTYPE_FLOAT32), *w2 = musa_randn(2, s2, MUSA_DTYPE_FLOAT32);
+    musa_tensor *w1 = musa_randn(2, s1, MUSA_DTYPE_FLOAT32),
+                *w2 = musa_randn(2, s2, MUSA_DTYPE_FLOAT32);
     musa_tensor *k1 = musa_number(0.125), *k2 = musa_number(0.125); /* ~1/sqrt(fan_in) */
     musa_tensor *p[4] = {musa_mul(w1, k1), musa_zeros(1, sb1, MUSA_DTYPE_FLOAT32), musa_mul(w2, k2),
                          musa_zeros(1, sb2, MUSA_DTYPE_FLOAT32)};
-    musa_tensor_release(w1), musa_tensor_release(w2), musa_tensor_release(k1), musa_tensor_release(k2);
+    musa_tensor_release(w1), musa_tensor_release(w2), musa_tensor_release(k1),
+        musa_tensor_release(k2);
     musa_tensor *lrn = musa_number(lr);
     int rc = 0;
     for (int i = 0; i < 4; i++)
@@ -73,7 +76,8 @@ static inline int mlp_train(digits_data *d, int epochs, int verbose, mlp_result 
             musa_tensor *logits = mlp_forward(xb, p);
             musa_tensor *loss = mlp_cross_entropy(logits, yb);
             double lv = 0;
-            if (!loss || musa_tensor_item(loss, &lv) || musa_backward(1, &loss, NULL, false, false)) rc = -1;
+            if (!loss || musa_tensor_item(loss, &lv) || musa_backward(1, &loss, NULL, false, false))
+                rc = -1;
             bool prev = musa_set_grad_enabled(false); /* SGD step */
             for (int i = 0; i < 4 && !rc; i++) {
                 musa_tensor *g = musa_tensor_grad(p[i]);
@@ -84,7 +88,8 @@ static inline int mlp_train(digits_data *d, int epochs, int verbose, mlp_result 
             musa_set_grad_enabled(prev);
             total += lv;
             batches++;
-            musa_tensor_release(xb), musa_tensor_release(yb), musa_tensor_release(logits), musa_tensor_release(loss);
+            musa_tensor_release(xb), musa_tensor_release(yb), musa_tensor_release(logits),
+                musa_tensor_release(loss);
         }
         res->train_loss = total / batches;
         if (verbose && !rc) printf("epoch %2d  train loss %.4f\n", e + 1, res->train_loss);

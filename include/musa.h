@@ -545,7 +545,8 @@ MUSA_API musa_tensor *musa_index(musa_tensor *x, int n, const musa_index_entry *
 /* x[entries] = value (broadcast to the indexed shape, cast to x's dtype),
  * in place. With advanced indices and repeated positions, which value is
  * written is unspecified. */
-MUSA_API int musa_index_put_(musa_tensor *x, int n, const musa_index_entry *entries, musa_tensor *value);
+MUSA_API int musa_index_put_(musa_tensor *x, int n, const musa_index_entry *entries,
+                             musa_tensor *value);
 /* Indices of the non-zero elements: (count, ndim) int64. Needs values (not
  * traceable). */
 MUSA_API musa_tensor *musa_nonzero(musa_tensor *x);
@@ -573,7 +574,8 @@ MUSA_API musa_tensor *musa_conv2d(musa_tensor *x, musa_tensor *weight, musa_tens
                                   const int64_t *dilation, int64_t groups);
 /* x (N, C, L), weight (Cout, C/groups, k): conv2d on a height-1 view. */
 MUSA_API musa_tensor *musa_conv1d(musa_tensor *x, musa_tensor *weight, musa_tensor *bias,
-                                  int64_t stride, int64_t padding, int64_t dilation, int64_t groups);
+                                  int64_t stride, int64_t padding, int64_t dilation,
+                                  int64_t groups);
 /* x (N, Cin, H, W), weight (Cin, Cout/groups, kh, kw): the adjoint of conv2d;
  * output size (H-1) stride - 2 padding + dilation (k-1) + output_padding + 1. */
 MUSA_API musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *weight, musa_tensor *bias,
@@ -598,7 +600,8 @@ MUSA_API musa_tensor *musa_adaptive_avg_pool2d(musa_tensor *x, int64_t out_h, in
  * NULL (1 and 0). */
 MUSA_API musa_tensor *musa_batch_norm(musa_tensor *x, musa_tensor *running_mean,
                                       musa_tensor *running_var, musa_tensor *weight,
-                                      musa_tensor *bias, bool training, double momentum, double eps);
+                                      musa_tensor *bias, bool training, double momentum,
+                                      double eps);
 /* Normalise over the last ndims dims; weight/bias have those dims' shape. */
 MUSA_API musa_tensor *musa_layer_norm(musa_tensor *x, int ndims, musa_tensor *weight,
                                       musa_tensor *bias, double eps);
@@ -619,14 +622,17 @@ MUSA_API musa_tensor *musa_cross_entropy(musa_tensor *logits, musa_tensor *targe
 /* logp (N, C) log-probabilities, target (N) class indices. */
 MUSA_API musa_tensor *musa_nll_loss(musa_tensor *logp, musa_tensor *target, int64_t ignore_index,
                                     musa_reduction reduction);
-MUSA_API musa_tensor *musa_mse_loss(musa_tensor *input, musa_tensor *target, musa_reduction reduction);
-MUSA_API musa_tensor *musa_l1_loss(musa_tensor *input, musa_tensor *target, musa_reduction reduction);
+MUSA_API musa_tensor *musa_mse_loss(musa_tensor *input, musa_tensor *target,
+                                    musa_reduction reduction);
+MUSA_API musa_tensor *musa_l1_loss(musa_tensor *input, musa_tensor *target,
+                                   musa_reduction reduction);
 MUSA_API musa_tensor *musa_smooth_l1_loss(musa_tensor *input, musa_tensor *target, double beta,
                                           musa_reduction reduction);
 /* p are probabilities; logs are clamped at -100 as in PyTorch. */
 MUSA_API musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *target,
                                                 musa_reduction reduction);
-MUSA_API musa_tensor *musa_binary_cross_entropy_with_logits(musa_tensor *logits, musa_tensor *target,
+MUSA_API musa_tensor *musa_binary_cross_entropy_with_logits(musa_tensor *logits,
+                                                            musa_tensor *target,
                                                             musa_reduction reduction);
 
 /* gelu: exact (erf) or tanh approximation. */
@@ -639,7 +645,8 @@ MUSA_API musa_tensor *musa_hardtanh(musa_tensor *x, double min_val, double max_v
 
 /* Rows of weight (num, dim) picked by integer indices of any shape; the
  * row padding_idx (if >= 0) gets no gradient. */
-MUSA_API musa_tensor *musa_embedding(musa_tensor *weight, musa_tensor *indices, int64_t padding_idx);
+MUSA_API musa_tensor *musa_embedding(musa_tensor *weight, musa_tensor *indices,
+                                     int64_t padding_idx);
 /* Zero each element with probability p (from the musa generator) and scale
  * the rest by 1/(1-p); the identity when not training. */
 MUSA_API musa_tensor *musa_dropout(musa_tensor *x, double p, bool training);
@@ -761,8 +768,8 @@ typedef int (*musa_custom_backward)(void *ctx, int n_out, musa_tensor *const *gr
  * then require grad; ctx is freed with free_ctx when the node dies (or at
  * once when this call fails before making the node). */
 MUSA_API int musa_custom_node(const char *name, int n_in, musa_tensor *const *inputs, int n_out,
-                              musa_tensor *const *outputs, musa_custom_backward backward,
-                              void *ctx, void (*free_ctx)(void *ctx));
+                              musa_tensor *const *outputs, musa_custom_backward backward, void *ctx,
+                              void (*free_ctx)(void *ctx));
 
 /* Check gradients by central finite differences. fn computes up to 8
  * outputs from inputs (new references into outputs, count into *n_out).
@@ -1111,8 +1118,9 @@ typedef struct musa_attr_override {
 /* A copy of g for other input shapes (same ranks), with integer attributes
  * replaced; every node is re-inferred (NULL with the op's error if the
  * graph does not hold at those shapes). */
-MUSA_API musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)[MUSA_MAX_DIMS],
-                                             int n_over, const musa_attr_override *over);
+MUSA_API musa_graph *musa_graph_respecialize(const musa_graph *g,
+                                             const int64_t (*shapes)[MUSA_MAX_DIMS], int n_over,
+                                             const musa_attr_override *over);
 
 typedef struct musa_plan_options {
     int num_threads;   /* 0: musa_get_num_threads(); 1: no concurrent steps */

@@ -45,22 +45,22 @@ enum { MUSA_NODE_OP, MUSA_NODE_ACCUMULATE, MUSA_NODE_CUSTOM };
 struct musa_node {
     atomic_int_fast32_t refcount;
     uint8_t kind;
-    bool released;  /* saved tensors freed by a backward without retain_graph */
-    musa_op_id op;  /* MUSA_NODE_OP */
-    int n_in;       /* next edges = forward inputs */
-    int n_out;      /* forward outputs = incoming gradients */
-    uint64_t seq;   /* creation order */
-    size_t alloc_size; /* bytes of this node's allocation */
+    bool released;                  /* saved tensors freed by a backward without retain_graph */
+    musa_op_id op;                  /* MUSA_NODE_OP */
+    int n_in;                       /* next edges = forward inputs */
+    int n_out;                      /* forward outputs = incoming gradients */
+    uint64_t seq;                   /* creation order */
+    size_t alloc_size;              /* bytes of this node's allocation */
     atomic_uint_fast64_t run_owner; /* id of the backward run using run_slot, or 0 */
     int64_t run_slot;               /* that run's task index for this node */
-    musa_edge *next;       /* [n_in] */
-    musa_saved *saved_in;  /* [n_in] */
-    musa_saved *saved_out; /* [n_out] */
-    musa_meta *in_meta;    /* [n_in] */
-    musa_meta *out_meta;   /* [n_out] */
-    void *attrs;           /* the op's attrs record (trailing storage) */
-    musa_hook *pre_hooks;  /* hooks on this node's outputs */
-    musa_tensor *variable; /* MUSA_NODE_ACCUMULATE: the leaf (strong) */
+    musa_edge *next;                /* [n_in] */
+    musa_saved *saved_in;           /* [n_in] */
+    musa_saved *saved_out;          /* [n_out] */
+    musa_meta *in_meta;             /* [n_in] */
+    musa_meta *out_meta;            /* [n_out] */
+    void *attrs;                    /* the op's attrs record (trailing storage) */
+    musa_hook *pre_hooks;           /* hooks on this node's outputs */
+    musa_tensor *variable;          /* MUSA_NODE_ACCUMULATE: the leaf (strong) */
     /* MUSA_NODE_CUSTOM */
     musa_custom_backward custom_fn;
     void *custom_ctx;
@@ -72,11 +72,11 @@ struct musa_node {
 struct musa_autograd_meta {
     bool requires_grad;
     bool retains_grad;
-    musa_node *grad_fn;  /* strong */
+    musa_node *grad_fn; /* strong */
     int output_nr;
-    musa_node *grad_acc; /* weak: leaf only */
-    musa_tensor *grad;   /* strong */
-    musa_hook *hooks;    /* leaf hooks (run by AccumulateGrad) */
+    musa_node *grad_acc;   /* weak: leaf only */
+    musa_tensor *grad;     /* strong */
+    musa_hook *hooks;      /* leaf hooks (run by AccumulateGrad) */
     uint64_t view_version; /* views: storage version when grad_fn was set */
 };
 

@@ -29,8 +29,9 @@ static int eval(musa_func fn, void *ctx, int n_in, musa_tensor *const *in, outs 
     memset(o->t, 0, sizeof o->t);
     int rc = fn(ctx, n_in, in, &o->n, o->t);
     if (!rc && (o->n < 1 || o->n > MAX_OUT))
-        rc = musa_err(MUSA_ERR_VALUE, "[gradcheck] the function returned %d outputs (1..%d allowed)",
-                      o->n, MAX_OUT);
+        rc =
+            musa_err(MUSA_ERR_VALUE, "[gradcheck] the function returned %d outputs (1..%d allowed)",
+                     o->n, MAX_OUT);
     for (int i = 0; !rc && i < o->n; i++)
         if (!o->t[i]) rc = musa_err(MUSA_ERR_VALUE, "[gradcheck] output %d is NULL", i);
     if (rc) outs_release(o);
@@ -74,12 +75,15 @@ int musa_gradcheck(musa_func fn, void *ctx, int n_in, musa_tensor *const *inputs
         if (!t) return musa_err(MUSA_ERR_VALUE, "[gradcheck] input %d is NULL", i);
         if (!(t->flags & MUSA_TF_REQUIRES_GRAD)) continue;
         if (t->dtype != MUSA_DTYPE_FLOAT64)
-            return musa_err(MUSA_ERR_TYPE, "[gradcheck] input %d is %s; gradcheck needs float64 inputs",
-                            i, musa_dtype_name((musa_dtype)t->dtype));
+            return musa_err(MUSA_ERR_TYPE,
+                            "[gradcheck] input %d is %s; gradcheck needs float64 inputs", i,
+                            musa_dtype_name((musa_dtype)t->dtype));
         for (int d = 0; d < t->ndim; d++)
             if (t->strides[d] == 0 && t->shape[d] > 1)
-                return musa_err(MUSA_ERR_VALUE, "[gradcheck] input %d has overlapping elements (an "
-                                                "expanded view); pass a contiguous copy", i);
+                return musa_err(MUSA_ERR_VALUE,
+                                "[gradcheck] input %d has overlapping elements (an "
+                                "expanded view); pass a contiguous copy",
+                                i);
         checked[nc] = i;
         cin[nc++] = t;
     }
@@ -96,7 +100,8 @@ int musa_gradcheck(musa_func fn, void *ctx, int n_in, musa_tensor *const *inputs
     for (int c = 0; c < nc && !rc; c++) {
         musa_tensor *x = cin[c];
         for (int o = 0; o < base.n; o++)
-            if (!(num[o][c] = calloc((size_t)(x->numel * on[o] + 1), sizeof(double)))) rc = musa_err_nomem("gradcheck", 0);
+            if (!(num[o][c] = calloc((size_t)(x->numel * on[o] + 1), sizeof(double))))
+                rc = musa_err_nomem("gradcheck", 0);
         for (int64_t e = 0; e < x->numel && !rc; e++) {
             /* outputs may alias the input (views), so read each evaluation's
              * values before the next perturbation */
@@ -166,8 +171,8 @@ int musa_gradcheck(musa_func fn, void *ctx, int n_in, musa_tensor *const *inputs
 typedef struct {
     musa_func fn;
     void *ctx;
-    int n_in;       /* original inputs */
-    int n_go;       /* grad_outputs appended after them */
+    int n_in; /* original inputs */
+    int n_go; /* grad_outputs appended after them */
 } gg_ctx;
 
 static int vjp_fn(void *p, int n, musa_tensor *const *in, int *n_out, musa_tensor **out) {
@@ -200,7 +205,8 @@ static int vjp_fn(void *p, int n, musa_tensor *const *in, int *n_out, musa_tenso
 
 int musa_gradgradcheck(musa_func fn, void *ctx, int n_in, musa_tensor *const *inputs, double eps,
                        double atol, double rtol) {
-    if (!fn || n_in < 1 || !inputs || n_in > 32) return musa_err(MUSA_ERR_VALUE, "[gradgradcheck] bad arguments");
+    if (!fn || n_in < 1 || !inputs || n_in > 32)
+        return musa_err(MUSA_ERR_VALUE, "[gradgradcheck] bad arguments");
     outs o;
     int rc = eval(fn, ctx, n_in, inputs, &o);
     if (rc) return rc;
@@ -209,7 +215,8 @@ int musa_gradgradcheck(musa_func fn, void *ctx, int n_in, musa_tensor *const *in
     for (int i = 0; i < n_in; i++) all[n++] = inputs[i];
     gg_ctx g = {fn, ctx, n_in, 0};
     for (int j = 0; j < o.n && !rc; j++) {
-        if (!musa_is_float((musa_dtype)o.t[j]->dtype) || !(o.t[j]->flags & MUSA_TF_REQUIRES_GRAD)) continue;
+        if (!musa_is_float((musa_dtype)o.t[j]->dtype) || !(o.t[j]->flags & MUSA_TF_REQUIRES_GRAD))
+            continue;
         musa_tensor *go = musa_randn(o.t[j]->ndim, o.t[j]->shape, MUSA_DTYPE_FLOAT64);
         if (!go || (rc = musa_tensor_set_requires_grad(go, true))) {
             rc = rc ? rc : musa_last_error_code();

@@ -25,8 +25,10 @@
 #undef F
 
 const char *musa_attr_type_name(musa_attr_type type) {
-    static const char *names[] = {[MUSA_ATTR_BOOL] = "bool",   [MUSA_ATTR_INT] = "int",
-                                  [MUSA_ATTR_FLOAT] = "float", [MUSA_ATTR_INTS] = "ints",
+    static const char *names[] = {[MUSA_ATTR_BOOL] = "bool",
+                                  [MUSA_ATTR_INT] = "int",
+                                  [MUSA_ATTR_FLOAT] = "float",
+                                  [MUSA_ATTR_INTS] = "ints",
                                   [MUSA_ATTR_DTYPE] = "dtype"};
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "?";
 }

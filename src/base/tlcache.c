@@ -44,7 +44,9 @@ static void drain(void *arg) {
     }
 }
 
-static void drain_main(void) { drain(&tl); }
+static void drain_main(void) {
+    drain(&tl);
+}
 
 static void make_key(void) {
     pthread_key_create(&tl_key, drain);
@@ -63,8 +65,10 @@ void musa_tl_free(int kind, void *p) {
         pthread_setspecific(tl_key, &tl);
         tl.registered = true;
     }
-    if (tl.n[kind] < TL_MAX) tl.items[kind][tl.n[kind]++] = p;
-    else free(p);
+    if (tl.n[kind] < TL_MAX)
+        tl.items[kind][tl.n[kind]++] = p;
+    else
+        free(p);
 }
 
 #endif

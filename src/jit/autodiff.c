@@ -45,7 +45,8 @@ static int accumulate(musa_graph *g, int32_t *grad, int32_t v, musa_tensor *gt) 
 static int backward_node(musa_graph *g, int32_t ni, int32_t *grad, const uint8_t *dep) {
     musa_gnode n = g->nodes.data[ni]; /* copy: recording grows g->nodes */
     const musa_op_info *info = &musa_ops[n.op];
-    musa_tensor *in_buf[8], **in = in_buf, *out[MUSA_MAX_OUTPUTS] = {0}, *gout[MUSA_MAX_OUTPUTS] = {0};
+    musa_tensor *in_buf[8], **in = in_buf, *out[MUSA_MAX_OUTPUTS] = {0},
+                            *gout[MUSA_MAX_OUTPUTS] = {0};
     musa_tensor *gin_buf[8], **gin = gin_buf;
     musa_meta meta_buf[8], *meta = meta_buf;
     bool needs_buf[8], *needs = needs_buf;
@@ -99,7 +100,8 @@ static int backward_node(musa_graph *g, int32_t ni, int32_t *grad, const uint8_t
 done:
     for (int i = 0; i < made; i++) musa_tensor_release(in[i]);
     for (int i = 0; gin && i < n.n_in; i++) musa_tensor_release(gin[i]);
-    for (int j = 0; j < MUSA_MAX_OUTPUTS; j++) musa_tensor_release(out[j]), musa_tensor_release(gout[j]);
+    for (int j = 0; j < MUSA_MAX_OUTPUTS; j++)
+        musa_tensor_release(out[j]), musa_tensor_release(gout[j]);
     if (in != in_buf) free(in);
     if (gin != gin_buf) free(gin);
     if (meta != meta_buf) free(meta);

@@ -99,8 +99,8 @@ static int32_t external(musa_graph *g, musa_tensor *t) {
                      "called directly, not through the dispatcher) is used%s%s",
                      loc ? " at " : "", loc ? loc : "");
     }
-    int32_t id = musa_graph_new_value(g, number ? MUSA_V_CONST : MUSA_V_PARAM,
-                                      (musa_dtype)t->dtype, t->ndim, t->shape);
+    int32_t id = musa_graph_new_value(g, number ? MUSA_V_CONST : MUSA_V_PARAM, (musa_dtype)t->dtype,
+                                      t->ndim, t->shape);
     if (id < 0) return -1;
     musa_gvalue *v = &g->values.data[id];
     for (int i = 0; i < t->ndim; i++) v->strides[i] = t->strides[i];

@@ -35,7 +35,8 @@ void musa_graph_free(musa_graph *g) {
     musa_vec_free(&g->breaks);
     musa_vec_free(&g->syms);
     for (int64_t i = 0; i < g->grad_undo.len; i++)
-        musa_tensor_release(g->grad_undo.data[i].leaf), musa_tensor_release(g->grad_undo.data[i].old);
+        musa_tensor_release(g->grad_undo.data[i].leaf),
+            musa_tensor_release(g->grad_undo.data[i].old);
     musa_vec_free(&g->grad_undo);
     musa_map_free(&g->origin);
     musa_map_free(&g->bound);
@@ -118,8 +119,8 @@ int musa_graph_infer_into(musa_graph *g, musa_gnode *n, int32_t *fresh_out) {
     if (fresh_out) {
         n->n_out = r.n_out;
     } else if (n->n_out != r.n_out) {
-        rc = musa_err(MUSA_ERR_VALUE, "[%s] node has %d outputs but its inputs give %d",
-                      info->name, n->n_out, r.n_out);
+        rc = musa_err(MUSA_ERR_VALUE, "[%s] node has %d outputs but its inputs give %d", info->name,
+                      n->n_out, r.n_out);
         goto done;
     }
     for (int i = 0; i < n->n_in; i++)
@@ -168,8 +169,8 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
                         info->n_in, n_in);
     for (int i = 0; i < n_in; i++)
         if (in[i] < 0 || in[i] >= g->values.len)
-            return musa_err(MUSA_ERR_VALUE, "[%s] input %d is not a value of the graph",
-                            info->name, i);
+            return musa_err(MUSA_ERR_VALUE, "[%s] input %d is not a value of the graph", info->name,
+                            i);
     musa_gnode n;
     memset(&n, 0, sizeof n);
     n.op = (int16_t)op;

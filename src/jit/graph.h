@@ -117,12 +117,12 @@ struct musa_graph {
     MUSA_VEC(musa_gbreak) breaks;
     MUSA_VEC(musa_gsym) syms;
     /* capture state */
-    uint64_t tag;      /* capture id, high 32 bits of trace_tag */
-    uint32_t epoch;    /* stamped on tensors made while recording (musa_tensor_epoch) */
-    musa_map origin;   /* value id of a renamed tensor -> first value it had (mutations) */
-    musa_map bound;    /* address of a param/const tensor the graph holds -> its value now */
+    uint64_t tag;           /* capture id, high 32 bits of trace_tag */
+    uint32_t epoch;         /* stamped on tensors made while recording (musa_tensor_epoch) */
+    musa_map origin;        /* value id of a renamed tensor -> first value it had (mutations) */
+    musa_map bound;         /* address of a param/const tensor the graph holds -> its value now */
     musa_map bound_storage; /* storage address -> the first bound tensor on it (aliases) */
-    int capture_error; /* first error met while recording (sticky) */
+    int capture_error;      /* first error met while recording (sticky) */
     char capture_msg[512];
     bool capturing;
     musa_mode mode; /* of the running (or last) capture */
@@ -240,9 +240,8 @@ int musa_graph_run_pass(musa_graph *g, const char *name, musa_pass_ctx *ctx);
 /* Nodes [begin, end) of g as a graph of their own, with outputs outs. Its
  * inputs are g's inputs then the values made before `begin` that it reads;
  * *carried (malloc'd, *n_carried entries) lists those values' ids in g. */
-musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                               const int *outs, const musa_segment_options *opt, int **carried,
-                               int *n_carried);
+musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out, const int *outs,
+                               const musa_segment_options *opt, int **carried, int *n_carried);
 /* Hash of nodes [begin, end): ops, attrs, value ids, constants' values and
  * parameters' identities. Equal captures of equal code hash equal. */
 uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end);

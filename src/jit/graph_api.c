@@ -91,7 +91,8 @@ int musa_graph_num_breaks(const musa_graph *g) {
 int musa_graph_break(const musa_graph *g, int i, int *value, int *at_node, int *kind,
                      double *outcome, const char **loc) {
     if (!g || i < 0 || i >= g->breaks.len)
-        return musa_err(MUSA_ERR_INDEX, "[jit] break %d of %lld", i, g ? (long long)g->breaks.len : 0LL);
+        return musa_err(MUSA_ERR_INDEX, "[jit] break %d of %lld", i,
+                        g ? (long long)g->breaks.len : 0LL);
     const musa_gbreak *b = &g->breaks.data[i];
     if (value) *value = b->value;
     if (at_node) *at_node = b->at_node;

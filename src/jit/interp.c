@@ -43,8 +43,10 @@ int musa_graph_run_eager(const musa_graph *g, int n_in, musa_tensor *const *inpu
         rc = musa_dispatch((musa_op_id)n->op, n->n_in, ins, &n->attrs, outs);
         if (ins != ins_buf) free(ins);
         for (int j = 0; j < n->n_out; j++) {
-            if (!rc) env[n->out[j]] = outs[j];
-            else musa_tensor_release(outs[j]);
+            if (!rc)
+                env[n->out[j]] = outs[j];
+            else
+                musa_tensor_release(outs[j]);
         }
         if (rc && n->loc) {
             char msg[900];

@@ -211,8 +211,8 @@ char *musa_graph_json(const musa_graph *g) {
     for (int64_t i = 0; i < g->values.len; i++) {
         const musa_gvalue *v = &g->values.data[i];
         if (ref && !ref[i]) continue;
-        sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", first_value ? "" : ", ",
-                  (long long)i, kind_name(v->kind));
+        sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", first_value ? "" : ", ", (long long)i,
+                  kind_name(v->kind));
         first_value = false;
         sb_json_type(&b, g, v);
         if (v->kind == MUSA_V_CONST && v->tensor && v->tensor->numel == 1) {

@@ -61,8 +61,8 @@ static int copy_node(musa_graph *s, const musa_graph *g, const musa_gnode *n, co
         return MUSA_ERR_NOMEM;
     for (int k = 0; k < n->n_in; k++) in[k] = map[n->in[k]];
     int32_t out[MUSA_MAX_OUTPUTS];
-    int32_t id = musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, attrs ? attrs : &n->attrs,
-                                     out);
+    int32_t id =
+        musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, attrs ? attrs : &n->attrs, out);
     if (in != ins) free(in);
     if (id < 0) return id;
     s->nodes.data[id].loc = n->loc;
@@ -73,9 +73,8 @@ static int copy_node(musa_graph *s, const musa_graph *g, const musa_gnode *n, co
     return MUSA_OK;
 }
 
-musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out,
-                               const int *outs, const musa_segment_options *opt, int **carried,
-                               int *n_carried) {
+musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_out, const int *outs,
+                               const musa_segment_options *opt, int **carried, int *n_carried) {
     if (!g || !carried || !n_carried || n_out < 0 || (n_out && !outs)) {
         musa_err(MUSA_ERR_VALUE, "[jit] segment: NULL graph or arrays");
         return NULL;
@@ -154,7 +153,8 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         if (!g->nodes.data[i].dead && copy_node(s, g, &g->nodes.data[i], NULL, map)) goto fail;
     for (int k = 0; k < n_out; k++) {
         if (map[outs[k]] < 0) {
-            musa_err(MUSA_ERR_VALUE, "[jit] segment output %%%d is made after the segment", outs[k]);
+            musa_err(MUSA_ERR_VALUE, "[jit] segment output %%%d is made after the segment",
+                     outs[k]);
             goto fail;
         }
         if (musa_vec_push(&s->outputs, map[outs[k]])) goto fail;
@@ -233,8 +233,7 @@ musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)
         musa_attrs_any a = n->attrs;
         for (int k = 0; k < n_over; k++) {
             if (over[k].node != i) continue;
-            const musa_attr_field *f =
-                musa_attrs_field(musa_ops[n->op].attrs_kind, over[k].field);
+            const musa_attr_field *f = musa_attrs_field(musa_ops[n->op].attrs_kind, over[k].field);
             if (!f) {
                 musa_err(MUSA_ERR_VALUE, "[jit] op %s has no attribute '%s'", musa_ops[n->op].name,
                          over[k].field);

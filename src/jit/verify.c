@@ -102,8 +102,8 @@ int musa_graph_verify(const musa_graph *g) {
         if (!defined[m->value] || m->target < 0 || m->target >= nv ||
             (g->values.data[m->target].kind != MUSA_V_INPUT &&
              g->values.data[m->target].kind != MUSA_V_PARAM)) {
-            rc = musa_err(MUSA_ERR_RUNTIME, "[jit verify] mutation %lld is malformed",
-                          (long long)i);
+            rc =
+                musa_err(MUSA_ERR_RUNTIME, "[jit verify] mutation %lld is malformed", (long long)i);
             goto done;
         }
     }

@@ -326,8 +326,7 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     }
 
     /* Writing into a view while recording: done out of place on its base. */
-    if (grad_path && n_out == 1 && out[0] && out[0]->view_base &&
-        musa_autograd_inplace_view_hook) {
+    if (grad_path && n_out == 1 && out[0] && out[0]->view_base && musa_autograd_inplace_view_hook) {
         rc = musa_autograd_inplace_view_hook(op, n_in, cin, &a, out[0]);
         goto done;
     }
@@ -398,8 +397,7 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
         if (out[j]) provided |= 1u << j;
     }
     if (musa_tls.mode != MUSA_MODE_EAGER && musa_record_hook && musa_tls.recorder) {
-        if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, n_out, res,
-                                   provided)))
+        if ((rc = musa_record_hook(musa_tls.recorder, op, n_in, cin, &a, n_out, res, provided)))
             goto done;
     }
     if (MUSA_UNLIKELY(musa_tls.anomaly_forward) && !symbolic) {
@@ -534,12 +532,15 @@ int musa_attrs_set_number(musa_attrs *a, const char *field, double v) {
         return musa_err(MUSA_ERR_VALUE, "[attrs] op %s has no attribute '%s'", musa_ops[a->op].name,
                         field);
     switch (f->type) {
-    case MUSA_ATTR_BOOL: return musa_attrs_set_bool(a, field, v != 0);
-    case MUSA_ATTR_FLOAT: return musa_attrs_set_float(a, field, v);
+    case MUSA_ATTR_BOOL:
+        return musa_attrs_set_bool(a, field, v != 0);
+    case MUSA_ATTR_FLOAT:
+        return musa_attrs_set_float(a, field, v);
     case MUSA_ATTR_INT:
         if (!(v == floor(v) && fabs(v) < 9.2e18))
-            return musa_err(MUSA_ERR_VALUE, "[attrs] attribute '%s' of op %s takes an integer, got %g",
-                            field, musa_ops[a->op].name, v);
+            return musa_err(MUSA_ERR_VALUE,
+                            "[attrs] attribute '%s' of op %s takes an integer, got %g", field,
+                            musa_ops[a->op].name, v);
         return musa_attrs_set_int(a, field, (int64_t)v);
     default:
         return musa_err(MUSA_ERR_TYPE, "[attrs] attribute '%s' of op %s is not a number", field,

@@ -9,12 +9,12 @@
 
 #include "grad_util.h"
 
-#define G  (a->gout[0])
-#define X  (a->in[0])
-#define X1 (a->in[1])
-#define Y  (a->out[0])
+#define G       (a->gout[0])
+#define X       (a->in[0])
+#define X1      (a->in[1])
+#define Y       (a->out[0])
 #define T(expr) musa_tmp(&t, (expr))
-#define NUM(v) T(musa_number(v))
+#define NUM(v)  T(musa_number(v))
 
 int grad_none(const musa_grad_args *a, musa_tensor **gin) {
     MUSA_UNUSED(a), MUSA_UNUSED(gin);
@@ -125,8 +125,12 @@ static int grad_extreme2(const musa_grad_args *a, musa_tensor **gin, bool is_max
     return finish2(a, gin, ga, gb, &t);
 }
 
-int grad_maximum(const musa_grad_args *a, musa_tensor **gin) { return grad_extreme2(a, gin, true); }
-int grad_minimum(const musa_grad_args *a, musa_tensor **gin) { return grad_extreme2(a, gin, false); }
+int grad_maximum(const musa_grad_args *a, musa_tensor **gin) {
+    return grad_extreme2(a, gin, true);
+}
+int grad_minimum(const musa_grad_args *a, musa_tensor **gin) {
+    return grad_extreme2(a, gin, false);
+}
 
 /* fmod: d/db = -trunc(a / b), with trunc(a/b) = (a - fmod(a, b)) / b. */
 int grad_fmod(const musa_grad_args *a, musa_tensor **gin) {

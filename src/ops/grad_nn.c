@@ -11,9 +11,9 @@
  */
 #include "grad_util.h"
 
-#define G  (a->gout[0])
+#define G       (a->gout[0])
 #define T(expr) musa_tmp(&t, (expr))
-#define NUM(v) T(musa_number(v))
+#define NUM(v)  T(musa_number(v))
 
 static int done1(musa_tensor **gin, int i, musa_tensor *v, musa_temps *t) {
     gin[i] = v;
@@ -31,7 +31,8 @@ static musa_attrs_conv conv_with_shape(const void *attrs, const musa_meta *m) {
     return c;
 }
 
-static musa_tensor *conv_call(musa_op_id op, musa_tensor *p, musa_tensor *q, const musa_attrs_conv *c) {
+static musa_tensor *conv_call(musa_op_id op, musa_tensor *p, musa_tensor *q,
+                              const musa_attrs_conv *c) {
     return musa_call2(op, p, q, c);
 }
 
@@ -40,11 +41,13 @@ int grad_conv2d(const musa_grad_args *a, musa_tensor **gin) {
     for (int i = 0; i < a->n_in; i++) gin[i] = NULL;
     if (a->needs[0]) {
         musa_attrs_conv c = conv_with_shape(a->attrs, &a->in_meta[0]);
-        if (!(gin[0] = conv_call(MUSA_OP_conv2d_backward_input, G, a->in[1], &c))) rc = musa_last_error_code();
+        if (!(gin[0] = conv_call(MUSA_OP_conv2d_backward_input, G, a->in[1], &c)))
+            rc = musa_last_error_code();
     }
     if (!rc && a->needs[1]) {
         musa_attrs_conv c = conv_with_shape(a->attrs, &a->in_meta[1]);
-        if (!(gin[1] = conv_call(MUSA_OP_conv2d_backward_weight, a->in[0], G, &c))) rc = musa_last_error_code();
+        if (!(gin[1] = conv_call(MUSA_OP_conv2d_backward_weight, a->in[0], G, &c)))
+            rc = musa_last_error_code();
     }
     if (!rc && a->n_in == 3 && a->needs[2]) {
         int64_t dims[3] = {0, 2, 3};
@@ -57,10 +60,12 @@ int grad_conv2d(const musa_grad_args *a, musa_tensor **gin) {
 int grad_conv2d_backward_input(const musa_grad_args *a, musa_tensor **gin) {
     musa_attrs_conv c = *(const musa_attrs_conv *)a->attrs;
     gin[0] = gin[1] = NULL;
-    if (a->needs[0] && !(gin[0] = conv_call(MUSA_OP_conv2d, G, a->in[1], &c))) return musa_last_error_code();
+    if (a->needs[0] && !(gin[0] = conv_call(MUSA_OP_conv2d, G, a->in[1], &c)))
+        return musa_last_error_code();
     if (a->needs[1]) {
         musa_attrs_conv cw = conv_with_shape(a->attrs, &a->in_meta[1]);
-        if (!(gin[1] = conv_call(MUSA_OP_conv2d_backward_weight, G, a->in[0], &cw))) return musa_last_error_code();
+        if (!(gin[1] = conv_call(MUSA_OP_conv2d_backward_weight, G, a->in[0], &cw)))
+            return musa_last_error_code();
     }
     return MUSA_OK;
 }
@@ -70,7 +75,8 @@ int grad_conv2d_backward_weight(const musa_grad_args *a, musa_tensor **gin) {
     gin[0] = gin[1] = NULL;
     if (a->needs[0]) {
         musa_attrs_conv cx = conv_with_shape(a->attrs, &a->in_meta[0]);
-        if (!(gin[0] = conv_call(MUSA_OP_conv2d_backward_input, a->in[1], G, &cx))) return musa_last_error_code();
+        if (!(gin[0] = conv_call(MUSA_OP_conv2d_backward_input, a->in[1], G, &cx)))
+            return musa_last_error_code();
     }
     if (a->needs[1]) {
         musa_attrs_conv c = *(const musa_attrs_conv *)a->attrs;
@@ -90,7 +96,8 @@ int grad_max_pool2d(const musa_grad_args *a, musa_tensor **gin) {
     for (int d = 0; d < m->ndim - 2; d++) planes *= m->shape[d];
     int64_t flat_in[2] = {planes, hw}, flat_out[2] = {planes, -1};
     musa_tensor *z = T(musa_zeros(2, flat_in, (musa_dtype)G->dtype));
-    musa_tensor *idx = T(musa_reshape(a->out[1], 2, flat_out)), *g = T(musa_reshape(G, 2, flat_out));
+    musa_tensor *idx = T(musa_reshape(a->out[1], 2, flat_out)),
+                *g = T(musa_reshape(G, 2, flat_out));
     musa_tensor *s = T(musa_scatter_add(z, 1, idx, g));
     return done1(gin, 0, musa_reshape(s, m->ndim, m->shape), &t);
 }
@@ -140,8 +147,10 @@ static int fused_norm(musa_op_id op, const musa_grad_args *a, musa_tensor **gin)
     int rc = musa_dispatch(op, 5, in, a->attrs, out);
     if (rc) return rc;
     for (int i = 0; i < 3; i++) {
-        if (a->needs[i]) gin[i] = out[i];
-        else musa_tensor_release(out[i]), gin[i] = NULL;
+        if (a->needs[i])
+            gin[i] = out[i];
+        else
+            musa_tensor_release(out[i]), gin[i] = NULL;
     }
     return MUSA_OK;
 }
@@ -169,8 +178,7 @@ static int composite_norm(const musa_grad_args *a, const norm_view *v, musa_tens
     musa_tensor *g = G ? G : T(musa_zeros(xm->ndim, xm->shape, (musa_dtype)xm->dtype));
     musa_tensor *ga = TO_A(g);
     musa_tensor *gw = NULL, *gb = NULL, *gx = NULL;
-    if (a->needs[1])
-        gw = T(musa_sum(T(musa_mul(ga, TO_A(xhat))), v->nw, v->wdims, false));
+    if (a->needs[1]) gw = T(musa_sum(T(musa_mul(ga, TO_A(xhat))), v->nw, v->wdims, false));
     if (a->needs[2]) gb = T(musa_sum(ga, v->nw, v->wdims, false));
     if (a->needs[0]) {
         /* gx = inv (gh - mean(gh) - xhat mean(gh xhat)) + the statistics' own gradients */
@@ -180,10 +188,12 @@ static int composite_norm(const musa_grad_args *a, const norm_view *v, musa_tens
         gx = T(musa_mul(inv, T(musa_sub(T(musa_sub(gh, m1)), T(musa_mul(xhat, m2))))));
         musa_tensor *cnt = T(musa_sum(T(musa_ones_like(xs)), v->nr, v->rdims, true));
         if (a->gout[1]) /* d mean/dx = 1/count */
-            gx = T(musa_add(gx, T(musa_div(T(musa_reshape(a->gout[1], v->st_nd, v->st_shape)), cnt))));
+            gx = T(
+                musa_add(gx, T(musa_div(T(musa_reshape(a->gout[1], v->st_nd, v->st_shape)), cnt))));
         if (a->gout[2]) { /* d invstd/dx = -invstd^3 (x - mean) / count */
             musa_tensor *gi = T(musa_reshape(a->gout[2], v->st_nd, v->st_shape));
-            musa_tensor *k = T(musa_div(T(musa_mul(gi, T(musa_mul(inv, T(musa_mul(inv, inv)))))), cnt));
+            musa_tensor *k =
+                T(musa_div(T(musa_mul(gi, T(musa_mul(inv, T(musa_mul(inv, inv)))))), cnt));
             gx = T(musa_sub(gx, T(musa_mul(k, T(musa_sub(xs, mean))))));
         }
     }
@@ -228,8 +238,10 @@ int grad_layer_norm(const musa_grad_args *a, musa_tensor **gin) {
     for (int d = 0; d < m->ndim; d++) {
         v.st_shape[d] = d < lead ? m->shape[d] : 1;
         v.w_shape[d] = d < lead ? 1 : m->shape[d];
-        if (d >= lead) v.rdims[v.nr++] = d;
-        else v.wdims[v.nw++] = d;
+        if (d >= lead)
+            v.rdims[v.nr++] = d;
+        else
+            v.wdims[v.nw++] = d;
     }
     return composite_norm(a, &v, gin);
 }
@@ -240,9 +252,18 @@ int grad_group_norm(const musa_grad_args *a, musa_tensor **gin) {
     int64_t G_ = ((const musa_attrs_norm *)a->attrs)->groups, N = m->shape[0], C = m->shape[1];
     int64_t S = 1;
     for (int d = 2; d < m->ndim; d++) S *= m->shape[d];
-    norm_view v = {.s_nd = 3, .s_shape = {N, G_, C / G_ * S}, .nr = 1, .rdims = {2}, .st_nd = 3,
-                   .st_shape = {N, G_, 1}, .a_nd = 3, .a_shape = {N, C, S}, .w_nd = 3,
-                   .w_shape = {1, C, 1}, .nw = 2, .wdims = {0, 2}};
+    norm_view v = {.s_nd = 3,
+                   .s_shape = {N, G_, C / G_ * S},
+                   .nr = 1,
+                   .rdims = {2},
+                   .st_nd = 3,
+                   .st_shape = {N, G_, 1},
+                   .a_nd = 3,
+                   .a_shape = {N, C, S},
+                   .w_nd = 3,
+                   .w_shape = {1, C, 1},
+                   .nw = 2,
+                   .wdims = {0, 2}};
     return composite_norm(a, &v, gin);
 }
 
@@ -251,7 +272,8 @@ int grad_group_norm(const musa_grad_args *a, musa_tensor **gin) {
 int grad_softmax(const musa_grad_args *a, musa_tensor **gin) {
     const musa_attrs_dim *d = a->attrs;
     musa_temps t = {0};
-    if (!musa_is_grad_enabled()) return done1(gin, 0, musa_call2(MUSA_OP_softmax_backward, G, a->out[0], d), &t);
+    if (!musa_is_grad_enabled())
+        return done1(gin, 0, musa_call2(MUSA_OP_softmax_backward, G, a->out[0], d), &t);
     musa_tensor *y = a->out[0];
     musa_tensor *s = T(musa_sum(T(musa_mul(G, y)), 1, &d->dim, true));
     return done1(gin, 0, musa_mul(y, T(musa_sub(G, s))), &t);
@@ -260,7 +282,8 @@ int grad_softmax(const musa_grad_args *a, musa_tensor **gin) {
 int grad_log_softmax(const musa_grad_args *a, musa_tensor **gin) {
     const musa_attrs_dim *d = a->attrs;
     musa_temps t = {0};
-    if (!musa_is_grad_enabled()) return done1(gin, 0, musa_call2(MUSA_OP_log_softmax_backward, G, a->out[0], d), &t);
+    if (!musa_is_grad_enabled())
+        return done1(gin, 0, musa_call2(MUSA_OP_log_softmax_backward, G, a->out[0], d), &t);
     musa_tensor *s = T(musa_sum(G, 1, &d->dim, true));
     return done1(gin, 0, musa_sub(G, T(musa_mul(T(musa_exp(a->out[0])), s))), &t);
 }
@@ -278,8 +301,9 @@ int grad_cross_entropy(const musa_grad_args *a, musa_tensor **gin) {
     /* composition, for (N, C) or (C) logits: (softmax - smoothed one-hot) * g / count */
     musa_tensor *logits = a->in[0], *target = a->in[1];
     if (logits->ndim > 2)
-        return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
-                        "[cross_entropy] gradients of higher order are only implemented for (N, C) logits");
+        return musa_err(
+            MUSA_ERR_NOT_IMPLEMENTED,
+            "[cross_entropy] gradients of higher order are only implemented for (N, C) logits");
     int64_t C = logits->shape[logits->ndim - 1], cls = logits->ndim - 1;
     double eps = x->label_smoothing;
     musa_tensor *keep = T(musa_ne(target, T(musa_number_int(x->ignore_index))));
@@ -312,7 +336,8 @@ int grad_linear(const musa_grad_args *a, musa_tensor **gin) {
     if (!rc && a->n_in == 3 && a->needs[2]) {
         int64_t gs[2] = {-1, N};
         int64_t zero = 0;
-        if (!(gin[2] = musa_sum(T(musa_reshape(G, 2, gs)), 1, &zero, false))) rc = musa_last_error_code();
+        if (!(gin[2] = musa_sum(T(musa_reshape(G, 2, gs)), 1, &zero, false)))
+            rc = musa_last_error_code();
     }
     MUSA_UNUSED(xm);
     if (rc)

@@ -6,11 +6,11 @@
 
 #include "grad_util.h"
 
-#define G  (a->gout[0])
-#define X  (a->in[0])
-#define Y  (a->out[0])
+#define G       (a->gout[0])
+#define X       (a->in[0])
+#define Y       (a->out[0])
 #define T(expr) musa_tmp(&t, (expr))
-#define NUM(v) T(musa_number(v))
+#define NUM(v)  T(musa_number(v))
 
 musa_tensor *grad_expand_reduced(const musa_grad_args *a, musa_tensor *g, const musa_ints *dims,
                                  bool keepdim) {
@@ -43,7 +43,7 @@ int grad_sum(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
     musa_tensor *e = T(grad_expand_reduced(a, G, &r->dims, r->keepdim));
     gin[0] = e && e->dtype != a->in_meta[0].dtype ? musa_cast(e, (musa_dtype)a->in_meta[0].dtype)
-                                                   : musa_tensor_retain(e);
+                                                  : musa_tensor_retain(e);
     musa_temps_release(&t);
     return gin[0] ? MUSA_OK : musa_last_error_code();
 }
@@ -61,7 +61,8 @@ int grad_prod(const musa_grad_args *a, musa_tensor **gin) {
     musa_tensor *zc = T(musa_sum(is0, r->dims.n, r->dims.v, true));
     musa_tensor *no_zero = T(musa_div(p_nz, nz));
     musa_tensor *one_zero_here = T(musa_logical_and(T(musa_eq(zc, one)), is0));
-    musa_tensor *d = T(musa_where(T(musa_eq(zc, zero)), no_zero, T(musa_where(one_zero_here, p_nz, zero))));
+    musa_tensor *d =
+        T(musa_where(T(musa_eq(zc, zero)), no_zero, T(musa_where(one_zero_here, p_nz, zero))));
     musa_tensor *g = T(grad_expand_reduced(a, G, &r->dims, r->keepdim));
     gin[0] = musa_mul(g, d);
     musa_temps_release(&t);
@@ -146,16 +147,18 @@ int grad_matmul(const musa_grad_args *a, musa_tensor **gin) {
     gin[0] = gin[1] = NULL;
     if (a->needs[0]) {
         /* dA_eff = G B_eff^T; dA = ta ? dA_eff^T = B_eff G^T : dA_eff */
-        musa_tensor *d = at->transpose_a ? (at->transpose_b ? mm(B, g, true, true) : mm(B, g, false, true))
-                                         : mm(g, B, false, !at->transpose_b);
+        musa_tensor *d = at->transpose_a
+                             ? (at->transpose_b ? mm(B, g, true, true) : mm(B, g, false, true))
+                             : mm(g, B, false, !at->transpose_b);
         d = T(d);
         if (na == 1) d = T(musa_squeeze(d, 1, (int64_t[]){-2}));
         if (!(gin[0] = grad_to_input(a, 0, d))) rc = musa_last_error_code();
     }
     if (a->needs[1] && !rc) {
         /* dB_eff = A_eff^T G; dB = tb ? dB_eff^T = G^T A_eff : dB_eff */
-        musa_tensor *d = at->transpose_b ? (at->transpose_a ? mm(g, A, true, true) : mm(g, A, true, false))
-                                         : mm(A, g, !at->transpose_a, false);
+        musa_tensor *d = at->transpose_b
+                             ? (at->transpose_a ? mm(g, A, true, true) : mm(g, A, true, false))
+                             : mm(A, g, !at->transpose_a, false);
         d = T(d);
         if (nb == 1) d = T(musa_squeeze(d, 1, (int64_t[]){-1}));
         if (!(gin[1] = grad_to_input(a, 1, d))) rc = musa_last_error_code();

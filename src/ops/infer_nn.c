@@ -404,8 +404,8 @@ int infer_norm_backward(const musa_op_info *op, musa_tensor *const *in, int n_in
         memcpy(wshape, x->shape + sn, sizeof(int64_t) * (size_t)wn);
     } else {
         if (x->ndim < 2)
-            return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims",
-                            op->name, x->ndim);
+            return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims", op->name,
+                            x->ndim);
         wn = 1, wshape[0] = x->shape[1];
         if (op == &musa_ops[MUSA_OP_group_norm_backward]) {
             if (a->groups < 1 || x->shape[1] % a->groups)

@@ -38,8 +38,9 @@ static int infer_update(const musa_op_info *op, musa_tensor *const *in, int n_in
                             op->name, what, k, musa_dtype_name((musa_dtype)t->dtype),
                             musa_dtype_name((musa_dtype)p->dtype));
         if (!musa_shape_equal(t->ndim, t->shape, p->ndim, p->shape))
-            return musa_err(MUSA_ERR_VALUE, "[%s] %s (input %d) has shape %s but the parameter has %s",
-                            op->name, what, k, musa_shape_str(t->ndim, t->shape, s1, sizeof s1),
+            return musa_err(MUSA_ERR_VALUE,
+                            "[%s] %s (input %d) has shape %s but the parameter has %s", op->name,
+                            what, k, musa_shape_str(t->ndim, t->shape, s1, sizeof s1),
                             musa_shape_str(p->ndim, p->shape, s2, sizeof s2));
     }
     if (has_step) {
@@ -51,8 +52,9 @@ static int infer_update(const musa_op_info *op, musa_tensor *const *in, int n_in
                             musa_shape_str(st->ndim, st->shape, s1, sizeof s1));
     }
     if (lr->ndim != 0 || !musa_is_float((musa_dtype)lr->dtype))
-        return musa_err(MUSA_ERR_VALUE, "[%s] lr (input %d) must be a 0-d floating tensor, got %s %s",
-                        op->name, n_out + 1, musa_dtype_name((musa_dtype)lr->dtype),
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] lr (input %d) must be a 0-d floating tensor, got %s %s", op->name,
+                        n_out + 1, musa_dtype_name((musa_dtype)lr->dtype),
                         musa_shape_str(lr->ndim, lr->shape, s1, sizeof s1));
     r->in_dtype[n_out + 1] = MUSA_DTYPE_FLOAT64;
     r->n_out = (int8_t)n_out;

@@ -689,11 +689,16 @@ static int check_dtype(const musa_op_info *op, int32_t dt) {
  * take any value, as in PyTorch). */
 static bool fits_dtype(musa_dtype dt, double v) {
     switch (dt) {
-    case MUSA_DTYPE_INT64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
-    case MUSA_DTYPE_INT32: return v >= -2147483648.0 && v <= 2147483647.0;
-    case MUSA_DTYPE_INT8: return v >= -128 && v <= 127;
-    case MUSA_DTYPE_UINT8: return v >= 0 && v <= 255;
-    default: return true;
+    case MUSA_DTYPE_INT64:
+        return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    case MUSA_DTYPE_INT32:
+        return v >= -2147483648.0 && v <= 2147483647.0;
+    case MUSA_DTYPE_INT8:
+        return v >= -128 && v <= 127;
+    case MUSA_DTYPE_UINT8:
+        return v >= 0 && v <= 255;
+    default:
+        return true;
     }
 }
 

@@ -137,10 +137,10 @@ typedef enum musa_mode {
 
 typedef struct musa_tls_state {
     musa_mode mode;
-    bool grad_disabled; /* grad mode is on when false (the default) */
-    bool anomaly;       /* anomaly detection */
+    bool grad_disabled;   /* grad mode is on when false (the default) */
+    bool anomaly;         /* anomaly detection */
     bool anomaly_forward; /* ... and NaN checks on every op's outputs */
-    void *recorder;     /* graph being recorded (trace/symbolic), owned by jit */
+    void *recorder;       /* graph being recorded (trace/symbolic), owned by jit */
 } musa_tls_state;
 
 extern _Thread_local musa_tls_state musa_tls;

@@ -11,8 +11,7 @@
 /* Dispatch an update row over n inputs; outputs are the first n - 2. */
 static int update(musa_op_id op, int n, musa_tensor **in, const void *attrs) {
     for (int i = 0; i < n; i++)
-        if (!in[i])
-            return musa_err(MUSA_ERR_VALUE, "[%s] input %d is NULL", musa_ops[op].name, i);
+        if (!in[i]) return musa_err(MUSA_ERR_VALUE, "[%s] input %d is NULL", musa_ops[op].name, i);
     musa_tensor *out[MUSA_MAX_OUTPUTS] = {NULL};
     for (int j = 0; j < n - 2; j++) out[j] = in[j];
     return musa_dispatch(op, n, in, attrs, out);
@@ -21,8 +20,8 @@ static int update(musa_op_id op, int n, musa_tensor **in, const void *attrs) {
 int musa_sgd_update(musa_tensor *param, musa_tensor *momentum_buffer, musa_tensor *grad,
                     musa_tensor *lr, const musa_sgd_options *o, bool fresh) {
     if (!o) return musa_err(MUSA_ERR_VALUE, "[sgd_update] options are NULL");
-    musa_attrs_sgd a = {o->momentum, o->dampening, o->weight_decay, o->nesterov, o->maximize,
-                        fresh};
+    musa_attrs_sgd a = {o->momentum, o->dampening, o->weight_decay,
+                        o->nesterov, o->maximize,  fresh};
     musa_tensor *in[4] = {param};
     int n = 1;
     if (o->momentum != 0) in[n++] = momentum_buffer;

@@ -309,7 +309,9 @@ void *musa_tensor_data(const musa_tensor *t) {
     return (char *)t->storage->data + (size_t)t->offset * musa_dtype_info[t->dtype].size;
 }
 
-void *musa_tensor_handle(const musa_tensor *t) { return t ? t->pyobj : NULL; }
+void *musa_tensor_handle(const musa_tensor *t) {
+    return t ? t->pyobj : NULL;
+}
 void musa_tensor_set_handle(musa_tensor *t, void *handle) {
     if (t) t->pyobj = handle;
 }

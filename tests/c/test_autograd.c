@@ -47,8 +47,10 @@ TEST(known_answers) {
     CHECK_OK(musa_backward(1, &z, NULL, false, false));
     CHECK(grad_of(x) == -2 && grad_of(y) == 3);
     /* sum(x @ w): d/dx = row sums of w broadcast over rows, d/dw = column sums of x */
-    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
-    musa_tensor *w = from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){3, 2}, (double[]){1, -1, 2, 0, 0.5, 3});
+    musa_tensor *a =
+        from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
+    musa_tensor *w =
+        from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){3, 2}, (double[]){1, -1, 2, 0, 0.5, 3});
     musa_tensor_set_requires_grad(a, true);
     musa_tensor_set_requires_grad(w, true);
     musa_tensor *m = musa_matmul(a, w), *s = musa_sum(m, 0, NULL, false);
@@ -142,15 +144,18 @@ TEST(inplace_writes_into_views) {
     release_all(2, buf, s);
     /* a view taken before the write sees the new history */
     musa_tensor_set_grad(x, NULL);
-    musa_tensor *z = musa_mul(x, one), *tail = musa_slice(z, 0, 1, 3, 1), *head = musa_select(z, 0, 0);
+    musa_tensor *z = musa_mul(x, one), *tail = musa_slice(z, 0, 1, 3, 1),
+                *head = musa_select(z, 0, 0);
     CHECK_OK(musa_mul_(head, zero));
-    musa_tensor *t1 = musa_sum(tail, 0, NULL, false), *t2 = musa_sum(z, 0, NULL, false), *tot = musa_add(t1, t2);
+    musa_tensor *t1 = musa_sum(tail, 0, NULL, false), *t2 = musa_sum(z, 0, NULL, false),
+                *tot = musa_add(t1, t2);
     CHECK_OK(musa_backward(1, &tot, NULL, false, false));
     check_grad_values("old view", x, (double[]){0, 2, 2}, 3);
     release_all(6, z, tail, head, t1, t2, tot);
     /* writing into a view of a leaf that requires grad is refused */
     musa_tensor *lv = musa_slice(x, 0, 0, 1, 1);
-    CHECK_ERR(musa_mul_(lv, zero) == MUSA_OK, MUSA_ERR_RUNTIME, "a view of a leaf tensor that requires grad");
+    CHECK_ERR(musa_mul_(lv, zero) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "a view of a leaf tensor that requires grad");
     release_all(4, lv, x, one, zero);
 }
 
@@ -230,7 +235,7 @@ TEST(higher_order) {
     musa_tensor *x = leaf(2);
     musa_tensor *x2 = musa_mul(x, x), *y = musa_mul(x2, x); /* x^3 */
     musa_tensor *g1 = NULL, *g2 = NULL, *g3 = NULL;
-    CHECK_OK(musa_grad(1, &y, NULL, 1, &x, true, true, false, &g1)); /* 3x^2 = 12 */
+    CHECK_OK(musa_grad(1, &y, NULL, 1, &x, true, true, false, &g1));  /* 3x^2 = 12 */
     CHECK_OK(musa_grad(1, &g1, NULL, 1, &x, true, true, false, &g2)); /* 6x = 12 */
     CHECK_OK(musa_grad(1, &g2, NULL, 1, &x, true, true, false, &g3)); /* 6 */
     double a, b, c;
@@ -253,7 +258,8 @@ TEST(anomaly_mode_names_the_forward_op) {
     musa_tensor *s = musa_sqrt(x); /* d/dx sqrt at 0 = inf */
     musa_set_anomaly_location(NULL, 0);
     CHECK_ERR(musa_backward(1, &s, NULL, false, false) == MUSA_OK, MUSA_ERR_RUNTIME,
-              "[anomaly] SqrtBackward returned NaN or inf in the gradient of input 0; the forward op was sqrt at model.py:42");
+              "[anomaly] SqrtBackward returned NaN or inf in the gradient of input 0; the forward "
+              "op was sqrt at model.py:42");
     /* forward NaN detection */
     musa_set_anomaly_enabled(true, true);
     musa_tensor *m = leaf(-1);
@@ -269,7 +275,8 @@ typedef struct {
 } sq_ctx;
 
 /* y = x^2 computed outside the op table, gradient 2 x g */
-static int square_backward(void *ctx, int n_out, musa_tensor *const *gout, int n_in, musa_tensor **gin) {
+static int square_backward(void *ctx, int n_out, musa_tensor *const *gout, int n_in,
+                           musa_tensor **gin) {
     (void)n_out, (void)n_in;
     sq_ctx *c = ctx;
     c->calls++;

@@ -275,8 +275,9 @@ TEST(memory_plan_reuses_and_never_overlaps_live_buffers) {
         CHECK(n > 0);
         CHECK(st->arena_bytes <= st->naive_bytes);
         CHECK(st->arena_bytes >= st->live_peak_bytes || !arena);
-        if (arena) CHECK_MSG(st->arena_bytes < st->naive_bytes / 2, "arena %zu naive %zu",
-                             st->arena_bytes, st->naive_bytes);
+        if (arena)
+            CHECK_MSG(st->arena_bytes < st->naive_bytes / 2, "arena %zu naive %zu", st->arena_bytes,
+                      st->naive_bytes);
         if (arena) CHECK(st->inplace > 0);
         for (int i = 0; i < n; i++)
             for (int j = i + 1; j < n; j++) {
@@ -435,7 +436,7 @@ TEST(mutations_write_back_into_inputs) {
     CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
     CHECK_OK(musa_graph_add_input(g, x, "x"));
     musa_tensor *two = musa_number(2);
-    CHECK_OK(musa_mul_(x, two)); /* x = 2 */
+    CHECK_OK(musa_mul_(x, two));       /* x = 2 */
     musa_tensor *y = musa_add(x, two); /* reads the new x: 4 */
     CHECK_OK(musa_graph_set_outputs(g, 1, &y));
     CHECK_OK(musa_graph_capture_end(g));
@@ -476,7 +477,8 @@ TEST(capture_refuses_writes_through_views_and_data_reads) {
     /* no nesting, no capture twice */
     musa_graph *a = musa_graph_new(), *b = musa_graph_new();
     CHECK_OK(musa_graph_capture_begin(a, MUSA_CAPTURE_TRACE));
-    CHECK_ERR(musa_graph_capture_begin(b, MUSA_CAPTURE_TRACE) == MUSA_OK, MUSA_ERR_RUNTIME, "nested");
+    CHECK_ERR(musa_graph_capture_begin(b, MUSA_CAPTURE_TRACE) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "nested");
     CHECK_OK(musa_graph_capture_end(a));
     CHECK_ERR(musa_graph_capture_begin(a, 7) == MUSA_OK, MUSA_ERR_VALUE, "mode");
     musa_graph_free(a), musa_graph_free(b);
@@ -531,13 +533,15 @@ TEST(host_reads_become_breaks_and_segments_compose) {
     int *car0 = NULL, *car1 = NULL, nc0 = 0, nc1 = 0;
     musa_graph *s0 = musa_graph_segment(g, 0, at, 2, outs0, NULL, &car0, &nc0);
     int outs1[1] = {musa_graph_output(g, 0)};
-    musa_graph *s1 = musa_graph_segment(g, at, musa_graph_num_nodes(g), 1, outs1, NULL, &car1, &nc1);
+    musa_graph *s1 =
+        musa_graph_segment(g, at, musa_graph_num_nodes(g), 1, outs1, NULL, &car1, &nc1);
     CHECK(s0 && s1 && nc0 == 0 && nc1 == 2);
     musa_plan *p0 = musa_plan_build(s0, NULL), *p1 = musa_plan_build(s1, NULL);
     musa_tensor *o0[2] = {NULL, NULL}, *o1 = NULL;
     CHECK_OK(musa_plan_run(p0, 1, &x, 2, o0));
     /* the second segment takes x, then the carried values in id order */
-    musa_tensor *in1[3] = {x, car1[0] == outs0[0] ? o0[0] : o0[1], car1[1] == outs0[1] ? o0[1] : o0[0]};
+    musa_tensor *in1[3] = {x, car1[0] == outs0[0] ? o0[0] : o0[1],
+                           car1[1] == outs0[1] ? o0[1] : o0[0]};
     CHECK_OK(musa_plan_run(p1, 3, in1, 1, &o1));
     CHECK(same_values(o1, y));
     CHECK(musa_graph_fingerprint(g, 0, at) == musa_graph_fingerprint(g, 0, at));
@@ -598,7 +602,8 @@ TEST(verifier_rejects_malformed_graphs) {
     CHECK_OK(musa_graph_verify(g));
     /* passes: unknown names are errors */
     musa_pass_ctx ctx = {.fusion_level = 1};
-    CHECK_ERR(musa_graph_run_pass(g, "nope", &ctx) == MUSA_OK, MUSA_ERR_VALUE, "unknown pass 'nope'");
+    CHECK_ERR(musa_graph_run_pass(g, "nope", &ctx) == MUSA_OK, MUSA_ERR_VALUE,
+              "unknown pass 'nope'");
     /* the pipeline's names, in order, end with NULL; every name runs */
     int np = 0;
     while (musa_graph_pass_name(np)) np++;
@@ -641,8 +646,8 @@ TEST(static_autodiff_matches_eager_autograd) {
     /* the backward alone, planned: inputs x, g, then what it carries */
     int *carried = NULL, nc = 0;
     musa_segment_options so = {.mutations = false, .n_inputs = -1, .remat = true};
-    musa_graph *bwd = musa_graph_segment(g, n_fwd, musa_graph_num_nodes(g), 1, &gw, &so, &carried,
-                                         &nc);
+    musa_graph *bwd =
+        musa_graph_segment(g, n_fwd, musa_graph_num_nodes(g), 1, &gw, &so, &carried, &nc);
     CHECK(bwd);
     /* with remat the backward recomputes tanh's cheap users from what it
      * takes anyway: whatever it carries is a forward value */
@@ -658,8 +663,9 @@ TEST(static_autodiff_matches_eager_autograd) {
     for (int i = 0; i < nc; i++) ins[2 + i] = vals[i];
     musa_tensor *grad = NULL;
     CHECK_OK(musa_plan_run(p, 2 + nc, ins, 1, &grad));
-    musa_tensor *loss_e = musa_sum(musa_tmp(&t, musa_mul(musa_tmp(&t, musa_tanh(musa_tmp(&t,
-                                       musa_matmul(x, w)))), w2)), 0, NULL, false);
+    musa_tensor *loss_e = musa_sum(
+        musa_tmp(&t, musa_mul(musa_tmp(&t, musa_tanh(musa_tmp(&t, musa_matmul(x, w)))), w2)), 0,
+        NULL, false);
     CHECK_OK(musa_backward(1, &loss_e, NULL, false, false));
     musa_tensor *gw_eager = musa_tensor_grad(w);
     bool agree = near_values(grad, gw_eager, 1e-12);
@@ -728,13 +734,14 @@ TEST(c_api_refuses_null_and_bad_arguments) {
     CHECK(!musa_graph_requires_grad(NULL) && !musa_graph_has_random(NULL));
     CHECK_ERR(musa_graph_verify(NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
     CHECK_ERR(musa_graph_text(NULL) != NULL, MUSA_ERR_VALUE, "NULL");
-    CHECK_ERR(musa_graph_capture_begin(NULL, MUSA_CAPTURE_TRACE) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(musa_graph_capture_begin(NULL, MUSA_CAPTURE_TRACE) == MUSA_OK, MUSA_ERR_VALUE,
+              "NULL");
     CHECK_ERR(musa_graph_capture_end(NULL) == MUSA_OK, MUSA_ERR_RUNTIME, "no capture");
     CHECK_ERR(musa_graph_set_outputs(NULL, 1, NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
     CHECK_ERR(musa_plan_build(NULL, NULL) != NULL, MUSA_ERR_VALUE, "NULL");
     CHECK_ERR(musa_plan_run(NULL, 0, NULL, 0, NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
-    CHECK_ERR(musa_graph_autodiff(NULL, 0, NULL, NULL, 0, NULL, NULL) == MUSA_OK,
-              MUSA_ERR_RUNTIME, "NULL");
+    CHECK_ERR(musa_graph_autodiff(NULL, 0, NULL, NULL, 0, NULL, NULL) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "NULL");
     int *c = NULL, nc = 0;
     CHECK_ERR(musa_graph_segment(NULL, 0, 0, 0, NULL, NULL, &c, &nc) != NULL, MUSA_ERR_VALUE,
               "NULL");

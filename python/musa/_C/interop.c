@@ -33,8 +33,8 @@ static const char *buffer_format(musa_dtype d) {
 }
 
 typedef struct buffer_hold {
-    musa_tensor *t;     /* a reference: the exported memory stays alive */
-    Py_ssize_t arr[];   /* shape[ndim], then strides[ndim] in bytes */
+    musa_tensor *t;   /* a reference: the exported memory stays alive */
+    Py_ssize_t arr[]; /* shape[ndim], then strides[ndim] in bytes */
 } buffer_hold;
 
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {

@@ -11,8 +11,8 @@
 
 /* ---- the user's line ---- */
 
-static PyObject *loc_cache;    /* str -> str: interned "file:line" strings */
-static char pkg_prefix[1024];  /* frames under this directory are musa's own */
+static PyObject *loc_cache;   /* str -> str: interned "file:line" strings */
+static char pkg_prefix[1024]; /* frames under this directory are musa's own */
 static size_t pkg_prefix_len;
 
 static const char *py_location(void) {
@@ -26,8 +26,8 @@ static const char *py_location(void) {
         const char *file = co ? PyUnicode_AsUTF8(co->co_filename) : NULL;
         if (file && !(pkg_prefix_len && !strncmp(file, pkg_prefix, pkg_prefix_len))) {
             const char *base = strrchr(file, '/');
-            PyObject *key = PyUnicode_FromFormat("%s:%d", base ? base + 1 : file,
-                                                 PyFrame_GetLineNumber(f));
+            PyObject *key =
+                PyUnicode_FromFormat("%s:%d", base ? base + 1 : file, PyFrame_GetLineNumber(f));
             Py_XDECREF(co);
             if (!key) break;
             PyObject *have = PyDict_GetItemWithError(loc_cache, key);
@@ -98,7 +98,7 @@ static void graph_dealloc(PyObject *self) {
 static PyObject *graph_capture_begin(PyObject *self, PyObject *arg) {
     const char *mode = PyUnicode_AsUTF8(arg);
     if (!mode) return NULL;
-    int m = !strcmp(mode, "trace") ? MUSA_CAPTURE_TRACE
+    int m = !strcmp(mode, "trace")      ? MUSA_CAPTURE_TRACE
             : !strcmp(mode, "symbolic") ? MUSA_CAPTURE_SYMBOLIC
                                         : 0;
     if (!m) {
@@ -177,8 +177,8 @@ static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char
     memset(ctx, 0, sizeof *ctx);
     ctx->fusion_level = 1;
     if (name)
-        return PyArg_ParseTupleAndKeywords(args, kw, "s|ip", kwlist_pass, name,
-                                           &ctx->fusion_level, &verify)
+        return PyArg_ParseTupleAndKeywords(args, kw, "s|ip", kwlist_pass, name, &ctx->fusion_level,
+                                           &verify)
                    ? (ctx->verify = verify, 0)
                    : -1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|izp", kwlist_opt, &ctx->fusion_level,
@@ -549,8 +549,10 @@ static PyObject *attr_value(musa_graph *g, int n, const char *name, int type) {
         PyObject *l = PyList_New(k);
         for (int i = 0; l && i < k; i++) {
             PyObject *x = PyLong_FromLongLong(v[i]);
-            if (!x) Py_CLEAR(l);
-            else PyList_SET_ITEM(l, i, x);
+            if (!x)
+                Py_CLEAR(l);
+            else
+                PyList_SET_ITEM(l, i, x);
         }
         return l;
     }
@@ -568,8 +570,10 @@ static PyObject *id_tuple(musa_graph *g, int n, int count,
     for (int k = 0; t && k < count; k++) {
         int id = at(g, n, k);
         PyObject *x = id < 0 ? pm_raise() : PyLong_FromLong(id);
-        if (!x) Py_CLEAR(t);
-        else PyTuple_SET_ITEM(t, k, x);
+        if (!x)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, k, x);
     }
     return t;
 }
@@ -644,7 +648,8 @@ static PyObject *graph_respecialize(PyObject *self, PyObject *args) {
         int rank = musa_graph_value_ndim(g, musa_graph_input(g, i));
         if (n != rank) {
             PyErr_Format(PyExc_ValueError,
-                         "[Graph.respecialize] input %d has %d dims, got a shape of %d", i, rank, n);
+                         "[Graph.respecialize] input %d has %d dims, got a shape of %d", i, rank,
+                         n);
             goto done;
         }
     }
@@ -672,7 +677,8 @@ static PyObject *graph_params(PyObject *self, PyObject *u) {
     PyObject *r = PyList_New(0);
     for (int v = 0; r && v < musa_graph_num_values(g); v++) {
         if (musa_graph_value_kind(g, v) != MUSA_VALUE_PARAM) continue;
-        PyObject *e = Py_BuildValue("(iN)", v, pm_wrap(musa_tensor_retain(musa_graph_value_tensor(g, v))));
+        PyObject *e =
+            Py_BuildValue("(iN)", v, pm_wrap(musa_tensor_retain(musa_graph_value_tensor(g, v))));
         if (!e || PyList_Append(r, e)) Py_CLEAR(r);
         Py_XDECREF(e);
     }
@@ -691,17 +697,25 @@ static PyObject *graph_inputs_list(PyObject *self, PyObject *u) {
 static PyObject *graph_get_int(PyObject *self, void *which) {
     musa_graph *g = G(self);
     switch ((int)(intptr_t)which) {
-    case 0: return PyLong_FromLong(musa_graph_node_count(g));
-    case 1: return PyLong_FromLong(musa_graph_num_nodes(g));
-    case 2: return PyBool_FromLong(musa_graph_requires_grad(g));
-    case 3: return PyLong_FromLong(musa_graph_num_inputs(g));
-    case 4: return PyLong_FromLong(musa_graph_num_mutations(g));
-    case 6: return PyBool_FromLong(musa_graph_has_random(g));
-    case 7: return PyLong_FromLong(musa_graph_num_values(g));
+    case 0:
+        return PyLong_FromLong(musa_graph_node_count(g));
+    case 1:
+        return PyLong_FromLong(musa_graph_num_nodes(g));
+    case 2:
+        return PyBool_FromLong(musa_graph_requires_grad(g));
+    case 3:
+        return PyLong_FromLong(musa_graph_num_inputs(g));
+    case 4:
+        return PyLong_FromLong(musa_graph_num_mutations(g));
+    case 6:
+        return PyBool_FromLong(musa_graph_has_random(g));
+    case 7:
+        return PyLong_FromLong(musa_graph_num_values(g));
     default: {
         int n = musa_graph_num_outputs(g);
         PyObject *r = PyList_New(n);
-        for (int i = 0; r && i < n; i++) PyList_SET_ITEM(r, i, PyLong_FromLong(musa_graph_output(g, i)));
+        for (int i = 0; r && i < n; i++)
+            PyList_SET_ITEM(r, i, PyLong_FromLong(musa_graph_output(g, i)));
         return r;
     }
     }
@@ -824,12 +838,11 @@ static PyObject *plan_stats(PyObject *self, PyObject *u) {
     return Py_BuildValue(
         "{s:n,s:n,s:n,s:n,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:K,s:K}", "arena_bytes",
         (Py_ssize_t)s->arena_bytes, "naive_bytes", (Py_ssize_t)s->naive_bytes, "live_peak_bytes",
-        (Py_ssize_t)s->live_peak_bytes, "scratch_bytes", (Py_ssize_t)s->scratch_bytes,
-        "held_bytes", (Py_ssize_t)s->held_bytes,
-        "instructions", s->instructions, "kernels", s->kernels, "fused_groups", s->fused_groups,
-        "fused_nodes", s->fused_nodes, "parallel_steps", s->parallel_steps, "views", s->views,
-        "inplace", s->inplace, "runs", (unsigned long long)s->runs, "parallel_tasks",
-        (unsigned long long)s->parallel_tasks);
+        (Py_ssize_t)s->live_peak_bytes, "scratch_bytes", (Py_ssize_t)s->scratch_bytes, "held_bytes",
+        (Py_ssize_t)s->held_bytes, "instructions", s->instructions, "kernels", s->kernels,
+        "fused_groups", s->fused_groups, "fused_nodes", s->fused_nodes, "parallel_steps",
+        s->parallel_steps, "views", s->views, "inplace", s->inplace, "runs",
+        (unsigned long long)s->runs, "parallel_tasks", (unsigned long long)s->parallel_tasks);
 }
 
 static PyObject *plan_buffers(PyObject *self, PyObject *u) {
@@ -840,8 +853,10 @@ static PyObject *plan_buffers(PyObject *self, PyObject *u) {
     for (int i = 0; r && i < n; i++) {
         PyObject *e = Py_BuildValue("(innii)", b[i].value, (Py_ssize_t)b[i].offset,
                                     (Py_ssize_t)b[i].bytes, b[i].first, b[i].last);
-        if (!e) Py_CLEAR(r);
-        else PyList_SET_ITEM(r, i, e);
+        if (!e)
+            Py_CLEAR(r);
+        else
+            PyList_SET_ITEM(r, i, e);
     }
     return r;
 }

@@ -165,8 +165,8 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
     size_t es = cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
     int64_t M = C->rows, N = C->cols, K = A->cols;
     if (K == 0) { /* an empty sum: zeros, whatever A's and B's (degenerate) strides */
-        musa_kview z = {.data = c, .dtype = src_dt, .ndim = 2, .shape = {M, N},
-                        .strides = {C->rs, C->cs}};
+        musa_kview z = {
+            .data = c, .dtype = src_dt, .ndim = 2, .shape = {M, N}, .strides = {C->rs, C->cs}};
         musa_cpu_fill(&z, 0);
         return MUSA_OK;
     }
@@ -302,13 +302,15 @@ int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, 
     }
     if (dtype == MUSA_DTYPE_FLOAT32) {
         set_omp_threads();
-        dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
+        dnnl_status_t st =
+            dnnl_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
         if (st != dnnl_success)
             return musa_err(MUSA_ERR_RUNTIME, "[gemm] dnnl_sgemm failed with status %d", (int)st);
         return MUSA_OK;
     }
-    cblas_dgemm(CblasRowMajor, ta == 'N' ? CblasNoTrans : CblasTrans, tb == 'N' ? CblasNoTrans : CblasTrans,
-                (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    cblas_dgemm(CblasRowMajor, ta == 'N' ? CblasNoTrans : CblasTrans,
+                tb == 'N' ? CblasNoTrans : CblasTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
+                B, (int)ldb, beta, C, (int)ldc);
     return MUSA_OK;
 }
 
@@ -327,7 +329,8 @@ MUSA_WS(ws_linear) {
     return nn_ws_outputs(out, n_out, 0);
 }
 
-int cpu_linear(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, const void *attrs) {
+int cpu_linear(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+               const void *attrs) {
     MUSA_UNUSED(attrs);
     int cdt = nn_cdt(out[0].dtype);
     size_t es = nn_es(cdt);
@@ -337,10 +340,12 @@ int cpu_linear(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     nn_out y = nn_out_begin(&out[0], &ws);
     double beta = 0;
     if (n_in == 3) {
-        for (int64_t i = 0; i < M; i++) memcpy(y.data + (size_t)(i * N) * es, in[2].data, (size_t)N * es);
+        for (int64_t i = 0; i < M; i++)
+            memcpy(y.data + (size_t)(i * N) * es, in[2].data, (size_t)N * es);
         beta = 1;
     }
-    int rc = musa_cpu_gemm(cdt, 'N', 'T', M, N, K, 1.0, in[0].data, K, in[1].data, K, beta, y.data, N);
+    int rc =
+        musa_cpu_gemm(cdt, 'N', 'T', M, N, K, 1.0, in[0].data, K, in[1].data, K, beta, y.data, N);
     nn_out_end(&y);
     return rc;
 }

@@ -16,8 +16,12 @@
 static inline int nn_cdt(int dtype) {
     return dtype == MUSA_DTYPE_FLOAT64 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
 }
-static inline size_t nn_es(int cdt) { return cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4; }
-static inline size_t nn_align(size_t n) { return (n + 63) & ~(size_t)63; }
+static inline size_t nn_es(int cdt) {
+    return cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
+}
+static inline size_t nn_align(size_t n) {
+    return (n + 63) & ~(size_t)63;
+}
 
 /* Bytes of staging an output needs (0 when it can be written directly). */
 static inline size_t nn_stage_bytes(const musa_kview *o) {
@@ -28,7 +32,7 @@ static inline size_t nn_stage_bytes(const musa_kview *o) {
 
 typedef struct {
     musa_kview *out;
-    void *data;  /* where the kernel writes (compute dtype, contiguous) */
+    void *data; /* where the kernel writes (compute dtype, contiguous) */
     bool staged;
 } nn_out;
 

@@ -67,8 +67,12 @@ int cpu_sgd_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
     (void)ctx;
     const musa_attrs_sgd *o = attrs;
     bool mom = o->momentum != 0;
-    sgd_job j = {in[0].data,          in[n_in - 2].data,        mom ? in[1].data : NULL,
-                 out[0].data,         mom ? out[1].data : NULL, scalar(&in[n_in - 1]),
+    sgd_job j = {in[0].data,
+                 in[n_in - 2].data,
+                 mom ? in[1].data : NULL,
+                 out[0].data,
+                 mom ? out[1].data : NULL,
+                 scalar(&in[n_in - 1]),
                  o};
     musa_parallel_for(musa_kview_numel(&in[0]), GRAIN,
                       in[0].dtype == MUSA_DTYPE_FLOAT64 ? sgd_f64 : sgd_f32, &j);

@@ -47,7 +47,7 @@ typedef struct {
 #define POLLED_LOOP(i, n)                                                                          \
     for (int64_t i##_b = 0; i##_b < (n) && !(i##_b && musa_interrupt_pending());                   \
          i##_b += POLL_EVERY)                                                                      \
-        for (int64_t i = i##_b, i##_e = (n) - i##_b < POLL_EVERY ? (n) : i##_b + POLL_EVERY;       \
+        for (int64_t i = i##_b, i##_e = (n)-i##_b < POLL_EVERY ? (n) : i##_b + POLL_EVERY;         \
              i < i##_e; i++)
 
 /* ---- pairwise sums of contiguous runs ---- */
@@ -82,7 +82,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
             return;                                                                                \
         }                                                                                          \
         double a = 0;                                                                              \
-        POLLED_LOOP(i, n) a += (double)LD_##SN(*(const T *)(p + i * s));             \
+        POLLED_LOOP(i, n) a += (double)LD_##SN(*(const T *)(p + i * s));                           \
         acc->f += a;                                                                               \
     }                                                                                              \
     static void sum_col_##SN(racc *acc, const char *p, int64_t n) {                                \
@@ -91,7 +91,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void prod_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
-        POLLED_LOOP(i, n) a *= (double)LD_##SN(*(const T *)(p + i * s));             \
+        POLLED_LOOP(i, n) a *= (double)LD_##SN(*(const T *)(p + i * s));                           \
         acc->f = a;                                                                                \
     }                                                                                              \
     static void prod_col_##SN(racc *acc, const char *p, int64_t n) {                               \
@@ -100,7 +100,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void amax_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
-        POLLED_LOOP(i, n) {                                                          \
+        POLLED_LOOP(i, n) {                                                                        \
             double v = (double)LD_##SN(*(const T *)(p + i * s));                                   \
             a = (v != v || v > a) ? v : a;                                                         \
         }                                                                                          \
@@ -115,7 +115,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void amin_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
-        POLLED_LOOP(i, n) {                                                          \
+        POLLED_LOOP(i, n) {                                                                        \
             double v = (double)LD_##SN(*(const T *)(p + i * s));                                   \
             a = (v != v || v < a) ? v : a;                                                         \
         }                                                                                          \
@@ -134,7 +134,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
 #define DEF_INT_FOLDS(SN, T, C, E)                                                                 \
     static void sum_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                     \
         uint64_t a = (uint64_t)acc->i;                                                             \
-        POLLED_LOOP(i, n) a += U64(*(const T *)(p + i * s));                         \
+        POLLED_LOOP(i, n) a += U64(*(const T *)(p + i * s));                                       \
         acc->i = (int64_t)a;                                                                       \
     }                                                                                              \
     static void sum_col_##SN(racc *acc, const char *p, int64_t n) {                                \
@@ -143,7 +143,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
     }                                                                                              \
     static void prod_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         uint64_t a = (uint64_t)acc->i;                                                             \
-        POLLED_LOOP(i, n) a *= U64(*(const T *)(p + i * s));                         \
+        POLLED_LOOP(i, n) a *= U64(*(const T *)(p + i * s));                                       \
         acc->i = (int64_t)a;                                                                       \
     }                                                                                              \
     static void prod_col_##SN(racc *acc, const char *p, int64_t n) {                               \
@@ -151,7 +151,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
         for (int64_t j = 0; j < n; j++) acc[j].i = (int64_t)(U64(acc[j].i) * U64(x[j]));           \
     }                                                                                              \
     static void amax_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
-        POLLED_LOOP(i, n) {                                                          \
+        POLLED_LOOP(i, n) {                                                                        \
             int64_t v = *(const T *)(p + i * s);                                                   \
             if (v > acc->i) acc->i = v;                                                            \
         }                                                                                          \
@@ -162,7 +162,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
             if (x[j] > acc[j].i) acc[j].i = x[j];                                                  \
     }                                                                                              \
     static void amin_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
-        POLLED_LOOP(i, n) {                                                          \
+        POLLED_LOOP(i, n) {                                                                        \
             int64_t v = *(const T *)(p + i * s);                                                   \
             if (v < acc->i) acc->i = v;                                                            \
         }                                                                                          \

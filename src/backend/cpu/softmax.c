@@ -233,7 +233,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
                     sx += x[c * j->S];                                                             \
                 }                                                                                  \
             }                                                                                      \
-            /* relative to the max, so logits near the float range keep their                  \
+            /* relative to the max, so logits near the float range keep their                      \
              * difference; the smoothing term only when it has weight (a -inf                      \
              * logit of a masked class would give 0 * inf) */                                      \
             double lse = log(se);                                                                  \

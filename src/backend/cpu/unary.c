@@ -24,8 +24,8 @@
  * or a fused tile starts, or on the layout (scalar libm and its SIMD
  * variants can differ in the last bit). */
 #define DEF_U(NAME, SN, T, C, EXPR)                                                                \
-    static inline __attribute__((always_inline)) void NAME##_##SN##_blk(T *o, const T *a,         \
-                                                                        const int K) {             \
+    static inline                                                                                  \
+        __attribute__((always_inline)) void NAME##_##SN##_blk(T *o, const T *a, const int K) {     \
         _Pragma("omp simd") for (int k = 0; k < K; k++) {                                          \
             C x = LD_##SN(a[k]);                                                                   \
             o[k] = ST_##SN(EXPR);                                                                  \

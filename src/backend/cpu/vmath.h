@@ -13,10 +13,8 @@
 
 #include <math.h>
 
-#define MUSA_SIMD_DECL1(f, T)                                                                      \
-    _Pragma("omp declare simd notinbranch") extern T f(T);
-#define MUSA_SIMD_DECL2(f, T)                                                                      \
-    _Pragma("omp declare simd notinbranch") extern T f(T, T);
+#define MUSA_SIMD_DECL1(f, T) _Pragma("omp declare simd notinbranch") extern T f(T);
+#define MUSA_SIMD_DECL2(f, T) _Pragma("omp declare simd notinbranch") extern T f(T, T);
 
 MUSA_SIMD_DECL1(expf, float)
 MUSA_SIMD_DECL1(expm1f, float)

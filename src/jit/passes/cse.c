@@ -103,8 +103,7 @@ static bool same_node(const musa_graph *g, const musa_gnode *a, const musa_gnode
     musa_attrs_kind kind = musa_ops[a->op].attrs_kind;
     if (a->op != b->op || a->n_in != b->n_in || a->n_out != b->n_out) return false;
     if (kind != MUSA_ATTRS_none && !musa_attrs_equal(kind, &a->attrs, &b->attrs)) return false;
-    if (!same_inputs(g, a, b, false) && !(commutes(a) && same_inputs(g, a, b, true)))
-        return false;
+    if (!same_inputs(g, a, b, false) && !(commutes(a) && same_inputs(g, a, b, true))) return false;
     return same_outputs(g, a, b);
 }
 

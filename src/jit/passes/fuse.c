@@ -22,7 +22,7 @@
 #include "../graph.h"
 
 typedef struct group {
-    int32_t first;     /* first member */
+    int32_t first; /* first member */
     int32_t ndim;
     int64_t shape[MUSA_MAX_DIMS];
     bool sealed;
@@ -151,7 +151,8 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
                     gs[join].members++;
                     for (int q = 0; q < m->n_out; q++) vgroup[m->out[q]] = join;
                 }
-                if (gs[gi].first < gs[join].first && !gs[join].headed) gs[join].first = gs[gi].first;
+                if (gs[gi].first < gs[join].first && !gs[join].headed)
+                    gs[join].first = gs[gi].first;
                 gs[gi].sealed = true;
                 gs[gi].members = 0;
             }
@@ -160,8 +161,7 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
             vgroup[n->out[0]] = join;
         } else if (row_reduction(g, n)) {
             int32_t gi = vgroup[n->in[0]];
-            if (gi >= 0 && !gs[gi].sealed &&
-                same_shape(&gs[gi], &g->values.data[n->in[0]])) {
+            if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], &g->values.data[n->in[0]])) {
                 n->group = gi;
                 gs[gi].members++;
                 gs[gi].sealed = true; /* a reduction ends its group */

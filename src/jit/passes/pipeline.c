@@ -61,8 +61,7 @@ int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
     int rc;
     if (ctx->verify && (rc = musa_graph_verify(g))) return rc;
     for (const musa_pass *ps = musa_pass_table; ps->name; ps++) {
-        if (ctx->fusion_level < ps->min_fusion_level || disabled(ctx->disabled, ps->name))
-            continue;
+        if (ctx->fusion_level < ps->min_fusion_level || disabled(ctx->disabled, ps->name)) continue;
         if ((rc = run(g, ps, ctx))) return rc;
     }
     return MUSA_OK;

@@ -16,15 +16,15 @@
  */
 #include "../graph.h"
 
-#define GAP 16    /* a read this many nodes after the value is "late" */
-#define DEPTH 3   /* longest chain of cheap nodes recomputed for one value */
+#define GAP       16 /* a read this many nodes after the value is "late" */
+#define DEPTH     3  /* longest chain of cheap nodes recomputed for one value */
 #define MAX_CHAIN 8
 
 typedef struct remat {
     musa_graph *g;
-    int32_t *pos;     /* node -> position in the final order (clones: their reader's) */
-    int32_t *last;    /* value -> position of its last read */
-    uint8_t *keep;    /* value is an output / mutation / break value */
+    int32_t *pos;  /* node -> position in the final order (clones: their reader's) */
+    int32_t *last; /* value -> position of its last read */
+    uint8_t *keep; /* value is an output / mutation / break value */
     int64_t nv;
 } remat;
 
@@ -95,8 +95,8 @@ int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx) {
             int32_t chain[MAX_CHAIN];
             int cn = 0;
             bool ok = true;
-            for (int k = 0; k < n0.n_in && ok; k++) ok = plan_chain(&r, n0.in[k], at, DEPTH - 1,
-                                                                   chain, &cn);
+            for (int k = 0; k < n0.n_in && ok; k++)
+                ok = plan_chain(&r, n0.in[k], at, DEPTH - 1, chain, &cn);
             if (!ok || cn + 1 > MAX_CHAIN) continue;
             chain[cn++] = (int32_t)i;
             /* Clone the chain (in order) right before node `at`. */
@@ -115,8 +115,8 @@ int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx) {
                         if (map_from[q] == ins[k]) ins[k] = map_to[q];
                 }
                 int32_t outs[MUSA_MAX_OUTPUTS];
-                int32_t id = musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs,
-                                                 outs);
+                int32_t id =
+                    musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs, outs);
                 if (id < 0) {
                     rc = id;
                     break;

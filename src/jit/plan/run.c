@@ -266,8 +266,8 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         step *st = &p->steps[s];
         rc = st->parallel ? run_parallel(&r, st) : run_instr(&r, &p->instrs[st->first]);
         if (!rc && MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take())
-            rc = musa_err(MUSA_ERR_INTERRUPTED, "[jit] compiled run interrupted after step %d of %d",
-                          s + 1, p->n_steps);
+            rc = musa_err(MUSA_ERR_INTERRUPTED,
+                          "[jit] compiled run interrupted after step %d of %d", s + 1, p->n_steps);
         if (p->opt.poison && !rc)
             for (int k = 0; k < p->n_bufs; k++)
                 if (p->bufs[k].last == s) memset(mem + p->bufs[k].offset, 0xff, p->bufs[k].bytes);

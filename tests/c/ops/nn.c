@@ -20,8 +20,8 @@ static bool near(const char *what, musa_tensor *t, const double *want, int64_t n
     for (int64_t i = 0; i < n && ok; i++) {
         double tol = (tol_abs(d) + tol_rel(d) * fabs(want[i])) * scale;
         if (!(fabs(v[i] - want[i]) <= tol) && !(v[i] != v[i] && want[i] != want[i])) {
-            harness_fail(__FILE__, __LINE__, "%s [%s]: [%lld] = %.10g, want %.10g", what, musa_dtype_name(d),
-                         (long long)i, v[i], want[i]);
+            harness_fail(__FILE__, __LINE__, "%s [%s]: [%lld] = %.10g, want %.10g", what,
+                         musa_dtype_name(d), (long long)i, v[i], want[i]);
             ok = false;
         }
     }
@@ -35,8 +35,10 @@ typedef struct {
     int64_t N, C, H, W, Co, kh, kw, sh, sw, ph, pw, dh, dw, g, Ho, Wo;
 } cg;
 
-static cg make_cg(const int64_t *xs, const int64_t *ws, const int64_t *st, const int64_t *pd, const int64_t *dl, int64_t g) {
-    cg c = {xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], st[0], st[1], pd[0], pd[1], dl[0], dl[1], g, 0, 0};
+static cg make_cg(const int64_t *xs, const int64_t *ws, const int64_t *st, const int64_t *pd,
+                  const int64_t *dl, int64_t g) {
+    cg c = {xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], st[0],
+            st[1], pd[0], pd[1], dl[0], dl[1], g,     0,     0};
     c.Ho = (c.H + 2 * c.ph - c.dh * (c.kh - 1) - 1) / c.sh + 1;
     c.Wo = (c.W + 2 * c.pw - c.dw * (c.kw - 1) - 1) / c.sw + 1;
     return c;
@@ -72,16 +74,21 @@ static const struct {
 };
 
 TEST(op_conv2d) {
-    musa_dtype dts[4] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16, MUSA_DTYPE_BFLOAT16};
+    musa_dtype dts[4] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
+                         MUSA_DTYPE_BFLOAT16};
     for (int k = 0; k < (int)(sizeof conv_cases / sizeof conv_cases[0]); k++)
         for (int di = 0; di < 4; di++) {
-            cg c = make_cg(conv_cases[k].x, conv_cases[k].w, conv_cases[k].st, conv_cases[k].pd, conv_cases[k].dl, conv_cases[k].g);
-            musa_tensor *x = rnd(dts[di], 4, conv_cases[k].x, -1, 1, k % 2 ? L_TRANSPOSED : L_CONTIG);
+            cg c = make_cg(conv_cases[k].x, conv_cases[k].w, conv_cases[k].st, conv_cases[k].pd,
+                           conv_cases[k].dl, conv_cases[k].g);
+            musa_tensor *x =
+                rnd(dts[di], 4, conv_cases[k].x, -1, 1, k % 2 ? L_TRANSPOSED : L_CONTIG);
             musa_tensor *w = rnd(dts[di], 4, conv_cases[k].w, -1, 1, L_CONTIG);
             musa_tensor *b = rnd(dts[di], 1, &c.Co, -1, 1, L_CONTIG);
-            musa_tensor *y = musa_conv2d(x, w, k == 1 ? NULL : b, conv_cases[k].st, conv_cases[k].pd, conv_cases[k].dl, c.g);
+            musa_tensor *y = musa_conv2d(x, w, k == 1 ? NULL : b, conv_cases[k].st,
+                                         conv_cases[k].pd, conv_cases[k].dl, c.g);
             CHECK_MSG(y, "conv case %d: %s", k, musa_last_error());
-            CHECK(same_shape(y, 4, (int64_t[]){c.N, c.Co, c.Ho, c.Wo}) && musa_tensor_dtype(y) == dts[di]);
+            CHECK(same_shape(y, 4, (int64_t[]){c.N, c.Co, c.Ho, c.Wo}) &&
+                  musa_tensor_dtype(y) == dts[di]);
             double *xv = values(x), *wv = values(w), *bv = values(b);
             int64_t n = c.N * c.Co * c.Ho * c.Wo;
             double *want = calloc((size_t)n, sizeof(double));
@@ -95,7 +102,8 @@ TEST(op_conv2d) {
             if (!ok) return;
         }
     /* a convolution worked by hand */
-    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 4, S(1, 1, 3, 3), (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
+    musa_tensor *x =
+        from_list(MUSA_DTYPE_FLOAT32, 4, S(1, 1, 3, 3), (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
     musa_tensor *w = from_list(MUSA_DTYPE_FLOAT32, 4, S(1, 1, 2, 2), (double[]){1, 0, 0, -1});
     musa_tensor *y = musa_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
     CHECK(near("conv by hand", y, (double[]){-4, -4, -4, -4}, 4, 1));
@@ -103,11 +111,15 @@ TEST(op_conv2d) {
     CHECK_ERR(FAILS(musa_conv2d(x, bad, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE,
               "[conv2d] input (1, 1, 3, 3) has 1 channels but weight (3, 2, 2, 2) expects 2");
     musa_tensor *big = musa_zeros(4, S(1, 1, 5, 5), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_conv2d(x, big, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE, "larger than the padded input");
-    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, S(-1, 0), NULL, 1)), MUSA_ERR_VALUE, "padding must be >= 0");
-    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, S(0, 1), NULL, NULL, 1)), MUSA_ERR_VALUE, "stride must be >= 1");
+    CHECK_ERR(FAILS(musa_conv2d(x, big, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE,
+              "larger than the padded input");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, NULL, S(-1, 0), NULL, 1)), MUSA_ERR_VALUE,
+              "padding must be >= 0");
+    CHECK_ERR(FAILS(musa_conv2d(x, w, NULL, S(0, 1), NULL, NULL, 1)), MUSA_ERR_VALUE,
+              "stride must be >= 1");
     musa_tensor *x3 = musa_zeros(3, S(1, 3, 3), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_conv2d(x3, w, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE, "input must have 4 dims");
+    CHECK_ERR(FAILS(musa_conv2d(x3, w, NULL, NULL, NULL, NULL, 1)), MUSA_ERR_VALUE,
+              "input must have 4 dims");
     release_all(6, x, w, y, bad, big, x3);
 }
 
@@ -115,7 +127,8 @@ static void conv_backward_case(bool weight) {
     for (int k = 0; k < (int)(sizeof conv_cases / sizeof conv_cases[0]); k++)
         for (int d = 0; d < 2; d++) {
             musa_dtype dt = d ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
-            cg c = make_cg(conv_cases[k].x, conv_cases[k].w, conv_cases[k].st, conv_cases[k].pd, conv_cases[k].dl, conv_cases[k].g);
+            cg c = make_cg(conv_cases[k].x, conv_cases[k].w, conv_cases[k].st, conv_cases[k].pd,
+                           conv_cases[k].dl, conv_cases[k].g);
             musa_tensor *x = rnd(dt, 4, conv_cases[k].x, -1, 1, L_CONTIG);
             musa_tensor *w = rnd(dt, 4, conv_cases[k].w, -1, 1, L_CONTIG);
             musa_tensor *gy = rnd(dt, 4, (int64_t[]){c.N, c.Co, c.Ho, c.Wo}, -1, 1, L_TRANSPOSED);
@@ -132,17 +145,24 @@ static void conv_backward_case(bool weight) {
             double *xv = values(x), *wv = values(w), *gv = values(gy);
             int64_t n = weight ? musa_tensor_numel(w) : musa_tensor_numel(x);
             double *want = calloc((size_t)n, sizeof(double));
-            if (weight) CONV_LOOP(c, want[wi] += gv[yi] * xv[xi])
-            else CONV_LOOP(c, want[xi] += gv[yi] * wv[wi])
-            bool ok = near(weight ? "conv2d_backward_weight" : "conv2d_backward_input", out[0], want, n, 8);
+            if (weight)
+                CONV_LOOP(c, want[wi] += gv[yi] * xv[xi])
+            else
+                CONV_LOOP(c, want[xi] += gv[yi] * wv[wi])
+            bool ok = near(weight ? "conv2d_backward_weight" : "conv2d_backward_input", out[0],
+                           want, n, 8);
             free(xv), free(wv), free(gv), free(want);
             release_all(4, x, w, gy, out[0]);
             if (!ok) return;
         }
 }
 
-TEST(op_conv2d_backward_input) { conv_backward_case(false); }
-TEST(op_conv2d_backward_weight) { conv_backward_case(true); }
+TEST(op_conv2d_backward_input) {
+    conv_backward_case(false);
+}
+TEST(op_conv2d_backward_weight) {
+    conv_backward_case(true);
+}
 
 /* float32 convolutions run on oneDNN; the same cases on the im2col path */
 TEST(conv2d_im2col_path) {
@@ -174,7 +194,8 @@ TEST(conv1d_and_transpose) {
                 for (int ci = 0; ci < 3; ci++)
                     for (int k = 0; k < 3; k++) {
                         int i = o * 2 - 1 + k;
-                        if (i >= 0 && i < 9) s += xv[(n * 3 + ci) * 9 + i] * wv[(co * 3 + ci) * 3 + k];
+                        if (i >= 0 && i < 9)
+                            s += xv[(n * 3 + ci) * 9 + i] * wv[(co * 3 + ci) * 3 + k];
                     }
                 CHECK_NEAR(yv[(n * 4 + co) * 5 + o], s, 1e-12);
             }
@@ -192,16 +213,17 @@ TEST(conv1d_and_transpose) {
 
 /* ---- pooling ---- */
 
-static void pool_ref(bool is_max, const double *x, int64_t P, int64_t H, int64_t W, int64_t kh, int64_t kw,
-                     int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t Ho, int64_t Wo, bool cip,
-                     double *y, double *idx) {
+static void pool_ref(bool is_max, const double *x, int64_t P, int64_t H, int64_t W, int64_t kh,
+                     int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t Ho,
+                     int64_t Wo, bool cip, double *y, double *idx) {
     for (int64_t p = 0; p < P; p++)
         for (int64_t oy = 0; oy < Ho; oy++)
             for (int64_t ox = 0; ox < Wo; ox++) {
                 double best = -INFINITY, sum = 0;
                 int64_t bi = -1, cnt = 0;
                 int64_t hs = oy * sh - ph, ws = ox * sw - pw;
-                int64_t he = hs + kh < H + ph ? hs + kh : H + ph, we = ws + kw < W + pw ? ws + kw : W + pw;
+                int64_t he = hs + kh < H + ph ? hs + kh : H + ph,
+                        we = ws + kw < W + pw ? ws + kw : W + pw;
                 int64_t pool_size = (he - hs) * (we - ws);
                 for (int64_t iy = hs; iy < hs + kh; iy++)
                     for (int64_t ix = ws; ix < ws + kw; ix++) {
@@ -239,8 +261,8 @@ TEST(op_max_pool2d) {
     CHECK_OK(musa_max_pool2d(x, S(2, 2), NULL, NULL, NULL, true, &y, NULL));
     CHECK_SHAPE(y, 3, 1, 3, 3);
     musa_tensor *none = NULL;
-    CHECK_ERR(musa_max_pool2d(x, S(2, 2), NULL, S(2, 0), NULL, false, &none, NULL) == MUSA_OK, MUSA_ERR_VALUE,
-              "padding 2 should be at most half the kernel size 2");
+    CHECK_ERR(musa_max_pool2d(x, S(2, 2), NULL, S(2, 0), NULL, false, &none, NULL) == MUSA_OK,
+              MUSA_ERR_VALUE, "padding 2 should be at most half the kernel size 2");
     CHECK(none == NULL);
     release_all(2, x, y);
 }
@@ -260,7 +282,8 @@ TEST(op_avg_pool2d) {
         }
 }
 
-static musa_tensor *pool_bwd(const char *op, musa_tensor *g, const int64_t *kernel, const int64_t *in_shape, int nd) {
+static musa_tensor *pool_bwd(const char *op, musa_tensor *g, const int64_t *kernel,
+                             const int64_t *in_shape, int nd) {
     int id = musa_op_lookup(op);
     musa_attrs *a = musa_attrs_new(id);
     musa_attrs_set_ints(a, "kernel", 2, kernel);
@@ -290,7 +313,8 @@ TEST(op_adaptive_avg_pool2d) {
     for (int p = 0; p < 6; p++)
         for (int oy = 0; oy < 3; oy++)
             for (int ox = 0; ox < 2; ox++) {
-                int h0 = oy * 7 / 3, h1 = ((oy + 1) * 7 + 2) / 3, w0 = ox * 5 / 2, w1 = ((ox + 1) * 5 + 1) / 2;
+                int h0 = oy * 7 / 3, h1 = ((oy + 1) * 7 + 2) / 3, w0 = ox * 5 / 2,
+                    w1 = ((ox + 1) * 5 + 1) / 2;
                 double s = 0;
                 for (int iy = h0; iy < h1; iy++)
                     for (int ix = w0; ix < w1; ix++) s += xv[p * 35 + iy * 5 + ix];
@@ -318,8 +342,9 @@ TEST(op_adaptive_avg_pool2d_backward) {
 /* ---- normalisation ---- */
 
 /* reference: normalise groups of `m` consecutive-by-index elements chosen by key(i) */
-static void norm_ref(const double *x, int64_t n, int64_t nstat, int64_t (*key)(int64_t, const int64_t *),
-                     const int64_t *geo, double eps, double *mean, double *inv) {
+static void norm_ref(const double *x, int64_t n, int64_t nstat,
+                     int64_t (*key)(int64_t, const int64_t *), const int64_t *geo, double eps,
+                     double *mean, double *inv) {
     double *s = calloc((size_t)nstat, sizeof(double)), *c = calloc((size_t)nstat, sizeof(double));
     for (int64_t i = 0; i < n; i++) s[key(i, geo)] += x[i], c[key(i, geo)] += 1;
     for (int64_t k = 0; k < nstat; k++) mean[k] = s[k] / c[k], s[k] = 0;
@@ -331,9 +356,15 @@ static void norm_ref(const double *x, int64_t n, int64_t nstat, int64_t (*key)(i
     free(s), free(c);
 }
 
-static int64_t key_bn(int64_t i, const int64_t *g) { return (i / g[2]) % g[1]; }        /* channel */
-static int64_t key_ln(int64_t i, const int64_t *g) { return i / g[0]; }                 /* row of D */
-static int64_t key_gn(int64_t i, const int64_t *g) { return i / (g[1] / g[3] * g[2]); } /* (n, group) */
+static int64_t key_bn(int64_t i, const int64_t *g) {
+    return (i / g[2]) % g[1];
+} /* channel */
+static int64_t key_ln(int64_t i, const int64_t *g) {
+    return i / g[0];
+} /* row of D */
+static int64_t key_gn(int64_t i, const int64_t *g) {
+    return i / (g[1] / g[3] * g[2]);
+} /* (n, group) */
 
 typedef struct {
     const char *name;
@@ -341,8 +372,9 @@ typedef struct {
 } norm_kind;
 
 /* y and its (mean, invstd) outputs against the reference */
-static bool check_norm_forward(const char *op, musa_tensor *x, musa_tensor *w, musa_tensor *b, const void *attrs_v,
-                               int64_t (*key)(int64_t, const int64_t *), const int64_t *geo, int64_t nstat,
+static bool check_norm_forward(const char *op, musa_tensor *x, musa_tensor *w, musa_tensor *b,
+                               const void *attrs_v, int64_t (*key)(int64_t, const int64_t *),
+                               const int64_t *geo, int64_t nstat,
                                int64_t (*wkey)(int64_t, const int64_t *)) {
     (void)attrs_v;
     int id = musa_op_lookup(op);
@@ -358,40 +390,53 @@ static bool check_norm_forward(const char *op, musa_tensor *x, musa_tensor *w, m
         return false;
     }
     int64_t n = musa_tensor_numel(x);
-    double *xv = values(x), *wv = values(w), *bv = values(b), *mean = malloc(sizeof(double) * (size_t)nstat),
-           *inv = malloc(sizeof(double) * (size_t)nstat), *want = malloc(sizeof(double) * (size_t)n);
+    double *xv = values(x), *wv = values(w), *bv = values(b),
+           *mean = malloc(sizeof(double) * (size_t)nstat),
+           *inv = malloc(sizeof(double) * (size_t)nstat),
+           *want = malloc(sizeof(double) * (size_t)n);
     norm_ref(xv, n, nstat, key, geo, 1e-5, mean, inv);
     for (int64_t i = 0; i < n; i++) {
         int64_t k = key(i, geo), c = wkey(i, geo);
         want[i] = (xv[i] - mean[k]) * inv[k] * wv[c] + bv[c];
     }
-    bool ok = near(op, out[0], want, n, 4) && near("mean", out[1], mean, nstat, 4) && near("invstd", out[2], inv, nstat, 8);
+    bool ok = near(op, out[0], want, n, 4) && near("mean", out[1], mean, nstat, 4) &&
+              near("invstd", out[2], inv, nstat, 8);
     free(xv), free(wv), free(bv), free(mean), free(inv), free(want);
     release_all(3, out[0], out[1], out[2]);
     return ok;
 }
 
-static int64_t wkey_bn(int64_t i, const int64_t *g) { return (i / g[2]) % g[1]; }
-static int64_t wkey_ln(int64_t i, const int64_t *g) { return i % g[0]; }
+static int64_t wkey_bn(int64_t i, const int64_t *g) {
+    return (i / g[2]) % g[1];
+}
+static int64_t wkey_ln(int64_t i, const int64_t *g) {
+    return i % g[0];
+}
 
 TEST(op_batch_norm) {
     for (int di = 0; di < 4; di++) {
         musa_dtype dt = FLOAT_DTYPES[di];
         musa_tensor *x = rnd(dt, 4, S(4, 3, 5, 2), -2, 3, L_TRANSPOSED);
         musa_tensor *w = rnd(dt, 1, S(3), 0.5, 2, L_CONTIG), *b = rnd(dt, 1, S(3), -1, 1, L_CONTIG);
-        CHECK(check_norm_forward("batch_norm", x, w, b, NULL, key_bn, S(0, 3, 10, 1, 1), 3, wkey_bn));
+        CHECK(
+            check_norm_forward("batch_norm", x, w, b, NULL, key_bn, S(0, 3, 10, 1, 1), 3, wkey_bn));
         release_all(3, x, w, b);
     }
-    musa_tensor *one = musa_zeros(2, S(1, 3), MUSA_DTYPE_FLOAT32), *w = musa_ones(1, S(3), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_batch_norm(one, NULL, NULL, w, NULL, true, 0.1, 1e-5)), MUSA_ERR_VALUE, "more than 1 value per channel");
-    musa_tensor *w4 = musa_ones(1, S(4), MUSA_DTYPE_FLOAT32), *x = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_batch_norm(x, NULL, NULL, w4, NULL, true, 0.1, 1e-5)), MUSA_ERR_VALUE, "[batch_norm] weight has shape (4,), expected (3,)");
+    musa_tensor *one = musa_zeros(2, S(1, 3), MUSA_DTYPE_FLOAT32),
+                *w = musa_ones(1, S(3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_batch_norm(one, NULL, NULL, w, NULL, true, 0.1, 1e-5)), MUSA_ERR_VALUE,
+              "more than 1 value per channel");
+    musa_tensor *w4 = musa_ones(1, S(4), MUSA_DTYPE_FLOAT32),
+                *x = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_batch_norm(x, NULL, NULL, w4, NULL, true, 0.1, 1e-5)), MUSA_ERR_VALUE,
+              "[batch_norm] weight has shape (4,), expected (3,)");
     release_all(4, one, w, w4, x);
 }
 
 TEST(batch_norm_running_stats_and_eval) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(5, 2, 3), -2, 3, L_CONTIG);
-    musa_tensor *rm = musa_zeros(1, S(2), MUSA_DTYPE_FLOAT64), *rv = musa_ones(1, S(2), MUSA_DTYPE_FLOAT64);
+    musa_tensor *rm = musa_zeros(1, S(2), MUSA_DTYPE_FLOAT64),
+                *rv = musa_ones(1, S(2), MUSA_DTYPE_FLOAT64);
     musa_tensor *y = musa_batch_norm(x, rm, rv, NULL, NULL, true, 0.1, 1e-5);
     CHECK(y);
     double *xv = values(x), *rmv = values(rm), *rvv = values(rv);
@@ -417,8 +462,10 @@ TEST(op_layer_norm) {
     for (int di = 0; di < 4; di++) {
         musa_dtype dt = FLOAT_DTYPES[di];
         musa_tensor *x = rnd(dt, 3, S(3, 4, 5), -2, 3, L_STRIDED);
-        musa_tensor *w = rnd(dt, 2, S(4, 5), 0.5, 2, L_CONTIG), *b = rnd(dt, 2, S(4, 5), -1, 1, L_CONTIG);
-        CHECK(check_norm_forward("layer_norm", x, w, b, NULL, key_ln, S(20, 0, 0, 1, 2), 3, wkey_ln));
+        musa_tensor *w = rnd(dt, 2, S(4, 5), 0.5, 2, L_CONTIG),
+                    *b = rnd(dt, 2, S(4, 5), -1, 1, L_CONTIG);
+        CHECK(
+            check_norm_forward("layer_norm", x, w, b, NULL, key_ln, S(20, 0, 0, 1, 2), 3, wkey_ln));
         release_all(3, x, w, b);
     }
 }
@@ -428,11 +475,13 @@ TEST(op_group_norm) {
         musa_dtype dt = FLOAT_DTYPES[di];
         musa_tensor *x = rnd(dt, 3, S(2, 6, 4), -2, 3, L_TRANSPOSED);
         musa_tensor *w = rnd(dt, 1, S(6), 0.5, 2, L_CONTIG), *b = rnd(dt, 1, S(6), -1, 1, L_CONTIG);
-        CHECK(check_norm_forward("group_norm", x, w, b, NULL, key_gn, S(0, 6, 4, 3, 1), 6, wkey_bn));
+        CHECK(
+            check_norm_forward("group_norm", x, w, b, NULL, key_gn, S(0, 6, 4, 3, 1), 6, wkey_bn));
         release_all(3, x, w, b);
     }
     musa_tensor *x = musa_zeros(3, S(2, 6, 4), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_group_norm(x, 4, NULL, NULL, 1e-5)), MUSA_ERR_VALUE, "6 channels are not divisible into 4 groups");
+    CHECK_ERR(FAILS(musa_group_norm(x, 4, NULL, NULL, 1e-5)), MUSA_ERR_VALUE,
+              "6 channels are not divisible into 4 groups");
     musa_tensor_release(x);
 }
 
@@ -440,14 +489,17 @@ TEST(op_group_norm) {
  * (which run when a higher-order graph is recorded). */
 static void norm_backward_matches(const char *fwd) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(4, 6, 3), -2, 3, L_CONTIG);
-    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT64, strcmp(fwd, "layer_norm") ? 1 : 2, strcmp(fwd, "layer_norm") ? S(6) : S(6, 3), 0.5, 2, L_CONTIG);
-    musa_tensor *b = rnd(MUSA_DTYPE_FLOAT64, musa_tensor_ndim(w), musa_tensor_shape(w), -1, 1, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT64, strcmp(fwd, "layer_norm") ? 1 : 2,
+                         strcmp(fwd, "layer_norm") ? S(6) : S(6, 3), 0.5, 2, L_CONTIG);
+    musa_tensor *b =
+        rnd(MUSA_DTYPE_FLOAT64, musa_tensor_ndim(w), musa_tensor_shape(w), -1, 1, L_CONTIG);
     musa_tensor *g = rnd(MUSA_DTYPE_FLOAT64, 3, S(4, 6, 3), -1, 1, L_CONTIG);
     musa_tensor *ins[3] = {x, w, b};
     for (int i = 0; i < 3; i++) musa_tensor_set_requires_grad(ins[i], true);
     musa_tensor *res[2][3];
     for (int create = 0; create < 2; create++) {
-        musa_tensor *y = !strcmp(fwd, "batch_norm") ? musa_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5)
+        musa_tensor *y = !strcmp(fwd, "batch_norm")
+                             ? musa_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5)
                          : !strcmp(fwd, "layer_norm") ? musa_layer_norm(x, 2, w, b, 1e-5)
                                                       : musa_group_norm(x, 3, w, b, 1e-5);
         CHECK(y);
@@ -463,13 +515,20 @@ static void norm_backward_matches(const char *fwd) {
     release_all(4, x, w, b, g);
 }
 
-TEST(op_batch_norm_backward) { norm_backward_matches("batch_norm"); }
-TEST(op_layer_norm_backward) { norm_backward_matches("layer_norm"); }
-TEST(op_group_norm_backward) { norm_backward_matches("group_norm"); }
+TEST(op_batch_norm_backward) {
+    norm_backward_matches("batch_norm");
+}
+TEST(op_layer_norm_backward) {
+    norm_backward_matches("layer_norm");
+}
+TEST(op_group_norm_backward) {
+    norm_backward_matches("group_norm");
+}
 
 /* ---- softmax, cross-entropy, linear ---- */
 
-static void softmax_ref(const double *x, int64_t outer, int64_t D, int64_t inner, bool take_log, double *y) {
+static void softmax_ref(const double *x, int64_t outer, int64_t D, int64_t inner, bool take_log,
+                        double *y) {
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             double m = -INFINITY, s = 0;
@@ -485,7 +544,8 @@ static void softmax_ref(const double *x, int64_t outer, int64_t D, int64_t inner
 static void softmax_case(bool lg) {
     for (int di = 0; di < 4; di++)
         for (int dim = 0; dim < 3; dim++) {
-            musa_tensor *x = rnd(FLOAT_DTYPES[di], 3, S(3, 5, 300), -5, 5, dim == 1 ? L_TRANSPOSED : L_CONTIG);
+            musa_tensor *x =
+                rnd(FLOAT_DTYPES[di], 3, S(3, 5, 300), -5, 5, dim == 1 ? L_TRANSPOSED : L_CONTIG);
             musa_tensor *y = lg ? musa_log_softmax(x, dim) : musa_softmax(x, dim);
             int64_t outer = dim == 0 ? 1 : dim == 1 ? 3 : 15, D = dim == 0 ? 3 : dim == 1 ? 5 : 300;
             int64_t inner = 4500 / outer / D;
@@ -499,13 +559,18 @@ static void softmax_case(bool lg) {
     /* large logits do not overflow */
     musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 1, S(2), (double[]){1000, 1001});
     musa_tensor *y = lg ? musa_log_softmax(x, 0) : musa_softmax(x, 0);
-    double want[2] = {lg ? -1.3132616875182228 : 0.2689414213699951, lg ? -0.31326168751822286 : 0.7310585786300049};
+    double want[2] = {lg ? -1.3132616875182228 : 0.2689414213699951,
+                      lg ? -0.31326168751822286 : 0.7310585786300049};
     CHECK(near("softmax of large logits", y, want, 2, 1));
     release_all(2, x, y);
 }
 
-TEST(op_softmax) { softmax_case(false); }
-TEST(op_log_softmax) { softmax_case(true); }
+TEST(op_softmax) {
+    softmax_case(false);
+}
+TEST(op_log_softmax) {
+    softmax_case(true);
+}
 
 static void softmax_bwd_case(bool lg) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, S(4, 7), -3, 3, L_CONTIG);
@@ -531,11 +596,15 @@ static void softmax_bwd_case(bool lg) {
     release_all(4, x, g, y, out[0]);
 }
 
-TEST(op_softmax_backward) { softmax_bwd_case(false); }
-TEST(op_log_softmax_backward) { softmax_bwd_case(true); }
+TEST(op_softmax_backward) {
+    softmax_bwd_case(false);
+}
+TEST(op_log_softmax_backward) {
+    softmax_bwd_case(true);
+}
 
-static double xent_ref(const double *x, const int64_t *t, int64_t N, int64_t C, int64_t ignore, double eps,
-                       int reduction, double *per) {
+static double xent_ref(const double *x, const int64_t *t, int64_t N, int64_t C, int64_t ignore,
+                       double eps, int reduction, double *per) {
     double total = 0;
     int64_t count = 0;
     for (int64_t n = 0; n < N; n++) {
@@ -564,7 +633,8 @@ TEST(op_cross_entropy) {
                 int64_t ti[6];
                 for (int i = 0; i < 6; i++) ti[i] = (int64_t)tv[i];
                 double total = xent_ref(xv, ti, 6, 5, -100, sm ? 0.2 : 0, red, per);
-                CHECK(red == 0 ? near("cross_entropy none", l, per, 6, 4) : near("cross_entropy", l, &total, 1, 8));
+                CHECK(red == 0 ? near("cross_entropy none", l, per, 6, 4)
+                               : near("cross_entropy", l, &total, 1, 8));
                 free(xv);
                 release_all(3, x, t, l);
             }
@@ -573,7 +643,8 @@ TEST(op_cross_entropy) {
     musa_tensor *t = from_list(MUSA_DTYPE_INT64, 2, S(2, 3), (double[]){0, 3, 1, 2, 2, 0});
     musa_tensor *l = musa_cross_entropy(x, t, -100, 0, MUSA_REDUCTION_NONE);
     musa_tensor *xp = musa_permute(x, 3, S(0, 2, 1)), *x2 = musa_reshape(xp, 2, S(6, 4));
-    musa_tensor *t2 = musa_reshape(t, 1, S(6)), *l2 = musa_cross_entropy(x2, t2, -100, 0, MUSA_REDUCTION_NONE);
+    musa_tensor *t2 = musa_reshape(t, 1, S(6)),
+                *l2 = musa_cross_entropy(x2, t2, -100, 0, MUSA_REDUCTION_NONE);
     double *lv = values(l2);
     CHECK(near("K-dim cross_entropy", l, lv, 6, 1));
     free(lv);
@@ -581,10 +652,12 @@ TEST(op_cross_entropy) {
     CHECK_ERR(FAILS(musa_cross_entropy(x2, badt, -100, 0, MUSA_REDUCTION_MEAN)), MUSA_ERR_INDEX,
               "[cross_entropy] target 7 is out of bounds for 4 classes");
     musa_tensor *ft = musa_zeros(1, S(6), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_cross_entropy(x2, ft, -100, 0, MUSA_REDUCTION_MEAN)), MUSA_ERR_VALUE, "probability targets must have the logits' shape");
+    CHECK_ERR(FAILS(musa_cross_entropy(x2, ft, -100, 0, MUSA_REDUCTION_MEAN)), MUSA_ERR_VALUE,
+              "probability targets must have the logits' shape");
     /* probabilities: a one-hot target gives the index loss */
     musa_tensor *oh = musa_one_hot(t2, 4), *ohf = musa_cast(oh, MUSA_DTYPE_FLOAT64);
-    musa_tensor *lp = musa_cross_entropy(x2, ohf, -100, 0.1, MUSA_REDUCTION_SUM), *li = musa_cross_entropy(x2, t2, -100, 0.1, MUSA_REDUCTION_SUM);
+    musa_tensor *lp = musa_cross_entropy(x2, ohf, -100, 0.1, MUSA_REDUCTION_SUM),
+                *li = musa_cross_entropy(x2, t2, -100, 0.1, MUSA_REDUCTION_SUM);
     double liv;
     musa_tensor_item(li, &liv);
     CHECK(near("probability targets", lp, &liv, 1, 1));
@@ -616,7 +689,8 @@ TEST(op_linear) {
     for (int di = 0; di < 4; di++) {
         musa_dtype dt = FLOAT_DTYPES[di];
         musa_tensor *x = rnd(dt, 3, S(2, 3, 5), -1, 1, L_TRANSPOSED);
-        musa_tensor *w = rnd(dt, 2, S(4, 5), -1, 1, L_CONTIG), *b = rnd(dt, 1, S(4), -1, 1, L_CONTIG);
+        musa_tensor *w = rnd(dt, 2, S(4, 5), -1, 1, L_CONTIG),
+                    *b = rnd(dt, 1, S(4), -1, 1, L_CONTIG);
         for (int hb = 0; hb < 2; hb++) {
             musa_tensor *y = musa_linear(x, w, hb ? b : NULL);
             CHECK(y && same_shape(y, 3, S(2, 3, 4)));
@@ -633,13 +707,16 @@ TEST(op_linear) {
         }
         release_all(3, x, w, b);
     }
-    musa_tensor *x = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT32), *w = musa_zeros(2, S(4, 5), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_linear(x, w, NULL)), MUSA_ERR_VALUE, "[linear] input (2, 3) and weight (4, 5) do not fit");
+    musa_tensor *x = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT32),
+                *w = musa_zeros(2, S(4, 5), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_linear(x, w, NULL)), MUSA_ERR_VALUE,
+              "[linear] input (2, 3) and weight (4, 5) do not fit");
     release_all(2, x, w);
 }
 
 TEST(activations_and_losses) {
-    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG), *y = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG);
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG),
+                *y = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG);
     double *xv = values(x), *yv = values(y);
     struct {
         musa_tensor *t;
@@ -671,11 +748,14 @@ TEST(activations_and_losses) {
     double mse = 0, l1 = 0, sl1 = 0;
     for (int i = 0; i < 40; i++) {
         double d = xv[i] - yv[i];
-        mse += d * d / 40, l1 += fabs(d) / 40, sl1 += (fabs(d) < 1.5 ? 0.5 * d * d / 1.5 : fabs(d) - 0.75) / 40;
+        mse += d * d / 40, l1 += fabs(d) / 40,
+            sl1 += (fabs(d) < 1.5 ? 0.5 * d * d / 1.5 : fabs(d) - 0.75) / 40;
     }
-    musa_tensor *lm = musa_mse_loss(x, y, MUSA_REDUCTION_MEAN), *ll = musa_l1_loss(x, y, MUSA_REDUCTION_MEAN);
+    musa_tensor *lm = musa_mse_loss(x, y, MUSA_REDUCTION_MEAN),
+                *ll = musa_l1_loss(x, y, MUSA_REDUCTION_MEAN);
     musa_tensor *ls = musa_smooth_l1_loss(x, y, 1.5, MUSA_REDUCTION_MEAN);
-    CHECK(near("mse", lm, &mse, 1, 1) && near("l1", ll, &l1, 1, 1) && near("smooth_l1", ls, &sl1, 1, 1));
+    CHECK(near("mse", lm, &mse, 1, 1) && near("l1", ll, &l1, 1, 1) &&
+          near("smooth_l1", ls, &sl1, 1, 1));
     musa_tensor *p = musa_sigmoid(x), *tgt = musa_rand(1, S(40), MUSA_DTYPE_FLOAT64);
     musa_tensor *bce = musa_binary_cross_entropy(p, tgt, MUSA_REDUCTION_SUM);
     musa_tensor *bcel = musa_binary_cross_entropy_with_logits(x, tgt, MUSA_REDUCTION_SUM);
@@ -721,18 +801,25 @@ TEST(embedding_and_dropout) {
  * of bounds). */
 TEST(norm_backward_rejects_malformed_operands) {
     const int64_t xs[] = {2, 4, 3}, c4[] = {4}, c5[] = {5}, ng[] = {2, 2}, rows[] = {2, 4};
-    musa_tensor *x = musa_ones(3, xs, MUSA_DTYPE_FLOAT32), *gy = musa_ones(3, xs, MUSA_DTYPE_FLOAT32);
-    musa_tensor *w4 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32), *w5 = musa_ones(1, c5, MUSA_DTYPE_FLOAT32);
-    musa_tensor *s4 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32), *s5 = musa_ones(1, c5, MUSA_DTYPE_FLOAT32);
-    musa_tensor *sg = musa_ones(2, ng, MUSA_DTYPE_FLOAT32), *sr = musa_ones(2, rows, MUSA_DTYPE_FLOAT32);
-    musa_tensor *w3 = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32), *x1 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32);
+    musa_tensor *x = musa_ones(3, xs, MUSA_DTYPE_FLOAT32),
+                *gy = musa_ones(3, xs, MUSA_DTYPE_FLOAT32);
+    musa_tensor *w4 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32),
+                *w5 = musa_ones(1, c5, MUSA_DTYPE_FLOAT32);
+    musa_tensor *s4 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32),
+                *s5 = musa_ones(1, c5, MUSA_DTYPE_FLOAT32);
+    musa_tensor *sg = musa_ones(2, ng, MUSA_DTYPE_FLOAT32),
+                *sr = musa_ones(2, rows, MUSA_DTYPE_FLOAT32);
+    musa_tensor *w3 = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32),
+                *x1 = musa_ones(1, c4, MUSA_DTYPE_FLOAT32);
     musa_tensor *out[3] = {NULL};
     int bn = musa_op_lookup("batch_norm_backward"), gn = musa_op_lookup("group_norm_backward");
     int ln = musa_op_lookup("layer_norm_backward");
     musa_attrs *a = musa_attrs_new(bn);
 #define CALL(op, ...) musa_op_call(op, 5, (musa_tensor *[]){__VA_ARGS__}, a, out)
-    CHECK_ERR(CALL(bn, gy, x, w5, s4, s4) == MUSA_OK, MUSA_ERR_VALUE, "[batch_norm_backward] weight has shape (5,), expected (4,)");
-    CHECK_ERR(CALL(bn, gy, x, w4, s5, s4) == MUSA_OK, MUSA_ERR_VALUE, "[batch_norm_backward] mean has shape (5,)");
+    CHECK_ERR(CALL(bn, gy, x, w5, s4, s4) == MUSA_OK, MUSA_ERR_VALUE,
+              "[batch_norm_backward] weight has shape (5,), expected (4,)");
+    CHECK_ERR(CALL(bn, gy, x, w4, s5, s4) == MUSA_OK, MUSA_ERR_VALUE,
+              "[batch_norm_backward] mean has shape (5,)");
     CHECK_ERR(CALL(bn, gy, x, w4, s4, s5) == MUSA_OK, MUSA_ERR_VALUE, "invstd has shape (5,)");
     CHECK_ERR(CALL(bn, x1, x1, w4, s4, s4) == MUSA_OK, MUSA_ERR_VALUE, "input must be (N, C, ...)");
     CHECK_ERR(CALL(bn, w4, x, w4, s4, s4) == MUSA_OK, MUSA_ERR_VALUE, "gradient has shape (4,)");
@@ -742,19 +829,24 @@ TEST(norm_backward_rejects_malformed_operands) {
     musa_attrs_free(a);
     a = musa_attrs_new(gn);
     CHECK_OK(musa_attrs_set_int(a, "groups", 3));
-    CHECK_ERR(CALL(gn, gy, x, w4, sg, sg) == MUSA_OK, MUSA_ERR_VALUE, "4 channels are not divisible into 3 groups");
+    CHECK_ERR(CALL(gn, gy, x, w4, sg, sg) == MUSA_OK, MUSA_ERR_VALUE,
+              "4 channels are not divisible into 3 groups");
     CHECK_OK(musa_attrs_set_int(a, "groups", 2));
-    CHECK_ERR(CALL(gn, gy, x, w4, s4, sg) == MUSA_OK, MUSA_ERR_VALUE, "[group_norm_backward] mean has shape (4,), expected (2, 2)");
+    CHECK_ERR(CALL(gn, gy, x, w4, s4, sg) == MUSA_OK, MUSA_ERR_VALUE,
+              "[group_norm_backward] mean has shape (4,), expected (2, 2)");
     CHECK_OK(CALL(gn, gy, x, w4, sg, sg));
     release_all(3, out[0], out[1], out[2]);
     out[0] = out[1] = out[2] = NULL;
     musa_attrs_free(a);
     a = musa_attrs_new(ln);
     CHECK_OK(musa_attrs_set_int(a, "ndims", 4));
-    CHECK_ERR(CALL(ln, gy, x, w3, sr, sr) == MUSA_OK, MUSA_ERR_VALUE, "cannot normalise the last 4 dims");
+    CHECK_ERR(CALL(ln, gy, x, w3, sr, sr) == MUSA_OK, MUSA_ERR_VALUE,
+              "cannot normalise the last 4 dims");
     CHECK_OK(musa_attrs_set_int(a, "ndims", 1));
-    CHECK_ERR(CALL(ln, gy, x, w4, sr, sr) == MUSA_OK, MUSA_ERR_VALUE, "[layer_norm_backward] weight has shape (4,), expected (3,)");
-    CHECK_ERR(CALL(ln, gy, x, w3, s4, sr) == MUSA_OK, MUSA_ERR_VALUE, "mean has shape (4,), expected (2, 4)");
+    CHECK_ERR(CALL(ln, gy, x, w4, sr, sr) == MUSA_OK, MUSA_ERR_VALUE,
+              "[layer_norm_backward] weight has shape (4,), expected (3,)");
+    CHECK_ERR(CALL(ln, gy, x, w3, s4, sr) == MUSA_OK, MUSA_ERR_VALUE,
+              "mean has shape (4,), expected (2, 4)");
     CHECK_OK(CALL(ln, gy, x, w3, sr, sr));
     release_all(3, out[0], out[1], out[2]);
 #undef CALL

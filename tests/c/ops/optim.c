@@ -143,8 +143,8 @@ static void adam_case(musa_dtype dt, int ndim, const int64_t *shape, layout lay,
     for (int t = 1; t <= 2; t++) {
         musa_tensor *g = rnd(dt, ndim, shape, -1, 1, L_CONTIG);
         double *gv = values(g);
-        CHECK_MSG(musa_adam_update(p, m, v, amsgrad ? vm : NULL, step, g, lr, &o) == MUSA_OK,
-                  "%s", musa_last_error());
+        CHECK_MSG(musa_adam_update(p, m, v, amsgrad ? vm : NULL, step, g, lr, &o) == MUSA_OK, "%s",
+                  musa_last_error());
         double bc1 = 1 - pow(b1, t), bc2 = 1 - pow(b2, t);
         for (int64_t i = 0; i < n; i++) {
             double gi = maximize ? -gv[i] : gv[i];
@@ -163,7 +163,8 @@ static void adam_case(musa_dtype dt, int ndim, const int64_t *shape, layout lay,
         double s = 0;
         CHECK_OK(musa_tensor_item(step, &s));
         CHECK_NEAR(s, t, 0);
-        if (!near_all("adam_update param", dt, p, rp) || !near_all("adam_update exp_avg", dt, m, rm) ||
+        if (!near_all("adam_update param", dt, p, rp) ||
+            !near_all("adam_update exp_avg", dt, m, rm) ||
             !near_all("adam_update exp_avg_sq", dt, v, rv))
             break;
         if (amsgrad && !near_all("adam_update max_exp_avg_sq", dt, vm, rvm)) break;
@@ -267,7 +268,8 @@ TEST(op_rmsprop_update) {
         rms_case(dts[k], 1, s0, L_CONTIG, 0, 0.9, false, false);
     }
     const int64_t s[] = {3};
-    musa_tensor *p = musa_ones(1, s, MUSA_DTYPE_FLOAT64), *sq = musa_zeros(1, s, MUSA_DTYPE_FLOAT64);
+    musa_tensor *p = musa_ones(1, s, MUSA_DTYPE_FLOAT64),
+                *sq = musa_zeros(1, s, MUSA_DTYPE_FLOAT64);
     musa_tensor *st = scalar64(0), *lr = scalar64(0.1);
     musa_rmsprop_options o = {0.99, 1e-8, 0, 0, true, false};
     CHECK_ERR(musa_rmsprop_update(p, sq, NULL, NULL, st, p, lr, &o) == MUSA_OK, MUSA_ERR_VALUE,

@@ -155,8 +155,8 @@ TEST(op_as_strided) {
  * storage's end; one that addresses elements is still bounds-checked. */
 TEST(empty_views_stay_inside_their_storage) {
     musa_tensor *x = musa_arange(0, 4, 1, MUSA_DTYPE_INT32);
-    musa_tensor *e = musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0},
-                                     INT64_MAX - 1);
+    musa_tensor *e =
+        musa_as_strided(x, 3, (int64_t[]){0, 0, 0}, (int64_t[]){0, 0, 0}, INT64_MAX - 1);
     CHECK(e && musa_tensor_numel(e) == 0 && musa_tensor_offset(e) == 4);
     musa_tensor *c = musa_contiguous(e), *s = musa_sum(e, 0, NULL, false);
     double v = -1;
@@ -209,9 +209,11 @@ TEST(op_as_strided_scatter) {
         musa_tensor *x2 = musa_reshape(x, 2, (int64_t[]){3, 4});
         musa_tensor *xt = musa_transpose(x2, 0, 1); /* (4, 3), strided */
         release_all(2, r, x2);
-        musa_tensor *src = from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 2}, (double[]){-1, -2, -3, -4});
+        musa_tensor *src =
+            from_list(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 2}, (double[]){-1, -2, -3, -4});
         /* region: rows 1..2, cols 0..1 of xt's row-major copy (4 x 3) */
-        musa_tensor *y = musa_as_strided_scatter(xt, src, 2, (int64_t[]){2, 2}, (int64_t[]){3, 1}, 3);
+        musa_tensor *y =
+            musa_as_strided_scatter(xt, src, 2, (int64_t[]){2, 2}, (int64_t[]){3, 1}, 3);
         CHECK_MSG(y, "%s", musa_last_error());
         CHECK_SHAPE(y, 2, 4, 3);
         CHECK(musa_tensor_dtype(y) == dts[k]);
@@ -224,11 +226,12 @@ TEST(op_as_strided_scatter) {
         free(v), free(xv);
         release_all(4, x, xt, src, y);
     }
-    musa_tensor *x = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_FLOAT32), *s = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){3}, (int64_t[]){2}, 0)), MUSA_ERR_VALUE,
-              "reaches element 4 of an input with 4 elements");
-    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){2}, (int64_t[]){1}, 0)), MUSA_ERR_VALUE,
-              "does not match the region shape");
+    musa_tensor *x = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_FLOAT32),
+                *s = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){3}, (int64_t[]){2}, 0)),
+              MUSA_ERR_VALUE, "reaches element 4 of an input with 4 elements");
+    CHECK_ERR(FAILS(musa_as_strided_scatter(x, s, 1, (int64_t[]){2}, (int64_t[]){1}, 0)),
+              MUSA_ERR_VALUE, "does not match the region shape");
     /* regression (fuzz, as-strided-scatter-region-overflow): a region whose
      * last element is past 2^63 is refused, not computed with overflow */
     CHECK_ERR(
