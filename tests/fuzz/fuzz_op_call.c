@@ -35,7 +35,7 @@
  *
  * fuzz_op_call_one() runs one input and returns the number of findings;
  * LLVMFuzzerTestOneInput aborts on any (after cleaning up), and
- * tests/c/test_fuzz_regress.c replays the kept crashers through
+ * tests/c/test_fuzz.c replays the kept crashers and the seeds through
  * fuzz_op_call_one in the ordinary and sanitizer builds.
  */
 #include <math.h>
@@ -66,7 +66,8 @@ static uint8_t u8(reader *r) {
     return *r->p++;
 }
 static uint16_t u16(reader *r) {
-    return (uint16_t)(u8(r) | (u8(r) << 8));
+    uint16_t lo = u8(r); /* sequenced: the replay build may be GCC's */
+    return (uint16_t)(lo | (u8(r) << 8));
 }
 static uint64_t u64(reader *r) {
     uint64_t v = 0;
@@ -466,9 +467,11 @@ static musa_tensor *make_input(reader *r, state *s, int i) {
         if (!b) return NULL;
         int nd = musa_tensor_ndim(b);
         if (nd >= 2) return keep(s, checked("transpose", musa_transpose(b, 0, nd - 1)));
-        if (nd == 1)
-            return keep(s,
-                        checked("slice", musa_slice(b, 0, pick(r, 3), INT64_MAX, 1 + pick(r, 2))));
+        if (nd == 1) { /* reads sequenced: GCC and clang order arguments differently */
+            int64_t start = pick(r, 3);
+            int64_t step = 1 + pick(r, 2);
+            return keep(s, checked("slice", musa_slice(b, 0, start, INT64_MAX, step)));
+        }
         return b;
     }
     if (kind == 15) { /* a wrapped number */
