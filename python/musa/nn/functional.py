@@ -270,11 +270,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("[embedding] scale_grad_by_freq and sparse gradients are not supported")
     if padding_idx is not None:
+        padding_idx = _int(padding_idx, "embedding", "padding_idx")
         n = weight.shape[0]
         if not -n <= padding_idx < n:
             raise ValueError(f"[embedding] padding_idx {padding_idx} must be within num_embeddings {n}")
         padding_idx %= n
     if max_norm is not None:
+        max_norm = _number(max_norm, "embedding", "max_norm")
+        norm_type = _number(norm_type, "embedding", "norm_type")
         with no_grad():
             idx = input.reshape(-1)
             rows = weight.index_select(0, idx)

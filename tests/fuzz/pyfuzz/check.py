@@ -382,9 +382,9 @@ def ill_conditioned(fn, env, musa):
 
 
 def unsafe_conversion(env, musa):
-    """Whether a dtype= argument converts a float tensor argument holding
-    values outside that integer dtype's range, or a number outside an integer
-    tensor's range goes with it (see CASTS)."""
+    """Whether a dtype= argument converts float data (a tensor, an array, a
+    list) holding values outside that integer dtype's range, or a number
+    outside an integer tensor's range goes with it (see CASTS)."""
     import numpy as np
     ints = [str(v).split(".")[-1] for v in args_of(env) if isinstance(v, musa.dtype)]
     ints += [str(v.dtype).split(".")[-1] for v in args_of(env) if isinstance(v, musa.Tensor)]
@@ -393,9 +393,15 @@ def unsafe_conversion(env, musa):
         if ints and isinstance(v, (int, float)) and not isinstance(v, bool) and \
                 any(not (INT_RANGE[d][0] <= v <= INT_RANGE[d][1]) for d in ints if v == v):
             return True
-        if ints and isinstance(v, musa.Tensor) and str(v.dtype).split(".")[-1] in FLOATS and \
-                numel(v) <= LARGE:
+        x = None
+        if isinstance(v, musa.Tensor) and str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE:
             x = to_array(v, musa)
+        elif isinstance(v, (np.ndarray, list)):
+            try:
+                x = np.asarray(v, dtype=np.float64)
+            except (TypeError, ValueError):
+                pass
+        if ints and x is not None:
             for d in ints:
                 lo, hi = INT_RANGE[d]
                 with np.errstate(invalid="ignore"):
