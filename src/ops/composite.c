@@ -102,8 +102,7 @@ static int need_float(const char *op, const musa_tensor *x) {
 /* Number of elements each output of a reduction over dims combines, or -1
  * with the error set (a bad or repeated dim). Only an empty x can make the
  * product overflow, and then no output divides by it: it saturates. */
-static int64_t reduced_count(const char *op, const musa_tensor *x, int ndims,
-                             const int64_t *dims) {
+static int64_t reduced_count(const char *op, const musa_tensor *x, int ndims, const int64_t *dims) {
     if (ndims == 0) return x->numel;
     int64_t n = 1;
     bool seen[MUSA_MAX_DIMS] = {false};

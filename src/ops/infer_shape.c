@@ -464,7 +464,8 @@ static int check_index_shape(const musa_op_info *op, const musa_tensor *index,
      * the index's shape through the other's strides) */
     int n = index->ndim > limit->ndim ? index->ndim : limit->ndim;
     for (int k = 0; k < n; k++) {
-        int64_t is = k < index->ndim ? index->shape[k] : 1, ls = k < limit->ndim ? limit->shape[k] : 1;
+        int64_t is = k < index->ndim ? index->shape[k] : 1,
+                ls = k < limit->ndim ? limit->shape[k] : 1;
         if ((all_dims || k != dim) && is > ls)
             return musa_err(MUSA_ERR_VALUE, "[%s] index size %lld exceeds %s size %lld in dim %d",
                             op->name, (long long)is, what, (long long)ls, k);

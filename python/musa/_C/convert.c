@@ -357,9 +357,8 @@ int pm_int64(PyObject *o, int64_t *out, const char *who, const char *what) {
 int pm_double(PyObject *o, double *out, const char *who, const char *what) {
     if (pm_is_tensor(o)) {
         if (musa_tensor_numel(pm_t(o)) != 1) {
-            PyErr_Format(PyExc_TypeError,
-                         "[%s] %s must be a number, got a tensor of %lld elements", who, what,
-                         (long long)musa_tensor_numel(pm_t(o)));
+            PyErr_Format(PyExc_TypeError, "[%s] %s must be a number, got a tensor of %lld elements",
+                         who, what, (long long)musa_tensor_numel(pm_t(o)));
             return -1;
         }
         return musa_tensor_item(pm_t(o), out) ? pm_raise_int() : 0;

@@ -788,7 +788,8 @@ DEF(tolist, PM_METH, "self:T") {
                        fl ? NULL : buf, d);
         if (!r && PyErr_ExceptionMatches(PyExc_MemoryError)) { /* (2**40, 0): 2**40 lists */
             PyErr_Clear();
-            PyErr_Format(PyExc_MemoryError, "[Tensor.tolist] the lists of a %d-D tensor of %lld "
+            PyErr_Format(PyExc_MemoryError,
+                         "[Tensor.tolist] the lists of a %d-D tensor of %lld "
                          "elements do not fit in memory",
                          musa_tensor_ndim(c), (long long)n);
         }
