@@ -274,6 +274,30 @@ int infer_pool2d_backward(const musa_op_info *op, musa_tensor *const *in, int n_
     if (rc) return rc;
     if (a->shape.n != in[0]->ndim || (a->shape.n != 3 && a->shape.n != 4))
         return musa_err(MUSA_ERR_VALUE, "[%s] shape must give the input's dims", op->name);
+    if ((rc = musa_shape_check(op->name, a->shape.n, a->shape.v, NULL))) return rc;
+    /* The kernels index the gradient by the forward output of an input of
+     * that shape: it must have exactly that shape. */
+    int n = a->shape.n;
+    int64_t expect[4];
+    memcpy(expect, a->shape.v, sizeof(int64_t) * (size_t)n);
+    for (int i = 0; i < 2; i++) {
+        int d = n - 2 + i;
+        if (adaptive) {
+            expect[d] = a->kernel.v[i];
+        } else if (a->dilation.v[i] != 1) {
+            return musa_err(MUSA_ERR_VALUE, "[%s] dilation is not supported", op->name);
+        } else if ((rc = pool_out(op, a->shape.v[d], a->kernel.v[i], a->stride.v[i],
+                                  a->padding.v[i], 1, a->ceil_mode, &expect[d]))) {
+            return rc;
+        }
+    }
+    if (!musa_shape_equal(in[0]->ndim, in[0]->shape, n, expect)) {
+        char s1[128], s2[128], s3[128];
+        return musa_err(MUSA_ERR_VALUE, "[%s] gradient has shape %s, but pooling %s gives %s",
+                        op->name, musa_shape_str(in[0]->ndim, in[0]->shape, s1, sizeof s1),
+                        musa_shape_str(n, a->shape.v, s2, sizeof s2),
+                        musa_shape_str(n, expect, s3, sizeof s3));
+    }
     musa_dtype t = float_inputs(in, (int[]){0}, 1, r);
     out_like(r, 0, t, a->shape.n, a->shape.v);
     return MUSA_OK;
@@ -527,6 +551,14 @@ int infer_cross_entropy_bwd(const musa_op_info *op, musa_tensor *const *in, int 
     int64_t ts[MUSA_MAX_DIMS];
     if (rc || (rc = xent_shapes(op, in[1], in[2], &tn, ts)) || (rc = index_target(op, in, 2, r)))
         return rc;
+    /* the kernel reads the loss gradient per sample (reduction none) or once */
+    if (a->reduction == 0 ? !musa_shape_equal(in[0]->ndim, in[0]->shape, tn, ts)
+                          : in[0]->ndim != 0) {
+        char s1[128], s2[128];
+        return musa_err(MUSA_ERR_VALUE, "[%s] the loss gradient has shape %s, expected %s",
+                        op->name, musa_shape_str(in[0]->ndim, in[0]->shape, s1, sizeof s1),
+                        musa_shape_str(a->reduction == 0 ? tn : 0, ts, s2, sizeof s2));
+    }
     musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
     out_like(r, 0, t, in[1]->ndim, in[1]->shape);
     return MUSA_OK;

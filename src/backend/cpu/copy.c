@@ -101,7 +101,9 @@ int cpu_as_strided_scatter(const musa_kctx *ctx, musa_kview *out, const musa_kvi
     MUSA_UNUSED(ctx), MUSA_UNUSED(n_in);
     const musa_attrs_strided *a = attrs;
     int rc = musa_cpu_copy(&out[0], &in[0]);
-    if (rc) return rc;
+    /* An empty region may have any offset (inference checks it only when
+     * the region has elements): no pointer is formed from it then. */
+    if (rc || musa_kview_empty(&in[1])) return rc;
     musa_kview region = out[0];
     region.ndim = a->shape.n;
     region.data += (size_t)a->offset * musa_dtype_info[out[0].dtype].size;

@@ -339,6 +339,23 @@ TEST(op_adaptive_avg_pool2d_backward) {
     release_all(4, x, y, g, gx);
 }
 
+/* Regression (fuzz_op_call, adaptive-pool-backward-gradient-shape): the
+ * pool backward rows took a gradient of any shape and the kernels indexed
+ * it by the forward output's shape (heap overflow). */
+TEST(pool_backward_checks_the_gradient_shape) {
+    musa_tensor *g = musa_ones(3, S(4, 7, 3), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(pool_bwd("adaptive_avg_pool2d_backward", g, S(4, 4), S(5, 5, 3), 3)),
+              MUSA_ERR_VALUE,
+              "[adaptive_avg_pool2d_backward] gradient has shape (4, 7, 3), but pooling (5, 5, 3) "
+              "gives (5, 4, 4)");
+    CHECK_ERR(FAILS(pool_bwd("avg_pool2d_backward", g, S(2, 2), S(4, 14, 8), 3)), MUSA_ERR_VALUE,
+              "[avg_pool2d_backward] gradient has shape (4, 7, 3), but pooling (4, 14, 8) gives "
+              "(4, 7, 4)");
+    musa_tensor *ok = pool_bwd("avg_pool2d_backward", g, S(2, 2), S(4, 14, 6), 3);
+    CHECK(ok && same_shape(ok, 3, S(4, 14, 6)));
+    release_all(2, g, ok);
+}
+
 /* ---- normalisation ---- */
 
 /* reference: normalise groups of `m` consecutive-by-index elements chosen by key(i) */
@@ -923,4 +940,29 @@ TEST(embedding_refuses_indices_with_max_dims) {
     musa_tensor *e = musa_embedding(w, i7, -1);
     CHECK(e && musa_tensor_ndim(e) == 8);
     release_all(4, w, i, i7, e);
+}
+
+/* Regression (found auditing the backward rows after the pool one): the
+ * cross-entropy backward read the loss gradient per sample, or once,
+ * without checking its shape (a 0-d gradient with reduction none was read
+ * as N values). */
+TEST(cross_entropy_backward_checks_the_loss_gradient) {
+    musa_tensor *x = musa_zeros(2, S(3, 4), MUSA_DTYPE_FLOAT32);
+    musa_tensor *t = musa_zeros(1, S(3), MUSA_DTYPE_INT64);
+    musa_tensor *g0 = musa_ones(0, NULL, MUSA_DTYPE_FLOAT32),
+                *g3 = musa_ones(1, S(3), MUSA_DTYPE_FLOAT32);
+    int op = musa_op_lookup("cross_entropy_backward");
+    musa_attrs *a = musa_attrs_new(op);
+    musa_tensor *out[1] = {NULL};
+    CHECK_OK(musa_attrs_set_int(a, "reduction", 0));
+    CHECK_ERR(musa_op_call(op, 3, (musa_tensor *[]){g0, x, t}, a, out) == MUSA_OK, MUSA_ERR_VALUE,
+              "[cross_entropy_backward] the loss gradient has shape (), expected (3,)");
+    CHECK_OK(musa_op_call(op, 3, (musa_tensor *[]){g3, x, t}, a, out));
+    musa_tensor_release(out[0]);
+    out[0] = NULL;
+    CHECK_OK(musa_attrs_set_int(a, "reduction", 2));
+    CHECK_ERR(musa_op_call(op, 3, (musa_tensor *[]){g3, x, t}, a, out) == MUSA_OK, MUSA_ERR_VALUE,
+              "the loss gradient has shape (3,), expected ()");
+    musa_attrs_free(a);
+    release_all(4, x, t, g0, g3);
 }

@@ -174,6 +174,23 @@ TEST(empty_views_stay_inside_their_storage) {
     CHECK(sl && musa_tensor_numel(sl) == 1);
     release_all(6, x, e, c, s, z, col);
     musa_tensor_release(sl);
+    /* (as-strided-scatter-empty-region-offset) an empty region with any
+     * offset writes nothing; the backward of such a view made one */
+    musa_tensor *f = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *none = musa_zeros(1, (int64_t[]){0}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *y = musa_as_strided_scatter(f, none, 1, (int64_t[]){0}, (int64_t[]){1}, INT64_MAX);
+    double *yv = values(y);
+    CHECK(yv && yv[0] == 1 && yv[2] == 1);
+    free(yv);
+    CHECK_OK(musa_tensor_set_requires_grad(f, true));
+    musa_tensor *ev = musa_as_strided(f, 1, (int64_t[]){0}, (int64_t[]){1}, INT64_MAX - 1);
+    musa_tensor *es = musa_sum(ev, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &es, NULL, false, false));
+    musa_tensor *g = musa_tensor_grad(f);
+    double *gv = values(g);
+    CHECK(gv && gv[0] == 0 && gv[1] == 0 && gv[2] == 0);
+    free(gv);
+    release_all(6, f, none, y, ev, es, g);
 }
 
 /* Regression (fuzz_op_call, size-one-dim-huge-stride): a size-1 dim may
