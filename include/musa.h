@@ -1173,6 +1173,72 @@ MUSA_API int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out)
 MUSA_API char *musa_plan_text(const musa_plan *p);
 
 /* ------------------------------------------------------------------------ */
+/* Files (.musa)                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A .musa file holds tensors and a JSON header; docs/format.md has the
+ * layout. Its `kind` says what the header describes: "model" for a saved
+ * compiled model, "object" for musa.save's containers. These calls are the
+ * container that both share:
+ *
+ *     musa_file_writer *w = musa_file_writer_new("object");
+ *     int64_t i = musa_file_writer_add_tensor(w, weight);     // its index in the file
+ *     musa_file_writer_set_json(w, "object", "{\"weight\": 0}");
+ *     if (musa_file_writer_save(w, "weights.musa")) ... musa_last_error() ...
+ *     musa_file_writer_free(w);
+ *
+ *     musa_file *f = musa_file_open("weights.musa", MUSA_FILE_MMAP);
+ *     musa_tensor *t = musa_file_tensor(f, 0);                // a new reference
+ *     musa_file_close(f);                                      // t stays valid
+ *
+ * - Saving is atomic: the bytes go to a temporary file in the same folder,
+ *   which is synced and renamed over the target; a crash at any moment
+ *   leaves the old file or the new one, never a mix.
+ * - Tensors that share storage are saved with it once and load as views of
+ *   one storage again; the same tensor added twice is one entry.
+ * - Opening validates everything before allocating any tensor: the three
+ *   CRC-32C (prelude, header, data), the JSON, every storage inside the data
+ *   section without overlap, every tensor inside its storage, shape products
+ *   without overflow. A bad file fails with MUSA_ERR_IO and a message naming
+ *   the file, the section and the byte offset; it never crashes.
+ * - With MUSA_FILE_MMAP the tensors are the mapped file (no copy; writing
+ *   one copies that page, the file never changes). The file must not be
+ *   truncated by someone else while mapped (that is SIGBUS, as for any
+ *   mapping); musa's own saves replace files by rename, which is safe.
+ */
+typedef struct musa_file_writer musa_file_writer;
+typedef struct musa_file musa_file;
+
+#define MUSA_FILE_MMAP 1 /* musa_file_open: map the file instead of copying the tensors */
+
+/* A writer for a file of `kind` (1 to 32 of a-z and _). */
+MUSA_API musa_file_writer *musa_file_writer_new(const char *kind);
+/* Add t (retained until the writer is freed). Returns its index in the
+ * file's tensor list (>= 0), or a negative status. */
+MUSA_API int64_t musa_file_writer_add_tensor(musa_file_writer *w, const musa_tensor *t);
+/* Keep `json` (a JSON text, checked by the reader's own parser) as header
+ * member `key` (a-z and _, not "kind", "storages" or "tensors"); setting a
+ * key again replaces it. */
+MUSA_API int musa_file_writer_set_json(musa_file_writer *w, const char *key, const char *json);
+/* Write the file atomically (see above). The writer can save again. */
+MUSA_API int musa_file_writer_save(musa_file_writer *w, const char *path);
+MUSA_API void musa_file_writer_free(musa_file_writer *w);
+
+/* Open and validate a file (flags: 0 or MUSA_FILE_MMAP). NULL on failure. */
+MUSA_API musa_file *musa_file_open(const char *path, int flags);
+/* The same from bytes in memory (copied). */
+MUSA_API musa_file *musa_file_open_memory(const void *data, size_t size);
+/* The file's kind, and its whole header as JSON text (valid until close). */
+MUSA_API const char *musa_file_kind(const musa_file *f);
+MUSA_API const char *musa_file_header(const musa_file *f);
+/* Its tensors: the count, and tensor i as a new reference. */
+MUSA_API int64_t musa_file_num_tensors(const musa_file *f);
+MUSA_API musa_tensor *musa_file_tensor(const musa_file *f, int64_t i);
+/* Close; tensors taken from it stay valid. NULL is a no-op. */
+MUSA_API void musa_file_close(musa_file *f);
+
+/* ------------------------------------------------------------------------ */
 /* Threads and memory                                                       */
 /* ------------------------------------------------------------------------ */
 

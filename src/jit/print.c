@@ -9,70 +9,32 @@
  */
 #include "graph.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) return;
-        if (b->p && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q, b->cap = cap;
-    }
-}
-
-static char *sb_finish(sbuf *b) {
-    if (b->oom) {
-        free(b->p);
-        musa_err_nomem("graph_text", b->cap);
-        return NULL;
-    }
-    if (!b->p) sb_printf(b, "%s", "");
-    return b->p;
-}
+#include "../base/sbuf.h"
 
 /* A dim that follows a dynamic dim prints as its symbol when it equals it,
  * else as ~N (N at the traced size, affine in the symbol). */
-static void sb_dim(sbuf *b, const musa_graph *g, const musa_gvalue *v, int d) {
+static void sb_dim(musa_sbuf *b, const musa_graph *g, const musa_gvalue *v, int d) {
     int s = v->sym[d];
     if (s >= 0 && s < g->syms.len) {
         const musa_gsym *y = &g->syms.data[s];
         if (v->shape[d] == y->traced)
-            sb_printf(b, "%s", y->name);
+            musa_sb_printf(b, "%s", y->name);
         else
-            sb_printf(b, "~%lld", (long long)v->shape[d]);
+            musa_sb_printf(b, "~%lld", (long long)v->shape[d]);
         return;
     }
-    sb_printf(b, "%lld", (long long)v->shape[d]);
+    musa_sb_printf(b, "%lld", (long long)v->shape[d]);
 }
 
-static void sb_type(sbuf *b, const musa_graph *g, const musa_gvalue *v) {
-    sb_printf(b, "%s[", musa_dtype_name((musa_dtype)v->dtype));
+static void sb_type(musa_sbuf *b, const musa_graph *g, const musa_gvalue *v) {
+    musa_sb_printf(b, "%s[", musa_dtype_name((musa_dtype)v->dtype));
     for (int d = 0; d < v->ndim; d++) {
-        if (d) sb_printf(b, ", ");
+        if (d) musa_sb_printf(b, ", ");
         sb_dim(b, g, v, d);
     }
-    sb_printf(b, "]");
+    musa_sb_printf(b, "]");
 }
 
 static const char *kind_name(int k) {
@@ -80,11 +42,11 @@ static const char *kind_name(int k) {
     return names[k];
 }
 
-static void sb_const(sbuf *b, const musa_graph *g, const musa_gvalue *v) {
+static void sb_const(musa_sbuf *b, const musa_graph *g, const musa_gvalue *v) {
     if (v->tensor && v->tensor->numel == 1 && v->tensor->storage) {
         double x = 0;
         if (!musa_tensor_item(v->tensor, &x)) {
-            sb_printf(b, "%.17g", x);
+            musa_sb_printf(b, "%.17g", x);
             return;
         }
     }
@@ -114,86 +76,87 @@ char *musa_graph_text(const musa_graph *g) {
         musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
         return NULL;
     }
-    sbuf b = {0};
+    musa_sbuf b = {0};
     char attrs[1024];
     uint8_t *ref = referenced(g);
-    sb_printf(&b, "graph(");
+    musa_sb_printf(&b, "graph(");
     for (int64_t i = 0; i < g->inputs.len; i++) {
         const musa_gvalue *v = &g->values.data[g->inputs.data[i]];
-        sb_printf(&b, "%s%%%d", i ? ", " : "", g->inputs.data[i]);
-        if (v->name) sb_printf(&b, " \"%s\"", v->name);
-        sb_printf(&b, ": ");
+        musa_sb_printf(&b, "%s%%%d", i ? ", " : "", g->inputs.data[i]);
+        if (v->name) musa_sb_printf(&b, " \"%s\"", v->name);
+        musa_sb_printf(&b, ": ");
         sb_type(&b, g, v);
     }
-    sb_printf(&b, ") {\n");
+    musa_sb_printf(&b, ") {\n");
     for (int64_t i = 0; i < g->syms.len; i++) {
         const musa_gsym *y = &g->syms.data[i];
-        sb_printf(&b, "  # %s in [%lld, %lld] (traced at %lld)\n", y->name, (long long)y->lo,
-                  (long long)y->hi, (long long)y->traced);
+        musa_sb_printf(&b, "  # %s in [%lld, %lld] (traced at %lld)\n", y->name, (long long)y->lo,
+                       (long long)y->hi, (long long)y->traced);
     }
     for (int64_t i = 0; i < g->values.len; i++) {
         const musa_gvalue *v = &g->values.data[i];
         if ((v->kind != MUSA_V_PARAM && v->kind != MUSA_V_CONST) || (ref && !ref[i])) continue;
-        sb_printf(&b, "  %%%lld = %s ", (long long)i, kind_name(v->kind));
+        musa_sb_printf(&b, "  %%%lld = %s ", (long long)i, kind_name(v->kind));
         if (v->kind == MUSA_V_CONST)
             sb_const(&b, g, v);
         else
             sb_type(&b, g, v);
-        sb_printf(&b, "\n");
+        musa_sb_printf(&b, "\n");
     }
     for (int64_t i = 0; i < g->nodes.len; i++) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
         const musa_op_info *info = &musa_ops[n->op];
-        sb_printf(&b, "  ");
-        for (int j = 0; j < n->n_out; j++) sb_printf(&b, "%s%%%d", j ? ", " : "", n->out[j]);
-        sb_printf(&b, " = %s(", info->name);
-        for (int k = 0; k < n->n_in; k++) sb_printf(&b, "%s%%%d", k ? ", " : "", n->in[k]);
+        musa_sb_printf(&b, "  ");
+        for (int j = 0; j < n->n_out; j++) musa_sb_printf(&b, "%s%%%d", j ? ", " : "", n->out[j]);
+        musa_sb_printf(&b, " = %s(", info->name);
+        for (int k = 0; k < n->n_in; k++) musa_sb_printf(&b, "%s%%%d", k ? ", " : "", n->in[k]);
         if (info->attrs_kind != MUSA_ATTRS_none) {
             musa_attrs_format(info->attrs_kind, &n->attrs, false, attrs, sizeof attrs);
-            if (attrs[0]) sb_printf(&b, "%s%s", n->n_in ? ", " : "", attrs);
+            if (attrs[0]) musa_sb_printf(&b, "%s%s", n->n_in ? ", " : "", attrs);
         }
-        sb_printf(&b, ")  # ");
+        musa_sb_printf(&b, ")  # ");
         for (int j = 0; j < n->n_out; j++) {
-            if (j) sb_printf(&b, ", ");
+            if (j) musa_sb_printf(&b, ", ");
             sb_type(&b, g, &g->values.data[n->out[j]]);
         }
-        if (n->group >= 0) sb_printf(&b, " fused:%d", n->group);
-        if (n->loc) sb_printf(&b, "  %s", n->loc);
-        sb_printf(&b, "\n");
+        if (n->group >= 0) musa_sb_printf(&b, " fused:%d", n->group);
+        if (n->loc) musa_sb_printf(&b, "  %s", n->loc);
+        musa_sb_printf(&b, "\n");
     }
     for (int64_t i = 0; i < g->mutations.len; i++)
-        sb_printf(&b, "  write %%%d <- %%%d\n", g->mutations.data[i].target,
-                  g->mutations.data[i].value);
-    sb_printf(&b, "  return (");
+        musa_sb_printf(&b, "  write %%%d <- %%%d\n", g->mutations.data[i].target,
+                       g->mutations.data[i].value);
+    musa_sb_printf(&b, "  return (");
     for (int64_t i = 0; i < g->outputs.len; i++)
-        sb_printf(&b, "%s%%%d", i ? ", " : "", g->outputs.data[i]);
-    sb_printf(&b, ")\n}\n");
+        musa_sb_printf(&b, "%s%%%d", i ? ", " : "", g->outputs.data[i]);
+    musa_sb_printf(&b, ")\n}\n");
     free(ref);
-    return sb_finish(&b);
+    return musa_sb_finish(&b, "graph_text");
 }
 
-static void sb_value_list(sbuf *b, const int32_t *ids, int64_t n) {
-    sb_printf(b, "[");
-    for (int64_t i = 0; i < n; i++) sb_printf(b, "%s\"%%%d\"", i ? ", " : "", ids[i]);
-    sb_printf(b, "]");
+static void sb_value_list(musa_sbuf *b, const int32_t *ids, int64_t n) {
+    musa_sb_printf(b, "[");
+    for (int64_t i = 0; i < n; i++) musa_sb_printf(b, "%s\"%%%d\"", i ? ", " : "", ids[i]);
+    musa_sb_printf(b, "]");
 }
 
-static void sb_json_type(sbuf *b, const musa_graph *g, const musa_gvalue *v) {
-    sb_printf(b, "\"dtype\": \"%s\", \"shape\": [", musa_dtype_name((musa_dtype)v->dtype));
+static void sb_json_type(musa_sbuf *b, const musa_graph *g, const musa_gvalue *v) {
+    musa_sb_printf(b, "\"dtype\": \"%s\", \"shape\": [", musa_dtype_name((musa_dtype)v->dtype));
     bool sym = false;
     for (int d = 0; d < v->ndim; d++) {
-        sb_printf(b, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
+        musa_sb_printf(b, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
         sym |= v->sym[d] >= 0 && v->sym[d] < g->syms.len;
     }
-    sb_printf(b, "]");
+    musa_sb_printf(b, "]");
     if (!sym) return;
-    sb_printf(b, ", \"symbolic\": [");
+    musa_sb_printf(b, ", \"symbolic\": [");
     for (int d = 0; d < v->ndim; d++)
-        sb_printf(b, "%s%s%s%s", d ? ", " : "", v->sym[d] >= 0 ? "\"" : "",
-                  v->sym[d] >= 0 && v->sym[d] < g->syms.len ? g->syms.data[v->sym[d]].name : "null",
-                  v->sym[d] >= 0 ? "\"" : "");
-    sb_printf(b, "]");
+        musa_sb_printf(b, "%s%s%s%s", d ? ", " : "", v->sym[d] >= 0 ? "\"" : "",
+                       v->sym[d] >= 0 && v->sym[d] < g->syms.len ? g->syms.data[v->sym[d]].name
+                                                                 : "null",
+                       v->sym[d] >= 0 ? "\"" : "");
+    musa_sb_printf(b, "]");
 }
 
 char *musa_graph_json(const musa_graph *g) {
@@ -201,58 +164,56 @@ char *musa_graph_json(const musa_graph *g) {
         musa_err(MUSA_ERR_VALUE, "[jit] graph is NULL");
         return NULL;
     }
-    sbuf b = {0};
+    musa_sbuf b = {0};
     char attrs[1024];
     uint8_t *ref = referenced(g);
-    sb_printf(&b, "{\"inputs\": ");
+    musa_sb_printf(&b, "{\"inputs\": ");
     sb_value_list(&b, g->inputs.data, g->inputs.len);
-    sb_printf(&b, ", \"values\": {");
+    musa_sb_printf(&b, ", \"values\": {");
     bool first_value = true;
     for (int64_t i = 0; i < g->values.len; i++) {
         const musa_gvalue *v = &g->values.data[i];
         if (ref && !ref[i]) continue;
-        sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", first_value ? "" : ", ", (long long)i,
-                  kind_name(v->kind));
+        musa_sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", first_value ? "" : ", ",
+                       (long long)i, kind_name(v->kind));
         first_value = false;
         sb_json_type(&b, g, v);
         if (v->kind == MUSA_V_CONST && v->tensor && v->tensor->numel == 1) {
             double x = 0;
             if (!musa_tensor_item(v->tensor, &x) && x == x && x - x == 0)
-                sb_printf(&b, ", \"value\": %.17g", x);
+                musa_sb_printf(&b, ", \"value\": %.17g", x);
         }
-        sb_printf(&b, "}");
+        musa_sb_printf(&b, "}");
     }
-    sb_printf(&b, "}, \"nodes\": [");
+    musa_sb_printf(&b, "}, \"nodes\": [");
     bool first = true;
     for (int64_t i = 0; i < g->nodes.len; i++) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
         const musa_op_info *info = &musa_ops[n->op];
-        sb_printf(&b, "%s{\"op\": \"%s\", \"inputs\": ", first ? "" : ", ", info->name);
+        musa_sb_printf(&b, "%s{\"op\": \"%s\", \"inputs\": ", first ? "" : ", ", info->name);
         first = false;
         sb_value_list(&b, n->in, n->n_in);
-        sb_printf(&b, ", \"outputs\": ");
+        musa_sb_printf(&b, ", \"outputs\": ");
         sb_value_list(&b, n->out, n->n_out);
         if (info->attrs_kind != MUSA_ATTRS_none)
             musa_attrs_format(info->attrs_kind, &n->attrs, true, attrs, sizeof attrs);
         else
             snprintf(attrs, sizeof attrs, "{}");
-        sb_printf(&b, ", \"attrs\": %s", attrs);
+        musa_sb_printf(&b, ", \"attrs\": %s", attrs);
         if (n->loc) {
-            sb_printf(&b, ", \"loc\": \"");
-            for (const char *c = n->loc; *c; c++)
-                sb_printf(&b, (*c == '"' || *c == '\\') ? "\\%c" : "%c", *c);
-            sb_printf(&b, "\"");
+            musa_sb_printf(&b, ", \"loc\": ");
+            musa_sb_json_str(&b, n->loc);
         }
-        sb_printf(&b, "}");
+        musa_sb_printf(&b, "}");
     }
-    sb_printf(&b, "], \"outputs\": ");
+    musa_sb_printf(&b, "], \"outputs\": ");
     sb_value_list(&b, g->outputs.data, g->outputs.len);
-    sb_printf(&b, ", \"mutations\": [");
+    musa_sb_printf(&b, ", \"mutations\": [");
     for (int64_t i = 0; i < g->mutations.len; i++)
-        sb_printf(&b, "%s{\"target\": \"%%%d\", \"value\": \"%%%d\"}", i ? ", " : "",
-                  g->mutations.data[i].target, g->mutations.data[i].value);
-    sb_printf(&b, "]}");
+        musa_sb_printf(&b, "%s{\"target\": \"%%%d\", \"value\": \"%%%d\"}", i ? ", " : "",
+                       g->mutations.data[i].target, g->mutations.data[i].value);
+    musa_sb_printf(&b, "]}");
     free(ref);
-    return sb_finish(&b);
+    return musa_sb_finish(&b, "graph_json");
 }
