@@ -133,7 +133,8 @@ static bool kind_ok(const char *kind) {
 
 musa_file_writer *musa_file_writer_new(const char *kind) {
     if (!kind_ok(kind)) {
-        musa_err(MUSA_ERR_VALUE, "[musa_file_writer_new] kind \"%.40s\" is not 1 to 32 of a-z and _",
+        musa_err(MUSA_ERR_VALUE,
+                 "[musa_file_writer_new] kind \"%.40s\" is not 1 to 32 of a-z and _",
                  kind ? kind : "(null)");
         return NULL;
     }
@@ -156,8 +157,7 @@ void musa_file_writer_free(musa_file_writer *w) {
 int64_t musa_file_writer_add_tensor(musa_file_writer *w, const musa_tensor *t) {
     static const char *who = "musa_file_writer_add_tensor";
     if (!w || !t) return musa_err(MUSA_ERR_VALUE, "[%s] %s is NULL", who, w ? "tensor" : "writer");
-    if (!t->storage)
-        return musa_err(MUSA_ERR_VALUE, "[%s] a meta tensor has no data to save", who);
+    if (!t->storage) return musa_err(MUSA_ERR_VALUE, "[%s] a meta tensor has no data to save", who);
     if (w->tensors.len >= MUSA_FILE_MAX_TENSORS)
         return musa_err(MUSA_ERR_VALUE, "[%s] a file holds at most %d tensors", who,
                         MUSA_FILE_MAX_TENSORS);
@@ -235,9 +235,9 @@ static char *header_json(musa_file_writer *w) {
         if (s->lo > s->hi) s->lo = s->hi = 0; /* only empty tensors view it */
         s->off = off;
         off = align_up(off + (uint64_t)(s->hi - s->lo) * musa_dtype_info[s->dtype].size);
-        musa_sb_printf(&b, "%s{\"dtype\": \"%s\", \"numel\": %lld, \"offset\": %llu}", i ? ", " : "",
-                       musa_dtype_name((musa_dtype)s->dtype), (long long)(s->hi - s->lo),
-                       (unsigned long long)s->off);
+        musa_sb_printf(&b, "%s{\"dtype\": \"%s\", \"numel\": %lld, \"offset\": %llu}",
+                       i ? ", " : "", musa_dtype_name((musa_dtype)s->dtype),
+                       (long long)(s->hi - s->lo), (unsigned long long)s->off);
     }
     musa_sb_printf(&b, "], \"tensors\": [");
     for (int64_t i = 0; i < w->tensors.len; i++) {
@@ -282,9 +282,10 @@ static int write_file(musa_file_writer *w, int fd, const char *tmp) {
     size_t hlen = strlen(header);
     int rc = MUSA_OK;
     if (hlen > MUSA_FILE_MAX_HEADER) {
-        rc = musa_err(MUSA_ERR_VALUE,
-                      "[musa_file_writer_save] the header is %zu bytes; a reader accepts at most %u",
-                      hlen, MUSA_FILE_MAX_HEADER);
+        rc =
+            musa_err(MUSA_ERR_VALUE,
+                     "[musa_file_writer_save] the header is %zu bytes; a reader accepts at most %u",
+                     hlen, MUSA_FILE_MAX_HEADER);
         goto done;
     }
     uint64_t data_off = align_up(MUSA_FILE_PRELUDE + hlen), data_len = 0;
@@ -416,8 +417,8 @@ struct musa_file {
     musa_tensor **tensors;
 };
 
-static int bad_at(const char *name, const char *who, size_t off, const char *what,
-                  const char *fmt, va_list ap) {
+static int bad_at(const char *name, const char *who, size_t off, const char *what, const char *fmt,
+                  va_list ap) {
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     return musa_err(MUSA_ERR_IO, "[%s] %s: %s at byte %zu: %s", who, name, what, off, msg);
@@ -602,7 +603,8 @@ static int read_tensors(const musa_file *f, const rstorage *st, int32_t n_st, rt
         rtensor *r = &ts[i];
         char what[64];
         snprintf(what, sizeof what, "tensors[%d]", i);
-        if (t->type != MUSA_JSON_OBJECT) return musa_file_bad(f, WHO, t, "%s must be an object", what);
+        if (t->type != MUSA_JSON_OBJECT)
+            return musa_file_bad(f, WHO, t, "%s must be an object", what);
         if ((rc = check_keys(f, t, what, keys, 4))) return rc;
         int64_t s, off;
         snprintf(what, sizeof what, "tensors[%d].storage", i);
@@ -652,7 +654,8 @@ static int read_prelude(const char *name, const unsigned char *buf, size_t size,
     if (version != FORMAT_VERSION)
         return bad_file(name, WHO, P_VERSION, "prelude",
                         "format version %u; this build of musa reads version %d%s", version,
-                        FORMAT_VERSION, version > FORMAT_VERSION ? " (written by a newer musa)" : "");
+                        FORMAT_VERSION,
+                        version > FORMAT_VERSION ? " (written by a newer musa)" : "");
     if (rd32(buf + P_FLAGS)) return bad_file(name, WHO, P_FLAGS, "prelude", "unknown flags");
     for (int i = P_RESERVED; i < MUSA_FILE_PRELUDE; i++)
         if (buf[i]) return bad_file(name, WHO, (size_t)i, "prelude", "reserved byte is not zero");
@@ -687,8 +690,7 @@ static int validate(musa_file *f, const unsigned char *buf, size_t size, rstorag
         return bad_file(f->name, WHO, MUSA_FILE_PRELUDE, "header",
                         "CRC mismatch (the file is damaged)");
     for (uint64_t i = MUSA_FILE_PRELUDE + hlen; i < *data_off; i++)
-        if (buf[i])
-            return bad_file(f->name, WHO, i, "padding", "a padding byte is not zero");
+        if (buf[i]) return bad_file(f->name, WHO, i, "padding", "a padding byte is not zero");
     if (musa_crc32c(0, buf + *data_off, dlen) != rd32(buf + P_DATA_CRC))
         return bad_file(f->name, WHO, *data_off, "data section",
                         "CRC mismatch (the file is damaged)");

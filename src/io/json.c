@@ -270,9 +270,9 @@ static int parse_container(parser *p, musa_json *out, int depth, bool object) {
             p->pos++;
             break;
         }
-        rc = p->pos >= p->len ? fail(p, start, "unterminated %s", object ? "object" : "array")
-                              : fail(p, p->pos, "expected ',' or '%c', found %s", close,
-                                     show(p->s[p->pos], b));
+        rc = p->pos >= p->len
+                 ? fail(p, start, "unterminated %s", object ? "object" : "array")
+                 : fail(p, p->pos, "expected ',' or '%c', found %s", close, show(p->s[p->pos], b));
         goto done;
     }
 done:
@@ -329,8 +329,8 @@ static int parse_value(parser *p, musa_json *out, int depth) {
 
 int musa_json_parse(musa_arena *a, const char *text, size_t len, const musa_json **root, char *why,
                     size_t why_len) {
-    parser p = {.a = a, .s = (const unsigned char *)text, .len = len, .why = why,
-                .why_len = why_len};
+    parser p = {
+        .a = a, .s = (const unsigned char *)text, .len = len, .why = why, .why_len = why_len};
     *root = NULL;
     if (why_len) why[0] = 0;
     if (len >= UINT32_MAX) return fail(&p, 0, "a text of %zu bytes is too long", len);

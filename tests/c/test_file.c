@@ -62,7 +62,8 @@ TEST(json_reader_accepts_and_rejects) {
     musa_arena_init(&a, 0);
     const musa_json *r;
     char why[160];
-    const char *good = " {\"a\": [1, -2.5e3, true, null, \"x\\u00e9\\ud83d\\ude00\\n\"], \"b\": {}}";
+    const char *good =
+        " {\"a\": [1, -2.5e3, true, null, \"x\\u00e9\\ud83d\\ude00\\n\"], \"b\": {}}";
     CHECK_OK(musa_json_parse(&a, good, strlen(good), &r, why, sizeof why));
     const musa_json *arr = musa_json_get(r, "a");
     CHECK(arr && arr->type == MUSA_JSON_ARRAY && arr->n == 5);
@@ -228,7 +229,8 @@ TEST(file_reader_rejects_each_class_by_name) {
     static const struct {
         const char *header, *why;
     } cases[] = {
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[4]", "[1]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[4]",
+                                                                                        "[1]") "]}",
          NULL}, /* the valid base case */
         {"[1]", "the header must be an object"},
         {"{\"storages\": [], \"tensors\": []}", "\"kind\""},
@@ -245,27 +247,38 @@ TEST(file_reader_rejects_each_class_by_name) {
          "not a multiple of 64"},
         {"{\"kind\": \"x\", \"storages\": [" ST("float32", 20, 64) "], \"tensors\": []}",
          "run past the 128-byte data section"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) ", " ST("float32", 20, 0) "], \"tensors\": []}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) ", " ST("float32", 20,
+                                                                         0) "], \"tensors\": []}",
          "overlaps"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 18446744073709551615) "], \"tensors\": []}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4,
+                                                18446744073709551615) "], \"tensors\": []}",
          "must be an integer"},
-        {"{\"kind\": \"x\", \"storages\": [{\"dtype\": \"float32\", \"numel\": 4, \"offset\": 0, \"x\": 1}], \"tensors\": []}",
+        {"{\"kind\": \"x\", \"storages\": [{\"dtype\": \"float32\", \"numel\": 4, \"offset\": 0, "
+         "\"x\": 1}], \"tensors\": []}",
          "unknown member \"x\""},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(1, 0, "[4]", "[1]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(1, 0, "[4]",
+                                                                                        "[1]") "]}",
          "tensors[0].storage is 1"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[5]", "[1]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[5]",
+                                                                                        "[1]") "]}",
          "reaches element 4 of storages[0], which has 4"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[-1]", "[1]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4,
+                                                0) "], \"tensors\": [" TS(0, 0, "[-1]", "[1]") "]}",
          "tensors[0].shape[0] is -1"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[0, 4294967296, 4294967296]", "[1, 1, 1]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(
+             0, 0, "[0, 4294967296, 4294967296]", "[1, 1, 1]") "]}",
          "overflows 64 bits"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[2, 2]", "[1]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(
+             0, 0, "[2, 2]", "[1]") "]}",
          "2 dims but 1 strides"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[1,1,1,1,1,1,1,1,1]", "[1,1,1,1,1,1,1,1,1]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(
+             0, 0, "[1,1,1,1,1,1,1,1,1]", "[1,1,1,1,1,1,1,1,1]") "]}",
          "at most 8 are supported"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[2]", "[4611686018427387904]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(
+             0, 0, "[2]", "[4611686018427387904]") "]}",
          "reaches element"},
-        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(0, 0, "[4]", "[1.5]") "]}",
+        {"{\"kind\": \"x\", \"storages\": [" ST("float32", 4, 0) "], \"tensors\": [" TS(
+             0, 0, "[4]", "[1.5]") "]}",
          "must be an integer"},
         {"{\"kind\": \"x\", \"kind\": \"y\", \"storages\": [], \"tensors\": []}",
          "duplicate member name \"kind\""},
@@ -294,7 +307,8 @@ TEST(file_reader_rejects_each_class_by_name) {
     b[8] = 2; /* a newer version, its prelude CRC fixed */
     uint32_t pcrc = musa_crc32c(0, b, 48);
     memcpy(b + 48, &pcrc, 4);
-    CHECK(rejects(b, n, "format version 2; this build of musa reads version 1 (written by a newer"));
+    CHECK(
+        rejects(b, n, "format version 2; this build of musa reads version 1 (written by a newer"));
     free(b);
     b = craft(ok, data, sizeof data, &n);
     b[70] ^= 1;
