@@ -9,9 +9,12 @@
 #                          fuzzer's reproducers and a bounded fuzz run under ASan
 #   bash run.sh tsan       C tests under ThreadSanitizer (clang, build-tsan/);
 #                          tests/c/test_threads.c is the threading suite
-#   bash run.sh fuzz [s]   build the libFuzzer harnesses (clang, ASan+UBSan, in
-#                          build-fuzz/) and fuzz musa_op_call for s seconds
-#                          (default 60); crashers land in tests/fuzz/crashes/
+#   bash run.sh fuzz [s] [name]
+#                          build the libFuzzer harnesses (clang, ASan+UBSan, in
+#                          build-fuzz/) and run each (op_call: musa_op_call;
+#                          file_load: the .musa reader), or only fuzz_<name>,
+#                          for s seconds (default 60); crashers land in
+#                          tests/fuzz/crashes/<name>/
 #   bash run.sh fuzz-py [seconds]
 #                          fuzz the Python API under ASan+UBSan (default 60 s;
 #                          tests/fuzz/fuzz_py.py, docs/fuzzing.md)
@@ -142,19 +145,23 @@ run_tsan() {
 fuzz_build() {
     CC=clang cmake -S . -B build-fuzz -DMUSA_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
         -DMUSA_BUILD_PYTHON=OFF -DMUSA_BUILD_TESTS=OFF >/dev/null
-    cmake --build build-fuzz -j"$JOBS" --target fuzz_op_call
+    cmake --build build-fuzz -j"$JOBS" --target $FUZZERS
 }
+FUZZERS="fuzz_op_call fuzz_file_load" # tests/fuzz/fuzz_<name>.c
 
-# Fuzz musa_op_call for $1 seconds with one process. New corpus entries go
-# to build-fuzz/corpus/ (the seeds in tests/fuzz/corpus/ are read only);
-# every crash, leak, timeout or out-of-memory input is copied to
-# tests/fuzz/crashes/op_call/ as a regression file (test_fuzz replays them).
+# Run harness fuzz_$2 (default op_call) for $1 seconds with one process.
+# New corpus entries go to build-fuzz/corpus/$2/ (the seeds in
+# tests/fuzz/corpus/$2/ are read only; tests/fuzz/$2.dict, if present, is
+# its dictionary); every crash, leak, timeout or out-of-memory input is
+# copied to tests/fuzz/crashes/$2/ as a regression file (test_fuzz replays
+# them).
 # Memory: ASan refuses single allocations over 256 MiB (the library sees a
 # clean MUSA_ERR_NOMEM); libFuzzer's own malloc limit sits above that (at
 # 256 it also flagged a malloc of exactly 256 MiB, which ASan allows), and
 # 3 GiB of RSS is a finding. Sets FUZZ_EXECS; fails when anything was found.
 fuzz_run() {
-    local secs=$1 name=op_call
+    local secs=$1 name=${2:-op_call} dict=()
+    [ -f "tests/fuzz/$name.dict" ] && dict=("-dict=tests/fuzz/$name.dict")
     local work=build-fuzz/corpus/$name art=build-fuzz/artifacts/$name/ keep=tests/fuzz/crashes/$name
     mkdir -p "$work" "$art" "$keep"
     rm -f "$art"*
@@ -164,7 +171,7 @@ fuzz_run() {
         UBSAN_OPTIONS=print_stacktrace=1 \
         build-fuzz/fuzz_$name "$work" "tests/fuzz/corpus/$name" -max_total_time="$secs" \
         -rss_limit_mb=3072 -malloc_limit_mb=512 -timeout=30 -print_final_stats=1 \
-        -artifact_prefix="$art" >"$log" 2>&1 || status=1
+        -artifact_prefix="$art" "${dict[@]}" >"$log" 2>&1 || status=1
     grep -E "FINDING|ERROR|SUMMARY|runtime error" "$log" | head -n 20 || true
     FUZZ_EXECS=$(grep -oE 'number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+' || echo 0)
     grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" || true
@@ -209,16 +216,18 @@ sanitize)
     C_PASSED=$((ASAN_PASSED + TSAN_PASSED))
     C_FAILED=$((ASAN_FAILED + TSAN_FAILED))
     # a short fuzz run (the kept crashers were replayed by test_fuzz above)
-    echo "== fuzz_op_call, 25 s"
     fuzz_build
-    if fuzz_run 25; then
-        echo "fuzz smoke: clean, ${FUZZ_EXECS} executions"
-        C_PASSED=$((C_PASSED + 1))
-    else
-        echo "fuzz smoke: FOUND SOMETHING (${FUZZ_EXECS} executions)"
-        C_FAILED=$((C_FAILED + 1))
-        status=1
-    fi
+    for target in op_call:25 file_load:15; do
+        echo "== fuzz_${target%:*}, ${target#*:} s"
+        if fuzz_run "${target#*:}" "${target%:*}"; then
+            echo "fuzz smoke: clean, ${FUZZ_EXECS} executions"
+            C_PASSED=$((C_PASSED + 1))
+        else
+            echo "fuzz smoke: FOUND SOMETHING (${FUZZ_EXECS} executions)"
+            C_FAILED=$((C_FAILED + 1))
+            status=1
+        fi
+    done
     # the Python tests again under CPython's debug allocator (buffer overruns,
     # use after free and API misuse in the extension show up here)
     build build
@@ -253,13 +262,17 @@ fuzz)
     setup "${FUZZ_PACKAGES[@]}"
     fuzz_build
     secs=${2:-60}
-    echo "== fuzz_op_call, ${secs} s"
-    if fuzz_run "$secs"; then
-        echo "fuzz: clean, ${FUZZ_EXECS} executions"
-    else
-        echo "fuzz: found something (${FUZZ_EXECS} executions); see above"
-        exit 1
-    fi
+    status=0
+    for name in ${3:-op_call file_load}; do
+        echo "== fuzz_${name}, ${secs} s"
+        if fuzz_run "$secs" "$name"; then
+            echo "fuzz: clean, ${FUZZ_EXECS} executions"
+        else
+            echo "fuzz: found something (${FUZZ_EXECS} executions); see above"
+            status=1
+        fi
+    done
+    exit $status
     ;;
 fuzz-py)
     setup "${TEST_PACKAGES[@]}"

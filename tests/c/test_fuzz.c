@@ -11,11 +11,12 @@
 #include "harness.h"
 
 int fuzz_op_call_one(const uint8_t *data, size_t size);
+int fuzz_file_load_one(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* Replay every regular file of dir; the number replayed, or -1 when the
  * directory cannot be read. Each file with a finding fails the test. */
-static int replay_dir(const char *dir) {
+static int replay_dir(const char *dir, int (*one)(const uint8_t *, size_t)) {
     DIR *d = opendir(dir);
     if (!d) return -1;
     static bool initialised;
@@ -32,7 +33,7 @@ static int replay_dir(const char *dir) {
         uint8_t *buf = malloc((size_t)st.st_size + 1);
         size_t len = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
         fclose(f);
-        int findings = buf ? fuzz_op_call_one(buf, len) : 1;
+        int findings = buf ? one(buf, len) : 1;
         free(buf);
         if (findings) harness_fail(__FILE__, __LINE__, "%s: %d finding(s)", path, findings);
         n++;
@@ -42,11 +43,22 @@ static int replay_dir(const char *dir) {
 }
 
 TEST(op_call_crashers_replay_clean) {
-    int n = replay_dir(MUSA_FUZZ_DIR "/crashes/op_call");
+    int n = replay_dir(MUSA_FUZZ_DIR "/crashes/op_call", fuzz_op_call_one);
     CHECK_MSG(n > 0, "no regression files in %s", MUSA_FUZZ_DIR "/crashes/op_call");
 }
 
 TEST(op_call_seed_corpus_replays_clean) {
-    int n = replay_dir(MUSA_FUZZ_DIR "/corpus/op_call");
+    int n = replay_dir(MUSA_FUZZ_DIR "/corpus/op_call", fuzz_op_call_one);
     CHECK_MSG(n > 0, "no seeds in %s", MUSA_FUZZ_DIR "/corpus/op_call");
+}
+
+TEST(file_load_seed_corpus_replays_clean) {
+    int n = replay_dir(MUSA_FUZZ_DIR "/corpus/file_load", fuzz_file_load_one);
+    CHECK_MSG(n > 0, "no seeds in %s", MUSA_FUZZ_DIR "/corpus/file_load");
+}
+
+TEST(file_load_crashers_replay_clean) {
+    /* each file with a finding fails the test inside replay_dir; the folder
+     * is absent while the fuzzer has found nothing */
+    (void)replay_dir(MUSA_FUZZ_DIR "/crashes/file_load", fuzz_file_load_one);
 }

@@ -808,8 +808,6 @@ int fuzz_op_call_one(const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     verbose = getenv("FUZZ_VERBOSE") && atoi(getenv("FUZZ_VERBOSE"));
@@ -818,7 +816,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+#ifdef MUSA_FUZZ_MAIN /* the fuzzer binary; test_fuzz links the harness without it */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (fuzz_op_call_one(data, size)) abort();
     return 0;
 }
+#endif
