@@ -1239,6 +1239,80 @@ MUSA_API musa_tensor *musa_file_tensor(const musa_file *f, int64_t i);
 MUSA_API void musa_file_close(musa_file *f);
 
 /* ------------------------------------------------------------------------ */
+/* Saved models: musa_model_save, musa_model_load, musa_model_run           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A compiled model saved to a .musa file (kind "model") runs from C with no
+ * Python (docs/deploy.md; `musa-run` is a command around these calls):
+ *
+ *     musa_model *m = musa_model_load("model.musa", MUSA_FILE_MMAP);
+ *     if (!m) { fprintf(stderr, "%s\n", musa_last_error()); return 1; }
+ *     musa_tensor *x = musa_from_data(pixels, 2, (int64_t[]){1, 64}, MUSA_DTYPE_FLOAT32);
+ *     musa_tensor *y;
+ *     if (musa_model_run(m, 1, &x, 1, &y)) ... musa_last_error() ...
+ *     musa_model_free(m);                      // y stays valid
+ *
+ * - The file keeps the captured graph (ops by name, typed attributes, the
+ *   user's source line on each node), the parameters, the input signature
+ *   (dtypes, ranks, fixed dims, a dynamic size with its range) and the
+ *   options it was compiled with. Loading validates all of it, each node
+ *   through its op's own inference; a bad file fails with MUSA_ERR_IO
+ *   naming the member and byte offset.
+ * - A run checks its inputs against the signature and fails naming the
+ *   input, the dim and the values. It then runs the plan for those shapes:
+ *   built on the first run (one per dynamic size, the last 8 kept), the
+ *   same plan musa.jit builds for the live model, so outputs are bitwise
+ *   equal to it on the same machine and thread count.
+ * - Parameters the graph writes in place (BatchNorm's running statistics in
+ *   training mode) live in the model: each run updates them there.
+ * - A model runs one call at a time (a lock); load it twice to run two.
+ */
+typedef struct musa_model musa_model;
+
+/* An integer attribute that follows a dynamic size: its values at the
+ * traced size and their change per unit of the size. */
+typedef struct musa_attr_slope {
+    int node; /* the node's index in the graph */
+    const char *field;
+    int n; /* 1 for an int attribute, else the list's length */
+    int64_t values[MUSA_MAX_ATTR_INTS];
+    int64_t slope[MUSA_MAX_ATTR_INTS];
+} musa_attr_slope;
+
+typedef struct musa_model_save_options {
+    int fusion_level;     /* the passes' options (musa_pass_ctx) */
+    const char *disabled; /* comma-separated pass names, or NULL */
+    bool memory_arena;    /* the plan's options (musa_plan_options) */
+    int num_threads;
+    int n_slopes; /* a dynamic graph's size-following attributes */
+    const musa_attr_slope *slopes;
+    const char *extra_key;  /* one more header member (NULL: none), e.g. "python" */
+    const char *extra_json; /* its JSON text */
+} musa_model_save_options;
+
+/* Save captured graph g (not optimised, no graph breaks, at most one
+ * dynamic symbol) with its parameters' current values, atomically. opt may
+ * be NULL (fusion level 1, arena on). */
+MUSA_API int musa_model_save(const musa_graph *g, const char *path,
+                             const musa_model_save_options *opt);
+/* Load a model (flags: 0 or MUSA_FILE_MMAP), or from bytes in memory. */
+MUSA_API musa_model *musa_model_load(const char *path, int flags);
+MUSA_API musa_model *musa_model_load_memory(const void *data, size_t size);
+MUSA_API int musa_model_num_inputs(const musa_model *m);
+MUSA_API int musa_model_num_outputs(const musa_model *m);
+/* The file's header (JSON text, valid while m lives) and the loaded graph
+ * (borrowed: for inspection, e.g. musa_graph_text). */
+MUSA_API const char *musa_model_header(const musa_model *m);
+MUSA_API const musa_graph *musa_model_graph(const musa_model *m);
+/* Run: inputs in the saved order; outputs[0..n_out) receive new references
+ * (n_out must be musa_model_num_outputs). */
+MUSA_API int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs, int n_out,
+                            musa_tensor **outputs);
+/* NULL is a no-op; outputs of earlier runs stay valid. */
+MUSA_API void musa_model_free(musa_model *m);
+
+/* ------------------------------------------------------------------------ */
 /* Threads and memory                                                       */
 /* ------------------------------------------------------------------------ */
 

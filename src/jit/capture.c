@@ -254,6 +254,15 @@ int musa_graph_capture_resume(musa_graph *g, int mode) {
         return musa_err(MUSA_ERR_RUNTIME,
                         "[jit] a capture is already running on this thread (nested capture)");
     if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph is capturing already");
+    if (!g->tag) { /* a graph never captured into (built by editing, or a copy) */
+        g->tag = atomic_fetch_add(&capture_ids, 1) & 0xffffffffu;
+        /* Tensors the graph holds already map to their values. */
+        for (int64_t i = 0; i < g->values.len; i++) {
+            musa_tensor *t = g->values.data[i].tensor;
+            if (t && !(t->flags & MUSA_TF_NUMBER) && bind(g, t, (int32_t)i))
+                return musa_err_nomem("jit", 0);
+        }
+    }
     g->prev_mode = musa_tls.mode;
     g->prev_recorder = musa_tls.recorder;
     musa_tls.mode = (musa_mode)mode;
@@ -268,15 +277,6 @@ int musa_graph_capture_resume(musa_graph *g, int mode) {
 int musa_graph_capture_begin(musa_graph *g, int mode) {
     if (g && !g->capturing && g->nodes.len)
         return musa_err(MUSA_ERR_RUNTIME, "[jit] this graph was captured already");
-    if (g && !musa_tls.recorder && !g->capturing && !g->tag) {
-        g->tag = atomic_fetch_add(&capture_ids, 1) & 0xffffffffu;
-        /* Tensors the graph holds already (added by editing) map to their values. */
-        for (int64_t i = 0; i < g->values.len; i++) {
-            musa_tensor *t = g->values.data[i].tensor;
-            if (t && !(t->flags & MUSA_TF_NUMBER) && bind(g, t, (int32_t)i))
-                return musa_err_nomem("jit", 0);
-        }
-    }
     return musa_graph_capture_resume(g, mode);
 }
 

@@ -42,6 +42,13 @@ typedef enum musa_op_id {
 
 #define MUSA_MAX_OUTPUTS 6
 
+/* The op table's version, saved with every model (src/io/model.c). Bump it
+ * when an op's meaning changes (its inputs, attributes or results), so that
+ * a model saved by a newer build fails to load here with a clear message
+ * instead of computing something else. Adding an op needs no bump: a
+ * model using it fails on its name. */
+#define MUSA_OP_TABLE_VERSION 1
+
 /* What inference decides about one call. */
 typedef struct musa_infer {
     int8_t n_out; /* outputs of this call: the row's n_out, or set by inference (n_out -1) */

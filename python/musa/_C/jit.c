@@ -95,6 +95,15 @@ static void graph_dealloc(PyObject *self) {
 
 #define G(self) (((PyGraph *)(self))->g)
 
+musa_graph *pm_graph(PyObject *o, const char *who) {
+    if (!PyObject_TypeCheck(o, Graph_Type)) {
+        PyErr_Format(PyExc_TypeError, "[%s] expected a musa._C.Graph, got %s", who,
+                     Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return G(o);
+}
+
 static PyObject *graph_capture_begin(PyObject *self, PyObject *arg) {
     const char *mode = PyUnicode_AsUTF8(arg);
     if (!mode) return NULL;

@@ -214,6 +214,8 @@ void pm_long_op(bool begin);
 
 /* ---- static graphs (jit.c) ---- */
 int pm_jit_init(PyObject *module);
+/* The graph of a musa._C.Graph object (borrowed), or NULL with TypeError. */
+musa_graph *pm_graph(PyObject *o, const char *who);
 /* Tell a running capture that Python reads t's value on the host
  * (MUSA_READ_BOOL / SCALAR with the value; MUSA_READ_DATA for whole tensors). */
 void pm_host_read(musa_tensor *t, int kind, double value);

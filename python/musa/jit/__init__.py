@@ -56,11 +56,12 @@ from .. import _C, _capture
 from . import _args
 from ._compiled import CompiledFunction, log  # noqa: F401  (log: the musa.jit logger)
 from ._config import Config
+from ._save import LoadedModel, load
 
 _C._jit_location(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 
 __all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard",
-           "outside_capture"]
+           "outside_capture", "load", "save", "LoadedModel"]
 
 guard = _capture.guard
 outside_capture = _capture.outside_capture
@@ -108,6 +109,10 @@ class TracedModule:
 
     def memory_plan(self):
         return self._compiled.memory_plan()
+
+    def save(self, path):
+        """Save as a .musa model (musa.jit.load, musa_model_load, musa-run)."""
+        self._compiled.save(path)
 
     @property
     def recompile_log(self):
@@ -188,6 +193,17 @@ def trace(module_or_fn, example_inputs, check_trace=True, config=None):
         again = compiled(*example_inputs)
         _compare(out, again)
     return TracedModule(module_or_fn, compiled, out)
+
+
+def save(obj, path):
+    """Save a compiled function, a traced module or a compiled Module."""
+    from ..nn import Module
+    compiled = getattr(obj, "_compiled", None) or (
+        obj.__dict__.get("_compiled_call") if isinstance(obj, Module) else obj)
+    if not isinstance(compiled, CompiledFunction):
+        raise TypeError(f"[jit.save] expected what musa.jit, musa.jit.trace or Module.compile "
+                        f"returned, got {type(obj).__name__}")
+    compiled.save(path)
 
 
 def compile_module(module, config=None):

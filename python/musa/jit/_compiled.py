@@ -26,7 +26,7 @@ import warnings
 from .. import _C, _capture
 from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple
 from ._config import Config
-from ._dynamic import DynamicVariant, attr_slopes, probe
+from ._dynamic import DynamicTraining, DynamicVariant, attr_slopes, probe
 from ._keys import CacheKey, describe_change, signature
 from ._segments import Miss, build_segments, chain, describe_outcome, finish, merge, run_path
 from ._tracing import Trace, Unsupported, needs_tape_node, reads_host, trace
@@ -67,6 +67,7 @@ class CompiledFunction:
         self._retrace = retrace
         self.recompile_log = []
         self.compiles = 0
+        self._saved_call = None  # (spec, [(shape, dtype)]) of the last capture: what save() saves
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
 
@@ -91,7 +92,11 @@ class CompiledFunction:
             return ("# captured once for the dynamic range, planned per size\n" +
                     dyn.capture.graph.text())
         train = next((e.train for e in self._cache.values()
-                      if e.train is not None and e.train.fwd is self._last), None)
+                      if e.train is not None and getattr(e.train, "fwd", None) is self._last),
+                     None)
+        train = train or next((n for e in self._cache.values()
+                               if isinstance(e.train, DynamicTraining)
+                               for n in e.train.nodes.values() if n.fwd is self._last), None)
         if train is not None:
             pick = (lambda sg: sg.graph.text()) if optimized else (lambda sg: sg.raw_text)
             return "# forward\n" + pick(train.fwd) + "\n# backward\n" + pick(train.bwd)
@@ -119,6 +124,12 @@ class CompiledFunction:
         s = dict(self._last.plan.stats())
         s["buffers"] = self._last.plan.buffers()
         return s
+
+    def save(self, path):
+        """Save the last compiled signature as a .musa model (musa.jit.load
+        reads it; so does musa_model_load in C). See musa/jit/_save.py."""
+        from ._save import save
+        save(self, path)
 
     def plan_stats(self):
         self._compiled_yet()
@@ -166,6 +177,12 @@ class CompiledFunction:
         if entry.eager:
             return self._fn(*args, **kwargs)
         if entry.train is not None:
+            if isinstance(entry.train, DynamicTraining):
+                node = entry.train.node_for(leaves, tuple(tuple(t.shape) for t in leaves))
+                if node is None:  # its dynamic dims differ in size: eager
+                    return self._fn(*args, **kwargs)
+                self._last = node.fwd
+                return node.call(leaves)
             return entry.train.call(leaves)
         inputs = contiguous(leaves)
         if entry.dynamic is not None:
@@ -242,6 +259,7 @@ class CompiledFunction:
         new plan's when captured symbolically (Config.capture). Called with
         the lock held."""
         entry = Entry()
+        self._saved_call = (spec, [(tuple(t.shape), t.dtype) for t in leaves])
         cap, symbolic = None, False
         if self._symbolic_first():
             with _capture.collect() as collected:
@@ -268,8 +286,17 @@ class CompiledFunction:
         else:
             try:
                 if needs_tape_node(cap):
-                    entry.train = TrainingNode(cap, leaves, self.config, self._name)
-                    self._last, by_size = entry.train.fwd, True
+                    if key.merges_dynamic and self._setup_dynamic(entry, cap, leaves, spec):
+                        # one capture for every size: a forward and backward per size
+                        entry.train = DynamicTraining(entry.dynamic, leaves, self.config,
+                                                      self._name)
+                        entry.dynamic = None
+                        node = entry.train.node_for(leaves, tuple(tuple(t.shape)
+                                                                  for t in leaves))
+                        self._last = node.fwd
+                    else:
+                        entry.train = TrainingNode(cap, leaves, self.config, self._name)
+                        self._last, by_size = entry.train.fwd, True
             except Unsupported as e:
                 out = self._run_eagerly(entry, str(e), out)
             if not entry.train and not entry.eager:

@@ -146,3 +146,39 @@ class DynamicVariant:
         seg = whole(graph, cfg, self.capture.outputs)
         self.plans[shapes] = seg
         return seg
+
+
+class _SizedCapture:
+    """A capture's graph re-specialised to one size, with the capture's
+    outputs (what TrainingNode reads of a Capture)."""
+    __slots__ = ("graph", "out_ids", "out_leaves", "outputs")
+
+    def __init__(self, graph, cap):
+        self.graph, self.out_ids = graph, graph.outputs
+        self.out_leaves, self.outputs = cap.out_leaves, cap.outputs
+
+
+class DynamicTraining:
+    """Compiled training over dynamic dims: one capture (a DynamicVariant
+    without plans), and per size seen a TrainingNode (forward and backward
+    plans) built from the graph re-specialised to that size."""
+    __slots__ = ("variant", "cfg", "name", "nodes")
+
+    def __init__(self, variant, leaves, cfg, name):
+        self.variant, self.cfg, self.name = variant, cfg, name
+        self.nodes = {}  # the inputs' shapes -> TrainingNode
+
+    def node_for(self, leaves, shapes):
+        """The TrainingNode for these input shapes (built on first use), or
+        None when the call's dynamic dims differ in size."""
+        node = self.nodes.get(shapes)
+        if node is None:
+            from ._training import TrainingNode
+            size = self.variant.size(shapes)
+            if size is None:
+                return None
+            g = self.variant.respecialize(shapes, size)
+            node = TrainingNode(_SizedCapture(g, self.variant.capture), leaves, self.cfg,
+                                self.name)
+            self.nodes[shapes] = node
+        return node

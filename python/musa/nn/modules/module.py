@@ -464,6 +464,16 @@ class Module:
         from ... import jit
         return jit.compile_module(self, config)
 
+    def save(self, path):
+        """Save a compiled module (Module.compile, then one call) as a .musa
+        model that musa.jit.load and the C runtime run."""
+        from ... import jit
+        if "_compiled_call" not in self.__dict__:
+            raise RuntimeError(f"[Module.save] {type(self).__name__} is not compiled: call "
+                               f".compile() and run it once first (musa.save saves its "
+                               f"state_dict)")
+        jit.save(self, path)
+
     def _call_impl(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks):
             return self.forward(*args, **kwargs)
