@@ -1301,6 +1301,11 @@ MUSA_API musa_model *musa_model_load(const char *path, int flags);
 MUSA_API musa_model *musa_model_load_memory(const void *data, size_t size);
 MUSA_API int musa_model_num_inputs(const musa_model *m);
 MUSA_API int musa_model_num_outputs(const musa_model *m);
+/* Input i's name (may be NULL), dtype, rank and dims (room for
+ * MUSA_MAX_DIMS; -1 for a dim that follows the dynamic size, whose range
+ * goes to *lo, *hi). Any out pointer may be NULL. */
+MUSA_API int musa_model_input(const musa_model *m, int i, const char **name, musa_dtype *dtype,
+                              int *ndim, int64_t *dims, int64_t *lo, int64_t *hi);
 /* The file's header (JSON text, valid while m lives) and the loaded graph
  * (borrowed: for inspection, e.g. musa_graph_text). */
 MUSA_API const char *musa_model_header(const musa_model *m);
@@ -1311,6 +1316,13 @@ MUSA_API int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs,
                             musa_tensor **outputs);
 /* NULL is a no-op; outputs of earlier runs stay valid. */
 MUSA_API void musa_model_free(musa_model *m);
+
+/* NumPy .npy files (versions 1 to 3; little-endian float16/32/64,
+ * int8/32/64, uint8 and bool): read (validated like a .musa file: a bad
+ * file is MUSA_ERR_IO naming what is wrong) and write (version 1.0). */
+MUSA_API musa_tensor *musa_npy_load(const char *path);
+MUSA_API musa_tensor *musa_npy_read_memory(const void *data, size_t size);
+MUSA_API int musa_npy_save(const char *path, const musa_tensor *t);
 
 /* ------------------------------------------------------------------------ */
 /* Threads and memory                                                       */

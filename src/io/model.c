@@ -91,7 +91,8 @@ static void sb_attrs(musa_sbuf *b, const musa_gnode *n) {
         case MUSA_ATTR_INTS: {
             const musa_ints *v = p;
             musa_sb_printf(b, "[");
-            for (int i = 0; i < v->n; i++) musa_sb_printf(b, "%s%lld", i ? ", " : "", (long long)v->v[i]);
+            for (int i = 0; i < v->n; i++)
+                musa_sb_printf(b, "%s%lld", i ? ", " : "", (long long)v->v[i]);
             musa_sb_printf(b, "]");
             break;
         }
@@ -155,8 +156,8 @@ static int graph_members(const musa_graph *g, const musa_model_save_options *o, 
         }
         vid[i] = next++;
         musa_sb_printf(&b, "%s{\"kind\": \"%s\", \"tensor\": %lld, \"number\": %s}",
-                       first ? "" : ", ", v->kind == MUSA_V_PARAM ? "param" : "const",
-                       (long long)t, (v->tensor->flags & MUSA_TF_NUMBER) ? "true" : "false");
+                       first ? "" : ", ", v->kind == MUSA_V_PARAM ? "param" : "const", (long long)t,
+                       (v->tensor->flags & MUSA_TF_NUMBER) ? "true" : "false");
         first = false;
     }
     musa_sb_printf(&b, "], \"nodes\": [");
@@ -201,8 +202,9 @@ static int graph_members(const musa_graph *g, const musa_model_save_options *o, 
                        vid[g->mutations.data[i].value]);
     musa_sb_printf(&b, "]}");
 
-    musa_sb_printf(&c, "{\"fusion_level\": %d, \"memory_arena\": %s, \"num_threads\": %d, \"disabled\": ",
-                   o->fusion_level, o->memory_arena ? "true" : "false", o->num_threads);
+    musa_sb_printf(
+        &c, "{\"fusion_level\": %d, \"memory_arena\": %s, \"num_threads\": %d, \"disabled\": ",
+        o->fusion_level, o->memory_arena ? "true" : "false", o->num_threads);
     musa_sb_json_str(&c, o->disabled ? o->disabled : "");
     musa_sb_printf(&c, "}");
 
@@ -238,8 +240,7 @@ int musa_model_save(const musa_graph *g, const char *path, const musa_model_save
     musa_model_save_options def = {.fusion_level = 1, .memory_arena = true};
     const musa_model_save_options *o = opt ? opt : &def;
     if (!g || !path) return musa_err(MUSA_ERR_VALUE, "[%s] graph and path must be given", SAVE);
-    if (g->capturing)
-        return musa_err(MUSA_ERR_RUNTIME, "[%s] the graph is still capturing", SAVE);
+    if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[%s] the graph is still capturing", SAVE);
     if (g->breaks.len)
         return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
                         "[%s] the graph reads a tensor value on the host at %s (a graph break); "
@@ -257,7 +258,8 @@ int musa_model_save(const musa_graph *g, const char *path, const musa_model_save
     if (!rc) rc = musa_file_writer_set_json(w, "graph", gj);
     if (!rc) rc = musa_file_writer_set_json(w, "config", cj);
     if (!rc) rc = musa_file_writer_set_json(w, "dynamic", dj);
-    if (!rc && o->extra_key) rc = musa_file_writer_set_json(w, o->extra_key, o->extra_json ? o->extra_json : "null");
+    if (!rc && o->extra_key)
+        rc = musa_file_writer_set_json(w, o->extra_key, o->extra_json ? o->extra_json : "null");
     if (!rc) rc = musa_file_writer_save(w, path);
     free(gj), free(cj), free(dj);
     musa_file_writer_free(w);
@@ -381,8 +383,8 @@ static int read_symbols(loader *L, const musa_json *gj) {
     int rc = member(L, gj, "symbols", MUSA_JSON_ARRAY, "graph", &arr);
     if (rc) return rc;
     if (arr->n > 1)
-        return musa_file_bad(L->f, LOAD, arr, "graph.symbols has %d symbols; this build handles one",
-                             arr->n);
+        return musa_file_bad(L->f, LOAD, arr,
+                             "graph.symbols has %d symbols; this build handles one", arr->n);
     for (int i = 0; i < arr->n; i++) {
         const musa_json *s = &arr->kid[i], *name;
         char p[64];
@@ -393,7 +395,8 @@ static int read_symbols(loader *L, const musa_json *gj) {
             (rc = musa_file_int(L->f, LOAD, musa_json_get(s, "hi"), "hi", lo, INT64_MAX, &hi)) ||
             (rc = musa_file_int(L->f, LOAD, musa_json_get(s, "traced"), "traced", lo, hi, &tr)))
             return rc;
-        if (musa_graph_add_symbol(L->g, name->str, lo, hi, tr) < 0) return musa_file_bad(L->f, LOAD, s, "%s: %s", p, musa_last_error());
+        if (musa_graph_add_symbol(L->g, name->str, lo, hi, tr) < 0)
+            return musa_file_bad(L->f, LOAD, s, "%s: %s", p, musa_last_error());
     }
     return MUSA_OK;
 }
@@ -406,14 +409,16 @@ static int read_inputs(loader *L, const musa_json *gj) {
         const musa_json *in = &arr->kid[i], *name = musa_json_get(in, "name");
         char p[64];
         snprintf(p, sizeof p, "graph.inputs[%d]", i);
-        if (in->type != MUSA_JSON_OBJECT) return musa_file_bad(L->f, LOAD, in, "%s must be an object", p);
+        if (in->type != MUSA_JSON_OBJECT)
+            return musa_file_bad(L->f, LOAD, in, "%s must be an object", p);
         int dt, nd;
         int64_t shape[MUSA_MAX_DIMS];
         int8_t sym[MUSA_MAX_DIMS];
         if ((rc = read_dtype(L, musa_json_get(in, "dtype"), p, &dt)) ||
             (rc = read_shape(L, in, p, &nd, shape, sym)))
             return rc;
-        if (name && name->type != MUSA_JSON_NULL && (name->type != MUSA_JSON_STRING || strlen(name->str) != name->len))
+        if (name && name->type != MUSA_JSON_NULL &&
+            (name->type != MUSA_JSON_STRING || strlen(name->str) != name->len))
             return musa_file_bad(L->f, LOAD, name, "%s.name must be a string or null", p);
         int64_t numel;
         if (musa_shape_check(LOAD, nd, shape, &numel))
@@ -422,7 +427,8 @@ static int read_inputs(loader *L, const musa_json *gj) {
         if (id < 0 || musa_vec_push(&L->g->inputs, id)) return musa_err_nomem(LOAD, 64);
         musa_gvalue *v = &L->g->values.data[id];
         memcpy(v->sym, sym, sizeof v->sym);
-        if (name && name->type == MUSA_JSON_STRING && !(v->name = musa_arena_strdup(&L->g->arena, name->str)))
+        if (name && name->type == MUSA_JSON_STRING &&
+            !(v->name = musa_arena_strdup(&L->g->arena, name->str)))
             return MUSA_ERR_NOMEM;
         if ((rc = push_value(L, id))) return rc;
     }
@@ -437,11 +443,14 @@ static int read_leaves(loader *L, const musa_json *gj) {
         const musa_json *lf = &arr->kid[i], *kind, *num = musa_json_get(lf, "number");
         char p[64];
         snprintf(p, sizeof p, "graph.leaves[%d]", i);
-        if (lf->type != MUSA_JSON_OBJECT) return musa_file_bad(L->f, LOAD, lf, "%s must be an object", p);
+        if (lf->type != MUSA_JSON_OBJECT)
+            return musa_file_bad(L->f, LOAD, lf, "%s must be an object", p);
         if ((rc = member(L, lf, "kind", MUSA_JSON_STRING, p, &kind))) return rc;
         bool param = !strcmp(kind->str, "param");
         if (!param && strcmp(kind->str, "const"))
-            return musa_file_bad(L->f, LOAD, kind, "%s.kind must be \"param\" or \"const\", not \"%.20s\"", p, kind->str);
+            return musa_file_bad(L->f, LOAD, kind,
+                                 "%s.kind must be \"param\" or \"const\", not \"%.20s\"", p,
+                                 kind->str);
         if (num && num->type != MUSA_JSON_BOOL)
             return musa_file_bad(L->f, LOAD, num, "%s.number must be a boolean", p);
         int64_t t;
@@ -482,7 +491,8 @@ static int read_attrs(const loader *L, const musa_json *a, const char *path, mus
     char *base = (char *)rec;
     for (int i = 0; i < a->n; i++) {
         const musa_json *v = &a->kid[i];
-        const musa_attr_field *f = kind == MUSA_ATTRS_none ? NULL : musa_attrs_field(kind, a->key[i]);
+        const musa_attr_field *f =
+            kind == MUSA_ATTRS_none ? NULL : musa_attrs_field(kind, a->key[i]);
         if (!f)
             return musa_file_bad(L->f, LOAD, v, "%s: op %s has no attribute \"%.40s\"", path,
                                  musa_ops[op].name, a->key[i]);
@@ -492,7 +502,8 @@ static int read_attrs(const loader *L, const musa_json *a, const char *path, mus
         int rc = MUSA_OK;
         switch (f->type) {
         case MUSA_ATTR_BOOL:
-            if (v->type != MUSA_JSON_BOOL) return musa_file_bad(L->f, LOAD, v, "%s must be a boolean", p);
+            if (v->type != MUSA_JSON_BOOL)
+                return musa_file_bad(L->f, LOAD, v, "%s must be a boolean", p);
             *(bool *)dst = v->boolean;
             break;
         case MUSA_ATTR_INT:
@@ -501,10 +512,12 @@ static int read_attrs(const loader *L, const musa_json *a, const char *path, mus
         case MUSA_ATTR_FLOAT:
             if (v->type == MUSA_JSON_NUMBER)
                 *(double *)dst = v->num;
-            else if (v->type == MUSA_JSON_STRING && (!strcmp(v->str, "nan") || !strcmp(v->str, "inf") || !strcmp(v->str, "-inf")))
+            else if (v->type == MUSA_JSON_STRING &&
+                     (!strcmp(v->str, "nan") || !strcmp(v->str, "inf") || !strcmp(v->str, "-inf")))
                 *(double *)dst = v->str[0] == 'n' ? NAN : v->str[0] == '-' ? -INFINITY : INFINITY;
             else
-                return musa_file_bad(L->f, LOAD, v, "%s must be a number (or \"nan\", \"inf\", \"-inf\")", p);
+                return musa_file_bad(L->f, LOAD, v,
+                                     "%s must be a number (or \"nan\", \"inf\", \"-inf\")", p);
             break;
         case MUSA_ATTR_DTYPE: {
             int d = -1;
@@ -515,7 +528,8 @@ static int read_attrs(const loader *L, const musa_json *a, const char *path, mus
         case MUSA_ATTR_INTS: {
             musa_ints *out = dst;
             if (v->type != MUSA_JSON_ARRAY || v->n > MUSA_MAX_ATTR_INTS)
-                return musa_file_bad(L->f, LOAD, v, "%s must be an array of at most %d integers", p, MUSA_MAX_ATTR_INTS);
+                return musa_file_bad(L->f, LOAD, v, "%s must be an array of at most %d integers", p,
+                                     MUSA_MAX_ATTR_INTS);
             out->n = v->n;
             for (int k = 0; k < v->n && !rc; k++)
                 rc = musa_file_int(L->f, LOAD, &v->kid[k], p, INT64_MIN, INT64_MAX, &out->v[k]);
@@ -534,7 +548,8 @@ static int read_nodes(loader *L, const musa_json *gj) {
     int32_t *in = NULL;
     int in_cap = 0;
     for (int i = 0; i < arr->n && !rc; i++) {
-        const musa_json *n = &arr->kid[i], *opj, *ins, *attrs, *outs, *loc = musa_json_get(n, "loc");
+        const musa_json *n = &arr->kid[i], *opj, *ins, *attrs, *outs,
+                        *loc = musa_json_get(n, "loc");
         char p[64];
         snprintf(p, sizeof p, "graph.nodes[%d]", i);
         if (n->type != MUSA_JSON_OBJECT) {
@@ -549,7 +564,8 @@ static int read_nodes(loader *L, const musa_json *gj) {
         int op = musa_op_lookup(opj->str);
         if (op < 0) {
             musa_clear_error();
-            rc = musa_file_bad(L->f, LOAD, opj, "%s: unknown op \"%.40s\" (saved by a newer musa?)", p, opj->str);
+            rc = musa_file_bad(L->f, LOAD, opj, "%s: unknown op \"%.40s\" (saved by a newer musa?)",
+                               p, opj->str);
             break;
         }
         if (loc && (loc->type != MUSA_JSON_STRING || strlen(loc->str) != loc->len)) {
@@ -589,7 +605,8 @@ static int read_nodes(loader *L, const musa_json *gj) {
             break;
         }
         if (outs->n != gn->n_out) {
-            rc = musa_file_bad(L->f, LOAD, outs, "%s (%s) records %d outputs; the op makes %d", p, opj->str, outs->n, gn->n_out);
+            rc = musa_file_bad(L->f, LOAD, outs, "%s (%s) records %d outputs; the op makes %d", p,
+                               opj->str, outs->n, gn->n_out);
             break;
         }
         for (int j = 0; j < gn->n_out && !rc; j++) {
@@ -609,9 +626,11 @@ static int read_nodes(loader *L, const musa_json *gj) {
             if (dt != v->dtype || !musa_shape_equal(nd, shape, v->ndim, v->shape)) {
                 char s1[128], s2[128];
                 rc = musa_file_bad(L->f, LOAD, &outs->kid[j],
-                                   "%s (%s): the file records %s%s, but the op infers %s%s", pj, opj->str,
-                                   musa_dtype_name((musa_dtype)dt), musa_shape_str(nd, shape, s1, sizeof s1),
-                                   musa_dtype_name((musa_dtype)v->dtype), musa_shape_str(v->ndim, v->shape, s2, sizeof s2));
+                                   "%s (%s): the file records %s%s, but the op infers %s%s", pj,
+                                   opj->str, musa_dtype_name((musa_dtype)dt),
+                                   musa_shape_str(nd, shape, s1, sizeof s1),
+                                   musa_dtype_name((musa_dtype)v->dtype),
+                                   musa_shape_str(v->ndim, v->shape, s2, sizeof s2));
                 break;
             }
             memcpy(v->sym, sym, sizeof v->sym);
@@ -624,13 +643,16 @@ static int read_nodes(loader *L, const musa_json *gj) {
 
 static int read_graph(loader *L, const musa_json *gj) {
     int rc;
-    if (gj->type != MUSA_JSON_OBJECT) return musa_file_bad(L->f, LOAD, gj, "graph must be an object");
+    if (gj->type != MUSA_JSON_OBJECT)
+        return musa_file_bad(L->f, LOAD, gj, "graph must be an object");
     int64_t ver;
-    if ((rc = musa_file_int(L->f, LOAD, musa_json_get(gj, "op_table"), "graph.op_table", 1, INT64_MAX, &ver)))
+    if ((rc = musa_file_int(L->f, LOAD, musa_json_get(gj, "op_table"), "graph.op_table", 1,
+                            INT64_MAX, &ver)))
         return rc;
     if (ver > MUSA_OP_TABLE_VERSION)
         return musa_file_bad(L->f, LOAD, musa_json_get(gj, "op_table"),
-                             "graph.op_table is version %lld; this build of musa has version %d (the file needs a newer musa)",
+                             "graph.op_table is version %lld; this build of musa has version %d "
+                             "(the file needs a newer musa)",
                              (long long)ver, MUSA_OP_TABLE_VERSION);
     if ((rc = read_symbols(L, gj)) || (rc = read_inputs(L, gj)) || (rc = read_leaves(L, gj)) ||
         (rc = read_nodes(L, gj)))
@@ -653,12 +675,15 @@ static int read_graph(loader *L, const musa_json *gj) {
         if (m->type != MUSA_JSON_ARRAY || m->n != 2)
             return musa_file_bad(L->f, LOAD, m, "%s must be a [target, value] pair", p);
         musa_gmutation mu;
-        if ((rc = read_vid(L, &m->kid[0], p, &mu.target)) || (rc = read_vid(L, &m->kid[1], p, &mu.value)))
+        if ((rc = read_vid(L, &m->kid[0], p, &mu.target)) ||
+            (rc = read_vid(L, &m->kid[1], p, &mu.value)))
             return rc;
         const musa_gvalue *t = &L->g->values.data[mu.target], *v = &L->g->values.data[mu.value];
         if ((t->kind != MUSA_V_INPUT && t->kind != MUSA_V_PARAM) || t->dtype != v->dtype ||
             !musa_shape_equal(t->ndim, t->shape, v->ndim, v->shape))
-            return musa_file_bad(L->f, LOAD, m, "%s: the target must be an input or parameter of the value's dtype and shape", p);
+            return musa_file_bad(
+                L->f, LOAD, m,
+                "%s: the target must be an input or parameter of the value's dtype and shape", p);
         if (musa_vec_push(&L->g->mutations, mu)) return MUSA_ERR_NOMEM;
     }
     musa_graph_analyse(L->g);
@@ -672,26 +697,34 @@ static int read_graph(loader *L, const musa_json *gj) {
 
 static int read_config(musa_model *m, const musa_file *f) {
     const musa_json *c = musa_json_get(musa_file_json(f), "config"), *dis;
-    if (!c || c->type != MUSA_JSON_OBJECT) return musa_file_bad(f, LOAD, c ? c : musa_file_json(f), "config must be an object");
+    if (!c || c->type != MUSA_JSON_OBJECT)
+        return musa_file_bad(f, LOAD, c ? c : musa_file_json(f), "config must be an object");
     int64_t fl, nt;
     int rc;
-    if ((rc = musa_file_int(f, LOAD, musa_json_get(c, "fusion_level"), "config.fusion_level", 0, 2, &fl)) ||
-        (rc = musa_file_int(f, LOAD, musa_json_get(c, "num_threads"), "config.num_threads", 0, 4096, &nt)))
+    if ((rc = musa_file_int(f, LOAD, musa_json_get(c, "fusion_level"), "config.fusion_level", 0, 2,
+                            &fl)) ||
+        (rc = musa_file_int(f, LOAD, musa_json_get(c, "num_threads"), "config.num_threads", 0, 4096,
+                            &nt)))
         return rc;
     const musa_json *ar = musa_json_get(c, "memory_arena");
-    if (!ar || ar->type != MUSA_JSON_BOOL) return musa_file_bad(f, LOAD, ar ? ar : c, "config.memory_arena must be a boolean");
+    if (!ar || ar->type != MUSA_JSON_BOOL)
+        return musa_file_bad(f, LOAD, ar ? ar : c, "config.memory_arena must be a boolean");
     dis = musa_json_get(c, "disabled");
-    if (!dis || dis->type != MUSA_JSON_STRING || dis->len >= sizeof m->disabled || strlen(dis->str) != dis->len)
-        return musa_file_bad(f, LOAD, dis ? dis : c, "config.disabled must be a string of pass names");
+    if (!dis || dis->type != MUSA_JSON_STRING || dis->len >= sizeof m->disabled ||
+        strlen(dis->str) != dis->len)
+        return musa_file_bad(f, LOAD, dis ? dis : c,
+                             "config.disabled must be a string of pass names");
     snprintf(m->disabled, sizeof m->disabled, "%s", dis->str);
-    m->ctx = (musa_pass_ctx){.fusion_level = (int)fl, .disabled = m->disabled[0] ? m->disabled : NULL};
+    m->ctx =
+        (musa_pass_ctx){.fusion_level = (int)fl, .disabled = m->disabled[0] ? m->disabled : NULL};
     m->popt = (musa_plan_options){.num_threads = (int)nt, .memory_arena = ar->boolean};
     return MUSA_OK;
 }
 
 static int read_dynamic(musa_model *m, const musa_file *f) {
     const musa_json *d = musa_json_get(musa_file_json(f), "dynamic");
-    if (!d || d->type != MUSA_JSON_ARRAY) return musa_file_bad(f, LOAD, d ? d : musa_file_json(f), "dynamic must be an array");
+    if (!d || d->type != MUSA_JSON_ARRAY)
+        return musa_file_bad(f, LOAD, d ? d : musa_file_json(f), "dynamic must be an array");
     m->dynamic = m->g->syms.len > 0;
     if (m->dynamic) {
         const musa_gsym *y = &m->g->syms.data[0];
@@ -700,7 +733,9 @@ static int read_dynamic(musa_model *m, const musa_file *f) {
         for (int64_t i = 0; i < m->g->inputs.len; i++)
             for (int k = 0; k < m->g->values.data[m->g->inputs.data[i]].ndim; k++)
                 any |= m->g->values.data[m->g->inputs.data[i]].sym[k] == 0;
-        if (!any) return musa_file_bad(f, LOAD, d, "the graph declares a dynamic size that no input dim follows");
+        if (!any)
+            return musa_file_bad(f, LOAD, d,
+                                 "the graph declares a dynamic size that no input dim follows");
     } else if (d->n) {
         return musa_file_bad(f, LOAD, d, "dynamic attributes in a graph without a dynamic size");
     }
@@ -710,8 +745,8 @@ static int read_dynamic(musa_model *m, const musa_file *f) {
     if (!m->base || !m->slope) return musa_err_nomem(LOAD, sizeof *m->base * (size_t)d->n);
     int n_nodes = (int)m->g->nodes.len;
     for (int i = 0; i < d->n; i++) {
-        const musa_json *s = &d->kid[i], *field = musa_json_get(s, "field"), *vals = musa_json_get(s, "values"),
-                        *sl = musa_json_get(s, "slope");
+        const musa_json *s = &d->kid[i], *field = musa_json_get(s, "field"),
+                        *vals = musa_json_get(s, "values"), *sl = musa_json_get(s, "slope");
         char p[64];
         snprintf(p, sizeof p, "dynamic[%d]", i);
         int64_t node;
@@ -719,16 +754,27 @@ static int read_dynamic(musa_model *m, const musa_file *f) {
         if (rc) return rc;
         const musa_gnode *gn = &m->g->nodes.data[node];
         musa_attrs_kind kind = musa_ops[gn->op].attrs_kind;
-        const musa_attr_field *fd = field && field->type == MUSA_JSON_STRING && kind != MUSA_ATTRS_none ? musa_attrs_field(kind, field->str) : NULL;
+        const musa_attr_field *fd =
+            field && field->type == MUSA_JSON_STRING && kind != MUSA_ATTRS_none
+                ? musa_attrs_field(kind, field->str)
+                : NULL;
         if (!fd || (fd->type != MUSA_ATTR_INT && fd->type != MUSA_ATTR_INTS))
-            return musa_file_bad(f, LOAD, field ? field : s, "%s.field must name an integer attribute of node %lld (%s)", p, (long long)node, musa_ops[gn->op].name);
-        int want = fd->type == MUSA_ATTR_INT ? 1 : ((const musa_ints *)((const char *)&gn->attrs + fd->offset))->n;
-        if (!vals || !sl || vals->type != MUSA_JSON_ARRAY || sl->type != MUSA_JSON_ARRAY || vals->n != want || sl->n != want)
-            return musa_file_bad(f, LOAD, s, "%s: values and slope must be arrays of %d integers", p, want);
+            return musa_file_bad(f, LOAD, field ? field : s,
+                                 "%s.field must name an integer attribute of node %lld (%s)", p,
+                                 (long long)node, musa_ops[gn->op].name);
+        int want = fd->type == MUSA_ATTR_INT
+                       ? 1
+                       : ((const musa_ints *)((const char *)&gn->attrs + fd->offset))->n;
+        if (!vals || !sl || vals->type != MUSA_JSON_ARRAY || sl->type != MUSA_JSON_ARRAY ||
+            vals->n != want || sl->n != want)
+            return musa_file_bad(f, LOAD, s, "%s: values and slope must be arrays of %d integers",
+                                 p, want);
         m->base[i] = (musa_attr_override){.node = (int)node, .field = fd->name, .n = want};
         for (int k = 0; k < want; k++)
-            if ((rc = musa_file_int(f, LOAD, &vals->kid[k], "values", INT64_MIN / 4, INT64_MAX / 4, &m->base[i].v[k])) ||
-                (rc = musa_file_int(f, LOAD, &sl->kid[k], "slope", -(1 << 20), 1 << 20, &m->slope[i][k])))
+            if ((rc = musa_file_int(f, LOAD, &vals->kid[k], "values", INT64_MIN / 4, INT64_MAX / 4,
+                                    &m->base[i].v[k])) ||
+                (rc = musa_file_int(f, LOAD, &sl->kid[k], "slope", -(1 << 20), 1 << 20,
+                                    &m->slope[i][k])))
                 return rc;
     }
     return MUSA_OK;
@@ -752,7 +798,8 @@ static musa_model *load_file(musa_file *f) {
         pthread_mutex_init(&m->lock, NULL);
         if (strcmp(musa_file_kind(f), "model"))
             rc = musa_file_bad(f, LOAD, musa_json_get(musa_file_json(f), "kind"),
-                               "the file holds a \"%s\", not a model (musa.load reads it)", musa_file_kind(f));
+                               "the file holds a \"%s\", not a model (musa.load reads it)",
+                               musa_file_kind(f));
     }
     const musa_json *gj = rc ? NULL : musa_json_get(musa_file_json(f), "graph");
     if (!rc && !gj) rc = musa_file_bad(f, LOAD, musa_file_json(f), "the header has no \"graph\"");
@@ -760,7 +807,8 @@ static musa_model *load_file(musa_file *f) {
     if (!rc) rc = read_graph(&L, gj);
     if (!rc) rc = read_config(m, f);
     if (!rc) rc = read_dynamic(m, f);
-    if (!rc && !(m->header = strdup(musa_file_header(f)))) rc = musa_err_nomem(LOAD, strlen(musa_file_header(f)));
+    if (!rc && !(m->header = strdup(musa_file_header(f))))
+        rc = musa_err_nomem(LOAD, strlen(musa_file_header(f)));
     free(L.vmap);
     musa_file_close(f);
     if (rc) {
@@ -797,6 +845,21 @@ int musa_model_num_outputs(const musa_model *m) {
     return m ? (int)m->g->outputs.len : 0;
 }
 
+int musa_model_input(const musa_model *m, int i, const char **name, musa_dtype *dtype, int *ndim,
+                     int64_t *dims, int64_t *lo, int64_t *hi) {
+    if (!m || i < 0 || i >= m->g->inputs.len)
+        return musa_err(MUSA_ERR_INDEX, "[musa_model_input] input %d is out of range for %d", i,
+                        m ? (int)m->g->inputs.len : 0);
+    const musa_gvalue *v = &m->g->values.data[m->g->inputs.data[i]];
+    if (name) *name = v->name;
+    if (dtype) *dtype = (musa_dtype)v->dtype;
+    if (ndim) *ndim = v->ndim;
+    for (int d = 0; dims && d < v->ndim; d++) dims[d] = v->sym[d] >= 0 ? -1 : v->shape[d];
+    if (lo) *lo = m->dynamic ? m->lo : 0;
+    if (hi) *hi = m->dynamic ? m->hi : 0;
+    return MUSA_OK;
+}
+
 /* ---- running ---- */
 
 static const char *input_name(const musa_model *m, int i, char *buf, size_t n) {
@@ -822,25 +885,32 @@ static int check_inputs(const musa_model *m, int n_in, musa_tensor *const *in, i
         if (!t) return musa_err(MUSA_ERR_VALUE, "[%s] %s is NULL", who, name);
         if (t->dtype != v->dtype)
             return musa_err(MUSA_ERR_TYPE, "[%s] %s is %s; the model was saved for %s", who, name,
-                            musa_dtype_name((musa_dtype)t->dtype), musa_dtype_name((musa_dtype)v->dtype));
+                            musa_dtype_name((musa_dtype)t->dtype),
+                            musa_dtype_name((musa_dtype)v->dtype));
         if (t->ndim != v->ndim)
-            return musa_err(MUSA_ERR_VALUE, "[%s] %s has %d dims %s; the model was saved for %d dims %s", who,
-                            name, t->ndim, musa_shape_str(t->ndim, t->shape, s1, sizeof s1), v->ndim,
+            return musa_err(MUSA_ERR_VALUE,
+                            "[%s] %s has %d dims %s; the model was saved for %d dims %s", who, name,
+                            t->ndim, musa_shape_str(t->ndim, t->shape, s1, sizeof s1), v->ndim,
                             musa_shape_str(v->ndim, v->shape, s2, sizeof s2));
         for (int d = 0; d < v->ndim; d++) {
             if (v->sym[d] < 0) {
                 if (t->shape[d] != v->shape[d])
-                    return musa_err(MUSA_ERR_VALUE,
-                                    "[%s] %s dim %d is %lld; the model was saved for %lld (a fixed dim)", who, name, d,
-                                    (long long)t->shape[d], (long long)v->shape[d]);
+                    return musa_err(
+                        MUSA_ERR_VALUE,
+                        "[%s] %s dim %d is %lld; the model was saved for %lld (a fixed dim)", who,
+                        name, d, (long long)t->shape[d], (long long)v->shape[d]);
                 continue;
             }
             if (t->shape[d] < m->lo || t->shape[d] > m->hi)
-                return musa_err(MUSA_ERR_VALUE, "[%s] %s dim %d is %lld, outside its dynamic range [%lld, %lld]", who,
-                                name, d, (long long)t->shape[d], (long long)m->lo, (long long)m->hi);
+                return musa_err(MUSA_ERR_VALUE,
+                                "[%s] %s dim %d is %lld, outside its dynamic range [%lld, %lld]",
+                                who, name, d, (long long)t->shape[d], (long long)m->lo,
+                                (long long)m->hi);
             if (*size >= 0 && t->shape[d] != *size)
-                return musa_err(MUSA_ERR_VALUE, "[%s] %s dim %d is %lld but %s has %lld: both follow one dynamic size",
-                                who, name, d, (long long)t->shape[d], size_from, (long long)*size);
+                return musa_err(
+                    MUSA_ERR_VALUE,
+                    "[%s] %s dim %d is %lld but %s has %lld: both follow one dynamic size", who,
+                    name, d, (long long)t->shape[d], size_from, (long long)*size);
             *size = t->shape[d];
             size_from = input_name(m, i, nb2, sizeof nb2);
         }
@@ -852,7 +922,8 @@ static int check_inputs(const musa_model *m, int n_in, musa_tensor *const *in, i
 static int build_variant(musa_model *m, const musa_graph *g, variant *v) {
     musa_segment_options so = {.mutations = true, .n_inputs = -1};
     int *carried = NULL, nc = 0;
-    v->g = musa_graph_segment(g, 0, (int)g->nodes.len, (int)g->outputs.len, g->outputs.data, &so, &carried, &nc);
+    v->g = musa_graph_segment(g, 0, (int)g->nodes.len, (int)g->outputs.len, g->outputs.data, &so,
+                              &carried, &nc);
     free(carried);
     if (!v->g) return musa_last_error_code();
     musa_pass_ctx ctx = m->ctx;
@@ -884,12 +955,14 @@ static musa_plan *plan_for(musa_model *m, int n_in, musa_tensor *const *in, int6
             musa_err_nomem("musa_model_run", 64);
             return NULL;
         }
-        for (int i = 0; i < n_in; i++) memcpy(shapes[i], in[i]->shape, sizeof(int64_t) * (size_t)in[i]->ndim);
+        for (int i = 0; i < n_in; i++)
+            memcpy(shapes[i], in[i]->shape, sizeof(int64_t) * (size_t)in[i]->ndim);
         for (int s = 0; s < m->n_slopes; s++) {
             over[s] = m->base[s];
             for (int k = 0; k < over[s].n; k++) over[s].v[k] += m->slope[s][k] * (size - m->traced);
         }
-        musa_graph *g = musa_graph_respecialize(m->g, (const int64_t(*)[MUSA_MAX_DIMS])shapes, m->n_slopes, over);
+        musa_graph *g = musa_graph_respecialize(m->g, (const int64_t(*)[MUSA_MAX_DIMS])shapes,
+                                                m->n_slopes, over);
         free(shapes), free(over);
         if (!g) {
             musa_err_prefix("musa_model_run");
@@ -913,12 +986,14 @@ static musa_plan *plan_for(musa_model *m, int n_in, musa_tensor *const *in, int6
     return nv.plan;
 }
 
-int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs, int n_out, musa_tensor **outputs) {
+int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs, int n_out,
+                   musa_tensor **outputs) {
     if (!m || (n_in && !inputs) || (n_out && !outputs))
         return musa_err(MUSA_ERR_VALUE, "[musa_model_run] model, inputs and outputs must be given");
     for (int j = 0; j < n_out; j++) outputs[j] = NULL;
     if (n_out != m->g->outputs.len)
-        return musa_err(MUSA_ERR_VALUE, "[musa_model_run] the model has %lld outputs, room for %d given",
+        return musa_err(MUSA_ERR_VALUE,
+                        "[musa_model_run] the model has %lld outputs, room for %d given",
                         (long long)m->g->outputs.len, n_out);
     int64_t size;
     int rc = check_inputs(m, n_in, inputs, &size);
@@ -927,7 +1002,8 @@ int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs, int n_ou
     musa_tensor **in = calloc((size_t)n_in + 1, sizeof *in);
     if (!in) return musa_err_nomem("musa_model_run", sizeof *in * (size_t)n_in);
     for (int i = 0; i < n_in && !rc; i++)
-        if (!(in[i] = musa_tensor_is_contiguous(inputs[i]) ? musa_tensor_retain(inputs[i]) : musa_contiguous(inputs[i])))
+        if (!(in[i] = musa_tensor_is_contiguous(inputs[i]) ? musa_tensor_retain(inputs[i])
+                                                           : musa_contiguous(inputs[i])))
             rc = musa_last_error_code();
     if (!rc) {
         pthread_mutex_lock(&m->lock);
@@ -937,7 +1013,8 @@ int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs, int n_ou
     }
     /* writes into a non-contiguous input's copy go back into it */
     for (int i = 0; i < n_in; i++) {
-        if (!rc && in[i] != inputs[i] && musa_tensor_version(in[i]) != 0) rc = musa_copy_(inputs[i], in[i]);
+        if (!rc && in[i] != inputs[i] && musa_tensor_version(in[i]) != 0)
+            rc = musa_copy_(inputs[i], in[i]);
         musa_tensor_release(in[i]);
     }
     free(in);

@@ -1,7 +1,9 @@
 /*
- * fuzz_file_load.c - a libFuzzer harness over the .musa reader
- * (musa_file_open_memory, and musa_model_load_memory on the same bytes
- * once a file opens as a model).
+ * fuzz_file_load.c - a libFuzzer harness over the file readers: the .musa
+ * container (musa_file_open_memory), saved models (musa_model_load_memory
+ * on the same bytes once a file opens as a model, then one run on inputs
+ * of zeros), and .npy files (musa_npy_read_memory, for inputs starting
+ * with NumPy's magic).
  *
  * Each input is tried twice: as it is, and repaired - the prelude's
  * lengths made consistent with the input's size and all three CRCs
@@ -54,6 +56,41 @@ static void repair(uint8_t *b, size_t n) {
     memcpy(b + 48, &pcrc, 4);
 }
 
+/* A loaded model runs once on zeros of its input shapes (dynamic dims at
+ * their smallest), when those are small. Any failure must be a clean error. */
+static void try_model(const uint8_t *data, size_t size) {
+    musa_clear_error();
+    musa_model *m = musa_model_load_memory(data, size);
+    if (!m) {
+        int code = musa_last_error_code();
+        if (code == MUSA_OK || musa_last_error()[0] != '[')
+            FINDING("model load failed with %s '%s'", musa_status_name(code), musa_last_error());
+        return;
+    }
+    int n = musa_model_num_inputs(m), no = musa_model_num_outputs(m);
+    musa_tensor *in[16] = {NULL}, *out[16] = {NULL};
+    bool ok = n <= 16 && no <= 16;
+    for (int i = 0; ok && i < n; i++) {
+        musa_dtype dt;
+        int nd;
+        int64_t dims[MUSA_MAX_DIMS], lo, hi, numel = 1;
+        musa_model_input(m, i, NULL, &dt, &nd, dims, &lo, &hi);
+        for (int d = 0; d < nd; d++) {
+            if (dims[d] < 0) dims[d] = lo;
+            if (dims[d] > (1 << 16) || (numel *= dims[d]) > (1 << 16)) ok = false;
+        }
+        if (ok && !(in[i] = musa_zeros(nd, dims, dt))) ok = false;
+    }
+    if (ok) {
+        musa_clear_error();
+        int rc = musa_model_run(m, n, in, no, out);
+        if (rc && (rc != musa_last_error_code() || musa_last_error()[0] != '['))
+            FINDING("model run failed with %s '%s'", musa_status_name(rc), musa_last_error());
+    }
+    for (int i = 0; i < 16; i++) musa_tensor_release(in[i]), musa_tensor_release(out[i]);
+    musa_model_free(m);
+}
+
 static void try_open(const uint8_t *data, size_t size) {
     musa_clear_error();
     musa_file *f = musa_file_open_memory(data, size);
@@ -78,11 +115,23 @@ static void try_open(const uint8_t *data, size_t size) {
         musa_tensor_release(s);
         musa_tensor_release(t);
     }
+    bool model = !strcmp(musa_file_kind(f), "model");
     musa_file_close(f);
+    if (model) try_model(data, size);
 }
 
 int fuzz_file_load_one(const uint8_t *data, size_t size) {
     findings = 0;
+    if (size >= 6 && !memcmp(data, "\x93NUMPY", 6)) {
+        musa_clear_error();
+        musa_tensor *t = musa_npy_read_memory(data, size);
+        if (!t && (musa_last_error_code() == MUSA_OK ||
+                   strncmp(musa_last_error(), "[musa_npy_read] ", 16)))
+            FINDING("npy read failed with %s '%s'", musa_status_name(musa_last_error_code()),
+                    musa_last_error());
+        musa_tensor_release(t);
+        return findings;
+    }
     try_open(data, size);
     uint8_t *copy = malloc(size ? size : 1);
     if (copy) {

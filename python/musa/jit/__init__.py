@@ -58,7 +58,9 @@ from ._compiled import CompiledFunction, log  # noqa: F401  (log: the musa.jit l
 from ._config import Config
 from ._save import LoadedModel, load
 
-_C._jit_location(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
+# the package folder as its modules' code objects name it (the import path as
+# given: not normalised, or a relative sys.path entry would never match)
+_C._jit_location(os.path.dirname(os.path.dirname(__file__)) + os.sep)
 
 __all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard",
            "outside_capture", "load", "save", "LoadedModel"]

@@ -90,7 +90,12 @@ def save(compiled, path):
     leaves = [_C.zeros(list(shape), dtype=dtype) for shape, dtype in sigs]
     shapes = [list(shape) for shape, _ in sigs]
     with no_grad(), _capture.collect() as collected:
-        t = trace(fn, leaves, spec, names, shapes)
+        try:
+            t = trace(fn, leaves, spec, names, shapes)
+        except Exception as e:  # e.g. a host read: meta tensors have no data
+            raise RuntimeError(f"[jit.save] {compiled._name} cannot be captured as one graph "
+                               f"(a saved model never reads tensor values on the host): "
+                               f"{e}") from e
         cap = t.capture
         if cap is None:
             raise RuntimeError(f"[jit.save] {compiled._name} cannot be captured as one graph: "
