@@ -32,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev python3-dev python3-numpy
+PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev pkg-config python3-dev python3-numpy
           python3-pytest)
 TEST_PACKAGES=(python3-torch) # the reference the Python tests compare against
 TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
