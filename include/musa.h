@@ -1347,6 +1347,8 @@ MUSA_API void musa_alloc_get_stats(musa_alloc_stats *stats);
 MUSA_API void musa_alloc_reset_peak(void);
 /* Return cached blocks to the system. */
 MUSA_API void musa_alloc_empty_cache(void);
+/* The bytes a tensor of `bytes` holds in the statistics (its size class). */
+MUSA_API size_t musa_alloc_size(size_t bytes);
 
 #ifdef __cplusplus
 }

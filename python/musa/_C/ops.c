@@ -828,6 +828,11 @@ DEF(reset_peak_memory_stats, PM_FN, "") {
     musa_alloc_reset_peak();
     Py_RETURN_NONE;
 }
+/* _alloc_size(bytes): the size class the allocator's statistics count */
+DEF(_alloc_size, PM_FN, "bytes:i") {
+    if (a[0].i < 0) return PyErr_Format(PyExc_ValueError, "[%s] bytes must be >= 0", who);
+    return PyLong_FromSize_t(musa_alloc_size((size_t)a[0].i));
+}
 DEF(empty_cache, PM_FN, "") {
     musa_alloc_empty_cache();
     Py_RETURN_NONE;

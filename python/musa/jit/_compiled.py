@@ -119,11 +119,32 @@ class CompiledFunction:
         return json.loads(self._last.graph.json())
 
     def memory_plan(self):
-        """Planned arena bytes versus the naive sum, for the last compiled variant."""
+        """What a run of the last compiled variant needs in memory, from its
+        plan (nothing runs): ``peak_bytes`` (what musa.memory_stats() will
+        count at the run's peak, within the tensors the run touches), its
+        ``parts`` (inputs, parameters and state, the plan's block, outputs),
+        every ``tensors`` entry and the ``largest_intermediates`` with the op
+        and line that make them; plus the planner's figures (arena_bytes
+        versus naive_bytes) and ``buffers``. For a function compiled for
+        training (a forward and a backward plan) it is the forward's."""
+        from ._memory import plan_memory
         self._compiled_yet()
-        s = dict(self._last.plan.stats())
+        s = plan_memory(self._last)
         s["buffers"] = self._last.plan.buffers()
         return s
+
+    def max_batch(self, budget_bytes):
+        """The largest size of the declared dynamic dim whose run fits in
+        budget_bytes (memory_plan's peak), or None when even the smallest
+        does not. Needs a variant compiled with dynamic dims
+        (Config.dynamic); plans the step at the sizes it tries."""
+        from ._memory import max_batch
+        self._compiled_yet()
+        dyn = next((e.dynamic for e in self._cache.values() if e.dynamic is not None), None)
+        if dyn is None:
+            raise RuntimeError(f"[jit] max_batch: {self._name} has no variant with dynamic "
+                               f"dims; declare them with musa.Config(dynamic=...)")
+        return max_batch(dyn, self.config, budget_bytes)
 
     def save(self, path):
         """Save the last compiled signature as a .musa model (musa.jit.load

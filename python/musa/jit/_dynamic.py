@@ -112,7 +112,7 @@ def mark_symbolic(g0, g1, base, lo, hi):
 class DynamicVariant:
     """A capture that serves every size of its dynamic dims, with a plan
     (a Segment) per size seen."""
-    __slots__ = ("capture", "dims", "base", "slopes", "plans")
+    __slots__ = ("capture", "dims", "base", "slopes", "plans", "range", "shapes")
 
     def __init__(self, capture, symbolic, found, slopes, dynamic, names):
         """capture: the Capture at the call's sizes; symbolic: the graph
@@ -121,6 +121,9 @@ class DynamicVariant:
         self.plans = {}  # the inputs' shapes (tuple of tuples) -> Segment
         first = found.dims[0]
         lo, hi = declared_dims(dynamic, first.leaf, names.get(first.leaf))[first.dim]
+        self.range = (lo, hi)
+        g = capture.graph
+        self.shapes = [tuple(g.value_info(v).shape) for v in g.inputs_list()]  # as captured
         mark_symbolic(capture.graph, symbolic, found.base, lo, hi)
 
     def size(self, shapes):
@@ -131,6 +134,12 @@ class DynamicVariant:
         if any(shapes[i][d] != size for i, d in self.dims):
             return None
         return size
+
+    def shapes_at(self, size):
+        """The inputs' shapes (a tuple of tuples) with every dynamic dim at size."""
+        dims = set(self.dims)
+        return tuple(tuple(size if (i, d) in dims else s for d, s in enumerate(sh))
+                     for i, sh in enumerate(self.shapes))
 
     def respecialize(self, shapes, size):
         """The captured graph copied for these shapes, its size-following

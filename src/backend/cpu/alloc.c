@@ -247,3 +247,7 @@ void musa_alloc_empty_cache(void) {
     drop_cache_locked();
     pthread_mutex_unlock(&A.mu);
 }
+
+size_t musa_alloc_size(size_t bytes) {
+    return musa_cpu_alloc_class_size(bytes);
+}
