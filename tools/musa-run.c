@@ -92,8 +92,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (n_in != musa_model_num_inputs(m)) {
-        fprintf(stderr, "musa-run: the model takes %d inputs, %d given\n",
-                musa_model_num_inputs(m), n_in);
+        fprintf(stderr, "musa-run: the model takes %d inputs, %d given\n", musa_model_num_inputs(m),
+                n_in);
         status = 2;
         goto done;
     }

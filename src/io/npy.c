@@ -26,8 +26,8 @@ static const struct {
     musa_dtype dtype;
 } DESCRS[] = {
     {"<f4", MUSA_DTYPE_FLOAT32}, {"<f8", MUSA_DTYPE_FLOAT64}, {"<f2", MUSA_DTYPE_FLOAT16},
-    {"<i8", MUSA_DTYPE_INT64},   {"<i4", MUSA_DTYPE_INT32},
-    {"|i1", MUSA_DTYPE_INT8},    {"|u1", MUSA_DTYPE_UINT8},   {"|b1", MUSA_DTYPE_BOOL},
+    {"<i8", MUSA_DTYPE_INT64},   {"<i4", MUSA_DTYPE_INT32},   {"|i1", MUSA_DTYPE_INT8},
+    {"|u1", MUSA_DTYPE_UINT8},   {"|b1", MUSA_DTYPE_BOOL},
 };
 
 typedef struct cursor {
@@ -106,7 +106,8 @@ static musa_tensor *parse(const char *name, const unsigned char *b, size_t n) {
         if (!str_lit(&c, key, sizeof key) || !eat(&c, ':'))
             return bad(name, "the header is not NumPy's dict");
         if (!strcmp(key, "descr") && !descr[0]) {
-            if (!str_lit(&c, descr, sizeof descr)) return bad(name, "'descr' must be a dtype string");
+            if (!str_lit(&c, descr, sizeof descr))
+                return bad(name, "'descr' must be a dtype string");
         } else if (!strcmp(key, "fortran_order") && fortran < 0) {
             ws(&c);
             size_t left = (size_t)(c.end - c.p);
@@ -216,7 +217,10 @@ int musa_npy_save(const char *path, const musa_tensor *t) {
     musa_sbuf h = {0};
     musa_sb_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int d = 0; d < t->ndim; d++)
-        musa_sb_printf(&h, "%lld%s", (long long)t->shape[d], t->ndim == 1 ? "," : d + 1 < t->ndim ? ", " : "");
+        musa_sb_printf(&h, "%lld%s", (long long)t->shape[d],
+                       t->ndim == 1      ? ","
+                       : d + 1 < t->ndim ? ", "
+                                         : "");
     musa_sb_printf(&h, "), }");
     while ((10 + h.len + 1) % 64) musa_sb_put(&h, " ", 1);
     musa_sb_put(&h, "\n", 1);
@@ -229,7 +233,15 @@ int musa_npy_save(const char *path, const musa_tensor *t) {
     else if (!f)
         rc = musa_err(MUSA_ERR_IO, "[%s] cannot create %s: %s", who, path, strerror(errno));
     else {
-        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff),
+        unsigned char pre[10] = {0x93,
+                                 'N',
+                                 'U',
+                                 'M',
+                                 'P',
+                                 'Y',
+                                 1,
+                                 0,
+                                 (unsigned char)(hl & 0xff),
                                  (unsigned char)(hl >> 8)};
         size_t bytes = (size_t)c->numel * musa_dtype_info[c->dtype].size;
         if (fwrite(pre, 1, 10, f) != 10 || fwrite(header, 1, hl, f) != hl ||

@@ -217,8 +217,13 @@ static int plan_emit(builder *b) {
 
 static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
-    if (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_RANDOM | MUSA_OPF_THREADS))
-        return false; /* THREADS: in a task it would run single-threaded, rounding otherwise */
+    /* THREADS: in a task it would run single-threaded, rounding otherwise.
+     * INPLACE: an update paired with an earlier reader of its parameter (a
+     * matmul of the backward) could not write in place: it took an arena
+     * buffer and a copy back, for no gain (updates are memory bound). */
+    if (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_RANDOM | MUSA_OPF_THREADS |
+                       MUSA_OPF_INPLACE))
+        return false;
     int64_t ne = numel(&g->values.data[n->out[0]]);
     /* Measured on ResNet-18 training (2 threads): two convolutions as
      * single-threaded tasks ran 15% slower than one after the other with
