@@ -58,6 +58,9 @@ def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
     if name in ("nn", "optim", "utils", "amp", "jit"):
         return _lazy(name)
+    if name in ("save", "load"):  # musa.serialization (json, zipfile) on first use
+        fn = globals()[name] = getattr(_lazy("serialization"), name)
+        return fn
     if name == "Config":
         return _lazy("jit").Config
     raise AttributeError(f"module 'musa' has no attribute '{name}'")

@@ -1,0 +1,909 @@
+"""musa.save / musa.load: round trips of every supported type, views and
+shared storage, every dtype, paths and file objects, mmap, map_location,
+model and optimizer state continuing training bit for bit, the errors of
+bad objects, bad trees and damaged files; and PyTorch checkpoints: state
+dicts written by python3-torch load into musa models, and malicious
+pickles are refused without running."""
+import collections
+import copyreg
+import enum
+import io
+import json
+import math
+import os
+import pathlib
+import pickle
+import struct
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+import musa
+import musa.nn as nn
+import musa.optim as optim
+
+DTYPES = [musa.float32, musa.float64, musa.float16, musa.bfloat16, musa.int64, musa.int32,
+          musa.int8, musa.uint8, musa.bool]
+
+
+def roundtrip(obj, tmp_path, **kw):
+    p = tmp_path / "obj.musa"
+    musa.save(obj, p)
+    return musa.load(p, **kw)
+
+
+def bits(t):
+    """A tensor's values as bytes (bfloat16 through float32, exactly)."""
+    t = t.detach()
+    if t.dtype == musa.bfloat16:
+        t = t.float()
+    return np.ascontiguousarray(t.numpy()).tobytes()
+
+
+def same_tensor(a, b):
+    return (type(a) is type(b) and a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape)
+            and bits(a) == bits(b) and a.requires_grad == b.requires_grad)
+
+
+def same(a, b):
+    """Equal values of equal types, recursively; floats bit for bit."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, musa.Tensor):
+        return same_tensor(a, b)
+    if type(a) is float:
+        return struct.pack("<d", a) == struct.pack("<d", b) or (a != a and b != b)
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) in (dict, collections.OrderedDict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+# ---------------------------------------------------------------------------
+# round trips
+# ---------------------------------------------------------------------------
+
+SCALARS = [None, True, False, 0, -1, 7, 2**63 - 1, -2**63, 2**63, -2**63 - 1, 3**5000,
+           -(10**400), 1.5, -0.0, 0.0, math.nan, math.inf, -math.inf, 5e-324, 1.7976931348623157e308,
+           0.1, "", "plain", "h\u00e9llo \u2603 \U0001F600", "nul\x00byte", '"quotes" \\ \n\t',
+           "$tensor", b"", b"\x00\xff bytes", musa.float16, musa.bool]
+
+
+@pytest.mark.parametrize("x", SCALARS, ids=[repr(x)[:20] for x in SCALARS])
+def test_scalars_round_trip(tmp_path, x):
+    y = roundtrip(x, tmp_path)
+    assert same(x, y)
+    assert same([x], roundtrip([x], tmp_path))
+
+
+def test_containers_keep_their_types_and_order(tmp_path):
+    obj = {
+        "list": [1, [2, [3, []]]], "tuple": (1, (2,), ()), "dict": {"b": 1, "a": {}},
+        "odict": collections.OrderedDict([("z", 1), ("a", 2)]),
+        "set": {1, "a", (2, 3), None}, "frozenset": frozenset({1.5, b"x"}), "empty": [(), {}, set()],
+        "int keys": {3: "c", 1: "a", -2**70: "big"}, "mixed keys": {None: 0, 1.5: 1, (1, "a"): 2,
+                                                                   b"k": 3, frozenset({1}): 4},
+        "dollar keys": {"$tensor": 1, "$x": 2, "a": 3},
+        "odict int keys": collections.OrderedDict([(2, "b"), (1, "a")]),
+        "odict dollar": collections.OrderedDict([("$tuple", 1)]),
+    }
+    y = roundtrip(obj, tmp_path)
+    assert same(obj, y)
+    assert y["set"] == obj["set"] and type(y["set"]) is set
+    assert y["frozenset"] == obj["frozenset"] and type(y["frozenset"]) is frozenset
+    assert list(y["odict int keys"]) == [2, 1]
+
+
+def test_subclasses_of_numbers_and_str_save_as_the_base_type(tmp_path):
+    class Color(enum.IntEnum):
+        RED = 3
+
+    class Name(str):
+        pass
+
+    y = roundtrip([Color.RED, Name("x"), np.float64(2.5)], tmp_path)
+    assert y == [3, "x", 2.5] and [type(v) for v in y] == [int, str, float]
+
+
+def test_large_dicts_round_trip_in_order(tmp_path):
+    d = {f"layer{i}.weight": i for i in range(5000)}
+    od = collections.OrderedDict((f"k{i}", musa.tensor(float(i))) for i in range(3000))
+    y = roundtrip({"d": d, "od": od}, tmp_path)
+    assert list(y["d"].items()) == list(d.items())
+    assert list(y["od"]) == list(od) and type(y["od"]) is collections.OrderedDict
+    assert y["od"]["k2999"].item() == 2999.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_tensors_of_every_dtype(tmp_path, dtype):
+    if dtype == musa.bool:
+        vals = [True, False, True]
+    elif dtype.is_floating_point:
+        vals = [1.5, -0.0, float("inf"), float("-inf"), 65504.0 if dtype == musa.float16 else 3e38]
+    else:
+        info = np.iinfo({musa.int64: np.int64, musa.int32: np.int32, musa.int8: np.int8,
+                         musa.uint8: np.uint8}[dtype])
+        vals = [int(info.min), 0, int(info.max)]
+    t = musa.tensor(vals, dtype=dtype)
+    objs = [t, t.reshape(1, -1), t[0], musa.empty(0, dtype=dtype), musa.empty(2, 0, 3, dtype=dtype)]
+    y = roundtrip(objs, tmp_path)
+    for a, b in zip(objs, y):
+        assert same_tensor(a, b)
+    assert y[2].shape == () and y[3].shape == (0,) and y[4].shape == (2, 0, 3)
+
+
+def test_nan_tensor_bits(tmp_path):
+    t = musa.tensor([float("nan"), -float("nan")])
+    assert bits(roundtrip(t, tmp_path)) == bits(t)
+
+
+def test_non_contiguous_tensors(tmp_path):
+    base = musa.arange(24.0).reshape(2, 3, 4)
+    objs = [base.transpose(0, 2), base[:, ::2, 1::2], base[1], musa.ones(3).expand(4, 3),
+            base.permute(2, 0, 1)]
+    y = roundtrip(objs, tmp_path)
+    for a, b in zip(objs, y):
+        assert same_tensor(a, b)
+        assert b.stride() == a.stride() or a.numel() <= 1
+    assert y[3].stride() == (0, 1)
+
+
+def test_views_share_storage_again(tmp_path):
+    x = musa.arange(10.0)
+    a, b, c = roundtrip([x, x[1:], x.view(2, 5).t()], tmp_path)
+    assert a._shares_storage(b) and a._shares_storage(c)
+    a[3] = 100.0
+    assert b[2].item() == 100.0 and c[3, 0].item() == 100.0
+    b[0] = -1.0
+    assert a[1].item() == -1.0
+
+
+def test_same_tensor_twice_is_one_object(tmp_path):
+    x = musa.ones(3)
+    y = roundtrip({"a": x, "b": [x, (x,)]}, tmp_path)
+    assert y["a"] is y["b"][0] is y["b"][1][0]
+
+
+def test_only_the_saved_span_of_a_storage_is_written(tmp_path):
+    big = musa.zeros(1 << 20)
+    musa.save(big[10:20], tmp_path / "a.musa")
+    assert os.path.getsize(tmp_path / "a.musa") < 4096
+
+
+def test_requires_grad_and_parameters(tmp_path):
+    w = nn.Parameter(musa.randn(2, 3))
+    frozen = nn.Parameter(musa.randn(2), requires_grad=False)
+    leaf = musa.randn(3, requires_grad=True)
+    nonleaf = leaf * 2
+    plain = musa.randn(3)
+    y = roundtrip({"w": w, "frozen": frozen, "leaf": leaf, "nonleaf": nonleaf, "plain": plain},
+                  tmp_path)
+    assert type(y["w"]) is nn.Parameter and y["w"].requires_grad
+    assert type(y["frozen"]) is nn.Parameter and not y["frozen"].requires_grad
+    assert type(y["leaf"]) is musa.Tensor and y["leaf"].requires_grad and y["leaf"].is_leaf
+    assert y["nonleaf"].requires_grad and y["nonleaf"].is_leaf  # as in PyTorch
+    assert not y["plain"].requires_grad
+    for k in y:
+        assert bits(y[k]) == bits({"w": w, "frozen": frozen, "leaf": leaf, "nonleaf": nonleaf,
+                                   "plain": plain}[k])
+
+
+def test_a_parameter_and_its_detached_alias_load_as_two_views(tmp_path):
+    p = nn.Parameter(musa.ones(3))
+    y = roundtrip([p, p.detach()], tmp_path)
+    assert type(y[0]) is nn.Parameter and type(y[1]) is musa.Tensor
+    assert y[0]._shares_storage(y[1])
+    with musa.no_grad():
+        y[0][1] = 5.0
+    assert y[1][1].item() == 5.0
+
+
+def test_file_objects_and_path_kinds(tmp_path):
+    obj = {"x": musa.arange(5), "n": 3}
+    buf = io.BytesIO()
+    musa.save(obj, buf)
+    buf.seek(0)
+    assert same(musa.load(buf), obj)
+    with open(tmp_path / "f.musa", "wb") as f:
+        musa.save(obj, f)
+    with open(tmp_path / "f.musa", "rb") as f:
+        assert same(musa.load(f), obj)
+    for p in (str(tmp_path / "s.musa"), tmp_path / "p.musa", os.fsencode(tmp_path / "b.musa")):
+        musa.save(obj, p)
+        assert same(musa.load(p), obj)
+    assert (tmp_path / "f.musa").read_bytes() == (tmp_path / "s.musa").read_bytes()
+
+
+def test_mmap(tmp_path):
+    x = musa.arange(1000.0)
+    p = tmp_path / "m.musa"
+    musa.save({"x": x, "tail": x[500:]}, p)
+    before = p.read_bytes()
+    y = musa.load(p, mmap=True)
+    assert bits(y["x"]) == bits(x) and y["x"]._shares_storage(y["tail"])
+    y["x"][600] = -1.0  # copy on write: visible in the view, never in the file
+    assert y["tail"][100].item() == -1.0
+    assert p.read_bytes() == before
+    assert musa.load(p)["x"][600].item() == 600.0
+
+
+def test_state_dicts_continue_training_bitwise(tmp_path):
+    data = musa.randn(16, 4)
+    target = musa.randn(16, 2)
+
+    def make(seed):
+        musa.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+        opts = [optim.Adam(model[0].parameters(), lr=1e-2),
+                optim.SGD(list(model[1].parameters()) + list(model[3].parameters()), lr=0.1,
+                          momentum=0.9, nesterov=True)]
+        return model, opts
+
+    def train(model, opts, steps):
+        for _ in range(steps):
+            for o in opts:
+                o.zero_grad()
+            loss = ((model(data) - target) ** 2).mean()
+            loss.backward()
+            for o in opts:
+                o.step()
+
+    model, opts = make(0)
+    train(model, opts, 3)
+    ckpt = {"model": model.state_dict(), "optim": [o.state_dict() for o in opts], "epoch": 3}
+    musa.save(ckpt, tmp_path / "ckpt.musa")
+    train(model, opts, 4)
+
+    model2, opts2 = make(1)
+    loaded = musa.load(tmp_path / "ckpt.musa")
+    assert type(loaded["model"]) is collections.OrderedDict
+    assert list(loaded["optim"][0]["state"]) == [0, 1]  # int keys stay ints
+    assert loaded["optim"][1]["param_groups"][0]["nesterov"] is True
+    model2.load_state_dict(loaded["model"])
+    for o, s in zip(opts2, loaded["optim"]):
+        o.load_state_dict(s)
+    train(model2, opts2, 4)
+    for (k, a), b in zip(model.state_dict().items(), model2.state_dict().values()):
+        assert bits(a) == bits(b), k
+
+
+def test_adam_amsgrad_and_rmsprop_state_round_trip(tmp_path):
+    for make in (lambda p: optim.Adam(p, lr=0.1, amsgrad=True, betas=(0.8, 0.9)),
+                 lambda p: optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True),
+                 lambda p: optim.AdamW(p, lr=0.1)):
+        w = nn.Parameter(musa.randn(3))
+        o = make([w])
+        (w ** 2).sum().backward()
+        o.step()
+        sd = o.state_dict()
+        assert same(sd, roundtrip(sd, tmp_path))
+
+
+# ---------------------------------------------------------------------------
+# map_location
+# ---------------------------------------------------------------------------
+
+def test_map_location_forms(tmp_path):
+    x = musa.arange(6.0)
+    p = tmp_path / "x.musa"
+    musa.save([x, x[2:]], p)
+    for ml in ("cpu", musa.device("cpu"), {"cpu": "cpu"}, {"cuda:0": "cpu"},
+               lambda s, loc: None, lambda s, loc: s):
+        a, b = musa.load(p, map_location=ml)
+        assert bits(a) == bits(x) and a._shares_storage(b)
+    seen = []
+
+    def double(storage, location):
+        seen.append((tuple(storage.shape), location))
+        return storage * 2
+
+    a, b = musa.load(p, map_location=double)
+    assert seen == [((6,), "cpu")]
+    assert a.tolist() == [0, 2, 4, 6, 8, 10] and b.tolist() == [4, 6, 8, 10]
+    a[3] = -1.0
+    assert b[1].item() == -1.0
+
+
+def test_map_location_errors(tmp_path):
+    p = tmp_path / "x.musa"
+    musa.save(musa.ones(2), p)
+    with pytest.raises(RuntimeError, match=r"^\[musa.load\] .*has no CUDA; pass map_location='cpu'"):
+        musa.load(p, map_location="cuda")
+    with pytest.raises(RuntimeError, match=r"^\[musa.load\] .*has no CUDA"):
+        musa.load(p, map_location={"cpu": "cuda:1"})
+    with pytest.raises(TypeError, match=r"^\[musa.load\] map_location must be"):
+        musa.load(p, map_location=3)
+    with pytest.raises(TypeError, match=r"^\[musa.load\] a map_location dict maps"):
+        musa.load(p, map_location={"cpu": 3})
+    with pytest.raises(TypeError, match=r"^\[musa.load\] .*map_location returned str"):
+        musa.load(p, map_location=lambda s, loc: "x")
+    with pytest.raises(ValueError, match=r"^\[musa.load\] .*map_location returned"):
+        musa.load(p, map_location=lambda s, loc: musa.ones(5))
+    with pytest.raises(RuntimeError, match=r"^\[musa.load\] map_location: "):
+        musa.load(p, map_location="gpu")
+
+
+# ---------------------------------------------------------------------------
+# what save refuses
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("obj, where, what", [
+    ({"layers": [1, 2, lambda: 0]}, r"obj\['layers'\]\[2\]", "function"),
+    ([nn.Linear(2, 2)], r"obj\[0\]", "Linear.*state_dict"),
+    ({"a": (1, object())}, r"obj\['a'\]\[1\]", "object"),
+    ({"n": np.int64(3)}, r"obj\['n'\]", r"NumPy scalar; save x.item\(\)"),
+    ({"n": np.ones(2)}, r"obj\['n'\]", r"musa.from_numpy"),
+    (collections.defaultdict(list), r"obj", r"dict subclass; save dict\(x\)"),
+    ({"b": bytearray(b"x")}, r"obj\['b'\]", r"save bytes\(x\)"),
+    ({"c": 1j}, r"obj\['c'\]", "complex"),
+    ({"s": "bad \udc80"}, r"obj\['s'\]", "lone surrogate"),
+    ({1: {(1, lambda: 0): 2}}, r"obj\[1\]<key 0>\[1\]", "function"),
+    ({"s": {1, object()}}, r"obj\['s'\]<element \d>", "object"),
+])
+def test_save_refuses_with_the_path(tmp_path, obj, where, what):
+    with pytest.raises(TypeError, match=rf"^\[musa.save\] {where} .*{what}"):
+        musa.save(obj, tmp_path / "x.musa")
+    assert not (tmp_path / "x.musa").exists()
+
+
+def test_save_refuses_cycles_and_tensor_subclasses(tmp_path):
+    a = [1]
+    a.append(a)
+    with pytest.raises(TypeError, match=r"^\[musa.save\] obj\[1\] contains itself"):
+        musa.save(a, tmp_path / "x.musa")
+
+    class Mine(musa.Tensor):
+        pass
+
+    t = musa.Tensor._make_subclass(Mine, musa.ones(2), False)
+    with pytest.raises(TypeError, match=r"^\[musa.save\] obj\['t'\] is a .*Mine \(a Tensor subclass\)"):
+        musa.save({"t": t}, tmp_path / "x.musa")
+
+
+@pytest.mark.parametrize("wrap", [lambda v: [v], lambda v: (v,), lambda v: {"k": v},
+                                  lambda v: {1: v}, lambda v: collections.OrderedDict(k=v)],
+                         ids=["list", "tuple", "dict", "int-key dict", "odict"])
+def test_depth_limit_is_the_readers(tmp_path, wrap):
+    """Right up to the reader's JSON depth cap, save writes what load reads;
+    past it, save refuses with its own message (never the C writer's or a
+    file that cannot be read)."""
+    saved = refused = 0
+    for n in range(10, 70):
+        v = musa.ones(1)
+        for _ in range(n):
+            v = wrap(v)
+        try:
+            musa.save(v, tmp_path / "d.musa")
+        except TypeError as e:
+            assert "nests too deeply" in str(e)
+            refused += 1
+            continue
+        saved += 1
+        assert refused == 0  # refusals start at one depth and stay
+        assert same(v, musa.load(tmp_path / "d.musa"))
+    assert saved and refused
+
+
+def test_depth_limit_is_exact(tmp_path):
+    """62 lists around a tensor save; 63 do not, and the reader would refuse
+    such a file (the C writer alone would still write it)."""
+    v = musa.ones(1)
+    for _ in range(62):
+        v = [v]
+    musa.save(v, tmp_path / "d.musa")
+    with pytest.raises(TypeError, match="nests too deeply"):
+        musa.save([v], tmp_path / "d.musa")
+    tree = {"$tensor": 0}
+    for _ in range(63):
+        tree = [tree]
+    write_tree(tmp_path / "d.musa", tree, [musa.ones(1)])
+    with pytest.raises(OSError, match=r"^\[musa.load\] .*nesting deeper than 64 levels"):
+        musa.load(tmp_path / "d.musa")
+
+
+def test_save_argument_errors(tmp_path):
+    with pytest.raises(TypeError, match=r"^\[musa.save\] f must be a path"):
+        musa.save(1, 3)
+    with open(tmp_path / "t.txt", "w") as f, \
+            pytest.raises(TypeError, match=r"^\[musa.save\] f is a text file"):
+        musa.save(1, f)
+    with pytest.raises(OSError, match=r"^\[musa.save\] cannot create a temporary file"):
+        musa.save(1, tmp_path / "no such folder" / "x.musa")
+
+
+# ---------------------------------------------------------------------------
+# what load refuses: bad trees and damaged files
+# ---------------------------------------------------------------------------
+
+def write_tree(path, tree, tensors=(), version="1", kind="object", extra=None):
+    sections = {"object": tree if isinstance(tree, str) else json.dumps(tree),
+                "object_version": version}
+    sections.update(extra or {})
+    if version is None:
+        del sections["object_version"]
+    musa._C._file_save(str(path), kind, list(tensors), sections)
+
+
+BAD_TREES = [
+    ({"$nope": 1}, r"object: unknown tag '\$nope'"),
+    ({"$tuple": [], "$set": []}, "two tags"),
+    ({"$tuple": [], "x": 1}, "'\\$tuple' takes no member 'x'"),
+    ({"$tensor": 5}, r"object\['\$tensor'\]: tensor index 5 is not in \[0, 1\)"),
+    ({"$tensor": -1}, "tensor index -1"),
+    ({"$tensor": True}, "tensor index True"),
+    ({"$tensor": 0.0}, "tensor index 0.0"),
+    ({"$tensor": 0, "requires_grad": 1}, "'requires_grad' must be true or false"),
+    ([{"$parameter": 1}], r"object\[0\]\['\$parameter'\]: tensor index 1"),
+    ({"a": {"$tuple": {}}}, r"object\['a'\]\['\$tuple'\]: '\$tuple' takes an array, not an object"),
+    ({"$set": [[1]]}, r"object\['\$set'\]\[0\]: a list cannot be a set element"),
+    ({"$dict": [[1]]}, r"object\['\$dict'\]\[0\]: a member must be a \[key, value\] pair"),
+    ({"$dict": 3}, "takes an object or an array of"),
+    ({"$odict": [[{"a": 1}, 2]]}, "a dict cannot be a set element or a dict key"),
+    ({"$dict": [[1, 2], [1, 3]]}, "duplicate key 1"),
+    ({"$int": "12"}, "is not a hexadecimal integer"),
+    ({"$int": "0x"}, "is not a hexadecimal integer"),
+    ({"$int": 5}, "'\\$int' takes a string, not a number"),
+    ({"$float": "NaN"}, "is not nan, inf or -inf"),
+    ({"$bytes": "!!"}, "invalid base64"),
+    ({"$dtype": "complex64"}, "unknown dtype 'complex64'"),
+]
+
+
+@pytest.mark.parametrize("tree, what", BAD_TREES, ids=[json.dumps(t)[:30] for t, _ in BAD_TREES])
+def test_load_refuses_bad_trees(tmp_path, tree, what):
+    p = tmp_path / "bad.musa"
+    write_tree(p, tree, [musa.ones(2, dtype=musa.int64)])
+    with pytest.raises(OSError, match=rf"^\[musa.load\] {p}: .*{what}"):
+        musa.load(p)
+    with pytest.raises(OSError, match=rf"^\[musa.load\] <file object>: .*{what}"):
+        musa.load(io.BytesIO(p.read_bytes()))
+
+
+def test_load_refuses_bad_headers(tmp_path):
+    p = tmp_path / "bad.musa"
+    cases = [
+        (dict(version=None), "'object_version' is missing"),
+        (dict(version="2"), r"object_version 2; this musa reads version 1 \(the file is from a newer"),
+        (dict(version="true"), "'object_version' is missing or not an integer"),
+        (dict(extra={"other": "1"}), "unknown member 'other'"),
+        (dict(kind="model"), "a .musa file of kind 'model', not an object saved by musa.save"),
+    ]
+    for kw, what in cases:
+        write_tree(p, 1, **kw)
+        with pytest.raises(OSError, match=rf"^\[musa.load\] {p}: .*{what}"):
+            musa.load(p)
+    musa._C._file_save(str(p), "object", [], {"object_version": "1"})
+    with pytest.raises(OSError, match="no 'object' member"):
+        musa.load(p)
+    p2 = tmp_path / "ok.musa"
+    write_tree(p2, {"$tensor": 0, "requires_grad": True}, [musa.ones(2, dtype=musa.int64)])
+    with pytest.raises(OSError, match="requires_grad on a musa.int64 tensor"):
+        musa.load(p2)
+
+
+def test_damaged_files(tmp_path):
+    p = tmp_path / "ok.musa"
+    musa.save({"x": musa.arange(100.0), "y": [1, 2]}, p)
+    good = p.read_bytes()
+    bad = tmp_path / "bad.musa"
+    for cut in (0, 1, 8, 63, 64, 100, len(good) // 2, len(good) - 1):
+        bad.write_bytes(good[:cut])
+        with pytest.raises(OSError, match=r"^\[musa.load\] "):
+            musa.load(bad)
+        with pytest.raises(OSError, match=r"^\[musa.load\] "):
+            musa.load(io.BytesIO(good[:cut]))
+    for at in (5, 20, 70, len(good) - 10):  # a flipped byte: a CRC (or the magic) catches it
+        b = bytearray(good)
+        b[at] ^= 0x10
+        bad.write_bytes(bytes(b))
+        with pytest.raises(OSError, match=r"^\[musa.load\] .*(CRC mismatch|magic|prelude)"):
+            musa.load(bad)
+    bad.write_bytes(b"just some text, not a checkpoint at all")
+    with pytest.raises(OSError, match=r"^\[musa.load\] .*not a .musa file"):
+        musa.load(bad)
+    bad.write_bytes(pickle.dumps({"a": 1}, protocol=2))
+    with pytest.raises(OSError, match=r"^\[musa.load\] .*legacy format"):
+        musa.load(bad)
+    with pytest.raises(FileNotFoundError, match=r"^\[musa.load\] cannot open"):
+        musa.load(tmp_path / "missing.musa")
+
+
+def test_load_argument_errors(tmp_path):
+    p = tmp_path / "x.musa"
+    musa.save(1, p)
+    with pytest.raises(TypeError, match=r"^\[musa.load\] f must be a path"):
+        musa.load(3)
+    with pytest.raises(TypeError, match=r"^\[musa.load\] mmap must be a bool"):
+        musa.load(p, mmap=1)
+    with pytest.raises(TypeError, match=r"^\[musa.load\] weights_only must be a bool"):
+        musa.load(p, weights_only=None)
+    with pytest.raises(ValueError, match=r"^\[musa.load\] mmap=True needs a path"):
+        musa.load(io.BytesIO(p.read_bytes()), mmap=True)
+    with open(p, "r", encoding="latin1") as f, \
+            pytest.raises(TypeError, match=r"^\[musa.load\] .* is a text file"):
+        musa.load(f)
+    assert musa.load(p, weights_only=False) == 1  # accepted: musa.load never runs code
+    with pytest.raises(ValueError, match=r"^\[musa.load\] cannot open 'a\\x00b'"):
+        musa.load("a\0b")
+    with pytest.raises(ValueError, match=r"^\[musa.save\] "):
+        musa.save(1, "a\0b")
+
+
+# ---------------------------------------------------------------------------
+# PyTorch checkpoints: handmade pickles (no torch needed)
+# ---------------------------------------------------------------------------
+
+class G:
+    """GLOBAL module.name in a handmade pickle."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+
+class Call:
+    """func(*args): REDUCE."""
+
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+
+class Pid:
+    """A persistent id: BINPERSID."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+
+def emit(x):
+    """Protocol-2 pickle opcodes for x (no memo)."""
+    if isinstance(x, G):
+        return b"c" + x.module.encode() + b"\n" + x.name.encode() + b"\n"
+    if isinstance(x, Call):
+        return emit(x.func) + emit(tuple(x.args)) + b"R"
+    if isinstance(x, Pid):
+        return emit(x.pid) + b"Q"
+    if type(x) is tuple:
+        return b"(" + b"".join(emit(e) for e in x) + b"t"
+    if type(x) is list:
+        return b"](" + b"".join(emit(e) for e in x) + b"e"
+    if type(x) is dict:
+        return b"}(" + b"".join(emit(k) + emit(v) for k, v in x.items()) + b"u"
+    return pickle.dumps(x, protocol=2)[2:-1].replace(b"q\x00", b"")
+
+
+def pkl(x):
+    return b"\x80\x02" + emit(x) + b"."
+
+
+def tensor_call(key, numel, size, stride, offset=0, storage="FloatStorage", location="cpu",
+                requires_grad=False):
+    return Call(G("torch._utils", "_rebuild_tensor_v2"),
+                Pid(("storage", G("torch", storage), key, location, numel)), offset, size, stride,
+                requires_grad, Call(G("collections", "OrderedDict")))
+
+
+def write_zip(path, data_pkl, records=(), extra=()):
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("archive/data.pkl", data_pkl)
+        for key, data in dict(records).items():
+            z.writestr(f"archive/data/{key}", data)
+        z.writestr("archive/version", b"3\n")
+        for name, data in extra:
+            z.writestr(name, data)
+
+
+FLOATS6 = np.arange(6, dtype="<f4").tobytes()
+
+
+def test_handmade_checkpoint_loads(tmp_path):
+    p = tmp_path / "h.pt"
+    obj = {"a": tensor_call("0", 6, (2, 3), (3, 1)), "b": tensor_call("0", 6, (3,), (1,), 3),
+           "c": tensor_call("0", 6, (2, 2), (0, 2), 1), "n": [1, 2.5, "s", None, True]}
+    write_zip(p, pkl(obj), {"0": FLOATS6})
+    y = musa.load(p)
+    assert y["a"].tolist() == [[0, 1, 2], [3, 4, 5]] and y["b"].tolist() == [3, 4, 5]
+    assert y["c"].tolist() == [[1, 3], [1, 3]] and y["n"] == [1, 2.5, "s", None, True]
+    assert y["a"]._shares_storage(y["b"])
+    y["a"][1, 0] = 9.0
+    assert y["b"][0].item() == 9.0
+
+
+MALFORMED = [
+    (tensor_call("0", 6, (7,), (1,)), "reaches element 6 of storage '0', which has 6"),
+    (tensor_call("0", 6, (2,), (1,), 5), "reaches element 6"),
+    (tensor_call("0", 6, (2,), (-1,), 1), "do not describe a tensor"),
+    (tensor_call("0", 6, (2,), (1, 1)), "do not describe a tensor"),
+    (tensor_call("0", 6, (2.0,), (1,)), "do not describe a tensor"),
+    (tensor_call("0", 6, (2,), (1,), -1), "do not describe a tensor"),
+    (tensor_call("0", 5, (2,), (1,)), "record archive/data/0 holds 24 bytes; 5 float32 elements"),
+    (tensor_call("1", 6, (2,), (1,)), "storage '1' has no record archive/data/1"),
+    (tensor_call("../0", 6, (2,), (1,)), "refuses persistent id"),
+    (tensor_call("0", 6, (2,), (1,), storage="ShortStorage"),
+     "refuses global 'torch.ShortStorage': musa has no int16 dtype"),
+    (tensor_call("0", 6, (2,), (1,), storage="ComplexFloatStorage"), "no complex64 dtype"),
+    ([tensor_call("0", 6, (2,), (1,)), tensor_call("0", 3, (2,), (1,), storage="DoubleStorage")],
+     "storage '0' is used as 6 float32 elements and as 3 float64"),
+    (tensor_call("0", 6, (2,), (1,), location="cuda:0"), "storage '0' would load on cuda:0"),
+    (tensor_call("0", 6, (2,), (1,), location="tpu"), "storage '0' was saved on 'tpu'"),
+    (Pid(("module", "x")), "refuses persistent id"),
+    (Pid(("storage", "FloatStorage", "0", "cpu", 6)), "is not a storage class"),
+    (Pid(("storage", G("torch", "FloatStorage"), "0", "cpu", 6)), "a storage without a tensor"),
+    (Call(G("torch._utils", "_rebuild_tensor_v2"), "x", 0, (1,), (1,), False, {}),
+     "_rebuild_tensor: 'x' is not a storage"),
+    (Call(G("torch._utils", "_rebuild_parameter"), "x", True, {}), "'x' is not a tensor"),
+    (G("collections", "OrderedDict"), "holds the global OrderedDict itself, not data"),
+    (G("torch", "FloatStorage"), "holds a storage class, not data"),
+    (Call(G("torch", "Size"), ("a",)), "torch.Size of"),
+    (tensor_call("2", 6, (2,), (1,), storage="LongStorage", requires_grad=True),
+     "requires_grad on a musa.int64 tensor"),
+]
+
+
+@pytest.mark.parametrize("obj, what", MALFORMED, ids=[w[:40] for _, w in MALFORMED])
+def test_handmade_malformed_checkpoints(tmp_path, obj, what):
+    p = tmp_path / "m.pt"
+    write_zip(p, pkl(obj), {"0": FLOATS6, "2": np.arange(6, dtype="<i8").tobytes()})
+    with pytest.raises(Exception, match=r"^\[musa.load\] " + str(p).replace("\\", "\\\\")) as e:
+        musa.load(p)
+    assert what in str(e.value)
+    assert isinstance(e.value, (pickle.UnpicklingError, RuntimeError))
+
+
+def test_damaged_zips(tmp_path):
+    p = tmp_path / "ok.pt"
+    write_zip(p, pkl({"a": tensor_call("0", 6, (6,), (1,))}), {"0": FLOATS6})
+    good = p.read_bytes()
+    assert musa.load(p)["a"].tolist() == list(range(6))
+    bad = tmp_path / "bad.pt"
+    for cut in (10, len(good) // 2, len(good) - 5):
+        bad.write_bytes(good[:cut])
+        with pytest.raises(pickle.UnpicklingError, match=r"^\[musa.load\] .*damaged zip"):
+            musa.load(bad)
+    b = bytearray(good)
+    at = good.index(FLOATS6)
+    b[at + 5] ^= 1  # the record's CRC catches it
+    bad.write_bytes(bytes(b))
+    with pytest.raises(pickle.UnpicklingError, match=r"^\[musa.load\] .*(CRC|damaged)"):
+        musa.load(bad)
+    assert musa.load(bad, mmap=True)["a"].numel() == 6  # mapped records are not checked
+    write_zip(bad, b"\x80\x02K\x01")  # no STOP
+    with pytest.raises(pickle.UnpicklingError, match="not a valid pickle"):
+        musa.load(bad)
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("x/other.pkl", b"")
+    with pytest.raises(pickle.UnpicklingError, match="holds no NAME/data.pkl"):
+        musa.load(bad)
+    write_zip(bad, pkl(1), extra=[("archive/constants.pkl", b"")])
+    with pytest.raises(pickle.UnpicklingError, match="a TorchScript archive"):
+        musa.load(bad)
+    write_zip(bad, pkl(1), extra=[("archive/byteorder", b"big")])
+    with pytest.raises(pickle.UnpicklingError, match="big-endian"):
+        musa.load(bad)
+
+
+# ---------------------------------------------------------------------------
+# malicious pickles: refused, and nothing runs
+# ---------------------------------------------------------------------------
+
+class Evil:
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return self.fn, self.args
+
+
+def evil_pickles(canary):
+    cmd = f"touch {canary}"
+    yield "os.system", pickle.dumps(Evil(os.system, cmd), protocol=2)
+    yield "os.system, protocol 4", pickle.dumps(Evil(os.system, cmd), protocol=4)
+    yield "os.system, protocol 5", pickle.dumps({"w": [Evil(os.system, cmd)]}, protocol=5)
+    yield "builtins.eval", pickle.dumps(Evil(eval, f"__import__('os').system('{cmd}')"), protocol=2)
+    yield "builtins.exec", pickle.dumps(Evil(exec, f"open('{canary}', 'w')"), protocol=2)
+    yield "subprocess.Popen", pickle.dumps(Evil(subprocess.Popen, ["touch", str(canary)]), protocol=2)
+    yield "GLOBAL subprocess.Popen", b"\x80\x02csubprocess\nPopen\n."
+    yield "getattr chain", pkl(Call(G("builtins", "getattr"), G("os", "path"), "join"))
+    yield "INST", b"(S'" + cmd.encode() + b"'\nios\nsystem\n."
+    yield "OBJ", b"\x80\x02(cos\nsystem\nX" + struct.pack("<I", len(cmd)) + cmd.encode() + b"o."
+    yield "STACK_GLOBAL", (b"\x80\x04X\x02\x00\x00\x00osX\x06\x00\x00\x00system\x93X"
+                           + struct.pack("<I", len(cmd)) + cmd.encode() + b"\x85R.")
+    yield "a rebuild function's global with a REDUCE of os.system",\
+        pkl(tensor_call("0", 6, (6,), (1,))).replace(b"ccollections\nOrderedDict\n",
+                                                     b"cos\nsystem\n")
+    yield "a memo bomb", b"\x80\x02K\x01r\xff\xff\xff\x7f."
+    yield "nested in a state dict", pkl(collections.OrderedDict(
+        [("w", tensor_call("0", 6, (6,), (1,)))])).replace(b"u.", b"") + \
+        b"X\x01\x00\x00\x00e" + pickle.dumps(Evil(os.system, cmd), protocol=2)[2:-1] + b"su."
+
+
+def test_malicious_pickles_are_refused_and_never_run(tmp_path):
+    canary = tmp_path / "canary"
+    names = []
+    for name, data in evil_pickles(canary):
+        p = tmp_path / "evil.pt"
+        write_zip(p, data, {"0": FLOATS6})
+        with pytest.raises(pickle.UnpicklingError, match=r"^\[musa.load\] .*(refuses|opcode|memo)"):
+            musa.load(p)
+        with pytest.raises(pickle.UnpicklingError, match=r"^\[musa.load\] "):
+            musa.load(io.BytesIO(p.read_bytes()))
+        assert not canary.exists(), name
+        names.append(name)
+    assert len(names) == 14
+
+
+def test_build_cannot_change_classes_or_functions(tmp_path):
+    """BUILD sets attributes of the object on the stack: on a global it
+    would patch musa's Parameter class or a rebuild function for the whole
+    process. Globals are immutable stand-ins, so it fails."""
+    for module, name in [("torch.nn.parameter", "Parameter"), ("torch._utils", "_rebuild_tensor_v2"),
+                         ("collections", "OrderedDict"), ("torch", "FloatStorage"),
+                         ("torch", "float32")]:
+        for state in ({"__new__": None, "x": 1}, (None, {"__new__": None, "x": 1})):
+            write_zip(tmp_path / "b.pt", pkl(G(module, name))[:-1] + emit(state) + b"b.")
+            with pytest.raises(pickle.UnpicklingError, match=r"^\[musa.load\] "):
+                musa.load(tmp_path / "b.pt")
+    assert type(nn.Parameter(musa.ones(1))) is nn.Parameter
+    assert not hasattr(musa._pytorch._Unpickler._rebuild_tensor_v2, "x")
+    # on an OrderedDict being built (torch's state_dict _metadata) it is allowed
+    write_zip(tmp_path / "b.pt", pkl(Call(G("collections", "OrderedDict")))[:-1]
+              + emit({"_metadata": {"": {"version": 1}}}) + b"b.")
+    assert musa.load(tmp_path / "b.pt")._metadata == {"": {"version": 1}}
+
+
+def test_refusal_names_the_global(tmp_path):
+    p = tmp_path / "evil.pt"
+    write_zip(p, pickle.dumps(Evil(os.system, "true"), protocol=2))
+    with pytest.raises(pickle.UnpicklingError,
+                       match=r"refuses global 'posix.system': only tensors, Parameters, dtypes"):
+        musa.load(p)
+
+
+def test_extension_registry_goes_through_the_allow_list(tmp_path):
+    """EXT2 names a global through copyreg's registry: refused like GLOBAL."""
+    canary = tmp_path / "canary"
+    copyreg.add_extension("os", "system", 0x4242)
+    try:
+        cmd = f"touch {canary}".encode()
+        data = b"\x80\x02\x83\x42\x42X" + struct.pack("<I", len(cmd)) + cmd + b"\x85R."
+        write_zip(tmp_path / "e.pt", data)
+        with pytest.raises(pickle.UnpicklingError, match="opcode EXT2"):
+            musa.load(tmp_path / "e.pt")
+    finally:
+        copyreg.remove_extension("os", "system", 0x4242)
+    assert not canary.exists()
+
+
+# ---------------------------------------------------------------------------
+# PyTorch checkpoints written by python3-torch
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+def test_torch_state_dict_loads_into_the_musa_model(tmp_path, torch):
+    torch.manual_seed(0)
+    tnet = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
+                               torch.nn.Linear(4, 3))
+    for _ in range(3):  # running statistics and num_batches_tracked move
+        tnet(torch.randn(8, 5))
+    tnet.eval()
+    torch.save(tnet.state_dict(), tmp_path / "net.pt")
+    sd = musa.load(tmp_path / "net.pt")
+    assert type(sd) is collections.OrderedDict and list(sd) == list(tnet.state_dict())
+    assert sd["1.num_batches_tracked"].dtype == musa.int64
+    assert sd["1.num_batches_tracked"].item() == 3
+    net = nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 3))
+    net.load_state_dict(sd)
+    net.eval()
+    x = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32)
+    with torch.no_grad():
+        want = tnet(torch.from_numpy(x)).numpy()
+    got = net(musa.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_dtypes_views_and_containers(tmp_path, torch):
+    x = torch.arange(24, dtype=torch.float32)
+    tensors = {
+        "f16": torch.tensor([1.5, -0.0, 65504.0, float("inf")], dtype=torch.float16),
+        "bf16": torch.tensor([1.5, -3e38, float("-inf"), 1e-40], dtype=torch.bfloat16),
+        "f64": torch.tensor([math.pi, -1e300]), "i64": torch.tensor([-2**63, 2**63 - 1]),
+        "i32": torch.tensor([-2**31, 7], dtype=torch.int32),
+        "i8": torch.tensor([-128, 127], dtype=torch.int8),
+        "u8": torch.tensor([0, 255], dtype=torch.uint8), "b": torch.tensor([True, False, True]),
+        "scalar": torch.tensor(2.5), "empty": torch.empty(0, 3),
+    }
+    obj = {"x": x, "slice": x[2:9:3], "t": x.view(4, 6).t(), "view": x.view(2, 3, 4)[:, 1],
+           "expanded": torch.ones(3).expand(4, 3), "tensors": tensors,
+           "nested": [1, (2.5, None, "s", True), {"k": [x[:2]]}, {3: "int key"}],
+           "p": torch.nn.Parameter(torch.ones(2)), "rg": torch.ones(2, requires_grad=True)}
+    for proto in (2, 4, 5):
+        torch.save(obj, tmp_path / "o.pt", pickle_protocol=proto)
+        y = musa.load(tmp_path / "o.pt")
+        for k, t in tensors.items():
+            got = y["tensors"][k]
+            assert tuple(got.shape) == tuple(t.shape), k
+            want = t.float() if t.dtype == torch.bfloat16 else t
+            assert np.ascontiguousarray(want.numpy()).tobytes() == bits(got), k
+            assert str(got.dtype).split(".")[1] == str(t.dtype).split(".")[1], k
+        for k in ("x", "slice", "t", "view", "expanded"):
+            assert y[k].tolist() == obj[k].tolist() and y[k].stride() == obj[k].stride(), k
+            assert y[k]._shares_storage(y["x"]) or k == "expanded"
+        y["x"][5] = -1.0
+        assert y["slice"][1].item() == -1.0 and y["t"][5, 0].item() == -1.0
+        assert y["nested"][:2] == [1, (2.5, None, "s", True)] and y["nested"][3] == {3: "int key"}
+        assert y["nested"][2]["k"][0]._shares_storage(y["x"])
+        assert type(y["p"]) is nn.Parameter and y["p"].requires_grad
+        assert y["rg"].requires_grad and type(y["rg"]) is musa.Tensor
+
+
+def test_torch_checkpoint_from_file_objects_and_mmap(tmp_path, torch):
+    w = torch.arange(100.0)
+    obj = {"w": w, "v": w[10:]}
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    y = musa.load(buf)
+    assert y["w"].tolist() == list(range(100)) and y["w"]._shares_storage(y["v"])
+    p = tmp_path / "m.pt"
+    torch.save(obj, p)
+    before = p.read_bytes()
+    y = musa.load(p, mmap=True)
+    assert y["v"].tolist() == list(range(10, 100))
+    y["w"][50] = -5.0
+    assert y["v"][40].item() == -5.0 and p.read_bytes() == before
+
+
+def test_torch_cuda_locations_need_map_location(tmp_path, torch):
+    torch.save({"w": torch.arange(4.0)}, tmp_path / "c.pt")
+    # rewrite the location as a GPU machine would have written it
+    with zipfile.ZipFile(tmp_path / "c.pt") as z:
+        entries = [(i.filename, z.read(i)) for i in z.infolist()]
+    with zipfile.ZipFile(tmp_path / "g.pt", "w") as z:
+        for name, data in entries:
+            if name.endswith("data.pkl"):
+                data = data.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
+                assert b"cuda:0" in data
+            z.writestr(name, data)
+    with pytest.raises(RuntimeError, match=r"would load on cuda:0.*pass map_location='cpu'"):
+        musa.load(tmp_path / "g.pt")
+    for ml in ("cpu", {"cuda:0": "cpu"}, musa.device("cpu"), lambda s, loc: s):
+        assert musa.load(tmp_path / "g.pt", map_location=ml)["w"].tolist() == [0, 1, 2, 3]
+    locs = []
+    with pytest.raises(RuntimeError, match="would load on cuda:0"):  # None: where it was saved
+        musa.load(tmp_path / "g.pt", map_location=lambda s, loc: locs.append(loc))
+    assert locs == ["cuda:0"]
+
+
+def test_torch_pickled_objects_are_refused(tmp_path, torch):
+    canary = tmp_path / "canary"
+    torch.save({"w": torch.ones(2), "evil": Evil(os.system, f"touch {canary}")}, tmp_path / "e.pt")
+    with pytest.raises(pickle.UnpicklingError, match="refuses global 'posix.system'"):
+        musa.load(tmp_path / "e.pt")
+    assert not canary.exists()
+    torch.save(torch.nn.Linear(2, 2), tmp_path / "m.pt")
+    with pytest.raises(pickle.UnpicklingError,
+                       match=r"refuses global 'torch.nn.modules.linear.Linear'.*save its state_dict"):
+        musa.load(tmp_path / "m.pt")
+    torch.save(torch.ones(2), tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    with pytest.raises(OSError, match=r"legacy format.*re-save it with a newer torch.save"):
+        musa.load(tmp_path / "legacy.pt")
+
+
+def test_loading_torch_checkpoints_does_not_import_torch(tmp_path, torch):
+    torch.save({"w": torch.arange(3.0), "n": 1}, tmp_path / "a.pt")
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import musa\n"
+            f"y = musa.load({str(tmp_path / 'a.pt')!r})\n"
+            "assert y['w'].tolist() == [0.0, 1.0, 2.0] and y['n'] == 1\n"
+            "print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(musa.__file__).parents[1]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
