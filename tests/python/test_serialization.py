@@ -420,8 +420,7 @@ def test_save_argument_errors(tmp_path):
 # ---------------------------------------------------------------------------
 
 def write_tree(path, tree, tensors=(), version="1", kind="object", extra=None):
-    sections = {"object": tree if isinstance(tree, str) else json.dumps(tree),
-                "object_version": version}
+    sections = {"object": json.dumps(tree), "object_version": version}
     sections.update(extra or {})
     if version is None:
         del sections["object_version"]
@@ -483,6 +482,43 @@ def test_load_refuses_bad_headers(tmp_path):
     write_tree(p2, {"$tensor": 0, "requires_grad": True}, [musa.ones(2, dtype=musa.int64)])
     with pytest.raises(OSError, match="requires_grad on a musa.int64 tensor"):
         musa.load(p2)
+
+
+def test_random_trees_load_or_raise_cleanly(tmp_path):
+    """Random JSON trees with tags in and out of place: each loads or raises
+    OSError naming the file; nothing else escapes."""
+    import random
+    rng = random.Random(7)
+    tags = ["$tuple", "$set", "$frozenset", "$dict", "$odict", "$int", "$float", "$bytes",
+            "$dtype", "$tensor", "$parameter", "$x", "requires_grad"]
+    scalars = [None, True, 0, -1, 2**63 - 1, 1.5, "", "$tensor", "0x1f", "-0x", "nan", "AP8=",
+               "float32", 3, [], {}]
+
+    def tree(d=0):
+        r = rng.random()
+        if d > 5 or r < 0.3:
+            return rng.choice(scalars)
+        if r < 0.45:
+            return [tree(d + 1) for _ in range(rng.randint(0, 3))]
+        if r < 0.6:
+            return {rng.choice(["a", "$c", "requires_grad"]): tree(d + 1) for _ in range(2)}
+        node = {rng.choice(tags): rng.choice([tree(d + 1), [[tree(d + 1), tree(d + 1)]],
+                                              rng.randint(-1, 3)])}
+        if rng.random() < 0.3:
+            node[rng.choice(["requires_grad", "x"])] = rng.choice([True, 1, None])
+        return node
+
+    p = tmp_path / "t.musa"
+    outcomes = set()
+    for _ in range(150):  # (each save syncs the file: about 10 ms)
+        write_tree(p, tree(), [musa.ones(2), musa.arange(3), musa.ones(2, dtype=musa.bool)])
+        try:
+            musa.load(p)
+            outcomes.add("loaded")
+        except OSError as e:
+            assert str(e).startswith(f"[musa.load] {p}: "), e
+            outcomes.add("refused")
+    assert outcomes == {"loaded", "refused"}
 
 
 def test_damaged_files(tmp_path):
@@ -683,6 +719,47 @@ def test_damaged_zips(tmp_path):
     write_zip(bad, pkl(1), extra=[("archive/byteorder", b"big")])
     with pytest.raises(pickle.UnpicklingError, match="big-endian"):
         musa.load(bad)
+
+
+def test_mutated_pickles_load_or_raise_cleanly(tmp_path):
+    """Bytes of a checkpoint's data.pkl flipped, cut and inserted: each
+    loads or raises pickle.UnpicklingError (RuntimeError for a location
+    changed into another device's); nothing else escapes, nothing crashes."""
+    import random
+    rng = random.Random(3)
+    x = tensor_call("0", 6, (2, 3), (3, 1))
+    base = pkl({
+        "w": x, "v": tensor_call("0", 6, (3,), (1,), 3),
+        "p": Call(G("torch._utils", "_rebuild_parameter"), tensor_call("0", 6, (6,), (1,)), True,
+                  Call(G("collections", "OrderedDict"))),
+        "n": [1, 2.5, "s", None, (True,)], "i": tensor_call("2", 6, (6,), (1,), 0, "LongStorage")})
+    records = {"0": FLOATS6, "2": np.arange(6, dtype="<i8").tobytes()}
+    write_zip(tmp_path / "ok.pt", base, records)
+    assert musa.load(tmp_path / "ok.pt")["v"].tolist() == [3, 4, 5]
+    outcomes = set()
+    for _ in range(500):
+        b = bytearray(base)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(b))
+            r = rng.random()
+            if r < 0.5:
+                b[at] = rng.randrange(256)
+            elif r < 0.75:
+                del b[at:at + rng.randint(1, 6)]
+            else:
+                b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 3)))
+        buf = io.BytesIO()
+        write_zip(buf, bytes(b), records)
+        buf.seek(0)
+        try:
+            musa.load(buf)
+            outcomes.add("loaded")
+        except pickle.UnpicklingError as e:
+            assert str(e).startswith("[musa.load] <file object>: "), e
+            outcomes.add("refused")
+        except RuntimeError as e:
+            assert str(e).startswith("[musa.load] ") and "saved on" in str(e), e
+    assert outcomes == {"loaded", "refused"}
 
 
 # ---------------------------------------------------------------------------
