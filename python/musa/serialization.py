@@ -83,7 +83,10 @@ def _write(path, tensors, sections):
     try:
         _C._file_save(path, _KIND, tensors, sections)
     except (OSError, ValueError, TypeError) as e:  # the container's own checks and I/O
-        raise type(e)(f"[musa.save] {_strip(str(e))}") from None
+        msg = _strip(str(e))
+        if msg.startswith("the header is"):
+            msg += " (numbers, str and bytes live in the header: keep large data in tensors)"
+        raise type(e)(f"[musa.save] {msg}") from None
 
 
 def _strip(msg):

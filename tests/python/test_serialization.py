@@ -405,6 +405,13 @@ def test_depth_limit_is_exact(tmp_path):
         musa.load(tmp_path / "d.musa")
 
 
+def test_save_refuses_a_header_past_the_readers_limit(tmp_path):
+    with pytest.raises(ValueError, match=r"^\[musa.save\] the header is \d+ bytes; a reader accepts "
+                                         r"at most 16777216 \(.*keep large data in tensors\)"):
+        musa.save({"text": "x" * (17 << 20)}, tmp_path / "big.musa")
+    assert not (tmp_path / "big.musa").exists()
+
+
 def test_save_argument_errors(tmp_path):
     with pytest.raises(TypeError, match=r"^\[musa.save\] f must be a path"):
         musa.save(1, 3)
@@ -883,6 +890,35 @@ def test_torch_state_dict_loads_into_the_musa_model(tmp_path, torch):
         want = tnet(torch.from_numpy(x)).numpy()
     got = net(musa.from_numpy(x)).detach().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_training_checkpoint_resumes_in_musa(tmp_path, torch):
+    """A model's and an Adam optimizer's state_dicts saved by torch
+    continue training in musa as they do in torch."""
+    torch.manual_seed(0)
+    tl = torch.nn.Linear(3, 2)
+    topt = torch.optim.Adam(tl.parameters(), lr=0.01)
+    x = torch.randn(4, 3)
+    for _ in range(3):
+        topt.zero_grad()
+        tl(x).pow(2).mean().backward()
+        topt.step()
+    torch.save({"model": tl.state_dict(), "optim": topt.state_dict()}, tmp_path / "ck.pt")
+    ck = musa.load(tmp_path / "ck.pt")
+    ml = nn.Linear(3, 2)
+    ml.load_state_dict(ck["model"])
+    mopt = optim.Adam(ml.parameters(), lr=0.01)
+    mopt.load_state_dict(ck["optim"])
+    mx = musa.from_numpy(x.numpy())
+    for _ in range(3):
+        topt.zero_grad()
+        tl(x).pow(2).mean().backward()
+        topt.step()
+        mopt.zero_grad()
+        ml(mx).pow(2).mean().backward()
+        mopt.step()
+    np.testing.assert_allclose(ml.weight.detach().numpy(), tl.weight.detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(ml.bias.detach().numpy(), tl.bias.detach().numpy(), atol=1e-6)
 
 
 def test_torch_dtypes_views_and_containers(tmp_path, torch):
