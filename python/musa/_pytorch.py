@@ -36,11 +36,13 @@ naming the file.
 import collections
 import io
 import mmap as _mmap
+import os
 import pickle
 import pickletools
 import re
 import struct
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -114,30 +116,80 @@ class _StorageRef(tuple):
 
 
 def load_zip(src, name, locate, use_mmap):
-    """The object of the torch.save zip archive src (a path or a seekable
-    binary file); locate applies map_location (serialization._Locator)."""
+    """The object of the torch.save zip archive src (a path, or a BytesIO
+    of the file's bytes); locate applies map_location
+    (serialization._Locator)."""
     try:
         zf = zipfile.ZipFile(src)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
         raise _Refused(f"[musa.load] {name}: a damaged zip file: {e}") from None
+    bytes_of = None
     try:
-        archive = _Archive(zf, name, locate, src if use_mmap else None)
-        return archive.load()
+        bytes_of = _Bytes(src, use_mmap)
+        return _Archive(zf, bytes_of, name, locate).load()
     except _Refused:
         raise
     except (zipfile.BadZipFile, EOFError, struct.error) as e:
         raise _Refused(f"[musa.load] {name}: a damaged zip file: {e}") from None
     finally:
         zf.close()
+        if bytes_of is not None:
+            bytes_of.close()
+
+
+class _Bytes:
+    """Byte ranges of the archive's file, for records stored uncompressed
+    (as torch.save writes them): read straight into their array, or mapped
+    copy-on-write (use_mmap, a path only)."""
+
+    def __init__(self, src, use_mmap):
+        self.fh = self.mem = self.mm = None
+        if isinstance(src, io.BytesIO):
+            self.mem = src.getbuffer()
+            self.size = len(self.mem)
+        else:
+            self.fh = open(src, "rb", buffering=0)
+            self.size = os.fstat(self.fh.fileno()).st_size
+            if use_mmap and self.size:
+                self.mm = _mmap.mmap(self.fh.fileno(), 0, access=_mmap.ACCESS_COPY)
+
+    def close(self):
+        if self.fh is not None:
+            self.fh.close()
+        if self.mem is not None:
+            self.mem.release()
+
+    def read(self, at, n):
+        if self.mem is not None:
+            return bytes(self.mem[at:at + n])
+        return os.pread(self.fh.fileno(), n, at)
+
+    def array(self, at, n):
+        """Bytes [at, at + n) as a writable uint8 array (short: None)."""
+        if at + n > self.size:
+            return None
+        if self.mm is not None:
+            arr = np.frombuffer(self.mm, np.uint8, n, at)
+            return arr if arr.flags.writeable else arr.copy()
+        buf = np.empty(n, np.uint8)
+        if self.mem is not None:
+            buf[:] = np.frombuffer(self.mem, np.uint8, n, at)
+            return buf
+        view, done = memoryview(buf), 0
+        while done < n:
+            k = os.preadv(self.fh.fileno(), [view[done:]], at + done)
+            if k <= 0:
+                return None
+            done += k
+        return buf
 
 
 class _Archive:
     """One checkpoint: its records, and the storages loaded from them."""
 
-    def __init__(self, zf, name, locate, mmap_path):
-        self.zf, self.name, self.locate = zf, name, locate
+    def __init__(self, zf, bytes_of, name, locate):
+        self.zf, self.bytes, self.name, self.locate = zf, bytes_of, name, locate
         self.storages = {}  # key -> (dtype name, numel, flat tensor)
-        self.mm = None
         self.passthrough = None  # an exception that crosses the unpickler unchanged
         names = zf.namelist()
         roots = [n[:-len("/data.pkl")] for n in names
@@ -154,9 +206,6 @@ class _Archive:
         if order in names and zf.read(order).strip() != b"little":
             self.refuse("the checkpoint was written on a big-endian machine; musa reads "
                         "little-endian data only")
-        if mmap_path is not None:
-            with open(mmap_path, "rb") as fh:
-                self.mm = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_COPY)
 
     def refuse(self, what):
         raise _Refused(f"[musa.load] {self.name}: {what}")
@@ -223,19 +272,21 @@ class _Archive:
         return _StorageRef((key,))
 
     def raw(self, info, nbytes):
-        """A record's bytes as a uint8 array: mapped (copy-on-write) when
-        mmap was asked and the record is stored uncompressed, else read
-        (the zip's CRC is checked as the last byte arrives)."""
-        if self.mm is not None and info.compress_type == zipfile.ZIP_STORED:
-            at = info.header_offset
-            head = self.mm[at:at + 30]
-            if len(head) == 30 and head[:4] == b"PK\x03\x04":
-                n, m = struct.unpack("<HH", head[26:30])
-                start = at + 30 + n + m
-                if start + nbytes <= len(self.mm):
-                    arr = np.frombuffer(self.mm, np.uint8, nbytes, start)
-                    return arr if arr.flags.writeable else arr.copy()
-            self.refuse(f"record {info.filename}: a damaged local header")
+        """A record's bytes as a writable uint8 array. Records stored
+        uncompressed (torch.save's) are read straight from the file into
+        their array and their CRC checked, or mapped copy-on-write without
+        a check (mmap=True); others go through zipfile."""
+        if info.compress_type == zipfile.ZIP_STORED:
+            head = self.bytes.read(info.header_offset, 30)
+            if len(head) != 30 or head[:4] != b"PK\x03\x04":
+                self.refuse(f"record {info.filename}: a damaged local header")
+            n, m = struct.unpack("<HH", head[26:30])
+            arr = self.bytes.array(info.header_offset + 30 + n + m, nbytes)
+            if arr is None:
+                self.refuse(f"record {info.filename} runs past the end of the file")
+            if self.bytes.mm is None and zlib.crc32(arr) != info.CRC:
+                self.refuse(f"record {info.filename}: CRC mismatch (the file is damaged)")
+            return arr
         buf = np.empty(nbytes, np.uint8)
         view = memoryview(buf)
         pos = 0
