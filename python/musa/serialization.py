@@ -422,8 +422,9 @@ class _Decoder:
 
     def run(self):
         if self.kind != _KIND:
+            hint = "; load a saved model with musa.jit.load" if self.kind == "model" else ""
             raise OSError(f"[musa.load] {self.name}: a .musa file of kind '{self.kind}', not an "
-                          "object saved by musa.save")
+                          f"object saved by musa.save{hint}")
         try:
             header = json.loads(self.text)
         except (ValueError, RecursionError) as e:  # the C reader took it: cannot happen

@@ -476,7 +476,9 @@ def test_load_refuses_bad_headers(tmp_path):
         (dict(version="2"), r"object_version 2; this musa reads version 1 \(the file is from a newer"),
         (dict(version="true"), "'object_version' is missing or not an integer"),
         (dict(extra={"other": "1"}), "unknown member 'other'"),
-        (dict(kind="model"), "a .musa file of kind 'model', not an object saved by musa.save"),
+        (dict(kind="model"), "a .musa file of kind 'model', not an object saved by musa.save; "
+                             "load a saved model with musa.jit.load"),
+        (dict(kind="other"), "a .musa file of kind 'other', not an object saved by musa.save$"),
     ]
     for kw, what in cases:
         write_tree(p, 1, **kw)
