@@ -530,6 +530,39 @@ def test_random_trees_load_or_raise_cleanly(tmp_path):
     assert outcomes == {"loaded", "refused"}
 
 
+def crc32c(data):
+    """CRC-32C (Castagnoli), as the container's prelude holds them."""
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def test_bool_bytes_other_than_0_and_1_load_as_true(tmp_path):
+    """A crafted file (its CRCs repaired) with bool bytes 2 and 255: they
+    load as 1, so sums and casts agree with the values."""
+    p = tmp_path / "b.musa"
+    musa.save([musa.tensor([True, False, True, True])], p)
+    b = bytearray(p.read_bytes())
+    data_off, data_len = struct.unpack_from("<QQ", b, 24)
+    assert crc32c(b[data_off:]) == struct.unpack_from("<I", b, 44)[0]
+    b[data_off:data_off + 4] = b"\x02\x00\x01\xff"
+    struct.pack_into("<I", b, 44, crc32c(b[data_off:]))
+    struct.pack_into("<I", b, 48, crc32c(b[:48]))
+    p.write_bytes(bytes(b))
+    for kw in ({}, {"mmap": True}):
+        (t,) = musa.load(p, **kw)
+        assert t.tolist() == [True, False, True, True]
+        assert t.sum().item() == 3 and t.int().tolist() == [1, 0, 1, 1]
+    assert p.read_bytes() == bytes(b)  # mapped: the file is never written
+
+
 def test_damaged_files(tmp_path):
     p = tmp_path / "ok.musa"
     musa.save({"x": musa.arange(100.0), "y": [1, 2]}, p)
