@@ -167,8 +167,12 @@ class _Encoder:
                 v = {"$tuple": [self.at(f"[{i}]", e, depth + 2) for i, e in enumerate(x)]}
             elif t in (set, frozenset):
                 self.deep(depth + 1)
+                try:  # sorted when the elements allow: the same set gives the same file
+                    items = sorted(x)
+                except TypeError:
+                    items = list(x)
                 v = {"$" + t.__name__: [self.at(f"<element {i}>", e, depth + 2)
-                                        for i, e in enumerate(x)]}
+                                        for i, e in enumerate(items)]}
             else:
                 v = self.mapping(x, depth)
             self.open.discard(id(x))

@@ -98,6 +98,21 @@ def test_containers_keep_their_types_and_order(tmp_path):
     assert list(y["odict int keys"]) == [2, 1]
 
 
+def test_the_same_object_gives_the_same_bytes(tmp_path):
+    """Sets are written sorted where their elements allow, so a file does
+    not depend on the process's string hashing."""
+    code = ("import musa, sys; musa.save({'s': {'b', 'a', 'c', 'd'}, 'f': frozenset({3, 1, 2}), "
+            "'x': musa.arange(3)}, sys.argv[1])")
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(musa.__file__).parents[1]))
+    files = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"{seed}.musa"
+        subprocess.run([sys.executable, "-c", code, str(out)], check=True, timeout=120,
+                       env=dict(env, PYTHONHASHSEED=seed))
+        files.append(out.read_bytes())
+    assert files[0] == files[1]
+
+
 def test_subclasses_of_numbers_and_str_save_as_the_base_type(tmp_path):
     class Color(enum.IntEnum):
         RED = 3
