@@ -449,26 +449,21 @@ class _Decoder:
 
     def map_storages(self, header):
         """Run map_location over every storage (the container's reader
-        checked the storage and tensor tables; saved tensors are on the
-        CPU), and make every byte of a bool storage 0 or 1."""
+        checked the storage and tensor tables, bool bytes included; saved
+        tensors are on the CPU)."""
         if not self.tensors:
             return
         calls = self.locate.calls
         if not calls:
             self.locate(None, "cpu", self.name, "the file's tensors")
+            return
         by_storage = {}
         for i, t in enumerate(header["tensors"]):
             by_storage.setdefault(t["storage"], []).append(i)
         for s, users in sorted(by_storage.items()):
             st = header["storages"][s]
-            if not calls and st["dtype"] != "bool":
-                continue
             first = self.tensors[users[0]]
             flat = _C.as_strided(first, (st["numel"],), (1,), 0)
-            if st["dtype"] == "bool":
-                _bool_bytes(flat)
-            if not calls:
-                continue
             r = self.locate(flat, "cpu", self.name, f"storage {s}")
             if r is flat:
                 continue
@@ -579,16 +574,6 @@ class _Decoder:
             t = t.detach().requires_grad_(True)
         self.made[key] = t
         return t
-
-
-def _bool_bytes(flat):
-    """Bytes of a bool storage other than 0 and 1 (a crafted file) would
-    read as True in some ops and as their value in others (sum, casts):
-    make them 1, in place (a mapped file's pages are copied, never written)."""
-    import numpy as np
-    u = np.asarray(flat).view(np.uint8)
-    if u.size and u.max() > 1:
-        np.not_equal(u, 0, out=u, casting="unsafe")
 
 
 def _json_type(v):

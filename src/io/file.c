@@ -121,6 +121,10 @@ struct musa_file_writer {
     MUSA_VEC(wstorage) storages;
     MUSA_VEC(wtensor) tensors;
     MUSA_VEC(wsection) sections;
+    musa_map by_storage;               /* storage address -> its index in storages */
+    musa_map by_tensor;                /* tensor address -> its index in tensors */
+    MUSA_VEC(int64_t) next_on_storage; /* per tensor: the previous tensor on its storage, or -1 */
+    MUSA_VEC(int64_t) last_on_storage; /* per storage: its last tensor */
 };
 
 static bool kind_ok(const char *kind) {
@@ -151,6 +155,10 @@ void musa_file_writer_free(musa_file_writer *w) {
     musa_vec_free(&w->storages);
     musa_vec_free(&w->tensors);
     musa_vec_free(&w->sections);
+    musa_map_free(&w->by_storage);
+    musa_map_free(&w->by_tensor);
+    musa_vec_free(&w->next_on_storage);
+    musa_vec_free(&w->last_on_storage);
     free(w);
 }
 
@@ -161,24 +169,31 @@ int64_t musa_file_writer_add_tensor(musa_file_writer *w, const musa_tensor *t) {
     if (w->tensors.len >= MUSA_FILE_MAX_TENSORS)
         return musa_err(MUSA_ERR_VALUE, "[%s] a file holds at most %d tensors", who,
                         MUSA_FILE_MAX_TENSORS);
-    /* The same tensor (storage and layout) twice is one entry. */
-    for (int64_t i = 0; i < w->tensors.len; i++) {
-        const musa_tensor *u = w->tensors.data[i].t;
-        if (u == t || (u->dtype == t->dtype && musa_tensor_same_layout(u, t))) return i;
+    /* The same tensor, or one of the same layout on the same storage, is
+     * one entry (maps: a writer of many tensors stays linear). */
+    uint64_t *known = musa_map_get(&w->by_tensor, (uint64_t)(uintptr_t)t);
+    if (known) return (int64_t)*known;
+    uint64_t *sp = musa_map_get(&w->by_storage, (uint64_t)(uintptr_t)t->storage);
+    int32_t s = sp ? (int32_t)*sp : -1;
+    if (s >= 0) {
+        for (int64_t i = w->last_on_storage.data[s]; i >= 0; i = w->next_on_storage.data[i]) {
+            const musa_tensor *u = w->tensors.data[i].t;
+            if (u->dtype == t->dtype && musa_tensor_same_layout(u, t)) return i;
+        }
+        if (w->storages.data[s].dtype != t->dtype)
+            return musa_err(MUSA_ERR_TYPE,
+                            "[%s] a %s tensor shares storage with a %s tensor added before; a "
+                            "file keeps one dtype per storage",
+                            who, musa_dtype_name((musa_dtype)t->dtype),
+                            musa_dtype_name((musa_dtype)w->storages.data[s].dtype));
     }
-    int32_t s = -1;
-    for (int64_t i = 0; i < w->storages.len; i++)
-        if (w->storages.data[i].s == t->storage) s = (int32_t)i;
-    if (s >= 0 && w->storages.data[s].dtype != t->dtype)
-        return musa_err(MUSA_ERR_TYPE,
-                        "[%s] a %s tensor shares storage with a %s tensor added before; a file "
-                        "keeps one dtype per storage",
-                        who, musa_dtype_name((musa_dtype)t->dtype),
-                        musa_dtype_name((musa_dtype)w->storages.data[s].dtype));
     int64_t end = layout_end(t->ndim, t->shape, t->strides, t->offset, t->numel);
     if (s < 0) {
         wstorage ws = {.s = t->storage, .dtype = t->dtype, .lo = INT64_MAX, .hi = 0};
-        if (musa_vec_push(&w->storages, ws)) return musa_err_nomem(who, sizeof ws);
+        if (musa_vec_push(&w->storages, ws) || musa_vec_push(&w->last_on_storage, (int64_t)-1) ||
+            musa_map_put(&w->by_storage, (uint64_t)(uintptr_t)t->storage,
+                         (uint64_t)(w->storages.len - 1)))
+            return musa_err_nomem(who, sizeof ws);
         s = (int32_t)(w->storages.len - 1);
     }
     wstorage *ws = &w->storages.data[s];
@@ -186,8 +201,13 @@ int64_t musa_file_writer_add_tensor(musa_file_writer *w, const musa_tensor *t) {
         ws->lo = MUSA_MIN(ws->lo, t->offset);
         ws->hi = MUSA_MAX(ws->hi, end);
     }
+    if (musa_vec_reserve(&w->tensors, w->tensors.len + 1) ||
+        musa_vec_push(&w->next_on_storage, w->last_on_storage.data[s]) ||
+        musa_map_put(&w->by_tensor, (uint64_t)(uintptr_t)t, (uint64_t)w->tensors.len))
+        return musa_err_nomem(who, sizeof(wtensor));
+    w->last_on_storage.data[s] = w->tensors.len;
     wtensor wt = {.t = (musa_tensor *)t, .storage = s};
-    if (musa_vec_push(&w->tensors, wt)) return musa_err_nomem(who, sizeof wt);
+    w->tensors.data[w->tensors.len++] = wt; /* room reserved above */
     musa_tensor_retain((musa_tensor *)t);
     return w->tensors.len - 1;
 }
@@ -203,12 +223,20 @@ int musa_file_writer_set_json(musa_file_writer *w, const char *key, const char *
                         "or tensors",
                         who, key);
     /* Only what the reader accepts may be written. */
+    /* as the reader will see it: one level down, inside the header object */
+    size_t n = strlen(json);
+    char *wrapped = musa_malloc(n + 3, who);
+    if (!wrapped) return MUSA_ERR_NOMEM;
+    wrapped[0] = '[';
+    memcpy(wrapped + 1, json, n);
+    wrapped[n + 1] = ']', wrapped[n + 2] = 0;
     musa_arena a;
     musa_arena_init(&a, 0);
     const musa_json *root;
     char why[160];
-    int rc = musa_json_parse(&a, json, strlen(json), &root, why, sizeof why);
+    int rc = musa_json_parse(&a, wrapped, n + 2, &root, why, sizeof why);
     musa_arena_free(&a);
+    free(wrapped);
     if (rc) return musa_err(MUSA_ERR_VALUE, "[%s] \"%s\" is not valid JSON: %s", who, key, why);
     for (int64_t i = 0; i < w->sections.len; i++)
         if (!strcmp(w->sections.data[i].key, key)) {
@@ -493,7 +521,8 @@ static int cmp_storage_off(const void *a, const void *b) {
 
 /* The storages: dtype, numel and offset each; inside the data section, 64-byte aligned,
  * not overlapping. */
-static int read_storages(const musa_file *f, uint64_t data_len, rstorage **out, int32_t *n_out) {
+static int read_storages(const musa_file *f, const unsigned char *data, uint64_t data_len,
+                         rstorage **out, int32_t *n_out) {
     const musa_json *arr;
     int rc = array_member(f, "storages", &arr);
     if (rc) return rc;
@@ -543,6 +572,13 @@ static int read_storages(const musa_file *f, uint64_t data_len, rstorage **out, 
                                "data section",
                                i, (long long)((uint64_t)numel * es), (long long)off,
                                (unsigned long long)data_len);
+            break;
+        }
+        int64_t k = 0; /* a bool is one byte, 0 or 1: kernels rely on it */
+        while (d == MUSA_DTYPE_BOOL && k < numel && data[off + k] <= 1) k++;
+        if (d == MUSA_DTYPE_BOOL && k < numel) {
+            rc = musa_file_bad(f, WHO, s, "storages[%d] is bool but element %lld is the byte %u", i,
+                               (long long)k, data[off + k]);
             break;
         }
         st[i] = (rstorage){.dtype = d, .numel = numel, .off = (uint64_t)off, .at = s};
@@ -704,7 +740,7 @@ static int validate(musa_file *f, const unsigned char *buf, size_t size, rstorag
         return musa_file_bad(f, WHO, kind ? kind : f->root,
                              "\"kind\" must be a string of 1 to 32 of a-z and _");
     f->kind = kind->str;
-    if ((rc = read_storages(f, dlen, st, n_st))) return rc;
+    if ((rc = read_storages(f, buf + *data_off, dlen, st, n_st))) return rc;
     return read_tensors(f, *st, *n_st, ts, n_ts);
 }
 

@@ -217,6 +217,7 @@ static int parse_container(parser *p, musa_json *out, int depth, bool object) {
     char close = object ? '}' : ']';
     json_vec kids = {0};
     key_vec keys = {0};
+    musa_map names = {0}; /* object: hash of a member name -> its index */
     int rc = MUSA_OK;
     char b[8];
     skip_ws(p);
@@ -239,11 +240,22 @@ static int parse_container(parser *p, musa_json *out, int depth, bool object) {
                 rc = fail(p, kat, "a member name holds a NUL character");
                 goto done;
             }
-            for (int64_t j = 0; j < keys.len; j++)
-                if (!strcmp(keys.data[j], key)) {
+            /* duplicates: a hash of each name (linear in the member count;
+             * a quadratic scan let a crafted header stall the reader) */
+            uint64_t h = musa_hash_bytes(key, klen, 0x6a736f6eu) & ~1ull;
+            uint64_t *seen = musa_map_get(&names, h);
+            if (seen) {
+                bool dup = !strcmp(keys.data[*seen], key);
+                for (int64_t j = 0; !dup && j < keys.len; j++) /* a hash collision: scan */
+                    dup = !strcmp(keys.data[j], key);
+                if (dup) {
                     rc = fail(p, kat, "duplicate member name \"%.64s\"", key);
                     goto done;
                 }
+            } else if (musa_map_put(&names, h, (uint64_t)keys.len)) {
+                rc = fail(p, p->pos, "out of memory");
+                goto done;
+            }
             skip_ws(p);
             if (p->pos >= p->len || p->s[p->pos] != ':') {
                 rc = fail(p, p->pos, "expected ':' after member name \"%.64s\"", key);
@@ -292,6 +304,7 @@ done:
     }
     musa_vec_free(&kids);
     musa_vec_free(&keys);
+    musa_map_free(&names);
     return rc;
 }
 

@@ -226,6 +226,7 @@ static bool rejects(const unsigned char *b, size_t n, const char *why) {
 
 TEST(file_reader_rejects_each_class_by_name) {
     float data[32] = {0};
+    ((unsigned char *)data)[65] = 2; /* a bool storage at byte 64: 0, 2, 0, 0 */
     static const struct {
         const char *header, *why;
     } cases[] = {
@@ -283,6 +284,8 @@ TEST(file_reader_rejects_each_class_by_name) {
         {"{\"kind\": \"x\", \"kind\": \"y\", \"storages\": [], \"tensors\": []}",
          "duplicate member name \"kind\""},
         {"{\"kind\": \"x\", \"storages\": [], \"tensors\": [}", "invalid JSON: byte"},
+        {"{\"kind\": \"x\", \"storages\": [" ST("bool", 4, 64) "], \"tensors\": []}",
+         "storages[0] is bool but element 1 is the byte 2"},
     };
     for (int i = 0; i < MUSA_ARRAY_LEN(cases); i++) {
         size_t n;
@@ -399,4 +402,47 @@ TEST(file_save_killed_at_random_moments_leaves_old_or_new) {
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
+}
+
+TEST(file_writer_depth_matches_the_reader_and_scales) {
+    /* arrays nested 64 deep are the deepest member the reader takes (it
+     * counts the header object as level 0): the writer refuses one more */
+    char deep[200];
+    musa_file_writer *w = musa_file_writer_new("object");
+    for (int depth = 64; depth <= 65; depth++) {
+        memset(deep, '[', (size_t)depth), memset(deep + depth, ']', (size_t)depth);
+        deep[2 * depth] = 0;
+        int rc = musa_file_writer_set_json(w, "object", deep);
+        CHECK_MSG((rc == MUSA_OK) == (depth == 64), "depth %d: %s", depth, musa_last_error());
+    }
+    memset(deep, '[', 64), memset(deep + 64, ']', 64), deep[128] = 0;
+    CHECK_OK(musa_file_writer_set_json(w, "object", deep));
+    /* 20,000 tensors and a 50,000-member object: both linear */
+    musa_tensor *base = musa_zeros(1, (int64_t[]){20000}, MUSA_DTYPE_FLOAT32);
+    for (int i = 0; i < 20000; i++) {
+        musa_tensor *v = musa_slice(base, 0, i, i + 1, 1);
+        CHECK(musa_file_writer_add_tensor(w, v) == i);
+        musa_tensor_release(v);
+    }
+    {
+        size_t cap = 50000 * 24 + 16, k = 0;
+        char *obj = malloc(cap);
+        k += (size_t)snprintf(obj + k, cap - k, "{");
+        for (int i = 0; i < 50000; i++)
+            k += (size_t)snprintf(obj + k, cap - k, "%s\"k%d\": %d", i ? ", " : "", i, i);
+        snprintf(obj + k, cap - k, "}");
+        CHECK_OK(musa_file_writer_set_json(w, "names", obj));
+        free(obj);
+    }
+    const char *path = tmp_path("many.musa");
+    CHECK_OK(musa_file_writer_save(w, path));
+    musa_file_writer_free(w);
+    musa_tensor_release(base);
+    musa_file *f = musa_file_open(path, 0);
+    CHECK(f && musa_file_num_tensors(f) == 20000);
+    musa_tensor *a = musa_file_tensor(f, 0), *b = musa_file_tensor(f, 19999);
+    CHECK(musa_tensor_shares_storage(a, b)); /* the slices are views of one storage again */
+    musa_tensor_release(a), musa_tensor_release(b);
+    musa_file_close(f);
+    unlink(path);
 }
