@@ -502,13 +502,13 @@ static int array_member(const musa_file *f, const char *key, const musa_json **o
     return MUSA_OK;
 }
 
-static int check_keys(const musa_file *f, const musa_json *o, const char *what,
-                      const char *const *keys, int n) {
+int musa_file_check_keys(const musa_file *f, const char *who, const musa_json *o, const char *what,
+                         const char *const *keys, int n) {
     for (int32_t i = 0; i < o->n; i++) {
         bool known = false;
         for (int k = 0; k < n; k++) known |= !strcmp(o->key[i], keys[k]);
         if (!known)
-            return musa_file_bad(f, WHO, &o->kid[i], "%s has an unknown member \"%.40s\"", what,
+            return musa_file_bad(f, who, &o->kid[i], "%s has an unknown member \"%.40s\"", what,
                                  o->key[i]);
     }
     return MUSA_OK;
@@ -541,7 +541,7 @@ static int read_storages(const musa_file *f, const unsigned char *data, uint64_t
             rc = musa_file_bad(f, WHO, s, "%s must be an object", what);
             break;
         }
-        if ((rc = check_keys(f, s, what, keys, 3))) break;
+        if ((rc = musa_file_check_keys(f, WHO, s, what, keys, 3))) break;
         if (!dt || dt->type != MUSA_JSON_STRING) {
             rc = musa_file_bad(f, WHO, dt ? dt : s, "%s.dtype must be a string", what);
             break;
@@ -641,7 +641,7 @@ static int read_tensors(const musa_file *f, const rstorage *st, int32_t n_st, rt
         snprintf(what, sizeof what, "tensors[%d]", i);
         if (t->type != MUSA_JSON_OBJECT)
             return musa_file_bad(f, WHO, t, "%s must be an object", what);
-        if ((rc = check_keys(f, t, what, keys, 4))) return rc;
+        if ((rc = musa_file_check_keys(f, WHO, t, what, keys, 4))) return rc;
         int64_t s, off;
         snprintf(what, sizeof what, "tensors[%d].storage", i);
         if ((rc = musa_file_int(f, WHO, musa_json_get(t, "storage"), what, 0, n_st - 1, &s)))

@@ -26,6 +26,10 @@ const musa_json *musa_file_json(const musa_file *f);
  * "[who] NAME: header byte N (member): what" and returns MUSA_ERR_IO. */
 int musa_file_bad(const musa_file *f, const char *who, const musa_json *at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Every member of object o is one of keys[0..n); else musa_file_bad
+ * naming `what` and the unknown member. */
+int musa_file_check_keys(const musa_file *f, const char *who, const musa_json *o, const char *what,
+                         const char *const *keys, int n);
 /* Integers in the header: `v` must be an integer in [lo, hi]; else
  * musa_file_bad naming `what`. */
 int musa_file_int(const musa_file *f, const char *who, const musa_json *v, const char *what,

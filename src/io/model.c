@@ -390,7 +390,12 @@ static int read_symbols(loader *L, const musa_json *gj) {
         char p[64];
         snprintf(p, sizeof p, "graph.symbols[%d]", i);
         int64_t lo, hi, tr;
-        if ((rc = member(L, s, "name", MUSA_JSON_STRING, p, &name))) return rc;
+        static const char *const s_keys[] = {"name", "lo", "hi", "traced"};
+        if (s->type != MUSA_JSON_OBJECT)
+            return musa_file_bad(L->f, LOAD, s, "%s must be an object", p);
+        if ((rc = musa_file_check_keys(L->f, LOAD, s, p, s_keys, 4)) ||
+            (rc = member(L, s, "name", MUSA_JSON_STRING, p, &name)))
+            return rc;
         if ((rc = musa_file_int(L->f, LOAD, musa_json_get(s, "lo"), "lo", 0, INT64_MAX, &lo)) ||
             (rc = musa_file_int(L->f, LOAD, musa_json_get(s, "hi"), "hi", lo, INT64_MAX, &hi)) ||
             (rc = musa_file_int(L->f, LOAD, musa_json_get(s, "traced"), "traced", lo, hi, &tr)))
@@ -409,6 +414,10 @@ static int read_inputs(loader *L, const musa_json *gj) {
         const musa_json *in = &arr->kid[i], *name = musa_json_get(in, "name");
         char p[64];
         snprintf(p, sizeof p, "graph.inputs[%d]", i);
+        static const char *const in_keys[] = {"name", "dtype", "shape", "sym"};
+        if (in->type == MUSA_JSON_OBJECT &&
+            (rc = musa_file_check_keys(L->f, LOAD, in, p, in_keys, 4)))
+            return rc;
         if (in->type != MUSA_JSON_OBJECT)
             return musa_file_bad(L->f, LOAD, in, "%s must be an object", p);
         int dt, nd;
@@ -443,6 +452,10 @@ static int read_leaves(loader *L, const musa_json *gj) {
         const musa_json *lf = &arr->kid[i], *kind, *num = musa_json_get(lf, "number");
         char p[64];
         snprintf(p, sizeof p, "graph.leaves[%d]", i);
+        static const char *const lf_keys[] = {"kind", "tensor", "number"};
+        if (lf->type == MUSA_JSON_OBJECT &&
+            (rc = musa_file_check_keys(L->f, LOAD, lf, p, lf_keys, 3)))
+            return rc;
         if (lf->type != MUSA_JSON_OBJECT)
             return musa_file_bad(L->f, LOAD, lf, "%s must be an object", p);
         if ((rc = member(L, lf, "kind", MUSA_JSON_STRING, p, &kind))) return rc;
@@ -556,7 +569,9 @@ static int read_nodes(loader *L, const musa_json *gj) {
             rc = musa_file_bad(L->f, LOAD, n, "%s must be an object", p);
             break;
         }
-        if ((rc = member(L, n, "op", MUSA_JSON_STRING, p, &opj)) ||
+        static const char *const n_keys[] = {"op", "in", "attrs", "out", "loc"};
+        if ((rc = musa_file_check_keys(L->f, LOAD, n, p, n_keys, 5)) ||
+            (rc = member(L, n, "op", MUSA_JSON_STRING, p, &opj)) ||
             (rc = member(L, n, "in", MUSA_JSON_ARRAY, p, &ins)) ||
             (rc = member(L, n, "attrs", MUSA_JSON_OBJECT, p, &attrs)) ||
             (rc = member(L, n, "out", MUSA_JSON_ARRAY, p, &outs)))
@@ -620,7 +635,9 @@ static int read_nodes(loader *L, const musa_json *gj) {
                 rc = musa_file_bad(L->f, LOAD, &outs->kid[j], "%s must be an object", pj);
                 break;
             }
-            if ((rc = read_dtype(L, musa_json_get(&outs->kid[j], "dtype"), pj, &dt)) ||
+            static const char *const o_keys[] = {"dtype", "shape", "sym"};
+            if ((rc = musa_file_check_keys(L->f, LOAD, &outs->kid[j], pj, o_keys, 3)) ||
+                (rc = read_dtype(L, musa_json_get(&outs->kid[j], "dtype"), pj, &dt)) ||
                 (rc = read_shape(L, &outs->kid[j], pj, &nd, shape, sym)))
                 break;
             if (dt != v->dtype || !musa_shape_equal(nd, shape, v->ndim, v->shape)) {
@@ -645,6 +662,9 @@ static int read_graph(loader *L, const musa_json *gj) {
     int rc;
     if (gj->type != MUSA_JSON_OBJECT)
         return musa_file_bad(L->f, LOAD, gj, "graph must be an object");
+    static const char *const g_keys[] = {"op_table", "symbols", "inputs",   "leaves",
+                                         "nodes",    "outputs", "mutations"};
+    if ((rc = musa_file_check_keys(L->f, LOAD, gj, "graph", g_keys, 7))) return rc;
     int64_t ver;
     if ((rc = musa_file_int(L->f, LOAD, musa_json_get(gj, "op_table"), "graph.op_table", 1,
                             INT64_MAX, &ver)))
@@ -700,7 +720,9 @@ static int read_config(musa_model *m, const musa_file *f) {
     if (!c || c->type != MUSA_JSON_OBJECT)
         return musa_file_bad(f, LOAD, c ? c : musa_file_json(f), "config must be an object");
     int64_t fl, nt;
-    int rc;
+    static const char *const c_keys[] = {"fusion_level", "num_threads", "memory_arena", "disabled"};
+    int rc = musa_file_check_keys(f, LOAD, c, "config", c_keys, 4);
+    if (rc) return rc;
     if ((rc = musa_file_int(f, LOAD, musa_json_get(c, "fusion_level"), "config.fusion_level", 0, 2,
                             &fl)) ||
         (rc = musa_file_int(f, LOAD, musa_json_get(c, "num_threads"), "config.num_threads", 0, 4096,
@@ -749,8 +771,13 @@ static int read_dynamic(musa_model *m, const musa_file *f) {
                         *vals = musa_json_get(s, "values"), *sl = musa_json_get(s, "slope");
         char p[64];
         snprintf(p, sizeof p, "dynamic[%d]", i);
+        static const char *const d_keys[] = {"node", "field", "values", "slope"};
+        if (s->type != MUSA_JSON_OBJECT)
+            return musa_file_bad(f, LOAD, s, "%s must be an object", p);
         int64_t node;
-        int rc = musa_file_int(f, LOAD, musa_json_get(s, "node"), "node", 0, n_nodes - 1, &node);
+        int rc = musa_file_check_keys(f, LOAD, s, p, d_keys, 4);
+        if (!rc)
+            rc = musa_file_int(f, LOAD, musa_json_get(s, "node"), "node", 0, n_nodes - 1, &node);
         if (rc) return rc;
         const musa_gnode *gn = &m->g->nodes.data[node];
         musa_attrs_kind kind = musa_ops[gn->op].attrs_kind;

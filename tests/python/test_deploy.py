@@ -351,6 +351,10 @@ BAD_GRAPHS = [
     ("config out of range", lambda h: h["config"].update(fusion_level=7),
      r"config.fusion_level is 7"),
     ("not a model", lambda h: h.update(kind="object"), r'holds a "object", not a model'),
+    ("unknown member", lambda h: h["graph"]["inputs"][0].update(fame="x"),
+     r'graph.inputs\[0\] has an unknown member "fame"'),
+    ("unknown member of a node", lambda h: _node(h, "relu").update(extra=1),
+     r'graph.nodes\[\d+\] has an unknown member "extra"'),
     ("a graph that is not an object", lambda h: h.update(graph=[]), r"graph must be an object"),
 ]
 

@@ -54,6 +54,13 @@ typedef struct run_ctx {
     const char *fail_name;
 } run_ctx;
 
+/* A slot's base plus a byte offset; NULL for a slot without memory (an
+ * empty tensor's data, an empty arena), where arithmetic on NULL would be
+ * undefined (nothing is read or written through it: the view is empty). */
+static inline char *at(char *base, int64_t off) {
+    return base ? base + off : NULL;
+}
+
 static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
     musa_kctx ctx = {
         .scratch = k->scratch ? scratch : NULL, .scratch_bytes = k->scratch, .op_name = k->name};
@@ -67,8 +74,8 @@ static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
 static int run_kernel_instr(run_ctx *r, instr *in) {
     kcall *k = &in->k;
     int nk = k->n_out + k->n_in;
-    for (int q = 0; q < nk; q++) k->kv[q].data = r->base[k->ref[q].slot] + k->ref[q].off;
-    int rc = call_kernel(k, k->kv, r->scratch + in->scratch_off);
+    for (int q = 0; q < nk; q++) k->kv[q].data = at(r->base[k->ref[q].slot], k->ref[q].off);
+    int rc = call_kernel(k, k->kv, at(r->scratch, (int64_t)in->scratch_off));
     if (rc) r->fail_loc = k->loc, r->fail_name = k->name;
     return rc;
 }
@@ -94,18 +101,18 @@ static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
             for (int q = 0; q < nk; q++) {
                 kv[q] = k->kv[q];
                 if (k->ref[q].slot == MUSA_SLOT_TILE) {
-                    kv[q].data = chunk + k->ref[q].off;
+                    kv[q].data = at(chunk, k->ref[q].off);
                     if (kv[q].ndim > 0) kv[q].shape[0] = rows;
                     continue;
                 }
-                kv[q].data = r->base[k->ref[q].slot] + k->ref[q].off;
+                kv[q].data = at(r->base[k->ref[q].slot], k->ref[q].off);
                 if (k->cut[q] && kv[q].ndim > 0) {
                     kv[q].data +=
                         r0 * kv[q].strides[0] * (int64_t)musa_dtype_info[kv[q].dtype].size;
                     kv[q].shape[0] = rows;
                 }
             }
-            int rc = call_kernel(k, kv, chunk + f->tile_bytes);
+            int rc = call_kernel(k, kv, at(chunk, (int64_t)f->tile_bytes));
             if (rc) {
                 fc->failed = k;
                 return rc;
@@ -119,7 +126,8 @@ static void fused_chunk(void *ctx, int64_t c0, int64_t c1) {
     fused_ctx *fc = ctx;
     for (int64_t c = c0; c < c1; c++) {
         int64_t t0 = c * fc->tiles / fc->chunks, t1 = (c + 1) * fc->tiles / fc->chunks;
-        char *chunk = fc->r->scratch + fc->in->scratch_off + (size_t)c * fc->in->f->chunk_bytes;
+        char *chunk =
+            at(fc->r->scratch, (int64_t)(fc->in->scratch_off + (size_t)c * fc->in->f->chunk_bytes));
         int rc = run_tiles(fc, t0, t1, chunk);
         if (rc) {
             int expected = 0;
