@@ -148,7 +148,18 @@ UNARY_FLOAT(reciprocal, 1.0f / x, 1.0 / x)
 UNARY_FLOAT(sin, sinf(x), sin(x))
 UNARY_FLOAT(cos, cosf(x), cos(x))
 UNARY_FLOAT(tanh, tanhf(x), tanh(x))
-UNARY_FLOAT(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+/* sigmoid from e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below, so
+ * the negative tail keeps its relative accuracy down to the denormals
+ * (1 / (1 + exp(-x)) gave 0 below -88.7 in float32 as exp(-x) overflowed). */
+static inline float logistic_f(float x) {
+    float e = expf(-fabsf(x));
+    return (x < 0 ? e : 1.0f) / (1.0f + e);
+}
+static inline double logistic_d(double x) {
+    double e = exp(-fabs(x));
+    return (x < 0 ? e : 1.0) / (1.0 + e);
+}
+UNARY_FLOAT(sigmoid, logistic_f(x), logistic_d(x))
 UNARY_FLOAT(erf, erff(x), erf(x))
 
 UNARY_PRED(logical_not, x == 0, x == 0)
