@@ -289,6 +289,7 @@ bench)
     done
     PYTHONPATH=python "$PYTHON" bench/bench_python.py
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
+    MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
     ;;
 table)
     shift
