@@ -35,6 +35,7 @@ cd "$(dirname "$0")"
 PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev pkg-config python3-dev python3-numpy
           python3-pytest)
 TEST_PACKAGES=(python3-torch) # the reference the Python tests compare against
+BENCH_PACKAGES=(libsleef-dev) # SLEEF's columns in bench_vmath (nothing else uses it)
 TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
 # ThreadSanitizer: clang, its runtime, and LLVM's OpenMP (libomp and Archer,
 # which tells TSan about OpenMP's synchronisation; see MUSA_TSAN in CMakeLists.txt)
@@ -281,13 +282,14 @@ fuzz-py)
         --out build-asan/fuzz-py
     ;;
 bench)
-    setup
+    setup "${BENCH_PACKAGES[@]}"
     build build
     for b in build/bench_*; do
         [ -x "$b" ] && "$b"
     done
     PYTHONPATH=python "$PYTHON" bench/bench_python.py
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
+    MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
     ;;
 table)
     shift

@@ -61,12 +61,12 @@ DEF_ROW_MAX(f64, double)
                 T m = row_max_##SUF(x, j->D);                                                      \
                 double s = 0;                                                                      \
                 if (j->log) {                                                                      \
-                    _Pragma("omp simd reduction(+ : s)") for (int64_t d = 0; d < j->D; d++) s +=   \
-                        EXP(x[d] - m);                                                             \
+                    MUSA_SIMD_MATH(T, reduction(+ : s))                                            \
+                    for (int64_t d = 0; d < j->D; d++) s += EXP(x[d] - m);                         \
                     T ls = (T)log(s); /* x - m is exact near the max; m + ls would round */        \
                     _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) y[d] = (x[d] - m) - ls; \
                 } else {                                                                           \
-                    _Pragma("omp simd reduction(+ : s)") for (int64_t d = 0; d < j->D; d++) {      \
+                    MUSA_SIMD_MATH(T, reduction(+ : s)) for (int64_t d = 0; d < j->D; d++) {       \
                         y[d] = EXP(x[d] - m);                                                      \
                         s += y[d];                                                                 \
                     }                                                                              \
@@ -116,8 +116,8 @@ DEF_ROW_MAX(f64, double)
                     _Pragma("omp simd reduction(+ : a)") for (int64_t d = 0; d < j->D; d++) a +=   \
                         g[d];                                                                      \
                     T at = (T)a;                                                                   \
-                    _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) gx[d] =                 \
-                        g[d] - EXP(yv[d]) * at;                                                    \
+                    MUSA_SIMD_MATH(T)                                                              \
+                    for (int64_t d = 0; d < j->D; d++) gx[d] = g[d] - EXP(yv[d]) * at;             \
                 } else {                                                                           \
                     _Pragma("omp simd reduction(+ : a)") for (int64_t d = 0; d < j->D; d++) a +=   \
                         (double)g[d] * yv[d];                                                      \
@@ -222,7 +222,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             double se = 0, sx = 0;                                                                 \
             if (j->S == 1) { /* contiguous row */                                                  \
                 m = row_max_##SUF(x, j->C);                                                        \
-                _Pragma("omp simd reduction(+ : se, sx)") for (int64_t c = 0; c < j->C; c++) {     \
+                MUSA_SIMD_MATH(T, reduction(+ : se, sx)) for (int64_t c = 0; c < j->C; c++) {      \
                     se += EXP(x[c] - m);                                                           \
                     sx += x[c];                                                                    \
                 }                                                                                  \
@@ -258,11 +258,11 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             if (j->S == 1) { /* contiguous row: gx = (softmax - smoothed one-hot) gs */            \
                 T m = row_max_##SUF(x, j->C);                                                      \
                 double se = 0;                                                                     \
-                _Pragma("omp simd reduction(+ : se)") for (int64_t c = 0; c < j->C; c++) se +=     \
-                    EXP(x[c] - m);                                                                 \
+                MUSA_SIMD_MATH(T, reduction(+ : se))                                               \
+                for (int64_t c = 0; c < j->C; c++) se += EXP(x[c] - m);                            \
                 T k = (T)(gs / se), u = (T)(eps / (double)j->C * gs);                              \
-                _Pragma("omp simd") for (int64_t c = 0; c < j->C; c++) gx[c] =                     \
-                    EXP(x[c] - m) * k - u;                                                         \
+                MUSA_SIMD_MATH(T)                                                                  \
+                for (int64_t c = 0; c < j->C; c++) gx[c] = EXP(x[c] - m) * k - u;                  \
                 gx[t] -= (T)((1 - eps) * gs);                                                      \
                 continue;                                                                          \
             }                                                                                      \

@@ -23,10 +23,14 @@
  * local copy: an element's result never depends on where a thread's range
  * or a fused tile starts, or on the layout (scalar libm and its SIMD
  * variants can differ in the last bit). */
-#define DEF_U(NAME, SN, T, C, EXPR)                                                                \
+#define DEF_U(NAME, SN, T, C, EXPR) DEF_U_SIMD(NAME, SN, T, C, EXPR, omp simd)
+/* ... calling libm: a 64-byte vector a step (vmath.h) */
+#define DEF_UM(NAME, SN, T, C, EXPR)                                                               \
+    DEF_U_SIMD(NAME, SN, T, C, EXPR, omp simd simdlen(MUSA_SIMD_LANES_##C))
+#define DEF_U_SIMD(NAME, SN, T, C, EXPR, PRAGMA)                                                   \
     static inline                                                                                  \
         __attribute__((always_inline)) void NAME##_##SN##_blk(T *o, const T *a, const int K) {     \
-        _Pragma("omp simd") for (int k = 0; k < K; k++) {                                          \
+        MUSA_PRAGMA(PRAGMA) for (int k = 0; k < K; k++) {                                          \
             C x = LD_##SN(a[k]);                                                                   \
             o[k] = ST_##SN(EXPR);                                                                  \
         }                                                                                          \
@@ -75,11 +79,14 @@
         [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8};                        \
     DEF_KERNEL(NAME, MUSA_GRAIN_CHEAP)
 
-#define UNARY_FLOAT(NAME, FE, DE)                                                                  \
-    DEF_U(NAME, f32, float, float, FE)                                                             \
-    DEF_U(NAME, f64, double, double, DE)                                                           \
-    DEF_U(NAME, f16, musa_f16, float, FE)                                                          \
-    DEF_U(NAME, bf16, musa_bf16, float, FE)                                                        \
+#define UNARY_FLOAT(NAME, FE, DE) UNARY_FLOAT_LOOPS(NAME, FE, DE, DEF_U)
+/* ... whose expressions call libm (vmath.h) */
+#define UNARY_MATH(NAME, FE, DE) UNARY_FLOAT_LOOPS(NAME, FE, DE, DEF_UM)
+#define UNARY_FLOAT_LOOPS(NAME, FE, DE, DEF)                                                       \
+    DEF(NAME, f32, float, float, FE)                                                               \
+    DEF(NAME, f64, double, double, DE)                                                             \
+    DEF(NAME, f16, musa_f16, float, FE)                                                            \
+    DEF(NAME, bf16, musa_bf16, float, FE)                                                          \
     static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {[MUSA_DTYPE_FLOAT32] = NAME##_f32, \
                                                                 [MUSA_DTYPE_FLOAT64] = NAME##_f64, \
                                                                 [MUSA_DTYPE_FLOAT16] = NAME##_f16, \
@@ -138,18 +145,29 @@ UNARY_ALL(floor, floorf(x), floor(x), x)
 UNARY_ALL(ceil, ceilf(x), ceil(x), x)
 UNARY_ALL(round, nearbyintf(x), nearbyint(x), x)
 
-UNARY_FLOAT(exp, expf(x), exp(x))
-UNARY_FLOAT(expm1, expm1f(x), expm1(x))
-UNARY_FLOAT(log, logf(x), log(x))
-UNARY_FLOAT(log1p, log1pf(x), log1p(x))
+UNARY_MATH(exp, expf(x), exp(x))
+UNARY_MATH(expm1, expm1f(x), expm1(x))
+UNARY_MATH(log, logf(x), log(x))
+UNARY_MATH(log1p, log1pf(x), log1p(x))
 UNARY_FLOAT(sqrt, sqrtf(x), sqrt(x))
 UNARY_FLOAT(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 UNARY_FLOAT(reciprocal, 1.0f / x, 1.0 / x)
-UNARY_FLOAT(sin, sinf(x), sin(x))
-UNARY_FLOAT(cos, cosf(x), cos(x))
-UNARY_FLOAT(tanh, tanhf(x), tanh(x))
-UNARY_FLOAT(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
-UNARY_FLOAT(erf, erff(x), erf(x))
+UNARY_MATH(sin, sinf(x), sin(x))
+UNARY_MATH(cos, cosf(x), cos(x))
+UNARY_MATH(tanh, tanhf(x), tanh(x))
+/* sigmoid from e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below, so
+ * the negative tail keeps its relative accuracy down to the denormals
+ * (1 / (1 + exp(-x)) gave 0 below -88.7 in float32 as exp(-x) overflowed). */
+static inline float logistic_f(float x) {
+    float e = expf(-fabsf(x));
+    return (x < 0 ? e : 1.0f) / (1.0f + e);
+}
+static inline double logistic_d(double x) {
+    double e = exp(-fabs(x));
+    return (x < 0 ? e : 1.0) / (1.0 + e);
+}
+UNARY_MATH(sigmoid, logistic_f(x), logistic_d(x))
+UNARY_MATH(erf, erff(x), erf(x))
 
 UNARY_PRED(logical_not, x == 0, x == 0)
 UNARY_PRED(isnan, x != x, 0 * x)
