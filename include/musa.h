@@ -1164,6 +1164,8 @@ typedef struct musa_plan_stats {
     int kernels;        /* kernel instructions */
     int fused_groups;   /* fused-tile instructions */
     int fused_nodes;    /* nodes inside them */
+    int multi_updates;  /* multi-tensor update instructions (update rows run as one kernel) */
+    int multi_nodes;    /* update nodes inside them */
     int parallel_steps; /* steps running several instructions concurrently */
     int views;          /* view nodes turned into aliases */
     int inplace;        /* buffers reused in place */
