@@ -25,6 +25,7 @@
 
 #include "../backend/cpu/kernels.h"
 #include "../base/threadpool.h"
+#include "../base/vec.h"
 
 #define MAX_IN (MUSA_MAX_OUTPUTS + 2) /* an update row: param, state..., grad, lr */
 
@@ -87,8 +88,16 @@ static int span_cmp(const void *a, const void *b) {
     return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* The two largest ends seen, from different rows: top.row's, and the
- * largest of any other row. */
+static span span_of(const musa_tensor *t, int row, bool written) {
+    size_t es = musa_dtype_info[t->dtype].size;
+    int64_t end = t->offset;
+    for (int d = 0; d < t->ndim; d++) end += (t->shape[d] - 1) * t->strides[d];
+    uintptr_t base = (uintptr_t)t->storage->data;
+    return (span){base + (uintptr_t)t->offset * es, base + (uintptr_t)(end + 1) * es, row, written};
+}
+
+/* The two largest ends seen, from different rows: row1's, and the largest
+ * of any other row. */
 typedef struct ends {
     uintptr_t hi1, hi2;
     int row1;
@@ -109,10 +118,10 @@ static bool ends_after(const ends *e, uintptr_t lo, int row) {
     return (row == e->row1 ? e->hi2 : e->hi1) > lo;
 }
 
-/* Whether some row writes memory that another row reads or writes: the
- * spans (n of them, sorted here) swept by start, keeping the furthest ends
- * of earlier spans, written and all. */
-static bool rows_conflict(span *s, int n) {
+/* Whether two of the spans (n of them, sorted here), from different rows
+ * and one of them written, overlap: swept by start, keeping the furthest
+ * ends of the earlier spans, written and all. */
+static bool spans_conflict(span *s, int n) {
     qsort(s, (size_t)n, sizeof *s, span_cmp);
     ends all = {0, 0, -1}, written = {0, 0, -1};
     for (int k = 0; k < n; k++) {
@@ -124,12 +133,49 @@ static bool rows_conflict(span *s, int n) {
     return false;
 }
 
-static span span_of(const musa_tensor *t, int row, bool written) {
-    size_t es = musa_dtype_info[t->dtype].size;
-    int64_t end = t->offset;
-    for (int d = 0; d < t->ndim; d++) end += (t->shape[d] - 1) * t->strides[d];
-    uintptr_t base = (uintptr_t)t->storage->data;
-    return (span){base + (uintptr_t)t->offset * es, base + (uintptr_t)(end + 1) * es, row, written};
+/* A storage the rows touch (a slot of an open-addressing table). */
+typedef struct touch {
+    const musa_storage *storage; /* NULL: a free slot */
+    int row;                     /* the first row that touches it */
+    bool shared;                 /* several rows do */
+    bool written;                /* a row updates it */
+} touch;
+
+static touch *touch_of(touch *tab, int cap, const musa_storage *st) {
+    size_t j = (size_t)musa_hash_u64((uint64_t)(uintptr_t)st) & (size_t)(cap - 1);
+    while (tab[j].storage && tab[j].storage != st) j = (j + 1) & (size_t)(cap - 1);
+    return &tab[j];
+}
+
+/* Whether a row writes memory that another row reads or writes. Tensors
+ * overlap only within one storage, so storages go in a table first (tab:
+ * cap zeroed slots, cap a power of two above twice the tensors): only the
+ * tensors of storages that several rows touch, one writing, are compared by
+ * the bytes they span (spans: room for every tensor). Usually none are (the
+ * shared lr is only read), and the check is one pass. */
+static bool rows_conflict(musa_tensor *const *tensors, int n_rows, int n_in, int n_out, touch *tab,
+                          int cap, span *spans) {
+    bool suspect = false;
+    for (int pass = 0; pass < 2; pass++) {
+        int n = 0;
+        for (int r = 0; r < n_rows; r++)
+            for (int i = 0; i < n_in; i++) {
+                const musa_tensor *t = tensors[(size_t)r * (size_t)n_in + (size_t)i];
+                if (!t->numel) continue;
+                touch *e = touch_of(tab, cap, t->storage);
+                if (pass == 1) {
+                    if (e->shared && e->written) spans[n++] = span_of(t, r, i < n_out);
+                    continue;
+                }
+                if (!e->storage) *e = (touch){t->storage, r, false, false};
+                e->shared |= e->row != r;
+                e->written |= i < n_out;
+                suspect |= e->shared && e->written;
+            }
+        if (pass == 1) return spans_conflict(spans, n);
+        if (!suspect) return false;
+    }
+    return false;
 }
 
 /* Dispatch row `in` in place (its first n_out inputs as outputs). */
@@ -140,9 +186,10 @@ static int dispatch_row(musa_op_id op, musa_tensor *const *in, int n_in, int n_o
     return musa_dispatch(op, n_in, in, attrs, out);
 }
 
-/* The plain rows as one multi-tensor kernel call; mem holds their prepared
- * rows (the kernel's scratch), then n_plain * (n_out + n_in) views and
- * n_plain pointers to them. Bumps the versions of what it updated. */
+/* The plain rows as one multi-tensor kernel call. mem holds their prepared
+ * rows (the kernel's scratch: cpu_update_multi_workspace(n_plain) bytes),
+ * then n_plain * (n_out + n_in) views and n_plain pointers to them. Bumps
+ * the versions of what it updated. */
 static int run_plain(const musa_op_info *info, musa_op_id op, musa_tensor *const *tensors,
                      int n_rows, int n_in, int n_out, const bool *plain, int n_plain,
                      const void *attrs, char *mem) {
@@ -154,9 +201,11 @@ static int run_plain(const musa_op_info *info, musa_op_id op, musa_tensor *const
         if (!plain[r]) continue;
         musa_tensor *const *in = tensors + (size_t)r * (size_t)n_in;
         rows[q] = kv + (size_t)q * (size_t)(n_out + n_in);
-        for (int j = 0; j < n_out; j++) musa_tensor_kview(in[j], &rows[q][j]);
-        for (int i = 0; i < n_in; i++) musa_tensor_kview(in[i], &rows[q][n_out + i]);
-        for (int i = 0; i < n_in; i++) work += in[i]->numel * (i < n_out ? 2 : 1);
+        for (int i = 0; i < n_in; i++) {
+            musa_tensor_kview(in[i], &rows[q][n_out + i]);
+            work += in[i]->numel * (i < n_out ? 2 : 1);
+        }
+        for (int j = 0; j < n_out; j++) rows[q][j] = rows[q][n_out + j]; /* in place */
         q++;
     }
     musa_kctx ctx = {.scratch = mem, .scratch_bytes = ws, .op_name = info->name};
@@ -216,35 +265,29 @@ int musa_update_multi(int op_, const musa_attrs *attrs, int n_rows, int n_in,
         n_plain += !rc && plain[r];
     }
     char *mem = NULL;
-    span *spans = NULL;
     if (rc) goto done;
 
     /* together only in plain eager mode, when no row writes what another touches */
     bool together = musa_tls.mode == MUSA_MODE_EAGER && !musa_tls.anomaly_forward && n_plain > 1;
     if (together) {
-        if (!(spans = musa_malloc(sizeof *spans * (size_t)n_rows * (size_t)n_in, "update_multi"))) {
+        /* one block: the kernel's (prepared rows, views, row pointers), then
+         * the conflict check's (storage table, spans) */
+        size_t n_t = (size_t)n_rows * (size_t)n_in, cap = 16;
+        while (cap < 2 * n_t) cap *= 2;
+        size_t run =
+            cpu_update_multi_workspace(n_plain) +
+            (size_t)n_plain * ((size_t)(n_out + n_in) * sizeof(musa_kview) + sizeof(void *));
+        if (!(mem = musa_malloc(run + cap * sizeof(touch) + n_t * sizeof(span), "update_multi"))) {
             rc = MUSA_ERR_NOMEM;
             goto done;
         }
-        int n = 0;
-        for (int r = 0; r < n_rows; r++)
-            for (int i = 0; i < n_in; i++) {
-                const musa_tensor *t = tensors[(size_t)r * (size_t)n_in + (size_t)i];
-                if (t->numel) spans[n++] = span_of(t, r, i < n_out);
-            }
-        together = !rows_conflict(spans, n);
+        touch *tab = (touch *)(mem + run);
+        memset(tab, 0, cap * sizeof(touch));
+        together = !rows_conflict(tensors, n_rows, n_in, n_out, tab, (int)cap, (span *)(tab + cap));
     }
-    if (together) {
-        size_t ws = cpu_update_multi_workspace(n_plain);
-        size_t nv = (size_t)n_plain * (size_t)(n_out + n_in);
-        if (!(mem = musa_malloc(ws + nv * sizeof(musa_kview) + (size_t)n_plain * sizeof(void *),
-                                "update_multi"))) {
-            rc = MUSA_ERR_NOMEM;
-            goto done;
-        }
-        if ((rc = run_plain(info, op, tensors, n_rows, n_in, n_out, plain, n_plain, &a, mem)))
-            goto done;
-    }
+    if (together &&
+        (rc = run_plain(info, op, tensors, n_rows, n_in, n_out, plain, n_plain, &a, mem)))
+        goto done;
     for (int r = 0; r < n_rows && !rc; r++) {
         if (together && plain[r]) continue;
         if ((rc = dispatch_row(op, tensors + (size_t)r * (size_t)n_in, n_in, n_out, &a)))
@@ -252,7 +295,6 @@ int musa_update_multi(int op_, const musa_attrs *attrs, int n_rows, int n_in,
     }
 done:
     free(mem);
-    free(spans);
     if (plain != plain_buf) free(plain);
     return rc;
 }

@@ -5,10 +5,25 @@
  * 0, 1 and 40,000 elements and 0-d, on 1 and 3 threads, so parallel chunks
  * start inside rows and span several); rows the dispatcher would not run in
  * place (strided, lr to cast, a row sharing a tensor with another); version
- * counters; and the errors, which name the row and leave every tensor as it
- * was.
+ * counters; which rows run together (the profiler's events: one per
+ * kernel call), views of one storage included; and the errors, which name
+ * the row and leave every tensor as it was.
  */
 #include "../util.h"
+#include "backend/cpu/kernels.h"
+#include "ops/op.h"
+
+/* The INPLACE rows and the kernels with a multi-tensor form are one list. */
+TEST(every_update_row_has_a_multi_tensor_form) {
+    int n = 0;
+    for (int op = 0; op < MUSA_OP_COUNT; op++) {
+        bool update = (musa_ops[op].flags & MUSA_OPF_INPLACE) != 0;
+        CHECK_MSG(update == cpu_update_has_multi(musa_ops[op].kernel),
+                  "%s: INPLACE %d, multi-tensor form %d", musa_ops[op].name, update, !update);
+        n += update;
+    }
+    CHECK(n == 3);
+}
 
 static musa_tensor *scalar64(double v) {
     return musa_full(0, NULL, v, MUSA_DTYPE_FLOAT64);
@@ -191,6 +206,71 @@ TEST(update_multi_rows_not_in_place_run_as_row_by_row) {
     musa_attrs_free(at);
     for (int r = 0; r < 5; r++) release_all(5, p[r], q[r], buf[r], bq[r], g[r]);
     release_all(4, lr, lr32, pt, base);
+}
+
+static int kernel_calls;
+static void count_calls(musa_op_id op, bool begin) {
+    (void)op;
+    kernel_calls += begin;
+}
+
+/* Parameters and buffers as slices [start, end) of one storage each, lr
+ * shared; row 1's gradient is ones, or with g1_at >= 0 the slice of the
+ * parameters' storage from g1_at. One step row by row on a copy and one in
+ * one call: returns the kernel calls of the one call (1: the rows ran
+ * together), -1 when the results differ. */
+static int slices_case(int n_rows, const int64_t (*range)[2], int64_t g1_at) {
+    int op = musa_op_lookup("sgd_update");
+    musa_attrs *at = musa_attrs_new(op);
+    musa_attrs_set_number(at, "momentum", 0.9);
+    const int64_t n = 100;
+    musa_tensor *flat[2][2], *lr = scalar64(0.1), *t[2][16] = {{NULL}};
+    for (int k = 0; k < 2; k++) {
+        flat[0][k] = rnd(MUSA_DTYPE_FLOAT32, 1, &n, -1, 1, L_CONTIG);
+        flat[1][k] = musa_clone(flat[0][k]);
+    }
+    for (int c = 0; c < 2; c++)
+        for (int r = 0; r < n_rows; r++) {
+            int64_t w = range[r][1] - range[r][0];
+            t[c][r * 4] = musa_slice(flat[c][0], 0, range[r][0], range[r][1], 1);
+            t[c][r * 4 + 1] = musa_slice(flat[c][1], 0, range[r][0], range[r][1], 1);
+            t[c][r * 4 + 2] = r == 1 && g1_at >= 0 ? musa_slice(flat[c][0], 0, g1_at, g1_at + w, 1)
+                                                   : musa_ones(1, &w, MUSA_DTYPE_FLOAT32);
+            t[c][r * 4 + 3] = musa_tensor_retain(lr);
+        }
+    for (int r = 0; r < n_rows; r++) {
+        musa_tensor *outs[6] = {t[0][r * 4], t[0][r * 4 + 1]};
+        musa_op_call(op, 4, t[0] + r * 4, at, outs);
+    }
+    kernel_calls = 0;
+    musa_profile_hook = count_calls;
+    int rc = musa_update_multi(op, at, n_rows, 4, t[1]);
+    musa_profile_hook = NULL;
+    int calls = rc ? -1 : kernel_calls;
+    for (int k = 0; k < 2; k++)
+        if (!same_bytes(flat[0][k], flat[1][k])) calls = -1;
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 16; k++) musa_tensor_release(t[c][k]);
+    for (int k = 0; k < 2; k++) musa_tensor_release(flat[0][k]), musa_tensor_release(flat[1][k]);
+    musa_tensor_release(lr);
+    musa_attrs_free(at);
+    return calls;
+}
+
+/* Rows run as one kernel call unless one writes memory another row reads
+ * or writes: slices of one storage that do not overlap run together; ones
+ * that overlap, or a row reading another's parameter, run one by one. */
+TEST(update_multi_runs_rows_together_unless_they_share_memory) {
+    const int64_t apart[3][2] = {{0, 30}, {30, 31}, {40, 100}};
+    const int64_t overlap[3][2] = {{0, 30}, {29, 60}, {60, 100}};
+    const int64_t same[2][2] = {{10, 20}, {10, 20}};
+    CHECK(slices_case(3, apart, -1) == 1);
+    CHECK(slices_case(3, overlap, -1) == 3);
+    CHECK(slices_case(2, same, -1) == 2);
+    /* row 1's gradient in the parameters' storage: where row 0 writes, and
+     * between the rows' parameters (read only) */
+    CHECK(slices_case(3, apart, 0) == 3);
+    CHECK(slices_case(3, apart, 35) == 1);
 }
 
 /* An invalid row anywhere fails the call naming the op and the row, with
