@@ -247,7 +247,7 @@ int musa_update_multi(int op_, const musa_attrs *attrs, int n_rows, int n_in,
     else
         musa_attrs_init(info->attrs_kind, &a);
 
-    /* check every row; the first plain rows' flags go in a small buffer */
+    /* check every row, noting which are plain (past 64 rows, in a malloc'd array) */
     bool plain_buf[64], *plain = plain_buf;
     if (n_rows > 64 && !(plain = musa_malloc((size_t)n_rows, "update_multi")))
         return MUSA_ERR_NOMEM;
