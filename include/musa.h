@@ -894,6 +894,32 @@ MUSA_API int musa_rmsprop_update(musa_tensor *param, musa_tensor *square_avg,
                                  musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
                                  const musa_rmsprop_options *options);
 
+/* The multi-tensor form: one update over many parameters (an optimizer's
+ * parameter group) in one call, with the same results, bit for bit, as
+ * musa_op_call of the row on each row in turn, the row's first n_in - 2
+ * tensors passed as its outputs.
+ *
+ * op is an update row (sgd_update, adam_update or rmsprop_update) and attrs
+ * its attributes (musa_attrs_new(op); NULL: defaults), shared by every row.
+ * tensors holds n_rows rows of n_in tensors each, row r at tensors[r * n_in]:
+ * (param, state..., grad, lr) as the row takes them (see above), the
+ * parameter and state updated in place. n_rows may be 0.
+ *
+ * Every row is checked first, by the row's own inference and the checks of
+ * in-place outputs: an invalid row fails the call with the row's error,
+ * naming the row ("[sgd_update] row 3: gradient (input 1) has shape (3,)
+ * but the parameter has (4,)"), and nothing is written. Then the rows run:
+ * in eager mode, those the dispatcher would update straight in place
+ * (contiguous, lr float64, sharing no memory with their other operands) as
+ * one parallel loop over all their elements, the others one by one. Rows
+ * that share memory one of them writes, a capture in progress (each row is
+ * recorded as a node, as musa_op_call records it) and anomaly mode's NaN
+ * checks run every row one by one, in order. Version counters are bumped;
+ * a profiler sees one event for the rows run together. A failure after the
+ * checks (out of memory, an interrupt) may leave rows updated. */
+MUSA_API int musa_update_multi(int op, const musa_attrs *attrs, int n_rows, int n_in,
+                               musa_tensor *const *tensors);
+
 /* ------------------------------------------------------------------------ */
 /* Static graphs (jit)                                                      */
 /* ------------------------------------------------------------------------ */
@@ -1138,6 +1164,8 @@ typedef struct musa_plan_stats {
     int kernels;        /* kernel instructions */
     int fused_groups;   /* fused-tile instructions */
     int fused_nodes;    /* nodes inside them */
+    int multi_updates;  /* multi-tensor update instructions (update rows run as one kernel) */
+    int multi_nodes;    /* update nodes inside them */
     int parallel_steps; /* steps running several instructions concurrently */
     int views;          /* view nodes turned into aliases */
     int inplace;        /* buffers reused in place */

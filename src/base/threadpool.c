@@ -266,7 +266,9 @@ void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     int threads = tls_serial_depth > 0 ? 1 : musa_pool_threads();
-    if (threads <= 1 || n <= grain) {
+    /* under two grains there is one chunk: a team of one thread would only
+     * add a parallel region's cost */
+    if (threads <= 1 || n / grain < 2) {
         /* serially, in pieces of SERIAL_PIECE units at most, so a long loop
          * can be interrupted between them (ranges never change results) */
         int64_t piece = grain > SERIAL_PIECE ? grain : SERIAL_PIECE;

@@ -4,8 +4,10 @@
  * allocation per op).
  *
  * Lowering (musa_plan_build) takes an optimised graph and:
- * - turns each fusion group into one fused-tile instruction and every other
- *   non-view node into a kernel instruction; view nodes become aliases;
+ * - turns each fusion group into one fused-tile instruction, each run of
+ *   consecutive independent update nodes of one op and one set of
+ *   attributes into one multi-tensor update, and every other non-view node
+ *   into a kernel instruction; view nodes become aliases;
  * - schedules in program order, pairing (with more than one thread) an
  *   independent mid-sized heavy kernel with the next such one into a step
  *   run concurrently on the OpenMP team;

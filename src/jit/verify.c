@@ -41,7 +41,10 @@ int musa_graph_verify(const musa_graph *g) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
         const musa_op_info *info = &musa_ops[n->op];
-        if (n->op < 0 || n->op >= MUSA_OP_COUNT || n->n_out != info->n_out ||
+        /* n_out -1 (update rows): inference sets it per call, checked below */
+        bool n_out_ok = info->n_out >= 0 ? n->n_out == info->n_out
+                                         : n->n_out >= 1 && n->n_out <= MUSA_MAX_OUTPUTS;
+        if (n->op < 0 || n->op >= MUSA_OP_COUNT || !n_out_ok ||
             (info->n_in >= 0 && n->n_in != info->n_in)) {
             rc = musa_err(MUSA_ERR_RUNTIME, "[jit verify] node %lld (%s) has a bad arity",
                           (long long)i, info->name);

@@ -101,8 +101,8 @@ static bool has_internal_overlap(const musa_tensor *t) {
     return false;
 }
 
-static int check_provided_out(const musa_op_info *info, int j, const musa_tensor *o,
-                              const musa_infer *r) {
+int musa_check_provided_out(const musa_op_info *info, int j, const musa_tensor *o,
+                            const musa_infer *r) {
     char s1[128], s2[128];
     if (!o->storage && musa_tls.mode != MUSA_MODE_SYMBOLIC)
         return musa_err(MUSA_ERR_RUNTIME, "[%s] cannot write into a meta tensor", info->name);
@@ -132,6 +132,16 @@ void musa_set_long_op_hook(void (*hook)(bool begin)) {
     long_op_hook = hook;
 }
 
+bool musa_long_op_begin(int64_t elems) {
+    if (MUSA_LIKELY(long_op_hook == NULL) || elems < MUSA_LONG_OP_ELEMS) return false;
+    long_op_hook(true);
+    return true;
+}
+
+void musa_long_op_end(bool began) {
+    if (began) long_op_hook(false);
+}
+
 static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_tensor *const *cin,
                       const void *attrs, int n_out, musa_tensor **dst) {
     musa_kview kin_buf[8], *kin = kin_buf;
@@ -159,12 +169,12 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
             int64_t work = 0;
             for (int i = 0; i < n_in; i++) work += cin[i]->numel;
             for (int j = 0; j < n_out; j++) work += dst[j]->numel;
-            if ((long_op = work >= MUSA_LONG_OP_ELEMS)) long_op_hook(true);
+            long_op = musa_long_op_begin(work);
         }
         if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, true);
         rc = info->kernel(&ctx, kout, kin, n_in, attrs);
         if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, false);
-        if (long_op) long_op_hook(false);
+        musa_long_op_end(long_op);
         if (rc) musa_err_prefix(info->name);
         if (MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take() && !rc)
             rc = musa_err(MUSA_ERR_INTERRUPTED, "[%s] interrupted", info->name);
@@ -321,7 +331,7 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
                               info->name);
                 goto done;
             }
-            if ((rc = check_provided_out(info, j, out[j], &r))) goto done;
+            if ((rc = musa_check_provided_out(info, j, out[j], &r))) goto done;
         }
     }
 
@@ -431,11 +441,6 @@ musa_tensor *musa_call(musa_op_id op, int n_in, musa_tensor *const *in, const vo
 }
 
 /* ---- generic op access (public) ---- */
-
-struct musa_attrs {
-    int op;
-    musa_attrs_any rec;
-};
 
 int musa_op_count(void) {
     return MUSA_OP_COUNT;

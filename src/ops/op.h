@@ -194,6 +194,24 @@ enum { MUSA_TF_REQUIRES_GRAD = 2 };
 int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                   musa_tensor **out);
 
+/* The checks of a provided output j (in place / out=) against the inferred
+ * result r: not meta (outside symbolic mode), the result's shape, a dtype
+ * the result casts to, no overlapping elements. Sets the error naming op. */
+int musa_check_provided_out(const musa_op_info *info, int j, const musa_tensor *o,
+                            const musa_infer *r);
+
+/* The long-op hook (musa_set_long_op_hook) around a kernel touching `elems`
+ * elements, inputs and outputs counted: begin calls it when set and the
+ * work is long enough, and says whether it did; end undoes what begin did. */
+bool musa_long_op_begin(int64_t elems);
+void musa_long_op_end(bool began);
+
+/* The public attribute record (musa_attrs_new): an op's record, tagged. */
+struct musa_attrs {
+    int op;
+    musa_attrs_any rec;
+};
+
 /* Run a single-output op and return its output (new reference) or NULL. */
 musa_tensor *musa_call(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs);
 

@@ -192,6 +192,33 @@ def test_whole_step_matches_eager_for_50_steps(optim, make):
     assert step_c.plan_stats()["runs"] == 50
 
 
+@pytest.mark.parametrize("optim", ["sgd", "adam", "rmsprop"])
+def test_whole_step_runs_its_updates_as_one_multi_tensor_instruction(optim):
+    # the step's update rows (one per parameter, as recorded) run as one
+    # plan instruction, one parallel loop; parameters and state stay
+    # bitwise equal to the eager step's, which runs the same rows as one
+    # multi-tensor kernel per group too
+    eager, comp = twins(ZOO["mlp"][0])
+    make = {"sgd": lambda ps: musa.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True),
+            "adam": lambda ps: musa.optim.Adam(ps, lr=1e-2, amsgrad=True),
+            "rmsprop": lambda ps: musa.optim.RMSprop(ps, lr=1e-3, momentum=0.5, centered=True)}
+    oe, oc = make[optim](eager.parameters()), make[optim](comp.parameters())
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    musa.manual_seed(1)
+    for i in range(5):
+        x, y = musa.randn(16, 64), musa.randint(0, 10, (16,))
+        assert float(step_e(x, y)) == float(step_c(x, y))
+    n = len(list(comp.parameters()))
+    st = step_c.plan_stats()
+    assert st["multi_updates"] == 1 and st["multi_nodes"] == n, st
+    assert f"multi[{optim}_update x{n}, " in step_c.plan_text()
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes()
+    for se, sc in zip(oe.state.values(), oc.state.values()):
+        for k in se:
+            assert se[k].numpy().tobytes() == sc[k].numpy().tobytes(), k
+
+
 def test_whole_step_follows_the_learning_rate_without_recompiling():
     eager, comp = twins(ZOO["mlp"][0])
     oe = musa.optim.SGD(eager.parameters(), lr=0.1)

@@ -147,6 +147,42 @@ def test_one_update_call_per_group_per_step(monkeypatch):
     assert calls == [3, 1, 3, 1]
 
 
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=1e-4, nesterov=True),
+    lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.3),
+    lambda ps: optim.Adam(ps, lr=1e-2, amsgrad=True),
+    lambda ps: optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
+    lambda ps: optim.RMSprop(ps, lr=1e-3, momentum=0.5, centered=True, weight_decay=1e-4),
+], ids=["sgd-nesterov", "sgd-dampening", "adam-amsgrad", "adamw", "rmsprop-centered"])
+def test_multi_tensor_step_is_bitwise_the_row_by_row_step(make, monkeypatch):
+    # _C._update runs a group's rows as one multi-tensor kernel; the same
+    # training with each row passed alone (one dispatch per parameter, the
+    # old route) ends bitwise equal, parameters and state
+    def model():
+        musa.manual_seed(0)
+        return musa.nn.Sequential(musa.nn.Conv2d(2, 8, 3), musa.nn.BatchNorm2d(8), musa.nn.ReLU(),
+                                  musa.nn.Flatten(), musa.nn.Linear(8 * 6 * 6, 300),
+                                  musa.nn.Linear(300, 130), musa.nn.Linear(130, 3))
+
+    real = musa._C._update
+    one_by_one = lambda op, rows, attrs: [real(op, [r], attrs) for r in rows]  # noqa: E731
+    results = []
+    for update in (real, one_by_one):
+        monkeypatch.setattr(musa._C, "_update", update)
+        m = model()
+        opt = make(m.parameters())
+        musa.manual_seed(1)
+        for _ in range(4):
+            opt.zero_grad()
+            m(musa.randn(4, 2, 8, 8)).square().mean().backward()
+            opt.step()
+        state = [v for s in opt.state.values() for v in s.values() if isinstance(v, musa.Tensor)]
+        results.append([npy(t) for t in list(m.parameters()) + state])
+    assert len(results[0]) == len(results[1]) > 8
+    for a, b in zip(*results):
+        assert a.tobytes() == b.tobytes()
+
+
 def test_params_without_grad_are_skipped():
     a, b = musa.ones(3, requires_grad=True), musa.ones(3, requires_grad=True)
     opt = optim.Adam([a, b], lr=0.1)
@@ -539,7 +575,7 @@ def test_update_rows_reject_bad_state_with_the_op_name():
     p.grad = musa.ones(3)
     opt.step()
     opt.state[p]["momentum_buffer"] = musa.ones(4)
-    with pytest.raises(ValueError, match=r"\[sgd_update\] state tensor \(input 1\) has shape"):
+    with pytest.raises(ValueError, match=r"\[sgd_update\] row 0: state tensor \(input 1\) has shape"):
         opt.step()
     with pytest.raises(ValueError, match="not an update op"):
         musa._C._update("add", [], {})

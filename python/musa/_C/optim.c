@@ -1,10 +1,11 @@
 /*
  * optim.c - the one binding musa.optim needs: run an optimizer's update row
  * (sgd_update, adam_update, ...) over every parameter of a group in one
- * Python call. Each row is dispatched like any op (so captures record it);
- * the parameter and its state are passed as provided outputs, so they are
- * updated in place. musa.optim keeps the state; the arithmetic is the row's
- * kernel.
+ * Python call, musa_update_multi: eager, the rows run as one multi-tensor
+ * kernel (one parallel loop); under a capture each row is dispatched like
+ * any op, so the graph records a node per parameter. The parameter and its
+ * state are updated in place. musa.optim keeps the state; the arithmetic is
+ * the row's kernel.
  */
 #include "pymusa.h"
 
@@ -47,31 +48,53 @@ DEF(_update, PM_FN, "op:O rows:O attrs:O") {
     PyObject *rows = PySequence_Fast(a[1].o, "[_update] rows must be a sequence");
     if (!rows) return NULL;
     musa_attrs *at = attrs_from(op, a[2].o);
-    if (!at) {
-        Py_DECREF(rows);
-        return NULL;
-    }
-    int rc = MUSA_OK;
-    for (Py_ssize_t r = 0; r < PySequence_Fast_GET_SIZE(rows) && !rc; r++) {
-        musa_tensor **in;
-        int n;
-        if (pm_tensor_list(PySequence_Fast_GET_ITEM(rows, r), name, "a row", false, -1, &in, &n)) {
-            rc = -1;
-            break;
+    musa_tensor **ts = NULL; /* rows laid end to end, retained (Python may run meanwhile) */
+    Py_ssize_t n_rows = PySequence_Fast_GET_SIZE(rows), n_in = -1, n = 0;
+    PyObject *r = NULL;
+    if (!at) goto done;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        PyObject *row = PySequence_Fast(PySequence_Fast_GET_ITEM(rows, i), "");
+        if (!row) {
+            PyErr_Format(PyExc_TypeError, "[%s] rows[%zd] must be a sequence of Tensors", name, i);
+            goto done;
         }
-        musa_tensor *out[8] = {NULL};
-        if (n < 3 || n - 2 > 6) {
-            PyErr_Format(PyExc_ValueError, "[%s] an update row has 3 to 8 tensors, got %d", name,
-                         n);
-            rc = -1;
-        } else {
-            for (int j = 0; j < n - 2; j++) out[j] = in[j];
-            if ((rc = musa_op_call(op, n, in, at, out))) pm_raise();
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(row);
+        if (n_in < 0) {
+            n_in = len;
+            if (!(ts = PyMem_Calloc((size_t)(n_rows * n_in + 1), sizeof *ts))) {
+                Py_DECREF(row);
+                PyErr_NoMemory();
+                goto done;
+            }
         }
-        pm_tensor_list_free(in);
+        if (len != n_in) {
+            PyErr_Format(PyExc_ValueError, "[%s] rows[%zd] has %zd tensors, rows[0] has %zd", name,
+                         i, len, n_in);
+            Py_DECREF(row);
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < len; k++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(row, k);
+            if (!pm_is_tensor(e)) {
+                PyErr_Format(PyExc_TypeError, "[%s] rows[%zd][%zd] must be a Tensor, not %s", name,
+                             i, k, Py_TYPE(e)->tp_name);
+                Py_DECREF(row);
+                goto done;
+            }
+            ts[n++] = musa_tensor_retain(pm_t(e));
+        }
+        Py_DECREF(row);
     }
+    if (n_rows && musa_update_multi(op, at, (int)n_rows, (int)n_in, ts)) {
+        pm_raise();
+        goto done;
+    }
+    r = Py_None;
+    Py_INCREF(r);
+done:
+    for (Py_ssize_t k = 0; k < n; k++) musa_tensor_release(ts[k]);
+    PyMem_Free(ts);
     musa_attrs_free(at);
     Py_DECREF(rows);
-    if (rc) return NULL;
-    Py_RETURN_NONE;
+    return r;
 }

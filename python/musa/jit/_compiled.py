@@ -156,6 +156,13 @@ class CompiledFunction:
         self._compiled_yet()
         return self._last.plan.stats()
 
+    def plan_text(self):
+        """The steps of the last compiled variant's plan (first segment), one
+        line each: kernels, fused groups (``fused[...]``), multi-tensor
+        updates (``multi[sgd_update x62, 11173962 elements]``)."""
+        self._compiled_yet()
+        return self._last.plan.text()
+
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self

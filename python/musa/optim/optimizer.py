@@ -8,9 +8,10 @@ other tensors of the same layout.
 
 Subclasses implement ``_step_group(group)``, which updates every parameter
 of the group that has a gradient through the optimizer's update op row
-(one C call per group, one dispatch per parameter; see _update); ``step``
-runs the closure, then each group, under no_grad. The arithmetic lives only
-in the rows' kernels, so eager and compiled steps are the same computation.
+(one C call per group, whose rows run as one multi-tensor kernel; see
+_update); ``step`` runs the closure, then each group, under no_grad. The
+arithmetic lives only in the rows' kernels, so eager and compiled steps are
+the same computation.
 """
 import functools
 import warnings
@@ -53,9 +54,11 @@ def _check(name, what, value, ok):
 
 def _update(op, rows, **attrs):
     """Run the update row `op` (sgd_update, ...) over rows of (param,
-    state..., grad, lr) tensors in one C call: each row is one dispatch of
-    the op, writing the parameter and its state in place. Under a musa.jit
-    capture the rows are recorded like any op."""
+    state..., grad, lr) tensors in one C call (musa_update_multi), writing
+    each parameter and its state in place: every row is checked first, then
+    eager rows run as one multi-tensor kernel, with the results of one
+    dispatch per row. Under a musa.jit capture each row is dispatched and
+    recorded like any op."""
     _C._update(op, rows, attrs)
 
 

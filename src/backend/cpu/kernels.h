@@ -78,4 +78,20 @@ static inline char *musa_kview_elem(const musa_kview *v, int64_t linear, size_t 
 /* Tell oneDNN (OpenMP) and BLAS how many threads they may use. */
 void musa_cpu_set_library_threads(int n);
 
+/* ---- the multi-tensor form of the update kernels (optim.c) ---- */
+
+/* Whether `kernel` (an INPLACE update row's) has a multi-tensor form. */
+bool cpu_update_has_multi(musa_kernel_fn kernel);
+/* Scratch bytes cpu_update_multi needs for n_rows rows (its prepared rows). */
+size_t cpu_update_multi_workspace(int n_rows);
+/* Run `kernel`'s update over n_rows rows that share the attributes, as one
+ * parallel loop over all their elements. rows[r] is row r's views as the
+ * kernel takes them, outputs first: n_in - 2 outputs, then n_in inputs
+ * (contiguous, as for the kernel). Rows must not write what another row
+ * reads or writes. Results are bitwise those of the kernel run row by row.
+ * ctx->scratch holds cpu_update_multi_workspace(n_rows) bytes. Fails
+ * (MUSA_ERR_RUNTIME) only for a kernel without this form or no scratch. */
+int cpu_update_multi(const musa_kctx *ctx, musa_kernel_fn kernel, int n_rows,
+                     musa_kview *const *rows, int n_in, const void *attrs);
+
 #endif

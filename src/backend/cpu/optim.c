@@ -10,6 +10,15 @@
  * out[j] may be in[j]'s memory (INPLACE), so each element of an input is
  * read before that element of the output is written. lr is a 0-d float64;
  * step counters are 0-d float64 and count this step.
+ *
+ * Each row is first prepared (an update_job: its element loop, its element
+ * count and the pointers and scalars the loop reads), then run. The kernels
+ * of the op table run one prepared row as one parallel loop; the
+ * multi-tensor form (cpu_update_multi) runs many rows of one op and one set
+ * of attributes as one parallel loop over their elements laid end to end,
+ * each chunk calling each row's loop on the part of the row it covers. The
+ * element loops are the same in both, and an element's result depends on
+ * nothing but that element's operands, so both forms agree bitwise.
  */
 #include <math.h>
 
@@ -62,23 +71,6 @@ typedef struct {
 DEF_SGD(f32, float)
 DEF_SGD(f64, double)
 
-int cpu_sgd_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                   const void *attrs) {
-    (void)ctx;
-    const musa_attrs_sgd *o = attrs;
-    bool mom = o->momentum != 0;
-    sgd_job j = {in[0].data,
-                 in[n_in - 2].data,
-                 mom ? in[1].data : NULL,
-                 out[0].data,
-                 mom ? out[1].data : NULL,
-                 scalar(&in[n_in - 1]),
-                 o};
-    musa_parallel_for(musa_kview_numel(&in[0]), GRAIN,
-                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? sgd_f64 : sgd_f32, &j);
-    return MUSA_OK;
-}
-
 /* ---- Adam / AdamW: in (p, m, v, [vmax], step, g, lr) ---- */
 
 typedef struct {
@@ -122,32 +114,6 @@ typedef struct {
     }
 DEF_ADAM(f32, float)
 DEF_ADAM(f64, double)
-
-int cpu_adam_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                    const void *attrs) {
-    (void)ctx;
-    const musa_attrs_adam *o = attrs;
-    int s = o->amsgrad ? 4 : 3; /* the step counter's position */
-    double step = scalar(&in[s]) + 1, lr = scalar(&in[n_in - 1]);
-    double bc1 = 1 - pow(o->beta1, step), bc2 = 1 - pow(o->beta2, step);
-    adam_job j = {in[0].data,
-                  in[n_in - 2].data,
-                  in[1].data,
-                  in[2].data,
-                  o->amsgrad ? in[3].data : NULL,
-                  out[0].data,
-                  out[1].data,
-                  out[2].data,
-                  o->amsgrad ? out[3].data : NULL,
-                  lr,
-                  lr / bc1,
-                  sqrt(bc2),
-                  o};
-    musa_parallel_for(musa_kview_numel(&in[0]), GRAIN,
-                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? adam_f64 : adam_f32, &j);
-    *(double *)out[s].data = step;
-    return MUSA_OK;
-}
 
 /* ---- RMSprop: in (p, square_avg, [buf], [grad_avg], step, g, lr) ---- */
 
@@ -194,25 +160,181 @@ typedef struct {
 DEF_RMS(f32, float)
 DEF_RMS(f64, double)
 
-int cpu_rmsprop_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                       const void *attrs) {
-    (void)ctx;
+/* ---- prepared rows ---- */
+
+/* One row of an update, prepared to run: fn(&u, i0, i1) updates elements
+ * [i0, i1) of the row; the step counter, where the optimizer counts steps,
+ * is written once every element is done. */
+typedef struct update_job {
+    musa_range_fn fn; /* the row's element loop, over u */
+    int64_t numel;    /* elements of the parameter */
+    int64_t start;    /* multi-tensor form: the row's first element in the joint range */
+    double *step_out; /* the new step counter's place, or NULL (SGD) */
+    double step;      /* its value */
+    union {
+        sgd_job sgd;
+        adam_job adam;
+        rms_job rms;
+    } u;
+} update_job;
+
+/* Fill j from a row's operands (see the file comment); cannot fail. */
+typedef void (*prepare_fn)(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
+                           const void *attrs);
+
+static void sgd_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
+                        const void *attrs) {
+    const musa_attrs_sgd *o = attrs;
+    bool mom = o->momentum != 0;
+    j->u.sgd = (sgd_job){in[0].data,
+                         in[n_in - 2].data,
+                         mom ? in[1].data : NULL,
+                         out[0].data,
+                         mom ? out[1].data : NULL,
+                         scalar(&in[n_in - 1]),
+                         o};
+    j->fn = in[0].dtype == MUSA_DTYPE_FLOAT64 ? sgd_f64 : sgd_f32;
+    j->step_out = NULL;
+}
+
+static void adam_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
+                         const void *attrs) {
+    const musa_attrs_adam *o = attrs;
+    int s = o->amsgrad ? 4 : 3; /* the step counter's position */
+    double step = scalar(&in[s]) + 1, lr = scalar(&in[n_in - 1]);
+    double bc1 = 1 - pow(o->beta1, step), bc2 = 1 - pow(o->beta2, step);
+    j->u.adam = (adam_job){in[0].data,
+                           in[n_in - 2].data,
+                           in[1].data,
+                           in[2].data,
+                           o->amsgrad ? in[3].data : NULL,
+                           out[0].data,
+                           out[1].data,
+                           out[2].data,
+                           o->amsgrad ? out[3].data : NULL,
+                           lr,
+                           lr / bc1,
+                           sqrt(bc2),
+                           o};
+    j->fn = in[0].dtype == MUSA_DTYPE_FLOAT64 ? adam_f64 : adam_f32;
+    j->step_out = (double *)out[s].data;
+    j->step = step;
+}
+
+static void rms_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
+                        const void *attrs) {
     const musa_attrs_rmsprop *o = attrs;
     bool mom = o->momentum > 0;
     int b = mom ? 2 : -1, a = o->centered ? 2 + mom : -1, s = 2 + mom + o->centered;
-    rms_job j = {in[0].data,
-                 in[n_in - 2].data,
-                 in[1].data,
-                 b >= 0 ? in[b].data : NULL,
-                 a >= 0 ? in[a].data : NULL,
-                 out[0].data,
-                 out[1].data,
-                 b >= 0 ? out[b].data : NULL,
-                 a >= 0 ? out[a].data : NULL,
-                 scalar(&in[n_in - 1]),
-                 o};
-    musa_parallel_for(musa_kview_numel(&in[0]), GRAIN,
-                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? rms_f64 : rms_f32, &j);
-    *(double *)out[s].data = scalar(&in[s]) + 1;
+    j->u.rms = (rms_job){in[0].data,
+                         in[n_in - 2].data,
+                         in[1].data,
+                         b >= 0 ? in[b].data : NULL,
+                         a >= 0 ? in[a].data : NULL,
+                         out[0].data,
+                         out[1].data,
+                         b >= 0 ? out[b].data : NULL,
+                         a >= 0 ? out[a].data : NULL,
+                         scalar(&in[n_in - 1]),
+                         o};
+    j->fn = in[0].dtype == MUSA_DTYPE_FLOAT64 ? rms_f64 : rms_f32;
+    j->step_out = (double *)out[s].data;
+    j->step = scalar(&in[s]) + 1;
+}
+
+/* ---- the kernels of the op table: one row ---- */
+
+static int run_row(prepare_fn prepare, musa_kview *out, const musa_kview *in, int n_in,
+                   const void *attrs) {
+    update_job j;
+    prepare(&j, out, in, n_in, attrs);
+    j.numel = musa_kview_numel(&in[0]);
+    musa_parallel_for(j.numel, GRAIN, j.fn, &j.u);
+    if (j.step_out) *j.step_out = j.step;
+    return MUSA_OK;
+}
+
+int cpu_sgd_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                   const void *attrs) {
+    (void)ctx;
+    return run_row(sgd_prepare, out, in, n_in, attrs);
+}
+
+int cpu_adam_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                    const void *attrs) {
+    (void)ctx;
+    return run_row(adam_prepare, out, in, n_in, attrs);
+}
+
+int cpu_rmsprop_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                       const void *attrs) {
+    (void)ctx;
+    return run_row(rms_prepare, out, in, n_in, attrs);
+}
+
+/* ---- the multi-tensor form: many rows, one parallel loop ---- */
+
+/* The kernels that have a multi-tensor form, and how each prepares a row. */
+static prepare_fn prepare_of(musa_kernel_fn kernel) {
+    if (kernel == cpu_sgd_update) return sgd_prepare;
+    if (kernel == cpu_adam_update) return adam_prepare;
+    if (kernel == cpu_rmsprop_update) return rms_prepare;
+    return NULL;
+}
+
+bool cpu_update_has_multi(musa_kernel_fn kernel) {
+    return prepare_of(kernel) != NULL;
+}
+
+size_t cpu_update_multi_workspace(int n_rows) {
+    return n_rows > 0 ? sizeof(update_job) * (size_t)n_rows : 0;
+}
+
+typedef struct multi_job {
+    update_job *rows; /* [n], their starts ascending */
+    int n;
+} multi_job;
+
+/* Elements [i0, i1) of the rows laid end to end: each row's loop on the
+ * part of it the range covers. */
+static void multi_range(void *arg, int64_t i0, int64_t i1) {
+    const multi_job *m = arg;
+    int lo = 0, hi = m->n - 1; /* the last row starting at or before i0 */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (m->rows[mid].start <= i0)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    for (int r = lo; r < m->n && m->rows[r].start < i1; r++) {
+        update_job *j = &m->rows[r];
+        int64_t b = MUSA_MAX(i0, j->start) - j->start;
+        int64_t e = MUSA_MIN(i1, j->start + j->numel) - j->start;
+        if (b < e) j->fn(&j->u, b, e);
+    }
+}
+
+int cpu_update_multi(const musa_kctx *ctx, musa_kernel_fn kernel, int n_rows,
+                     musa_kview *const *rows, int n_in, const void *attrs) {
+    prepare_fn prepare = prepare_of(kernel);
+    if (!prepare) return musa_err(MUSA_ERR_RUNTIME, "[%s] has no multi-tensor form", ctx->op_name);
+    if (n_rows <= 0) return MUSA_OK;
+    if (!ctx->scratch || ctx->scratch_bytes < cpu_update_multi_workspace(n_rows))
+        return musa_err(MUSA_ERR_RUNTIME, "[%s] multi-tensor update without its workspace",
+                        ctx->op_name);
+    int n_out = n_in - 2;
+    multi_job m = {ctx->scratch, n_rows};
+    int64_t total = 0;
+    for (int r = 0; r < n_rows; r++) {
+        update_job *j = &m.rows[r];
+        prepare(j, rows[r], rows[r] + n_out, n_in, attrs);
+        j->numel = musa_kview_numel(&rows[r][n_out]);
+        j->start = total;
+        total += j->numel;
+    }
+    musa_parallel_for(total, GRAIN, multi_range, &m);
+    for (int r = 0; r < n_rows; r++)
+        if (m.rows[r].step_out) *m.rows[r].step_out = m.rows[r].step;
     return MUSA_OK;
 }

@@ -6,7 +6,9 @@
  *   groups      fusion groups: their members in program order, and the
  *               values that live only inside their group (tile buffers);
  *   emit        instructions in program order: one per non-view node, one
- *               per fusion group at its last member; views get none;
+ *               per fusion group at its last member, one per run of
+ *               consecutive independent update nodes of one op and one set
+ *               of attributes (a multi-tensor update); views get none;
  *   schedule    steps in program order, a heavy instruction paired with a
  *               later independent one into a parallel step; instructions
  *               are then renumbered into step order;
@@ -68,6 +70,7 @@ typedef struct builder {
     int32_t *mstart;     /* [ni + 1] instruction -> its first entry in members */
     int32_t *members;    /* [nn] the nodes each instruction runs, each in program order */
     uint8_t *random;     /* [ni] the instruction draws random numbers (program order) */
+    int32_t *run_of;     /* [nv] 1 + the update instruction whose rows write the value, or 0 */
     /* schedule */
     int32_t *istep; /* [ni] instruction -> step */
     /* liveness */
@@ -161,10 +164,33 @@ static int plan_groups(builder *b) {
 
 /* ---- emit ---- */
 
+/* An update row with a multi-tensor form, in no fusion group. */
+static bool is_update(const builder *b, const musa_gnode *n) {
+    const musa_op_info *info = &musa_ops[n->op];
+    return (info->flags & MUSA_OPF_INPLACE) && cpu_update_has_multi(info->kernel) &&
+           !(n->group >= 0 && b->gsize[n->group] > 1);
+}
+
+/* Whether update node n may join instruction `open`, the run of update
+ * rows emitted last: the same op and attributes, and no input written by a
+ * row of the run (the rows run at once). */
+static bool joins_run(const builder *b, int open, const musa_gnode *n) {
+    const musa_graph *g = b->g;
+    const musa_gnode *head = &g->nodes.data[b->members[b->mstart[open]]];
+    if (n->op != head->op || n->n_in != head->n_in ||
+        !musa_attrs_equal(musa_ops[n->op].attrs_kind, &n->attrs, &head->attrs))
+        return false;
+    for (int k = 0; k < n->n_in; k++)
+        if (b->run_of[g->values.data[n->in[k]].root] == open + 1) return false;
+    return true;
+}
+
 /* Instructions in program order: a kernel per node that is no view and in
  * no group of several members, a fused instruction per such group, emitted
- * at its last member. Fills node_instr, the members of each instruction,
- * whether it draws random numbers, and the counts in the stats. */
+ * at its last member, and a multi-tensor update per run of update nodes
+ * that may run together (joins_run) with nothing but views between them.
+ * Fills node_instr, the members of each instruction, whether it draws
+ * random numbers, and the counts in the stats. */
 static int plan_emit(builder *b) {
     const musa_graph *g = b->g;
     musa_plan *p = b->p;
@@ -174,8 +200,10 @@ static int plan_emit(builder *b) {
     b->mstart = TMP_NEW(b, int32_t, nn + 1);
     b->members = TMP_NEW(b, int32_t, nn + 1);
     b->random = TMP_NEW(b, uint8_t, nn + 1);
-    if (!b->emitted || !b->node_instr || !b->mstart || !b->members || !b->random) return nomem();
-    int ni = 0, nm = 0;
+    b->run_of = TMP_NEW(b, int32_t, b->nv + 1);
+    if (!b->emitted || !b->node_instr || !b->mstart || !b->members || !b->random || !b->run_of)
+        return nomem();
+    int ni = 0, nm = 0, open = -1; /* open: the last instruction, while update rows may join it */
     for (int64_t i = 0; i < nn; i++) {
         const musa_gnode *n = &g->nodes.data[i];
         b->node_instr[i] = -1;
@@ -184,6 +212,15 @@ static int plan_emit(builder *b) {
             p->stats.views++;
             continue;
         }
+        bool update = is_update(b, n);
+        if (update && open >= 0 && joins_run(b, open, n)) {
+            b->members[nm++] = (int32_t)i;
+            b->node_instr[i] = open;
+            b->emitted[open].node = (int32_t)i;
+            for (int q = 0; q < n->n_out; q++) b->run_of[n->out[q]] = open + 1;
+            continue;
+        }
+        open = -1; /* anything else ends a run, a fused group's earlier members included */
         bool group = n->group >= 0 && b->gsize[n->group] > 1;
         if (group && b->glast[n->group] != (int32_t)i) continue;
         instr *in = &b->emitted[ni];
@@ -206,10 +243,23 @@ static int plan_emit(builder *b) {
             b->random[ni] |=
                 (musa_ops[g->nodes.data[b->members[c]].op].flags & MUSA_OPF_RANDOM) != 0;
         }
+        if (update) {
+            open = ni;
+            for (int q = 0; q < n->n_out; q++) b->run_of[n->out[q]] = open + 1;
+        }
         ni++;
     }
     b->mstart[ni] = nm;
     b->ni = p->n_instrs = ni;
+    /* runs of several update rows become multi-tensor instructions */
+    for (int k = 0; k < ni; k++) {
+        int cnt = b->mstart[k + 1] - b->mstart[k];
+        if (b->emitted[k].kind != MUSA_INSTR_KERNEL || cnt < 2) continue;
+        b->emitted[k].kind = MUSA_INSTR_MULTI;
+        p->stats.kernels--;
+        p->stats.multi_updates++;
+        p->stats.multi_nodes += cnt;
+    }
     return MUSA_OK;
 }
 
@@ -232,10 +282,12 @@ static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
     return ne >= MUSA_HEAVY_ELEMS || (info->attrs_kind == MUSA_ATTRS_matmul && ne >= 64);
 }
 
-/* Worth a task of its own: a big kernel, or a group that a big kernel heads. */
+/* Worth a task of its own: a big kernel, or a group that a big kernel heads
+ * (a multi-tensor update never: it is one parallel loop over every row). */
 static bool heavy(const builder *b, int i) {
     const musa_graph *g = b->g;
     const instr *in = &b->emitted[i];
+    if (in->kind == MUSA_INSTR_MULTI) return false;
     if (in->kind == MUSA_INSTR_KERNEL) return heavy_node(g, &g->nodes.data[in->node]);
     return heavy_node(g, &g->nodes.data[b->gfirst[g->nodes.data[in->node].group]]);
 }
@@ -403,7 +455,8 @@ static bool mutation_in_place(const builder *b, int32_t t, int32_t v) {
         bool update_pair = (fl & MUSA_OPF_INPLACE) && j == vv->producer && paired;
         if (!same || !((fl & MUSA_OPF_ELEMENTWISE) || update_pair)) return false;
         if (ins->kind == MUSA_INSTR_FUSED && j > vv->producer) return false;
-        if (ins->kind == MUSA_INSTR_KERNEL && j != vv->producer) return false;
+        /* a kernel's other nodes: none; a multi-tensor update's other rows run at once */
+        if (ins->kind != MUSA_INSTR_FUSED && j != vv->producer) return false;
         const musa_gvalue *o = &g->values.data[n->out[0]];
         if (!musa_shape_equal(o->ndim, o->shape, tv->ndim, tv->shape)) return false;
     }
@@ -688,6 +741,31 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     return MUSA_OK;
 }
 
+/* A kernel call of node n with its views and their places. */
+static int lower_kcall(builder *b, kcall *k, const musa_gnode *n) {
+    int rc = fill_kcall(b, k, n);
+    if (rc) return rc;
+    for (int j = 0; j < n->n_out; j++) k->ref[j] = b->p->vloc[n->out[j]];
+    for (int i = 0; i < n->n_in; i++) k->ref[n->n_out + i] = b->p->vloc[n->in[i]];
+    return MUSA_OK;
+}
+
+/* Multi-tensor update of the update nodes mem[0..cnt): a kernel call per
+ * row, run together by cpu_update_multi. */
+static int build_multi(builder *b, multi *u, const int32_t *mem, int cnt) {
+    u->n = cnt;
+    u->m = PLAN_NEW(b, kcall, cnt);
+    u->rows = PLAN_NEW(b, musa_kview *, cnt);
+    if (!u->m || !u->rows) return MUSA_ERR_NOMEM;
+    for (int r = 0; r < cnt; r++) {
+        int rc = lower_kcall(b, &u->m[r], &b->g->nodes.data[mem[r]]);
+        if (rc) return rc;
+        u->rows[r] = u->m[r].kv;
+    }
+    u->scratch = cpu_update_multi_workspace(cnt);
+    return MUSA_OK;
+}
+
 /* Kernel calls with their views and places, fused groups with their tiles;
  * each step's scratch (its instructions' side by side) goes in a gap of the
  * arena buffers live at that step, so workspaces reuse memory activations
@@ -705,17 +783,17 @@ static int plan_lower(builder *b) {
             int i = p->steps[s].first + c;
             instr *in = &p->instrs[i];
             int rc;
+            int32_t first = b->mstart[i], cnt = b->mstart[i + 1] - first;
+            in->scratch_off = step_scratch;
             if (in->kind == MUSA_INSTR_KERNEL) {
-                const musa_gnode *n = &g->nodes.data[in->node];
-                if ((rc = fill_kcall(b, &in->k, n))) return rc;
-                for (int j = 0; j < n->n_out; j++) in->k.ref[j] = p->vloc[n->out[j]];
-                for (int k = 0; k < n->n_in; k++) in->k.ref[n->n_out + k] = p->vloc[n->in[k]];
-                in->scratch_off = step_scratch;
+                if ((rc = lower_kcall(b, &in->k, &g->nodes.data[in->node]))) return rc;
                 step_scratch += musa_plan_align(in->k.scratch);
+            } else if (in->kind == MUSA_INSTR_MULTI) {
+                if (!(in->u = PLAN_NEW(b, multi, 1))) return nomem();
+                if ((rc = build_multi(b, in->u, b->members + first, cnt))) return rc;
+                step_scratch += musa_plan_align(in->u->scratch);
             } else {
-                int32_t first = b->mstart[i], cnt = b->mstart[i + 1] - first;
                 if ((rc = build_fused(b, in->f, b->members + first, cnt))) return rc;
-                in->scratch_off = step_scratch;
                 step_scratch += in->f->chunk_bytes * (size_t)in->f->max_chunks;
             }
         }

@@ -3,8 +3,9 @@
  * the memory placement in memory.c) and its executor (run.c). Nothing
  * outside src/jit/plan/ includes it.
  *
- * A plan is a list of instructions (a kernel call, or a fused group of
- * them) cut into steps; a step runs one instruction, or two concurrently.
+ * A plan is a list of instructions (a kernel call, a fused group of them,
+ * or a run of update rows as one multi-tensor kernel) cut into steps; a
+ * step runs one instruction, or two concurrently.
  * Every buffer an instruction touches is a kref: a slot and a byte offset
  * from that slot's base. Slots are numbered in a fixed order: the arena, the
  * steps' scratch, a fused group's tile buffers, then one slot per graph
@@ -31,6 +32,7 @@ typedef enum musa_plan_slot {
 typedef enum musa_instr_kind {
     MUSA_INSTR_KERNEL = 0, /* one kernel call */
     MUSA_INSTR_FUSED = 1,  /* a fusion group run tile by tile */
+    MUSA_INSTR_MULTI = 2,  /* update rows of one op and attributes: one multi-tensor kernel */
 } musa_instr_kind;
 
 #define MUSA_PLAN_ALIGN 64 /* bytes: every buffer, tile and scratch starts aligned */
@@ -69,11 +71,22 @@ typedef struct fused {
     int max_chunks;
 } fused;
 
+/* Consecutive update nodes (INPLACE rows) of one op with equal attributes,
+ * none reading what another writes: one cpu_update_multi call, one
+ * parallel loop over all their elements. */
+typedef struct multi {
+    int n;             /* rows: the update nodes, in program order */
+    kcall *m;          /* [n] each row's kernel call (its views, patched at each run) */
+    musa_kview **rows; /* [n] m[r].kv, as cpu_update_multi takes them */
+    size_t scratch;    /* bytes of workspace: the prepared rows */
+} multi;
+
 typedef struct instr {
     uint8_t kind;       /* musa_instr_kind */
     int32_t node;       /* the (last) node it runs */
     kcall k;            /* MUSA_INSTR_KERNEL */
     fused *f;           /* MUSA_INSTR_FUSED */
+    multi *u;           /* MUSA_INSTR_MULTI */
     size_t scratch_off; /* bytes from the scratch slot's base */
 } instr;
 

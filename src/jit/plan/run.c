@@ -157,8 +157,35 @@ static int run_fused_instr(run_ctx *r, instr *in) {
     return rc;
 }
 
+/* Update rows as one multi-tensor kernel: one parallel loop over them all,
+ * one profiler event; a failure names the first row's op and line. */
+static int run_multi_instr(run_ctx *r, instr *in) {
+    multi *u = in->u;
+    for (int i = 0; i < u->n; i++) {
+        kcall *k = &u->m[i];
+        for (int q = 0; q < k->n_out + k->n_in; q++)
+            k->kv[q].data = r->base[k->ref[q].slot] + k->ref[q].off;
+    }
+    const kcall *k0 = &u->m[0];
+    musa_kctx ctx = {
+        .scratch = r->scratch + in->scratch_off, .scratch_bytes = u->scratch, .op_name = k0->name};
+    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k0->op, true);
+    int rc = cpu_update_multi(&ctx, k0->kernel, u->n, u->rows, k0->n_in, k0->attrs);
+    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k0->op, false);
+    if (rc) r->fail_loc = k0->loc, r->fail_name = k0->name;
+    return rc;
+}
+
 static int run_instr(run_ctx *r, instr *in) {
-    return in->kind == MUSA_INSTR_KERNEL ? run_kernel_instr(r, in) : run_fused_instr(r, in);
+    switch ((musa_instr_kind)in->kind) {
+    case MUSA_INSTR_KERNEL:
+        return run_kernel_instr(r, in);
+    case MUSA_INSTR_FUSED:
+        return run_fused_instr(r, in);
+    case MUSA_INSTR_MULTI:
+        return run_multi_instr(r, in);
+    }
+    return musa_err(MUSA_ERR_RUNTIME, "[jit] unknown instruction kind %d", in->kind);
 }
 
 typedef struct par_ctx {
@@ -394,6 +421,12 @@ char *musa_plan_text(const musa_plan *p) {
             const instr *in = &p->instrs[sp->first + c];
             if (in->kind == MUSA_INSTR_KERNEL) {
                 APPEND(" %s", in->k.name);
+            } else if (in->kind == MUSA_INSTR_MULTI) {
+                int64_t elems = 0; /* the rows' parameters: input 0 of each */
+                for (int i = 0; i < in->u->n; i++)
+                    elems += musa_kview_numel(&in->u->m[i].kv[in->u->m[i].n_out]);
+                APPEND(" multi[%s x%d, %lld elements]", in->u->m[0].name, in->u->n,
+                       (long long)elems);
             } else {
                 APPEND(" fused[");
                 for (int i = 0; i < in->f->n; i++) APPEND("%s%s", i ? "," : "", in->f->m[i].name);
