@@ -984,9 +984,22 @@ static musa_plan *plan_for(musa_model *m, int n_in, musa_tensor *const *in, int6
         }
         for (int i = 0; i < n_in; i++)
             memcpy(shapes[i], in[i]->shape, sizeof(int64_t) * (size_t)in[i]->ndim);
+        bool overflow = false; /* attributes affine in the size: checked arithmetic */
         for (int s = 0; s < m->n_slopes; s++) {
             over[s] = m->base[s];
-            for (int k = 0; k < over[s].n; k++) over[s].v[k] += m->slope[s][k] * (size - m->traced);
+            for (int k = 0; k < over[s].n; k++) {
+                int64_t step;
+                overflow |= !musa_mul_i64(m->slope[s][k], size - m->traced, &step) ||
+                            !musa_add_i64(over[s].v[k], step, &over[s].v[k]);
+            }
+        }
+        if (overflow) {
+            free(shapes), free(over);
+            musa_err(MUSA_ERR_VALUE,
+                     "[musa_model_run] at dynamic size %lld an attribute that follows the size "
+                     "overflows 64 bits",
+                     (long long)size);
+            return NULL;
         }
         musa_graph *g = musa_graph_respecialize(m->g, (const int64_t(*)[MUSA_MAX_DIMS])shapes,
                                                 m->n_slopes, over);
