@@ -69,9 +69,15 @@ typedef struct {
 DEF_MAXPOOL(f32, float)
 DEF_MAXPOOL(f64, double)
 
+/* Planes per chunk: about 32K window reads each. The product saturates
+ * (an adaptive window over a huge input times the output plane overflowed
+ * int64: found by fuzz_op_call, UBSan). */
 static int64_t plane_grain(const pool_geom *g) {
-    int64_t work = g->Ho * g->Wo * g->kh * g->kw + 1;
-    return work >= 32768 ? 1 : 32768 / work;
+    int64_t work = 1;
+    const int64_t f[4] = {g->Ho, g->Wo, g->kh, g->kw};
+    for (int i = 0; i < 4 && work; i++)
+        if (!musa_mul_i64(work, f[i], &work)) return 1;
+    return work >= 32768 ? 1 : 32768 / (work + 1);
 }
 
 int cpu_max_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
@@ -93,10 +99,14 @@ int cpu_max_pool2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
 
 static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_t *h0, int64_t *h1,
                               int64_t *w0, int64_t *w1, double *div) {
-    if (g->adaptive) {
-        *h0 = oy * g->H / g->Ho, *h1 = ((oy + 1) * g->H + g->Ho - 1) / g->Ho;
-        *w0 = ox * g->W / g->Wo, *w1 = ((ox + 1) * g->W + g->Wo - 1) / g->Wo;
-        *div = (double)((*h1 - *h0) * (*w1 - *w0));
+    if (g->adaptive) { /* 128-bit products: o * H overflows int64 for an empty input of a
+                        * huge dim (found by fuzz_op_call, UBSan) */
+        typedef __int128 wide;
+        *h0 = (int64_t)((wide)oy * g->H / g->Ho);
+        *h1 = (int64_t)(((wide)(oy + 1) * g->H + g->Ho - 1) / g->Ho);
+        *w0 = (int64_t)((wide)ox * g->W / g->Wo);
+        *w1 = (int64_t)(((wide)(ox + 1) * g->W + g->Wo - 1) / g->Wo);
+        *div = (double)(*h1 - *h0) * (double)(*w1 - *w0);
         return;
     }
     int64_t hs = oy * g->sh - g->ph, ws = ox * g->sw - g->pw;
@@ -121,7 +131,7 @@ static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_
                     int64_t h0, h1, w0, w1;                                                        \
                     double div, s = 0;                                                             \
                     avg_window(g, oy, ox, &h0, &h1, &w0, &w1, &div);                               \
-                    for (int64_t iy = h0; iy < h1; iy++)                                           \
+                    for (int64_t iy = h0; iy < h1 && w0 < w1; iy++)                                \
                         for (int64_t jx = w0; jx < w1; jx++) s += x[iy * g->W + jx];               \
                     y[oy * g->Wo + ox] = (T)(div > 0 ? s / div : 0);                               \
                 }                                                                                  \
@@ -140,7 +150,7 @@ static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_
                     double div;                                                                    \
                     avg_window(g, oy, ox, &h0, &h1, &w0, &w1, &div);                               \
                     T v = div > 0 ? (T)(gy[oy * g->Wo + ox] / div) : (T)0;                         \
-                    for (int64_t iy = h0; iy < h1; iy++)                                           \
+                    for (int64_t iy = h0; iy < h1 && w0 < w1; iy++)                                \
                         for (int64_t jx = w0; jx < w1; jx++) gx[iy * g->W + jx] += v;              \
                 }                                                                                  \
         }                                                                                          \
