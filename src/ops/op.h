@@ -42,7 +42,7 @@ typedef enum musa_op_id {
 
 #define MUSA_MAX_OUTPUTS 6
 
-/* The op table's version, saved with every model (src/io/model.c). Bump it
+/* The op table's version, saved with every model (src/io/model_save.c). Bump it
  * when an op's meaning changes (its inputs, attributes or results), so that
  * a model saved by a newer build fails to load here with a clear message
  * instead of computing something else. Adding an op needs no bump: a
