@@ -18,7 +18,6 @@
 
 static const char *LOAD = "musa_model_load";
 
-
 typedef struct loader {
     const musa_file *f;
     musa_graph *g;
