@@ -414,6 +414,28 @@ def test_gelu_chain_is_fused_and_bitwise_eager(shape):
     assert st["fused_groups"] == 1 and st["kernels"] == 0 and st["arena_bytes"] == 0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_large_fused_outputs_stream_and_stay_bitwise_eager(dtype):
+    # 8 MiB and more: outputs no later member reads go out with non-temporal
+    # stores from a staging tile; an odd length gives a partial last tile
+    def f(x):
+        y = x * 0.5
+        z = musa.tanh(y) + y      # y is read again inside the group: not streamed
+        return z * x, y           # both outputs of the group; z * x is streamed
+    dt = getattr(musa, dtype)
+    x = musa.randn(2_100_001, dtype=dt)
+    c = musa.jit(f)
+    c(x)
+    got = c(x)
+    want = f(x)
+    for g, w in zip(got, want):
+        assert np.array_equal(g.numpy(), w.numpy())
+    assert ", 1 streamed" in c.plan_text()
+    small = musa.jit(f)
+    small(x[:1000].contiguous())
+    assert "streamed" not in small.plan_text()
+
+
 def test_training_flag_is_part_of_the_key():
     m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     m.compile()

@@ -33,9 +33,10 @@
 #include "../../backend/cpu/kernels.h"
 #include "../../base/threadpool.h"
 
-#define TILE_ELEMS 8192  /* elements per fused tile (elementwise groups) */
-#define SOLO_ELEMS 65536 /* heavy kernels above this size use every thread alone */
-#define WINDOW     8     /* how far ahead a concurrent partner is looked for */
+#define TILE_ELEMS       2048              /* elements per fused tile (elementwise groups) */
+#define STREAM_MIN_BYTES ((size_t)8 << 20) /* a streamed output: larger than a core's L2 */
+#define SOLO_ELEMS       65536 /* heavy kernels above this size use every thread alone */
+#define WINDOW           8     /* how far ahead a concurrent partner is looked for */
 
 /* What buf_of says about a root value that has no arena buffer (arena
  * buffers are numbered from 0). */
@@ -629,6 +630,13 @@ static int fill_kcall(builder *b, kcall *k, const musa_gnode *n) {
     return MUSA_OK;
 }
 
+/* A tile buffer of a fused group, and the last member that reads its
+ * current value. */
+typedef struct {
+    size_t off, size;
+    int busy_until;
+} tile_slot;
+
 /* Fused group made of nodes mem[0..cnt). */
 static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     const musa_graph *g = b->g;
@@ -669,6 +677,9 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     if (f->tile_rows > f->rows) f->tile_rows = f->rows ? f->rows : 1;
     size_t tile_off = 0, member_scratch = 0;
     kref *vloc = b->p->vloc;
+    tile_slot *slots = TMP_NEW(b, tile_slot, (size_t)cnt * MUSA_MAX_OUTPUTS);
+    int nslots = 0;
+    if (!slots) return MUSA_ERR_NOMEM;
     for (int i = 0; i < cnt; i++) {
         const musa_gnode *n = &g->nodes.data[mem[i]];
         const musa_op_info *info = &musa_ops[n->op];
@@ -701,15 +712,30 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
             else
                 k->cut[q] = q == k->n_out; /* head / reduction: input 0 only */
         }
-        /* Tile buffers for internal outputs: tile_rows rows of the value. */
+        /* Tile buffers for internal outputs: tile_rows rows of the value, in
+         * a buffer whose last reader came before this member (so the tiles
+         * a group keeps live stay few, and in L1). */
         for (int j = 0; j < k->n_out; j++) {
             int32_t v = n->out[j];
             if (!b->internal[v]) continue;
             const musa_gvalue *x = &g->values.data[v];
             size_t row_bytes = musa_dtype_info[x->dtype].size * (size_t)(flat ? 1 : inner);
-            vloc[v].off = (int64_t)tile_off;
-            k->ref[j].off = (int64_t)tile_off;
-            tile_off += musa_plan_align(row_bytes * (size_t)f->tile_rows);
+            size_t need = musa_plan_align(row_bytes * (size_t)f->tile_rows);
+            int last = i;
+            for (int i2 = i + 1; i2 < cnt; i2++) {
+                const musa_gnode *n2 = &g->nodes.data[mem[i2]];
+                for (int q = 0; q < n2->n_in; q++)
+                    if (n2->in[q] == v) last = i2;
+            }
+            int s = 0;
+            while (s < nslots && (slots[s].busy_until >= i || slots[s].size < need)) s++;
+            if (s == nslots) {
+                slots[nslots++] = (tile_slot){.off = tile_off, .size = need};
+                tile_off += need;
+            }
+            slots[s].busy_until = last;
+            vloc[v].off = (int64_t)slots[s].off;
+            k->ref[j].off = (int64_t)slots[s].off;
         }
         if (info->workspace) {
             /* scratch for a full tile */
@@ -735,6 +761,28 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
             if (b->internal[v]) k->ref[q] = vloc[v], k->cut[q] = 1;
         }
     }
+    /* Outputs of a flat group larger than a core's cache that no later member
+     * reads are streamed through one staging tile. */
+    size_t stage = 0;
+    for (int i = 0; flat && i < cnt; i++) {
+        const musa_gnode *n = &g->nodes.data[mem[i]];
+        for (int j = 0; j < n->n_out; j++) {
+            int32_t v = n->out[j];
+            size_t es = musa_dtype_info[g->values.data[v].dtype].size;
+            if (b->internal[v] || f->m[i].kv[j].ndim != 1 || (size_t)total * es < STREAM_MIN_BYTES)
+                continue;
+            bool read_later = false;
+            for (int i2 = i + 1; i2 < cnt && !read_later; i2++) {
+                const musa_gnode *n2 = &g->nodes.data[mem[i2]];
+                for (int q = 0; q < n2->n_in; q++) read_later |= n2->in[q] == v;
+            }
+            if (read_later) continue;
+            f->m[i].cut[j] = MUSA_CUT_STREAM;
+            stage = MUSA_MAX(stage, musa_plan_align(es * (size_t)f->tile_rows));
+        }
+    }
+    f->stage_off = tile_off;
+    tile_off += stage;
     f->tile_bytes = tile_off;
     f->chunk_bytes = tile_off + musa_plan_align(member_scratch);
     f->max_chunks = f->serial ? 1 : MUSA_MAX(1, musa_pool_threads());

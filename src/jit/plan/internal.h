@@ -56,9 +56,16 @@ typedef struct kcall {
     int32_t n_in, n_out;
     musa_kview *kv; /* [n_out + n_in], data pointers patched at each run */
     kref *ref;      /* [n_out + n_in] */
-    uint8_t *cut;   /* [n_out + n_in] fused members: this view is cut along dim 0 per tile */
+    uint8_t *cut;   /* [n_out + n_in] fused members: this view is cut along dim 0 per tile;
+                     * MUSA_CUT_STREAM on an output: written past the caches (run_tiles) */
     size_t scratch; /* bytes of workspace */
 } kcall;
+
+/* A fused member's output that no later member reads, in a flat group too
+ * large for the caches, goes through a staging tile and then to memory with
+ * non-temporal stores: no read for ownership of the destination, and the
+ * caches keep the tiles. */
+#define MUSA_CUT_STREAM 2
 
 typedef struct fused {
     int n;              /* members */
@@ -68,6 +75,7 @@ typedef struct fused {
     bool serial;        /* a matmul/conv heads it: tiles in order, the head parallel inside */
     size_t chunk_bytes; /* tile buffers + member scratch, per chunk */
     size_t tile_bytes;  /* tile buffers, per chunk */
+    size_t stage_off;   /* the staging tile of streamed outputs, from the chunk's start */
     int max_chunks;
 } fused;
 

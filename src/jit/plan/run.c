@@ -19,6 +19,10 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 #include "../../backend/cpu/alloc.h"
 #include "../../backend/cpu/kernels.h"
@@ -89,11 +93,34 @@ typedef struct fused_ctx {
     const kcall *failed;
 } fused_ctx;
 
+/* n bytes from src to dst with non-temporal stores where dst is 64-byte
+ * aligned; the caller fences (stream_fence) before another thread reads. */
+static void stream_copy(char *dst, const char *src, size_t n) {
+#ifdef __AVX512F__
+    size_t head = MUSA_MIN(n, (size_t)(-(uintptr_t)dst & 63));
+    memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= n; i += 64)
+        _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512((const void *)(src + i)));
+    memcpy(dst + i, src + i, n - i);
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+static void stream_fence(void) {
+#ifdef __AVX512F__
+    _mm_sfence();
+#endif
+}
+
 static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
     fused *f = fc->in->f;
     run_ctx *r = fc->r;
     musa_kview kv[8 + MUSA_MAX_OUTPUTS];
-    for (int64_t t = t0; t < t1; t++) {
+    char *dest[MUSA_MAX_OUTPUTS];
+    int rc = MUSA_OK;
+    for (int64_t t = t0; t < t1 && !rc; t++) {
         int64_t r0 = t * f->tile_rows, rows = MUSA_MIN(f->tile_rows, f->rows - r0);
         for (int i = 0; i < f->n; i++) {
             const kcall *k = &f->m[i];
@@ -112,14 +139,26 @@ static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
                     kv[q].shape[0] = rows;
                 }
             }
-            int rc = call_kernel(k, kv, at(chunk, (int64_t)f->tile_bytes));
+            bool streamed = false;
+            for (int q = 0; q < k->n_out; q++) {
+                dest[q] = NULL;
+                if (k->cut[q] != MUSA_CUT_STREAM) continue;
+                dest[q] = kv[q].data, kv[q].data = at(chunk, (int64_t)f->stage_off);
+                streamed = true;
+            }
+            rc = call_kernel(k, kv, at(chunk, (int64_t)f->tile_bytes));
             if (rc) {
                 fc->failed = k;
-                return rc;
+                break;
             }
+            for (int q = 0; streamed && q < k->n_out; q++)
+                if (dest[q])
+                    stream_copy(dest[q], kv[q].data,
+                                (size_t)rows * musa_dtype_info[kv[q].dtype].size);
         }
     }
-    return MUSA_OK;
+    stream_fence();
+    return rc;
 }
 
 static void fused_chunk(void *ctx, int64_t c0, int64_t c1) {
@@ -431,6 +470,11 @@ char *musa_plan_text(const musa_plan *p) {
                 APPEND(" fused[");
                 for (int i = 0; i < in->f->n; i++) APPEND("%s%s", i ? "," : "", in->f->m[i].name);
                 APPEND("] tiles of %lld rows", (long long)in->f->tile_rows);
+                int streamed = 0;
+                for (int i = 0; i < in->f->n; i++)
+                    for (int q = 0; q < in->f->m[i].n_out; q++)
+                        streamed += in->f->m[i].cut[q] == MUSA_CUT_STREAM;
+                if (streamed) APPEND(", %d streamed", streamed);
             }
         }
         APPEND("\n");
