@@ -1008,6 +1008,12 @@ typedef struct musa_pass_ctx {
     bool verify;          /* verify after every pass (always on in debug builds) */
     const char *disabled; /* comma-separated pass names, or NULL */
     int changes;          /* out: nodes the passes changed */
+    /* With remat_budget > 0 (bytes), the remat pass also recomputes values
+     * of any deterministic op (matmuls, convolutions: activation
+     * checkpointing), largest first, while its estimate of the peak of live
+     * intermediate bytes is over the budget and a recomputation lowers it.
+     * Results stay bitwise the same. musa.Config(memory_budget=) sets it. */
+    int64_t remat_budget;
 } musa_pass_ctx;
 /* The name of pass i in pipeline order, or NULL past the last one. */
 MUSA_API const char *musa_graph_pass_name(int i);

@@ -180,7 +180,7 @@ static PyObject *graph_verify(PyObject *self, PyObject *u) {
 }
 
 static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char **name) {
-    static char *kwlist_opt[] = {"fusion_level", "disabled", "verify", NULL};
+    static char *kwlist_opt[] = {"fusion_level", "disabled", "verify", "remat_budget", NULL};
     static char *kwlist_pass[] = {"name", "fusion_level", "verify", NULL};
     int verify = 0;
     memset(ctx, 0, sizeof *ctx);
@@ -190,9 +190,16 @@ static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char
                                            &verify)
                    ? (ctx->verify = verify, 0)
                    : -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|izp", kwlist_opt, &ctx->fusion_level,
-                                     &ctx->disabled, &verify))
+    long long budget = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|izpL", kwlist_opt, &ctx->fusion_level,
+                                     &ctx->disabled, &verify, &budget))
         return -1;
+    if (budget < 0) {
+        PyErr_Format(PyExc_ValueError, "[jit] optimize: remat_budget must be >= 0, got %lld",
+                     budget);
+        return -1;
+    }
+    ctx->remat_budget = budget;
     ctx->verify = verify;
     return 0;
 }

@@ -306,6 +306,24 @@ class CompiledFunction:
             with _capture.collect() as collected:
                 cap, out, reason = self._trace(leaves, spec)
         key = self._guard_key(key, collected.guards)
+        try:
+            out = self._compile_capture(entry, key, cap, out, reason, leaves, spec, args, kwargs)
+        except BaseException:  # e.g. MemoryError: over Config.memory_budget
+            if symbolic:
+                cap.graph.restore_grads()
+            raise
+        if symbolic:
+            # the function never really ran: leaves get their .grad back (the
+            # symbolic backward left meta tensors there), then the call runs
+            cap.graph.restore_grads()
+            if entry.eager:  # compiling failed: the call still has to happen
+                return self._fn(*args, **kwargs)
+            return self._run(entry, args, kwargs, leaves, spec)
+        return out
+
+    def _compile_capture(self, entry, key, cap, out, reason, leaves, spec, args, kwargs):
+        """Plan a capture into entry and file it; returns the call's result
+        where it is known already (traced or run eagerly)."""
         by_size = False
         if cap is None:
             out = self._run_eagerly(entry, reason, out)
@@ -333,13 +351,6 @@ class CompiledFunction:
                     entry.root = build_segments(cap, 0, self.config, set())[0]
                     self._last, by_size = entry.root, True
         self._file(entry, key, leaves, by_size)
-        if symbolic:
-            # the function never really ran: leaves get their .grad back (the
-            # symbolic backward left meta tensors there), then the call runs
-            cap.graph.restore_grads()
-            if entry.eager:  # compiling failed: the call still has to happen
-                return self._fn(*args, **kwargs)
-            return self._run(entry, args, kwargs, leaves, spec)
         return out
 
     def _symbolic_first(self):

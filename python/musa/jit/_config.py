@@ -24,6 +24,13 @@ class Config:
     verify: run the IR verifier after every pass.
     remat: in compiled training, recompute cheap elementwise values in the
         backward instead of saving them (default on).
+    memory_budget: bytes a compiled plan may need (its predicted peak, as
+        compiled.memory_plan() reports it), or None (default: no limit).
+        Over budget, the planner recomputes more values instead of keeping
+        them (longer chains of cheap ops, then matmuls and convolutions:
+        activation checkpointing; results stay bitwise the same) and raises
+        MemoryError, naming the smallest peak it reached and what makes it
+        up, when even that does not fit.
     capture: how the first call of each signature is captured. "trace"
         runs the function eagerly while recording (its result is eager's);
         "symbolic" records on meta tensors, computing nothing, then runs the
@@ -37,7 +44,7 @@ class Config:
 
     def __init__(self, fusion_level=1, memory_arena=True, num_threads=None, dynamic=None,
                  disable_passes=(), max_variants=8, verify=False, poison=False, remat=True,
-                 capture="auto"):
+                 capture="auto", memory_budget=None):
         if fusion_level not in (0, 1, 2):
             raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {fusion_level!r}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -56,6 +63,9 @@ class Config:
         self.poison = bool(poison)
         self.remat = bool(remat)
         self.capture = capture
+        self.memory_budget = None
+        if memory_budget is not None:
+            self.set_memory_budget(memory_budget)
         for arg, dims in (dynamic or {}).items():
             if isinstance(dims, int):
                 dims = {dims: (1, UNBOUNDED)}
@@ -73,6 +83,15 @@ class Config:
         if level not in (0, 1, 2):
             raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {level!r}")
         self.fusion_level = level
+        return self
+
+    def set_memory_budget(self, nbytes):
+        """Validate and set the memory budget in bytes (None: no limit)."""
+        if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or
+                                   nbytes < 1):
+            raise ValueError(f"[Config] memory_budget must be a positive number of bytes or "
+                             f"None, got {nbytes!r}")
+        self.memory_budget = nbytes
         return self
 
     def set_num_threads(self, n):

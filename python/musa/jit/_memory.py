@@ -64,6 +64,7 @@ def plan_memory(seg):
         largest.append({"value": value, "bytes": nbytes, "op": info.op if info else None,
                         "loc": info.loc if info else None, "live_steps": (first, last)})
     stats.update(peak_bytes=sum(parts.values()), parts=parts,
+                 remat_budget=getattr(seg, "remat_budget", 0),
                  tensors=sorted(tensors, key=lambda x: -x[2]), largest_intermediates=largest)
     return stats  # with the plan's own figures (arena_bytes, naive_bytes, ...)
 
@@ -80,7 +81,10 @@ def max_batch(variant, cfg, budget):
         shapes = variant.shapes_at(size)
         seg = variant.plans.get(shapes)
         if seg is None:
-            seg = whole(variant.respecialize(shapes, size), cfg, variant.capture.outputs)
+            try:
+                seg = whole(variant.respecialize(shapes, size), cfg, variant.capture.outputs)
+            except MemoryError:  # over Config.memory_budget even recomputing
+                return False
         return plan_memory(seg)["peak_bytes"] <= budget
 
     if not fits(lo):
@@ -92,3 +96,36 @@ def max_batch(variant, cfg, budget):
         else:
             hi = mid - 1
     return lo
+
+
+def _mib(n):
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+def next_remat_budget(seg, budget, tries):
+    """After planning seg: None when its predicted peak fits in budget bytes,
+    else the remat pass's budget for the next try (its estimate of live
+    intermediate bytes: the room left by inputs and parameters, then less
+    by what the last plan was over, at least an eighth). tries lists the
+    peaks so far. Raises MemoryError naming the smallest peak reached and
+    what makes it up when no room is left, or after 8 tries."""
+    m = plan_memory(seg)
+    peak = m["peak_bytes"]
+    if peak <= budget:
+        return None
+    if not tries:
+        target = budget - m["parts"]["inputs"] - m["parts"]["parameters and state"]
+    else:  # down by the excess, and at least an eighth
+        target = seg.remat_budget - max(peak - budget, seg.remat_budget // 8)
+    tries.append(peak)
+    if len(tries) >= 8:
+        target = 0
+    if target > 0:
+        return target
+    parts = ", ".join(f"{k} {_mib(v)}" for k, v in m["parts"].items())
+    big = "; ".join(f"{_mib(x['bytes'])} from {x['op']}" + (f" at {x['loc']}" if x["loc"] else "")
+                    for x in m["largest_intermediates"][:3])
+    raise MemoryError(f"[jit] memory_budget {_mib(budget)} ({budget} bytes) cannot be met: "
+                      f"recomputing activations the plan needs {_mib(min(tries))} at best "
+                      f"({min(tries)} bytes; the last plan: {parts}); largest intermediates: "
+                      f"{big or 'none'}")

@@ -47,7 +47,7 @@ class HostRead(NamedTuple):
 class Segment:
     """Nodes [begin, end) of a capture, compiled; ends in a host read or the outputs."""
     __slots__ = ("src", "begin", "end", "fingerprint", "outs", "carried", "graph", "plan",
-                 "raw_text", "read", "children", "outputs")
+                 "remat_budget", "raw_text", "read", "children", "outputs")
 
     def __init__(self, src, begin, end, fingerprint):
         self.src, self.begin, self.end, self.fingerprint = src, begin, end, fingerprint
@@ -60,14 +60,26 @@ class Segment:
         mutations defaults to: this segment ends the capture."""
         if mutations is None:
             mutations = self.end == self.src.nodes_len
-        graph, carried = self.src.segment(self.begin, self.end, list(outs), mutations, n_inputs,
-                                          remat)
-        self.raw_text = graph.text()
-        graph.optimize(fusion_level=cfg.fusion_level,
-                       disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify)
-        self.plan = graph.compile(num_threads=cfg.num_threads or 0,
-                                  memory_arena=cfg.memory_arena, poison=cfg.poison)
-        self.graph, self.outs, self.carried = graph, list(outs), carried
+        budget = cfg.memory_budget
+        target = 0  # remat_budget: the remat pass's estimate of live intermediate bytes
+        tries = []
+        while True:
+            graph, carried = self.src.segment(self.begin, self.end, list(outs), mutations,
+                                              n_inputs, remat)
+            self.raw_text = graph.text()
+            graph.optimize(fusion_level=cfg.fusion_level,
+                           disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify,
+                           remat_budget=target)
+            self.plan = graph.compile(num_threads=cfg.num_threads or 0,
+                                      memory_arena=cfg.memory_arena, poison=cfg.poison)
+            self.graph, self.outs, self.carried = graph, list(outs), carried
+            self.remat_budget = target
+            if budget is None:
+                return
+            from ._memory import next_remat_budget
+            target = next_remat_budget(self, budget, tries)
+            if target is None:
+                return
 
 
 def whole(graph, cfg, outputs):

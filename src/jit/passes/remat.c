@@ -1,37 +1,75 @@
 /*
- * remat.c - rematerialisation: a cheap value that is read early and again
- * much later (a forward activation that the backward reads) is recomputed
- * just before its late reads, so its buffer dies after the early ones.
+ * remat.c - rematerialisation: a value that is read early and again much
+ * later (a forward activation that the backward reads) is recomputed just
+ * before its late reads, so its buffer dies after the early ones.
  *
- * Cheap: views, non-random elementwise nodes, and ONEPASS ops (norms,
- * softmax: a pass or two over their data). A value is recomputed only from
- * values that are live at the late read anyway, directly or through a short
- * chain of cheap nodes (relu(batch_norm(conv_out)) from conv_out, which the
- * norm's backward keeps), so no new value is kept alive longer: memory only
- * drops. Each clone chain is placed right before the first late read.
+ * Two modes, one mechanism (clone the producer chain before the first late
+ * read, point the late reads at the clone):
+ * - Always: cheap values - views, non-random elementwise nodes and ONEPASS
+ *   ops (norms, softmax: a pass or two over their data) - read 16 nodes or
+ *   more after their first read, recomputed from values live at the late
+ *   read anyway, directly or through a chain of up to 3 cheap nodes
+ *   (relu(batch_norm(conv_out)) from conv_out, which the norm's backward
+ *   keeps). No value is kept alive longer, and no decision needs sizes.
+ * - With a budget (musa_pass_ctx.remat_budget, from musa.Config's
+ *   memory_budget): while the estimated peak of live intermediate bytes is
+ *   over it, the largest value live across the peak and not read there
+ *   whose producer is deterministic (matmuls and convolutions included:
+ *   activation checkpointing) and recomputable from values live at its next
+ *   read is recomputed there, if that lowers the peak. The estimate counts
+ *   each node value's bytes from its producer to its last read, outputs and
+ *   mutated values to the end; fusion and the planner's layout move the real
+ *   figure, so the caller checks the plan and may ask again with less.
  *
+ * Recomputed values are bitwise the originals (same kernels, same inputs).
  * Invariants: graphs with breaks are left alone (breaks index nodes); graph
  * outputs, mutation and break values are never recomputed; the graph stays
  * topologically ordered (clones come right before their first reader).
  */
 #include "../graph.h"
 
-#define GAP       16 /* a read this many nodes after the value is "late" */
-#define DEPTH     3  /* longest chain of cheap nodes recomputed for one value */
-#define MAX_CHAIN 8
+#define GAP        16 /* cheap mode: a read this many nodes after the first is "late" */
+#define DEPTH      3  /* cheap mode: longest chain recomputed for one value */
+#define DEPTH_BIG  12 /* budget mode */
+#define MAX_CHAIN  16
+#define MAX_ROUNDS 4096 /* budget mode: values recomputed at most */
 
 typedef struct remat {
     musa_graph *g;
-    int32_t *pos;  /* node -> position in the final order (clones: their reader's) */
-    int32_t *last; /* value -> position of its last read */
-    uint8_t *keep; /* value is an output / mutation / break value */
-    int64_t nv;
+    int32_t *pos;   /* node -> position in the final order (clones: their reader's) */
+    int32_t *first; /* value -> position of its first read (INT32_MAX: none) */
+    int32_t *last;  /* value -> position of its last read (-1: none) */
+    uint8_t *keep;  /* value is an output / mutation value or target */
+    int64_t nv, cap_nodes;
+    bool any_op; /* budget mode: every deterministic op may be recomputed */
 } remat;
 
-static bool cheap(const musa_gnode *n) {
+static bool recomputable(const musa_gnode *n, bool any_op) {
     uint32_t f = musa_ops[n->op].flags;
-    return !(f & (MUSA_OPF_RANDOM | MUSA_OPF_CREATION)) && n->n_in > 0 &&
-           (f & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ONEPASS));
+    if ((f & (MUSA_OPF_RANDOM | MUSA_OPF_CREATION | MUSA_OPF_INPLACE)) || n->n_in == 0)
+        return false;
+    return any_op || (f & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ONEPASS));
+}
+
+/* Reads (first, last) of every value in the current node order; a view's
+ * reads keep its root. Also marks kept values. */
+static void scan(remat *r) {
+    musa_graph *g = r->g;
+    for (int64_t v = 0; v < r->nv; v++) r->last[v] = -1, r->first[v] = INT32_MAX, r->keep[v] = 0;
+    for (int64_t i = 0; i < g->nodes.len; i++) {
+        r->pos[i] = (int32_t)i;
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            int32_t v = n->in[k], root = g->values.data[v].root;
+            r->last[v] = (int32_t)i;
+            if (root != v) r->last[root] = (int32_t)i;
+            if (r->first[v] == INT32_MAX) r->first[v] = (int32_t)i;
+        }
+    }
+    for (int64_t i = 0; i < g->outputs.len; i++) r->keep[g->outputs.data[i]] = 1;
+    for (int64_t i = 0; i < g->mutations.len; i++)
+        r->keep[g->mutations.data[i].value] = r->keep[g->mutations.data[i].target] = 1;
 }
 
 /* Can value v be recomputed at position at from values live there? Appends
@@ -41,137 +79,249 @@ static bool plan_chain(remat *r, int32_t v, int32_t at, int depth, int32_t *chai
     if (x->kind != MUSA_V_NODE || (v < r->nv && r->last[v] >= at)) return true; /* live there */
     if (depth == 0 || x->producer < 0 || *n >= MAX_CHAIN || v >= r->nv || r->keep[v]) return false;
     const musa_gnode *p = &r->g->nodes.data[x->producer];
-    if (p->dead || !cheap(p)) return false;
+    if (p->dead || !recomputable(p, r->any_op)) return false;
     for (int k = 0; k < p->n_in; k++)
         if (!plan_chain(r, p->in[k], at, depth - 1, chain, n)) return false;
     for (int i = 0; i < *n; i++)
         if (chain[i] == x->producer) return true;
+    if (*n >= MAX_CHAIN) return false; /* the inputs' chains filled it */
     chain[(*n)++] = x->producer;
     return true;
 }
 
-int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx) {
-    if (g->breaks.len) return MUSA_OK;
-    int64_t nn0 = g->nodes.len, nv0 = g->values.len;
-    remat r = {.g = g, .nv = nv0};
-    r.pos = musa_malloc(sizeof(int32_t) * (size_t)(nn0 * (MAX_CHAIN + 1) + 16), "remat");
-    r.last = musa_malloc(sizeof(int32_t) * (size_t)(nv0 ? nv0 : 1), "remat");
-    r.keep = musa_calloc((size_t)(nv0 ? nv0 : 1), 1, "remat");
-    int32_t *first = musa_malloc(sizeof(int32_t) * (size_t)(nv0 ? nv0 : 1), "remat");
-    if (!r.pos || !r.last || !r.keep || !first) {
-        free(r.pos), free(r.last), free(r.keep), free(first);
+/* The chain that recomputes output j of node i at position at (node i
+ * last), or 0 when there is none. */
+static int chain_for(remat *r, int64_t i, int32_t at, int depth, int32_t *chain) {
+    const musa_gnode *n0 = &r->g->nodes.data[i];
+    int cn = 0;
+    for (int k = 0; k < n0->n_in; k++)
+        if (!plan_chain(r, n0->in[k], at, depth - 1, chain, &cn)) return 0;
+    if (cn + 1 > MAX_CHAIN) return 0;
+    chain[cn++] = (int32_t)i;
+    return cn;
+}
+
+/* Clone chain[0..cn) right before node `at` and point the reads of output
+ * j of its last node at or after `at` to the clone. */
+static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at) {
+    musa_graph *g = r->g;
+    int32_t map_from[MAX_CHAIN * MUSA_MAX_OUTPUTS], map_to[MAX_CHAIN * MUSA_MAX_OUTPUTS];
+    int nm = 0;
+    if (g->nodes.len + cn > r->cap_nodes)
+        return musa_err(MUSA_ERR_RUNTIME, "[jit] remat: node budget exhausted");
+    for (int c = 0; c < cn; c++) {
+        musa_gnode src = g->nodes.data[chain[c]];
+        int32_t ins[64];
+        if (src.n_in > 64) return MUSA_ERR_NOT_IMPLEMENTED;
+        for (int k = 0; k < src.n_in; k++) {
+            ins[k] = src.in[k];
+            for (int q = 0; q < nm; q++)
+                if (map_from[q] == ins[k]) ins[k] = map_to[q];
+        }
+        int32_t outs[MUSA_MAX_OUTPUTS];
+        int32_t id = musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs, outs);
+        if (id < 0) return id;
+        g->nodes.data[id].loc = src.loc;
+        r->pos[id] = at;
+        for (int q = 0; q < src.n_out; q++) map_from[nm] = src.out[q], map_to[nm++] = outs[q];
+    }
+    const musa_gnode *n0 = &g->nodes.data[chain[cn - 1]];
+    int32_t v = n0->out[j], clone = map_to[nm - n0->n_out + j];
+    int32_t new_last = r->first[v];
+    for (int64_t u = 0; u < at; u++) { /* original nodes only: clones are past nn0 */
+        const musa_gnode *un = &g->nodes.data[u];
+        for (int k = 0; !un->dead && k < un->n_in; k++)
+            if (un->in[k] == v && u > new_last) new_last = (int32_t)u;
+    }
+    for (int64_t u = at; u < g->nodes.len; u++) {
+        musa_gnode *un = &g->nodes.data[u];
+        if (un->dead || r->pos[u] != u) continue; /* a clone reads its own chain */
+        for (int k = 0; k < un->n_in; k++)
+            if (un->in[k] == v) un->in[k] = clone;
+    }
+    r->last[v] = new_last;
+    for (int c = 0; c < cn; c++) /* inputs of the chain are read at `at` now */
+        for (int k = 0; k < g->nodes.data[chain[c]].n_in; k++) {
+            int32_t in = g->nodes.data[chain[c]].in[k];
+            if (in < r->nv && r->last[in] < at) r->last[in] = at;
+        }
+    return MUSA_OK;
+}
+
+/* Final order: each clone right before the node whose position it took;
+ * nodes whose outputs nobody reads any more (originals of values now only
+ * recomputed) die. */
+static int reorder(remat *r, int64_t nn0) {
+    musa_graph *g = r->g;
+    int64_t nn = g->nodes.len;
+    int32_t *order = musa_malloc(sizeof(int32_t) * (size_t)nn, "remat");
+    musa_gnode *nodes = musa_malloc(sizeof(musa_gnode) * (size_t)nn, "remat");
+    if (!order || !nodes) {
+        free(order), free(nodes);
         return MUSA_ERR_NOMEM;
     }
-    for (int64_t v = 0; v < nv0; v++) r.last[v] = -1, first[v] = INT32_MAX;
+    int64_t w = 0;
     for (int64_t i = 0; i < nn0; i++) {
-        r.pos[i] = (int32_t)i;
-        const musa_gnode *n = &g->nodes.data[i];
-        if (n->dead) continue;
-        for (int k = 0; k < n->n_in; k++) {
-            int32_t v = n->in[k], root = g->values.data[v].root;
-            r.last[v] = (int32_t)i;
-            if (root != v) r.last[root] = (int32_t)i; /* a view's reads keep its root */
-            if (first[v] == INT32_MAX) first[v] = (int32_t)i;
-        }
+        for (int64_t c = nn0; c < nn; c++)
+            if (r->pos[c] == i) order[w++] = (int32_t)c;
+        order[w++] = (int32_t)i;
     }
-    for (int64_t i = 0; i < g->outputs.len; i++) r.keep[g->outputs.data[i]] = 1;
-    for (int64_t i = 0; i < g->mutations.len; i++)
-        r.keep[g->mutations.data[i].value] = r.keep[g->mutations.data[i].target] = 1;
-    int rc = MUSA_OK, changed = 0;
+    for (int64_t k = 0; k < nn; k++) nodes[k] = g->nodes.data[order[k]];
+    memcpy(g->nodes.data, nodes, sizeof(musa_gnode) * (size_t)nn);
+    for (int64_t k = 0; k < nn; k++)
+        for (int q = 0; q < g->nodes.data[k].n_out; q++)
+            g->values.data[g->nodes.data[k].out[q]].producer = (int32_t)k;
+    free(order), free(nodes);
+    return MUSA_OK;
+}
+
+/* Cheap mode (see the file comment). */
+static int remat_cheap(remat *r, int *changed) {
+    musa_graph *g = r->g;
+    int64_t nn0 = g->nodes.len;
+    int rc = MUSA_OK;
     for (int64_t i = 0; i < nn0 && !rc; i++) {
         musa_gnode n0 = g->nodes.data[i];
-        if (n0.dead || !cheap(&n0)) continue;
+        if (n0.dead || !recomputable(&n0, false)) continue;
         for (int j = 0; j < n0.n_out && !rc; j++) {
             int32_t v = n0.out[j];
-            if (r.keep[v] || first[v] == INT32_MAX || r.last[v] <= first[v] + GAP) continue;
+            if (r->keep[v] || r->first[v] == INT32_MAX || r->last[v] <= r->first[v] + GAP) continue;
             /* reads of v at or after `at` are late */
             int32_t at = -1;
-            for (int64_t u = first[v] + GAP; u < nn0 && at < 0; u++) {
+            for (int64_t u = r->first[v] + GAP; u < nn0 && at < 0; u++) {
                 const musa_gnode *un = &g->nodes.data[u];
                 for (int k = 0; !un->dead && k < un->n_in; k++)
                     if (un->in[k] == v) at = (int32_t)u;
             }
-            if (at < 0 || r.last[g->values.data[v].root] > r.last[v]) continue; /* views of v */
+            if (at < 0 || r->last[g->values.data[v].root] > r->last[v]) continue; /* views of v */
             int32_t chain[MAX_CHAIN];
-            int cn = 0;
-            bool ok = true;
-            for (int k = 0; k < n0.n_in && ok; k++)
-                ok = plan_chain(&r, n0.in[k], at, DEPTH - 1, chain, &cn);
-            if (!ok || cn + 1 > MAX_CHAIN) continue;
-            chain[cn++] = (int32_t)i;
-            /* Clone the chain (in order) right before node `at`. */
-            int32_t map_from[MAX_CHAIN * MUSA_MAX_OUTPUTS], map_to[MAX_CHAIN * MUSA_MAX_OUTPUTS];
-            int nm = 0;
-            for (int c = 0; c < cn && !rc; c++) {
-                musa_gnode src = g->nodes.data[chain[c]];
-                int32_t ins[64];
-                if (src.n_in > 64) {
-                    rc = MUSA_ERR_NOT_IMPLEMENTED;
-                    break;
-                }
-                for (int k = 0; k < src.n_in; k++) {
-                    ins[k] = src.in[k];
-                    for (int q = 0; q < nm; q++)
-                        if (map_from[q] == ins[k]) ins[k] = map_to[q];
-                }
-                int32_t outs[MUSA_MAX_OUTPUTS];
-                int32_t id =
-                    musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs, outs);
-                if (id < 0) {
-                    rc = id;
-                    break;
-                }
-                g->nodes.data[id].loc = src.loc;
-                r.pos[id] = at;
-                for (int q = 0; q < src.n_out; q++)
-                    map_from[nm] = src.out[q], map_to[nm++] = outs[q];
-            }
-            if (rc) break;
-            /* Late reads take the clone; v now dies at its last early read. */
-            int32_t clone = map_to[nm - n0.n_out + j];
-            int32_t new_last = first[v];
-            for (int64_t u = 0; u < nn0; u++) {
-                musa_gnode *un = &g->nodes.data[u];
-                for (int k = 0; !un->dead && k < un->n_in; k++) {
-                    if (un->in[k] != v) continue;
-                    if (u >= at)
-                        un->in[k] = clone;
-                    else if (u > new_last)
-                        new_last = (int32_t)u;
-                }
-            }
-            r.last[v] = new_last;
-            for (int c = 0; c < cn; c++) /* inputs of the chain are read at `at` now */
-                for (int k = 0; k < g->nodes.data[chain[c]].n_in; k++) {
-                    int32_t in = g->nodes.data[chain[c]].in[k];
-                    if (in < nv0 && r.last[in] < at) r.last[in] = at;
-                }
-            changed += cn;
+            int cn = chain_for(r, i, at, DEPTH, chain);
+            if (!cn) continue;
+            rc = clone_chain(r, chain, cn, j, at);
+            *changed += cn;
         }
     }
-    if (!rc && changed) {
-        /* Final order: each clone right before the node whose position it took. */
+    return rc || !*changed ? rc : reorder(r, nn0);
+}
+
+static int64_t value_bytes(const musa_gvalue *x) {
+    int64_t n = musa_dtype_info[x->dtype].size;
+    for (int d = 0; d < x->ndim; d++)
+        if (!musa_mul_i64(n, x->shape[d], &n)) return INT64_MAX / 4; /* sizes past any budget */
+    return n;
+}
+
+/* Bytes of node values live at each position: a value from its producer to
+ * its last read (kept values to the end); views and updated state take no
+ * bytes. */
+static void profile(const remat *r, int64_t *live) {
+    const musa_graph *g = r->g;
+    int64_t nn = g->nodes.len;
+    for (int64_t i = 0; i <= nn; i++) live[i] = 0;
+    for (int64_t v = 0; v < r->nv; v++) {
+        const musa_gvalue *x = &g->values.data[v];
+        if (x->kind != MUSA_V_NODE || x->root != v || x->producer < 0 ||
+            g->nodes.data[x->producer].dead ||
+            (musa_ops[g->nodes.data[x->producer].op].flags & MUSA_OPF_INPLACE))
+            continue; /* an update's outputs are its state, written in place */
+        int64_t end = r->keep[v] ? nn - 1 : MUSA_MAX(r->last[v], x->producer);
+        int64_t b = value_bytes(x);
+        live[x->producer] += b, live[end + 1] -= b;
+    }
+    for (int64_t i = 1; i <= nn; i++) live[i] += live[i - 1];
+}
+
+/* Budget mode: one value recomputed per round, the largest that lowers the
+ * estimated peak, until the peak fits or nothing helps. */
+static int remat_budget(remat *r, int64_t budget, int *changed) {
+    musa_graph *g = r->g;
+    int rc = MUSA_OK;
+    int64_t *live = NULL;
+    int32_t *after = NULL;   /* value -> its first read after the peak, or -1 */
+    uint8_t *blocked = NULL; /* value is read at the peak, or read through a view */
+    for (int round = 0; round < MAX_ROUNDS && !rc; round++) {
         int64_t nn = g->nodes.len;
-        int32_t *order = musa_malloc(sizeof(int32_t) * (size_t)nn, "remat");
-        musa_gnode *nodes = musa_malloc(sizeof(musa_gnode) * (size_t)nn, "remat");
-        if (!order || !nodes) {
+        r->nv = g->values.len;
+        free(live), free(after), free(blocked);
+        live = musa_malloc(sizeof(int64_t) * (size_t)(nn + 1), "remat");
+        after = musa_malloc(sizeof(int32_t) * (size_t)r->nv, "remat");
+        blocked = musa_calloc((size_t)r->nv, 1, "remat");
+        if (!live || !after || !blocked) {
             rc = MUSA_ERR_NOMEM;
-        } else {
-            int64_t w = 0;
-            for (int64_t i = 0; i < nn0; i++) {
-                for (int64_t c = nn0; c < nn; c++)
-                    if (r.pos[c] == i) order[w++] = (int32_t)c;
-                order[w++] = (int32_t)i;
-            }
-            for (int64_t k = 0; k < nn; k++) nodes[k] = g->nodes.data[order[k]];
-            memcpy(g->nodes.data, nodes, sizeof(musa_gnode) * (size_t)nn);
-            for (int64_t k = 0; k < nn; k++)
-                for (int q = 0; q < g->nodes.data[k].n_out; q++)
-                    g->values.data[g->nodes.data[k].out[q]].producer = (int32_t)k;
+            break;
         }
-        free(order), free(nodes);
+        scan(r);
+        profile(r, live);
+        int64_t peak_at = 0;
+        for (int64_t i = 1; i < nn; i++)
+            if (live[i] > live[peak_at]) peak_at = i;
+        if (nn == 0 || live[peak_at] <= budget) break;
+        for (int64_t v = 0; v < r->nv; v++) after[v] = -1;
+        for (int64_t u = 0; u < nn; u++) {
+            const musa_gnode *un = &g->nodes.data[u];
+            for (int k = 0; !un->dead && k < un->n_in; k++) {
+                int32_t v = un->in[k], root = g->values.data[v].root;
+                if (root != v) blocked[root] = 1;
+                if (u == peak_at) blocked[v] = 1;
+                if (u > peak_at && after[v] < 0) after[v] = (int32_t)u;
+            }
+        }
+        /* the best candidate: live across the peak, not read there */
+        int64_t best_gain = 0, best_i = -1;
+        int best_j = 0, best_cn = 0;
+        int32_t best_at = -1, best_chain[MAX_CHAIN];
+        for (int64_t i = 0; i < peak_at; i++) {
+            const musa_gnode *n = &g->nodes.data[i];
+            if (n->dead || !recomputable(n, true)) continue;
+            for (int j = 0; j < n->n_out; j++) {
+                int32_t v = n->out[j], at = after[v];
+                const musa_gvalue *x = &g->values.data[v];
+                if (r->keep[v] || x->root != v || blocked[v] || at < 0) continue;
+                int64_t b = value_bytes(x);
+                if (b <= best_gain) continue;
+                int32_t chain[MAX_CHAIN];
+                int cn = chain_for(r, i, at, DEPTH_BIG, chain);
+                if (!cn) continue;
+                /* the chain's other values are new, briefly live at `at` */
+                int64_t extra = 0;
+                for (int c = 0; c + 1 < cn; c++)
+                    for (int q = 0; q < g->nodes.data[chain[c]].n_out; q++)
+                        extra += value_bytes(&g->values.data[g->nodes.data[chain[c]].out[q]]);
+                if (live[at] + extra >= live[peak_at]) continue;
+                best_gain = b, best_i = i, best_j = j, best_at = at, best_cn = cn;
+                memcpy(best_chain, chain, sizeof(int32_t) * (size_t)cn);
+            }
+        }
+        if (best_i < 0) break; /* nothing lowers the peak */
+        rc = clone_chain(r, best_chain, best_cn, best_j, best_at);
+        if (!rc) rc = reorder(r, nn);
+        *changed += best_cn;
+    }
+    free(live), free(after), free(blocked);
+    return rc;
+}
+
+int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx) {
+    if (g->breaks.len) return MUSA_OK;
+    int64_t budget = ctx ? ctx->remat_budget : 0;
+    /* every round adds at most MAX_CHAIN nodes */
+    int64_t cap = g->nodes.len * (MAX_CHAIN + 1) + 16 + (budget > 0 ? MAX_ROUNDS * MAX_CHAIN : 0);
+    int64_t nv = g->values.len + cap * MUSA_MAX_OUTPUTS;
+    remat r = {.g = g, .nv = g->values.len, .cap_nodes = cap};
+    r.pos = musa_malloc(sizeof(int32_t) * (size_t)cap, "remat");
+    r.first = musa_malloc(sizeof(int32_t) * (size_t)nv, "remat");
+    r.last = musa_malloc(sizeof(int32_t) * (size_t)nv, "remat");
+    r.keep = musa_calloc((size_t)nv, 1, "remat");
+    int rc = MUSA_ERR_NOMEM, changed = 0;
+    if (r.pos && r.first && r.last && r.keep) {
+        scan(&r);
+        rc = remat_cheap(&r, &changed);
+        if (!rc && budget > 0) {
+            r.any_op = true;
+            rc = remat_budget(&r, budget, &changed);
+        }
     }
     if (ctx) ctx->changes += changed;
-    free(r.pos), free(r.last), free(r.keep), free(first);
+    free(r.pos), free(r.first), free(r.last), free(r.keep);
     return rc;
 }
