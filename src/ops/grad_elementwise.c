@@ -48,6 +48,36 @@ UNARY_GRAD(grad_sigmoid, musa_mul(G, T(musa_mul(Y, T(musa_sub(NUM(1), Y))))))
 /* d/dx erf(x) = 2/sqrt(pi) exp(-x^2) */
 UNARY_GRAD(grad_erf, musa_mul(T(musa_mul(G, NUM(1.1283791670955126))),
                               T(musa_exp(T(musa_neg(T(musa_mul(X, X))))))))
+/* GELU: its fused derivative kernel, or under create_graph the derivative
+ * in primitives (erf: Phi(x) + x phi(x); tanh: the chain rule through
+ * tanh(sqrt(2/pi) (x + 0.044715 x^3))) so higher orders stay exact. */
+int grad_gelu(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_gelu *at = a->attrs;
+    musa_temps t = {0};
+    if (!musa_is_grad_enabled()) {
+        gin[0] = musa_call2(MUSA_OP_gelu_backward, G, X, at);
+    } else if (!at->tanh) {
+        musa_tensor *cdf = T(musa_mul(
+            T(musa_add(T(musa_erf(T(musa_mul(X, NUM(0.7071067811865476))))), NUM(1))), NUM(0.5)));
+        musa_tensor *pdf = T(musa_mul(T(musa_exp(T(musa_mul(T(musa_mul(X, X)), NUM(-0.5))))),
+                                      NUM(0.3989422804014327)));
+        gin[0] = musa_mul(G, T(musa_add(cdf, T(musa_mul(X, pdf)))));
+    } else {
+        musa_tensor *x2 = T(musa_mul(X, X));
+        musa_tensor *u = T(musa_mul(T(musa_add(X, T(musa_mul(T(musa_mul(x2, X)), NUM(0.044715))))),
+                                    NUM(0.7978845608028654)));
+        musa_tensor *th = T(musa_tanh(u));
+        musa_tensor *du = T(musa_mul(T(musa_add(T(musa_mul(x2, NUM(3 * 0.044715))), NUM(1))),
+                                     NUM(0.7978845608028654)));
+        musa_tensor *left = T(musa_mul(T(musa_add(th, NUM(1))), NUM(0.5)));
+        musa_tensor *right = T(musa_mul(
+            T(musa_mul(T(musa_mul(X, NUM(0.5))), T(musa_sub(NUM(1), T(musa_mul(th, th)))))), du));
+        gin[0] = musa_mul(G, T(musa_add(left, right)));
+    }
+    musa_temps_release(&t);
+    return gin[0] ? MUSA_OK : musa_last_error_code();
+}
+
 UNARY_GRAD(grad_relu, musa_where(T(musa_gt(Y, NUM(0))), G, NUM(0)))
 UNARY_GRAD(grad_clone, musa_tensor_retain(G))
 

@@ -462,20 +462,8 @@ musa_tensor *musa_binary_cross_entropy_with_logits(musa_tensor *x, musa_tensor *
 /* ---- activations ---- */
 
 musa_tensor *musa_gelu(musa_tensor *x, bool tanh_approximation) {
-    LOWP_WRAP(x, musa_gelu(x, tanh_approximation));
-    musa_temps t = {0};
-    musa_tensor *r;
-    if (tanh_approximation) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-        musa_tensor *x3 = T(musa_mul(x, T(musa_mul(x, x))));
-        musa_tensor *inner =
-            T(musa_mul(T(musa_add(x, T(musa_mul(x3, NUM(0.044715))))), NUM(0.7978845608028654)));
-        r = musa_mul(T(musa_mul(x, NUM(0.5))), T(musa_add(T(musa_tanh(inner)), NUM(1))));
-    } else { /* 0.5 x (1 + erf(x / sqrt 2)) */
-        musa_tensor *e = T(musa_erf(T(musa_mul(x, NUM(0.7071067811865476)))));
-        r = musa_mul(T(musa_mul(x, NUM(0.5))), T(musa_add(e, NUM(1))));
-    }
-    musa_temps_release(&t);
-    return r;
+    musa_attrs_gelu a = {.tanh = tanh_approximation};
+    return musa_call1(MUSA_OP_gelu, x, &a);
 }
 
 musa_tensor *musa_silu(musa_tensor *x) {

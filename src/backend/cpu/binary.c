@@ -30,11 +30,15 @@ typedef struct {
 /* As the unary loops (unary.c): fixed-length blocks, broadcast scalars
  * spread over a block, and padded local copies for tails and strided runs,
  * so an element's result never depends on its position. */
-#define DEF_B(NAME, SN, T, C, OT, OST, EXPR)                                                       \
+#define DEF_B(NAME, SN, T, C, OT, OST, EXPR) DEF_B_SIMD(NAME, SN, T, C, OT, OST, EXPR, omp simd)
+/* ... calling libm: a 64-byte vector a step (vmath.h) */
+#define DEF_BM(NAME, SN, T, C, OT, OST, EXPR)                                                      \
+    DEF_B_SIMD(NAME, SN, T, C, OT, OST, EXPR, omp simd simdlen(MUSA_SIMD_LANES_##C))
+#define DEF_B_SIMD(NAME, SN, T, C, OT, OST, EXPR, PRAGMA)                                          \
     static inline __attribute__((always_inline)) void NAME##_##SN##_blk(                           \
         void *ctx, OT *o, const T *pa, const T *pb, const int K) {                                 \
         (void)ctx;                                                                                 \
-        _Pragma("omp simd") for (int k = 0; k < K; k++) {                                          \
+        MUSA_PRAGMA(PRAGMA) for (int k = 0; k < K; k++) {                                          \
             C a = LD_##SN(pa[k]), b = LD_##SN(pb[k]);                                              \
             o[k] = OST(EXPR);                                                                      \
         }                                                                                          \
@@ -73,6 +77,11 @@ typedef struct {
     DEF_B(NAME, f64, double, double, double, ST_f64, DE)                                           \
     DEF_B(NAME, f16, musa_f16, float, musa_f16, ST_f16, FE)                                        \
     DEF_B(NAME, bf16, musa_bf16, float, musa_bf16, ST_bf16, FE)
+#define BIN_FLOATS_M(NAME, FE, DE) /* calling libm */                                              \
+    DEF_BM(NAME, f32, float, float, float, ST_f32, FE)                                             \
+    DEF_BM(NAME, f64, double, double, double, ST_f64, DE)                                          \
+    DEF_BM(NAME, f16, musa_f16, float, musa_f16, ST_f16, FE)                                       \
+    DEF_BM(NAME, bf16, musa_bf16, float, musa_bf16, ST_bf16, FE)
 #define BIN_INTS(NAME, IE)                                                                         \
     DEF_B(NAME, i64, int64_t, int64_t, int64_t, ST_i64, IE)                                        \
     DEF_B(NAME, i32, int32_t, int32_t, int32_t, ST_i32, IE)                                        \
@@ -390,4 +399,17 @@ int musa_cpu_add_into(const musa_kview *dst, const musa_kview *src) {
     atomic_init(&flags.neg_power, 0);
     musa_iter_run(&it, MUSA_GRAIN_CHEAP, loops_add[dst->dtype], &flags);
     return MUSA_OK;
+}
+
+/* ---- gelu_backward(grad, x): the derivative of GELU (vmath.h) ---- */
+
+BIN_FLOATS_M(gelu_erf_grad, musa_gelu_erf_grad_f(a, b), musa_gelu_erf_grad_d(a, b))
+BIN_FLOATS_M(gelu_tanh_grad, musa_gelu_tanh_grad_f(a, b), musa_gelu_tanh_grad_d(a, b))
+int cpu_gelu_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                      const void *attrs) {
+    MUSA_UNUSED(n_in);
+    static const musa_loop_fn erf_loops[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(gelu_erf_grad)};
+    static const musa_loop_fn tanh_loops[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(gelu_tanh_grad)};
+    const musa_attrs_gelu *a = attrs;
+    return binary_run(ctx, out, in, a->tanh ? tanh_loops : erf_loops);
 }

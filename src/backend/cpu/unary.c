@@ -83,6 +83,10 @@
 /* ... whose expressions call libm (vmath.h) */
 #define UNARY_MATH(NAME, FE, DE) UNARY_FLOAT_LOOPS(NAME, FE, DE, DEF_UM)
 #define UNARY_FLOAT_LOOPS(NAME, FE, DE, DEF)                                                       \
+    UNARY_FLOAT_TABLE(NAME, FE, DE, DEF)                                                           \
+    DEF_KERNEL(NAME, MUSA_GRAIN_MATH)
+/* The loops and their table loops_NAME, for a kernel written by hand. */
+#define UNARY_FLOAT_TABLE(NAME, FE, DE, DEF)                                                       \
     DEF(NAME, f32, float, float, FE)                                                               \
     DEF(NAME, f64, double, double, DE)                                                             \
     DEF(NAME, f16, musa_f16, float, FE)                                                            \
@@ -91,8 +95,7 @@
                                                                 [MUSA_DTYPE_FLOAT64] = NAME##_f64, \
                                                                 [MUSA_DTYPE_FLOAT16] = NAME##_f16, \
                                                                 [MUSA_DTYPE_BFLOAT16] =            \
-                                                                    NAME##_bf16};                  \
-    DEF_KERNEL(NAME, MUSA_GRAIN_MATH)
+                                                                    NAME##_bf16};
 
 /* A predicate on any dtype: FE on floats, IE on integers and bool. */
 #define UNARY_PRED(NAME, FE, IE)                                                                   \
@@ -168,6 +171,16 @@ static inline double logistic_d(double x) {
 }
 UNARY_MATH(sigmoid, logistic_f(x), logistic_d(x))
 UNARY_MATH(erf, erff(x), erf(x))
+
+/* GELU (vmath.h): the attribute picks the exact or the tanh form. */
+UNARY_FLOAT_TABLE(gelu_erf, musa_gelu_erf_f(x), musa_gelu_erf_d(x), DEF_UM)
+UNARY_FLOAT_TABLE(gelu_tanh, musa_gelu_tanh_f(x), musa_gelu_tanh_d(x), DEF_UM)
+int cpu_gelu(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+             const void *attrs) {
+    MUSA_UNUSED(n_in);
+    const musa_attrs_gelu *a = attrs;
+    return unary_run(ctx, out, in, a->tanh ? loops_gelu_tanh : loops_gelu_erf, MUSA_GRAIN_MATH);
+}
 
 UNARY_PRED(logical_not, x == 0, x == 0)
 UNARY_PRED(isnan, x != x, 0 * x)

@@ -50,4 +50,28 @@ MUSA_SIMD_DECL2(pow, double)
 #define MUSA_PRAGMA_(x)        _Pragma(#x)
 #define MUSA_SIMD_MATH(C, ...) MUSA_PRAGMA(omp simd simdlen(MUSA_SIMD_LANES_##C) __VA_ARGS__)
 
+/* GELU, x Phi(x): exact (with erf) or with the tanh approximation, as
+ * PyTorch defines them, and their derivatives times an incoming gradient g
+ * (gelu_backward). One definition for the forward and backward kernels. */
+#define MUSA_GELU_FNS(SFX, T, ERF, EXP, TANH)                                                      \
+    static inline T musa_gelu_erf_##SFX(T x) {                                                     \
+        return (T)0.5 * x * ((T)1 + ERF(x * (T)0.70710678118654752440));                           \
+    }                                                                                              \
+    static inline T musa_gelu_tanh_##SFX(T x) {                                                    \
+        T u = (T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x);                           \
+        return (T)0.5 * x * ((T)1 + TANH(u));                                                      \
+    }                                                                                              \
+    static inline T musa_gelu_erf_grad_##SFX(T g, T x) {                                           \
+        T cdf = (T)0.5 * ((T)1 + ERF(x * (T)0.70710678118654752440));                              \
+        T pdf = EXP((T)-0.5 * x * x) * (T)0.39894228040143267794;                                  \
+        return g * (cdf + x * pdf);                                                                \
+    }                                                                                              \
+    static inline T musa_gelu_tanh_grad_##SFX(T g, T x) {                                          \
+        T x2 = x * x, t = TANH((T)0.79788456080286535588 * (x + (T)0.044715 * x2 * x));            \
+        T du = (T)0.79788456080286535588 * ((T)1 + (T)(3 * 0.044715) * x2);                        \
+        return g * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du);                       \
+    }
+MUSA_GELU_FNS(f, float, erff, expf, tanhf)
+MUSA_GELU_FNS(d, double, erf, exp, tanh)
+
 #endif

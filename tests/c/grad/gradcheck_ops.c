@@ -41,6 +41,19 @@ UNARY_GC(floor, 0.1, 0.9)
 UNARY_GC(ceil, 0.1, 0.9)
 UNARY_GC(round, 0.1, 0.4)
 
+/* gelu, exact and tanh forms: gradcheck runs the formulas in primitives
+ * (grad mode is on), gradgradcheck differentiates them again */
+static musa_tensor *f_gelu(musa_tensor *const *in) {
+    return musa_gelu(in[0], false);
+}
+static musa_tensor *f_gelu_tanh(musa_tensor *const *in) {
+    return musa_gelu(in[0], true);
+}
+TEST(grad_gelu) {
+    GC(gelu, 1, true, in64(2, S(3, 4), -3, 3, L_TRANSPOSED));
+    GC(gelu_tanh, 1, true, in64(2, S(3, 4), -3, 3, L_STRIDED));
+}
+
 TEST(grad_relu_negative_side) {
     /* relu on negative inputs: gradient 0, second derivative 0 */
     GC(relu, 1, true, in64(2, S(3, 4), -2, -0.1, L_STRIDED));

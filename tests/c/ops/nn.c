@@ -731,6 +731,70 @@ TEST(op_linear) {
     release_all(2, x, w);
 }
 
+static double gelu_ref(double x, bool th) {
+    if (th) return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1 + erf(x / sqrt(2)));
+}
+
+static double gelu_grad_ref(double x, bool th) {
+    if (!th) return 0.5 * (1 + erf(x / sqrt(2))) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+    double t = tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * sqrt(2 / M_PI) * (1 + 3 * 0.044715 * x * x);
+}
+
+/* gelu: one kernel, float32 and float64, both forms, a transposed input
+ * with the edges (signed zeros, infinities, NaN, saturated tails) */
+TEST(op_gelu) {
+    static const musa_dtype dts[2] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64};
+    for (int d = 0; d < 2; d++)
+        for (int th = 0; th < 2; th++) {
+            musa_tensor *x = rnd(dts[d], 2, S(9, 7), -6, 6, L_TRANSPOSED);
+            double *xv = values(x), want[63];
+            for (int i = 0; i < 63; i++) want[i] = gelu_ref(xv[i], th);
+            musa_tensor *y = musa_gelu(x, th);
+            CHECK_CLOSE("gelu", dts[d], values(y), want, 63);
+            free(xv);
+            release_all(2, x, y);
+        }
+    double e[7] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 30, -30};
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 1, S(7), e), *y = musa_gelu(x, false),
+                *z = musa_gelu(x, true);
+    double *yv = values(y), *zv = values(z);
+    for (int k = 0; k < 2; k++) {
+        double *v = k ? zv : yv;
+        CHECK(v[0] == 0 && v[1] == 0 && signbit(v[1]) && v[2] == INFINITY && isnan(v[4]) &&
+              v[5] == 30 && v[6] == 0);
+        CHECK(v[3] == 0 || isnan(v[3])); /* -inf * 0: PyTorch gives nan (erf) and 0 (tanh) */
+    }
+    free(yv), free(zv);
+    release_all(3, x, y, z);
+}
+
+/* gelu_backward(grad, x) through the op table: the derivative times grad,
+ * with a broadcast grad */
+TEST(op_gelu_backward) {
+    int id = musa_op_lookup("gelu_backward");
+    for (int th = 0; th < 2; th++) {
+        musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, S(5, 6), -5, 5, L_STRIDED);
+        musa_tensor *g = rnd(MUSA_DTYPE_FLOAT64, 1, S(6), -1, 1, L_CONTIG);
+        musa_attrs *a = musa_attrs_new(id);
+        CHECK_OK(musa_attrs_set_bool(a, "tanh", th));
+        musa_tensor *in[2] = {g, x}, *out[1] = {NULL};
+        CHECK_OK(musa_op_call(id, 2, in, a, out));
+        musa_attrs_free(a);
+        double *xv = values(x), *gv = values(g), want[30];
+        for (int i = 0; i < 30; i++) want[i] = gv[i % 6] * gelu_grad_ref(xv[i], th);
+        CHECK(near("gelu backward", out[0], want, 30, 4));
+        free(xv), free(gv);
+        release_all(3, x, g, out[0]);
+    }
+    musa_tensor *x = musa_zeros(1, S(3), MUSA_DTYPE_FLOAT32),
+                *g = musa_zeros(1, S(4), MUSA_DTYPE_FLOAT32), *in[2] = {g, x}, *out[1] = {NULL};
+    CHECK_ERR(musa_op_call(id, 2, in, NULL, out) == MUSA_OK, MUSA_ERR_VALUE,
+              "[gelu_backward] shapes (4,) and (3,) cannot be broadcast");
+    release_all(2, x, g);
+}
+
 TEST(activations_and_losses) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG),
                 *y = rnd(MUSA_DTYPE_FLOAT64, 1, S(40), -4, 4, L_CONTIG);
