@@ -323,23 +323,23 @@ int grad_cross_entropy(const musa_grad_args *a, musa_tensor **gin) {
 int grad_linear(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
     const musa_meta *xm = &a->in_meta[0];
-    int64_t K = a->in_meta[1].shape[1], N = a->in_meta[1].shape[0];
+    int64_t K = a->in_meta[1].shape[1], N = a->in_meta[1].shape[0], M = 1;
+    for (int d = 0; d + 1 < xm->ndim; d++) M *= xm->shape[d]; /* rows (explicit: K or N may be 0) */
     int rc = MUSA_OK;
     for (int i = 0; i < a->n_in; i++) gin[i] = NULL;
     if (a->needs[0] && !(gin[0] = musa_matmul(G, a->in[1]))) rc = musa_last_error_code();
     if (!rc && a->needs[1]) {
-        int64_t gs[2] = {-1, N}, xs[2] = {-1, K};
+        int64_t gs[2] = {M, N}, xs[2] = {M, K};
         musa_tensor *g2 = T(musa_reshape(G, 2, gs)), *x2 = T(musa_reshape(a->in[0], 2, xs));
         musa_attrs_matmul at = {.transpose_a = true};
         if (!(gin[1] = musa_call2(MUSA_OP_matmul, g2, x2, &at))) rc = musa_last_error_code();
     }
     if (!rc && a->n_in == 3 && a->needs[2]) {
-        int64_t gs[2] = {-1, N};
+        int64_t gs[2] = {M, N};
         int64_t zero = 0;
         if (!(gin[2] = musa_sum(T(musa_reshape(G, 2, gs)), 1, &zero, false)))
             rc = musa_last_error_code();
     }
-    MUSA_UNUSED(xm);
     if (rc)
         for (int i = 0; i < a->n_in; i++) musa_tensor_release(gin[i]), gin[i] = NULL;
     musa_temps_release(&t);
