@@ -123,6 +123,26 @@ static int32_t value_or_external(musa_graph *g, musa_tensor *t) {
 
 /* ---- the record hook ---- */
 
+/* The output dtypes the graph's inference gives for these inputs (-1 where
+ * it cannot say). Returns nonzero only when out of memory. */
+static int graph_out_dtypes(const musa_op_info *info, int n_in, musa_tensor *const *in,
+                            const void *attrs, int n_out, int8_t *dt) {
+    for (int j = 0; j < n_out; j++) dt[j] = -1;
+    if (info->flags & MUSA_OPF_VIEW) return 0;
+    int8_t in_buf[8], *in_dt = n_in > 8 ? malloc((size_t)n_in) : in_buf;
+    if (!in_dt) return -1;
+    musa_attrs_any a;
+    if (info->attrs_kind != MUSA_ATTRS_none)
+        memcpy(&a, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
+    musa_infer r;
+    musa_infer_init(&r, info, in_dt, n_in);
+    if (!info->infer(info, in, n_in, &a, &r) && r.n_out == n_out)
+        for (int j = 0; j < n_out; j++) dt[j] = r.out_dtype[j];
+    musa_clear_error();
+    if (in_dt != in_buf) free(in_dt);
+    return 0;
+}
+
 static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                   int n_out, musa_tensor **out, unsigned provided) {
     musa_graph *g = rec;
@@ -147,9 +167,26 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
     if (info->attrs_kind != MUSA_ATTRS_none)
         memcpy(&n.attrs, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
     int32_t node_id = (int32_t)g->nodes.len;
+    /* The graph's own inference sees the cast inputs: a low-precision op
+     * computed in float32 gives a float32 output there, where eager rounded
+     * it once into its bfloat16/float16 output. Such an output is recorded
+     * as the float32 value and a cast after the node (the same rounding). */
+    int8_t graph_dt[MUSA_MAX_OUTPUTS];
+    if (graph_out_dtypes(info, n_in, in, &n.attrs, n_out, graph_dt)) goto nomem;
+    int32_t raw[MUSA_MAX_OUTPUTS], cast_to[MUSA_MAX_OUTPUTS];
+    int ncast = 0;
     for (int j = 0; j < n_out; j++) {
         musa_tensor *t = out[j];
         int32_t old = -1, orig = -1;
+        raw[j] = -1;
+        if (graph_dt[j] >= 0 && graph_dt[j] != t->dtype) {
+            raw[j] =
+                musa_graph_new_value(g, MUSA_V_NODE, (musa_dtype)graph_dt[j], t->ndim, t->shape);
+            if (raw[j] < 0) goto nomem;
+            g->values.data[raw[j]].producer = node_id;
+            g->values.data[raw[j]].out_index = (int8_t)j;
+            g->values.data[raw[j]].loc = loc;
+        }
         if (provided & (1u << j)) { /* written in place: rename */
             old = value_or_external(g, t);
             if (old < 0) goto nomem;
@@ -166,16 +203,18 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
         int32_t id = musa_graph_new_value(g, MUSA_V_NODE, (musa_dtype)t->dtype, t->ndim, t->shape);
         if (id < 0) goto nomem;
         musa_gvalue *v = &g->values.data[id];
-        v->producer = node_id;
-        v->out_index = (int8_t)j;
+        v->producer = raw[j] >= 0 ? node_id + 1 + ncast : node_id; /* the cast's, see below */
+        v->out_index = (int8_t)(raw[j] >= 0 ? 0 : j);
         v->loc = loc;
+        if (raw[j] >= 0) ncast++;
         if ((info->flags & MUSA_OPF_VIEW) && !(provided & 1u)) {
             const musa_gvalue *src = &g->values.data[ins[0]];
             v->root = src->root;
             v->offset = src->offset + (t->offset - in[0]->offset);
             for (int d = 0; d < t->ndim; d++) v->strides[d] = t->strides[d];
         }
-        n.out[j] = id;
+        n.out[j] = raw[j] >= 0 ? raw[j] : id;
+        cast_to[j] = id;
         map_to(g, t, id);
         if (orig >= 0) {
             if (musa_map_put(&g->origin, (uint64_t)id, (uint64_t)orig)) goto nomem;
@@ -192,6 +231,23 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
         }
     }
     if (musa_vec_push(&g->nodes, n)) goto nomem;
+    for (int j = 0; j < n_out; j++) {
+        if (raw[j] < 0) continue;
+        musa_gnode c;
+        memset(&c, 0, sizeof c);
+        c.op = (int16_t)MUSA_OP_cast;
+        c.n_in = 1;
+        if (!(c.in = MUSA_ARENA_NEW(&g->arena, int32_t, 1))) goto nomem;
+        c.in[0] = raw[j];
+        c.n_out = 1;
+        c.out[0] = cast_to[j];
+        c.group = -1;
+        c.loc = loc;
+        musa_attrs_cast *ca = (musa_attrs_cast *)&c.attrs;
+        musa_attrs_init(MUSA_ATTRS_cast, ca);
+        ca->dtype = (musa_dtype)g->values.data[cast_to[j]].dtype;
+        if (musa_vec_push(&g->nodes, c)) goto nomem;
+    }
     return MUSA_OK;
 nomem:
     capture_fail(g, MUSA_ERR_NOMEM, "[jit] out of memory while recording %s", info->name);

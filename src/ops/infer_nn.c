@@ -24,6 +24,15 @@ static musa_dtype float_inputs(musa_tensor *const *in, const int *which, int n, 
     return t;
 }
 
+/* As float_inputs, for the ops whose kernels multiply bfloat16 on oneDNN
+ * (linear, the convolutions): bfloat16 inputs arrive as bfloat16. */
+static musa_dtype gemm_inputs(musa_tensor *const *in, const int *which, int n, musa_infer *r) {
+    musa_dtype t = float_inputs(in, which, n, r);
+    if (t == MUSA_DTYPE_BFLOAT16)
+        for (int i = 0; i < n; i++) r->in_dtype[which[i]] = (int8_t)t;
+    return t;
+}
+
 /* Fill a 2-value attribute: empty gets `def`, one value is repeated. */
 static int pair(const musa_op_info *op, const char *what, musa_ints *v, int64_t def, int64_t min) {
     if (v->n == 0)
@@ -131,7 +140,7 @@ int infer_conv2d(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                         (long long)in[1]->shape[0]);
     int64_t out[4];
     if ((rc = conv_check(op, a, in[0]->shape, in[1]->shape, out))) return rc;
-    musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, n_in, r);
+    musa_dtype t = gemm_inputs(in, (int[]){0, 1, 2}, n_in, r);
     out_like(r, 0, t, 4, out);
     return MUSA_OK;
 }
@@ -155,7 +164,7 @@ int infer_conv2d_bwd_input(const musa_op_info *op, musa_tensor *const *in, int n
                             op->name, musa_shape_str(4, in[0]->shape, s1, sizeof s1),
                             musa_shape_str(4, out, s2, sizeof s2));
         }
-    musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
+    musa_dtype t = gemm_inputs(in, (int[]){0, 1}, 2, r);
     out_like(r, 0, t, 4, a->shape.v);
     return MUSA_OK;
 }
@@ -175,7 +184,7 @@ int infer_conv2d_bwd_weight(const musa_op_info *op, musa_tensor *const *in, int 
         if (out[i] != in[1]->shape[i])
             return musa_err(MUSA_ERR_VALUE, "[%s] gradient does not match the convolution's output",
                             op->name);
-    musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
+    musa_dtype t = gemm_inputs(in, (int[]){0, 1}, 2, r);
     out_like(r, 0, t, 4, a->shape.v);
     return MUSA_OK;
 }
@@ -584,7 +593,7 @@ int infer_linear(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     if (n_in == 3 && (in[2]->ndim != 1 || in[2]->shape[0] != w->shape[0]))
         return musa_err(MUSA_ERR_VALUE, "[%s] bias must have shape (%lld,)", op->name,
                         (long long)w->shape[0]);
-    musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, n_in, r);
+    musa_dtype t = gemm_inputs(in, (int[]){0, 1, 2}, n_in, r);
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 1] = w->shape[0];

@@ -47,11 +47,16 @@ static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_
 }
 
 /* oneDNN's workspace for this convolution, or (size_t)-1 to use im2col. */
-static size_t dnnl_ws(const conv_geom *g, int kind, bool bias, musa_conv_shape *s) {
-    if (g->cdt != MUSA_DTYPE_FLOAT32 || !g->N || !g->C || !g->Co || !g->P) return (size_t)-1;
-    *s = (musa_conv_shape){g->N,  g->C,  g->H,  g->W,  g->Co, g->kh, g->kw, g->Ho,
-                           g->Wo, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->groups};
+static size_t dnnl_ws_as(const conv_geom *g, int kind, bool bias, musa_conv_shape *s, bool bf16) {
+    if ((!bf16 && g->cdt != MUSA_DTYPE_FLOAT32) || !g->N || !g->C || !g->Co || !g->P)
+        return (size_t)-1;
+    *s = (musa_conv_shape){g->N,  g->C,  g->H,  g->W,  g->Co, g->kh, g->kw,     g->Ho, g->Wo,
+                           g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->groups, bf16};
     return musa_dnnl_conv_workspace(kind, s, bias);
+}
+
+static size_t dnnl_ws(const conv_geom *g, int kind, bool bias, musa_conv_shape *s) {
+    return dnnl_ws_as(g, kind, bias, s, false);
 }
 
 /* Run on oneDNN if dnnl_ws() said so; false means "use im2col". */
@@ -202,7 +207,7 @@ static size_t slot_cols(const conv_geom *g) {
 
 /* ---- forward ---- */
 
-MUSA_WS(ws_conv2d) {
+static MUSA_WS(ws_conv2d_f32) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, in[0].shape, in[1].shape, attrs, nn_cdt(out[0].dtype));
@@ -211,8 +216,8 @@ MUSA_WS(ws_conv2d) {
     return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)conv_slots(&g) * slot_cols(&g));
 }
 
-int cpu_conv2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-               const void *attrs) {
+static int conv2d_f32(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                      const void *attrs) {
     conv_geom g;
     geom(&g, in[0].shape, in[1].shape, attrs, nn_cdt(out[0].dtype));
     char *ws = ctx->scratch;
@@ -257,7 +262,7 @@ static void bwd_input_range(void *arg, int64_t s0, int64_t s1) {
     }
 }
 
-MUSA_WS(ws_conv2d_bwd_input) {
+static MUSA_WS(ws_bwd_input_f32) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, ((const musa_attrs_conv *)attrs)->shape.v, in[1].shape, attrs, nn_cdt(out[0].dtype));
@@ -266,8 +271,8 @@ MUSA_WS(ws_conv2d_bwd_input) {
     return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)conv_slots(&g) * slot_cols(&g));
 }
 
-int cpu_conv2d_backward_input(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                              const void *attrs) {
+static int bwd_input_f32(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                         const void *attrs) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, ((const musa_attrs_conv *)attrs)->shape.v, in[1].shape, attrs, nn_cdt(out[0].dtype));
@@ -316,7 +321,7 @@ static size_t slot_wgrad(const conv_geom *g, int64_t slots) {
     return slot_cols(g) + (slots > 1 ? nn_align((size_t)(g->Co * g->K) * g->es) : 0);
 }
 
-MUSA_WS(ws_conv2d_bwd_weight) {
+static MUSA_WS(ws_bwd_weight_f32) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, in[0].shape, ((const musa_attrs_conv *)attrs)->shape.v, attrs, nn_cdt(out[0].dtype));
@@ -326,8 +331,8 @@ MUSA_WS(ws_conv2d_bwd_weight) {
     return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)slots * slot_wgrad(&g, slots));
 }
 
-int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
-                               int n_in, const void *attrs) {
+static int bwd_weight_f32(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                          const void *attrs) {
     MUSA_UNUSED(n_in);
     conv_geom g;
     geom(&g, in[0].shape, ((const musa_attrs_conv *)attrs)->shape.v, attrs, nn_cdt(out[0].dtype));
@@ -363,4 +368,107 @@ int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa
     }
     nn_out_end(&gw);
     return j.rc;
+}
+
+/* ---- bfloat16: oneDNN's bfloat16 primitives (float32 accumulation), or
+ * float32 copies through the kernels above where oneDNN cannot ---- */
+
+typedef int (*conv_fn)(const musa_kctx *, musa_kview *, const musa_kview *, int, const void *);
+typedef size_t (*conv_ws_fn)(const musa_kview *, int, const musa_kview *, int, const void *);
+
+/* The geometry of a convolution op of this kind from its views. */
+static void geom_of(int kind, const musa_kview *in, const void *attrs, conv_geom *g) {
+    const musa_attrs_conv *a = attrs;
+    if (kind == MUSA_CONV_FWD)
+        geom(g, in[0].shape, in[1].shape, a, MUSA_DTYPE_FLOAT32);
+    else if (kind == MUSA_CONV_BWD_DATA)
+        geom(g, a->shape.v, in[1].shape, a, MUSA_DTYPE_FLOAT32);
+    else
+        geom(g, in[0].shape, a->shape.v, a, MUSA_DTYPE_FLOAT32);
+}
+
+/* oneDNN's bfloat16 workspace for this op, or (size_t)-1. */
+static size_t bf16_ws(int kind, const musa_kview *in, int n_in, const void *attrs,
+                      musa_conv_shape *s) {
+    conv_geom g;
+    geom_of(kind, in, attrs, &g);
+    return dnnl_ws_as(&g, kind, kind == MUSA_CONV_FWD && n_in == 3, s, true);
+}
+
+/* Float32 views of n bfloat16 views, contiguous, laid out from *ws (NULL:
+ * only count); returns the bytes. */
+static size_t f32_views(const musa_kview *v, int n, musa_kview *o, char *ws) {
+    size_t b = 0;
+    for (int i = 0; i < n; i++) {
+        o[i] = v[i];
+        o[i].dtype = MUSA_DTYPE_FLOAT32;
+        o[i].data = ws ? ws + b : NULL;
+        musa_contiguous_strides_k(&o[i]);
+        b += nn_align((size_t)musa_kview_numel(&v[i]) * 4);
+    }
+    return b;
+}
+
+static size_t lowp_ws(int kind, conv_ws_fn f32, const musa_kview *out, int n_out,
+                      const musa_kview *in, int n_in, const void *attrs) {
+    musa_conv_shape s;
+    if (in[0].dtype != MUSA_DTYPE_BFLOAT16) return f32(out, n_out, in, n_in, attrs);
+    size_t d = bf16_ws(kind, in, n_in, attrs, &s);
+    if (d != (size_t)-1 && musa_kview_contiguous(&out[0])) return d;
+    musa_kview i32[3], o32[1];
+    size_t b = f32_views(in, n_in, i32, NULL) + f32_views(out, 1, o32, NULL);
+    return b + f32(o32, n_out, i32, n_in, attrs);
+}
+
+static int lowp_run(int kind, conv_fn f32, conv_ws_fn f32_ws, const musa_kctx *ctx, musa_kview *out,
+                    const musa_kview *in, int n_in, const void *attrs) {
+    if (in[0].dtype != MUSA_DTYPE_BFLOAT16) return f32(ctx, out, in, n_in, attrs);
+    musa_conv_shape s;
+    size_t d = bf16_ws(kind, in, n_in, attrs, &s);
+    if (d != (size_t)-1 && musa_kview_contiguous(&out[0])) {
+        int rc = musa_dnnl_conv(kind, &s, in[0].data, in[1].data,
+                                kind == MUSA_CONV_FWD && n_in == 3 ? in[2].data : NULL, out[0].data,
+                                ctx->scratch, ctx->scratch_bytes);
+        return rc ? musa_err(rc, "[%s] oneDNN bfloat16 convolution primitive failed", ctx->op_name)
+                  : MUSA_OK;
+    }
+    musa_kview i32[3], o32[1];
+    size_t b = f32_views(in, n_in, i32, NULL) + f32_views(out, 1, o32, NULL);
+    size_t need = b + f32_ws(o32, 1, i32, n_in, attrs);
+    if (need > ctx->scratch_bytes) /* planned for the primitive (a switch flipped since) */
+        return musa_err(MUSA_ERR_RUNTIME, "[%s] internal: workspace of %zu bytes is short (%zu)",
+                        ctx->op_name, ctx->scratch_bytes, need);
+    char *ws = ctx->scratch;
+    b = f32_views(in, n_in, i32, ws);
+    b += f32_views(out, 1, o32, ws + b);
+    for (int i = 0; i < n_in; i++) musa_cpu_copy(&i32[i], &in[i]);
+    musa_kctx sub = *ctx;
+    sub.scratch = ws + b;
+    sub.scratch_bytes = ctx->scratch_bytes - b;
+    int rc = f32(&sub, o32, i32, n_in, attrs);
+    if (!rc) musa_cpu_copy(&out[0], &o32[0]);
+    return rc;
+}
+
+MUSA_WS(ws_conv2d) {
+    return lowp_ws(MUSA_CONV_FWD, ws_conv2d_f32, out, n_out, in, n_in, attrs);
+}
+int cpu_conv2d(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+               const void *attrs) {
+    return lowp_run(MUSA_CONV_FWD, conv2d_f32, ws_conv2d_f32, ctx, out, in, n_in, attrs);
+}
+MUSA_WS(ws_conv2d_bwd_input) {
+    return lowp_ws(MUSA_CONV_BWD_DATA, ws_bwd_input_f32, out, n_out, in, n_in, attrs);
+}
+int cpu_conv2d_backward_input(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                              const void *attrs) {
+    return lowp_run(MUSA_CONV_BWD_DATA, bwd_input_f32, ws_bwd_input_f32, ctx, out, in, n_in, attrs);
+}
+MUSA_WS(ws_conv2d_bwd_weight) {
+    return lowp_ws(MUSA_CONV_BWD_WEIGHTS, ws_bwd_weight_f32, out, n_out, in, n_in, attrs);
+}
+int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                               int n_in, const void *attrs) {
+    return lowp_run(MUSA_CONV_BWD_WEIGHTS, bwd_weight_f32, ws_bwd_weight_f32, ctx, out, in, n_in,
+                    attrs);
 }

@@ -52,24 +52,32 @@ static void engine_init(void) {
     engine_ok = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success;
 }
 
+dnnl_engine_t musa_dnnl_engine(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, engine_init);
+    return engine_ok ? engine : NULL;
+}
+
 static size_t align64(size_t n) {
     return (n + 63) & ~(size_t)63;
 }
 
-static void md(dnnl_memory_desc_t *d, int nd, const int64_t *dims, dnnl_format_tag_t tag) {
+static void md(dnnl_memory_desc_t *d, int nd, const int64_t *dims, dnnl_format_tag_t tag,
+               dnnl_data_type_t dt) {
     dnnl_dims_t dd;
     for (int i = 0; i < nd; i++) dd[i] = dims[i];
-    dnnl_memory_desc_init_by_tag(d, nd, dd, dnnl_f32, tag);
+    dnnl_memory_desc_init_by_tag(d, nd, dd, dt, tag);
 }
 
 /* The weight's descriptor: (O, I, kh, kw), or (G, O/G, I/G, kh, kw) grouped. */
-static void weight_md(dnnl_memory_desc_t *d, const musa_conv_shape *s, dnnl_format_tag_t plain) {
+static void weight_md(dnnl_memory_desc_t *d, const musa_conv_shape *s, dnnl_format_tag_t plain,
+                      dnnl_data_type_t dt) {
     if (s->groups == 1) {
         md(d, 4, (int64_t[]){s->Co, s->C, s->kh, s->kw},
-           plain == dnnl_format_tag_any ? plain : dnnl_oihw);
+           plain == dnnl_format_tag_any ? plain : dnnl_oihw, dt);
     } else {
         md(d, 5, (int64_t[]){s->groups, s->Co / s->groups, s->C / s->groups, s->kh, s->kw},
-           plain == dnnl_format_tag_any ? plain : dnnl_goihw);
+           plain == dnnl_format_tag_any ? plain : dnnl_goihw, dt);
     }
 }
 
@@ -104,12 +112,13 @@ static bool build(entry *e) {
     dnnl_dims_t strides = {s->sh, s->sw}, dil = {s->dh - 1, s->dw - 1}, pl = {s->ph, s->pw},
                 pr = {pr_h, pr_w};
     int64_t xs[4] = {s->N, s->C, s->H, s->W}, ys[4] = {s->N, s->Co, s->Ho, s->Wo}, bs[1] = {s->Co};
+    dnnl_data_type_t dt = s->bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t x_any, y_any, w_any, b_md, x_user, y_user, w_user;
-    md(&x_any, 4, xs, dnnl_format_tag_any), md(&y_any, 4, ys, dnnl_format_tag_any);
-    weight_md(&w_any, s, dnnl_format_tag_any);
-    md(&x_user, 4, xs, dnnl_nchw), md(&y_user, 4, ys, dnnl_nchw);
-    weight_md(&w_user, s, dnnl_oihw);
-    md(&b_md, 1, bs, dnnl_x);
+    md(&x_any, 4, xs, dnnl_format_tag_any, dt), md(&y_any, 4, ys, dnnl_format_tag_any, dt);
+    weight_md(&w_any, s, dnnl_format_tag_any, dt);
+    md(&x_user, 4, xs, dnnl_nchw, dt), md(&y_user, 4, ys, dnnl_nchw, dt);
+    weight_md(&w_user, s, dnnl_oihw, dt);
+    md(&b_md, 1, bs, dnnl_x, dt);
 
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
@@ -156,9 +165,7 @@ static bool build(entry *e) {
 
 /* The cached entry for this convolution (created on first use), or NULL. */
 static entry *lookup(int kind, const musa_conv_shape *s, bool bias) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, engine_init);
-    if (!engine_ok) return NULL;
+    if (!musa_dnnl_engine()) return NULL;
     pthread_mutex_lock(&mu);
     entry *e = cache;
     for (; e; e = e->next)

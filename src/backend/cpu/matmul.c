@@ -2,8 +2,11 @@
  * matmul.c - NumPy-semantics matmul on GEMM libraries.
  *
  * float32 calls oneDNN's dnnl_sgemm (measured faster than OpenBLAS here,
- * see bench/bench_core.c), float64 calls cblas_dgemm, float16/bfloat16 are
- * converted to float32 in the workspace, multiplied there and rounded once,
+ * see bench/bench_core.c), float64 calls cblas_dgemm, bfloat16 runs
+ * oneDNN's bfloat16 matmul primitive (matmul_dnnl.c: float32 accumulation,
+ * rounded once) on operands it can read in place; float16, and bfloat16
+ * otherwise, are converted to float32 in the workspace, multiplied there and
+ * rounded once,
  * and integers use a plain int64-accumulating loop. Operands whose layout a
  * GEMM can take directly (row- or column-major matrices, i.e. transposed
  * views) are passed with the transpose flag and no copy; others are copied
@@ -18,6 +21,7 @@
 #include "../../base/threadpool.h"
 #include "elem.h"
 #include "kernels.h"
+#include "matmul_dnnl.h"
 
 typedef struct {
     int64_t rows, cols, rs, cs; /* strides in elements */
@@ -104,6 +108,20 @@ static bool is_lowp(int dt) {
     return dt == MUSA_DTYPE_FLOAT16 || dt == MUSA_DTYPE_BFLOAT16;
 }
 
+/* The bfloat16 GEMM of one batch matrix on oneDNN (matmul_dnnl.c), when
+ * every operand is GEMM-readable in place; its scratch bytes in *ws. */
+static bool bf16_gemm(const mm_plan *p, int dt, musa_gemm_shape *s, size_t *ws) {
+    char tc;
+    int64_t ldc;
+    memset(s, 0, sizeof *s);
+    if (dt != MUSA_DTYPE_BFLOAT16 || p->a.cols == 0 || !gemm_layout(&p->a, &s->ta, &s->lda) ||
+        !gemm_layout(&p->b, &s->tb, &s->ldb) || !gemm_layout(&p->c, &tc, &ldc) || tc != 'N')
+        return false;
+    s->M = p->c.rows, s->N = p->c.cols, s->K = p->a.cols, s->ldc = ldc;
+    *ws = musa_dnnl_gemm_bf16_workspace(s);
+    return *ws != (size_t)-1;
+}
+
 /* Workspace in elements of the compute type, laid out [A | B | C]. */
 static void ws_parts(const mm_plan *p, int dt, int64_t *na, int64_t *nb, int64_t *nc) {
     char t;
@@ -121,6 +139,9 @@ MUSA_WS(ws_matmul) {
     mm_plan p;
     plan(&out[0], &in[0], &in[1], attrs, &p);
     fold_batch(&p);
+    musa_gemm_shape gs;
+    size_t bws;
+    if (bf16_gemm(&p, dt, &gs, &bws)) return bws;
     int64_t na, nb, nc;
     ws_parts(&p, dt, &na, &nb, &nc);
     size_t es = dt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
@@ -241,7 +262,13 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     if (p.c.rows == 0 || p.c.cols == 0 || p.batch == 0) return MUSA_OK;
     int64_t wa = 0, wb = 0, wc = 0;
     int cdt = dt == MUSA_DTYPE_FLOAT64 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
-    if (musa_is_float((musa_dtype)dt)) {
+    musa_gemm_shape gs;
+    size_t bws;
+    bool bf16 = bf16_gemm(&p, dt, &gs, &bws);
+    if (bf16 && ctx->scratch_bytes < bws)
+        return musa_err(MUSA_ERR_RUNTIME, "[matmul] internal: workspace of %zu bytes is short",
+                        ctx->scratch_bytes);
+    if (musa_is_float((musa_dtype)dt) && !bf16) {
         ws_parts(&p, dt, &wa, &wb, &wc);
         if (ctx->scratch_bytes < (size_t)(wa + wb + wc) * (cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4))
             return musa_err(MUSA_ERR_RUNTIME, "[matmul] internal: workspace of %zu bytes is short",
@@ -272,7 +299,12 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
             imm_u8(&p.a, pa, &p.b, pb, &p.c, pc);
             break;
         default:
-            rc = gemm_float(cdt, &p.a, pa, &p.b, pb, &p.c, pc, ctx->scratch, wa, wb, wc, dt);
+            if (bf16) {
+                rc = musa_dnnl_gemm_bf16(&gs, pa, pb, NULL, pc, ctx->scratch, ctx->scratch_bytes);
+                if (rc) rc = musa_err(rc, "[matmul] oneDNN bfloat16 matmul primitive failed");
+            } else {
+                rc = gemm_float(cdt, &p.a, pa, &p.b, pb, &p.c, pc, ctx->scratch, wa, wb, wc, dt);
+            }
         }
         if (rc) return rc;
         for (int i = p.nb - 1; i >= 0; i--) { /* next batch index */
@@ -324,28 +356,83 @@ void musa_cpu_set_library_threads(int n) {
 
 #include "nnutil.h"
 
+/* bfloat16 linear as one oneDNN matmul with its bias (x W^T + b), or
+ * false: its inputs arrive as float32 (they do for every other dtype) or
+ * oneDNN cannot run it. */
+static bool linear_bf16(const musa_kview *out, const musa_kview *in, int n_in, musa_gemm_shape *s,
+                        size_t *ws) {
+    int64_t K = in[1].shape[1], N = in[1].shape[0];
+    memset(s, 0, sizeof *s);
+    if (in[0].dtype != MUSA_DTYPE_BFLOAT16 || !K || !N) return false;
+    *s = (musa_gemm_shape){.M = musa_kview_numel(&in[0]) / K,
+                           .N = N,
+                           .K = K,
+                           .lda = K,
+                           .ldb = K,
+                           .ldc = N,
+                           .ta = 'N',
+                           .tb = 'T',
+                           .bias = n_in == 3};
+    *ws = s->M ? musa_dnnl_gemm_bf16_workspace(s) : 0;
+    return *ws != (size_t)-1 && musa_kview_contiguous(&out[0]);
+}
+
+/* Float32 copies of bfloat16 inputs oneDNN could not take: bytes. */
+static size_t lowp_copies(const musa_kview *in, int n_in) {
+    if (in[0].dtype != MUSA_DTYPE_BFLOAT16) return 0;
+    size_t b = 0;
+    for (int i = 0; i < n_in; i++) b += nn_align((size_t)musa_kview_numel(&in[i]) * 4);
+    return b;
+}
+
 MUSA_WS(ws_linear) {
-    MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
-    return nn_ws_outputs(out, n_out, 0);
+    MUSA_UNUSED(attrs);
+    musa_gemm_shape s;
+    size_t bws;
+    if (linear_bf16(out, in, n_in, &s, &bws)) return bws;
+    return nn_ws_outputs(out, n_out, lowp_copies(in, n_in));
 }
 
 int cpu_linear(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                const void *attrs) {
     MUSA_UNUSED(attrs);
+    musa_gemm_shape s;
+    size_t bws;
+    if (linear_bf16(out, in, n_in, &s, &bws)) {
+        if (!s.M) return MUSA_OK;
+        int rc = musa_dnnl_gemm_bf16(&s, in[0].data, in[1].data, n_in == 3 ? in[2].data : NULL,
+                                     out[0].data, ctx->scratch, ctx->scratch_bytes);
+        return rc ? musa_err(rc, "[%s] oneDNN bfloat16 matmul primitive failed", ctx->op_name)
+                  : MUSA_OK;
+    }
     int cdt = nn_cdt(out[0].dtype);
     size_t es = nn_es(cdt);
     int64_t K = in[1].shape[1], N = in[1].shape[0], M = K ? musa_kview_numel(&in[0]) / K : 0;
     if (!K) M = musa_kview_numel(&out[0]) / (N ? N : 1);
     char *ws = ctx->scratch;
+    const char *x = in[0].data, *w = in[1].data, *b = n_in == 3 ? in[2].data : NULL;
+    size_t need = nn_ws_outputs(out, 1, lowp_copies(in, n_in));
+    if (need > ctx->scratch_bytes) /* planned for the primitive (a switch flipped since) */
+        return musa_err(MUSA_ERR_RUNTIME, "[%s] internal: workspace of %zu bytes is short (%zu)",
+                        ctx->op_name, ctx->scratch_bytes, need);
+    if (in[0].dtype == MUSA_DTYPE_BFLOAT16) { /* bfloat16 oneDNN could not take: float32 copies */
+        const char **src[3] = {&x, &w, &b};
+        for (int i = 0; i < n_in; i++) {
+            musa_kview d = in[i];
+            d.data = ws, d.dtype = MUSA_DTYPE_FLOAT32;
+            musa_contiguous_strides_k(&d);
+            musa_cpu_copy(&d, &in[i]);
+            *src[i] = ws;
+            ws += nn_align((size_t)musa_kview_numel(&in[i]) * 4);
+        }
+    }
     nn_out y = nn_out_begin(&out[0], &ws);
     double beta = 0;
-    if (n_in == 3) {
-        for (int64_t i = 0; i < M; i++)
-            memcpy(y.data + (size_t)(i * N) * es, in[2].data, (size_t)N * es);
+    if (b) {
+        for (int64_t i = 0; i < M; i++) memcpy(y.data + (size_t)(i * N) * es, b, (size_t)N * es);
         beta = 1;
     }
-    int rc =
-        musa_cpu_gemm(cdt, 'N', 'T', M, N, K, 1.0, in[0].data, K, in[1].data, K, beta, y.data, N);
+    int rc = musa_cpu_gemm(cdt, 'N', 'T', M, N, K, 1.0, x, K, w, K, beta, y.data, N);
     nn_out_end(&y);
     return rc;
 }
