@@ -692,6 +692,25 @@ typedef struct musa_node musa_node;
 MUSA_API bool musa_set_grad_enabled(bool enabled);
 MUSA_API bool musa_is_grad_enabled(void);
 
+/* Autocast (mixed precision), thread-local. While on, the GEMM-shaped ops
+ * (matmul, linear, conv2d) cast their float32 inputs to `dtype` (bfloat16,
+ * or float16) and the ops that need range or accuracy (softmax,
+ * log_softmax, cross_entropy, exp, expm1, log, log1p, pow, sum, prod, the
+ * norm of a list, cumsum) cast low-precision inputs to float32; the rest
+ * take their inputs as they come, mixed dtypes promoting. The policy is
+ * the AMPLOW/AMPF32 flags of src/ops/ops.def. The casts are ordinary
+ * recorded ops, so a float32 parameter gets a float32 gradient; a
+ * parameter (a leaf that requires grad) is cast once per dtype and version
+ * until musa_autocast_clear_cache. Calls writing into given outputs, and
+ * backward passes, are not autocast. musa_autocast_set fails
+ * (MUSA_ERR_VALUE) for a dtype other than bfloat16 or float16. */
+MUSA_API int musa_autocast_set(bool enabled, musa_dtype dtype);
+MUSA_API bool musa_autocast_enabled(void);
+MUSA_API musa_dtype musa_autocast_dtype(void); /* bfloat16 when off */
+MUSA_API void musa_autocast_clear_cache(void);
+/* Whether parameters' casts are cached (default true); returns the previous. */
+MUSA_API bool musa_autocast_set_cache_enabled(bool enabled);
+
 /* Only floating tensors may require grad; turning it off is only allowed on
  * leaves. */
 MUSA_API int musa_tensor_set_requires_grad(musa_tensor *t, bool requires_grad);

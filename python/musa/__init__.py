@@ -63,6 +63,8 @@ def __getattr__(name):
         return fn
     if name == "Config":
         return _lazy("jit").Config
+    if name == "autocast":  # torch.autocast's place
+        return _lazy("amp").autocast
     raise AttributeError(f"module 'musa' has no attribute '{name}'")
 
 

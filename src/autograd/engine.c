@@ -451,9 +451,22 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
     return rc;
 }
 
-/* Shared by musa_backward and musa_grad. */
+static int run_engine_(run *r, int n_roots, musa_tensor *const *roots, musa_tensor *const *grads,
+                       const char *who);
+
+/* Shared by musa_backward and musa_grad. Backward ops run in the dtypes the
+ * forward recorded: autocast is off while it runs. */
 static int run_engine(run *r, int n_roots, musa_tensor *const *roots, musa_tensor *const *grads,
                       const char *who) {
+    int8_t autocast = musa_tls.autocast;
+    musa_tls.autocast = 0;
+    int rc = run_engine_(r, n_roots, roots, grads, who);
+    musa_tls.autocast = autocast;
+    return rc;
+}
+
+static int run_engine_(run *r, int n_roots, musa_tensor *const *roots, musa_tensor *const *grads,
+                       const char *who) {
     musa_arena_init(&r->arena, 64 * 1024);
     r->id = atomic_fetch_add(&run_ids, 1);
     musa_edge *edges = calloc((size_t)(n_roots ? n_roots : 1), sizeof *edges);

@@ -209,8 +209,125 @@ static int check_forward_nan(const musa_op_info *info, musa_tensor *t) {
     return musa_err(MUSA_ERR_RUNTIME, "[anomaly] %s produced NaN in its output", info->name);
 }
 
+/* ---- autocast ----
+ *
+ * With autocast on (musa_autocast_set), an op flagged AMPLOW gets its
+ * floating inputs cast to the autocast dtype, one flagged AMPF32 gets them
+ * cast to float32; the casts are dispatched ops, so autograd and captures
+ * record them (a float32 parameter gets a float32 gradient through its
+ * cast). A leaf that requires grad (a parameter) is cast once per dtype
+ * and version while the cache lives (musa_autocast_clear_cache; eager
+ * only: a capture records its own casts). Calls writing into provided
+ * outputs are left alone. The backward engine turns autocast off: backward
+ * ops run in the dtypes the forward recorded. */
+
+typedef struct {
+    musa_tensor *src, *cast;
+    uint64_t version;
+    int8_t dtype;
+} autocast_entry;
+
+static _Thread_local autocast_entry *ac_cache;
+static _Thread_local int ac_len, ac_cap;
+static _Thread_local bool ac_nocache;
+
+bool musa_autocast_set_cache_enabled(bool enabled) {
+    bool prev = !ac_nocache;
+    ac_nocache = !enabled;
+    return prev;
+}
+
+int musa_autocast_set(bool enabled, musa_dtype dtype) {
+    if (enabled && dtype != MUSA_DTYPE_BFLOAT16 && dtype != MUSA_DTYPE_FLOAT16)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[autocast] dtype must be bfloat16 or float16 on the CPU, got %s",
+                        musa_dtype_name(dtype));
+    musa_tls.autocast = enabled ? (int8_t)(dtype + 1) : 0;
+    return MUSA_OK;
+}
+
+bool musa_autocast_enabled(void) {
+    return musa_tls.autocast != 0;
+}
+
+musa_dtype musa_autocast_dtype(void) {
+    return musa_tls.autocast ? (musa_dtype)(musa_tls.autocast - 1) : MUSA_DTYPE_BFLOAT16;
+}
+
+void musa_autocast_clear_cache(void) {
+    for (int i = 0; i < ac_len; i++) {
+        musa_tensor_release(ac_cache[i].src);
+        musa_tensor_release(ac_cache[i].cast);
+    }
+    free(ac_cache);
+    ac_cache = NULL;
+    ac_len = ac_cap = 0;
+}
+
+/* t in dtype `to`, through the cache for parameters. NULL on failure. */
+static musa_tensor *autocast_input(musa_tensor *t, musa_dtype to) {
+    bool cacheable = !ac_nocache && musa_tls.mode == MUSA_MODE_EAGER && !musa_tls.grad_disabled &&
+                     (t->flags & MUSA_TF_REQUIRES_GRAD) && musa_tensor_is_leaf(t);
+    uint64_t ver = cacheable ? musa_tensor_version(t) : 0;
+    for (int i = 0; cacheable && i < ac_len; i++)
+        if (ac_cache[i].src == t && ac_cache[i].dtype == (int8_t)to && ac_cache[i].version == ver)
+            return musa_tensor_retain(ac_cache[i].cast);
+    musa_tensor *c = musa_cast(t, to);
+    if (c && cacheable) {
+        if (ac_len == ac_cap) {
+            int cap = ac_cap ? 2 * ac_cap : 16;
+            autocast_entry *n = realloc(ac_cache, sizeof *n * (size_t)cap);
+            if (!n) return c; /* no cache entry; the cast stands */
+            ac_cache = n, ac_cap = cap;
+        }
+        ac_cache[ac_len++] =
+            (autocast_entry){musa_tensor_retain(t), musa_tensor_retain(c), ver, (int8_t)to};
+    }
+    return c;
+}
+
+static int dispatch_now(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                        musa_tensor **out);
+
+/* The call with its floating inputs in the policy's dtype. */
+static int autocast_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                             musa_tensor **out) {
+    const musa_op_info *info = &musa_ops[op];
+    musa_dtype to = (info->flags & MUSA_OPF_AMP_LOW) ? musa_autocast_dtype() : MUSA_DTYPE_FLOAT32;
+    musa_tensor *buf[8], **cin = n_in > 8 ? calloc((size_t)n_in, sizeof *cin) : buf;
+    if (!cin) return musa_err_nomem(info->name, 0);
+    int rc = MUSA_OK, made = 0;
+    for (; made < n_in && !rc; made++) {
+        musa_tensor *t = in[made];
+        if (!musa_is_float((musa_dtype)t->dtype) || t->dtype == (int8_t)to ||
+            (to != MUSA_DTYPE_FLOAT32 && t->dtype == MUSA_DTYPE_FLOAT64)) {
+            cin[made] = musa_tensor_retain(t); /* float64 stays: autocast only narrows float32 */
+            continue;
+        }
+        if (!(cin[made] = autocast_input(t, to))) rc = musa_last_error_code(), cin[made] = NULL;
+    }
+    if (!rc) rc = dispatch_now(op, n_in, cin, attrs, out);
+    for (int i = 0; i < made; i++) musa_tensor_release(cin[i]);
+    if (cin != buf) free(cin);
+    return rc;
+}
+
 int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                   musa_tensor **out) {
+    const musa_op_info *info = &musa_ops[op];
+    if (MUSA_UNLIKELY(musa_tls.autocast) && (info->flags & (MUSA_OPF_AMP_LOW | MUSA_OPF_AMP_F32))) {
+        bool provided = false, bad = false;
+        int n_out = info->n_out > 0 ? info->n_out : 0;
+        for (int j = 0; j < n_out; j++) provided |= out[j] != NULL;
+        for (int i = 0; i < n_in; i++) bad |= in[i] == NULL;
+        if (!provided && !bad && (info->n_in < 0 || n_in == info->n_in))
+            return autocast_dispatch(op, n_in, in, attrs, out);
+    }
+    return dispatch_now(op, n_in, in, attrs, out);
+}
+
+static int dispatch_now(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                        musa_tensor **out) {
     const musa_op_info *info = &musa_ops[op];
     int rc = MUSA_OK;
     for (int i = 0; i < n_in; i++) {

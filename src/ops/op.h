@@ -27,6 +27,8 @@ enum musa_op_flags {
                                        cheap enough to recompute (remat) */
     MUSA_OPF_THREADS = 1u << 10,    /* results depend on the threads it runs on: a plan
                                        never runs it as a single-threaded task */
+    MUSA_OPF_AMP_LOW = 1u << 12,    /* autocast runs it in the low dtype (GEMM-shaped) */
+    MUSA_OPF_AMP_F32 = 1u << 13,    /* autocast runs it in float32 (range, accuracy) */
     MUSA_OPF_INPLACE = 1u << 11,    /* an update: output j is the new value of input j
                                        (n_out of them, from inference), computed element by
                                        element, each element read before it is written, so
@@ -148,6 +150,7 @@ typedef struct musa_tls_state {
     bool anomaly;         /* anomaly detection */
     bool anomaly_forward; /* ... and NaN checks on every op's outputs */
     void *recorder;       /* graph being recorded (trace/symbolic), owned by jit */
+    int8_t autocast;      /* 0: off; else the low dtype + 1 (musa_autocast_set) */
 } musa_tls_state;
 
 extern _Thread_local musa_tls_state musa_tls;

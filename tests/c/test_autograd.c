@@ -64,6 +64,33 @@ TEST(known_answers) {
     release_all(10, x, y, z, a, w, m, s, ga, gw, NULL);
 }
 
+/* Autocast through the C API: the policy flags, float32 gradients of a
+ * float32 leaf, backward not autocast, the dtype check. */
+TEST(autocast_policy_and_gradients) {
+    musa_tensor *a = rnd(MUSA_DTYPE_FLOAT32, 2, S(3, 4), -1, 1, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT32, 2, S(4, 5), -1, 1, L_CONTIG);
+    CHECK_OK(musa_tensor_set_requires_grad(w, true));
+    CHECK(!musa_autocast_enabled() && musa_autocast_dtype() == MUSA_DTYPE_BFLOAT16);
+    CHECK_OK(musa_autocast_set(true, MUSA_DTYPE_BFLOAT16));
+    musa_tensor *c = musa_matmul(a, w), *s = musa_softmax(c, -1), *r = musa_relu(c);
+    CHECK(c && s && r);
+    CHECK(musa_tensor_dtype(c) == MUSA_DTYPE_BFLOAT16 &&
+          musa_tensor_dtype(s) == MUSA_DTYPE_FLOAT32 &&
+          musa_tensor_dtype(r) == MUSA_DTYPE_BFLOAT16);
+    musa_tensor *l = musa_sum(s, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &l, NULL, false, false)); /* inside the region: not autocast */
+    musa_tensor *g = musa_tensor_grad(w);
+    CHECK(g && musa_tensor_dtype(g) == MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(musa_autocast_set(true, MUSA_DTYPE_FLOAT64) == MUSA_OK, MUSA_ERR_VALUE,
+              "[autocast] dtype must be bfloat16 or float16 on the CPU, got float64");
+    CHECK(musa_autocast_enabled()); /* a refused setting changes nothing */
+    CHECK_OK(musa_autocast_set(false, MUSA_DTYPE_BFLOAT16));
+    musa_autocast_clear_cache();
+    musa_tensor *c2 = musa_matmul(a, w);
+    CHECK(c2 && musa_tensor_dtype(c2) == MUSA_DTYPE_FLOAT32);
+    release_all(8, a, w, c, s, r, l, g, c2);
+}
+
 TEST(accumulation_and_shared_inputs) {
     musa_tensor *x = leaf(2);
     musa_tensor *y = musa_mul(x, x); /* x used twice: 2x */

@@ -27,6 +27,9 @@ void useed(uint64_t seed); /* reseed it */
 musa_tensor *rnd(musa_dtype dtype, int ndim, const int64_t *shape, double lo, double hi,
                  layout lay);
 /* A tensor from a list of doubles (converted to dtype), row-major. */
+/* A shape literal: S(3, 4). */
+#define S(...) ((const int64_t[]){__VA_ARGS__})
+
 musa_tensor *from_list(musa_dtype dtype, int ndim, const int64_t *shape, const double *v);
 
 /* All values of t as doubles in row-major order (caller frees), or NULL. */

@@ -176,6 +176,37 @@ static PyObject *py_is_grad_enabled(PyObject *m, PyObject *u) {
     (void)m, (void)u;
     return PyBool_FromLong(musa_is_grad_enabled());
 }
+/* _autocast_set(enabled, dtype) -> the previous (enabled, dtype) */
+static PyObject *py_autocast_set(PyObject *m, PyObject *args) {
+    (void)m;
+    int en;
+    PyObject *dt;
+    if (!PyArg_ParseTuple(args, "pO:_autocast_set", &en, &dt)) return NULL;
+    int d = pm_dtype_from(dt, MUSA_DTYPE_BFLOAT16, "autocast");
+    if (d < 0) return NULL;
+    PyObject *prev = Py_BuildValue("(OO)", musa_autocast_enabled() ? Py_True : Py_False,
+                                   pm_dtype_obj(musa_autocast_dtype())); /* borrowed: O */
+    if (!prev) return NULL;
+    if (musa_autocast_set(en, (musa_dtype)d)) {
+        Py_DECREF(prev);
+        return pm_raise();
+    }
+    return prev;
+}
+static PyObject *py_autocast_state(PyObject *m, PyObject *u) {
+    (void)m, (void)u;
+    return Py_BuildValue("(OO)", musa_autocast_enabled() ? Py_True : Py_False,
+                         pm_dtype_obj(musa_autocast_dtype()));
+}
+static PyObject *py_autocast_set_cache_enabled(PyObject *m, PyObject *o) {
+    (void)m;
+    return PyBool_FromLong(musa_autocast_set_cache_enabled(PyObject_IsTrue(o) == 1));
+}
+static PyObject *py_autocast_clear_cache(PyObject *m, PyObject *u) {
+    (void)m, (void)u;
+    musa_autocast_clear_cache();
+    Py_RETURN_NONE;
+}
 static PyObject *py_set_anomaly_enabled(PyObject *m, PyObject *args) {
     (void)m;
     int en, check = 1;
@@ -425,6 +456,13 @@ static PyMethodDef autograd_functions[] = {
     {"_grad", py_grad, METH_VARARGS,
      "_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)"},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "set grad mode; returns the previous one"},
+    {"_autocast_set", py_autocast_set, METH_VARARGS,
+     "set autocast (enabled, dtype); returns the previous (enabled, dtype)"},
+    {"_autocast_state", py_autocast_state, METH_NOARGS, "autocast's (enabled, dtype)"},
+    {"_autocast_set_cache_enabled", py_autocast_set_cache_enabled, METH_O,
+     "cache parameters' casts; returns the previous setting"},
+    {"_autocast_clear_cache", py_autocast_clear_cache, METH_NOARGS,
+     "drop autocast's casts of parameters"},
     {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, "whether grad mode is on (this thread)"},
     {"_set_anomaly_enabled", py_set_anomaly_enabled, METH_VARARGS,
      "_set_anomaly_enabled(enabled, check_nan=True)"},

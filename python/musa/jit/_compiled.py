@@ -178,7 +178,7 @@ class CompiledFunction:
         extra = self._extra_key() if self._extra_key else None
         guards = tuple(g.fn() for g in self._guards.values()) if self._guards else ()
         return new_tuple(CacheKey, (spec, signature(leaves, dynamic, names), _C.is_grad_enabled(),
-                                    extra, guards))
+                                    _C._autocast_state(), extra, guards))
 
     def __call__(self, *args, **kwargs):
         if self._eager_all or _C._jit_capturing():  # inside another capture: inline

@@ -1,7 +1,7 @@
 """Cache keys of compiled variants, and the recompile log's reasons.
 
 A call's CacheKey picks its compiled variant: the argument structure and
-non-tensor values (CallSpec), each tensor leaf's TensorSig, grad mode, the
+non-tensor values (CallSpec), each tensor leaf's TensorSig, grad mode, autocast, the
 owner's extra state (a module's training flag) and the values of the Python
 guards the captures registered (musa.jit.guard).
 
@@ -32,6 +32,7 @@ class CacheKey(NamedTuple):
     spec: CallSpec        # argument structure and non-tensor values
     signature: tuple      # a TensorSig per tensor leaf, in leaf order
     grad_enabled: bool    # grad mode at the call
+    autocast: tuple       # (enabled, dtype) of musa.amp.autocast at the call
     extra: Any            # the owner's extra_key() (a module's training flag), or None
     guards: tuple         # the Python guards' values, in the owner's guard order
 
@@ -92,6 +93,8 @@ def describe_change(old, new, names, guard_whats):
             return reason
     if old.grad_enabled != new.grad_enabled:
         return f"grad mode changed: {old.grad_enabled} -> {new.grad_enabled}"
+    if old.autocast != new.autocast:
+        return f"autocast changed: {old.autocast} -> {new.autocast}"
     if old.extra != new.extra:
         return f"module state changed: {old.extra} -> {new.extra}"
     if old.guards != new.guards:

@@ -42,5 +42,4 @@ static inline bool check_grads(const char *name, apply_fn f, int n, musa_tensor 
     return rc == MUSA_OK;
 }
 
-#define S(...) ((const int64_t[]){__VA_ARGS__})
 #endif

@@ -6,8 +6,6 @@
  */
 #include "../util.h"
 
-#define S(...) ((const int64_t[]){__VA_ARGS__})
-
 /* compare t with want (n values) using dtype tolerance scaled by `scale` */
 static bool near(const char *what, musa_tensor *t, const double *want, int64_t n, double scale) {
     if (!t) {

@@ -1,0 +1,214 @@
+"""musa.amp.autocast: the seed snippet, the policy per op family, float32
+gradients for float32 parameters, the parameter cache, nesting, threads,
+backward inside a region, compiled regions, and training that tracks
+float32."""
+import threading
+
+import numpy as np
+import pytest
+
+import musa
+import musa.nn as nn
+import musa.nn.functional as F
+
+
+def small_cnn():
+    musa.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
+
+
+def test_seed_snippet_as_written():
+    model, loss_fn = small_cnn(), nn.CrossEntropyLoss()
+    input, target = musa.randn(4, 1, 8, 8), musa.randint(0, 10, (4,))
+    with musa.amp.autocast():
+        output = model(input)
+        loss = loss_fn(output, target)
+    loss.backward()
+    assert output.dtype == musa.bfloat16 and loss.dtype == musa.float32
+    assert all(p.grad is not None and p.grad.dtype == musa.float32 for p in model.parameters())
+    assert not musa.amp.is_autocast_enabled()
+    assert hasattr(musa, "amp") and musa.autocast is musa.amp.autocast
+
+
+@pytest.mark.parametrize("low", [musa.bfloat16, musa.float16])
+def test_policy_per_op_family(low):
+    a, b = musa.randn(3, 4), musa.randn(4, 5)
+    x, w = musa.randn(2, 3, 6, 6), musa.randn(4, 3, 3, 3)
+    lin_w = musa.randn(5, 4)
+    with musa.amp.autocast(dtype=low):
+        assert musa.amp.get_autocast_dtype() == low
+        c = a @ b
+        lowp = {"matmul": c, "linear": F.linear(a, lin_w), "conv2d": F.conv2d(x, w)}
+        for name, t in lowp.items():
+            assert t.dtype == low, name
+        f32 = {"softmax": F.softmax(c, -1), "log_softmax": F.log_softmax(c, -1),
+               "cross_entropy": F.cross_entropy(c, musa.tensor([0, 1, 2])),
+               "exp": musa.exp(c), "log": musa.log(c.abs() + 1), "pow": c ** 2,
+               "sum": c.sum(), "mean": c.mean(), "cumsum": c.cumsum(0)}
+        for name, t in f32.items():
+            assert t.dtype == musa.float32, name
+        assert (c + a.sum(1, keepdim=True)).dtype == musa.float32  # mixed: promotes
+        assert F.relu(c).dtype == low                              # as it comes
+        assert (a.double() @ b.double()).dtype == musa.float64     # float64 stays
+        assert (musa.ones(2, 2, dtype=musa.int64) @ musa.ones(2, 2, dtype=musa.int64)).dtype \
+            == musa.int64
+    assert (a @ b).dtype == musa.float32
+
+
+def test_float32_gradients_match_float32_training_closely():
+    x, y = musa.randn(8, 1, 8, 8), musa.randint(0, 10, (8,))
+    m32, m16 = small_cnn(), small_cnn()
+    F.cross_entropy(m32(x), y).backward()
+    with musa.amp.autocast():
+        loss = F.cross_entropy(m16(x), y)
+    loss.backward()
+    # against the gradients' overall scale: the conv bias before BatchNorm has
+    # a float32 gradient of ~1e-8 (it cancels) that bfloat16 rounding cannot keep
+    scale = max(np.abs(p.grad.numpy()).max() for p in m32.parameters())
+    for p, q in zip(m32.parameters(), m16.parameters()):
+        assert q.grad.dtype == musa.float32
+        assert np.abs(p.grad.numpy() - q.grad.numpy()).max() <= 0.05 * scale
+
+
+def test_backward_inside_the_region_equals_backward_outside():
+    x, y = musa.randn(4, 1, 8, 8), musa.randint(0, 10, (4,))
+    a, b = small_cnn(), small_cnn()
+    with musa.amp.autocast():
+        F.cross_entropy(a(x), y).backward()
+    with musa.amp.autocast():
+        loss = F.cross_entropy(b(x), y)
+    loss.backward()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert np.array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+def test_a_parameter_is_cast_once_and_again_after_it_changes():
+    lin = nn.Linear(4, 3)
+    x = musa.randn(2, 4)
+    with musa.amp.autocast():
+        y1 = lin(x) + lin(x)       # one cast of the weight serves both calls
+        (y1.float().sum()).backward()
+        g_once = lin.weight.grad.clone()
+        with musa.no_grad():
+            lin.weight.mul_(2)     # a new version: the cache must not serve the old cast
+        y2 = lin(x)
+    with musa.no_grad():
+        want = F.linear(x.to(musa.bfloat16), lin.weight.to(musa.bfloat16),
+                        lin.bias.to(musa.bfloat16))
+    assert np.array_equal(y2.detach().float().numpy(), want.float().numpy())
+    xs = x.to(musa.bfloat16).float().numpy().sum(0)
+    assert np.allclose(g_once.numpy(), 2 * np.tile(xs, (3, 1)), rtol=1e-2)
+
+
+def test_regions_nest_restore_and_survive_exceptions():
+    a = musa.randn(2, 2)
+    with musa.amp.autocast():
+        with musa.amp.autocast(enabled=False):
+            assert (a @ a).dtype == musa.float32
+        with musa.amp.autocast(dtype=musa.float16):
+            assert (a @ a).dtype == musa.float16
+        assert (a @ a).dtype == musa.bfloat16
+        with pytest.raises(ZeroDivisionError):
+            with musa.amp.autocast(enabled=False):
+                1 / 0
+        assert musa.amp.is_autocast_enabled()
+    assert not musa.amp.is_autocast_enabled()
+
+    @musa.amp.autocast()
+    def f(t):
+        return t @ t
+
+    assert f(a).dtype == musa.bfloat16 and (a @ a).dtype == musa.float32
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match=r"\[autocast\] dtype must be musa.bfloat16 or "
+                                         r"musa.float16"):
+        musa.amp.autocast(dtype=musa.float64)
+    with pytest.raises(TypeError, match=r"\[autocast\] enabled must be a bool"):
+        musa.amp.autocast(enabled="yes")
+    with pytest.warns(UserWarning, match="device_type 'cuda' is not available"):
+        region = musa.amp.autocast("cuda")
+    with region:
+        assert not musa.amp.is_autocast_enabled()
+
+
+def test_autocast_is_per_thread():
+    seen = []
+    with musa.amp.autocast():
+        t = threading.Thread(target=lambda: seen.append(
+            (musa.amp.is_autocast_enabled(), (musa.ones(2, 2) @ musa.ones(2, 2)).dtype)))
+        t.start()
+        t.join()
+    assert seen == [(False, musa.float32)]
+
+
+def test_compiled_regions_equal_eager_and_recompile_on_toggle():
+    model = small_cnn()
+    model.eval()
+    x = musa.randn(2, 1, 8, 8)
+
+    def f(x):
+        with musa.amp.autocast():
+            return F.softmax(model(x), -1)
+
+    def g(x):
+        return model(x)
+
+    with musa.no_grad():
+        want = f(x)
+        got = musa.jit(f)(x)
+        assert got.dtype == want.dtype == musa.float32
+        assert np.array_equal(got.numpy(), want.numpy())
+        cg = musa.jit(g)
+        plain = cg(x)
+        with musa.amp.autocast():
+            mixed = cg(x)
+        assert plain.dtype == musa.float32 and mixed.dtype == musa.bfloat16
+        assert any("autocast changed" in line for line in cg.recompile_log)
+
+
+def test_compiled_training_step_under_autocast_equals_eager():
+    def run(compiled):
+        model = small_cnn()
+        opt = musa.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        x, y = musa.randn(8, 1, 8, 8), musa.randint(0, 10, (8,))
+
+        def step():
+            opt.zero_grad()
+            with musa.amp.autocast():
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        if compiled:
+            step = musa.jit(step)
+        musa.manual_seed(1)
+        return [float(step()) for _ in range(4)]
+
+    assert run(False) == run(True)
+
+
+def test_fifty_steps_under_autocast_track_float32():
+    rng = np.random.default_rng(0)
+    xs = musa.tensor(rng.standard_normal((64, 1, 8, 8)).astype(np.float32))
+    ys = musa.tensor(rng.integers(0, 10, 64))
+
+    def train(amp):
+        model = small_cnn()
+        opt = musa.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        losses = []
+        for _ in range(50):
+            opt.zero_grad()
+            with musa.amp.autocast(enabled=amp):
+                loss = F.cross_entropy(model(xs), ys)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        return np.array(losses)
+
+    l32, l16 = train(False), train(True)
+    assert l16[-1] < 0.5 * l16[0]                      # it trains
+    assert np.abs(l16 - l32).max() <= 0.05 * l32[0]    # along the float32 curve
