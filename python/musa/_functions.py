@@ -10,7 +10,7 @@ __all__ = [
     "log2", "log10", "exp2", "argsort", "masked_select", "count_nonzero", "atleast_1d", "lerp",
     "addmm", "diag", "trace", "flatten", "repeat_interleave", "erfc", "sinh", "cosh", "tan",
     "sigmoid_", "relu_", "numel", "abs_", "true_divide", "multiply", "subtract", "divide", "negative",
-    "randperm",
+    "randperm", "isfinite",
 ]
 
 
@@ -151,6 +151,15 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if equal_nan:
         close = _C.logical_or(close, _C.logical_and(_C.isnan(input), _C.isnan(other)))
     return close
+
+
+def isfinite(input):
+    """True where an element is neither infinite nor NaN (every integer and
+    bool element is finite)."""
+    _tensors("isfinite", input=input)
+    if not input.is_floating_point():
+        return _C.ne(input, input) == _C.ne(input, input)  # all True, input's shape
+    return _C.logical_not(_C.logical_or(_C.isnan(input), _C.isinf(input)))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):

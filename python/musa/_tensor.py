@@ -317,6 +317,11 @@ def equal(self, other):
     return F.equal(self, other)
 
 
+@_method
+def isfinite(self):
+    return F.isfinite(self)
+
+
 # ---- in-place versions: compute, then copy into self ----
 
 def _inplace(name):

@@ -21,8 +21,9 @@ import threading
 import warnings
 
 from .. import _C
+from .grad_scaler import GradScaler  # noqa: E402
 
-__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
+__all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype"]
 
 _depth = threading.local()
 

@@ -26,18 +26,24 @@ class Adam(Optimizer):
                         maximize=maximize)
         super().__init__(params, defaults)
 
-    def _step_group(self, group):
+    def _prepare_state(self, group):
+        """Create the state of the group's parameters that have a gradient
+        (zeros, as the first step would); returns (params, grads, states)."""
         params, grads, states = self._with_grad(group)
-        if not params:
-            return
-        amsgrad = group["amsgrad"]
         for p, s in zip(params, states):
             _step_tensor(s)  # first, as torch orders the state
             if "exp_avg" not in s:
                 s["exp_avg"] = _new_state(_C.zeros_like, p)
                 s["exp_avg_sq"] = _new_state(_C.zeros_like, p)
-            if amsgrad and "max_exp_avg_sq" not in s:
+            if group["amsgrad"] and "max_exp_avg_sq" not in s:
                 s["max_exp_avg_sq"] = _new_state(_C.zeros_like, p)
+        return params, grads, states
+
+    def _step_group(self, group):
+        params, grads, states = self._prepare_state(group)
+        if not params:
+            return
+        amsgrad = group["amsgrad"]
         _guard_options(group, states)
         beta1, beta2 = group["betas"]
         lr = group.lr_tensor()

@@ -244,6 +244,11 @@ class Optimizer:
     def _step_group(self, group):
         raise NotImplementedError(f"[{type(self).__name__}] does not implement step")
 
+    def _prepare_state(self, group):
+        """Create the state the group's next step would create (subclasses
+        with state override this); returns (params, grads, states)."""
+        return self._with_grad(group)
+
     def _with_grad(self, group):
         """The group's parameters that have a gradient, with the gradients
         and their state dicts."""

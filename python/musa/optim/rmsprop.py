@@ -24,19 +24,25 @@ class RMSprop(Optimizer):
                         weight_decay=weight_decay, maximize=maximize)
         super().__init__(params, defaults)
 
-    def _step_group(self, group):
+    def _prepare_state(self, group):
+        """Create the state of the group's parameters that have a gradient
+        (zeros, as the first step would); returns (params, grads, states)."""
         params, grads, states = self._with_grad(group)
-        if not params:
-            return
-        momentum, centered = group["momentum"], group["centered"]
         for p, s in zip(params, states):
             _step_tensor(s)  # first, as torch orders the state
             if "square_avg" not in s:
                 s["square_avg"] = _new_state(_C.zeros_like, p)
-            if momentum > 0 and "momentum_buffer" not in s:
+            if group["momentum"] > 0 and "momentum_buffer" not in s:
                 s["momentum_buffer"] = _new_state(_C.zeros_like, p)
-            if centered and "grad_avg" not in s:
+            if group["centered"] and "grad_avg" not in s:
                 s["grad_avg"] = _new_state(_C.zeros_like, p)
+        return params, grads, states
+
+    def _step_group(self, group):
+        params, grads, states = self._prepare_state(group)
+        if not params:
+            return
+        momentum, centered = group["momentum"], group["centered"]
         _guard_options(group, states)
         lr = group.lr_tensor()
         rows = [(p, s["square_avg"]) + ((s["momentum_buffer"],) if momentum > 0 else ()) +

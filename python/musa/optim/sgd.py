@@ -24,6 +24,18 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize)
         super().__init__(params, defaults)
 
+    def _prepare_state(self, group):
+        """Create the momentum buffers the next step would (zeros: without
+        dampening a zero buffer gives the first step's value); with
+        dampening the first step is the `fresh` form, so nothing is made
+        early. Returns (params, grads, states)."""
+        params, grads, states = self._with_grad(group)
+        if group["momentum"] != 0 and group["dampening"] == 0:
+            for p, s in zip(params, states):
+                if s.get("momentum_buffer") is None:
+                    s["momentum_buffer"] = _new_state(_C.zeros_like, p)
+        return params, grads, states
+
     def _step_group(self, group):
         params, grads, states = self._with_grad(group)
         if not params:
