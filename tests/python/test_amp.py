@@ -212,3 +212,16 @@ def test_fifty_steps_under_autocast_track_float32():
     l32, l16 = train(False), train(True)
     assert l16[-1] < 0.5 * l16[0]                      # it trains
     assert np.abs(l16 - l32).max() <= 0.05 * l32[0]    # along the float32 curve
+
+
+def test_digits_demo_under_amp_is_within_one_point_of_float32():
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    demo = os.path.join(here, "..", "..", "examples", "train_digits.py")
+    out = subprocess.run([sys.executable, demo, "--amp"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(here, "..", "..", "python")))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    gaps = [line for line in out.stdout.splitlines() if "points below the float32 cnn" in line]
+    assert len(gaps) == 2 and all(line.endswith("(ok)") for line in gaps), gaps
