@@ -340,6 +340,16 @@ static int norm_eps(const musa_op_info *op, const musa_attrs_norm *a) {
     return MUSA_OK;
 }
 
+/* Batch norm of a bfloat16 input with bfloat16 or float32 weights (the
+ * autocast case: float32 parameters): the kernel reads and writes bfloat16
+ * elements itself, with float32 weights and statistics, and the output
+ * keeps the input's dtype (PyTorch's mixed batch norm). */
+static bool bf16_norm(const musa_tensor *x, const musa_tensor *w, const musa_tensor *b) {
+    return x->dtype == MUSA_DTYPE_BFLOAT16 &&
+           (w->dtype == MUSA_DTYPE_BFLOAT16 || w->dtype == MUSA_DTYPE_FLOAT32) &&
+           (!b || b->dtype == MUSA_DTYPE_BFLOAT16 || b->dtype == MUSA_DTYPE_FLOAT32);
+}
+
 int infer_batch_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                      musa_infer *r) {
     MUSA_UNUSED(n_in);
@@ -356,6 +366,13 @@ int infer_batch_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] expected more than 1 value per channel when training, got input %s",
                         op->name, "of that shape");
+    if (bf16_norm(in[0], in[1], in[2])) {
+        r->in_dtype[1] = r->in_dtype[2] = (int8_t)MUSA_DTYPE_FLOAT32;
+        out_like(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
+        out_like(r, 1, MUSA_DTYPE_FLOAT32, 1, &x->shape[1]);
+        out_like(r, 2, MUSA_DTYPE_FLOAT32, 1, &x->shape[1]);
+        return MUSA_OK;
+    }
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     out_like(r, 0, t, x->ndim, x->shape);
     out_like(r, 1, stat_dtype(t), 1, &x->shape[1]);
@@ -417,6 +434,31 @@ static int check_shape(const musa_op_info *op, const musa_tensor *t, const char 
 /* (gy, x, weight, mean, invstd) -> (gx, gweight, gbias). The kernels index
  * weight and the statistics by x's channels or rows, so every shape is
  * checked against x as the forward op makes them. */
+/* batch_norm_apply(x, mean, invstd, weight, bias): y from the statistics a
+ * batch_norm stored (remat's recomputation of y). */
+int infer_batch_norm_apply(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                           musa_infer *r) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    const musa_tensor *x = in[0];
+    if (x->ndim < 2)
+        return musa_err(MUSA_ERR_VALUE, "[%s] input must be (N, C, ...), got %d dims", op->name,
+                        x->ndim);
+    static const char *what[5] = {NULL, "mean", "invstd", "weight", "bias"};
+    for (int i = 1; i < 5; i++) {
+        int rc = check_shape(op, in[i], what[i], 1, &x->shape[1]);
+        if (rc) return rc;
+    }
+    if (bf16_norm(x, in[3], in[4])) {
+        for (int i = 1; i < 5; i++) r->in_dtype[i] = (int8_t)MUSA_DTYPE_FLOAT32;
+        out_like(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
+        return MUSA_OK;
+    }
+    musa_dtype t = float_inputs(in, (int[]){0, 3, 4}, 3, r);
+    r->in_dtype[1] = r->in_dtype[2] = (int8_t)stat_dtype(t);
+    out_like(r, 0, t, x->ndim, x->shape);
+    return MUSA_OK;
+}
+
 int infer_norm_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                         musa_infer *r) {
     MUSA_UNUSED(n_in);
@@ -454,6 +496,14 @@ int infer_norm_backward(const musa_op_info *op, musa_tensor *const *in, int n_in
         (rc = check_shape(op, in[3], "mean", sn, sshape)) ||
         (rc = check_shape(op, in[4], "invstd", sn, sshape)))
         return rc;
+    if (op == &musa_ops[MUSA_OP_batch_norm_backward] && gy->dtype == MUSA_DTYPE_BFLOAT16 &&
+        bf16_norm(x, in[2], NULL)) { /* (gy, x, weight, mean, invstd) */
+        r->in_dtype[2] = r->in_dtype[3] = r->in_dtype[4] = (int8_t)MUSA_DTYPE_FLOAT32;
+        out_like(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
+        out_like(r, 1, MUSA_DTYPE_FLOAT32, wn, wshape);
+        out_like(r, 2, MUSA_DTYPE_FLOAT32, wn, wshape);
+        return MUSA_OK;
+    }
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     r->in_dtype[3] = r->in_dtype[4] = (int8_t)stat_dtype(t); /* float32 or float64 */
     out_like(r, 0, t, x->ndim, x->shape);

@@ -434,3 +434,22 @@ def test_embedding_step_compiles_once_whatever_the_smallest_index():
         step_c(musa.tensor([[0, -2, 1, 1]]), musa.tensor([0]))  # -2 is out of range too
     with pytest.raises(IndexError, match=r"\[embedding\] index out of range: indices must be in \[0, 16\)"):
         step_e(musa.tensor([[0, -2, 1, 1]]), musa.tensor([0]))
+
+
+def test_remat_recomputes_batch_norm_outputs_from_their_statistics():
+    # relu(batch_norm(conv)) read again in the backward is recomputed there
+    # from the conv output and the stored mean/invstd: one pass, the same bits
+    def make():
+        blocks = []
+        for cin, cout in ((1, 6), (6, 8), (8, 8)):
+            blocks += [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+        return nn.Sequential(*blocks, nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
+
+    eager, comp = twins(make)
+    oe = musa.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.05, momentum=0.9)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    x, y = musa.randn(8, 1, 8, 8), musa.randint(0, 10, (8,))
+    for _ in range(3):
+        assert float(step_e(x, y)) == float(step_c(x, y))
+    assert "batch_norm_apply" in step_c.plan_text()

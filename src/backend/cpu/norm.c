@@ -10,6 +10,7 @@
  */
 #include <math.h>
 
+#include "elem.h"
 #include "nnutil.h"
 
 /* ws_norm: staging for low-precision outputs only. */
@@ -81,67 +82,91 @@ static double clamp_var(double v) {
 
 /* ---- batch norm: statistics per channel over (N, S) ---- */
 
-#define DEF_BN(SUF, T)                                                                             \
+/* T: the element type of x, y, gy, gx (loaded with LD into the compute
+ * type CT, stored with ST); W: weight, bias, statistics and their gradients.
+ * bfloat16 elements take float32 weights and statistics. */
+#define DEF_BN(SUF, T, W, CT, LD, ST)                                                              \
+    /* channel c: y = x * scale + shift from the stored (rounded) mean and                         \
+     * invstd, so batch_norm_apply reproduces the forward's y bit for bit */                       \
+    static inline void bn_normalize_##SUF(const T *x, T *y, int64_t N, int64_t C_, int64_t S,      \
+                                          int64_t c, W wc, W bc, W mc, W ic) {                     \
+        CT scale = (CT)((double)wc * ic), shift = (CT)((double)bc - (double)mc * wc * ic);         \
+        for (int64_t n = 0; n < N; n++) {                                                          \
+            const T *p = x + (n * C_ + c) * S;                                                     \
+            T *q = y + (n * C_ + c) * S;                                                           \
+            for (int64_t i = 0; i < S; i++) q[i] = ST(LD(p[i]) * scale + shift);                   \
+        }                                                                                          \
+    }                                                                                              \
     static void bn_fwd_##SUF(void *arg, int64_t c0, int64_t c1) {                                  \
         const norm_job *j = arg;                                                                   \
-        const T *x = (const T *)j->x, *w = (const T *)j->w, *b = (const T *)j->b;                  \
-        T *y = (T *)j->y, *mo = (T *)j->omean, *io = (T *)j->oinvstd;                              \
-        int64_t N = j->outer, C = j->C, S = j->inner;                                              \
+        const T *x = (const T *)j->x;                                                              \
+        const W *w = (const W *)j->w, *b = (const W *)j->b;                                        \
+        T *y = (T *)j->y;                                                                          \
+        W *mo = (W *)j->omean, *io = (W *)j->oinvstd;                                              \
+        int64_t N = j->outer, C_ = j->C, S = j->inner;                                             \
         double m = (double)(N * S);                                                                \
         for (int64_t c = c0; c < c1; c++) {                                                        \
             double s = 0, ss = 0;                                                                  \
             for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C + c) * S;                                                  \
-                _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < S; i++) s += p[i];    \
+                const T *p = x + (n * C_ + c) * S;                                                 \
+                _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < S; i++) s +=          \
+                    LD(p[i]);                                                                      \
             }                                                                                      \
             double mean = m > 0 ? s / m : 0;                                                       \
             for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C + c) * S;                                                  \
+                const T *p = x + (n * C_ + c) * S;                                                 \
                 _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < S; i++) {            \
-                    double d = p[i] - mean;                                                        \
+                    double d = LD(p[i]) - mean;                                                    \
                     ss += d * d;                                                                   \
                 }                                                                                  \
             }                                                                                      \
             double inv = 1.0 / sqrt(clamp_var(m > 0 ? ss / m : 0) + j->eps);                       \
-            T scale = (T)(w[c] * inv), shift = (T)(b[c] - mean * w[c] * inv);                      \
-            for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C + c) * S;                                                  \
-                T *q = y + (n * C + c) * S;                                                        \
-                for (int64_t i = 0; i < S; i++) q[i] = p[i] * scale + shift;                       \
-            }                                                                                      \
-            mo[c] = (T)mean;                                                                       \
-            io[c] = (T)inv;                                                                        \
+            mo[c] = (W)mean;                                                                       \
+            io[c] = (W)inv;                                                                        \
+            bn_normalize_##SUF(x, y, N, C_, S, c, w[c], b[c], mo[c], io[c]);                       \
         }                                                                                          \
+    }                                                                                              \
+    /* y from the statistics the forward stored: what the forward wrote */                         \
+    static void bn_apply_##SUF(void *arg, int64_t c0, int64_t c1) {                                \
+        const norm_job *j = arg;                                                                   \
+        const W *w = (const W *)j->w, *b = (const W *)j->b;                                        \
+        const W *mean = (const W *)j->mean, *invstd = (const W *)j->invstd;                        \
+        for (int64_t c = c0; c < c1; c++)                                                          \
+            bn_normalize_##SUF((const T *)j->x, (T *)j->y, j->outer, j->C, j->inner, c, w[c],      \
+                               b[c], mean[c], invstd[c]);                                          \
     }                                                                                              \
     static void bn_bwd_##SUF(void *arg, int64_t c0, int64_t c1) {                                  \
         const norm_job *j = arg;                                                                   \
-        const T *x = (const T *)j->x, *gy = (const T *)j->gy, *w = (const T *)j->w;                \
-        const T *mean = (const T *)j->mean, *invstd = (const T *)j->invstd;                        \
-        T *gx = (T *)j->gx, *gw = (T *)j->gw, *gb = (T *)j->gb;                                    \
-        int64_t N = j->outer, C = j->C, S = j->inner;                                              \
+        const T *x = (const T *)j->x, *gy = (const T *)j->gy;                                      \
+        const W *w = (const W *)j->w, *mean = (const W *)j->mean, *invstd = (const W *)j->invstd;  \
+        T *gx = (T *)j->gx;                                                                        \
+        W *gw = (W *)j->gw, *gb = (W *)j->gb;                                                      \
+        int64_t N = j->outer, C_ = j->C, S = j->inner;                                             \
         double m = (double)(N * S);                                                                \
         for (int64_t c = c0; c < c1; c++) {                                                        \
             double mu = mean[c], inv = invstd[c], sg = 0, sgx = 0;                                 \
             for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;                       \
+                const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                     \
                 _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < S; i++) {       \
-                    sg += g[i];                                                                    \
-                    sgx += g[i] * (p[i] - mu);                                                     \
+                    sg += LD(g[i]);                                                                \
+                    sgx += LD(g[i]) * (LD(p[i]) - mu);                                             \
                 }                                                                                  \
             }                                                                                      \
-            gb[c] = (T)sg;                                                                         \
-            gw[c] = (T)(sgx * inv);                                                                \
-            T k = (T)(w[c] * inv), a = (T)(sg / m), bcoef = (T)(inv * inv * sgx / m), mt = (T)mu;  \
+            gb[c] = (W)sg;                                                                         \
+            gw[c] = (W)(sgx * inv);                                                                \
+            CT k = (CT)(w[c] * inv), a = (CT)(sg / m), bcoef = (CT)(inv * inv * sgx / m),          \
+               mt = (CT)mu;                                                                        \
             for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C + c) * S, *g = gy + (n * C + c) * S;                       \
-                T *q = gx + (n * C + c) * S;                                                       \
+                const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                     \
+                T *q = gx + (n * C_ + c) * S;                                                      \
                 _Pragma("omp simd") for (int64_t i = 0; i < S; i++) q[i] =                         \
-                    k * (g[i] - a - (p[i] - mt) * bcoef);                                          \
+                    ST(k * (LD(g[i]) - a - (LD(p[i]) - mt) * bcoef));                              \
             }                                                                                      \
         }                                                                                          \
     }
-DEF_BN(f32, float)
-DEF_BN(f64, double)
+DEF_BN(f32, float, float, float, LD_f32, ST_f32)
+DEF_BN(f64, double, double, double, LD_f64, ST_f64)
+DEF_BN(bf16, musa_bf16, float, float, LD_bf16, ST_bf16)
 
 static int64_t chan_grain(int64_t per) {
     return per >= 16384 ? 1 : 16384 / (per + 1) + 1;
@@ -152,16 +177,29 @@ static void nc_s(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {
     for (int d = 2; d < x->ndim; d++) *S *= x->shape[d];
 }
 
+/* The loop for x's dtype: bfloat16 inputs arrive as bfloat16 (with float32
+ * weights; their outputs, contiguous as CONTIG ops' are, are written
+ * directly), others as float32 or float64. */
+typedef void (*bn_fn)(void *, int64_t, int64_t);
+enum { BN_FWD, BN_BWD, BN_APPLY };
+static bn_fn bn_loop(int dt, int kind) {
+    static const bn_fn f[3][3] = {{bn_fwd_f32, bn_bwd_f32, bn_apply_f32},
+                                  {bn_fwd_f64, bn_bwd_f64, bn_apply_f64},
+                                  {bn_fwd_bf16, bn_bwd_bf16, bn_apply_bf16}};
+    return f[dt == MUSA_DTYPE_FLOAT64 ? 1 : dt == MUSA_DTYPE_BFLOAT16 ? 2 : 0][kind];
+}
+
 int cpu_batch_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                    const void *attrs) {
     MUSA_UNUSED(n_in);
     char *ws = ctx->scratch;
     nn_out o[3];
+    bool bf = in[0].dtype == MUSA_DTYPE_BFLOAT16;
     norm_job j = norm_fwd_job(out, in, o, &ws);
+    if (bf) j.y = out[0].data, o[0].staged = false;
     j.eps = ((const musa_attrs_norm *)attrs)->eps;
     nc_s(&in[0], &j.outer, &j.C, &j.inner);
-    musa_parallel_for(j.C, chan_grain(j.outer * j.inner),
-                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? bn_fwd_f64 : bn_fwd_f32, &j);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[0].dtype, BN_FWD), &j);
     norm_end(o);
     return MUSA_OK;
 }
@@ -171,11 +209,33 @@ int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     char *ws = ctx->scratch;
     nn_out o[3];
+    bool bf = in[1].dtype == MUSA_DTYPE_BFLOAT16;
     norm_job j = norm_bwd_job(out, in, o, &ws);
+    if (bf) j.gx = out[0].data, o[0].staged = false;
     nc_s(&in[1], &j.outer, &j.C, &j.inner);
-    musa_parallel_for(j.C, chan_grain(j.outer * j.inner),
-                      in[1].dtype == MUSA_DTYPE_FLOAT64 ? bn_bwd_f64 : bn_bwd_f32, &j);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[1].dtype, BN_BWD), &j);
     norm_end(o);
+    return MUSA_OK;
+}
+
+/* batch_norm_apply(x, mean, invstd, weight, bias) -> y: the forward's y
+ * from its statistics, one pass (remat recomputes y with it). */
+int cpu_batch_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                         const void *attrs) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    bool bf = in[0].dtype == MUSA_DTYPE_BFLOAT16;
+    norm_job j = {.x = in[0].data,
+                  .mean = in[1].data,
+                  .invstd = in[2].data,
+                  .w = in[3].data,
+                  .b = in[4].data,
+                  .y = bf ? out[0].data : y.data};
+    if (bf) y.staged = false;
+    nc_s(&in[0], &j.outer, &j.C, &j.inner);
+    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[0].dtype, BN_APPLY), &j);
+    nn_out_end(&y);
     return MUSA_OK;
 }
 

@@ -21,7 +21,10 @@
  *   mutated values to the end; fusion and the planner's layout move the real
  *   figure, so the caller checks the plan and may ask again with less.
  *
- * Recomputed values are bitwise the originals (same kernels, same inputs).
+ * Recomputed values are bitwise the originals (same kernels, same inputs;
+ * a batch norm whose mean and invstd are live at the late read is recomputed
+ * as batch_norm_apply from them, one pass instead of three, writing what
+ * the forward wrote).
  * Invariants: graphs with breaks are left alone (breaks index nodes); graph
  * outputs, mutation and break values are never recomputed; the graph stays
  * topologically ordered (clones come right before their first reader).
@@ -118,15 +121,30 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at
             for (int q = 0; q < nm; q++)
                 if (map_from[q] == ins[k]) ins[k] = map_to[q];
         }
-        int32_t outs[MUSA_MAX_OUTPUTS];
-        int32_t id = musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs, outs);
+        int32_t outs[MUSA_MAX_OUTPUTS], id;
+        /* a batch norm whose statistics live on: y again from them, one pass */
+        bool apply = src.op == MUSA_OP_batch_norm && src.n_in == 3 && src.n_out == 3 &&
+                     (c < cn - 1 || j == 0) && /* not when its statistics are the target */
+                     src.out[1] < r->nv && src.out[2] < r->nv && r->last[src.out[1]] >= at &&
+                     r->last[src.out[2]] >= at;
+        if (apply) {
+            int32_t ain[5] = {ins[0], src.out[1], src.out[2], ins[1], ins[2]};
+            id = musa_graph_add_node(g, MUSA_OP_batch_norm_apply, 5, ain, &src.attrs, outs);
+        } else {
+            id = musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs, outs);
+        }
         if (id < 0) return id;
         g->nodes.data[id].loc = src.loc;
         r->pos[id] = at;
-        for (int q = 0; q < src.n_out; q++) map_from[nm] = src.out[q], map_to[nm++] = outs[q];
+        for (int q = 0; q < (apply ? 1 : src.n_out); q++)
+            map_from[nm] = src.out[q], map_to[nm++] = outs[q];
     }
     const musa_gnode *n0 = &g->nodes.data[chain[cn - 1]];
-    int32_t v = n0->out[j], clone = map_to[nm - n0->n_out + j];
+    int32_t v = n0->out[j], clone = -1;
+    for (int q = 0; q < nm; q++)
+        if (map_from[q] == v) clone = map_to[q];
+    if (clone < 0)
+        return musa_err(MUSA_ERR_RUNTIME, "[jit] remat: the clone of %%%d is missing", v);
     int32_t new_last = r->first[v];
     for (int64_t u = 0; u < at; u++) { /* original nodes only: clones are past nn0 */
         const musa_gnode *un = &g->nodes.data[u];
@@ -183,7 +201,10 @@ static int remat_cheap(remat *r, int *changed) {
     for (int64_t i = 0; i < nn0 && !rc; i++) {
         musa_gnode n0 = g->nodes.data[i];
         if (n0.dead || !recomputable(&n0, false)) continue;
-        for (int j = 0; j < n0.n_out && !rc; j++) {
+        /* a one-pass op's other outputs are its statistics (a value per row
+         * or channel): too small to pay for another pass over its input */
+        int nj = (musa_ops[n0.op].flags & MUSA_OPF_ONEPASS) ? 1 : n0.n_out;
+        for (int j = 0; j < nj && !rc; j++) {
             int32_t v = n0.out[j];
             if (r->keep[v] || r->first[v] == INT32_MAX || r->last[v] <= r->first[v] + GAP) continue;
             /* reads of v at or after `at` are late */

@@ -533,6 +533,38 @@ static void norm_backward_matches(const char *fwd) {
 TEST(op_batch_norm_backward) {
     norm_backward_matches("batch_norm");
 }
+
+/* batch_norm_apply from the forward's statistics writes the forward's y bit
+ * for bit: float32, float64, and bfloat16 input with float32 weights */
+TEST(op_batch_norm_apply) {
+    static const musa_dtype xd[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_BFLOAT16};
+    static const musa_dtype wd[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT32};
+    int fwd = musa_op_lookup("batch_norm"), app = musa_op_lookup("batch_norm_apply");
+    for (int k = 0; k < 3; k++) {
+        musa_tensor *x = rnd(xd[k], 4, S(3, 4, 5, 6), -3, 5, L_CONTIG);
+        musa_tensor *w = rnd(wd[k], 1, S(4), 0.5, 2, L_CONTIG),
+                    *b = rnd(wd[k], 1, S(4), -1, 1, L_CONTIG);
+        musa_attrs *a = musa_attrs_new(fwd);
+        musa_tensor *in[3] = {x, w, b}, *out[3] = {NULL, NULL, NULL}, *y2[1] = {NULL};
+        CHECK_OK(musa_op_call(fwd, 3, in, a, out));
+        CHECK(musa_tensor_dtype(out[0]) == xd[k] && musa_tensor_dtype(out[1]) == wd[k]);
+        musa_tensor *ain[5] = {x, out[1], out[2], w, b};
+        musa_attrs *aa = musa_attrs_new(app);
+        CHECK_OK(musa_op_call(app, 5, ain, aa, y2));
+        musa_attrs_free(aa);
+        double *yv = values(out[0]), *av = values(y2[0]);
+        CHECK(musa_tensor_dtype(y2[0]) == xd[k] && !memcmp(yv, av, sizeof(double) * 360));
+        free(yv), free(av);
+        musa_attrs_free(a);
+        release_all(7, x, w, b, out[0], out[1], out[2], y2[0]);
+    }
+    musa_tensor *x = musa_zeros(3, S(2, 3, 4), MUSA_DTYPE_FLOAT32),
+                *s = musa_zeros(1, S(4), MUSA_DTYPE_FLOAT32);
+    musa_tensor *in[5] = {x, s, s, s, s}, *y[1] = {NULL};
+    CHECK_ERR(musa_op_call(app, 5, in, NULL, y) == MUSA_OK, MUSA_ERR_VALUE,
+              "[batch_norm_apply] mean");
+    release_all(2, x, s);
+}
 TEST(op_layer_norm_backward) {
     norm_backward_matches("layer_norm");
 }
