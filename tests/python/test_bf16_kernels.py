@@ -191,3 +191,23 @@ def test_compiled_low_precision_ops_keep_eager_dtypes_and_values(dt):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype == dt
         assert np.array_equal(g.detach().float().numpy(), w.detach().float().numpy())
+
+
+@pytest.mark.parametrize("wdt", [musa.float32, musa.bfloat16])
+def test_batch_norm_of_bfloat16_input_keeps_its_dtype(rng, wdt):
+    # float32 weights (autocast's case) or bfloat16 ones: bfloat16 in and out,
+    # float32 statistics and weight gradients in the weights' dtype
+    x = bf(rng.standard_normal((4, 3, 5, 5)) * 2 + 1).requires_grad_()
+    w = musa.tensor(rng.standard_normal(3).astype(np.float32)).to(wdt).requires_grad_()
+    b = musa.tensor(rng.standard_normal(3).astype(np.float32)).to(wdt).requires_grad_()
+    y = F.batch_norm(x, None, None, w, b, training=True)
+    tx, tw, tb = (f32(t).requires_grad_() for t in (x, w, b))
+    ty = torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True)
+    assert y.dtype == musa.bfloat16
+    assert rel(y.float().detach().numpy(), ty.detach().numpy()) <= TOL
+    g = rng.standard_normal(tuple(y.shape))
+    y.backward(bf(g))
+    ty.backward(f32(bf(g)))
+    assert x.grad.dtype == musa.bfloat16 and w.grad.dtype == wdt
+    for m, t in [(x, tx), (w, tw), (b, tb)]:
+        assert rel(m.grad.float().numpy(), t.grad.numpy()) <= TOL
