@@ -16,6 +16,9 @@ Rows, per model:
 - musa dynamic: eager ops and the tape;
 - musa static: the whole step (zero_grad, forward, loss, backward, optimizer
   step) under @musa.jit, one plan;
+- the same two, and PyTorch eager, with the forward and loss under bfloat16
+  autocast (musa.amp.autocast; torch.autocast("cpu", dtype=torch.bfloat16)),
+  unless --no-amp;
 - PyTorch eager, and TorchScript (torch.jit.trace of the model; the row says
   why when tracing or training the traced model fails).
 
@@ -48,8 +51,10 @@ Per row:
 Then per model, side by side against the targets (reported, never
 asserted): static/dynamic throughput (>= 1.5 MLP, >= 1.3 GPT-tiny, >= 1.15
 ResNet-18), static/dynamic peak RSS growth (<= 1.0 MLP, <= 0.66 GPT-tiny
-and ResNet-18), static first step (< 1 s); and a check that musa static's
-first losses equal musa dynamic's (same seed, same data).
+and ResNet-18), static first step (< 1 s); musa static AMP against musa
+float32 dynamic (>= 2.5x ResNet-18, >= 2x GPT-tiny; the MLP no slower than
+float32 static; peak RSS growth <= 0.5x on ResNet-18); and a check that
+musa static's first losses equal musa dynamic's (same seed, same data).
 
 The table is drawn to bench/results/table.png (matplotlib) and the raw
 per-round figures written to bench/results/table.json. BENCH_THREADS sets
@@ -74,9 +79,12 @@ sys.path.insert(0, PYPATH)
 from bench_models import MODELS  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
-ROWS = ("musa-dynamic", "musa-static", "pytorch-eager", "torchscript")
+ROWS = ("musa-dynamic", "musa-static", "pytorch-eager", "torchscript", "musa-dynamic-amp",
+        "musa-static-amp", "pytorch-eager-amp")
 LABELS = {"musa-dynamic": "musa dynamic", "musa-static": "musa static",
-          "pytorch-eager": "PyTorch eager", "torchscript": "TorchScript"}
+          "pytorch-eager": "PyTorch eager", "torchscript": "TorchScript",
+          "musa-dynamic-amp": "musa dynamic AMP", "musa-static-amp": "musa static AMP",
+          "pytorch-eager-amp": "PyTorch AMP"}
 WARMUP = 2        # steps after the first left out of the median
 LOSSES = 5        # first losses compared between musa static and dynamic
 SGEMM_N = 1024    # the sgemm probe multiplies two SGEMM_N x SGEMM_N float32 matrices
@@ -92,6 +100,11 @@ class Targets:
 
 
 TARGETS = {"mlp": Targets(1.5, 1.0), "gpt": Targets(1.3, 0.66), "resnet18": Targets(1.15, 0.66)}
+# musa static under autocast against musa float32 dynamic: throughput at least,
+# peak RSS growth at most (None: no target); the MLP's throughput target is
+# against float32 static ("no slower")
+AMP_TARGETS = {"mlp": Targets(1.0, None), "gpt": Targets(2.0, None),
+               "resnet18": Targets(2.5, 0.5)}
 FIRST_STEP_TARGET = 1.0  # s, musa static's first step (capture and compilation included)
 
 
@@ -111,11 +124,18 @@ def current_rss_bytes():
 
 # ---- a row, in its own process ----
 
-def make_step(net, opt, F):
+def make_step(net, opt, F, autocast=None):
+    """The training step; autocast: a context manager factory for the
+    forward and loss (musa.amp.autocast, torch.autocast), or None."""
     def step(x, y):
         opt.zero_grad()
-        out = net(x)
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        if autocast is None:
+            out = net(x)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        else:
+            with autocast():
+                out = net(x)
+                loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
         loss.backward()
         opt.step()
         return loss.detach()
@@ -144,9 +164,13 @@ def run_row(row, name, steps):
     t0 = time.perf_counter()
     if row == "torchscript":
         net = lib.jit.trace(net, (data[0][0],))
+    autocast = None
+    if row.endswith("-amp"):
+        autocast = (lib.amp.autocast if row.startswith("musa") else
+                    (lambda: lib.autocast("cpu", dtype=lib.bfloat16)))
     step = make_step(net, lib.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
-                     lib.nn.functional)
-    if row == "musa-static":
+                     lib.nn.functional, autocast)
+    if row.startswith("musa-static"):
         step = lib.jit(step)
     losses = [float(step(*data[0]))]
     first = time.perf_counter() - t0
@@ -163,7 +187,7 @@ def run_row(row, name, steps):
                rss=rss_bytes() - base_rss, rss_hidden=hidden, alloc_peak=None, losses=losses)
     if row.startswith("musa"):
         res["alloc_peak"] = lib.memory_stats()["peak_bytes"] - base
-    if row == "musa-static":
+    if row.startswith("musa-static"):
         res["compiles"] = step.compiles
     return res
 
@@ -251,12 +275,12 @@ def verdict(ok):
 def print_model(name, rows, summ, notes, gemm_rate):
     spec = MODELS[name]
     print(f"\n{spec.label}: {spec.flops / 1e9:.3f} GEMM GFLOP per step")
-    print(f"  {'mode':14s} {'samples/s (range)':>24s} {'step ms':>8s} {'GEMM frac':>9s} "
+    print(f"  {'mode':16s} {'samples/s (range)':>24s} {'step ms':>8s} {'GEMM frac':>9s} "
           f"{'peak RSS growth MiB':>19s} {'alloc peak MiB':>14s} {'first step ms':>13s}")
     for row in rows:
         s = summ[(name, row)]
         if s.step is None:
-            print(f"  {LABELS[row]:14s} skipped: {notes.get((name, row), 'no result')}")
+            print(f"  {LABELS[row]:16s} skipped: {notes.get((name, row), 'no result')}")
             continue
         lo, hi = s.samples_range
         rate = f"{s.samples:,.0f} ({lo:,.0f}-{hi:,.0f})"
@@ -268,9 +292,9 @@ def print_model(name, rows, summ, notes, gemm_rate):
         if s.rss_hidden > 2 ** 20:
             extra.append(f"RSS growth may be understated by up to {fmt_mib(s.rss_hidden)} MiB: "
                          f"the high-water mark was above the resident set before the first step")
-        if row == "musa-static":
+        if row.startswith("musa-static"):
             extra.append(f"{s.compiles} compile{'s' if s.compiles != 1 else ''}")
-        print(f"  {LABELS[row]:14s} {rate:>24s} {s.step * 1e3:8.2f} {frac:>9s} "
+        print(f"  {LABELS[row]:16s} {rate:>24s} {s.step * 1e3:8.2f} {frac:>9s} "
               f"{fmt_mib(s.rss):>19s} {fmt_mib(s.alloc_peak):>14s} {s.first * 1e3:13.0f}"
               + (f"  ({'; '.join(extra)})" if extra else ""))
 
@@ -305,6 +329,27 @@ def print_ratios(names, summ, results):
     return out
 
 
+def print_amp_ratios(names, summ):
+    """musa static under autocast against musa float32 dynamic (and, for the
+    MLP's throughput, float32 static), against the AMP targets."""
+    print("\nmusa static AMP (bfloat16 autocast) / musa float32 (ratio of the medians)")
+    print(f"  {'model':9s} {'throughput':42s} {'peak RSS growth vs float32 dynamic'}")
+    for name in names:
+        a, d, s = (summ.get((name, r)) for r in ("musa-static-amp", "musa-dynamic", "musa-static"))
+        if a is None or d is None or s is None or None in (a.step, d.step, s.step):
+            print(f"  {name:9s} (a row is missing)")
+            continue
+        t = AMP_TARGETS[name]
+        base, what = (s, "float32 static") if name == "mlp" else (d, "float32 dynamic")
+        thr = base.step / a.step
+        thr_s = f"{thr:.2f} vs {what} {verdict(thr >= t.throughput)} (>= {t.throughput})"
+        mem = a.rss / d.rss if d.rss > 0 else None
+        mem_s = "-" if mem is None else f"{mem:.2f}"
+        if t.rss is not None and mem is not None:
+            mem_s += f" {verdict(mem <= t.rss)} (<= {t.rss})"
+        print(f"  {name:9s} {thr_s:42s} {mem_s}")
+
+
 def print_loss_check(names, results):
     print(f"\nmusa static against musa dynamic, first {LOSSES} losses (same seed, same data):")
     for name in names:
@@ -336,7 +381,9 @@ def draw(path, names, rows, summ, ratios, title):
     from matplotlib.ticker import FuncFormatter
 
     colors = {"musa-dynamic": "#9ecae1", "musa-static": "#2171b5",
-              "pytorch-eager": "#fdae6b", "torchscript": "#d94801"}
+              "pytorch-eager": "#fdae6b", "torchscript": "#d94801",
+              "musa-dynamic-amp": "#a1d99b", "musa-static-amp": "#238b45",
+              "pytorch-eager-amp": "#fdd0a2"}
     fig, axes = plt.subplots(2, len(names), figsize=(max(4.6 * len(names), 9.0), 8.0),
                              squeeze=False)
     for col, name in enumerate(names):
@@ -402,6 +449,7 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, help="timed steps per row after the first "
                    "(default: mlp 300, gpt 40, resnet18 14)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of every row (default 3)")
+    p.add_argument("--no-amp", action="store_true", help="leave out the autocast rows")
     p.add_argument("--models", default=",".join(MODELS),
                    help=f"comma-separated, from {','.join(MODELS)} (default: all)")
     a = p.parse_args(argv)
@@ -423,7 +471,9 @@ def main(argv):
     if importlib.util.find_spec("torch"):
         rows, libs = list(ROWS), ["musa", "torch"]
     else:
-        rows, libs = ["musa-dynamic", "musa-static"], ["musa"]
+        rows, libs = [r for r in ROWS if r.startswith("musa")], ["musa"]
+    if args.no_amp:
+        rows = [r for r in rows if not r.endswith("-amp")]
     steps = {n: args.steps or MODELS[n].steps for n in names}
     print(f"load average {load()} on {os.cpu_count()} cores at the start")
     print(f"threads: {THREADS}; SGD lr 0.01 momentum 0.9; {args.rounds} rounds, rows interleaved "
@@ -464,6 +514,7 @@ def main(argv):
     for name in names:
         print_model(name, rows, summ, notes, gemm_rate)
     ratios = print_ratios(names, summ, results)
+    print_amp_ratios(names, summ)
     print_loss_check(names, results)
 
     os.makedirs(RESULTS, exist_ok=True)
