@@ -6,8 +6,8 @@
      backward products: GFLOP/s in each dtype and their ratio;
   2. forward + backward of the bench_models models (MLP, GPT-tiny,
      ResNet-18) with every parameter and input in bfloat16 against float32
-     (no optimizer: the update rows take float32 and float64 parameters),
-     eager and compiled: milliseconds and the speedup.
+     (forward and backward only, no optimizer step), eager and compiled:
+     milliseconds and the speedup.
 
 Rows alternate dtypes over rounds; each figure is the best of its round
 (kernels) or the median of its steps (models), then the median over

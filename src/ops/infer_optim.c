@@ -25,8 +25,10 @@ static int infer_update(const musa_op_info *op, musa_tensor *const *in, int n_in
                         "lr), got %d",
                         op->name, n_out + 2, n_out - 1, n_in);
     const musa_tensor *p = in[0], *g = in[n_out], *lr = in[n_out + 1];
-    if (p->dtype != MUSA_DTYPE_FLOAT32 && p->dtype != MUSA_DTYPE_FLOAT64)
-        return musa_err(MUSA_ERR_TYPE, "[%s] parameter is %s; float32 and float64 are supported",
+    if (!musa_is_float((musa_dtype)p->dtype))
+        return musa_err(MUSA_ERR_TYPE,
+                        "[%s] parameter is %s; float32, float64, float16 and bfloat16 are "
+                        "supported",
                         op->name, musa_dtype_name((musa_dtype)p->dtype));
     int n_tensor_state = has_step ? n_out - 1 : n_out;
     for (int i = 1; i <= n_tensor_state; i++) {

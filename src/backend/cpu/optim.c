@@ -23,9 +23,19 @@
 #include <math.h>
 
 #include "../../base/threadpool.h"
+#include "elem.h"
 #include "kernels.h"
 
 #define GRAIN 16384
+
+/* The element loop for the parameter's dtype: float32 and float64 compute
+ * in it; float16 and bfloat16 (parameter, state and gradient alike) in
+ * float32, rounded once on each store. */
+#define PICK(fn, dt)                                                                               \
+    ((dt) == MUSA_DTYPE_FLOAT64    ? fn##_f64                                                      \
+     : (dt) == MUSA_DTYPE_BFLOAT16 ? fn##_bf16                                                     \
+     : (dt) == MUSA_DTYPE_FLOAT16  ? fn##_f16                                                      \
+                                   : fn##_f32)
 
 static double scalar(const musa_kview *v) {
     return *(const double *)v->data;
@@ -40,36 +50,38 @@ typedef struct {
     const musa_attrs_sgd *o;
 } sgd_job;
 
-#define DEF_SGD(SUF, T)                                                                            \
+#define DEF_SGD(SUF, T, CT, LD, ST)                                                                \
     static void sgd_##SUF(void *arg, int64_t i0, int64_t i1) {                                     \
         const sgd_job *j = arg;                                                                    \
         const musa_attrs_sgd *o = j->o;                                                            \
         const T *p = j->p, *g = j->g, *buf = j->buf;                                               \
         T *p_out = j->p_out, *buf_out = j->buf_out;                                                \
-        T lr = (T)j->lr, wd = (T)o->weight_decay, mom = (T)o->momentum,                            \
-          damp = (T)(1 - o->dampening);                                                            \
+        CT lr = (CT)j->lr, wd = (CT)o->weight_decay, mom = (CT)o->momentum,                        \
+           damp = (CT)(1 - o->dampening);                                                          \
         const bool maximize = o->maximize, fresh = o->fresh, nesterov = o->nesterov;               \
         if (!buf) {                                                                                \
             _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                \
-                T pi = p[i];                                                                       \
-                T d = maximize ? -g[i] : g[i];                                                     \
+                CT pi = LD(p[i]);                                                                  \
+                CT d = maximize ? -LD(g[i]) : LD(g[i]);                                            \
                 if (wd != 0) d = d + pi * wd;                                                      \
-                p_out[i] = pi + d * -lr;                                                           \
+                p_out[i] = ST(pi + d * -lr);                                                       \
             }                                                                                      \
             return;                                                                                \
         }                                                                                          \
         _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
-            T pi = p[i];                                                                           \
-            T d = maximize ? -g[i] : g[i];                                                         \
+            CT pi = LD(p[i]);                                                                      \
+            CT d = maximize ? -LD(g[i]) : LD(g[i]);                                                \
             if (wd != 0) d = d + pi * wd;                                                          \
-            T b = fresh ? d : buf[i] * mom + d * damp;                                             \
-            buf_out[i] = b;                                                                        \
+            CT b = fresh ? d : LD(buf[i]) * mom + d * damp;                                        \
+            buf_out[i] = ST(b);                                                                    \
             d = nesterov ? d + b * mom : b;                                                        \
-            p_out[i] = pi + d * -lr;                                                               \
+            p_out[i] = ST(pi + d * -lr);                                                           \
         }                                                                                          \
     }
-DEF_SGD(f32, float)
-DEF_SGD(f64, double)
+DEF_SGD(f32, float, float, LD_f32, ST_f32)
+DEF_SGD(f64, double, double, LD_f64, ST_f64)
+DEF_SGD(bf16, musa_bf16, float, LD_bf16, ST_bf16)
+DEF_SGD(f16, musa_f16, float, LD_f16, ST_f16)
 
 /* ---- Adam / AdamW: in (p, m, v, [vmax], step, g, lr) ---- */
 
@@ -80,40 +92,42 @@ typedef struct {
     const musa_attrs_adam *o;
 } adam_job;
 
-#define DEF_ADAM(SUF, T)                                                                           \
+#define DEF_ADAM(SUF, T, CT, LD, ST)                                                               \
     static void adam_##SUF(void *arg, int64_t i0, int64_t i1) {                                    \
         const adam_job *j = arg;                                                                   \
         const musa_attrs_adam *o = j->o;                                                           \
         const T *p = j->p, *g = j->g, *m = j->m, *v = j->v, *vmax = j->vmax;                       \
         T *p_out = j->p_out, *m_out = j->m_out, *v_out = j->v_out, *vmax_out = j->vmax_out;        \
-        T a1 = (T)o->beta1, b1 = (T)(1 - o->beta1), b2 = (T)o->beta2, c2 = (T)(1 - o->beta2),      \
-          wd = (T)o->weight_decay;                                                                 \
-        T decay = (T)(1 - j->lr * o->weight_decay), ss = (T)-j->step_size, bc = (T)j->bc2_sqrt,    \
-          eps = (T)o->eps;                                                                         \
+        CT a1 = (CT)o->beta1, b1 = (CT)(1 - o->beta1), b2 = (CT)o->beta2, c2 = (CT)(1 - o->beta2), \
+           wd = (CT)o->weight_decay;                                                               \
+        CT decay = (CT)(1 - j->lr * o->weight_decay), ss = (CT)-j->step_size,                      \
+           bc = (CT)j->bc2_sqrt, eps = (CT)o->eps;                                                 \
         const bool maximize = o->maximize, decoupled = o->decoupled;                               \
         _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
-            T pi = p[i];                                                                           \
-            T gi = maximize ? -g[i] : g[i];                                                        \
+            CT pi = LD(p[i]);                                                                      \
+            CT gi = maximize ? -LD(g[i]) : LD(g[i]);                                               \
             if (decoupled) {                                                                       \
                 if (wd != 0) pi = pi * decay;                                                      \
             } else if (wd != 0) {                                                                  \
                 gi = gi + pi * wd;                                                                 \
             }                                                                                      \
-            T mi = m[i] * a1 + gi * b1;                                                            \
-            T vi = v[i] * b2 + c2 * gi * gi;                                                       \
-            m_out[i] = mi;                                                                         \
-            v_out[i] = vi;                                                                         \
-            T vv = vi;                                                                             \
+            CT mi = LD(m[i]) * a1 + gi * b1;                                                       \
+            CT vi = LD(v[i]) * b2 + c2 * gi * gi;                                                  \
+            m_out[i] = ST(mi);                                                                     \
+            v_out[i] = ST(vi);                                                                     \
+            CT vv = vi;                                                                            \
             if (vmax) {                                                                            \
-                vv = vmax[i] > vv ? vmax[i] : vv;                                                  \
-                vmax_out[i] = vv;                                                                  \
+                vv = LD(vmax[i]) > vv ? LD(vmax[i]) : vv;                                          \
+                vmax_out[i] = ST(vv);                                                              \
             }                                                                                      \
-            T denom = (T)sqrt(vv) / bc + eps;                                                      \
-            p_out[i] = pi + ss * mi / denom;                                                       \
+            CT denom = (CT)sqrt(vv) / bc + eps;                                                    \
+            p_out[i] = ST(pi + ss * mi / denom);                                                   \
         }                                                                                          \
     }
-DEF_ADAM(f32, float)
-DEF_ADAM(f64, double)
+DEF_ADAM(f32, float, float, LD_f32, ST_f32)
+DEF_ADAM(f64, double, double, LD_f64, ST_f64)
+DEF_ADAM(bf16, musa_bf16, float, LD_bf16, ST_bf16)
+DEF_ADAM(f16, musa_f16, float, LD_f16, ST_f16)
 
 /* ---- RMSprop: in (p, square_avg, [buf], [grad_avg], step, g, lr) ---- */
 
@@ -124,41 +138,43 @@ typedef struct {
     const musa_attrs_rmsprop *o;
 } rms_job;
 
-#define DEF_RMS(SUF, T)                                                                            \
+#define DEF_RMS(SUF, T, CT, LD, ST)                                                                \
     static void rms_##SUF(void *arg, int64_t i0, int64_t i1) {                                     \
         const rms_job *j = arg;                                                                    \
         const musa_attrs_rmsprop *o = j->o;                                                        \
         const T *p = j->p, *g = j->g, *sq = j->sq, *buf = j->buf, *ga = j->gavg;                   \
         T *p_out = j->p_out, *sq_out = j->sq_out, *buf_out = j->buf_out, *ga_out = j->gavg_out;    \
-        T al = (T)o->alpha, c = (T)(1 - o->alpha), wd = (T)o->weight_decay, eps = (T)o->eps;       \
-        T lr = (T)j->lr, mom = (T)o->momentum;                                                     \
+        CT al = (CT)o->alpha, c = (CT)(1 - o->alpha), wd = (CT)o->weight_decay, eps = (CT)o->eps;  \
+        CT lr = (CT)j->lr, mom = (CT)o->momentum;                                                  \
         const bool maximize = o->maximize;                                                         \
         _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
-            T pi = p[i];                                                                           \
-            T gi = maximize ? -g[i] : g[i];                                                        \
+            CT pi = LD(p[i]);                                                                      \
+            CT gi = maximize ? -LD(g[i]) : LD(g[i]);                                               \
             if (wd != 0) gi = gi + pi * wd;                                                        \
-            T si = sq[i] * al + c * gi * gi;                                                       \
-            sq_out[i] = si;                                                                        \
-            T avg;                                                                                 \
+            CT si = LD(sq[i]) * al + c * gi * gi;                                                  \
+            sq_out[i] = ST(si);                                                                    \
+            CT avg;                                                                                \
             if (ga) {                                                                              \
-                T ai = ga[i] * al + gi * c;                                                        \
-                ga_out[i] = ai;                                                                    \
-                avg = (T)sqrt(si + -1 * ai * ai);                                                  \
+                CT ai = LD(ga[i]) * al + gi * c;                                                   \
+                ga_out[i] = ST(ai);                                                                \
+                avg = (CT)sqrt(si + -1 * ai * ai);                                                 \
             } else {                                                                               \
-                avg = (T)sqrt(si);                                                                 \
+                avg = (CT)sqrt(si);                                                                \
             }                                                                                      \
             avg = avg + eps;                                                                       \
             if (buf) {                                                                             \
-                T bi = buf[i] * mom + gi / avg;                                                    \
-                buf_out[i] = bi;                                                                   \
-                p_out[i] = pi + bi * -lr;                                                          \
+                CT bi = LD(buf[i]) * mom + gi / avg;                                               \
+                buf_out[i] = ST(bi);                                                               \
+                p_out[i] = ST(pi + bi * -lr);                                                      \
             } else {                                                                               \
-                p_out[i] = pi + -lr * gi / avg;                                                    \
+                p_out[i] = ST(pi + -lr * gi / avg);                                                \
             }                                                                                      \
         }                                                                                          \
     }
-DEF_RMS(f32, float)
-DEF_RMS(f64, double)
+DEF_RMS(f32, float, float, LD_f32, ST_f32)
+DEF_RMS(f64, double, double, LD_f64, ST_f64)
+DEF_RMS(bf16, musa_bf16, float, LD_bf16, ST_bf16)
+DEF_RMS(f16, musa_f16, float, LD_f16, ST_f16)
 
 /* ---- prepared rows ---- */
 
@@ -193,7 +209,7 @@ static void sgd_prepare(update_job *j, musa_kview *out, const musa_kview *in, in
                          mom ? out[1].data : NULL,
                          scalar(&in[n_in - 1]),
                          o};
-    j->fn = in[0].dtype == MUSA_DTYPE_FLOAT64 ? sgd_f64 : sgd_f32;
+    j->fn = PICK(sgd, in[0].dtype);
     j->step_out = NULL;
 }
 
@@ -216,7 +232,7 @@ static void adam_prepare(update_job *j, musa_kview *out, const musa_kview *in, i
                            lr / bc1,
                            sqrt(bc2),
                            o};
-    j->fn = in[0].dtype == MUSA_DTYPE_FLOAT64 ? adam_f64 : adam_f32;
+    j->fn = PICK(adam, in[0].dtype);
     j->step_out = (double *)out[s].data;
     j->step = step;
 }
@@ -237,7 +253,7 @@ static void rms_prepare(update_job *j, musa_kview *out, const musa_kview *in, in
                          a >= 0 ? out[a].data : NULL,
                          scalar(&in[n_in - 1]),
                          o};
-    j->fn = in[0].dtype == MUSA_DTYPE_FLOAT64 ? rms_f64 : rms_f32;
+    j->fn = PICK(rms, in[0].dtype);
     j->step_out = (double *)out[s].data;
     j->step = scalar(&in[s]) + 1;
 }
