@@ -273,3 +273,38 @@ def test_attr_slopes_follow_int_attributes_only():
     a, _ = capture(g, musa.randn(8))
     b, _ = capture(g, musa.randn(9))
     assert attr_slopes(a, b) is None
+
+
+def test_split_gradients_become_one_cat_and_stay_equal_to_eager():
+    # add(pad(gq), pad(gk)) ... of a split's gradient -> cat(gq, gk, gv)
+    lin = musa.nn.Linear(8, 24)
+    x = musa.randn(4, 8)
+
+    def f(x):
+        for p in lin.parameters():
+            p.grad = None
+        q, k, v = lin(x).split(8, dim=1)
+        loss = (q * k).sum() + (v ** 2).sum()
+        loss.backward()
+        return loss.detach(), lin.weight.grad.clone(), lin.bias.grad.clone()
+
+    c = musa.jit(f)
+    want = f(x)
+    c(x)
+    for a, b in zip(want, c(x)):
+        assert np.array_equal(a.numpy(), b.numpy())
+    text = c.plan_text()
+    assert "cat" in text and "pad" not in text
+
+    # slices that leave a gap: their pads do not tile, and stay
+    def g(x):
+        x.grad = None
+        a, b = x[:, :3], x[:, 5:]
+        (a.sum() * 2 + (b * b).sum()).backward()
+        return x.grad.clone()
+
+    xg = musa.randn(4, 8, requires_grad=True)
+    cg = musa.jit(g)
+    want = g(xg)
+    cg(xg)
+    assert np.array_equal(cg(xg).numpy(), want.numpy())

@@ -10,7 +10,10 @@
  * - chains: permute(permute(x, p1), p2) -> permute(x, p1[p2]) and
  *   view(view(x, s1), s2) -> view(x, s2), by rewiring the outer node;
  * - a view whose output has its input's layout -> its input (identity
- *   permutes, whole slices, same-shape view/expand/squeeze); detach stays.
+ *   permutes, whole slices, same-shape view/expand/squeeze); detach stays;
+ * - add(pad(a), pad(b)) with zero pads of one dim whose windows touch ->
+ *   pad(cat(a, b)) (a split's gradient), cat(cat(a, b), c) -> cat(a, b, c),
+ *   and a pad of nothing -> its input.
  *
  * Invariants:
  * - a node output is replaced by a value x only when x has the same dtype,
@@ -229,11 +232,138 @@ static int rule_noop_view(musa_graph *g, int32_t i) {
     return replace_by(g, i, n->in[0]);
 }
 
+/* How many node inputs read v, plus one if it leaves the graph. */
+static int64_t uses_of(const musa_graph *g, int32_t v) {
+    int64_t u = escapes(g, v);
+    for (int64_t k = 0; k < g->nodes.len; k++) {
+        const musa_gnode *m = &g->nodes.data[k];
+        for (int q = 0; !m->dead && q < m->n_in; q++) u += m->in[q] == v;
+    }
+    return u;
+}
+
+/* The one dim a zero pad pads (its width before in *left), or -1 when it
+ * pads none, several, or with another value. */
+static int pad_dim(const musa_gnode *p, int ndim, int64_t *left) {
+    const musa_attrs_pad *a = &p->attrs.pad;
+    int d = -1;
+    if (a->value != 0) return -1;
+    for (int k = 0; k < a->pads.n / 2; k++) {
+        if (a->pads.v[2 * k] < 0 || a->pads.v[2 * k + 1] < 0) return -1;
+        if (!a->pads.v[2 * k] && !a->pads.v[2 * k + 1]) continue;
+        if (d >= 0) return -1;
+        d = ndim - 1 - k, *left = a->pads.v[2 * k];
+    }
+    return d;
+}
+
+/* add(pad(a), pad(b)), zero pads of one dim whose windows touch, is
+ * pad(cat(a, b)): the gradient of a split (q, k, v from one matmul)
+ * becomes one copy instead of zero-filled buffers added together. The later
+ * pad node becomes the cat, the add the pad, the earlier pad dies. */
+static int rule_pad_sum(musa_graph *g, int32_t i) {
+    musa_gnode *n = &g->nodes.data[i];
+    if (n->op != MUSA_OP_add || n->n_in != 2) return 0;
+    int32_t pa = producer_op(g, n->in[0], MUSA_OP_pad), pb = producer_op(g, n->in[1], MUSA_OP_pad);
+    if (pa < 0 || pb < 0 || pa == pb) return 0;
+    const musa_gvalue *o = &g->values.data[n->out[0]];
+    int32_t ins[2] = {g->nodes.data[pa].in[0], g->nodes.data[pb].in[0]};
+    int64_t left[2] = {0, 0};
+    int d = pad_dim(&g->nodes.data[pa], o->ndim, &left[0]);
+    if (d < 0 || d != pad_dim(&g->nodes.data[pb], o->ndim, &left[1])) return 0;
+    for (int k = 0; k < 2; k++) {
+        const musa_gvalue *x = &g->values.data[n->in[k]], *src = &g->values.data[ins[k]];
+        if (x->dtype != o->dtype || src->dtype != o->dtype ||
+            !musa_shape_equal(x->ndim, x->shape, o->ndim, o->shape) || uses_of(g, n->in[k]) != 1)
+            return 0;
+    }
+    int first = left[0] + g->values.data[ins[0]].shape[d] == left[1]   ? 0
+                : left[1] + g->values.data[ins[1]].shape[d] == left[0] ? 1
+                                                                       : -1;
+    if (first < 0) return 0;
+    int32_t later = pa > pb ? pa : pb, earlier = pa > pb ? pb : pa;
+    int32_t *cin = MUSA_ARENA_NEW(&g->arena, int32_t, 2);
+    if (!cin) return MUSA_ERR_NOMEM;
+    cin[0] = ins[first], cin[1] = ins[1 - first];
+    musa_gnode saved_later = g->nodes.data[later], saved_n = *n;
+    musa_gvalue saved_lv = g->values.data[saved_later.out[0]], saved_o = *o;
+    musa_gnode *c = &g->nodes.data[later];
+    c->op = MUSA_OP_cat, c->n_in = 2, c->in = cin;
+    memset(&c->attrs, 0, sizeof c->attrs);
+    c->attrs.dim.dim = d;
+    int rc = musa_graph_infer_node(g, later);
+    if (!rc) {
+        n = &g->nodes.data[i];
+        int64_t right = saved_o.shape[d] - left[first] - g->values.data[c->out[0]].shape[d];
+        n->op = MUSA_OP_pad, n->n_in = 1, n->in[0] = c->out[0];
+        memset(&n->attrs, 0, sizeof n->attrs);
+        n->attrs.pad.pads.n = 2 * (saved_o.ndim - d);
+        n->attrs.pad.pads.v[2 * (saved_o.ndim - 1 - d)] = left[first];
+        n->attrs.pad.pads.v[2 * (saved_o.ndim - 1 - d) + 1] = right;
+        rc = right < 0 ? MUSA_ERR_VALUE : musa_graph_infer_node(g, i);
+    }
+    const musa_gvalue *now = &g->values.data[saved_n.out[0]];
+    if (rc || !musa_gvalue_same_layout(now, &saved_o) || now->dtype != saved_o.dtype) {
+        if (rc) musa_clear_error();
+        g->nodes.data[later] = saved_later, g->values.data[saved_later.out[0]] = saved_lv;
+        g->nodes.data[i] = saved_n, g->values.data[saved_n.out[0]] = saved_o;
+        return 0;
+    }
+    g->nodes.data[earlier].dead = true;
+    return 1;
+}
+
+/* cat(cat(a, b), c) along one dim -> cat(a, b, c) when the inner cat has no
+ * other use: one copy of each part instead of two. */
+static int rule_cat_chain(musa_graph *g, int32_t i) {
+    musa_gnode *n = &g->nodes.data[i];
+    if (n->op != MUSA_OP_cat) return 0;
+    for (int q = 0; q < n->n_in; q++) {
+        int32_t p = producer_op(g, n->in[q], MUSA_OP_cat);
+        if (p < 0 || g->nodes.data[p].attrs.dim.dim != n->attrs.dim.dim ||
+            uses_of(g, n->in[q]) != 1)
+            continue;
+        const musa_gnode *in = &g->nodes.data[p];
+        int nn = n->n_in - 1 + in->n_in;
+        int32_t *v = MUSA_ARENA_NEW(&g->arena, int32_t, nn);
+        if (!v) return MUSA_ERR_NOMEM;
+        int w = 0;
+        for (int k = 0; k < n->n_in; k++)
+            if (k == q)
+                for (int m = 0; m < in->n_in; m++) v[w++] = in->in[m];
+            else
+                v[w++] = n->in[k];
+        int32_t *old_in = n->in, old_n = n->n_in;
+        musa_gvalue saved = g->values.data[n->out[0]];
+        n->in = v, n->n_in = nn;
+        int rc = musa_graph_infer_node(g, i);
+        n = &g->nodes.data[i];
+        if (rc || !musa_gvalue_same_layout(&g->values.data[n->out[0]], &saved)) {
+            if (rc) musa_clear_error();
+            n->in = old_in, n->n_in = old_n, g->values.data[n->out[0]] = saved;
+            return 0;
+        }
+        g->nodes.data[p].dead = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* pad with no padding -> its input (same layout only: a pad's output is a
+ * fresh contiguous buffer). */
+static int rule_noop_pad(musa_graph *g, int32_t i) {
+    const musa_gnode *n = &g->nodes.data[i];
+    if (n->op != MUSA_OP_pad) return 0;
+    for (int k = 0; k < n->attrs.pad.pads.n; k++)
+        if (n->attrs.pad.pads.v[k]) return 0;
+    return replace_by(g, i, n->in[0]);
+}
+
 /* Chain rules come before rule_noop_view, which then removes a chain that
  * composed to the identity. */
 static const rule_fn rules[] = {
-    rule_unit,          rule_matmul_identity, rule_double_neg, rule_noop_cast,
-    rule_permute_chain, rule_view_chain,      rule_noop_view,
+    rule_unit,       rule_matmul_identity, rule_double_neg, rule_noop_cast, rule_permute_chain,
+    rule_view_chain, rule_noop_view,       rule_pad_sum,    rule_cat_chain, rule_noop_pad,
 };
 
 /* One pass over the nodes in order; adds the rewrites to *changes. */
