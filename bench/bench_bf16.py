@@ -27,6 +27,7 @@ sys.path.insert(0, HERE)
 
 import musa  # noqa: E402
 import musa.nn.functional as F  # noqa: E402
+from bench_jit import best as best_of  # noqa: E402
 from bench_models import MODELS  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
@@ -34,13 +35,9 @@ DTYPES = (musa.float32, musa.bfloat16)
 
 
 def best(fn, reps):
+    """The best of reps timed calls, after one untimed call."""
     fn()
-    t = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        t = min(t, time.perf_counter() - t0)
-    return t
+    return best_of(fn, reps)
 
 
 def kernels(dt):

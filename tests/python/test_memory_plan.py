@@ -8,7 +8,7 @@ import musa.nn as nn
 import musa.nn.functional as F
 
 
-def make_step(net, dynamic=None):
+def make_step(net, dynamic=None, config=None):
     opt = musa.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
     def step(x, y):
@@ -18,6 +18,8 @@ def make_step(net, dynamic=None):
         opt.step()
         return loss.detach()
 
+    if config is not None:
+        return musa.jit(step, config=config)
     return musa.jit(step, dynamic=dynamic)
 
 
@@ -114,16 +116,7 @@ def deep_step(budget=None):
     for _ in range(6):
         layers += [nn.Linear(128, 128), nn.Tanh()]
     net = nn.Sequential(*layers, nn.Linear(128, 10))
-    opt = musa.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    return net, musa.jit(step, config=musa.Config(memory_budget=budget))
+    return net, make_step(net, config=musa.Config(memory_budget=budget))
 
 
 def test_memory_budget_recomputes_to_fit_with_the_same_results():
