@@ -217,7 +217,8 @@ static int check_forward_nan(const musa_op_info *info, musa_tensor *t) {
  * record them (a float32 parameter gets a float32 gradient through its
  * cast). A leaf that requires grad (a parameter) is cast once per dtype
  * and version while the cache lives (musa_autocast_clear_cache; eager
- * only: a capture records its own casts). Calls writing into provided
+ * only: a capture records its own casts); a newer version replaces the
+ * entry, so the cache holds one cast per parameter and dtype. Calls writing into provided
  * outputs are left alone. The backward engine turns autocast off: backward
  * ops run in the dtypes the forward recorded. */
 
@@ -269,11 +270,18 @@ static musa_tensor *autocast_input(musa_tensor *t, musa_dtype to) {
     bool cacheable = !ac_nocache && musa_tls.mode == MUSA_MODE_EAGER && !musa_tls.grad_disabled &&
                      (t->flags & MUSA_TF_REQUIRES_GRAD) && musa_tensor_is_leaf(t);
     uint64_t ver = cacheable ? musa_tensor_version(t) : 0;
-    for (int i = 0; cacheable && i < ac_len; i++)
-        if (ac_cache[i].src == t && ac_cache[i].dtype == (int8_t)to && ac_cache[i].version == ver)
-            return musa_tensor_retain(ac_cache[i].cast);
+    int stale = -1; /* this parameter's entry for an older version: replaced */
+    for (int i = 0; cacheable && i < ac_len; i++) {
+        if (ac_cache[i].src != t || ac_cache[i].dtype != (int8_t)to) continue;
+        if (ac_cache[i].version == ver) return musa_tensor_retain(ac_cache[i].cast);
+        stale = i;
+    }
     musa_tensor *c = musa_cast(t, to);
-    if (c && cacheable) {
+    if (c && cacheable && stale >= 0) {
+        musa_tensor_release(ac_cache[stale].cast);
+        ac_cache[stale].cast = musa_tensor_retain(c);
+        ac_cache[stale].version = ver;
+    } else if (c && cacheable) {
         if (ac_len == ac_cap) {
             int cap = ac_cap ? 2 * ac_cap : 16;
             autocast_entry *n = realloc(ac_cache, sizeof *n * (size_t)cap);

@@ -84,6 +84,22 @@ TEST(autocast_policy_and_gradients) {
     CHECK_ERR(musa_autocast_set(true, MUSA_DTYPE_FLOAT64) == MUSA_OK, MUSA_ERR_VALUE,
               "[autocast] dtype must be bfloat16 or float16 on the CPU, got float64");
     CHECK(musa_autocast_enabled()); /* a refused setting changes nothing */
+    /* a parameter updated in place between uses: each use sees its new
+     * value, and the cache keeps one cast of it, not one per version */
+    size_t held = 0;
+    for (int it = 0; it < 20; it++) {
+        bool prev = musa_set_grad_enabled(false);
+        musa_tensor *one = musa_ones(0, NULL, MUSA_DTYPE_FLOAT32);
+        CHECK_OK(musa_add_(w, one));
+        musa_set_grad_enabled(prev);
+        musa_tensor *ci = musa_matmul(a, w);
+        CHECK(ci && musa_tensor_dtype(ci) == MUSA_DTYPE_BFLOAT16);
+        release_all(2, one, ci);
+        musa_alloc_stats st;
+        musa_alloc_get_stats(&st);
+        if (it == 1) held = st.current_bytes;
+        if (it > 1) CHECK(st.current_bytes == held);
+    }
     CHECK_OK(musa_autocast_set(false, MUSA_DTYPE_BFLOAT16));
     musa_autocast_clear_cache();
     musa_tensor *c2 = musa_matmul(a, w);
