@@ -459,6 +459,28 @@ int infer_batch_norm_apply(const musa_op_info *op, musa_tensor *const *in, int n
     return MUSA_OK;
 }
 
+/* layer_norm_apply(x, mean, invstd, weight, bias): y from the statistics a
+ * layer_norm stored (remat's recomputation of y). */
+int infer_layer_norm_apply(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                           musa_infer *r) {
+    MUSA_UNUSED(n_in);
+    musa_attrs_norm *a = attrs;
+    const musa_tensor *x = in[0];
+    if (a->ndims < 1 || a->ndims > x->ndim)
+        return musa_err(MUSA_ERR_VALUE, "[%s] cannot normalise the last %lld dims of a %d-d input",
+                        op->name, (long long)a->ndims, x->ndim);
+    int lead = x->ndim - (int)a->ndims, rc;
+    if ((rc = check_shape(op, in[1], "mean", lead, x->shape)) ||
+        (rc = check_shape(op, in[2], "invstd", lead, x->shape)) ||
+        (rc = check_shape(op, in[3], "weight", (int)a->ndims, &x->shape[lead])) ||
+        (rc = check_shape(op, in[4], "bias", (int)a->ndims, &x->shape[lead])))
+        return rc;
+    musa_dtype t = float_inputs(in, (int[]){0, 3, 4}, 3, r);
+    r->in_dtype[1] = r->in_dtype[2] = (int8_t)stat_dtype(t);
+    out_like(r, 0, t, x->ndim, x->shape);
+    return MUSA_OK;
+}
+
 int infer_norm_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                         musa_infer *r) {
     MUSA_UNUSED(n_in);

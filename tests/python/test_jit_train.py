@@ -453,3 +453,21 @@ def test_remat_recomputes_batch_norm_outputs_from_their_statistics():
     for _ in range(3):
         assert float(step_e(x, y)) == float(step_c(x, y))
     assert "batch_norm_apply" in step_c.plan_text()
+
+
+def test_remat_recomputes_layer_norm_outputs_from_their_statistics():
+    # a transformer-like MLP block: LayerNorm's output, read again by the
+    # backward, is recomputed there from the stored mean/invstd, one pass
+    def make():
+        return nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 32),
+                             nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 32), nn.LayerNorm(32),
+                             nn.GELU(), nn.Linear(32, 10))
+
+    eager, comp = twins(make)
+    oe = musa.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.05, momentum=0.9)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    x, y = musa.randn(8, 16), musa.randint(0, 10, (8,))
+    for _ in range(3):
+        assert float(step_e(x, y)) == float(step_c(x, y))
+    assert "layer_norm_apply" in step_c.plan_text()

@@ -242,13 +242,17 @@ int cpu_batch_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview
 /* ---- layer norm: statistics per row over the last D elements ---- */
 
 #define DEF_LN(SUF, T)                                                                             \
+    /* one row: (x - mean) * invstd * w + b, from the rounded statistics */                        \
+    static inline void ln_normalize_##SUF(const T *p, T *q, int64_t D, T mu, T iv, const T *w,     \
+                                          const T *b) {                                            \
+        for (int64_t i = 0; i < D; i++) q[i] = (p[i] - mu) * iv * w[i] + b[i];                     \
+    }                                                                                              \
     static void ln_fwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
         const norm_job *j = arg;                                                                   \
         const T *w = (const T *)j->w, *b = (const T *)j->b;                                        \
         int64_t D = j->C;                                                                          \
         for (int64_t r = r0; r < r1; r++) {                                                        \
             const T *p = (const T *)j->x + r * D;                                                  \
-            T *q = (T *)j->y + r * D;                                                              \
             double s = 0, ss = 0;                                                                  \
             _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < D; i++) s += p[i];        \
             double mean = D ? s / (double)D : 0;                                                   \
@@ -258,10 +262,19 @@ int cpu_batch_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview
             }                                                                                      \
             double inv = 1.0 / sqrt(clamp_var(D ? ss / (double)D : 0) + j->eps);                   \
             T mu = (T)mean, iv = (T)inv;                                                           \
-            for (int64_t i = 0; i < D; i++) q[i] = (p[i] - mu) * iv * w[i] + b[i];                 \
+            ln_normalize_##SUF(p, (T *)j->y + r * D, D, mu, iv, w, b);                             \
             ((T *)j->omean)[r] = mu;                                                               \
             ((T *)j->oinvstd)[r] = iv;                                                             \
         }                                                                                          \
+    }                                                                                              \
+    /* y from the statistics the forward stored: what the forward wrote */                         \
+    static void ln_apply_##SUF(void *arg, int64_t r0, int64_t r1) {                                \
+        const norm_job *j = arg;                                                                   \
+        int64_t D = j->C;                                                                          \
+        for (int64_t r = r0; r < r1; r++)                                                          \
+            ln_normalize_##SUF((const T *)j->x + r * D, (T *)j->y + r * D, D,                      \
+                               ((const T *)j->mean)[r], ((const T *)j->invstd)[r],                 \
+                               (const T *)j->w, (const T *)j->b);                                  \
     }                                                                                              \
     /* one pass per chunk of rows: gx, plus this chunk's partial sums of                           \
      * gweight and gbias (float64, in its workspace slot) */                                       \
@@ -307,6 +320,26 @@ int cpu_layer_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
     musa_parallel_for(j.outer, chan_grain(j.C),
                       in[0].dtype == MUSA_DTYPE_FLOAT64 ? ln_fwd_f64 : ln_fwd_f32, &j);
     norm_end(o);
+    return MUSA_OK;
+}
+
+/* layer_norm_apply(x, mean, invstd, weight, bias) -> y: the forward's y
+ * from its statistics, one pass (remat recomputes y with it). */
+int cpu_layer_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                         const void *attrs) {
+    MUSA_UNUSED(n_in);
+    char *ws = ctx->scratch;
+    nn_out y = nn_out_begin(&out[0], &ws);
+    norm_job j = {.x = in[0].data,
+                  .mean = in[1].data,
+                  .invstd = in[2].data,
+                  .w = in[3].data,
+                  .b = in[4].data,
+                  .y = y.data};
+    rows_d(&in[0], ((const musa_attrs_norm *)attrs)->ndims, &j.outer, &j.C);
+    musa_parallel_for(j.outer, chan_grain(j.C),
+                      in[0].dtype == MUSA_DTYPE_FLOAT64 ? ln_apply_f64 : ln_apply_f32, &j);
+    nn_out_end(&y);
     return MUSA_OK;
 }
 

@@ -22,9 +22,9 @@
  *   figure, so the caller checks the plan and may ask again with less.
  *
  * Recomputed values are bitwise the originals (same kernels, same inputs;
- * a batch norm whose mean and invstd are live at the late read is recomputed
- * as batch_norm_apply from them, one pass instead of three, writing what
- * the forward wrote).
+ * a batch or layer norm whose mean and invstd are live at the late read is
+ * recomputed as batch_norm_apply / layer_norm_apply from them, one pass
+ * instead of three, writing what the forward wrote).
  * Invariants: graphs with breaks are left alone (breaks index nodes); graph
  * outputs, mutation and break values are never recomputed; the graph stays
  * topologically ordered (clones come right before their first reader).
@@ -123,13 +123,17 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at
         }
         int32_t outs[MUSA_MAX_OUTPUTS], id;
         /* a batch norm whose statistics live on: y again from them, one pass */
-        bool apply = src.op == MUSA_OP_batch_norm && src.n_in == 3 && src.n_out == 3 &&
+        bool apply = (src.op == MUSA_OP_batch_norm || src.op == MUSA_OP_layer_norm) &&
+                     src.n_in == 3 && src.n_out == 3 &&
                      (c < cn - 1 || j == 0) && /* not when its statistics are the target */
                      src.out[1] < r->nv && src.out[2] < r->nv && r->last[src.out[1]] >= at &&
                      r->last[src.out[2]] >= at;
         if (apply) {
             int32_t ain[5] = {ins[0], src.out[1], src.out[2], ins[1], ins[2]};
-            id = musa_graph_add_node(g, MUSA_OP_batch_norm_apply, 5, ain, &src.attrs, outs);
+            id = musa_graph_add_node(g,
+                                     src.op == MUSA_OP_batch_norm ? MUSA_OP_batch_norm_apply
+                                                                  : MUSA_OP_layer_norm_apply,
+                                     5, ain, &src.attrs, outs);
         } else {
             id = musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs, outs);
         }

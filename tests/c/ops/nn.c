@@ -565,6 +565,36 @@ TEST(op_batch_norm_apply) {
               "[batch_norm_apply] mean");
     release_all(2, x, s);
 }
+/* layer_norm_apply from the forward's statistics writes the forward's y
+ * bit for bit (float32, float64, bfloat16) */
+TEST(op_layer_norm_apply) {
+    static const musa_dtype dts[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_FLOAT64, MUSA_DTYPE_BFLOAT16};
+    int fwd = musa_op_lookup("layer_norm"), app = musa_op_lookup("layer_norm_apply");
+    for (int k = 0; k < 3; k++) {
+        musa_tensor *x = rnd(dts[k], 3, S(3, 4, 10), -3, 5, L_CONTIG);
+        musa_tensor *w = rnd(dts[k], 1, S(10), 0.5, 2, L_CONTIG),
+                    *b = rnd(dts[k], 1, S(10), -1, 1, L_CONTIG);
+        musa_attrs *a = musa_attrs_new(fwd), *aa = musa_attrs_new(app);
+        CHECK_OK(musa_attrs_set_int(a, "ndims", 1));
+        CHECK_OK(musa_attrs_set_int(aa, "ndims", 1));
+        musa_tensor *in[3] = {x, w, b}, *out[3] = {NULL, NULL, NULL}, *y2[1] = {NULL};
+        CHECK_OK(musa_op_call(fwd, 3, in, a, out));
+        musa_tensor *ain[5] = {x, out[1], out[2], w, b};
+        CHECK_OK(musa_op_call(app, 5, ain, aa, y2));
+        double *yv = values(out[0]), *av = values(y2[0]);
+        CHECK(musa_tensor_dtype(y2[0]) == dts[k] && !memcmp(yv, av, sizeof(double) * 120));
+        free(yv), free(av);
+        musa_attrs_free(a), musa_attrs_free(aa);
+        release_all(7, x, w, b, out[0], out[1], out[2], y2[0]);
+    }
+    musa_tensor *x = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT32),
+                *s = musa_zeros(1, S(3), MUSA_DTYPE_FLOAT32);
+    musa_tensor *in[5] = {x, s, s, s, s}, *y[1] = {NULL};
+    CHECK_ERR(musa_op_call(app, 5, in, NULL, y) == MUSA_OK, MUSA_ERR_VALUE,
+              "[layer_norm_apply] mean");
+    release_all(2, x, s);
+}
+
 TEST(op_layer_norm_backward) {
     norm_backward_matches("layer_norm");
 }
