@@ -228,3 +228,24 @@ void release_all(int n, ...) {
     for (int i = 0; i < n; i++) musa_tensor_release(va_arg(ap, musa_tensor *));
     va_end(ap);
 }
+
+/* compare t with want (n values) using dtype tolerance scaled by `scale` */
+bool near(const char *what, musa_tensor *t, const double *want, int64_t n, double scale) {
+    if (!t) {
+        harness_fail(__FILE__, __LINE__, "%s: %s", what, musa_last_error());
+        return false;
+    }
+    musa_dtype d = musa_tensor_dtype(t);
+    double *v = values(t);
+    bool ok = true;
+    for (int64_t i = 0; i < n && ok; i++) {
+        double tol = (tol_abs(d) + tol_rel(d) * fabs(want[i])) * scale;
+        if (!(fabs(v[i] - want[i]) <= tol) && !(v[i] != v[i] && want[i] != want[i])) {
+            harness_fail(__FILE__, __LINE__, "%s [%s]: [%lld] = %.10g, want %.10g", what,
+                         musa_dtype_name(d), (long long)i, v[i], want[i]);
+            ok = false;
+        }
+    }
+    free(v);
+    return ok;
+}

@@ -49,6 +49,10 @@ bool close_to(const char *what, musa_dtype d, const double *got, const double *w
         if (!close_to((what), (d), (got), (want), (n), __FILE__, __LINE__)) return;                \
     } while (0)
 
+/* Compare t with want (n values) using dtype tolerances scaled by
+ * `scale`; NaN matches NaN. Reports via harness_fail. */
+bool near(const char *what, musa_tensor *t, const double *want, int64_t n, double scale);
+
 bool same_shape(const musa_tensor *t, int ndim, const int64_t *shape);
 #define CHECK_SHAPE(t, ndim, ...)                                                                  \
     do {                                                                                           \
