@@ -126,9 +126,10 @@ static int32_t value_or_external(musa_graph *g, musa_tensor *t) {
 /* The output dtypes the graph's inference gives for these inputs (-1 where
  * it cannot say). Returns nonzero only when out of memory. */
 static int graph_out_dtypes(const musa_op_info *info, int n_in, musa_tensor *const *in,
-                            const void *attrs, int n_out, int8_t *dt) {
-    for (int j = 0; j < n_out; j++) dt[j] = -1;
-    if (info->flags & MUSA_OPF_VIEW) return 0;
+                            const void *attrs, int n_out, const int8_t *out_dt, int8_t *dt) {
+    bool low = false; /* only an output rounded to float16/bfloat16 can differ */
+    for (int j = 0; j < n_out; j++) dt[j] = -1, low |= musa_is_low_float((musa_dtype)out_dt[j]);
+    if (!low || (info->flags & MUSA_OPF_VIEW)) return 0;
     int8_t in_buf[8], *in_dt = n_in > 8 ? malloc((size_t)n_in) : in_buf;
     if (!in_dt) return -1;
     musa_attrs_any a;
@@ -171,8 +172,9 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
      * computed in float32 gives a float32 output there, where eager rounded
      * it once into its bfloat16/float16 output. Such an output is recorded
      * as the float32 value and a cast after the node (the same rounding). */
-    int8_t graph_dt[MUSA_MAX_OUTPUTS];
-    if (graph_out_dtypes(info, n_in, in, &n.attrs, n_out, graph_dt)) goto nomem;
+    int8_t graph_dt[MUSA_MAX_OUTPUTS], eager_dt[MUSA_MAX_OUTPUTS];
+    for (int j = 0; j < n_out; j++) eager_dt[j] = out[j]->dtype;
+    if (graph_out_dtypes(info, n_in, in, &n.attrs, n_out, eager_dt, graph_dt)) goto nomem;
     int32_t raw[MUSA_MAX_OUTPUTS], cast_to[MUSA_MAX_OUTPUTS];
     int ncast = 0;
     for (int j = 0; j < n_out; j++) {
