@@ -3,7 +3,7 @@
  * element types kernels use, and exact conversions for float16/bfloat16.
  *
  * Invariants: musa_dtype_info[d].size is the storage size of one element;
- * float16 is stored as IEEE binary16 (_Float16), bfloat16 as the top 16 bits
+ * float16 is stored as IEEE binary16 (musa_f16), bfloat16 as the top 16 bits
  * of a float32. Conversions to float16/bfloat16 round to nearest even, once.
  */
 #ifndef MUSA_DTYPE_H
@@ -13,7 +13,16 @@
 
 #include <math.h>
 
+/* clang before 15 has _Float16 on x86 only with AVX512-FP16; elsewhere
+ * (say -march=native on a CPU it does not know, such as AMD Zen 5) its
+ * storage-only __fp16 serves: arithmetic promotes to float, conversions
+ * round to nearest even, as _Float16's do. It cannot be a parameter or a
+ * return type, so kernels pass float16 values by pointer only. */
+#if defined(__clang__) && __clang_major__ < 15 && defined(__x86_64__) && !defined(__AVX512FP16__)
+typedef __fp16 musa_f16;
+#else
 typedef _Float16 musa_f16;
+#endif
 typedef uint16_t musa_bf16;
 
 enum musa_dtype_category { MUSA_CAT_BOOL = 0, MUSA_CAT_INT = 1, MUSA_CAT_FLOAT = 2 };

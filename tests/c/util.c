@@ -4,6 +4,8 @@
  */
 #include "util.h"
 
+#include "base/dtype.h"
+
 #include <stdarg.h>
 
 const musa_dtype ALL_DTYPES[9] = {MUSA_DTYPE_FLOAT32,  MUSA_DTYPE_FLOAT64, MUSA_DTYPE_FLOAT16,
@@ -32,7 +34,7 @@ double round_to(double v, musa_dtype d) {
     case MUSA_DTYPE_FLOAT32:
         return (float)v;
     case MUSA_DTYPE_FLOAT16:
-        return (double)(_Float16)v;
+        return (double)(musa_f16)v;
     case MUSA_DTYPE_BFLOAT16: {
         /* nearest bfloat16, ties to even, computed on the double itself */
         if (v != v || isinf(v) || v == 0) return v;
