@@ -104,7 +104,7 @@ void musa_store_f64(void *p, musa_dtype d, double v) {
         *(double *)p = v;
         break;
     case MUSA_DTYPE_FLOAT16:
-        *(musa_f16 *)p = (musa_f16)v;
+        *(musa_f16 *)p = MUSA_TO_F16(v);
         break;
     case MUSA_DTYPE_BFLOAT16:
         *(musa_bf16 *)p = musa_f64_to_bf16(v);

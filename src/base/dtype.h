@@ -15,13 +15,39 @@
 
 /* clang before 15 has _Float16 on x86 only with AVX512-FP16; elsewhere
  * (say -march=native on a CPU it does not know, such as AMD Zen 5) its
- * storage-only __fp16 serves: arithmetic promotes to float, conversions
- * round to nearest even, as _Float16's do. It cannot be a parameter or a
- * return type, so kernels pass float16 values by pointer only. */
+ * storage-only __fp16 serves: arithmetic promotes to float, and float <->
+ * __fp16 conversions round to nearest even (F16C), as _Float16's do. It
+ * cannot be a parameter or a return type, so kernels pass float16 values by
+ * pointer only, and a double must not be converted to it directly: clang 14
+ * calls libgcc's __truncdfhf2 with another ABI and gets garbage (0.1 became
+ * 3.7e-5). MUSA_TO_F16(v) converts any real v correctly in both builds. */
 #if defined(__clang__) && __clang_major__ < 15 && defined(__x86_64__) && !defined(__AVX512FP16__)
+#define MUSA_F16_STORAGE_ONLY 1
 typedef __fp16 musa_f16;
 #else
+#define MUSA_F16_STORAGE_ONLY 0
 typedef _Float16 musa_f16;
+#endif
+
+#if MUSA_F16_STORAGE_ONLY
+/* A float that rounds to the same float16 as v: v rounded to float with
+ * rounding to odd (toward zero, then the last bit set when inexact), which
+ * keeps float16's single rounding exact (float has 13 more bits). */
+static inline float musa_f16_via_float(double v) {
+    float f = (float)v;
+    if (v == v && (double)f != v) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        if (fabs((double)f) > fabs(v)) u--; /* rounded away from zero: step back */
+        u |= 1;
+        memcpy(&f, &u, 4);
+    }
+    return f;
+}
+#define MUSA_TO_F16(v)                                                                             \
+    _Generic((v), double : (musa_f16)musa_f16_via_float((double)(v)), default : (musa_f16)(v))
+#else
+#define MUSA_TO_F16(v) ((musa_f16)(v))
 #endif
 typedef uint16_t musa_bf16;
 

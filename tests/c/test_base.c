@@ -169,6 +169,30 @@ TEST(half_conversions) {
         memcpy(&back, &r, 2);
         if (f == f) CHECK_MSG(back == h, "f16 %04x", b);
     }
+    /* from double: one rounding (a double just above a tie rounds up, where
+     * rounding through a float first would make it a tie and round down),
+     * overflow to inf, underflow to a signed zero */
+    struct {
+        double v;
+        uint16_t bits;
+    } cases[] = {
+        {0.1, 0x2e66},
+        {1.0 + 0x1p-11 + 0x1p-40, 0x3c01},
+        {1.0 + 0x1p-11, 0x3c00},
+        {-(1.0 + 0x1p-11 + 0x1p-40), 0xbc01},
+        {65520.0, 0x7c00},
+        {1e300, 0x7c00},
+        {-1e-300, 0x8000},
+        {0x1p-24, 0x0001},
+        {0x1p-25 + 0x1p-60, 0x0001},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        musa_f16 h = MUSA_TO_F16(cases[i].v);
+        uint16_t bits;
+        memcpy(&bits, &h, 2);
+        CHECK_MSG(bits == cases[i].bits, "float16 of %a is %04x, want %04x", cases[i].v, bits,
+                  cases[i].bits);
+    }
     /* bfloat16: ties to even, NaN stays NaN, overflow to inf */
     CHECK(musa_f32_to_bf16(1.0f + 1.0f / 256) == 0x3f80); /* tie -> even (down) */
     CHECK(musa_f32_to_bf16(1.0f + 3.0f / 256) == 0x3f82); /* tie -> even (up) */

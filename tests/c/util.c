@@ -33,8 +33,10 @@ double round_to(double v, musa_dtype d) {
         return v;
     case MUSA_DTYPE_FLOAT32:
         return (float)v;
-    case MUSA_DTYPE_FLOAT16:
-        return (double)(musa_f16)v;
+    case MUSA_DTYPE_FLOAT16: {
+        musa_f16 h = MUSA_TO_F16(v);
+        return (double)h;
+    }
     case MUSA_DTYPE_BFLOAT16: {
         /* nearest bfloat16, ties to even, computed on the double itself */
         if (v != v || isinf(v) || v == 0) return v;

@@ -61,7 +61,7 @@ static inline int64_t musa_to_i64_d(double v) {
 #define MUSA_IS_FP(v) _Generic((v), float : 1, double : 1, default : 0)
 #define ST_f32(v)     ((float)(v))
 #define ST_f64(v)     ((double)(v))
-#define ST_f16(v)     ((musa_f16)(v))
+#define ST_f16(v)     MUSA_TO_F16(v)
 #define ST_bf16(v)                                                                                 \
     _Generic((v), float                                                                            \
              : musa_f32_to_bf16, double                                                            \
