@@ -92,9 +92,13 @@ typedef struct {
     const musa_attrs_adam *o;
 } adam_job;
 
-#define DEF_ADAM(SUF, T, CT, LD, ST)                                                               \
-    static void adam_##SUF(void *arg, int64_t i0, int64_t i1) {                                    \
-        const adam_job *j = arg;                                                                   \
+/* The element loop with the row's options as constants: adam_SUF picks
+ * the instance for its flags, so that each loop vectorises (with the
+ * weight-decay and amsgrad branches inside, GCC 12 vectorised none). */
+#define DEF_ADAM(SUF, T, CT, LD, ST, SQRT)                                                         \
+    static inline __attribute__((always_inline)) void adam_loop_##SUF(                             \
+        const adam_job *j, int64_t i0, int64_t i1, const bool decay_p, const bool decay_g,         \
+        const bool ams) {                                                                          \
         const musa_attrs_adam *o = j->o;                                                           \
         const T *p = j->p, *g = j->g, *m = j->m, *v = j->v, *vmax = j->vmax;                       \
         T *p_out = j->p_out, *m_out = j->m_out, *v_out = j->v_out, *vmax_out = j->vmax_out;        \
@@ -102,32 +106,55 @@ typedef struct {
            wd = (CT)o->weight_decay;                                                               \
         CT decay = (CT)(1 - j->lr * o->weight_decay), ss = (CT)-j->step_size,                      \
            bc = (CT)j->bc2_sqrt, eps = (CT)o->eps;                                                 \
-        const bool maximize = o->maximize, decoupled = o->decoupled;                               \
+        const bool maximize = o->maximize;                                                         \
         _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
             CT pi = LD(p[i]);                                                                      \
             CT gi = maximize ? -LD(g[i]) : LD(g[i]);                                               \
-            if (decoupled) {                                                                       \
-                if (wd != 0) pi = pi * decay;                                                      \
-            } else if (wd != 0) {                                                                  \
-                gi = gi + pi * wd;                                                                 \
-            }                                                                                      \
+            if (decay_p) pi = pi * decay;                                                          \
+            if (decay_g) gi = gi + pi * wd;                                                        \
             CT mi = LD(m[i]) * a1 + gi * b1;                                                       \
             CT vi = LD(v[i]) * b2 + c2 * gi * gi;                                                  \
             m_out[i] = ST(mi);                                                                     \
             v_out[i] = ST(vi);                                                                     \
             CT vv = vi;                                                                            \
-            if (vmax) {                                                                            \
+            if (ams) {                                                                             \
                 vv = LD(vmax[i]) > vv ? LD(vmax[i]) : vv;                                          \
                 vmax_out[i] = ST(vv);                                                              \
             }                                                                                      \
-            CT denom = (CT)sqrt(vv) / bc + eps;                                                    \
+            CT denom = SQRT(vv) / bc + eps;                                                        \
             p_out[i] = ST(pi + ss * mi / denom);                                                   \
         }                                                                                          \
+    }                                                                                              \
+    static void adam_##SUF(void *arg, int64_t i0, int64_t i1) {                                    \
+        const adam_job *j = arg;                                                                   \
+        bool wd = (CT)j->o->weight_decay != 0, dec = j->o->decoupled;                              \
+        switch ((dec && wd) | (!dec && wd) << 1 | (j->vmax != NULL) << 2) {                        \
+        case 0:                                                                                    \
+            adam_loop_##SUF(j, i0, i1, false, false, false);                                       \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            adam_loop_##SUF(j, i0, i1, true, false, false);                                        \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            adam_loop_##SUF(j, i0, i1, false, true, false);                                        \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            adam_loop_##SUF(j, i0, i1, false, false, true);                                        \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            adam_loop_##SUF(j, i0, i1, true, false, true);                                         \
+            break;                                                                                 \
+        default:                                                                                   \
+            adam_loop_##SUF(j, i0, i1, false, true, true);                                         \
+            break;                                                                                 \
+        }                                                                                          \
     }
-DEF_ADAM(f32, float, float, LD_f32, ST_f32)
-DEF_ADAM(f64, double, double, LD_f64, ST_f64)
-DEF_ADAM(bf16, musa_bf16, float, LD_bf16, ST_bf16)
-DEF_ADAM(f16, musa_f16, float, LD_f16, ST_f16)
+/* sqrtf(x) is (float)sqrt((double)x) bit for bit (a double holds more than
+ * twice float's precision, so the second rounding never changes it) */
+DEF_ADAM(f32, float, float, LD_f32, ST_f32, sqrtf)
+DEF_ADAM(f64, double, double, LD_f64, ST_f64, sqrt)
+DEF_ADAM(bf16, musa_bf16, float, LD_bf16, ST_bf16, sqrtf)
+DEF_ADAM(f16, musa_f16, float, LD_f16, ST_f16, sqrtf)
 
 /* ---- RMSprop: in (p, square_avg, [buf], [grad_avg], step, g, lr) ---- */
 
@@ -138,9 +165,11 @@ typedef struct {
     const musa_attrs_rmsprop *o;
 } rms_job;
 
-#define DEF_RMS(SUF, T, CT, LD, ST)                                                                \
-    static void rms_##SUF(void *arg, int64_t i0, int64_t i1) {                                     \
-        const rms_job *j = arg;                                                                    \
+/* As for Adam: one loop instance per combination of the options. */
+#define DEF_RMS(SUF, T, CT, LD, ST, SQRT)                                                          \
+    static inline __attribute__((always_inline)) void rms_loop_##SUF(                              \
+        const rms_job *j, int64_t i0, int64_t i1, const bool decay_g, const bool centered,         \
+        const bool momentum) {                                                                     \
         const musa_attrs_rmsprop *o = j->o;                                                        \
         const T *p = j->p, *g = j->g, *sq = j->sq, *buf = j->buf, *ga = j->gavg;                   \
         T *p_out = j->p_out, *sq_out = j->sq_out, *buf_out = j->buf_out, *ga_out = j->gavg_out;    \
@@ -150,19 +179,19 @@ typedef struct {
         _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                                    \
             CT pi = LD(p[i]);                                                                      \
             CT gi = maximize ? -LD(g[i]) : LD(g[i]);                                               \
-            if (wd != 0) gi = gi + pi * wd;                                                        \
+            if (decay_g) gi = gi + pi * wd;                                                        \
             CT si = LD(sq[i]) * al + c * gi * gi;                                                  \
             sq_out[i] = ST(si);                                                                    \
             CT avg;                                                                                \
-            if (ga) {                                                                              \
+            if (centered) {                                                                        \
                 CT ai = LD(ga[i]) * al + gi * c;                                                   \
                 ga_out[i] = ST(ai);                                                                \
-                avg = (CT)sqrt(si + -1 * ai * ai);                                                 \
+                avg = SQRT(si + -1 * ai * ai);                                                     \
             } else {                                                                               \
-                avg = (CT)sqrt(si);                                                                \
+                avg = SQRT(si);                                                                    \
             }                                                                                      \
             avg = avg + eps;                                                                       \
-            if (buf) {                                                                             \
+            if (momentum) {                                                                        \
                 CT bi = LD(buf[i]) * mom + gi / avg;                                               \
                 buf_out[i] = ST(bi);                                                               \
                 p_out[i] = ST(pi + bi * -lr);                                                      \
@@ -170,11 +199,40 @@ typedef struct {
                 p_out[i] = ST(pi + -lr * gi / avg);                                                \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+    static void rms_##SUF(void *arg, int64_t i0, int64_t i1) {                                     \
+        const rms_job *j = arg;                                                                    \
+        switch (((CT)j->o->weight_decay != 0) | (j->gavg != NULL) << 1 | (j->buf != NULL) << 2) {  \
+        case 0:                                                                                    \
+            rms_loop_##SUF(j, i0, i1, false, false, false);                                        \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            rms_loop_##SUF(j, i0, i1, true, false, false);                                         \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            rms_loop_##SUF(j, i0, i1, false, true, false);                                         \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            rms_loop_##SUF(j, i0, i1, true, true, false);                                          \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            rms_loop_##SUF(j, i0, i1, false, false, true);                                         \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            rms_loop_##SUF(j, i0, i1, true, false, true);                                          \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            rms_loop_##SUF(j, i0, i1, false, true, true);                                          \
+            break;                                                                                 \
+        default:                                                                                   \
+            rms_loop_##SUF(j, i0, i1, true, true, true);                                           \
+            break;                                                                                 \
+        }                                                                                          \
     }
-DEF_RMS(f32, float, float, LD_f32, ST_f32)
-DEF_RMS(f64, double, double, LD_f64, ST_f64)
-DEF_RMS(bf16, musa_bf16, float, LD_bf16, ST_bf16)
-DEF_RMS(f16, musa_f16, float, LD_f16, ST_f16)
+DEF_RMS(f32, float, float, LD_f32, ST_f32, sqrtf)
+DEF_RMS(f64, double, double, LD_f64, ST_f64, sqrt)
+DEF_RMS(bf16, musa_bf16, float, LD_bf16, ST_bf16, sqrtf)
+DEF_RMS(f16, musa_f16, float, LD_f16, ST_f16, sqrtf)
 
 /* ---- prepared rows ---- */
 
