@@ -6,7 +6,8 @@
  *   2. add of two contiguous 16M-element float32 tensors as a fraction of
  *      memcpy bandwidth (bytes moved counted for each; target >= 0.7);
  *   3. C-level eager overhead of add on 1-element tensors (target <= 150 ns);
- *   4. sum over 16M floats as a fraction of memcpy bandwidth.
+ *   4. sum over 16M floats as a fraction of memcpy bandwidth;
+ *   5. the profiler's cost per op, off and on (target <= ~1 us on).
  * Times are medians of repeated runs. Run: ./build/bench_core
  */
 #include <cblas.h>
@@ -168,9 +169,41 @@ static void bench_overhead(void) {
     musa_tensor_release(a), musa_tensor_release(b);
 }
 
+/* The profiler's cost per op: the same 1-element adds with the profiler
+ * off and on (plain, with shapes, with shapes and memory), rounds
+ * interleaved; each round is one profiler session. */
+static void bench_profiler(void) {
+    musa_tensor *a = musa_ones(1, (int64_t[]){1}, MUSA_DTYPE_FLOAT32);
+    musa_tensor *b = musa_ones(1, (int64_t[]){1}, MUSA_DTYPE_FLOAT32);
+    enum { ITERS = 20000, ROUNDS = 15, MODES = 4 };
+    const int flags[MODES] = {-1, 0, MUSA_PROFILE_SHAPES,
+                              MUSA_PROFILE_SHAPES | MUSA_PROFILE_MEMORY};
+    const char *names[MODES] = {"off", "on", "on + shapes", "on + shapes + memory"};
+    double ts[MODES][ROUNDS];
+    for (int i = 0; i < 10000; i++) musa_tensor_release(musa_add(a, b));
+    for (int r = 0; r < ROUNDS; r++)
+        for (int m = 0; m < MODES; m++) {
+            if (flags[m] >= 0) musa_profiler_start(flags[m]);
+            double t0 = now();
+            for (int i = 0; i < ITERS; i++) musa_tensor_release(musa_add(a, b));
+            ts[m][r] = (now() - t0) / ITERS;
+            if (flags[m] >= 0) musa_profiler_stop();
+        }
+    double off = median(ts[0], ROUNDS);
+    printf("profiler cost per op (musa_add on 1-element tensors, median of %d rounds; "
+           "<= ~1000 ns wanted):\n",
+           ROUNDS);
+    for (int m = 0; m < MODES; m++) {
+        double t = median(ts[m], ROUNDS);
+        printf("  %-22s %7.1f ns/op  (+%.1f ns)\n", names[m], t * 1e9, (t - off) * 1e9);
+    }
+    musa_tensor_release(a), musa_tensor_release(b);
+}
+
 int main(void) {
     bench_matmul();
     bench_memory();
     bench_overhead();
+    bench_profiler();
     return 0;
 }

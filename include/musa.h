@@ -1403,6 +1403,70 @@ MUSA_API void musa_alloc_empty_cache(void);
 /* The bytes a tensor of `bytes` holds in the statistics (its size class). */
 MUSA_API size_t musa_alloc_size(size_t bytes);
 
+/* ------------------------------------------------------------------------ */
+/* Profiler                                                                 */
+/* ------------------------------------------------------------------------ */
+/*
+ * One profiler per process records timed events on every thread: each
+ * eagerly dispatched op, each instruction of a plan run (a kernel, a fused
+ * group named by its ops, or a multi-tensor update), each autograd node's
+ * backward, user ranges, and, with MUSA_PROFILE_MEMORY, each allocation
+ * and free of the caching allocator with its running total.
+ *
+ *     musa_profiler_start(MUSA_PROFILE_SHAPES);
+ *     ... run ops, plans, a saved model ...
+ *     musa_profiler_stop();
+ *     musa_profiler_write_chrome_trace("trace.json");   // Perfetto, chrome://tracing
+ *
+ * Events stay readable from stop until the next start. Off, the profiler
+ * costs each op one branch; bench_core reports its cost per op when on.
+ */
+#define MUSA_PROFILE_SHAPES 1 /* record each op's input dtypes and shapes */
+#define MUSA_PROFILE_MEMORY 2 /* record allocations, frees and the running total */
+
+typedef enum musa_profile_kind {
+    MUSA_PROFILE_OP = 0,       /* an eagerly dispatched op (nested ops nest) */
+    MUSA_PROFILE_PLAN = 1,     /* a plan instruction */
+    MUSA_PROFILE_BACKWARD = 2, /* an autograd node's backward */
+    MUSA_PROFILE_RANGE = 3,    /* a user range (musa_profiler_range_end) */
+    MUSA_PROFILE_MEMORY_EV = 4 /* an allocation or a free (dur_ns 0) */
+} musa_profile_kind;
+
+typedef struct musa_profile_event {
+    const char *name;    /* op, instruction, node or range name; "[memory]" */
+    const char *detail;  /* ops: "float32[64, 128], int64[64]" with MUSA_PROFILE_SHAPES; or "" */
+    int kind;            /* musa_profile_kind */
+    int tid;             /* the recording thread's id (gettid) */
+    int64_t start_ns;    /* from musa_profiler_start */
+    int64_t dur_ns;      /* duration; 0 for memory events */
+    int64_t bytes;       /* memory events: allocated (> 0) or freed (< 0) */
+    int64_t total_bytes; /* memory events: the allocator's current bytes after it */
+} musa_profile_event;
+
+/* Start recording (dropping the last session's events); flags are
+ * MUSA_PROFILE_* bits. MUSA_ERR_RUNTIME if it is already running. */
+MUSA_API int musa_profiler_start(int flags);
+/* Stop recording; MUSA_ERR_RUNTIME if it is not running. */
+MUSA_API int musa_profiler_stop(void);
+MUSA_API bool musa_profiler_enabled(void);
+/* The last session's events, in start order (ties: the longer first, so
+ * an enclosing event precedes what it contains); -1 while recording. */
+MUSA_API int64_t musa_profiler_num_events(void);
+/* Event i of the last session; its strings live until the next start.
+ * MUSA_ERR_INDEX out of range, MUSA_ERR_RUNTIME while recording. */
+MUSA_API int musa_profiler_get_event(int64_t i, musa_profile_event *e);
+/* The last session as Trace Event Format JSON: a complete ("X") event per
+ * op, instruction, node and range (ts, dur, pid, tid, name, cat, args),
+ * an instant ("i") event per allocation and free and a counter ("C") of
+ * the allocator's bytes, and each thread named. MUSA_ERR_IO naming the path
+ * when it cannot be written. */
+MUSA_API int musa_profiler_write_chrome_trace(const char *path);
+/* A user range: begin returns a timestamp (0 while the profiler is off);
+ * end records [begin, now) as `name` on the calling thread, if the same
+ * session is still recording. Ranges nest by time, like ops. */
+MUSA_API int64_t musa_profiler_range_begin(void);
+MUSA_API void musa_profiler_range_end(const char *name, int64_t begin);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,13 +2,15 @@
  * musa-run - run a saved model (.musa) on .npy inputs, without Python.
  *
  *     musa-run model.musa --input x.npy [--input ...] [--output y.npy ...]
- *              [--threads N] [--bench N] [--mmap]
+ *              [--threads N] [--bench N] [--mmap] [--profile TRACE.json]
  *
  * Inputs are given in the model's input order; each --output names the
  * file for the next output (outputs without one are summarised only).
  * --bench N runs N more times after the first and prints the median, mean
- * and fastest time. Exit status: 0, 1 for a failed load or run (the error
- * printed), 2 for a bad command line.
+ * and fastest time. --profile records every run (each plan instruction,
+ * each run as a range) and writes a Chrome trace (Perfetto,
+ * chrome://tracing), as musa.profiler's export_chrome_trace does. Exit status: 0, 1 for a failed
+ * load or run (the error printed), 2 for a bad command line.
  */
 #include <musa.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ static int usage(const char *why) {
     fprintf(stderr,
             "musa-run: %s\n"
             "usage: musa-run MODEL.musa --input X.npy [--input ...] [--output Y.npy ...]\n"
-            "                [--threads N] [--bench N] [--mmap]\n",
+            "                [--threads N] [--bench N] [--mmap] [--profile TRACE.json]\n",
             why);
     return 2;
 }
@@ -42,7 +44,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *in_paths[64], *out_paths[64];
+    const char *model = NULL, *in_paths[64], *out_paths[64], *trace = NULL;
     int n_in = 0, n_outp = 0, threads = 0, flags = 0;
     long bench = 0;
     for (int i = 1; i < argc; i++) {
@@ -66,6 +68,9 @@ int main(int argc, char **argv) {
             else
                 bench = v;
             i++;
+        } else if (!strcmp(a, "--profile")) {
+            if (!has_value) return usage("--profile takes a file name for the trace");
+            trace = argv[++i];
         } else if (!strcmp(a, "--mmap")) {
             flags |= MUSA_FILE_MMAP;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -108,8 +113,15 @@ int main(int argc, char **argv) {
             status = fail(in_paths[i]);
             goto done;
         }
+    if (trace && musa_profiler_start(MUSA_PROFILE_SHAPES)) {
+        status = fail("--profile");
+        goto done;
+    }
     double t0 = now();
-    if (musa_model_run(m, n_in, in, no, out)) {
+    int64_t range = musa_profiler_range_begin();
+    int rc0 = musa_model_run(m, n_in, in, no, out);
+    musa_profiler_range_end("musa_model_run", range);
+    if (rc0) {
         status = fail("running the model");
         goto done;
     }
@@ -132,7 +144,9 @@ int main(int argc, char **argv) {
         for (long r = 0; r < bench; r++) {
             musa_tensor **o2 = calloc((size_t)no + 1, sizeof *o2);
             double t = now();
+            range = musa_profiler_range_begin();
             int rc = o2 ? musa_model_run(m, n_in, in, no, o2) : MUSA_ERR_NOMEM;
+            musa_profiler_range_end("musa_model_run", range);
             times[r] = now() - t;
             for (int j = 0; o2 && j < no; j++) musa_tensor_release(o2[j]);
             free(o2);
@@ -149,7 +163,15 @@ int main(int argc, char **argv) {
                first * 1e3, bench, times[bench / 2] * 1e3, sum / (double)bench * 1e3,
                times[0] * 1e3, musa_get_num_threads());
     }
+    if (trace) {
+        if (musa_profiler_stop() || musa_profiler_write_chrome_trace(trace)) {
+            status = fail("--profile");
+            goto done;
+        }
+        printf("profile: %lld events -> %s\n", (long long)musa_profiler_num_events(), trace);
+    }
 done:
+    if (musa_profiler_enabled()) musa_profiler_stop();
     for (int i = 0; i < n_in; i++) musa_tensor_release(in[i]);
     for (int j = 0; out && j < no; j++) musa_tensor_release(out[j]);
     free(out);

@@ -56,8 +56,10 @@ def _lazy(name):
 
 def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
-    if name in ("nn", "optim", "utils", "amp", "jit"):
+    if name in ("nn", "optim", "utils", "amp", "jit", "profiler"):
         return _lazy(name)
+    if name == "Profiler":  # the seed's spelling of musa.profiler.profile
+        return _lazy("profiler").profile
     if name in ("save", "load"):  # musa.serialization (json, zipfile) on first use
         fn = globals()[name] = getattr(_lazy("serialization"), name)
         return fn

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "../base/arena.h"
+#include "../base/profile.h"
 #include "../base/vec.h"
 #include "autograd.h"
 
@@ -527,7 +528,17 @@ static int run_engine_(run *r, int n_roots, musa_tensor *const *roots, musa_tens
         if (r->tasks.data[k].deps == 0) rc = musa_vec_push(&ready, k);
     while (!rc && ready.len) {
         int64_t k = ready.data[--ready.len];
-        rc = execute(r, k, &ready);
+        if (MUSA_LIKELY(!musa_prof_on())) {
+            rc = execute(r, k, &ready);
+        } else {
+            musa_node *n = r->tasks.data[k].node;
+            int64_t t0 = musa_prof_now();
+            rc = execute(r, k, &ready);
+            if (n->kind == MUSA_NODE_CUSTOM) /* its name dies with the node */
+                musa_prof_complete_copy(MUSA_PROFILE_BACKWARD, musa_node_name(n), t0, NULL);
+            else
+                musa_prof_complete(MUSA_PROFILE_BACKWARD, musa_node_name(n), t0, NULL);
+        }
         task *tk = &r->tasks.data[k];
         for (int j = 0; tk->buf && j < tk->node->n_out; j++) musa_tensor_release(tk->buf[j]);
         tk->buf = NULL;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "../backend/cpu/alloc.h"
+#include "../base/profile.h"
 #include "../base/threadpool.h"
 #include "../backend/cpu/kernels.h"
 
@@ -54,7 +55,6 @@ int (*musa_autograd_inplace_view_hook)(musa_op_id op, int n_in, musa_tensor *con
                                        const void *attrs, musa_tensor *view);
 int (*musa_record_hook)(void *recorder, musa_op_id op, int n_in, musa_tensor *const *in,
                         const void *attrs, int n_out, musa_tensor **out, unsigned provided);
-void (*musa_profile_hook)(musa_op_id op, bool begin);
 void (*musa_record_refuse_hook)(void *recorder, const char *why);
 void (*musa_record_grad_hook)(void *recorder, musa_tensor *leaf, musa_tensor *old_grad);
 
@@ -142,7 +142,7 @@ void musa_long_op_end(bool began) {
     if (began) long_op_hook(false);
 }
 
-static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_tensor *const *cin,
+static int run_kernel(const musa_op_info *info, int n_in, musa_tensor *const *cin,
                       const void *attrs, int n_out, musa_tensor **dst) {
     musa_kview kin_buf[8], *kin = kin_buf;
     musa_kview kout[MUSA_MAX_OUTPUTS];
@@ -171,9 +171,7 @@ static int run_kernel(const musa_op_info *info, musa_op_id op, int n_in, musa_te
             for (int j = 0; j < n_out; j++) work += dst[j]->numel;
             long_op = musa_long_op_begin(work);
         }
-        if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, true);
         rc = info->kernel(&ctx, kout, kin, n_in, attrs);
-        if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, false);
         musa_long_op_end(long_op);
         if (rc) musa_err_prefix(info->name);
         if (MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take() && !rc)
@@ -320,8 +318,50 @@ static int autocast_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, co
     return rc;
 }
 
+static int dispatch_entry(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                          musa_tensor **out);
+
+/* "float32[64, 128], int64[64]": the inputs an op event records with
+ * MUSA_PROFILE_SHAPES (cut short, with "...", past the buffer). */
+static void shapes_str(int n_in, musa_tensor *const *in, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n_in; i++) {
+        const musa_tensor *t = in[i];
+        int w = snprintf(buf + len, size - len, "%s%s[", i ? ", " : "",
+                         t ? musa_dtype_name((musa_dtype)t->dtype) : "NULL");
+        for (int d = 0; t && d < t->ndim && w >= 0 && (size_t)w < size - len; d++) {
+            int k = snprintf(buf + len + (size_t)w, size - len - (size_t)w, "%s%lld", d ? ", " : "",
+                             (long long)t->shape[d]);
+            w = k < 0 ? k : w + k;
+        }
+        if (w >= 0 && (size_t)w < size - len) {
+            int k = snprintf(buf + len + (size_t)w, size - len - (size_t)w, "]");
+            w = k < 0 ? k : w + k;
+        }
+        if (w < 0 || (size_t)w >= size - len) {
+            if (size > 4) memcpy(buf + size - 4, "...", 4);
+            return;
+        }
+        len += (size_t)w;
+    }
+}
+
 int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
                   musa_tensor **out) {
+    int prof = musa_prof_on();
+    if (MUSA_LIKELY(!prof)) return dispatch_entry(op, n_in, in, attrs, out);
+    int64_t t0 = musa_prof_now();
+    int rc = dispatch_entry(op, n_in, in, attrs, out);
+    char shapes[512];
+    if (prof & MUSA_PROFILE_SHAPES) shapes_str(n_in, in, shapes, sizeof shapes);
+    musa_prof_complete(MUSA_PROFILE_OP, musa_ops[op].name, t0,
+                       prof & MUSA_PROFILE_SHAPES ? shapes : NULL);
+    return rc;
+}
+
+static int dispatch_entry(musa_op_id op, int n_in, musa_tensor *const *in, const void *attrs,
+                          musa_tensor **out) {
     const musa_op_info *info = &musa_ops[op];
     if (MUSA_UNLIKELY(musa_tls.autocast) && (info->flags & (MUSA_OPF_AMP_LOW | MUSA_OPF_AMP_F32))) {
         bool provided = false, bad = false;
@@ -512,7 +552,7 @@ static int dispatch_now(musa_op_id op, int n_in, musa_tensor *const *in, const v
             dst[j] = t;
         }
         if (!symbolic) {
-            if ((rc = run_kernel(info, op, n_in, cin, &a, n_out, dst))) goto done;
+            if ((rc = run_kernel(info, n_in, cin, &a, n_out, dst))) goto done;
             for (int j = 0; j < n_out; j++) {
                 if (!temp[j]) continue;
                 musa_kview kd, ks;

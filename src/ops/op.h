@@ -181,8 +181,6 @@ static inline void musa_record_grad_change(musa_tensor *leaf, musa_tensor *old_g
     if (musa_tls.mode == MUSA_MODE_SYMBOLIC && musa_tls.recorder && musa_record_grad_hook)
         musa_record_grad_hook(musa_tls.recorder, leaf, old_grad);
 }
-/* Profiler begin/end around kernels; NULL when no profiler is active. */
-extern void (*musa_profile_hook)(musa_op_id op, bool begin);
 
 /* Tensor flag used by autograd; the dispatcher tests it without knowing
  * the autograd meta. */

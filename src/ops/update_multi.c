@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "../backend/cpu/kernels.h"
+#include "../base/profile.h"
 #include "../base/threadpool.h"
 #include "../base/vec.h"
 
@@ -190,9 +191,8 @@ static int dispatch_row(musa_op_id op, musa_tensor *const *in, int n_in, int n_o
  * rows (the kernel's scratch: cpu_update_multi_workspace(n_plain) bytes),
  * then n_plain * (n_out + n_in) views and n_plain pointers to them. Bumps
  * the versions of what it updated. */
-static int run_plain(const musa_op_info *info, musa_op_id op, musa_tensor *const *tensors,
-                     int n_rows, int n_in, int n_out, const bool *plain, int n_plain,
-                     const void *attrs, char *mem) {
+static int run_plain(const musa_op_info *info, musa_tensor *const *tensors, int n_rows, int n_in,
+                     int n_out, const bool *plain, int n_plain, const void *attrs, char *mem) {
     size_t ws = cpu_update_multi_workspace(n_plain);
     musa_kview *kv = (musa_kview *)(mem + ws);
     musa_kview **rows = (musa_kview **)(kv + (size_t)n_plain * (size_t)(n_out + n_in));
@@ -210,9 +210,13 @@ static int run_plain(const musa_op_info *info, musa_op_id op, musa_tensor *const
     }
     musa_kctx ctx = {.scratch = mem, .scratch_bytes = ws, .op_name = info->name};
     bool long_op = musa_long_op_begin(work);
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, true);
+    int64_t t0 = MUSA_UNLIKELY(musa_prof_on()) ? musa_prof_now() : 0;
     int rc = cpu_update_multi(&ctx, info->kernel, n_plain, rows, n_in, attrs);
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(op, false);
+    if (MUSA_UNLIKELY(t0)) {
+        char rows_str[32];
+        snprintf(rows_str, sizeof rows_str, "%d parameters", n_plain);
+        musa_prof_complete(MUSA_PROFILE_OP, info->name, t0, rows_str);
+    }
     musa_long_op_end(long_op);
     if (rc) musa_err_prefix(info->name);
     if (MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take() && !rc)
@@ -285,8 +289,7 @@ int musa_update_multi(int op_, const musa_attrs *attrs, int n_rows, int n_in,
         memset(tab, 0, cap * sizeof(touch));
         together = !rows_conflict(tensors, n_rows, n_in, n_out, tab, (int)cap, (span *)(tab + cap));
     }
-    if (together &&
-        (rc = run_plain(info, op, tensors, n_rows, n_in, n_out, plain, n_plain, &a, mem)))
+    if (together && (rc = run_plain(info, tensors, n_rows, n_in, n_out, plain, n_plain, &a, mem)))
         goto done;
     for (int r = 0; r < n_rows && !rc; r++) {
         if (together && plain[r]) continue;

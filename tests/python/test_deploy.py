@@ -405,6 +405,34 @@ def test_musa_run_matches_python_and_needs_no_python(tmp_path):
     assert r.returncode == 1 and "not a .musa file" in r.stderr
 
 
+def test_musa_run_profile_writes_a_chrome_trace(tmp_path):
+    tool = _tool("musa-run")
+    x = musa.randn(2, 3, 8, 8)
+    with musa.no_grad():
+        musa.jit.trace(CnnBn().eval(), (x,)).save(tmp_path / "cnn.musa")
+    np.save(tmp_path / "x.npy", x.numpy())
+    trace = tmp_path / "trace.json"
+    r = subprocess.run([tool, str(tmp_path / "cnn.musa"), "--input", str(tmp_path / "x.npy"),
+                        "--bench", "2", "--profile", str(trace)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    events = json.load(open(trace))["traceEvents"]
+    runs = [e for e in events if e["name"] == "musa_model_run"]
+    assert len(runs) == 3 and all(e["ph"] == "X" and e["cat"] == "user_annotation" for e in runs)
+    plan = [e for e in events if e.get("cat") == "plan"]
+    # every run's instructions, each inside its run
+    assert plan and len(plan) % 3 == 0
+    for e in plan:
+        assert any(r_["ts"] <= e["ts"] and e["ts"] + e["dur"] <= r_["ts"] + r_["dur"] + 1e-3
+                   for r_ in runs)
+    assert f"profile: {len([e for e in events if e['ph'] == 'X'])} events -> {trace}" in r.stdout
+    r = subprocess.run([tool, str(tmp_path / "cnn.musa"), "--input", str(tmp_path / "x.npy"),
+                        "--profile", "/nonexistent-dir/t.json"], capture_output=True, text=True)
+    assert r.returncode == 1 and "cannot write /nonexistent-dir/t.json" in r.stderr
+    r = subprocess.run([tool, str(tmp_path / "cnn.musa"), "--profile"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "--profile takes a file name" in r.stderr
+
+
 def test_npy_reader_rejects_bad_files(tmp_path):
     tool = _tool("musa-run")
     traced_path = tmp_path / "m.musa"

@@ -13,6 +13,8 @@
  */
 #include "alloc.h"
 
+#include "../../base/profile.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #if defined(__GLIBC__)
@@ -61,6 +63,12 @@ static void note_alloc(size_t cls) {
     while (cur > peak && !atomic_compare_exchange_weak(&A.peak, &peak, cur)) {
     }
     atomic_fetch_add_explicit(&A.allocs, 1, memory_order_relaxed);
+    if (MUSA_UNLIKELY(musa_prof_on())) musa_prof_memory((int64_t)cls, (int64_t)cur);
+}
+
+static void note_free(size_t cls) {
+    size_t cur = atomic_fetch_sub(&A.current, cls) - cls;
+    if (MUSA_UNLIKELY(musa_prof_on())) musa_prof_memory(-(int64_t)cls, (int64_t)cur);
 }
 
 /* Move a thread cache's blocks to the shared lists. */
@@ -220,7 +228,7 @@ void *musa_cpu_alloc_exact(size_t bytes, size_t *block_bytes) {
 
 void musa_cpu_free_exact(void *p, size_t block_bytes) {
     if (!p) return;
-    atomic_fetch_sub(&A.current, block_bytes);
+    note_free(block_bytes);
     free(p);
 }
 
@@ -229,7 +237,7 @@ void musa_cpu_free(void *p, size_t block_bytes) {
     size_t cls;
     int idx = class_index(block_bytes, &cls);
     MUSA_ASSERT(cls == block_bytes);
-    atomic_fetch_sub(&A.current, cls);
+    note_free(cls);
     if (cls > MAX_CACHED_BLK) {
         free(p);
         return;

@@ -96,6 +96,7 @@ typedef struct instr {
     fused *f;           /* MUSA_INSTR_FUSED */
     multi *u;           /* MUSA_INSTR_MULTI */
     size_t scratch_off; /* bytes from the scratch slot's base */
+    const char *pname;  /* the profiler's name for it (set at the first profiled run) */
 } instr;
 
 typedef struct step {
@@ -126,7 +127,8 @@ struct musa_plan {
     musa_plan_stats stats;
     musa_plan_options opt;
     pthread_mutex_t lock;
-    kref *vloc; /* [values] where each value's data is */
+    bool pnames; /* instrs[].pname set */
+    kref *vloc;  /* [values] where each value's data is */
 };
 
 static inline size_t musa_plan_value_bytes(const musa_gvalue *v) {

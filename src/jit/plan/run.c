@@ -26,6 +26,7 @@
 
 #include "../../backend/cpu/alloc.h"
 #include "../../backend/cpu/kernels.h"
+#include "../../base/profile.h"
 #include "../../base/threadpool.h"
 
 void musa_plan_free(musa_plan *p) {
@@ -69,10 +70,7 @@ static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
     musa_kctx ctx = {
         .scratch = k->scratch ? scratch : NULL, .scratch_bytes = k->scratch, .op_name = k->name};
     if (musa_kviews_all_empty(kv, k->n_out)) return MUSA_OK; /* nothing to write */
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, true);
-    int rc = k->kernel(&ctx, kv, kv + k->n_out, k->n_in, k->attrs);
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k->op, false);
-    return rc;
+    return k->kernel(&ctx, kv, kv + k->n_out, k->n_in, k->attrs);
 }
 
 static int run_kernel_instr(run_ctx *r, instr *in) {
@@ -208,14 +206,12 @@ static int run_multi_instr(run_ctx *r, instr *in) {
     const kcall *k0 = &u->m[0];
     musa_kctx ctx = {
         .scratch = r->scratch + in->scratch_off, .scratch_bytes = u->scratch, .op_name = k0->name};
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k0->op, true);
     int rc = cpu_update_multi(&ctx, k0->kernel, u->n, u->rows, k0->n_in, k0->attrs);
-    if (MUSA_UNLIKELY(musa_profile_hook != NULL)) musa_profile_hook(k0->op, false);
     if (rc) r->fail_loc = k0->loc, r->fail_name = k0->name;
     return rc;
 }
 
-static int run_instr(run_ctx *r, instr *in) {
+static int run_instr_(run_ctx *r, instr *in) {
     switch ((musa_instr_kind)in->kind) {
     case MUSA_INSTR_KERNEL:
         return run_kernel_instr(r, in);
@@ -225,6 +221,45 @@ static int run_instr(run_ctx *r, instr *in) {
         return run_multi_instr(r, in);
     }
     return musa_err(MUSA_ERR_RUNTIME, "[jit] unknown instruction kind %d", in->kind);
+}
+
+/* One profiler event per instruction: a kernel by its op, a fused group as
+ * "fused(add, mul, relu)", a multi-tensor update by its op with the number
+ * of parameters as the detail. */
+static int run_instr(run_ctx *r, instr *in) {
+    if (MUSA_LIKELY(!musa_prof_on())) return run_instr_(r, in);
+    int64_t t0 = musa_prof_now();
+    int rc = run_instr_(r, in);
+    char rows[32] = "";
+    if (in->kind == MUSA_INSTR_MULTI) snprintf(rows, sizeof rows, "%d parameters", in->u->n);
+    const char *name = in->pname ? in->pname : in->k.name;
+    musa_prof_complete(MUSA_PROFILE_PLAN, name ? name : "instruction", t0, rows);
+    return rc;
+}
+
+/* The instructions' profiler names, made once, before any of them runs
+ * (parallel steps must not share the arena). Without memory a fused group
+ * keeps its last member's name. */
+static void name_instrs(musa_plan *p) {
+    for (int i = 0; i < p->n_instrs; i++) {
+        instr *in = &p->instrs[i];
+        if (in->kind == MUSA_INSTR_KERNEL) in->pname = in->k.name;
+        if (in->kind == MUSA_INSTR_MULTI) in->pname = in->u->m[0].name;
+        if (in->kind != MUSA_INSTR_FUSED) continue;
+        size_t len = sizeof "fused()";
+        for (int m = 0; m < in->f->n; m++) len += strlen(in->f->m[m].name) + 2;
+        char *s = musa_arena_alloc(&p->arena, len, 1);
+        if (!s) {
+            in->pname = in->f->m[in->f->n - 1].name;
+            continue;
+        }
+        size_t at_ = (size_t)snprintf(s, len, "fused(");
+        for (int m = 0; m < in->f->n; m++)
+            at_ += (size_t)snprintf(s + at_, len - at_, "%s%s", m ? ", " : "", in->f->m[m].name);
+        snprintf(s + at_, len - at_, ")");
+        in->pname = s;
+    }
+    p->pnames = true;
 }
 
 typedef struct par_ctx {
@@ -315,6 +350,7 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         rc = MUSA_ERR_NOMEM;
         goto done;
     }
+    if (MUSA_UNLIKELY(musa_prof_on()) && !p->pnames) name_instrs(p);
     char *mem = p->mem;
     base[MUSA_SLOT_ARENA] = mem;
     base[MUSA_SLOT_SCRATCH] = mem; /* scratch offsets are arena offsets */

@@ -464,6 +464,15 @@ class Module:
         from ... import jit
         return jit.compile_module(self, config)
 
+    def get_graph(self, optimized=True):
+        """The IR of a compiled module's last compiled forward, as text
+        (see musa.jit's get_graph)."""
+        compiled = self.__dict__.get("_compiled_call")
+        if compiled is None:
+            raise RuntimeError(f"[Module.get_graph] {type(self).__name__} is not compiled: call "
+                               f".compile() and run it once first")
+        return compiled.get_graph(optimized)
+
     def save(self, path):
         """Save a compiled module (Module.compile, then one call) as a .musa
         model that musa.jit.load and the C runtime run."""
