@@ -34,7 +34,7 @@ cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev pkg-config python3-dev python3-numpy
           python3-pytest)
-TEST_PACKAGES=(python3-torch) # the reference the Python tests compare against
+TEST_PACKAGES=(python3-torch graphviz) # the reference the Python tests compare against; make_dot's renderer
 BENCH_PACKAGES=(libsleef-dev) # SLEEF's columns in bench_vmath (nothing else uses it)
 TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
 # ThreadSanitizer: clang, its runtime, and LLVM's OpenMP (libomp and Archer,

@@ -738,6 +738,17 @@ MUSA_API int musa_node_num_next(const musa_node *node);
 MUSA_API musa_node *musa_node_next(const musa_node *node, int i, int *input_nr);
 /* The leaf tensor an AccumulateGrad node writes to (borrowed), else NULL. */
 MUSA_API musa_tensor *musa_node_variable(const musa_node *node);
+/* The forward op's outputs (the gradients the node receives). */
+MUSA_API int musa_node_num_outputs(const musa_node *node);
+/* The forward op's attributes as text ("dim=1, keepdim=true") into buf
+ * (snprintf semantics: returns the length the text needs); "" for ops
+ * without attributes, AccumulateGrad and custom nodes. */
+MUSA_API int musa_node_attrs(const musa_node *node, char *buf, size_t size);
+/* A tensor the node keeps for its backward: its forward input i
+ * (is_output false) or output i, as a new reference; NULL when none is
+ * kept (the formula needs none, or a backward without retain_graph freed
+ * them). Saved outputs are detached. */
+MUSA_API musa_tensor *musa_node_saved(const musa_node *node, bool is_output, int i);
 /* Nodes are reference counted too: keep one alive past its tensors with
  * retain (returns its argument), then release (NULL is a no-op). */
 MUSA_API musa_node *musa_node_retain(musa_node *node);

@@ -56,8 +56,10 @@ def _lazy(name):
 
 def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
-    if name in ("nn", "optim", "utils", "amp", "jit", "profiler"):
+    if name in ("nn", "optim", "utils", "amp", "jit", "profiler", "viz"):
         return _lazy(name)
+    if name == "make_dot":
+        return _lazy("viz").make_dot
     if name == "Profiler":  # the seed's spelling of musa.profiler.profile
         return _lazy("profiler").profile
     if name in ("save", "load"):  # musa.serialization (json, zipfile) on first use

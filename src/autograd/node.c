@@ -643,6 +643,25 @@ musa_tensor *musa_node_variable(const musa_node *n) {
     return n && n->kind == MUSA_NODE_ACCUMULATE ? n->variable : NULL;
 }
 
+int musa_node_num_outputs(const musa_node *n) {
+    return n ? n->n_out : 0;
+}
+
+int musa_node_attrs(const musa_node *n, char *buf, size_t size) {
+    if (size) buf[0] = 0;
+    if (!n || n->kind != MUSA_NODE_OP || !n->attrs) return 0;
+    musa_attrs_kind kind = musa_ops[n->op].attrs_kind;
+    return kind == MUSA_ATTRS_none ? 0 : musa_attrs_format(kind, n->attrs, false, buf, size);
+}
+
+musa_tensor *musa_node_saved(const musa_node *n, bool is_output, int i) {
+    if (!n || n->kind != MUSA_NODE_OP || n->released || i < 0 ||
+        i >= (is_output ? n->n_out : n->n_in))
+        return NULL;
+    const musa_saved *s = is_output ? n->saved_out : n->saved_in;
+    return s && s[i].t ? musa_tensor_retain(s[i].t) : NULL;
+}
+
 /* ---- custom nodes ---- */
 
 int musa_custom_node(const char *name, int n_in, musa_tensor *const *inputs, int n_out,

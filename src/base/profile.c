@@ -37,7 +37,7 @@ typedef struct prof_thread {
 static struct {
     pthread_mutex_t mu; /* guards everything here */
     prof_thread *threads;
-    int64_t t_start;     /* musa_prof_now() at the start */
+    int64_t t_start;          /* musa_prof_now() at the start */
     musa_profile_event *snap; /* the stopped session, sorted */
     int64_t n_snap;
     bool running;
@@ -286,16 +286,18 @@ int musa_profiler_write_chrome_trace(const char *path) {
         const musa_profile_event *e = &reg.snap[i];
         musa_sb_printf(&sb, ",\n{\"name\": ");
         musa_sb_json_str(&sb, e->name);
-        musa_sb_printf(&sb, ", \"cat\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": ",
-                       category(e->kind), pid, e->tid);
+        musa_sb_printf(&sb,
+                       ", \"cat\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": ", category(e->kind),
+                       pid, e->tid);
         sb_us(&sb, e->start_ns);
         if (e->kind == MUSA_PROFILE_MEMORY_EV) {
             musa_sb_printf(&sb,
                            ", \"ph\": \"i\", \"s\": \"t\", \"args\": {\"bytes\": %lld, "
                            "\"total_bytes\": %lld}}",
                            (long long)e->bytes, (long long)e->total_bytes);
-            musa_sb_printf(&sb, ",\n{\"name\": \"allocated bytes\", \"ph\": \"C\", \"pid\": %d, "
-                                "\"tid\": 0, \"ts\": ",
+            musa_sb_printf(&sb,
+                           ",\n{\"name\": \"allocated bytes\", \"ph\": \"C\", \"pid\": %d, "
+                           "\"tid\": 0, \"ts\": ",
                            pid);
             sb_us(&sb, e->start_ns);
             musa_sb_printf(&sb, ", \"args\": {\"bytes\": %lld}}", (long long)e->total_bytes);
@@ -322,7 +324,8 @@ int musa_profiler_write_chrome_trace(const char *path) {
         size_t len = strlen(text);
         bool ok = fwrite(text, 1, len, f) == len;
         if (fclose(f) != 0) ok = false;
-        if (!ok) rc = musa_err(MUSA_ERR_IO, "[profiler] writing %s failed: %s", path, strerror(errno));
+        if (!ok)
+            rc = musa_err(MUSA_ERR_IO, "[profiler] writing %s failed: %s", path, strerror(errno));
     }
     free(text);
     return rc;

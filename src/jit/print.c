@@ -5,7 +5,9 @@
  * constants a pass folded away), print values as %<id> with their ids
  * unchanged, and print dims that follow a dynamic dim by the symbol's name
  * (text) or under "symbolic" (JSON). Strings are malloc'd; running out of
- * memory gives NULL with the error set, never a truncated form.
+ * memory gives NULL with the error set, never a truncated form. The JSON
+ * names an input by its Python argument (%x) where that is an identifier
+ * no other input shares, and gives every value its "id".
  */
 #include "graph.h"
 
@@ -135,9 +137,36 @@ char *musa_graph_text(const musa_graph *g) {
     return musa_sb_finish(&b, "graph_text");
 }
 
-static void sb_value_list(musa_sbuf *b, const int32_t *ids, int64_t n) {
+/* The JSON name of a value: an input named by a Python identifier that
+ * no other input shares is %name (%x for def f(x, y)); the rest %<id>. */
+static bool json_named(const musa_graph *g, int32_t id) {
+    const musa_gvalue *v = &g->values.data[id];
+    const char *s = v->kind == MUSA_V_INPUT ? v->name : NULL;
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+    for (const char *c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_'))
+            return false;
+    for (int64_t i = 0; i < g->inputs.len; i++) {
+        const musa_gvalue *o = &g->values.data[g->inputs.data[i]];
+        if (g->inputs.data[i] != id && o->name && !strcmp(o->name, s)) return false;
+    }
+    return true;
+}
+
+static void sb_value_ref(musa_sbuf *b, const musa_graph *g, int32_t id) {
+    if (json_named(g, id))
+        musa_sb_printf(b, "\"%%%s\"", g->values.data[id].name);
+    else
+        musa_sb_printf(b, "\"%%%d\"", id);
+}
+
+static void sb_value_list(musa_sbuf *b, const musa_graph *g, const int32_t *ids, int64_t n) {
     musa_sb_printf(b, "[");
-    for (int64_t i = 0; i < n; i++) musa_sb_printf(b, "%s\"%%%d\"", i ? ", " : "", ids[i]);
+    for (int64_t i = 0; i < n; i++) {
+        if (i) musa_sb_printf(b, ", ");
+        sb_value_ref(b, g, ids[i]);
+    }
     musa_sb_printf(b, "]");
 }
 
@@ -168,14 +197,15 @@ char *musa_graph_json(const musa_graph *g) {
     char attrs[1024];
     uint8_t *ref = referenced(g);
     musa_sb_printf(&b, "{\"inputs\": ");
-    sb_value_list(&b, g->inputs.data, g->inputs.len);
+    sb_value_list(&b, g, g->inputs.data, g->inputs.len);
     musa_sb_printf(&b, ", \"values\": {");
     bool first_value = true;
     for (int64_t i = 0; i < g->values.len; i++) {
         const musa_gvalue *v = &g->values.data[i];
         if (ref && !ref[i]) continue;
-        musa_sb_printf(&b, "%s\"%%%lld\": {\"kind\": \"%s\", ", first_value ? "" : ", ",
-                       (long long)i, kind_name(v->kind));
+        musa_sb_printf(&b, "%s", first_value ? "" : ", ");
+        sb_value_ref(&b, g, (int32_t)i);
+        musa_sb_printf(&b, ": {\"id\": %lld, \"kind\": \"%s\", ", (long long)i, kind_name(v->kind));
         first_value = false;
         sb_json_type(&b, g, v);
         if (v->kind == MUSA_V_CONST && v->tensor && v->tensor->numel == 1) {
@@ -193,9 +223,9 @@ char *musa_graph_json(const musa_graph *g) {
         const musa_op_info *info = &musa_ops[n->op];
         musa_sb_printf(&b, "%s{\"op\": \"%s\", \"inputs\": ", first ? "" : ", ", info->name);
         first = false;
-        sb_value_list(&b, n->in, n->n_in);
+        sb_value_list(&b, g, n->in, n->n_in);
         musa_sb_printf(&b, ", \"outputs\": ");
-        sb_value_list(&b, n->out, n->n_out);
+        sb_value_list(&b, g, n->out, n->n_out);
         if (info->attrs_kind != MUSA_ATTRS_none)
             musa_attrs_format(info->attrs_kind, &n->attrs, true, attrs, sizeof attrs);
         else
@@ -208,11 +238,15 @@ char *musa_graph_json(const musa_graph *g) {
         musa_sb_printf(&b, "}");
     }
     musa_sb_printf(&b, "], \"outputs\": ");
-    sb_value_list(&b, g->outputs.data, g->outputs.len);
+    sb_value_list(&b, g, g->outputs.data, g->outputs.len);
     musa_sb_printf(&b, ", \"mutations\": [");
-    for (int64_t i = 0; i < g->mutations.len; i++)
-        musa_sb_printf(&b, "%s{\"target\": \"%%%d\", \"value\": \"%%%d\"}", i ? ", " : "",
-                       g->mutations.data[i].target, g->mutations.data[i].value);
+    for (int64_t i = 0; i < g->mutations.len; i++) {
+        musa_sb_printf(&b, "%s{\"target\": ", i ? ", " : "");
+        sb_value_ref(&b, g, g->mutations.data[i].target);
+        musa_sb_printf(&b, ", \"value\": ");
+        sb_value_ref(&b, g, g->mutations.data[i].value);
+        musa_sb_printf(&b, "}");
+    }
     musa_sb_printf(&b, "]}");
     free(ref);
     return musa_sb_finish(&b, "graph_json");

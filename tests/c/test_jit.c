@@ -96,7 +96,7 @@ TEST(trace_records_nodes_and_plan_matches_eager) {
     char *text = musa_graph_text(g), *json = musa_graph_json(g);
     CHECK(text && strstr(text, "= matmul(%0, %1") && strstr(text, "relu(") &&
           strstr(text, "sum(") && strstr(text, "dims=[1]"));
-    CHECK(json && strstr(json, "{\"op\": \"matmul\", \"inputs\": [\"%0\", \"%1\"], \"outputs\": "
+    CHECK(json && strstr(json, "{\"op\": \"matmul\", \"inputs\": [\"%x\", \"%1\"], \"outputs\": "
                                "[\"%2\"], \"attrs\": {\"transpose_a\": false, \"transpose_b\": "
                                "false}}"));
     free(text), free(json);
@@ -119,6 +119,31 @@ TEST(trace_records_nodes_and_plan_matches_eager) {
     musa_graph_free(g);
     musa_tensor_release(eager), musa_tensor_release(x), musa_tensor_release(w),
         musa_tensor_release(b);
+}
+
+/* The JSON names an input %name only where the name is an identifier no
+ * other input shares. */
+TEST(graph_json_names_inputs_by_unique_identifiers) {
+    const char *names[3][2] = {{"a", "b"}, {"x", "x"}, {"x.1", "2y"}};
+    const char *want[3] = {"\"inputs\": [\"%a\", \"%b\"]", "\"inputs\": [\"%0\", \"%1\"]",
+                           "\"inputs\": [\"%0\", \"%1\"]"};
+    int64_t n = 3;
+    for (int c = 0; c < 3; c++) {
+        musa_graph *g = musa_graph_new();
+        musa_tensor *x = musa_ones(1, &n, MUSA_DTYPE_FLOAT32),
+                    *y = musa_ones(1, &n, MUSA_DTYPE_FLOAT32);
+        CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+        CHECK_OK(musa_graph_add_input(g, x, names[c][0]));
+        CHECK_OK(musa_graph_add_input(g, y, names[c][1]));
+        musa_tensor *z = musa_add(x, y);
+        CHECK_OK(musa_graph_set_outputs(g, 1, &z));
+        CHECK_OK(musa_graph_capture_end(g));
+        char *json = musa_graph_json(g);
+        CHECK_MSG(json && strstr(json, want[c]), "case %d: %s", c, json ? json : "NULL");
+        free(json);
+        musa_tensor_release(x), musa_tensor_release(y), musa_tensor_release(z);
+        musa_graph_free(g);
+    }
 }
 
 TEST(symbolic_capture_computes_nothing_and_runs_real_data) {

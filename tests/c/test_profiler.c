@@ -21,7 +21,8 @@ static int count_events(const char *name, int kind) {
     int n = 0;
     musa_profile_event e;
     for (int64_t i = 0; i < musa_profiler_num_events(); i++)
-        if (!musa_profiler_get_event(i, &e) && !strcmp(e.name, name) && (kind < 0 || e.kind == kind))
+        if (!musa_profiler_get_event(i, &e) && !strcmp(e.name, name) &&
+            (kind < 0 || e.kind == kind))
             n++;
     return n;
 }
@@ -258,7 +259,8 @@ TEST(profiler_threads_record_while_it_starts_and_stops) {
         CHECK(pthread_create(&th[i], NULL, op_loop, &c[i]) == 0);
     }
     for (int round = 0; round < 40; round++) {
-        CHECK(musa_profiler_start(round % 2 ? MUSA_PROFILE_SHAPES : MUSA_PROFILE_MEMORY) == MUSA_OK);
+        CHECK(musa_profiler_start(round % 2 ? MUSA_PROFILE_SHAPES : MUSA_PROFILE_MEMORY) ==
+              MUSA_OK);
         usleep(200);
         CHECK(musa_profiler_stop() == MUSA_OK);
         musa_profile_event e;

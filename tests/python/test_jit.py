@@ -49,11 +49,14 @@ def test_graph_json_has_the_spec_form():
     f(musa.randn(3, 4), musa.randn(4, 5))
     j = f.graph_json()
     node = j["nodes"][0]
-    assert node == {"op": "matmul", "inputs": ["%0", "%1"], "outputs": ["%2"],
+    # inputs named by the Python arguments, as in SPEC.md
+    assert node == {"op": "matmul", "inputs": ["%x", "%y"], "outputs": ["%2"],
                     "attrs": {"transpose_a": False, "transpose_b": False},
                     "loc": node["loc"]}
     assert node["loc"].startswith("test_jit.py:")
-    assert j["inputs"] == ["%0", "%1"] and j["outputs"] == ["%2"]
+    assert j["inputs"] == ["%x", "%y"] and j["outputs"] == ["%2"]
+    assert j["values"]["%x"]["id"] == 0 and j["values"]["%2"]["id"] == 2
+    assert f.get_graph().to_json() == j
     json.dumps(j)
 
 

@@ -191,7 +191,7 @@ def test_graph_getters_agree_with_the_json():
     assert g.nodes_len > g.num_nodes
     j = json.loads(g.json())
     for name, jv in j["values"].items():
-        info = g.value_info(int(name[1:]))
+        info = g.value_info(jv["id"])
         assert info.kind == jv["kind"]
         assert info.dtype is getattr(musa, jv["dtype"])
         assert list(info.shape) == jv["shape"]
@@ -205,10 +205,12 @@ def test_graph_getters_agree_with_the_json():
     assert None in live
     live = [n for n in live if n is not None]
     assert len(live) == len(j["nodes"]) == g.num_nodes
+    ref = {jv["id"]: name for name, jv in j["values"].items()}  # inputs by name: %x0
+    assert ref[0] == "%x0"
     for n, jn in zip(live, j["nodes"]):
         assert n.op == jn["op"]
-        assert [f"%{v}" for v in n.inputs] == jn["inputs"]
-        assert [f"%{v}" for v in n.outputs] == jn["outputs"]
+        assert [ref[v] for v in n.inputs] == jn["inputs"]
+        assert [ref[v] for v in n.outputs] == jn["outputs"]
         assert n.loc == jn.get("loc")
         assert {k: _attr_json(v) for k, v in n.attrs.items()} == jn["attrs"]
     assert live[0].loc.startswith("test_jit_passes.py:")

@@ -62,6 +62,38 @@ static PyObject *node_variable(PyObject *self, void *c) {
     }
     return pm_wrap(musa_tensor_retain(v));
 }
+static PyObject *node_attrs(PyObject *self, PyObject *u) {
+    (void)u;
+    char buf[1024];
+    int n = musa_node_attrs(((PyMusaNode *)self)->n, buf, sizeof buf);
+    if (n < (int)sizeof buf) return PyUnicode_FromString(buf);
+    char *big = PyMem_Malloc((size_t)n + 1);
+    if (!big) return PyErr_NoMemory();
+    musa_node_attrs(((PyMusaNode *)self)->n, big, (size_t)n + 1);
+    PyObject *r = PyUnicode_FromString(big);
+    PyMem_Free(big);
+    return r;
+}
+/* (("input" or "output", index, tensor), ...) for what the node keeps */
+static PyObject *node_saved(PyObject *self, void *c) {
+    (void)c;
+    musa_node *n = ((PyMusaNode *)self)->n;
+    PyObject *r = PyList_New(0);
+    for (int out = 0; r && out < 2; out++) {
+        int k = out ? musa_node_num_outputs(n) : musa_node_num_next(n);
+        for (int i = 0; r && i < k; i++) {
+            musa_tensor *t = musa_node_saved(n, out, i);
+            if (!t) continue;
+            PyObject *e = Py_BuildValue("(siN)", out ? "output" : "input", i, pm_wrap(t));
+            if (!e || PyList_Append(r, e)) Py_CLEAR(r);
+            Py_XDECREF(e);
+        }
+    }
+    if (!r) return NULL;
+    PyObject *t = PyList_AsTuple(r);
+    Py_DECREF(r);
+    return t;
+}
 static PyObject *node_richcompare(PyObject *a, PyObject *b, int op) {
     if (!PyObject_TypeCheck(b, MusaNode_Type) || (op != Py_EQ && op != Py_NE))
         Py_RETURN_NOTIMPLEMENTED;
@@ -75,12 +107,15 @@ static Py_hash_t node_hash(PyObject *self) {
 
 static PyMethodDef node_methods[] = {
     {"name", node_name, METH_NOARGS, "the node's name, e.g. 'MulBackward'"},
+    {"attrs", node_attrs, METH_NOARGS, "the forward op's attributes as text, e.g. 'dim=1'"},
     {NULL, NULL, 0, NULL},
 };
 static PyGetSetDef node_getset[] = {
     {"next_functions", node_next, NULL, "((node or None, input_nr), ...) for the forward inputs",
      NULL},
     {"variable", node_variable, NULL, "the leaf an AccumulateGrad node writes to", NULL},
+    {"saved_tensors", node_saved, NULL,
+     "((\"input\" or \"output\", index, tensor), ...): what the node keeps for backward", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 static PyType_Slot node_slots[] = {

@@ -33,9 +33,9 @@ DEF(_profiler_events, PM_FN, "") {
             Py_DECREF(list);
             return pm_raise();
         }
-        PyObject *t = Py_BuildValue("(ssiiLLLL)", e.name, e.detail, e.kind, e.tid,
-                                    (long long)e.start_ns, (long long)e.dur_ns,
-                                    (long long)e.bytes, (long long)e.total_bytes);
+        PyObject *t =
+            Py_BuildValue("(ssiiLLLL)", e.name, e.detail, e.kind, e.tid, (long long)e.start_ns,
+                          (long long)e.dur_ns, (long long)e.bytes, (long long)e.total_bytes);
         if (!t) {
             Py_DECREF(list);
             return NULL;

@@ -84,13 +84,17 @@ class CompiledFunction:
 
     def get_graph(self, optimized=True):
         """The IR of the last compiled variant, as text (segments in order;
-        forward then backward for a function compiled for training)."""
+        forward then backward for a function compiled for training). The
+        text is a musa.viz.GraphText: with optimized=True its to_dot() and
+        to_json() give the same graphs as a picture and as JSON."""
+        from ..viz import GraphText
         self._compiled_yet()
         dyn = next((e.dynamic for e in self._cache.values()
                     if e.dynamic is not None and self._last in e.dynamic.plans.values()), None)
         if dyn is not None:
-            return ("# captured once for the dynamic range, planned per size\n" +
-                    dyn.capture.graph.text())
+            g = dyn.capture.graph
+            return GraphText("# captured once for the dynamic range, planned per size\n" +
+                             g.text(), [("captured for the dynamic range", g)])
         train = next((e.train for e in self._cache.values()
                       if e.train is not None and getattr(e.train, "fwd", None) is self._last),
                      None)
@@ -98,19 +102,25 @@ class CompiledFunction:
                                if isinstance(e.train, DynamicTraining)
                                for n in e.train.nodes.values() if n.fwd is self._last), None)
         if train is not None:
-            pick = (lambda sg: sg.graph.text()) if optimized else (lambda sg: sg.raw_text)
-            return "# forward\n" + pick(train.fwd) + "\n# backward\n" + pick(train.bwd)
+            if not optimized:
+                return GraphText("# forward\n" + train.fwd.raw_text + "\n# backward\n" +
+                                 train.bwd.raw_text)
+            return GraphText("# forward\n" + train.fwd.graph.text() + "\n# backward\n" +
+                             train.bwd.graph.text(),
+                             [("forward", train.fwd.graph), ("backward", train.bwd.graph)])
         segs = chain(self._last)
-        texts = []
+        texts, graphs = [], []
         for n, seg in enumerate(segs):
             t = seg.graph.text() if optimized else seg.raw_text
+            title = ""
             if len(segs) > 1:
-                head = f"# segment {n}"
+                title = head = f"# segment {n}"
                 if seg.read is not None:
                     head += f", ends reading %{seg.read.value} on the host at {seg.read.loc}"
                 t = head + "\n" + t
             texts.append(t)
-        return "\n".join(texts)
+            graphs.append((title.lstrip("# "), seg.graph))
+        return GraphText("\n".join(texts), graphs if optimized else ())
 
     def graph_json(self):
         """The JSON form of the last compiled variant's (first segment's) graph."""
