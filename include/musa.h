@@ -964,7 +964,7 @@ MUSA_API int musa_update_multi(int op, const musa_attrs *attrs, int n_rows, int 
  *     musa_tensor *y = musa_relu(musa_matmul(x, w));        // recorded nodes
  *     musa_graph_set_outputs(g, 1, &y);
  *     musa_graph_capture_end(g);
- *     musa_pass_ctx ctx = {.fusion_level = 1};
+ *     musa_pass_ctx ctx = {.fusion_level = 2};
  *     musa_graph_optimize(g, &ctx);                         // the pass pipeline
  *     musa_plan *p = musa_plan_build(g, NULL);              // schedule + memory plan
  *     musa_tensor *out[1];
@@ -1034,7 +1034,8 @@ MUSA_API void musa_jit_set_location_hook(const char *(*fn)(void));
 /* Passes run in the order of one table (src/jit/passes/pipeline.c); each
  * can be disabled by name. */
 typedef struct musa_pass_ctx {
-    int fusion_level;     /* 0: no fusion; 1 (default): elementwise chains, reductions, epilogues */
+    int fusion_level;     /* 0: no fusion; 1: elementwise chains; 2: also row reductions,
+                           * epilogues of matmul/conv/softmax, row-wise norms (fuse.c) */
     bool verify;          /* verify after every pass (always on in debug builds) */
     const char *disabled; /* comma-separated pass names, or NULL */
     int changes;          /* out: nodes the passes changed */
@@ -1345,7 +1346,7 @@ typedef struct musa_attr_slope {
 } musa_attr_slope;
 
 typedef struct musa_model_save_options {
-    int fusion_level;     /* the passes' options (musa_pass_ctx) */
+    int fusion_level;     /* the passes' options (musa_pass_ctx); NULL options: 2 */
     const char *disabled; /* comma-separated pass names, or NULL */
     bool memory_arena;    /* the plan's options (musa_plan_options) */
     int num_threads;

@@ -213,7 +213,7 @@ done:
 }
 
 int musa_model_save(const musa_graph *g, const char *path, const musa_model_save_options *opt) {
-    musa_model_save_options def = {.fusion_level = 1, .memory_arena = true};
+    musa_model_save_options def = {.fusion_level = 2, .memory_arena = true};
     const musa_model_save_options *o = opt ? opt : &def;
     if (!g || !path) return musa_err(MUSA_ERR_VALUE, "[%s] graph and path must be given", SAVE);
     if (g->capturing) return musa_err(MUSA_ERR_RUNTIME, "[%s] the graph is still capturing", SAVE);

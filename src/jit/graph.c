@@ -264,10 +264,50 @@ void musa_graph_compact(musa_graph *g) {
 
 /* ---- split along dim 0 ---- */
 
+bool musa_graph_row_reduction(const musa_graph *g, const musa_gnode *n) {
+    const musa_op_info *info = &musa_ops[n->op];
+    if (!(info->flags & MUSA_OPF_REDUCTION) || info->attrs_kind != MUSA_ATTRS_reduce ||
+        info->n_out != 1 || n->n_in != 1)
+        return false;
+    const musa_gvalue *x = &g->values.data[n->in[0]];
+    const musa_attrs_reduce *a = &n->attrs.reduce;
+    if (x->ndim < 2 || a->dims.n == 0) return false;
+    for (int i = 0; i < a->dims.n; i++) {
+        int64_t d = a->dims.v[i] < 0 ? a->dims.v[i] + x->ndim : a->dims.v[i];
+        if (d == 0) return false;
+    }
+    return true;
+}
+
+/* Ops whose output row i (along dim 0) is computed from row i of input 0
+ * alone, the other inputs read whole: the shape probe below cannot tell
+ * (softmax or cumsum along dim 0 keep the shape but mix rows). */
+static bool rows_independent(const musa_graph *g, const musa_gnode *n) {
+    switch (n->op) {
+    case MUSA_OP_matmul:
+    case MUSA_OP_linear:
+    case MUSA_OP_conv2d:
+    case MUSA_OP_max_pool2d:
+    case MUSA_OP_avg_pool2d:
+    case MUSA_OP_adaptive_avg_pool2d:
+    case MUSA_OP_batch_norm_apply: /* statistics per channel, given */
+        return true;
+    case MUSA_OP_softmax:
+    case MUSA_OP_log_softmax: {
+        int nd = g->values.data[n->in[0]].ndim;
+        int64_t d = n->attrs.dim.dim < 0 ? n->attrs.dim.dim + nd : n->attrs.dim.dim;
+        return d != 0;
+    }
+    default:
+        return musa_graph_row_reduction(g, n);
+    }
+}
+
 bool musa_graph_split0_ok(const musa_graph *g, int32_t ni) {
     const musa_gnode *n = &g->nodes.data[ni];
     const musa_op_info *info = &musa_ops[n->op];
     if (info->flags & (MUSA_OPF_VIEW | MUSA_OPF_RANDOM | MUSA_OPF_CREATION)) return false;
+    if (!rows_independent(g, n)) return false;
     if (n->n_in < 1 || info->n_out != 1) return false;
     const musa_gvalue *x = &g->values.data[n->in[0]];
     const musa_gvalue *y = &g->values.data[n->out[0]];

@@ -267,8 +267,14 @@ musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)
  * own (the upper bound, SOLO_ELEMS in plan/build.c, was measured). */
 #define MUSA_HEAVY_ELEMS 4096
 
+/* A reduction over dims other than 0 (and not all dims) of a value with
+ * at least 2 dims: row i of its output is made from row i of its input. */
+bool musa_graph_row_reduction(const musa_graph *g, const musa_gnode *n);
+
 /* Whether node n computes the same values when input 0 and every output are
- * cut along dim 0 (matmul rows, conv images): asked of the op's inference. */
+ * cut along dim 0 (matmul rows, conv images, softmax over another dim): the
+ * op must be one whose rows are independent (a list in graph.c), and its
+ * inference, asked with input 0 cut to one row, must give one row. */
 bool musa_graph_split0_ok(const musa_graph *g, int32_t n);
 
 #endif

@@ -310,3 +310,46 @@ def test_split_gradients_become_one_cat_and_stay_equal_to_eager():
     want = g(xg)
     cg(xg)
     assert np.array_equal(cg(xg).numpy(), want.numpy())
+
+
+def _groups(compiled):
+    """{op: fusion group} of the last compiled graph's live nodes."""
+    (_, g), = compiled.get_graph()._graphs
+    return [(op, grp) for op, grp in g.ops() if op not in ("permute", "cast")]
+
+
+def test_fusion_levels_group_what_they_document():
+    def scores(x, w, mask):
+        s = (x @ w) * 0.25
+        return s.masked_fill(mask, float("-inf")).softmax(-1).sum(1)
+
+    x, w = musa.randn(512, 32), musa.randn(32, 64)
+    mask = musa.rand(512, 64) < 0.1
+    want = scores(x, w, mask)
+    got = {}
+    for level in (0, 1, 2):
+        f = musa.jit(scores, fusion_level=level)
+        got[level] = f(x, w, mask)
+        assert musa.equal(got[level], want), level  # every level, the same bits
+        got[level] = _groups(f)
+    assert all(grp < 0 for _, grp in got[0])
+    # 1: the elementwise chain alone
+    assert got[1] == [("matmul", -1), ("mul", 0), ("where", 0), ("softmax", -1), ("sum", -1)]
+    # 2: the matmul heads it, the softmax joins it, the row sum ends it
+    assert got[2] == [("matmul", 0), ("mul", 0), ("where", 0), ("softmax", 0), ("sum", 0)]
+    assert musa.Config().fusion_level == 2
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("softmax dim 0", lambda x: x.softmax(0) * 2),
+    ("log_softmax dim 0", lambda x: x.log_softmax(0) + 1),
+    ("cumsum dim 0", lambda x: musa.cumsum(x, 0) * 2),
+    ("flip dim 0", lambda x: musa.flip(x, [0]) * 2),
+    ("sum dim 0", lambda x: (x.sum(0, keepdim=True) * x).exp()),
+    ("mean all", lambda x: x - x.mean()),
+])
+def test_ops_that_mix_rows_are_never_cut_into_tiles(name, fn):
+    """They keep their shape, so the shape probe alone fused them into tiles
+    of rows: softmax and cumsum along dim 0 then came out wrong."""
+    x = musa.randn(4096, 64)
+    assert musa.equal(musa.jit(fn, fusion_level=2)(x), fn(x)), name

@@ -15,7 +15,7 @@ from musa.profiler import profile, record_function
 
 def test_seed_snippet_as_written(tmp_path):
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-    config = musa.Config(fusion_level=1)
+    config = musa.Config(fusion_level=2)
     input = musa.randn(5, 8)
     compiled_model = model.compile(config=config)
     compiled_model(input)

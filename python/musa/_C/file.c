@@ -125,7 +125,7 @@ static PyObject *model_wrap(musa_model *m) {
 DEF(_model_save, PM_FN, "graph:O path:O options:O slopes:O python:O") {
     musa_graph *g = pm_graph(a[0].o, who);
     if (!g) return NULL;
-    musa_model_save_options o = {.fusion_level = 1, .memory_arena = true};
+    musa_model_save_options o = {.fusion_level = 2, .memory_arena = true};
     PyObject *opts = a[2].o, *v;
     if (!PyDict_Check(opts))
         return PyErr_Format(PyExc_TypeError, "[%s] options must be a dict", who);

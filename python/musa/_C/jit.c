@@ -184,7 +184,7 @@ static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char
     static char *kwlist_pass[] = {"name", "fusion_level", "verify", NULL};
     int verify = 0;
     memset(ctx, 0, sizeof *ctx);
-    ctx->fusion_level = 1;
+    ctx->fusion_level = 2;
     if (name)
         return PyArg_ParseTupleAndKeywords(args, kw, "s|ip", kwlist_pass, name, &ctx->fusion_level,
                                            &verify)

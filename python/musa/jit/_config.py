@@ -11,10 +11,12 @@ UNBOUNDED = 1 << 62  # the upper end of a dynamic range given without one
 class Config:
     """Settings of a compiled function or module.
 
-    fusion_level: 0 no fusion; 1 (default) elementwise chains, elementwise
-        producers of row reductions and elementwise epilogues of matmul/conv;
-        2 the same (codegen through the system compiler is not built: level 2
-        uses the fused-tile kernel, the documented fallback).
+    fusion_level: 0 no fusion; 1 elementwise chains; 2 (default) also
+        reductions over rows at the end of a chain, epilogues of matmul,
+        conv and softmax (bias, activation) run on their tiles, and
+        row-wise normalisations inside chains (softmax, log_softmax,
+        batch_norm_apply: attention's masked softmax scores are one group).
+        Every level computes the same bits (docs/jit.md).
     memory_arena: plan intermediates into one arena with reuse (default on).
     num_threads: threads for concurrent branches (None: musa.get_num_threads()).
     dynamic: {argument name or index: {dim: (min, max)}} dims that may vary
@@ -42,7 +44,7 @@ class Config:
 
     CAPTURES = ("auto", "trace", "symbolic")
 
-    def __init__(self, fusion_level=1, memory_arena=True, num_threads=None, dynamic=None,
+    def __init__(self, fusion_level=2, memory_arena=True, num_threads=None, dynamic=None,
                  disable_passes=(), max_variants=8, verify=False, poison=False, remat=True,
                  capture="auto", memory_budget=None):
         if fusion_level not in (0, 1, 2):

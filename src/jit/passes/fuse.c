@@ -2,16 +2,22 @@
  * fuse.c - fusion: assigns nodes to groups that the plan runs as one
  * fused-tile instruction (plan/build.c).
  *
- * A group is one of:
- * - a maximal run of ELEMENTWISE nodes whose outputs all have the group's
- *   shape (inputs may broadcast into it);
- * - such a run ended by a REDUCTION over dims other than dim 0, whose input
- *   is the run's value (each tile then holds whole rows of the reduction);
- * - such a run headed by a node that splits along dim 0 (matmul rows, conv
- *   images: musa_graph_split0_ok asks the op's own inference; not ops
- *   flagged THREADS, whose rounding depends on how they run), whose output
- *   the run consumes: the epilogue (bias, activation) runs on each tile of
- *   the head's output while it is in cache.
+ * By fusion level (ctx->fusion_level; musa.Config(fusion_level=)):
+ * 0 - none;
+ * 1 - elementwise chains: maximal runs of ELEMENTWISE nodes whose outputs
+ *     all have the group's shape (inputs may broadcast into it);
+ * 2 - (the default) also:
+ *   - such a run ended by a REDUCTION over dims other than dim 0, whose
+ *     input is the run's value (each tile then holds whole rows of it);
+ *   - such a run headed by a node that splits along dim 0 (matmul rows,
+ *     conv images, softmax over another dim: musa_graph_split0_ok; not ops
+ *     flagged THREADS, whose rounding depends on how they run), whose
+ *     output the run consumes: the epilogue (bias, activation) runs on each
+ *     tile of the head's output while it is in cache;
+ *   - row-wise normalisations inside a run (softmax and log_softmax over a
+ *     dim other than 0, batch_norm_apply): the scores of attention,
+ *     (q @ k^T) * scale, masked, softmax, are one group, as is a
+ *     normalisation followed by its activation.
  *
  * Invariants: a group runs at the position of its last member, so a group
  * is sealed as soon as a node outside it reads one of its values (nothing
@@ -41,20 +47,12 @@ static bool same_shape(const group *gr, const musa_gvalue *v) {
     return musa_shape_equal(gr->ndim, gr->shape, v->ndim, v->shape);
 }
 
-/* A reduction over dims that leave dim 0 alone, of a value with >= 2 dims. */
-static bool row_reduction(const musa_graph *g, const musa_gnode *n) {
-    const musa_op_info *info = &musa_ops[n->op];
-    if (!(info->flags & MUSA_OPF_REDUCTION) || info->attrs_kind != MUSA_ATTRS_reduce ||
-        info->n_out != 1 || n->n_in != 1)
-        return false;
-    const musa_gvalue *x = &g->values.data[n->in[0]];
-    const musa_attrs_reduce *a = &n->attrs.reduce;
-    if (x->ndim < 2 || a->dims.n == 0) return false;
-    for (int i = 0; i < a->dims.n; i++) {
-        int64_t d = a->dims.v[i] < 0 ? a->dims.v[i] + x->ndim : a->dims.v[i];
-        if (d == 0) return false;
-    }
-    return true;
+/* A row-wise normalisation that may sit inside a run (fusion level 2). */
+static bool rowwise_member(const musa_graph *g, int32_t i) {
+    const musa_gnode *n = &g->nodes.data[i];
+    return (n->op == MUSA_OP_softmax || n->op == MUSA_OP_log_softmax ||
+            n->op == MUSA_OP_batch_norm_apply) &&
+           musa_graph_split0_ok(g, i);
 }
 
 /* Made by a big non-elementwise kernel (matmul, conv, ...). */
@@ -69,7 +67,8 @@ static bool heavy_producer(const musa_graph *g, const musa_gvalue *x) {
 }
 
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
-    if (ctx && ctx->fusion_level <= 0) return MUSA_OK;
+    int level = ctx ? ctx->fusion_level : 2;
+    if (level <= 0) return MUSA_OK;
     int64_t nn = g->nodes.len, nv = g->values.len;
     group *gs = musa_calloc((size_t)(nn ? nn : 1), sizeof *gs, "fuse");
     int32_t *vgroup = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "fuse");
@@ -103,7 +102,7 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
                 if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], o)) join = gi;
             }
             /* or a matmul/conv whose output nobody read yet: it heads a group */
-            if (join < 0 && !branches) {
+            if (join < 0 && !branches && level >= 2) {
                 for (int k = 0; k < n->n_in && join < 0; k++) {
                     const musa_gvalue *x = &g->values.data[n->in[k]];
                     if (x->kind != MUSA_V_NODE || x->root != n->in[k] || vgroup[n->in[k]] >= 0 ||
@@ -159,7 +158,18 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
             n->group = join;
             gs[join].members++;
             vgroup[n->out[0]] = join;
-        } else if (row_reduction(g, n)) {
+        } else if (level >= 2 && rowwise_member(g, (int32_t)i)) {
+            /* joins the open group that made its input, of its shape */
+            int32_t gi = vgroup[n->in[0]];
+            const musa_gvalue *o = &g->values.data[n->out[0]];
+            if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], o) &&
+                same_shape(&gs[gi], &g->values.data[n->in[0]])) {
+                n->group = gi;
+                gs[gi].members++;
+                vgroup[n->out[0]] = gi;
+                join = gi;
+            }
+        } else if (level >= 2 && musa_graph_row_reduction(g, n)) {
             int32_t gi = vgroup[n->in[0]];
             if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], &g->values.data[n->in[0]])) {
                 n->group = gi;

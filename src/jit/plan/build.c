@@ -649,13 +649,13 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     /* The group's shape: the output of its first member (every elementwise
      * member has it; a tail reduction cuts the same dim 0). */
     const musa_gvalue *gs = &g->values.data[first->out[0]];
-    bool has_red = false;
+    bool rows = false; /* a reduction or a row-wise member: tiles are whole rows */
     for (int i = 0; i < cnt; i++)
-        has_red |= (musa_ops[g->nodes.data[mem[i]].op].flags & MUSA_OPF_REDUCTION) != 0;
+        rows |= !(musa_ops[g->nodes.data[mem[i]].op].flags & MUSA_OPF_ELEMENTWISE);
     int64_t total = numel(gs);
     /* Flatten pure elementwise groups whose operands are all full and
      * contiguous, or single elements: tiles are then plain runs. */
-    bool flat = !f->serial && !has_red;
+    bool flat = !f->serial && !rows;
     for (int i = 0; flat && i < cnt; i++) {
         const musa_gnode *n = &g->nodes.data[mem[i]];
         for (int k = 0; flat && k < n->n_in + n->n_out; k++) {
