@@ -13,14 +13,14 @@ import musa.nn.functional as F
 from musa.profiler import profile, record_function
 
 
-def test_seed_snippet_as_written(tmp_path):
+def test_seed_snippet_as_written(tmp_path, monkeypatch):
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
     config = musa.Config(fusion_level=2)
     input = musa.randn(5, 8)
     compiled_model = model.compile(config=config)
     compiled_model(input)
     print(compiled_model.get_graph())
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     # --- SPEC section 5, as written ---
     profiler = musa.Profiler()
     with profiler:
@@ -265,3 +265,33 @@ def test_misuse():
     with profile() as p2:
         pass
     assert p2.events() == [] and p1.events()  # p1 keeps its own copy
+
+
+def test_parallel_plan_steps_show_as_two_lanes():
+    prev = musa.get_num_threads()
+    musa.set_num_threads(2)
+    try:
+        def f(x, y):
+            return musa.relu(x @ x) + musa.relu(y @ y)
+
+        c = musa.jit(f, config=musa.Config(num_threads=2))
+        x, y = musa.randn(128, 128), musa.randn(128, 128)
+        c(x, y)
+        assert c.plan_stats()["parallel_steps"] == 1
+        with profile() as prof:
+            c(x, y)
+        plan = [e for e in prof.events() if e.kind == "plan"]
+        # the two branches ran as tasks of one parallel step: two threads
+        assert len({e.thread for e in plan}) == 2, plan
+    finally:
+        musa.set_num_threads(prev)
+
+
+def test_musa_num_threads_sets_the_default():
+    import subprocess
+    import sys
+    code = "import musa; print(musa.get_num_threads())"
+    env = dict(os.environ, MUSA_NUM_THREADS="3",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(musa.__file__))))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "3", out.stderr

@@ -22,9 +22,9 @@ def model_and_loss():
 
 
 @needs_dot
-def test_seed_snippet_as_written(tmp_path):
+def test_seed_snippet_as_written(tmp_path, monkeypatch):
     _, output = model_and_loss()
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     # --- SPEC section 5, as written ---
     musa.make_dot(output).render("graph")
     # ---
