@@ -1,7 +1,6 @@
 """musa.make_dot and get_graph().to_dot(): the seed snippet, the DOT they
 write, pictures rendered by Graphviz (file signatures checked), the
 autograd Node's attrs() and saved_tensors, and misuse."""
-import os
 import shutil
 
 import pytest
