@@ -1435,6 +1435,7 @@ MUSA_API size_t musa_alloc_size(size_t bytes);
  */
 #define MUSA_PROFILE_SHAPES 1 /* record each op's input dtypes and shapes */
 #define MUSA_PROFILE_MEMORY 2 /* record allocations, frees and the running total */
+#define MUSA_PROFILE_STACK  4 /* record where each op and range was called from (see below) */
 
 typedef enum musa_profile_kind {
     MUSA_PROFILE_OP = 0,       /* an eagerly dispatched op (nested ops nest) */
@@ -1445,14 +1446,15 @@ typedef enum musa_profile_kind {
 } musa_profile_kind;
 
 typedef struct musa_profile_event {
-    const char *name;    /* op, instruction, node or range name; "[memory]" */
-    const char *detail;  /* ops: "float32[64, 128], int64[64]" with MUSA_PROFILE_SHAPES; or "" */
-    int kind;            /* musa_profile_kind */
-    int tid;             /* the recording thread's id (gettid) */
-    int64_t start_ns;    /* from musa_profiler_start */
-    int64_t dur_ns;      /* duration; 0 for memory events */
-    int64_t bytes;       /* memory events: allocated (> 0) or freed (< 0) */
-    int64_t total_bytes; /* memory events: the allocator's current bytes after it */
+    const char *name;     /* op, instruction, node or range name; "[memory]" */
+    const char *detail;   /* ops: "float32[64, 128], int64[64]" with MUSA_PROFILE_SHAPES; or "" */
+    int kind;             /* musa_profile_kind */
+    int tid;              /* the recording thread's id (gettid) */
+    int64_t start_ns;     /* from musa_profiler_start */
+    int64_t dur_ns;       /* duration; 0 for memory events */
+    int64_t bytes;        /* memory events: allocated (> 0) or freed (< 0) */
+    int64_t total_bytes;  /* memory events: the allocator's current bytes after it */
+    const char *location; /* with MUSA_PROFILE_STACK: the caller's "file:line", or "" */
 } musa_profile_event;
 
 /* Start recording (dropping the last session's events); flags are
@@ -1473,6 +1475,11 @@ MUSA_API int musa_profiler_get_event(int64_t i, musa_profile_event *e);
  * the allocator's bytes, and each thread named. MUSA_ERR_IO naming the path
  * when it cannot be written. */
 MUSA_API int musa_profiler_write_chrome_trace(const char *path);
+/* Where the calling thread is in the caller's program ("train.py:12"), for
+ * MUSA_PROFILE_STACK: a language binding sets it (the Python package
+ * names the innermost frame outside musa); NULL, the default, records "".
+ * The function's strings must live as long as the process. */
+MUSA_API void musa_profiler_set_location_fn(const char *(*fn)(void));
 /* A user range: begin returns a timestamp (0 while the profiler is off);
  * end records [begin, now) as `name` on the calling thread, if the same
  * session is still recording. Ranges nest by time, like ops. */

@@ -12,17 +12,22 @@ under ``record_shapes``), each instruction of a compiled plan (a fused group
 is named by its ops: ``fused(add, mul, relu)``), each autograd node's
 backward (``MulBackward``), ``record_function`` ranges, and under
 ``profile_memory`` each allocation and free with the allocator's running
-total. The recorder is C (``musa_profiler_*`` in musa.h; ``musa-run
+total; ``with_stack`` gives ops and ranges the line that called them. The recorder is C (``musa_profiler_*`` in musa.h; ``musa-run
 --profile`` writes the same trace). One profiler runs at a time.
 """
 import collections
+import os
 
 from . import _C
+
+# events' source lines name the first frame outside the musa package (the
+# same hook the jit's recorded nodes use)
+_C._jit_location(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "FunctionEvent", "EventList"]
 
 _KINDS = ("op", "plan", "backward", "user_annotation", "memory")
-_SHAPES, _MEMORY = 1, 2
+_SHAPES, _MEMORY, _STACK = 1, 2, 4
 
 
 class ProfilerActivity:
@@ -31,11 +36,14 @@ class ProfilerActivity:
 
 
 class FunctionEvent(collections.namedtuple(
-        "FunctionEvent", "name kind thread start_us duration_us input_shapes bytes total_bytes")):
+        "FunctionEvent",
+        "name kind thread start_us duration_us input_shapes bytes total_bytes stack")):
     """One recorded event. kind is "op", "plan", "backward",
     "user_annotation" or "memory"; times are microseconds from the start;
     bytes (memory events) is positive for an allocation and negative for a
-    free, total_bytes the allocator's current bytes after it."""
+    free, total_bytes the allocator's current bytes after it; stack (with
+    with_stack, for ops and ranges) the caller's line, ["train.py:12"]: the
+    innermost frame outside musa."""
 
     @property
     def end_us(self):
@@ -45,8 +53,9 @@ class FunctionEvent(collections.namedtuple(
 class FunctionEventAvg:
     """Events of one name (and input shapes, when grouped by them)."""
 
-    def __init__(self, key, kind, input_shapes=""):
+    def __init__(self, key, kind, input_shapes="", location=""):
         self.key, self.kind, self.input_shapes = key, kind, input_shapes
+        self.location = location
         self.count = 0
         self.cpu_time_total = 0.0       # us, children included
         self.self_cpu_time_total = 0.0  # us, children excluded
@@ -104,6 +113,7 @@ class EventList(list):
         if row_limit is not None and row_limit >= 0:
             rows = rows[:row_limit]
         shapes = any(r.input_shapes for r in rows)
+        where = any(r.location for r in rows)
         total = self._self_total or 1.0
         cols = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
         if self._memory:
@@ -111,6 +121,8 @@ class EventList(list):
         cols += ["# of Calls"]
         if shapes:
             cols += ["Input Shapes"]
+        if where:
+            cols += ["Source Location"]
         body = []
         for r in rows:
             line = [r.key, f"{100 * r.self_cpu_time_total / total:.2f}%",
@@ -121,11 +133,13 @@ class EventList(list):
             line += [str(r.count)]
             if shapes:
                 line += [r.input_shapes]
+            if where:
+                line += [r.location]
             body.append(line)
         widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(cols)]
         rule = "  ".join("-" * w for w in widths)
         fmt = lambda cells: "  ".join(  # noqa: E731  (names left, numbers right)
-            c.ljust(w) if i == 0 or cols[i] == "Input Shapes" else c.rjust(w)
+            c.ljust(w) if i == 0 or cols[i] in ("Input Shapes", "Source Location") else c.rjust(w)
             for i, (c, w) in enumerate(zip(cells, widths)))
         out = ([header] if header else []) + [rule, fmt(cols), rule] + [fmt(b) for b in body]
         out += [rule, f"Self CPU time total: {_fmt_time(self._self_total)}"]
@@ -141,7 +155,9 @@ class profile:
     activities: accepted for PyTorch's API; musa records its CPU work.
     record_shapes: each op event carries its inputs' dtypes and shapes.
     profile_memory: allocations and frees, with the running total.
-    with_stack: not available (musa does not record Python stacks per op).
+    with_stack: each op and range carries the line that called it (the
+        innermost frame outside musa), as key_averages(group_by_stack_n=1)
+        groups them.
     """
 
     def __init__(self, activities=None, record_shapes=False, profile_memory=False,
@@ -150,17 +166,15 @@ class profile:
             bad = [a for a in activities if a != ProfilerActivity.CPU]
             if bad:
                 raise ValueError(f"[profiler] musa records the CPU only; got activities {bad}")
-        if with_stack:
-            raise NotImplementedError("[profiler] with_stack is not available: musa records "
-                                      "ops, plan instructions and backward nodes without "
-                                      "Python stacks; use record_function to mark code")
         self.record_shapes, self.profile_memory = bool(record_shapes), bool(profile_memory)
+        self.with_stack = bool(with_stack)
         self._events = None
         self._running = False
 
     def start(self):
         _C._profiler_start((_SHAPES if self.record_shapes else 0) |
-                           (_MEMORY if self.profile_memory else 0))
+                           (_MEMORY if self.profile_memory else 0) |
+                           (_STACK if self.with_stack else 0))
         self._running, self._events = True, None
         return self
 
@@ -169,8 +183,9 @@ class profile:
             raise RuntimeError("[profiler] this profiler is not running")
         self._running = False
         _C._profiler_stop()
-        self._events = [FunctionEvent(n, _KINDS[k], tid, s / 1e3, d / 1e3, det, b, tot)
-                        for n, det, k, tid, s, d, b, tot in _C._profiler_events()]
+        self._events = [FunctionEvent(n, _KINDS[k], tid, s / 1e3, d / 1e3, det, b, tot,
+                                      [loc] if loc else [])
+                        for n, det, k, tid, s, d, b, tot, loc in _C._profiler_events()]
 
     def __enter__(self):
         return self.start()
@@ -195,8 +210,9 @@ class profile:
         self._finished("export_chrome_trace")
         _C._profiler_write_chrome_trace(path)
 
-    def key_averages(self, group_by_input_shape=False):
-        """Totals per event name (and input shapes): counts, total and self
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+        """Totals per event name (and input shapes, and with
+        group_by_stack_n > 0 the calling line): counts, total and self
         time, and with profile_memory the memory each allocated."""
         events = self._finished("key_averages")
         rows = {}
@@ -225,10 +241,11 @@ class profile:
                 if stack:
                     stack[-1][4] += e.bytes
                 continue
-            key = (e.name, e.input_shapes if group_by_input_shape else "")
+            key = (e.name, e.input_shapes if group_by_input_shape else "",
+                   e.stack[0] if group_by_stack_n > 0 and e.stack else "")
             row = rows.get(key)
             if row is None:
-                row = rows[key] = FunctionEventAvg(e.name, e.kind, key[1])
+                row = rows[key] = FunctionEventAvg(e.name, e.kind, key[1], key[2])
             row.count += 1
             row.cpu_time_total += e.duration_us
             if stack:

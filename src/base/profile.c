@@ -43,6 +43,12 @@ static struct {
     bool running;
 } reg = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+static const char *(*_Atomic location_fn)(void);
+
+void musa_profiler_set_location_fn(const char *(*fn)(void)) {
+    atomic_store(&location_fn, fn);
+}
+
 static _Thread_local prof_thread *tl_buf;
 static pthread_key_t tl_key;
 static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
@@ -89,6 +95,13 @@ static prof_thread *my_buffer(void) {
 static void append(musa_profile_event e, int64_t t0, const char *detail, bool copy_name) {
     prof_thread *b = my_buffer();
     if (!b) return;
+    e.location = "";
+    const char *(*where)(void) = atomic_load(&location_fn);
+    if ((musa_prof_on() & MUSA_PROFILE_STACK) && where &&
+        (e.kind == MUSA_PROFILE_OP || e.kind == MUSA_PROFILE_RANGE)) {
+        const char *w = where(); /* outside the buffer's lock: it may run Python */
+        if (w) e.location = w;
+    }
     pthread_mutex_lock(&b->mu);
     /* under b->mu a start cannot run (it takes every buffer's lock), so the
      * session read here holds until the append is done */
@@ -135,7 +148,7 @@ void musa_prof_memory(int64_t bytes, int64_t total) {
 }
 
 int musa_profiler_start(int flags) {
-    if (flags & ~(MUSA_PROFILE_SHAPES | MUSA_PROFILE_MEMORY))
+    if (flags & ~(MUSA_PROFILE_SHAPES | MUSA_PROFILE_MEMORY | MUSA_PROFILE_STACK))
         return musa_err(MUSA_ERR_VALUE, "[profiler] unknown flags 0x%x", (unsigned)flags);
     pthread_mutex_lock(&reg.mu);
     if (reg.running) {
@@ -309,6 +322,10 @@ int musa_profiler_write_chrome_trace(const char *path) {
         if (*e->detail) {
             musa_sb_printf(&sb, "\"input_shapes\": ");
             musa_sb_json_str(&sb, e->detail);
+        }
+        if (*e->location) {
+            musa_sb_printf(&sb, "%s\"location\": ", *e->detail ? ", " : "");
+            musa_sb_json_str(&sb, e->location);
         }
         musa_sb_printf(&sb, "}}");
     }

@@ -126,6 +126,31 @@ TEST(profiler_memory_events_carry_the_running_total) {
     CHECK(count_events("[memory]", -1) == 0);
 }
 
+static const char *here(void) {
+    return "caller.c:42";
+}
+
+TEST(profiler_stack_records_the_location_function_s_answer) {
+    int64_t n = 2;
+    musa_tensor *a = musa_ones(1, &n, MUSA_DTYPE_FLOAT32);
+    musa_profiler_set_location_fn(here);
+    for (int flags = 0; flags <= MUSA_PROFILE_STACK; flags += MUSA_PROFILE_STACK) {
+        CHECK(musa_profiler_start(flags) == MUSA_OK);
+        musa_tensor_release(musa_neg(a));
+        CHECK(musa_profiler_stop() == MUSA_OK);
+        musa_profile_event e;
+        CHECK(find_event("neg", &e));
+        CHECK_MSG(!strcmp(e.location, flags ? "caller.c:42" : ""), "location '%s'", e.location);
+    }
+    musa_profiler_set_location_fn(NULL);
+    CHECK(musa_profiler_start(MUSA_PROFILE_STACK) == MUSA_OK);
+    musa_tensor_release(musa_neg(a));
+    CHECK(musa_profiler_stop() == MUSA_OK);
+    musa_profile_event e;
+    CHECK(find_event("neg", &e) && !strcmp(e.location, ""));
+    musa_tensor_release(a);
+}
+
 TEST(profiler_misuse_is_an_error) {
     CHECK(musa_profiler_stop() == MUSA_ERR_RUNTIME);
     CHECK(strstr(musa_last_error(), "not running"));

@@ -252,8 +252,6 @@ def test_misuse():
             profile().start()
         with pytest.raises(RuntimeError, match=r"stop the profiler first"):
             prof.key_averages()
-    with pytest.raises(NotImplementedError, match=r"with_stack"):
-        profile(with_stack=True)
     with pytest.raises(ValueError, match=r"CPU only"):
         profile(activities=["cuda"])
     assert profile(activities=[musa.profiler.ProfilerActivity.CPU]) is not None
@@ -295,3 +293,29 @@ def test_musa_num_threads_sets_the_default():
                PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(musa.__file__))))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "3", out.stderr
+
+
+def helper_in_another_function(x):
+    return x * 3  # the line with_stack names for mul
+
+
+def test_with_stack_names_the_calling_line():
+    import inspect
+    x = musa.randn(4, 4)
+    line = inspect.getsourcelines(helper_in_another_function)[1] + 1
+    with profile(with_stack=True) as prof:
+        with record_function("outer"):
+            helper_in_another_function(x)
+            musa.nn.functional.relu(x)  # inside musa: still this line
+    ev = {e.name: e for e in prof.events()}
+    assert ev["mul"].stack == [f"test_profiler.py:{line}"]
+    relu_line = inspect.currentframe().f_lineno - 3
+    assert ev["relu"].stack == [f"test_profiler.py:{relu_line}"]
+    assert ev["outer"].stack and ev["outer"].stack[0].startswith("test_profiler.py:")
+    rows = prof.key_averages(group_by_stack_n=1)
+    assert {r.location for r in rows if r.key == "mul"} == {f"test_profiler.py:{line}"}
+    assert "Source Location" in rows.table()
+    # without with_stack: no lines
+    with profile() as prof:
+        helper_in_another_function(x)
+    assert all(e.stack == [] for e in prof.events())

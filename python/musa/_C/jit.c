@@ -15,7 +15,7 @@ static PyObject *loc_cache;   /* str -> str: interned "file:line" strings */
 static char pkg_prefix[1024]; /* frames under this directory are musa's own */
 static size_t pkg_prefix_len;
 
-static const char *py_location(void) {
+const char *pm_user_location(void) {
     if (!PyGILState_Check()) return NULL;
     PyFrameObject *f = PyEval_GetFrame();
     if (!f) return NULL;
@@ -905,13 +905,15 @@ DEF(_jit_location, PM_FN, "package_dir:O") {
     PyObject *d = a[0].o;
     if (d == Py_None) {
         musa_jit_set_location_hook(NULL);
+        musa_profiler_set_location_fn(NULL);
         Py_RETURN_NONE;
     }
     const char *s = PyUnicode_AsUTF8(d);
     if (!s) return NULL;
     snprintf(pkg_prefix, sizeof pkg_prefix, "%s", s);
     pkg_prefix_len = strlen(pkg_prefix);
-    musa_jit_set_location_hook(py_location);
+    musa_jit_set_location_hook(pm_user_location);
+    musa_profiler_set_location_fn(pm_user_location);
     Py_RETURN_NONE;
 }
 

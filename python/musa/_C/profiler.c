@@ -18,7 +18,7 @@ DEF(_profiler_enabled, PM_FN, "") {
     return PyBool_FromLong(musa_profiler_enabled());
 }
 
-/* [(name, detail, kind, tid, start_ns, dur_ns, bytes, total_bytes)] */
+/* [(name, detail, kind, tid, start_ns, dur_ns, bytes, total_bytes, location)] */
 DEF(_profiler_events, PM_FN, "") {
     int64_t n = musa_profiler_num_events();
     if (n < 0) {
@@ -33,9 +33,9 @@ DEF(_profiler_events, PM_FN, "") {
             Py_DECREF(list);
             return pm_raise();
         }
-        PyObject *t =
-            Py_BuildValue("(ssiiLLLL)", e.name, e.detail, e.kind, e.tid, (long long)e.start_ns,
-                          (long long)e.dur_ns, (long long)e.bytes, (long long)e.total_bytes);
+        PyObject *t = Py_BuildValue("(ssiiLLLLs)", e.name, e.detail, e.kind, e.tid,
+                                    (long long)e.start_ns, (long long)e.dur_ns, (long long)e.bytes,
+                                    (long long)e.total_bytes, e.location);
         if (!t) {
             Py_DECREF(list);
             return NULL;

@@ -100,6 +100,11 @@ int pm_double(PyObject *o, double *out, const char *who, const char *what);
 /* Ints from an int or a sequence of ints; *n gets the count. */
 int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *who, const char *what);
 
+/* The innermost frame outside the musa package as an interned "file:line"
+ * (jit.c), or NULL without the GIL or a frame: recorded graph nodes and
+ * the profiler's MUSA_PROFILE_STACK use it. */
+const char *pm_user_location(void);
+
 /* ---- argument parsing and bindings (bind.c) ---- */
 
 /* One parsed argument. */
