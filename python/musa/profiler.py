@@ -22,7 +22,7 @@ from . import _C
 
 # events' source lines name the first frame outside the musa package (the
 # same hook the jit's recorded nodes use)
-_C._jit_location(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_C._jit_location(os.path.dirname(__file__) + os.sep)  # as imported, like musa.jit
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "FunctionEvent", "EventList"]
 
