@@ -119,6 +119,11 @@ MUSA_API int musa_last_error_code(void);
 MUSA_API void musa_last_error_location(const char **file, int *line);
 /* Attach a source location to the current last error. */
 MUSA_API void musa_set_error_location(const char *file, int line);
+/* Set this thread's last error (code: a negative MUSA_ERR_*; anything else
+ * becomes MUSA_ERR_RUNTIME) and return the code, for code that extends
+ * musa, such as a custom op's functions. musa prefixes "[op] " when the
+ * message does not start with '['. */
+MUSA_API int musa_set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Forget the last error on this thread. */
 MUSA_API void musa_clear_error(void);
 /* A short name for a status code, e.g. "MUSA_ERR_VALUE". */
@@ -873,6 +878,71 @@ MUSA_API int musa_op_call(int op, int n_in, musa_tensor *const *inputs, const mu
                           musa_tensor **outs);
 
 /* ------------------------------------------------------------------------ */
+/* Custom ops                                                               */
+/* ------------------------------------------------------------------------ */
+/*
+ * An op defined outside musa: a forward function, shape inference and,
+ * optionally, a backward formula. Calls go through the dispatcher as the
+ * op-table row "custom" (attribute `index`), so a custom op runs eagerly,
+ * is recorded by autograd, captured by musa.jit as a graph node (not a
+ * graph break) and run by plans; a saved model names it, and loading the
+ * model in a process that has not registered that name fails naming it.
+ * A custom op must be a pure function of its inputs: compiled graphs may
+ * merge two identical calls or drop an unused one.
+ *
+ *     static int infer(void *u, int n_in, const musa_tensor *const *in,
+ *                      musa_dtype *dt, int *ndim, int64_t (*shape)[MUSA_MAX_DIMS]) {
+ *         dt[0] = musa_tensor_dtype(in[0]);         // same as the input
+ *         ndim[0] = musa_tensor_ndim(in[0]);
+ *         memcpy(shape[0], musa_tensor_shape(in[0]), sizeof(int64_t) * ndim[0]);
+ *         return MUSA_OK;
+ *     }
+ *     musa_custom_op def = {.name = "mylib::twice", .n_in = 1, .n_out = 1,
+ *                           .infer = infer, .forward = twice, .backward = twice_grad};
+ *     int op = musa_op_register(&def);
+ *     musa_tensor *y;
+ *     musa_custom_op_call(op, 1, &x, 1, &y);
+ */
+#define MUSA_CUSTOM_NAME_MAX    64 /* bytes of a name, with its NUL */
+#define MUSA_CUSTOM_MAX_INPUTS  16
+#define MUSA_CUSTOM_MAX_OUTPUTS 6
+
+typedef struct musa_custom_op {
+    const char *name; /* letters, digits, '_', ':' and '.': "mylib::scale" (copied) */
+    int n_in, n_out;  /* tensor inputs (0..16) and outputs (1..6) */
+    /* Each output's dtype, rank and shape from the inputs' (read their dtype
+     * and shape only: under symbolic capture they hold no data). Returns
+     * MUSA_OK, or an error status (set a message with musa's error API or
+     * let musa name the op and the status). */
+    int (*infer)(void *user, int n_in, const musa_tensor *const *in, musa_dtype *out_dtype,
+                 int *out_ndim, int64_t (*out_shape)[MUSA_MAX_DIMS]);
+    /* Write the outputs: fresh contiguous tensors of the inferred shapes;
+     * the inputs are contiguous. Both are views valid during the call only. */
+    int (*forward)(void *user, int n_in, musa_tensor *const *in, int n_out,
+                   musa_tensor *const *out);
+    /* Gradients of the inputs (new references in grad_in[i], or NULL for
+     * none) from those of the outputs (grad_out[j] NULL means zero), with
+     * the forward's inputs and outputs. Written with musa ops, it is itself
+     * differentiable (create_graph). NULL: the op has no gradient, and a
+     * backward through it fails naming it. */
+    int (*backward)(void *user, int n_in, musa_tensor *const *in, int n_out,
+                    musa_tensor *const *out, musa_tensor *const *grad_out, musa_tensor **grad_in);
+    void *user; /* passed to each function; musa never frees it */
+} musa_custom_op;
+
+/* Register def (copied); returns its index (>= 0), or an error: a bad or
+ * duplicate name, bad counts, a missing infer or forward. Registrations
+ * last for the process. */
+MUSA_API int musa_op_register(const musa_custom_op *def);
+/* The index of the custom op `name`, or -1. */
+MUSA_API int musa_custom_op_find(const char *name);
+/* The name of custom op `index`, or NULL. */
+MUSA_API const char *musa_custom_op_name(int index);
+/* Call custom op `index`: out[0..n_out) receive new tensors. */
+MUSA_API int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, int n_out,
+                                 musa_tensor **out);
+
+/* ------------------------------------------------------------------------ */
 /* Optimizer updates                                                        */
 /* ------------------------------------------------------------------------ */
 /* Each optimizer update is one op row (sgd_update, adam_update,
@@ -1358,7 +1428,7 @@ typedef struct musa_model_save_options {
 
 /* Save captured graph g (not optimised, no graph breaks, at most one
  * dynamic symbol) with its parameters' current values, atomically. opt may
- * be NULL (fusion level 1, arena on). */
+ * be NULL (fusion level 2, arena on). Custom ops are saved by name. */
 MUSA_API int musa_model_save(const musa_graph *g, const char *path,
                              const musa_model_save_options *opt);
 /* Load a model (flags: 0 or MUSA_FILE_MMAP), or from bytes in memory. */

@@ -62,6 +62,18 @@ void musa_set_error_location(const char *file, int line) {
     tls_error.line = line;
 }
 
+int musa_set_error(int code, const char *fmt, ...) {
+    if (code >= 0) code = MUSA_ERR_RUNTIME; /* an error needs an error status */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_error.msg, sizeof tls_error.msg, fmt ? fmt : "", ap);
+    va_end(ap);
+    tls_error.code = code;
+    tls_error.file = NULL;
+    tls_error.line = 0;
+    return code;
+}
+
 void musa_clear_error(void) {
     tls_error.code = MUSA_OK;
     tls_error.msg[0] = '\0';

@@ -276,6 +276,26 @@ static int read_attrs(const loader *L, const musa_json *a, const char *path, mus
     return MUSA_OK;
 }
 
+/* A custom op's attributes: {"name": "mylib::scale"}, registered in this
+ * process under that name. */
+static int read_custom(loader *L, const musa_json *attrs, const char *p, musa_attrs_any *rec) {
+    static const char *const keys[] = {"name"};
+    const musa_json *name;
+    int rc;
+    if ((rc = musa_file_check_keys(L->f, LOAD, attrs, p, keys, 1)) ||
+        (rc = member(L, attrs, "name", MUSA_JSON_STRING, p, &name)))
+        return rc;
+    int index = strlen(name->str) == name->len ? musa_custom_op_find(name->str) : -1;
+    if (index < 0)
+        return musa_file_bad(L->f, LOAD, name,
+                             "%s: custom op \"%.64s\" is not registered in this process "
+                             "(musa_op_register it before loading)",
+                             p, name->str);
+    musa_attrs_init(MUSA_ATTRS_custom, rec);
+    rec->custom.index = index;
+    return MUSA_OK;
+}
+
 static int read_nodes(loader *L, const musa_json *gj) {
     const musa_json *arr;
     int rc = member(L, gj, "nodes", MUSA_JSON_ARRAY, "graph", &arr);
@@ -326,7 +346,12 @@ static int read_nodes(loader *L, const musa_json *gj) {
         musa_attrs_any rec;
         char pa[80];
         snprintf(pa, sizeof pa, "%s.attrs", p);
-        if ((rc = read_attrs(L, attrs, pa, (musa_op_id)op, &rec))) break;
+        if (op == MUSA_OP_custom) {
+            rc = read_custom(L, attrs, pa, &rec);
+            if (rc) break;
+        } else if ((rc = read_attrs(L, attrs, pa, (musa_op_id)op, &rec))) {
+            break;
+        }
         int32_t out[MUSA_MAX_OUTPUTS];
         musa_clear_error();
         int32_t node = musa_graph_add_node(L->g, (musa_op_id)op, ins->n, in, &rec, out);

@@ -37,6 +37,13 @@ static void sb_shape(musa_sbuf *b, const musa_gvalue *v, bool syms) {
 static void sb_attrs(musa_sbuf *b, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
     musa_sb_printf(b, "{");
+    if (n->op == MUSA_OP_custom) { /* by name: indices belong to the process */
+        const char *name = musa_custom_op_name((int)n->attrs.custom.index);
+        musa_sb_printf(b, "\"name\": ");
+        musa_sb_json_str(b, name ? name : "");
+        musa_sb_printf(b, "}");
+        return;
+    }
     if (info->attrs_kind == MUSA_ATTRS_none) {
         musa_sb_printf(b, "}");
         return;

@@ -111,9 +111,13 @@ char *musa_graph_text(const musa_graph *g) {
         const musa_op_info *info = &musa_ops[n->op];
         musa_sb_printf(&b, "  ");
         for (int j = 0; j < n->n_out; j++) musa_sb_printf(&b, "%s%%%d", j ? ", " : "", n->out[j]);
-        musa_sb_printf(&b, " = %s(", info->name);
+        /* a custom op by its registered name: custom[mylib::scale](%0) */
+        const char *custom =
+            n->op == MUSA_OP_custom ? musa_custom_op_name((int)n->attrs.custom.index) : NULL;
+        musa_sb_printf(&b, " = %s%s%s%s(", info->name, custom ? "[" : "", custom ? custom : "",
+                       custom ? "]" : "");
         for (int k = 0; k < n->n_in; k++) musa_sb_printf(&b, "%s%%%d", k ? ", " : "", n->in[k]);
-        if (info->attrs_kind != MUSA_ATTRS_none) {
+        if (info->attrs_kind != MUSA_ATTRS_none && !custom) {
             musa_attrs_format(info->attrs_kind, &n->attrs, false, attrs, sizeof attrs);
             if (attrs[0]) musa_sb_printf(&b, "%s%s", n->n_in ? ", " : "", attrs);
         }

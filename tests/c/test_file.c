@@ -34,15 +34,6 @@ static unsigned char *read_whole(const char *path, size_t *n) {
     return b;
 }
 
-static bool same_values(const musa_tensor *a, const musa_tensor *b) {
-    int64_t n = musa_tensor_numel(a);
-    if (n != musa_tensor_numel(b) || musa_tensor_ndim(a) != musa_tensor_ndim(b)) return false;
-    double *x = values(a), *y = values(b);
-    bool ok = x && y && !memcmp(x, y, sizeof(double) * (size_t)n);
-    free(x), free(y);
-    return ok;
-}
-
 TEST(crc32c_known_values) {
     /* RFC 3720's test vectors (iSCSI) */
     unsigned char zeros[32] = {0}, ones[32], inc[32];

@@ -12,17 +12,6 @@ static const char *fake_location(void) {
     return "model.py:7";
 }
 
-/* Bitwise equality of two float tensors of one shape. */
-static bool same_values(const musa_tensor *a, const musa_tensor *b) {
-    if (a->numel != b->numel || a->dtype != b->dtype) return false;
-    double *x = values(a), *y = values(b);
-    bool ok = x && y;
-    for (int64_t i = 0; ok && i < a->numel; i++)
-        ok = (x[i] == y[i]) || (isnan(x[i]) && isnan(y[i]));
-    free(x), free(y);
-    return ok;
-}
-
 static bool near_values(const musa_tensor *a, const musa_tensor *b, double tol) {
     if (a->numel != b->numel) return false;
     double *x = values(a), *y = values(b);

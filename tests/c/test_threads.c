@@ -158,19 +158,6 @@ TEST(pool_resized_while_other_threads_use_it) {
 
 /* ---- plans ---- */
 
-/* Bitwise equality of two tensors' values (NaN equals NaN). */
-static bool same_values(const musa_tensor *a, const musa_tensor *b) {
-    if (!a || !b || musa_tensor_numel(a) != musa_tensor_numel(b) ||
-        musa_tensor_dtype(a) != musa_tensor_dtype(b))
-        return false;
-    double *x = values(a), *y = values(b);
-    bool ok = x && y;
-    for (int64_t i = 0; ok && i < musa_tensor_numel(a); i++)
-        ok = (x[i] == y[i]) || (isnan(x[i]) && isnan(y[i]));
-    free(x), free(y);
-    return ok;
-}
-
 /* x @ x + x^T @ x: two independent matmul branches, then an add. */
 static musa_tensor *two_branches(musa_tensor *x) {
     musa_tensor *a = musa_matmul(x, x);

@@ -253,3 +253,15 @@ bool near(const char *what, musa_tensor *t, const double *want, int64_t n, doubl
     free(v);
     return ok;
 }
+
+bool same_values(const musa_tensor *a, const musa_tensor *b) {
+    if (!a || !b || musa_tensor_dtype(a) != musa_tensor_dtype(b) ||
+        !same_shape(a, musa_tensor_ndim(b), musa_tensor_shape(b)))
+        return false;
+    double *x = values(a), *y = values(b);
+    bool ok = x && y;
+    for (int64_t i = 0; ok && i < musa_tensor_numel(a); i++)
+        ok = (x[i] == y[i]) || (isnan(x[i]) && isnan(y[i]));
+    free(x), free(y);
+    return ok;
+}
