@@ -9,7 +9,8 @@
  * process), under a lock; readers take a snapshot pointer under the same
  * lock, and an entry never moves (a fixed array of MUSA_CUSTOM_MAX_OPS).
  * The callbacks' tensors are views of the kernel's memory, valid during the
- * call only.
+ * call only. infer and forward run outside captures, autograd and autocast
+ * (quiet_begin); backward runs as a formula, recorded like any other.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -105,13 +106,13 @@ const char *musa_custom_op_name(int index) {
     return d ? d->name : NULL;
 }
 
-int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, int n_out,
-                        musa_tensor **out) {
+int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, int n_out, musa_tensor **out) {
     const musa_custom_op *d = entry(index, "custom_op_call");
     if (!d) return musa_last_error_code();
     if (n_in != d->n_in || n_out != d->n_out || (n_in && !in) || !out)
-        return musa_err(MUSA_ERR_VALUE, "[%s] takes %d inputs and %d outputs, called with %d and %d",
-                        d->name, d->n_in, d->n_out, n_in, n_out);
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] takes %d inputs and %d outputs, called with %d and %d", d->name,
+                        d->n_in, d->n_out, n_in, n_out);
     for (int j = 0; j < n_out; j++) out[j] = NULL;
     musa_attrs_custom a;
     musa_attrs_init(MUSA_ATTRS_custom, &a);
@@ -120,6 +121,18 @@ int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, int n_out,
 }
 
 /* ---- the op-table row ---- */
+
+/* A user function runs outside any capture, without autograd or autocast:
+ * what it does inside (musa ops on its inputs, reading their data) is the
+ * op's own business, not part of the caller's graph or tape. */
+static musa_tls_state quiet_begin(void) {
+    musa_tls_state saved = musa_tls;
+    musa_tls.mode = MUSA_MODE_EAGER;
+    musa_tls.recorder = NULL;
+    musa_tls.grad_disabled = true;
+    musa_tls.autocast = 0;
+    return saved;
+}
 
 int infer_custom(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                  musa_infer *r) {
@@ -133,7 +146,9 @@ int infer_custom(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     int64_t shape[MUSA_CUSTOM_MAX_OUTPUTS][MUSA_MAX_DIMS];
     for (int j = 0; j < d->n_out; j++) dt[j] = MUSA_DTYPE_FLOAT32, nd[j] = -1;
     musa_clear_error();
+    musa_tls_state saved = quiet_begin();
     int rc = d->infer(d->user, n_in, (const musa_tensor *const *)in, dt, nd, shape);
+    musa_tls = saved;
     if (rc) {
         if (musa_last_error_code() == MUSA_OK)
             return musa_err(rc < 0 ? rc : MUSA_ERR_VALUE, "[%s] infer failed (status %d)", d->name,
@@ -150,8 +165,8 @@ int infer_custom(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         r->out_ndim[j] = (int8_t)nd[j];
         for (int k = 0; k < nd[j]; k++) {
             if (shape[j][k] < 0)
-                return musa_err(MUSA_ERR_VALUE, "[%s] infer gave output %d dim %d = %lld",
-                                d->name, j, k, (long long)shape[j][k]);
+                return musa_err(MUSA_ERR_VALUE, "[%s] infer gave output %d dim %d = %lld", d->name,
+                                j, k, (long long)shape[j][k]);
             r->out_shape[j][k] = shape[j][k];
         }
     }
@@ -179,7 +194,9 @@ int cpu_custom(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
         if (!(to[j] = view_tensor(&out[j]))) rc = musa_last_error_code();
     if (!rc) {
         musa_clear_error();
+        musa_tls_state saved = quiet_begin();
         rc = d->forward(d->user, n_in, ti, d->n_out, to);
+        musa_tls = saved;
         if (rc && musa_last_error_code() == MUSA_OK)
             rc = musa_err(rc < 0 ? rc : MUSA_ERR_RUNTIME, "[%s] forward failed (status %d)",
                           d->name, rc);
@@ -196,8 +213,7 @@ int grad_custom(const musa_grad_args *a, musa_tensor **gin) {
     if (!d) return musa_last_error_code();
     if (!d->backward)
         return musa_err(MUSA_ERR_VALUE,
-                        "[%s] has no backward function: register one to differentiate it",
-                        d->name);
+                        "[%s] has no backward function: register one to differentiate it", d->name);
     musa_clear_error();
     int rc = d->backward(d->user, a->n_in, a->in, d->n_out, a->out, a->gout, gin);
     if (rc) {

@@ -265,3 +265,64 @@ bool same_values(const musa_tensor *a, const musa_tensor *b) {
     free(x), free(y);
     return ok;
 }
+
+/* ---- a custom op for the tests: y = 3 x^2 ---- */
+
+/* y = x * x * 3 elementwise (float32 or float64), written on the raw data */
+int custom_same_as_input(void *u, int n_in, const musa_tensor *const *in, musa_dtype *dt, int *ndim,
+                         int64_t (*shape)[MUSA_MAX_DIMS]) {
+    (void)u, (void)n_in;
+    musa_dtype d = musa_tensor_dtype(in[0]);
+    if (d != MUSA_DTYPE_FLOAT32 && d != MUSA_DTYPE_FLOAT64)
+        return musa_set_error(MUSA_ERR_TYPE, "expects float32 or float64, got %s",
+                              musa_dtype_name(d));
+    dt[0] = d;
+    ndim[0] = musa_tensor_ndim(in[0]);
+    memcpy(shape[0], musa_tensor_shape(in[0]), sizeof(int64_t) * (size_t)ndim[0]);
+    return MUSA_OK;
+}
+
+int custom_cube3_forward(void *u, int n_in, musa_tensor *const *in, int n_out,
+                         musa_tensor *const *out) {
+    (void)u, (void)n_in, (void)n_out;
+    int64_t n = musa_tensor_numel(in[0]);
+    if (musa_tensor_dtype(in[0]) == MUSA_DTYPE_FLOAT64) {
+        const double *x = musa_tensor_data(in[0]);
+        double *y = musa_tensor_data(out[0]);
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i] * 3;
+    } else {
+        const float *x = musa_tensor_data(in[0]);
+        float *y = musa_tensor_data(out[0]);
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i] * 3;
+    }
+    return MUSA_OK;
+}
+
+/* d/dx 3 x^2 = 6 x, with musa ops (so it is differentiable too) */
+static int cube3_backward(void *u, int n_in, musa_tensor *const *in, int n_out,
+                          musa_tensor *const *out, musa_tensor *const *gout, musa_tensor **gin) {
+    (void)u, (void)n_in, (void)n_out, (void)out;
+    if (!gout[0]) return MUSA_OK;
+    musa_tensor *six = musa_number(6);
+    musa_tensor *d = musa_mul(in[0], six);
+    gin[0] = musa_mul(gout[0], d);
+    musa_tensor_release(six), musa_tensor_release(d);
+    return gin[0] ? MUSA_OK : musa_last_error_code();
+}
+
+int custom_cube3_op(void) {
+    static int op = -1;
+    if (op >= 0) return op;
+    musa_custom_op def = {.name = "test::cube3",
+                          .n_in = 1,
+                          .n_out = 1,
+                          .infer = custom_same_as_input,
+                          .forward = custom_cube3_forward,
+                          .backward = cube3_backward};
+    return op = musa_op_register(&def);
+}
+
+musa_tensor *custom_cube3(musa_tensor *x) {
+    musa_tensor *y = NULL;
+    return musa_custom_op_call(custom_cube3_op(), 1, &x, 1, &y) ? NULL : y;
+}

@@ -57,6 +57,17 @@ bool same_shape(const musa_tensor *t, int ndim, const int64_t *shape);
 /* a and b (either may be NULL: false) have one dtype and shape and equal
  * values bit for bit, NaN equal to NaN. */
 bool same_values(const musa_tensor *a, const musa_tensor *b);
+
+/* A custom op for the tests, "test::cube3": y = 3 x^2 (float32 or float64,
+ * written on the raw data), its gradient 6 x g with musa ops. Registered
+ * on first use; custom_same_as_input and custom_cube3_forward serve other
+ * test ops too. */
+int custom_cube3_op(void);
+musa_tensor *custom_cube3(musa_tensor *x);
+int custom_same_as_input(void *u, int n_in, const musa_tensor *const *in, musa_dtype *dt, int *ndim,
+                         int64_t (*shape)[MUSA_MAX_DIMS]);
+int custom_cube3_forward(void *u, int n_in, musa_tensor *const *in, int n_out,
+                         musa_tensor *const *out);
 #define CHECK_SHAPE(t, ndim, ...)                                                                  \
     do {                                                                                           \
         const int64_t s_[] = {__VA_ARGS__};                                                        \
