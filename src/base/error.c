@@ -64,10 +64,13 @@ void musa_set_error_location(const char *file, int line) {
 
 int musa_set_error(int code, const char *fmt, ...) {
     if (code >= 0) code = MUSA_ERR_RUNTIME; /* an error needs an error status */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tls_error.msg, sizeof tls_error.msg, fmt ? fmt : "", ap);
-    va_end(ap);
+    tls_error.msg[0] = '\0';
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(tls_error.msg, sizeof tls_error.msg, fmt, ap);
+        va_end(ap);
+    }
     tls_error.code = code;
     tls_error.file = NULL;
     tls_error.line = 0;
