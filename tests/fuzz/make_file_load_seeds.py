@@ -85,6 +85,11 @@ def main(out):
     save_model(p("dynamic_batch.musa"), nn.Sequential(nn.Linear(3, 2), nn.Tanh()),
                musa.randn(2, 3), config=musa.Config(dynamic={"input": {0: (1, 8)}}))
 
+    # a model with a custom op: the fuzzer's process has not registered it,
+    # so loading reaches the name's lookup and refuses it
+    twice = musa.library.custom_op("seed::twice", lambda x: x.numpy() * 2)
+    save_model(p("custom_op.musa"), lambda x: twice(x) + 1, musa.randn(2, 3))
+
     # .npy
     np.save(p("x.npy"), np.arange(6, dtype=np.float32).reshape(2, 3))
     np.save(p("f.npy"), np.asfortranarray(np.arange(6, dtype=np.float64).reshape(2, 3)))
