@@ -19,14 +19,20 @@ typedef struct {
 
 static _Thread_local musa_error_state tls_error;
 
-int musa_err(int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tls_error.msg, sizeof tls_error.msg, fmt, ap);
-    va_end(ap);
+static int set_error(int code, const char *fmt, va_list ap) {
+    tls_error.msg[0] = '\0';
+    if (fmt) vsnprintf(tls_error.msg, sizeof tls_error.msg, fmt, ap);
     tls_error.code = code;
     tls_error.file = NULL;
     tls_error.line = 0;
+    return code;
+}
+
+int musa_err(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(code, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -64,16 +70,10 @@ void musa_set_error_location(const char *file, int line) {
 
 int musa_set_error(int code, const char *fmt, ...) {
     if (code >= 0) code = MUSA_ERR_RUNTIME; /* an error needs an error status */
-    tls_error.msg[0] = '\0';
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(tls_error.msg, sizeof tls_error.msg, fmt, ap);
-        va_end(ap);
-    }
-    tls_error.code = code;
-    tls_error.file = NULL;
-    tls_error.line = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(code, fmt, ap);
+    va_end(ap);
     return code;
 }
 

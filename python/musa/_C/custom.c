@@ -25,8 +25,10 @@ static PyObject *tensors_tuple(int n, musa_tensor *const *t) {
     PyObject *r = PyTuple_New(n);
     for (int i = 0; r && i < n; i++) {
         PyObject *o = t[i] ? pm_wrap(musa_tensor_retain(t[i])) : (Py_INCREF(Py_None), Py_None);
-        if (!o) Py_CLEAR(r);
-        else PyTuple_SET_ITEM(r, i, o);
+        if (!o)
+            Py_CLEAR(r);
+        else
+            PyTuple_SET_ITEM(r, i, o);
     }
     return r;
 }
@@ -75,9 +77,9 @@ static int forward_cb(void *user, int n_in, musa_tensor *const *in, int n_out,
     PyGILState_STATE g = PyGILState_Ensure();
     int rc = MUSA_OK;
     PyObject *ins = tensors_tuple(n_in, in), *outs = tensors_tuple(n_out, out);
-    PyObject *r = ins && outs ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(c->fns, 0), ins,
-                                                             outs, NULL)
-                              : NULL;
+    PyObject *r = ins && outs
+                      ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(c->fns, 0), ins, outs, NULL)
+                      : NULL;
     if (!r) rc = pm_stash_exception();
     Py_XDECREF(r), Py_XDECREF(ins), Py_XDECREF(outs);
     PyGILState_Release(g);
@@ -92,10 +94,9 @@ static int backward_cb(void *user, int n_in, musa_tensor *const *in, int n_out,
     int rc = MUSA_OK;
     PyObject *ins = tensors_tuple(n_in, in), *outs = tensors_tuple(n_out, out),
              *gouts = tensors_tuple(n_out, gout);
-    PyObject *r = ins && outs && gouts
-                      ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(c->fns, 2), ins, outs, gouts,
-                                                     NULL)
-                      : NULL;
+    PyObject *r = ins && outs && gouts ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(c->fns, 2),
+                                                                      ins, outs, gouts, NULL)
+                                       : NULL;
     PyObject *seq = r ? PySequence_Fast(r, "backward must return a sequence") : NULL;
     if (!seq || PySequence_Fast_GET_SIZE(seq) != n_in) {
         if (seq)

@@ -21,4 +21,3 @@ TEST(grad_custom) {
     CHECK(!strcmp(musa_node_name(musa_tensor_grad_fn(y)), "CustomBackward"));
     musa_tensor_release(x), musa_tensor_release(y);
 }
-
