@@ -355,7 +355,10 @@ int musa_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, const void *a
     int rc = dispatch_entry(op, n_in, in, attrs, out);
     char shapes[512];
     if (prof & MUSA_PROFILE_SHAPES) shapes_str(n_in, in, shapes, sizeof shapes);
-    musa_prof_complete(MUSA_PROFILE_OP, musa_ops[op].name, t0,
+    const char *name = op == MUSA_OP_custom
+                           ? musa_custom_op_name((int)((const musa_attrs_custom *)attrs)->index)
+                           : NULL;
+    musa_prof_complete(MUSA_PROFILE_OP, name ? name : musa_ops[op].name, t0,
                        prof & MUSA_PROFILE_SHAPES ? shapes : NULL);
     return rc;
 }

@@ -166,3 +166,16 @@ def test_errors():
     fake.register_fake(lambda x: "nonsense")
     with pytest.raises(TypeError, match=r"register_fake must give tensors or \(shape, dtype\)"):
         fake(musa.randn(2))
+
+
+def test_profiler_names_it():
+    op = softclip_op()
+    x = musa.randn(3, 3)
+    c = musa.jit(lambda t: op(t) * 2)
+    with musa.no_grad():
+        c(x)
+        with musa.profiler.profile() as prof:
+            op(x)
+            c(x)
+    kinds = {(e.kind, e.name) for e in prof.events()}
+    assert ("op", op.name) in kinds and ("plan", op.name) in kinds

@@ -243,7 +243,13 @@ static int run_instr(run_ctx *r, instr *in) {
 static void name_instrs(musa_plan *p) {
     for (int i = 0; i < p->n_instrs; i++) {
         instr *in = &p->instrs[i];
-        if (in->kind == MUSA_INSTR_KERNEL) in->pname = in->k.name;
+        if (in->kind == MUSA_INSTR_KERNEL) { /* a custom op by its registered name */
+            const char *c =
+                in->k.op == MUSA_OP_custom
+                    ? musa_custom_op_name((int)((const musa_attrs_custom *)in->k.attrs)->index)
+                    : NULL;
+            in->pname = c ? c : in->k.name;
+        }
         if (in->kind == MUSA_INSTR_MULTI) in->pname = in->u->m[0].name;
         if (in->kind != MUSA_INSTR_FUSED) continue;
         size_t len = sizeof "fused()";
