@@ -265,7 +265,7 @@ def test_misuse():
     assert p2.events() == [] and p1.events()  # p1 keeps its own copy
 
 
-def test_parallel_plan_steps_show_as_two_lanes():
+def test_parallel_plan_steps_record_each_instruction_on_its_thread(tmp_path):
     prev = musa.get_num_threads()
     musa.set_num_threads(2)
     try:
@@ -275,12 +275,23 @@ def test_parallel_plan_steps_show_as_two_lanes():
         c = musa.jit(f, config=musa.Config(num_threads=2))
         x, y = musa.randn(128, 128), musa.randn(128, 128)
         c(x, y)
-        assert c.plan_stats()["parallel_steps"] == 1
+        st = c.plan_stats()
+        assert st["parallel_steps"] == 1
+        runs = 10
         with profile() as prof:
-            c(x, y)
+            for _ in range(runs):
+                c(x, y)
         plan = [e for e in prof.events() if e.kind == "plan"]
-        # the two branches ran as tasks of one parallel step: two threads
-        assert len({e.thread for e in plan}) == 2, plan
+        assert len(plan) == st["instructions"] * runs, plan
+        # a parallel step's two instructions run as tasks of the OpenMP
+        # team: on the caller or a worker (which, depends on who is awake
+        # first), each event on the thread that ran it, each such thread
+        # named in the trace
+        assert threading.get_native_id() in {e.thread for e in plan}
+        prof.export_chrome_trace(tmp_path / "t.json")
+        trace = json.load(open(tmp_path / "t.json"))
+        named = {e["tid"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+        assert {e.thread for e in plan} <= named
     finally:
         musa.set_num_threads(prev)
 
