@@ -625,6 +625,10 @@ const char *musa_node_name(const musa_node *n) {
     if (!n) return "";
     if (n->kind == MUSA_NODE_ACCUMULATE) return "AccumulateGrad";
     if (n->kind == MUSA_NODE_CUSTOM) return n->name ? n->name : "CustomBackward";
+    if (n->op == MUSA_OP_custom && n->attrs) { /* an op registered at run time: by its name */
+        const char *s = musa_custom_op_backward_name(((const musa_attrs_custom *)n->attrs)->index);
+        if (s) return s;
+    }
     pthread_once(&names_once, make_names);
     return backward_names[n->op];
 }

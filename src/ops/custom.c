@@ -22,6 +22,7 @@
 typedef struct custom_entry {
     musa_custom_op def;
     char name[MUSA_CUSTOM_NAME_MAX];
+    char backward[MUSA_CUSTOM_NAME_MAX + 8]; /* its autograd node's name: "mylib::fBackward" */
 } custom_entry;
 
 static struct {
@@ -71,6 +72,7 @@ int musa_op_register(const musa_custom_op *def) {
         custom_entry *e = &reg.ops[reg.n];
         e->def = *def;
         snprintf(e->name, sizeof e->name, "%s", def->name);
+        snprintf(e->backward, sizeof e->backward, "%sBackward", def->name);
         e->def.name = e->name;
         rc = reg.n++;
     }
@@ -104,6 +106,13 @@ const char *musa_custom_op_name(int index) {
     const musa_custom_op *d = entry(index, "custom_op_name");
     if (!d) musa_clear_error();
     return d ? d->name : NULL;
+}
+
+const char *musa_custom_op_backward_name(int64_t index) {
+    pthread_mutex_lock(&reg.mu);
+    const char *s = index >= 0 && index < reg.n ? reg.ops[index].backward : NULL;
+    pthread_mutex_unlock(&reg.mu);
+    return s;
 }
 
 int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, int n_out, musa_tensor **out) {

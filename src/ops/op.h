@@ -182,6 +182,10 @@ static inline void musa_record_grad_change(musa_tensor *leaf, musa_tensor *old_g
         musa_record_grad_hook(musa_tls.recorder, leaf, old_grad);
 }
 
+/* The autograd node name of custom op `index` ("mylib::fBackward", living
+ * as long as the process), or NULL (ops/custom.c). */
+const char *musa_custom_op_backward_name(int64_t index);
+
 /* Tensor flag used by autograd; the dispatcher tests it without knowing
  * the autograd meta. */
 enum { MUSA_TF_REQUIRES_GRAD = 2 };
