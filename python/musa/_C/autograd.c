@@ -338,14 +338,7 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
     const char *who = ((custom_ctx *)ctx)->name;
     PyGILState_STATE g = PyGILState_Ensure();
     int rc = MUSA_OK;
-    PyObject *args = PyTuple_New(n_out), *r = NULL;
-    for (int j = 0; args && j < n_out; j++) {
-        PyObject *e = gout[j] ? pm_wrap(musa_tensor_retain(gout[j])) : Py_NewRef(Py_None);
-        if (!e)
-            Py_CLEAR(args);
-        else
-            PyTuple_SET_ITEM(args, j, e);
-    }
+    PyObject *args = pm_tensor_tuple(n_out, gout), *r = NULL;
     if (args) r = PyObject_Call(((custom_ctx *)ctx)->fn, args, NULL);
     if (!r) {
         rc = pm_stash_exception();
@@ -368,23 +361,7 @@ static int custom_cb(void *ctx, int n_out, musa_tensor *const *gout, int n_in, m
             n_in, len);
         rc = pm_stash_exception();
     }
-    for (int i = 0; !rc && i < n_in; i++) {
-        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-        if (e == Py_None) continue;
-        if (!pm_is_tensor(e)) {
-            PyErr_Format(PyExc_TypeError,
-                         "[%s] backward returned %s for input %d; expected a Tensor or None", who,
-                         Py_TYPE(e)->tp_name, i);
-            rc = pm_stash_exception();
-            break;
-        }
-        gin[i] = musa_tensor_retain(pm_t(e));
-    }
-    if (rc)
-        for (int i = 0; i < n_in; i++) {
-            musa_tensor_release(gin[i]);
-            gin[i] = NULL;
-        }
+    if (!rc) rc = pm_grads_from(seq, n_in, gin, who);
     Py_DECREF(seq);
 done:
     Py_XDECREF(r);

@@ -796,3 +796,31 @@ musa_tensor *pm_tensor_from_data(PyObject *data, int dtype, const char *who) {
     musa_tensor_release(src);
     return out ? out : (musa_tensor *)pm_raise();
 }
+
+PyObject *pm_tensor_tuple(int n, musa_tensor *const *t) {
+    PyObject *r = PyTuple_New(n);
+    for (int i = 0; r && i < n; i++) {
+        PyObject *o = t[i] ? pm_wrap(musa_tensor_retain(t[i])) : Py_NewRef(Py_None);
+        if (!o)
+            Py_CLEAR(r);
+        else
+            PyTuple_SET_ITEM(r, i, o);
+    }
+    return r;
+}
+
+int pm_grads_from(PyObject *seq, int n_in, musa_tensor **gin, const char *who) {
+    for (int i = 0; i < n_in; i++) {
+        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+        if (e == Py_None) continue;
+        if (!pm_is_tensor(e)) {
+            PyErr_Format(PyExc_TypeError,
+                         "[%s] backward returned %s for input %d; expected a Tensor or None", who,
+                         Py_TYPE(e)->tp_name, i);
+            for (int k = 0; k < n_in; k++) musa_tensor_release(gin[k]), gin[k] = NULL;
+            return pm_stash_exception();
+        }
+        gin[i] = musa_tensor_retain(pm_t(e));
+    }
+    return MUSA_OK;
+}

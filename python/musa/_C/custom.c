@@ -21,25 +21,13 @@ typedef struct {
     char name[MUSA_CUSTOM_NAME_MAX]; /* errors start "[name] " */
 } py_custom;
 
-static PyObject *tensors_tuple(int n, musa_tensor *const *t) {
-    PyObject *r = PyTuple_New(n);
-    for (int i = 0; r && i < n; i++) {
-        PyObject *o = t[i] ? pm_wrap(musa_tensor_retain(t[i])) : (Py_INCREF(Py_None), Py_None);
-        if (!o)
-            Py_CLEAR(r);
-        else
-            PyTuple_SET_ITEM(r, i, o);
-    }
-    return r;
-}
-
 /* infer(inputs) -> [(shape tuple, dtype), ...] of n_out entries */
 static int infer_cb(void *user, int n_in, const musa_tensor *const *in, musa_dtype *dt, int *ndim,
                     int64_t (*shape)[MUSA_MAX_DIMS]) {
     py_custom *c = user;
     PyGILState_STATE g = PyGILState_Ensure();
     int rc = MUSA_OK;
-    PyObject *ins = tensors_tuple(n_in, (musa_tensor *const *)in);
+    PyObject *ins = pm_tensor_tuple(n_in, (musa_tensor *const *)in);
     PyObject *r = ins ? PyObject_CallOneArg(PyTuple_GET_ITEM(c->fns, 1), ins) : NULL;
     PyObject *seq = r ? PySequence_Fast(r, "infer must return a list") : NULL;
     if (!seq || PySequence_Fast_GET_SIZE(seq) != c->n_out) {
@@ -76,7 +64,7 @@ static int forward_cb(void *user, int n_in, musa_tensor *const *in, int n_out,
     py_custom *c = user;
     PyGILState_STATE g = PyGILState_Ensure();
     int rc = MUSA_OK;
-    PyObject *ins = tensors_tuple(n_in, in), *outs = tensors_tuple(n_out, out);
+    PyObject *ins = pm_tensor_tuple(n_in, in), *outs = pm_tensor_tuple(n_out, out);
     PyObject *r = ins && outs
                       ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(c->fns, 0), ins, outs, NULL)
                       : NULL;
@@ -92,8 +80,8 @@ static int backward_cb(void *user, int n_in, musa_tensor *const *in, int n_out,
     py_custom *c = user;
     PyGILState_STATE g = PyGILState_Ensure();
     int rc = MUSA_OK;
-    PyObject *ins = tensors_tuple(n_in, in), *outs = tensors_tuple(n_out, out),
-             *gouts = tensors_tuple(n_out, gout);
+    PyObject *ins = pm_tensor_tuple(n_in, in), *outs = pm_tensor_tuple(n_out, out),
+             *gouts = pm_tensor_tuple(n_out, gout);
     PyObject *r = ins && outs && gouts ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(c->fns, 2),
                                                                       ins, outs, gouts, NULL)
                                        : NULL;
@@ -104,18 +92,7 @@ static int backward_cb(void *user, int n_in, musa_tensor *const *in, int n_out,
                          c->name, PySequence_Fast_GET_SIZE(seq), n_in);
         rc = pm_stash_exception();
     }
-    for (int i = 0; !rc && i < n_in; i++) {
-        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
-        if (e == Py_None) continue;
-        if (!pm_is_tensor(e)) {
-            PyErr_Format(PyExc_TypeError,
-                         "[%s] backward gave a %s for input %d, not a Tensor or None", c->name,
-                         Py_TYPE(e)->tp_name, i);
-            rc = pm_stash_exception();
-            break;
-        }
-        gin[i] = musa_tensor_retain(pm_t(e));
-    }
+    if (!rc) rc = pm_grads_from(seq, n_in, gin, c->name);
     Py_XDECREF(seq), Py_XDECREF(r), Py_XDECREF(ins), Py_XDECREF(outs), Py_XDECREF(gouts);
     PyGILState_Release(g);
     return rc;
@@ -160,7 +137,7 @@ DEF(_custom_op_call, PM_FN, "index:i inputs:L n_out:i") {
                             (long long)a[2].i);
     musa_tensor *out[MUSA_CUSTOM_MAX_OUTPUTS] = {NULL};
     if (musa_custom_op_call((int)a[0].i, a[1].n, a[1].list, (int)a[2].i, out)) return pm_raise();
-    PyObject *r = tensors_tuple((int)a[2].i, out);
+    PyObject *r = pm_tensor_tuple((int)a[2].i, out);
     for (int j = 0; j < (int)a[2].i; j++) musa_tensor_release(out[j]);
     return r;
 }

@@ -97,6 +97,14 @@ int pm_int64(PyObject *o, int64_t *out, const char *who, const char *what);
 /* A double from a Python number or a one-element tensor; errors read
  * "[who] what must be a number ...". */
 int pm_double(PyObject *o, double *out, const char *who, const char *what);
+/* A tuple of n tensors (None where t[i] is NULL; new reference), or NULL
+ * with an exception: the arguments of Python callbacks from C. */
+PyObject *pm_tensor_tuple(int n, musa_tensor *const *t);
+/* The first n_in items of seq (a PySequence_Fast of at least n_in), each a
+ * Tensor or None, into gin (new references, NULL for None): the gradients a
+ * Python backward returned. On another item, gin is released and the
+ * TypeError naming `who` stashed (pm_stash_exception's status returned). */
+int pm_grads_from(PyObject *seq, int n_in, musa_tensor **gin, const char *who);
 /* Ints from an int or a sequence of ints; *n gets the count. */
 int pm_int_list(PyObject *o, int64_t *out, int max, int *n, const char *who, const char *what);
 
