@@ -212,8 +212,13 @@ MUSA_API bool musa_tensor_is_contiguous(const musa_tensor *t);
 /* A meta tensor has a shape and dtype but no storage (symbolic mode). */
 MUSA_API bool musa_tensor_is_meta(const musa_tensor *t);
 /* Pointer to the first element (base pointer + offset), or NULL for a meta
- * tensor. Valid while the tensor (or any view of its storage) is alive. */
+ * tensor. Valid while the tensor (or any view of its storage) is alive.
+ * Waits for stream work on the tensor's storage first (see Streams). */
 MUSA_API void *musa_tensor_data(const musa_tensor *t);
+/* Wait for stream work that reads or writes the tensor's storage; returns
+ * the error of failed work it waited for. Host reads (copy_to, item, get)
+ * do this themselves. */
+MUSA_API int musa_tensor_sync(const musa_tensor *t);
 /* Whether two tensors share storage. */
 MUSA_API bool musa_tensor_shares_storage(const musa_tensor *a, const musa_tensor *b);
 /* The version counter shared by all views of a storage; bumped by every
@@ -1508,11 +1513,12 @@ MUSA_API size_t musa_alloc_size(size_t bytes);
 #define MUSA_PROFILE_STACK  4 /* record where each op and range was called from (see below) */
 
 typedef enum musa_profile_kind {
-    MUSA_PROFILE_OP = 0,       /* an eagerly dispatched op (nested ops nest) */
-    MUSA_PROFILE_PLAN = 1,     /* a plan instruction */
-    MUSA_PROFILE_BACKWARD = 2, /* an autograd node's backward */
-    MUSA_PROFILE_RANGE = 3,    /* a user range (musa_profiler_range_end) */
-    MUSA_PROFILE_MEMORY_EV = 4 /* an allocation or a free (dur_ns 0) */
+    MUSA_PROFILE_OP = 0,        /* an eagerly dispatched op (nested ops nest) */
+    MUSA_PROFILE_PLAN = 1,      /* a plan instruction */
+    MUSA_PROFILE_BACKWARD = 2,  /* an autograd node's backward */
+    MUSA_PROFILE_RANGE = 3,     /* a user range (musa_profiler_range_end) */
+    MUSA_PROFILE_MEMORY_EV = 4, /* an allocation or a free (dur_ns 0) */
+    MUSA_PROFILE_STREAM = 5     /* an op or plan run by a stream's worker (see Streams) */
 } musa_profile_kind;
 
 typedef struct musa_profile_event {
@@ -1555,6 +1561,85 @@ MUSA_API void musa_profiler_set_location_fn(const char *(*fn)(void));
  * session is still recording. Ranges nest by time, like ops. */
 MUSA_API int64_t musa_profiler_range_begin(void);
 MUSA_API void musa_profiler_range_end(const char *name, int64_t begin);
+
+/* ------------------------------------------------------------------------ */
+/* Streams and events                                                       */
+/* ------------------------------------------------------------------------ */
+/*
+ * A stream is a worker thread that runs the ops issued under it in order,
+ * asynchronously: with a stream current on a thread, musa_op_call (and
+ * everything built on it: autograd's recorded ops, plan runs) checks the
+ * call, makes the outputs and returns at once; the kernel runs later on
+ * the stream's worker, with `threads` threads of its own.
+ *
+ *     musa_stream *s = musa_stream_new(1);
+ *     musa_stream *prev = musa_stream_set_current(s);
+ *     ... musa_matmul(a, b) ...        // queued on s
+ *     musa_stream_set_current(prev);
+ *     musa_stream_synchronize(s);      // or read the result: reads wait
+ *     musa_stream_free(s);
+ *
+ * Results equal a synchronous run. musa tracks which stream work reads and
+ * writes each storage: work on one stream that uses a tensor another
+ * stream writes (or, for a write, reads) waits for that work; code on the
+ * default stream (the calling thread, no stream current) waits before it
+ * touches such a tensor, and so do host reads (musa_tensor_data, copy_to,
+ * item, printing). musa_stream_wait_stream and events order work that no
+ * shared tensor orders (and let timing measure it). A tensor released while
+ * a stream still uses it stays alive until that work is done.
+ *
+ * Ops whose results depend on when they run stay synchronous even under a
+ * stream (random sampling draws from the global generator; custom ops may
+ * call back into Python), as does recording (symbolic and trace modes);
+ * they wait for the stream work on their tensors first.
+ *
+ * An error in a stream's work (a kernel's failure) is kept by the stream:
+ * its later work is skipped, and the error is returned by the next
+ * musa_stream_synchronize / musa_synchronize (which then clear it), by an
+ * event synchronize after it, and by host reads of tensors that work was
+ * to produce. Those tensors hold unspecified values.
+ */
+typedef struct musa_stream musa_stream;
+typedef struct musa_event musa_event;
+
+/* A new stream whose kernels use `threads` threads (1 to 256). */
+MUSA_API musa_stream *musa_stream_new(int threads);
+/* Wait for its work, then free it. Never free a stream that is current on
+ * another thread; on the calling thread it stops being current. */
+MUSA_API void musa_stream_free(musa_stream *s);
+/* A number naming the stream (1, 2, ...; 0 for NULL, the default stream). */
+MUSA_API uint64_t musa_stream_id(const musa_stream *s);
+MUSA_API int musa_stream_threads(const musa_stream *s);
+/* The calling thread's current stream (NULL: the default, synchronous) and
+ * setting it (returns the previous one). */
+MUSA_API musa_stream *musa_stream_current(void);
+MUSA_API musa_stream *musa_stream_set_current(musa_stream *s);
+/* Wait for all work issued to s; returns (and clears) the error of failed
+ * work. NULL: nothing to wait for. */
+MUSA_API int musa_stream_synchronize(musa_stream *s);
+/* Whether all work issued to s has finished. */
+MUSA_API bool musa_stream_query(musa_stream *s);
+/* Work issued to s from now on starts after the work issued to `other`
+ * so far. s NULL: the calling thread waits for it now. */
+MUSA_API int musa_stream_wait_stream(musa_stream *s, musa_stream *other);
+/* Wait for every stream; returns the first error. */
+MUSA_API int musa_synchronize(void);
+
+/* An event marks a point in a stream's work; with timing it records when
+ * the stream reached it. */
+MUSA_API musa_event *musa_event_new(bool enable_timing);
+MUSA_API void musa_event_free(musa_event *e);
+/* Mark the work issued to s so far (NULL: the default stream, reached now). */
+MUSA_API int musa_event_record(musa_event *e, musa_stream *s);
+/* Whether the marked work has finished (true if never recorded). */
+MUSA_API bool musa_event_query(const musa_event *e);
+/* Wait for the marked work; returns the error of failed work up to it. */
+MUSA_API int musa_event_synchronize(const musa_event *e);
+/* Work issued to s from now on starts after the event's work. s NULL: the
+ * calling thread waits now. */
+MUSA_API int musa_stream_wait_event(musa_stream *s, const musa_event *e);
+/* Milliseconds from start to end; both recorded with timing and complete. */
+MUSA_API int musa_event_elapsed_time(const musa_event *start, const musa_event *end, double *ms);
 
 #ifdef __cplusplus
 }

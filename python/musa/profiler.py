@@ -26,7 +26,7 @@ _C._jit_location(os.path.dirname(__file__) + os.sep)  # as imported, like musa.j
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "FunctionEvent", "EventList"]
 
-_KINDS = ("op", "plan", "backward", "user_annotation", "memory")
+_KINDS = ("op", "plan", "backward", "user_annotation", "memory", "stream")
 _SHAPES, _MEMORY, _STACK = 1, 2, 4
 
 
@@ -39,7 +39,8 @@ class FunctionEvent(collections.namedtuple(
         "FunctionEvent",
         "name kind thread start_us duration_us input_shapes bytes total_bytes stack")):
     """One recorded event. kind is "op", "plan", "backward",
-    "user_annotation" or "memory"; times are microseconds from the start;
+    "user_annotation", "memory" or "stream" (an op or compiled run executed
+    by a stream's worker, on that stream's lane); times are microseconds from the start;
     bytes (memory events) is positive for an allocation and negative for a
     free, total_bytes the allocator's current bytes after it; stack (with
     with_stack, for ops and ranges) the caller's line, ["train.py:12"]: the
@@ -241,11 +242,12 @@ class profile:
                 if stack:
                     stack[-1][4] += e.bytes
                 continue
-            key = (e.name, e.input_shapes if group_by_input_shape else "",
+            name = e.name + " (stream)" if e.kind == "stream" else e.name
+            key = (name, e.input_shapes if group_by_input_shape else "",
                    e.stack[0] if group_by_stack_n > 0 and e.stack else "")
             row = rows.get(key)
             if row is None:
-                row = rows[key] = FunctionEventAvg(e.name, e.kind, key[1], key[2])
+                row = rows[key] = FunctionEventAvg(name, e.kind, key[1], key[2])
             row.count += 1
             row.cpu_time_total += e.duration_us
             if stack:

@@ -27,7 +27,8 @@ atomic_int musa_prof_flags_;
 typedef struct prof_thread {
     pthread_mutex_t mu;
     int tid;
-    bool dead; /* its thread exited (under reg.mu) */
+    char label[32]; /* the lane's name, or "" */
+    bool dead;      /* its thread exited (under reg.mu) */
     musa_profile_event *ev;
     int64_t n, cap;
     musa_arena strings;
@@ -50,6 +51,18 @@ void musa_profiler_set_location_fn(const char *(*fn)(void)) {
 }
 
 static _Thread_local prof_thread *tl_buf;
+static _Thread_local char tl_label[32];
+static _Thread_local bool tl_no_location;
+
+void musa_prof_thread_setup(const char *label, bool locations) {
+    snprintf(tl_label, sizeof tl_label, "%s", label ? label : "");
+    tl_no_location = !locations;
+    if (tl_buf) { /* the trace writer reads labels under reg.mu */
+        pthread_mutex_lock(&reg.mu);
+        memcpy(tl_buf->label, tl_label, sizeof tl_label);
+        pthread_mutex_unlock(&reg.mu);
+    }
+}
 static pthread_key_t tl_key;
 static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
 /* the session's start time (read without reg.mu) */
@@ -80,6 +93,7 @@ static prof_thread *my_buffer(void) {
     pthread_mutex_init(&b->mu, NULL);
     musa_arena_init(&b->strings, 16384);
     b->tid = (int)syscall(SYS_gettid);
+    memcpy(b->label, tl_label, sizeof tl_label);
     pthread_once(&tl_once, make_key);
     pthread_setspecific(tl_key, b);
     pthread_mutex_lock(&reg.mu);
@@ -97,7 +111,7 @@ static void append(musa_profile_event e, int64_t t0, const char *detail, bool co
     if (!b) return;
     e.location = "";
     const char *(*where)(void) = atomic_load(&location_fn);
-    if ((musa_prof_on() & MUSA_PROFILE_STACK) && where &&
+    if ((musa_prof_on() & MUSA_PROFILE_STACK) && where && !tl_no_location &&
         (e.kind == MUSA_PROFILE_OP || e.kind == MUSA_PROFILE_RANGE)) {
         const char *w = where(); /* outside the buffer's lock: it may run Python */
         if (w) e.location = w;
@@ -258,7 +272,8 @@ void musa_profiler_range_end(const char *name, int64_t begin) {
 /* ---- the Chrome trace ---- */
 
 static const char *category(int kind) {
-    static const char *const names[] = {"op", "plan", "backward", "user_annotation", "memory"};
+    static const char *const names[] = {"op",     "plan",  "backward", "user_annotation",
+                                        "memory", "stream"};
     return kind >= 0 && kind < MUSA_ARRAY_LEN(names) ? names[kind] : "other";
 }
 
@@ -289,10 +304,17 @@ int musa_profiler_write_chrome_trace(const char *path) {
         int *grown = realloc(tids, (size_t)(n_tids + 1) * sizeof *tids);
         if (!grown) break; /* the names are decoration; the events follow */
         tids = grown, tids[n_tids++] = t;
+        const char *label = "";
+        for (prof_thread *b = reg.threads; b && !*label; b = b->next)
+            if (b->tid == t) label = b->label;
         musa_sb_printf(&sb,
                        ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
                        "\"args\": {\"name\": \"%s %d\"}}",
-                       pid, t, t == pid ? "main thread" : "thread", t);
+                       pid, t,
+                       *label     ? label
+                       : t == pid ? "main thread"
+                                  : "thread",
+                       t);
     }
     free(tids);
     for (int64_t i = 0; i < reg.n_snap; i++) {

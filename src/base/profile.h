@@ -42,6 +42,11 @@ void musa_prof_complete(int kind, const char *name, int64_t t0, const char *deta
  * events are read (user ranges, custom autograd nodes). */
 void musa_prof_complete_copy(int kind, const char *name, int64_t t0, const char *detail);
 
+/* Name the calling thread's lane in traces ("stream 1"); a thread made by
+ * musa that must not call the location function (it may run Python) says
+ * so with locations = false. */
+void musa_prof_thread_setup(const char *label, bool locations);
+
 /* An allocation (bytes > 0) or free (bytes < 0), with the allocator's
  * current bytes after it; only while MUSA_PROFILE_MEMORY is on. */
 void musa_prof_memory(int64_t bytes, int64_t total);

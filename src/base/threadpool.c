@@ -151,8 +151,16 @@ int musa_pool_threads(void) {
     return atomic_load_explicit(&pool.num_threads, memory_order_relaxed);
 }
 
+static _Thread_local int tls_thread_cap; /* 0: none */
+
+void musa_pool_set_thread_cap(int n) {
+    tls_thread_cap = n > 0 ? n : 0;
+}
+
 int musa_pool_intra_threads(void) {
-    return tls_serial_depth > 0 ? 1 : musa_pool_threads();
+    if (tls_serial_depth > 0) return 1;
+    int n = musa_pool_threads();
+    return tls_thread_cap && tls_thread_cap < n ? tls_thread_cap : n;
 }
 
 void musa_task_group_init(musa_task_group *g) {
@@ -265,7 +273,7 @@ static void pf_runner(void *arg) {
 void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int threads = tls_serial_depth > 0 ? 1 : musa_pool_threads();
+    int threads = musa_pool_intra_threads();
     /* under two grains there is one chunk: a team of one thread would only
      * add a parallel region's cost */
     if (threads <= 1 || n / grain < 2) {

@@ -33,9 +33,13 @@ static inline bool musa_interrupt_take(void) {
     return atomic_exchange_explicit(&musa_interrupt_flag, 0, memory_order_relaxed) != 0;
 }
 
-/* Threads a kernel running on this thread may use: the pool size on a free
- * thread, 1 inside a pool task or a parallel_for body. */
+/* Threads a kernel running on this thread may use: the pool size (or the
+ * thread's cap) on a free thread, 1 inside a pool task or a parallel_for
+ * body. */
 int musa_pool_intra_threads(void);
+/* Cap the threads kernels started on the calling thread use (a stream's
+ * worker: its own share of the cores); 0 removes the cap. */
+void musa_pool_set_thread_cap(int n);
 
 /* Resize the pool to n threads in all (n >= 1); blocks while it joins.
  * Other threads may use the pool meanwhile: their tasks run on the caller

@@ -17,6 +17,7 @@
 #include "../base/profile.h"
 #include "../base/threadpool.h"
 #include "../backend/cpu/kernels.h"
+#include "../tensor/stream.h"
 
 const musa_op_info musa_ops[MUSA_OP_COUNT] = {
 #define OP(name_, n_in_, n_out_, attrs_, infer_, kernel_, ws_, flags_, grad_, save_, fn_, py_)     \
@@ -133,7 +134,8 @@ void musa_set_long_op_hook(void (*hook)(bool begin)) {
 }
 
 bool musa_long_op_begin(int64_t elems) {
-    if (MUSA_LIKELY(long_op_hook == NULL) || elems < MUSA_LONG_OP_ELEMS) return false;
+    if (MUSA_LIKELY(long_op_hook == NULL) || elems < MUSA_LONG_OP_ELEMS || musa_on_stream_worker)
+        return false;
     long_op_hook(true);
     return true;
 }
@@ -142,20 +144,13 @@ void musa_long_op_end(bool began) {
     if (began) long_op_hook(false);
 }
 
-static int run_kernel(const musa_op_info *info, int n_in, musa_tensor *const *cin,
-                      const void *attrs, int n_out, musa_tensor **dst) {
-    musa_kview kin_buf[8], *kin = kin_buf;
-    musa_kview kout[MUSA_MAX_OUTPUTS];
-    if (n_in > 8) {
-        kin = musa_malloc(sizeof(musa_kview) * (size_t)n_in, info->name);
-        if (!kin) return MUSA_ERR_NOMEM;
-    }
-    for (int i = 0; i < n_in; i++) musa_tensor_kview(cin[i], &kin[i]);
-    for (int j = 0; j < n_out; j++) musa_tensor_kview(dst[j], &kout[j]);
+/* Run the op's kernel on prepared views (a stream's worker runs it too). */
+static int run_kernel(const musa_op_info *info, int n_in, const musa_kview *kin, const void *attrs,
+                      int n_out, musa_kview *kout) {
     musa_kctx ctx = {.op_name = info->name};
     size_t block = 0;
     int rc = MUSA_OK;
-    if (musa_kviews_all_empty(kout, n_out)) goto done; /* nothing to write */
+    if (musa_kviews_all_empty(kout, n_out)) return MUSA_OK; /* nothing to write */
     if (info->workspace) {
         ctx.scratch_bytes = info->workspace(kout, n_out, kin, n_in, attrs);
         if (ctx.scratch_bytes) {
@@ -167,8 +162,8 @@ static int run_kernel(const musa_op_info *info, int n_in, musa_tensor *const *ci
         bool long_op = false;
         if (MUSA_UNLIKELY(long_op_hook != NULL)) {
             int64_t work = 0;
-            for (int i = 0; i < n_in; i++) work += cin[i]->numel;
-            for (int j = 0; j < n_out; j++) work += dst[j]->numel;
+            for (int i = 0; i < n_in; i++) work += musa_kview_numel(&kin[i]);
+            for (int j = 0; j < n_out; j++) work += musa_kview_numel(&kout[j]);
             long_op = musa_long_op_begin(work);
         }
         rc = info->kernel(&ctx, kout, kin, n_in, attrs);
@@ -178,8 +173,96 @@ static int run_kernel(const musa_op_info *info, int n_in, musa_tensor *const *ci
             rc = musa_err(MUSA_ERR_INTERRUPTED, "[%s] interrupted", info->name);
     }
     if (ctx.scratch) musa_cpu_free(ctx.scratch, block);
-done:
+    return rc;
+}
+
+/* An op's kernel run, as a stream queues it: the views, with the copies
+ * into provided outputs the kernel could not write directly. */
+typedef struct op_work {
+    const musa_op_info *info;
+    musa_attrs_any attrs;
+    int n_in, n_out;
+    musa_kview kout[MUSA_MAX_OUTPUTS];
+    musa_kview kcopy[MUSA_MAX_OUTPUTS]; /* where kout[j] is copied to (data NULL: nowhere) */
+    musa_kview kin[];
+} op_work;
+
+static int op_work_run(void *ctx) {
+    op_work *w = ctx;
+    int rc = run_kernel(w->info, w->n_in, w->kin, &w->attrs, w->n_out, w->kout);
+    for (int j = 0; j < w->n_out && !rc; j++)
+        if (w->kcopy[j].data) rc = musa_cpu_copy(&w->kcopy[j], &w->kout[j]);
+    return rc;
+}
+
+/* The op's views: inputs cin, outputs dst, and the provided outputs that
+ * get a copy of dst (copy_to[j] non-NULL). NULL without memory. */
+static op_work *op_work_new(const musa_op_info *info, int n_in, musa_tensor *const *cin,
+                            const void *attrs, int n_out, musa_tensor *const *dst,
+                            musa_tensor *const *copy_to) {
+    op_work *w = musa_malloc(sizeof *w + sizeof(musa_kview) * (size_t)n_in, info->name);
+    if (!w) return NULL;
+    w->info = info;
+    if (info->attrs_kind != MUSA_ATTRS_none)
+        memcpy(&w->attrs, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
+    w->n_in = n_in, w->n_out = n_out;
+    for (int i = 0; i < n_in; i++) musa_tensor_kview(cin[i], &w->kin[i]);
+    for (int j = 0; j < n_out; j++) {
+        musa_tensor_kview(dst[j], &w->kout[j]);
+        w->kcopy[j].data = NULL;
+        if (copy_to[j]) musa_tensor_kview(copy_to[j], &w->kcopy[j]);
+    }
+    return w;
+}
+
+/* Run the op now, on this thread. */
+static int run_now(const musa_op_info *info, int n_in, musa_tensor *const *cin, const void *attrs,
+                   int n_out, musa_tensor *const *dst, musa_tensor *const *copy_to) {
+    musa_kview kin_buf[8], *kin = kin_buf;
+    musa_kview kout[MUSA_MAX_OUTPUTS];
+    if (n_in > 8 && !(kin = musa_malloc(sizeof(musa_kview) * (size_t)n_in, info->name)))
+        return MUSA_ERR_NOMEM;
+    for (int i = 0; i < n_in; i++) musa_tensor_kview(cin[i], &kin[i]);
+    for (int j = 0; j < n_out; j++) musa_tensor_kview(dst[j], &kout[j]);
+    int rc = run_kernel(info, n_in, kin, attrs, n_out, kout);
+    for (int j = 0; j < n_out && !rc; j++) {
+        if (!copy_to[j]) continue;
+        musa_kview kd;
+        musa_tensor_kview(copy_to[j], &kd);
+        rc = musa_cpu_copy(&kd, &kout[j]);
+    }
     if (kin != kin_buf) free(kin);
+    return rc;
+}
+
+/* With streams alive: queue the op on the current stream, or run it here
+ * once the stream work on its storages is done. Ops whose results depend
+ * on when they run (random draws) or that may call Python (custom ops), and
+ * recording modes, run here. */
+static int run_with_streams(musa_op_id op, const musa_op_info *info, int n_in,
+                            musa_tensor *const *cin, const void *attrs, int n_out,
+                            musa_tensor *const *dst, musa_tensor *const *copy_to) {
+    musa_storage *rd_buf[8], **rd = rd_buf, *wr[2 * MUSA_MAX_OUTPUTS];
+    if (n_in > 8 && !(rd = musa_malloc(sizeof *rd * (size_t)n_in, info->name)))
+        return MUSA_ERR_NOMEM;
+    for (int i = 0; i < n_in; i++) rd[i] = cin[i]->storage;
+    for (int j = 0; j < n_out; j++) {
+        wr[2 * j] = dst[j]->storage;
+        wr[2 * j + 1] = copy_to[j] ? copy_to[j]->storage : NULL;
+    }
+    musa_stream *s = musa_stream_current();
+    int rc;
+    if (s && musa_tls.mode == MUSA_MODE_EAGER && !(info->flags & MUSA_OPF_RANDOM) &&
+        op != MUSA_OP_custom) {
+        op_work *w = op_work_new(info, n_in, cin, attrs, n_out, dst, copy_to);
+        musa_stream_work sw = {.name = info->name, .fn = op_work_run, .free_ctx = free, .ctx = w};
+        rc = w ? musa_stream_submit(s, &sw, n_in, rd, 2 * n_out, wr, NULL) : MUSA_ERR_NOMEM;
+    } else {
+        rc = musa_storages_wait(n_in, rd, false);
+        if (!rc) rc = musa_storages_wait(2 * n_out, wr, true);
+        if (!rc) rc = run_now(info, n_in, cin, attrs, n_out, dst, copy_to);
+    }
+    if (rd != rd_buf) free(rd);
     return rc;
 }
 
@@ -555,14 +638,12 @@ static int dispatch_now(musa_op_id op, int n_in, musa_tensor *const *in, const v
             dst[j] = t;
         }
         if (!symbolic) {
-            if ((rc = run_kernel(info, n_in, cin, &a, n_out, dst))) goto done;
-            for (int j = 0; j < n_out; j++) {
-                if (!temp[j]) continue;
-                musa_kview kd, ks;
-                musa_tensor_kview(out[j], &kd);
-                musa_tensor_kview(temp[j], &ks);
-                if ((rc = musa_cpu_copy(&kd, &ks))) goto done;
-            }
+            musa_tensor *copy_to[MUSA_MAX_OUTPUTS];
+            for (int j = 0; j < n_out; j++) copy_to[j] = temp[j] ? out[j] : NULL;
+            rc = MUSA_UNLIKELY(musa_streams_live())
+                     ? run_with_streams(op, info, n_in, cin, &a, n_out, dst, copy_to)
+                     : run_now(info, n_in, cin, &a, n_out, dst, copy_to);
+            if (rc) goto done;
         }
         for (int j = 0; j < n_out; j++)
             if (out[j]) musa_tensor_bump_version(out[j]);

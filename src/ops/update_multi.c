@@ -27,6 +27,7 @@
 #include "../base/profile.h"
 #include "../base/threadpool.h"
 #include "../base/vec.h"
+#include "../tensor/stream.h"
 
 #define MAX_IN (MUSA_MAX_OUTPUTS + 2) /* an update row: param, state..., grad, lr */
 
@@ -271,8 +272,11 @@ int musa_update_multi(int op_, const musa_attrs *attrs, int n_rows, int n_in,
     char *mem = NULL;
     if (rc) goto done;
 
-    /* together only in plain eager mode, when no row writes what another touches */
-    bool together = musa_tls.mode == MUSA_MODE_EAGER && !musa_tls.anomaly_forward && n_plain > 1;
+    /* together only in plain eager mode, when no row writes what another
+     * touches, and with no streams (row by row, the dispatcher orders each
+     * row with the streams' work) */
+    bool together = musa_tls.mode == MUSA_MODE_EAGER && !musa_tls.anomaly_forward && n_plain > 1 &&
+                    !musa_streams_live();
     if (together) {
         /* one block: the kernel's (prepared rows, views, row pointers), then
          * the conflict check's (storage table, spans) */

@@ -9,6 +9,7 @@
 #include "../backend/cpu/alloc.h"
 #include "../backend/cpu/kernels.h"
 #include "../base/tlcache.h"
+#include "stream.h"
 
 void (*musa_tensor_autograd_free_hook)(musa_tensor *t);
 
@@ -104,11 +105,13 @@ static musa_storage *storage_new(size_t nbytes) {
     s->deleter = NULL;
     s->deleter_ctx = NULL;
     s->device = (musa_device){MUSA_DEVICE_CPU, 0};
+    atomic_init(&s->sync, NULL);
     return s;
 }
 
-static void storage_release(musa_storage *s) {
+void musa_storage_release(musa_storage *s) {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
+    musa_storage_sync_free(s);
     if (s->block_bytes)
         musa_cpu_free(s->data, s->block_bytes);
     else if (s->deleter)
@@ -221,7 +224,7 @@ musa_tensor *musa_tensor_retain(musa_tensor *t) {
 void musa_tensor_release(musa_tensor *t) {
     if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
     if (t->autograd && musa_tensor_autograd_free_hook) musa_tensor_autograd_free_hook(t);
-    storage_release(t->storage);
+    musa_storage_release(t->storage);
     musa_tensor *base = t->view_base; /* a root: releasing it does not recurse further */
     musa_tl_free(MUSA_TL_TENSOR, t);
     musa_tensor_release(base);
@@ -306,6 +309,9 @@ bool musa_tensor_is_contiguous(const musa_tensor *t) {
 
 void *musa_tensor_data(const musa_tensor *t) {
     if (!t || !t->storage) return NULL;
+    /* the caller may read or write: stream work on it finishes first (a
+     * failure is reported by musa_tensor_sync and the readers below) */
+    if (MUSA_UNLIKELY(musa_streams_live())) (void)musa_storage_wait(t->storage, true);
     return (char *)t->storage->data + (size_t)t->offset * musa_dtype_info[t->dtype].size;
 }
 
@@ -328,11 +334,16 @@ void musa_tensor_bump_version(musa_tensor *t) {
     if (t && t->storage) atomic_fetch_add(&t->storage->version, 1);
 }
 
+int musa_tensor_sync(const musa_tensor *t) {
+    if (!t || !t->storage || MUSA_LIKELY(!musa_streams_live())) return MUSA_OK;
+    return musa_storage_wait(t->storage, true);
+}
+
 static int need_data(const musa_tensor *t, const char *where) {
     if (!t) return musa_err(MUSA_ERR_VALUE, "[%s] tensor is NULL", where);
     if (!t->storage)
         return musa_err(MUSA_ERR_RUNTIME, "[%s] a meta tensor has no data (symbolic mode)", where);
-    return MUSA_OK;
+    return musa_tensor_sync(t);
 }
 
 int musa_tensor_copy_to(const musa_tensor *t, void *dst, size_t dst_bytes) {
@@ -462,6 +473,7 @@ musa_tensor *musa_from_blob(void *data, int ndim, const int64_t *shape, const in
     s->deleter = deleter;
     s->deleter_ctx = ctx;
     s->device = (musa_device){MUSA_DEVICE_CPU, 0};
+    atomic_init(&s->sync, NULL);
     musa_tensor *t = tensor_struct(dtype, ndim, shape, numel);
     if (!t) {
         musa_tl_free(MUSA_TL_STORAGE, s); /* the caller keeps ownership of data when we fail */

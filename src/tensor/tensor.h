@@ -26,7 +26,11 @@ typedef struct musa_storage {
     void (*deleter)(void *ctx); /* external memory: called on the last release */
     void *deleter_ctx;
     musa_device device;
+    _Atomic(struct musa_storage_sync *) sync; /* streams' use of it (stream.c); NULL: none */
 } musa_storage;
+
+/* Drop a reference to a storage (freeing it with the last). */
+void musa_storage_release(musa_storage *s);
 
 enum {
     MUSA_TF_NUMBER = 1, /* wrapped number: lowest promotion priority */

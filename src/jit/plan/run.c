@@ -28,9 +28,11 @@
 #include "../../backend/cpu/kernels.h"
 #include "../../base/profile.h"
 #include "../../base/threadpool.h"
+#include "../../tensor/stream.h"
 
 void musa_plan_free(musa_plan *p) {
     if (!p) return;
+    if (atomic_load(&p->queued)) (void)musa_synchronize(); /* its runs on streams finish first */
     musa_cpu_free_exact(p->mem, p->mem_block);
     pthread_mutex_destroy(&p->lock);
     musa_arena_free(&p->arena);
@@ -322,6 +324,133 @@ static char *tensor_data(const musa_tensor *t) {
                : NULL;
 }
 
+/* A run's bindings: the slots' base pointers (inputs, parameters, output
+ * buffers; the arena's are set under the lock), the output buffers (NULL
+ * until allocated, unless `eager_roots`), and each mutation's target view
+ * (data NULL: no target in this run). */
+typedef struct run_args {
+    musa_plan *p;
+    char **base;
+    musa_tensor **roots;
+    musa_kview *targets;
+    int n_targets;
+    bool eager_roots; /* every output buffer is allocated already */
+} run_args;
+
+/* The steps, then the write-backs, under the plan's lock. */
+static int run_steps(run_args *a) {
+    musa_plan *p = a->p;
+    const musa_graph *g = p->g;
+    char **base = a->base;
+    int rc = MUSA_OK;
+    size_t total = p->arena_bytes; /* data and the steps' scratch */
+    pthread_mutex_lock(&p->lock);
+    if (total && !p->mem && !(p->mem = musa_cpu_alloc_exact(total, &p->mem_block))) {
+        pthread_mutex_unlock(&p->lock);
+        return MUSA_ERR_NOMEM;
+    }
+    if (MUSA_UNLIKELY(musa_prof_on()) && !p->pnames) name_instrs(p);
+    char *mem = p->mem;
+    base[MUSA_SLOT_ARENA] = mem;
+    base[MUSA_SLOT_SCRATCH] = mem; /* scratch offsets are arena offsets */
+    base[MUSA_SLOT_TILE] = NULL;
+    int out_slot0 = MUSA_SLOT_IO + p->n_inputs + p->n_params, next_out = 0;
+    run_ctx r = {.p = p, .base = base, .scratch = base[MUSA_SLOT_SCRATCH]};
+    for (int s = 0; s < p->n_steps && !rc; s++) {
+        /* Output buffers appear when first written, as eager allocates them. */
+        for (; !a->eager_roots && next_out < p->n_out_roots && !rc; next_out++) {
+            int k = p->out_order[next_out];
+            if (p->out_first[k] != s) break;
+            const musa_gvalue *v = &g->values.data[p->out_roots[k]];
+            if (!(a->roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
+                rc = musa_last_error_code();
+            else
+                base[out_slot0 + k] = tensor_data(a->roots[k]);
+        }
+        if (rc) break;
+        step *st = &p->steps[s];
+        rc = st->parallel ? run_parallel(&r, st) : run_instr(&r, &p->instrs[st->first]);
+        if (!rc && MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take())
+            rc = musa_err(MUSA_ERR_INTERRUPTED,
+                          "[jit] compiled run interrupted after step %d of %d", s + 1, p->n_steps);
+        if (p->opt.poison && !rc)
+            for (int k = 0; k < p->n_bufs; k++)
+                if (p->bufs[k].last == s) memset(mem + p->bufs[k].offset, 0xff, p->bufs[k].bytes);
+    }
+    if (rc) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", musa_last_error());
+        if (r.fail_loc)
+            rc = musa_err(rc, "%s (compiled %s, recorded at %s)", msg, r.fail_name, r.fail_loc);
+    }
+    /* Mutations: write final values back into inputs and parameters. */
+    for (int i = 0; i < a->n_targets && !rc; i++) {
+        if (!a->targets[i].data) continue;
+        const musa_gmutation *m = &g->mutations.data[i];
+        musa_kview ks;
+        musa_plan_kview_of(&g->values.data[m->value], &ks);
+        kref lr = p->vloc[m->value];
+        ks.data = base[lr.slot] + lr.off;
+        if (ks.data != a->targets[i].data) rc = musa_cpu_copy(&a->targets[i], &ks);
+    }
+    if (!rc) p->stats.runs++;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+/* A run queued on a stream: its bindings, owned. */
+typedef struct queued_run {
+    run_args a;
+    char *mem; /* base, then targets */
+} queued_run;
+
+static int queued_run_go(void *ctx) {
+    return run_steps(&((queued_run *)ctx)->a);
+}
+
+static void queued_run_free(void *ctx) {
+    queued_run *q = ctx;
+    atomic_fetch_sub(&q->a.p->queued, 1);
+    free(q->mem);
+    free(q);
+}
+
+/* With a stream current: queue the steps on it (the output buffers are
+ * allocated now), reading the inputs and parameters and writing the outputs
+ * and the mutated tensors. */
+static int run_on_stream(musa_stream *s, run_args *a, musa_tensor *const *inputs,
+                         musa_tensor *const *mut_targets) {
+    musa_plan *p = a->p;
+    size_t nb = sizeof(char *) * (size_t)p->n_slots, nt = sizeof(musa_kview) * (size_t)a->n_targets;
+    int n_rd = p->n_inputs + p->n_params, n_wr = p->n_out_roots + a->n_targets;
+    queued_run *q = musa_calloc(1, sizeof *q, "plan_run");
+    char *mem = q ? musa_malloc(nb + nt + 1, "plan_run") : NULL;
+    musa_storage **st = mem ? musa_calloc((size_t)(n_rd + n_wr) + 1, sizeof *st, "plan_run") : NULL;
+    if (!st) {
+        free(mem), free(q);
+        return MUSA_ERR_NOMEM;
+    }
+    q->mem = mem;
+    q->a = *a;
+    q->a.base = (char **)mem;
+    memcpy(q->a.base, a->base, nb);
+    q->a.targets = (musa_kview *)(mem + nb);
+    if (nt) memcpy(q->a.targets, a->targets, nt);
+    const musa_graph *g = p->g;
+    for (int i = 0; i < p->n_inputs; i++) st[i] = inputs[i]->storage;
+    for (int k = 0; k < p->n_params; k++)
+        st[p->n_inputs + k] = g->values.data[p->param_vals[k]].tensor->storage;
+    for (int k = 0; k < p->n_out_roots; k++) st[n_rd + k] = a->roots[k]->storage;
+    for (int i = 0; i < a->n_targets; i++)
+        st[n_rd + p->n_out_roots + i] = mut_targets[i] ? mut_targets[i]->storage : NULL;
+    atomic_fetch_add(&p->queued, 1);
+    musa_stream_work w = {
+        .name = "compiled run", .fn = queued_run_go, .free_ctx = queued_run_free, .ctx = q};
+    int rc = musa_stream_submit(s, &w, n_rd, st, n_wr, st + n_rd, NULL);
+    free(st);
+    return rc;
+}
+
 int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
                   musa_tensor **outputs) {
     if (!p) return musa_err(MUSA_ERR_VALUE, "[jit] plan is NULL");
@@ -339,86 +468,72 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         int rc = check_input(p, i, inputs[i]);
         if (rc) return rc;
     }
+    int n_mut = (int)g->mutations.len;
     char *base_buf[64], **base = base_buf;
     musa_tensor *roots_buf[16], **roots = roots_buf;
+    musa_kview targets_buf[8], *targets = targets_buf;
+    musa_tensor *mt_buf[8], **mut_targets = mt_buf;
     if (p->n_slots > 64 && !(base = musa_calloc((size_t)p->n_slots, sizeof *base, "plan_run")))
         return MUSA_ERR_NOMEM;
-    if (p->n_out_roots > 16 &&
-        !(roots = musa_calloc((size_t)p->n_out_roots, sizeof *roots, "plan_run"))) {
-        if (base != base_buf) free(base);
-        return MUSA_ERR_NOMEM;
-    }
-    for (int k = 0; k < p->n_out_roots; k++) roots[k] = NULL;
     int rc = MUSA_OK;
-    size_t total = p->arena_bytes; /* data and the steps' scratch */
-    pthread_mutex_lock(&p->lock);
-    if (total && !p->mem && !(p->mem = musa_cpu_alloc_exact(total, &p->mem_block))) {
+    if (p->n_out_roots > 16 &&
+        !(roots = musa_calloc((size_t)p->n_out_roots, sizeof *roots, "plan_run")))
         rc = MUSA_ERR_NOMEM;
-        goto done;
-    }
-    if (MUSA_UNLIKELY(musa_prof_on()) && !p->pnames) name_instrs(p);
-    char *mem = p->mem;
-    base[MUSA_SLOT_ARENA] = mem;
-    base[MUSA_SLOT_SCRATCH] = mem; /* scratch offsets are arena offsets */
-    base[MUSA_SLOT_TILE] = NULL;
+    if (!rc && n_mut > 8 &&
+        (!(targets = musa_calloc((size_t)n_mut, sizeof *targets, "plan_run")) ||
+         !(mut_targets = musa_calloc((size_t)n_mut, sizeof *mut_targets, "plan_run"))))
+        rc = MUSA_ERR_NOMEM;
+    if (rc) goto done;
+    for (int k = 0; k < p->n_out_roots; k++) roots[k] = NULL;
     int slot = MUSA_SLOT_IO;
     for (int i = 0; i < n_in; i++) base[slot++] = tensor_data(inputs[i]);
     for (int k = 0; k < p->n_params; k++)
         base[slot++] = tensor_data(g->values.data[p->param_vals[k]].tensor);
-    int out_slot0 = slot, next_out = 0;
-    run_ctx r = {.p = p, .base = base, .scratch = base[MUSA_SLOT_SCRATCH]};
-    for (int s = 0; s < p->n_steps && !rc; s++) {
-        /* Output buffers appear when first written, as eager allocates them. */
-        for (; next_out < p->n_out_roots && !rc; next_out++) {
-            int k = p->out_order[next_out];
-            if (p->out_first[k] != s) break;
+    /* the tensors mutations write back into */
+    for (int i = 0; i < n_mut; i++) {
+        const musa_gmutation *m = &g->mutations.data[i];
+        const musa_gvalue *tv = &g->values.data[m->target];
+        musa_tensor *target = tv->kind == MUSA_V_PARAM ? tv->tensor : NULL;
+        for (int k = 0; k < n_in && !target; k++)
+            if (g->inputs.data[k] == m->target) target = inputs[k];
+        mut_targets[i] = target;
+        targets[i].data = NULL;
+        if (target) musa_tensor_kview(target, &targets[i]);
+    }
+    run_args a = {.p = p, .base = base, .roots = roots, .targets = targets, .n_targets = n_mut};
+    musa_stream *stream = musa_streams_live() ? musa_stream_current() : NULL;
+    if (stream) {
+        a.eager_roots = true;
+        for (int k = 0; k < p->n_out_roots && !rc; k++) {
             const musa_gvalue *v = &g->values.data[p->out_roots[k]];
             if (!(roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
                 rc = musa_last_error_code();
             else
-                base[out_slot0 + k] = tensor_data(roots[k]);
+                base[MUSA_SLOT_IO + n_in + p->n_params + k] = tensor_data(roots[k]);
         }
-        if (rc) break;
-        step *st = &p->steps[s];
-        rc = st->parallel ? run_parallel(&r, st) : run_instr(&r, &p->instrs[st->first]);
-        if (!rc && MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take())
-            rc = musa_err(MUSA_ERR_INTERRUPTED,
-                          "[jit] compiled run interrupted after step %d of %d", s + 1, p->n_steps);
-        if (p->opt.poison && !rc)
-            for (int k = 0; k < p->n_bufs; k++)
-                if (p->bufs[k].last == s) memset(mem + p->bufs[k].offset, 0xff, p->bufs[k].bytes);
+        if (!rc) rc = run_on_stream(stream, &a, inputs, mut_targets);
+    } else {
+        if (musa_streams_live()) { /* stream work on what the run touches finishes first */
+            for (int i = 0; i < n_in && !rc; i++) rc = musa_storage_wait(inputs[i]->storage, false);
+            for (int k = 0; k < p->n_params && !rc; k++)
+                rc = musa_storage_wait(g->values.data[p->param_vals[k]].tensor->storage, false);
+            for (int i = 0; i < n_mut && !rc; i++)
+                if (mut_targets[i]) rc = musa_storage_wait(mut_targets[i]->storage, true);
+        }
+        if (!rc) rc = run_steps(&a);
     }
     for (int k = 0; k < p->n_out_roots && !rc; k++) { /* outputs no step writes */
         if (roots[k]) continue;
         const musa_gvalue *v = &g->values.data[p->out_roots[k]];
         if (!(roots[k] = musa_tensor_alloc((musa_dtype)v->dtype, v->ndim, v->shape)))
             rc = musa_last_error_code();
-        else
-            base[out_slot0 + k] = tensor_data(roots[k]);
     }
-    if (rc) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", musa_last_error());
-        if (r.fail_loc)
-            rc = musa_err(rc, "%s (compiled %s, recorded at %s)", msg, r.fail_name, r.fail_loc);
-        goto done;
-    }
-    /* Mutations: write final values back into inputs and parameters. */
-    for (int64_t i = 0; i < g->mutations.len; i++) {
-        const musa_gmutation *m = &g->mutations.data[i];
-        const musa_gvalue *tv = &g->values.data[m->target];
-        musa_tensor *target = tv->kind == MUSA_V_PARAM ? tv->tensor : NULL;
-        for (int k = 0; k < n_in && !target; k++)
-            if (g->inputs.data[k] == m->target) target = inputs[k];
-        if (!target) continue;
-        musa_kview kd, ks;
-        musa_tensor_kview(target, &kd);
-        musa_plan_kview_of(&g->values.data[m->value], &ks);
-        kref lr = p->vloc[m->value];
-        ks.data = base[lr.slot] + lr.off;
-        if (ks.data == kd.data) continue;
-        if ((rc = musa_cpu_copy(&kd, &ks))) goto done;
-        musa_tensor_bump_version(target);
+    if (rc) goto done;
+    for (int i = 0; i < n_mut; i++) { /* written back (not computed in place): a new version */
+        if (!mut_targets[i]) continue;
+        kref lr = p->vloc[g->mutations.data[i].value];
+        if (!(lr.slot >= MUSA_SLOT_IO && base[lr.slot] + lr.off == targets[i].data))
+            musa_tensor_bump_version(mut_targets[i]);
     }
     /* Outputs. */
     for (int i = 0; i < n_out; i++) {
@@ -452,15 +567,15 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         }
         outputs[i] = o;
     }
-    p->stats.runs++;
 done:
     if (rc)
         for (int i = 0; i < n_out; i++)
             if (outputs[i]) musa_tensor_release(outputs[i]), outputs[i] = NULL;
-    pthread_mutex_unlock(&p->lock);
-    for (int k = 0; k < p->n_out_roots; k++) musa_tensor_release(roots[k]);
+    for (int k = 0; roots && k < p->n_out_roots; k++) musa_tensor_release(roots[k]);
     if (base != base_buf) free(base);
     if (roots != roots_buf) free(roots);
+    if (targets != targets_buf) free(targets);
+    if (mut_targets != mt_buf) free(mut_targets);
     return rc;
 }
 
