@@ -291,6 +291,7 @@ bench)
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
     PYTHONPATH=python "$PYTHON" bench/bench_bf16.py
+    PYTHONPATH=python "$PYTHON" bench/bench_streams.py
     ;;
 table)
     shift

@@ -241,7 +241,8 @@ MUSA_API int musa_tensor_get(const musa_tensor *t, const int64_t *index, double 
 MUSA_API void *musa_tensor_handle(const musa_tensor *t);
 MUSA_API void musa_tensor_set_handle(musa_tensor *t, void *handle);
 /* Human-readable dump ("tensor([[1., 2.], ...], dtype=...)") into buf;
- * returns the length it needed (like snprintf). */
+ * returns the length it needed (like snprintf), or -1 with the error set
+ * (no memory, or failed stream work that was to produce t). */
 MUSA_API int musa_tensor_format(const musa_tensor *t, char *buf, size_t buf_size);
 
 /* ------------------------------------------------------------------------ */

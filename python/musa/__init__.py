@@ -67,6 +67,9 @@ def __getattr__(name):
         return fn
     if name == "Config":
         return _lazy("jit").Config
+    if name in ("Stream", "Event", "stream", "current_stream", "default_stream", "set_stream",
+                "synchronize", "StreamContext", "streams"):
+        return getattr(_lazy("streams"), name) if name != "streams" else _lazy("streams")
     if name == "autocast":  # torch.autocast's place
         return _lazy("amp").autocast
     raise AttributeError(f"module 'musa' has no attribute '{name}'")

@@ -161,6 +161,10 @@ static void emit(fmt_state *f, sbuf *b, int dim, int64_t *idx) {
 
 int musa_tensor_format(const musa_tensor *t, char *buf, size_t buf_size) {
     sbuf b = {0};
+    if (musa_tensor_sync(t)) { /* stream work that was to produce it failed */
+        if (buf_size) buf[0] = '\0';
+        return -1;
+    }
     if (!t)
         put(&b, "None");
     else if (!t->storage) {

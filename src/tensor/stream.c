@@ -53,13 +53,13 @@ struct musa_stream {
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
     task *head, *tail;
-    uint64_t issued;            /* under g.mu */
-    atomic_uint_fast64_t done;  /* the last finished task's number */
-    bool stop;                  /* under mu */
-    int err_code;               /* the first failure since the last synchronize */
-    uint64_t err_seq;           /* its task; 0: none */
+    uint64_t issued;           /* under g.mu */
+    atomic_uint_fast64_t done; /* the last finished task's number */
+    bool stop;                 /* under mu */
+    int err_code;              /* the first failure since the last synchronize */
+    uint64_t err_seq;          /* its task; 0: none */
     char err_msg[512];
-    struct musa_stream *next;   /* registry, under g.mu */
+    struct musa_stream *next; /* registry, under g.mu */
 };
 
 typedef struct retired {
@@ -550,10 +550,8 @@ int musa_event_record(musa_event *e, musa_stream *s) {
     }
     use at = {0, 0};
     if (s) {
-        musa_stream_work w = {.name = "Event.record",
-                              .fn = m ? mark_fire : NULL,
-                              .free_ctx = mark_release,
-                              .ctx = m};
+        musa_stream_work w = {
+            .name = "Event.record", .fn = m ? mark_fire : NULL, .free_ctx = mark_release, .ctx = m};
         if (!m) w.fn = nothing;
         uint64_t seq;
         int rc = musa_stream_submit(s, &w, 0, NULL, 0, NULL, &seq);
@@ -590,8 +588,8 @@ int musa_event_synchronize(const musa_event *e) {
 int musa_stream_wait_event(musa_stream *s, const musa_event *e) {
     if (!e) return musa_err(MUSA_ERR_VALUE, "[Stream.wait_event] event is NULL");
     if (!e->recorded || !e->at.stream) return MUSA_OK; /* nothing pending to wait for */
-    if (!s) return musa_event_synchronize(e);              /* the host waits */
-    if (e->at.stream == s->id) return MUSA_OK;             /* in order already */
+    if (!s) return musa_event_synchronize(e);          /* the host waits */
+    if (e->at.stream == s->id) return MUSA_OK;         /* in order already */
     musa_stream_work w = {.name = "Stream.wait_event",
                           .fn = nothing,
                           .dep_stream = e->at.stream,
@@ -612,8 +610,7 @@ int musa_event_elapsed_time(const musa_event *start, const musa_event *end, doub
         return musa_err(MUSA_ERR_VALUE, "[Event.elapsed_time] both events need "
                                         "enable_timing=True");
     if (!start->recorded || !end->recorded)
-        return musa_err(MUSA_ERR_VALUE,
-                        "[Event.elapsed_time] both events must be recorded first");
+        return musa_err(MUSA_ERR_VALUE, "[Event.elapsed_time] both events must be recorded first");
     int64_t a = atomic_load(&start->m->ns), b = atomic_load(&end->m->ns);
     if (!a || !b)
         return musa_err(MUSA_ERR_RUNTIME, "[Event.elapsed_time] an event has not completed yet; "

@@ -335,18 +335,30 @@ static bool run_program(const step_t *prog, musa_tensor **t, musa_stream **strea
         musa_tensor *r = NULL;
         int rc = MUSA_OK;
         switch (p->op) {
-        case 0: r = musa_add(t[p->a], t[p->b]); break;
-        case 1: r = musa_sub(t[p->a], t[p->b]); break;
-        case 2: r = musa_maximum(t[p->a], t[p->b]); break;
+        case 0:
+            r = musa_add(t[p->a], t[p->b]);
+            break;
+        case 1:
+            r = musa_sub(t[p->a], t[p->b]);
+            break;
+        case 2:
+            r = musa_maximum(t[p->a], t[p->b]);
+            break;
         case 3: {
             musa_tensor *m = musa_matmul(t[p->a], t[p->b]);
             r = m ? musa_clamp(m, &lo, &hi) : NULL;
             musa_tensor_release(m);
             break;
         }
-        case 4: rc = musa_add_(t[p->dst], t[p->a]); break;
-        case 5: rc = musa_fill_(t[p->dst], (double)(i % 5) - 2); break;
-        case 6: rc = musa_copy_(t[p->dst], t[p->a]); break;
+        case 4:
+            rc = musa_add_(t[p->dst], t[p->a]);
+            break;
+        case 5:
+            rc = musa_fill_(t[p->dst], (double)(i % 5) - 2);
+            break;
+        case 6:
+            rc = musa_copy_(t[p->dst], t[p->a]);
+            break;
         case 7: { /* an event on this stream, waited for by another */
             musa_stream *me = streams && p->stream >= 0 ? streams[p->stream] : NULL;
             rc = streams ? musa_event_record(ev, me) : MUSA_OK;

@@ -40,6 +40,10 @@ typedef struct buffer_hold {
 static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     musa_tensor *t = pm_t(self);
     pm_host_read(t, MUSA_READ_DATA, 0);
+    if (musa_tensor_sync(t)) { /* the stream work that was to produce it failed */
+        pm_raise();
+        return -1;
+    }
     const char *fmt = buffer_format(musa_tensor_dtype(t));
     if (!fmt) {
         PyErr_Format(PyExc_TypeError,
@@ -124,6 +128,7 @@ static PyObject *numpy_module(void) {
 DEF(numpy, PM_METH, "self:T * force:b=False") {
     musa_tensor *t = a[0].t;
     pm_host_read(t, MUSA_READ_DATA, 0);
+    if (musa_tensor_sync(t)) return pm_raise();
     if (musa_tensor_requires_grad(t) && !a[1].b) {
         PyErr_SetString(PyExc_RuntimeError, "[numpy] Can't call numpy() on Tensor that requires "
                                             "grad. Use tensor.detach().numpy() instead.");
