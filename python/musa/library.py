@@ -117,15 +117,25 @@ class CustomOp:
         return tuple(r)
 
 
-def custom_op(name, fn=None, *, n_inputs=None, n_outputs=1):
+def custom_op(name, fn=None, *, mutates_args=(), n_inputs=None, n_outputs=1,
+              device_types=None):
     """Register ``fn`` as the op ``name`` ("mylib::op": letters, digits,
     '_', ':' and '.'). The forward takes tensors (contiguous; ``.numpy()``
     views them) and returns a tensor, a NumPy array or anything
     musa.as_tensor takes (a tuple of them for several outputs) of the shape
     and dtype its fake says. Usable as a decorator. n_inputs defaults to
-    the function's positional parameters."""
+    the function's positional parameters. ``mutates_args`` (as in
+    torch.library.custom_op) must name nothing: custom ops return new
+    tensors. ``device_types`` may be None or "cpu"."""
     if not isinstance(name, str):
         raise TypeError(f"[custom_op] name must be a str, got {type(name).__name__}")
+    if mutates_args not in ((), [], None) and not (
+            isinstance(mutates_args, (tuple, list, set)) and not mutates_args):
+        raise ValueError(f"[custom_op] {name}: custom ops that mutate their inputs are not "
+                         f"supported (mutates_args={mutates_args!r}); return new tensors")
+    if device_types not in (None, "cpu", ("cpu",), ["cpu"]):
+        raise ValueError(f"[custom_op] {name}: device_types must be None or 'cpu', got "
+                         f"{device_types!r}")
 
     def register(f):
         import inspect

@@ -131,16 +131,27 @@ int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, int n_out, 
 
 /* ---- the op-table row ---- */
 
-/* A user function runs outside any capture, without autograd or autocast:
- * what it does inside (musa ops on its inputs, reading their data) is the
- * op's own business, not part of the caller's graph or tape. */
-static musa_tls_state quiet_begin(void) {
-    musa_tls_state saved = musa_tls;
+/* A user function runs outside any capture, without autograd or autocast,
+ * and synchronously (no current stream: its results must be there when it
+ * returns): what it does inside (musa ops on its inputs, reading their
+ * data) is the op's own business, not part of the caller's graph or tape. */
+typedef struct quiet {
+    musa_tls_state tls;
+    musa_stream *stream;
+} quiet;
+
+static quiet quiet_begin(void) {
+    quiet saved = {musa_tls, musa_stream_set_current(NULL)};
     musa_tls.mode = MUSA_MODE_EAGER;
     musa_tls.recorder = NULL;
     musa_tls.grad_disabled = true;
     musa_tls.autocast = 0;
     return saved;
+}
+
+static void quiet_end(quiet saved) {
+    musa_tls = saved.tls;
+    musa_stream_set_current(saved.stream);
 }
 
 int infer_custom(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
@@ -155,9 +166,9 @@ int infer_custom(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     int64_t shape[MUSA_CUSTOM_MAX_OUTPUTS][MUSA_MAX_DIMS];
     for (int j = 0; j < d->n_out; j++) dt[j] = MUSA_DTYPE_FLOAT32, nd[j] = -1;
     musa_clear_error();
-    musa_tls_state saved = quiet_begin();
+    quiet saved = quiet_begin();
     int rc = d->infer(d->user, n_in, (const musa_tensor *const *)in, dt, nd, shape);
-    musa_tls = saved;
+    quiet_end(saved);
     if (rc) {
         if (musa_last_error_code() == MUSA_OK)
             return musa_err(rc < 0 ? rc : MUSA_ERR_VALUE, "[%s] infer failed (status %d)", d->name,
@@ -203,9 +214,9 @@ int cpu_custom(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
         if (!(to[j] = view_tensor(&out[j]))) rc = musa_last_error_code();
     if (!rc) {
         musa_clear_error();
-        musa_tls_state saved = quiet_begin();
+        quiet saved = quiet_begin();
         rc = d->forward(d->user, n_in, ti, d->n_out, to);
-        musa_tls = saved;
+        quiet_end(saved);
         if (rc && musa_last_error_code() == MUSA_OK)
             rc = musa_err(rc < 0 ? rc : MUSA_ERR_RUNTIME, "[%s] forward failed (status %d)",
                           d->name, rc);

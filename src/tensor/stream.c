@@ -56,6 +56,7 @@ struct musa_stream {
     uint64_t issued;           /* under g.mu */
     atomic_uint_fast64_t done; /* the last finished task's number */
     bool stop;                 /* under mu */
+    bool orphan;               /* in a forked child: no worker thread */
     int err_code;              /* the first failure since the last synchronize */
     uint64_t err_seq;          /* its task; 0: none */
     char err_msg[512];
@@ -220,7 +221,47 @@ static void *worker_main(void *arg) {
 
 /* ---- streams ---- */
 
+/* At exit, work still queued finishes before the libraries it uses are torn
+ * down. In a forked child the workers are gone: streams are forgotten there
+ * (their pending work never runs in the child), and g.mu, held across the
+ * fork, is remade. */
+static void at_exit(void) {
+    (void)musa_synchronize();
+}
+
+static void fork_prepare(void) {
+    pthread_mutex_lock(&g.mu);
+}
+
+static void fork_parent(void) {
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void fork_child(void) {
+    pthread_mutex_init(&g.mu, NULL);
+    for (musa_stream *s = g.live; s; s = s->next) { /* no worker here: nothing will run */
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->work_cv, NULL);
+        pthread_cond_init(&s->done_cv, NULL);
+        s->orphan = true;
+        s->head = s->tail = NULL; /* (tasks leaked) */
+        atomic_store(&s->done, s->issued);
+    }
+    g.live = NULL;
+    g.retired = NULL; /* (leaked in the child: its storages may be in use) */
+    atomic_store(&g.have_retired, false);
+    atomic_store(&musa_streams_live_, 0);
+    tl_current = NULL;
+}
+
+static void install_handlers(void) {
+    atexit(at_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 musa_stream *musa_stream_new(int threads) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_handlers);
     if (threads < 1 || threads > MUSA_MAX_THREADS) {
         musa_err(MUSA_ERR_VALUE, "[Stream] threads must be 1 to %d, got %d", MUSA_MAX_THREADS,
                  threads);
@@ -258,7 +299,7 @@ static void stream_destroy(musa_stream *s) {
     s->stop = true;
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
+    if (!s->orphan) pthread_join(s->thread, NULL);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->mu);
@@ -272,11 +313,11 @@ void musa_stream_free(musa_stream *s) {
     if (tl_current == s) tl_current = NULL;
     pthread_mutex_lock(&g.mu);
     for (musa_stream **p = &g.live; *p; p = &(*p)->next)
-        if (*p == s) {
+        if (*p == s) { /* (not found in a forked child: forgotten there) */
             *p = s->next;
+            atomic_fetch_sub(&musa_streams_live_, 1);
             break;
         }
-    atomic_fetch_sub(&musa_streams_live_, 1);
     pthread_mutex_unlock(&g.mu);
     stream_release(s);
 }
@@ -291,7 +332,7 @@ int musa_stream_threads(const musa_stream *s) {
 
 musa_stream *musa_stream_set_current(musa_stream *s) {
     musa_stream *prev = tl_current;
-    tl_current = s;
+    tl_current = s && !s->orphan ? s : NULL; /* a forked child runs its work itself */
     return prev;
 }
 

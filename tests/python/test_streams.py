@@ -299,3 +299,71 @@ def test_random_interleavings_equal_synchronous(seed):
         return [t.tolist() for t in ts], reads
 
     assert run(True) == run(False)
+
+
+def test_fork_and_exit_with_work_queued():
+    """A forked child (DataLoader workers) has no stream workers: its musa
+    works synchronously and exits cleanly; a process that exits with work
+    still queued finishes it first."""
+    import os
+    import subprocess
+    import sys
+    code = """if True:
+        import os, sys, musa
+        s = musa.Stream()
+        x = musa.randn(300, 300)
+        with musa.stream(s):
+            y = x
+            for _ in range(20):
+                y = y @ x * 0.01
+        pid = os.fork()
+        if pid == 0:
+            z = musa.ones(3) + 1
+            s.synchronize()
+            with musa.stream(s):
+                w = z * 2
+            ok = w.tolist() == [4.0, 4.0, 4.0]
+            del s
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, status
+        with musa.stream(s):
+            for _ in range(20):
+                y = y @ x * 0.01
+        print("exiting")  # with the work queued
+    """
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(musa.__file__)))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "exiting"
+
+
+def test_compiled_random_and_custom_ops_run_in_order():
+    """Compiled functions that draw random numbers or call a custom op (its
+    forward may run Python) run on the caller even under a stream: the draws
+    keep program order, and the callback needs no worker to take the GIL."""
+    @musa.library.custom_op("streamtest::twice", mutates_args=())
+    def twice(x: musa.Tensor) -> musa.Tensor:
+        return musa.tensor(x.numpy() * 2)
+
+    @twice.register_fake
+    def _(x):
+        return musa.empty_like(x)
+
+    @musa.jit
+    def f(x):
+        return twice(F.dropout(x, 0.5, training=True)) + musa.rand(4, 4)
+
+    x = musa.ones(4, 4)
+    f(x)  # compile
+    musa.manual_seed(3)
+    want = [f(x) for _ in range(3)]
+    s = musa.Stream()
+    musa.manual_seed(3)
+    with musa.stream(s):
+        got = [f(x) for _ in range(3)]
+        extra = got[0] + 1  # queued behind them
+    for g, w in zip(got, want):
+        assert musa.equal(g, w)
+    assert musa.equal(extra, want[0] + 1)

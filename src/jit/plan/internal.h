@@ -127,9 +127,10 @@ struct musa_plan {
     musa_plan_stats stats;
     musa_plan_options opt;
     pthread_mutex_t lock;
-    atomic_int queued; /* runs queued on streams and not finished (musa_plan_free waits) */
-    bool pnames;       /* instrs[].pname set */
-    kref *vloc;        /* [values] where each value's data is */
+    atomic_int queued;    /* runs queued on streams and not finished (musa_plan_free waits) */
+    atomic_int runs_here; /* 1: runs stay on the caller under streams (run.c); -1: no; 0: unknown */
+    bool pnames;          /* instrs[].pname set */
+    kref *vloc;           /* [values] where each value's data is */
 };
 
 static inline size_t musa_plan_value_bytes(const musa_gvalue *v) {

@@ -451,6 +451,22 @@ static int run_on_stream(musa_stream *s, run_args *a, musa_tensor *const *inputs
     return rc;
 }
 
+/* Whether a plan's runs stay on the calling thread even under a stream: it
+ * draws random numbers (in program order, as eager does) or calls custom
+ * ops (whose forward may call Python). Found once, on the first run. */
+static bool runs_here(musa_plan *p) {
+    int v = atomic_load_explicit(&p->runs_here, memory_order_relaxed);
+    if (v) return v > 0;
+    bool here = false;
+    const musa_graph *g = p->g;
+    for (int64_t i = 0; i < g->nodes.len && !here; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        here = !n->dead && (n->op == MUSA_OP_custom || (musa_ops[n->op].flags & MUSA_OPF_RANDOM));
+    }
+    atomic_store_explicit(&p->runs_here, here ? 1 : -1, memory_order_relaxed);
+    return here;
+}
+
 int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
                   musa_tensor **outputs) {
     if (!p) return musa_err(MUSA_ERR_VALUE, "[jit] plan is NULL");
@@ -502,6 +518,7 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
     }
     run_args a = {.p = p, .base = base, .roots = roots, .targets = targets, .n_targets = n_mut};
     musa_stream *stream = musa_streams_live() ? musa_stream_current() : NULL;
+    if (stream && runs_here(p)) stream = NULL;
     if (stream) {
         a.eager_roots = true;
         for (int k = 0; k < p->n_out_roots && !rc; k++) {
