@@ -39,6 +39,8 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # 
 from . import autograd  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
 from ._functions import norm, split, unbind  # noqa: E402,F401
+from ._more_functions import *  # noqa: E402,F401,F403
+from ._legacy import *  # noqa: E402,F401,F403
 from . import cuda  # noqa: E402,F401
 
 __version__ = _C.__version__
@@ -56,7 +58,8 @@ def _lazy(name):
 
 def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
-    if name in ("nn", "optim", "utils", "amp", "jit", "profiler", "viz", "library"):
+    if name in ("nn", "optim", "utils", "amp", "jit", "profiler", "viz", "library", "backends",
+                "accelerator"):
         return _lazy(name)
     if name == "make_dot":
         return _lazy("viz").make_dot

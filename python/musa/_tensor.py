@@ -322,6 +322,32 @@ def isfinite(self):
     return F.isfinite(self)
 
 
+from . import _more_functions as _M  # noqa: E402
+
+Tensor.is_cpu = property(lambda self: not self.is_cuda, doc="True: musa tensors live in memory")
+Tensor.is_xpu = property(lambda self: False, doc="False: no XPU backend")
+Tensor.is_mps = property(lambda self: False, doc="False: no MPS backend")
+
+for _name in ("roll", "diagonal", "unflatten", "logaddexp", "logaddexp2", "arcsin", "arccos",
+              "arctan", "arcsinh", "arccosh", "arctanh", "fix", "diag_embed"):
+    setattr(Tensor, _name, getattr(_M, _name))
+
+
+@_method
+def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _M.std_mean(self, dim, unbiased, keepdim, correction=correction)
+
+
+@_method
+def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _M.var_mean(self, dim, unbiased, keepdim, correction=correction)
+
+
+@_method
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    return _M.unique(self, sorted, return_inverse, return_counts, dim)
+
+
 # ---- in-place versions: compute, then copy into self ----
 
 def _inplace(name):
@@ -337,7 +363,9 @@ def _inplace(name):
 for _name in ("abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
               "cos", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "sign", "clamp", "pow",
               "remainder", "fmod", "masked_fill", "index_add", "scatter", "scatter_add", "tril",
-              "triu", "square", "lerp", "erf", "logical_not", "clip", "maximum", "minimum"):
+              "triu", "square", "lerp", "erf", "logical_not", "clip", "maximum", "minimum", "asin",
+              "acos", "atan", "asinh", "acosh", "atanh", "trunc", "copysign", "arcsin", "arccos",
+              "arctan", "arcsinh", "arccosh", "arctanh", "fix"):
     setattr(Tensor, _name + "_", _inplace(_name))
 
 

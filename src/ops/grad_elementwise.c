@@ -48,6 +48,15 @@ UNARY_GRAD(grad_sigmoid, musa_mul(G, T(musa_mul(Y, T(musa_sub(NUM(1), Y))))))
 /* d/dx erf(x) = 2/sqrt(pi) exp(-x^2) */
 UNARY_GRAD(grad_erf, musa_mul(T(musa_mul(G, NUM(1.1283791670955126))),
                               T(musa_exp(T(musa_neg(T(musa_mul(X, X))))))))
+/* inverse trigonometric and hyperbolic functions */
+UNARY_GRAD(grad_asin, musa_div(G, T(musa_sqrt(T(musa_sub(NUM(1), T(musa_mul(X, X))))))))
+UNARY_GRAD(grad_acos,
+           musa_div(T(musa_neg(G)), T(musa_sqrt(T(musa_sub(NUM(1), T(musa_mul(X, X))))))))
+UNARY_GRAD(grad_atan, musa_div(G, T(musa_add(NUM(1), T(musa_mul(X, X))))))
+UNARY_GRAD(grad_asinh, musa_div(G, T(musa_sqrt(T(musa_add(T(musa_mul(X, X)), NUM(1)))))))
+UNARY_GRAD(grad_acosh,
+           musa_div(G, T(musa_sqrt(T(musa_mul(T(musa_sub(X, NUM(1))), T(musa_add(X, NUM(1)))))))))
+UNARY_GRAD(grad_atanh, musa_div(G, T(musa_sub(NUM(1), T(musa_mul(X, X))))))
 /* GELU: its fused derivative kernel, or under create_graph the derivative
  * in primitives (erf: Phi(x) + x phi(x); tanh: the chain rule through
  * tanh(sqrt(2/pi) (x + 0.044715 x^3))) so higher orders stay exact. */
@@ -171,6 +180,19 @@ int grad_fmod(const musa_grad_args *a, musa_tensor **gin) {
         gb = T(musa_mul(T(musa_neg(G)), q));
     }
     return finish2(a, gin, G, gb, &t);
+}
+
+/* copysign(a, b) = |a| sign(b): d/da = y / a (0 where a is 0), d/db = 0. */
+int grad_copysign(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *ga = NULL, *gb = NULL;
+    if (a->needs[0]) {
+        musa_tensor *zero = NUM(0);
+        musa_tensor *r = T(musa_where(T(musa_eq(X, zero)), zero, T(musa_div(Y, X))));
+        ga = T(musa_mul(G, r));
+    }
+    if (a->needs[1]) gb = T(musa_zeros_like(G));
+    return finish2(a, gin, ga, gb, &t);
 }
 
 /* remainder: d/db = -floor(a / b). */

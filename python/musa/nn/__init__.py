@@ -8,6 +8,6 @@
 from .parameter import Parameter
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, utils, parallel  # noqa: F401
 
-__all__ = ["Parameter", "functional", "init", "utils"] + _modules_all
+__all__ = ["Parameter", "functional", "init", "utils", "parallel"] + _modules_all

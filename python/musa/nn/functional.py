@@ -82,6 +82,66 @@ def sigmoid(input):
     return _C.sigmoid(input)
 
 
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    if _number(alpha, "celu", "alpha") == 0:
+        raise ValueError("[celu] alpha must not be 0 (it divides the input)")
+    return _apply(lambda x: _C.mul(_C.elu(_C.div(x, alpha), 1.0), alpha)
+                  if alpha != 1.0 else _C.elu(x, 1.0), input, inplace, "celu")
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """scale (max(0, x) + min(0, alpha (exp(x) - 1))), with the constants of
+    self-normalising networks."""
+    return _apply(lambda x: _C.mul(_C.elu(x, _SELU_ALPHA), _SELU_SCALE), input, inplace, "selu")
+
+
+def mish(input, inplace=False):
+    """x tanh(softplus(x))."""
+    return _apply(lambda x: _C.mul(x, _C.tanh(_C.softplus(x, 1.0, 20.0))), input, inplace, "mish")
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6."""
+    return _apply(lambda x: _C.div(_C.hardtanh(_C.add(x, 3.0), 0.0, 6.0), 6.0), input, inplace,
+                  "hardsigmoid")
+
+
+def hardswish(input, inplace=False):
+    """x relu6(x + 3) / 6."""
+    return _apply(lambda x: _C.mul(x, _C.div(_C.hardtanh(_C.add(x, 3.0), 0.0, 6.0), 6.0)), input,
+                  inplace, "hardswish")
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)) = -softplus(-x), finite for large |x|."""
+    _tensors("logsigmoid", input=input)
+    return _C.neg(_C.softplus(_C.neg(input), 1.0, 20.0))
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    _tensors("softsign", input=input)
+    return _C.div(input, _C.add(_C.abs(input), 1.0))
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    _tensors("tanhshrink", input=input)
+    return _C.sub(input, _C.tanh(input))
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along dim."""
+    _tensors("softmin", input=input)
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim)
+    return _C.softmax(_C.neg(input if dtype is None else input.to(dtype)), dim)
+
+
 def tanh(input):
     return _C.tanh(input)
 
@@ -548,3 +608,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = _mask_scores(scores, attn_mask, True, "scaled_dot_product_attention")
     attn = dropout(_C.softmax(scores, -1), dropout_p, dropout_p > 0)
     return attn @ value
+
+
+from ._functional_more import *  # noqa: E402,F401,F403

@@ -225,6 +225,7 @@ BINARY_ARITH(add, a + b, a + b, IADD(a, b), a | b)
 BINARY_NUMERIC(sub, a - b, a - b, ISUB(a, b))
 BINARY_ARITH(mul, a * b, a * b, IMUL(a, b), a & b)
 BINARY_FLOAT(div, a / b, a / b)
+BINARY_FLOAT(copysign, copysignf(a, b), copysign(a, b))
 BINARY_NUMERIC(floor_divide, ffloordivf(a, b), ffloordiv(a, b),
                b == 0 ? FLAG(zero_div) : ifloordiv(a, b))
 /* pow: a float tensor to one scalar exponent 2, 3, 0.5 or -1 takes the

@@ -147,6 +147,7 @@ UNARY_ALL(relu, x < 0 ? 0.0f : x, x < 0 ? 0.0 : x, x < 0 ? 0 : x)
 UNARY_ALL(floor, floorf(x), floor(x), x)
 UNARY_ALL(ceil, ceilf(x), ceil(x), x)
 UNARY_ALL(round, nearbyintf(x), nearbyint(x), x)
+UNARY_ALL(trunc, truncf(x), trunc(x), x)
 
 UNARY_MATH(exp, expf(x), exp(x))
 UNARY_MATH(expm1, expm1f(x), expm1(x))
@@ -171,6 +172,12 @@ static inline double logistic_d(double x) {
 }
 UNARY_MATH(sigmoid, logistic_f(x), logistic_d(x))
 UNARY_MATH(erf, erff(x), erf(x))
+UNARY_FLOAT(asin, asinf(x), asin(x))
+UNARY_FLOAT(acos, acosf(x), acos(x))
+UNARY_FLOAT(atan, atanf(x), atan(x))
+UNARY_FLOAT(asinh, asinhf(x), asinh(x))
+UNARY_FLOAT(acosh, acoshf(x), acosh(x))
+UNARY_FLOAT(atanh, atanhf(x), atanh(x))
 
 /* GELU (vmath.h): the attribute picks the exact or the tanh form. */
 UNARY_FLOAT_TABLE(gelu_erf, musa_gelu_erf_f(x), musa_gelu_erf_d(x), DEF_UM)

@@ -36,10 +36,17 @@ UNARY_GC(cos, -3, 3)
 UNARY_GC(tanh, -2, 2)
 UNARY_GC(sigmoid, -3, 3)
 UNARY_GC(erf, -2, 2)
+UNARY_GC(asin, -0.8, 0.8)
+UNARY_GC(acos, -0.8, 0.8)
+UNARY_GC(atan, -3, 3)
+UNARY_GC(asinh, -3, 3)
+UNARY_GC(acosh, 1.5, 4)
+UNARY_GC(atanh, -0.8, 0.8)
 UNARY_GC(relu, 0.1, 2)
 UNARY_GC(floor, 0.1, 0.9)
 UNARY_GC(ceil, 0.1, 0.9)
 UNARY_GC(round, 0.1, 0.4)
+UNARY_GC(trunc, 0.1, 0.9)
 
 /* gelu, exact and tanh forms: gradcheck runs the formulas in primitives
  * (grad mode is on), gradgradcheck differentiates them again */
@@ -80,6 +87,7 @@ BINARY_GC(maximum, -2, 2, -2, 2)
 BINARY_GC(minimum, -2, 2, -2, 2)
 BINARY_GC(fmod, 0.1, 3.9, 1.0, 1.0 + 1e-3)
 BINARY_GC(remainder, -3.9, -0.1, 1.0, 1.0 + 1e-3)
+BINARY_GC(copysign, 0.2, 2, -2, -0.2)
 
 static musa_tensor *f_where(musa_tensor *const *in) {
     musa_tensor *c = from_list(MUSA_DTYPE_BOOL, 1, S(4), (double[]){1, 0, 0, 1});

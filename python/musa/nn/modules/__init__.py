@@ -1,13 +1,19 @@
 """The layers of musa.nn, one family per file."""
 from .module import Module
-from .linear import Identity, Linear
+from .linear import Identity, Linear, Bilinear
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Softplus, Hardtanh, Sigmoid, Tanh, Softmax,
-                         LogSoftmax, MultiheadAttention)
+                         LogSoftmax, MultiheadAttention, CELU, SELU, Mish, Hardswish, Hardsigmoid,
+                         LogSigmoid, Softsign, Tanhshrink, Softmin)
 from .pooling import MaxPool2d, AvgPool2d, AdaptiveAvgPool2d
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm
+from .normalization import (BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d,
+                            InstanceNorm2d, InstanceNorm3d, LocalResponseNorm)
 from .sparse import Embedding
-from .dropout import Dropout
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
+from .padding import *  # noqa: F401,F403
+from .padding import __all__ as _padding_all
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .container import Sequential, ModuleList, ModuleDict, ParameterList
 from .flatten import Flatten, Unflatten
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
@@ -20,5 +26,8 @@ __all__ = [
     "LayerNorm", "GroupNorm", "Embedding", "Dropout", "Sequential", "ModuleList", "ModuleDict",
     "ParameterList", "Flatten", "Unflatten", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
     "LSTMCell", "GRUCell", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss",
-    "BCEWithLogitsLoss",
-]
+    "BCEWithLogitsLoss", "CELU", "SELU", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid", "Softsign",
+    "Tanhshrink", "Softmin", "Bilinear", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+    "LocalResponseNorm", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+    "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+] + _padding_all

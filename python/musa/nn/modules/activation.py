@@ -131,6 +131,58 @@ class Tanh(Module):
         return _C.tanh(input)
 
 
+class CELU(Module):
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + _inplace_str(self.inplace)
+
+
+class SELU(_InplaceActivation):
+    def forward(self, input):
+        return F.selu(input, self.inplace)
+
+
+class Mish(_InplaceActivation):
+    """x tanh(softplus(x))."""
+
+    def forward(self, input):
+        return F.mish(input, self.inplace)
+
+
+class Hardswish(_InplaceActivation):
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+
+class Hardsigmoid(_InplaceActivation):
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
 class _DimActivation(Module):
     """An activation along one dim."""
 
@@ -145,6 +197,13 @@ class _DimActivation(Module):
 class Softmax(_DimActivation):
     def forward(self, input):
         return F.softmax(input, self.dim)
+
+
+class Softmin(_DimActivation):
+    """softmax(-x) along dim."""
+
+    def forward(self, input):
+        return F.softmin(input, self.dim)
 
 
 class LogSoftmax(_DimActivation):

@@ -1,4 +1,5 @@
-"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm.
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, InstanceNorm1d/2d/3d,
+LayerNorm, GroupNorm, LocalResponseNorm.
 
 Affine weights start at 1 and biases at 0. Batch norm keeps running_mean
 (zeros), running_var (ones) and num_batches_tracked (an int64 count) as
@@ -81,6 +82,63 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Batch norm over (N, C, H, W)."""
     _dims = (4,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Normalise each channel of each sample over its spatial dims. Without
+    affine or running stats by default (PyTorch's defaults); with
+    track_running_stats, eval mode uses the running stats."""
+
+    _spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input):
+        n = self._spatial
+        if input.ndim not in (n + 1, n + 2):
+            raise ValueError(f"[{type(self).__name__}] expected {n + 1}D or {n + 2}D input (got "
+                             f"{input.ndim}D input of shape {tuple(input.shape)})")
+        unbatched = input.ndim == n + 1
+        x = input.unsqueeze(0) if unbatched else input
+        if x.shape[1] != self.num_features and self.affine:
+            raise ValueError(f"[{type(self).__name__}] expected input with {self.num_features} "
+                             f"channels, got {x.shape[1]}")
+        use_input_stats = self.training or not self.track_running_stats
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            use_input_stats, 0.1 if self.momentum is None else self.momentum,
+                            self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm over (N, C, L) or (C, L)."""
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm over (N, C, H, W) or (C, H, W)."""
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm over (N, C, D, H, W) or (C, D, H, W)."""
+    _spatial = 3
+
+
+class LocalResponseNorm(Module):
+    """x / (k + alpha/size * sum of x^2 over `size` neighbouring channels)^beta."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class LayerNorm(Module):

@@ -147,6 +147,10 @@ class RNNBase(Module):
                                   for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))))
         return out
 
+    def flatten_parameters(self):
+        """A no-op kept for PyTorch code: cuDNN wants its weights in one
+        block; musa's kernels take them as they are."""
+
     def forward(self, input, hx=None):
         """(output, h_n) -- (output, (h_n, c_n)) for LSTM. input is (L, N, I),
         (N, L, I) when batch_first, or unbatched (L, I); hx (or (h_0, c_0))

@@ -1,0 +1,351 @@
+"""More of musa.nn.functional, as composites of differentiable ops: channel
+dropout and alpha dropout, pixel (un)shuffle, interpolate, instance norm,
+local response norm and the bilinear layer's function. Re-exported by
+musa.nn.functional."""
+import math
+
+from .. import _C
+from .._functions import _number, _tensors
+from ..autograd import no_grad
+
+__all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+           "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample", "upsample_nearest",
+           "upsample_bilinear", "instance_norm", "local_response_norm", "bilinear"]
+
+
+def _check_p(p, who):
+    if not 0.0 <= _number(p, who, "p") <= 1.0:
+        raise ValueError(f"[{who}] dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _channel_dropout(input, p, training, inplace, spatial, who):
+    """Zero whole channels: input (N, C, *spatial) or (C, *spatial)."""
+    _tensors(who, input=input)
+    _check_p(p, who)
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise ValueError(f"[{who}] expected a {spatial + 1}D or {spatial + 2}D input, got "
+                         f"{input.ndim}D input of shape {tuple(input.shape)}")
+    if not training or p == 0.0:
+        return input
+    lead = input.ndim - spatial
+    mask_shape = list(input.shape[:lead]) + [1] * spatial
+    if p == 1.0:
+        out = _C.mul(input, _C.zeros(mask_shape, dtype=input.dtype))
+    else:
+        keep = _C.bernoulli(_C.full(mask_shape, 1.0 - p, dtype=_C.float32)).to(input.dtype)
+        out = _C.mul(input, _C.mul(keep, 1.0 / (1.0 - p)))
+    return input.copy_(out) if inplace else out
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) inputs."""
+    return _channel_dropout(input, p, training, inplace, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) inputs."""
+    return _channel_dropout(input, p, training, inplace, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    return _channel_dropout(input, p, training, inplace, 3, "dropout3d")
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _alpha(input, p, training, inplace, mask_shape, who):
+    _tensors(who, input=input)
+    _check_p(p, who)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input.copy_(_C.zeros_like(input)) if inplace else _C.zeros_like(input)
+    # dropped units take SELU's negative saturation; a and b keep mean and variance
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    keep = _C.bernoulli(_C.full(mask_shape, 1.0 - p, dtype=_C.float32)).to(input.dtype)
+    out = _C.add(_C.mul(_C.add(_C.mul(input, keep), _C.mul(_C.sub(1.0, keep), alpha_p)), a), b)
+    return input.copy_(out) if inplace else out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: keeps the mean and variance of its input."""
+    return _alpha(input, p, training, inplace, list(input.shape), "alpha_dropout")
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout of whole channels."""
+    shape = list(input.shape[:2]) + [1] * max(input.ndim - 2, 0)
+    return _alpha(input, p, training, inplace, shape, "feature_alpha_dropout")
+
+
+# ---- pixel shuffle ----
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    _tensors("pixel_shuffle", input=input)
+    r = upscale_factor
+    if not isinstance(r, int) or r <= 0:
+        raise ValueError(f"[pixel_shuffle] upscale_factor must be a positive int, got {r!r}")
+    if input.ndim < 3 or input.shape[-3] % (r * r):
+        raise RuntimeError(f"[pixel_shuffle] expected an input of at least 3 dims whose channels "
+                           f"({input.shape[-3] if input.ndim >= 3 else None}) divide by "
+                           f"upscale_factor^2 = {r * r}, got shape {tuple(input.shape)}")
+    *lead, c, h, w = input.shape
+    oc = c // (r * r)
+    x = _C.reshape(input, lead + [oc, r, r, h, w])
+    n = len(lead)
+    x = _C.permute(x, list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2])
+    return _C.reshape(x, lead + [oc, h * r, w * r])
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+    _tensors("pixel_unshuffle", input=input)
+    r = downscale_factor
+    if not isinstance(r, int) or r <= 0:
+        raise ValueError(f"[pixel_unshuffle] downscale_factor must be a positive int, got {r!r}")
+    if input.ndim < 3 or input.shape[-2] % r or input.shape[-1] % r:
+        raise RuntimeError(f"[pixel_unshuffle] expected an input of at least 3 dims whose height "
+                           f"and width divide by {r}, got shape {tuple(input.shape)}")
+    *lead, c, h, w = input.shape
+    x = _C.reshape(input, lead + [c, h // r, r, w // r, r])
+    n = len(lead)
+    x = _C.permute(x, list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3])
+    return _C.reshape(x, lead + [c * r * r, h // r, w // r])
+
+
+# ---- interpolate ----
+
+_MODES = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "linear": (1,), "bilinear": (2,),
+          "trilinear": (3,), "bicubic": (2,), "area": (1, 2, 3)}
+
+
+def _out_sizes(input, size, scale_factor, n, recompute):
+    """Output sizes and the scale (input / output) each dim's index map uses."""
+    ins = list(input.shape[2:])
+    if (size is None) == (scale_factor is None):
+        raise ValueError("[interpolate] give exactly one of size and scale_factor")
+    if size is not None:
+        sizes = [size] * n if isinstance(size, int) else list(size)
+        if len(sizes) != n or not all(isinstance(s, int) and s > 0 for s in sizes):
+            raise ValueError(f"[interpolate] size must be {n} positive ints for a {n + 2}D input, "
+                             f"got {size!r}")
+        return sizes, [i / o for i, o in zip(ins, sizes)]
+    scales = [scale_factor] * n if isinstance(scale_factor, (int, float)) else list(scale_factor)
+    if len(scales) != n or not all(isinstance(s, (int, float)) and s > 0 for s in scales):
+        raise ValueError(f"[interpolate] scale_factor must be {n} positive numbers for a {n + 2}D "
+                         f"input, got {scale_factor!r}")
+    sizes = [int(math.floor(i * s)) for i, s in zip(ins, scales)]
+    if any(s <= 0 for s in sizes):
+        raise ValueError(f"[interpolate] output size {sizes} has a dim below 1")
+    if recompute:
+        return sizes, [i / o for i, o in zip(ins, sizes)]
+    return sizes, [1.0 / s for s in scales]
+
+
+def _source(scale, in_size, out_size, align_corners, cubic):
+    """The source coordinate of each output index (PyTorch's
+    area_pixel_compute_source_index), as floats."""
+    d = _C.arange(out_size, dtype=_C.float64)
+    if align_corners:
+        return _C.mul(d, (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0)
+    src = _C.sub(_C.mul(_C.add(d, 0.5), scale), 0.5)
+    return src if cubic else _C.clamp(src, min=0.0)
+
+
+def _take(x, dim, idx):
+    return x.index_select(dim, idx)
+
+
+def _weight(w, dim, ndim, dtype):
+    """A weight per index along dim, shaped to broadcast there."""
+    shape = [1] * ndim
+    shape[dim] = w.shape[0]
+    return _C.reshape(w.to(dtype), shape)
+
+
+def _linear_dim(x, dim, out_size, scale, align_corners):
+    n = x.shape[dim]
+    src = _source(scale, n, out_size, align_corners, False)
+    i0 = _C.clamp(_C.floor(src), max=float(n - 1))
+    lam = _C.sub(src, i0)
+    i0 = i0.to(_C.int64)
+    i1 = _C.clamp(_C.add(i0, 1), max=n - 1)
+    w1 = _weight(lam, dim, x.ndim, x.dtype)
+    a, b = _take(x, dim, i0), _take(x, dim, i1)
+    return _C.add(a, _C.mul(_C.sub(b, a), w1))
+
+
+def _cubic_weights(t, a=-0.75):
+    """The four taps' weights (Keys' cubic convolution, A = -0.75)."""
+    def near(u):  # |u| <= 1
+        return _C.add(_C.mul(_C.mul(_C.sub(_C.mul(u, a + 2), a + 3), u), u), 1.0)
+
+    def far(u):  # 1 < |u| < 2
+        return _C.sub(_C.mul(_C.add(_C.mul(_C.sub(_C.mul(u, a), 5 * a), u), 8 * a), u), 4 * a)
+
+    return [far(_C.add(t, 1.0)), near(t), near(_C.sub(1.0, t)), far(_C.sub(2.0, t))]
+
+
+def _cubic_dim(x, dim, out_size, scale, align_corners):
+    n = x.shape[dim]
+    src = _source(scale, n, out_size, align_corners, True)
+    i0 = _C.floor(src)
+    t = _C.sub(src, i0)
+    i0 = i0.to(_C.int64)
+    out = None
+    for k, w in enumerate(_cubic_weights(t)):
+        idx = _C.clamp(_C.add(i0, k - 1), min=0, max=n - 1)
+        term = _C.mul(_take(x, dim, idx), _weight(w, dim, x.ndim, x.dtype))
+        out = term if out is None else _C.add(out, term)
+    return out
+
+
+def _nearest_dim(x, dim, out_size, scale, exact):
+    n = x.shape[dim]
+    d = _C.arange(out_size, dtype=_C.float64)
+    src = _C.floor(_C.mul(_C.add(d, 0.5), scale) if exact else _C.mul(d, scale))
+    idx = _C.clamp(src, max=float(n - 1)).to(_C.int64)
+    return _take(x, dim, idx)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of (N, C, *spatial) inputs: nearest,
+    nearest-exact, (bi/tri)linear, bicubic or area, as PyTorch computes
+    them. Linear modes and bicubic are separable: one pass per dim."""
+    _tensors("interpolate", input=input)
+    if mode not in _MODES:
+        raise ValueError(f"[interpolate] unknown mode {mode!r}; expected one of "
+                         f"{', '.join(_MODES)}")
+    n = input.ndim - 2
+    if n not in _MODES[mode]:
+        raise ValueError(f"[interpolate] mode {mode!r} needs a "
+                         f"{' or '.join(str(d + 2) + 'D' for d in _MODES[mode])} input, got "
+                         f"{input.ndim}D input of shape {tuple(input.shape)}")
+    if antialias:
+        raise NotImplementedError("[interpolate] antialias=True is not supported")
+    linear = mode in ("linear", "bilinear", "trilinear", "bicubic")
+    if align_corners is not None and not linear:
+        raise ValueError(f"[interpolate] align_corners only applies to linear modes and bicubic, "
+                         f"not {mode!r}")
+    sizes, scales = _out_sizes(input, size, scale_factor, n, bool(recompute_scale_factor))
+    if not input.is_floating_point() and mode != "nearest" and mode != "nearest-exact":
+        raise TypeError(f"[interpolate] mode {mode!r} needs a floating-point input, got "
+                        f"{input.dtype}")
+    if mode == "area":
+        from .functional import adaptive_avg_pool2d
+        if n == 2:
+            return adaptive_avg_pool2d(input, sizes)
+        if n == 1:
+            return adaptive_avg_pool2d(input.unsqueeze(-2), [1, sizes[0]]).squeeze(-2)
+        raise NotImplementedError("[interpolate] mode 'area' supports 3D and 4D inputs")
+    x = input
+    for i in range(n):
+        dim = 2 + i
+        if mode in ("nearest", "nearest-exact"):
+            if sizes[i] != x.shape[dim] or scales[i] != 1.0:
+                x = _nearest_dim(x, dim, sizes[i], scales[i], mode == "nearest-exact")
+        elif mode == "bicubic":
+            x = _cubic_dim(x, dim, sizes[i], scales[i], bool(align_corners))
+        else:
+            x = _linear_dim(x, dim, sizes[i], scales[i], bool(align_corners))
+    return x
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, "bilinear", align_corners=True)
+
+
+# ---- normalisation ----
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its spatial dims; with
+    running stats (and use_input_stats) they follow the batch's mean of the
+    per-instance statistics, as batch norm's do."""
+    _tensors("instance_norm", input=input)
+    if input.ndim < 3:
+        raise ValueError(f"[instance_norm] expected an input with at least 3 dims (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    dims = list(range(2, input.ndim))
+    c = input.shape[1]
+    if use_input_stats:
+        var, mean = input.var(dims, correction=0, keepdim=True), input.mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            count = 1
+            for d in dims:
+                count *= input.shape[d]
+            with no_grad():
+                bm = mean.detach().reshape([input.shape[0], c]).mean(0)
+                bv = var.detach().reshape([input.shape[0], c]).mean(0) * (count / max(count - 1, 1))
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(bm * momentum)
+                if running_var is not None:
+                    running_var.mul_(1 - momentum).add_(bv * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("[instance_norm] use_input_stats=False needs running_mean and "
+                             "running_var")
+        shape = [1, c] + [1] * len(dims)
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    y = _C.mul(_C.sub(input, mean), _C.rsqrt(_C.add(var, eps)))
+    shape = [1, c] + [1] * len(dims)
+    if weight is not None:
+        y = _C.mul(y, weight.reshape(shape))
+    if bias is not None:
+        y = _C.add(y, bias.reshape(shape))
+    return y
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha/size * sum of x^2 over `size` neighbouring channels)^beta."""
+    _tensors("local_response_norm", input=input)
+    if input.ndim < 3:
+        raise ValueError(f"[local_response_norm] expected an input with at least 3 dims, got "
+                         f"shape {tuple(input.shape)}")
+    if not isinstance(size, int) or size <= 0:
+        raise ValueError(f"[local_response_norm] size must be a positive int, got {size!r}")
+    sq = _C.mul(input, input)
+    c = input.shape[1]
+    # sum over channels [i - size//2, i + (size-1)//2] through a zero-padded cumulative sum
+    lo, hi = size // 2, (size - 1) // 2
+    pad_shape = list(sq.shape)
+    pad_shape[1] = lo + 1
+    z1 = _C.zeros(pad_shape, dtype=sq.dtype)
+    pad_shape[1] = hi
+    z2 = _C.zeros(pad_shape, dtype=sq.dtype)
+    cs = _C.cumsum(_C.cat([z1, sq, z2], 1), 1)
+    win = _C.sub(cs.narrow(1, size, c), cs.narrow(1, 0, c))
+    div = _C.pow(_C.add(_C.mul(win, alpha / size), k), beta)
+    return _C.div(input, div)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T W_k x2 + b_k: input1 (*, n1), input2 (*, n2), weight
+    (out, n1, n2)."""
+    _tensors("bilinear", input1=input1, input2=input2, weight=weight)
+    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"[bilinear] shapes do not match: input1 {tuple(input1.shape)}, input2 "
+                           f"{tuple(input2.shape)}, weight {tuple(weight.shape)}")
+    o, n1, n2 = weight.shape
+    lead = list(input1.shape[:-1])
+    a = _C.reshape(input1, [-1, n1])
+    b = _C.reshape(input2, [-1, n2])
+    t = _C.matmul(a, _C.reshape(weight.permute(1, 0, 2), [n1, o * n2]))  # (B, o*n2)
+    y = _C.mul(_C.reshape(t, [-1, o, n2]), b.unsqueeze(1)).sum(2)
+    if bias is not None:
+        y = _C.add(y, bias)
+    return _C.reshape(y, lead + [o])

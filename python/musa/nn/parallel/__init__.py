@@ -1,0 +1,25 @@
+"""musa.nn.parallel: PyTorch's names for parallel wrappers.
+
+DataParallel splits a batch across GPUs in PyTorch; musa has one device,
+so it runs the module as is (its kernels already use every thread), with
+PyTorch's attribute layout (``model.module``) so checkpoints and code that
+unwrap it keep working.
+"""
+from ..modules.module import Module
+
+
+class DataParallel(Module):
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"[DataParallel] module must be a Module, got {type(module).__name__}")
+        self.module = module
+        self.device_ids = [] if device_ids is None else list(device_ids)
+        self.output_device = output_device
+        self.dim = dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
+
+
+__all__ = ["DataParallel"]

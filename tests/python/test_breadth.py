@@ -1,0 +1,374 @@
+"""PyTorch breadth (issue 17): each new function and layer against torch
+(values; gradients by gradcheck in float64, and against torch's), the
+compatibility names, and their errors."""
+import numpy as np
+import pytest
+import torch
+
+import musa
+import musa.nn as nn
+import musa.nn.functional as F
+
+RNG = np.random.default_rng(17)
+
+
+def arr(*shape, lo=-2.0, hi=2.0, dtype=np.float64):
+    return RNG.uniform(lo, hi, shape).astype(dtype)
+
+
+def close(m, t, tol=1e-6):
+    m = m.detach().numpy() if isinstance(m, musa.Tensor) else np.asarray(m)
+    t = t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+    assert m.shape == t.shape, (m.shape, t.shape)
+    np.testing.assert_allclose(m, t, rtol=tol, atol=tol)
+
+
+def same_fn(mfn, tfn, *arrays, tol=1e-6, grad=True):
+    """mfn(musa tensors) against tfn(torch tensors): values, then the
+    gradients of sum(out * w) for a fixed random w, then gradcheck."""
+    ms = [musa.tensor(a, requires_grad=grad) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=grad) for a in arrays]
+    mo, to = mfn(*ms), tfn(*ts)
+    close(mo, to, tol)
+    if not grad:
+        return
+    w = arr(*to.shape)
+    (mo * musa.tensor(w)).sum().backward()
+    (to * torch.tensor(w)).sum().backward()
+    for m, t in zip(ms, ts):
+        close(m.grad, t.grad, tol)
+    ins = [musa.tensor(a, requires_grad=True) for a in arrays]
+    assert musa.autograd.gradcheck(mfn, tuple(ins))
+
+
+# ---- elementwise ops ----
+
+@pytest.mark.parametrize("name,lo,hi", [
+    ("asin", -0.9, 0.9), ("acos", -0.9, 0.9), ("atan", -3, 3), ("asinh", -3, 3),
+    ("acosh", 1.2, 4), ("atanh", -0.9, 0.9)])
+def test_inverse_trig(name, lo, hi):
+    same_fn(getattr(musa, name), getattr(torch, name), arr(4, 5, lo=lo, hi=hi))
+    alias = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+             "acosh": "arccosh", "atanh": "arctanh"}[name]
+    x = arr(6, lo=lo, hi=hi)
+    close(getattr(musa, alias)(musa.tensor(x)), getattr(torch, alias)(torch.tensor(x)))
+    t = musa.tensor(x)
+    getattr(t, name + "_")()
+    close(t, getattr(torch, name)(torch.tensor(x)))
+    # integers become floats; out of the domain gives NaN as in torch
+    close(getattr(musa, name)(musa.tensor([1, 2])), getattr(torch, name)(torch.tensor([1, 2])))
+
+
+def test_trunc_and_copysign():
+    x = np.array([-2.7, -0.5, -0.0, 0.0, 0.5, 2.7, np.inf, -np.inf])
+    close(musa.trunc(musa.tensor(x)), torch.trunc(torch.tensor(x)))
+    close(musa.fix(musa.tensor(x)), torch.fix(torch.tensor(x)))
+    assert musa.trunc(musa.tensor([3, -3])).tolist() == [3, -3]
+    b = np.array([1.0, -1.0, 2.0, -0.0, 3.0, -3.0, 1.0, 1.0])
+    close(musa.copysign(musa.tensor(x), musa.tensor(b)), torch.copysign(torch.tensor(x), torch.tensor(b)))
+    same_fn(musa.copysign, torch.copysign, arr(3, 4), arr(4))
+    assert musa.copysign(musa.tensor([1, 2]), musa.tensor([-1, 1])).dtype == musa.float32
+
+
+def test_logaddexp():
+    same_fn(musa.logaddexp, torch.logaddexp, arr(3, 4, lo=-30, hi=30), arr(4, lo=-30, hi=30))
+    same_fn(musa.logaddexp2, torch.logaddexp2, arr(5), arr(5))
+    big = np.array([1000.0, -1000.0, -np.inf, np.inf, -np.inf])
+    oth = np.array([999.0, -1001.0, -np.inf, np.inf, 3.0])
+    close(musa.logaddexp(musa.tensor(big), musa.tensor(oth)),
+          torch.logaddexp(torch.tensor(big), torch.tensor(oth)))
+
+
+# ---- shapes ----
+
+@pytest.mark.parametrize("shifts,dims", [(2, 0), (-1, 1), ((1, 2), (0, 1)), (7, None), (0, 0),
+                                          (13, -1)])
+def test_roll(shifts, dims):
+    same_fn(lambda x: musa.roll(x, shifts, dims), lambda x: torch.roll(x, shifts, dims), arr(3, 4))
+    assert musa.roll(musa.zeros(0, 3), 1, 0).shape == (0, 3)
+
+
+@pytest.mark.parametrize("offset,d1,d2", [(0, 0, 1), (1, 0, 1), (-2, 0, 1), (0, 1, 2), (2, 2, 0),
+                                           (-1, -1, -2), (9, 0, 1)])
+def test_diagonal(offset, d1, d2):
+    same_fn(lambda x: musa.diagonal(x, offset, d1, d2), lambda x: torch.diagonal(x, offset, d1, d2),
+            arr(3, 4, 5))
+    t = musa.tensor(arr(3, 4, 5))
+    v = musa.diagonal(t, 0, 0, 1)  # a view: writes show in t
+    v.fill_(7)
+    assert float(t[1, 1, 0]) == 7
+
+
+def test_diagonal_errors():
+    with pytest.raises(RuntimeError, match=r"\[diagonal\] needs at least 2 dims"):
+        musa.diagonal(musa.ones(3))
+    with pytest.raises(RuntimeError, match="cannot be the same"):
+        musa.diagonal(musa.ones(3, 3), 0, 1, 1)
+    with pytest.raises(IndexError, match="dimension out of range"):
+        musa.diagonal(musa.ones(3, 3), 0, 0, 2)
+
+
+@pytest.mark.parametrize("offset,d1,d2", [(0, -2, -1), (1, -2, -1), (-1, 0, 2)])
+def test_diag_embed(offset, d1, d2):
+    same_fn(lambda x: musa.diag_embed(x, offset, d1, d2), lambda x: torch.diag_embed(x, offset, d1, d2),
+            arr(2, 3))
+
+
+def test_unflatten_and_stacks():
+    same_fn(lambda x: musa.unflatten(x, 1, (2, -1)), lambda x: torch.unflatten(x, 1, (2, -1)),
+            arr(3, 6))
+    a, b = arr(3), arr(3)
+    for name in ("hstack", "vstack", "dstack", "column_stack", "row_stack"):
+        same_fn(lambda x, y: getattr(musa, name)([x, y]), lambda x, y: getattr(torch, name)([x, y]),
+                a, b)
+        same_fn(lambda x, y: getattr(musa, name)([x, y]), lambda x, y: getattr(torch, name)([x, y]),
+                arr(2, 3), arr(2, 3))
+    for n in (0, 1, 2, 3):
+        x = arr(*([2] * n))
+        for f in ("atleast_2d", "atleast_3d"):
+            assert getattr(musa, f)(musa.tensor(x)).shape == tuple(getattr(torch, f)(torch.tensor(x)).shape)
+    with pytest.raises(ValueError, match=r"\[hstack\] expected a non-empty sequence"):
+        musa.hstack([])
+    with pytest.raises(TypeError, match=r"\[vstack\] expected a sequence of tensors"):
+        musa.vstack(musa.ones(3))
+
+
+def test_std_var_mean():
+    x = arr(4, 5)
+    for fm, ft in ((musa.std_mean, torch.std_mean), (musa.var_mean, torch.var_mean)):
+        for kw in ({}, {"dim": 1}, {"dim": (0, 1), "keepdim": True}, {"dim": 0, "unbiased": False},
+                   {"dim": 1, "correction": 0}):
+            m, t = fm(musa.tensor(x), **kw), ft(torch.tensor(x), **kw)
+            close(m[0], t[0])
+            close(m[1], t[1])
+    s, mu = musa.tensor(x).std_mean(1)
+    close(s, torch.tensor(x).std(1))
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ii->i", [(4, 4)]), ("ii", [(4, 4)]), ("ij->ji", [(3, 4)]), ("i,i->", [(5,), (5,)]),
+    ("i,j->ij", [(3,), (4,)]), ("...ij,...jk", [(2, 3, 4), (4, 5)]), ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    ("ijk->", [(2, 3, 4)]), ("ij,ij->i", [(3, 4), (3, 4)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("iij->j", [(3, 3, 2)]), ("i,i", [(3,), (1,)])])
+def test_einsum(eq, shapes):
+    arrays = [arr(*s) for s in shapes]
+    same_fn(lambda *xs: musa.einsum(eq, *xs), lambda *xs: torch.einsum(eq, *xs), *arrays)
+    # the list form
+    close(musa.einsum(eq, [musa.tensor(a) for a in arrays]),
+          torch.einsum(eq, [torch.tensor(a) for a in arrays]))
+
+
+def test_einsum_errors():
+    with pytest.raises(ValueError, match=r"\[einsum\] the equation has 2 operands, got 1"):
+        musa.einsum("ij,jk", musa.ones(2, 2))
+    with pytest.raises(ValueError, match="do not match its 2 dims"):
+        musa.einsum("ijk", musa.ones(2, 2))
+    with pytest.raises(ValueError, match="does not appear"):
+        musa.einsum("ij->k", musa.ones(2, 2))
+    with pytest.raises(TypeError, match="must be a str"):
+        musa.einsum(3, musa.ones(2))
+
+
+def test_unique():
+    x = np.array([3, 1, 2, 3, 1, 5])
+    mu = musa.unique(musa.tensor(x), return_inverse=True, return_counts=True)
+    tu = torch.unique(torch.tensor(x), return_inverse=True, return_counts=True)
+    for m, t in zip(mu, tu):
+        assert m.tolist() == t.tolist()
+    m2 = np.array([[1, 2], [1, 2], [0, 1]])
+    assert musa.unique(musa.tensor(m2), dim=0).tolist() == torch.unique(torch.tensor(m2), dim=0).tolist()
+    assert musa.tensor(x).unique().tolist() == [1, 2, 3, 5]
+
+
+# ---- activations ----
+
+@pytest.mark.parametrize("name,kw", [
+    ("celu", {}), ("celu", {"alpha": 0.5}), ("selu", {}), ("mish", {}), ("hardswish", {}),
+    ("hardsigmoid", {}), ("logsigmoid", {}), ("softsign", {}), ("tanhshrink", {}),
+    ("softmin", {"dim": 1})])
+def test_activation_functions(name, kw):
+    x = arr(4, 6, lo=-5, hi=5)
+    x[0, :3] = [-3.0 + 1e-3, 3.0 - 1e-3, 0.25]  # near the kinks, not on them
+    same_fn(lambda t: getattr(F, name)(t, **kw), lambda t: getattr(torch.nn.functional, name)(t, **kw), x)
+
+
+@pytest.mark.parametrize("cls,args", [
+    ("CELU", (0.7,)), ("SELU", ()), ("Mish", ()), ("Hardswish", ()), ("Hardsigmoid", ()),
+    ("LogSigmoid", ()), ("Softsign", ()), ("Tanhshrink", ()), ("Softmin", (1,))])
+def test_activation_modules(cls, args):
+    x = arr(3, 5, lo=-4, hi=4)
+    m, t = getattr(nn, cls)(*args), getattr(torch.nn, cls)(*args)
+    close(m(musa.tensor(x)), t(torch.tensor(x)))
+    assert repr(m).startswith(cls)
+    if cls in ("SELU", "Mish", "Hardswish", "Hardsigmoid", "CELU"):
+        inplace = getattr(nn, cls)(*args, inplace=True)
+        y = musa.tensor(x)
+        inplace(y)
+        close(y, t(torch.tensor(x)))
+
+
+def test_celu_rejects_zero_alpha():
+    with pytest.raises(ValueError, match=r"\[celu\] alpha must not be 0"):
+        F.celu(musa.ones(2), 0.0)
+
+
+# ---- layers ----
+
+@pytest.mark.parametrize("cls,pad,shape", [
+    ("ReflectionPad1d", 2, (2, 3, 5)), ("ReflectionPad2d", (1, 2, 2, 1), (2, 3, 4, 5)),
+    ("ReplicationPad1d", (3, 1), (3, 5)), ("ReplicationPad2d", 2, (1, 2, 3, 3)),
+    ("ZeroPad2d", (1, 0, 2, 3), (2, 3, 3)), ("ConstantPad1d", 2, (2, 4)),
+    ("ConstantPad2d", (1, 1, 0, 2), (1, 2, 3, 3)), ("ReflectionPad3d", 1, (1, 2, 3, 3, 3)),
+    ("ReplicationPad3d", 1, (1, 1, 2, 3, 3))])
+def test_padding_layers(cls, pad, shape):
+    extra = (1.5,) if cls.startswith("Constant") else ()
+    m, t = getattr(nn, cls)(pad, *extra), getattr(torch.nn, cls)(pad, *extra)
+    same_fn(m, t, arr(*shape))
+    with pytest.raises(ValueError, match=rf"\[{cls}\] expected"):
+        m(musa.ones(*([2] * (len(shape) + 2))))
+
+
+@pytest.mark.parametrize("r,shape", [(2, (1, 8, 3, 3)), (3, (2, 9, 2, 4)), (2, (4, 2, 2))])
+def test_pixel_shuffle(r, shape):
+    same_fn(nn.PixelShuffle(r), torch.nn.PixelShuffle(r), arr(*shape))
+    up = tuple(shape[:-3]) + (shape[-3] // (r * r), shape[-2] * r, shape[-1] * r)
+    same_fn(nn.PixelUnshuffle(r), torch.nn.PixelUnshuffle(r), arr(*up))
+    x = musa.tensor(arr(*shape))
+    assert musa.equal(F.pixel_unshuffle(F.pixel_shuffle(x, r), r), x)
+    with pytest.raises(RuntimeError, match=r"\[pixel_shuffle\]"):
+        F.pixel_shuffle(musa.ones(1, 3, 2, 2), 2)
+
+
+@pytest.mark.parametrize("kw,shape", [
+    ({"scale_factor": 2, "mode": "nearest"}, (1, 2, 3, 4)),
+    ({"size": (5, 7), "mode": "nearest"}, (2, 1, 3, 4)),
+    ({"size": 7, "mode": "nearest-exact"}, (1, 2, 5)),
+    ({"scale_factor": 1.7, "mode": "nearest"}, (1, 1, 4, 4)),
+    ({"scale_factor": 2, "mode": "bilinear", "align_corners": False}, (1, 2, 3, 4)),
+    ({"size": (5, 3), "mode": "bilinear", "align_corners": True}, (2, 1, 4, 4)),
+    ({"size": 9, "mode": "linear"}, (1, 2, 4)),
+    ({"scale_factor": 0.5, "mode": "bilinear"}, (1, 1, 6, 6)),
+    ({"scale_factor": 2, "mode": "bicubic", "align_corners": False}, (1, 2, 4, 4)),
+    ({"size": (7, 5), "mode": "bicubic", "align_corners": True}, (1, 1, 4, 3)),
+    ({"size": (3, 4, 5), "mode": "trilinear"}, (1, 1, 2, 3, 2)),
+    ({"size": (2, 3), "mode": "area"}, (1, 2, 4, 6)),
+    ({"scale_factor": 1.5, "mode": "bilinear", "recompute_scale_factor": True}, (1, 1, 4, 4))])
+def test_interpolate(kw, shape):
+    same_fn(lambda x: F.interpolate(x, **kw), lambda x: torch.nn.functional.interpolate(x, **kw),
+            arr(*shape), tol=1e-5)
+
+
+def test_upsample_modules_and_errors():
+    x = arr(1, 2, 3, 3)
+    for m, t in ((nn.Upsample(scale_factor=2), torch.nn.Upsample(scale_factor=2)),
+                 (nn.Upsample(size=(4, 5), mode="bilinear"), torch.nn.Upsample(size=(4, 5), mode="bilinear")),
+                 (nn.UpsamplingNearest2d(scale_factor=3), torch.nn.UpsamplingNearest2d(scale_factor=3)),
+                 (nn.UpsamplingBilinear2d(size=5), torch.nn.UpsamplingBilinear2d(size=5))):
+        close(m(musa.tensor(x)), t(torch.tensor(x)), 1e-6)
+    with pytest.raises(ValueError, match="exactly one of size and scale_factor"):
+        F.interpolate(musa.ones(1, 1, 2, 2))
+    with pytest.raises(ValueError, match="unknown mode 'cubic'"):
+        F.interpolate(musa.ones(1, 1, 2, 2), scale_factor=2, mode="cubic")
+    with pytest.raises(ValueError, match="needs a 4D input"):
+        F.interpolate(musa.ones(1, 1, 2), scale_factor=2, mode="bilinear")
+    with pytest.raises(ValueError, match="align_corners only applies"):
+        F.interpolate(musa.ones(1, 1, 2, 2), scale_factor=2, align_corners=True)
+
+
+@pytest.mark.parametrize("cls,shape,kw", [
+    ("InstanceNorm1d", (2, 3, 5), {}), ("InstanceNorm2d", (2, 3, 4, 4), {"affine": True}),
+    ("InstanceNorm2d", (3, 4, 4), {}), ("InstanceNorm1d", (2, 3, 6), {"track_running_stats": True}),
+    ("InstanceNorm3d", (1, 2, 2, 3, 3), {"affine": True})])
+def test_instance_norm(cls, shape, kw):
+    spatial = {"InstanceNorm1d": 1, "InstanceNorm2d": 2, "InstanceNorm3d": 3}[cls]
+    channels = shape[0] if len(shape) == spatial + 1 else shape[1]
+    m = getattr(nn, cls)(channels, **kw).double()
+    t = getattr(torch.nn, cls)(channels, **kw).double()
+    x = arr(*shape)
+    for _ in range(2):
+        close(m(musa.tensor(x)), t(torch.tensor(x)), 1e-6)
+    if kw.get("track_running_stats"):
+        close(m.running_mean, t.running_mean)
+        close(m.running_var, t.running_var)
+        m.eval(), t.eval()
+        close(m(musa.tensor(x)), t(torch.tensor(x)), 1e-6)
+    same_fn(lambda v: F.instance_norm(v), lambda v: torch.nn.functional.instance_norm(v), arr(2, 3, 4))
+    with pytest.raises(ValueError, match=rf"\[{cls}\] expected"):
+        m(musa.ones(*([2] * (spatial + 3))))
+
+
+def test_local_response_norm():
+    for size in (1, 2, 3, 5):
+        same_fn(lambda v: F.local_response_norm(v, size),
+                lambda v: torch.nn.functional.local_response_norm(v, size), arr(2, 6, 3, 3))
+    x = arr(1, 4, 2)
+    close(nn.LocalResponseNorm(3)(musa.tensor(x)), torch.nn.LocalResponseNorm(3)(torch.tensor(x)))
+
+
+def test_bilinear():
+    m = nn.Bilinear(3, 4, 5).double()
+    t = torch.nn.Bilinear(3, 4, 5).double()
+    with torch.no_grad():
+        t.weight.copy_(torch.tensor(m.weight.detach().numpy()))
+        t.bias.copy_(torch.tensor(m.bias.detach().numpy()))
+    a, b = arr(2, 3), arr(2, 4)
+    close(m(musa.tensor(a), musa.tensor(b)), t(torch.tensor(a), torch.tensor(b)))
+    w = arr(5, 3, 4)
+    same_fn(lambda x, y, ww: F.bilinear(x, y, ww), lambda x, y, ww: torch.nn.functional.bilinear(x, y, ww),
+            a, b, w)
+
+
+@pytest.mark.parametrize("cls,shape", [("Dropout1d", (4, 8, 5)), ("Dropout2d", (4, 8, 3, 3)),
+                                       ("Dropout3d", (2, 8, 2, 2, 2)), ("Dropout2d", (8, 3, 3))])
+def test_channel_dropout(cls, shape):
+    m = getattr(nn, cls)(0.5)
+    y = m(musa.ones(*shape)).numpy()
+    lead = y.shape[:len(shape) - {"Dropout1d": 1, "Dropout2d": 2, "Dropout3d": 3}[cls]]
+    flat = y.reshape(int(np.prod(lead)), -1)
+    # each channel all zero or all 2
+    assert all(set(np.unique(r)) <= {0.0} or set(np.unique(r)) <= {2.0} for r in flat)
+    assert 0 < (flat[:, 0] == 0).sum() < flat.shape[0]
+    m.eval()
+    assert musa.equal(m(musa.ones(*shape)), musa.ones(*shape))
+    with pytest.raises(ValueError, match="dropout probability"):
+        getattr(nn, cls)(1.5)
+
+
+def test_alpha_dropout_keeps_moments():
+    musa.manual_seed(0)
+    x = musa.randn(200000)
+    y = F.alpha_dropout(x, 0.2, training=True)
+    assert abs(float(y.mean())) < 0.02 and abs(float(y.std()) - 1) < 0.02
+    assert musa.equal(nn.AlphaDropout(0.3).eval()(x), x)
+    z = F.feature_alpha_dropout(musa.randn(4, 16, 3), 0.5, training=True)
+    assert z.shape == (4, 16, 3)
+
+
+# ---- compatibility names ----
+
+def test_compat_names():
+    assert musa.accelerator.is_available() is False
+    assert musa.accelerator.current_accelerator() is None
+    musa.backends.cudnn.benchmark = True
+    musa.backends.cudnn.deterministic = True
+    assert musa.backends.cudnn.is_available() is False and musa.backends.mps.is_available() is False
+    assert musa.backends.openmp.is_available()
+    x = musa.ones(2)
+    assert x.is_cpu and not x.is_xpu and not x.is_mps and not x.is_cuda
+    assert hasattr(musa, "amp") and not hasattr(musa, "no_such_name")
+    lstm = nn.LSTM(3, 4)
+    lstm.flatten_parameters()
+    dp = nn.parallel.DataParallel(nn.Linear(3, 2))
+    assert isinstance(dp.module, nn.Linear) and dp(musa.ones(1, 3)).shape == (1, 2)
+    assert "module.weight" in dp.state_dict()
+    f = musa.FloatTensor(2, 3)
+    assert f.shape == (2, 3) and f.dtype == musa.float32
+    assert musa.LongTensor([1, 2]).tolist() == [1, 2] and musa.LongTensor([1, 2]).dtype == musa.int64
+    assert isinstance(musa.ones(2), musa.FloatTensor) and not isinstance(musa.ones(2), musa.LongTensor)
+    assert musa.DoubleTensor(musa.ones(2)).dtype == musa.float64
+    assert musa.FloatTensor(musa.Size([2, 2])).shape == (2, 2)
+    s = musa.Size([2, 3])
+    assert s == (2, 3) and s.numel() == 6 and repr(s) == "musa.Size([2, 3])"
+    with pytest.raises(TypeError, match=r"\[FloatTensor\] expected sizes"):
+        musa.FloatTensor(2, "a")
