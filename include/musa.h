@@ -961,7 +961,8 @@ MUSA_API int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, in
 /* Optimizer updates                                                        */
 /* ------------------------------------------------------------------------ */
 /* Each optimizer update is one op row (sgd_update, adam_update,
- * rmsprop_update): eager calls, captured graphs (musa_graph_*), profiling
+ * rmsprop_update, adagrad_update, adadelta_update, adamax_update,
+ * nadam_update, radam_update, asgd_update): eager calls, captured graphs (musa_graph_*), profiling
  * and saved models all see the same op, and these functions are that row
  * dispatched with the parameter and its state as provided outputs. One call
  * updates one parameter and its state in place with PyTorch's formulas
@@ -1009,12 +1010,70 @@ MUSA_API int musa_rmsprop_update(musa_tensor *param, musa_tensor *square_avg,
                                  musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
                                  const musa_rmsprop_options *options);
 
+/* Adagrad: sum += g^2; p -= lr / (1 + (step - 1) lr_decay) g / (sqrt(sum) + eps). */
+typedef struct musa_adagrad_options {
+    double lr_decay, weight_decay, eps;
+    bool maximize;
+} musa_adagrad_options;
+MUSA_API int musa_adagrad_update(musa_tensor *param, musa_tensor *sum, musa_tensor *step,
+                                 musa_tensor *grad, musa_tensor *lr,
+                                 const musa_adagrad_options *options);
+
+/* Adadelta: running averages of g^2 and of the squared updates. */
+typedef struct musa_adadelta_options {
+    double rho, eps, weight_decay;
+    bool maximize;
+} musa_adadelta_options;
+MUSA_API int musa_adadelta_update(musa_tensor *param, musa_tensor *square_avg,
+                                  musa_tensor *acc_delta, musa_tensor *step, musa_tensor *grad,
+                                  musa_tensor *lr, const musa_adadelta_options *options);
+
+/* Adamax: Adam with the infinity norm (exp_inf = max(beta2 exp_inf, |g| + eps)). */
+typedef struct musa_adamax_options {
+    double beta1, beta2, eps, weight_decay;
+    bool maximize;
+} musa_adamax_options;
+MUSA_API int musa_adamax_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp_inf,
+                                musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                                const musa_adamax_options *options);
+
+/* NAdam: Adam with Nesterov momentum on a momentum_decay schedule;
+ * mu_product is a 0-d float64 state starting at 1. */
+typedef struct musa_nadam_options {
+    double beta1, beta2, eps, weight_decay, momentum_decay;
+    bool decoupled; /* weight decay on the parameter (AdamW's form) */
+    bool maximize;
+} musa_nadam_options;
+MUSA_API int musa_nadam_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp_avg_sq,
+                               musa_tensor *mu_product, musa_tensor *step, musa_tensor *grad,
+                               musa_tensor *lr, const musa_nadam_options *options);
+
+/* RAdam: Adam with the variance rectification (plain momentum steps until
+ * the variance is tractable). */
+typedef struct musa_radam_options {
+    double beta1, beta2, eps, weight_decay;
+    bool decoupled, maximize;
+} musa_radam_options;
+MUSA_API int musa_radam_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp_avg_sq,
+                               musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                               const musa_radam_options *options);
+
+/* ASGD: averaged SGD; eta (starts at lr) and mu (starts at 1) are 0-d
+ * float64 state the update advances, ax the average. */
+typedef struct musa_asgd_options {
+    double lambd, alpha, t0, weight_decay;
+    bool maximize;
+} musa_asgd_options;
+MUSA_API int musa_asgd_update(musa_tensor *param, musa_tensor *ax, musa_tensor *eta,
+                              musa_tensor *mu, musa_tensor *step, musa_tensor *grad,
+                              musa_tensor *lr, const musa_asgd_options *options);
+
 /* The multi-tensor form: one update over many parameters (an optimizer's
  * parameter group) in one call, with the same results, bit for bit, as
  * musa_op_call of the row on each row in turn, the row's first n_in - 2
  * tensors passed as its outputs.
  *
- * op is an update row (sgd_update, adam_update or rmsprop_update) and attrs
+ * op is an update row (any of the rows above) and attrs
  * its attributes (musa_attrs_new(op); NULL: defaults), shared by every row.
  * tensors holds n_rows rows of n_in tensors each, row r at tensors[r * n_in]:
  * (param, state..., grad, lr) as the row takes them (see above), the

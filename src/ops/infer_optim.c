@@ -1,6 +1,7 @@
 /*
  * infer_optim.c - inference for the optimizer update rows (sgd_update,
- * adam_update, rmsprop_update).
+ * adam_update, rmsprop_update, adagrad_update, adadelta_update,
+ * adamax_update, nadam_update, radam_update, asgd_update).
  *
  * An update row takes (param, state..., grad, lr): the parameter, then the
  * state it keeps (the 0-d float64 step counter last, where the optimizer
@@ -14,10 +15,11 @@
  */
 #include "op.h"
 
-/* Check the common layout: n_out updated inputs (the last one the 0-d step
- * counter when has_step), then grad and lr. Output j is input j's new value. */
+/* Check the common layout: n_out updated inputs (the last n_scal of them
+ * 0-d float64 scalar state: step counters, ASGD's eta and mu, NAdam's mu
+ * product), then grad and lr. Output j is input j's new value. */
 static int infer_update(const musa_op_info *op, musa_tensor *const *in, int n_in, int n_out,
-                        bool has_step, musa_infer *r) {
+                        int n_scal, musa_infer *r) {
     char s1[128], s2[128];
     if (n_in != n_out + 2)
         return musa_err(MUSA_ERR_VALUE,
@@ -30,7 +32,7 @@ static int infer_update(const musa_op_info *op, musa_tensor *const *in, int n_in
                         "[%s] parameter is %s; float32, float64, float16 and bfloat16 are "
                         "supported",
                         op->name, musa_dtype_name((musa_dtype)p->dtype));
-    int n_tensor_state = has_step ? n_out - 1 : n_out;
+    int n_tensor_state = n_out - n_scal;
     for (int i = 1; i <= n_tensor_state; i++) {
         const musa_tensor *t = i < n_tensor_state ? in[i] : g;
         const char *what = i < n_tensor_state ? "state tensor" : "gradient";
@@ -45,12 +47,13 @@ static int infer_update(const musa_op_info *op, musa_tensor *const *in, int n_in
                             what, k, musa_shape_str(t->ndim, t->shape, s1, sizeof s1),
                             musa_shape_str(p->ndim, p->shape, s2, sizeof s2));
     }
-    if (has_step) {
-        const musa_tensor *st = in[n_out - 1];
+    for (int k = n_tensor_state; k < n_out; k++) {
+        const musa_tensor *st = in[k];
         if (st->ndim != 0 || st->dtype != MUSA_DTYPE_FLOAT64)
             return musa_err(MUSA_ERR_VALUE,
-                            "[%s] step (input %d) must be a 0-d float64 tensor, got %s %s",
-                            op->name, n_out - 1, musa_dtype_name((musa_dtype)st->dtype),
+                            "[%s] %s (input %d) must be a 0-d float64 tensor, got %s %s", op->name,
+                            k == n_out - 1 ? "step" : "scalar state", k,
+                            musa_dtype_name((musa_dtype)st->dtype),
                             musa_shape_str(st->ndim, st->shape, s1, sizeof s1));
     }
     if (lr->ndim != 0 || !musa_is_float((musa_dtype)lr->dtype))
@@ -86,7 +89,7 @@ int infer_sgd_update(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     if (a->nesterov && (a->momentum <= 0 || a->dampening != 0))
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] Nesterov momentum requires a momentum and zero dampening", op->name);
-    return infer_update(op, in, n_in, a->momentum != 0 ? 2 : 1, false, r);
+    return infer_update(op, in, n_in, a->momentum != 0 ? 2 : 1, 0, r);
 }
 
 int infer_adam_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
@@ -98,7 +101,7 @@ int infer_adam_update(const musa_op_info *op, musa_tensor *const *in, int n_in, 
         (rc = hyper(op, "eps", a->eps, a->eps >= 0)) ||
         (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
         return rc;
-    return infer_update(op, in, n_in, a->amsgrad ? 5 : 4, true, r);
+    return infer_update(op, in, n_in, a->amsgrad ? 5 : 4, 1, r);
 }
 
 int infer_rmsprop_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
@@ -110,5 +113,76 @@ int infer_rmsprop_update(const musa_op_info *op, musa_tensor *const *in, int n_i
         (rc = hyper(op, "momentum", a->momentum, a->momentum >= 0)) ||
         (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
         return rc;
-    return infer_update(op, in, n_in, 3 + (a->momentum > 0) + a->centered, true, r);
+    return infer_update(op, in, n_in, 3 + (a->momentum > 0) + a->centered, 1, r);
+}
+
+/* beta1 and beta2 of the Adam family */
+static int betas(const musa_op_info *op, double b1, double b2) {
+    int rc = hyper(op, "beta1", b1, b1 >= 0 && b1 < 1);
+    return rc ? rc : hyper(op, "beta2", b2, b2 >= 0 && b2 < 1);
+}
+
+int infer_adagrad_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                         musa_infer *r) {
+    const musa_attrs_adagrad *a = attrs;
+    int rc;
+    if ((rc = hyper(op, "lr_decay", a->lr_decay, a->lr_decay >= 0)) ||
+        (rc = hyper(op, "eps", a->eps, a->eps >= 0)) ||
+        (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
+        return rc;
+    return infer_update(op, in, n_in, 3, 1, r);
+}
+
+int infer_adadelta_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                          musa_infer *r) {
+    const musa_attrs_adadelta *a = attrs;
+    int rc;
+    if ((rc = hyper(op, "rho", a->rho, a->rho >= 0 && a->rho <= 1)) ||
+        (rc = hyper(op, "eps", a->eps, a->eps >= 0)) ||
+        (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
+        return rc;
+    return infer_update(op, in, n_in, 4, 1, r);
+}
+
+int infer_adamax_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                        musa_infer *r) {
+    const musa_attrs_adamax *a = attrs;
+    int rc;
+    if ((rc = betas(op, a->beta1, a->beta2)) || (rc = hyper(op, "eps", a->eps, a->eps >= 0)) ||
+        (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
+        return rc;
+    return infer_update(op, in, n_in, 4, 1, r);
+}
+
+int infer_nadam_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                       musa_infer *r) {
+    const musa_attrs_nadam *a = attrs;
+    int rc;
+    if ((rc = betas(op, a->beta1, a->beta2)) || (rc = hyper(op, "eps", a->eps, a->eps >= 0)) ||
+        (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)) ||
+        (rc = hyper(op, "momentum_decay", a->momentum_decay, a->momentum_decay >= 0)))
+        return rc;
+    return infer_update(op, in, n_in, 5, 2, r);
+}
+
+int infer_radam_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                       musa_infer *r) {
+    const musa_attrs_radam *a = attrs;
+    int rc;
+    if ((rc = betas(op, a->beta1, a->beta2)) || (rc = hyper(op, "eps", a->eps, a->eps >= 0)) ||
+        (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
+        return rc;
+    return infer_update(op, in, n_in, 4, 1, r);
+}
+
+int infer_asgd_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                      musa_infer *r) {
+    const musa_attrs_asgd *a = attrs;
+    int rc;
+    if ((rc = hyper(op, "lambd", a->lambd, a->lambd >= 0)) ||
+        (rc = hyper(op, "alpha", a->alpha, a->alpha == a->alpha)) ||
+        (rc = hyper(op, "t0", a->t0, a->t0 == a->t0)) ||
+        (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
+        return rc;
+    return infer_update(op, in, n_in, 5, 3, r);
 }

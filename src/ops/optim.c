@@ -1,7 +1,7 @@
 /*
  * optim.c - the public optimizer updates: each packs its options into the
  * op row's attributes and dispatches the row (sgd_update, adam_update,
- * rmsprop_update) with the parameter and its state as provided outputs, so
+ * rmsprop_update, and Adagrad's to ASGD's) with the parameter and its state as provided outputs, so
  * they are written in place. The arithmetic is the rows' kernels
  * (backend/cpu/optim.c); going through the dispatcher means eager calls,
  * captures, profiling and saved graphs all see the same op.
@@ -59,4 +59,68 @@ int musa_rmsprop_update(musa_tensor *param, musa_tensor *square_avg, musa_tensor
     in[n++] = grad;
     in[n++] = lr;
     return update(MUSA_OP_rmsprop_update, n, in, &a);
+}
+
+/* The rows whose operands are fixed: (param, state..., grad, lr). */
+static int update_fixed(musa_op_id op, int n, musa_tensor **in, const void *options,
+                        const void *attrs) {
+    if (!options) return musa_err(MUSA_ERR_VALUE, "[%s] options are NULL", musa_ops[op].name);
+    return update(op, n, in, attrs);
+}
+
+int musa_adagrad_update(musa_tensor *param, musa_tensor *sum, musa_tensor *step, musa_tensor *grad,
+                        musa_tensor *lr, const musa_adagrad_options *o) {
+    musa_attrs_adagrad a = {0};
+    if (o) a = (musa_attrs_adagrad){o->lr_decay, o->weight_decay, o->eps, o->maximize};
+    musa_tensor *in[5] = {param, sum, step, grad, lr};
+    return update_fixed(MUSA_OP_adagrad_update, 5, in, o, &a);
+}
+
+int musa_adadelta_update(musa_tensor *param, musa_tensor *square_avg, musa_tensor *acc_delta,
+                         musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                         const musa_adadelta_options *o) {
+    musa_attrs_adadelta a = {0};
+    if (o) a = (musa_attrs_adadelta){o->rho, o->eps, o->weight_decay, o->maximize};
+    musa_tensor *in[6] = {param, square_avg, acc_delta, step, grad, lr};
+    return update_fixed(MUSA_OP_adadelta_update, 6, in, o, &a);
+}
+
+int musa_adamax_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp_inf,
+                       musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                       const musa_adamax_options *o) {
+    musa_attrs_adamax a = {0};
+    if (o) a = (musa_attrs_adamax){o->beta1, o->beta2, o->eps, o->weight_decay, o->maximize};
+    musa_tensor *in[6] = {param, exp_avg, exp_inf, step, grad, lr};
+    return update_fixed(MUSA_OP_adamax_update, 6, in, o, &a);
+}
+
+int musa_nadam_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp_avg_sq,
+                      musa_tensor *mu_product, musa_tensor *step, musa_tensor *grad,
+                      musa_tensor *lr, const musa_nadam_options *o) {
+    musa_attrs_nadam a = {0};
+    if (o)
+        a = (musa_attrs_nadam){o->beta1,          o->beta2,     o->eps,     o->weight_decay,
+                               o->momentum_decay, o->decoupled, o->maximize};
+    musa_tensor *in[7] = {param, exp_avg, exp_avg_sq, mu_product, step, grad, lr};
+    return update_fixed(MUSA_OP_nadam_update, 7, in, o, &a);
+}
+
+int musa_radam_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp_avg_sq,
+                      musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                      const musa_radam_options *o) {
+    musa_attrs_radam a = {0};
+    if (o)
+        a = (musa_attrs_radam){o->beta1,        o->beta2,     o->eps,
+                               o->weight_decay, o->decoupled, o->maximize};
+    musa_tensor *in[6] = {param, exp_avg, exp_avg_sq, step, grad, lr};
+    return update_fixed(MUSA_OP_radam_update, 6, in, o, &a);
+}
+
+int musa_asgd_update(musa_tensor *param, musa_tensor *ax, musa_tensor *eta, musa_tensor *mu,
+                     musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                     const musa_asgd_options *o) {
+    musa_attrs_asgd a = {0};
+    if (o) a = (musa_attrs_asgd){o->lambd, o->alpha, o->t0, o->weight_decay, o->maximize};
+    musa_tensor *in[7] = {param, ax, eta, mu, step, grad, lr};
+    return update_fixed(MUSA_OP_asgd_update, 7, in, o, &a);
 }

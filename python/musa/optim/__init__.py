@@ -2,7 +2,7 @@
 
 Each step updates all parameters of a param group with one C call that
 dispatches the optimizer's update op row (sgd_update, adam_update,
-rmsprop_update) once per parameter, so the Python side only gathers
+rmsprop_update, adagrad_update, ...) once per parameter, so the Python side only gathers
 parameters, gradients and state, and eager and compiled steps run the
 same kernels.
 
@@ -15,10 +15,13 @@ same kernels.
     sched.step()
 """
 from . import lr_scheduler  # noqa: F401
+from ._more import Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD
 from .adam import Adam
 from .adamw import AdamW
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "NAdam", "RAdam", "ASGD", "LBFGS", "lr_scheduler"]

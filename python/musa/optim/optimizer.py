@@ -88,13 +88,20 @@ def _new_state(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
+def _scalar_state(s, key, default):
+    """The state's scalar `key` (step counters, ASGD's eta and mu, NAdam's
+    mu_product) as the 0-d float64 tensor the update rows read and write (a
+    state_dict may hold a number or another dtype); default when absent."""
+    st = s.get(key)
+    if not isinstance(st, _C.Tensor) or st.dtype != _C.float64 or st.dim() != 0:
+        s[key] = _new_state(_C.full, (), float(st if st is not None else default), dtype=_C.float64)
+    return s[key]
+
+
 def _step_tensor(s):
     """The state's step counter as the 0-d float64 tensor the update rows
-    count in (a state_dict may hold a number or another dtype)."""
-    st = s.get("step")
-    if not isinstance(st, _C.Tensor) or st.dtype != _C.float64 or st.dim() != 0:
-        s["step"] = _new_state(_C.full, (), float(st if st is not None else 0), dtype=_C.float64)
-    return s["step"]
+    count in."""
+    return _scalar_state(s, "step", 0)
 
 
 class _ParamGroup(dict):

@@ -23,32 +23,9 @@
 #include <math.h>
 
 #include "../../base/threadpool.h"
-#include "elem.h"
-#include "kernels.h"
-
-#define GRAIN 16384
-
-/* The element loop for the parameter's dtype: float32 and float64 compute
- * in it; float16 and bfloat16 (parameter, state and gradient alike) in
- * float32, rounded once on each store. */
-#define PICK(fn, dt)                                                                               \
-    ((dt) == MUSA_DTYPE_FLOAT64    ? fn##_f64                                                      \
-     : (dt) == MUSA_DTYPE_BFLOAT16 ? fn##_bf16                                                     \
-     : (dt) == MUSA_DTYPE_FLOAT16  ? fn##_f16                                                      \
-                                   : fn##_f32)
-
-static double scalar(const musa_kview *v) {
-    return *(const double *)v->data;
-}
+#include "optim.h"
 
 /* ---- SGD: in (p, [buf], g, lr) ---- */
-
-typedef struct {
-    const void *p, *g, *buf;
-    void *p_out, *buf_out;
-    double lr;
-    const musa_attrs_sgd *o;
-} sgd_job;
 
 #define DEF_SGD(SUF, T, CT, LD, ST)                                                                \
     static void sgd_##SUF(void *arg, int64_t i0, int64_t i1) {                                     \
@@ -84,13 +61,6 @@ DEF_SGD(bf16, musa_bf16, float, LD_bf16, ST_bf16)
 DEF_SGD(f16, musa_f16, float, LD_f16, ST_f16)
 
 /* ---- Adam / AdamW: in (p, m, v, [vmax], step, g, lr) ---- */
-
-typedef struct {
-    const void *p, *g, *m, *v, *vmax;
-    void *p_out, *m_out, *v_out, *vmax_out;
-    double lr, step_size, bc2_sqrt;
-    const musa_attrs_adam *o;
-} adam_job;
 
 /* The element loop with the row's options as constants: adam_SUF picks
  * the instance for its flags, so that each loop vectorises (with the
@@ -157,13 +127,6 @@ DEF_ADAM(bf16, musa_bf16, float, LD_bf16, ST_bf16, sqrtf)
 DEF_ADAM(f16, musa_f16, float, LD_f16, ST_f16, sqrtf)
 
 /* ---- RMSprop: in (p, square_avg, [buf], [grad_avg], step, g, lr) ---- */
-
-typedef struct {
-    const void *p, *g, *sq, *buf, *gavg;
-    void *p_out, *sq_out, *buf_out, *gavg_out;
-    double lr;
-    const musa_attrs_rmsprop *o;
-} rms_job;
 
 /* As for Adam: one loop instance per combination of the options. */
 #define DEF_RMS(SUF, T, CT, LD, ST, SQRT)                                                          \
@@ -236,26 +199,6 @@ DEF_RMS(f16, musa_f16, float, LD_f16, ST_f16, sqrtf)
 
 /* ---- prepared rows ---- */
 
-/* One row of an update, prepared to run: fn(&u, i0, i1) updates elements
- * [i0, i1) of the row; the step counter, where the optimizer counts steps,
- * is written once every element is done. */
-typedef struct update_job {
-    musa_range_fn fn; /* the row's element loop, over u */
-    int64_t numel;    /* elements of the parameter */
-    int64_t start;    /* multi-tensor form: the row's first element in the joint range */
-    double *step_out; /* the new step counter's place, or NULL (SGD) */
-    double step;      /* its value */
-    union {
-        sgd_job sgd;
-        adam_job adam;
-        rms_job rms;
-    } u;
-} update_job;
-
-/* Fill j from a row's operands (see the file comment); cannot fail. */
-typedef void (*prepare_fn)(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
-                           const void *attrs);
-
 static void sgd_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
                         const void *attrs) {
     const musa_attrs_sgd *o = attrs;
@@ -268,7 +211,7 @@ static void sgd_prepare(update_job *j, musa_kview *out, const musa_kview *in, in
                          scalar(&in[n_in - 1]),
                          o};
     j->fn = PICK(sgd, in[0].dtype);
-    j->step_out = NULL;
+    j->n_scal = 0;
 }
 
 static void adam_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
@@ -291,8 +234,9 @@ static void adam_prepare(update_job *j, musa_kview *out, const musa_kview *in, i
                            sqrt(bc2),
                            o};
     j->fn = PICK(adam, in[0].dtype);
-    j->step_out = (double *)out[s].data;
-    j->step = step;
+    j->n_scal = 1;
+    j->scal_out[0] = (double *)out[s].data;
+    j->scal[0] = step;
 }
 
 static void rms_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
@@ -312,38 +256,45 @@ static void rms_prepare(update_job *j, musa_kview *out, const musa_kview *in, in
                          scalar(&in[n_in - 1]),
                          o};
     j->fn = PICK(rms, in[0].dtype);
-    j->step_out = (double *)out[s].data;
-    j->step = scalar(&in[s]) + 1;
+    j->n_scal = 1;
+    j->scal_out[0] = (double *)out[s].data;
+    j->scal[0] = scalar(&in[s]) + 1;
 }
 
 /* ---- the kernels of the op table: one row ---- */
 
-static int run_row(prepare_fn prepare, musa_kview *out, const musa_kview *in, int n_in,
+/* Write a row's scalar state (step counters and the like) once its
+ * elements are done. */
+static void store_scalars(const update_job *j) {
+    for (int k = 0; k < j->n_scal; k++) *j->scal_out[k] = j->scal[k];
+}
+
+int cpu_update_row(prepare_fn prepare, musa_kview *out, const musa_kview *in, int n_in,
                    const void *attrs) {
     update_job j;
     prepare(&j, out, in, n_in, attrs);
     j.numel = musa_kview_numel(&in[0]);
-    musa_parallel_for(j.numel, GRAIN, j.fn, &j.u);
-    if (j.step_out) *j.step_out = j.step;
+    musa_parallel_for(j.numel, OPTIM_GRAIN, j.fn, &j.u);
+    store_scalars(&j);
     return MUSA_OK;
 }
 
 int cpu_sgd_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                    const void *attrs) {
     (void)ctx;
-    return run_row(sgd_prepare, out, in, n_in, attrs);
+    return cpu_update_row(sgd_prepare, out, in, n_in, attrs);
 }
 
 int cpu_adam_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                     const void *attrs) {
     (void)ctx;
-    return run_row(adam_prepare, out, in, n_in, attrs);
+    return cpu_update_row(adam_prepare, out, in, n_in, attrs);
 }
 
 int cpu_rmsprop_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                        const void *attrs) {
     (void)ctx;
-    return run_row(rms_prepare, out, in, n_in, attrs);
+    return cpu_update_row(rms_prepare, out, in, n_in, attrs);
 }
 
 /* ---- the multi-tensor form: many rows, one parallel loop ---- */
@@ -353,7 +304,7 @@ static prepare_fn prepare_of(musa_kernel_fn kernel) {
     if (kernel == cpu_sgd_update) return sgd_prepare;
     if (kernel == cpu_adam_update) return adam_prepare;
     if (kernel == cpu_rmsprop_update) return rms_prepare;
-    return NULL;
+    return cpu_update_more_prepare(kernel);
 }
 
 bool cpu_update_has_multi(musa_kernel_fn kernel) {
@@ -407,8 +358,7 @@ int cpu_update_multi(const musa_kctx *ctx, musa_kernel_fn kernel, int n_rows,
         j->start = total;
         total += j->numel;
     }
-    musa_parallel_for(total, GRAIN, multi_range, &m);
-    for (int r = 0; r < n_rows; r++)
-        if (m.rows[r].step_out) *m.rows[r].step_out = m.rows[r].step;
+    musa_parallel_for(total, OPTIM_GRAIN, multi_range, &m);
+    for (int r = 0; r < n_rows; r++) store_scalars(&m.rows[r]);
     return MUSA_OK;
 }

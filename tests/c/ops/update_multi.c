@@ -22,7 +22,7 @@ TEST(every_update_row_has_a_multi_tensor_form) {
                   "%s: INPLACE %d, multi-tensor form %d", musa_ops[op].name, update, !update);
         n += update;
     }
-    CHECK(n == 3);
+    CHECK(n == 9);
 }
 
 static musa_tensor *scalar64(double v) {
@@ -54,9 +54,10 @@ typedef struct rows {
     musa_tensor *lr;
 } rows;
 
-/* Param, n_out - 1 state tensors (the last the 0-d float64 step counter
- * when has_step), a gradient slot (filled per step), lr. */
-static void rows_init(rows *s, musa_dtype dt, int n_out, bool has_step) {
+/* Param, n_out - 1 state tensors (the last n_scal of them 0-d float64
+ * scalars: 1 for most, the step counter 3 ), a gradient slot (filled per
+ * step), lr. */
+static void rows_init(rows *s, musa_dtype dt, int n_out, int n_scal) {
     s->n_in = n_out + 2;
     s->lr = scalar64(0.01);
     for (int r = 0; r < N_ROWS; r++) {
@@ -64,8 +65,8 @@ static void rows_init(rows *s, musa_dtype dt, int n_out, bool has_step) {
         for (int i = 0; i < n_out; i++) {
             /* parameter in [-1, 1); state in [0.3, 0.5), so every square root
              * (centered RMSprop's included) has a positive argument */
-            ra[i] =
-                has_step && i == n_out - 1 ? scalar64(3) : sized(dt, r, i ? 0.3 : -1, i ? 0.5 : 1);
+            ra[i] = i >= n_out - n_scal ? scalar64(i == n_out - 1 ? 3 : 1)
+                                        : sized(dt, r, i ? 0.3 : -1, i ? 0.5 : 1);
             rb[i] = musa_clone(ra[i]);
         }
         ra[n_out + 1] = rb[n_out + 1] = s->lr;
@@ -83,13 +84,13 @@ static void rows_free(rows *s) {
 
 /* Two steps: a row by row (musa_op_call, in place), b in one
  * musa_update_multi; every tensor equal byte for byte, versions equal. */
-static void multi_case(const char *opname, int n_out, bool has_step, musa_dtype dt, int n_set,
+static void multi_case(const char *opname, int n_out, int n_scal, musa_dtype dt, int n_set,
                        const char *const *keys, const double *vals) {
     int op = musa_op_lookup(opname);
     musa_attrs *at = musa_attrs_new(op);
     for (int k = 0; k < n_set; k++) CHECK_OK(musa_attrs_set_number(at, keys[k], vals[k]));
     rows s;
-    rows_init(&s, dt, n_out, has_step);
+    rows_init(&s, dt, n_out, n_scal);
     for (int step = 0; step < 2; step++) {
         for (int r = 0; r < N_ROWS; r++) {
             musa_tensor *g = sized(dt, r, -1, 1);
@@ -113,7 +114,7 @@ static void multi_case(const char *opname, int n_out, bool has_step, musa_dtype 
         }
         for (int r = 0; r < N_ROWS; r++) musa_tensor_release(s.a[r * s.n_in + n_out]);
     }
-    if (has_step) {
+    if (n_scal) {
         double st = 0;
         CHECK_OK(musa_tensor_item(s.b[n_out - 1], &st));
         CHECK_NEAR(st, 5, 0);
@@ -132,22 +133,35 @@ static void multi_case(const char *opname, int n_out, bool has_step, musa_dtype 
     }
 
 static void every_case(musa_dtype dt) {
-    multi_case("sgd_update", 1, false, dt, 0, NULL, NULL);
-    multi_case("sgd_update", 1, false, dt, 2, KEYS("weight_decay", "maximize"), VALS(0.1, 1));
-    multi_case("sgd_update", 2, false, dt, 2, KEYS("momentum", "weight_decay"), VALS(0.9, 0.01));
-    multi_case("sgd_update", 2, false, dt, 2, KEYS("momentum", "nesterov"), VALS(0.9, 1));
-    multi_case("sgd_update", 2, false, dt, 3, KEYS("momentum", "dampening", "fresh"),
+    multi_case("sgd_update", 1, 0, dt, 0, NULL, NULL);
+    multi_case("sgd_update", 1, 0, dt, 2, KEYS("weight_decay", "maximize"), VALS(0.1, 1));
+    multi_case("sgd_update", 2, 0, dt, 2, KEYS("momentum", "weight_decay"), VALS(0.9, 0.01));
+    multi_case("sgd_update", 2, 0, dt, 2, KEYS("momentum", "nesterov"), VALS(0.9, 1));
+    multi_case("sgd_update", 2, 0, dt, 3, KEYS("momentum", "dampening", "fresh"),
                VALS(0.9, 0.5, 1));
-    multi_case("adam_update", 4, true, dt, 0, NULL, NULL);
-    multi_case("adam_update", 5, true, dt, 1, KEYS("amsgrad"), VALS(1));
-    multi_case("adam_update", 4, true, dt, 2, KEYS("decoupled", "weight_decay"), VALS(1, 0.1));
-    multi_case("adam_update", 5, true, dt, 3, KEYS("amsgrad", "maximize", "weight_decay"),
+    multi_case("adam_update", 4, 1, dt, 0, NULL, NULL);
+    multi_case("adam_update", 5, 1, dt, 1, KEYS("amsgrad"), VALS(1));
+    multi_case("adam_update", 4, 1, dt, 2, KEYS("decoupled", "weight_decay"), VALS(1, 0.1));
+    multi_case("adam_update", 5, 1, dt, 3, KEYS("amsgrad", "maximize", "weight_decay"),
                VALS(1, 1, 0.1));
-    multi_case("rmsprop_update", 3, true, dt, 0, NULL, NULL);
-    multi_case("rmsprop_update", 4, true, dt, 1, KEYS("centered"), VALS(1));
-    multi_case("rmsprop_update", 4, true, dt, 1, KEYS("momentum"), VALS(0.5));
-    multi_case("rmsprop_update", 5, true, dt, 3, KEYS("centered", "momentum", "weight_decay"),
+    multi_case("rmsprop_update", 3, 1, dt, 0, NULL, NULL);
+    multi_case("rmsprop_update", 4, 1, dt, 1, KEYS("centered"), VALS(1));
+    multi_case("rmsprop_update", 4, 1, dt, 1, KEYS("momentum"), VALS(0.5));
+    multi_case("rmsprop_update", 5, 1, dt, 3, KEYS("centered", "momentum", "weight_decay"),
                VALS(1, 0.5, 0.1));
+    multi_case("adagrad_update", 3, 1, dt, 0, NULL, NULL);
+    multi_case("adagrad_update", 3, 1, dt, 3, KEYS("lr_decay", "weight_decay", "maximize"),
+               VALS(0.1, 0.1, 1));
+    multi_case("adadelta_update", 4, 1, dt, 0, NULL, NULL);
+    multi_case("adadelta_update", 4, 1, dt, 2, KEYS("weight_decay", "rho"), VALS(0.1, 0.5));
+    multi_case("adamax_update", 4, 1, dt, 0, NULL, NULL);
+    multi_case("adamax_update", 4, 1, dt, 2, KEYS("weight_decay", "maximize"), VALS(0.1, 1));
+    multi_case("nadam_update", 5, 2, dt, 0, NULL, NULL);
+    multi_case("nadam_update", 5, 2, dt, 2, KEYS("weight_decay", "decoupled"), VALS(0.1, 1));
+    multi_case("radam_update", 4, 1, dt, 0, NULL, NULL);
+    multi_case("radam_update", 4, 1, dt, 1, KEYS("weight_decay"), VALS(0.1));
+    multi_case("asgd_update", 5, 3, dt, 0, NULL, NULL);
+    multi_case("asgd_update", 5, 3, dt, 2, KEYS("weight_decay", "t0"), VALS(0.1, 2));
 }
 
 TEST(update_multi_is_bitwise_row_by_row) {
