@@ -372,3 +372,38 @@ def test_compat_names():
     assert s == (2, 3) and s.numel() == 6 and repr(s) == "musa.Size([2, 3])"
     with pytest.raises(TypeError, match=r"\[FloatTensor\] expected sizes"):
         musa.FloatTensor(2, "a")
+
+
+# ---- error classes: what torch raises is what musa raises (a subclass) ----
+
+@pytest.mark.filterwarnings("ignore:.*target size:UserWarning")
+@pytest.mark.parametrize("case", [
+    "a.reshape(4, 2)", "a @ a", "a.permute(0)", "a.flip(5)", "a.view(5)", "a.expand(4, 4)",
+    "lib.cat([a, a.t()], 0)", "F.cross_entropy(a, lib.tensor([0, 7]))",
+    "F.conv2d(lib.ones(1, 2, 4, 4), lib.ones(3, 5, 3, 3))", "F.linear(a, lib.ones(5, 4))",
+    "a + lib.ones(4)", "F.mse_loss(a, lib.ones(3, 2))", "lib.stack([a, lib.ones(3)])",
+    "a.sum(4)", "a[5]", "a.squeeze(7)", "F.softmax(a, 9)",
+])
+def test_error_classes_match_torch(case):
+    def run(lib, Fn):
+        a = lib.ones(2, 3)
+        try:
+            eval(case, {"lib": lib, "F": Fn, "a": a})
+        except Exception as e:  # noqa: BLE001 (the class is what is compared)
+            return e
+        return None
+
+    te, me = run(torch, torch.nn.functional), run(musa, F)
+    assert te is not None and me is not None, (case, te, me)
+    assert isinstance(me, type(te)), f"{case}: torch raises {type(te).__name__}, musa " \
+                                     f"{type(me).__mro__}: {me}"
+    assert str(me).startswith("["), str(me)
+
+
+def test_musa_error_classes():
+    assert issubclass(musa.InvalidArgumentError, ValueError)
+    assert issubclass(musa.InvalidArgumentError, RuntimeError)
+    assert issubclass(musa.InvalidTypeError, TypeError)
+    assert issubclass(musa.InvalidTypeError, RuntimeError)
+    with pytest.raises(ValueError):  # code written for musa keeps working
+        musa.ones(2, 3).reshape(4, 2)

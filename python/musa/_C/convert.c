@@ -21,6 +21,11 @@ void pm_drop_stash(void) {
     Py_CLEAR(stash_tb);
 }
 
+/* musa's errors for bad values and types are also RuntimeErrors, which is
+ * what PyTorch raises for them (shape mismatches, wrong dtypes): code that
+ * catches either keeps working. Made in pm_types_init. */
+static PyObject *value_error_cls, *type_error_cls;
+
 PyObject *pm_raise(void) {
     if (stash_type) {
         PyErr_Restore(stash_type, stash_value, stash_tb);
@@ -31,10 +36,10 @@ PyObject *pm_raise(void) {
     PyObject *cls;
     switch (musa_last_error_code()) {
     case MUSA_ERR_VALUE:
-        cls = PyExc_ValueError;
+        cls = value_error_cls ? value_error_cls : PyExc_ValueError;
         break;
     case MUSA_ERR_TYPE:
-        cls = PyExc_TypeError;
+        cls = type_error_cls ? type_error_cls : PyExc_TypeError;
         break;
     case MUSA_ERR_INDEX:
         cls = PyExc_IndexError;
@@ -306,7 +311,25 @@ static PyMethodDef type_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* An exception class deriving from base and RuntimeError, added to module. */
+static PyObject *dual_error(PyObject *module, const char *name, PyObject *base, const char *doc) {
+    char full[64];
+    snprintf(full, sizeof full, "musa.%s", name);
+    PyObject *bases = PyTuple_Pack(2, base, PyExc_RuntimeError);
+    PyObject *cls = bases ? PyErr_NewExceptionWithDoc(full, doc, bases, NULL) : NULL;
+    Py_XDECREF(bases);
+    if (cls && PyModule_AddObject(module, name, Py_NewRef(cls))) Py_CLEAR(cls);
+    return cls;
+}
+
 int pm_types_init(PyObject *module) {
+    value_error_cls = dual_error(module, "InvalidArgumentError", PyExc_ValueError,
+                                 "A bad value (shape, size, option): a ValueError, and a "
+                                 "RuntimeError as PyTorch raises for these.");
+    type_error_cls = dual_error(module, "InvalidTypeError", PyExc_TypeError,
+                                "A bad dtype or argument type: a TypeError, and a RuntimeError "
+                                "as PyTorch raises for dtype mismatches.");
+    if (!value_error_cls || !type_error_cls) return -1;
     MusaDtype_Type = (PyTypeObject *)PyType_FromSpec(&dtype_spec);
     MusaDevice_Type = (PyTypeObject *)PyType_FromSpec(&device_spec);
     if (!MusaDtype_Type || !MusaDevice_Type) return -1;

@@ -59,9 +59,9 @@ typedef struct {
  * [i0, i1) of the row; its scalar state (the step counter, where the
  * optimizer counts steps) is written once every element is done. */
 typedef struct update_job {
-    musa_range_fn fn; /* the row's element loop, over u */
-    int64_t numel;    /* elements of the parameter */
-    int64_t start;    /* multi-tensor form: the row's first element in the joint range */
+    musa_range_fn fn;    /* the row's element loop, over u */
+    int64_t numel;       /* elements of the parameter */
+    int64_t start;       /* multi-tensor form: the row's first element in the joint range */
     int n_scal;          /* scalar state (step counters, ASGD's eta and mu, NAdam's mu product) */
     double *scal_out[3]; /* where each goes */
     double scal[3];      /* its new value */

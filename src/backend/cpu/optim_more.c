@@ -50,49 +50,62 @@
     if (c[WD] != 0) gi = gi + pi * c[WD];
 
 /* Adagrad: c = {-clr, wd, eps} */
-#define ADAGRAD_BODY(CT, LD, ST, SQRT) \
-    DECAY_G(1) CT si = LD(s0[i]) + gi * gi; s0_out[i] = ST(si); \
+#define ADAGRAD_BODY(CT, LD, ST, SQRT)                                                             \
+    DECAY_G(1) CT si = LD(s0[i]) + gi * gi;                                                        \
+    s0_out[i] = ST(si);                                                                            \
     p_out[i] = ST(pi + c[0] * (gi / (SQRT(si) + c[2])));
 DEF_GEN_ALL(adagrad, ADAGRAD_BODY)
 
 /* Adadelta: c = {-lr, rho, 1 - rho, eps, wd} */
-#define ADADELTA_BODY(CT, LD, ST, SQRT) \
-    DECAY_G(4) CT sa = LD(s0[i]) * c[1] + c[2] * gi * gi; \
-    CT delta = SQRT(LD(s1[i]) + c[3]) / SQRT(sa + c[3]) * gi; \
-    s0_out[i] = ST(sa); s1_out[i] = ST(LD(s1[i]) * c[1] + c[2] * delta * delta); \
+#define ADADELTA_BODY(CT, LD, ST, SQRT)                                                            \
+    DECAY_G(4) CT sa = LD(s0[i]) * c[1] + c[2] * gi * gi;                                          \
+    CT delta = SQRT(LD(s1[i]) + c[3]) / SQRT(sa + c[3]) * gi;                                      \
+    s0_out[i] = ST(sa);                                                                            \
+    s1_out[i] = ST(LD(s1[i]) * c[1] + c[2] * delta * delta);                                       \
     p_out[i] = ST(pi + c[0] * delta);
 DEF_GEN_ALL(adadelta, ADADELTA_BODY)
 
 /* Adamax: c = {b1, 1 - b1, b2, eps, wd, -clr}; the infinity norm keeps NaN */
-#define ADAMAX_BODY(CT, LD, ST, SQRT) \
-    DECAY_G(4) CT ea = LD(s0[i]) * c[0] + gi * c[1]; \
-    CT a = LD(s1[i]) * c[2]; CT b = (gi < 0 ? -gi : gi) + c[3]; \
-    CT ei = (a != a || a > b) ? a : b; s0_out[i] = ST(ea); s1_out[i] = ST(ei); \
+#define ADAMAX_BODY(CT, LD, ST, SQRT)                                                              \
+    DECAY_G(4) CT ea = LD(s0[i]) * c[0] + gi * c[1];                                               \
+    CT a = LD(s1[i]) * c[2];                                                                       \
+    CT b = (gi < 0 ? -gi : gi) + c[3];                                                             \
+    CT ei = (a != a || a > b) ? a : b;                                                             \
+    s0_out[i] = ST(ea);                                                                            \
+    s1_out[i] = ST(ei);                                                                            \
     p_out[i] = ST(pi + c[5] * (ea / ei));
 DEF_GEN_ALL(adamax, ADAMAX_BODY)
 
 /* NAdam: c = {b1, 1 - b1, b2, 1 - b2, eps, wd (coupled), decay (decoupled),
  * bc2, -lr (1 - mu) / (1 - mu_product), -lr mu_next / (1 - mu_product mu_next)} */
-#define NADAM_BODY(CT, LD, ST, SQRT) \
-    pi = pi * c[6]; DECAY_G(5) CT ea = LD(s0[i]) * c[0] + gi * c[1]; \
-    CT va = LD(s1[i]) * c[2] + c[3] * gi * gi; CT denom = SQRT(va / c[7]) + c[4]; \
-    s0_out[i] = ST(ea); s1_out[i] = ST(va); \
+#define NADAM_BODY(CT, LD, ST, SQRT)                                                               \
+    pi = pi * c[6];                                                                                \
+    DECAY_G(5) CT ea = LD(s0[i]) * c[0] + gi * c[1];                                               \
+    CT va = LD(s1[i]) * c[2] + c[3] * gi * gi;                                                     \
+    CT denom = SQRT(va / c[7]) + c[4];                                                             \
+    s0_out[i] = ST(ea);                                                                            \
+    s1_out[i] = ST(va);                                                                            \
     p_out[i] = ST(pi + c[8] * (gi / denom) + c[9] * (ea / denom));
 DEF_GEN_ALL(nadam, NADAM_BODY)
 
 /* RAdam: c = {b1, 1 - b1, b2, 1 - b2, eps, wd (coupled), decay (decoupled),
  * bc1, lr, sqrt(bc2) rect (-1: the unrectified step)} */
-#define RADAM_BODY(CT, LD, ST, SQRT) \
-    pi = pi * c[6]; DECAY_G(5) CT ea = LD(s0[i]) * c[0] + gi * c[1]; \
-    CT va = LD(s1[i]) * c[2] + c[3] * gi * gi; s0_out[i] = ST(ea); s1_out[i] = ST(va); \
-    CT bea = ea / c[7]; \
-    p_out[i] = ST(c[9] < 0 ? pi + bea * c[8] * -1 \
-    : pi + bea * c[8] * (c[9] / (SQRT(va) + c[4])) * -1);
+#define RADAM_BODY(CT, LD, ST, SQRT)                                                               \
+    pi = pi * c[6];                                                                                \
+    DECAY_G(5) CT ea = LD(s0[i]) * c[0] + gi * c[1];                                               \
+    CT va = LD(s1[i]) * c[2] + c[3] * gi * gi;                                                     \
+    s0_out[i] = ST(ea);                                                                            \
+    s1_out[i] = ST(va);                                                                            \
+    CT bea = ea / c[7];                                                                            \
+    p_out[i] =                                                                                     \
+        ST(c[9] < 0 ? pi + bea * c[8] * -1 : pi + bea * c[8] * (c[9] / (SQRT(va) + c[4])) * -1);
 DEF_GEN_ALL(radam, RADAM_BODY)
 
 /* ASGD: c = {wd, 1 - lambd eta, -eta, mu} */
-#define ASGD_BODY(CT, LD, ST, SQRT) \
-    DECAY_G(0) pi = pi * c[1]; pi = pi + gi * c[2]; p_out[i] = ST(pi); \
+#define ASGD_BODY(CT, LD, ST, SQRT)                                                                \
+    DECAY_G(0) pi = pi * c[1];                                                                     \
+    pi = pi + gi * c[2];                                                                           \
+    p_out[i] = ST(pi);                                                                             \
     s0_out[i] = ST(c[3] != 1 ? LD(s0[i]) + (pi - LD(s0[i])) * c[3] : pi);
 DEF_GEN_ALL(asgd, ASGD_BODY)
 
@@ -193,8 +206,8 @@ static void radam_prepare(update_job *j, musa_kview *out, const musa_kview *in, 
     decay_coefs(c, o->weight_decay, o->decoupled, lr);
     c[7] = bc1, c[8] = lr, c[9] = -1;
     if (rho_t > 5) { /* the variance is tractable: rectify, folding sqrt(bc2) in */
-        double rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
-                           ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+        double rect =
+            sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
         c[9] = sqrt(bc2) * rect;
     }
     j->fn = PICK(radam, in[0].dtype);

@@ -73,10 +73,13 @@ def namespaces():
 
 def classify(exc, form, target):
     """None for an exception a caller may expect, else why it is a finding."""
-    name = type(exc).__name__
+    # musa.InvalidArgumentError is a ValueError (and a RuntimeError): the
+    # first standard class in its MRO names it
+    name = next((c.__name__ for c in type(exc).__mro__
+                 if c.__module__ == "builtins" and c.__name__ in STANDARD), None)
     msg = str(exc)
-    if name not in STANDARD:
-        return f"{name} is not a standard exception class"
+    if name is None:
+        return f"{type(exc).__name__} is not a standard exception class"
     if msg.startswith("["):
         return None
     if name == "TypeError" and PYTHON_SIG_ERRORS.search(msg):
