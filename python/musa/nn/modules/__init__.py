@@ -14,6 +14,8 @@ from .padding import *  # noqa: F401,F403
 from .padding import __all__ as _padding_all
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
+from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,
+                          TransformerEncoderLayer, TransformerDecoderLayer)
 from .container import Sequential, ModuleList, ModuleDict, ParameterList
 from .flatten import Flatten, Unflatten
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
@@ -30,4 +32,6 @@ __all__ = [
     "Tanhshrink", "Softmin", "Bilinear", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
     "LocalResponseNorm", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
     "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
 ] + _padding_all
