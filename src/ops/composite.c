@@ -181,13 +181,16 @@ musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
     } else if (isinf(p)) {
         musa_tensor *a = musa_tmp(&t, musa_abs(x));
         r = p > 0 ? musa_amax(a, ndims, dims, keepdim) : musa_amin(a, ndims, dims, keepdim);
-    } else if (p > 0) {
+    } else if (p == 0) { /* the count of nonzero elements (no gradient, as in PyTorch) */
+        musa_tensor *nz = musa_tmp(&t, musa_ne(x, musa_tmp(&t, musa_number(0))));
+        r = musa_sum(musa_tmp(&t, musa_cast(nz, (musa_dtype)x->dtype)), ndims, dims, keepdim);
+    } else if (p == p) { /* (sum |x|^p)^(1/p); for p < 0 a zero element gives 0 */
         musa_tensor *a =
             musa_tmp(&t, musa_pow(musa_tmp(&t, musa_abs(x)), musa_tmp(&t, musa_number(p))));
         r = musa_pow(musa_tmp(&t, musa_sum(a, ndims, dims, keepdim)),
                      musa_tmp(&t, musa_number(1.0 / p)));
     } else {
-        musa_err(MUSA_ERR_VALUE, "[norm] p must be positive or +-inf, got %g", p);
+        musa_err(MUSA_ERR_VALUE, "[norm] p must be a number, got %g", p);
     }
     musa_temps_release(&t);
     return r;

@@ -407,3 +407,94 @@ def test_musa_error_classes():
     assert issubclass(musa.InvalidTypeError, RuntimeError)
     with pytest.raises(ValueError):  # code written for musa keeps working
         musa.ones(2, 3).reshape(4, 2)
+
+
+@pytest.mark.parametrize("p", [0, -1, -0.5, 0.5, 1, 2, 3, float("inf"), -float("inf")])
+def test_norm_and_normalize_every_p(p):
+    x = arr(3, 4, lo=0.2, hi=2) * np.sign(arr(3, 4))
+    x[0, 1] = 0.0
+    close(musa.norm(musa.tensor(x), p, 1), torch.norm(torch.tensor(x), p, 1))
+    close(F.normalize(musa.tensor(x), p), torch.nn.functional.normalize(torch.tensor(x), p))
+    if p not in (0,) and np.isfinite(p) and p > 0:
+        same_fn(lambda t: F.normalize(t, p, 0), lambda t: torch.nn.functional.normalize(t, p, 0),
+                np.abs(arr(3, 4, lo=0.2, hi=2)))
+    with pytest.raises(ValueError, match=r"\[norm\] p must be a number"):
+        musa.norm(musa.ones(2), float("nan"))
+
+
+@pytest.mark.parametrize("kw,shape", [
+    (dict(kernel_size=2), (2, 3, 6, 5)), (dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(2, 1)), (1, 2, 6, 5)),
+    (dict(kernel_size=3, padding=1), (2, 5, 5)), (dict(kernel_size=1, stride=2), (1, 1, 4, 4))])
+def test_fold_unfold(kw, shape):
+    same_fn(lambda x: F.unfold(x, **kw), lambda x: torch.nn.functional.unfold(x, **kw), arr(*shape))
+    cols = torch.nn.functional.unfold(torch.tensor(arr(*shape)), **kw)
+    size = shape[-2:]
+    same_fn(lambda c: F.fold(c, size, **kw), lambda c: torch.nn.functional.fold(c, size, **kw),
+            cols.numpy())
+    assert nn.Unfold(**kw)(musa.ones(*shape)).shape == tuple(cols.shape)
+    assert nn.Fold(size, **kw)(musa.tensor(cols.numpy())).shape == tuple(shape)
+    with pytest.raises(RuntimeError, match=r"\[fold\] expected"):
+        F.fold(musa.ones(1, 7, 3), size, **kw)
+    with pytest.raises(RuntimeError, match=r"\[unfold\] the sliding blocks do not fit"):
+        F.unfold(musa.ones(1, 1, 1, 1), 5)
+
+
+def test_max_unpool():
+    x = arr(2, 3, 6, 4)
+    tp, ti = torch.nn.functional.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    mp, mi = F.max_pool2d(musa.tensor(x), 2, return_indices=True)
+    assert mi.tolist() == ti.tolist()
+    same_fn(lambda v: F.max_unpool2d(v, mi, 2), lambda v: torch.nn.functional.max_unpool2d(v, ti, 2),
+            tp.detach().numpy())
+    close(nn.MaxUnpool2d(2)(mp, mi, output_size=(7, 5)),
+          torch.nn.MaxUnpool2d(2)(tp, ti, output_size=(7, 5)))
+    with pytest.raises(ValueError, match=r"\[max_unpool2d\] invalid output_size"):
+        F.max_unpool2d(mp, mi, 2, output_size=(20, 20))
+    with pytest.raises(IndexError, match=r"\[max_unpool2d\] an index is out of range"):
+        F.max_unpool2d(mp, mi + 100, 2)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(mode):
+    w = arr(10, 4)
+    inp, off = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4, 4])  # an empty bag
+    same_fn(lambda ww: F.embedding_bag(musa.tensor(inp), ww, musa.tensor(off), mode=mode),
+            lambda ww: torch.nn.functional.embedding_bag(torch.tensor(inp), ww, torch.tensor(off), mode=mode),
+            w)
+    two = np.array([[1, 2, 3], [4, 0, 6]])
+    close(F.embedding_bag(musa.tensor(two), musa.tensor(w), mode=mode, padding_idx=0),
+          torch.nn.functional.embedding_bag(torch.tensor(two), torch.tensor(w), mode=mode, padding_idx=0))
+    close(F.embedding_bag(musa.tensor(inp), musa.tensor(w), musa.tensor(np.array([0, 3, 8])), mode=mode,
+                          include_last_offset=True),
+          torch.nn.functional.embedding_bag(torch.tensor(inp), torch.tensor(w), torch.tensor([0, 3, 8]),
+                                            mode=mode, include_last_offset=True))
+    m = nn.EmbeddingBag(10, 4, mode=mode, padding_idx=2)
+    assert float(m.weight[2].abs().sum()) == 0 and m(musa.tensor(two)).shape == (2, 4)
+
+
+def test_embedding_bag_weights_and_errors():
+    w, inp, off = arr(10, 4), np.array([1, 2, 4, 5]), np.array([0, 2])
+    psw = arr(4)
+    close(F.embedding_bag(musa.tensor(inp), musa.tensor(w), musa.tensor(off), mode="sum",
+                          per_sample_weights=musa.tensor(psw)),
+          torch.nn.functional.embedding_bag(torch.tensor(inp), torch.tensor(w), torch.tensor(off), mode="sum",
+                                            per_sample_weights=torch.tensor(psw)))
+    with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+        F.embedding_bag(musa.tensor(inp), musa.tensor(w), musa.tensor(off), per_sample_weights=musa.tensor(psw))
+    with pytest.raises(ValueError, match="offsets has to be None if input is 2-D"):
+        F.embedding_bag(musa.tensor([[1, 2]]), musa.tensor(w), musa.tensor([0]))
+    with pytest.raises(ValueError, match="mode has to be one of"):
+        F.embedding_bag(musa.tensor([[1, 2]]), musa.tensor(w), mode="median")
+
+
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1, output_padding=1), dict(dilation=2, groups=2), {}])
+def test_conv_transpose1d(kw):
+    t = torch.nn.ConvTranspose1d(4, 6, 3, **kw).double()
+    m = nn.ConvTranspose1d(4, 6, 3, **kw).double()
+    m.load_state_dict({k: musa.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    same_fn(m, t, arr(2, 4, 7))
+    close(m(musa.ones(4, 7, dtype=musa.float64)), t(torch.ones(4, 7, dtype=torch.float64)))  # unbatched
+    w = t.weight.detach().numpy()
+    same_fn(lambda x, ww: F.conv_transpose1d(x, ww, None, **kw),
+            lambda x, ww: torch.nn.functional.conv_transpose1d(x, ww, None, **kw), arr(1, 4, 5), w)
+    assert nn.ConvTranspose1d(4, 6, 3, stride=2)(musa.ones(1, 4, 5), output_size=[12]).shape == (1, 6, 12)

@@ -8,7 +8,7 @@ from .. import _C
 from .._functions import _number, _tensors
 from ..autograd import no_grad
 
-__all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+__all__ = ["unfold", "fold", "max_unpool1d", "max_unpool2d", "embedding_bag", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
            "pixel_shuffle", "pixel_unshuffle", "interpolate", "upsample", "upsample_nearest",
            "upsample_bilinear", "instance_norm", "local_response_norm", "bilinear"]
 
@@ -349,3 +349,198 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None:
         y = _C.add(y, bias)
     return _C.reshape(y, lead + [o])
+
+
+# ---- im2col ----
+
+def _pair(v, who, what):
+    t = (v, v) if isinstance(v, int) else tuple(v)
+    if len(t) != 2 or not all(isinstance(i, int) for i in t):
+        raise ValueError(f"[{who}] {what} must be an int or 2 ints, got {v!r}")
+    return t
+
+
+def _grid(who, kernel_size, dilation, padding, stride):
+    k, d = _pair(kernel_size, who, "kernel_size"), _pair(dilation, who, "dilation")
+    p, s = _pair(padding, who, "padding"), _pair(stride, who, "stride")
+    if min(k) <= 0 or min(d) <= 0 or min(s) <= 0 or min(p) < 0:
+        raise ValueError(f"[{who}] kernel_size, dilation and stride must be positive and padding "
+                         f"non-negative, got {k}, {d}, {s}, {p}")
+    return k, d, p, s
+
+
+def _blocks(size, k, d, p, s, who):
+    n = [(size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    if min(n) <= 0:
+        raise RuntimeError(f"[{who}] the sliding blocks do not fit: size {tuple(size)}, kernel {k}, "
+                           f"dilation {d}, padding {p}, stride {s}")
+    return n
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) -> (N, C kh kw, L), the sliding blocks as
+    columns (channel-major, then the kernel's rows), through a strided view
+    of the zero-padded input."""
+    _tensors("unfold", input=input)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"[unfold] expected a 3-D or 4-D input, got shape {tuple(input.shape)}")
+    k, d, p, s = _grid("unfold", kernel_size, dilation, padding, stride)
+    x = input.unsqueeze(0) if input.ndim == 3 else input
+    n, c = x.shape[0], x.shape[1]
+    oh, ow = _blocks(x.shape[2:], k, d, p, s, "unfold")
+    if p != (0, 0):
+        x = _C._pad(x, [p[1], p[1], p[0], p[0]], 0.0)
+    x = x.contiguous()
+    sn, sc, sh, sw = x.stride()
+    v = _C.as_strided(x, [n, c, k[0], k[1], oh, ow],
+                      [sn, sc, d[0] * sh, d[1] * sw, s[0] * sh, s[1] * sw], x.storage_offset())
+    out = _C.reshape(v, [n, c * k[0] * k[1], oh * ow])
+    return out.squeeze(0) if input.ndim == 3 else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, the adjoint of unfold: (N, C kh kw, L) -> (N, C, H, W),
+    overlapping blocks summed (an index_add into the padded image)."""
+    _tensors("fold", input=input)
+    if input.ndim not in (2, 3):
+        raise ValueError(f"[fold] expected a 2-D or 3-D input, got shape {tuple(input.shape)}")
+    k, d, p, s = _grid("fold", kernel_size, dilation, padding, stride)
+    size = _pair(output_size, "fold", "output_size")
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    n, ckk, L = x.shape
+    if ckk % (k[0] * k[1]):
+        raise RuntimeError(f"[fold] expected the size of dim 1 ({ckk}) to be divisible by the "
+                           f"product of kernel_size ({k[0] * k[1]})")
+    oh, ow = _blocks(size, k, d, p, s, "fold")
+    if oh * ow != L:
+        raise RuntimeError(f"[fold] expected {oh * ow} blocks (dim 2) for output_size {size}, "
+                           f"kernel {k}, dilation {d}, padding {p}, stride {s}; got {L}")
+    c = ckk // (k[0] * k[1])
+    hp, wp = size[0] + 2 * p[0], size[1] + 2 * p[1]
+    # the padded image's flat position of each (ki, kj, block)
+    ki = _C.arange(k[0], dtype=_C.int64).reshape([k[0], 1, 1, 1])
+    kj = _C.arange(k[1], dtype=_C.int64).reshape([1, k[1], 1, 1])
+    bi = _C.arange(oh, dtype=_C.int64).reshape([1, 1, oh, 1])
+    bj = _C.arange(ow, dtype=_C.int64).reshape([1, 1, 1, ow])
+    pos = (bi * s[0] + ki * d[0]) * wp + bj * s[1] + kj * d[1]
+    cols = _C.reshape(x, [n, c, k[0] * k[1] * L])
+    img = _C.zeros([n, c, hp * wp], dtype=x.dtype).index_add(2, _C.reshape(pos, [-1]), cols)
+    img = _C.reshape(img, [n, c, hp, wp])[:, :, p[0]:p[0] + size[0], p[1]:p[1] + size[1]]
+    return img.squeeze(0) if input.ndim == 2 else img
+
+
+# ---- max unpooling ----
+
+def _unpool(input, indices, out_spatial, who):
+    _tensors(who, input=input, indices=indices)
+    if indices.shape != input.shape:
+        raise ValueError(f"[{who}] indices have shape {tuple(indices.shape)}, the input "
+                         f"{tuple(input.shape)}")
+    lead = list(input.shape[:-len(out_spatial)])
+    total = 1
+    for v in out_spatial:
+        total *= v
+    flat_in = _C.reshape(input, lead + [-1])
+    flat_idx = _C.reshape(indices, lead + [-1])
+    if flat_idx.numel() and (int(flat_idx.min()) < 0 or int(flat_idx.max()) >= total):
+        raise IndexError(f"[{who}] an index is out of range for an output of {total} elements "
+                         f"per plane")
+    out = _C.zeros(lead + [total], dtype=input.dtype).scatter(len(lead), flat_idx, flat_in)
+    return _C.reshape(out, lead + list(out_spatial))
+
+
+def _unpool_size(input, n, kernel_size, stride, padding, output_size, who):
+    k = (kernel_size,) * n if isinstance(kernel_size, int) else tuple(kernel_size)
+    s = k if stride is None else ((stride,) * n if isinstance(stride, int) else tuple(stride))
+    p = (padding,) * n if isinstance(padding, int) else tuple(padding)
+    default = [(input.shape[-n + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(n)]
+    if output_size is None:
+        return default
+    size = list(output_size)[-n:]
+    for i in range(n):
+        if not default[i] - s[i] < size[i] < default[i] + s[i]:
+            raise ValueError(f"[{who}] invalid output_size {list(output_size)}: expected sizes "
+                             f"between {[v - t + 1 for v, t in zip(default, s)]} and "
+                             f"{[v + t - 1 for v, t in zip(default, s)]}")
+    return size
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Place each value at its max_pool1d index, zeros elsewhere."""
+    size = _unpool_size(input, 1, kernel_size, stride, padding, output_size, "max_unpool1d")
+    return _unpool(input, indices, size, "max_unpool1d")
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Place each value at its max_pool2d index (a flat position in its
+    output plane), zeros elsewhere."""
+    size = _unpool_size(input, 2, kernel_size, stride, padding, output_size, "max_unpool2d")
+    return _unpool(input, indices, size, "max_unpool2d")
+
+
+# ---- embedding bags ----
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sum, mean or max of the embeddings of each bag: the rows of a 2-D
+    input, or the pieces of a 1-D input that offsets start. Entries equal to
+    padding_idx are left out (an empty bag gives zeros)."""
+    from .functional import embedding
+    _tensors("embedding_bag", input=input, weight=weight)
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"[embedding_bag] mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"[embedding_bag] per_sample_weights was not None; it is only "
+                                  f"supported for mode='sum', got mode={mode!r}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("[embedding_bag] offsets has to be None if input is 2-D")
+        b, length = input.shape
+        bag_of = [i for i in range(b) for _ in range(length)]
+        flat = _C.reshape(input, [-1])
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError("[embedding_bag] offsets has to be a 1-D tensor when input is 1-D")
+        starts = [int(v) for v in offsets.tolist()]
+        n = input.shape[0]
+        if include_last_offset:
+            if not starts or starts[-1] != n and starts[-1] > n:
+                raise ValueError("[embedding_bag] the last offset must be the input length")
+            starts = starts[:-1]
+        if starts and (starts[0] != 0 or any(b < a for a, b in zip(starts, starts[1:])) or
+                       starts[-1] > n):
+            raise ValueError(f"[embedding_bag] offsets must start at 0, not decrease and stay "
+                             f"within the input ({n}), got {starts}")
+        b = len(starts)
+        ends = starts[1:] + [n]
+        bag_of = [i for i, (lo, hi) in enumerate(zip(starts, ends)) for _ in range(hi - lo)]
+        flat = input
+    else:
+        raise ValueError(f"[embedding_bag] input has to be 1-D or 2-D, got shape {tuple(input.shape)}")
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
+    keep = [True] * len(bag_of)
+    if padding_idx is not None:
+        pad = padding_idx % weight.shape[0]
+        keep = [v != pad for v in flat.tolist()]
+    if per_sample_weights is not None:
+        rows = _C.mul(rows, _C.reshape(per_sample_weights, [-1, 1]))
+    dim = weight.shape[1]
+    idx = [i for i, k in enumerate(keep) if k]
+    bags = _C.tensor([bag_of[i] for i in idx], dtype=_C.int64)
+    if len(idx) != len(keep):
+        rows = rows.index_select(0, _C.tensor(idx, dtype=_C.int64))
+    if mode == "max":
+        outs = []
+        for i in range(b):
+            sel = [j for j, v in enumerate(bags.tolist()) if v == i]
+            outs.append(rows.index_select(0, _C.tensor(sel, dtype=_C.int64)).amax(0) if sel
+                        else _C.zeros([dim], dtype=weight.dtype))
+        return _C.stack(outs, 0) if outs else _C.zeros([0, dim], dtype=weight.dtype)
+    out = _C.zeros([b, dim], dtype=weight.dtype).index_add(0, bags, rows)
+    if mode == "mean":
+        counts = [0] * b
+        for v in bags.tolist():
+            counts[v] += 1
+        out = _C.div(out, _C.tensor([[max(c, 1)] for c in counts], dtype=weight.dtype))
+    return out

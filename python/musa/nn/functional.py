@@ -241,6 +241,16 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _unbatch(out, input, 2)
 
 
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """conv_transpose2d over a height-1 view: (N, C_in, L) -> (N, C_out, L')."""
+    x, _ = _conv_input(input, weight, 0, stride, dilation, 1, "conv_transpose1d")
+    single = _ntuple(1, "conv_transpose1d")
+    (s,), (p,), (op,), (d,) = single(stride), single(padding), single(output_padding), single(dilation)
+    out = _C.conv_transpose2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (0, op), groups,
+                              (1, d))
+    return _unbatch(out.squeeze(2), input, 1)
+
+
 # ---- pooling ----
 
 def _default_stride(stride):

@@ -1,14 +1,14 @@
 """The layers of musa.nn, one family per file."""
 from .module import Module
 from .linear import Identity, Linear, Bilinear
-from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Softplus, Hardtanh, Sigmoid, Tanh, Softmax,
                          LogSoftmax, MultiheadAttention, CELU, SELU, Mish, Hardswish, Hardsigmoid,
                          LogSigmoid, Softsign, Tanhshrink, Softmin)
-from .pooling import MaxPool2d, AvgPool2d, AdaptiveAvgPool2d
+from .pooling import MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxUnpool1d, MaxUnpool2d, Fold, Unfold
 from .normalization import (BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d, LocalResponseNorm)
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
 from .padding import *  # noqa: F401,F403
 from .padding import __all__ as _padding_all
@@ -33,5 +33,6 @@ __all__ = [
     "LocalResponseNorm", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
     "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer",
+    "TransformerDecoderLayer", "ConvTranspose1d", "MaxUnpool1d", "MaxUnpool2d", "Fold", "Unfold",
+    "EmbeddingBag",
 ] + _padding_all

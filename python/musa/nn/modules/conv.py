@@ -123,37 +123,55 @@ class Conv2d(_ConvNd):
         return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
-class ConvTranspose2d(_ConvNd):
-    """The gradient of Conv2d with respect to its input, as a layer; an
-    output_size given to forward picks the output_padding."""
+class _ConvTransposeNd(_ConvNd):
+    """The gradient of a convolution with respect to its input, as a layer;
+    an output_size given to forward picks the output_padding."""
+
+    _n = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        name = type(self).__name__
         if padding_mode != "zeros":
-            raise ValueError("[ConvTranspose2d] only 'zeros' padding mode is supported, got "
+            raise ValueError(f"[{name}] only 'zeros' padding mode is supported, got "
                              f"'{padding_mode}'")
         if isinstance(padding, str):
-            raise ValueError(f"[ConvTranspose2d] padding must be numbers, got {padding!r}")
-        super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, dilation, True,
-                         output_padding, groups, bias, padding_mode, device, dtype)
+            raise ValueError(f"[{name}] padding must be numbers, got {padding!r}")
+        super().__init__(self._n, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         True, output_padding, groups, bias, padding_mode, device, dtype)
 
     def _output_padding(self, input, output_size):
         if output_size is None:
             return self.output_padding
-        output_size = list(output_size)[-2:]
-        if len(output_size) != 2:
-            raise ValueError(f"[ConvTranspose2d] output_size must have 2 or more elements, got {output_size}")
+        n, name = self._n, type(self).__name__
+        output_size = list(output_size)[-n:]
+        if len(output_size) != n:
+            raise ValueError(f"[{name}] output_size must have {n} or more elements, got {output_size}")
         pads = []
-        for d in range(2):
-            smallest = ((input.shape[d - 2] - 1) * self.stride[d] - 2 * self.padding[d]
+        for d in range(n):
+            smallest = ((input.shape[d - n] - 1) * self.stride[d] - 2 * self.padding[d]
                         + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
             largest = smallest + self.stride[d] - 1
             if not smallest <= output_size[d] <= largest:
-                raise ValueError(f"[ConvTranspose2d] requested an output size of {output_size}, but valid "
+                raise ValueError(f"[{name}] requested an output size of {output_size}, but valid "
                                  f"sizes along dim {d} range from {smallest} to {largest} "
-                                 f"(for an input of {tuple(input.shape[-2:])})")
+                                 f"(for an input of {tuple(input.shape[-n:])})")
             pads.append(output_size[d] - smallest)
         return tuple(pads)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution over (N, C_in, L) or (C_in, L)."""
+
+    _n = 1
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution over (N, C_in, H, W) or (C_in, H, W)."""
 
     def forward(self, input, output_size=None):
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,

@@ -1,4 +1,5 @@
-"""2-D pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d.
+"""Pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxUnpool1d/2d;
+and Fold/Unfold (im2col).
 
 Hyperparameters are kept as given (an int or a pair), as PyTorch keeps them,
 so reprs match; stride defaults to kernel_size.
@@ -63,3 +64,47 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class MaxUnpool1d(Module):
+    """The partial inverse of MaxPool1d: values back at their indices."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class MaxUnpool2d(MaxUnpool1d):
+    """The partial inverse of MaxPool2d: values back at their indices."""
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class Fold(Module):
+    """col2im: (N, C kh kw, L) -> (N, C, H, W), overlapping blocks summed."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+
+class Unfold(Module):
+    """im2col: (N, C, H, W) -> (N, C kh kw, L)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)

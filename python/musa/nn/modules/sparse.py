@@ -68,3 +68,45 @@ class Embedding(Module):
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
                    _weight=embeddings, _freeze=freeze)
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embeddings (F.embedding_bag): the
+    rows of a 2-D input, or a 1-D input cut by offsets. weight starts
+    N(0, 1), the padding_idx row zeroed."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("[EmbeddingBag] scale_grad_by_freq and sparse gradients are "
+                                      "not supported")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"[EmbeddingBag] padding_idx ({padding_idx}) must be within "
+                                 f"num_embeddings ({num_embeddings})")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type, self.mode = max_norm, norm_type, mode
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
+        if _weight is None:
+            self.weight = Parameter(_C.empty((num_embeddings, embedding_dim), dtype=dtype))
+            self.reset_parameters()
+        else:
+            self.weight = Parameter(_weight)
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse, per_sample_weights,
+                               self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
