@@ -529,6 +529,15 @@ MUSA_API musa_tensor *musa_tril(musa_tensor *x, int64_t k);
 MUSA_API musa_tensor *musa_triu(musa_tensor *x, int64_t k);
 /* Inclusive prefix sum along dim; integers give int64. */
 MUSA_API musa_tensor *musa_cumsum(musa_tensor *x, int64_t dim);
+/* Running product along dim (integers give int64, wrapping); its gradient
+ * is exact where x has zeros (first order only). */
+MUSA_API musa_tensor *musa_cumprod(musa_tensor *x, int64_t dim);
+/* Running log(sum(exp)) along dim, computed pairwise without overflow. */
+MUSA_API musa_tensor *musa_logcumsumexp(musa_tensor *x, int64_t dim);
+/* Running maximum / minimum along dim and the index it came from (a later
+ * equal value takes over; NaN, once seen, stays). */
+MUSA_API int musa_cummax(musa_tensor *x, int64_t dim, musa_tensor **values, musa_tensor **indices);
+MUSA_API int musa_cummin(musa_tensor *x, int64_t dim, musa_tensor **values, musa_tensor **indices);
 /* int64 classes -> int64 one-hot with a new last dim (num_classes -1:
  * max + 1; other negative counts are MUSA_ERR_VALUE). */
 MUSA_API musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes);

@@ -209,6 +209,18 @@ musa_tensor *musa_unsqueeze(musa_tensor *x, int64_t dim) {
 musa_tensor *musa_cumsum(musa_tensor *x, int64_t dim) {
     return dim_op(MUSA_OP_cumsum, x, dim);
 }
+musa_tensor *musa_cumprod(musa_tensor *x, int64_t dim) {
+    return dim_op(MUSA_OP_cumprod, x, dim);
+}
+musa_tensor *musa_logcumsumexp(musa_tensor *x, int64_t dim) {
+    return dim_op(MUSA_OP_logcumsumexp, x, dim);
+}
+int musa_cummax(musa_tensor *x, int64_t dim, musa_tensor **values, musa_tensor **indices) {
+    return dim_reduce2(MUSA_OP_cummax, x, dim, false, values, indices);
+}
+int musa_cummin(musa_tensor *x, int64_t dim, musa_tensor **values, musa_tensor **indices) {
+    return dim_reduce2(MUSA_OP_cummin, x, dim, false, values, indices);
+}
 
 musa_tensor *musa_as_strided(musa_tensor *x, int ndim, const int64_t *shape, const int64_t *strides,
                              int64_t offset) {

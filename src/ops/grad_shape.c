@@ -4,6 +4,7 @@
 #include "grad_util.h"
 
 #define G       (a->gout[0])
+#define Y       (a->out[0])
 #define T(expr) musa_tmp(&t, (expr))
 
 #define RET(expr)                                                                                  \
@@ -207,6 +208,30 @@ int grad_cumsum(const musa_grad_args *a, musa_tensor **gin) {
     musa_tensor *c = T(musa_cumsum(f, d->dim));
     if (c && c->dtype != a->in_meta[0].dtype) c = T(musa_cast(c, (musa_dtype)a->in_meta[0].dtype));
     RET(musa_flip(c, 1, &d->dim));
+}
+
+/* cumprod: an op of its own computes the gradient (exact with zeros in x). */
+int grad_cumprod(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *in[2] = {a->in[0], G};
+    RET(musa_call(MUSA_OP_cumprod_backward, 2, in, a->attrs));
+}
+
+/* cummax/cummin: each output's gradient goes to where its value came from
+ * (summed where several outputs share one). */
+int grad_cumext(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_temps t = {0};
+    if (!G) RET(NULL);
+    if (a->in_meta[0].ndim == 0) RET(musa_tensor_retain(G));
+    RET(musa_scatter_add(T(grad_zeros_like_input(a, 0)), d->dim, a->out[1], G));
+}
+
+/* logcumsumexp: an op of its own, a stable reverse scan (first order). */
+int grad_logcumsumexp(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *in[3] = {a->in[0], Y, G};
+    RET(musa_call(MUSA_OP_logcumsumexp_backward, 3, in, a->attrs));
 }
 
 /* sort/topk: values go back to where they came from (out[1] = indices). */

@@ -642,6 +642,44 @@ int infer_cumsum(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     return MUSA_OK;
 }
 
+/* cummax/cummin: the running extremum (input's dtype) and its index (int64). */
+int infer_cumext(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                 musa_infer *r) {
+    int rc = infer_cumsum(op, in, n_in, attrs, r);
+    if (rc) return rc;
+    r->n_out = 2;
+    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    out_like(r, 1, MUSA_DTYPE_INT64, in[0]->ndim, in[0]->shape);
+    return MUSA_OK;
+}
+
+/* logcumsumexp: floating (integers become the default float). */
+int infer_logcumsumexp(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                       musa_infer *r) {
+    int rc = infer_cumsum(op, in, n_in, attrs, r);
+    if (rc) return rc;
+    musa_dtype dt = (musa_dtype)in[0]->dtype;
+    out_like(r, 0, musa_is_float(dt) ? dt : musa_default_dtype(MUSA_CAT_FLOAT), in[0]->ndim,
+             in[0]->shape);
+    return MUSA_OK;
+}
+
+/* cumprod_backward(x, g), logcumsumexp_backward(x, y, g): x's gradient,
+ * x's dtype and shape (the others alike). */
+int infer_cumprod_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                           musa_infer *r) {
+    char s1[128], s2[128];
+    for (int i = 1; i < n_in; i++)
+        if (!musa_shape_equal(in[0]->ndim, in[0]->shape, in[i]->ndim, in[i]->shape))
+            return musa_err(MUSA_ERR_VALUE, "[%s] input %d has shape %s but the input has %s",
+                            op->name, i, musa_shape_str(in[i]->ndim, in[i]->shape, s1, sizeof s1),
+                            musa_shape_str(in[0]->ndim, in[0]->shape, s2, sizeof s2));
+    int rc = infer_cumsum(op, in, n_in, attrs, r);
+    if (rc) return rc;
+    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    return MUSA_OK;
+}
+
 int infer_sort(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                musa_infer *r) {
     MUSA_UNUSED(n_in);

@@ -498,3 +498,41 @@ def test_conv_transpose1d(kw):
     same_fn(lambda x, ww: F.conv_transpose1d(x, ww, None, **kw),
             lambda x, ww: torch.nn.functional.conv_transpose1d(x, ww, None, **kw), arr(1, 4, 5), w)
     assert nn.ConvTranspose1d(4, 6, 3, stride=2)(musa.ones(1, 4, 5), output_size=[12]).shape == (1, 6, 12)
+
+
+@pytest.mark.parametrize("name", ["cumprod", "logcumsumexp", "cummax", "cummin"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scans(name, dim):
+    x = arr(4, 5, lo=0.5, hi=1.5) if name == "cumprod" else arr(4, 5, lo=-3, hi=3)
+    if name in ("cummax", "cummin"):
+        m = getattr(musa, name)(musa.tensor(x), dim)
+        t = getattr(torch, name)(torch.tensor(x), dim)
+        close(m.values, t.values)
+        assert m.indices.tolist() == t.indices.tolist()
+        same_fn(lambda v: getattr(musa, name)(v, dim).values,
+                lambda v: getattr(torch, name)(v, dim).values, x)
+        return
+    same_fn(lambda v: getattr(musa, name)(v, dim), lambda v: getattr(torch, name)(v, dim), x)
+    t = musa.tensor(x)
+    close(getattr(t, name)(dim), getattr(torch.tensor(x), name)(dim))
+
+
+def test_scan_edges():
+    z = np.array([2.0, 0.0, 3.0, 0.0, 4.0])
+    same_fn(lambda v: musa.cumprod(v, 0), lambda v: torch.cumprod(v, 0), z)  # zeros: exact gradient
+    assert musa.cumprod(musa.tensor([1, 2, 3]), 0).tolist() == [1, 2, 6]
+    assert musa.cumprod(musa.tensor([1.0, 2.0]), 0, dtype=musa.float64).dtype == musa.float64
+    big = np.array([1000.0, -1000.0, 999.0, -np.inf])
+    close(musa.logcumsumexp(musa.tensor(big), 0), torch.logcumsumexp(torch.tensor(big), 0))
+    nan = np.array([1.0, np.nan, 3.0])
+    m, t = musa.cummax(musa.tensor(nan), 0), torch.cummax(torch.tensor(nan), 0)
+    assert m.indices.tolist() == t.indices.tolist() and np.isnan(m.values.numpy()[1:]).all()
+    ints = np.array([[3, 1, 4], [1, 5, 9]])
+    for n in ("cummax", "cummin"):
+        m, t = getattr(musa, n)(musa.tensor(ints), 1), getattr(torch, n)(torch.tensor(ints), 1)
+        assert m.values.tolist() == t.values.tolist() and m.indices.tolist() == t.indices.tolist()
+    # second derivatives of cumprod and logcumsumexp are refused, not wrong
+    x = musa.tensor([0.5, 1.5], requires_grad=True)
+    g, = musa.autograd.grad(musa.logcumsumexp(x, 0).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        g.sum().backward()

@@ -488,6 +488,25 @@ DEF(cumsum, FM, "input:T dim:i * dtype:d=None") {
     musa_tensor_release(x);
     return pm_ret(result_as(r, a[2].dtype));
 }
+DEF(cumprod, FM, "input:T dim:i * dtype:d=None") {
+    musa_tensor *x = with_dtype(a[0].t, a[2].dtype);
+    musa_tensor *r = musa_cumprod(x, a[1].i);
+    musa_tensor_release(x);
+    return pm_ret(result_as(r, a[2].dtype));
+}
+DEF(logcumsumexp, FM, "input:T dim:i") {
+    return pm_ret(musa_logcumsumexp(a[0].t, a[1].i));
+}
+DEF(cummax, FM, "input:T dim:i") {
+    musa_tensor *v = NULL, *i = NULL;
+    int rc = musa_cummax(a[0].t, a[1].i, &v, &i); /* before v and i are read */
+    return pm_pair(rc, v, i);
+}
+DEF(cummin, FM, "input:T dim:i") {
+    musa_tensor *v = NULL, *i = NULL;
+    int rc = musa_cummin(a[0].t, a[1].i, &v, &i);
+    return pm_pair(rc, v, i);
+}
 DEF(sort, FM, "input:T dim:i=-1 descending:b=False") {
     musa_tensor *v = NULL, *i = NULL;
     int rc = musa_sort(a[0].t, a[1].i, a[2].b, &v, &i);

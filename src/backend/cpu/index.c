@@ -1,6 +1,7 @@
 /*
  * index.c - data movement kernels: cat, gather, scatter(_add),
- * index_select, index_add, pad, flip, tril/triu and cumsum.
+ * index_select, index_add, pad, flip, tril/triu and the scans (cumsum,
+ * cumprod, cummax, cummin, logcumsumexp, and cumprod's backward).
  *
  * Most are expressed as strided copies of sub-views (musa_cpu_copy), so
  * they inherit its layout handling and dtype-agnostic speed. Index values
@@ -8,6 +9,8 @@
  * IndexError naming the value and the bound. Scatters run serially so
  * duplicate indices accumulate deterministically.
  */
+#include <math.h>
+
 #include "elem.h"
 #include "iter.h"
 #include "kernels.h"
@@ -354,3 +357,162 @@ int cpu_cumsum(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     }
     return MUSA_OK;
 }
+
+/* ---- the other scans: one pass along each line of dim ----
+ *
+ * A scan reads line l of in[0] (and of in[1], for cumprod's backward) and
+ * writes line l of each output; lines are the positions of every other
+ * dim. Floating values are carried in double, integers in int64. */
+
+typedef struct scan_line {
+    const char *x, *y, *z;          /* input lines (y, z: the second and third inputs, or NULL) */
+    char *o, *o2;                   /* output lines (o2: the indices of cummax/cummin, or NULL) */
+    int64_t n, xs, ys, zs, os, o2s; /* length and byte strides */
+    musa_dtype xd, yd, zd, od;
+} scan_line;
+
+typedef void (*scan_fn)(const scan_line *l);
+
+static int scan(const musa_kview *in, int n_in, musa_kview *out, int n_out, const void *attrs,
+                scan_fn fn) {
+    const musa_kview *x = &in[0], *o = &out[0];
+    int dim = x->ndim ? (int)((const musa_attrs_dim *)attrs)->dim : 0;
+    musa_kview xl = *x, yl = n_in > 1 ? in[1] : *x, zl = n_in > 2 ? in[2] : *x, ol = *o;
+    musa_kview il = n_out > 1 ? out[1] : *o;
+    if (x->ndim) {
+        xl = select_dim(x, dim, 0), ol = select_dim(o, dim, 0);
+        if (n_in > 1) yl = select_dim(&in[1], dim, 0);
+        if (n_in > 2) zl = select_dim(&in[2], dim, 0);
+        if (n_out > 1) il = select_dim(&out[1], dim, 0);
+    }
+    scan_line l = {.n = x->ndim ? x->shape[dim] : 1,
+                   .xs = x->ndim ? x->strides[dim] * (int64_t)esize(x) : 0,
+                   .ys = n_in > 1 && x->ndim ? in[1].strides[dim] * (int64_t)esize(&in[1]) : 0,
+                   .zs = n_in > 2 && x->ndim ? in[2].strides[dim] * (int64_t)esize(&in[2]) : 0,
+                   .os = x->ndim ? o->strides[dim] * (int64_t)esize(o) : 0,
+                   .o2s = n_out > 1 && x->ndim ? out[1].strides[dim] * (int64_t)esize(&out[1]) : 0,
+                   .xd = (musa_dtype)x->dtype,
+                   .yd = (musa_dtype)yl.dtype,
+                   .zd = (musa_dtype)zl.dtype,
+                   .od = (musa_dtype)o->dtype};
+    int64_t lines = musa_kview_numel(&xl);
+    for (int64_t k = 0; k < lines && l.n > 0; k++) {
+        l.x = xl.ndim ? musa_kview_elem(&xl, k, esize(x)) : xl.data;
+        l.o = ol.ndim ? musa_kview_elem(&ol, k, esize(o)) : ol.data;
+        l.y = n_in > 1 ? (yl.ndim ? musa_kview_elem(&yl, k, esize(&yl)) : yl.data) : NULL;
+        l.z = n_in > 2 ? (zl.ndim ? musa_kview_elem(&zl, k, esize(&zl)) : zl.data) : NULL;
+        l.o2 = n_out > 1 ? (il.ndim ? musa_kview_elem(&il, k, esize(&il)) : il.data) : NULL;
+        fn(&l);
+    }
+    return MUSA_OK;
+}
+
+static void cumprod_line(const scan_line *l) {
+    if (musa_is_float(l->xd)) {
+        double a = 1;
+        for (int64_t i = 0; i < l->n; i++) {
+            a *= musa_load_f64(l->x + i * l->xs, l->xd);
+            musa_store_f64(l->o + i * l->os, l->od, a);
+        }
+        return;
+    }
+    uint64_t a = 1; /* integers wrap, as integer arithmetic does */
+    for (int64_t i = 0; i < l->n; i++) {
+        a *= (uint64_t)musa_load_i64(l->x + i * l->xs, l->xd);
+        musa_store_i64(l->o + i * l->os, l->od, (int64_t)a);
+    }
+}
+
+/* The running extremum and where it was (a later equal value takes over;
+ * NaN, once seen, stays). */
+static void cumext_line(const scan_line *l, bool is_max) {
+    int64_t at = 0;
+    if (musa_is_float(l->xd)) {
+        double best = 0;
+        for (int64_t i = 0; i < l->n; i++) {
+            double v = musa_load_f64(l->x + i * l->xs, l->xd);
+            if (i == 0 || v != v || (best == best && (is_max ? v >= best : v <= best)))
+                best = v, at = i;
+            musa_store_f64(l->o + i * l->os, l->od, best);
+            *(int64_t *)(l->o2 + i * l->o2s) = at;
+        }
+        return;
+    }
+    int64_t best = 0;
+    for (int64_t i = 0; i < l->n; i++) {
+        int64_t v = musa_load_i64(l->x + i * l->xs, l->xd);
+        if (i == 0 || (is_max ? v >= best : v <= best)) best = v, at = i;
+        musa_store_i64(l->o + i * l->os, l->od, best);
+        *(int64_t *)(l->o2 + i * l->o2s) = at;
+    }
+}
+
+static void cummax_line(const scan_line *l) {
+    cumext_line(l, true);
+}
+
+static void cummin_line(const scan_line *l) {
+    cumext_line(l, false);
+}
+
+/* log(exp(a) + exp(b)) without overflow; equal infinities stay. */
+static double log_add_exp(double a, double b) {
+    if (a == b && isinf(a)) return a;
+    double m = a > b ? a : b;
+    if (m != m) return m;
+    return m + log1p(exp(-fabs(a - b)));
+}
+
+static void logcumsumexp_line(const scan_line *l) {
+    double a = -INFINITY;
+    for (int64_t i = 0; i < l->n; i++) {
+        a = log_add_exp(a, musa_load_f64(l->x + i * l->xs, l->xd));
+        musa_store_f64(l->o + i * l->os, l->od, a);
+    }
+}
+
+/* d/dx_i of sum_k g_k prod_{j<=k} x_j = E_i S_i, where E_i is the product of
+ * x before i and S_i = g_i + x_{i+1} S_{i+1}: exact with zeros in x. */
+static void cumprod_backward_line(const scan_line *l) {
+    double s = 0;
+    for (int64_t i = l->n - 1; i >= 0; i--) { /* S, right to left, into the output */
+        double g = musa_load_f64(l->y + i * l->ys, l->yd);
+        s = i == l->n - 1 ? g : g + musa_load_f64(l->x + (i + 1) * l->xs, l->xd) * s;
+        musa_store_f64(l->o + i * l->os, l->od, s);
+    }
+    double e = 1;
+    for (int64_t i = 0; i < l->n; i++) { /* times E, left to right */
+        char *w = l->o + i * l->os;
+        musa_store_f64(w, l->od, musa_load_f64(w, l->od) * e);
+        e *= musa_load_f64(l->x + i * l->xs, l->xd);
+    }
+}
+
+/* d/dx_i of sum_k g_k y_k, y = logcumsumexp(x): sum_{k>=i} g_k exp(x_i - y_k)
+ * = exp(x_i - y_i) S_i with S_i = g_i + exp(y_i - y_{i+1}) S_{i+1}; every
+ * factor is at most 1 (y never decreases, x_i <= y_i), so nothing
+ * overflows. Inputs (x, y, g). */
+static void logcumsumexp_backward_line(const scan_line *l) {
+    double s = 0, y_next = 0;
+    for (int64_t i = l->n - 1; i >= 0; i--) {
+        double g = musa_load_f64(l->z + i * l->zs, l->zd);
+        double y = musa_load_f64(l->y + i * l->ys, l->yd);
+        s = i == l->n - 1 ? g : g + (y == y_next ? 1 : exp(y - y_next)) * s;
+        y_next = y;
+        double x = musa_load_f64(l->x + i * l->xs, l->xd);
+        musa_store_f64(l->o + i * l->os, l->od, x == -INFINITY ? 0 : exp(x - y) * s);
+    }
+}
+
+#define SCAN_KERNEL(NAME, N_IN, N_OUT)                                                             \
+    int cpu_##NAME(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,          \
+                   const void *attrs) {                                                            \
+        MUSA_UNUSED(ctx), MUSA_UNUSED(n_in);                                                       \
+        return scan(in, N_IN, out, N_OUT, attrs, NAME##_line);                                     \
+    }
+SCAN_KERNEL(cumprod, 1, 1)
+SCAN_KERNEL(cummax, 1, 2)
+SCAN_KERNEL(cummin, 1, 2)
+SCAN_KERNEL(logcumsumexp, 1, 1)
+SCAN_KERNEL(cumprod_backward, 2, 1)
+SCAN_KERNEL(logcumsumexp_backward, 3, 1)

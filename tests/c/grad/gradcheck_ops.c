@@ -381,6 +381,36 @@ static musa_tensor *f_cumsum(musa_tensor *const *in) {
 TEST(grad_cumsum) {
     GC(cumsum, 1, true, in64(2, S(2, 4), -1, 1, L_TRANSPOSED));
 }
+static musa_tensor *f_cumprod(musa_tensor *const *in) {
+    return musa_cumprod(in[0], 1);
+}
+TEST(grad_cumprod) { /* first order: its backward is an op of its own */
+    GC(cumprod, 1, false, in64(2, S(2, 4), -1, 1, L_TRANSPOSED));
+}
+static musa_tensor *f_logcumsumexp(musa_tensor *const *in) {
+    return musa_logcumsumexp(in[0], 0);
+}
+TEST(grad_logcumsumexp) { /* first order: its backward is an op of its own */
+    GC(logcumsumexp, 1, false, in64(2, S(3, 4), -2, 2, L_TRANSPOSED));
+}
+static musa_tensor *f_cummax(musa_tensor *const *in) {
+    musa_tensor *v = NULL, *i = NULL;
+    if (musa_cummax(in[0], 1, &v, &i)) return NULL;
+    musa_tensor_release(i);
+    return v;
+}
+static musa_tensor *f_cummin(musa_tensor *const *in) {
+    musa_tensor *v = NULL, *i = NULL;
+    if (musa_cummin(in[0], 0, &v, &i)) return NULL;
+    musa_tensor_release(i);
+    return v;
+}
+TEST(grad_cummax) {
+    GC(cummax, 1, true, in64(2, S(2, 5), -1, 1, L_TRANSPOSED));
+}
+TEST(grad_cummin) {
+    GC(cummin, 1, true, in64(2, S(4, 2), -1, 1, L_CONTIG));
+}
 static musa_tensor *f_sort(musa_tensor *const *in) {
     musa_tensor *v = NULL, *i = NULL;
     musa_sort(in[0], 1, true, &v, &i);

@@ -287,6 +287,138 @@ TEST(op_cumsum) {
     }
 }
 
+/* The other scans against a float64 reference along each dim of a
+ * transposed (3, 5) input: cumprod, logcumsumexp, cummax/cummin (values and
+ * indices), and cumprod's backward op (through autograd) with zeros. */
+typedef enum { SC_PROD, SC_LSE, SC_MAX, SC_MIN } scan_kind;
+
+static double scan_step(scan_kind k, double acc, double v, bool first) {
+    if (first) return v;
+    switch (k) {
+    case SC_PROD:
+        return acc * v;
+    case SC_LSE: {
+        double m = fmax(acc, v);
+        return m + log(exp(acc - m) + exp(v - m));
+    }
+    case SC_MAX:
+        return v >= acc ? v : acc;
+    default:
+        return v <= acc ? v : acc;
+    }
+}
+
+static void scan_case(scan_kind k, musa_dtype dt) {
+    musa_tensor *x = rnd(dt, 2, (int64_t[]){3, 5}, k == SC_PROD ? 0.5 : -4, k == SC_PROD ? 1.5 : 4,
+                         L_TRANSPOSED);
+    for (int dim = 0; dim < 2; dim++) {
+        musa_tensor *y = NULL, *ix = NULL;
+        if (k == SC_PROD) y = musa_cumprod(x, dim);
+        if (k == SC_LSE) y = musa_logcumsumexp(x, dim);
+        if (k == SC_MAX) CHECK_OK(musa_cummax(x, dim, &y, &ix));
+        if (k == SC_MIN) CHECK_OK(musa_cummin(x, dim, &y, &ix));
+        CHECK(y);
+        double *xv = values(x), *yv = values(y), want[15], wi[15];
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 5; c++) {
+                int i = r * 5 + c, p = dim == 0 ? i - 5 : i - 1;
+                bool first = dim == 0 ? r == 0 : c == 0;
+                want[i] = scan_step(k, first ? 0 : want[p], xv[i], first);
+                wi[i] = first || want[i] != want[p] || xv[i] == want[i] ? (dim ? c : r) : wi[p];
+            }
+        musa_dtype od = musa_tensor_dtype(y);
+        CHECK_CLOSE("scan", od, yv, want, 15);
+        if (ix) {
+            double *iv = values(ix);
+            for (int i = 0; i < 15; i++)
+                CHECK_MSG(iv[i] == wi[i], "index %d: %g, want %g", i, iv[i], wi[i]);
+            free(iv);
+        }
+        free(xv), free(yv);
+        release_all(2, y, ix);
+    }
+    musa_tensor_release(x);
+}
+
+TEST(op_cumprod) {
+    for (int di = 0; di < 8; di++) scan_case(SC_PROD, ALL_DTYPES[di]);
+    musa_tensor *i = musa_cumprod(musa_full(1, (int64_t[]){3}, 3, MUSA_DTYPE_INT32), 0);
+    CHECK(i && musa_tensor_dtype(i) == MUSA_DTYPE_INT64);
+    musa_tensor_release(i);
+}
+TEST(op_logcumsumexp) {
+    scan_case(SC_LSE, MUSA_DTYPE_FLOAT32), scan_case(SC_LSE, MUSA_DTYPE_FLOAT64);
+    double v[4] = {-INFINITY, -INFINITY, 1000, INFINITY};
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT64, 1, (int64_t[]){4}, v);
+    musa_tensor *y = musa_logcumsumexp(x, 0);
+    double *yv = values(y);
+    CHECK(yv && yv[0] == -INFINITY && yv[1] == -INFINITY && yv[2] == 1000 && yv[3] == INFINITY);
+    free(yv);
+    release_all(2, x, y);
+}
+TEST(op_cummax) {
+    for (int di = 0; di < 8; di++)
+        if (ALL_DTYPES[di] != MUSA_DTYPE_BOOL) scan_case(SC_MAX, ALL_DTYPES[di]);
+    double v[4] = {1, NAN, 5, 2};
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){4}, v), *y = NULL, *ix = NULL;
+    CHECK_OK(musa_cummax(x, 0, &y, &ix));
+    double *yv = values(y), *iv = values(ix);
+    CHECK(yv[0] == 1 && yv[1] != yv[1] && yv[3] != yv[3] && iv[3] == 1); /* NaN stays */
+    free(yv), free(iv);
+    release_all(3, x, y, ix);
+    CHECK_ERR(musa_cummax(x, 0, NULL, NULL) == MUSA_OK, MUSA_ERR_VALUE, "output pointers are NULL");
+}
+TEST(op_cummin) {
+    for (int di = 0; di < 8; di++)
+        if (ALL_DTYPES[di] != MUSA_DTYPE_BOOL) scan_case(SC_MIN, ALL_DTYPES[di]);
+    musa_tensor *x = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT32), *y = NULL, *ix = NULL;
+    CHECK_ERR(musa_cummin(x, 3, &y, &ix) == MUSA_OK, MUSA_ERR_INDEX, "cummin");
+    musa_tensor_release(x);
+}
+TEST(op_cumprod_backward) {
+    /* zeros in x: the gradient stays exact (no division) */
+    double v[5] = {2, 0, 3, 0, 4}, g[5] = {1, 1, 1, 1, 1};
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT64, 1, (int64_t[]){5}, v);
+    musa_tensor_set_requires_grad(x, true);
+    musa_tensor *y = musa_cumprod(x, 0), *s = musa_sum(y, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    musa_tensor *gx = musa_tensor_grad(x);
+    double *gv = values(gx);
+    /* d/dx_i sum_k prod_{j<=k} x_j = sum_{k>=i} prod_{j<=k, j!=i} x_j */
+    for (int i = 0; i < 5; i++) {
+        double want = 0;
+        for (int k = i; k < 5; k++) {
+            double p = 1;
+            for (int j = 0; j <= k; j++) p *= j == i ? 1 : v[j];
+            want += g[k] * p;
+        }
+        CHECK_MSG(fabs(gv[i] - want) < 1e-12, "grad[%d] = %g, want %g", i, gv[i], want);
+    }
+    free(gv);
+    release_all(4, x, y, s, gx);
+}
+
+TEST(op_logcumsumexp_backward) {
+    /* through autograd, against sum_{k>=i} g_k exp(x_i - y_k); large values
+     * do not overflow */
+    double v[4] = {0.3, 1000, -2, 999}, w[4] = {0.5, -1, 2, 0.25};
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT64, 1, (int64_t[]){4}, v);
+    musa_tensor *g = from_list(MUSA_DTYPE_FLOAT64, 1, (int64_t[]){4}, w);
+    musa_tensor_set_requires_grad(x, true);
+    musa_tensor *y = musa_logcumsumexp(x, 0);
+    CHECK_OK(musa_backward(1, &y, (musa_tensor *[]){g}, false, false));
+    musa_tensor *gx = musa_tensor_grad(x);
+    double *gv = values(gx), *yv = values(y);
+    for (int i = 0; i < 4; i++) {
+        double want = 0;
+        for (int k = i; k < 4; k++) want += w[k] * exp(v[i] - yv[k]);
+        CHECK_MSG(fabs(gv[i] - want) < 1e-12 * (1 + fabs(want)), "grad[%d] = %g, want %g", i, gv[i],
+                  want);
+    }
+    free(gv), free(yv);
+    release_all(4, x, g, y, gx);
+}
+
 static void check_sorted(musa_tensor *x, musa_tensor *v, musa_tensor *ix, int64_t n, int64_t k,
                          bool desc) {
     double *xv = values(x), *vv = values(v);
