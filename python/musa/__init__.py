@@ -41,6 +41,12 @@ from ._functions import *  # noqa: E402,F401,F403
 from ._functions import norm, split, unbind  # noqa: E402,F401
 from ._more_functions import *  # noqa: E402,F401,F403
 from ._legacy import *  # noqa: E402,F401,F403
+from ._generator import Generator, default_generator  # noqa: E402,F401
+from ._generator import with_generator as _with_generator  # noqa: E402
+
+# the random functions take generator= (a musa.Generator) as in PyTorch
+for _n in ("rand", "randn", "randint", "randperm", "bernoulli"):
+    globals()[_n] = _with_generator(globals()[_n], _n)
 from . import cuda  # noqa: E402,F401
 
 __version__ = _C.__version__

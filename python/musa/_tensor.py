@@ -414,6 +414,12 @@ def is_pinned(self):
     return False
 
 
+from ._generator import with_generator as _with_generator  # noqa: E402
+
+for _name in ("uniform_", "normal_", "bernoulli_", "exponential_"):
+    setattr(Tensor, _name, _with_generator(getattr(Tensor, _name), "Tensor." + _name))
+
+
 def _device_from_str(s):
     return _C.device(s)
 

@@ -536,3 +536,56 @@ def test_scan_edges():
     g, = musa.autograd.grad(musa.logcumsumexp(x, 0).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match="does not require grad"):
         g.sum().backward()
+
+
+# ---- generators ----
+
+def test_generator_streams_are_independent_and_reproducible():
+    g = musa.Generator().manual_seed(3)
+    a = [musa.rand(4, generator=g), musa.randn(2, 3, generator=g), musa.randint(0, 9, (5,), generator=g),
+         musa.randperm(6, generator=g), musa.bernoulli(musa.full((4,), 0.5), generator=g)]
+    musa.manual_seed(0)
+    x = musa.rand(3)  # the global generator in between changes nothing for g
+    g2 = musa.Generator().manual_seed(3)
+    b = [musa.rand(4, generator=g2), musa.randn(2, 3, generator=g2), musa.randint(0, 9, (5,), generator=g2),
+         musa.randperm(6, generator=g2), musa.bernoulli(musa.full((4,), 0.5), generator=g2)]
+    for u, v in zip(a, b):
+        assert musa.equal(u, v)
+    musa.manual_seed(0)
+    assert musa.equal(musa.rand(3), x)  # and g changed nothing for the global one
+    s = g.get_state()
+    c = musa.empty(5).normal_(generator=g)
+    g.set_state(s)
+    assert musa.equal(musa.empty(5).normal_(generator=g), c)
+    for m in ("uniform_", "bernoulli_", "exponential_"):
+        t1 = getattr(musa.empty(4), m)(generator=musa.Generator().manual_seed(7))
+        t2 = getattr(musa.empty(4), m)(generator=musa.Generator().manual_seed(7))
+        assert musa.equal(t1, t2)
+    assert g.initial_seed() == 3 and musa.Generator().initial_seed() == torch.Generator().initial_seed()
+    assert isinstance(g.seed(), int)
+    musa.default_generator.manual_seed(5)
+    assert musa.initial_seed() == 5 and musa.default_generator.initial_seed() == 5
+    with pytest.raises(TypeError, match=r"\[rand\] generator must be a musa.Generator"):
+        musa.rand(2, generator=torch.Generator())
+    with pytest.raises(ValueError, match=r"\[Generator.set_state\] expected a uint8 tensor"):
+        g.set_state(musa.zeros(3))
+
+
+def test_generators_drive_data_order():
+    from musa.utils.data import DataLoader, RandomSampler, SubsetRandomSampler, TensorDataset, random_split
+    ds = TensorDataset(musa.arange(20))
+
+    def order(seed, **kw):
+        return [int(v) for b in DataLoader(ds, batch_size=4, shuffle=True,
+                                           generator=musa.Generator().manual_seed(seed), **kw)
+                for v in b[0]]
+
+    assert order(1) == order(1) and order(1) != order(2) and sorted(order(1)) == list(range(20))
+    r1 = list(RandomSampler(ds, replacement=True, num_samples=7, generator=musa.Generator().manual_seed(4)))
+    r2 = list(RandomSampler(ds, replacement=True, num_samples=7, generator=musa.Generator().manual_seed(4)))
+    assert r1 == r2 and len(r1) == 7
+    s1 = list(SubsetRandomSampler([5, 6, 7, 8], generator=musa.Generator().manual_seed(2)))
+    assert s1 == list(SubsetRandomSampler([5, 6, 7, 8], generator=musa.Generator().manual_seed(2)))
+    p1 = [list(s.indices) for s in random_split(ds, [5, 15], generator=musa.Generator().manual_seed(9))]
+    p2 = [list(s.indices) for s in random_split(ds, [5, 15], generator=musa.Generator().manual_seed(9))]
+    assert p1 == p2

@@ -72,7 +72,7 @@ def test_random_split_lengths_and_fractions():
     msg = r"sum of input lengths \(9\) does not equal the length of the input dataset \(10\)"
     with pytest.raises(ValueError, match=msg):
         random_split(ds, [5, 4])
-    with pytest.raises(NotImplementedError, match="manual_seed"):
+    with pytest.raises(TypeError, match=r"\[random_split\] generator must be a musa.Generator"):
         random_split(ds, [5, 5], generator=object())
 
 
@@ -265,7 +265,7 @@ def test_dataloader_invalid_options(kw, msg):
 def test_dataloader_workers_not_supported():
     with pytest.raises(NotImplementedError, match=r"num_workers=2: worker processes are not supported"):
         DataLoader(dataset(4), num_workers=2)
-    with pytest.raises(NotImplementedError, match="manual_seed"):
+    with pytest.raises(TypeError, match=r"\[DataLoader\] generator must be a musa.Generator"):
         DataLoader(dataset(4), generator=object())
 
 

@@ -12,7 +12,8 @@ import collections.abc as abc
 import numpy as np
 
 from ... import _C
-from .dataset import IterableDataset, _no_generator
+from ..._generator import Generator
+from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_collate", "default_convert"]
@@ -99,7 +100,7 @@ def default_collate(batch):
 class DataLoader:
     """Iterates over dataset in batches of batch_size samples merged by
     collate_fn (default_collate). shuffle draws a new order each epoch from
-    the musa generator; drop_last drops a short last batch. sampler or
+    generator (a musa.Generator) or the global one; drop_last drops a short last batch. sampler or
     batch_sampler replace the default index order. Loading happens in this
     process: num_workers must be 0. pin_memory is accepted and ignored."""
 
@@ -114,7 +115,9 @@ class DataLoader:
                                       "supported; use num_workers=0")
         if timeout < 0:
             raise ValueError(f"[DataLoader] timeout option should be non-negative, got {timeout}")
-        _no_generator("DataLoader", generator)
+        if generator is not None and not isinstance(generator, Generator):
+            raise TypeError(f"[DataLoader] generator must be a musa.Generator, got "
+                            f"{type(generator).__name__}")
         if isinstance(dataset, IterableDataset):
             if shuffle:
                 raise ValueError("[DataLoader] an IterableDataset cannot be shuffled; shuffle=True "
@@ -132,7 +135,7 @@ class DataLoader:
             raise ValueError("[DataLoader] batch_size=None option disables auto-batching and is mutually "
                              "exclusive with drop_last")
         if sampler is None and not isinstance(dataset, IterableDataset):
-            sampler = RandomSampler(dataset) if shuffle else SequentialSampler(dataset)
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
         if batch_size is not None and batch_sampler is None and sampler is not None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         if collate_fn is None:

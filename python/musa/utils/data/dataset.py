@@ -1,19 +1,16 @@
 """Datasets, as torch.utils.data: a map-style Dataset is indexed by
-0..len-1; an IterableDataset is iterated. Random splits draw from the
-musa generator, so musa.manual_seed makes them reproducible."""
+0..len-1; an IterableDataset is iterated. Random splits draw from their
+generator= or the global one, so a seed makes them reproducible."""
 import bisect
 import math
 import warnings
 
 from ..._functions import randperm
+from ..._generator import using
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"]
 
 
-def _no_generator(who, generator):
-    if generator is not None:
-        raise NotImplementedError(f"[{who}] musa has one global generator; pass generator=None and "
-                                  "seed it with musa.manual_seed")
 
 
 class Dataset:
@@ -102,7 +99,6 @@ def random_split(dataset, lengths, generator=None):
     """Split dataset into non-overlapping random Subsets of the given lengths,
     or fractions summing to 1 (each floor(f * len); the remainder is dealt
     out one by one from the first split)."""
-    _no_generator("random_split", generator)
     n = len(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         for i, f in enumerate(lengths):
@@ -119,7 +115,8 @@ def random_split(dataset, lengths, generator=None):
     if sum(lengths) != n:
         raise ValueError(f"[random_split] sum of input lengths ({sum(lengths)}) does not equal the length "
                          f"of the input dataset ({n})")
-    perm = randperm(n).tolist()
+    with using(generator, "random_split"):
+        perm = randperm(n).tolist()
     out, start = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[start:start + length]))

@@ -1,10 +1,10 @@
 """Samplers, as torch.utils.data: iterables of dataset indices (or, for
-BatchSampler, of lists of indices). Random ones draw from the musa
-generator when iterated, so musa.manual_seed makes each epoch's order
-reproducible."""
+BatchSampler, of lists of indices). Random ones draw from their
+generator= (a musa.Generator) or the global one when iterated, so a seed
+makes each epoch's order reproducible."""
 from ... import _C
 from ..._functions import randperm
-from .dataset import _no_generator
+from ..._generator import using
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
 
@@ -37,7 +37,6 @@ class RandomSampler(Sampler):
     or num_samples indices drawn with replacement."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
-        _no_generator("RandomSampler", generator)
         if not isinstance(replacement, bool):
             raise TypeError(f"[RandomSampler] replacement should be a boolean value, got {replacement!r}")
         self.data_source, self.replacement, self._num_samples, self.generator = (
@@ -52,14 +51,16 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n, k = len(self.data_source), self.num_samples
-        if self.replacement:
-            for _ in range(k // 32):
-                yield from _C.randint(0, n, (32,)).tolist()
-            yield from _C.randint(0, n, (k % 32,)).tolist()
-        else:
-            for _ in range(k // n):
-                yield from randperm(n).tolist()
-            yield from randperm(n).tolist()[:k % n]
+        # drawn whole inside the generator's context, then handed out (the
+        # caller's own draws in between use the global generator)
+        with using(self.generator, "RandomSampler"):
+            if self.replacement:
+                order = [v for _ in range(k // 32) for v in _C.randint(0, n, (32,)).tolist()]
+                order += _C.randint(0, n, (k % 32,)).tolist()
+            else:
+                order = [v for _ in range(k // n) for v in randperm(n).tolist()]
+                order += randperm(n).tolist()[:k % n]
+        yield from order
 
     def __len__(self):
         return self.num_samples
@@ -69,11 +70,12 @@ class SubsetRandomSampler(Sampler):
     """The given indices, in a random order."""
 
     def __init__(self, indices, generator=None):
-        _no_generator("SubsetRandomSampler", generator)
         self.indices, self.generator = indices, generator
 
     def __iter__(self):
-        for i in randperm(len(self.indices)).tolist():
+        with using(self.generator, "SubsetRandomSampler"):
+            order = randperm(len(self.indices)).tolist()
+        for i in order:
             yield self.indices[i]
 
     def __len__(self):
