@@ -292,6 +292,7 @@ bench)
     MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
     PYTHONPATH=python "$PYTHON" bench/bench_bf16.py
     PYTHONPATH=python "$PYTHON" bench/bench_streams.py
+    PYTHONPATH=python "$PYTHON" bench/bench_loader.py
     ;;
 table)
     shift

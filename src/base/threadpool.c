@@ -120,7 +120,24 @@ static void stop_workers(void) {
     for (int i = 0; i < n; i++) pthread_join(pool.threads[i], NULL);
 }
 
+/* In a forked child the workers are gone: the child runs its tasks on the
+ * calling thread (submitters run inline, waiters help), and a resize starts
+ * new workers instead of joining the parent's. Tasks queued at the fork
+ * belonged to the parent's threads and are dropped. */
+static void fork_child(void) {
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_cond_init(&pool.work_cv, NULL);
+    pthread_cond_init(&pool.done_cv, NULL);
+    pthread_mutex_init(&resize_mu, NULL);
+    pool.head = pool.tail = NULL;
+    atomic_store(&pool.queued, 0);
+    atomic_store(&pool.n_workers, 0);
+    atomic_store(&pool.num_threads, 1);
+    pool.stop = false;
+}
+
 static void pool_init(void) {
+    pthread_atfork(NULL, NULL, fork_child);
     int n = 0;
     const char *env = getenv("MUSA_NUM_THREADS");
     if (env) n = atoi(env);

@@ -262,9 +262,11 @@ def test_dataloader_invalid_options(kw, msg):
         DataLoader(dataset(4), **kw)
 
 
-def test_dataloader_workers_not_supported():
-    with pytest.raises(NotImplementedError, match=r"num_workers=2: worker processes are not supported"):
-        DataLoader(dataset(4), num_workers=2)
+def test_dataloader_bad_options():
+    with pytest.raises(ValueError, match=r"persistent_workers option needs num_workers > 0"):
+        DataLoader(dataset(4), persistent_workers=True)
+    with pytest.raises(ValueError, match=r"prefetch_factor option could only be specified"):
+        DataLoader(dataset(4), prefetch_factor=2)
     with pytest.raises(TypeError, match=r"\[DataLoader\] generator must be a musa.Generator"):
         DataLoader(dataset(4), generator=object())
 
@@ -305,3 +307,80 @@ def test_package_exports():
     for name in ("DataLoader", "Dataset", "TensorDataset", "Subset", "random_split", "Sampler",
                  "SequentialSampler", "RandomSampler", "BatchSampler", "default_collate"):
         assert hasattr(data, name), name
+
+
+# ---- worker processes ----
+
+class _Squares(musa.utils.data.Dataset):
+    """Samples that say which worker made them (and fail on request)."""
+
+    def __init__(self, n, fail_at=None, die_at=None):
+        self.n, self.fail_at, self.die_at = n, fail_at, die_at
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise KeyError(f"sample {i} is broken")
+        if i == self.die_at:
+            import os
+            os._exit(3)
+        info = musa.utils.data.get_worker_info()
+        return {"x": musa.tensor([float(i * i)]), "i": i, "worker": -1 if info is None else info.id,
+                "bf": musa.tensor([i], dtype=musa.bfloat16)}
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_workers_give_the_in_process_batches(workers):
+    ds = _Squares(23)
+    ref = list(DataLoader(ds, batch_size=4))
+    got = list(DataLoader(ds, batch_size=4, num_workers=workers))
+    assert len(got) == len(ref) == 6
+    for a, b in zip(ref, got):
+        assert musa.equal(a["x"], b["x"]) and a["i"].tolist() == b["i"].tolist()
+        assert b["bf"].dtype == musa.bfloat16 and musa.equal(a["bf"], b["bf"])
+    assert {int(w) for b in got for w in b["worker"]} == set(range(workers))
+    # unbatched (batch_size=None) and a worker_init_fn
+    seen = []
+    got = list(DataLoader(ds, batch_size=None, num_workers=2, worker_init_fn=seen.append))
+    assert [int(b["i"]) for b in got] == list(range(23))
+
+
+def test_workers_shuffle_reproducibly_and_persist():
+    ds = musa.utils.data.TensorDataset(musa.arange(40))
+
+    def order(seed, **kw):
+        musa.manual_seed(seed)
+        return [int(v) for (b,) in DataLoader(ds, batch_size=6, shuffle=True, num_workers=2, **kw)
+                for v in b]
+
+    assert order(1) == order(1) and sorted(order(1)) == list(range(40))
+    assert order(1, generator=musa.Generator().manual_seed(5)) == \
+        order(2, generator=musa.Generator().manual_seed(5))
+    dl = DataLoader(ds, batch_size=10, num_workers=2, persistent_workers=True, prefetch_factor=1)
+    first = [b[0].tolist() for b in dl]
+    pids = [p.pid for p in dl._pool.procs]
+    assert [b[0].tolist() for b in dl] == first and [p.pid for p in dl._pool.procs] == pids
+    dl._pool.shutdown()
+
+
+def test_worker_errors_reach_the_main_process():
+    with pytest.raises(RuntimeError, match=r"(?s)\[DataLoader\] worker \d raised KeyError:.*sample 5 "
+                                           r"is broken"):
+        list(DataLoader(_Squares(10, fail_at=5), batch_size=2, num_workers=2))
+    with pytest.raises(RuntimeError, match=r"\[DataLoader\] worker \d \(pid \d+\) exited unexpectedly "
+                                           r"with exit code 3"):
+        list(DataLoader(_Squares(10, die_at=3), batch_size=2, num_workers=2))
+
+
+def test_iterable_dataset_workers_shard_with_worker_info():
+    class Stream(musa.utils.data.IterableDataset):
+        def __iter__(self):
+            info = musa.utils.data.get_worker_info()
+            lo, step = (info.id, info.num_workers) if info else (0, 1)
+            return iter(musa.tensor([v]) for v in range(lo, 14, step))
+
+    got = [int(v) for b in DataLoader(Stream(), batch_size=3, num_workers=2) for v in b]
+    assert sorted(got) == list(range(14))
+    assert musa.utils.data.get_worker_info() is None

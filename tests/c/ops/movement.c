@@ -342,9 +342,10 @@ static void scan_case(scan_kind k, musa_dtype dt) {
 
 TEST(op_cumprod) {
     for (int di = 0; di < 8; di++) scan_case(SC_PROD, ALL_DTYPES[di]);
-    musa_tensor *i = musa_cumprod(musa_full(1, (int64_t[]){3}, 3, MUSA_DTYPE_INT32), 0);
+    musa_tensor *three = musa_full(1, (int64_t[]){3}, 3, MUSA_DTYPE_INT32);
+    musa_tensor *i = musa_cumprod(three, 0);
     CHECK(i && musa_tensor_dtype(i) == MUSA_DTYPE_INT64);
-    musa_tensor_release(i);
+    release_all(2, three, i);
 }
 TEST(op_logcumsumexp) {
     scan_case(SC_LSE, MUSA_DTYPE_FLOAT32), scan_case(SC_LSE, MUSA_DTYPE_FLOAT64);

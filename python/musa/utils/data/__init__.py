@@ -1,5 +1,6 @@
 """musa.utils.data: datasets, samplers and DataLoader with
-torch.utils.data's API, loading in the calling process.
+torch.utils.data's API, loading in the calling process or (num_workers > 0)
+in forked worker processes.
 
     ds = TensorDataset(x, y)
     train, val = random_split(ds, [0.8, 0.2])
@@ -9,7 +10,8 @@ torch.utils.data's API, loading in the calling process.
 from .dataloader import DataLoader, default_collate, default_convert
 from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
+from ._workers import WorkerInfo, get_worker_info
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "Dataset", "IterableDataset", "TensorDataset",
            "ConcatDataset", "Subset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "BatchSampler"]
+           "SubsetRandomSampler", "BatchSampler", "get_worker_info", "WorkerInfo"]

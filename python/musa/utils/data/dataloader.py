@@ -101,8 +101,12 @@ class DataLoader:
     """Iterates over dataset in batches of batch_size samples merged by
     collate_fn (default_collate). shuffle draws a new order each epoch from
     generator (a musa.Generator) or the global one; drop_last drops a short last batch. sampler or
-    batch_sampler replace the default index order. Loading happens in this
-    process: num_workers must be 0. pin_memory is accepted and ignored."""
+    batch_sampler replace the default index order. With num_workers > 0,
+    forked worker processes load and collate batches and return them through
+    shared memory (in order; persistent_workers keeps them between epochs,
+    prefetch_factor batches per worker are in flight; worker_init_fn(id)
+    runs in each; get_worker_info() tells a dataset which worker it is in).
+    pin_memory is accepted and ignored."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
@@ -110,9 +114,11 @@ class DataLoader:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"[DataLoader] num_workers option should be a non-negative integer, "
                              f"got {num_workers!r}")
-        if num_workers > 0:
-            raise NotImplementedError(f"[DataLoader] num_workers={num_workers}: worker processes are not "
-                                      "supported; use num_workers=0")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("[DataLoader] persistent_workers option needs num_workers > 0")
+        if prefetch_factor is not None and (num_workers == 0 or prefetch_factor < 1):
+            raise ValueError("[DataLoader] prefetch_factor option could only be specified in "
+                             "multiprocessing (num_workers > 0), and must be positive")
         if timeout < 0:
             raise ValueError(f"[DataLoader] timeout option should be non-negative, got {timeout}")
         if generator is not None and not isinstance(generator, Generator):
@@ -148,6 +154,9 @@ class DataLoader:
 
     def __iter__(self):
         data, collate = self.dataset, self.collate_fn
+        if self.num_workers > 0:
+            yield from self._iter_workers()
+            return
         if isinstance(data, IterableDataset):
             yield from self._iter_stream(data, collate)
         elif self.batch_sampler is not None:
@@ -156,6 +165,32 @@ class DataLoader:
         else:
             for i in self.sampler:
                 yield collate(data[i])
+
+    def _fetch(self, indices):
+        """In a worker: the collated batch of indices (a map-style dataset),
+        or, given None, the worker's own stream of batches."""
+        data, collate = self.dataset, self.collate_fn
+        if isinstance(data, IterableDataset):
+            return self._iter_stream(data, collate)
+        if self.batch_sampler is not None:
+            return collate([data[i] for i in indices])
+        return collate(data[indices])
+
+    def _iter_workers(self):
+        from ._workers import WorkerPool
+        iterable = isinstance(self.dataset, IterableDataset)
+        pool = self.__dict__.get("_pool")
+        if pool is None or not pool.alive:
+            pool = WorkerPool(self, self._fetch, iterable)
+            if self.persistent_workers:
+                self._pool = pool
+        batches = None if iterable else (self.batch_sampler if self.batch_sampler is not None
+                                         else self.sampler)
+        try:
+            yield from pool.run(batches)
+        finally:
+            if not self.persistent_workers:
+                pool.shutdown()
 
     def _iter_stream(self, data, collate):
         if self.batch_size is None:
