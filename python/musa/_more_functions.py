@@ -200,6 +200,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True)
         inv = inv.reshape(a.shape)
     else:
+        if input.ndim == 0:
+            raise IndexError(f"[unique] dim {dim} is out of range for a 0-d tensor")
         d = _dim(dim, input.ndim, "unique")
         vals, inv, cnt = np.unique(a, axis=d, return_inverse=True, return_counts=True)
     out = [_C.tensor(vals, dtype=input.dtype)]

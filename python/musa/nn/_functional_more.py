@@ -56,7 +56,6 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804
 
 
 def _alpha(input, p, training, inplace, mask_shape, who):
-    _tensors(who, input=input)
     _check_p(p, who)
     if not training or p == 0.0:
         return input
@@ -73,11 +72,13 @@ def _alpha(input, p, training, inplace, mask_shape, who):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout for SELU networks: keeps the mean and variance of its input."""
+    _tensors("alpha_dropout", input=input)
     return _alpha(input, p, training, inplace, list(input.shape), "alpha_dropout")
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """alpha_dropout of whole channels."""
+    _tensors("feature_alpha_dropout", input=input)
     shape = list(input.shape[:2]) + [1] * max(input.ndim - 2, 0)
     return _alpha(input, p, training, inplace, shape, "feature_alpha_dropout")
 
@@ -219,7 +220,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     nearest-exact, (bi/tri)linear, bicubic or area, as PyTorch computes
     them. Linear modes and bicubic are separable: one pass per dim."""
     _tensors("interpolate", input=input)
-    if mode not in _MODES:
+    if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"[interpolate] unknown mode {mode!r}; expected one of "
                          f"{', '.join(_MODES)}")
     n = input.ndim - 2
@@ -277,6 +278,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     running stats (and use_input_stats) they follow the batch's mean of the
     per-instance statistics, as batch norm's do."""
     _tensors("instance_norm", input=input)
+    for what, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and not isinstance(t, _C.Tensor):
+            raise TypeError(f"[instance_norm] {what} must be a Tensor or None, got "
+                            f"{type(t).__name__}")
     if input.ndim < 3:
         raise ValueError(f"[instance_norm] expected an input with at least 3 dims (N, C, ...), got "
                          f"shape {tuple(input.shape)}")
@@ -354,8 +360,8 @@ def bilinear(input1, input2, weight, bias=None):
 # ---- im2col ----
 
 def _pair(v, who, what):
-    t = (v, v) if isinstance(v, int) else tuple(v)
-    if len(t) != 2 or not all(isinstance(i, int) for i in t):
+    t = (v, v) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if t is None or len(t) != 2 or not all(isinstance(i, int) for i in t):
         raise ValueError(f"[{who}] {what} must be an int or 2 ints, got {v!r}")
     return t
 
@@ -432,10 +438,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 # ---- max unpooling ----
 
 def _unpool(input, indices, out_spatial, who):
-    _tensors(who, input=input, indices=indices)
-    if indices.shape != input.shape:
-        raise ValueError(f"[{who}] indices have shape {tuple(indices.shape)}, the input "
-                         f"{tuple(input.shape)}")
     lead = list(input.shape[:-len(out_spatial)])
     total = 1
     for v in out_spatial:
@@ -449,32 +451,58 @@ def _unpool(input, indices, out_spatial, who):
     return _C.reshape(out, lead + list(out_spatial))
 
 
-def _unpool_size(input, n, kernel_size, stride, padding, output_size, who):
-    k = (kernel_size,) * n if isinstance(kernel_size, int) else tuple(kernel_size)
-    s = k if stride is None else ((stride,) * n if isinstance(stride, int) else tuple(stride))
-    p = (padding,) * n if isinstance(padding, int) else tuple(padding)
+def _ints(v, n, who, what, positive=True):
+    t = (v,) * n if isinstance(v, int) and not isinstance(v, bool) else v
+    if not isinstance(t, (tuple, list)) or len(t) != n or \
+            not all(isinstance(i, int) and not isinstance(i, bool) for i in t) or \
+            any(i < (1 if positive else 0) for i in t):
+        raise ValueError(f"[{who}] {what} must be {'a positive' if positive else 'a non-negative'} "
+                         f"int or {n} of them, got {v!r}")
+    return tuple(t)
+
+
+def _unpool_size(input, indices, n, kernel_size, stride, padding, output_size, who):
+    """Check the arguments; the output's spatial size."""
+    _tensors(who, input=input, indices=indices)
+    if input.ndim not in (n + 1, n + 2):
+        raise ValueError(f"[{who}] expected a {n + 1}-D or {n + 2}-D input, got shape "
+                         f"{tuple(input.shape)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise ValueError(f"[{who}] indices have shape {tuple(indices.shape)}, the input "
+                         f"{tuple(input.shape)}")
+    k = _ints(kernel_size, n, who, "kernel_size")
+    s = k if stride is None else _ints(stride, n, who, "stride")
+    p = _ints(padding, n, who, "padding", positive=False)
     default = [(input.shape[-n + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(n)]
     if output_size is None:
-        return default
-    size = list(output_size)[-n:]
-    for i in range(n):
-        if not default[i] - s[i] < size[i] < default[i] + s[i]:
-            raise ValueError(f"[{who}] invalid output_size {list(output_size)}: expected sizes "
-                             f"between {[v - t + 1 for v, t in zip(default, s)]} and "
-                             f"{[v + t - 1 for v, t in zip(default, s)]}")
+        size = default
+    else:
+        if not isinstance(output_size, (tuple, list)) or len(output_size) < n or \
+                not all(isinstance(v, int) for v in output_size):
+            raise ValueError(f"[{who}] output_size must be {n} or more ints, got {output_size!r}")
+        size = list(output_size)[-n:]
+        for i in range(n):
+            if not default[i] - s[i] < size[i] < default[i] + s[i]:
+                raise ValueError(f"[{who}] invalid output_size {list(output_size)}: expected "
+                                 f"sizes between {[v - t + 1 for v, t in zip(default, s)]} and "
+                                 f"{[v + t - 1 for v, t in zip(default, s)]}")
+    if any(v <= 0 for v in size):
+        raise ValueError(f"[{who}] the output would have size {size}")
     return size
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value at its max_pool1d index, zeros elsewhere."""
-    size = _unpool_size(input, 1, kernel_size, stride, padding, output_size, "max_unpool1d")
+    size = _unpool_size(input, indices, 1, kernel_size, stride, padding, output_size,
+                        "max_unpool1d")
     return _unpool(input, indices, size, "max_unpool1d")
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value at its max_pool2d index (a flat position in its
     output plane), zeros elsewhere."""
-    size = _unpool_size(input, 2, kernel_size, stride, padding, output_size, "max_unpool2d")
+    size = _unpool_size(input, indices, 2, kernel_size, stride, padding, output_size,
+                        "max_unpool2d")
     return _unpool(input, indices, size, "max_unpool2d")
 
 
@@ -488,6 +516,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     padding_idx are left out (an empty bag gives zeros)."""
     from .functional import embedding
     _tensors("embedding_bag", input=input, weight=weight)
+    for what, t in (("offsets", offsets), ("per_sample_weights", per_sample_weights)):
+        if t is not None and not isinstance(t, _C.Tensor):
+            raise TypeError(f"[embedding_bag] {what} must be a Tensor or None, got "
+                            f"{type(t).__name__}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"[embedding_bag] mode has to be one of sum, mean or max, got {mode!r}")
     if per_sample_weights is not None and mode != "sum":

@@ -7,6 +7,7 @@ PyTorch's answer. Arguments are mostly of the kind the parameter wants (its
 spec letter, or its name), with shapes that fit together within a call;
 a few are anything (EVIL).
 """
+import ast
 import math
 import re
 
@@ -391,6 +392,18 @@ class Gen:
         return {}
 
 
+def _tuple_parts(expr):
+    """The elements' source of a tuple literal ("(2, 3)"), or None for any
+    other expression (a parenthesised call is not a tuple)."""
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Tuple):
+        return None
+    return [ast.get_source_segment(expr, e) for e in node.elts]
+
+
 def ch_mult(rng, g):
     return g * rng.randint(1, 2)
 
@@ -513,10 +526,9 @@ def generate(targets, seed, i):
                 continue
             else:
                 expr = g.for_param(fn, p)
-            if p.varargs and rng.random() < 0.6 and expr.startswith("(") and expr.endswith(")") \
-                    and not p.kwonly and positional_ok:
-                inner = expr[1:-1].rstrip(",").strip()
-                for part in [s for s in inner.split(", ") if s] if inner else []:
+            parts = _tuple_parts(expr) if p.varargs else None
+            if parts is not None and rng.random() < 0.6 and not p.kwonly and positional_ok:
+                for part in parts:  # a tuple literal spread over *size
                     args.append(bind(part))
                 continue
             v = bind(expr)
