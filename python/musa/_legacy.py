@@ -2,8 +2,21 @@
 LongTensor, ...) and torch.Size."""
 from . import _C
 
-__all__ = ["Size", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+__all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "spmm", "Size", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+def _no_sparse(name):
+    def fn(*args, **kwargs):
+        raise NotImplementedError(f"[{name}] sparse tensors are not supported by musa; use dense "
+                                  f"tensors (e.g. an adjacency matrix and matmul)")
+    fn.__name__ = name
+    return fn
+
+
+sparse_coo_tensor = _no_sparse("sparse_coo_tensor")
+sparse_csr_tensor = _no_sparse("sparse_csr_tensor")
+spmm = _no_sparse("spmm")
 
 
 class Size(tuple):

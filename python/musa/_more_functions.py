@@ -5,6 +5,7 @@ import math as _math
 
 from . import _C
 from ._functions import _dim, _dims, _int, _tensors, movedim
+from .autograd import no_grad
 
 __all__ = [
     "roll", "diagonal", "unflatten", "atleast_2d", "atleast_3d", "hstack", "vstack", "dstack",
@@ -159,9 +160,17 @@ def logaddexp(input, other):
 
 
 def logaddexp2(input, other):
-    """log2(2^a + 2^b) without overflow."""
+    """log2(2^a + 2^b) without overflow; float16 and bfloat16 operands are
+    computed in float32 and rounded once."""
+    _tensors("logaddexp2", input=input, other=other)
+    with no_grad():
+        out_dtype = _C.add(input.detach(), other.detach()).dtype  # the promoted result's dtype
+    if not out_dtype.is_floating_point:
+        out_dtype = _C.get_default_dtype()
+    work = _C.float64 if out_dtype == _C.float64 else _C.float32
     ln2 = _math.log(2.0)
-    return _C.div(logaddexp(_C.mul(input, ln2), _C.mul(other, ln2)), ln2)
+    r = _C.div(logaddexp(_C.mul(input.to(work), ln2), _C.mul(other.to(work), ln2)), ln2)
+    return r.to(out_dtype)
 
 
 def _moments(input, dim, unbiased, keepdim, correction, who):

@@ -322,7 +322,12 @@ def isfinite(self):
     return F.isfinite(self)
 
 
+from . import _legacy  # noqa: E402
 from . import _more_functions as _M  # noqa: E402
+
+for _name in ("to_sparse", "to_sparse_coo", "to_sparse_csr"):
+    setattr(Tensor, _name, _legacy._no_sparse("Tensor." + _name))
+Tensor.is_sparse = property(lambda self: False, doc="False: musa tensors are dense")
 
 Tensor.is_cpu = property(lambda self: not self.is_cuda, doc="True: musa tensors live in memory")
 Tensor.is_xpu = property(lambda self: False, doc="False: no XPU backend")

@@ -343,7 +343,7 @@ def bilinear(input1, input2, weight, bias=None):
     """y_k = x1^T W_k x2 + b_k: input1 (*, n1), input2 (*, n2), weight
     (out, n1, n2)."""
     _tensors("bilinear", input1=input1, input2=input2, weight=weight)
-    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+    if input1.ndim < 1 or input2.ndim < 1 or weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
         raise RuntimeError(f"[bilinear] shapes do not match: input1 {tuple(input1.shape)}, input2 "
                            f"{tuple(input2.shape)}, weight {tuple(weight.shape)}")
     o, n1, n2 = weight.shape

@@ -1,0 +1,42 @@
+"""F.bilinear: error
+
+message does not start with [name]: IndexError: tuple index out of range
+
+Found by tests/fuzz/fuzz_py.py (batch seed 34, call 69); replayed by
+`bash run.sh sanitize` (fuzz_py.py --replay), which requires it to run without
+a crash and to raise, if anything, a standard exception whose message starts
+with "[name]".
+"""
+import copy
+import math
+import operator
+import pickle
+import re
+from math import inf, nan
+
+import numpy as np
+
+import musa
+import musa.nn.functional as F
+
+STANDARD = (TypeError, ValueError, IndexError, RuntimeError, MemoryError, NotImplementedError,
+            OverflowError, ZeroDivisionError, BufferError)
+PYTHON_OWN = re.compile('(takes|expected) .*(positional )?arguments?|got an unexpected keyword argument|missing \\d+ required|got multiple values for|takes no (keyword )?arguments|takes exactly one argument|argument after \\* must be|must be a mapping|unsupported operand type|not supported between instances of|bad operand type for|unsupported format string passed to|Unknown format code')  # Python's own argument and operator errors
+
+
+def check(call):
+    try:
+        call()
+    except STANDARD as e:
+        print(f"{type(e).__name__}: {e}")
+        if not str(e).startswith("[") and not PYTHON_OWN.search(str(e)):
+            raise
+
+
+def call_0():
+    a0 = musa.tensor(True, dtype=musa.bool)
+    a1 = (musa.arange(96) % 3 == 0).reshape((6, 4, 4))
+    a2 = musa.tensor([[[False, False, True, False], [False, True, True, True], [True, True, False, False], [True, True, True, False]]], dtype=musa.bool).expand(6, 4, 4)
+    out = F.bilinear(a0, a1, a2)
+
+check(call_0)
