@@ -497,15 +497,16 @@ DEF(cumprod, FM, "input:T dim:i * dtype:d=None") {
 DEF(logcumsumexp, FM, "input:T dim:i") {
     return pm_ret(musa_logcumsumexp(a[0].t, a[1].i));
 }
-DEF(cummax, FM, "input:T dim:i") {
+static PyObject *cum_extremum(pm_arg *a, bool is_max) {
     musa_tensor *v = NULL, *i = NULL;
-    int rc = musa_cummax(a[0].t, a[1].i, &v, &i); /* before v and i are read */
-    return pm_pair(rc, v, i);
+    int rc = is_max ? musa_cummax(a[0].t, a[1].i, &v, &i) : musa_cummin(a[0].t, a[1].i, &v, &i);
+    return pm_pair(rc, v, i); /* (rc first: v and i are set by the call) */
+}
+DEF(cummax, FM, "input:T dim:i") {
+    return cum_extremum(a, true);
 }
 DEF(cummin, FM, "input:T dim:i") {
-    musa_tensor *v = NULL, *i = NULL;
-    int rc = musa_cummin(a[0].t, a[1].i, &v, &i);
-    return pm_pair(rc, v, i);
+    return cum_extremum(a, false);
 }
 DEF(sort, FM, "input:T dim:i=-1 descending:b=False") {
     musa_tensor *v = NULL, *i = NULL;

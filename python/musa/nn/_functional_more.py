@@ -52,15 +52,13 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, inplace, 3, "dropout3d")
 
 
-_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-
-
 def _alpha(input, p, training, inplace, mask_shape, who):
     _check_p(p, who)
     if not training or p == 0.0:
         return input
     if p == 1.0:
         return input.copy_(_C.zeros_like(input)) if inplace else _C.zeros_like(input)
+    from .functional import _SELU_ALPHA, _SELU_SCALE
     # dropped units take SELU's negative saturation; a and b keep mean and variance
     alpha_p = -_SELU_ALPHA * _SELU_SCALE
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5

@@ -260,7 +260,7 @@ int cpu_index_add(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, i
     return MUSA_OK;
 }
 
-/* ---- pad, flip, tril/triu, cumsum ---- */
+/* ---- pad, flip, tril/triu ---- */
 
 int cpu_pad(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
             const void *attrs) {
@@ -326,39 +326,7 @@ int cpu_triu(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_
     return tri(out, &in[0], ((const musa_attrs_tri *)attrs)->k, false);
 }
 
-int cpu_cumsum(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-               const void *attrs) {
-    MUSA_UNUSED(ctx), MUSA_UNUSED(n_in);
-    const musa_kview *x = &in[0], *o = &out[0];
-    if (x->ndim == 0) return musa_cpu_copy(o, x);
-    int dim = (int)((const musa_attrs_dim *)attrs)->dim;
-    musa_dtype xd = (musa_dtype)x->dtype, od = (musa_dtype)o->dtype;
-    size_t xes = esize(x), oes = esize(o);
-    int64_t n = x->shape[dim];
-    musa_kview xl = select_dim(x, dim, 0), ol = select_dim(o, dim, 0);
-    int64_t lines = musa_kview_numel(&xl);
-    bool fl = musa_is_float(xd);
-    for (int64_t l = 0; l < lines && n > 0; l++) {
-        const char *px = xl.ndim ? musa_kview_elem(&xl, l, xes) : xl.data;
-        char *po = ol.ndim ? musa_kview_elem(&ol, l, oes) : ol.data;
-        double fa = 0;
-        uint64_t ia = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const char *e = px + i * x->strides[dim] * (int64_t)xes;
-            char *w = po + i * o->strides[dim] * (int64_t)oes;
-            if (fl) {
-                fa += musa_load_f64(e, xd);
-                musa_store_f64(w, od, fa);
-            } else {
-                ia += (uint64_t)musa_load_i64(e, xd);
-                musa_store_i64(w, od, (int64_t)ia);
-            }
-        }
-    }
-    return MUSA_OK;
-}
-
-/* ---- the other scans: one pass along each line of dim ----
+/* ---- the scans: one pass along each line of dim ----
  *
  * A scan reads line l of in[0] (and of in[1], for cumprod's backward) and
  * writes line l of each output; lines are the positions of every other
@@ -405,6 +373,22 @@ static int scan(const musa_kview *in, int n_in, musa_kview *out, int n_out, cons
         fn(&l);
     }
     return MUSA_OK;
+}
+
+static void cumsum_line(const scan_line *l) {
+    if (musa_is_float(l->xd)) {
+        double a = 0;
+        for (int64_t i = 0; i < l->n; i++) {
+            a += musa_load_f64(l->x + i * l->xs, l->xd);
+            musa_store_f64(l->o + i * l->os, l->od, a);
+        }
+        return;
+    }
+    uint64_t a = 0; /* integers wrap */
+    for (int64_t i = 0; i < l->n; i++) {
+        a += (uint64_t)musa_load_i64(l->x + i * l->xs, l->xd);
+        musa_store_i64(l->o + i * l->os, l->od, (int64_t)a);
+    }
 }
 
 static void cumprod_line(const scan_line *l) {
@@ -510,6 +494,7 @@ static void logcumsumexp_backward_line(const scan_line *l) {
         MUSA_UNUSED(ctx), MUSA_UNUSED(n_in);                                                       \
         return scan(in, N_IN, out, N_OUT, attrs, NAME##_line);                                     \
     }
+SCAN_KERNEL(cumsum, 1, 1)
 SCAN_KERNEL(cumprod, 1, 1)
 SCAN_KERNEL(cummax, 1, 2)
 SCAN_KERNEL(cummin, 1, 2)
