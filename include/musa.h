@@ -581,6 +581,10 @@ MUSA_API int musa_index_put_(musa_tensor *x, int n, const musa_index_entry *entr
 /* Indices of the non-zero elements: (count, ndim) int64. Needs values (not
  * traceable). */
 MUSA_API musa_tensor *musa_nonzero(musa_tensor *x);
+/* x's memory read as dtype (Tensor.view(dtype)): same shape when the element
+ * sizes match; otherwise the last dim (stride 1) grows or shrinks by their
+ * ratio. No gradient; a capture that meets it falls back to eager. */
+MUSA_API musa_tensor *musa_view_dtype(musa_tensor *x, musa_dtype dtype);
 
 /* ------------------------------------------------------------------------ */
 /* Neural network functions                                                 */

@@ -63,6 +63,27 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return _C.as_strided(input, size, st, input.storage_offset() + start)
 
 
+def _unfold(input, dimension, size, step):
+    """Tensor.unfold: a view of every size-long slice along dimension,
+    step apart, as a new last dim."""
+    _tensors("Tensor.unfold", input=input)
+    size, step = _int(size, "Tensor.unfold", "size"), _int(step, "Tensor.unfold", "step")
+    d = _dim(dimension, max(input.ndim, 1), "Tensor.unfold")
+    n = input.shape[d] if input.ndim else 1
+    if size < 0 or size > n:
+        raise RuntimeError(f"[Tensor.unfold] size {size} must be in [0, {n}] (the size of dim {d})")
+    if step <= 0:
+        raise RuntimeError(f"[Tensor.unfold] step must be > 0, got {step}")
+    if input.requires_grad and not input.is_contiguous():
+        input = input.contiguous()  # as_strided has gradients over contiguous memory
+    shape, stride = list(input.shape), list(input.stride())
+    if input.ndim == 0:
+        return _C.as_strided(input, [size], [1], input.storage_offset())
+    shape[d], inner = (n - size) // step + 1, stride[d]
+    stride[d] *= step
+    return _C.as_strided(input, shape + [size], stride + [inner], input.storage_offset())
+
+
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Tensors whose (dim1, dim2) planes hold input's last dim on their
     diagonal (offset as in diagonal), zeros elsewhere."""

@@ -322,6 +322,21 @@ def isfinite(self):
     return F.isfinite(self)
 
 
+_view_shape = Tensor.view
+
+
+@_method
+def view(self, *shape, **kwargs):
+    """view(*shape): the same memory in another shape; view(dtype): the same
+    memory read as another dtype (the last dim rescaled when the element
+    sizes differ; no gradient)."""
+    if not kwargs and len(shape) == 1 and isinstance(shape[0], _C.dtype):
+        return _C._view_dtype(self, shape[0])
+    if "dtype" in kwargs and not shape and len(kwargs) == 1:
+        return _C._view_dtype(self, kwargs["dtype"])
+    return _view_shape(self, *shape, **kwargs)
+
+
 from . import _legacy  # noqa: E402
 from . import _more_functions as _M  # noqa: E402
 
@@ -336,6 +351,10 @@ Tensor.is_mps = property(lambda self: False, doc="False: no MPS backend")
 for _name in ("roll", "diagonal", "unflatten", "logaddexp", "logaddexp2", "arcsin", "arccos",
               "arctan", "arcsinh", "arccosh", "arctanh", "fix", "diag_embed"):
     setattr(Tensor, _name, getattr(_M, _name))
+
+
+Tensor.unfold = _M._unfold
+Tensor.unfold.__name__ = Tensor.unfold.__qualname__ = "unfold"
 
 
 @_method

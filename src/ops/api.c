@@ -87,11 +87,32 @@ musa_tensor *musa_sum(musa_tensor *x, int ndims, const int64_t *dims, bool keepd
 musa_tensor *musa_prod(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
     return reduce(MUSA_OP_prod, x, ndims, dims, keepdim);
 }
+
+/* Extrema of bool tensors (as PyTorch has them: max is any, min is all) are
+ * taken on uint8 and the values cast back; bool_extremum_in gives the input
+ * to reduce (a new reference), bool_extremum_out converts a result (steals). */
+static musa_tensor *bool_extremum_in(musa_tensor *x) {
+    if (x && x->dtype == MUSA_DTYPE_BOOL) return musa_cast(x, MUSA_DTYPE_UINT8);
+    return x ? musa_tensor_retain(x) : NULL;
+}
+static musa_tensor *bool_extremum_out(musa_tensor *r, const musa_tensor *x) {
+    if (!r || x->dtype != MUSA_DTYPE_BOOL) return r;
+    musa_tensor *b = musa_cast(r, MUSA_DTYPE_BOOL);
+    musa_tensor_release(r);
+    return b;
+}
+static musa_tensor *extremum(musa_op_id op, musa_tensor *x, int ndims, const int64_t *dims,
+                             bool keepdim) {
+    musa_tensor *u = bool_extremum_in(x);
+    musa_tensor *r = u ? reduce(op, u, ndims, dims, keepdim) : NULL;
+    musa_tensor_release(u);
+    return bool_extremum_out(r, x);
+}
 musa_tensor *musa_amax(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
-    return reduce(MUSA_OP_amax, x, ndims, dims, keepdim);
+    return extremum(MUSA_OP_amax, x, ndims, dims, keepdim);
 }
 musa_tensor *musa_amin(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
-    return reduce(MUSA_OP_amin, x, ndims, dims, keepdim);
+    return extremum(MUSA_OP_amin, x, ndims, dims, keepdim);
 }
 
 static int dim_reduce2(musa_op_id op, musa_tensor *x, int64_t dim, bool keepdim,
@@ -103,7 +124,13 @@ static int dim_reduce2(musa_op_id op, musa_tensor *x, int64_t dim, bool keepdim,
     a.dim = dim, a.keepdim = keepdim;
     musa_tensor *out[2] = {NULL, NULL};
     *values = *indices = NULL;
-    int rc = musa_dispatch(op, 1, &x, &a, out);
+    musa_tensor *u = bool_extremum_in(x);
+    int rc = musa_dispatch(op, 1, &u, &a, out);
+    musa_tensor_release(u);
+    if (!rc && !(out[0] = bool_extremum_out(out[0], x))) {
+        musa_tensor_release(out[1]);
+        return musa_last_error_code();
+    }
     if (!rc) *values = out[0], *indices = out[1];
     return rc;
 }
@@ -117,8 +144,7 @@ int musa_min_dim(musa_tensor *x, int64_t dim, bool keepdim, musa_tensor **values
     return dim_reduce2(MUSA_OP_min_dim, x, dim, keepdim, values, indices);
 }
 
-static musa_tensor *arg_reduce(musa_op_id op, musa_tensor *x, int64_t dim, bool keepdim) {
-    if (!x) return NULL;
+static musa_tensor *arg_reduce_of(musa_op_id op, musa_tensor *x, int64_t dim, bool keepdim) {
     musa_attrs_dim a;
     musa_attrs_init(MUSA_ATTRS_dim, &a);
     a.keepdim = keepdim;
@@ -136,6 +162,12 @@ static musa_tensor *arg_reduce(musa_op_id op, musa_tensor *x, int64_t dim, bool 
     musa_tensor *k = musa_reshape(r, x->ndim, ones);
     musa_tensor_release(r);
     return k;
+}
+static musa_tensor *arg_reduce(musa_op_id op, musa_tensor *x, int64_t dim, bool keepdim) {
+    musa_tensor *u = bool_extremum_in(x);
+    musa_tensor *r = u ? arg_reduce_of(op, u, dim, keepdim) : NULL;
+    musa_tensor_release(u);
+    return r;
 }
 
 musa_tensor *musa_argmax(musa_tensor *x, int64_t dim, bool keepdim) {
@@ -243,6 +275,84 @@ musa_tensor *musa_as_strided_scatter(musa_tensor *x, musa_tensor *src, int ndim,
     a.offset = offset;
     musa_tensor *in[2] = {x, src};
     return x && src ? musa_call(MUSA_OP_as_strided_scatter, 2, in, &a) : NULL;
+}
+
+/* The same memory read as another dtype. With a different element size
+ * the last dim (stride 1) is rescaled; the other strides and the offset
+ * must then stay whole elements of the new dtype. A bit reinterpretation
+ * has no gradient and no graph node: a capture that meets one falls back to
+ * eager (the values are needed). */
+musa_tensor *musa_view_dtype(musa_tensor *x, musa_dtype dtype) {
+    if (!x) return NULL;
+    if (!musa_dtype_valid(dtype)) {
+        musa_err(MUSA_ERR_VALUE, "[view] invalid dtype %d", (int)dtype);
+        return NULL;
+    }
+    if (dtype == (musa_dtype)x->dtype) return musa_view(x, x->ndim, x->shape);
+    if (!x->storage) {
+        musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                 "[view] reinterpreting %s as %s needs values: not traceable",
+                 musa_dtype_name((musa_dtype)x->dtype), musa_dtype_name(dtype));
+        return NULL;
+    }
+    if (musa_tls.recorder && musa_tls.mode != MUSA_MODE_EAGER && musa_record_refuse_hook)
+        musa_record_refuse_hook(musa_tls.recorder, "view(dtype), which reinterprets memory,");
+    int64_t from = (int64_t)musa_dtype_info[x->dtype].size,
+            to = (int64_t)musa_dtype_info[dtype].size;
+    int64_t shape[MUSA_MAX_DIMS], strides[MUSA_MAX_DIMS], offset = x->offset;
+    int nd = x->ndim;
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nd);
+    memcpy(strides, x->strides, sizeof(int64_t) * (size_t)nd);
+    if (from != to) {
+        const char *a = musa_dtype_name((musa_dtype)x->dtype), *b = musa_dtype_name(dtype);
+        if (nd == 0 || (x->strides[nd - 1] != 1 && x->shape[nd - 1] != 1)) {
+            musa_err(MUSA_ERR_VALUE,
+                     "[view] %s to %s changes the element size, which needs the last dim to "
+                     "have stride 1 (a %d-d tensor%s)",
+                     a, b, nd, nd ? " whose last stride is not 1" : "");
+            return NULL;
+        }
+        if (to < from) {
+            int64_t k = from / to;
+            for (int i = 0; i < nd - 1; i++) strides[i] *= k;
+            shape[nd - 1] *= k;
+            strides[nd - 1] = 1;
+            offset *= k;
+        } else {
+            int64_t k = to / from;
+            if (shape[nd - 1] % k) {
+                musa_err(
+                    MUSA_ERR_VALUE,
+                    "[view] %s to %s needs the last dim's size (%lld) to be a multiple of %lld", a,
+                    b, (long long)shape[nd - 1], (long long)k);
+                return NULL;
+            }
+            bool whole = offset % k == 0;
+            for (int i = 0; i < nd - 1; i++)
+                whole = whole && (strides[i] % k == 0 || shape[i] == 1);
+            if (!whole) {
+                musa_err(MUSA_ERR_VALUE,
+                         "[view] %s to %s needs the storage offset (%lld) and the strides of all "
+                         "dims but the last to be multiples of %lld",
+                         a, b, (long long)offset, (long long)k);
+                return NULL;
+            }
+            for (int i = 0; i < nd - 1; i++) strides[i] /= k;
+            shape[nd - 1] /= k;
+            strides[nd - 1] = 1;
+            offset /= k;
+        }
+    }
+    /* the view is made on a same-size alias so that its bounds are checked
+     * in the new dtype's elements */
+    musa_tensor *base = musa_tensor_view_of(x, nd, x->shape, x->strides, x->offset);
+    if (!base) return NULL;
+    base->dtype = (int8_t)dtype;
+    base->trace_tag = 0;
+    musa_tensor *t = musa_tensor_view_of(base, nd, shape, strides, offset);
+    musa_tensor_release(base);
+    if (t) t->trace_tag = 0;
+    return t;
 }
 
 /* ---- data movement ---- */

@@ -216,6 +216,23 @@ static void cleanup(pm_binding *b, pm_arg *a) {
     }
 }
 
+/* The NumPy spellings PyTorch accepts for some keywords (its python_arg_parser
+ * does the same): sum(x, axis=0, keepdims=True) means sum(x, dim=0, keepdim=True). */
+static const char *numpy_alias(const char *kn) {
+    static const char *const alias[][2] = {{"axis", "dim"}, {"keepdims", "keepdim"},
+                                           {"x", "input"},  {"a", "input"},
+                                           {"x1", "input"}, {"x2", "other"}};
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcmp(kn, alias[i][0])) return alias[i][1];
+    return NULL;
+}
+
+static int arg_index(const pm_binding *b, int from, const char *kn) {
+    int m = from;
+    while (m < b->nargs && strcmp(b->argname[m], kn)) m++;
+    return m;
+}
+
 PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                   PyObject *kwnames) {
     pm_arg a[PM_MAX_ARGS];
@@ -264,8 +281,9 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
     for (Py_ssize_t j = 0; j < nkw; j++) {
         const char *kn = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j));
         if (!kn) goto done;
-        int m = self ? 1 : 0;
-        while (m < b->nargs && strcmp(b->argname[m], kn)) m++;
+        int m = arg_index(b, self ? 1 : 0, kn);
+        const char *alias = m == b->nargs ? numpy_alias(kn) : NULL;
+        if (alias) m = arg_index(b, self ? 1 : 0, alias);
         if (m == b->nargs) {
             PyErr_Format(PyExc_TypeError, "[%s] got an unexpected keyword argument '%s'", b->name,
                          kn);

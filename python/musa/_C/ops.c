@@ -508,7 +508,8 @@ DEF(cummax, FM, "input:T dim:i") {
 DEF(cummin, FM, "input:T dim:i") {
     return cum_extremum(a, false);
 }
-DEF(sort, FM, "input:T dim:i=-1 descending:b=False") {
+/* stable: accepted for PyTorch's signature; musa's sort is always stable */
+DEF(sort, FM, "input:T dim:i=-1 descending:b=False * stable:O=None") {
     musa_tensor *v = NULL, *i = NULL;
     int rc = musa_sort(a[0].t, a[1].i, a[2].b, &v, &i);
     return pm_pair(rc, v, i);
@@ -527,6 +528,9 @@ DEF(view, PM_METH, "self:T shape:V") {
         return NULL;
     }
     return pm_ret(musa_view(a[0].t, a[1].n, a[1].v));
+}
+DEF(_view_dtype, PM_FN, "input:T dtype:d") {
+    return pm_ret(musa_view_dtype(a[0].t, (musa_dtype)a[1].dtype));
 }
 DEF(reshape, FM, "input:T shape:V") {
     if (a[1].n < 0) {

@@ -149,6 +149,38 @@ TEST(op_as_strided) {
     release_all(2, x, w);
 }
 
+TEST(view_dtype_reinterprets_memory) {
+    musa_tensor *x = musa_arange(0, 8, 1, MUSA_DTYPE_FLOAT32);
+    musa_tensor *bits = musa_view_dtype(x, MUSA_DTYPE_INT32);
+    CHECK_SHAPE(bits, 1, 8);
+    int64_t one;
+    musa_tensor *e1 = musa_select(bits, 0, 1);
+    CHECK_OK(musa_tensor_item_int(e1, &one));
+    CHECK(one == 0x3f800000); /* 1.0f */
+    musa_tensor *bytes = musa_view_dtype(x, MUSA_DTYPE_UINT8),
+                *wide = musa_view_dtype(x, MUSA_DTYPE_FLOAT64);
+    CHECK_SHAPE(bytes, 1, 32);
+    CHECK_SHAPE(wide, 1, 4);
+    /* a column slice of a matrix keeps whole float64 elements only at even offsets */
+    musa_tensor *m = musa_reshape(x, 2, (int64_t[]){2, 4});
+    musa_tensor *even = musa_slice(m, 1, 2, 4, 1), *odd = musa_slice(m, 1, 1, 3, 1);
+    musa_tensor *ew = musa_view_dtype(even, MUSA_DTYPE_FLOAT64);
+    CHECK_SHAPE(ew, 2, 2, 1);
+    CHECK(musa_tensor_offset(ew) == 1);
+    CHECK_ERR(FAILS(musa_view_dtype(odd, MUSA_DTYPE_FLOAT64)), MUSA_ERR_VALUE,
+              "storage offset (1) and the strides");
+    musa_tensor *t = musa_transpose(m, 0, 1);
+    CHECK_ERR(FAILS(musa_view_dtype(t, MUSA_DTYPE_INT8)), MUSA_ERR_VALUE,
+              "last dim to have stride 1");
+    musa_tensor *s = musa_scalar(1, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_view_dtype(s, MUSA_DTYPE_FLOAT64)), MUSA_ERR_VALUE, "0-d");
+    musa_tensor *three = musa_arange(0, 3, 1, MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_view_dtype(three, MUSA_DTYPE_FLOAT64)), MUSA_ERR_VALUE, "multiple of 2");
+    CHECK_ERR(FAILS(musa_view_dtype(x, (musa_dtype)99)), MUSA_ERR_VALUE, "invalid dtype");
+    release_all(11, x, bits, e1, bytes, wide, m, even, odd, ew, t, s);
+    musa_tensor_release(three);
+}
+
 /* Regression (fuzz_op_call, as-strided-empty-view-offset-past-storage): an
  * empty view took any offset and its data pointer was computed from it,
  * overflowing (UBSan). An empty view's offset is now clamped to its
