@@ -141,7 +141,15 @@ int grad_pow(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
     musa_tensor *ga = NULL, *gb = NULL, *zero = NUM(0);
     if (a->needs[0]) {
-        musa_tensor *d = T(musa_mul(X1, T(musa_pow(X, T(musa_sub(X1, NUM(1)))))));
+        /* a Python number exponent stays a number (float64): number - number
+         * would be computed in the default dtype, and 1/3 - 1 in float32
+         * loses digits a float64 base keeps */
+        double e;
+        musa_tensor *e1 = (X1->flags & MUSA_TF_NUMBER) && X1->dtype == MUSA_DTYPE_FLOAT64 &&
+                                  !musa_tensor_item(X1, &e)
+                              ? NUM(e - 1)
+                              : T(musa_sub(X1, NUM(1)));
+        musa_tensor *d = T(musa_mul(X1, T(musa_pow(X, e1))));
         ga = T(musa_mul(G, T(musa_where(T(musa_eq(X1, zero)), zero, d))));
     }
     if (a->needs[1]) {

@@ -169,9 +169,13 @@ def test_adaptive_avg_pool2d(size):
             randn(2, 3, 9, 8))
 
 
-def test_avg_pool2d_divisor_override_not_supported():
-    with pytest.raises(NotImplementedError, match="divisor_override"):
-        F.avg_pool2d(musa.randn(1, 1, 4, 4), 2, divisor_override=3)
+def test_avg_pool2d_divisor_override_divides_the_window_sums():
+    x = musa.arange(16.0).reshape(1, 1, 4, 4)
+    out = F.avg_pool2d(x, 2, divisor_override=3)
+    sums = [[0 + 1 + 4 + 5, 2 + 3 + 6 + 7], [8 + 9 + 12 + 13, 10 + 11 + 14 + 15]]
+    assert out.reshape(-1).tolist() == pytest.approx([v / 3 for r in sums for v in r])
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        F.avg_pool2d(x, 2, divisor_override=0)
 
 
 # ---- normalisation ----

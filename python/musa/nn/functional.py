@@ -267,8 +267,12 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    if divisor_override is not None:
-        raise NotImplementedError("[avg_pool2d] divisor_override is not supported")
+    if divisor_override is not None:  # the volumetric composite, one plane deep
+        from ._functional_pool import avg_pool3d
+        k = _ntuple(2, "avg_pool2d")(kernel_size)
+        st = k if _default_stride(stride) is None else _ntuple(2, "avg_pool2d")(stride)
+        return avg_pool3d(input.unsqueeze(-3), (1,) + k, (1,) + st, (0,) + _ntuple(2, "avg_pool2d")(padding),
+                          ceil_mode, count_include_pad, divisor_override).squeeze(-3)
     return _C.avg_pool2d(input, kernel_size, _default_stride(stride), padding, ceil_mode, count_include_pad)
 
 
@@ -621,3 +625,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 from ._functional_more import *  # noqa: E402,F401,F403
+from ._functional_pool import *  # noqa: E402,F401,F403

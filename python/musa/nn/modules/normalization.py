@@ -84,6 +84,11 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W)."""
+    _dims = (5,)
+
+
 class _InstanceNorm(_BatchNorm):
     """Normalise each channel of each sample over its spatial dims. Without
     affine or running stats by default (PyTorch's defaults); with
