@@ -3,6 +3,7 @@ dropout and alpha dropout, pixel (un)shuffle, interpolate, instance norm,
 local response norm and the bilinear layer's function. Re-exported by
 musa.nn.functional."""
 import math
+import warnings
 
 from .. import _C
 from .._functions import _number, _tensors
@@ -42,14 +43,36 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, inplace, 1, "dropout1d")
 
 
+def _deprecated_channel_dropout(input, p, training, inplace, spatial, who):
+    """dropout2d/3d of an input with other dims: as PyTorch does (with its
+    warning), the input is taken as one unbatched sample whose channels are
+    its first dim (so a (N, C) input loses whole rows)."""
+    _tensors(who, input=input)
+    if input.ndim in (spatial + 1, spatial + 2):
+        return _channel_dropout(input, p, training, inplace, spatial, who)
+    warnings.warn(f"{who}: Received a {input.ndim}-D input to {who}, which is deprecated and will "
+                  f"result in an error in a future release. To retain the behavior and silence this "
+                  f"warning, please use dropout instead. Note that {who} exists to provide "
+                  f"channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+                  f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or "
+                  f"{spatial + 2}D inputs).", stacklevel=3)
+    _check_p(p, who)
+    if not training or p == 0.0 or input.ndim == 0:
+        return input
+    mask_shape = [input.shape[0]] + [1] * (input.ndim - 1)
+    keep = _C.bernoulli(_C.full(mask_shape, 1.0 - p, dtype=_C.float32)).to(input.dtype)
+    out = _C.mul(input, _C.mul(keep, 1.0 / (1.0 - p)) if p < 1.0 else keep)
+    return input.copy_(out) if inplace else out
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, H, W) or (C, H, W) inputs."""
-    return _channel_dropout(input, p, training, inplace, 2, "dropout2d")
+    return _deprecated_channel_dropout(input, p, training, inplace, 2, "dropout2d")
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
-    return _channel_dropout(input, p, training, inplace, 3, "dropout3d")
+    return _deprecated_channel_dropout(input, p, training, inplace, 3, "dropout3d")
 
 
 def _alpha(input, p, training, inplace, mask_shape, who):

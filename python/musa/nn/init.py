@@ -5,6 +5,7 @@ works on parameters that require grad. Random ones draw from the musa
 generator (musa.manual_seed).
 """
 import math
+import warnings
 
 from .. import _C
 from ..autograd import no_grad
@@ -141,3 +142,26 @@ def orthogonal_(tensor, gain=1.0):
         q = q.T
     with no_grad():
         return tensor.copy_(_C.tensor(q * gain).reshape(tensor.shape))
+
+
+def _deprecated(fn):
+    """PyTorch's old spellings without the underscore, which warn."""
+    name = fn.__name__[:-1]
+
+    def old(*args, **kwargs):
+        warnings.warn(f"nn.init.{name} is now deprecated in favor of nn.init.{fn.__name__}.",
+                      FutureWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+    old.__name__ = old.__qualname__ = name
+    old.__doc__ = f"Deprecated: {fn.__name__}."
+    return old
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
