@@ -40,6 +40,7 @@ from . import autograd  # noqa: E402,F401
 from ._functions import *  # noqa: E402,F401,F403
 from ._functions import norm, split, unbind  # noqa: E402,F401
 from ._more_functions import *  # noqa: E402,F401,F403
+from ._torch_ops import *  # noqa: E402,F401,F403
 from ._legacy import *  # noqa: E402,F401,F403
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from ._generator import with_generator as _with_generator  # noqa: E402

@@ -322,6 +322,85 @@ def isfinite(self):
     return F.isfinite(self)
 
 
+from . import _torch_ops as _TO  # noqa: E402
+
+# the functions PyTorch also has as Tensor methods (input first), and the
+# in-place forms it has of them
+for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv", "atan2", "arctan2",
+              "hypot", "clamp_min", "clamp_max", "deg2rad", "rad2deg", "frac", "sgn", "signbit", "positive",
+              "float_power", "ldexp", "xlogy", "logit", "heaviside", "fmax", "fmin", "nan_to_num",
+              "isposinf", "isneginf", "isreal", "is_complex", "is_nonzero", "is_same_size", "sinc",
+              "absolute", "negative", "greater", "greater_equal", "less", "less_equal", "not_equal",
+              "nansum", "nanmean", "aminmax", "median", "nanmedian", "kthvalue", "quantile", "nanquantile",
+              "msort", "argwhere", "diff", "cov", "corrcoef", "dist", "inner", "ger", "kron", "vdot", "tile",
+              "ravel", "moveaxis", "swapdims", "fliplr", "flipud", "rot90", "tensor_split", "hsplit",
+              "vsplit", "dsplit", "take", "take_along_dim", "index_copy", "index_fill", "diagflat",
+              "unique_consecutive", "renorm", "select_scatter", "slice_scatter", "diagonal_scatter",
+              "narrow_copy", "bincount", "histc"):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, getattr(_TO, _name))
+
+
+def _inplace_of(fn, name):
+    def op(self, *args, **kwargs):
+        return self.copy_(fn(self, *args, **kwargs))
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"In-place {name[:-1]}."
+    return op
+
+
+for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv", "atan2", "arctan2",
+              "hypot", "clamp_min", "clamp_max", "deg2rad", "rad2deg", "frac", "sgn", "float_power", "ldexp",
+              "xlogy", "logit", "heaviside", "nan_to_num", "sinc", "absolute", "negative", "greater",
+              "greater_equal", "less", "less_equal", "not_equal", "index_copy", "index_fill", "renorm",
+              "swapdims"):
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _inplace_of(getattr(_TO, _name), _name + "_"))
+
+
+@_method
+def masked_scatter(self, mask, source):
+    """A copy of self with the positions where mask (broadcast) is True
+    filled, in order, from source's elements."""
+    F._tensors("masked_scatter", mask=mask, source=source)
+    if mask.dtype != _C.bool:
+        raise TypeError(f"[masked_scatter] mask must be bool, got {mask.dtype}")
+    m = mask.expand(*self.shape) if tuple(mask.shape) != tuple(self.shape) else mask
+    count = int(m.sum())
+    if count > source.numel():
+        raise RuntimeError(f"[masked_scatter] the mask selects {count} elements but source has only "
+                           f"{source.numel()}")
+    order = _C.clamp(_C.cumsum(m.reshape(-1).long(), 0) - 1, min=0)
+    spread = source.reshape(-1).index_select(0, order).reshape(self.shape) if self.numel() else self
+    return _C.where(m, spread.to(self.dtype), self)
+
+
+@_method
+def masked_scatter_(self, mask, source):
+    return self.copy_(self.masked_scatter(mask, source))
+
+
+@_method
+def index_put(self, indices, values, accumulate=False):
+    """A copy of self with self[indices] = values (+= with accumulate, where
+    repeated positions all add)."""
+    return self.clone().index_put_(indices, values, accumulate)
+
+
+@_method
+def index_put_(self, indices, values, accumulate=False):
+    indices = tuple(indices)
+    if not accumulate:
+        self[indices] = values
+        return self
+    # accumulate: the positions as flat indices, summed with index_add
+    flat_pos = _C.arange(self.numel()).reshape(self.shape)[indices]
+    vals = values if isinstance(values, Tensor) else _C.tensor(values, dtype=self.dtype)
+    vals = vals.expand(*flat_pos.shape).reshape(-1).to(self.dtype)
+    out = _C.reshape(self, [-1]).index_add(0, flat_pos.reshape(-1), vals)
+    return self.copy_(out.reshape(self.shape))
+
+
 _view_shape = Tensor.view
 
 

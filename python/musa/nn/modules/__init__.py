@@ -4,7 +4,9 @@ from .linear import Identity, Linear, Bilinear
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Softplus, Hardtanh, Sigmoid, Tanh, Softmax,
                          LogSoftmax, MultiheadAttention, CELU, SELU, Mish, Hardswish, Hardsigmoid,
-                         LogSigmoid, Softsign, Tanhshrink, Softmin)
+                         LogSigmoid, Softsign, Tanhshrink, Softmin, Softshrink, Hardshrink, Threshold, PReLU,
+                         RReLU, GLU, Softmax2d, ChannelShuffle)
+from .distance import PairwiseDistance, CosineSimilarity
 from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, AdaptiveAvgPool1d,
                       AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
                       AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Fold,
@@ -22,7 +24,10 @@ from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,
 from .container import Sequential, ModuleList, ModuleDict, ParameterList
 from .flatten import Flatten, Unflatten
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
-from .loss import CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss, BCEWithLogitsLoss
+from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss, BCEWithLogitsLoss, KLDivLoss,
+                   HuberLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss, SoftMarginLoss,
+                   MultiLabelSoftMarginLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginLoss,
+                   TripletMarginWithDistanceLoss, PoissonNLLLoss, GaussianNLLLoss)
 
 __all__ = [
     "Module", "Identity", "Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "ReLU", "ReLU6", "LeakyReLU",
@@ -39,5 +44,9 @@ __all__ = [
     "TransformerDecoderLayer", "ConvTranspose1d", "MaxUnpool1d", "MaxUnpool2d", "Fold", "Unfold",
     "EmbeddingBag", "Conv3d", "ConvTranspose3d", "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-    "LPPool1d", "LPPool2d", "MaxUnpool3d", "BatchNorm3d",
+    "LPPool1d", "LPPool2d", "MaxUnpool3d", "BatchNorm3d", "Softshrink", "Hardshrink", "Threshold", "PReLU",
+    "RReLU", "GLU", "Softmax2d", "ChannelShuffle", "PairwiseDistance", "CosineSimilarity", "KLDivLoss",
+    "HuberLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss",
 ] + _padding_all

@@ -358,3 +358,109 @@ class MultiheadAttention(Module):
         attn = F.dropout(_C.softmax(scores, -1), self.dropout, self.training and self.dropout > 0)
         out = (attn @ v).transpose(1, 2).reshape(n, length, e)
         return F.linear(out, self.out_proj.weight, self.out_proj.bias), attn
+
+
+class Softshrink(Module):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    """x where |x| > lambd, else 0."""
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class Threshold(Module):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + _inplace_str(self.inplace)
+
+
+class PReLU(Module):
+    """max(0, x) + a * min(0, x) with a learnt slope a (one, or one per
+    channel)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_C.full((num_parameters,), float(init), dtype=dtype or _C.get_default_dtype()))
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Leaky ReLU with a random slope in [lower, upper] when training."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + _inplace_str(self.inplace)
+
+
+class GLU(Module):
+    """a * sigmoid(b) for the halves of the input along dim."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"[Softmax2d] Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)
+
+
+class ChannelShuffle(Module):
+    """Regroup (N, g*c, *) channels as (c, g)."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

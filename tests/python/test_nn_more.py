@@ -1,0 +1,109 @@
+"""The losses, activations and distances of nn/_functional_losses.py and
+their layers (issue 17) against torch, values and gradients (float64)."""
+import numpy as np
+import pytest
+import torch
+
+import musa
+from test_torch_ops import arr, run
+
+RNG = np.random.default_rng(99)
+X = arr(4, 6)
+Y = arr(4, 6)
+SIGN = np.where(RNG.uniform(size=4) > 0.5, 1.0, -1.0)
+CLS = RNG.integers(0, 6, 4)
+PROBS = np.exp(X) / np.exp(X).sum(1, keepdims=True)
+
+CASES = {
+    "softshrink": (lambda L, a: (L.nn.functional.softshrink(a, 0.7), L.nn.Softshrink()(a)), [X]),
+    "hardshrink": (lambda L, a: L.nn.functional.hardshrink(a, 0.3) + L.nn.Hardshrink()(a), [X]),
+    "threshold": (lambda L, a: L.nn.functional.threshold(a, 0.1, -2.0) + L.nn.Threshold(0.5, 1.0)(a), [X]),
+    "prelu": (lambda L, a, w: (L.nn.functional.prelu(a, w), L.nn.functional.prelu(a, w[:1])), [arr(4, 6, 3), arr(6)]),
+    "rrelu_eval": (lambda L, a: L.nn.functional.rrelu(a, 0.1, 0.3), [X]),
+    "glu": (lambda L, a: (L.nn.functional.glu(a), L.nn.GLU(0)(a)), [X]),
+    "softmax2d": (lambda L, a: L.nn.Softmax2d()(a), [arr(2, 3, 4, 5)]),
+    "channel_shuffle": (lambda L, a: L.nn.functional.channel_shuffle(a, 3), [arr(2, 6, 2, 2)], False),
+    "kl_div": (lambda L, a, t: (L.nn.functional.kl_div(a, t, reduction="batchmean"),
+                                L.nn.functional.kl_div(a, t.log(), reduction="sum", log_target=True),
+                                L.nn.KLDivLoss(reduction="none")(a, t)), [np.log(PROBS), PROBS[::-1].copy()]),
+    "huber": (lambda L, a, b: (L.nn.functional.huber_loss(a, b, delta=0.5), L.nn.HuberLoss(reduction="sum")(a, b)),
+              [X, Y]),
+    "margin_ranking": (lambda L, a, b, s: L.nn.MarginRankingLoss(0.2)(a, b, s), [arr(4), arr(4), SIGN]),
+    "hinge_embedding": (lambda L, a, s: L.nn.functional.hinge_embedding_loss(a, s.reshape(4, 1).expand(4, 6)),
+                        [X, SIGN]),
+    "cosine_embedding": (lambda L, a, b, s: L.nn.CosineEmbeddingLoss(0.1)(a, b, s), [X, Y, SIGN]),
+    "soft_margin": (lambda L, a, s: L.nn.SoftMarginLoss()(a, s.reshape(4, 1).expand(4, 6)), [X, SIGN], "first"),
+    "multilabel_soft_margin": (lambda L, a, t, w: (L.nn.functional.multilabel_soft_margin_loss(a, t),
+                                                   L.nn.MultiLabelSoftMarginLoss(w)(a, t)),
+                               [X, (PROBS > 0.15).astype(np.float64), arr(6, lo=0.5, hi=1)]),
+    "multi_margin": (lambda L, a, w: (L.nn.functional.multi_margin_loss(a, L.tensor(CLS)),
+                                      L.nn.MultiMarginLoss(2, 0.7, w)(a, L.tensor(CLS))), [X, arr(6, lo=0.5, hi=1)],
+                     "first"),
+    "multilabel_margin": (lambda L, a: L.nn.functional.multilabel_margin_loss(
+        a, L.tensor([[3, 0, -1, 1, 0, 0], [0, 1, 2, 3, 4, 5], [-1, 0, 0, 0, 0, 0], [5, 5, -1, 2, 2, 2]])), [X]),
+    "triplet": (lambda L, a, p, n: (L.nn.functional.triplet_margin_loss(a, p, n),
+                                    L.nn.TripletMarginLoss(0.5, 1.0, swap=True)(a, p, n)), [X, Y, arr(4, 6)]),
+    "triplet_distance": (lambda L, a, p, n: L.nn.TripletMarginWithDistanceLoss(
+        distance_function=lambda x, y: 1 - L.nn.functional.cosine_similarity(x, y), swap=True)(a, p, n),
+        [X, Y, arr(4, 6)]),
+    "poisson_nll": (lambda L, a, t: (L.nn.functional.poisson_nll_loss(a, t),
+                                     L.nn.PoissonNLLLoss(log_input=False, full=True)(a.exp(), t)),
+                    [X, RNG.integers(0, 5, (4, 6)).astype(np.float64)]),
+    "gaussian_nll": (lambda L, a, t, v: (L.nn.functional.gaussian_nll_loss(a, t, v),
+                                         L.nn.GaussianNLLLoss(full=True, reduction="sum")(a, t, v[:, :1]),
+                                         L.nn.functional.gaussian_nll_loss(a, t, v[:, 0])),
+                     [X, Y, arr(4, 6, lo=0.0, hi=1.0)]),
+    "pairwise_distance": (lambda L, a, b: (L.nn.functional.pairwise_distance(a, b),
+                                           L.nn.PairwiseDistance(1.0, keepdim=True)(a, b)), [X, Y]),
+    "cosine_similarity": (lambda L, a, b: L.nn.CosineSimilarity(0)(a, b), [X, Y]),
+    "pdist": (lambda L, a: (L.nn.functional.pdist(a), L.nn.functional.pdist(a, 3)), [X]),
+    "inplace_activations": (lambda L, a: tuple(getattr(L.nn.functional, n)(a.clone() * 1.0)
+                                               for n in ("relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_",
+                                                         "celu_")), [X]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_against_torch(name):
+    program, arrays, *rest = CASES[name]
+    run(program, arrays, grad=rest[0] if rest else True)
+
+
+def test_prelu_layer_learns_one_slope_per_channel():
+    m = musa.nn.PReLU(3)
+    assert m.weight.tolist() == [0.25] * 3 and repr(m) == "PReLU(num_parameters=3)"
+    out = m(-musa.ones(2, 3, 4))
+    out.sum().backward()
+    assert m.weight.grad.tolist() == [-8.0] * 3
+
+
+def test_random_pieces():
+    x = musa.randn(1000)
+    slopes = (musa.nn.functional.rrelu(x, 0.1, 0.3, training=True) / x)[x < 0]
+    assert float(slopes.min()) >= 0.1 - 1e-6 and float(slopes.max()) <= 0.3 + 1e-6
+    assert float(slopes.std()) > 0.01
+    logits = musa.randn(5, 4, requires_grad=True)
+    soft = musa.nn.functional.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.sum(1).detach().numpy(), 1.0, rtol=1e-6)
+    hard = musa.nn.functional.gumbel_softmax(logits, hard=True)
+    assert sorted(set(hard.detach().numpy().ravel().tolist())) == [0.0, 1.0]
+    hard.sum().backward()  # the soft sample's gradient flows
+    assert logits.grad is not None
+
+
+def test_errors():
+    F = musa.nn.functional
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        F.softshrink(musa.zeros(2), -1)
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        F.glu(musa.zeros(3))
+    with pytest.raises(RuntimeError, match="channel size"):
+        F.prelu(musa.zeros(2, 3), musa.zeros(2))
+    with pytest.raises(ValueError, match="only p == 1 and p == 2"):
+        F.multi_margin_loss(musa.zeros(2, 3), musa.tensor([0, 1]), p=3)
+    with pytest.raises(ValueError, match="negative entry"):
+        F.gaussian_nll_loss(musa.zeros(2), musa.zeros(2), -musa.ones(2))
+    with pytest.raises(RuntimeError, match="divisible by groups"):
+        F.channel_shuffle(musa.zeros(1, 5, 2), 2)
+    with pytest.raises(RuntimeError, match="only supports 2D"):
+        F.pdist(musa.zeros(3))

@@ -1,0 +1,228 @@
+"""The functions of musa/_torch_ops.py (issue 17) against torch: each case
+is one program run with both libraries on the same float64 data; values
+must agree, and where differentiable the gradients of a weighted sum too."""
+import numpy as np
+import pytest
+import torch
+
+import musa
+
+RNG = np.random.default_rng(4242)
+
+
+def arr(*shape, lo=-2.0, hi=2.0):
+    return RNG.uniform(lo, hi, shape)
+
+
+def _np(x):
+    if isinstance(x, (musa.Tensor, torch.Tensor)):
+        return x.detach().numpy()
+    return np.asarray(x)
+
+
+def check(m, t, tol):
+    if isinstance(t, (tuple, list)):
+        assert len(m) == len(t)
+        for a, b in zip(m, t):
+            check(a, b, tol)
+        return
+    if isinstance(t, (bool, int, float)) or (isinstance(t, torch.Tensor) and False):
+        assert m == t
+        return
+    if isinstance(t, torch.dtype):
+        assert str(m).split(".")[-1] == str(t).split(".")[-1]
+        return
+    a, b = _np(m), _np(t)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    if a.dtype.kind in "biu" or b.dtype.kind in "biu":
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+
+
+def first(x):
+    return x[0] if isinstance(x, (tuple, list)) else x
+
+
+def run(program, arrays, grad=True, tol=1e-9):
+    outs, grads = [], []
+    for lib in (musa, torch):
+        # grad="first": only the first array is differentiated (torch has no
+        # gradient for the others)
+        ts = [lib.tensor(a, requires_grad=bool(grad) and a.dtype.kind == "f" and (grad is True or i == 0))
+              for i, a in enumerate(arrays)]
+        out = program(lib, *ts)
+        outs.append(out)
+        if grad:
+            o = first(out)
+            w = lib.tensor(np.random.default_rng(0).standard_normal(tuple(o.shape)))
+            (o * w).sum().backward()
+            grads.append([t.grad for t in ts if t.requires_grad])
+    check(outs[0], outs[1], tol)
+    if grad:
+        for a, b in zip(*grads):
+            if b is None:
+                assert a is None or not np.any(_np(a))
+            else:
+                check(a, b, tol)
+
+
+M = arr(3, 4)
+S = arr(4, 4)
+V = arr(4)
+B = arr(2, 3, 4)
+WITH_NAN = np.array([[1.0, np.nan, 3.0, -2.0], [np.nan, np.nan, np.nan, np.nan], [0.5, 4.0, -1.0, 2.0]])
+INT = RNG.integers(0, 6, 12)
+
+CASES = {
+    "addmm": (lambda L, a, b, c: L.addmm(a, b, c, beta=0.5, alpha=2), [M, arr(3, 5), arr(5, 4)]),
+    "addbmm": (lambda L, a, b, c: L.addbmm(a, b, c, alpha=0.5), [M, arr(2, 3, 5), arr(2, 5, 4)]),
+    "baddbmm": (lambda L, a, b, c: a.baddbmm(b, c, beta=2), [arr(2, 3, 4), arr(2, 3, 5), arr(2, 5, 4)]),
+    "addmv": (lambda L, a, b, c: L.addmv(a, b, c), [arr(3), M, V]),
+    "addr": (lambda L, a, b, c: a.addr(b, c, alpha=3), [M, arr(3), V]),
+    "addcmul": (lambda L, a, b, c: L.addcmul(a, b, c, value=0.5), [M, M[::-1].copy(), arr(4)]),
+    "addcdiv": (lambda L, a, b, c: a.addcdiv(b, c, value=-2), [M, M[::-1].copy(), arr(4, lo=1, hi=2)]),
+    "atan2": (lambda L, a, b: L.atan2(a, b), [M, M[:, ::-1].copy()]),
+    "arctan2": (lambda L, a, b: a.arctan2(b), [M, arr(4)]),
+    "hypot": (lambda L, a, b: L.hypot(a, b), [M, M[::-1].copy()]),
+    "clamp_min_max": (lambda L, a: a.clamp_min(-0.5) + L.clamp_max(a, 0.3), [M]),
+    "deg2rad": (lambda L, a: L.deg2rad(a) + a.rad2deg(), [M]),
+    "frac": (lambda L, a: L.frac(a * 3), [M]),
+    "sgn_signbit": (lambda L, a: (L.sgn(a), L.signbit(a)), [M], False),
+    "float_power": (lambda L, a, b: L.float_power(a.abs(), b), [M, arr(4)]),
+    "ldexp": (lambda L, a: L.ldexp(a, L.tensor([1, 2, -1, 0])), [M]),
+    "xlogy": (lambda L, a, b: L.xlogy(a, b.abs()), [np.where(M > 0, M, 0.0), M]),
+    "logit": (lambda L, a: L.logit(a, eps=0.1), [arr(3, 4, lo=0, hi=1)]),
+    "heaviside": (lambda L, a: L.heaviside(a.round(), L.tensor([0.5], dtype=L.float64)), [M], False),
+    "fmax_fmin": (lambda L, a, b: (L.fmax(a, b), L.fmin(a, b)), [WITH_NAN, WITH_NAN[::-1].copy()], False),
+    "nan_to_num": (lambda L, a: L.nan_to_num(a / L.tensor([0.0, 1.0, -0.0, 1.0], dtype=L.float64), nan=7.0),
+                   [M], False),
+    "nan_to_num_defaults": (lambda L, a: (a / L.tensor([0.0, 1.0, -0.0, 1.0], dtype=L.float64)).nan_to_num(),
+                            [M], False),
+    "isposinf": (lambda L, a: (L.isposinf(a / 0), L.isneginf(a / 0), L.isreal(a)), [M], False),
+    "sinc": (lambda L, a: L.sinc(a), [np.concatenate([M, np.zeros((1, 4))])]),
+    "nansum": (lambda L, a: (L.nansum(a), a.nansum(1)), [WITH_NAN], False),
+    "nanmean": (lambda L, a: L.nanmean(a, 1, keepdim=True), [WITH_NAN], False),
+    "aminmax": (lambda L, a: tuple(L.aminmax(a, dim=1)), [M], False),
+    "median": (lambda L, a: L.median(a), [M]),
+    "median_dim": (lambda L, a: tuple(a.median(1)), [arr(3, 5)]),
+    "median_nan": (lambda L, a: (L.median(a), tuple(L.median(a, 1))), [WITH_NAN], False),
+    "nanmedian": (lambda L, a: (L.nanmedian(a), tuple(L.nanmedian(a, 1)[0:1])), [WITH_NAN], False),
+    "kthvalue": (lambda L, a: tuple(L.kthvalue(a, 2, 0, True)), [M]),
+    "quantile": (lambda L, a: L.quantile(a, 0.3), [M]),
+    "quantile_dim": (lambda L, a: L.quantile(a, L.tensor([0.0, 0.25, 0.9], dtype=L.float64), dim=1, keepdim=True),
+                     [M]),
+    "quantile_modes": (lambda L, a: tuple(L.quantile(a, 0.4, 1, interpolation=m)
+                                          for m in ("lower", "higher", "midpoint", "nearest")), [arr(3, 6)], False),
+    "nanquantile": (lambda L, a: L.nanquantile(a, 0.5, dim=1), [WITH_NAN], False),
+    "msort": (lambda L, a: L.msort(a), [M]),
+    "argwhere": (lambda L, a: L.argwhere(a > 0), [M], False),
+    "diff": (lambda L, a: (L.diff(a, 2, 1), a.diff(dim=0, prepend=a[:1], append=a[-1:])), [M]),
+    "cov": (lambda L, a: L.cov(a), [arr(3, 6)]),
+    "cov_weights": (lambda L, a: L.cov(a, correction=0, fweights=L.tensor([1, 2, 1, 3, 1, 1]),
+                                       aweights=L.tensor([0.5, 1, 2, 1, 0.3, 1], dtype=L.float64)), [arr(3, 6)]),
+    "corrcoef": (lambda L, a: L.corrcoef(a), [arr(3, 6)]),
+    "dist": (lambda L, a, b: (L.dist(a, b), L.dist(a, b, 1), a.dist(b, 3.5)), [M, M[::-1].copy()]),
+    "cdist": (lambda L, a, b: L.cdist(a, b), [arr(2, 3, 4), arr(2, 5, 4)]),
+    "cdist_p1": (lambda L, a, b: L.cdist(a, b, 1.0), [arr(3, 4), arr(5, 4)]),
+    "inner": (lambda L, a, b: L.inner(a, b), [B, M]),
+    "ger_kron": (lambda L, a, b: (L.ger(a, b), L.kron(a.reshape(2, 2), b[:6].reshape(2, 3))), [V, arr(6)]),
+    "vdot": (lambda L, a, b: L.vdot(a, b), [V, V[::-1].copy()]),
+    "tensordot": (lambda L, a, b: (L.tensordot(a, b, dims=([1, 2], [1, 0])), L.tensordot(a, b, 1)),
+                  [arr(2, 3, 4), arr(4, 3, 2)]),
+    "tile": (lambda L, a: (L.tile(a, (2,)), a.tile((2, 1, 3))), [M]),
+    "ravel": (lambda L, a: L.ravel(a.t()), [M]),
+    "moveaxis": (lambda L, a: (L.moveaxis(a, 0, -1), a.swapdims(0, 2)), [B]),
+    "flips": (lambda L, a: (L.fliplr(a), L.flipud(a)), [M]),
+    "rot90": (lambda L, a: tuple(L.rot90(a, k, (1, 2)) for k in range(-1, 4)), [B]),
+    "tensor_split": (lambda L, a: L.tensor_split(a, 3, 1) + L.tensor_split(a, [1, 3, 10], 1) + a.tensor_split(2), [M]),
+    "hvdsplit": (lambda L, a: L.hsplit(a, [1]) + L.vsplit(a, [1]) + L.dsplit(a, 2) + L.hsplit(a[0, 0], 2), [B]),
+    "take": (lambda L, a: L.take(a, L.tensor([[0, 5], [11, 3]])), [M]),
+    "take_along_dim": (lambda L, a: L.take_along_dim(a, L.argsort(a, 1), 1), [M]),
+    "take_along_dim_flat": (lambda L, a: L.take_along_dim(a, L.tensor([3, 0, 7])), [M]),
+    "index_copy": (lambda L, a, b: a.index_copy(1, L.tensor([3, 0]), b), [M, arr(3, 2)]),
+    "index_fill": (lambda L, a: a.index_fill(1, L.tensor([1, 3]), -1.5), [M]),
+    "diagflat": (lambda L, a: (L.diagflat(a), L.diagflat(a, -1)), [arr(2, 2)]),
+    "block_diag": (lambda L, a, b: L.block_diag(a, b, L.tensor(7.0, dtype=L.float64)), [M, arr(2)]),
+    "cartesian_prod": (lambda L, a, b: L.cartesian_prod(a, b), [arr(3), arr(2)]),
+    "combinations": (lambda L, a: (L.combinations(a), L.combinations(a, 3, True)), [arr(4)]),
+    "meshgrid": (lambda L, a, b: L.meshgrid(a, b, indexing="xy") + L.meshgrid(a, b, indexing="ij"),
+                 [arr(3), arr(2)]),
+    "broadcast_tensors": (lambda L, a, b: L.broadcast_tensors(a, b), [arr(3, 1), arr(4)]),
+    "tri_indices": (lambda L: (L.tril_indices(3, 4), L.triu_indices(4, 3, 1), L.tril_indices(3, 3, -1)), [],
+                    False),
+    "searchsorted": (lambda L, a: (L.searchsorted(L.tensor([1.0, 2, 2, 3], dtype=L.float64), a),
+                                   L.searchsorted(L.tensor([1.0, 2, 2, 3], dtype=L.float64), a.round(), right=True),
+                                   L.bucketize(a, L.tensor([-1.0, 0.0, 1.0], dtype=L.float64))), [M], False),
+    "searchsorted_rows": (lambda L, a: L.searchsorted(L.sort(a, 1)[0], a[:, :2].contiguous(), side="right"), [M],
+                          False),
+    "bincount": (lambda L, a: (L.bincount(a), L.bincount(a, minlength=9),
+                               a.bincount(L.arange(12, dtype=L.float64))), [INT], False),
+    "histc": (lambda L, a: (L.histc(a, 5), a.histc(4, -1, 1)), [M], False),
+    "isin": (lambda L, a: (L.isin(a, L.tensor([1, 3])), L.isin(a, L.tensor([2]), invert=True)), [INT], False),
+    "unique_consecutive": (lambda L, a: L.unique_consecutive(a, return_inverse=True, return_counts=True),
+                           [np.array([1, 1, 2, 2, 3, 1, 1, 2])], False),
+    "trapezoid": (lambda L, a, x: (L.trapezoid(a), L.trapezoid(a, x), L.trapz(a, dx=0.5, dim=0),
+                                   L.cumulative_trapezoid(a, x)), [M, np.sort(arr(4))]),
+    "logspace": (lambda L: (L.logspace(0, 2, 5, dtype=L.float64), L.logspace(-1, 1, 3, base=2, dtype=L.float64)),
+                 [], False),
+    "renorm": (lambda L, a: a.renorm(2, 0, 1.0), [M]),
+    "scatters": (lambda L, a, b, c: (L.select_scatter(a, b, 0, 1), L.slice_scatter(a, c, 1, 0, 4, 2)),
+                 [M, arr(4), arr(3, 2)]),
+    "diagonal_scatter": (lambda L, a, b: L.diagonal_scatter(a, b, 1), [M, arr(3)]),
+    "expand_as": (lambda L, a, b: a.expand_as(b), [arr(4), M]),
+    "masked_scatter": (lambda L, a, b: a.masked_scatter(a > 0, b), [M, arr(12)]),
+    "index_put": (lambda L, a, b: (a.index_put((L.tensor([0, 0, 2]), L.tensor([1, 1, 3])), b, accumulate=True),
+                                   a.index_put((L.tensor([2]),), b[:1])), [M, arr(3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_against_torch(name):
+    program, arrays, *rest = CASES[name]
+    run(program, arrays, grad=rest[0] if rest else True)
+
+
+def test_atan2_quadrants_and_signed_zeros():
+    y = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 0.0])
+    x = np.array([0.0, 0.0, -0.0, -0.0, 0.0, 0.0, -1.0, -1.0, -1.0])
+    np.testing.assert_array_equal(musa.atan2(musa.tensor(y), musa.tensor(x)).numpy(),
+                                  torch.atan2(torch.tensor(y), torch.tensor(x)).numpy())
+
+
+def test_aliases_and_dtype_helpers():
+    a = musa.tensor([1.0, -2.0])
+    assert musa.absolute(a).tolist() == [1.0, 2.0] and a.negative().tolist() == [-1.0, 2.0]
+    assert musa.greater(a, 0).tolist() == [True, False] and a.not_equal(1).tolist() == [False, True]
+    assert musa.promote_types(musa.int32, musa.float32) == musa.float32
+    assert musa.result_type(musa.tensor([1]), 1.0) == musa.float32
+    assert musa.result_type(musa.tensor([1.0], dtype=musa.float64), musa.tensor([1])) == musa.float64
+    assert musa.can_cast(musa.int32, musa.float32) and not musa.can_cast(musa.float32, musa.int32)
+    assert not musa.can_cast(musa.int64, musa.bool)
+    assert musa.broadcast_shapes((3, 1), (4,), ()) == (3, 4)
+    assert musa.is_nonzero(musa.tensor([2])) and not musa.is_complex(a) and musa.is_same_size(a, a)
+    x = musa.zeros(3)
+    x.index_fill_(0, musa.tensor([1]), 5.0)
+    x.addcmul_(musa.ones(3), musa.ones(3), value=2)
+    assert x.tolist() == [2.0, 7.0, 2.0]
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="must be matrices"):
+        musa.addmm(musa.zeros(2), musa.zeros(2), musa.zeros(2))
+    with pytest.raises(IndexError, match="k \\(5\\) is out of range"):
+        musa.kthvalue(musa.zeros(3), 5)
+    with pytest.raises(ValueError, match="q values must be in the range"):
+        musa.quantile(musa.zeros(3), 1.5)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        musa.bincount(musa.tensor([-1, 2]))
+    with pytest.raises(RuntimeError, match="cannot be broadcast|shape mismatch"):
+        musa.broadcast_shapes((2,), (3,))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        musa.is_nonzero(musa.zeros(2))
+    with pytest.raises(RuntimeError, match="contracted dims must match"):
+        musa.tensordot(musa.zeros(2, 3), musa.zeros(2, 3), 1)
+    with pytest.raises(RuntimeError, match="not divisible"):
+        musa.vsplit(musa.zeros(3, 2), 2)
+    with pytest.raises(RuntimeError, match="mask selects 3 elements"):
+        musa.zeros(3).masked_scatter(musa.ones(3, dtype=musa.bool), musa.zeros(2))
