@@ -389,6 +389,8 @@ def index_put(self, indices, values, accumulate=False):
 
 @_method
 def index_put_(self, indices, values, accumulate=False):
+    if not isinstance(indices, (tuple, list)) or not all(isinstance(i, Tensor) for i in indices):
+        raise TypeError(f"[index_put_] indices must be a tuple of Tensors, got {indices.__class__.__name__}")
     indices = tuple(indices)
     if not accumulate:
         self[indices] = values

@@ -85,7 +85,18 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2."""
     _tensors("addcmul", input=input, tensor1=tensor1, tensor2=tensor2)
+    input, tensor1, tensor2 = _common(input, tensor1, tensor2)
     return input + _scaled(tensor1 * tensor2, _number(value, "addcmul", "value"))
+
+
+def _common(*tensors):
+    """The tensors in their common dtype (the product of two float16 factors
+    is rounded in float16 otherwise, where PyTorch computes in the result's
+    dtype)."""
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = promote_types(dtype, t.dtype)
+    return tuple(t.to(dtype) for t in tensors)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -94,6 +105,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     if not tensor1.is_floating_point() and not tensor2.is_floating_point():
         raise TypeError("[addcdiv] integer division with addcdiv is no longer supported; use "
                         "floating tensors")
+    input, tensor1, tensor2 = _common(input, tensor1, tensor2)
     return input + _scaled(tensor1 / tensor2, _number(value, "addcdiv", "value"))
 
 
@@ -127,27 +139,33 @@ def hypot(input, other):
 
 
 def clamp_min(input, min):
+    _tensors("clamp_min", input=input)
     return _C.clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    _tensors("clamp_max", input=input)
     return _C.clamp(input, max=max)
 
 
 def deg2rad(input):
+    _tensors("deg2rad", input=input)
     return input * (_math.pi / 180.0)
 
 
 def rad2deg(input):
+    _tensors("rad2deg", input=input)
     return input * (180.0 / _math.pi)
 
 
 def frac(input):
     """input - trunc(input), with input's sign."""
+    _tensors("frac", input=input)
     return input - _C.trunc(input)
 
 
 def sgn(input):
+    _tensors("sgn", input=input)
     return _C.sign(input)
 
 
@@ -171,9 +189,11 @@ def float_power(input, exponent):
     if isinstance(input, _C.Tensor):
         input = input.to(_C.float64)
     else:
-        input = _C.tensor(float(input), dtype=_C.float64)
+        input = _C.tensor(_number(input, "float_power", "input"), dtype=_C.float64)
     if isinstance(exponent, _C.Tensor):
         exponent = exponent.to(_C.float64)
+    else:
+        exponent = _number(exponent, "float_power", "exponent")
     return _C.pow(input, exponent)
 
 
@@ -304,30 +324,37 @@ def sinc(input):
 
 
 def absolute(input):
+    _tensors("absolute", input=input)
     return _C.abs(input)
 
 
 def negative(input):
+    _tensors("negative", input=input)
     return _C.neg(input)
 
 
 def greater(input, other):
+    _tensors("greater", input=input)
     return _C.gt(input, other)
 
 
 def greater_equal(input, other):
+    _tensors("greater_equal", input=input)
     return _C.ge(input, other)
 
 
 def less(input, other):
+    _tensors("less", input=input)
     return _C.lt(input, other)
 
 
 def less_equal(input, other):
+    _tensors("less_equal", input=input)
     return _C.le(input, other)
 
 
 def not_equal(input, other):
+    _tensors("not_equal", input=input)
     return _C.ne(input, other)
 
 
@@ -391,6 +418,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 
 def _median(input, dim, keepdim, ignore_nan, who):
+    _tensors(who, input=input)
     if dim is None:
         flat = input.reshape(-1)
         if flat.numel() == 0:
@@ -439,6 +467,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, who):
     if interpolation not in modes:
         raise ValueError(f"[{who}] interpolation must be one of {modes}, got {interpolation!r}")
     scalar_q = not isinstance(q, _C.Tensor)
+    if scalar_q:
+        q = _number(q, who, "q")
     qt = _C.tensor([float(q)] if scalar_q else q.tolist() if q.ndim else [q.item()], dtype=input.dtype)
     if qt.numel() and (bool(_C.lt(qt, 0).any()) or bool(_C.gt(qt, 1).any())):
         raise ValueError(f"[{who}] q values must be in the range [0, 1]")
@@ -487,10 +517,12 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 def msort(input):
+    _tensors("msort", input=input)
     return _C.sort(input, 0)[0]
 
 
 def argwhere(input):
+    _tensors("argwhere", input=input)
     return _C.nonzero(input)
 
 
@@ -518,11 +550,20 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     _tensors("cov", input=input)
     if input.ndim > 2:
         raise ValueError(f"[cov] expected input to have two or fewer dimensions, got {input.ndim}")
+    correction = _int(correction, "cov", "correction")
     x = input.reshape(1, -1) if input.ndim < 2 else input
     if not x.is_floating_point():
         x = x.float()
     n = x.shape[1]
     w = None
+    for what, t in (("fweights", fweights), ("aweights", aweights)):
+        if t is not None:
+            _tensors("cov", **{what: t})
+            if t.ndim > 1 or t.numel() != n:
+                raise RuntimeError(f"[cov] expected {what} to have one dimension with {n} elements, got "
+                                   f"shape {tuple(t.shape)}")
+    if fweights is not None and fweights.is_floating_point():
+        raise RuntimeError(f"[cov] expected fweights to have integral dtype, got {fweights.dtype}")
     if fweights is not None:
         w = fweights.to(x.dtype)
     if aweights is not None:
@@ -544,7 +585,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     xw = xc if w is None else xc * w
     c = _C.matmul(xw, xc.t())
     c = c / _C.clamp(norm, min=0) if isinstance(norm, _C.Tensor) else c / max(norm, 0)
-    return c.reshape(()) if input.ndim < 2 else c
+    return c.squeeze()  # as PyTorch: one variable gives a 0-d variance
 
 
 def corrcoef(input):
@@ -589,6 +630,7 @@ def inner(input, other):
 
 
 def ger(input, vec2):
+    _tensors("ger", input=input)
     return _F.outer(input, vec2)
 
 
@@ -666,14 +708,17 @@ def tile(input, dims):
 
 
 def ravel(input):
+    _tensors("ravel", input=input)
     return _C.reshape(input, [-1])
 
 
 def moveaxis(input, source, destination):
+    _tensors("moveaxis", input=input)
     return movedim(input, source, destination)
 
 
 def swapdims(input, dim0, dim1):
+    _tensors("swapdims", input=input)
     return _C.transpose(input, dim0, dim1)
 
 
@@ -716,6 +761,8 @@ def tensor_split(input, indices_or_sections, dim=0):
     """Views along dim: n near-equal sections (the first size % n one
     longer), or the pieces between the given indices."""
     _tensors("tensor_split", input=input)
+    if input.ndim == 0:
+        raise RuntimeError("[tensor_split] expected at least a 1-dimensional tensor")
     d = _dim(dim, input.ndim, "tensor_split")
     size = input.shape[d]
     if isinstance(indices_or_sections, _C.Tensor):
@@ -724,6 +771,8 @@ def tensor_split(input, indices_or_sections, dim=0):
         n = indices_or_sections
         if n <= 0:
             raise RuntimeError(f"[tensor_split] number of sections must be larger than 0, got {n}")
+        if n > max(size, 1 << 20):
+            raise MemoryError(f"[tensor_split] {n} sections of a dim of size {size}: too many tensors")
         q, r = divmod(size, n)
         bounds = list(_itertools.accumulate([q + 1] * r + [q] * (n - r)))[:-1]
     else:
@@ -899,7 +948,12 @@ def broadcast_shapes(*shapes):
     they do not)."""
     out = []
     for shape in shapes:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if isinstance(shape, int) else shape
+        try:
+            shape = tuple(_int(s, "broadcast_shapes", "a size") for s in shape)
+        except TypeError:
+            raise TypeError(f"[broadcast_shapes] each shape must be an int or a sequence of ints, got "
+                            f"{shape!r}") from None
         for i, s in enumerate(reversed(shape)):
             if i == len(out):
                 out.append(s)
@@ -920,7 +974,15 @@ def broadcast_tensors(*tensors):
     return tuple(t.expand(*shape) for t in tensors)
 
 
-def _tri_indices(row, col, offset, upper, dtype):
+def _tri_indices(row, col, offset, upper, dtype, who):
+    row, col = _int(row, who, "row"), _int(col, who, "col")
+    offset = _int(offset, who, "offset")
+    if row < 0 or col < 0:
+        raise RuntimeError(f"[{who}] row ({row}) and col ({col}) must be non-negative")
+    if row * col > 1 << 26:
+        raise MemoryError(f"[{who}] a {row} x {col} triangle is too large to list")
+    if dtype not in (_C.int64, _C.int32):
+        raise RuntimeError(f"[{who}] dtype must be int64 or int32, got {dtype}")
     pairs = [(i, j) for i in range(row) for j in range(col) if (j - i >= offset if upper else j - i <= offset)]
     if not pairs:
         return _C.zeros(2, 0, dtype=dtype)
@@ -929,11 +991,11 @@ def _tri_indices(row, col, offset, upper, dtype):
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """(2, N): the row and column indices of the lower triangle."""
-    return _tri_indices(row, col, offset, False, dtype or _C.int64)
+    return _tri_indices(row, col, offset, False, dtype or _C.int64, "tril_indices")
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    return _tri_indices(row, col, offset, True, dtype or _C.int64)
+    return _tri_indices(row, col, offset, True, dtype or _C.int64, "triu_indices")
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
@@ -1003,7 +1065,7 @@ def histc(input, bins=100, min=0, max=0):
     if bins <= 0:
         raise RuntimeError(f"[histc] bins must be > 0, got {bins}")
     lo, hi = _number(min, "histc", "min"), _number(max, "histc", "max")
-    flat = input.reshape(-1)
+    flat = input.reshape(-1).to(_C.float64)  # bin positions in float64 whatever the dtype
     if lo == hi and flat.numel():
         lo, hi = float(flat.min()), float(flat.max())
     if lo == hi:
@@ -1012,7 +1074,7 @@ def histc(input, bins=100, min=0, max=0):
         raise RuntimeError(f"[histc] max must be larger than min, got min {lo} and max {hi}")
     inside = _C.logical_and(_C.ge(flat, lo), _C.le(flat, hi))
     idx = _C.clamp(((flat - lo) * (bins / (hi - lo))).floor().long(), 0, bins - 1)
-    return _C.zeros(bins, dtype=input.dtype).index_add(0, idx, inside.to(input.dtype))
+    return _C.zeros(bins, dtype=_C.float64).index_add(0, idx, inside.to(_C.float64)).to(input.dtype)
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
@@ -1055,10 +1117,24 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 # ---- integration, ranges and norms ----
 
+def _sample_points(x, dx, who):
+    """(x, dx): a number passed as x is the spacing (PyTorch's dx overload)."""
+    if x is not None and not isinstance(x, _C.Tensor):
+        if dx is not None:
+            raise TypeError(f"[{who}] x must be a Tensor when dx is given, not {type(x).__name__}")
+        return None, _number(x, who, "dx")
+    if dx is not None:
+        dx = _number(dx, who, "dx")
+    return x, dx
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along dim, at spacing dx (default 1) or sample
     points x."""
     _tensors("trapezoid", y=y)
+    x, dx = _sample_points(x, dx, "trapezoid")
+    if y.ndim == 0:
+        raise IndexError("[trapezoid] y must have at least one dimension")
     d = _dim(dim, y.ndim, "trapezoid")
     n = y.shape[d]
     if n == 0:
@@ -1079,6 +1155,9 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     _tensors("cumulative_trapezoid", y=y)
+    x, dx = _sample_points(x, dx, "cumulative_trapezoid")
+    if y.ndim == 0:
+        raise IndexError("[cumulative_trapezoid] y must have at least one dimension")
     d = _dim(dim, y.ndim, "cumulative_trapezoid")
     n = y.shape[d]
     if n == 0:
@@ -1121,10 +1200,17 @@ def select_scatter(input, src, dim, index):
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of input with the slice start:end:step along dim replaced by src."""
     _tensors("slice_scatter", input=input, src=src)
+    if input.ndim == 0:
+        raise IndexError("[slice_scatter] cannot slice a 0-d tensor")
     d = _dim(dim, input.ndim, "slice_scatter")
+    start = None if start is None else _int(start, "slice_scatter", "start")
+    end = None if end is None else _int(end, "slice_scatter", "end")
+    step = _int(step, "slice_scatter", "step")
+    if step <= 0:
+        raise RuntimeError(f"[slice_scatter] slice step must be positive, got {step}")
     n = input.shape[d]
     positions = list(range(n))[slice(start, end, step)]
-    if src.shape[d] != len(positions) or src.ndim != input.ndim:
+    if src.ndim != input.ndim or src.shape[d] != len(positions):
         raise RuntimeError(f"[slice_scatter] src {tuple(src.shape)} does not match the slice of input "
                            f"{tuple(input.shape)} ({len(positions)} along dim {d})")
     mask = _C.zeros(n, dtype=_C.bool)
@@ -1157,6 +1243,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 
 
 def narrow_copy(input, dim, start, length):
+    _tensors("narrow_copy", input=input)
     return input.narrow(dim, start, length).clone()
 
 
@@ -1170,9 +1257,13 @@ def promote_types(type1, type2):
 def result_type(tensor1, tensor2):
     """The dtype of tensor1 + tensor2 (numbers take part as PyTorch's weak
     scalars)."""
-    def probe(x):
-        return _C.zeros((), dtype=x.dtype) if isinstance(x, _C.Tensor) else x
-    a, b = probe(tensor1), probe(tensor2)
+    def probe(x, what):
+        if isinstance(x, _C.Tensor):
+            return _C.zeros((), dtype=x.dtype)
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise TypeError(f"[result_type] {what} must be a Tensor or a number, not {type(x).__name__}")
+        return x
+    a, b = probe(tensor1, "tensor1"), probe(tensor2, "tensor2")
     if not isinstance(a, _C.Tensor) and not isinstance(b, _C.Tensor):
         a = _C.tensor(a)
     return (a + b).dtype

@@ -69,6 +69,15 @@ def test_against_torch(name):
     run(program, arrays, grad=rest[0] if rest else True)
 
 
+def test_hinge_embedding_targets_other_than_plus_minus_one_take_both_terms():
+    # (fuzz) as PyTorch: the margin term applies where target != 1, the
+    # input term where target != -1
+    x, t = np.array([0.5, 2.0, -1.0]), np.array([0.0, 1.0, -1.0])
+    m = musa.nn.functional.hinge_embedding_loss(musa.tensor(x), musa.tensor(t), reduction="none")
+    np.testing.assert_allclose(m.numpy(), torch.nn.functional.hinge_embedding_loss(
+        torch.tensor(x), torch.tensor(t), reduction="none").numpy())
+
+
 def test_prelu_layer_learns_one_slope_per_channel():
     m = musa.nn.PReLU(3)
     assert m.weight.tolist() == [0.25] * 3 and repr(m) == "PReLU(num_parameters=3)"

@@ -122,6 +122,7 @@ CASES = {
     "cov_weights": (lambda L, a: L.cov(a, correction=0, fweights=L.tensor([1, 2, 1, 3, 1, 1]),
                                        aweights=L.tensor([0.5, 1, 2, 1, 0.3, 1], dtype=L.float64)), [arr(3, 6)]),
     "corrcoef": (lambda L, a: L.corrcoef(a), [arr(3, 6)]),
+    "cov_one_variable": (lambda L, a: (L.cov(a), L.corrcoef(a), L.cov(a[0])), [arr(1, 6)]),
     "dist": (lambda L, a, b: (L.dist(a, b), L.dist(a, b, 1), a.dist(b, 3.5)), [M, M[::-1].copy()]),
     "cdist": (lambda L, a, b: L.cdist(a, b), [arr(2, 3, 4), arr(2, 5, 4)]),
     "cdist_p1": (lambda L, a, b: L.cdist(a, b, 1.0), [arr(3, 4), arr(5, 4)]),
@@ -183,6 +184,16 @@ def test_against_torch(name):
     run(program, arrays, grad=rest[0] if rest else True)
 
 
+def test_histc_bins_low_precision_values_in_float64():
+    # (fuzz) bf16 bin positions were computed in bf16 and landed in the
+    # neighbouring bin
+    a = np.linspace(-3, 3, 41)
+    for dt in ("bfloat16", "float16", "float32"):
+        m = musa.tensor(a).to(getattr(musa, dt))
+        t = torch.tensor(a).to(getattr(torch, dt))
+        check(musa.histc(m, 7, -2, 2.5).float(), torch.histc(t.float(), 7, -2, 2.5), 0)
+
+
 def test_atan2_quadrants_and_signed_zeros():
     y = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 0.0])
     x = np.array([0.0, 0.0, -0.0, -0.0, 0.0, 0.0, -1.0, -1.0, -1.0])
@@ -226,3 +237,19 @@ def test_errors():
         musa.vsplit(musa.zeros(3, 2), 2)
     with pytest.raises(RuntimeError, match="mask selects 3 elements"):
         musa.zeros(3).masked_scatter(musa.ones(3, dtype=musa.bool), musa.zeros(2))
+
+
+def test_fused_multiply_adds_compute_in_the_result_dtype():
+    # (fuzz) float16 factors were multiplied in float16, then added to float32
+    a, b, c = arr(6), arr(6), arr(6, lo=1, hi=3)
+    for fn in ("addcmul", "addcdiv"):
+        m = getattr(musa.tensor(a).float(), fn)(musa.tensor(b).half(), musa.tensor(c).half(), value=1.76)
+        t = getattr(torch.tensor(a).float(), fn)(torch.tensor(b).half(), torch.tensor(c).half(), value=1.76)
+        assert m.dtype == musa.float32
+        check(m, t, 1e-6)
+
+
+def test_celu_with_a_negative_alpha_is_what_torch_computes():
+    # (fuzz) alpha * elu(x / alpha) flips the branches when alpha < 0
+    x = arr(3, 4)
+    check(musa.nn.functional.celu(musa.tensor(x), -2.5), torch.nn.functional.celu(torch.tensor(x), -2.5), 1e-12)

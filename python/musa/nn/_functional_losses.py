@@ -88,6 +88,8 @@ def glu(input, dim=-1):
     _tensors("glu", input=input)
     if input.ndim == 0:
         raise RuntimeError("[glu] glu does not support scalars because halving size must be even")
+    from .._functions import _dim
+    dim = _dim(dim, input.ndim, "glu")
     n = input.shape[dim]
     if n % 2:
         raise RuntimeError(f"[glu] Halving dimension must be even, but dimension {dim % input.ndim} is size {n}")
@@ -97,6 +99,7 @@ def glu(input, dim=-1):
 
 def _inplace(name):
     def fn(input, *args, **kwargs):
+        _tensors(name + "_", input=input)
         return input.copy_(getattr(_f(), name)(input, *args, **kwargs))
     fn.__name__ = fn.__qualname__ = name + "_"
     fn.__doc__ = f"In-place {name}."
@@ -158,9 +161,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """x where target is 1, max(0, margin - x) where it is -1."""
     _tensors("hinge_embedding_loss", input=input, target=target)
     margin = _number(margin, "hinge_embedding_loss", "margin")
-    zero = _C.zeros_like(input)
-    pos = _C.where(_C.eq(target, 1), input, zero)
-    neg = _C.where(_C.eq(target, -1), _C.relu(margin - input), zero)
+    zero = _C.zeros_like(input)  # as PyTorch: a target that is neither 1 nor -1 takes both terms
+    pos = _C.where(_C.ne(target, -1), input, zero)
+    neg = _C.where(_C.ne(target, 1), _C.relu(margin - input), zero)
     return _reduce(pos + neg, reduction, "hinge_embedding_loss", size_average, reduce)
 
 

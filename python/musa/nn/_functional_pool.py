@@ -305,6 +305,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum of x^p over each window)^(1/p), as PyTorch computes it (negative
     window sums become 0)."""
+    _tensors("lp_pool1d", input=input)
     p = _number(norm_type, "lp_pool1d", "norm_type")
     (k,) = _ints(kernel_size, 1, "lp_pool1d", "kernel_size")
     out = avg_pool1d(input.pow(p), k, stride, 0, ceil_mode)
@@ -313,6 +314,7 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     from .functional import avg_pool2d
+    _tensors("lp_pool2d", input=input)
     p = _number(norm_type, "lp_pool2d", "norm_type")
     kh, kw = _ints(kernel_size, 2, "lp_pool2d", "kernel_size")
     out = avg_pool2d(input.pow(p), (kh, kw), stride, 0, ceil_mode)
@@ -323,7 +325,12 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 def _adaptive_sizes(input, n, output_size, who):
     x, added = _batched(input, n, who)
-    size = (output_size,) * n if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if isinstance(output_size, int) or output_size is None:
+        size = (output_size,) * n
+    elif isinstance(output_size, (tuple, list)):
+        size = tuple(output_size)
+    else:
+        raise TypeError(f"[{who}] output_size must be an int or a tuple of {n}, got {type(output_size).__name__}")
     if len(size) != n:
         raise _C.InvalidArgumentError(f"[{who}] output_size must be an int or {n} of them, got {output_size!r}")
     size = tuple(x.shape[2 + i] if v is None else v for i, v in enumerate(size))
