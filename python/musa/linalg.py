@@ -173,7 +173,7 @@ def _as_tensor(v, like):
     """A number or Tensor v, broadcastable against `like`'s (.., 1) cutoff."""
     if isinstance(v, _C.Tensor):
         return v.unsqueeze(-1).cast(like.dtype) if v.ndim else v.cast(like.dtype)
-    return _C.tensor(float(v), dtype=like.dtype)
+    return float(v)  # a number, so musa.jit keeps it a constant
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
