@@ -324,6 +324,8 @@ def test_float32(rng):
         y32, y64 = fn(f32(A)), fn(M(A))
         assert y32.dtype == musa.float32
         np.testing.assert_allclose(arr(y32), arr(y64), rtol=1e-4, atol=1e-4)
+    with musa.autocast("cpu"):  # float64 factorizations are never narrowed
+        assert LA.inv(M(A)).dtype == musa.float64 and LA.svd(M(A)).S.dtype == musa.float64
     x = f32(A).requires_grad_()
     LA.solve(x, f32(B)).sum().backward()
     assert x.grad.dtype == musa.float32
