@@ -77,7 +77,8 @@ int grad_linalg_slogdet(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
     musa_tensor *g = a->gout[1], *A = a->in[0];
     if (!g) return MUSA_OK;
-    musa_tensor *inv_t = T(musa_linalg_solve_matrices(T(mT(A)), T(eye_like(A, A->shape[A->ndim - 1]))));
+    musa_tensor *inv_t =
+        T(musa_linalg_solve_matrices(T(mT(A)), T(eye_like(A, A->shape[A->ndim - 1]))));
     musa_tensor *gm = T(musa_unsqueeze(T(musa_unsqueeze(g, g->ndim)), g->ndim + 1));
     gin[0] = musa_mul(gm, inv_t);
     return finish(a, gin, &t);
@@ -95,7 +96,7 @@ int grad_linalg_cholesky(const musa_grad_args *a, musa_tensor **gin) {
     musa_tensor *Lt = T(mT(L));
     musa_tensor *p = T(musa_tril(T(mm(Lt, g)), 0));
     p = T(scaled(T(musa_add(p, T(mT(T(musa_tril(p, -1)))))), 0.5));
-    musa_tensor *y = T(musa_linalg_solve_matrices(Lt, p));       /* L^{-T} P */
+    musa_tensor *y = T(musa_linalg_solve_matrices(Lt, p));    /* L^{-T} P */
     gin[0] = mT(T(musa_linalg_solve_matrices(Lt, T(mT(y))))); /* (L^{-T} (L^{-T} P)^T)^T */
     return finish(a, gin, &t);
 }

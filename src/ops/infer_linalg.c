@@ -119,7 +119,8 @@ int infer_linalg_svd(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     bool full = ((const musa_attrs_svd *)attrs)->full_matrices;
     const musa_tensor *a = in[0];
     int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
-    if (full && ((rc = lapack_sized(op->name, "U", m, m)) || (rc = lapack_sized(op->name, "Vh", n, n))))
+    if (full &&
+        ((rc = lapack_sized(op->name, "U", m, m)) || (rc = lapack_sized(op->name, "Vh", n, n))))
         return rc;
     int64_t shape[MUSA_MAX_DIMS];
     musa_dtype dt = (musa_dtype)a->dtype;
@@ -149,8 +150,8 @@ int infer_linalg_qr(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     if (mode == MUSA_QR_R)
         out_like(r, 0, dt, 1, &none);
     else
-        out_like(r, 0, dt, with_batch(a, 2, (int64_t[]){m, mode == MUSA_QR_COMPLETE ? m : k}, shape),
-                 shape);
+        out_like(r, 0, dt,
+                 with_batch(a, 2, (int64_t[]){m, mode == MUSA_QR_COMPLETE ? m : k}, shape), shape);
     out_like(r, 1, dt, with_batch(a, 2, (int64_t[]){mode == MUSA_QR_COMPLETE ? m : k, n}, shape),
              shape);
     return MUSA_OK;

@@ -69,7 +69,7 @@ musa_tensor *musa_linalg_solve(musa_tensor *a, musa_tensor *b) {
 }
 
 int musa_linalg_slogdet(musa_tensor *a, musa_tensor **sign, musa_tensor **logabsdet) {
-    return run_outs(MUSA_OP_linalg_slogdet, a, NULL, 2, (musa_tensor **[]){sign, logabsdet});
+    return run_outs(MUSA_OP_linalg_slogdet, a, NULL, 2, (musa_tensor * *[]){sign, logabsdet});
 }
 
 musa_tensor *musa_linalg_cholesky(musa_tensor *a, bool upper) {
@@ -84,7 +84,7 @@ int musa_linalg_eigh(musa_tensor *a, bool upper, musa_tensor **eigenvalues,
     musa_attrs_uplo at;
     musa_attrs_init(MUSA_ATTRS_uplo, &at);
     at.upper = upper;
-    return run_outs(MUSA_OP_linalg_eigh, a, &at, 2, (musa_tensor **[]){eigenvalues, eigenvectors});
+    return run_outs(MUSA_OP_linalg_eigh, a, &at, 2, (musa_tensor * *[]){eigenvalues, eigenvectors});
 }
 
 int musa_linalg_svd(musa_tensor *a, bool full_matrices, musa_tensor **u, musa_tensor **s,
@@ -92,14 +92,14 @@ int musa_linalg_svd(musa_tensor *a, bool full_matrices, musa_tensor **u, musa_te
     musa_attrs_svd at;
     musa_attrs_init(MUSA_ATTRS_svd, &at);
     at.full_matrices = full_matrices;
-    return run_outs(MUSA_OP_linalg_svd, a, &at, 3, (musa_tensor **[]){u, s, vh});
+    return run_outs(MUSA_OP_linalg_svd, a, &at, 3, (musa_tensor * *[]){u, s, vh});
 }
 
 int musa_linalg_qr(musa_tensor *a, musa_qr_mode mode, musa_tensor **q, musa_tensor **r) {
     musa_attrs_qr at;
     musa_attrs_init(MUSA_ATTRS_qr, &at);
     at.mode = mode;
-    return run_outs(MUSA_OP_linalg_qr, a, &at, 2, (musa_tensor **[]){q, r});
+    return run_outs(MUSA_OP_linalg_qr, a, &at, 2, (musa_tensor * *[]){q, r});
 }
 
 /* The last error, raised by row `row` inside composition `who`, under

@@ -45,10 +45,10 @@ void sgesdd_(const char *jobz, const lp_int *m, const lp_int *n, float *a, const
              float *s, float *u, const lp_int *ldu, float *vt, const lp_int *ldvt, float *work,
              const lp_int *lwork, lp_int *iwork, lp_int *info, size_t jobz_len);
 void dgesdd_(const char *jobz, const lp_int *m, const lp_int *n, double *a, const lp_int *lda,
-             double *s, double *u, const lp_int *ldu, double *vt, const lp_int *ldvt,
-             double *work, const lp_int *lwork, lp_int *iwork, lp_int *info, size_t jobz_len);
-void sgeqrf_(const lp_int *m, const lp_int *n, float *a, const lp_int *lda, float *tau,
-             float *work, const lp_int *lwork, lp_int *info);
+             double *s, double *u, const lp_int *ldu, double *vt, const lp_int *ldvt, double *work,
+             const lp_int *lwork, lp_int *iwork, lp_int *info, size_t jobz_len);
+void sgeqrf_(const lp_int *m, const lp_int *n, float *a, const lp_int *lda, float *tau, float *work,
+             const lp_int *lwork, lp_int *info);
 void dgeqrf_(const lp_int *m, const lp_int *n, double *a, const lp_int *lda, double *tau,
              double *work, const lp_int *lwork, lp_int *info);
 void sorgqr_(const lp_int *m, const lp_int *n, const lp_int *k, float *a, const lp_int *lda,
@@ -98,9 +98,8 @@ static lp_int lp_syevd(int dt, char uplo, lp_int n, void *a, lp_int lda, void *w
     return info;
 }
 
-static lp_int lp_gesdd(int dt, char jobz, lp_int m, lp_int n, void *a, lp_int lda, void *s,
-                       void *u, lp_int ldu, void *vt, lp_int ldvt, void *work, lp_int lwork,
-                       lp_int *iwork) {
+static lp_int lp_gesdd(int dt, char jobz, lp_int m, lp_int n, void *a, lp_int lda, void *s, void *u,
+                       lp_int ldu, void *vt, lp_int ldvt, void *work, lp_int lwork, lp_int *iwork) {
     lp_int info = 0;
     if (dt == MUSA_DTYPE_FLOAT32)
         sgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info, 1);
@@ -420,8 +419,8 @@ static svd_dims svd_plan(int dt, const musa_kview *a, bool full) {
     d.jobz = full ? 'A' : 'S';
     double work[2] = {0, 0}, dummy[2] = {0, 0};
     lp_int iwork = 0;
-    lp_gesdd(dt, d.jobz, d.m, d.n, dummy, (lp_int)max1(d.m), dummy, dummy, (lp_int)max1(d.m),
-             dummy, (lp_int)max1(d.vrows), work, -1, &iwork);
+    lp_gesdd(dt, d.jobz, d.m, d.n, dummy, (lp_int)max1(d.m), dummy, dummy, (lp_int)max1(d.m), dummy,
+             (lp_int)max1(d.vrows), work, -1, &iwork);
     d.lwork = queried(dt, work);
     return d;
 }
@@ -431,8 +430,8 @@ MUSA_WS(ws_linalg_svd) {
     int dt = in[0].dtype;
     size_t es = musa_dtype_info[dt].size;
     svd_dims d = svd_plan(dt, &in[0], ((const musa_attrs_svd *)attrs)->full_matrices);
-    int64_t elems = (int64_t)d.m * d.n + d.k + (int64_t)d.m * d.ucols +
-                    (int64_t)d.vrows * d.n + d.lwork;
+    int64_t elems =
+        (int64_t)d.m * d.n + d.k + (int64_t)d.m * d.ucols + (int64_t)d.vrows * d.n + d.lwork;
     return (size_t)elems * es + (size_t)(8 * d.k) * sizeof(lp_int) + 6 * 64;
 }
 

@@ -54,7 +54,8 @@ TEST(grad_linalg_solve) {
     GC(linalg_solve, 2, true, in64(3, S(2, 3, 3), -1, 1, L_TRANSPOSED),
        in64(3, S(2, 3, 2), -1, 1, L_CONTIG));
     /* B broadcast over A's batch, and a vector B */
-    GC(linalg_solve, 2, true, in64(3, S(2, 3, 3), -1, 1, L_CONTIG), in64(2, S(3, 2), -1, 1, L_STRIDED));
+    GC(linalg_solve, 2, true, in64(3, S(2, 3, 3), -1, 1, L_CONTIG),
+       in64(2, S(3, 2), -1, 1, L_STRIDED));
     GC(linalg_solve, 2, false, in64(2, S(3, 3), -1, 1, L_CONTIG), in64(1, S(3), -1, 1, L_CONTIG));
 }
 

@@ -41,7 +41,8 @@ static musa_tensor *tensor_of(musa_dtype dt, int nd, const int64_t *shape, const
         s[nd - 2] = 2 * m;
         for (int64_t b = 0; b < nb; b++)
             for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < c; j++) w[(b * 2 * m + 2 * i) * c + j] = v[(b * m + i) * c + j];
+                for (int64_t j = 0; j < c; j++)
+                    w[(b * 2 * m + 2 * i) * c + j] = v[(b * m + i) * c + j];
         base = from_list(dt, nd, s, w);
         r = musa_slice(base, nd - 2, 0, 2 * m, 2);
     }
@@ -123,16 +124,20 @@ TEST(op_linalg_solve) {
     musa_tensor *x3 = musa_linalg_solve(a3, b2);
     CHECK_SHAPE(x3, 3, 4, 2, 1);
     /* empty: no unknowns, and no batch */
-    musa_tensor *e0 = musa_zeros(2, S(0, 0), MUSA_DTYPE_FLOAT64), *e1 = musa_zeros(2, S(0, 3), MUSA_DTYPE_FLOAT64);
+    musa_tensor *e0 = musa_zeros(2, S(0, 0), MUSA_DTYPE_FLOAT64),
+                *e1 = musa_zeros(2, S(0, 3), MUSA_DTYPE_FLOAT64);
     musa_tensor *xe = musa_linalg_solve(e0, e1);
     CHECK_SHAPE(xe, 2, 0, 3);
-    musa_tensor *eb = musa_zeros(3, S(0, 2, 2), MUSA_DTYPE_FLOAT32), *ebb = musa_zeros(3, S(0, 2, 1), MUSA_DTYPE_FLOAT32);
+    musa_tensor *eb = musa_zeros(3, S(0, 2, 2), MUSA_DTYPE_FLOAT32),
+                *ebb = musa_zeros(3, S(0, 2, 1), MUSA_DTYPE_FLOAT32);
     musa_tensor *xeb = musa_linalg_solve(eb, ebb);
     CHECK_SHAPE(xeb, 3, 0, 2, 1);
     /* errors */
     double sv[9] = {1, 2, 3, 2, 4, 6, 1, 0, 1}; /* row 2 = 2 row 1 */
-    musa_tensor *sing = from_list(MUSA_DTYPE_FLOAT64, 2, S(3, 3), sv), *rhs = musa_ones(2, S(3, 1), MUSA_DTYPE_FLOAT64);
-    CHECK_ERR(FAILS(musa_linalg_solve(sing, rhs)), MUSA_ERR_VALUE, "[linalg_solve] the matrix A is singular");
+    musa_tensor *sing = from_list(MUSA_DTYPE_FLOAT64, 2, S(3, 3), sv),
+                *rhs = musa_ones(2, S(3, 1), MUSA_DTYPE_FLOAT64);
+    CHECK_ERR(FAILS(musa_linalg_solve(sing, rhs)), MUSA_ERR_VALUE,
+              "[linalg_solve] the matrix A is singular");
     musa_tensor *i3 = musa_eye(3, 3, MUSA_DTYPE_FLOAT64);
     musa_tensor *sb = musa_stack(2, (musa_tensor *[]){i3, sing}, 0);
     CHECK_ERR(FAILS(musa_linalg_solve(sb, rhs)), MUSA_ERR_VALUE, "(batch element 1)");
@@ -146,10 +151,13 @@ TEST(op_linalg_solve) {
     CHECK_ERR(FAILS(musa_linalg_solve(ia, ia)), MUSA_ERR_TYPE,
               "[linalg_solve] expected a float32 or float64 tensor (LAPACK's types), got int64");
     musa_tensor *one = musa_ones(1, S(3), MUSA_DTYPE_FLOAT64);
-    CHECK_ERR(FAILS(musa_linalg_solve(one, one)), MUSA_ERR_VALUE, "A must have at least 2 dimensions, got 1");
+    CHECK_ERR(FAILS(musa_linalg_solve(one, one)), MUSA_ERR_VALUE,
+              "A must have at least 2 dimensions, got 1");
     /* inv names itself */
-    CHECK_ERR(FAILS(musa_linalg_inv(sing)), MUSA_ERR_VALUE, "[linalg_inv] the matrix A is singular");
-    CHECK_ERR(FAILS(musa_linalg_inv(rect)), MUSA_ERR_VALUE, "[linalg_inv] A must be batches of square");
+    CHECK_ERR(FAILS(musa_linalg_inv(sing)), MUSA_ERR_VALUE,
+              "[linalg_inv] the matrix A is singular");
+    CHECK_ERR(FAILS(musa_linalg_inv(rect)), MUSA_ERR_VALUE,
+              "[linalg_inv] A must be batches of square");
     release_all(18, a, b, x, a3, b2, x3, e0, e1, xe, eb, ebb, xeb, sing, rhs, sb, rect, r4, ia);
     release_all(2, one, i3);
 }
@@ -163,9 +171,9 @@ TEST(linalg_inv_and_det) {
     /* a batch of n matrices of n by n: I is not taken for a batch of vectors */
     musa_tensor *a3 = musa_expand(a, 3, S(3, 3, 3)), *i3 = musa_linalg_inv(a3);
     CHECK_SHAPE(i3, 3, 3, 3, 3);
-    CHECK(near("batched inv", i3,
-               (double[]){0.75, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.75, 0.75, 0.5, 0.25, 0.5, 1,
-                          0.5, 0.25, 0.5, 0.75, 0.75, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.75},
+    CHECK(near("batched inv", i3, (double[]){0.75, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.75,
+                                             0.75, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.75,
+                                             0.75, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.75},
                27, 1));
     release_all(2, a3, i3);
     musa_tensor *e = musa_zeros(3, S(2, 0, 0), MUSA_DTYPE_FLOAT32), *de = musa_linalg_det(e);
@@ -210,13 +218,16 @@ TEST(op_linalg_slogdet) {
     musa_tensor *e = musa_zeros(2, S(0, 0), MUSA_DTYPE_FLOAT64), *se = NULL, *le = NULL;
     CHECK_OK(musa_linalg_slogdet(e, &se, &le));
     CHECK_SHAPE(se, 0);
-    CHECK(near("empty sign", se, (double[]){1}, 1, 1) && near("empty log", le, (double[]){0}, 1, 1));
+    CHECK(near("empty sign", se, (double[]){1}, 1, 1) &&
+          near("empty log", le, (double[]){0}, 1, 1));
     musa_tensor *r = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT64), *x = NULL, *y = NULL;
-    CHECK_ERR(musa_linalg_slogdet(r, &x, &y) == MUSA_OK, MUSA_ERR_VALUE, "[linalg_slogdet] A must be batches of square");
+    CHECK_ERR(musa_linalg_slogdet(r, &x, &y) == MUSA_OK, MUSA_ERR_VALUE,
+              "[linalg_slogdet] A must be batches of square");
     CHECK(!x && !y);
     musa_tensor *h = musa_zeros(2, S(2, 2), MUSA_DTYPE_FLOAT16);
     CHECK_ERR(musa_linalg_slogdet(h, &x, &y) == MUSA_OK, MUSA_ERR_TYPE, "got float16");
-    CHECK_ERR(musa_linalg_slogdet(p, NULL, &y) == MUSA_OK, MUSA_ERR_VALUE, "output pointers are NULL");
+    CHECK_ERR(musa_linalg_slogdet(p, NULL, &y) == MUSA_OK, MUSA_ERR_VALUE,
+              "output pointers are NULL");
     release_all(8, p, s, l, e, se, le, r, h);
 }
 
@@ -247,7 +258,8 @@ TEST(op_linalg_cholesky) {
                         for (int j = 0; j < 4; j++) {
                             bool zero_part = upper ? i > j : i < j;
                             CHECK_MSG(!zero_part || lv[z * 16 + i * 4 + j] == 0, "triangle");
-                            CHECK_MSG(zero_part || upper || i != j || lv[z * 16 + i * 5] > 0, "diag");
+                            CHECK_MSG(zero_part || upper || i != j || lv[z * 16 + i * 5] > 0,
+                                      "diag");
                         }
                 bmm(lv, lv, llt, 2, 4, 4, 4, upper, !upper); /* L L^T or U^T U */
                 double e = max_diff(llt, av, 32);
@@ -258,7 +270,8 @@ TEST(op_linalg_cholesky) {
             }
     /* only one triangle is read */
     double av[4] = {4, 99, 2, 5}, bv[4] = {4, 2, -99, 5};
-    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 2), av), *b = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 2), bv);
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 2), av),
+                *b = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 2), bv);
     musa_tensor *l = musa_linalg_cholesky(a, false), *u = musa_linalg_cholesky(b, true);
     CHECK(near("lower", l, (double[]){2, 0, 1, 2}, 4, 1));
     CHECK(near("upper", u, (double[]){2, 1, 0, 2}, 4, 1));
@@ -271,10 +284,12 @@ TEST(op_linalg_cholesky) {
     musa_tensor *i3 = musa_eye(3, 3, MUSA_DTYPE_FLOAT64);
     musa_tensor *bat = musa_stack(2, (musa_tensor *[]){i3, np}, 0);
     CHECK_ERR(FAILS(musa_linalg_cholesky(bat, false)), MUSA_ERR_VALUE, "(batch element 1)");
-    musa_tensor *r = musa_zeros(2, S(3, 2), MUSA_DTYPE_FLOAT32), *i = musa_ones(2, S(2, 2), MUSA_DTYPE_INT32);
+    musa_tensor *r = musa_zeros(2, S(3, 2), MUSA_DTYPE_FLOAT32),
+                *i = musa_ones(2, S(2, 2), MUSA_DTYPE_INT32);
     CHECK_ERR(FAILS(musa_linalg_cholesky(r, false)), MUSA_ERR_VALUE, "3 by 2 matrices");
     CHECK_ERR(FAILS(musa_linalg_cholesky(i, false)), MUSA_ERR_TYPE, "got int32");
-    musa_tensor *e = musa_zeros(3, S(2, 0, 0), MUSA_DTYPE_FLOAT64), *le = musa_linalg_cholesky(e, false);
+    musa_tensor *e = musa_zeros(3, S(2, 0, 0), MUSA_DTYPE_FLOAT64),
+                *le = musa_linalg_cholesky(e, false);
     CHECK_SHAPE(le, 3, 2, 0, 0);
     release_all(11, a, b, l, u, np, bat, r, i, e, le, i3);
 }
@@ -296,12 +311,14 @@ TEST(op_linalg_eigh) {
             bmm(av, vv, av_, 3, 5, 5, 5, false, false);
             for (int z = 0; z < 3; z++)
                 for (int i = 0; i < 5; i++)
-                    for (int j = 0; j < 5; j++) vd[z * 25 + i * 5 + j] = vv[z * 25 + i * 5 + j] * wv[z * 5 + j];
+                    for (int j = 0; j < 5; j++)
+                        vd[z * 25 + i * 5 + j] = vv[z * 25 + i * 5 + j] * wv[z * 5 + j];
             for (int z = 0; z < 3; z++)
-                for (int j = 0; j + 1 < 5; j++) CHECK_MSG(wv[z * 5 + j] <= wv[z * 5 + j + 1], "ascending");
+                for (int j = 0; j + 1 < 5; j++)
+                    CHECK_MSG(wv[z * 5 + j] <= wv[z * 5 + j + 1], "ascending");
             double e = max_diff(av_, vd, 75), o = ortho_err(vv, 3, 5, 5);
-            CHECK_MSG(e < 50 * tol_of(dt) && o < 10 * tol_of(dt), "eigh %s: |A V - V w| = %g, |V^T V - I| = %g",
-                      musa_dtype_name(dt), e, o);
+            CHECK_MSG(e < 50 * tol_of(dt) && o < 10 * tol_of(dt),
+                      "eigh %s: |A V - V w| = %g, |V^T V - I| = %g", musa_dtype_name(dt), e, o);
             free(av), free(wv), free(vv);
             release_all(3, a, w, v);
         }
@@ -311,7 +328,8 @@ TEST(op_linalg_eigh) {
     CHECK_OK(musa_linalg_eigh(a, true, &w, &v));
     CHECK(near("eigh upper", w, (double[]){1, 3}, 2, 1));
     musa_tensor *r = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT64), *x = NULL, *y = NULL;
-    CHECK_ERR(musa_linalg_eigh(r, false, &x, &y) == MUSA_OK, MUSA_ERR_VALUE, "[linalg_eigh] A must be batches of square");
+    CHECK_ERR(musa_linalg_eigh(r, false, &x, &y) == MUSA_OK, MUSA_ERR_VALUE,
+              "[linalg_eigh] A must be batches of square");
     musa_tensor *i = musa_ones(3, S(2, 2, 2), MUSA_DTYPE_INT64);
     CHECK_ERR(musa_linalg_eigh(i, false, &x, &y) == MUSA_OK, MUSA_ERR_TYPE, "got int64");
     musa_tensor *e = musa_zeros(2, S(0, 0), MUSA_DTYPE_FLOAT32);
@@ -325,17 +343,20 @@ TEST(op_linalg_eigh) {
 static void check_svd(musa_dtype dt, int64_t m, int64_t n, layout lay, bool full) {
     int64_t k = m < n ? m : n, uc = full ? m : k, vr = full ? n : k;
     double *av = rand_mats(2, m, n, 0);
-    musa_tensor *a = tensor_of(dt, 3, (int64_t[]){2, m, n}, av, lay), *u = NULL, *s = NULL, *vh = NULL;
+    musa_tensor *a = tensor_of(dt, 3, (int64_t[]){2, m, n}, av, lay), *u = NULL, *s = NULL,
+                *vh = NULL;
     CHECK_OK(musa_linalg_svd(a, full, &u, &s, &vh));
     CHECK_SHAPE(u, 3, 2, m, uc);
     CHECK_SHAPE(s, 2, 2, k);
     CHECK_SHAPE(vh, 3, 2, vr, n);
     double *uv = values(u), *sv = values(s), *vv = values(vh);
-    double *us = malloc(sizeof(double) * (size_t)(2 * m * k)), *vk = malloc(sizeof(double) * (size_t)(2 * k * n));
+    double *us = malloc(sizeof(double) * (size_t)(2 * m * k)),
+           *vk = malloc(sizeof(double) * (size_t)(2 * k * n));
     double *usv = malloc(sizeof(double) * (size_t)(2 * m * n));
     for (int z = 0; z < 2; z++) {
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < k; j++) us[(z * m + i) * k + j] = uv[(z * m + i) * uc + j] * sv[z * k + j];
+            for (int64_t j = 0; j < k; j++)
+                us[(z * m + i) * k + j] = uv[(z * m + i) * uc + j] * sv[z * k + j];
         for (int64_t i = 0; i < k; i++)
             for (int64_t j = 0; j < n; j++) vk[(z * k + i) * n + j] = vv[(z * vr + i) * n + j];
         for (int64_t j = 0; j < k; j++) {
@@ -344,7 +365,8 @@ static void check_svd(musa_dtype dt, int64_t m, int64_t n, layout lay, bool full
         }
     }
     bmm(us, vk, usv, 2, m, k, n, false, false);
-    double e = max_diff(usv, av, 2 * m * n), ou = ortho_err(uv, 2, m, uc), ov = ortho_err(vv, 2, n, vr);
+    double e = max_diff(usv, av, 2 * m * n), ou = ortho_err(uv, 2, m, uc),
+           ov = ortho_err(vv, 2, n, vr);
     (void)ov;
     /* Vh's rows are orthonormal: check Vh^T's columns */
     double *vt = malloc(sizeof(double) * (size_t)(2 * vr * n));
@@ -373,10 +395,13 @@ TEST(op_linalg_svd) {
     CHECK_OK(musa_linalg_svd(e, true, &u, &s, &vh));
     CHECK_SHAPE(u, 2, 0, 0);
     CHECK(near("identity Vh", vh, (double[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 9, 1));
-    musa_tensor *i = musa_ones(2, S(2, 2), MUSA_DTYPE_UINT8), *one = musa_ones(1, S(3), MUSA_DTYPE_FLOAT32);
+    musa_tensor *i = musa_ones(2, S(2, 2), MUSA_DTYPE_UINT8),
+                *one = musa_ones(1, S(3), MUSA_DTYPE_FLOAT32);
     musa_tensor *x = NULL, *y = NULL, *z = NULL;
-    CHECK_ERR(musa_linalg_svd(i, false, &x, &y, &z) == MUSA_OK, MUSA_ERR_TYPE, "[linalg_svd] expected a float32 or float64");
-    CHECK_ERR(musa_linalg_svd(one, false, &x, &y, &z) == MUSA_OK, MUSA_ERR_VALUE, "at least 2 dimensions");
+    CHECK_ERR(musa_linalg_svd(i, false, &x, &y, &z) == MUSA_OK, MUSA_ERR_TYPE,
+              "[linalg_svd] expected a float32 or float64");
+    CHECK_ERR(musa_linalg_svd(one, false, &x, &y, &z) == MUSA_OK, MUSA_ERR_VALUE,
+              "at least 2 dimensions");
     release_all(6, e, u, s, vh, i, one);
 }
 
@@ -392,11 +417,13 @@ static void check_qr(musa_dtype dt, int64_t m, int64_t n, layout lay, musa_qr_mo
     double *qv = values(q), *rv = values(r), *qr = malloc(sizeof(double) * (size_t)(2 * m * n));
     for (int z = 0; z < 2; z++)
         for (int64_t i = 0; i < rr; i++)
-            for (int64_t j = 0; j < i && j < n; j++) CHECK_MSG(rv[(z * rr + i) * n + j] == 0, "R upper");
+            for (int64_t j = 0; j < i && j < n; j++)
+                CHECK_MSG(rv[(z * rr + i) * n + j] == 0, "R upper");
     bmm(qv, rv, qr, 2, m, qc, n, false, false);
     double e = max_diff(qr, av, 2 * m * n), o = ortho_err(qv, 2, m, qc);
-    CHECK_MSG(e < 20 * tol_of(dt) && o < 20 * tol_of(dt), "qr %s %lldx%lld mode %d: |Q R - A| = %g, |Q^T Q - I| = %g",
-              musa_dtype_name(dt), (long long)m, (long long)n, mode, e, o);
+    CHECK_MSG(e < 20 * tol_of(dt) && o < 20 * tol_of(dt),
+              "qr %s %lldx%lld mode %d: |Q R - A| = %g, |Q^T Q - I| = %g", musa_dtype_name(dt),
+              (long long)m, (long long)n, mode, e, o);
     free(av), free(qv), free(rv), free(qr);
     release_all(3, a, q, r);
 }
@@ -410,7 +437,8 @@ TEST(op_linalg_qr) {
                 if (harness_failed()) return;
             }
     double av[6] = {3, 1, 4, 1, 5, 9};
-    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 2, S(3, 2), av), *q = NULL, *r = NULL, *q2 = NULL, *r2 = NULL;
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 2, S(3, 2), av), *q = NULL, *r = NULL,
+                *q2 = NULL, *r2 = NULL;
     CHECK_OK(musa_linalg_qr(a, MUSA_QR_R, &q, &r));
     CHECK_SHAPE(q, 1, 0);
     CHECK_OK(musa_linalg_qr(a, MUSA_QR_REDUCED, &q2, &r2));
