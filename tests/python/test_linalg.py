@@ -361,6 +361,11 @@ def test_errors_name_the_function_and_shapes():
     with pytest.raises(musa.InvalidArgumentError, match=r"the leading minor of order 2 is not "
                                                         r"positive-definite"):
         LA.cholesky(M(np.diag([1.0, -1.0, 1.0])))
+    bad = M(np.array([[1, 1, 1], [1, 1, 1], [-np.inf, 1, 1]]), dtype=musa.float32)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg_svd\] .* non-finite values"):
+        LA.svd(bad)  # gesdd would never return on this one
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg_eigh\] .* non-finite values"):
+        LA.eigh(M(np.full((2, 2), np.nan)))
     with pytest.raises(RuntimeError):  # musa's errors are RuntimeErrors, as torch's
         LA.inv(rect)
     with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.qr\] mode must be"):

@@ -222,6 +222,23 @@ static double cm_get(int dt, const void *a, int64_t i) {
     return dt == MUSA_DTYPE_FLOAT32 ? (double)((const float *)a)[i] : ((const double *)a)[i];
 }
 
+/* Whether the n values at a are all finite. */
+static bool all_finite(int dt, const void *a, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(cm_get(dt, a, i))) return false;
+    return true;
+}
+
+/* The iterative eigen/singular value solvers are refused non-finite input:
+ * gesdd loops forever on some matrices with an infinity (the fuzzer found a
+ * float32 3 by 3 one), and a NaN could only give NaNs or a failure. */
+static int non_finite(const musa_kctx *ctx, const char *at) {
+    return musa_err(MUSA_ERR_VALUE,
+                    "[%s] the algorithm failed to converge because the input matrix contains "
+                    "non-finite values (NaN or inf)%s",
+                    ctx->op_name, at);
+}
+
 static int64_t max1(int64_t n) {
     return n > 1 ? n : 1;
 }
@@ -388,9 +405,10 @@ int cpu_linalg_eigh(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
     lp_int *iwork = carve(&cur, (size_t)q.liwork * sizeof(lp_int));
     for (int64_t b = 0, nb = batch_count(&V); b < nb; b++) {
         load_cm(a, ld, &A, b);
+        char at[48];
+        if (!all_finite(dt, a, (int64_t)n * n)) return non_finite(ctx, where(&A, b, at, sizeof at));
         lp_int info = lp_syevd(dt, upper ? 'U' : 'L', n, a, ld, w, work, (lp_int)q.lwork, iwork,
                                (lp_int)q.liwork);
-        char at[48];
         if (info > 0)
             return musa_err(MUSA_ERR_VALUE,
                             "[%s] the algorithm failed to converge%s: the input is ill-conditioned "
@@ -457,9 +475,11 @@ int cpu_linalg_svd(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
             continue;
         }
         load_cm(a, lda, &A, b);
+        char at[48];
+        if (!all_finite(dt, a, (int64_t)d.m * d.n))
+            return non_finite(ctx, where(&A, b, at, sizeof at));
         lp_int info = lp_gesdd(dt, d.jobz, d.m, d.n, a, lda, s, u, lda, vt, ldvt, work,
                                (lp_int)d.lwork, iwork);
-        char at[48];
         if (info > 0)
             return musa_err(MUSA_ERR_VALUE,
                             "[%s] the algorithm failed to converge%s: the input is ill-conditioned "
@@ -510,7 +530,8 @@ int cpu_linalg_qr(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, i
     MUSA_UNUSED(n_in);
     int dt = in[0].dtype;
     qr_dims d = qr_plan(dt, &in[0], ((const musa_attrs_qr *)attrs)->mode);
-    items A = items_of(&in[0], 2), Q = items_of(&out[0], 2), R = items_of(&out[1], 2);
+    items A = items_of(&in[0], 2), R = items_of(&out[1], 2);
+    items Q = d.qcols ? items_of(&out[0], 2) : A; /* mode 'r': Q is (0,), never written */
     lp_int ld = (lp_int)max1(d.m);
     size_t es = A.es;
     char *cur = ctx->scratch;

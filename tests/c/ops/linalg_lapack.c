@@ -332,6 +332,11 @@ TEST(op_linalg_eigh) {
               "[linalg_eigh] A must be batches of square");
     musa_tensor *i = musa_ones(3, S(2, 2, 2), MUSA_DTYPE_INT64);
     CHECK_ERR(musa_linalg_eigh(i, false, &x, &y) == MUSA_OK, MUSA_ERR_TYPE, "got int64");
+    double nv[4] = {NAN, 0, 0, 1};
+    musa_tensor *nn = from_list(MUSA_DTYPE_FLOAT64, 3, S(1, 2, 2), nv);
+    CHECK_ERR(musa_linalg_eigh(nn, false, &x, &y) == MUSA_OK, MUSA_ERR_VALUE,
+              "non-finite values (NaN or inf) (batch element 0)");
+    musa_tensor_release(nn);
     musa_tensor *e = musa_zeros(2, S(0, 0), MUSA_DTYPE_FLOAT32);
     CHECK_OK(musa_linalg_eigh(e, false, &x, &y));
     CHECK_SHAPE(x, 1, 0);
@@ -395,6 +400,14 @@ TEST(op_linalg_svd) {
     CHECK_OK(musa_linalg_svd(e, true, &u, &s, &vh));
     CHECK_SHAPE(u, 2, 0, 0);
     CHECK(near("identity Vh", vh, (double[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 9, 1));
+    /* an infinity: LAPACK's gesdd never returns on this one (found by the fuzzer) */
+    double hv[9] = {1, 1, 1, 1, 1, 1, -INFINITY, 1, 1};
+    musa_tensor *h = from_list(MUSA_DTYPE_FLOAT32, 2, S(3, 3), hv), *hu = NULL, *hs = NULL,
+                *hvh = NULL;
+    CHECK_ERR(musa_linalg_svd(h, false, &hu, &hs, &hvh) == MUSA_OK, MUSA_ERR_VALUE,
+              "[linalg_svd] the algorithm failed to converge because the input matrix contains "
+              "non-finite values (NaN or inf)");
+    musa_tensor_release(h);
     musa_tensor *i = musa_ones(2, S(2, 2), MUSA_DTYPE_UINT8),
                 *one = musa_ones(1, S(3), MUSA_DTYPE_FLOAT32);
     musa_tensor *x = NULL, *y = NULL, *z = NULL;
