@@ -489,6 +489,58 @@ MUSA_API musa_tensor *musa_argmin(musa_tensor *x, int64_t dim, bool keepdim);
  * accumulate in int64. Transposed views are passed to GEMM without copies. */
 MUSA_API musa_tensor *musa_matmul(musa_tensor *a, musa_tensor *b);
 
+/* LAPACK-backed linear algebra (OpenBLAS), PyTorch's torch.linalg. Inputs
+ * are float32 or float64 (other dtypes fail with MUSA_ERR_TYPE) and batched
+ * over leading dims: A is (.., m, n), and "square" means m == n. Any layout
+ * works (each matrix is copied into column-major scratch); empty matrices
+ * and empty batches give empty results. Every function below is
+ * differentiable unless it says otherwise; gradients assume what PyTorch's
+ * do (distinct eigen/singular values, full rank) and are written with
+ * these same functions, so second derivatives follow. Numerical failures
+ * (a singular A for solve, an A that is not positive-definite for
+ * cholesky) fail with MUSA_ERR_VALUE naming the batch element. */
+
+/* X with A X = B, A square (.., n, n), B (.., n, k) or a vector (n,) or
+ * (.., n) (B is a vector when it is 1-d or has A's shape less its last
+ * dim; X is then one too). Batch dims broadcast. */
+MUSA_API musa_tensor *musa_linalg_solve(musa_tensor *a, musa_tensor *b);
+/* sign(det A) and log |det A| for square A, each shaped like A's batch.
+ * A singular A gives sign 0 and logabsdet -inf (whose gradient fails:
+ * the formula needs A's inverse). sign gets no gradient. */
+MUSA_API int musa_linalg_slogdet(musa_tensor *a, musa_tensor **sign, musa_tensor **logabsdet);
+/* The Cholesky factor of a symmetric positive-definite A: lower L with
+ * A = L L^T from A's lower triangle, or, with upper, U = L^T from A's
+ * upper triangle. The other triangle is not read. */
+MUSA_API musa_tensor *musa_linalg_cholesky(musa_tensor *a, bool upper);
+/* Eigenvalues (.., n), ascending, and orthonormal eigenvectors (.., n, n)
+ * (columns) of a symmetric A, read from its lower (or upper) triangle.
+ * Each eigenvector's sign is arbitrary (what LAPACK returns). */
+MUSA_API int musa_linalg_eigh(musa_tensor *a, bool upper, musa_tensor **eigenvalues,
+                              musa_tensor **eigenvectors);
+/* A = U diag(S) Vh with S (.., k) descending, k = min(m, n); U is
+ * (.., m, k) and Vh (.., k, n), or with full_matrices (.., m, m) and
+ * (.., n, n). Singular vectors' signs are arbitrary; the gradient ignores
+ * the columns beyond k of full U and Vh (they are not unique), as PyTorch's
+ * does. */
+MUSA_API int musa_linalg_svd(musa_tensor *a, bool full_matrices, musa_tensor **u, musa_tensor **s,
+                             musa_tensor **vh);
+/* Modes of musa_linalg_qr, PyTorch's mode strings. */
+typedef enum musa_qr_mode {
+    MUSA_QR_REDUCED = 0,  /* Q (.., m, k), R (.., k, n), k = min(m, n) */
+    MUSA_QR_COMPLETE = 1, /* Q (.., m, m), R (.., m, n) */
+    MUSA_QR_R = 2,        /* R (.., k, n) only; Q is an empty (0,) tensor */
+} musa_qr_mode;
+/* A = Q R, Q with orthonormal columns, R upper triangular (Householder, as
+ * LAPACK's geqrf: R's diagonal may be negative). The gradient needs Q: it
+ * fails in mode R, and in mode COMPLETE when m > n (Q's last columns are
+ * not unique), as in PyTorch. */
+MUSA_API int musa_linalg_qr(musa_tensor *a, musa_qr_mode mode, musa_tensor **q, musa_tensor **r);
+/* The inverse of square A: musa_linalg_solve(A, I). */
+MUSA_API musa_tensor *musa_linalg_inv(musa_tensor *a);
+/* det A of square A: sign * exp(logabsdet) from musa_linalg_slogdet; 1
+ * for 0 by 0 matrices. Its gradient fails at a singular A. */
+MUSA_API musa_tensor *musa_linalg_det(musa_tensor *a);
+
 /* ------------------------------------------------------------------------ */
 /* Shape and data movement                                                  */
 /* ------------------------------------------------------------------------ */

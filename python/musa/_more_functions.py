@@ -1,6 +1,7 @@
 """More functions of the musa namespace, written over the C ops (each
 differentiable through them): rolls and diagonals, stacking, einsum,
-logaddexp, the (std|var)_mean pairs, unique, and NumPy-style aliases."""
+logaddexp, the (std|var)_mean pairs, unique, NumPy-style aliases, and
+torch's top-level spellings of musa.linalg functions (det, inverse, ...)."""
 import math as _math
 
 from . import _C
@@ -11,6 +12,7 @@ __all__ = [
     "roll", "diagonal", "unflatten", "atleast_2d", "atleast_3d", "hstack", "vstack", "dstack",
     "column_stack", "row_stack", "logaddexp", "logaddexp2", "std_mean", "var_mean", "einsum",
     "unique", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "diag_embed",
+    "det", "inverse", "slogdet", "logdet", "cholesky",
 ]
 
 
@@ -369,3 +371,33 @@ arcsinh = _C.asinh
 arccosh = _C.acosh
 arctanh = _C.atanh
 fix = _C.trunc
+
+
+# ---- torch.det, torch.inverse, ...: the musa.linalg functions (linalg.py) ----
+
+def det(input):
+    """The determinant of square matrices (musa.linalg.det)."""
+    return _C.linalg_det(input)
+
+
+def inverse(input):
+    """The inverse of square matrices (musa.linalg.inv)."""
+    return _C.linalg_inv(input)
+
+
+def slogdet(input):
+    """(sign, logabsdet) of the determinant (musa.linalg.slogdet)."""
+    from .linalg import slogdet as _slogdet
+    return _slogdet(input)
+
+
+def logdet(input):
+    """log det: NaN where det < 0, -inf where A is singular, as in PyTorch."""
+    sign, logabsdet = _C.linalg_slogdet(input)
+    return logabsdet + sign.log()  # log(sign): 0, NaN or -inf
+
+
+def cholesky(input, upper=False):
+    """The Cholesky factor (musa.linalg.cholesky; torch.cholesky's upper
+    is positional)."""
+    return _C.linalg_cholesky(input, upper=bool(upper))

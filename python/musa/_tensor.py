@@ -530,3 +530,32 @@ def _device_from_str(s):
 
 
 copyreg.pickle(_C.device, lambda d: (_device_from_str, (str(d),)))
+
+
+# ---- linear algebra methods (musa.linalg; _more_functions.py) ----
+
+@_method
+def det(self):
+    return _C.linalg_det(self)
+
+
+@_method
+def inverse(self):
+    return _C.linalg_inv(self)
+
+
+@_method
+def slogdet(self):
+    from ._more_functions import slogdet as _slogdet
+    return _slogdet(self)
+
+
+@_method
+def logdet(self):
+    from ._more_functions import logdet as _logdet
+    return _logdet(self)
+
+
+@_method
+def cholesky(self, upper=False):
+    return _C.linalg_cholesky(self, upper=bool(upper))

@@ -253,6 +253,16 @@ static inline void musa_temps_release(musa_temps *s) {
 /* Whether x can be viewed as `shape` without a copy (ops/infer_shape.c). */
 int musa_view_possible(const musa_tensor *x, int ndim, const int64_t *shape);
 
+/* Check that x (whose dtype is, or promotes to, dt) is a batch of float32
+ * or float64 matrices (square if asked) that LAPACK can take; errors read
+ * "[who] <what> must ..." (ops/infer_linalg.c). */
+int musa_linalg_check(const char *who, const musa_tensor *x, musa_dtype dt, const char *what,
+                      bool square);
+/* musa_linalg_solve for matrix right-hand sides only: B (.., n, k) is never
+ * taken for a batch of vectors, whatever its shape (ops/linalg.c). The
+ * backward formulas and inv use it. */
+musa_tensor *musa_linalg_solve_matrices(musa_tensor *a, musa_tensor *b);
+
 /* Infer functions, one per family (ops/infer_*.c), and backward formulas
  * (ops/grad_*.c). */
 #define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \

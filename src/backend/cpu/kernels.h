@@ -42,6 +42,12 @@ static inline void musa_bad_index_note(musa_bad_index *b, int64_t v) {
     size_t name(const musa_kview *out, int n_out, const musa_kview *in, int n_in, const void *attrs)
 MUSA_WS(ws_matmul);
 MUSA_WS(ws_sort);
+MUSA_WS(ws_linalg_solve);
+MUSA_WS(ws_linalg_slogdet);
+MUSA_WS(ws_linalg_cholesky);
+MUSA_WS(ws_linalg_eigh);
+MUSA_WS(ws_linalg_svd);
+MUSA_WS(ws_linalg_qr);
 MUSA_WS(ws_conv2d);
 MUSA_WS(ws_conv2d_bwd_input);
 MUSA_WS(ws_conv2d_bwd_weight);

@@ -1,0 +1,424 @@
+"""musa.linalg against torch.linalg: values on random well-conditioned
+float64 inputs (batched, transposed), gradients against torch's and by
+gradcheck, float32, the named tuples, the errors, and one compiled
+function that must not fall back to eager."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import musa
+import musa.linalg as LA
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def M(a, requires_grad=False, dtype=None):
+    return musa.tensor(np.asarray(a), dtype=dtype or musa.float64, requires_grad=requires_grad)
+
+
+def T(a, requires_grad=False):
+    return torch.tensor(np.asarray(a), dtype=torch.float64, requires_grad=requires_grad)
+
+
+def arr(x):
+    return x.detach().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def close(a, b, tol=1e-9):
+    np.testing.assert_allclose(arr(a), arr(b), rtol=tol, atol=tol)
+
+
+def square(rng, *shape, shift=None):
+    """Random (.., n, n) with a diagonal shift (well conditioned)."""
+    n = shape[-1]
+    return rng.uniform(-1, 1, shape) + (n if shift is None else shift) * np.eye(n)
+
+
+def spd(rng, *shape):
+    x = rng.uniform(-1, 1, shape)
+    return x @ np.swapaxes(x, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def sym(rng, *shape):
+    x = rng.uniform(-1, 1, shape)
+    return x + np.swapaxes(x, -1, -2)
+
+
+def both(fn, *arrays, transposed=False):
+    """fn applied to musa and to torch tensors of the same arrays (given as
+    transposed views when asked: non-contiguous inputs)."""
+    def conv(make, a):
+        if transposed and a.ndim >= 2:
+            return make(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-2, -1)
+        return make(a)
+    return fn(musa, *[conv(M, a) for a in arrays]), fn(torch, *[conv(T, a) for a in arrays])
+
+
+# ---- values ----
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 4, 4)])
+def test_solve_inv_det_slogdet_values(rng, shape, transposed):
+    A = square(rng, *shape, shift=0.5)
+    B = rng.uniform(-1, 1, shape[:-1] + (3,))
+    close(*both(lambda m, a, b: m.linalg.solve(a, b), A, B, transposed=transposed))
+    close(*both(lambda m, a: m.linalg.inv(a), A, transposed=transposed))
+    close(*both(lambda m, a: m.linalg.det(a), A, transposed=transposed))
+    s, st = both(lambda m, a: m.linalg.slogdet(a), A, transposed=transposed)
+    close(s.sign, st.sign), close(s.logabsdet, st.logabsdet)
+    close(*both(lambda m, a: m.det(a), A)), close(*both(lambda m, a: m.inverse(a), A))
+    close(*both(lambda m, a: m.logdet(a), spd(rng, *shape)))
+
+
+def test_solve_broadcasting_vectors_and_left(rng):
+    A, b = square(rng, 2, 3, 3), rng.uniform(-1, 1, 3)
+    close(*both(lambda m, a, v: m.linalg.solve(a, v), A, b))           # (n,) against a batch
+    close(*both(lambda m, a, v: m.linalg.solve(a, v), A, A[..., 0]))    # (.., n): vectors
+    close(*both(lambda m, a, v: m.linalg.solve(a, v), A[0], rng.uniform(-1, 1, (4, 3, 2))))
+    close(*both(lambda m, a, v: m.linalg.solve(a, v, left=False), A, rng.uniform(-1, 1, (2, 5, 3))))
+
+
+@pytest.mark.filterwarnings("ignore:torch.cholesky is deprecated")
+@pytest.mark.parametrize("transposed", [False, True])
+def test_cholesky_eigh_values(rng, transposed):
+    P = spd(rng, 2, 5, 5)
+    close(*both(lambda m, a: m.linalg.cholesky(a), P, transposed=transposed))
+    close(*both(lambda m, a: m.linalg.cholesky(a, upper=True), P, transposed=transposed))
+    close(*both(lambda m, a: m.cholesky(a), P))
+    S = sym(rng, 2, 5, 5)
+    for uplo in ("L", "U"):
+        (w, V), (wt, Vt) = both(lambda m, a: m.linalg.eigh(a, UPLO=uplo), S, transposed=transposed)
+        close(w, wt)
+        close(abs(arr(V)), abs(arr(Vt)))  # columns agree up to sign
+        close(*both(lambda m, a: m.linalg.eigvalsh(a, uplo), S))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
+def test_svd_qr_values(rng, shape):
+    A = rng.uniform(-1, 1, shape)
+    for full in (False, True):
+        (U, S, Vh), (Ut, St, Vht) = both(lambda m, a: m.linalg.svd(a, full_matrices=full), A)
+        assert U.shape == tuple(Ut.shape) and Vh.shape == tuple(Vht.shape)
+        close(S, St)
+        k = S.shape[-1]
+        close(arr(U)[..., :k] * arr(S)[..., None, :] @ arr(Vh)[..., :k, :], A)
+        close(abs(arr(U)[..., :k]), abs(arr(Ut)[..., :k]))
+    close(*both(lambda m, a: m.linalg.svdvals(a), A, transposed=True))
+    for mode in ("reduced", "complete", "r"):
+        (Q, R), (Qt, Rt) = both(lambda m, a: m.linalg.qr(a, mode=mode), A)
+        assert Q.shape == tuple(Qt.shape)
+        close(Q, Qt), close(R, Rt)  # the same Householder convention as LAPACK's
+    close(*both(lambda m, a: m.linalg.qr(a).Q, A, transposed=True))
+
+
+def test_lstsq_pinv_rank_values(rng):
+    A, B = rng.uniform(-1, 1, (2, 6, 3)), rng.uniform(-1, 1, (2, 6, 2))
+    r, rt = both(lambda m, a, b: m.linalg.lstsq(a, b), A, B)
+    close(r.solution, rt.solution)
+    assert r.residuals.shape == (0,) and r.singular_values.shape == (0,)
+    assert r.rank.tolist() == rt.rank.tolist() == [3, 3] and r.rank.dtype == musa.int64
+    Aw = rng.uniform(-1, 1, (3, 5))  # underdetermined: the least-norm solution
+    close(*both(lambda m, a, b: m.linalg.lstsq(a, b).solution, Aw, rng.uniform(-1, 1, (3, 2))))
+    close(*both(lambda m, a, b: m.linalg.lstsq(a, b).solution, A[0], B[0, :, 0]))  # vector B
+    r, rt = both(lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd"), A, B)
+    close(r.residuals, rt.residuals), close(r.singular_values, rt.singular_values)
+    close(*both(lambda m, a: m.linalg.pinv(a), A, transposed=True))
+    close(*both(lambda m, a: m.linalg.pinv(a, hermitian=True), sym(rng, 4, 4)))
+    low = rng.uniform(-1, 1, (5, 2)) @ rng.uniform(-1, 1, (2, 4))  # rank 2
+    close(*both(lambda m, a: m.linalg.pinv(a), low))
+    assert LA.matrix_rank(M(low)).item() == torch.linalg.matrix_rank(T(low)).item() == 2
+    assert LA.matrix_rank(M(low), atol=1e9).item() == 0
+    assert LA.matrix_rank(M(sym(rng, 4, 4)), hermitian=True).item() == 4
+
+
+@pytest.mark.parametrize("ord", ["fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2])
+def test_matrix_norm(rng, ord):
+    A = rng.uniform(-1, 1, (2, 4, 3))
+    close(*both(lambda m, a: m.linalg.matrix_norm(a, ord), A))
+    close(*both(lambda m, a: m.linalg.matrix_norm(a, ord, dim=(0, 2), keepdim=True), A))
+    close(*both(lambda m, a: m.linalg.norm(a, ord), A[0]))
+
+
+@pytest.mark.parametrize("ord", [2, 1, 3.5, 0, math.inf, -math.inf, -1])
+def test_vector_norm(rng, ord):
+    x = rng.uniform(-1, 1, (3, 4))
+    close(*both(lambda m, a: m.linalg.vector_norm(a, ord), x))
+    close(*both(lambda m, a: m.linalg.vector_norm(a, ord, dim=1, keepdim=True), x))
+    close(*both(lambda m, a: m.linalg.norm(a, ord, dim=0), x))
+    close(*both(lambda m, a: m.linalg.norm(a), x))
+    close(*both(lambda m, a: m.linalg.norm(a, keepdim=True), x))
+    assert LA.vector_norm(M(x), dtype=musa.float32).dtype == musa.float32
+
+
+def test_small_helpers(rng):
+    A = square(rng, 3, 3)
+    close(*both(lambda m, a: m.linalg.matrix_power(a, 5), A))
+    close(*both(lambda m, a: m.linalg.matrix_power(a, -2), A))
+    close(*both(lambda m, a: m.linalg.matrix_power(a, 0), A))
+    close(*both(lambda m, a: m.linalg.multi_dot([a, a, a]), A))
+    close(*both(lambda m, a: m.linalg.vecdot(a, a), A))
+
+
+# ---- named tuples, methods, empty inputs ----
+
+def test_named_tuples_and_methods(rng):
+    A = M(square(rng, 3, 3))
+    s = LA.slogdet(A)
+    assert type(s).__name__ == "linalg_slogdet" and type(s).__module__ == "musa.return_types"
+    assert s._fields == ("sign", "logabsdet") and s[0] is s.sign
+    assert LA.eigh(A)._fields == ("eigenvalues", "eigenvectors")
+    assert LA.svd(A)._fields == ("U", "S", "Vh")
+    assert LA.qr(A)._fields == ("Q", "R")
+    assert LA.lstsq(A, A)._fields == ("solution", "residuals", "rank", "singular_values")
+    close(A.det(), LA.det(A)), close(A.inverse(), LA.inv(A))
+    close(A.slogdet().logabsdet, s.logabsdet), close(A.logdet(), musa.logdet(A))
+    P = M(spd(rng, 3, 3))
+    close(P.cholesky(), LA.cholesky(P)), close(P.cholesky(True), LA.cholesky(P, upper=True))
+    assert musa.slogdet(A).sign.item() == s.sign.item()
+    assert math.isnan(musa.logdet(M(-np.eye(3))).item())
+
+
+def test_import_forms():
+    import importlib
+    mod = importlib.import_module("musa.linalg")
+    assert musa.linalg is mod and mod.inv is LA.inv
+
+
+def test_empty_matrices_and_batches():
+    assert LA.det(musa.zeros(0, 0, dtype=musa.float64)).item() == 1
+    assert LA.det(musa.zeros(2, 0, 0)).tolist() == [1, 1]
+    s = LA.slogdet(musa.zeros(0, 0))
+    assert (s.sign.item(), s.logabsdet.item()) == (1, 0)
+    assert LA.inv(musa.zeros(0, 3, 3)).shape == (0, 3, 3)
+    assert LA.solve(musa.zeros(0, 3, 3), musa.zeros(0, 3, 2)).shape == (0, 3, 2)
+    assert LA.cholesky(musa.zeros(0, 0)).shape == (0, 0)
+    w, V = LA.eigh(musa.zeros(4, 0, 0))
+    assert w.shape == (4, 0) and V.shape == (4, 0, 0)
+    U, S, Vh = LA.svd(musa.zeros(0, 3))
+    tU, tS, tVh = torch.linalg.svd(torch.zeros(0, 3))
+    assert U.shape == tuple(tU.shape) and Vh.tolist() == tVh.tolist()
+    assert LA.qr(musa.zeros(3, 0), mode="complete").Q.tolist() == np.eye(3).tolist()
+    slog = LA.slogdet(M(np.zeros((2, 2))))
+    assert slog.sign.item() == 0 and slog.logabsdet.item() == -math.inf
+
+
+# ---- gradients ----
+
+def grads_vs_torch(fn, *arrays, tol=1e-8):
+    xs = [M(a, requires_grad=True) for a in arrays]
+    ts = [T(a, requires_grad=True) for a in arrays]
+    fn(musa, *xs).backward()
+    fn(torch, *ts).backward()
+    for x, t in zip(xs, ts):
+        close(x.grad, t.grad, tol)
+
+
+def weighted(m, y, seed=1):
+    """A sum of y weighted by fixed random values (the same for both)."""
+    w = np.random.default_rng(seed).uniform(-1, 1, tuple(y.shape))
+    return (y * (M(w) if m is musa else T(w))).sum()
+
+
+def test_gradients_of_solve_inv_det_slogdet(rng):
+    A, B = square(rng, 2, 3, 3, shift=1), rng.uniform(-1, 1, (2, 3, 2))
+    grads_vs_torch(lambda m, a, b: weighted(m, m.linalg.solve(a, b)), A, B)
+    grads_vs_torch(lambda m, a, b: weighted(m, m.linalg.solve(a, b)), A, B[0])  # broadcast B
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.inv(a)), A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.det(a)), A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.slogdet(a).logabsdet), A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.slogdet(a).logabsdet), square(rng, 3, 3, shift=0))
+
+
+def test_gradients_of_cholesky_eigh(rng):
+    X = rng.uniform(-1, 1, (2, 4, 4))
+
+    def chol(m, x, upper=False):
+        a = x @ x.transpose(-2, -1) + 4 * (M(np.eye(4)) if m is musa else T(np.eye(4)))
+        return weighted(m, m.linalg.cholesky(a, upper=upper))
+    grads_vs_torch(chol, X)
+    grads_vs_torch(lambda m, x: chol(m, x, True), X)
+
+    def eigh_loss(m, x):  # eigenvalues, and functions of V invariant to sign flips
+        w, V = m.linalg.eigh(x + x.transpose(-2, -1))
+        return weighted(m, w) + weighted(m, V * V, 2) + weighted(m, (V * w.unsqueeze(-2)) @ V.transpose(-2, -1), 3)
+    grads_vs_torch(eigh_loss, X)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
+def test_gradients_of_svd_qr(rng, shape):
+    A = rng.uniform(-1, 1, shape)
+
+    def svd_loss(m, a, full=False):
+        U, S, Vh = m.linalg.svd(a, full_matrices=full)
+        k = S.shape[-1]
+        U, Vh = U[..., :k], Vh[..., :k, :]
+        return weighted(m, S) + weighted(m, U * U, 2) + weighted(m, Vh * Vh, 3) + \
+            weighted(m, U[..., :1] * Vh[..., :1, :], 4)
+    grads_vs_torch(svd_loss, A)
+    grads_vs_torch(lambda m, a: svd_loss(m, a, True), A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.svdvals(a)), A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.matrix_norm(a, "nuc")), A)
+
+    def qr_loss(m, a):
+        Q, R = m.linalg.qr(a)
+        return weighted(m, Q) + weighted(m, R, 2)
+    grads_vs_torch(qr_loss, A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.qr(a).R), A)
+
+
+def test_gradients_of_compositions(rng):
+    A, B = rng.uniform(-1, 1, (6, 3)), rng.uniform(-1, 1, (6, 2))
+    grads_vs_torch(lambda m, a, b: weighted(m, m.linalg.lstsq(a, b).solution), A, B)
+    grads_vs_torch(lambda m, a, b: weighted(m, m.linalg.lstsq(a, b).solution), A.T.copy(), B[:3])
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.pinv(a)), A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.matrix_norm(a, 2)), A)
+    grads_vs_torch(lambda m, a: weighted(m, m.linalg.norm(a)), A)
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "svd",
+                                  "qr", "lstsq"])
+def test_gradcheck_and_gradgradcheck(rng, name):
+    eye = M(np.eye(3))
+    fns = {
+        "solve": lambda a, b: LA.solve(a + 3 * eye, b),
+        "inv": lambda a, b: LA.inv(a + 3 * eye),
+        "det": lambda a, b: LA.det(a + 2 * eye),
+        "slogdet": lambda a, b: LA.slogdet(a + eye).logabsdet,
+        "cholesky": lambda a, b: LA.cholesky(a @ a.mT + 3 * eye),
+        "eigh": lambda a, b: (lambda r: (r.eigenvalues, r.eigenvectors ** 2))(LA.eigh(a + a.mT)),
+        "svd": lambda a, b: (lambda r: (r.S, r.U ** 2, r.Vh ** 2))(LA.svd(a @ b.mT, full_matrices=False)),
+        "qr": lambda a, b: LA.qr(a @ b.mT),
+        "lstsq": lambda a, b: LA.lstsq(b, a).solution,
+    }
+    inputs = (M(rng.uniform(-1, 1, (2, 3, 3)), True), M(rng.uniform(-1, 1, (2, 3, 3)), True).mT)
+    assert musa.autograd.gradcheck(fns[name], inputs)
+    assert musa.autograd.gradgradcheck(fns[name], inputs)
+
+
+def test_gradient_failures_are_clear(rng):
+    x = M(np.ones((3, 3)), True)
+    with pytest.raises(RuntimeError, match="singular"):
+        LA.slogdet(x).logabsdet.backward()
+    a = M(rng.uniform(-1, 1, (4, 3)), True)
+    with pytest.raises(NotImplementedError, match="mode 'r' does not compute"):
+        LA.qr(a, mode="r").R.sum().backward()
+    with pytest.raises(NotImplementedError, match="'complete' and m > n"):
+        LA.qr(a, mode="complete").Q.sum().backward()
+    assert LA.slogdet(a[:3]).sign.grad_fn is not None  # sign: differentiable output, zero gradient
+
+
+# ---- float32 ----
+
+def test_float32(rng):
+    A, B = square(rng, 2, 4, 4), rng.uniform(-1, 1, (2, 4, 2))
+    f32 = lambda a: M(a, dtype=musa.float32)  # noqa: E731
+    for fn in (lambda a: LA.inv(a), lambda a: LA.det(a), lambda a: LA.slogdet(a).logabsdet,
+               lambda a: LA.cholesky(a @ a.mT), lambda a: LA.eigh(a + a.mT).eigenvalues,
+               lambda a: LA.svd(a).S, lambda a: LA.qr(a).R, lambda a: LA.solve(a, a)):
+        y32, y64 = fn(f32(A)), fn(M(A))
+        assert y32.dtype == musa.float32
+        np.testing.assert_allclose(arr(y32), arr(y64), rtol=1e-4, atol=1e-4)
+    with musa.autocast("cpu"):  # float64 factorizations are never narrowed
+        assert LA.inv(M(A)).dtype == musa.float64 and LA.svd(M(A)).S.dtype == musa.float64
+    x = f32(A).requires_grad_()
+    LA.solve(x, f32(B)).sum().backward()
+    assert x.grad.dtype == musa.float32
+
+
+# ---- errors ----
+
+def test_errors_name_the_function_and_shapes():
+    rect, sq = musa.zeros(2, 3, dtype=musa.float64), musa.eye(3, dtype=musa.float64)
+    for fn, name in [(LA.inv, "linalg_inv"), (LA.det, "linalg_det"), (LA.slogdet, "linalg_slogdet"),
+                     (LA.cholesky, "linalg_cholesky"), (LA.eigh, "linalg_eigh")]:
+        with pytest.raises(musa.InvalidArgumentError,
+                           match=rf"\[{name}\] A must be batches of square matrices, but they are "
+                                 r"2 by 3 matrices"):
+            fn(rect)
+        with pytest.raises(musa.InvalidArgumentError, match="at least 2 dimensions, got 1"):
+            fn(musa.ones(3, dtype=musa.float64))
+        with pytest.raises(musa.InvalidArgumentError, match="at least 2 dimensions, got 0"):
+            fn(musa.tensor(1.0))
+        with pytest.raises(musa.InvalidTypeError, match="expected a float32 or float64 tensor"):
+            fn(musa.ones(3, 3, dtype=musa.int64))
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg_solve\] A must be batches of square"):
+        LA.solve(rect, rect)
+    with pytest.raises(musa.InvalidArgumentError,
+                       match=r"incompatible shapes of A and B for the equation A X = B: \(3, 3\) "
+                             r"and \(4, 2\)"):
+        LA.solve(sq, musa.zeros(4, 2, dtype=musa.float64))
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg_solve\] the matrix A is singular"):
+        LA.solve(musa.zeros(3, 3, dtype=musa.float64), sq)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg_inv\] the matrix A is singular "
+                                                        r"\(batch element 1\)"):
+        LA.inv(musa.stack([sq, musa.zeros(3, 3, dtype=musa.float64)]))
+    with pytest.raises(musa.InvalidArgumentError, match=r"the leading minor of order 2 is not "
+                                                        r"positive-definite"):
+        LA.cholesky(M(np.diag([1.0, -1.0, 1.0])))
+    bad = M(np.array([[1, 1, 1], [1, 1, 1], [-np.inf, 1, 1]]), dtype=musa.float32)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg_svd\] .* non-finite values"):
+        LA.svd(bad)  # gesdd would never return on this one
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg_eigh\] .* non-finite values"):
+        LA.eigh(M(np.full((2, 2), np.nan)))
+    with pytest.raises(RuntimeError):  # musa's errors are RuntimeErrors, as torch's
+        LA.inv(rect)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.qr\] mode must be"):
+        LA.qr(sq, mode="full")
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.eigh\] UPLO must be 'L' or 'U'"):
+        LA.eigh(sq, UPLO="X")
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.matrix_norm\] ord must be"):
+        LA.matrix_norm(sq, 3)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.norm\] A must be 1-D or 2-D"):
+        LA.norm(musa.zeros(2, 2, 2), 2)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.lstsq\] A and B must have the "
+                                                        r"same number of rows"):
+        LA.lstsq(rect, musa.zeros(3, 1, dtype=musa.float64))
+
+
+# ---- compiled ----
+
+def test_compiled_matches_eager_without_falling_back(rng):
+    A, X = M(square(rng, 2, 4, 4)), M(rng.uniform(-1, 1, (2, 4, 3)))
+
+    def f(a, x):
+        p = a @ a.mT
+        L = LA.cholesky(p)
+        sol = LA.solve(a, x)
+        U, S, Vh = LA.svd(x, full_matrices=False)
+        Q, R = LA.qr(x)
+        w, V = LA.eigh(p)
+        sign, logabs = LA.slogdet(a)
+        return (L.sum() + sol.sum() + S.sum() + (R * R).sum() + w.sum() + (V * V).sum()
+                + logabs.sum() + sign.sum() + LA.det(a).sum() + LA.inv(a).sum()
+                + LA.lstsq(x, a).solution.sum() + LA.matrix_norm(x, "nuc").sum())
+
+    g = musa.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback warns "runs eagerly"
+        for _ in range(2):
+            close(g(A, X), f(A, X))
+    assert g.compiles == 1
+    graph = g.get_graph()
+    for row in ("linalg_cholesky", "linalg_solve", "linalg_svd", "linalg_qr", "linalg_eigh",
+                "linalg_slogdet"):
+        assert row in graph
+
+
+def test_compiled_forward_backpropagates(rng):
+    A0 = square(rng, 3, 3)
+    a = M(A0, True)
+    g = musa.jit(lambda a: LA.slogdet(a).logabsdet + LA.inv(a).sum() + LA.eigh(a @ a.mT)[0].sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g(a).backward()
+    t = T(A0, True)
+    (torch.linalg.slogdet(t).logabsdet + torch.linalg.inv(t).sum()
+     + torch.linalg.eigh(t @ t.mT)[0].sum()).backward()
+    close(a.grad, t.grad)
+    assert g.compiles == 1
