@@ -389,8 +389,11 @@ static int autocast_dispatch(musa_op_id op, int n_in, musa_tensor *const *in, co
     for (; made < n_in && !rc; made++) {
         musa_tensor *t = in[made];
         if (!musa_is_float((musa_dtype)t->dtype) || t->dtype == (int8_t)to ||
-            (to != MUSA_DTYPE_FLOAT32 && t->dtype == MUSA_DTYPE_FLOAT64)) {
-            cin[made] = musa_tensor_retain(t); /* float64 stays: autocast only narrows float32 */
+            t->dtype == MUSA_DTYPE_FLOAT64) {
+            /* float64 stays, for AMPF32 ops too (as PyTorch's autocast never
+             * touches double tensors): autocast only moves float32 and the
+             * low dtypes */
+            cin[made] = musa_tensor_retain(t);
             continue;
         }
         if (!(cin[made] = autocast_input(t, to))) rc = musa_last_error_code(), cin[made] = NULL;

@@ -51,6 +51,9 @@ def test_policy_per_op_family(low):
         assert (c + a.sum(1, keepdim=True)).dtype == musa.float32  # mixed: promotes
         assert F.relu(c).dtype == low                              # as it comes
         assert (a.double() @ b.double()).dtype == musa.float64     # float64 stays
+        for name, t in {"exp": musa.exp(a.double()), "sum": a.double().sum(),  # float32 ops too
+                        "softmax": F.softmax(a.double(), -1)}.items():
+            assert t.dtype == musa.float64, name
         assert (musa.ones(2, 2, dtype=musa.int64) @ musa.ones(2, 2, dtype=musa.int64)).dtype \
             == musa.int64
     assert (a @ b).dtype == musa.float32

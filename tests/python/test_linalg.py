@@ -326,6 +326,8 @@ def test_float32(rng):
         np.testing.assert_allclose(arr(y32), arr(y64), rtol=1e-4, atol=1e-4)
     with musa.autocast("cpu"):  # float64 factorizations are never narrowed
         assert LA.inv(M(A)).dtype == musa.float64 and LA.svd(M(A)).S.dtype == musa.float64
+        low = M(A, dtype=musa.bfloat16)  # low precision runs in float32, as in PyTorch
+        assert LA.svd(low).S.dtype == musa.float32 and LA.solve(low, low).dtype == musa.float32
     x = f32(A).requires_grad_()
     LA.solve(x, f32(B)).sum().backward()
     assert x.grad.dtype == musa.float32
