@@ -1017,12 +1017,24 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         raise RuntimeError(f"[searchsorted] boundaries {tuple(seq.shape)} and input {tuple(values.shape)} "
                            f"must have the same leading dims")
     v = values.reshape(-1) if scalar else values
-    cmp = _C.le if right else _C.lt
-    if seq.ndim == 1:
-        out = cmp(seq, v.unsqueeze(-1)).sum(-1)
-    else:
-        out = cmp(seq.unsqueeze(-2), v.unsqueeze(-1)).sum(-1)
-    out = out.to(_C.int32 if out_int32 else _C.int64)
+    n = seq.shape[-1]
+    # PyTorch's binary search, every value at once: ceil(log2(n + 1)) halvings,
+    # with its comparisons (so NaN and unsorted rows give what torch gives)
+    lo = _C.zeros(v.shape, dtype=_C.int64)
+    hi = _C.full(v.shape, n, dtype=_C.int64)
+    for _ in range(max(n, 1).bit_length()):
+        if n == 0:
+            break
+        mid = (lo + hi) // 2
+        at = _C.clamp(mid, 0, n - 1)
+        mid_val = seq.index_select(0, at.reshape(-1)).reshape(at.shape) if seq.ndim == 1 else \
+            seq.gather(-1, at)
+        active = _C.lt(lo, hi)
+        right_half = _C.logical_and(active, _C.logical_not(
+            _C.ge(mid_val, v) if not right else _C.gt(mid_val, v)))
+        lo = _C.where(right_half, mid + 1, lo)
+        hi = _C.where(_C.logical_and(active, _C.logical_not(right_half)), mid, hi)
+    out = lo.to(_C.int32 if out_int32 else _C.int64)
     return out.reshape(()) if scalar else out
 
 

@@ -253,3 +253,19 @@ def test_celu_with_a_negative_alpha_is_what_torch_computes():
     # (fuzz) alpha * elu(x / alpha) flips the branches when alpha < 0
     x = arr(3, 4)
     check(musa.nn.functional.celu(musa.tensor(x), -2.5), torch.nn.functional.celu(torch.tensor(x), -2.5), 1e-12)
+
+
+def test_searchsorted_is_torchs_binary_search_even_on_unsorted_rows():
+    # (fuzz) counting the smaller elements agrees only on sorted rows; the
+    # binary search gives torch's answer on any row, NaN included
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        n = int(rng.integers(0, 9))
+        seq = rng.integers(-3, 4, (3, n)).astype(float)
+        v = rng.integers(-4, 5, (3, 5)).astype(float)
+        if n and rng.uniform() < 0.3:
+            seq[0, 0], v[1, 1] = np.nan, np.nan
+        for right in (False, True):
+            for s in (seq, seq[0]):
+                check(musa.searchsorted(musa.tensor(s), musa.tensor(v), right=right),
+                      torch.searchsorted(torch.tensor(s), torch.tensor(v), right=right), 0)
