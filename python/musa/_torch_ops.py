@@ -791,6 +791,8 @@ def _split_n(input, sections, dim, who, min_ndim):
     if input.ndim < min_ndim:
         raise RuntimeError(f"[{who}] requires a tensor with at least {min_ndim} dimension, but got a "
                            f"tensor with {input.ndim} dimensions!")
+    if isinstance(sections, int) and sections <= 0:
+        raise RuntimeError(f"[{who}] number of sections must be larger than 0, got {sections}")
     if isinstance(sections, int) and input.shape[dim] % sections:
         raise RuntimeError(f"[{who}] attempted to split along dimension {dim}, but the size of the "
                            f"dimension {input.shape[dim]} is not divisible by the split_size {sections}!")

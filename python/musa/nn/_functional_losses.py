@@ -294,6 +294,9 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                                       swap=False, reduction="mean"):
     _tensors("triplet_margin_with_distance_loss", anchor=anchor, positive=positive, negative=negative)
     dist = distance_function or pairwise_distance
+    if not callable(dist):
+        raise TypeError(f"[triplet_margin_with_distance_loss] distance_function must be callable, got "
+                        f"{type(dist).__name__}")
     pos, neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
         neg = _C.minimum(neg, dist(positive, negative))
