@@ -80,6 +80,8 @@ def __getattr__(name):
     if name in ("Stream", "Event", "stream", "current_stream", "default_stream", "set_stream",
                 "synchronize", "StreamContext", "streams"):
         return getattr(_lazy("streams"), name) if name != "streams" else _lazy("streams")
+    if name in ("auto_mixed_graph", "AutoMixedGraph"):
+        return getattr(_lazy("_auto_mixed"), name)
     if name == "autocast":  # torch.autocast's place
         return _lazy("amp").autocast
     raise AttributeError(f"module 'musa' has no attribute '{name}'")
