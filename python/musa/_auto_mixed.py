@@ -218,7 +218,7 @@ def _signature(obj, depth=0):
     and dtypes. Numbers and strings count by value (musa.jit specialises on
     them); other objects by type and identity."""
     if isinstance(obj, _C.Tensor):
-        return "T", ((tuple(obj.shape), str(obj.dtype)),)
+        return "T", ((tuple(obj.shape), obj.dtype),)
     if depth > 6:
         return "...", ()
     if isinstance(obj, (list, tuple)):
@@ -234,6 +234,21 @@ def _signature(obj, depth=0):
     if isinstance(obj, Module):
         return f"<{type(obj).__name__}>", ()
     return f"<{type(obj).__name__}@{id(obj):x}>", ()
+
+
+_FLAT = {}  # tensors-only calls: n -> their structure string
+
+
+def _call_signature(args, kwargs):
+    """_signature((args, kwargs)), quicker for the common call of plain
+    tensors."""
+    if not kwargs and all(type(a) is _C.Tensor for a in args):
+        n = len(args)
+        structure = _FLAT.get(n)
+        if structure is None:
+            structure = _FLAT[n] = "((" + ",".join(["T"] * n) + "),{})"
+        return structure, tuple((tuple(a.shape), a.dtype) for a in args)
+    return _signature((args, kwargs))
 
 
 def _covered(a, b, dynamic):
@@ -286,7 +301,8 @@ class AutoMixedGraph:
         self._eager_times, self._compiled_times = [], []
         self._compile_cost = None
         self._trial_left = 0
-        self._static_sigs = set()
+        self._static_sigs = set()  # the signatures compiled (or covered by dynamic dims)
+        self._fast = set()  # those that ran compiled without a capture warning
         self.decisions = []
         self._said = set()
         if self._blocking:
@@ -312,7 +328,13 @@ class AutoMixedGraph:
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
-        sig = _signature((args, kwargs))
+        mode = self.mode
+        if mode == "dynamic" and not self._waiting:  # decided: nothing to watch
+            return self._target(*args, **kwargs)
+        sig = _call_signature(args, kwargs)
+        if mode == "static" and sig in self._fast:  # a signature that ran compiled before
+            self._signatures[sig] += 1
+            return self._compiled(*args, **kwargs)
         self._signatures[sig] += 1
         self._recent.append(sig)
         if self.mode in ("warmup", "dynamic"):
@@ -424,6 +446,7 @@ class AutoMixedGraph:
         if fell_back:
             self._decide("dynamic", f"musa.jit fell back to eager: {fell_back[0]}")
         else:
+            self._fast.add(sig)  # compiled (or captured) now: later calls go straight through
             self._compiled_times.append(dt)
             del self._compiled_times[:-32]
         return out
@@ -451,7 +474,7 @@ class AutoMixedGraph:
             lines.append(f"compile cost: {self._compile_cost * 1e3:.1f} ms")
         lines.append(f"signatures seen: {len(self._signatures)}")
         for (structure, shapes), n in self._signatures.most_common(5):
-            shown = ", ".join(f"{tuple(s)}:{d.split('.')[-1]}" for s, d in shapes) or "-"
+            shown = ", ".join(f"{tuple(s)}:{str(d).split('.')[-1]}" for s, d in shapes) or "-"
             lines.append(f"  {n} call(s): {shown}")
         lines.append("decisions:" if self.decisions else "decisions: none yet")
         for call, mode, reason in self.decisions:
