@@ -323,39 +323,26 @@ def sinc(input):
     return _C.where(zero, _C.ones_like(x), _C.sin(px) / px)
 
 
-def absolute(input):
-    _tensors("absolute", input=input)
-    return _C.abs(input)
+def _alias(name, op, binary):
+    """PyTorch's other spelling of an op: the op under name, whose errors
+    name it."""
+    if binary:
+        def fn(input, other):
+            _tensors(name, input=input)
+            return op(input, other)
+    else:
+        def fn(input):
+            _tensors(name, input=input)
+            return op(input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{name}: the same as {op.__name__}."
+    return fn
 
 
-def negative(input):
-    _tensors("negative", input=input)
-    return _C.neg(input)
-
-
-def greater(input, other):
-    _tensors("greater", input=input)
-    return _C.gt(input, other)
-
-
-def greater_equal(input, other):
-    _tensors("greater_equal", input=input)
-    return _C.ge(input, other)
-
-
-def less(input, other):
-    _tensors("less", input=input)
-    return _C.lt(input, other)
-
-
-def less_equal(input, other):
-    _tensors("less_equal", input=input)
-    return _C.le(input, other)
-
-
-def not_equal(input, other):
-    _tensors("not_equal", input=input)
-    return _C.ne(input, other)
+absolute, negative = _alias("absolute", _C.abs, False), _alias("negative", _C.neg, False)
+greater, greater_equal = _alias("greater", _C.gt, True), _alias("greater_equal", _C.ge, True)
+less, less_equal = _alias("less", _C.lt, True), _alias("less_equal", _C.le, True)
+not_equal = _alias("not_equal", _C.ne, True)
 
 
 # ---- NaN-aware and order statistics ----
