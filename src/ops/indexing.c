@@ -102,22 +102,59 @@ static int ix_apply(const char *who, musa_tensor *x, int n, const musa_index_ent
     if (want > x->ndim)
         return musa_err(MUSA_ERR_INDEX, "[%s] too many indices for tensor of dimension %d (got %d)",
                         who, x->ndim, want);
+    bool any_adv = false; /* then a bool scalar is an advanced index too, as in NumPy */
+    for (int i = 0; i < n; i++)
+        any_adv |= idx[i].kind == MUSA_INDEX_TENSOR && idx[i].tensor &&
+                   (idx[i].tensor->ndim > 0 || idx[i].tensor->dtype != MUSA_DTYPE_BOOL);
     s->v = musa_tensor_retain(x);
     int d = 0;
     for (int i = 0; i < n; i++) {
         const musa_index_entry *e = &idx[i];
         musa_tensor *nv = NULL;
+        bool flag = e->start != 0;
+        if (e->kind == MUSA_INDEX_TENSOR && e->tensor && e->tensor->dtype == MUSA_DTYPE_BOOL &&
+            e->tensor->ndim == 0) {
+            /* a 0-d bool tensor indexes as the Python bool it holds */
+            int64_t b;
+            if (!e->tensor->storage)
+                return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                                "[%s] a 0-d bool index needs its value: not traceable", who);
+            if (musa_tls.recorder && musa_tls.mode != MUSA_MODE_EAGER && musa_record_refuse_hook)
+                musa_record_refuse_hook(musa_tls.recorder, "a 0-d bool tensor used as an index");
+            if (musa_tensor_item_int(e->tensor, &b)) return musa_last_error_code();
+            flag = b != 0;
+        } else if (e->kind != MUSA_INDEX_BOOL) {
+            flag = false;
+        }
+        if (e->kind == MUSA_INDEX_BOOL ||
+            (e->kind == MUSA_INDEX_TENSOR && e->tensor && e->tensor->dtype == MUSA_DTYPE_BOOL &&
+             e->tensor->ndim == 0)) {
+            /* a new dim of size 1 (true) or 0 (false); beside tensor indices
+             * it is the advanced index [0] or [] on that new dim instead, so
+             * it broadcasts with them (a[[0], False] is empty, a[True, mask]
+             * has the mask's count) */
+            musa_tensor *u = musa_unsqueeze(s->v, d);
+            if (!u) return musa_last_error_code();
+            if (any_adv) {
+                s->adv_dim[s->nadv] = d++;
+                s->adv[s->nadv++] = musa_zeros(1, (int64_t[]){flag ? 1 : 0}, MUSA_DTYPE_INT64);
+                musa_tensor_release(s->v);
+                s->v = u;
+                if (!s->adv[s->nadv - 1]) return musa_last_error_code();
+                continue;
+            }
+            nv = flag ? musa_tensor_retain(u) : musa_slice(u, d, 0, 0, 1);
+            musa_tensor_release(u);
+            d++;
+            if (!nv) return musa_last_error_code();
+            musa_tensor_release(s->v);
+            s->v = nv;
+            continue;
+        }
         switch (e->kind) {
         case MUSA_INDEX_NONE:
             nv = musa_unsqueeze(s->v, d++);
             break;
-        case MUSA_INDEX_BOOL: { /* a new dim of size 1 (true) or 0 (false) */
-            musa_tensor *u = musa_unsqueeze(s->v, d);
-            nv = u && !e->start ? musa_slice(u, d, 0, 0, 1) : musa_tensor_retain(u);
-            musa_tensor_release(u);
-            d++;
-            break;
-        }
         case MUSA_INDEX_ELLIPSIS:
             d += x->ndim - want;
             continue;
@@ -139,8 +176,6 @@ static int ix_apply(const char *who, musa_tensor *x, int n, const musa_index_ent
             musa_tensor *t = e->tensor;
             if (!t) return musa_err(MUSA_ERR_VALUE, "[%s] index tensor %d is NULL", who, i);
             if (t->dtype == MUSA_DTYPE_BOOL) {
-                if (t->ndim == 0)
-                    return musa_err(MUSA_ERR_NOT_IMPLEMENTED, "[%s] 0-d bool indices", who);
                 for (int k = 0; k < t->ndim; k++)
                     if (t->shape[k] != s->v->shape[d + k])
                         return musa_err(
@@ -200,8 +235,14 @@ static int adv_prepare(const char *who, ix_state *s, adv_plan *a, musa_temps *t)
     a->nb = 0;
     for (int j = 0; j < s->nadv; j++)
         if (musa_broadcast_shape(who, a->nb, a->bshape, s->adv[j]->ndim, s->adv[j]->shape, &a->nb,
-                                 a->bshape))
-            return musa_last_error_code();
+                                 a->bshape)) {
+            char s1[128], s2[128];
+            return musa_err(MUSA_ERR_INDEX,
+                            "[%s] shape mismatch: indexing tensors could not be broadcast together "
+                            "with shapes %s and %s",
+                            who, musa_shape_str(a->nb, a->bshape, s1, sizeof s1),
+                            musa_shape_str(s->adv[j]->ndim, s->adv[j]->shape, s2, sizeof s2));
+        }
     /* check bounds and wrap negatives, then combine into L */
     musa_tensor *lin = NULL;
     for (int j = 0; j < s->nadv; j++) {

@@ -130,3 +130,35 @@ def test_pow_gradient_keeps_a_float64_number_exponent_exact():
     m = musa.tensor(a, requires_grad=True)
     m.pow(1 / 3).sum().backward()
     np.testing.assert_allclose(m.grad.numpy(), (1 / 3) * a ** (1 / 3 - 1), rtol=1e-15)
+
+
+BOOL_INDEX_CASES = [
+    lambda L, x: x[[0], False],  # (fuzz) was (1, 0, 4): False beside a tensor index broadcasts as []
+    lambda L, x: x[True, L.tensor([False, True, True])],  # (fuzz) was (1, 2, 4)
+    lambda L, x: x[True], lambda L, x: x[False], lambda L, x: x[:, True, [1, 3]],
+    lambda L, x: x[True, [0, 2], True], lambda L, x: x[L.tensor(True)], lambda L, x: x[L.tensor(False), 1],
+    lambda L, x: x[L.tensor([0, 2]), L.tensor(True)], lambda L, x: x[L.tensor(1), True],
+]
+# the same indices for assignment (case number: the index, from the library)
+BOOL_INDEX_SETS = {
+    0: lambda L: ([0], False), 1: lambda L: (True, L.tensor([False, True, True])), 2: lambda L: True,
+    3: lambda L: False, 6: lambda L: L.tensor(True), 7: lambda L: (L.tensor(False), 1),
+}
+
+
+@pytest.mark.parametrize("case", range(len(BOOL_INDEX_CASES)))
+def test_bool_scalar_indices_beside_tensor_indices_broadcast_as_numpy_does(case):
+    a = np.arange(12).reshape(3, 4)
+    index = BOOL_INDEX_CASES[case]
+    close(index(musa, musa.tensor(a)), index(torch, torch.tensor(a)))
+    if case in BOOL_INDEX_SETS:  # assignment through the same index
+        m, t = musa.tensor(a), torch.tensor(a)
+        value = np.arange(index(torch, t).numel()).reshape(tuple(index(torch, t).shape)) + 100
+        m[BOOL_INDEX_SETS[case](musa)] = musa.tensor(value)
+        t[BOOL_INDEX_SETS[case](torch)] = torch.tensor(value)
+        close(m, t)
+
+
+def test_bool_index_shape_mismatch_is_an_index_error():
+    with pytest.raises(IndexError, match="could not be broadcast together"):
+        musa.zeros(3, 4)[[0, 1], None, False]
