@@ -1,6 +1,8 @@
 /*
  * grad_shape.c - backward formulas of views and data movement ops.
  */
+#include <math.h>
+
 #include "grad_util.h"
 
 #define G       (a->gout[0])
@@ -210,11 +212,42 @@ int grad_cumsum(const musa_grad_args *a, musa_tensor **gin) {
     RET(musa_flip(c, 1, &d->dim));
 }
 
-/* cumprod: an op of its own computes the gradient (exact with zeros in x). */
+/* The pairs (i, j) of a scan's line as a (n, n) matrix: the line moved last
+ * and unsqueezed at -1 (as rows i) or -2 (as columns j); `upper` is 1 where
+ * j >= i. The differentiable (create_graph) forms of the scan gradients below
+ * use them: O(n^2) per line, where the first-order ops are O(n). */
+static musa_tensor *scan_rows(musa_temps *t, musa_tensor *v, int64_t dim, int64_t last,
+                              int64_t at) {
+    return musa_tmp(t, musa_unsqueeze(musa_tmp(t, musa_transpose(v, dim, last)), at));
+}
+static musa_tensor *scan_upper(musa_temps *t, int64_t n, musa_dtype dt) {
+    return musa_tmp(t, musa_triu(musa_tmp(t, musa_ones(2, (int64_t[]){n, n}, dt)), 0));
+}
+/* The line moved back from last to dim, after summing the pairs over j. */
+static musa_tensor *scan_back(musa_temps *t, musa_tensor *pairs, int64_t dim, int64_t last) {
+    return musa_transpose(musa_tmp(t, musa_sum(pairs, 1, (int64_t[]){-1}, false)), dim, last);
+}
+
+/* cumprod: an op of its own computes the gradient (exact with zeros in x).
+ * Recording (create_graph), gx_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k
+ * instead, with the products a cumprod of rows of x whose i-th entry is 1:
+ * exact with zeros too, and differentiable again. */
 int grad_cumprod(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
-    musa_tensor *in[2] = {a->in[0], G};
-    RET(musa_call(MUSA_OP_cumprod_backward, 2, in, a->attrs));
+    const musa_attrs_dim *d = a->attrs;
+    if (!musa_is_grad_enabled() || a->in_meta[0].ndim == 0) {
+        if (a->in_meta[0].ndim == 0) RET(musa_tensor_retain(G));
+        musa_tensor *in[2] = {a->in[0], G};
+        RET(musa_call(MUSA_OP_cumprod_backward, 2, in, a->attrs));
+    }
+    int64_t last = a->in_meta[0].ndim - 1, n = a->in_meta[0].shape[d->dim];
+    musa_dtype dt = (musa_dtype)a->in[0]->dtype;
+    musa_tensor *eye = T(musa_eye(n, n, dt));
+    musa_tensor *rows = scan_rows(&t, a->in[0], d->dim, last, -2); /* (..., 1, n): x_k */
+    musa_tensor *others = T(musa_add(T(musa_mul(rows, T(musa_sub(T(musa_number(1)), eye)))), eye));
+    musa_tensor *prods = T(musa_cumprod(others, -1)); /* [i, j] = prod_{k <= j, k != i} x_k */
+    musa_tensor *g = scan_rows(&t, G, d->dim, last, -2);
+    RET(scan_back(&t, T(musa_mul(T(musa_mul(prods, scan_upper(&t, n, dt))), g)), d->dim, last));
 }
 
 /* cummax/cummin: each output's gradient goes to where its value came from
@@ -227,11 +260,26 @@ int grad_cumext(const musa_grad_args *a, musa_tensor **gin) {
     RET(musa_scatter_add(T(grad_zeros_like_input(a, 0)), d->dim, a->out[1], G));
 }
 
-/* logcumsumexp: an op of its own, a stable reverse scan (first order). */
+/* logcumsumexp: an op of its own, a stable reverse scan. Recording
+ * (create_graph), gx_i = sum_{j >= i} g_j exp(x_i - y_j) over the pairs,
+ * each factor at most 1 (the others are exp(-inf) = 0: no overflow, no
+ * NaN gradient), differentiable again. */
 int grad_logcumsumexp(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
-    musa_tensor *in[3] = {a->in[0], Y, G};
-    RET(musa_call(MUSA_OP_logcumsumexp_backward, 3, in, a->attrs));
+    const musa_attrs_dim *d = a->attrs;
+    if (!musa_is_grad_enabled() || a->in_meta[0].ndim == 0) {
+        if (a->in_meta[0].ndim == 0) RET(musa_tensor_retain(G));
+        musa_tensor *in[3] = {a->in[0], Y, G};
+        RET(musa_call(MUSA_OP_logcumsumexp_backward, 3, in, a->attrs));
+    }
+    int64_t last = a->in_meta[0].ndim - 1, n = a->in_meta[0].shape[d->dim];
+    musa_dtype dt = (musa_dtype)a->in[0]->dtype;
+    musa_tensor *xi = scan_rows(&t, a->in[0], d->dim, last, -1); /* (..., n, 1): x_i */
+    musa_tensor *yj = scan_rows(&t, Y, d->dim, last, -2);        /* (..., 1, n): y_j */
+    musa_tensor *upper = T(musa_ne(scan_upper(&t, n, dt), T(musa_number(0))));
+    musa_tensor *diff = T(musa_where(upper, T(musa_sub(xi, yj)), T(musa_number(-INFINITY))));
+    musa_tensor *g = scan_rows(&t, G, d->dim, last, -2);
+    RET(scan_back(&t, T(musa_mul(T(musa_exp(diff)), g)), d->dim, last));
 }
 
 /* sort/topk: values go back to where they came from (out[1] = indices). */

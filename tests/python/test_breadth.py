@@ -531,11 +531,26 @@ def test_scan_edges():
     for n in ("cummax", "cummin"):
         m, t = getattr(musa, n)(musa.tensor(ints), 1), getattr(torch, n)(torch.tensor(ints), 1)
         assert m.values.tolist() == t.values.tolist() and m.indices.tolist() == t.indices.tolist()
-    # second derivatives of cumprod and logcumsumexp are refused, not wrong
-    x = musa.tensor([0.5, 1.5], requires_grad=True)
-    g, = musa.autograd.grad(musa.logcumsumexp(x, 0).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match="does not require grad"):
-        g.sum().backward()
+
+
+
+@pytest.mark.parametrize("name,a", [
+    ("cumprod", RNG.uniform(-1.5, 1.5, (3, 4))),
+    ("cumprod", np.array([[0.5, 0.0, 2.0, -1.0], [0.0, 0.0, 3.0, 1.5]])),  # zeros: still exact
+    ("logcumsumexp", RNG.uniform(-3, 3, (3, 4))),
+    ("logcumsumexp", np.array([[1000.0, -1000.0, 999.0, 5.0]])),  # no overflow in the pairs
+])
+@pytest.mark.parametrize("dim", [0, -1])
+def test_scan_second_derivatives_match_torch(name, a, dim):
+    out = []
+    for lib in (musa, torch):
+        x = lib.tensor(a, requires_grad=True)
+        w = lib.tensor(np.linspace(-1, 1, a.size).reshape(a.shape))
+        g, = lib.autograd.grad((getattr(lib, name)(x, dim) * w).sum(), x, create_graph=True)
+        h, = lib.autograd.grad((g * g).sum(), x)
+        out.append((g, h))
+    close(out[0][0], out[1][0], 1e-12)
+    close(out[0][1], out[1][1], 1e-12)
 
 
 # ---- generators ----

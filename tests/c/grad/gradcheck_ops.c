@@ -384,14 +384,14 @@ TEST(grad_cumsum) {
 static musa_tensor *f_cumprod(musa_tensor *const *in) {
     return musa_cumprod(in[0], 1);
 }
-TEST(grad_cumprod) { /* first order: its backward is an op of its own */
-    GC(cumprod, 1, false, in64(2, S(2, 4), -1, 1, L_TRANSPOSED));
+TEST(grad_cumprod) { /* second order through the pairwise form */
+    GC(cumprod, 1, true, in64(2, S(2, 4), -1, 1, L_TRANSPOSED));
 }
 static musa_tensor *f_logcumsumexp(musa_tensor *const *in) {
     return musa_logcumsumexp(in[0], 0);
 }
-TEST(grad_logcumsumexp) { /* first order: its backward is an op of its own */
-    GC(logcumsumexp, 1, false, in64(2, S(3, 4), -2, 2, L_TRANSPOSED));
+TEST(grad_logcumsumexp) { /* second order through the pairwise form */
+    GC(logcumsumexp, 1, true, in64(2, S(3, 4), -2, 2, L_TRANSPOSED));
 }
 static musa_tensor *f_cummax(musa_tensor *const *in) {
     musa_tensor *v = NULL, *i = NULL;
