@@ -116,3 +116,30 @@ def test_errors():
         F.channel_shuffle(musa.zeros(1, 5, 2), 2)
     with pytest.raises(RuntimeError, match="only supports 2D"):
         F.pdist(musa.zeros(3))
+
+
+def test_trunc_normal_is_the_truncated_distribution():
+    import math
+    musa.manual_seed(5)
+    t = musa.nn.init.trunc_normal_(musa.empty(200000), 1.0, 2.0, -1.0, 2.5)
+    assert float(t.min()) >= -1.0 and float(t.max()) <= 2.5
+    # the truncated normal's mean and standard deviation, analytically
+    pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    cdf = lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2)))  # noqa: E731
+    al, be = (-1.0 - 1.0) / 2.0, (2.5 - 1.0) / 2.0
+    z = cdf(be) - cdf(al)
+    mean = 1.0 + 2.0 * (pdf(al) - pdf(be)) / z
+    var = 4.0 * (1 + (al * pdf(al) - be * pdf(be)) / z - ((pdf(al) - pdf(be)) / z) ** 2)
+    sd = math.sqrt(var)
+    assert abs(float(t.mean()) - mean) < 5 * sd / math.sqrt(t.numel())
+    assert abs(float(t.std()) - sd) < 0.01
+    with pytest.raises(ValueError, match="a < b"):
+        musa.nn.init.trunc_normal_(musa.empty(3), a=1, b=0)
+
+
+@pytest.mark.parametrize("shape,groups", [((4, 2, 3), 1), ((6, 3, 3, 3), 2), ((2, 4, 1, 3, 5), 1)])
+def test_dirac_matches_torch(shape, groups):
+    np.testing.assert_array_equal(musa.nn.init.dirac_(musa.empty(*shape), groups).numpy(),
+                                  torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
+    with pytest.warns(FutureWarning, match="nn.init.eye is now deprecated"):
+        assert musa.nn.init.eye(musa.empty(2, 2)).tolist() == [[1.0, 0.0], [0.0, 1.0]]

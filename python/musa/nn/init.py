@@ -90,6 +90,54 @@ def eye_(tensor):
         return tensor.copy_(_C.eye(*tensor.shape, dtype=tensor.dtype))
 
 
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """Fill with values drawn from N(mean, std^2) restricted to [a, b]: the
+    draws outside are drawn again until none is (exactly the truncated
+    distribution; each round keeps P(a <= x <= b) of what is left)."""
+    mean, std = float(mean), float(std)
+    a, b = float(a), float(b)
+    if not a < b:
+        raise ValueError(f"[trunc_normal_] expected a < b, got a={a} and b={b}")
+    if std < 0:
+        raise ValueError(f"[trunc_normal_] std must be non-negative, got {std}")
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
+                      "values may be incorrect.", stacklevel=2)
+    with no_grad():
+        if tensor.numel() == 0:
+            return tensor
+        draw = _C.randn(*tensor.shape, dtype=_C.float64) * std + mean
+        inside = draw.ge(a).logical_and(draw.le(b))
+        for _ in range(1000):
+            if bool(inside.all()):
+                break
+            fresh = _C.randn(*tensor.shape, dtype=_C.float64) * std + mean
+            draw = _C.where(inside, draw, fresh)
+            inside = draw.ge(a).logical_and(draw.le(b))
+        else:  # [a, b] holds almost none of the distribution: the nearest bound
+            draw = _C.where(inside, draw, _C.clamp(draw, a, b))
+        return tensor.copy_(draw)
+
+
+def dirac_(tensor, groups=1):
+    """Fill a 3-, 4- or 5-D convolution weight with the identity: each of the
+    first out_channels/groups outputs of a group copies its input channel."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"[dirac_] only tensors with 3, 4, or 5 dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0 or tensor.shape[0] % groups:
+        raise ValueError(f"[dirac_] dim 0 ({tensor.shape[0]}) must be divisible by groups ({groups})")
+    out_per_group = tensor.shape[0] // groups
+    n = min(out_per_group, tensor.shape[1])
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(n):
+                tensor[(g * out_per_group + d, d) + centre] = 1
+    return tensor
+
+
 def xavier_uniform_(tensor, gain=1.0):
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, "xavier_uniform_")
@@ -165,3 +213,5 @@ xavier_normal = _deprecated(xavier_normal_)
 kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
