@@ -14,6 +14,7 @@ from ... import _C
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _pack_like, pad_packed_sequence
 from .module import Module
 
 # The weights of one layer and direction; b_* are None without bias, hr is
@@ -53,12 +54,16 @@ _MODES = {"RNN_TANH": (_rnn_tanh_cell, 1), "RNN_RELU": (_rnn_relu_cell, 1), "LST
           "GRU": (_gru_cell, 3)}
 
 
-def _run(cell, x, states, weights, num_layers, num_directions, dropout, training):
+def _run(cell, x, states, weights, num_layers, num_directions, dropout, training, lengths=None):
     """Run a stack of recurrent layers over x (T, N, I). states is a tuple
     of (layers * directions, N, *) tensors (h, or h and c), weights a list of
     _Weights indexed layer * directions + direction. Returns (output
-    (T, N, directions * H), final states shaped like states)."""
+    (T, N, directions * H), final states shaped like states). With lengths
+    (N,), a sequence's steps from its length on keep its state and output
+    zeros: a packed sequence's run (a reverse direction starts at each
+    sequence's own last step)."""
     steps = x.shape[0]
+    live = None if lengths is None else [_C.gt(lengths, t).unsqueeze(-1) for t in range(steps)]
     finals = []
     for layer in range(num_layers):
         outs = []
@@ -69,8 +74,13 @@ def _run(cell, x, states, weights, num_layers, num_directions, dropout, training
             state = tuple(s[k] for s in states)
             ys = [None] * steps
             for t in (reversed(range(steps)) if direction else range(steps)):
-                state = cell(xp[t], state, w)
-                ys[t] = state[0]
+                new = cell(xp[t], state, w)
+                if live is not None:
+                    new = tuple(_C.where(live[t], n, o) for n, o in zip(new, state))
+                    ys[t] = _C.where(live[t], new[0], _C.zeros_like(new[0]))
+                else:
+                    ys[t] = new[0]
+                state = new
             outs.append(_C.stack(ys))
             finals.append(state)
         x = outs[0] if num_directions == 1 else _C.cat(outs, -1)
@@ -157,6 +167,8 @@ class RNNBase(Module):
         is (layers * directions, N, H) or unbatched (layers * directions, H),
         zeros when None."""
         name = type(self).__name__
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         if input.ndim not in (2, 3):
             raise ValueError(f"[{name}] Expected input to be 2-D or 3-D but received {input.ndim}-D tensor")
         if input.shape[-1] != self.input_size:
@@ -184,6 +196,24 @@ class RNNBase(Module):
         elif self.batch_first:
             out = out.transpose(0, 1)
         return out, (finals if self.mode == "LSTM" else finals[0])
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence in, a PackedSequence out; hx and h_n in the
+        batch's original order, as PyTorch has them."""
+        padded, lengths = pad_packed_sequence(packed)
+        if padded.shape[-1] != self.input_size:
+            raise RuntimeError(f"[{type(self).__name__}] input.size(-1) must equal input_size. "
+                               f"Expected {self.input_size}, got {padded.shape[-1]}")
+        directions = 2 if self.bidirectional else 1
+        n = padded.shape[1]
+        shapes = [(self.num_layers * directions, n, self.proj_size or self.hidden_size)]
+        if self.mode == "LSTM":
+            shapes.append((self.num_layers * directions, n, self.hidden_size))
+        states = (tuple(_C.zeros(sh, dtype=padded.dtype) for sh in shapes) if hx is None
+                  else self._check_states(hx, shapes, True))
+        out, finals = _run(_MODES[self.mode][0], padded, states, self._weights(), self.num_layers, directions,
+                           self.dropout, self.training, lengths)
+        return _pack_like(out, packed), (finals if self.mode == "LSTM" else finals[0])
 
     def _check_states(self, hx, shapes, batched):
         name = type(self).__name__
