@@ -1129,25 +1129,30 @@ def _sample_points(x, dx, who):
     return x, dx
 
 
+def _trapezoid_terms(y, x, dx, dim, who):
+    """(the trapezoids' areas along dim, dim): mean neighbour heights times
+    the spacing (dx, default 1, or the differences of the sample points x);
+    None for the areas when dim is empty."""
+    _tensors(who, y=y)
+    x, dx = _sample_points(x, dx, who)
+    if y.ndim == 0:
+        raise IndexError(f"[{who}] y must have at least one dimension")
+    d = _dim(dim, y.ndim, who)
+    n = y.shape[d]
+    if n == 0:
+        return None, d
+    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
+    if x is None:
+        return avg * (1.0 if dx is None else dx), d
+    spacing = diff(x).reshape([-1 if i == d else 1 for i in range(y.ndim)]) if x.ndim == 1 else diff(x, dim=d)
+    return avg * spacing, d
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along dim, at spacing dx (default 1) or sample
     points x."""
-    _tensors("trapezoid", y=y)
-    x, dx = _sample_points(x, dx, "trapezoid")
-    if y.ndim == 0:
-        raise IndexError("[trapezoid] y must have at least one dimension")
-    d = _dim(dim, y.ndim, "trapezoid")
-    n = y.shape[d]
-    if n == 0:
-        return y.sum(d)
-    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
-    if x is None:
-        return avg.sum(d) * (1.0 if dx is None else _number(dx, "trapezoid", "dx"))
-    if x.ndim == 1:
-        dxs = diff(x).reshape([-1 if i == d else 1 for i in range(y.ndim)])
-    else:
-        dxs = diff(x, dim=d)
-    return (avg * dxs).sum(d)
+    terms, d = _trapezoid_terms(y, x, dx, dim, "trapezoid")
+    return y.sum(d) if terms is None else terms.sum(d)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -1155,20 +1160,9 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
-    _tensors("cumulative_trapezoid", y=y)
-    x, dx = _sample_points(x, dx, "cumulative_trapezoid")
-    if y.ndim == 0:
-        raise IndexError("[cumulative_trapezoid] y must have at least one dimension")
-    d = _dim(dim, y.ndim, "cumulative_trapezoid")
-    n = y.shape[d]
-    if n == 0:
-        return y
-    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
-    if x is None:
-        step = 1.0 if dx is None else _number(dx, "cumulative_trapezoid", "dx")
-        return _C.cumsum(avg * step, d)
-    dxs = diff(x).reshape([-1 if i == d else 1 for i in range(y.ndim)]) if x.ndim == 1 else diff(x, dim=d)
-    return _C.cumsum(avg * dxs, d)
+    """The running trapezoidal rule along dim (one element shorter)."""
+    terms, d = _trapezoid_terms(y, x, dx, dim, "cumulative_trapezoid")
+    return y if terms is None else _C.cumsum(terms, d)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, **kwargs):
