@@ -960,7 +960,7 @@ def broadcast_tensors(*tensors):
     for i, t in enumerate(tensors):
         _tensors("broadcast_tensors", **{f"tensors[{i}]": t})
     shape = broadcast_shapes(*[t.shape for t in tensors])
-    return tuple(t.expand(*shape) for t in tensors)
+    return tuple(t.expand(shape) for t in tensors)
 
 
 def _tri_indices(row, col, offset, upper, dtype, who):
