@@ -89,24 +89,23 @@ musa_tensor *musa_prod(musa_tensor *x, int ndims, const int64_t *dims, bool keep
 }
 
 /* Extrema of bool tensors (as PyTorch has them: max is any, min is all) are
- * taken on uint8 and the values cast back; bool_extremum_in gives the input
- * to reduce (a new reference), bool_extremum_out converts a result (steals). */
-static musa_tensor *bool_extremum_in(musa_tensor *x) {
-    if (x && x->dtype == MUSA_DTYPE_BOOL) return musa_cast(x, MUSA_DTYPE_UINT8);
-    return x ? musa_tensor_retain(x) : NULL;
+ * taken on uint8 and the values cast back; other dtypes go straight on. */
+static bool is_bool(const musa_tensor *x) {
+    return x && x->dtype == MUSA_DTYPE_BOOL;
 }
-static musa_tensor *bool_extremum_out(musa_tensor *r, const musa_tensor *x) {
-    if (!r || x->dtype != MUSA_DTYPE_BOOL) return r;
+static musa_tensor *as_bool(musa_tensor *r) { /* steals r */
+    if (!r) return NULL;
     musa_tensor *b = musa_cast(r, MUSA_DTYPE_BOOL);
     musa_tensor_release(r);
     return b;
 }
 static musa_tensor *extremum(musa_op_id op, musa_tensor *x, int ndims, const int64_t *dims,
                              bool keepdim) {
-    musa_tensor *u = bool_extremum_in(x);
+    if (!is_bool(x)) return reduce(op, x, ndims, dims, keepdim);
+    musa_tensor *u = musa_cast(x, MUSA_DTYPE_UINT8);
     musa_tensor *r = u ? reduce(op, u, ndims, dims, keepdim) : NULL;
     musa_tensor_release(u);
-    return bool_extremum_out(r, x);
+    return as_bool(r);
 }
 musa_tensor *musa_amax(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim) {
     return extremum(MUSA_OP_amax, x, ndims, dims, keepdim);
@@ -124,12 +123,15 @@ static int dim_reduce2(musa_op_id op, musa_tensor *x, int64_t dim, bool keepdim,
     a.dim = dim, a.keepdim = keepdim;
     musa_tensor *out[2] = {NULL, NULL};
     *values = *indices = NULL;
-    musa_tensor *u = bool_extremum_in(x);
+    musa_tensor *u = is_bool(x) ? musa_cast(x, MUSA_DTYPE_UINT8) : x;
+    if (!u && x) return musa_last_error_code(); /* the cast failed (a NULL x: dispatch says so) */
     int rc = musa_dispatch(op, 1, &u, &a, out);
-    musa_tensor_release(u);
-    if (!rc && !(out[0] = bool_extremum_out(out[0], x))) {
-        musa_tensor_release(out[1]);
-        return musa_last_error_code();
+    if (u != x) {
+        musa_tensor_release(u);
+        if (!rc && !(out[0] = as_bool(out[0]))) {
+            musa_tensor_release(out[1]);
+            return musa_last_error_code();
+        }
     }
     if (!rc) *values = out[0], *indices = out[1];
     return rc;
@@ -164,7 +166,9 @@ static musa_tensor *arg_reduce_of(musa_op_id op, musa_tensor *x, int64_t dim, bo
     return k;
 }
 static musa_tensor *arg_reduce(musa_op_id op, musa_tensor *x, int64_t dim, bool keepdim) {
-    musa_tensor *u = bool_extremum_in(x);
+    if (!x) return NULL;
+    if (!is_bool(x)) return arg_reduce_of(op, x, dim, keepdim);
+    musa_tensor *u = musa_cast(x, MUSA_DTYPE_UINT8);
     musa_tensor *r = u ? arg_reduce_of(op, u, dim, keepdim) : NULL;
     musa_tensor_release(u);
     return r;
