@@ -850,6 +850,12 @@ typedef int (*musa_hook_fn)(void *ctx, musa_tensor *grad, musa_tensor **replace)
  * if registering fails. Returns a hook id (>= 0) or a negative status. */
 MUSA_API int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
                                        void (*free_ctx)(void *ctx));
+/* A hook on a leaf t, called after backward accumulated into t's .grad,
+ * as fn(ctx, t, NULL) (PyTorch's post-accumulate-grad hook; gradient
+ * bucketing for data parallelism starts from it). The id shares the space
+ * of musa_tensor_register_hook's, and musa_tensor_remove_hook removes it. */
+MUSA_API int musa_tensor_register_post_accumulate_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
+                                                       void (*free_ctx)(void *ctx));
 MUSA_API int musa_tensor_remove_hook(musa_tensor *t, int hook_id);
 
 /* Backpropagate from n roots. grad_roots may be NULL, or have NULL entries,
@@ -1776,6 +1782,78 @@ MUSA_API int musa_event_synchronize(const musa_event *e);
 MUSA_API int musa_stream_wait_event(musa_stream *s, const musa_event *e);
 /* Milliseconds from start to end; both recorded with timing and complete. */
 MUSA_API int musa_event_elapsed_time(const musa_event *start, const musa_event *end, double *ms);
+
+/* ------------------------------------------------------------------------ */
+/* Distributed: collectives on MPI                                          */
+/* ------------------------------------------------------------------------ */
+/*
+ * Data-parallel training runs one process per replica, started by MPI's
+ * launcher (`mpirun -np 4 ./train`, with a hostfile across machines). The
+ * process group is MPI_COMM_WORLD of Open MPI, loaded on first use from
+ * libmusa_mpi.so (built next to libmusa when libopenmpi-dev is installed),
+ * so programs that never call musa_dist_init never load MPI.
+ *
+ *     musa_dist_init();                                  // rank, size from mpirun
+ *     musa_tensor *g = ...;                              // this rank's gradient
+ *     musa_dist_all_reduce(g, MUSA_REDUCE_AVG);          // the mean over ranks
+ *     musa_dist_finalize();
+ *
+ * Every rank must call the same collectives in the same order with tensors
+ * of one dtype and shape; the public functions check that between ranks (one
+ * small all-reduce) and fail with MUSA_ERR_VALUE naming both shapes. They
+ * take tensors of every dtype and any layout (float16 and bfloat16 reduce in
+ * float32, rounding once per step of MPI's reduction; bool reduces with
+ * or, and with min). MUSA_REDUCE_AVG needs a floating dtype.
+ *
+ * The collectives are ops (dist_* rows of the op table), so a captured
+ * function records them as graph nodes, which run in program order, once per
+ * call, on the calling thread. MPI's failures (a peer that died, a
+ * truncated message) come back as MUSA_ERR_RUNTIME with MPI's text. Before
+ * musa_dist_init, every call fails with MUSA_ERR_RUNTIME.
+ */
+typedef enum musa_reduce_op {
+    MUSA_REDUCE_SUM = 0,
+    MUSA_REDUCE_AVG = 1, /* the sum divided by the world size */
+    MUSA_REDUCE_MAX = 2,
+    MUSA_REDUCE_MIN = 3,
+} musa_reduce_op;
+
+/* Join the process group (MPI_Init_thread at MPI_THREAD_SERIALIZED: any
+ * thread may call the collectives, one at a time). A second call is a
+ * no-op; after musa_dist_finalize it fails (MPI cannot start again). A
+ * process not started by mpirun is a group of one. */
+MUSA_API int musa_dist_init(void);
+MUSA_API bool musa_dist_is_initialized(void);
+/* This process's rank and the group's size; -1 when not initialized. */
+MUSA_API int musa_dist_rank(void);
+MUSA_API int musa_dist_world_size(void);
+/* Finish the collectives in flight, then leave the group (MPI_Finalize). */
+MUSA_API int musa_dist_finalize(void);
+/* End every process of the job with this exit code (MPI_Abort), now: for
+ * a rank that failed while the others may wait for it in a collective. */
+MUSA_API void musa_dist_abort(int code);
+MUSA_API int musa_dist_barrier(void);
+
+/* In place: t becomes the reduction of every rank's t. */
+MUSA_API int musa_dist_all_reduce(musa_tensor *t, musa_reduce_op op);
+/* In place: t becomes rank src's t. */
+MUSA_API int musa_dist_broadcast(musa_tensor *t, int src);
+/* A new tensor of shape (world_size, *t.shape): row r is rank r's t. */
+MUSA_API musa_tensor *musa_dist_all_gather(musa_tensor *t);
+/* t's first dim is world_size * k: a new tensor of shape (k, ...) holding
+ * block `rank` of the reduction of every rank's t. */
+MUSA_API musa_tensor *musa_dist_reduce_scatter(musa_tensor *t, musa_reduce_op op);
+/* Non-blocking all-reduce of n tensors of one dtype, as one message: returns
+ * a new 1-D tensor, their elements packed in order, being reduced while the
+ * caller works on. musa_dist_all_reduce_wait(flat, op) waits for it and
+ * returns the result in a new tensor of flat's shape (op MUSA_REDUCE_AVG
+ * divides here). Until then flat must stay alive and unwritten; every
+ * started reduction must be waited for. Between ranks nothing is checked:
+ * this is the bucket path of DistributedDataParallel, whose tensors are
+ * checked once when it is built. */
+MUSA_API musa_tensor *musa_dist_all_reduce_start(int n, musa_tensor *const *tensors,
+                                                 musa_reduce_op op);
+MUSA_API musa_tensor *musa_dist_all_reduce_wait(musa_tensor *flat, musa_reduce_op op);
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,14 @@ def register_hook(self, hook):
     return RemovableHandle(lambda: self._remove_hook(hid))
 
 
+@_method
+def register_post_accumulate_grad_hook(self, hook):
+    """Call hook(self) after backward has accumulated into this leaf's .grad
+    (PyTorch 2.1's hook; the hook returns None)."""
+    hid = self._register_post_hook(hook)
+    return RemovableHandle(lambda: self._remove_hook(hid))
+
+
 # ---- conversions ----
 
 def _parse_to(who, args, kwargs):

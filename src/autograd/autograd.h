@@ -26,6 +26,7 @@ typedef struct musa_hook {
     void (*free_ctx)(void *ctx);
     int id;
     int output_nr;          /* which output of the node it watches */
+    bool post;              /* leaf: called with the leaf after .grad accumulated */
     musa_tensor *retain_to; /* retain_grad: weak pointer to the tensor, else NULL */
     struct musa_hook *next;
 } musa_hook;

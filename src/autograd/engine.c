@@ -260,6 +260,7 @@ static int run_pre_hooks(musa_node *n, int j, musa_tensor **g) {
 static int run_leaf_hooks(musa_tensor *v, musa_tensor **g) {
     struct musa_autograd_meta *m = v->autograd;
     for (musa_hook *h = m ? m->hooks : NULL; h; h = h->next) {
+        if (h->post) continue;
         musa_tensor *rep = NULL;
         int rc = h->fn(h->ctx, *g, &rep);
         if (rc) return rc;
@@ -267,6 +268,18 @@ static int run_leaf_hooks(musa_tensor *v, musa_tensor **g) {
             musa_tensor_release(*g);
             *g = rep;
         }
+    }
+    return MUSA_OK;
+}
+
+/* After the leaf's .grad took this run's gradient: post-accumulate hooks,
+ * called with the leaf (outside the leaf lock: they may read .grad). */
+static int run_post_hooks(musa_tensor *v) {
+    struct musa_autograd_meta *m = v->autograd;
+    for (musa_hook *h = m ? m->hooks : NULL; h; h = h->next) {
+        if (!h->post) continue;
+        int rc = h->fn(h->ctx, v, NULL);
+        if (rc) return rc;
     }
     return MUSA_OK;
 }
@@ -406,7 +419,7 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
         rc = run_leaf_hooks(n->variable, &g);
         if (!rc) rc = accumulate_leaf(r, n, g);
         musa_tensor_release(g);
-        return rc;
+        return rc ? rc : run_post_hooks(n->variable);
     }
 
     musa_tensor *gin_buf[8] = {NULL}, **gin = gin_buf;

@@ -554,21 +554,26 @@ int musa_tensor_retain_grad(musa_tensor *t) {
 
 static int hook_ids;
 
-int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
-                              void (*free_ctx)(void *ctx)) {
+static int add_hook(musa_tensor *t, musa_hook_fn fn, void *ctx, void (*free_ctx)(void *ctx),
+                    bool post) {
+    const char *who = post ? "register_post_accumulate_grad_hook" : "register_hook";
     int rc = MUSA_OK;
     if (!t || !fn)
-        rc = musa_err(MUSA_ERR_VALUE, "[register_hook] tensor or hook is NULL");
+        rc = musa_err(MUSA_ERR_VALUE, "[%s] tensor or hook is NULL", who);
     else if (!musa_tensor_requires_grad(t))
-        rc = musa_err(MUSA_ERR_RUNTIME, "[register_hook] cannot register a hook on a tensor "
-                                        "that doesn't require gradient");
+        rc = musa_err(MUSA_ERR_RUNTIME,
+                      "[%s] cannot register a hook on a tensor that doesn't require gradient", who);
+    else if (post && t->autograd->grad_fn)
+        rc = musa_err(MUSA_ERR_RUNTIME,
+                      "[%s] post accumulate grad hooks cannot be registered on non-leaf tensors",
+                      who);
     musa_hook *h = rc ? NULL : musa_calloc(1, sizeof *h, "register_hook");
     if (!h) { /* the hook's context is the caller's no more */
         if (free_ctx) free_ctx(ctx);
         return rc ? rc : MUSA_ERR_NOMEM;
     }
     struct musa_autograd_meta *m = t->autograd;
-    h->fn = fn, h->ctx = ctx, h->free_ctx = free_ctx;
+    h->fn = fn, h->ctx = ctx, h->free_ctx = free_ctx, h->post = post;
     h->id = __atomic_fetch_add(&hook_ids, 1, __ATOMIC_RELAXED);
     musa_hook **list = m->grad_fn ? &m->grad_fn->pre_hooks : &m->hooks;
     h->output_nr = m->grad_fn ? m->output_nr : 0;
@@ -576,6 +581,16 @@ int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
     while (*list) list = &(*list)->next;
     *list = h;
     return h->id;
+}
+
+int musa_tensor_register_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
+                              void (*free_ctx)(void *ctx)) {
+    return add_hook(t, fn, ctx, free_ctx, false);
+}
+
+int musa_tensor_register_post_accumulate_hook(musa_tensor *t, musa_hook_fn fn, void *ctx,
+                                              void (*free_ctx)(void *ctx)) {
+    return add_hook(t, fn, ctx, free_ctx, true);
 }
 
 int musa_tensor_remove_hook(musa_tensor *t, int hook_id) {

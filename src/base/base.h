@@ -39,6 +39,8 @@ int musa_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /* Convenience for the most common failure: out of memory in `where`. */
 int musa_err_nomem(const char *where, size_t bytes);
+/* "(2, 3)" into buf; returns buf. */
+char *musa_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
 
 /* Prepend "[where] " context to the current error message if it lacks one. */
 void musa_err_prefix(const char *where);

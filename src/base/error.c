@@ -142,3 +142,13 @@ uint64_t musa_now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+char *musa_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
+    size_t n = 0;
+    n += (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < ndim && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (ndim == 1 && n < size) n += (size_t)snprintf(buf + n, size - n, ",");
+    if (n < size) snprintf(buf + n, size - n, ")");
+    return buf;
+}

@@ -306,7 +306,7 @@ static bool rows_independent(const musa_graph *g, const musa_gnode *n) {
 bool musa_graph_split0_ok(const musa_graph *g, int32_t ni) {
     const musa_gnode *n = &g->nodes.data[ni];
     const musa_op_info *info = &musa_ops[n->op];
-    if (info->flags & (MUSA_OPF_VIEW | MUSA_OPF_RANDOM | MUSA_OPF_CREATION)) return false;
+    if (info->flags & (MUSA_OPF_VIEW | MUSA_OPF_ORDERED | MUSA_OPF_CREATION)) return false;
     if (!rows_independent(g, n)) return false;
     if (n->n_in < 1 || info->n_out != 1) return false;
     const musa_gvalue *x = &g->values.data[n->in[0]];

@@ -66,7 +66,7 @@ int musa_graph_input(const musa_graph *g, int i) {
 bool musa_graph_has_random(const musa_graph *g) {
     if (!g) return false;
     for (int64_t i = 0; i < g->nodes.len; i++)
-        if (!g->nodes.data[i].dead && (musa_ops[g->nodes.data[i].op].flags & MUSA_OPF_RANDOM))
+        if (!g->nodes.data[i].dead && (musa_ops[g->nodes.data[i].op].flags & MUSA_OPF_ORDERED))
             return true;
     return false;
 }

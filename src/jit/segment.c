@@ -36,7 +36,7 @@ static void choose_remat(const musa_graph *g, int begin, uint8_t *need, const ui
         const musa_gnode *n = &g->nodes.data[i];
         uint32_t f = musa_ops[n->op].flags;
         if (n->dead || n->n_out != 1 || !(f & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW)) ||
-            (f & MUSA_OPF_RANDOM))
+            (f & MUSA_OPF_ORDERED))
             continue;
         int32_t v = n->out[0];
         if (!need[v] || keep[v]) continue;

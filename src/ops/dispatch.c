@@ -150,7 +150,8 @@ static int run_kernel(const musa_op_info *info, int n_in, const musa_kview *kin,
     musa_kctx ctx = {.op_name = info->name};
     size_t block = 0;
     int rc = MUSA_OK;
-    if (musa_kviews_all_empty(kout, n_out)) return MUSA_OK; /* nothing to write */
+    /* nothing to write; a collective still takes part (its peers wait for it) */
+    if (musa_kviews_all_empty(kout, n_out) && !(info->flags & MUSA_OPF_EFFECT)) return MUSA_OK;
     if (info->workspace) {
         ctx.scratch_bytes = info->workspace(kout, n_out, kin, n_in, attrs);
         if (ctx.scratch_bytes) {
@@ -252,7 +253,7 @@ static int run_with_streams(musa_op_id op, const musa_op_info *info, int n_in,
     }
     musa_stream *s = musa_stream_current();
     int rc;
-    if (s && musa_tls.mode == MUSA_MODE_EAGER && !(info->flags & MUSA_OPF_RANDOM) &&
+    if (s && musa_tls.mode == MUSA_MODE_EAGER && !(info->flags & MUSA_OPF_ORDERED) &&
         op != MUSA_OP_custom) {
         op_work *w = op_work_new(info, n_in, cin, attrs, n_out, dst, copy_to);
         musa_stream_work sw = {.name = info->name, .fn = op_work_run, .free_ctx = free, .ctx = w};

@@ -5,12 +5,6 @@
  */
 #include "op.h"
 
-static void out_like(musa_infer *r, int j, musa_dtype dt, int ndim, const int64_t *shape) {
-    r->out_dtype[j] = (int8_t)dt;
-    r->out_ndim[j] = (int8_t)ndim;
-    if (ndim) memcpy(r->out_shape[j], shape, sizeof(int64_t) * (size_t)ndim);
-}
-
 /* Whether LAPACK's 32-bit sizes can index an m by n array (lwork too). */
 static int lapack_sized(const char *who, const char *what, int64_t m, int64_t n) {
     if (m > 0 && n > INT32_MAX / m)
@@ -70,7 +64,7 @@ int infer_linalg_solve(const musa_op_info *op, musa_tensor *const *in, int n_in,
                         musa_shape_str(b->ndim, b->shape, sb, sizeof sb));
     }
     r->in_dtype[0] = r->in_dtype[1] = (int8_t)t;
-    out_like(r, 0, t, b->ndim, b->shape);
+    musa_infer_out(r, 0, t, b->ndim, b->shape);
     return MUSA_OK;
 }
 
@@ -81,8 +75,8 @@ int infer_linalg_slogdet(const musa_op_info *op, musa_tensor *const *in, int n_i
     int rc = check_one(op, in, true);
     if (rc) return rc;
     musa_dtype dt = (musa_dtype)in[0]->dtype;
-    out_like(r, 0, dt, in[0]->ndim - 2, in[0]->shape);
-    out_like(r, 1, dt, in[0]->ndim - 2, in[0]->shape);
+    musa_infer_out(r, 0, dt, in[0]->ndim - 2, in[0]->shape);
+    musa_infer_out(r, 1, dt, in[0]->ndim - 2, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -91,7 +85,7 @@ int infer_linalg_cholesky(const musa_op_info *op, musa_tensor *const *in, int n_
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     int rc = check_one(op, in, true);
     if (rc) return rc;
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -104,8 +98,8 @@ int infer_linalg_eigh(const musa_op_info *op, musa_tensor *const *in, int n_in, 
     const musa_tensor *a = in[0];
     int64_t n = a->shape[a->ndim - 1], shape[MUSA_MAX_DIMS];
     musa_dtype dt = (musa_dtype)a->dtype;
-    out_like(r, 0, dt, with_batch(a, 1, &n, shape), shape);
-    out_like(r, 1, dt, a->ndim, a->shape);
+    musa_infer_out(r, 0, dt, with_batch(a, 1, &n, shape), shape);
+    musa_infer_out(r, 1, dt, a->ndim, a->shape);
     return MUSA_OK;
 }
 
@@ -124,9 +118,9 @@ int infer_linalg_svd(const musa_op_info *op, musa_tensor *const *in, int n_in, v
         return rc;
     int64_t shape[MUSA_MAX_DIMS];
     musa_dtype dt = (musa_dtype)a->dtype;
-    out_like(r, 0, dt, with_batch(a, 2, (int64_t[]){m, full ? m : k}, shape), shape);
-    out_like(r, 1, dt, with_batch(a, 1, &k, shape), shape);
-    out_like(r, 2, dt, with_batch(a, 2, (int64_t[]){full ? n : k, n}, shape), shape);
+    musa_infer_out(r, 0, dt, with_batch(a, 2, (int64_t[]){m, full ? m : k}, shape), shape);
+    musa_infer_out(r, 1, dt, with_batch(a, 1, &k, shape), shape);
+    musa_infer_out(r, 2, dt, with_batch(a, 2, (int64_t[]){full ? n : k, n}, shape), shape);
     return MUSA_OK;
 }
 
@@ -148,11 +142,12 @@ int infer_linalg_qr(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     int64_t shape[MUSA_MAX_DIMS], none = 0;
     musa_dtype dt = (musa_dtype)a->dtype;
     if (mode == MUSA_QR_R)
-        out_like(r, 0, dt, 1, &none);
+        musa_infer_out(r, 0, dt, 1, &none);
     else
-        out_like(r, 0, dt,
-                 with_batch(a, 2, (int64_t[]){m, mode == MUSA_QR_COMPLETE ? m : k}, shape), shape);
-    out_like(r, 1, dt, with_batch(a, 2, (int64_t[]){mode == MUSA_QR_COMPLETE ? m : k, n}, shape),
-             shape);
+        musa_infer_out(r, 0, dt,
+                       with_batch(a, 2, (int64_t[]){m, mode == MUSA_QR_COMPLETE ? m : k}, shape),
+                       shape);
+    musa_infer_out(
+        r, 1, dt, with_batch(a, 2, (int64_t[]){mode == MUSA_QR_COMPLETE ? m : k, n}, shape), shape);
     return MUSA_OK;
 }

@@ -6,12 +6,6 @@
  */
 #include "op.h"
 
-static void out_like(musa_infer *r, int j, musa_dtype dt, int ndim, const int64_t *shape) {
-    r->out_dtype[j] = (int8_t)dt;
-    r->out_ndim[j] = (int8_t)ndim;
-    if (ndim) memcpy(r->out_shape[j], shape, sizeof(int64_t) * (size_t)ndim);
-}
-
 /* The result dtype for the listed inputs (integers promote to float32).
  * Kernels compute in float32 or float64 only: float16/bfloat16 inputs
  * arrive as float32 and the result is rounded once when stored. */
@@ -141,7 +135,7 @@ int infer_conv2d(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     int64_t out[4];
     if ((rc = conv_check(op, a, in[0]->shape, in[1]->shape, out))) return rc;
     musa_dtype t = gemm_inputs(in, (int[]){0, 1, 2}, n_in, r);
-    out_like(r, 0, t, 4, out);
+    musa_infer_out(r, 0, t, 4, out);
     return MUSA_OK;
 }
 
@@ -165,7 +159,7 @@ int infer_conv2d_bwd_input(const musa_op_info *op, musa_tensor *const *in, int n
                             musa_shape_str(4, out, s2, sizeof s2));
         }
     musa_dtype t = gemm_inputs(in, (int[]){0, 1}, 2, r);
-    out_like(r, 0, t, 4, a->shape.v);
+    musa_infer_out(r, 0, t, 4, a->shape.v);
     return MUSA_OK;
 }
 
@@ -185,7 +179,7 @@ int infer_conv2d_bwd_weight(const musa_op_info *op, musa_tensor *const *in, int 
             return musa_err(MUSA_ERR_VALUE, "[%s] gradient does not match the convolution's output",
                             op->name);
     musa_dtype t = gemm_inputs(in, (int[]){0, 1}, 2, r);
-    out_like(r, 0, t, 4, a->shape.v);
+    musa_infer_out(r, 0, t, 4, a->shape.v);
     return MUSA_OK;
 }
 
@@ -252,8 +246,8 @@ int infer_pool2d(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
             return rc;
     }
     musa_dtype t = float_inputs(in, (int[]){0}, 1, r);
-    out_like(r, 0, t, x->ndim, shape);
-    if (is_max) out_like(r, 1, MUSA_DTYPE_INT64, x->ndim, shape);
+    musa_infer_out(r, 0, t, x->ndim, shape);
+    if (is_max) musa_infer_out(r, 1, MUSA_DTYPE_INT64, x->ndim, shape);
     return MUSA_OK;
 }
 
@@ -269,7 +263,7 @@ int infer_adaptive_pool2d(const musa_op_info *op, musa_tensor *const *in, int n_
     shape[x->ndim - 2] = a->kernel.v[0];
     shape[x->ndim - 1] = a->kernel.v[1];
     musa_dtype t = float_inputs(in, (int[]){0}, 1, r);
-    out_like(r, 0, t, x->ndim, shape);
+    musa_infer_out(r, 0, t, x->ndim, shape);
     return MUSA_OK;
 }
 
@@ -308,7 +302,7 @@ int infer_pool2d_backward(const musa_op_info *op, musa_tensor *const *in, int n_
                         musa_shape_str(n, expect, s3, sizeof s3));
     }
     musa_dtype t = float_inputs(in, (int[]){0}, 1, r);
-    out_like(r, 0, t, a->shape.n, a->shape.v);
+    musa_infer_out(r, 0, t, a->shape.n, a->shape.v);
     return MUSA_OK;
 }
 
@@ -368,15 +362,15 @@ int infer_batch_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
                         op->name, "of that shape");
     if (bf16_norm(in[0], in[1], in[2])) {
         r->in_dtype[1] = r->in_dtype[2] = (int8_t)MUSA_DTYPE_FLOAT32;
-        out_like(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
-        out_like(r, 1, MUSA_DTYPE_FLOAT32, 1, &x->shape[1]);
-        out_like(r, 2, MUSA_DTYPE_FLOAT32, 1, &x->shape[1]);
+        musa_infer_out(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
+        musa_infer_out(r, 1, MUSA_DTYPE_FLOAT32, 1, &x->shape[1]);
+        musa_infer_out(r, 2, MUSA_DTYPE_FLOAT32, 1, &x->shape[1]);
         return MUSA_OK;
     }
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
-    out_like(r, 0, t, x->ndim, x->shape);
-    out_like(r, 1, stat_dtype(t), 1, &x->shape[1]);
-    out_like(r, 2, stat_dtype(t), 1, &x->shape[1]);
+    musa_infer_out(r, 0, t, x->ndim, x->shape);
+    musa_infer_out(r, 1, stat_dtype(t), 1, &x->shape[1]);
+    musa_infer_out(r, 2, stat_dtype(t), 1, &x->shape[1]);
     return MUSA_OK;
 }
 
@@ -393,9 +387,9 @@ int infer_layer_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     int lead = x->ndim - (int)a->ndims;
     if ((rc = check_affine(op, in, (int)a->ndims, &x->shape[lead]))) return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
-    out_like(r, 0, t, x->ndim, x->shape);
-    out_like(r, 1, stat_dtype(t), lead, x->shape);
-    out_like(r, 2, stat_dtype(t), lead, x->shape);
+    musa_infer_out(r, 0, t, x->ndim, x->shape);
+    musa_infer_out(r, 1, stat_dtype(t), lead, x->shape);
+    musa_infer_out(r, 2, stat_dtype(t), lead, x->shape);
     return MUSA_OK;
 }
 
@@ -415,9 +409,9 @@ int infer_group_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     if ((rc = check_affine(op, in, 1, &x->shape[1]))) return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     int64_t st[2] = {x->shape[0], a->groups};
-    out_like(r, 0, t, x->ndim, x->shape);
-    out_like(r, 1, stat_dtype(t), 2, st);
-    out_like(r, 2, stat_dtype(t), 2, st);
+    musa_infer_out(r, 0, t, x->ndim, x->shape);
+    musa_infer_out(r, 1, stat_dtype(t), 2, st);
+    musa_infer_out(r, 2, stat_dtype(t), 2, st);
     return MUSA_OK;
 }
 
@@ -450,12 +444,12 @@ int infer_batch_norm_apply(const musa_op_info *op, musa_tensor *const *in, int n
     }
     if (bf16_norm(x, in[3], in[4])) {
         for (int i = 1; i < 5; i++) r->in_dtype[i] = (int8_t)MUSA_DTYPE_FLOAT32;
-        out_like(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
+        musa_infer_out(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
         return MUSA_OK;
     }
     musa_dtype t = float_inputs(in, (int[]){0, 3, 4}, 3, r);
     r->in_dtype[1] = r->in_dtype[2] = (int8_t)stat_dtype(t);
-    out_like(r, 0, t, x->ndim, x->shape);
+    musa_infer_out(r, 0, t, x->ndim, x->shape);
     return MUSA_OK;
 }
 
@@ -477,7 +471,7 @@ int infer_layer_norm_apply(const musa_op_info *op, musa_tensor *const *in, int n
         return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 3, 4}, 3, r);
     r->in_dtype[1] = r->in_dtype[2] = (int8_t)stat_dtype(t);
-    out_like(r, 0, t, x->ndim, x->shape);
+    musa_infer_out(r, 0, t, x->ndim, x->shape);
     return MUSA_OK;
 }
 
@@ -521,16 +515,16 @@ int infer_norm_backward(const musa_op_info *op, musa_tensor *const *in, int n_in
     if (op == &musa_ops[MUSA_OP_batch_norm_backward] && gy->dtype == MUSA_DTYPE_BFLOAT16 &&
         bf16_norm(x, in[2], NULL)) { /* (gy, x, weight, mean, invstd) */
         r->in_dtype[2] = r->in_dtype[3] = r->in_dtype[4] = (int8_t)MUSA_DTYPE_FLOAT32;
-        out_like(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
-        out_like(r, 1, MUSA_DTYPE_FLOAT32, wn, wshape);
-        out_like(r, 2, MUSA_DTYPE_FLOAT32, wn, wshape);
+        musa_infer_out(r, 0, MUSA_DTYPE_BFLOAT16, x->ndim, x->shape);
+        musa_infer_out(r, 1, MUSA_DTYPE_FLOAT32, wn, wshape);
+        musa_infer_out(r, 2, MUSA_DTYPE_FLOAT32, wn, wshape);
         return MUSA_OK;
     }
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
     r->in_dtype[3] = r->in_dtype[4] = (int8_t)stat_dtype(t); /* float32 or float64 */
-    out_like(r, 0, t, x->ndim, x->shape);
-    out_like(r, 1, t, wn, wshape);
-    out_like(r, 2, t, wn, wshape);
+    musa_infer_out(r, 0, t, x->ndim, x->shape);
+    musa_infer_out(r, 1, t, wn, wshape);
+    musa_infer_out(r, 2, t, wn, wshape);
     return MUSA_OK;
 }
 
@@ -545,7 +539,7 @@ int infer_softmax(const musa_op_info *op, musa_tensor *const *in, int n_in, void
     if (rc) return rc;
     a->dim = d;
     musa_dtype t = float_inputs(in, (int[]){0}, 1, r);
-    out_like(r, 0, t, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, t, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -560,7 +554,7 @@ int infer_softmax_backward(const musa_op_info *op, musa_tensor *const *in, int n
     if (!musa_shape_equal(in[0]->ndim, in[0]->shape, in[1]->ndim, in[1]->shape))
         return musa_err(MUSA_ERR_VALUE, "[%s] gradient and output shapes differ", op->name);
     musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
-    out_like(r, 0, t, in[1]->ndim, in[1]->shape);
+    musa_infer_out(r, 0, t, in[1]->ndim, in[1]->shape);
     return MUSA_OK;
 }
 
@@ -617,9 +611,9 @@ int infer_cross_entropy(const musa_op_info *op, musa_tensor *const *in, int n_in
         return rc;
     musa_dtype t = float_inputs(in, (int[]){0}, 1, r);
     if (a->reduction == 0)
-        out_like(r, 0, t, tn, ts);
+        musa_infer_out(r, 0, t, tn, ts);
     else
-        out_like(r, 0, t, 0, NULL);
+        musa_infer_out(r, 0, t, 0, NULL);
     return MUSA_OK;
 }
 
@@ -641,7 +635,7 @@ int infer_cross_entropy_bwd(const musa_op_info *op, musa_tensor *const *in, int 
                         musa_shape_str(a->reduction == 0 ? tn : 0, ts, s2, sizeof s2));
     }
     musa_dtype t = float_inputs(in, (int[]){0, 1}, 2, r);
-    out_like(r, 0, t, in[1]->ndim, in[1]->shape);
+    musa_infer_out(r, 0, t, in[1]->ndim, in[1]->shape);
     return MUSA_OK;
 }
 
@@ -669,6 +663,6 @@ int infer_linear(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 1] = w->shape[0];
-    out_like(r, 0, t, x->ndim, shape);
+    musa_infer_out(r, 0, t, x->ndim, shape);
     return MUSA_OK;
 }

@@ -9,12 +9,6 @@
 #include <math.h>
 #include <stdio.h>
 
-static void out_like(musa_infer *r, int j, musa_dtype dt, int ndim, const int64_t *shape) {
-    r->out_dtype[j] = (int8_t)dt;
-    r->out_ndim[j] = (int8_t)ndim;
-    if (ndim) memcpy(r->out_shape[j], shape, sizeof(int64_t) * (size_t)ndim);
-}
-
 static int need_index_dtype(const musa_op_info *op, musa_tensor *const *in, int i, musa_infer *r) {
     musa_dtype d = (musa_dtype)in[i]->dtype;
     if (d == MUSA_DTYPE_INT64) return MUSA_OK;
@@ -72,7 +66,7 @@ int infer_matmul(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     if (a->ndim > 1) shape[n++] = M;
     if (b->ndim > 1) shape[n++] = N;
     r->in_dtype[0] = r->in_dtype[1] = (int8_t)t;
-    out_like(r, 0, t, n, shape);
+    musa_infer_out(r, 0, t, n, shape);
     return MUSA_OK;
 }
 
@@ -158,7 +152,7 @@ int infer_view(const musa_op_info *op, musa_tensor *const *in, int n_in, void *a
                         "[%s] the shape is not compatible with the input's size and strides "
                         "(at least one dim spans two contiguous chunks); use reshape",
                         op->name);
-    out_like(r, 0, (musa_dtype)x->dtype, a->shape.n, a->shape.v);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, a->shape.n, a->shape.v);
     r->view_offset = x->offset;
     return MUSA_OK;
 }
@@ -189,7 +183,7 @@ int infer_permute(const musa_op_info *op, musa_tensor *const *in, int n_in, void
         shape[i] = x->shape[d];
         r->view_strides[i] = x->strides[d];
     }
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     r->view_offset = x->offset;
     return MUSA_OK;
 }
@@ -226,7 +220,7 @@ int infer_slice(const musa_op_info *op, musa_tensor *const *in, int n_in, void *
     if (!len || !musa_mul_i64(start, x->strides[d], &off) || !musa_add_i64(x->offset, off, &off))
         off = x->offset;
     r->view_offset = off;
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return MUSA_OK;
 }
 
@@ -257,7 +251,7 @@ int infer_select(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     if (!musa_mul_i64(i, x->strides[d], &off) || !musa_add_i64(x->offset, off, &off))
         off = x->offset;
     r->view_offset = off;
-    out_like(r, 0, (musa_dtype)x->dtype, n, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, n, shape);
     return MUSA_OK;
 }
 
@@ -301,7 +295,7 @@ int infer_expand(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
         a->shape.v[i] = shape[i];
     }
     r->view_offset = x->offset;
-    out_like(r, 0, (musa_dtype)x->dtype, n, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, n, shape);
     return MUSA_OK;
 }
 
@@ -333,7 +327,7 @@ int infer_squeeze(const musa_op_info *op, musa_tensor *const *in, int n_in, void
     }
     a->dims = canon;
     r->view_offset = x->offset;
-    out_like(r, 0, (musa_dtype)x->dtype, n, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, n, shape);
     return MUSA_OK;
 }
 
@@ -366,7 +360,7 @@ int infer_unsqueeze(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
         }
     }
     r->view_offset = x->offset;
-    out_like(r, 0, (musa_dtype)x->dtype, n, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, n, shape);
     return MUSA_OK;
 }
 
@@ -388,7 +382,7 @@ int infer_as_strided(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     r->view_offset = a->offset;
     /* for the backward: where the input starts (-1: not contiguous, no gradient) */
     a->base_offset = musa_tensor_is_contiguous(in[0]) ? in[0]->offset : -1;
-    out_like(r, 0, (musa_dtype)in[0]->dtype, a->shape.n, a->shape.v);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, a->shape.n, a->shape.v);
     return musa_shape_check(op->name, a->shape.n, a->shape.v, NULL);
 }
 
@@ -428,7 +422,7 @@ int infer_as_strided_scatter(const musa_op_info *op, musa_tensor *const *in, int
         return musa_err(MUSA_ERR_TYPE, "[%s] accumulating needs a floating input, got %s", op->name,
                         musa_dtype_name((musa_dtype)x->dtype));
     r->in_dtype[1] = x->dtype; /* the source is cast to the input's dtype */
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
     return MUSA_OK;
 }
 
@@ -463,7 +457,7 @@ int infer_cat(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
     }
     musa_dtype t = musa_result_type(n_in, in);
     for (int i = 0; i < n_in; i++) r->in_dtype[i] = (int8_t)t;
-    out_like(r, 0, t, x0->ndim, shape);
+    musa_infer_out(r, 0, t, x0->ndim, shape);
     return MUSA_OK;
 }
 
@@ -496,7 +490,7 @@ int infer_gather(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     if (rc || (rc = need_index_dtype(op, in, 1, r))) return rc;
     a->dim = d;
     if ((rc = check_index_shape(op, in[1], in[0], d, false, "input"))) return rc;
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[1]->ndim, in[1]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[1]->ndim, in[1]->shape);
     return MUSA_OK;
 }
 
@@ -511,7 +505,7 @@ int infer_scatter(const musa_op_info *op, musa_tensor *const *in, int n_in, void
     if ((rc = check_index_shape(op, in[1], in[0], d, false, "input"))) return rc;
     if ((rc = check_index_shape(op, in[1], in[2], d, true, "src"))) return rc;
     r->in_dtype[2] = in[0]->dtype;
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -533,7 +527,7 @@ int infer_index_select(const musa_op_info *op, musa_tensor *const *in, int n_in,
         shape[d] = idx->numel;
     else if (idx->numel != 1)
         return musa_err(MUSA_ERR_VALUE, "[%s] a 0-d input takes one index", op->name);
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return MUSA_OK;
 }
 
@@ -563,7 +557,7 @@ int infer_index_add(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
                         (long long)d);
     }
     r->in_dtype[2] = x->dtype;
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
     return MUSA_OK;
 }
 
@@ -594,7 +588,7 @@ int infer_pad(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
     }
     if (x->dtype == MUSA_DTYPE_BOOL && a->value != 0 && a->value != 1)
         return musa_err(MUSA_ERR_VALUE, "[%s] pad value %g for a bool tensor", op->name, a->value);
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return musa_shape_check(op->name, x->ndim, shape, NULL);
 }
 
@@ -614,7 +608,7 @@ int infer_flip(const musa_op_info *op, musa_tensor *const *in, int n_in, void *a
         seen[d] = true;
         a->dims.v[i] = d;
     }
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
     return MUSA_OK;
 }
 
@@ -624,7 +618,7 @@ int infer_tri(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
     if (in[0]->ndim < 2)
         return musa_err(MUSA_ERR_VALUE, "[%s] needs at least 2 dims, got %d", op->name,
                         in[0]->ndim);
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -638,7 +632,7 @@ int infer_cumsum(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     a->dim = d;
     musa_dtype dt = (musa_dtype)in[0]->dtype;
     if (!musa_is_float(dt)) dt = MUSA_DTYPE_INT64;
-    out_like(r, 0, dt, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, dt, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -648,8 +642,8 @@ int infer_cumext(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     int rc = infer_cumsum(op, in, n_in, attrs, r);
     if (rc) return rc;
     r->n_out = 2;
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
-    out_like(r, 1, MUSA_DTYPE_INT64, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 1, MUSA_DTYPE_INT64, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -659,8 +653,8 @@ int infer_logcumsumexp(const musa_op_info *op, musa_tensor *const *in, int n_in,
     int rc = infer_cumsum(op, in, n_in, attrs, r);
     if (rc) return rc;
     musa_dtype dt = (musa_dtype)in[0]->dtype;
-    out_like(r, 0, musa_is_float(dt) ? dt : musa_default_dtype(MUSA_CAT_FLOAT), in[0]->ndim,
-             in[0]->shape);
+    musa_infer_out(r, 0, musa_is_float(dt) ? dt : musa_default_dtype(MUSA_CAT_FLOAT), in[0]->ndim,
+                   in[0]->shape);
     return MUSA_OK;
 }
 
@@ -676,7 +670,7 @@ int infer_cumprod_backward(const musa_op_info *op, musa_tensor *const *in, int n
                             musa_shape_str(in[0]->ndim, in[0]->shape, s2, sizeof s2));
     int rc = infer_cumsum(op, in, n_in, attrs, r);
     if (rc) return rc;
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -688,8 +682,8 @@ int infer_sort(const musa_op_info *op, musa_tensor *const *in, int n_in, void *a
     int rc = musa_wrap_dim(op->name, a->dim, in[0]->ndim, &d);
     if (rc) return rc;
     a->dim = d;
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
-    out_like(r, 1, MUSA_DTYPE_INT64, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 1, MUSA_DTYPE_INT64, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -710,8 +704,8 @@ int infer_topk(const musa_op_info *op, musa_tensor *const *in, int n_in, void *a
     int64_t shape[MUSA_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     if (x->ndim) shape[d] = a->k;
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
-    out_like(r, 1, MUSA_DTYPE_INT64, x->ndim, shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
+    musa_infer_out(r, 1, MUSA_DTYPE_INT64, x->ndim, shape);
     return MUSA_OK;
 }
 
@@ -749,7 +743,7 @@ int infer_full(const musa_op_info *op, musa_tensor *const *in, int n_in, void *a
     if (!fits_dtype((musa_dtype)a->dtype, a->value))
         return musa_err(MUSA_ERR_VALUE, "[%s] value %g cannot be converted to %s without overflow",
                         op->name, a->value, musa_dtype_name((musa_dtype)a->dtype));
-    out_like(r, 0, (musa_dtype)a->dtype, a->shape.n, a->shape.v);
+    musa_infer_out(r, 0, (musa_dtype)a->dtype, a->shape.n, a->shape.v);
     return MUSA_OK;
 }
 
@@ -777,7 +771,7 @@ int infer_arange(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                             op->name, a->step);
         a->start = trunc(a->start), a->step = trunc(a->step);
     }
-    out_like(r, 0, (musa_dtype)a->dtype, 1, &count);
+    musa_infer_out(r, 0, (musa_dtype)a->dtype, 1, &count);
     return MUSA_OK;
 }
 
@@ -790,7 +784,7 @@ int infer_linspace(const musa_op_info *op, musa_tensor *const *in, int n_in, voi
     if (a->steps < 0)
         return musa_err(MUSA_ERR_VALUE, "[%s] steps must be non-negative, got %lld", op->name,
                         (long long)a->steps);
-    out_like(r, 0, (musa_dtype)a->dtype, 1, &a->steps);
+    musa_infer_out(r, 0, (musa_dtype)a->dtype, 1, &a->steps);
     return MUSA_OK;
 }
 
@@ -803,7 +797,7 @@ int infer_eye(const musa_op_info *op, musa_tensor *const *in, int n_in, void *at
     if (a->m < 0) a->m = a->n;
     if (a->n < 0) return musa_err(MUSA_ERR_VALUE, "[%s] n must be non-negative", op->name);
     int64_t shape[2] = {a->n, a->m};
-    out_like(r, 0, (musa_dtype)a->dtype, 2, shape);
+    musa_infer_out(r, 0, (musa_dtype)a->dtype, 2, shape);
     return musa_shape_check(op->name, 2, shape, NULL);
 }
 
@@ -826,7 +820,7 @@ int infer_random(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                             "[%s] low (%g) and high (%g) must be integers with low < high",
                             op->name, a->low, a->high);
     }
-    out_like(r, 0, (musa_dtype)a->dtype, a->shape.n, a->shape.v);
+    musa_infer_out(r, 0, (musa_dtype)a->dtype, a->shape.n, a->shape.v);
     return MUSA_OK;
 }
 
@@ -836,7 +830,7 @@ int infer_bernoulli(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     if (!musa_is_float((musa_dtype)in[0]->dtype))
         return musa_err(MUSA_ERR_TYPE, "[%s] probabilities must be floating, got %s", op->name,
                         musa_dtype_name((musa_dtype)in[0]->dtype));
-    out_like(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
+    musa_infer_out(r, 0, (musa_dtype)in[0]->dtype, in[0]->ndim, in[0]->shape);
     return MUSA_OK;
 }
 
@@ -844,7 +838,7 @@ int infer_detach(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
                  musa_infer *r) {
     MUSA_UNUSED(op), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     const musa_tensor *x = in[0];
-    out_like(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, x->shape);
     memcpy(r->view_strides, x->strides, sizeof(int64_t) * (size_t)x->ndim);
     r->view_offset = x->offset;
     return MUSA_OK;

@@ -33,7 +33,12 @@ enum musa_op_flags {
                                        (n_out of them, from inference), computed element by
                                        element, each element read before it is written, so
                                        output j may share input j's memory (optimizers) */
+    MUSA_OPF_EFFECT = 1u << 14,     /* acts outside the process (collectives): runs once per
+                                       call, in program order, on the calling thread */
 };
+/* Ops whose calls are events, not values: never merged, folded, dropped,
+ * recomputed, run as tasks or queued on a stream, and run in program order. */
+#define MUSA_OPF_ORDERED (MUSA_OPF_RANDOM | MUSA_OPF_EFFECT)
 
 typedef enum musa_op_id {
 #define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py) MUSA_OP_##name,
@@ -61,6 +66,14 @@ typedef struct musa_infer {
     int64_t view_offset;
     int8_t *in_dtype; /* [n_in]: dtype to cast each input to first, or -1 (as is) */
 } musa_infer;
+
+/* Output j of an inference: dtype dt, ndim dims of shape. */
+static inline void musa_infer_out(musa_infer *r, int j, musa_dtype dt, int ndim,
+                                  const int64_t *shape) {
+    r->out_dtype[j] = (int8_t)dt;
+    r->out_ndim[j] = (int8_t)ndim;
+    if (ndim) memcpy(r->out_shape[j], shape, sizeof(int64_t) * (size_t)ndim);
+}
 
 typedef struct musa_op_info musa_op_info;
 

@@ -52,16 +52,6 @@ int musa_wrap_dim(const char *where, int64_t dim, int ndim, int64_t *out) {
     return MUSA_OK;
 }
 
-char *musa_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
-    size_t n = 0;
-    n += (size_t)snprintf(buf, size, "(");
-    for (int i = 0; i < ndim && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, i ? ", %lld" : "%lld", (long long)shape[i]);
-    if (ndim == 1 && n < size) n += (size_t)snprintf(buf + n, size - n, ",");
-    if (n < size) snprintf(buf + n, size - n, ")");
-    return buf;
-}
-
 int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, const int64_t *b,
                          int *nout, int64_t *out) {
     if (na == nb && (na == 0 || !memcmp(a, b, sizeof(int64_t) * (size_t)na))) { /* equal shapes */

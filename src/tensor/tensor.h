@@ -78,8 +78,6 @@ static inline bool musa_shape_equal(int na, const int64_t *a, int nb, const int6
 /* Broadcast two shapes; MUSA_ERR_VALUE naming `where` and both shapes. */
 int musa_broadcast_shape(const char *where, int na, const int64_t *a, int nb, const int64_t *b,
                          int *nout, int64_t *out);
-/* "(2, 3)" into buf; returns buf. */
-char *musa_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
 
 /* A new contiguous tensor with uninitialised data (NULL on failure). */
 musa_tensor *musa_tensor_alloc(musa_dtype dtype, int ndim, const int64_t *shape);

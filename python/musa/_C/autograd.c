@@ -264,7 +264,13 @@ static int hook_cb(void *ctx, musa_tensor *grad, musa_tensor **replace) {
     if (!r) {
         rc = pm_stash_exception();
     } else if (r != Py_None) {
-        if (!pm_is_tensor(r)) {
+        if (!replace) { /* a post-accumulate hook: called with the leaf itself */
+            PyErr_Format(PyExc_RuntimeError,
+                         "[Tensor.register_post_accumulate_grad_hook] the hook must return None, "
+                         "not %s",
+                         Py_TYPE(r)->tp_name);
+            rc = pm_stash_exception();
+        } else if (!pm_is_tensor(r)) {
             PyErr_Format(
                 PyExc_TypeError,
                 "[Tensor.register_hook] a gradient hook must return a Tensor or None, not %s",
@@ -286,16 +292,24 @@ static void hook_free(void *ctx) {
     PyGILState_Release(g);
 }
 
-DEF(_register_hook, PM_METH, "self:T hook:O") {
-    if (!PyCallable_Check(a[1].o)) {
-        PyErr_Format(PyExc_TypeError, "[Tensor.register_hook] the hook must be callable, not %s",
-                     Py_TYPE(a[1].o)->tp_name);
+static PyObject *register_hook(musa_tensor *t, PyObject *hook, bool post) {
+    if (!PyCallable_Check(hook)) {
+        PyErr_Format(PyExc_TypeError, "[Tensor.%s] the hook must be callable, not %s",
+                     post ? "register_post_accumulate_grad_hook" : "register_hook",
+                     Py_TYPE(hook)->tp_name);
         return NULL;
     }
-    Py_INCREF(a[1].o);
-    int id = musa_tensor_register_hook(a[0].t, hook_cb, a[1].o, hook_free);
+    Py_INCREF(hook);
+    int id = post ? musa_tensor_register_post_accumulate_hook(t, hook_cb, hook, hook_free)
+                  : musa_tensor_register_hook(t, hook_cb, hook, hook_free);
     if (id < 0) return pm_raise(); /* free_ctx already ran */
     return PyLong_FromLong(id);
+}
+DEF(_register_hook, PM_METH, "self:T hook:O") {
+    return register_hook(a[0].t, a[1].o, false);
+}
+DEF(_register_post_hook, PM_METH, "self:T hook:O") {
+    return register_hook(a[0].t, a[1].o, true);
 }
 DEF(_remove_hook, PM_METH, "self:T id:i") {
     return pm_none_or_raise(musa_tensor_remove_hook(a[0].t, (int)a[1].i));

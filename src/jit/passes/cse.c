@@ -142,7 +142,7 @@ int musa_pass_cse(musa_graph *g, musa_pass_ctx *ctx) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
         if ((rc = musa_graph_refresh_view(g, (int32_t)i))) break;
-        if (musa_ops[n->op].flags & MUSA_OPF_RANDOM) continue;
+        if (musa_ops[n->op].flags & MUSA_OPF_ORDERED) continue;
         uint64_t h = node_hash(g, n);
         if (h == UINT64_MAX) h = 0; /* the map's empty-slot key (same_node sorts collisions) */
         uint64_t *head = musa_map_get(&heads, h);

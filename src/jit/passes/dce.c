@@ -25,7 +25,7 @@ static void mark_roots(const musa_graph *g, uint8_t *live) {
 }
 
 static bool node_live(const musa_gnode *n, const uint8_t *live) {
-    if (musa_ops[n->op].flags & MUSA_OPF_RANDOM) return true;
+    if (musa_ops[n->op].flags & MUSA_OPF_ORDERED) return true;
     for (int j = 0; j < n->n_out; j++)
         if (live[n->out[j]]) return true;
     return false;

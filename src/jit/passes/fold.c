@@ -52,7 +52,7 @@ static bool used(const musa_graph *g, const musa_gnode *n) {
 
 static bool foldable(const musa_graph *g, const musa_gnode *n) {
     uint32_t f = musa_ops[n->op].flags;
-    if (f & MUSA_OPF_RANDOM) return false;
+    if (f & MUSA_OPF_ORDERED) return false;
     if (n->n_in == 0 && !(f & MUSA_OPF_CREATION)) return false;
     for (int k = 0; k < n->n_in; k++)
         if (!is_const(g, n->in[k])) return false;

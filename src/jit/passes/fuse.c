@@ -39,7 +39,7 @@ typedef struct group {
 static bool fusible_ew(const musa_graph *g, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
     return (info->flags & MUSA_OPF_ELEMENTWISE) &&
-           !(info->flags & (MUSA_OPF_RANDOM | MUSA_OPF_VIEW | MUSA_OPF_CREATION)) &&
+           !(info->flags & (MUSA_OPF_ORDERED | MUSA_OPF_VIEW | MUSA_OPF_CREATION)) &&
            info->n_out == 1 && g->values.data[n->out[0]].ndim > 0;
 }
 

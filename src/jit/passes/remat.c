@@ -49,7 +49,7 @@ typedef struct remat {
 
 static bool recomputable(const musa_gnode *n, bool any_op) {
     uint32_t f = musa_ops[n->op].flags;
-    if ((f & (MUSA_OPF_RANDOM | MUSA_OPF_CREATION | MUSA_OPF_INPLACE)) || n->n_in == 0)
+    if ((f & (MUSA_OPF_ORDERED | MUSA_OPF_CREATION | MUSA_OPF_INPLACE)) || n->n_in == 0)
         return false;
     return any_op || (f & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ONEPASS));
 }

@@ -242,7 +242,7 @@ static int plan_emit(builder *b) {
         for (int c = b->mstart[ni]; c < nm; c++) {
             b->node_instr[b->members[c]] = ni;
             b->random[ni] |=
-                (musa_ops[g->nodes.data[b->members[c]].op].flags & MUSA_OPF_RANDOM) != 0;
+                (musa_ops[g->nodes.data[b->members[c]].op].flags & MUSA_OPF_ORDERED) != 0;
         }
         if (update) {
             open = ni;
@@ -272,7 +272,7 @@ static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
      * INPLACE: an update paired with an earlier reader of its parameter (a
      * matmul of the backward) could not write in place: it took an arena
      * buffer and a copy back, for no gain (updates are memory bound). */
-    if (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_RANDOM | MUSA_OPF_THREADS |
+    if (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ORDERED | MUSA_OPF_THREADS |
                        MUSA_OPF_INPLACE))
         return false;
     int64_t ne = numel(&g->values.data[n->out[0]]);

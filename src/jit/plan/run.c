@@ -71,7 +71,9 @@ static inline char *at(char *base, int64_t off) {
 static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
     musa_kctx ctx = {
         .scratch = k->scratch ? scratch : NULL, .scratch_bytes = k->scratch, .op_name = k->name};
-    if (musa_kviews_all_empty(kv, k->n_out)) return MUSA_OK; /* nothing to write */
+    /* nothing to write; a collective still takes part (its peers wait for it) */
+    if (musa_kviews_all_empty(kv, k->n_out) && !(musa_ops[k->op].flags & MUSA_OPF_EFFECT))
+        return MUSA_OK;
     return k->kernel(&ctx, kv, kv + k->n_out, k->n_in, k->attrs);
 }
 
@@ -461,7 +463,7 @@ static bool runs_here(musa_plan *p) {
     const musa_graph *g = p->g;
     for (int64_t i = 0; i < g->nodes.len && !here; i++) {
         const musa_gnode *n = &g->nodes.data[i];
-        here = !n->dead && (n->op == MUSA_OP_custom || (musa_ops[n->op].flags & MUSA_OPF_RANDOM));
+        here = !n->dead && (n->op == MUSA_OP_custom || (musa_ops[n->op].flags & MUSA_OPF_ORDERED));
     }
     atomic_store_explicit(&p->runs_here, here ? 1 : -1, memory_order_relaxed);
     return here;

@@ -1,0 +1,58 @@
+/*
+ * dist.c - the process group and collectives (musa.h, "Distributed") for
+ * musa.distributed, which adds PyTorch's interface on top.
+ */
+#include "pymusa.h"
+
+DEF(_dist_init, PM_FN, "") {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = musa_dist_init();
+    Py_END_ALLOW_THREADS return pm_none_or_raise(rc);
+}
+DEF(_dist_finalize, PM_FN, "") {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = musa_dist_finalize();
+    Py_END_ALLOW_THREADS return pm_none_or_raise(rc);
+}
+DEF(_dist_abort, PM_FN, "code:i=1") {
+    fflush(stdout);
+    fflush(stderr);
+    musa_dist_abort((int)a[0].i);
+    Py_RETURN_NONE; /* not reached */
+}
+DEF(_dist_is_initialized, PM_FN, "") {
+    return PyBool_FromLong(musa_dist_is_initialized());
+}
+DEF(_dist_rank, PM_FN, "") {
+    return PyLong_FromLong(musa_dist_rank());
+}
+DEF(_dist_world_size, PM_FN, "") {
+    return PyLong_FromLong(musa_dist_world_size());
+}
+DEF(_dist_barrier, PM_FN, "") {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = musa_dist_barrier();
+    Py_END_ALLOW_THREADS return pm_none_or_raise(rc);
+}
+DEF(_dist_all_reduce, PM_FN, "tensor:T op:i=0") {
+    return pm_none_or_raise(musa_dist_all_reduce(a[0].t, (musa_reduce_op)a[1].i));
+}
+DEF(_dist_broadcast, PM_FN, "tensor:T src:i=0") {
+    if (a[1].i < INT32_MIN || a[1].i > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "[broadcast] src %lld is not a rank", (long long)a[1].i);
+        return NULL;
+    }
+    return pm_none_or_raise(musa_dist_broadcast(a[0].t, (int)a[1].i));
+}
+DEF(_dist_all_gather, PM_FN, "tensor:T") {
+    return pm_ret(musa_dist_all_gather(a[0].t));
+}
+DEF(_dist_reduce_scatter, PM_FN, "tensor:T op:i=0") {
+    return pm_ret(musa_dist_reduce_scatter(a[0].t, (musa_reduce_op)a[1].i));
+}
+DEF(_dist_all_reduce_start, PM_FN, "tensors:L op:i=0") {
+    return pm_ret(musa_dist_all_reduce_start(a[0].n, a[0].list, (musa_reduce_op)a[1].i));
+}
+DEF(_dist_all_reduce_wait, PM_FN, "flat:T op:i=0") {
+    return pm_ret(musa_dist_all_reduce_wait(a[0].t, (musa_reduce_op)a[1].i));
+}
