@@ -1,5 +1,8 @@
 """musa.nn.parallel: PyTorch's names for parallel wrappers.
 
+DistributedDataParallel (distributed.py) trains one replica per process
+over musa.distributed (MPI).
+
 DataParallel splits a batch across GPUs in PyTorch; musa has one device,
 so it runs the module as is (its kernels already use every thread), with
 PyTorch's attribute layout (``model.module``) so checkpoints and code that
@@ -22,4 +25,6 @@ class DataParallel(Module):
         return self.module(*inputs, **kwargs)
 
 
-__all__ = ["DataParallel"]
+from .distributed import DistributedDataParallel  # noqa: E402
+
+__all__ = ["DataParallel", "DistributedDataParallel"]
