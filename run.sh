@@ -19,6 +19,8 @@
 #                          fuzz the Python API under ASan+UBSan (default 60 s;
 #                          tests/fuzz/fuzz_py.py, docs/fuzzing.md)
 #   bash run.sh bench      build and run the benchmarks (prints figures)
+#   bash run.sh ddp-demo [n]  the digits CNN trained data-parallel on n
+#                          processes (default 2) under mpirun
 #   bash run.sh table      the dynamic-versus-static training table, with
 #                          PyTorch rows and a chart in bench/results/ (installs
 #                          python3-torch and python3-matplotlib); arguments
@@ -34,8 +36,10 @@ cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev pkg-config python3-dev python3-numpy
           python3-pytest)
-TEST_PACKAGES=(python3-torch graphviz) # the reference the Python tests compare against; make_dot's renderer
-BENCH_PACKAGES=(libsleef-dev) # SLEEF's columns in bench_vmath (nothing else uses it)
+# the reference the Python tests compare against; make_dot's renderer; Open MPI
+# (libmusa_mpi.so, the collectives' backend, and mpirun for the 2-rank tests)
+TEST_PACKAGES=(python3-torch graphviz openmpi-bin libopenmpi-dev)
+BENCH_PACKAGES=(libsleef-dev openmpi-bin libopenmpi-dev) # SLEEF's columns in bench_vmath; bench_dist
 TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
 # ThreadSanitizer: clang, its runtime, and LLVM's OpenMP (libomp and Archer,
 # which tells TSan about OpenMP's synchronisation; see MUSA_TSAN in CMakeLists.txt)
@@ -83,6 +87,9 @@ asan_python() {
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OMP_NUM_THREADS=1 \
         PYTHONPATH=build-asan/python "$PYTHON" "$@"
 }
+
+# mpirun refuses to run as root unless told
+mpi_root_flag() { [ "$(id -u)" = 0 ] && echo --allow-run-as-root || true; }
 
 # Run every C test binary in DIR; print each one's lines and a total.
 run_c_tests() {
@@ -285,14 +292,22 @@ bench)
     setup "${BENCH_PACKAGES[@]}"
     build build
     for b in build/bench_*; do
-        [ -x "$b" ] && "$b"
+        [ -x "$b" ] && [ "$b" != build/bench_dist ] && "$b"
     done
+    # the collectives, 2 ranks: musa's all_reduce against MPI_Allreduce
+    mpirun -np 2 --oversubscribe $(mpi_root_flag) build/bench_dist
     PYTHONPATH=python "$PYTHON" bench/bench_python.py
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
     PYTHONPATH=python "$PYTHON" bench/bench_bf16.py
     PYTHONPATH=python "$PYTHON" bench/bench_streams.py
     PYTHONPATH=python "$PYTHON" bench/bench_loader.py
+    PYTHONPATH=python "$PYTHON" bench/bench_ddp.py # 1 and 2 processes, ResNet-18
+    ;;
+ddp-demo)
+    setup openmpi-bin libopenmpi-dev
+    build build
+    mpirun -np "${2:-2}" --oversubscribe $(mpi_root_flag) "$PYTHON" examples/train_digits_ddp.py
     ;;
 table)
     shift

@@ -1844,16 +1844,22 @@ MUSA_API musa_tensor *musa_dist_all_gather(musa_tensor *t);
  * block `rank` of the reduction of every rank's t. */
 MUSA_API musa_tensor *musa_dist_reduce_scatter(musa_tensor *t, musa_reduce_op op);
 /* Non-blocking all-reduce of n tensors of one dtype, as one message: returns
- * a new 1-D tensor, their elements packed in order, being reduced while the
- * caller works on. musa_dist_all_reduce_wait(flat, op) waits for it and
- * returns the result in a new tensor of flat's shape (op MUSA_REDUCE_AVG
- * divides here). Until then flat must stay alive and unwritten; every
- * started reduction must be waited for. Between ranks nothing is checked:
+ * a new 1-D tensor, their elements packed in order (divided by the world
+ * size as they are packed, for MUSA_REDUCE_AVG, as PyTorch's DDP does),
+ * being reduced while the caller works on. musa_dist_all_reduce_wait(flat,
+ * op) waits for it and returns flat, which then holds the result, as a new
+ * reference. Until then flat must stay alive and unread; every started
+ * reduction must be waited for, in any order. Between ranks nothing is checked:
  * this is the bucket path of DistributedDataParallel, whose tensors are
  * checked once when it is built. */
 MUSA_API musa_tensor *musa_dist_all_reduce_start(int n, musa_tensor *const *tensors,
                                                  musa_reduce_op op);
 MUSA_API musa_tensor *musa_dist_all_reduce_wait(musa_tensor *flat, musa_reduce_op op);
+/* MPI moves non-blocking collectives along only inside MPI calls: code that
+ * works long between a start and its wait calls this now and then (compiled
+ * plans do it between steps, DistributedDataParallel from its hooks). Cheap
+ * when nothing is in flight or another thread is inside MPI. */
+MUSA_API void musa_dist_progress(void);
 
 #ifdef __cplusplus
 }

@@ -88,8 +88,10 @@ int infer_dist_start(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     int64_t total = 0;
     for (int i = 0; i < n_in; i++) {
         if (in[i]->dtype != in[0]->dtype)
-            return musa_err(MUSA_ERR_TYPE, "[%s] tensor %d is %s but tensor 0 is %s: one message "
-                            "holds one dtype", op->name, i, musa_dtype_info[in[i]->dtype].name,
+            return musa_err(MUSA_ERR_TYPE,
+                            "[%s] tensor %d is %s but tensor 0 is %s: one message "
+                            "holds one dtype",
+                            op->name, i, musa_dtype_info[in[i]->dtype].name,
                             musa_dtype_info[in[0]->dtype].name);
         if (!musa_add_i64(total, in[i]->numel, &total))
             return musa_err(MUSA_ERR_VALUE, "[%s] result is too large", op->name);
@@ -109,9 +111,9 @@ static musa_attrs_dist dist_attrs(int op, int src, bool check) {
 
 static int in_place(musa_op_id id, musa_tensor *t, musa_attrs_dist a) {
     if (!t)
-        return musa_last_error_code() ? musa_last_error_code()
-                                      : musa_err(MUSA_ERR_VALUE, "[%s] tensor is NULL",
-                                                 musa_ops[id].name);
+        return musa_last_error_code()
+                   ? musa_last_error_code()
+                   : musa_err(MUSA_ERR_VALUE, "[%s] tensor is NULL", musa_ops[id].name);
     musa_tensor *in[1] = {t}, *out[1] = {t};
     return musa_dispatch(id, 1, in, &a, out);
 }
@@ -143,7 +145,9 @@ musa_tensor *musa_dist_all_reduce_start(int n, musa_tensor *const *tensors, musa
     return musa_call(MUSA_OP_dist_all_reduce_start, n, tensors, &a);
 }
 
+/* The result is flat itself (finished in place), as a new reference:
+ * callers own what they get either way, and nothing is copied. */
 musa_tensor *musa_dist_all_reduce_wait(musa_tensor *flat, musa_reduce_op op) {
-    musa_attrs_dist a = dist_attrs(op, 0, false);
-    return musa_call(MUSA_OP_dist_all_reduce_wait, 1, &flat, &a);
+    if (in_place(MUSA_OP_dist_all_reduce_wait, flat, dist_attrs(op, 0, false))) return NULL;
+    return musa_tensor_retain(flat);
 }

@@ -34,6 +34,7 @@ static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static const musa_mpi_api *api;
 static int group_state = GROUP_NONE, group_rank = -1, group_size = 0;
 static MUSA_VEC(inflight) flights;
+static int n_flights; /* flights.len, for lock-free polling */
 
 /* MPI's status as a musa error naming who. Called with the lock held. */
 static int mpi_failed(const char *who, const char *err) {
@@ -128,9 +129,10 @@ static int drain_locked(void) {
     int rc = MUSA_OK;
     char err[512];
     for (int64_t i = 0; i < flights.len; i++)
-        if (api->wait(flights.data[i].req, err, sizeof err) && !rc)
+        if (flights.data[i].req && api->wait(flights.data[i].req, err, sizeof err) && !rc)
             rc = mpi_failed("process group", err);
     flights.len = 0;
+    __atomic_store_n(&n_flights, 0, __ATOMIC_RELAXED);
     return rc;
 }
 
@@ -142,10 +144,7 @@ int musa_comm_drain(void) {
 }
 
 int musa_comm_pending(void) {
-    pthread_mutex_lock(&mpi_lock);
-    int n = (int)flights.len;
-    pthread_mutex_unlock(&mpi_lock);
-    return n;
+    return __atomic_load_n(&n_flights, __ATOMIC_RELAXED);
 }
 
 int musa_dist_finalize(void) {
@@ -221,6 +220,16 @@ static void progress_locked(void) {
     }
 }
 
+void musa_comm_progress(void) {
+    if (pthread_mutex_trylock(&mpi_lock)) return;
+    if (group_state == GROUP_UP) progress_locked();
+    pthread_mutex_unlock(&mpi_lock);
+}
+
+void musa_dist_progress(void) {
+    if (musa_comm_pending()) musa_comm_progress();
+}
+
 int musa_comm_start(const char *who, void *buf, int64_t count, int dtype, int op) {
     int rc = musa_comm_ready(who);
     if (rc) return rc;
@@ -237,6 +246,7 @@ int musa_comm_start(const char *who, void *buf, int64_t count, int dtype, int op
     if (!rc) {
         progress_locked();
         flights.data[flights.len++] = (inflight){.buf = buf, .req = req};
+        __atomic_store_n(&n_flights, (int)flights.len, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&mpi_lock);
     return rc;
@@ -257,6 +267,7 @@ int musa_comm_finish(const char *who, void *buf) {
     } else {
         musa_mpi_req *req = flights.data[i].req;
         flights.data[i] = flights.data[--flights.len];
+        __atomic_store_n(&n_flights, (int)flights.len, __ATOMIC_RELAXED);
         if (req && api->wait(req, err, sizeof err)) rc = mpi_failed(who, err);
     }
     pthread_mutex_unlock(&mpi_lock);

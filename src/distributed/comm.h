@@ -77,7 +77,11 @@ int musa_comm_start(const char *who, void *buf, int64_t count, int dtype, int op
 int musa_comm_finish(const char *who, void *buf);
 /* Finish every collective in flight (errors, process group teardown). */
 int musa_comm_drain(void);
-/* How many are in flight. */
+/* How many are in flight (a relaxed atomic load: for polling). */
 int musa_comm_pending(void);
+/* Let MPI move the collectives in flight along, unless another thread is
+ * in MPI right now. Executors call it between steps while any are in
+ * flight: MPI progresses non-blocking collectives only inside MPI calls. */
+void musa_comm_progress(void);
 
 #endif

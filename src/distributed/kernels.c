@@ -41,7 +41,8 @@ static void average(musa_kview *x) {
         for (int64_t i = 0; i < n; i++) p[i] = musa_f32_to_bf16(musa_bf16_to_f32(p[i]) / (float)d);
         break;
     }
-    default: break; /* inference refused AVG for other dtypes */
+    default:
+        break; /* inference refused AVG for other dtypes */
     }
 }
 
@@ -116,9 +117,11 @@ int cpu_dist_reduce_scatter(const musa_kctx *ctx, musa_kview *out, const musa_kv
     return rc;
 }
 
-/* Pack the inputs into out, then reduce out in place, in flight. */
-int cpu_dist_all_reduce_start(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
-                              int n_in, const void *attrs) {
+/* Pack the inputs into out, then reduce out in place, in flight. AVG
+ * divides as it packs (as PyTorch's DDP does), so the sum is the mean and
+ * the wait has nothing left to do. */
+int cpu_dist_all_reduce_start(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                              const void *attrs) {
     const musa_attrs_dist *a = attrs;
     char *at = out->data;
     for (int i = 0; i < n_in; i++) {
@@ -127,18 +130,16 @@ int cpu_dist_all_reduce_start(const musa_kctx *ctx, musa_kview *out, const musa_
         at += b;
     }
     int64_t n = musa_kview_numel(out);
-    return n ? musa_comm_start(ctx->op_name, out->data, n, out->dtype, (int)a->op)
-             : musa_comm_ready(ctx->op_name);
+    if (!n) return musa_comm_ready(ctx->op_name);
+    if (a->op == MUSA_REDUCE_AVG) average(out);
+    return musa_comm_start(ctx->op_name, out->data, n, out->dtype, (int)a->op);
 }
 
 int cpu_dist_all_reduce_wait(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                              const void *attrs) {
-    (void)n_in;
-    const musa_attrs_dist *a = attrs;
+    (void)n_in, (void)attrs;
     int64_t n = musa_kview_numel(in);
     int rc = n ? musa_comm_finish(ctx->op_name, in->data) : musa_comm_ready(ctx->op_name);
-    if (rc || !n) return rc;
-    if (out->data != in->data) memcpy(out->data, in->data, view_bytes(in));
-    if (a->op == MUSA_REDUCE_AVG) average(out);
-    return MUSA_OK;
+    if (!rc && n && out->data != in->data) memcpy(out->data, in->data, view_bytes(in));
+    return rc;
 }

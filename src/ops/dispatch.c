@@ -617,11 +617,12 @@ static int dispatch_now(musa_op_id op, int n_in, musa_tensor *const *in, const v
             /* Writing straight into a provided output is safe when it does not
              * alias an input, or when it is an input with the same layout and
              * the op is elementwise (each element is read before written), or
-             * when it is the input an update op declares it the new value of. */
+             * when it is the input an update op declares it the new value of,
+             * or for a collective (its kernels work in place: MPI_IN_PLACE). */
             for (int i = 0; direct && !symbolic && i < n_in; i++) {
                 if (!musa_tensor_may_overlap(out[j], cin[i])) continue;
                 bool same = musa_tensor_same_layout(out[j], cin[i]);
-                if (!(same && ((info->flags & MUSA_OPF_ELEMENTWISE) ||
+                if (!(same && ((info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_EFFECT)) ||
                                ((info->flags & MUSA_OPF_INPLACE) && i == j))))
                     direct = false;
             }

@@ -138,3 +138,17 @@ def test_sampler_in_a_dataloader():
                                         sampler=DistributedSampler(ds, 2, rank, shuffle=False))
         seen += [v for (b,) in dl for v in b.tolist()]
     assert sorted(seen) == [float(i) for i in range(10)]
+
+
+@needs_mpi
+@pytest.mark.parametrize("static", [False, True])
+def test_digits_ddp_example(static):
+    """examples/train_digits_ddp.py on 2 processes reaches 95 % with
+    identical replicas (the example checks both and exits 1 otherwise)."""
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0
+                                                      else [])
+    cmd += [sys.executable, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples",
+                                         "train_digits_ddp.py")] + (["--static"] if static else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(ok); replicas identical" in r.stdout

@@ -56,3 +56,7 @@ DEF(_dist_all_reduce_start, PM_FN, "tensors:L op:i=0") {
 DEF(_dist_all_reduce_wait, PM_FN, "flat:T op:i=0") {
     return pm_ret(musa_dist_all_reduce_wait(a[0].t, (musa_reduce_op)a[1].i));
 }
+DEF(_dist_progress, PM_FN, "") {
+    musa_dist_progress();
+    Py_RETURN_NONE;
+}

@@ -89,16 +89,33 @@ HALF_OP(bf16_min, bf16_f, f_bf16, (x != x || x < y) ? x : y)
 
 static int mpi_type(int dtype, MPI_Datatype *t) {
     switch (dtype) {
-    case MUSA_DTYPE_FLOAT32: *t = MPI_FLOAT; return 0;
-    case MUSA_DTYPE_FLOAT64: *t = MPI_DOUBLE; return 0;
+    case MUSA_DTYPE_FLOAT32:
+        *t = MPI_FLOAT;
+        return 0;
+    case MUSA_DTYPE_FLOAT64:
+        *t = MPI_DOUBLE;
+        return 0;
     case MUSA_DTYPE_FLOAT16:
-    case MUSA_DTYPE_BFLOAT16: *t = MPI_UINT16_T; return 0;
-    case MUSA_DTYPE_INT64: *t = MPI_INT64_T; return 0;
-    case MUSA_DTYPE_INT32: *t = MPI_INT32_T; return 0;
-    case MUSA_DTYPE_INT8: *t = MPI_INT8_T; return 0;
-    case MUSA_DTYPE_UINT8: *t = MPI_UINT8_T; return 0;
-    case MUSA_DTYPE_BOOL: *t = MPI_C_BOOL; return 0;
-    default: return -1;
+    case MUSA_DTYPE_BFLOAT16:
+        *t = MPI_UINT16_T;
+        return 0;
+    case MUSA_DTYPE_INT64:
+        *t = MPI_INT64_T;
+        return 0;
+    case MUSA_DTYPE_INT32:
+        *t = MPI_INT32_T;
+        return 0;
+    case MUSA_DTYPE_INT8:
+        *t = MPI_INT8_T;
+        return 0;
+    case MUSA_DTYPE_UINT8:
+        *t = MPI_UINT8_T;
+        return 0;
+    case MUSA_DTYPE_BOOL:
+        *t = MPI_C_BOOL;
+        return 0;
+    default:
+        return -1;
     }
 }
 
@@ -159,8 +176,8 @@ static int s_allreduce(const void *send, void *recv, int64_t count, int dtype, i
         snprintf(err, n, "no MPI type for dtype %d", dtype);
         return 1;
     }
-    size_t es = dtype == MUSA_DTYPE_FLOAT64 || dtype == MUSA_DTYPE_INT64 ? 8
-                : dtype == MUSA_DTYPE_FLOAT32 || dtype == MUSA_DTYPE_INT32 ? 4
+    size_t es = dtype == MUSA_DTYPE_FLOAT64 || dtype == MUSA_DTYPE_INT64      ? 8
+                : dtype == MUSA_DTYPE_FLOAT32 || dtype == MUSA_DTYPE_INT32    ? 4
                 : dtype == MUSA_DTYPE_FLOAT16 || dtype == MUSA_DTYPE_BFLOAT16 ? 2
                                                                               : 1;
     int pieces = (int)((count + PIECE - 1) / PIECE);

@@ -28,6 +28,7 @@
 #include "../../backend/cpu/kernels.h"
 #include "../../base/profile.h"
 #include "../../base/threadpool.h"
+#include "../../distributed/comm.h"
 #include "../../tensor/stream.h"
 
 void musa_plan_free(musa_plan *p) {
@@ -372,6 +373,7 @@ static int run_steps(run_args *a) {
         if (rc) break;
         step *st = &p->steps[s];
         rc = st->parallel ? run_parallel(&r, st) : run_instr(&r, &p->instrs[st->first]);
+        if (MUSA_UNLIKELY(musa_comm_pending())) musa_comm_progress(); /* overlap collectives */
         if (!rc && MUSA_UNLIKELY(musa_interrupt_pending()) && musa_interrupt_take())
             rc = musa_err(MUSA_ERR_INTERRUPTED,
                           "[jit] compiled run interrupted after step %d of %d", s + 1, p->n_steps);
@@ -382,6 +384,8 @@ static int run_steps(run_args *a) {
     if (rc) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", musa_last_error());
+        /* a collective in flight on the arena would write into it later */
+        if (musa_comm_pending()) musa_comm_drain();
         if (r.fail_loc)
             rc = musa_err(rc, "%s (compiled %s, recorded at %s)", msg, r.fail_name, r.fail_loc);
     }

@@ -75,6 +75,7 @@ class DistributedDataParallel(Module):
         self._names = [n for n, _ in named]
         self._params = [p for _, p in named]
         self._verify_and_broadcast(who)
+        self._world = dist.get_world_size()
         self._buckets, self._where = self._make_buckets()
         self._hooks = [p.register_post_accumulate_grad_hook(self._hook_for(i))
                        for i, p in enumerate(self._params)]
@@ -147,6 +148,8 @@ class DistributedDataParallel(Module):
         def hook(_param):
             if self._sync:
                 self._mark_ready(i)
+                if self._next_bucket:  # buckets in flight: let MPI move them along
+                    _C._dist_progress()
         return hook
 
     def _mark_ready(self, i):
@@ -200,13 +203,14 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         if self._sync and self._n_ready < len(self._params) and _C.is_grad_enabled():
             self._unfinished()
-        if self.broadcast_buffers and dist.get_world_size() > 1:
+        if self.broadcast_buffers and self._world > 1:
             with no_grad():
                 for b in self.module.buffers():
                     _C._dist_broadcast(b, 0)
         out = self.module(*inputs, **kwargs)
         self._reset()
-        if _C.is_grad_enabled() and self.require_backward_grad_sync:
+        # a group of one: the local gradients are the mean already
+        if _C.is_grad_enabled() and self.require_backward_grad_sync and self._world > 1:
             self._sync = True
             if self.find_unused_parameters:
                 used = _reached_leaves(out)

@@ -1,0 +1,101 @@
+"""Data-parallel scaling: ResNet-18 (CIFAR, batch 32 per process) trained
+with DistributedDataParallel on 1 and on 2 processes, one thread each.
+
+    /usr/bin/python3 bench/bench_ddp.py [--steps N] [--rounds R]
+
+runs each configuration under `mpirun -np P` (rounds alternate 1 and 2
+processes) and prints samples/s (all processes together), the median over
+rounds, and the 2-process/1-process ratio, for eager steps and for steps
+compiled whole with musa.jit. The target (issue: distributed) is a ratio of
+at least 1.8. With --worker it is one process of such a run.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def worker(mode, steps):
+    import musa
+    import musa.distributed as dist
+    from musa.nn.parallel import DistributedDataParallel as DDP
+    sys.path.insert(0, HERE)
+    import bench_models
+    dist.init_process_group("mpi")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    musa.manual_seed(0)
+    model = DDP(bench_models.resnet18(musa))
+    opt = musa.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    F = musa.nn.functional
+    g = musa.Generator()
+    g.manual_seed(rank)
+    x, y = musa.randn(32, 3, 32, 32, generator=g), musa.randint(0, 10, (32,), generator=g)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    if mode == "compiled":
+        step = musa.jit(step)
+    for _ in range(2):
+        step(x, y).item()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        loss = step(x, y)
+    loss.item()
+    dist.barrier()
+    took = time.perf_counter() - t0
+    if rank == 0:
+        print(f"RESULT {world} {mode} {world * 32 * steps / took:.2f}", flush=True)
+    dist.destroy_process_group()
+
+
+def run(np_, mode, steps):
+    cmd = [shutil.which("mpirun"), "-np", str(np_), "--oversubscribe", "--bind-to", "none"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    cmd += [sys.executable, os.path.abspath(__file__), "--worker", mode, "--steps", str(steps)]
+    env = dict(os.environ, MUSA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT"):
+            return float(line.split()[3])
+    raise RuntimeError(f"no result from {cmd}:\n{out.stdout}\n{out.stderr}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker", choices=["eager", "compiled"])
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--modes", default="eager,compiled")
+    a = ap.parse_args()
+    if a.worker:
+        return worker(a.worker, a.steps)
+    if not shutil.which("mpirun"):
+        sys.exit("bench_ddp: mpirun not found (install openmpi-bin)")
+    print(f"DDP scaling, ResNet-18 CIFAR, batch 32 per process, 1 thread per process, "
+          f"{a.steps} steps, median of {a.rounds} rounds (rounds alternate 1 and 2 processes)")
+    print(f"{'mode':>9} {'1 proc samples/s':>17} {'2 procs samples/s':>18} {'ratio':>7}  target >= 1.8")
+    for mode in a.modes.split(","):
+        res = {1: [], 2: []}
+        for _ in range(a.rounds):
+            for np_ in (1, 2):
+                res[np_].append(run(np_, mode, a.steps))
+        one, two = statistics.median(res[1]), statistics.median(res[2])
+        print(f"{mode:>9} {one:17.1f} {two:18.1f} {two / one:7.2f}  "
+              f"(rounds: 1 proc {', '.join(f'{v:.1f}' for v in res[1])}; "
+              f"2 procs {', '.join(f'{v:.1f}' for v in res[2])})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
