@@ -111,6 +111,11 @@ run_c_tests() {
             status=1
         fi
     done
+    if [ "$passed" = 0 ] && [ "$failed" = 0 ]; then
+        echo "   (no test binaries in $dir: the build failed)"
+        failed=1
+        status=1
+    fi
     C_PASSED=$passed
     C_FAILED=$failed
     return $status
@@ -139,8 +144,9 @@ run_py_tests() {
 # judge; musa's accesses inside them are still checked. Sets TSAN_PASSED /
 # TSAN_FAILED.
 run_tsan() {
+    # (called as `run_tsan || ...`, where set -e does not apply: check the build)
     build build-tsan -DMUSA_TSAN=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DMUSA_BUILD_PYTHON=OFF
+        -DMUSA_BUILD_PYTHON=OFF || { TSAN_PASSED=0; TSAN_FAILED=1; return 1; }
     local status=0
     TSAN_OPTIONS=halt_on_error=1:ignore_noninstrumented_modules=1:second_deadlock_stack=1 \
         run_c_tests build-tsan || status=1

@@ -39,8 +39,8 @@ int main(void) {
     if (rank == 0)
         printf("all_reduce (sum, float32, %d ranks): median of 7 rounds\n"
                "%10s %11s %11s %11s %9s %9s %9s %10s %10s\n",
-               size, "bytes", "mpi us", "musa us", "bucket us", "mpi GB/s", "musa GB/s",
-               "bkt GB/s", "musa/mpi", "bucket/mpi");
+               size, "bytes", "mpi us", "musa us", "bucket us", "mpi GB/s", "musa GB/s", "bkt GB/s",
+               "musa/mpi", "bucket/mpi");
     for (int64_t bytes = 1024; bytes <= (64 << 20); bytes *= 4) {
         int64_t n = bytes / 4;
         musa_tensor *t = musa_ones(1, &n, MUSA_DTYPE_FLOAT32);
@@ -55,7 +55,8 @@ int main(void) {
                 double t0 = now();
                 for (int i = 0; i < iters; i++) {
                     if (k == 0) {
-                        MPI_Allreduce(MPI_IN_PLACE, raw, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                        MPI_Allreduce(MPI_IN_PLACE, raw, (int)n, MPI_FLOAT, MPI_SUM,
+                                      MPI_COMM_WORLD);
                     } else if (k == 1) {
                         musa_dist_all_reduce(t, MUSA_REDUCE_SUM);
                     } else {

@@ -46,8 +46,6 @@ typedef struct musa_mpi_api {
     /* *done = 1 once complete (the request is then freed) */
     int (*test)(musa_mpi_req *req, int *done, char *err, size_t n);
     int (*wait)(musa_mpi_req *req, char *err, size_t n); /* frees the request */
-    /* the processor name, for messages */
-    void (*host)(char *buf, size_t n);
 } musa_mpi_api;
 
 /* The shim's one exported symbol. */

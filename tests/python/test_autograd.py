@@ -239,3 +239,32 @@ def test_requires_grad_rules():
     with musa.no_grad():
         x += 1
     assert x.tolist() == [2.0, 2.0]
+
+
+def test_post_accumulate_grad_hook():
+    w = musa.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+
+    def hook(p):
+        assert p is w
+        seen.append(p.grad.tolist())
+
+    h = w.register_post_accumulate_grad_hook(hook)
+    (w * 3).sum().backward()
+    (w * w).sum().backward()  # accumulates: the hook sees the sum
+    assert seen == [[3.0, 3.0], [5.0, 7.0]]
+    h.remove()
+    (w * 3).sum().backward()
+    assert len(seen) == 2
+    # a hook may read and replace .grad; it must return None
+    w.register_post_accumulate_grad_hook(lambda p: setattr(p, "grad", p.grad * 0))
+    (w * 3).sum().backward()
+    assert w.grad.tolist() == [0.0, 0.0]
+    v = musa.ones(2, requires_grad=True)
+    v.register_post_accumulate_grad_hook(lambda p: p.grad)
+    with pytest.raises(RuntimeError, match="must return None"):
+        (v * 2).sum().backward()
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (v * 2).register_post_accumulate_grad_hook(lambda p: None)
+    with pytest.raises(TypeError, match="must be callable"):
+        v.register_post_accumulate_grad_hook(3)

@@ -217,32 +217,33 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     return Work() if async_op else None
 
 
+def _fill(who, out, name, res, what):
+    """Write a collective's result into the caller's tensor `out`."""
+    if out.numel() != res.numel():
+        raise ValueError(f"[{who}] {name} has {out.numel()} elements; {what} has {res.numel()}")
+    with _no_grad():
+        out.copy_(res.reshape(out.shape))
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """output_tensor (world_size * n rows, or world_size stacked tensors)
     gets every rank's input_tensor in rank order."""
-    _check_group("all_gather_into_tensor", group)
-    out = _C._dist_all_gather(_tensor("all_gather_into_tensor", input_tensor))
-    _tensor("all_gather_into_tensor", output_tensor, "output_tensor")
-    if output_tensor.numel() != out.numel():
-        raise ValueError(f"[all_gather_into_tensor] output_tensor has {output_tensor.numel()} "
-                         f"elements; the gathered tensors have {out.numel()}")
-    with _no_grad():
-        output_tensor.copy_(out.reshape(output_tensor.shape))
+    who = "all_gather_into_tensor"
+    _check_group(who, group)
+    _tensor(who, output_tensor, "output_tensor")
+    out = _C._dist_all_gather(_tensor(who, input_tensor))
+    _fill(who, output_tensor, "output_tensor", out, "the gathered tensors")
     return Work() if async_op else None
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """output gets block `rank` (of world_size equal blocks along dim 0) of
     the reduction of every rank's input."""
-    _check_group("reduce_scatter_tensor", group)
-    res = _C._dist_reduce_scatter(_tensor("reduce_scatter_tensor", input),
-                                  _op("reduce_scatter_tensor", op))
-    _tensor("reduce_scatter_tensor", output, "output")
-    if output.numel() != res.numel():
-        raise ValueError(f"[reduce_scatter_tensor] output has {output.numel()} elements; each "
-                         f"rank's block has {res.numel()}")
-    with _no_grad():
-        output.copy_(res.reshape(output.shape))
+    who = "reduce_scatter_tensor"
+    _check_group(who, group)
+    _tensor(who, output, "output")
+    res = _C._dist_reduce_scatter(_tensor(who, input), _op(who, op))
+    _fill(who, output, "output", res, "each rank's block")
     return Work() if async_op else None
 
 

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../base/dtype.h"
 #include "../comm.h"
-#include "musa.h"
 
 #define PIECE ((int64_t)1 << 30) /* elements per MPI call */
 
@@ -42,28 +42,21 @@ static int fail(int rc, const char *what, char *err, size_t n) {
     return cls ? cls : 1;
 }
 
-/* ---- 16-bit floats ---- */
+/* ---- 16-bit floats (the conversions of base/dtype.h, header only) ---- */
 
 static float bf16_f(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return musa_bf16_to_f32(b);
 }
 static uint16_t f_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
-    return (uint16_t)(u >> 16);
+    return musa_f32_to_bf16(f);
 }
 static float f16_f(uint16_t h) {
-    _Float16 x;
+    musa_f16 x;
     memcpy(&x, &h, 2);
     return (float)x;
 }
 static uint16_t f_f16(float f) {
-    _Float16 x = (_Float16)f;
+    musa_f16 x = (musa_f16)f;
     uint16_t h;
     memcpy(&h, &x, 2);
     return h;
@@ -266,14 +259,6 @@ static int s_wait(musa_mpi_req *q, char *err, size_t n) {
     return rc == MPI_SUCCESS ? 0 : fail(rc, "MPI_Waitall", err, n);
 }
 
-static void s_host(char *buf, size_t n) {
-    char name[MPI_MAX_PROCESSOR_NAME];
-    int len = 0;
-    if (MPI_Get_processor_name(name, &len) != MPI_SUCCESS) len = 0;
-    name[len] = 0;
-    snprintf(buf, n, "%s", name);
-}
-
 static const musa_mpi_api api = {
     .version = MUSA_MPI_API_VERSION,
     .init = s_init,
@@ -286,7 +271,6 @@ static const musa_mpi_api api = {
     .barrier = s_barrier,
     .test = s_test,
     .wait = s_wait,
-    .host = s_host,
 };
 
 __attribute__((visibility("default"))) const musa_mpi_api *musa_mpi_api_v1(void) {

@@ -23,6 +23,7 @@ SKIP = {
     "musa.save": "writes files", "musa.load": "reads files",
     # take callables (a random one proves nothing)
     "Tensor.register_hook": "takes a callable",
+    "Tensor.register_post_accumulate_grad_hook": "takes a callable",
     # classes and modules (constructors of dtypes, devices, context managers)
     "musa.Tensor": "a class", "musa.dtype": "a class", "musa.device": "a class",
     "musa.no_grad": "a class", "musa.enable_grad": "a class", "musa.inference_mode": "a class",
