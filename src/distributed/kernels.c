@@ -16,34 +16,42 @@ static size_t view_bytes(const musa_kview *v) {
     return (size_t)musa_kview_numel(v) * musa_dtype_info[v->dtype].size;
 }
 
-/* x /= the world size */
-static void average(musa_kview *x) {
-    int64_t n = musa_kview_numel(x);
+/* dst = src / the world size (dst may be src): n elements of a floating
+ * dtype, one pass */
+static void average_into(char *dst, const char *src, int64_t n, int dtype) {
     double d = musa_comm_size();
-    switch (x->dtype) {
+    switch (dtype) {
     case MUSA_DTYPE_FLOAT32: {
-        float *p = (float *)x->data, f = (float)d;
-        for (int64_t i = 0; i < n; i++) p[i] /= f;
+        float *q = (float *)dst, f = (float)d;
+        const float *p = (const float *)src;
+        for (int64_t i = 0; i < n; i++) q[i] = p[i] / f;
         break;
     }
     case MUSA_DTYPE_FLOAT64: {
-        double *p = (double *)x->data;
-        for (int64_t i = 0; i < n; i++) p[i] /= d;
+        double *q = (double *)dst;
+        const double *p = (const double *)src;
+        for (int64_t i = 0; i < n; i++) q[i] = p[i] / d;
         break;
     }
     case MUSA_DTYPE_FLOAT16: {
-        musa_f16 *p = (musa_f16 *)x->data;
-        for (int64_t i = 0; i < n; i++) p[i] = (musa_f16)((float)p[i] / (float)d);
+        musa_f16 *q = (musa_f16 *)dst;
+        const musa_f16 *p = (const musa_f16 *)src;
+        for (int64_t i = 0; i < n; i++) q[i] = (musa_f16)((float)p[i] / (float)d);
         break;
     }
     case MUSA_DTYPE_BFLOAT16: {
-        musa_bf16 *p = (musa_bf16 *)x->data;
-        for (int64_t i = 0; i < n; i++) p[i] = musa_f32_to_bf16(musa_bf16_to_f32(p[i]) / (float)d);
+        musa_bf16 *q = (musa_bf16 *)dst;
+        const musa_bf16 *p = (const musa_bf16 *)src;
+        for (int64_t i = 0; i < n; i++) q[i] = musa_f32_to_bf16(musa_bf16_to_f32(p[i]) / (float)d);
         break;
     }
     default:
         break; /* inference refused AVG for other dtypes */
     }
+}
+
+static void average(musa_kview *x) {
+    average_into(x->data, x->data, musa_kview_numel(x), x->dtype);
 }
 
 /* Every rank must pass one dtype and shape: a small all-reduce of each
@@ -126,12 +134,14 @@ int cpu_dist_all_reduce_start(const musa_kctx *ctx, musa_kview *out, const musa_
     char *at = out->data;
     for (int i = 0; i < n_in; i++) {
         size_t b = view_bytes(&in[i]);
-        if (b) memcpy(at, in[i].data, b);
+        if (a->op == MUSA_REDUCE_AVG)
+            average_into(at, in[i].data, musa_kview_numel(&in[i]), in[i].dtype);
+        else if (b && at != in[i].data) /* a plan may give out the input's buffer */
+            memcpy(at, in[i].data, b);
         at += b;
     }
     int64_t n = musa_kview_numel(out);
     if (!n) return musa_comm_ready(ctx->op_name);
-    if (a->op == MUSA_REDUCE_AVG) average(out);
     return musa_comm_start(ctx->op_name, out->data, n, out->dtype, (int)a->op);
 }
 

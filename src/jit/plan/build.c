@@ -16,7 +16,8 @@
  *               its root;
  *   slots       inputs, parameters and constants; write-backs computed
  *               straight into their target; output buffers;
- *   buffers     arena buffers, with in-place reuse for elementwise kernels;
+ *   buffers     arena buffers, with in-place reuse for elementwise kernels and
+ *               collectives;
  *   arena       offsets (best fit by size and lifetime, memory.c), then the
  *               places of views;
  *   lower       kernel calls and fused tiles, and the steps' scratch.
@@ -534,8 +535,11 @@ static void plan_buffers(builder *b) {
                 naive += musa_plan_align(musa_plan_value_bytes(x));
                 if (b->internal[v] || b->buf_of[v] != MUSA_BUF_NONE) continue;
                 if (b->vlast[v] < s) b->vlast[v] = s; /* written even if unread */
-                if (in->kind == MUSA_INSTR_KERNEL && (info->flags & MUSA_OPF_ELEMENTWISE) &&
-                    n->n_out == 1 && !p->steps[s].parallel && p->opt.memory_arena) {
+                /* elementwise kernels, and collectives (which work in place,
+                 * MPI_IN_PLACE), may write over an input that dies here */
+                if (in->kind == MUSA_INSTR_KERNEL &&
+                    (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_EFFECT)) && n->n_out == 1 &&
+                    !p->steps[s].parallel && p->opt.memory_arena) {
                     for (int k = 0; k < n->n_in && b->buf_of[v] == MUSA_BUF_NONE; k++) {
                         int32_t iv = n->in[k];
                         const musa_gvalue *y = &g->values.data[iv];

@@ -110,9 +110,7 @@ class DistributedDataParallel(Module):
                         f"[{who}] parameter {name} differs between ranks: this rank "
                         f"({dist.get_rank()}) has {p.dtype} {tuple(p.shape)}, another rank does "
                         f"not; every rank must build the same model")
-        with no_grad():
-            for t in self._params + [b for b in self.module.buffers()]:
-                _C._dist_broadcast(t, 0)
+        _broadcast_coalesced(self._params + list(self.module.buffers()))
 
     def _make_buckets(self):
         """Parameters in reverse order, cut by dtype and by size."""
@@ -204,9 +202,7 @@ class DistributedDataParallel(Module):
         if self._sync and self._n_ready < len(self._params) and _C.is_grad_enabled():
             self._unfinished()
         if self.broadcast_buffers and self._world > 1:
-            with no_grad():
-                for b in self.module.buffers():
-                    _C._dist_broadcast(b, 0)
+            _broadcast_coalesced(list(self.module.buffers()))
         out = self.module(*inputs, **kwargs)
         self._reset()
         # a group of one: the local gradients are the mean already
@@ -229,6 +225,24 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+
+def _broadcast_coalesced(tensors):
+    """Rank 0's values into `tensors`, in place: one broadcast per dtype of
+    the tensors packed together (a ResNet-18 has 60 BatchNorm buffers:
+    one collective each would make 60 synchronisation points per step)."""
+    groups = {}
+    for t in tensors:
+        groups.setdefault(t.dtype, []).append(t)
+    with no_grad():
+        for group in groups.values():
+            flat = _C.cat([t.reshape(-1) for t in group])
+            _C._dist_broadcast(flat, 0)
+            off = 0
+            for t in group:
+                n = t.numel()
+                t.copy_(flat[off:off + n].view(t.shape))
+                off += n
 
 
 def _dtype_code(dtype):
