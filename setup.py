@@ -5,7 +5,8 @@
 
 The extension musa._C is built by the project's CMake (target musa_python,
 linked statically with libmusa), so the installed package needs only the
-system libraries (oneDNN, OpenBLAS, libgomp).
+system libraries (oneDNN, OpenBLAS, libgomp; Open MPI for musa.distributed,
+whose backend libmusa_mpi.so is installed next to the module).
 """
 import os
 import shutil
@@ -34,6 +35,11 @@ class CMakeBuild(build_ext):
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built, dest)
+        # musa.distributed's MPI backend, next to the module (built when
+        # Open MPI's libopenmpi-dev is installed; loaded only when used)
+        shim = os.path.join(ROOT, "python", "musa", "libmusa_mpi.so")
+        if os.path.exists(shim):
+            shutil.copyfile(shim, os.path.join(os.path.dirname(dest), "libmusa_mpi.so"))
 
 
 setup(

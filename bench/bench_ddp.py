@@ -7,7 +7,10 @@ runs each configuration under `mpirun -np P` (rounds alternate 1 and 2
 processes) and prints samples/s (all processes together), the median over
 rounds, and the 2-process/1-process ratio, for eager steps and for steps
 compiled whole with musa.jit. The target (issue: distributed) is a ratio of
-at least 1.8. With --worker it is one process of such a run.
+at least 1.8. The ceiling row runs two plain single-process trainings at
+once (no DDP, no communication): what two processes get from this machine's
+two cores and one memory system, the most data parallelism can reach here.
+With --worker it is one process of such a run.
 """
 import argparse
 import os
@@ -26,10 +29,12 @@ def worker(mode, steps):
     from musa.nn.parallel import DistributedDataParallel as DDP
     sys.path.insert(0, HERE)
     import bench_models
-    dist.init_process_group("mpi")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    solo = mode == "solo"  # a plain training, no process group
+    if not solo:
+        dist.init_process_group("mpi")
+    rank, world = (0, 1) if solo else (dist.get_rank(), dist.get_world_size())
     musa.manual_seed(0)
-    model = DDP(bench_models.resnet18(musa))
+    model = bench_models.resnet18(musa) if solo else DDP(bench_models.resnet18(musa))
     opt = musa.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     F = musa.nn.functional
     g = musa.Generator()
@@ -47,16 +52,31 @@ def worker(mode, steps):
         step = musa.jit(step)
     for _ in range(2):
         step(x, y).item()
-    dist.barrier()
+    if not solo:
+        dist.barrier()
     t0 = time.perf_counter()
     for _ in range(steps):
         loss = step(x, y)
     loss.item()
-    dist.barrier()
+    if not solo:
+        dist.barrier()
     took = time.perf_counter() - t0
     if rank == 0:
         print(f"RESULT {world} {mode} {world * 32 * steps / took:.2f}", flush=True)
-    dist.destroy_process_group()
+    if not solo:
+        dist.destroy_process_group()
+
+
+def run_solo(np_, steps):
+    """np_ plain trainings at once, each its own process: their samples/s summed."""
+    env = dict(os.environ, MUSA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "solo", "--steps", str(steps)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) for _ in range(np_)]
+    total = 0.0
+    for p in procs:
+        out, _ = p.communicate(timeout=1800)
+        total += float(next(l for l in out.splitlines() if l.startswith("RESULT")).split()[3])
+    return total
 
 
 def run(np_, mode, steps):
@@ -74,10 +94,10 @@ def run(np_, mode, steps):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--worker", choices=["eager", "compiled"])
+    ap.add_argument("--worker", choices=["eager", "compiled", "solo"])
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--modes", default="eager,compiled")
+    ap.add_argument("--modes", default="eager,compiled,ceiling")
     a = ap.parse_args()
     if a.worker:
         return worker(a.worker, a.steps)
@@ -90,7 +110,8 @@ def main():
         res = {1: [], 2: []}
         for _ in range(a.rounds):
             for np_ in (1, 2):
-                res[np_].append(run(np_, mode, a.steps))
+                res[np_].append(run_solo(np_, a.steps) if mode == "ceiling" else
+                                run(np_, mode, a.steps))
         one, two = statistics.median(res[1]), statistics.median(res[2])
         print(f"{mode:>9} {one:17.1f} {two:18.1f} {two / one:7.2f}  "
               f"(rounds: 1 proc {', '.join(f'{v:.1f}' for v in res[1])}; "
