@@ -23,7 +23,7 @@
 #include "../base/base.h"
 #include "../base/vec.h"
 
-enum { GROUP_NONE, GROUP_UP, GROUP_DONE };
+enum { GROUP_NONE, GROUP_UP, GROUP_DONE, GROUP_FORKED };
 
 typedef struct inflight {
     void *buf;
@@ -65,13 +65,30 @@ static void *load_shim(char *why, size_t n) {
     return h;
 }
 
+/* A forked child (DataLoader workers) copies the group's state but not
+ * MPI's connections: it must never call MPI (nor finalize at exit). */
+static void forked_child(void) {
+    if (group_state == GROUP_UP) group_state = GROUP_FORKED;
+    flights.len = 0, n_flights = 0;
+    pthread_mutex_init(&mpi_lock, NULL);
+}
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void) {
+    pthread_atfork(NULL, NULL, forked_child);
+}
+
 int musa_dist_init(void) {
+    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&mpi_lock);
     int rc = MUSA_OK;
     if (group_state == GROUP_UP) goto out;
-    if (group_state == GROUP_DONE) {
-        rc = musa_err(MUSA_ERR_RUNTIME, "[init_process_group] the process group was destroyed; "
-                                        "MPI cannot start again in this process");
+    if (group_state == GROUP_DONE || group_state == GROUP_FORKED) {
+        rc = musa_err(MUSA_ERR_RUNTIME,
+                      group_state == GROUP_DONE
+                          ? "[init_process_group] the process group was destroyed; MPI cannot "
+                            "start again in this process"
+                          : "[init_process_group] this process was forked from a rank: MPI "
+                            "cannot be used here");
         goto out;
     }
     if (!api) {
@@ -119,6 +136,11 @@ int musa_comm_size(void) {
 
 int musa_comm_ready(const char *who) {
     if (musa_dist_is_initialized()) return MUSA_OK;
+    if (__atomic_load_n(&group_state, __ATOMIC_ACQUIRE) == GROUP_FORKED)
+        return musa_err(MUSA_ERR_RUNTIME,
+                        "[%s] this process was forked from rank %d (a DataLoader worker?): the "
+                        "process group belongs to that rank, and MPI cannot be used here",
+                        who, group_rank);
     return musa_err(MUSA_ERR_RUNTIME,
                     "[%s] the default process group is not initialized: call "
                     "musa.distributed.init_process_group() (musa_dist_init() in C) first",

@@ -93,13 +93,16 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     if _C._dist_is_initialized():
         raise RuntimeError("[init_process_group] trying to initialize the default process group "
                            "twice")
-    _C._dist_init()
-    size, me = _C._dist_world_size(), _C._dist_rank()
+    # Open MPI's launcher says the rank and size before MPI starts: check
+    # them first (without a launcher this is a group of one)
+    size = int(_os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    me = int(_os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
     if world_size not in (-1, None) and int(world_size) != size:
         raise ValueError(f"[init_process_group] world_size={world_size}, but MPI started "
                          f"{size} processes")
     if rank not in (-1, None) and int(rank) != me:
         raise ValueError(f"[init_process_group] rank={rank}, but MPI says this is rank {me}")
+    _C._dist_init()
     if _previous_excepthook is None:
         _previous_excepthook = _sys.excepthook
         _sys.excepthook = _abort_on_exception

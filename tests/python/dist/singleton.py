@@ -24,10 +24,9 @@ expect(RuntimeError, "init_process_group", dist.get_rank)
 expect(RuntimeError, "init_process_group", DDP, musa.nn.Linear(2, 2))
 expect(ValueError, "backend 'nccl'", dist.init_process_group, "nccl")
 expect(ValueError, "world_size=3", dist.init_process_group, "mpi", world_size=3)
-# the failed call above joined the group already (MPI told the size): that
-# is the one init of this process
-if not dist.is_initialized():
-    dist.init_process_group("mpi")
+expect(ValueError, "rank=1", dist.init_process_group, "mpi", rank=1)
+assert not dist.is_initialized()  # checked before MPI started
+dist.init_process_group("mpi")
 expect(RuntimeError, "twice", dist.init_process_group, "mpi")
 assert dist.get_rank() == 0 and dist.get_world_size() == 1 and dist.get_backend() == "mpi"
 t = musa.arange(6.0).reshape(2, 3)
@@ -45,6 +44,18 @@ expect(RuntimeError, "tensor that doesn't require gradient",
        musa.ones(2).register_post_accumulate_grad_hook, lambda p: None)
 w = musa.ones(2, requires_grad=True)
 expect(RuntimeError, "non-leaf", (w * 2).register_post_accumulate_grad_hook, lambda p: None)
+# a forked child (a DataLoader worker) cannot use the parent's group
+import os  # noqa: E402
+pid = os.fork()
+if pid == 0:
+    try:
+        dist.all_reduce(musa.ones(2))
+        os._exit(3)
+    except RuntimeError as e:
+        os._exit(0 if "forked from rank 0" in str(e) else 4)
+_, status = os.waitpid(pid, 0)
+if os.WEXITSTATUS(status) != 0:
+    failures.append(f"a collective in a forked child: exit status {os.WEXITSTATUS(status)}")
 # the C functions, captured: a compiled function records the collective
 f = musa.jit(lambda x: (dist.all_reduce(x.clone()), x * 2)[1])
 f(musa.ones(3))

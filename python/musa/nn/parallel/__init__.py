@@ -25,6 +25,12 @@ class DataParallel(Module):
         return self.module(*inputs, **kwargs)
 
 
-from .distributed import DistributedDataParallel  # noqa: E402
+def __getattr__(name):
+    # imported on first use: `import musa.nn` stays free of musa.distributed
+    if name == "DistributedDataParallel":
+        from .distributed import DistributedDataParallel
+        return DistributedDataParallel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["DataParallel", "DistributedDataParallel"]
