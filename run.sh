@@ -19,6 +19,8 @@
 #                          fuzz the Python API under ASan+UBSan (default 60 s;
 #                          tests/fuzz/fuzz_py.py, docs/fuzzing.md)
 #   bash run.sh bench      build and run the benchmarks (prints figures)
+#   bash run.sh onnx-suite the ONNX backend node tests against musa's importer:
+#                          passes per op and the total (tests/onnx/suite.py)
 #   bash run.sh ddp-demo [n]  the digits CNN trained data-parallel on n
 #                          processes (default 2) under mpirun
 #   bash run.sh table      the dynamic-versus-static training table, with
@@ -38,7 +40,8 @@ PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev pkg-config pyth
           python3-pytest)
 # the reference the Python tests compare against; make_dot's renderer; Open MPI
 # (libmusa_mpi.so, the collectives' backend, and mpirun for the 2-rank tests)
-TEST_PACKAGES=(python3-torch graphviz openmpi-bin libopenmpi-dev)
+# and python3-onnx (musa.onnx's checker, helpers and the backend node tests)
+TEST_PACKAGES=(python3-torch graphviz openmpi-bin libopenmpi-dev python3-onnx)
 BENCH_PACKAGES=(libsleef-dev openmpi-bin libopenmpi-dev) # SLEEF's columns in bench_vmath; bench_dist
 TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
 # ThreadSanitizer: clang, its runtime, and LLVM's OpenMP (libomp and Archer,
@@ -309,6 +312,11 @@ bench)
     PYTHONPATH=python "$PYTHON" bench/bench_streams.py
     PYTHONPATH=python "$PYTHON" bench/bench_loader.py
     PYTHONPATH=python "$PYTHON" bench/bench_ddp.py # 1 and 2 processes, ResNet-18
+    ;;
+onnx-suite)
+    setup python3-onnx
+    build build
+    PYTHONPATH=python "$PYTHON" tests/onnx/suite.py "${@:2}"
     ;;
 ddp-demo)
     setup openmpi-bin libopenmpi-dev

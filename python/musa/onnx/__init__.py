@@ -1,0 +1,367 @@
+"""musa.onnx: export musa functions and modules to ONNX, and run ONNX models.
+
+    musa.onnx.export(model, (x,), "model.onnx", input_names=["x"],
+                     output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+    m = musa.onnx.load("model.onnx")     # a compiled callable
+    y = m(x)
+
+Export captures the call once into musa's IR (see _export.py) and writes
+opset 17; every exported model passes onnx.checker (full_check) and ONNX
+shape inference. Import checks the model, then runs each node as musa ops in
+a function compiled with musa.jit (_import.py). Needs the `onnx` package
+(Debian: python3-onnx). See docs/onnx.md for the ops each direction covers.
+"""
+import os
+
+from .. import _C
+
+__all__ = ["export", "load", "load_model", "OnnxModule"]
+
+
+def _onnx(who):
+    try:
+        import onnx
+        return onnx
+    except ImportError:
+        raise ImportError(f"[{who}] needs the onnx package (Debian: apt-get install "
+                          f"python3-onnx)") from None
+
+
+def _flatten(out, who):
+    if isinstance(out, _C.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        res = []
+        for o in out:
+            res += _flatten(o, who)
+        return res
+    raise TypeError(f"[{who}] outputs must be tensors or (nested) tuples of tensors, not "
+                    f"{type(out).__name__}")
+
+
+def export(model, args, f, input_names=None, output_names=None, dynamic_axes=None,
+           opset_version=17, export_params=True, do_constant_folding=True, verbose=False,
+           training=None, doc_string=""):
+    """Export model(*args) to ONNX at path f (or a writable binary file),
+    following torch.onnx.export's conventions: args is a tensor or a tuple
+    of tensors; inputs and outputs are named input_names/output_names
+    (default input_0..., output_0...); dynamic_axes maps an input or output
+    name to {dim: name} (or a list of dims), declared as dim_params. Modules
+    are exported in eval mode (their mode is restored after). Raises
+    NotImplementedError naming the first op with no ONNX form."""
+    onnx = _onnx("onnx.export")
+    from onnx import checker, helper, numpy_helper, shape_inference
+    from .. import jit  # noqa: F401  (its import names recorded nodes' source lines)
+    from ..autograd import no_grad
+    from ..nn import Module
+    from . import _export as E
+    if opset_version != 17:
+        raise ValueError(f"[onnx.export] musa writes opset 17, not {opset_version}")
+    if not export_params:
+        raise ValueError("[onnx.export] export_params=False is not supported")
+    args = (args,) if isinstance(args, _C.Tensor) else tuple(args)
+    for i, t in enumerate(args):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"[onnx.export] args[{i}] must be a Tensor, not {type(t).__name__}")
+    names = list(input_names or [f"input_{i}" for i in range(len(args))])
+    if len(names) != len(args):
+        raise ValueError(f"[onnx.export] {len(names)} input_names for {len(args)} inputs")
+    module = model if isinstance(model, Module) else None
+    was_training = module.training if module is not None else False
+    pnames = {}
+    if module is not None:
+        module.eval()
+        for n, p in module.named_parameters():
+            pnames.setdefault(id(p), n)
+        for n, b in module.named_buffers():
+            pnames.setdefault(id(b), n)
+    ins = [t.detach().clone().contiguous() for t in args]
+    g = _C.Graph()
+    try:
+        g.capture_begin("trace")
+        try:
+            for t, n in zip(ins, names):
+                g.add_input(t, n)
+            with no_grad():
+                outs = _flatten(model(*ins), "onnx.export")
+            g.set_outputs(outs)
+        finally:
+            g.capture_end()
+    finally:
+        if module is not None and was_training:
+            module.train()
+    for p in ("simplify", "cse", "fold", "dce"):
+        g.run_pass(p)
+    onames = list(output_names or [f"output_{i}" for i in range(len(outs))])
+    if len(onames) != len(outs):
+        raise ValueError(f"[onnx.export] {len(onames)} output_names for {len(outs)} outputs")
+    if g.num_mutations:
+        raise NotImplementedError("[onnx.export] the function writes into its inputs or "
+                                  "parameters in place, which ONNX cannot express")
+
+    b = E._Builder(helper, numpy_helper)
+    value_names = {}
+    for v in range(g.num_values):
+        info = g.value_info(v)
+        if info.kind == "input":
+            value_names[v] = info.name
+    inits = {}
+
+    def name_of(v):
+        if v in value_names:
+            return value_names[v]
+        vv = g.value(v)
+        if vv.kind in ("param", "const"):
+            base = pnames.get(id(vv.tensor)) if vv.kind == "param" else None
+            name = base or f"{vv.kind}_{v}"
+            value_names[v] = name
+            inits[name] = numpy_helper.from_array(E.to_numpy(vv.tensor), name)
+            return name
+        value_names[v] = f"v{v}"
+        return value_names[v]
+
+    out_ids = list(g.outputs)
+    for i in range(g.nodes_len):
+        info = g.node_info(i)
+        if info is None:
+            continue
+        E.convert(b, info, name_of, g.value_info)
+    # outputs: their own names (an Identity where a value is an input, a
+    # parameter or a second output of the same value)
+    graph_outputs, used = [], set()
+    for v, oname in zip(out_ids, onames):
+        src = name_of(v)
+        if src in used or g.value(v).kind != "node" or src != f"v{v}":
+            b.node("Identity", [src], [oname])
+        else:
+            _rename(b.nodes, src, oname)
+            value_names[v] = oname
+        used.add(oname)
+        graph_outputs.append((oname, g.value_info(v)))
+    dyn = _dynamic(dynamic_axes, names, onames)
+
+    def vi(name, info):
+        shape = [dyn.get(name, {}).get(d, s) for d, s in enumerate(info.shape)]
+        return helper.make_tensor_value_info(name, E.onnx_dtype(info.dtype), shape)
+
+    inputs = [vi(names[i], g.value_info(v)) for i, v in
+              enumerate(v for v in range(g.num_values) if g.value_info(v).kind == "input")]
+    graph = helper.make_graph(b.nodes, "musa", inputs, [vi(n, info) for n, info in graph_outputs],
+                              initializer=list(inits.values()) + b.inits)
+    graph.doc_string = doc_string
+    m = helper.make_model(graph, producer_name="musa", opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    checker.check_model(m, full_check=True)
+    m = shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+    if hasattr(f, "write"):
+        f.write(m.SerializeToString())
+    else:
+        onnx.save(m, os.fspath(f))
+    if verbose:
+        print(helper.printable_graph(m.graph))
+    return m
+
+
+def _rename(nodes, old, new):
+    for n in nodes:
+        for k, o in enumerate(n.output):
+            if o == old:
+                n.output[k] = new
+        for k, i in enumerate(n.input):
+            if i == old:
+                n.input[k] = new
+
+
+def _dynamic(dynamic_axes, in_names, out_names):
+    dyn = {}
+    for name, axes in (dynamic_axes or {}).items():
+        if name not in in_names and name not in out_names:
+            raise ValueError(f"[onnx.export] dynamic_axes names {name!r}, which is neither an "
+                             f"input nor an output")
+        if isinstance(axes, dict):
+            dyn[name] = {int(d): str(s) for d, s in axes.items()}
+        else:
+            dyn[name] = {int(d): f"{name}_dynamic_axes_{k + 1}" for k, d in enumerate(axes)}
+    return dyn
+
+
+class OnnxModule:
+    """A loaded ONNX model: call it with tensors (one per graph input, in
+    order, or by name) for its outputs (a tensor, or a tuple of several).
+    Runs compiled (musa.jit); get_graph() gives the musa IR."""
+
+    def __init__(self, model):
+        from onnx import helper, numpy_helper
+        from . import _import as I
+        self.model = model
+        g = model.graph
+        self._inits = {t.name: I._tensor(numpy_helper.to_array(t)) for t in g.initializer}
+        self.input_names = [i.name for i in g.input if i.name not in self._inits]
+        self.output_names = [o.name for o in g.output]
+        self._nodes = [I._Node(n, helper) for n in g.node]
+        for n in self._nodes:
+            if n.op == "Constant":
+                continue
+            _check_supported(n)
+        self._consts = {}
+        for n in self._nodes:
+            if n.op == "Constant":
+                self._consts[n.outputs[0]] = I._tensor(_constant_value(n, numpy_helper))
+        self._const_np = {k: (v.numpy(), v) for k, v in
+                          list(self._inits.items()) + list(self._consts.items())
+                          if v.dtype != _C.bfloat16}
+        self._compiled = None
+        self._folds = {}
+        self._current = None
+
+    def _fold(self, inputs):
+        """An eager run that finds the values computable from constants and
+        shapes alone (Shape nodes, and what only they and initializers
+        feed): {name: (NumPy array, tensor)}, both made before any capture."""
+        import numpy as np
+        from . import _import as I
+        env = dict(self._inits)
+        env.update(self._consts)
+        env.update(zip(self.input_names, inputs))
+        const = dict(self._const_np)
+        folded = {}
+        for n in self._nodes:
+            if n.op == "Constant":
+                continue
+            args = self._args(n, env, const)
+            res = I.run_node(n, args)
+            res = res if isinstance(res, tuple) else (res,)
+            is_const = n.op == "Shape" or all(not i or i in const for i in n.inputs)
+            for name, r in zip(n.outputs, res):
+                if not name:
+                    continue
+                if isinstance(r, np.ndarray):
+                    r = (r, I._tensor(r))
+                    const[name] = folded[name] = r
+                    env[name] = r[1]
+                else:
+                    env[name] = r
+                    if is_const:
+                        const[name] = folded[name] = (r.numpy(), r)
+        return folded
+
+    @staticmethod
+    def _args(n, env, const):
+        from . import _import as I
+        shape_args = I.SHAPE_ARGS.get(n.op, ())
+        args = []
+        for k, i in enumerate(n.inputs):
+            if not i:
+                args.append(None)
+            elif k in shape_args and i in const:
+                args.append(const[i][0])
+            elif i in env:
+                args.append(env[i])
+            else:
+                raise ValueError(f"[onnx.load] {n.where()} reads {i!r}, which no earlier node "
+                                 f"or input defines")
+        return args
+
+    def _run(self, *inputs):
+        from . import _import as I
+        folded = self._current
+        env = dict(self._inits)
+        env.update(self._consts)
+        env.update(zip(self.input_names, inputs))
+        const = dict(self._const_np)
+        const.update(folded)
+        for n in self._nodes:
+            if n.op == "Constant":
+                continue
+            if all(not o or o in folded for o in n.outputs):
+                for o in n.outputs:
+                    if o:
+                        env[o] = folded[o][1]
+                continue
+            res = I.run_node(n, self._args(n, env, const))
+            res = res if isinstance(res, tuple) else (res,)
+            for name, r in zip(n.outputs, res):
+                if name:
+                    env[name] = r
+        outs = tuple(env[o] for o in self.output_names)
+        return outs[0] if len(outs) == 1 else outs
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = args + tuple(kwargs.pop(n) for n in self.input_names[len(args):] if n in kwargs)
+            if kwargs:
+                raise TypeError(f"[onnx] unknown inputs {sorted(kwargs)}")
+        if len(args) != len(self.input_names):
+            raise TypeError(f"[onnx] the model takes {len(self.input_names)} inputs "
+                            f"{self.input_names}, got {len(args)}")
+        for name, t in zip(self.input_names, args):
+            if not isinstance(t, _C.Tensor):
+                raise TypeError(f"[onnx] input {name!r} must be a Tensor, not {type(t).__name__}")
+        from ..autograd import no_grad
+        key = tuple((tuple(t.shape), str(t.dtype)) for t in args)
+        with no_grad():
+            if key not in self._folds:
+                self._folds[key] = self._fold(args)
+            self._current = self._folds[key]
+            if self._compiled is None:
+                from .. import jit
+                self._compiled = jit(self._run)
+            return self._compiled(*args)
+
+    def get_graph(self, optimized=True):
+        if self._compiled is None:
+            raise RuntimeError("[onnx] call the model once before get_graph()")
+        return self._compiled.get_graph(optimized)
+
+
+def _check_supported(n):
+    from . import _import as I
+    if n.op not in I.SUPPORTED:
+        raise NotImplementedError(f"[onnx.load] {n.where()}: op {n.op} (domain ai.onnx) is not "
+                                  f"supported by musa's importer")
+
+
+def _constant_value(n, numpy_helper):
+    import numpy as np
+    a = n.attrs
+    if "value" in a:
+        return a["value"]  # a TensorProto attribute, as NumPy already
+    for k, dt in (("value_float", np.float32), ("value_int", np.int64),
+                  ("value_floats", np.float32), ("value_ints", np.int64)):
+        if k in a:
+            return np.asarray(a[k], dtype=dt)
+    raise NotImplementedError(f"[onnx.load] {n.where()}: Constant with attributes {sorted(a)}")
+
+
+def load_model(model):
+    """An OnnxModule from an onnx.ModelProto (checked first)."""
+    onnx = _onnx("onnx.load")
+    onnx.checker.check_model(model)
+    for op in model.opset_import:
+        if op.domain not in ("", "ai.onnx"):
+            raise NotImplementedError(f"[onnx.load] opset domain {op.domain!r} (version "
+                                      f"{op.version}) is not supported")
+    return OnnxModule(model)
+
+
+def load(path):
+    """Load an ONNX file into a compiled callable (OnnxModule). Files are
+    checked (onnx.checker) before anything runs; external data is refused
+    unless it lies in the model's folder."""
+    onnx = _onnx("onnx.load")
+    try:
+        model = onnx.load(os.fspath(path), load_external_data=False)
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise ValueError(f"[onnx.load] {path}: not a valid ONNX file ({e})") from None
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    for t in model.graph.initializer:
+        for kv in t.external_data:
+            if kv.key == "location":
+                full = os.path.realpath(os.path.join(folder, kv.value))
+                if not full.startswith(folder + os.sep):
+                    raise ValueError(f"[onnx.load] initializer {t.name!r} points outside the "
+                                     f"model's folder: {kv.value!r}")
+    if any(t.external_data for t in model.graph.initializer):
+        from onnx.external_data_helper import load_external_data_for_model
+        load_external_data_for_model(model, folder)
+    return load_model(model)

@@ -1,0 +1,264 @@
+"""musa.onnx: export (checked by onnx.checker and shape inference inside
+export), import, round trips of a model zoo, PyTorch-exported models, the
+backend, and hostile files."""
+import io
+import os
+
+import numpy as np
+import pytest
+
+import musa
+import musa.nn as nn
+
+onnx = pytest.importorskip("onnx")
+
+
+def block(lib, C=16):
+    """A pre-LayerNorm causal self-attention block with a GELU MLP (lib:
+    musa.nn or torch.nn)."""
+    tril = musa.tril if lib is nn else _torch().tril
+
+    class Block(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = lib.LayerNorm(C), lib.LayerNorm(C)
+            self.qkv, self.proj = lib.Linear(C, 3 * C), lib.Linear(C, C)
+            self.ff = lib.Sequential(lib.Linear(C, 2 * C), lib.GELU(), lib.Linear(2 * C, C))
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=-1)
+            q, k, v = (t.reshape(B, T, 2, C // 2).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / (C // 2) ** 0.5
+            att = att.masked_fill(tril(x.new_ones(T, T)) == 0, float("-inf")).softmax(-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(B, T, C))
+            return x + self.ff(self.ln2(x))
+    return Block()
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def resblock(lib):
+    class ResBlock(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = lib.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.b1 = lib.BatchNorm2d(8)
+            self.c2 = lib.Conv2d(8, 8, 3, padding=1, bias=False)
+            self.b2 = lib.BatchNorm2d(8)
+            self.short = lib.Conv2d(3, 8, 1, stride=1)
+            self.pool = lib.AdaptiveAvgPool2d(1)
+            self.fc = lib.Linear(8, 10)
+
+        def forward(self, x):
+            h = self.b1(self.c1(x)).relu()
+            h = (self.b2(self.c2(h)) + self.short(x)).relu()
+            return self.fc(self.pool(h).flatten(1))
+    return ResBlock()
+
+
+def lstmnet(lib):
+    class LSTMNet(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = lib.LSTM(6, 8, batch_first=True)
+            self.fc = lib.Linear(8, 3)
+
+        def forward(self, x):
+            y, _ = self.rnn(x)
+            return self.fc(y[:, -1])
+    return LSTMNet()
+
+
+def zoo(lib):
+    return {
+        "mlp": (lib.Sequential(lib.Linear(8, 16), lib.ReLU(), lib.Linear(16, 4)), (3, 8)),
+        "cnn_bn": (lib.Sequential(lib.Conv2d(1, 4, 3, padding=1), lib.BatchNorm2d(4), lib.ReLU(),
+                                  lib.MaxPool2d(2), lib.Flatten(), lib.Linear(64, 10),
+                                  lib.LogSoftmax(-1)), (2, 1, 8, 8)),
+        "resnet_block": (resblock(lib), (2, 3, 8, 8)),
+        "transformer_block": (block(lib), (2, 5, 16)),
+        "lstm": (lstmnet(lib), (2, 4, 6)),
+    }
+
+
+def export_bytes(model, args, **kw):
+    buf = io.BytesIO()
+    musa.onnx.export(model, args, buf, **kw)
+    return buf.getvalue()
+
+
+def randomize_bn(model):
+    for m in model.modules():
+        if m.__class__.__name__ == "BatchNorm2d":
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+
+
+@pytest.mark.parametrize("name", list(zoo(nn)))
+def test_round_trip_equals_musa(name):
+    musa.manual_seed(0)
+    model, shape = zoo(nn)[name]
+    with musa.no_grad():
+        randomize_bn(model)
+    x = musa.randn(*shape)
+    data = export_bytes(model, (x,), input_names=["x"], output_names=["y"])
+    m = onnx.load_from_string(data)
+    onnx.checker.check_model(m, full_check=True)
+    assert [i.name for i in m.graph.input] == ["x"] and [o.name for o in m.graph.output] == ["y"]
+    assert any("test_onnx.py:" in n.doc_string for n in m.graph.node)  # the user's lines
+    assert model.training  # export ran in eval mode and restored the mode
+    model.eval()
+    with musa.no_grad():
+        want = model(x)
+    got = musa.onnx.load_model(m)(x)
+    assert float((got - want).abs().max()) <= 1e-5 * (1 + float(want.abs().max()))
+
+
+def test_export_names_parameters_and_writes_files(tmp_path):
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh())
+    path = tmp_path / "m.onnx"
+    musa.onnx.export(model, musa.randn(2, 4), path)
+    m = onnx.load(str(path))
+    assert {t.name for t in m.graph.initializer} >= {"0.weight", "0.bias"}
+    assert [n.op_type for n in m.graph.node] == ["Gemm", "Tanh"]
+    loaded = musa.onnx.load(path)
+    x = musa.randn(5, 4)
+    assert float((loaded(x) - model(x).detach()).abs().max()) < 1e-6
+    assert "tanh(" in loaded.get_graph()  # musa IR of the imported graph
+
+
+def test_dynamic_batch():
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
+    data = export_bytes(model, (musa.randn(2, 1, 4, 4),), input_names=["x"], output_names=["y"],
+                        dynamic_axes={"x": {0: "batch"}, "y": [0]})
+    m = onnx.load_from_string(data)
+    assert m.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert m.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "y_dynamic_axes_1"
+    r = musa.onnx.load_model(m)
+    for b in (1, 7):
+        x = musa.randn(b, 1, 4, 4)
+        assert float((r(x) - model(x).detach()).abs().max()) < 1e-5
+
+
+def test_export_errors():
+    with pytest.raises(NotImplementedError, match=r"\[onnx.export\] op sort"):
+        musa.onnx.export(lambda x: x.sort()[0], musa.randn(4), io.BytesIO())
+    with pytest.raises(ValueError, match="opset 17"):
+        musa.onnx.export(nn.ReLU(), musa.randn(2), io.BytesIO(), opset_version=13)
+    with pytest.raises(ValueError, match="input_names"):
+        musa.onnx.export(nn.ReLU(), musa.randn(2), io.BytesIO(), input_names=["a", "b"])
+    with pytest.raises(ValueError, match="neither an input nor an output"):
+        musa.onnx.export(nn.ReLU(), musa.randn(2), io.BytesIO(), dynamic_axes={"z": [0]})
+    with pytest.raises(TypeError, match="must be a Tensor"):
+        musa.onnx.export(nn.ReLU(), (3,), io.BytesIO())
+
+
+@pytest.mark.parametrize("name", list(zoo(nn)))
+def test_pytorch_exported_models_load(name, tmp_path):
+    torch = pytest.importorskip("torch")
+    tnn = torch.nn
+    torch.manual_seed(0)
+    model, shape = zoo(tnn)[name]
+    model.eval()
+    with torch.no_grad():
+        randomize_bn(model)
+    x = torch.randn(*shape)
+    path = str(tmp_path / f"{name}.onnx")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"],
+                          opset_version=17)
+    got = musa.onnx.load(path)(musa.tensor(x.numpy())).numpy()
+    want = model(x).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_backend_runs_a_node_model():
+    from onnx import helper, TensorProto
+    import musa.onnx.backend as backend
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transA=1, alpha=2.0, beta=0.5)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                                        for n, s in (("a", [3, 2]), ("b", [3, 4]), ("c", [4]))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    a, b, c = (np.random.RandomState(i).randn(*s).astype(np.float32)
+               for i, s in enumerate(((3, 2), (3, 4), (4,))))
+    (y,) = backend.run_model(m, [a, b, c])
+    np.testing.assert_allclose(y, 2 * a.T @ b + 0.5 * c, rtol=1e-5)
+    assert backend.supports_device("CPU") and not backend.supports_device("CUDA")
+
+
+def _model_bytes():
+    return export_bytes(nn.Sequential(nn.Linear(4, 3), nn.ReLU()), (musa.randn(2, 4),))
+
+
+def test_hostile_files(tmp_path):
+    from onnx import helper, TensorProto
+    data = _model_bytes()
+    # truncations and byte flips: a clear error or a model that loads; never a crash
+    rng = np.random.RandomState(0)
+    for cut in (1, 7, len(data) // 3, len(data) - 3):
+        p = tmp_path / "cut.onnx"
+        p.write_bytes(data[:cut])
+        with pytest.raises((ValueError, NotImplementedError, onnx.checker.ValidationError)):
+            musa.onnx.load(p)
+    for _ in range(30):
+        b = bytearray(data)
+        for i in rng.randint(0, len(b), 3):
+            b[i] ^= 1 << rng.randint(8)
+        p = tmp_path / "flip.onnx"
+        p.write_bytes(bytes(b))
+        try:
+            musa.onnx.load(p)(musa.randn(2, 4))
+        except (ValueError, TypeError, IndexError, RuntimeError, NotImplementedError,
+                onnx.checker.ValidationError, KeyError):
+            pass
+    # an unsupported op names the node, the op and its domain
+    node = helper.make_node("Hardmax", ["x"], ["y"], name="hm")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(NotImplementedError, match=r"node 'hm' \(Hardmax\): op Hardmax"):
+        musa.onnx.load_model(m)
+    # a cycle (y feeds its own producer) fails the checker
+    n1 = helper.make_node("Relu", ["z"], ["y"])
+    n2 = helper.make_node("Relu", ["y"], ["z"])
+    g = helper.make_graph([n1, n2], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(onnx.checker.ValidationError):
+        musa.onnx.load_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    # external data pointing outside the model's folder
+    m = onnx.load_from_string(data)
+    t = m.graph.initializer[0]
+    t.data_location = TensorProto.EXTERNAL
+    t.ClearField("raw_data")
+    t.ClearField("float_data")
+    e = t.external_data.add()
+    e.key, e.value = "location", "../../etc/passwd"
+    p = tmp_path / "ext.onnx"
+    p.write_bytes(m.SerializeToString())
+    with pytest.raises(ValueError, match="outside the model's folder"):
+        musa.onnx.load(p)
+    # a foreign opset domain
+    m = onnx.load_from_string(data)
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(NotImplementedError, match="com.example"):
+        musa.onnx.load_model(m)
+
+
+def test_backend_node_suite_pass_rate():
+    """The ONNX backend node tests: at least 95 % of the cases whose ops
+    musa imports pass (tests/onnx/suite.py prints the per-op table)."""
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, os.path.join(here, "..", "onnx", "suite.py"), "--min",
+                        "0.95"], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(musa.__path__[0])))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "cases of imported ops passed" in r.stdout
