@@ -54,6 +54,32 @@ def main():
     d = max(float((p - q).abs().max()) for p, q in zip(ddp.module.parameters(), ref.parameters()))
     print(f"rank {rank}: find_unused_parameters max diff {d:.3g}")
     ok = ok and d < 1e-5
+    # buffers: each forward starts from rank 0's (BatchNorm's statistics);
+    # parameters of two dtypes go into separate buckets and both reduce
+    net = nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.Flatten(), nn.Linear(12, 2))
+    net[3].double()
+    ddp = DDP(net)
+    with musa.no_grad():
+        net[1].running_mean.fill_(float(rank + 1))
+    net.eval()
+    ddp(musa.randn(1, 2, 2, 2))
+    if net[1].running_mean.tolist() != [1.0, 1.0, 1.0]:
+        ok = False
+        print(f"rank {rank}: buffers not broadcast: {net[1].running_mean.tolist()}")
+    net.train()
+    dtypes = sorted({str(p.dtype) for p in ddp.parameters()})
+    if len(ddp._buckets) < 2 or dtypes != ["musa.float32", "musa.float64"]:
+        ok = False
+        print(f"rank {rank}: expected a bucket per dtype, got {len(ddp._buckets)}")
+    xb = musa.randn(4, 2, 2, 2) * (rank + 1)
+    out = ddp(xb)
+    (out.double().sum() if out.dtype != musa.float64 else out.sum()).backward()
+    grads = musa.cat([p.grad.double().reshape(-1) for p in ddp.parameters()])
+    ref = grads.clone()
+    dist.broadcast(ref, 0)
+    if float((grads - ref).abs().max()) != 0:
+        ok = False
+        print(f"rank {rank}: averaged gradients differ between ranks")
     dist.destroy_process_group()
     sys.exit(0 if ok else 1)
 

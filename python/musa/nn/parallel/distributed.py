@@ -137,6 +137,7 @@ class DistributedDataParallel(Module):
     def _reset(self):
         self._ready = [False] * len(self._params)
         self._n_ready = 0
+        self._hooked = 0  # gradients this iteration's backward delivered
         self._next_bucket = 0
         self._sync = False
         for b in self._buckets:
@@ -145,6 +146,7 @@ class DistributedDataParallel(Module):
     def _hook_for(self, i):
         def hook(_param):
             if self._sync:
+                self._hooked += 1
                 self._mark_ready(i)
                 if self._next_bucket:  # buckets in flight: let MPI move them along
                     _C._dist_progress()
@@ -199,7 +201,9 @@ class DistributedDataParallel(Module):
             "every parameter, and make sure the loss depends on all forward outputs")
 
     def forward(self, *inputs, **kwargs):
-        if self._sync and self._n_ready < len(self._params) and _C.is_grad_enabled():
+        # a backward that delivered some gradients but not all; a forward
+        # with no backward after it (evaluation with grad on) is no error
+        if self._sync and self._hooked and self._n_ready < len(self._params):
             self._unfinished()
         if self.broadcast_buffers and self._world > 1:
             _broadcast_coalesced(list(self.module.buffers()))
