@@ -37,7 +37,11 @@ SUPPORTED = frozenset(_BINARY) | frozenset(_UNARY) | frozenset({
     "LogSoftmax", "LayerNormalization", "BatchNormalization", "LeakyRelu", "Dropout", "Shape",
     "ConstantOfShape", "Constant", "Split", "Tile", "Pad", "Range", "Elu", "Selu", "Softplus",
     "HardSigmoid", "PRelu", "Einsum", "InstanceNormalization", "ConvTranspose",
-    "ScatterElements", "Sum", "Mean", "Size", "Resize", "LSTM", "GRU"})
+    "ScatterElements", "Sum", "Mean", "Size", "Resize", "LSTM", "GRU", "Mod", "ReduceL1",
+    "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "HardSwish", "Softsign",
+    "Sinh", "Cosh", "Tan", "ThresholdedRelu", "Shrink", "Celu", "GlobalMaxPool", "DepthToSpace",
+    "SpaceToDepth", "OneHot", "CastLike", "Hardmax", "NegativeLogLikelihoodLoss",
+    "SoftmaxCrossEntropyLoss", "MeanVarianceNormalization"})
 
 
 # inputs that ops read as integers or scalars: given as NumPy arrays when
@@ -46,7 +50,9 @@ SUPPORTED = frozenset(_BINARY) | frozenset(_UNARY) | frozenset({
 SHAPE_ARGS = {"Reshape": {1}, "Expand": {1}, "Slice": {1, 2, 3, 4}, "Squeeze": {1},
               "Unsqueeze": {1}, "ReduceSum": {1}, "TopK": {1}, "Trilu": {1}, "CumSum": {1},
               "ConstantOfShape": {0}, "Clip": {1, 2}, "Gather": {1}, "Split": {1}, "Tile": {1},
-              "Pad": {1, 2, 3}, "Range": {0, 1, 2}}
+              "Pad": {1, 2, 3}, "Range": {0, 1, 2}, "OneHot": {1},
+              "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1},
+              "ReduceSumSquare": {1}}
 
 
 class _Node:
@@ -436,6 +442,8 @@ def run_node(n, args):
         return np.asarray(x.numel(), dtype=np.int64)
     if op == "Resize":
         return _resize(n, x, args)
+    if op in _MORE:
+        return _MORE[op](n, x, args)
     if op in ("LSTM", "GRU"):
         return _recurrent(n, op, args)
     raise NotImplementedError(f"[onnx.load] {n.where()}: op {op} (domain '', opset) is not "
@@ -603,3 +611,115 @@ def _recurrent(n, op, args):
     if layout:
         Y, Yh, Yc = Y.permute(2, 0, 1, 3), Yh.transpose(0, 1), Yc.transpose(0, 1)
     return (Y, Yh, Yc) if op == "LSTM" else (Y, Yh)
+
+
+def _reduce_op(fn):
+    def run(n, x, args):
+        axes = _ints(args[1]) if len(args) > 1 and args[1] is not None else n.attrs.get("axes")
+        return _reduce(n, x, fn, axes)
+    return run
+
+
+def _nll(n, x, args, logp=None):
+    """NegativeLogLikelihoodLoss on log-probabilities (N, C, d...), with
+    weight, ignore_index and reduction, by ONNX's definition."""
+    a = n.attrs
+    logp = x if logp is None else logp
+    target = args[1]
+    weight = args[2] if len(args) > 2 and args[2] is not None else None
+    ign = a.get("ignore_index")
+    red = a.get("reduction", "mean")
+    safe = target if ign is None else musa.where(target == ign, musa.zeros_like(target), target)
+    picked = -musa.gather(logp, 1, safe.unsqueeze(1)).squeeze(1)
+    w = musa.ones_like(picked) if weight is None else musa.index_select(weight, 0, safe.reshape(-1)).reshape(safe.shape)
+    if ign is not None:
+        w = musa.where(target == ign, musa.zeros_like(w), w)
+    loss = picked * w
+    if red == "none":
+        return loss
+    if red == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _sce(n, x, args):
+    """SoftmaxCrossEntropyLoss: log_softmax over dim 1, then the NLL; its
+    optional second output is the log-probabilities."""
+    logp = musa.nn.functional.log_softmax(x, 1)
+    loss = _nll(n, x, args, logp)
+    return (loss, logp) if len(n.outputs) > 1 and n.outputs[1] else loss
+
+
+def _one_hot(n, x, args):
+    depth = int(np.asarray(args[1]).reshape(-1)[0])
+    values = args[2]
+    ax = n.attrs.get("axis", -1)
+    idx = musa.where(x < 0, x + depth, x).to(musa.int64)
+    oh = musa.nn.functional.one_hot(idx, depth)
+    ax = ax + oh.dim() if ax < 0 else ax
+    oh = oh.movedim(-1, ax)
+    off, on = values[0], values[1]
+    return musa.where(oh == 1, on, off)
+
+
+def _depth_space(n, x, args):
+    b = n.attrs["blocksize"]
+    N, C, H, W = x.shape
+    if n.op == "SpaceToDepth":
+        t = x.reshape(N, C, H // b, b, W // b, b).permute(0, 3, 5, 1, 2, 4)
+        return t.reshape(N, C * b * b, H // b, W // b)
+    if n.attrs.get("mode", "DCR") == "DCR":
+        t = x.reshape(N, b, b, C // (b * b), H, W).permute(0, 3, 4, 1, 5, 2)
+    else:
+        t = x.reshape(N, C // (b * b), b, b, H, W).permute(0, 1, 4, 2, 5, 3)
+    return t.reshape(N, C // (b * b), H * b, W * b)
+
+
+def _hardmax(n, x, args):
+    ax = n.attrs.get("axis", -1)
+    i = musa.argmax(x, ax, keepdim=True)
+    return musa.zeros_like(x).scatter(ax if ax >= 0 else ax + x.dim(), i, 1.0)
+
+
+def _mvn(n, x, args):
+    axes = n.attrs.get("axes", [0, 2, 3])
+    mean = musa.mean(x, axes, keepdim=True)
+    var = musa.mean((x - mean) * (x - mean), axes, keepdim=True)
+    return (x - mean) / musa.sqrt(var + 1e-9)
+
+
+def _mod(n, x, args):
+    if n.attrs.get("fmod", 0) or x.dtype.is_floating_point:
+        return musa.fmod(x, args[1])
+    return musa.remainder(x, args[1])
+
+
+_MORE = {
+    "Mod": _mod,
+    "ReduceL1": _reduce_op(lambda t, d, k: musa.sum(musa.abs(t), d, keepdim=k)),
+    "ReduceL2": _reduce_op(lambda t, d, k: musa.sqrt(musa.sum(t * t, d, keepdim=k))),
+    "ReduceLogSum": _reduce_op(lambda t, d, k: musa.log(musa.sum(t, d, keepdim=k))),
+    "ReduceLogSumExp": _reduce_op(lambda t, d, k: musa.logsumexp(t, d, keepdim=k)),
+    "ReduceSumSquare": _reduce_op(lambda t, d, k: musa.sum(t * t, d, keepdim=k)),
+    "HardSwish": lambda n, x, a: x * musa.clamp(x / 6 + 0.5, 0.0, 1.0),
+    "Softsign": lambda n, x, a: x / (1 + musa.abs(x)),
+    "Sinh": lambda n, x, a: musa.sinh(x),
+    "Cosh": lambda n, x, a: musa.cosh(x),
+    "Tan": lambda n, x, a: musa.tan(x),
+    "ThresholdedRelu": lambda n, x, a: musa.where(x > n.attrs.get("alpha", 1.0), x,
+                                                  musa.zeros_like(x)),
+    "Shrink": lambda n, x, a: musa.where(
+        x < -n.attrs.get("lambd", 0.5), x + n.attrs.get("bias", 0.0),
+        musa.where(x > n.attrs.get("lambd", 0.5), x - n.attrs.get("bias", 0.0),
+                   musa.zeros_like(x))),
+    "Celu": lambda n, x, a: musa.nn.functional.celu(x, n.attrs.get("alpha", 1.0)),
+    "GlobalMaxPool": lambda n, x, a: musa.amax(x, list(range(2, x.dim())), keepdim=True),
+    "DepthToSpace": _depth_space,
+    "SpaceToDepth": _depth_space,
+    "OneHot": _one_hot,
+    "CastLike": lambda n, x, a: x.to(a[1].dtype),
+    "Hardmax": _hardmax,
+    "NegativeLogLikelihoodLoss": _nll,
+    "SoftmaxCrossEntropyLoss": _sce,
+    "MeanVarianceNormalization": _mvn,
+}
