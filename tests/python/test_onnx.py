@@ -165,6 +165,11 @@ def test_export_errors():
     with pytest.raises(TypeError, match="must be a Tensor"):
         musa.onnx.export(nn.ReLU(), (3,), io.BytesIO())
 
+    def branchy(x):
+        return x * 2 if x.sum() > 0 else x - 1
+    with pytest.raises(NotImplementedError, match="reads a tensor's value on the host"):
+        musa.onnx.export(branchy, musa.ones(3), io.BytesIO())
+
 
 @pytest.mark.parametrize("name", list(zoo(nn)))
 def test_pytorch_exported_models_load(name, tmp_path):

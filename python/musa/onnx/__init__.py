@@ -98,6 +98,11 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     if g.num_mutations:
         raise NotImplementedError("[onnx.export] the function writes into its inputs or "
                                   "parameters in place, which ONNX cannot express")
+    breaks = g.breaks()
+    if breaks:  # a value read on the host would bake one branch into the file
+        raise NotImplementedError(f"[onnx.export] the function reads a tensor's value on the "
+                                  f"host at {breaks[0].loc or 'a line'} ({breaks[0].kind}()), so "
+                                  f"its graph depends on the data; ONNX export needs one graph")
 
     b = E._Builder(helper, numpy_helper)
     value_names = {}
