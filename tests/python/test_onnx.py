@@ -276,3 +276,34 @@ def test_backend_node_suite_pass_rate():
                        env=dict(os.environ, PYTHONPATH=os.path.dirname(musa.__path__[0])))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "cases of imported ops passed" in r.stdout
+
+
+def test_pytorch_model_runs_from_c_after_save(tmp_path):
+    """ONNX from PyTorch -> musa.onnx.load -> .save() -> musa-run (C, no
+    Python) gives PyTorch's outputs."""
+    import subprocess
+    torch = pytest.importorskip("torch")
+    musa_run = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+                            "musa-run")
+    if not os.path.exists(musa_run):
+        pytest.skip("build/musa-run is not built")
+    torch.manual_seed(0)
+    model, shape = zoo(torch.nn)["cnn_bn"]
+    model.eval()
+    x = torch.randn(*shape)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), str(tmp_path / "m.onnx"), opset_version=17)
+    m = musa.onnx.load(tmp_path / "m.onnx")
+    with pytest.raises(RuntimeError, match="call the model once"):
+        m.save(tmp_path / "m.musa")
+    m(musa.tensor(x.numpy()))
+    m.save(tmp_path / "m.musa")
+    np.save(tmp_path / "x.npy", x.numpy())
+    r = subprocess.run([musa_run, str(tmp_path / "m.musa"), "--input", str(tmp_path / "x.npy"),
+                        "--output", str(tmp_path / "y.npy")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), model(x).detach().numpy(),
+                               rtol=1e-4, atol=1e-5)

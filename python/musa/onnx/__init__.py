@@ -318,6 +318,15 @@ class OnnxModule:
             raise RuntimeError("[onnx] call the model once before get_graph()")
         return self._compiled.get_graph(optimized)
 
+    def save(self, path):
+        """Write the model, as compiled for the last call's input shapes, as
+        a .musa file: musa_model_load in C and the musa-run command then run
+        it without Python (docs/deploy.md)."""
+        if self._compiled is None:
+            raise RuntimeError("[onnx] call the model once (with inputs of the shapes to "
+                               "deploy) before save()")
+        return self._compiled.save(path)
+
 
 def _check_supported(n):
     from . import _import as I
