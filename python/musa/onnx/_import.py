@@ -417,13 +417,7 @@ def run_node(n, args):
     if op == "InstanceNormalization":
         return F.instance_norm(x, weight=args[1], bias=args[2], eps=a.get("epsilon", 1e-5))
     if op == "ConvTranspose":
-        if x.dim() != 4 or a.get("output_shape") or a.get("auto_pad", "NOTSET") not in ("NOTSET",):
-            raise NotImplementedError(f"[onnx.load] {n.where()}: this ConvTranspose form")
-        b = args[2] if len(args) > 2 else None
-        return F.conv_transpose2d(x, args[1], b, stride=a.get("strides", [1, 1]),
-                                  padding=_pads2d(n, a.get("pads")),
-                                  output_padding=a.get("output_padding", [0, 0]),
-                                  groups=a.get("group", 1), dilation=a.get("dilations", [1, 1]))
+        return _conv_transpose(n, x, args)
     if op == "ScatterElements":
         red = a.get("reduction", "none")
         ax = a.get("axis", 0)
@@ -479,7 +473,7 @@ def _resize(n, x, args):
     nearest_mode) or a blend of the two neighbours (linear), dim by dim."""
     a = n.attrs
     mode = a.get("mode", "nearest")
-    if mode not in ("nearest", "linear"):
+    if mode not in ("nearest", "linear", "cubic"):
         raise NotImplementedError(f"[onnx.load] {n.where()}: Resize mode {mode}")
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
     if ctm == "tf_crop_and_resize" or a.get("antialias", 0):
@@ -512,8 +506,8 @@ def _resize(n, x, args):
             c = (o + 0.5) / s - 0.5
         elif ctm == "pytorch_half_pixel":
             c = (o + 0.5) / s - 0.5 if size_out > 1 else np.zeros_like(o)
-        elif ctm == "align_corners":
-            c = o * (size_in - 1) / (size_out - 1) if size_out > 1 else np.zeros_like(o)
+        elif ctm == "align_corners":  # the unrounded resized length, as ONNX defines it
+            c = o * (size_in - 1) / (size_in * s - 1) if size_out > 1 else np.zeros_like(o)
         elif ctm == "asymmetric":
             c = o / s
         elif ctm == "tf_half_pixel_for_nn":
@@ -531,6 +525,32 @@ def _resize(n, x, args):
                 i = np.ceil(c)
             idx = _tensor(np.clip(i, 0, size_in - 1).astype(np.int64))
             x = musa.index_select(x, d, idx)
+        elif mode == "cubic":  # 4 taps, Keys' kernel with cubic_coeff_a
+            A = a.get("cubic_coeff_a", -0.75)
+            base = np.floor(c)
+            t = c - base
+            taps = [base + k for k in (-1, 0, 1, 2)]
+            dist = [1 + t, t, 1 - t, 2 - t]
+
+            def kern(dd):
+                dd = np.abs(dd)
+                return np.where(dd <= 1, (A + 2) * dd ** 3 - (A + 3) * dd ** 2 + 1,
+                                np.where(dd < 2, A * dd ** 3 - 5 * A * dd ** 2 + 8 * A * dd - 4 * A,
+                                         0.0))
+            ws = [kern(dd) for dd in dist]
+            if a.get("exclude_outside", 0):
+                ws = [np.where((tp < 0) | (tp > size_in - 1), 0.0, w) for tp, w in zip(taps, ws)]
+                total = sum(ws)
+                ws = [w / total for w in ws]
+            shape = [1] * nd
+            shape[d] = size_out
+            acc = None
+            for tp, w in zip(taps, ws):
+                idx = _tensor(np.clip(tp, 0, size_in - 1).astype(np.int64))
+                term = musa.index_select(x, d, idx) * _tensor(w.astype(np.float32)).reshape(
+                    shape).to(x.dtype)
+                acc = term if acc is None else acc + term
+            x = acc
         else:
             c = np.clip(c, 0, size_in - 1)
             lo = np.floor(c).astype(np.int64)
@@ -723,3 +743,45 @@ _MORE = {
     "SoftmaxCrossEntropyLoss": _sce,
     "MeanVarianceNormalization": _mvn,
 }
+
+
+def _conv_transpose(n, x, args):
+    """ConvTranspose in 1 to 3 dims by ONNX's rules for pads, output_padding,
+    output_shape and auto_pad: the full transposed convolution, then its
+    begin/end padding cropped off (or zeros added where the output asks
+    for more), then the bias."""
+    F = musa.nn.functional
+    a = n.attrs
+    nd = x.dim() - 2
+    if nd not in (1, 2, 3):
+        raise NotImplementedError(f"[onnx.load] {n.where()}: {nd}-d ConvTranspose")
+    w = args[1]
+    b = args[2] if len(args) > 2 else None
+    k = list(a.get("kernel_shape") or w.shape[2:])
+    st = list(a.get("strides") or [1] * nd)
+    dl = list(a.get("dilations") or [1] * nd)
+    op_ = list(a.get("output_padding") or [0] * nd)
+    auto = a.get("auto_pad", "NOTSET")
+    natural = [st[i] * (x.shape[2 + i] - 1) + (k[i] - 1) * dl[i] + 1 for i in range(nd)]
+    if a.get("output_shape") or auto in ("SAME_UPPER", "SAME_LOWER"):
+        shape = list(a.get("output_shape") or [x.shape[2 + i] * st[i] for i in range(nd)])[-nd:]
+        begins, ends = [], []
+        for i in range(nd):
+            total = natural[i] + op_[i] - shape[i]
+            half = total // 2
+            begins.append(half if auto == "SAME_UPPER" else total - half)
+            ends.append(total - begins[-1])
+    else:
+        pads = list(a.get("pads") or [0] * (2 * nd))
+        begins, ends = pads[:nd], pads[nd:]
+    conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+    y = conv(x, w, None, stride=st, padding=0, output_padding=0, groups=a.get("group", 1),
+             dilation=dl)
+    for i in range(nd):
+        end = natural[i] + op_[i] - ends[i]  # exclusive, in the full output
+        if end > natural[i]:
+            pad = [0] * (2 * nd)
+            pad[2 * (nd - 1 - i) + 1] = end - natural[i]
+            y = F.pad(y, pad)
+        y = y.narrow(2 + i, begins[i], end - begins[i])
+    return y if b is None else y + b.reshape([1, -1] + [1] * nd)
