@@ -258,6 +258,26 @@ def test_hostile_files(tmp_path):
     p.write_bytes(m.SerializeToString())
     with pytest.raises(ValueError, match="outside the model's folder"):
         musa.onnx.load(p)
+    # huge dims: an initializer its data does not fill, and shapes that
+    # overflow or cannot be allocated, are clean errors
+    t = helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0])
+    t.dims[0] = 1 << 40
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+                          initializer=[t])
+    with pytest.raises(ValueError, match="initializer 'w'"):
+        musa.onnx.load_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    for op, shape, err in (("Reshape", [1 << 40, 1 << 40], ValueError),
+                           ("ConstantOfShape", [1 << 30, 1 << 30], MemoryError)):
+        sh = helper.make_tensor("s", TensorProto.INT64, [2], shape)
+        n = helper.make_node(op, ["x", "s"] if op == "Reshape" else ["s"], ["y"])
+        g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+                              initializer=[sh])
+        with pytest.raises(err):
+            musa.onnx.load_model(helper.make_model(
+                g, opset_imports=[helper.make_opsetid("", 17)]))(musa.ones(4))
     # a foreign opset domain
     m = onnx.load_from_string(data)
     m.opset_import.append(helper.make_opsetid("com.example", 1))

@@ -200,7 +200,13 @@ class OnnxModule:
         from . import _import as I
         self.model = model
         g = model.graph
-        self._inits = {t.name: I._tensor(numpy_helper.to_array(t)) for t in g.initializer}
+        self._inits = {}
+        for t in g.initializer:
+            try:
+                self._inits[t.name] = I._tensor(numpy_helper.to_array(t))
+            except (ValueError, TypeError, MemoryError) as e:  # dims that the data does not fill
+                raise ValueError(f"[onnx.load] initializer {t.name!r} (dims {list(t.dims)}): "
+                                 f"{e}") from None
         self.input_names = [i.name for i in g.input if i.name not in self._inits]
         self.output_names = [o.name for o in g.output]
         self._nodes = [I._Node(n, helper) for n in g.node]
