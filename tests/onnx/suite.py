@@ -18,9 +18,11 @@ import warnings
 import numpy as np
 
 # python3-onnx 1.12's case generators use NumPy aliases that NumPy 1.24 removed
-for _name, _type in (("float", float), ("int", int), ("bool", bool), ("object", object)):
-    if not hasattr(np, _name):
-        setattr(np, _name, _type)
+with warnings.catch_warnings():  # (asking NumPy about them warns)
+    warnings.simplefilter("ignore")
+    for _name, _type in (("float", float), ("int", int), ("bool", bool), ("object", object)):
+        if not hasattr(np, _name):
+            setattr(np, _name, _type)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 

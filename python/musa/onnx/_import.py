@@ -12,6 +12,7 @@ import numpy as np
 import musa
 
 from .. import _C
+from ._export import _ONNX_DTYPE
 
 _BINARY = {"Add": musa.add, "Sub": musa.sub, "Mul": musa.mul, "Div": None, "Pow": musa.pow,
            "Equal": musa.eq, "Less": musa.lt, "LessOrEqual": musa.le, "Greater": musa.gt,
@@ -24,8 +25,8 @@ _UNARY = {"Neg": musa.neg, "Abs": musa.abs, "Sign": musa.sign, "Exp": musa.exp, 
           "IsNaN": musa.isnan, "IsInf": musa.isinf, "Asin": musa.asin, "Acos": musa.acos,
           "Atan": musa.atan, "Asinh": musa.asinh, "Acosh": musa.acosh, "Atanh": musa.atanh,
           "Identity": lambda x: x}
-_FROM_ONNX = {1: musa.float32, 2: musa.uint8, 3: musa.int8, 6: musa.int32, 7: musa.int64,
-              9: musa.bool, 10: musa.float16, 11: musa.float64, 16: musa.bfloat16}
+# ONNX's TensorProto codes -> musa dtypes: the exporter's table, inverted
+_FROM_ONNX = {code: getattr(musa, name) for name, code in _ONNX_DTYPE.items()}
 
 
 # every op run_node handles (load checks each node against it first)
@@ -84,14 +85,6 @@ def _ints(t):
 
 def _axes(ndim, axes):
     return [a + ndim if a < 0 else a for a in axes]
-
-
-def _pads2d(n, pads):
-    if pads is None:
-        return [0, 0]
-    if len(pads) != 4 or pads[0] != pads[2] or pads[1] != pads[3]:
-        raise NotImplementedError(f"[onnx.load] {n.where()}: asymmetric pads {pads}")
-    return [pads[0], pads[1]]
 
 
 def _spatial_pads(n, x, kernel, strides, dilations):
@@ -207,6 +200,9 @@ def run_node(n, args):
             return x
         return musa.clamp(x, None if lo is None else lo.item(), None if hi is None else hi.item())
     if op == "Cast":
+        if a["to"] not in _FROM_ONNX:
+            raise NotImplementedError(f"[onnx.load] {n.where()}: Cast to ONNX type {a['to']}, "
+                                      f"which musa does not have")
         return x.to(_FROM_ONNX[a["to"]])
     if op == "ReduceSum":
         return _reduce(n, x, lambda t, d, k: musa.sum(t, d, keepdim=k),

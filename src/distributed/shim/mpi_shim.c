@@ -169,10 +169,9 @@ static int s_allreduce(const void *send, void *recv, int64_t count, int dtype, i
         snprintf(err, n, "no MPI type for dtype %d", dtype);
         return 1;
     }
-    size_t es = dtype == MUSA_DTYPE_FLOAT64 || dtype == MUSA_DTYPE_INT64      ? 8
-                : dtype == MUSA_DTYPE_FLOAT32 || dtype == MUSA_DTYPE_INT32    ? 4
-                : dtype == MUSA_DTYPE_FLOAT16 || dtype == MUSA_DTYPE_BFLOAT16 ? 2
-                                                                              : 1;
+    int tsize = 0;
+    MPI_Type_size(t, &tsize);
+    size_t es = (size_t)tsize;
     int pieces = (int)((count + PIECE - 1) / PIECE);
     musa_mpi_req *q = NULL;
     if (req) {
