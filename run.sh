@@ -12,7 +12,8 @@
 #   bash run.sh fuzz [s] [name]
 #                          build the libFuzzer harnesses (clang, ASan+UBSan, in
 #                          build-fuzz/) and run each (op_call: musa_op_call;
-#                          file_load: the .musa reader), or only fuzz_<name>,
+#                          file_load: the .musa reader; onnx_load: the C
+#                          importer of ONNX files), or only fuzz_<name>,
 #                          for s seconds (default 60); crashers land in
 #                          tests/fuzz/crashes/<name>/
 #   bash run.sh fuzz-py [seconds]
@@ -36,8 +37,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev pkg-config python3-dev python3-numpy
-          python3-pytest)
+# (protobuf-c: the C importer of ONNX files, src/io/onnx.c)
+PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev libprotobuf-c-dev pkg-config
+          protobuf-c-compiler python3-dev python3-numpy python3-pytest)
 # the reference the Python tests compare against; make_dot's renderer; Open MPI
 # (libmusa_mpi.so, the collectives' backend, and mpirun for the 2-rank tests)
 # and python3-onnx (musa.onnx's checker, helpers and the backend node tests)
@@ -164,7 +166,7 @@ fuzz_build() {
         -DMUSA_BUILD_PYTHON=OFF -DMUSA_BUILD_TESTS=OFF >/dev/null
     cmake --build build-fuzz -j"$JOBS" --target $FUZZERS
 }
-FUZZERS="fuzz_op_call fuzz_file_load" # tests/fuzz/fuzz_<name>.c
+FUZZERS="fuzz_op_call fuzz_file_load fuzz_onnx_load" # tests/fuzz/fuzz_<name>.c
 
 # Run harness fuzz_$2 (default op_call) for $1 seconds with one process.
 # New corpus entries go to build-fuzz/corpus/$2/ (the seeds in
@@ -234,7 +236,7 @@ sanitize)
     C_FAILED=$((ASAN_FAILED + TSAN_FAILED))
     # a short fuzz run (the kept crashers were replayed by test_fuzz above)
     fuzz_build
-    for target in op_call:25 file_load:15; do
+    for target in op_call:25 file_load:15 onnx_load:15; do
         echo "== fuzz_${target%:*}, ${target#*:} s"
         if fuzz_run "${target#*:}" "${target%:*}"; then
             echo "fuzz smoke: clean, ${FUZZ_EXECS} executions"
@@ -280,7 +282,7 @@ fuzz)
     fuzz_build
     secs=${2:-60}
     status=0
-    for name in ${3:-op_call file_load}; do
+    for name in ${3:-op_call file_load onnx_load}; do
         echo "== fuzz_${name}, ${secs} s"
         if fuzz_run "$secs" "$name"; then
             echo "fuzz: clean, ${FUZZ_EXECS} executions"

@@ -1599,6 +1599,32 @@ MUSA_API int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs,
 /* NULL is a no-op; outputs of earlier runs stay valid. */
 MUSA_API void musa_model_free(musa_model *m);
 
+/*
+ * ONNX models run the same way (docs/onnx.md): musa_model_load of a path
+ * ending in ".onnx", or musa_model_load_memory of a serialized ModelProto,
+ * reads one (opsets 7 to 18; `musa-run model.onnx` too). Loading checks the
+ * whole file before any tensor is allocated: the protobuf, the opset, each
+ * node's op, domain, input and output counts and attribute names and
+ * types, that every value is made before it is read (no cycles), unique
+ * names, and each initializer's data against its dims (external data only
+ * from files inside the model's folder). A problem fails with MUSA_ERR_IO,
+ * an op the importer does not read with MUSA_ERR_NOT_IMPLEMENTED, each
+ * naming the node, its op (and domain and opset).
+ * - Inputs are the graph's inputs that no initializer gives; a dim that
+ *   the file names (dim_param) or leaves open is -1 in musa_model_input
+ *   (lo and hi are 0) and takes any size, equal names equal sizes.
+ * - Each new set of input shapes captures the graph anew: nodes whose
+ *   inputs are constants or shapes are computed then (so Shape -> Gather ->
+ *   Concat -> Reshape chains fold into integers), the rest is recorded,
+ *   optimised and planned like a .musa model. musa_model_graph gives the
+ *   graph of the last new signature (NULL before the first run).
+ * - Inputs an op needs as integers (Reshape's shape, Slice's starts, ...)
+ *   must be known that way; one computed from the model's inputs is an
+ *   error naming the node and the input.
+ */
+/* The ONNX ops the importer reads, i from 0 (NULL past the last). */
+MUSA_API const char *musa_onnx_op(int i);
+
 /* NumPy .npy files (versions 1 to 3; little-endian float16/32/64,
  * int8/32/64, uint8 and bool): read (validated like a .musa file: a bad
  * file is MUSA_ERR_IO naming what is wrong) and write (version 1.0). */

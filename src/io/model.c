@@ -8,17 +8,23 @@
  * planned as musa.jit does for a live dynamic model), the most recent
  * MODEL_PLANS kept. Runs are serialised by a lock.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "../tensor/tensor.h"
 #include "model.h"
+#include "onnx.h"
 
 static const char *LOAD = "musa_model_load";
 
 void musa_model_free(musa_model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_v; i++) musa_plan_free(m->v[i].plan), musa_graph_free(m->v[i].g);
+    for (int i = 0; i < m->n_v; i++)
+        musa_plan_free(m->v[i].plan), musa_graph_free(m->v[i].g), free(m->v[i].dims);
     musa_graph_free(m->g);
+    musa_onnx_free(m->onnx);
     free(m->header), free(m->base), free(m->slope);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -47,13 +53,81 @@ static musa_model *load_file(musa_file *f) {
     return m;
 }
 
+/* ---- ONNX models (onnx.c) ---- */
+
+static musa_model *load_onnx(const void *data, size_t size, const char *path) {
+    musa_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        musa_err_nomem(LOAD, sizeof *m);
+        return NULL;
+    }
+    pthread_mutex_init(&m->lock, NULL);
+    m->ctx.fusion_level = 2;
+    m->popt.memory_arena = true;
+    if (!(m->onnx = musa_onnx_read(data, size, path)) ||
+        !(m->header = strdup("{\"kind\": \"onnx\"}"))) {
+        if (m->onnx) musa_err_nomem(LOAD, 32);
+        musa_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static bool ends_with_onnx(const char *path) {
+    size_t n = strlen(path);
+    return n >= 5 && !strcasecmp(path + n - 5, ".onnx");
+}
+
+/* Bytes that start like a ModelProto (a field tag of ir_version, producer,
+ * domain, model_version, doc_string, graph or opset_import), not a .musa
+ * file's magic. */
+static bool looks_like_onnx(const unsigned char *d, size_t size) {
+    static const unsigned char tags[] = {0x08, 0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42};
+    return size && memchr(tags, d[0], sizeof tags);
+}
+
+static musa_model *load_onnx_file(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    struct stat st;
+    if (!fp || fstat(fileno(fp), &st) || !S_ISREG(st.st_mode)) {
+        musa_err(MUSA_ERR_IO, "[%s] %s: %s", LOAD, path,
+                 fp ? "not a regular file" : strerror(errno));
+        if (fp) fclose(fp);
+        return NULL;
+    }
+    if (st.st_size <= 0 || (uint64_t)st.st_size > (uint64_t)INT32_MAX) {
+        fclose(fp);
+        musa_err(MUSA_ERR_IO,
+                 "[onnx] %s: %lld bytes is not the size of an ONNX model (1 byte to 2 GiB)", path,
+                 (long long)st.st_size);
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size;
+    void *buf = malloc(size);
+    if (!buf || fread(buf, 1, size, fp) != size) {
+        if (buf)
+            musa_err(MUSA_ERR_IO, "[onnx] %s: reading failed", path);
+        else
+            musa_err_nomem(LOAD, size);
+        free(buf);
+        fclose(fp);
+        return NULL;
+    }
+    fclose(fp);
+    musa_model *m = load_onnx(buf, size, path);
+    free(buf); /* the model keeps what it read, nothing points into buf */
+    return m;
+}
+
 musa_model *musa_model_load(const char *path, int flags) {
+    if (path && ends_with_onnx(path)) return load_onnx_file(path);
     musa_file *f = musa_file_open(path, flags);
     if (!f) musa_err_prefix(LOAD);
     return load_file(f);
 }
 
 musa_model *musa_model_load_memory(const void *data, size_t size) {
+    if (data && looks_like_onnx(data, size)) return load_onnx(data, size, NULL);
     musa_file *f = musa_file_open_memory(data, size);
     return load_file(f);
 }
@@ -67,18 +141,25 @@ const musa_graph *musa_model_graph(const musa_model *m) {
 }
 
 int musa_model_num_inputs(const musa_model *m) {
+    if (m && m->onnx) return musa_onnx_num_inputs(m->onnx);
     return m ? (int)m->g->inputs.len : 0;
 }
 
 int musa_model_num_outputs(const musa_model *m) {
+    if (m && m->onnx) return musa_onnx_num_outputs(m->onnx);
     return m ? (int)m->g->outputs.len : 0;
 }
 
 int musa_model_input(const musa_model *m, int i, const char **name, musa_dtype *dtype, int *ndim,
                      int64_t *dims, int64_t *lo, int64_t *hi) {
-    if (!m || i < 0 || i >= m->g->inputs.len)
+    if (!m || i < 0 || i >= musa_model_num_inputs(m))
         return musa_err(MUSA_ERR_INDEX, "[musa_model_input] input %d is out of range for %d", i,
-                        m ? (int)m->g->inputs.len : 0);
+                        musa_model_num_inputs(m));
+    if (m->onnx) {
+        if (lo) *lo = 0;
+        if (hi) *hi = 0;
+        return musa_onnx_input(m->onnx, i, name, dtype, ndim, dims, NULL);
+    }
     const musa_gvalue *v = &m->g->values.data[m->g->inputs.data[i]];
     if (name) *name = v->name;
     if (dtype) *dtype = (musa_dtype)v->dtype;
@@ -167,14 +248,37 @@ static int build_variant(musa_model *m, const musa_graph *g, variant *v) {
 
 /* The plan for this call (built on first use). Called with the lock held. */
 static musa_plan *plan_for(musa_model *m, int n_in, musa_tensor *const *in, int64_t size) {
+    int64_t key[2 * 64 * MUSA_MAX_DIMS];
+    int nk = m->onnx ? musa_onnx_key(m->onnx, n_in, in, key, 2 * 64 * MUSA_MAX_DIMS) : 0;
+    if (nk < 0) return NULL;
     for (int i = 0; i < m->n_v; i++)
-        if (!m->dynamic || m->v[i].size == size) {
+        if (m->onnx
+                ? m->v[i].n_dims == nk && !memcmp(m->v[i].dims, key, sizeof(int64_t) * (size_t)nk)
+                : !m->dynamic || m->v[i].size == size) {
             m->v[i].used = ++m->runs;
             return m->v[i].plan;
         }
     variant nv = {.size = size};
     int rc;
-    if (!m->dynamic) {
+    if (m->onnx) { /* captured anew for these shapes; the graph kept for musa_model_graph */
+        musa_graph *g = musa_onnx_capture(m->onnx, n_in, in);
+        nv.dims = g ? malloc(sizeof(int64_t) * ((size_t)nk + 1)) : NULL;
+        rc = !g         ? musa_last_error_code()
+             : !nv.dims ? musa_err_nomem("musa_model_run", 64)
+                        : MUSA_OK;
+        if (!rc) {
+            memcpy(nv.dims, key, sizeof(int64_t) * (size_t)nk);
+            nv.n_dims = nk;
+            rc = build_variant(m, g, &nv);
+        }
+        if (rc) {
+            free(nv.dims);
+            musa_graph_free(g);
+        } else {
+            musa_graph_free(m->g);
+            m->g = g;
+        }
+    } else if (!m->dynamic) {
         rc = build_variant(m, m->g, &nv);
     } else {
         int64_t(*shapes)[MUSA_MAX_DIMS] = calloc((size_t)n_in + 1, sizeof *shapes);
@@ -219,7 +323,7 @@ static musa_plan *plan_for(musa_model *m, int n_in, musa_tensor *const *in, int6
         slot = 0;
         for (int i = 1; i < m->n_v; i++)
             if (m->v[i].used < m->v[slot].used) slot = i;
-        musa_plan_free(m->v[slot].plan), musa_graph_free(m->v[slot].g);
+        musa_plan_free(m->v[slot].plan), musa_graph_free(m->v[slot].g), free(m->v[slot].dims);
     } else {
         m->n_v++;
     }
@@ -233,12 +337,16 @@ int musa_model_run(musa_model *m, int n_in, musa_tensor *const *inputs, int n_ou
     if (!m || (n_in && !inputs) || (n_out && !outputs))
         return musa_err(MUSA_ERR_VALUE, "[musa_model_run] model, inputs and outputs must be given");
     for (int j = 0; j < n_out; j++) outputs[j] = NULL;
-    if (n_out != m->g->outputs.len)
+    if (n_out != musa_model_num_outputs(m))
         return musa_err(MUSA_ERR_VALUE,
-                        "[musa_model_run] the model has %lld outputs, room for %d given",
-                        (long long)m->g->outputs.len, n_out);
-    int64_t size;
-    int rc = check_inputs(m, n_in, inputs, &size);
+                        "[musa_model_run] the model has %d outputs, room for %d given",
+                        musa_model_num_outputs(m), n_out);
+    int64_t size = -1;
+    if (m->onnx && n_in > 64)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[musa_model_run] %d inputs; an ONNX model takes at most 64", n_in);
+    int rc = m->onnx ? musa_onnx_check_inputs(m->onnx, n_in, inputs)
+                     : check_inputs(m, n_in, inputs, &size);
     if (rc) return rc;
     /* plans take contiguous inputs */
     musa_tensor **in = calloc((size_t)n_in + 1, sizeof *in);

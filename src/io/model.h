@@ -15,15 +15,21 @@
 #define MODEL_PLANS 8 /* plans kept per dynamic model */
 
 typedef struct variant {
-    int64_t size; /* the dynamic size it serves */
+    int64_t size;  /* the dynamic size it serves */
+    int64_t *dims; /* an ONNX model's key (musa_onnx_key; owned) */
+    int n_dims;
     musa_graph *g;
     musa_plan *plan;
     uint64_t used; /* run counter at the last use */
 } variant;
 
+struct musa_onnx;
+
 struct musa_model {
-    musa_graph *g; /* as loaded: before segmenting and passes */
-    char *header;  /* the file's header text */
+    musa_graph *g;          /* as loaded: before segmenting and passes (an ONNX model:
+                             * as captured for the last new input signature) */
+    struct musa_onnx *onnx; /* an ONNX model (onnx.c), else NULL */
+    char *header;           /* the file's header text */
     musa_pass_ctx ctx;
     char disabled[256];
     musa_plan_options popt;

@@ -13,6 +13,7 @@
 
 int fuzz_op_call_one(const uint8_t *data, size_t size);
 int fuzz_file_load_one(const uint8_t *data, size_t size);
+int fuzz_onnx_load_one(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* Replay every regular file of dir; the number replayed, or -1 when the
@@ -89,4 +90,49 @@ TEST(file_load_crashers_replay_clean) {
     /* each file with a finding fails the test inside replay_dir; the folder
      * is absent while the fuzzer has found nothing */
     (void)replay_dir(MUSA_FUZZ_DIR "/crashes/file_load", fuzz_file_load_one);
+}
+
+TEST(onnx_load_seed_corpus_replays_clean) {
+    int n = replay_dir(MUSA_FUZZ_DIR "/corpus/onnx_load", fuzz_onnx_load_one);
+    CHECK_MSG(n >= 10, "%d seeds in %s", n, MUSA_FUZZ_DIR "/corpus/onnx_load");
+}
+
+/* Every seed (tests/fuzz/make_onnx_seeds.py) loads and runs, so that the
+ * fuzzer starts from models that reach the ops, not from load errors. */
+TEST(onnx_load_seeds_load_and_run) {
+    const char *dir = MUSA_FUZZ_DIR "/corpus/onnx_load";
+    DIR *d = opendir(dir);
+    CHECK_MSG(d != NULL, "cannot read %s", dir);
+    int ran = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[4096];
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        musa_model *m = musa_model_load(path, 0);
+        CHECK_MSG(m != NULL, "%s: %s", path, musa_last_error());
+        if (!m) continue;
+        int n = musa_model_num_inputs(m), no = musa_model_num_outputs(m);
+        musa_tensor *in[4] = {NULL}, *out[4] = {NULL};
+        CHECK(n <= 4 && no <= 4);
+        for (int i = 0; i < n && i < 4; i++) {
+            musa_dtype dt;
+            int nd;
+            int64_t dims[MUSA_MAX_DIMS];
+            musa_model_input(m, i, NULL, &dt, &nd, dims, NULL, NULL);
+            for (int k = 0; k < nd; k++) dims[k] = dims[k] < 0 ? 2 : dims[k];
+            in[i] = musa_full(nd, dims, 1.0, dt); /* pads of 1 for the reflect seed */
+        }
+        int rc = n <= 4 && no <= 4 ? musa_model_run(m, n, in, no, out) : -1;
+        CHECK_MSG(rc == MUSA_OK, "%s: %s", path, musa_last_error());
+        ran += rc == MUSA_OK;
+        for (int i = 0; i < 4; i++) musa_tensor_release(in[i]), musa_tensor_release(out[i]);
+        musa_model_free(m);
+    }
+    if (d) closedir(d);
+    CHECK_MSG(ran >= 10, "%d seeds ran", ran);
+}
+
+TEST(onnx_load_crashers_replay_clean) {
+    (void)replay_dir(MUSA_FUZZ_DIR "/crashes/onnx_load", fuzz_onnx_load_one);
 }

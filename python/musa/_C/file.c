@@ -215,6 +215,17 @@ DEF(_model_run, PM_FN, "model:O inputs:O") {
     return r;
 }
 
+DEF(_onnx_ops, PM_FN, "") {
+    (void)a, (void)who;
+    PyObject *r = PyList_New(0);
+    for (int i = 0; r && musa_onnx_op(i); i++) {
+        PyObject *s = PyUnicode_FromString(musa_onnx_op(i));
+        if (!s || PyList_Append(r, s)) Py_CLEAR(r);
+        Py_XDECREF(s);
+    }
+    return r;
+}
+
 DEF(_model_header, PM_FN, "model:O") {
     musa_model *m = model_of(a[0].o, who);
     return m ? PyUnicode_FromString(musa_model_header(m)) : NULL;

@@ -1,0 +1,996 @@
+/*
+ * onnx.c - ONNX models in C: reading and validating a ModelProto (protobuf-c
+ * on the schema of onnx/onnx.proto), the model's signature, and capturing
+ * it into a musa graph for one set of input shapes (onnx_ops.c has the
+ * ops). model.c loads .onnx files through here and runs the graphs as it
+ * runs a .musa model's: optimised, planned, one plan per input signature.
+ *
+ * Building a graph: the inputs are meta tensors of the call's shapes under
+ * symbolic capture. A node whose inputs are all known while building
+ * (initializers, constants, Shape of anything, and what is computed from
+ * those) runs eagerly with the capture paused, so shape arithmetic (the
+ * Shape -> Gather -> Concat -> Reshape chains exporters write) folds into
+ * plain integers and constants; every other node is recorded. Ops that
+ * need integers (Reshape's shape, Slice's starts) read them from known
+ * inputs, and say so, naming the node and the input, when an input is
+ * computed from the model's inputs instead.
+ */
+#include "onnx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../jit/graph.h"
+#include "../ops/op.h"
+#include "../tensor/tensor.h"
+
+#ifdef MUSA_HAVE_ONNX
+#include "onnx.pb-c.h"
+
+#define MAX_FILE      ((size_t)INT32_MAX) /* protobuf's limit on a message */
+#define OPSET_MIN     1
+#define OPSET_MAX     18
+#define MAX_VALUES    (1 << 24)
+#define MAX_NODE_ARGS 1024
+
+/* AttributeProto.type codes */
+enum { A_FLOAT = 1, A_INT, A_STRING, A_TENSOR, A_GRAPH, A_FLOATS, A_INTS, A_STRINGS, A_TENSORS };
+
+typedef struct onnx_input {
+    int32_t value;
+    const char *name;
+    musa_dtype dtype;
+    int ndim;
+    bool by_value;                      /* an op reads it as numbers: part of the key */
+    int64_t dims[MUSA_MAX_DIMS];        /* -1: free */
+    const char *params[MUSA_MAX_DIMS]; /* a free dim's name, or NULL */
+} onnx_input;
+
+struct musa_onnx {
+    Onnx__ModelProto *proto;
+    char *where; /* "[onnx] FILE" */
+    char *dir;   /* the file's directory (external data), or NULL */
+    int64_t opset;
+    int n_values;
+    const char **names;
+    musa_map by_name; /* name hash -> value id */
+    musa_tensor **consts; /* initializers, by value id */
+    onnx_node *nodes;
+    int n_nodes;
+    onnx_input *inputs;
+    int n_inputs;
+    int32_t *outputs;
+    int n_outputs;
+};
+
+struct onnx_build {
+    musa_onnx *o;
+    const onnx_node *node; /* being built */
+    const bool *in_known;  /* its inputs' */
+    bool formatted;        /* the last error already names the node */
+    musa_tensor **temps;   /* onnx_tmp's, released after each node */
+    int n_temps, cap_temps;
+};
+
+/* ---- errors ---- */
+
+static int bad(const musa_onnx *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(const musa_onnx *o, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return musa_err(MUSA_ERR_IO, "%s: %s", o->where, msg);
+}
+
+const char *onnx_node_name(const onnx_node *n) {
+    if (n->p->name && n->p->name[0]) return n->p->name;
+    return n->p->n_output && n->p->output[0][0] ? n->p->output[0] : "(unnamed)";
+}
+
+const char *onnx_node_op(const onnx_node *n) {
+    return n->p->op_type;
+}
+
+int64_t onnx_opset(const onnx_build *b) {
+    return b->o->opset;
+}
+
+int onnx_fail(const onnx_build *b, const onnx_node *n, int code, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ((onnx_build *)b)->formatted = true;
+    return musa_err(code, "%s: node '%.100s' (%s): %s", b->o->where, onnx_node_name(n),
+                    onnx_node_op(n), msg);
+}
+
+/* ---- names ---- */
+
+static uint64_t hash_name(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h | 1; /* never 0 */
+}
+
+static int32_t value_id(const musa_onnx *o, const char *name) {
+    const uint64_t *v = musa_map_get(&o->by_name, hash_name(name));
+    return v && !strcmp(o->names[*v], name) ? (int32_t)*v : -1;
+}
+
+/* A new value named `name` (unique), its id into *id. */
+static int new_value(musa_onnx *o, const char *name, const char *what, int32_t *id) {
+    if (!name || !name[0]) return bad(o, "%s has an empty name", what);
+    uint64_t h = hash_name(name);
+    const uint64_t *v = musa_map_get(&o->by_name, h);
+    if (v && !strcmp(o->names[*v], name))
+        return bad(o, "%s names '%.100s', a value defined already (names must be unique)", what,
+                   name);
+    if (v) return bad(o, "%s: the names '%.100s' and '%.100s' hash alike", what, name, o->names[*v]);
+    if (o->n_values == MAX_VALUES) return bad(o, "more than %d values", MAX_VALUES);
+    *id = o->n_values;
+    o->names[o->n_values++] = name;
+    return musa_map_put(&o->by_name, h, (uint64_t)*id) ? musa_err_nomem("onnx", 64) : MUSA_OK;
+}
+
+/* ---- dtypes and tensors ---- */
+
+int musa_onnx_dtype(int64_t code) {
+    switch (code) {
+    case 1: return MUSA_DTYPE_FLOAT32;
+    case 2: return MUSA_DTYPE_UINT8;
+    case 3: return MUSA_DTYPE_INT8;
+    case 6: return MUSA_DTYPE_INT32;
+    case 7: return MUSA_DTYPE_INT64;
+    case 9: return MUSA_DTYPE_BOOL;
+    case 10: return MUSA_DTYPE_FLOAT16;
+    case 11: return MUSA_DTYPE_FLOAT64;
+    case 16: return MUSA_DTYPE_BFLOAT16;
+    default: return -1;
+    }
+}
+
+static const char *onnx_type_name(int64_t code) {
+    static const char *names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",
+                                  "INT16",     "INT32",  "INT64",     "STRING",     "BOOL",
+                                  "FLOAT16",   "DOUBLE", "UINT32",    "UINT64",     "COMPLEX64",
+                                  "COMPLEX128", "BFLOAT16"};
+    return code >= 0 && code < (int64_t)(sizeof names / sizeof *names) ? names[code] : "unknown";
+}
+
+static bool safe_relative(const char *p) {
+    if (!p[0] || p[0] == '/') return false;
+    for (const char *s = p; *s;) { /* no ".." component */
+        const char *e = strchr(s, '/');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == 2 && s[0] == '.' && s[1] == '.') return false;
+        if (!e) break;
+        s = e + 1;
+    }
+    return true;
+}
+
+/* Where an external tensor's bytes are: the file (resolved inside the
+ * model's folder), offset and length. Checks only; opens nothing but a stat. */
+static int external_of(const musa_onnx *o, const Onnx__TensorProto *t, const char *what,
+                       char *path, size_t path_size, int64_t *offset, int64_t *length) {
+    const char *loc = NULL;
+    *offset = 0, *length = -1;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        const char *k = e->key ? e->key : "", *v = e->value ? e->value : "";
+        if (!strcmp(k, "location")) {
+            loc = v;
+        } else if (!strcmp(k, "offset") || !strcmp(k, "length")) {
+            char *end;
+            errno = 0;
+            long long x = strtoll(v, &end, 10);
+            if (!v[0] || *end || errno || x < 0)
+                return bad(o, "%s: external data %s '%.40s' is not a size", what, k, v);
+            *(k[0] == 'o' ? offset : length) = x;
+        }
+    }
+    if (!loc) return bad(o, "%s: external data without a location", what);
+    if (!o->dir)
+        return bad(o, "%s: external data ('%.100s') needs the model's file, not bytes in memory",
+                   what, loc);
+    if (!safe_relative(loc))
+        return bad(o, "%s: external data location '%.100s' is outside the model's folder", what,
+                   loc);
+    char joined[PATH_MAX], real_dir[PATH_MAX];
+    if (snprintf(joined, sizeof joined, "%s/%s", o->dir, loc) >= (int)sizeof joined ||
+        !realpath(o->dir, real_dir))
+        return bad(o, "%s: external data path '%.100s' is too long", what, loc);
+    if (!realpath(joined, path) || strlen(path) >= path_size)
+        return bad(o, "%s: external data file '%.100s': %s", what, loc, strerror(errno));
+    size_t nd = strlen(real_dir);
+    if (strncmp(path, real_dir, nd) || path[nd] != '/')
+        return bad(o, "%s: external data '%.100s' resolves outside the model's folder", what, loc);
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return bad(o, "%s: external data '%.100s' is not a regular file", what, loc);
+    if (*offset > st.st_size) return bad(o, "%s: external data offset past the file's end", what);
+    if (*length < 0) *length = st.st_size - *offset;
+    if (*length > st.st_size - *offset)
+        return bad(o, "%s: external data '%.100s' holds %lld bytes from offset %lld, %lld asked",
+                   what, loc, (long long)(st.st_size - *offset), (long long)*offset,
+                   (long long)*length);
+    return MUSA_OK;
+}
+
+/* Check tensor t (an initializer or an attribute's) before anything is
+ * allocated: dtype, dims, and data that fills them exactly. */
+static int check_tensor(const musa_onnx *o, const Onnx__TensorProto *t, const char *what,
+                        int64_t *numel_out) {
+    int dt = t->has_data_type ? musa_onnx_dtype(t->data_type) : -1;
+    if (dt < 0)
+        return bad(o, "%s has ONNX type %s (%d), which musa does not have", what,
+                   onnx_type_name(t->data_type), t->has_data_type ? (int)t->data_type : 0);
+    if (t->n_dims > MUSA_MAX_DIMS)
+        return bad(o, "%s has %zu dims, more than musa's %d", what, t->n_dims, MUSA_MAX_DIMS);
+    if (t->segment) return bad(o, "%s is a segment of a tensor, which musa does not read", what);
+    int64_t numel = 1;
+    for (size_t i = 0; i < t->n_dims; i++)
+        if (t->dims[i] < 0 || !musa_mul_i64(numel, t->dims[i], &numel))
+            return bad(o, "%s: dim %zu is %lld (dims must be >= 0 and their product fit 64 bits)",
+                       what, i, (long long)t->dims[i]);
+    size_t item = musa_dtype_size((musa_dtype)dt), need;
+    if (!musa_mul_size((size_t)numel, item, &need) || need > ((size_t)1 << 46))
+        return bad(o, "%s: %lld elements are too many", what, (long long)numel);
+    *numel_out = numel;
+    if (t->has_data_location && t->data_location == 1) {
+        char path[PATH_MAX];
+        int64_t off, len;
+        int rc = external_of(o, t, what, path, sizeof path, &off, &len);
+        if (rc) return rc;
+        if ((size_t)len != need)
+            return bad(o, "%s: external data holds %lld bytes; %lld elements of %s need %zu", what,
+                       (long long)len, (long long)numel, onnx_type_name(t->data_type), need);
+        return MUSA_OK;
+    }
+    if (t->has_data_location && t->data_location != 0)
+        return bad(o, "%s: data_location %d is not DEFAULT (0) or EXTERNAL (1)", what,
+                   (int)t->data_location);
+    if (t->has_raw_data) {
+        if (t->raw_data.len != need)
+            return bad(o, "%s: raw_data holds %zu bytes; %lld elements of %s need %zu", what,
+                       t->raw_data.len, (long long)numel, onnx_type_name(t->data_type), need);
+        return MUSA_OK;
+    }
+    size_t have;
+    switch (t->data_type) {
+    case 1: have = t->n_float_data; break;
+    case 7: have = t->n_int64_data; break;
+    case 11: have = t->n_double_data; break;
+    default: have = t->n_int32_data; break; /* the narrow types, float16, bfloat16, bool */
+    }
+    if (have != (size_t)numel)
+        return bad(o, "%s: its data holds %zu values; dims %s need %lld", what, have,
+                   t->n_dims ? "given" : "() (a scalar)", (long long)numel);
+    return MUSA_OK;
+}
+
+/* A musa tensor of checked TensorProto t (NULL and an error on failure). */
+static musa_tensor *make_tensor(const musa_onnx *o, const Onnx__TensorProto *t, const char *what) {
+    musa_dtype dt = (musa_dtype)musa_onnx_dtype(t->data_type);
+    int64_t shape[MUSA_MAX_DIMS];
+    for (size_t i = 0; i < t->n_dims; i++) shape[i] = t->dims[i];
+    uint32_t epoch = musa_tensor_epoch;
+    musa_tensor_epoch = 0; /* made outside any capture's ops: a parameter */
+    musa_tensor *x = musa_empty((int)t->n_dims, shape, dt);
+    musa_tensor_epoch = epoch;
+    if (!x) return NULL;
+    size_t n = (size_t)musa_tensor_numel(x), item = musa_dtype_size(dt);
+    unsigned char *d = musa_tensor_data(x);
+    int rc = MUSA_OK;
+    if (t->has_data_location && t->data_location == 1) {
+        char path[PATH_MAX];
+        int64_t off, len;
+        rc = external_of(o, t, what, path, sizeof path, &off, &len);
+        int fd = rc ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+        if (!rc && fd < 0) rc = bad(o, "%s: cannot open its external data: %s", what, strerror(errno));
+        for (size_t done = 0; !rc && done < n * item;) {
+            ssize_t r = pread(fd, d + done, n * item - done, (off_t)(off + (int64_t)done));
+            if (r <= 0) rc = bad(o, "%s: reading its external data failed", what);
+            done += r > 0 ? (size_t)r : 0;
+        }
+        if (fd >= 0) close(fd);
+    } else if (t->has_raw_data) {
+        memcpy(d, t->raw_data.data, n * item);
+    } else {
+        for (size_t i = 0; i < n; i++) switch (dt) {
+            case MUSA_DTYPE_FLOAT32: ((float *)d)[i] = t->float_data[i]; break;
+            case MUSA_DTYPE_FLOAT64: ((double *)d)[i] = t->double_data[i]; break;
+            case MUSA_DTYPE_INT64: ((int64_t *)d)[i] = t->int64_data[i]; break;
+            case MUSA_DTYPE_INT32: ((int32_t *)d)[i] = t->int32_data[i]; break;
+            case MUSA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)t->int32_data[i]; break;
+            case MUSA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)t->int32_data[i]; break;
+            case MUSA_DTYPE_BOOL: ((uint8_t *)d)[i] = t->int32_data[i] != 0; break;
+            default: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break; /* 16-bit floats */
+            }
+    }
+    if (dt == MUSA_DTYPE_BOOL) /* any nonzero byte is true */
+        for (size_t i = 0; i < n; i++) d[i] = d[i] != 0;
+    if (rc) {
+        musa_tensor_release(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* ---- attributes ---- */
+
+static const Onnx__AttributeProto *find_attr(const onnx_node *n, const char *name) {
+    for (size_t i = 0; i < n->p->n_attribute; i++)
+        if (n->p->attribute[i]->name && !strcmp(n->p->attribute[i]->name, name))
+            return n->p->attribute[i];
+    return NULL;
+}
+
+bool onnx_has_attr(const onnx_node *n, const char *name) {
+    return find_attr(n, name) != NULL;
+}
+
+int64_t onnx_attr_int(const onnx_node *n, const char *name, int64_t def) {
+    const Onnx__AttributeProto *a = find_attr(n, name);
+    return a ? a->i : def;
+}
+
+double onnx_attr_float(const onnx_node *n, const char *name, double def) {
+    const Onnx__AttributeProto *a = find_attr(n, name);
+    return a ? (double)a->f : def;
+}
+
+const char *onnx_attr_str(const onnx_node *n, const char *name, const char *def) {
+    const Onnx__AttributeProto *a = find_attr(n, name);
+    if (!a) return def;
+    /* checked at load to hold no NUL, and given one at the end (validate) */
+    return a->has_s && a->s.data ? (const char *)a->s.data : "";
+}
+
+int onnx_attr_ints(const onnx_node *n, const char *name, int64_t *v, int max) {
+    const Onnx__AttributeProto *a = find_attr(n, name);
+    if (!a) return 0;
+    for (size_t i = 0; i < a->n_ints && i < (size_t)max; i++) v[i] = a->ints[i];
+    return a->n_ints > (size_t)INT_MAX ? INT_MAX : (int)a->n_ints;
+}
+
+int onnx_attr_floats(const onnx_node *n, const char *name, float *v, int max) {
+    const Onnx__AttributeProto *a = find_attr(n, name);
+    if (!a) return 0;
+    for (size_t i = 0; i < a->n_floats && i < (size_t)max; i++) v[i] = a->floats[i];
+    return a->n_floats > (size_t)INT_MAX ? INT_MAX : (int)a->n_floats;
+}
+
+musa_tensor *onnx_attr_tensor(onnx_build *b, const onnx_node *n, const char *name, bool *absent) {
+    const Onnx__AttributeProto *a = find_attr(n, name);
+    *absent = !a;
+    if (!a) return NULL;
+    char what[160];
+    snprintf(what, sizeof what, "node '%.80s' attribute '%.40s'", onnx_node_name(n), name);
+    musa_tensor *t = make_tensor(b->o, a->t, what);
+    if (!t) b->formatted = true;
+    return t;
+}
+
+/* The type code a spec letter stands for ("i", "ints", ...), or -1. */
+static int spec_type(const char *s, size_t len) {
+    static const struct {
+        const char *s;
+        int type;
+    } map[] = {{"i", A_INT},     {"f", A_FLOAT},       {"s", A_STRING},      {"t", A_TENSOR},
+               {"ints", A_INTS}, {"floats", A_FLOATS}, {"strings", A_STRINGS}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strlen(map[i].s) == len && !memcmp(map[i].s, s, len)) return map[i].type;
+    return -1;
+}
+
+static const char *attr_type_name(int type) {
+    static const char *names[] = {"UNDEFINED", "FLOAT",   "INT",     "STRING",
+                                  "TENSOR",    "GRAPH",   "FLOATS",  "INTS",
+                                  "STRINGS",   "TENSORS", "GRAPHS",  "SPARSE_TENSOR",
+                                  "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+    return type >= 0 && type < (int)(sizeof names / sizeof *names) ? names[type] : "unknown";
+}
+
+/* Attribute a of node n against its op's spec. */
+static int check_attr(const musa_onnx *o, const onnx_node *n, const Onnx__AttributeProto *a) {
+    const char *name = a->name ? a->name : "";
+    char who[200];
+    snprintf(who, sizeof who, "node '%.80s' (%s)", onnx_node_name(n), onnx_node_op(n));
+    if (a->ref_attr_name && a->ref_attr_name[0])
+        return bad(o, "%s: attribute '%.60s' refers to a function's attribute", who, name);
+    int type = a->has_type ? a->type : 0;
+    if (type == A_GRAPH || type == 10)
+        return bad(o, "%s: attribute '%.60s' holds a subgraph; musa's importer takes none "
+                      "(control flow is not supported)",
+                   who, name);
+    for (const char *s = n->op->attrs; s && *s;) {
+        const char *colon = strchr(s, ':'), *end = strchr(s, ',');
+        if (!end) end = s + strlen(s);
+        if ((size_t)(colon - s) == strlen(name) && !memcmp(s, name, strlen(name))) {
+            int want = spec_type(colon + 1, (size_t)(end - colon - 1));
+            if (type != want)
+                return bad(o, "%s: attribute '%.60s' is %s; %s takes %s", who, name,
+                           attr_type_name(type), onnx_node_op(n), attr_type_name(want));
+            if (type == A_TENSOR && !a->t)
+                return bad(o, "%s: attribute '%.60s' holds no tensor", who, name);
+            if (type == A_STRING && a->s.len && memchr(a->s.data, 0, a->s.len))
+                return bad(o, "%s: attribute '%.60s' holds a NUL byte", who, name);
+            if (type == A_TENSOR) {
+                char what[300];
+                int64_t numel;
+                snprintf(what, sizeof what, "%s attribute '%.60s'", who, name);
+                return check_tensor(o, a->t, what, &numel);
+            }
+            return MUSA_OK;
+        }
+        s = *end ? end + 1 : end;
+    }
+    return bad(o, "%s: attribute '%.60s' is not one musa's importer knows for %s (it knows: %s)",
+               who, name, onnx_node_op(n), n->op->attrs && n->op->attrs[0] ? n->op->attrs : "none");
+}
+
+/* ---- reading and validating ---- */
+
+void musa_onnx_free(musa_onnx *o) {
+    if (!o) return;
+    if (o->consts)
+        for (int i = 0; i < o->n_values; i++) musa_tensor_release(o->consts[i]);
+    for (int i = 0; o->nodes && i < o->n_nodes; i++) free(o->nodes[i].in);
+    free(o->nodes), free(o->consts), free(o->names), free(o->inputs), free(o->outputs);
+    musa_map_free(&o->by_name);
+    if (o->proto) onnx__model_proto__free_unpacked(o->proto, NULL);
+    free(o->where), free(o->dir);
+    free(o);
+}
+
+static const onnx_op *find_op(const char *name) {
+    for (int i = 0; i < musa_onnx_num_ops; i++)
+        if (!strcmp(musa_onnx_ops[i].name, name)) return &musa_onnx_ops[i];
+    return NULL;
+}
+
+static int read_opset(musa_onnx *o) {
+    const Onnx__ModelProto *m = o->proto;
+    o->opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = m->opset_import[i]->domain ? m->opset_import[i]->domain : "";
+        if (!d[0] || !strcmp(d, "ai.onnx")) o->opset = m->opset_import[i]->version;
+    }
+    if (o->opset < 0) return bad(o, "the model imports no opset of the ONNX domain");
+    if (o->opset < OPSET_MIN || o->opset > OPSET_MAX)
+        return bad(o, "the model uses ONNX opset %lld; musa's importer reads opsets %d to %d",
+                   (long long)o->opset, OPSET_MIN, OPSET_MAX);
+    return MUSA_OK;
+}
+
+static int read_input(musa_onnx *o, const Onnx__ValueInfoProto *v, onnx_input *in) {
+    const char *name = v->name ? v->name : "";
+    const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
+    if (!tt) return bad(o, "input '%.100s' is not a tensor (sequences, maps and optionals are not supported)", name);
+    int dt = tt->has_elem_type ? musa_onnx_dtype(tt->elem_type) : -1;
+    if (dt < 0)
+        return bad(o, "input '%.100s' has ONNX type %s, which musa does not have", name,
+                   onnx_type_name(tt->elem_type));
+    if (!tt->shape) return bad(o, "input '%.100s' has no shape; musa needs at least its rank", name);
+    if (tt->shape->n_dim > MUSA_MAX_DIMS)
+        return bad(o, "input '%.100s' has %zu dims, more than musa's %d", name, tt->shape->n_dim,
+                   MUSA_MAX_DIMS);
+    in->name = name;
+    in->dtype = (musa_dtype)dt;
+    in->ndim = (int)tt->shape->n_dim;
+    for (int d = 0; d < in->ndim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        in->dims[d] = dim->has_dim_value ? dim->dim_value : -1;
+        in->params[d] = !dim->has_dim_value && dim->dim_param && dim->dim_param[0] ? dim->dim_param : NULL;
+        if (dim->has_dim_value && dim->dim_value < 0)
+            return bad(o, "input '%.100s' dim %d is %lld", name, d, (long long)dim->dim_value);
+    }
+    return MUSA_OK;
+}
+
+static int read_node(musa_onnx *o, const Onnx__NodeProto *p, onnx_node *n) {
+    n->p = p;
+    const char *op = p->op_type ? p->op_type : "";
+    const char *dom = p->domain ? p->domain : "";
+    char who[200];
+    snprintf(who, sizeof who, "node '%.80s' (%.60s)", onnx_node_name(n), op);
+    if (dom[0] && strcmp(dom, "ai.onnx"))
+        return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                        "%s: %s: op %.60s of domain '%.60s' is not supported by musa's importer "
+                        "(it reads the ONNX domain)",
+                        o->where, who, op, dom);
+    if (!(n->op = find_op(op)))
+        return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                        "%s: %s: op %.60s (domain '', opset %lld) is not supported by musa's C "
+                        "importer",
+                        o->where, who, op, (long long)o->opset);
+    if (p->n_input > MAX_NODE_ARGS || p->n_output > MAX_NODE_ARGS)
+        return bad(o, "%s has more than %d inputs or outputs", who, MAX_NODE_ARGS);
+    n->n_in = (int)p->n_input, n->n_out = (int)p->n_output;
+    if (n->n_in < n->op->in_min || (n->op->in_max >= 0 && n->n_in > n->op->in_max))
+        return bad(o, "%s has %d inputs; %s takes %d to %d", who, n->n_in, op, n->op->in_min,
+                   n->op->in_max);
+    if (n->n_out < n->op->out_min || n->n_out > n->op->out_max)
+        return bad(o, "%s has %d outputs; %s makes %d to %d", who, n->n_out, op, n->op->out_min,
+                   n->op->out_max);
+    for (size_t i = 0; i < p->n_attribute; i++) {
+        int rc = check_attr(o, n, p->attribute[i]);
+        if (rc) return rc;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(p->attribute[i]->name ? p->attribute[i]->name : "",
+                        p->attribute[j]->name ? p->attribute[j]->name : ""))
+                return bad(o, "%s has attribute '%.60s' twice", who, p->attribute[i]->name);
+    }
+    n->in = malloc(sizeof(int32_t) * ((size_t)n->n_in + (size_t)n->n_out + 1));
+    if (!n->in) return musa_err_nomem("onnx", 64);
+    n->out = n->in + n->n_in;
+    for (int i = 0; i < n->n_in; i++) {
+        const char *name = p->input[i];
+        if (!name[0] && (i < n->op->in_min || n->op->in_max < 0))
+            return bad(o, "%s: input %d is required but its name is empty", who, i);
+        n->in[i] = name[0] ? value_id(o, name) : -1;
+        if (name[0] && n->in[i] < 0)
+            return bad(o, "%s reads '%.100s', which no input, initializer or earlier node makes "
+                          "(nodes must be in topological order; a cycle never is)",
+                       who, name);
+    }
+    for (int j = 0; j < n->n_out; j++) {
+        n->out[j] = -1;
+        if (p->output[j][0]) {
+            char what[240];
+            snprintf(what, sizeof what, "%s output %d", who, j);
+            int rc = new_value(o, p->output[j], what, &n->out[j]);
+            if (rc) return rc;
+        }
+    }
+    return MUSA_OK;
+}
+
+static int validate(musa_onnx *o) {
+    const Onnx__ModelProto *m = o->proto;
+    int rc = read_opset(o);
+    if (rc) return rc;
+    const Onnx__GraphProto *g = m->graph;
+    if (!g) return bad(o, "the model has no graph");
+    if (g->n_sparse_initializer) return bad(o, "sparse initializers are not supported");
+    size_t cap = g->n_initializer + g->n_input + 1;
+    for (size_t i = 0; i < g->n_node; i++) cap += g->node[i]->n_output;
+    if (cap > MAX_VALUES) return bad(o, "the graph has more than %d values", MAX_VALUES);
+    o->names = calloc(cap, sizeof *o->names);
+    o->nodes = calloc(g->n_node + 1, sizeof *o->nodes);
+    o->inputs = calloc(g->n_input + 1, sizeof *o->inputs);
+    o->outputs = calloc(g->n_output + 1, sizeof *o->outputs);
+    if (!o->names || !o->nodes || !o->inputs || !o->outputs) return musa_err_nomem("onnx", cap);
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *t = g->initializer[i];
+        char what[160];
+        snprintf(what, sizeof what, "initializer '%.100s'", t->name ? t->name : "");
+        int32_t id;
+        int64_t numel;
+        if ((rc = new_value(o, t->name, what, &id)) || (rc = check_tensor(o, t, what, &numel)))
+            return rc;
+    }
+    for (size_t i = 0; i < g->n_input; i++) { /* inputs not given by an initializer */
+        const char *name = g->input[i]->name ? g->input[i]->name : "";
+        if (value_id(o, name) >= 0) continue; /* an initializer's default (IR < 4) */
+        onnx_input *in = &o->inputs[o->n_inputs];
+        char what[160];
+        snprintf(what, sizeof what, "input '%.100s'", name);
+        if ((rc = read_input(o, g->input[i], in)) || (rc = new_value(o, name, what, &in->value)))
+            return rc;
+        o->n_inputs++;
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        o->n_nodes = (int)i + 1;
+        if ((rc = read_node(o, g->node[i], &o->nodes[i]))) return rc;
+        for (size_t j = 0; j < g->node[i]->n_attribute; j++) { /* strings get a NUL */
+            Onnx__AttributeProto *a = g->node[i]->attribute[j];
+            if (!a->has_s) continue;
+            uint8_t *d = realloc(a->s.data, a->s.len + 1); /* protobuf-c's own malloc'd copy */
+            if (!d) return musa_err_nomem("onnx", a->s.len + 1);
+            d[a->s.len] = 0;
+            a->s.data = d;
+        }
+        const onnx_node *n = &o->nodes[i]; /* inputs an op reads as numbers */
+        for (int k = 0; k < n->n_in && k < 8; k++)
+            for (int m = 0; (n->op->host >> k & 1) && n->in[k] >= 0 && m < o->n_inputs; m++)
+                if (o->inputs[m].value == n->in[k]) o->inputs[m].by_value = true;
+    }
+    if (!g->n_output) return bad(o, "the graph has no outputs");
+    for (size_t j = 0; j < g->n_output; j++) {
+        const char *name = g->output[j]->name ? g->output[j]->name : "";
+        if ((o->outputs[j] = value_id(o, name)) < 0)
+            return bad(o, "graph output '%.100s' is made by no node, input or initializer", name);
+        o->n_outputs++;
+    }
+    return MUSA_OK;
+}
+
+musa_onnx *musa_onnx_read(const void *data, size_t size, const char *path) {
+    musa_onnx *o = calloc(1, sizeof *o);
+    if (!o) {
+        musa_err_nomem("onnx", sizeof *o);
+        return NULL;
+    }
+    const char *shown = path ? path : "<bytes>";
+    size_t len = strlen(shown) + 16;
+    if (!(o->where = malloc(len))) {
+        free(o);
+        musa_err_nomem("onnx", len);
+        return NULL;
+    }
+    snprintf(o->where, len, "[onnx] %s", shown);
+    if (path) {
+        const char *slash = strrchr(path, '/');
+        o->dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    }
+    int rc = MUSA_OK;
+    if (path && !o->dir) rc = musa_err_nomem("onnx", 64);
+    if (!rc && (!size || size > MAX_FILE))
+        rc = bad(o, "%zu bytes is not the size of an ONNX model (1 byte to 2 GiB)", size);
+    if (!rc && !(o->proto = onnx__model_proto__unpack(NULL, size, data)))
+        rc = bad(o, "not an ONNX model: the protobuf does not parse (truncated or corrupt)");
+    if (!rc) rc = validate(o);
+    if (!rc && !(o->consts = calloc((size_t)o->n_values + 1, sizeof *o->consts)))
+        rc = musa_err_nomem("onnx", sizeof *o->consts * (size_t)o->n_values);
+    const Onnx__GraphProto *g = rc ? NULL : o->proto->graph;
+    for (size_t i = 0; !rc && i < g->n_initializer; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "initializer '%.100s'", g->initializer[i]->name);
+        musa_tensor *t = make_tensor(o, g->initializer[i], what);
+        if (!t) rc = musa_last_error_code();
+        o->consts[value_id(o, g->initializer[i]->name)] = t;
+    }
+    if (rc) {
+        musa_onnx_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- the signature ---- */
+
+int musa_onnx_num_inputs(const musa_onnx *o) {
+    return o->n_inputs;
+}
+
+int musa_onnx_num_outputs(const musa_onnx *o) {
+    return o->n_outputs;
+}
+
+int musa_onnx_input(const musa_onnx *o, int i, const char **name, musa_dtype *dtype, int *ndim,
+                    int64_t *dims, const char **dim_params) {
+    const onnx_input *in = &o->inputs[i];
+    if (name) *name = in->name;
+    if (dtype) *dtype = in->dtype;
+    if (ndim) *ndim = in->ndim;
+    for (int d = 0; d < in->ndim; d++) {
+        if (dims) dims[d] = in->dims[d];
+        if (dim_params) dim_params[d] = in->params[d];
+    }
+    return MUSA_OK;
+}
+
+int musa_onnx_check_inputs(const musa_onnx *o, int n_in, musa_tensor *const *in) {
+    static const char *who = "musa_model_run";
+    if (n_in != o->n_inputs)
+        return musa_err(MUSA_ERR_VALUE, "[%s] the model takes %d inputs, got %d", who, o->n_inputs,
+                        n_in);
+    char s1[128], s2[128];
+    for (int i = 0; i < n_in; i++) {
+        const onnx_input *v = &o->inputs[i];
+        const musa_tensor *t = in[i];
+        if (!t) return musa_err(MUSA_ERR_VALUE, "[%s] input '%s' is NULL", who, v->name);
+        if ((musa_dtype)t->dtype != v->dtype)
+            return musa_err(MUSA_ERR_TYPE, "[%s] input '%s' is %s; the model takes %s", who,
+                            v->name, musa_dtype_name((musa_dtype)t->dtype),
+                            musa_dtype_name(v->dtype));
+        if (t->ndim != v->ndim)
+            return musa_err(MUSA_ERR_VALUE, "[%s] input '%s' has %d dims %s; the model takes %d",
+                            who, v->name, t->ndim, musa_shape_str(t->ndim, t->shape, s1, sizeof s1),
+                            v->ndim);
+        for (int d = 0; d < v->ndim; d++) {
+            if (v->dims[d] >= 0 && t->shape[d] != v->dims[d])
+                return musa_err(MUSA_ERR_VALUE, "[%s] input '%s' has shape %s; dim %d must be %lld",
+                                who, v->name, musa_shape_str(t->ndim, t->shape, s1, sizeof s1), d,
+                                (long long)v->dims[d]);
+            if (!v->params[d]) continue;
+            for (int j = 0; j <= i; j++) /* equal names, equal sizes */
+                for (int e = 0; e < o->inputs[j].ndim; e++) {
+                    const char *p = o->inputs[j].params[e];
+                    if ((j == i && e >= d) || !p || strcmp(p, v->params[d])) continue;
+                    if (in[j]->shape[e] != t->shape[d])
+                        return musa_err(MUSA_ERR_VALUE,
+                                        "[%s] dim '%s' is %lld in input '%s' %s but %lld in "
+                                        "input '%s' %s",
+                                        who, v->params[d], (long long)in[j]->shape[e],
+                                        o->inputs[j].name,
+                                        musa_shape_str(in[j]->ndim, in[j]->shape, s2, sizeof s2),
+                                        (long long)t->shape[d], v->name,
+                                        musa_shape_str(t->ndim, t->shape, s1, sizeof s1));
+                }
+        }
+    }
+    return MUSA_OK;
+}
+
+int musa_onnx_key(const musa_onnx *o, int n_in, musa_tensor *const *in, int64_t *key, int max) {
+    int k = 0;
+    for (int i = 0; i < n_in; i++) {
+        musa_tensor *t = in[i];
+        int64_t numel = musa_tensor_numel(t);
+        if (k + t->ndim + (o->inputs[i].by_value ? numel : 0) > max)
+            return musa_err(MUSA_ERR_VALUE,
+                            "[musa_model_run] input '%s' holds %lld values that ops read as "
+                            "numbers (shapes, axes); at most %d are taken",
+                            o->inputs[i].name, (long long)numel, max / 2);
+        for (int d = 0; d < t->ndim; d++) key[k++] = t->shape[d];
+        if (!o->inputs[i].by_value || !numel) continue;
+        musa_tensor *c = musa_cast(t, MUSA_DTYPE_FLOAT64), *cc = c ? musa_contiguous(c) : NULL;
+        musa_tensor_release(c);
+        if (!cc) return musa_last_error_code();
+        memcpy(key + k, musa_tensor_data(cc), sizeof(int64_t) * (size_t)numel); /* the bits */
+        musa_tensor_release(cc);
+        if (t->dtype == MUSA_DTYPE_INT64) {
+            musa_tensor *ci = musa_contiguous(t); /* exact beyond 2^53 */
+            if (!ci) return musa_last_error_code();
+            memcpy(key + k, musa_tensor_data(ci), sizeof(int64_t) * (size_t)numel);
+            musa_tensor_release(ci);
+        }
+        k += (int)numel;
+    }
+    return k;
+}
+
+/* ---- building ---- */
+
+typedef struct paused {
+    musa_mode mode;
+    void *recorder;
+    uint32_t epoch;
+} paused;
+
+/* Run eagerly from here (known values) until resume. */
+static paused pause_capture(void) {
+    paused p = {musa_tls.mode, musa_tls.recorder, musa_tensor_epoch};
+    musa_tls.mode = MUSA_MODE_EAGER;
+    musa_tls.recorder = NULL;
+    musa_tensor_epoch = 0;
+    return p;
+}
+
+static void resume_capture(paused p) {
+    musa_tls.mode = p.mode;
+    musa_tls.recorder = p.recorder;
+    musa_tensor_epoch = p.epoch;
+}
+
+musa_tensor *onnx_const(const void *data, int ndim, const int64_t *shape, musa_dtype dtype) {
+    paused p = pause_capture();
+    musa_tensor *t = musa_from_data(data, ndim, shape, dtype);
+    resume_capture(p);
+    return t;
+}
+
+musa_tensor *onnx_tmp(onnx_build *b, musa_tensor *t) {
+    if (!t) return NULL;
+    if (b->n_temps == b->cap_temps) {
+        int cap = b->cap_temps ? 2 * b->cap_temps : 64;
+        musa_tensor **nt = realloc(b->temps, sizeof *nt * (size_t)cap);
+        if (!nt) {
+            musa_tensor_release(t);
+            musa_err_nomem("onnx", sizeof *nt * (size_t)cap);
+            return NULL;
+        }
+        b->temps = nt, b->cap_temps = cap;
+    }
+    return b->temps[b->n_temps++] = t;
+}
+
+bool onnx_known(const onnx_build *b, int i) {
+    return i < b->node->n_in && b->in_known[i];
+}
+
+/* Input i (tensor t) as numbers: copied as float64 (always exact for the
+ * integers shapes use) from a known tensor. */
+static int read_numbers(onnx_build *b, const onnx_node *n, int i, musa_tensor *t, double *v,
+                        int max, int *count) {
+    if (!t) return onnx_fail(b, n, MUSA_ERR_VALUE, "input %d is absent but needed", i);
+    if (!onnx_known(b, i))
+        return onnx_fail(b, n, MUSA_ERR_NOT_IMPLEMENTED,
+                         "input %d ('%.100s') is computed from the model's inputs; musa needs it "
+                         "known when the model is built (a constant, an initializer, or computed "
+                         "from shapes)",
+                         i, n->p->input[i]);
+    int64_t numel = musa_tensor_numel(t);
+    if (numel > max)
+        return onnx_fail(b, n, MUSA_ERR_VALUE, "input %d has %lld values; at most %d are read", i,
+                         (long long)numel, max);
+    paused p = pause_capture();
+    musa_tensor *c = musa_cast(t, MUSA_DTYPE_FLOAT64), *cc = c ? musa_contiguous(c) : NULL;
+    resume_capture(p);
+    musa_tensor_release(c);
+    if (!cc) return musa_last_error_code();
+    memcpy(v, musa_tensor_data(cc), sizeof(double) * (size_t)numel);
+    musa_tensor_release(cc);
+    *count = (int)numel;
+    return MUSA_OK;
+}
+
+int onnx_doubles(onnx_build *b, const onnx_node *n, int i, musa_tensor *t, double *v, int max,
+                 int *count) {
+    return read_numbers(b, n, i, t, v, max, count);
+}
+
+int onnx_ints(onnx_build *b, const onnx_node *n, int i, musa_tensor *t, int64_t *v, int max,
+              int *count) {
+    double d[64];
+    if (max > 64) max = 64;
+    if (t && musa_is_float((musa_dtype)t->dtype))
+        return onnx_fail(b, n, MUSA_ERR_TYPE, "input %d is %s; integers are needed", i,
+                         musa_dtype_name((musa_dtype)t->dtype));
+    int rc = read_numbers(b, n, i, t, d, max, count);
+    for (int k = 0; !rc && k < *count; k++) {
+        if (d[k] >= 9.2e18 || d[k] <= -9.2e18) { /* INT64_MAX/MIN as "to the end" */
+            v[k] = d[k] > 0 ? INT64_MAX : INT64_MIN;
+            continue;
+        }
+        v[k] = (int64_t)d[k];
+    }
+    if (!rc && t->dtype == MUSA_DTYPE_INT64) { /* exact for large values too */
+        paused p = pause_capture();
+        musa_tensor *cc = musa_contiguous(t);
+        resume_capture(p);
+        if (!cc) return musa_last_error_code();
+        memcpy(v, musa_tensor_data(cc), sizeof(int64_t) * (size_t)*count);
+        musa_tensor_release(cc);
+    }
+    return rc;
+}
+
+static int build_node(onnx_build *b, const onnx_node *n, musa_tensor **vals, bool *known) {
+    /* inputs past the node's count read as absent (NULL) up to 16, so a
+     * handler asking for input i of a node that has fewer gets NULL */
+    musa_tensor *in_buf[16] = {NULL}, *out_buf[16];
+    bool kn_buf[16] = {false};
+    musa_tensor **in = n->n_in <= 16 ? in_buf : calloc((size_t)n->n_in, sizeof *in);
+    musa_tensor **out = n->n_out <= 16 ? out_buf : calloc((size_t)n->n_out, sizeof *out);
+    bool *kn = n->n_in <= 16 ? kn_buf : calloc((size_t)n->n_in, sizeof *kn);
+    int rc = in && out && kn ? MUSA_OK : musa_err_nomem("onnx", 64);
+    bool all = true;
+    for (int i = 0; !rc && i < n->n_in; i++) {
+        in[i] = n->in[i] >= 0 ? vals[n->in[i]] : NULL;
+        kn[i] = n->in[i] < 0 || known[n->in[i]];
+        all &= kn[i];
+    }
+    for (int j = 0; !rc && j < n->n_out; j++) out[j] = NULL;
+    if (!rc) {
+        all |= n->op->meta;
+        b->node = n, b->in_known = kn, b->formatted = false;
+        paused p;
+        if (all) p = pause_capture(); /* known inputs: computed now, a constant */
+        rc = n->op->run(b, n, in, n->n_out, out);
+        if (all) resume_capture(p);
+        if (rc && !b->formatted) {
+            char msg[768];
+            snprintf(msg, sizeof msg, "%s", musa_last_error());
+            onnx_fail(b, n, rc, "%s", msg);
+        }
+    }
+    for (int j = 0; out && j < n->n_out; j++) {
+        if (!rc && n->out[j] >= 0 && !out[j])
+            rc = onnx_fail(b, n, MUSA_ERR_NOT_IMPLEMENTED,
+                           "output %d ('%.100s') is not made by musa's importer", j,
+                           n->p->output[j]);
+        if (!rc && n->out[j] >= 0) {
+            vals[n->out[j]] = out[j];
+            known[n->out[j]] = all;
+        } else {
+            musa_tensor_release(out[j]);
+        }
+    }
+    for (int i = 0; i < b->n_temps; i++) musa_tensor_release(b->temps[i]);
+    b->n_temps = 0;
+    if (in != in_buf) free(in);
+    if (out != out_buf) free(out);
+    if (kn != kn_buf) free(kn);
+    return rc;
+}
+
+musa_graph *musa_onnx_capture(musa_onnx *o, int n_in, musa_tensor *const *in) {
+    musa_graph *g = musa_graph_new();
+    musa_tensor **vals = calloc((size_t)o->n_values + 1, sizeof *vals);
+    bool *known = calloc((size_t)o->n_values + 1, sizeof *known);
+    int rc = g && vals && known ? MUSA_OK : musa_err_nomem("onnx", 64);
+    for (int v = 0; !rc && v < o->n_values; v++)
+        if (o->consts[v]) vals[v] = musa_tensor_retain(o->consts[v]), known[v] = true;
+    bool grad = musa_set_grad_enabled(false);
+    if (!rc) rc = musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC);
+    bool capturing = !rc;
+    for (int i = 0; !rc && i < n_in; i++) {
+        musa_tensor *meta = musa_empty_meta((musa_dtype)in[i]->dtype, in[i]->ndim, in[i]->shape);
+        rc = meta ? musa_graph_add_input(g, meta, o->inputs[i].name) : musa_last_error_code();
+        vals[o->inputs[i].value] = meta;
+        if (rc || !o->inputs[i].by_value) continue;
+        /* read as numbers: built for its values (a copy; the plan's key holds them) */
+        paused p = pause_capture();
+        musa_tensor *copy = musa_clone(in[i]);
+        resume_capture(p);
+        if (!copy) rc = musa_last_error_code();
+        musa_tensor_release(meta);
+        vals[o->inputs[i].value] = copy;
+        known[o->inputs[i].value] = true;
+    }
+    onnx_build b = {.o = o};
+    for (int k = 0; !rc && k < o->n_nodes; k++) rc = build_node(&b, &o->nodes[k], vals, known);
+    musa_tensor **outs = rc ? NULL : calloc((size_t)o->n_outputs + 1, sizeof *outs);
+    if (!rc && !outs) rc = musa_err_nomem("onnx", 64);
+    for (int j = 0; !rc && j < o->n_outputs; j++) outs[j] = vals[o->outputs[j]];
+    if (!rc) rc = musa_graph_set_outputs(g, o->n_outputs, outs);
+    free(outs);
+    if (capturing) {
+        char msg[768];
+        snprintf(msg, sizeof msg, "%s", rc ? musa_last_error() : "");
+        int rc2 = musa_graph_capture_end(g);
+        if (rc) musa_err(rc, "%s", msg); /* the first error, not capture_end's echo */
+        else rc = rc2;
+    }
+    musa_set_grad_enabled(grad);
+    for (int v = 0; vals && v < o->n_values; v++) musa_tensor_release(vals[v]);
+    free(vals), free(known), free(b.temps);
+    if (rc) {
+        musa_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+#else /* built without protobuf-c */
+
+musa_onnx *musa_onnx_read(const void *data, size_t size, const char *path) {
+    (void)data, (void)size;
+    musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+             "[onnx] %s: this musa was built without protobuf-c (Debian's libprotobuf-c-dev and "
+             "protobuf-c-compiler), so it cannot read ONNX files",
+             path ? path : "<bytes>");
+    return NULL;
+}
+void musa_onnx_free(musa_onnx *o) {
+    (void)o;
+}
+int musa_onnx_num_inputs(const musa_onnx *o) {
+    (void)o;
+    return 0;
+}
+int musa_onnx_num_outputs(const musa_onnx *o) {
+    (void)o;
+    return 0;
+}
+int musa_onnx_input(const musa_onnx *o, int i, const char **name, musa_dtype *dtype, int *ndim,
+                    int64_t *dims, const char **dim_params) {
+    (void)o, (void)i, (void)name, (void)dtype, (void)ndim, (void)dims, (void)dim_params;
+    return MUSA_ERR_NOT_IMPLEMENTED;
+}
+int musa_onnx_check_inputs(const musa_onnx *o, int n_in, musa_tensor *const *in) {
+    (void)o, (void)n_in, (void)in;
+    return MUSA_ERR_NOT_IMPLEMENTED;
+}
+int musa_onnx_key(const musa_onnx *o, int n_in, musa_tensor *const *in, int64_t *key, int max) {
+    (void)o, (void)n_in, (void)in, (void)key, (void)max;
+    return MUSA_ERR_NOT_IMPLEMENTED;
+}
+musa_graph *musa_onnx_capture(musa_onnx *o, int n_in, musa_tensor *const *in) {
+    (void)o, (void)n_in, (void)in;
+    return NULL;
+}
+#endif
