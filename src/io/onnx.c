@@ -46,8 +46,8 @@ typedef struct onnx_input {
     const char *name;
     musa_dtype dtype;
     int ndim;
-    bool by_value;                      /* an op reads it as numbers: part of the key */
-    int64_t dims[MUSA_MAX_DIMS];        /* -1: free */
+    bool by_value;                     /* an op reads it as numbers: part of the key */
+    int64_t dims[MUSA_MAX_DIMS];       /* -1: free */
     const char *params[MUSA_MAX_DIMS]; /* a free dim's name, or NULL */
 } onnx_input;
 
@@ -58,7 +58,7 @@ struct musa_onnx {
     int64_t opset;
     int n_values;
     const char **names;
-    musa_map by_name; /* name hash -> value id */
+    musa_map by_name;     /* name hash -> value id */
     musa_tensor **consts; /* initializers, by value id */
     onnx_node *nodes;
     int n_nodes;
@@ -134,7 +134,8 @@ static int new_value(musa_onnx *o, const char *name, const char *what, int32_t *
     if (v && !strcmp(o->names[*v], name))
         return bad(o, "%s names '%.100s', a value defined already (names must be unique)", what,
                    name);
-    if (v) return bad(o, "%s: the names '%.100s' and '%.100s' hash alike", what, name, o->names[*v]);
+    if (v)
+        return bad(o, "%s: the names '%.100s' and '%.100s' hash alike", what, name, o->names[*v]);
     if (o->n_values == MAX_VALUES) return bad(o, "more than %d values", MAX_VALUES);
     *id = o->n_values;
     o->names[o->n_values++] = name;
@@ -145,23 +146,33 @@ static int new_value(musa_onnx *o, const char *name, const char *what, int32_t *
 
 int musa_onnx_dtype(int64_t code) {
     switch (code) {
-    case 1: return MUSA_DTYPE_FLOAT32;
-    case 2: return MUSA_DTYPE_UINT8;
-    case 3: return MUSA_DTYPE_INT8;
-    case 6: return MUSA_DTYPE_INT32;
-    case 7: return MUSA_DTYPE_INT64;
-    case 9: return MUSA_DTYPE_BOOL;
-    case 10: return MUSA_DTYPE_FLOAT16;
-    case 11: return MUSA_DTYPE_FLOAT64;
-    case 16: return MUSA_DTYPE_BFLOAT16;
-    default: return -1;
+    case 1:
+        return MUSA_DTYPE_FLOAT32;
+    case 2:
+        return MUSA_DTYPE_UINT8;
+    case 3:
+        return MUSA_DTYPE_INT8;
+    case 6:
+        return MUSA_DTYPE_INT32;
+    case 7:
+        return MUSA_DTYPE_INT64;
+    case 9:
+        return MUSA_DTYPE_BOOL;
+    case 10:
+        return MUSA_DTYPE_FLOAT16;
+    case 11:
+        return MUSA_DTYPE_FLOAT64;
+    case 16:
+        return MUSA_DTYPE_BFLOAT16;
+    default:
+        return -1;
     }
 }
 
 static const char *onnx_type_name(int64_t code) {
-    static const char *names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",
-                                  "INT16",     "INT32",  "INT64",     "STRING",     "BOOL",
-                                  "FLOAT16",   "DOUBLE", "UINT32",    "UINT64",     "COMPLEX64",
+    static const char *names[] = {"UNDEFINED",  "FLOAT",   "UINT8",  "INT8",   "UINT16",
+                                  "INT16",      "INT32",   "INT64",  "STRING", "BOOL",
+                                  "FLOAT16",    "DOUBLE",  "UINT32", "UINT64", "COMPLEX64",
                                   "COMPLEX128", "BFLOAT16"};
     return code >= 0 && code < (int64_t)(sizeof names / sizeof *names) ? names[code] : "unknown";
 }
@@ -180,8 +191,8 @@ static bool safe_relative(const char *p) {
 
 /* Where an external tensor's bytes are: the file (resolved inside the
  * model's folder), offset and length. Checks only; opens nothing but a stat. */
-static int external_of(const musa_onnx *o, const Onnx__TensorProto *t, const char *what,
-                       char *path, size_t path_size, int64_t *offset, int64_t *length) {
+static int external_of(const musa_onnx *o, const Onnx__TensorProto *t, const char *what, char *path,
+                       size_t path_size, int64_t *offset, int64_t *length) {
     const char *loc = NULL;
     *offset = 0, *length = -1;
     for (size_t i = 0; i < t->n_external_data; i++) {
@@ -267,10 +278,18 @@ static int check_tensor(const musa_onnx *o, const Onnx__TensorProto *t, const ch
     }
     size_t have;
     switch (t->data_type) {
-    case 1: have = t->n_float_data; break;
-    case 7: have = t->n_int64_data; break;
-    case 11: have = t->n_double_data; break;
-    default: have = t->n_int32_data; break; /* the narrow types, float16, bfloat16, bool */
+    case 1:
+        have = t->n_float_data;
+        break;
+    case 7:
+        have = t->n_int64_data;
+        break;
+    case 11:
+        have = t->n_double_data;
+        break;
+    default:
+        have = t->n_int32_data;
+        break; /* the narrow types, float16, bfloat16, bool */
     }
     if (have != (size_t)numel)
         return bad(o, "%s: its data holds %zu values; dims %s need %lld", what, have,
@@ -296,7 +315,8 @@ static musa_tensor *make_tensor(const musa_onnx *o, const Onnx__TensorProto *t, 
         int64_t off, len;
         rc = external_of(o, t, what, path, sizeof path, &off, &len);
         int fd = rc ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-        if (!rc && fd < 0) rc = bad(o, "%s: cannot open its external data: %s", what, strerror(errno));
+        if (!rc && fd < 0)
+            rc = bad(o, "%s: cannot open its external data: %s", what, strerror(errno));
         for (size_t done = 0; !rc && done < n * item;) {
             ssize_t r = pread(fd, d + done, n * item - done, (off_t)(off + (int64_t)done));
             if (r <= 0) rc = bad(o, "%s: reading its external data failed", what);
@@ -307,14 +327,30 @@ static musa_tensor *make_tensor(const musa_onnx *o, const Onnx__TensorProto *t, 
         memcpy(d, t->raw_data.data, n * item);
     } else {
         for (size_t i = 0; i < n; i++) switch (dt) {
-            case MUSA_DTYPE_FLOAT32: ((float *)d)[i] = t->float_data[i]; break;
-            case MUSA_DTYPE_FLOAT64: ((double *)d)[i] = t->double_data[i]; break;
-            case MUSA_DTYPE_INT64: ((int64_t *)d)[i] = t->int64_data[i]; break;
-            case MUSA_DTYPE_INT32: ((int32_t *)d)[i] = t->int32_data[i]; break;
-            case MUSA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)t->int32_data[i]; break;
-            case MUSA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)t->int32_data[i]; break;
-            case MUSA_DTYPE_BOOL: ((uint8_t *)d)[i] = t->int32_data[i] != 0; break;
-            default: ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i]; break; /* 16-bit floats */
+            case MUSA_DTYPE_FLOAT32:
+                ((float *)d)[i] = t->float_data[i];
+                break;
+            case MUSA_DTYPE_FLOAT64:
+                ((double *)d)[i] = t->double_data[i];
+                break;
+            case MUSA_DTYPE_INT64:
+                ((int64_t *)d)[i] = t->int64_data[i];
+                break;
+            case MUSA_DTYPE_INT32:
+                ((int32_t *)d)[i] = t->int32_data[i];
+                break;
+            case MUSA_DTYPE_INT8:
+                ((int8_t *)d)[i] = (int8_t)t->int32_data[i];
+                break;
+            case MUSA_DTYPE_UINT8:
+                ((uint8_t *)d)[i] = (uint8_t)t->int32_data[i];
+                break;
+            case MUSA_DTYPE_BOOL:
+                ((uint8_t *)d)[i] = t->int32_data[i] != 0;
+                break;
+            default:
+                ((uint16_t *)d)[i] = (uint16_t)t->int32_data[i];
+                break; /* 16-bit floats */
             }
     }
     if (dt == MUSA_DTYPE_BOOL) /* any nonzero byte is true */
@@ -386,7 +422,7 @@ static int spec_type(const char *s, size_t len) {
     static const struct {
         const char *s;
         int type;
-    } map[] = {{"i", A_INT},     {"f", A_FLOAT},       {"s", A_STRING},      {"t", A_TENSOR},
+    } map[] = {{"i", A_INT},     {"f", A_FLOAT},       {"s", A_STRING},       {"t", A_TENSOR},
                {"ints", A_INTS}, {"floats", A_FLOATS}, {"strings", A_STRINGS}};
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (strlen(map[i].s) == len && !memcmp(map[i].s, s, len)) return map[i].type;
@@ -394,9 +430,9 @@ static int spec_type(const char *s, size_t len) {
 }
 
 static const char *attr_type_name(int type) {
-    static const char *names[] = {"UNDEFINED", "FLOAT",   "INT",     "STRING",
-                                  "TENSOR",    "GRAPH",   "FLOATS",  "INTS",
-                                  "STRINGS",   "TENSORS", "GRAPHS",  "SPARSE_TENSOR",
+    static const char *names[] = {"UNDEFINED",      "FLOAT",      "INT",        "STRING",
+                                  "TENSOR",         "GRAPH",      "FLOATS",     "INTS",
+                                  "STRINGS",        "TENSORS",    "GRAPHS",     "SPARSE_TENSOR",
                                   "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
     return type >= 0 && type < (int)(sizeof names / sizeof *names) ? names[type] : "unknown";
 }
@@ -410,8 +446,9 @@ static int check_attr(const musa_onnx *o, const onnx_node *n, const Onnx__Attrib
         return bad(o, "%s: attribute '%.60s' refers to a function's attribute", who, name);
     int type = a->has_type ? a->type : 0;
     if (type == A_GRAPH || type == 10)
-        return bad(o, "%s: attribute '%.60s' holds a subgraph; musa's importer takes none "
-                      "(control flow is not supported)",
+        return bad(o,
+                   "%s: attribute '%.60s' holds a subgraph; musa's importer takes none "
+                   "(control flow is not supported)",
                    who, name);
     for (const char *s = n->op->attrs; s && *s;) {
         const char *colon = strchr(s, ':'), *end = strchr(s, ',');
@@ -476,12 +513,16 @@ static int read_opset(musa_onnx *o) {
 static int read_input(musa_onnx *o, const Onnx__ValueInfoProto *v, onnx_input *in) {
     const char *name = v->name ? v->name : "";
     const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
-    if (!tt) return bad(o, "input '%.100s' is not a tensor (sequences, maps and optionals are not supported)", name);
+    if (!tt)
+        return bad(
+            o, "input '%.100s' is not a tensor (sequences, maps and optionals are not supported)",
+            name);
     int dt = tt->has_elem_type ? musa_onnx_dtype(tt->elem_type) : -1;
     if (dt < 0)
         return bad(o, "input '%.100s' has ONNX type %s, which musa does not have", name,
                    onnx_type_name(tt->elem_type));
-    if (!tt->shape) return bad(o, "input '%.100s' has no shape; musa needs at least its rank", name);
+    if (!tt->shape)
+        return bad(o, "input '%.100s' has no shape; musa needs at least its rank", name);
     if (tt->shape->n_dim > MUSA_MAX_DIMS)
         return bad(o, "input '%.100s' has %zu dims, more than musa's %d", name, tt->shape->n_dim,
                    MUSA_MAX_DIMS);
@@ -491,7 +532,8 @@ static int read_input(musa_onnx *o, const Onnx__ValueInfoProto *v, onnx_input *i
     for (int d = 0; d < in->ndim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         in->dims[d] = dim->has_dim_value ? dim->dim_value : -1;
-        in->params[d] = !dim->has_dim_value && dim->dim_param && dim->dim_param[0] ? dim->dim_param : NULL;
+        in->params[d] =
+            !dim->has_dim_value && dim->dim_param && dim->dim_param[0] ? dim->dim_param : NULL;
         if (dim->has_dim_value && dim->dim_value < 0)
             return bad(o, "input '%.100s' dim %d is %lld", name, d, (long long)dim->dim_value);
     }
@@ -540,8 +582,9 @@ static int read_node(musa_onnx *o, const Onnx__NodeProto *p, onnx_node *n) {
             return bad(o, "%s: input %d is required but its name is empty", who, i);
         n->in[i] = name[0] ? value_id(o, name) : -1;
         if (name[0] && n->in[i] < 0)
-            return bad(o, "%s reads '%.100s', which no input, initializer or earlier node makes "
-                          "(nodes must be in topological order; a cycle never is)",
+            return bad(o,
+                       "%s reads '%.100s', which no input, initializer or earlier node makes "
+                       "(nodes must be in topological order; a cycle never is)",
                        who, name);
     }
     for (int j = 0; j < n->n_out; j++) {
@@ -601,11 +644,22 @@ static int validate(musa_onnx *o) {
             d[a->s.len] = 0;
             a->s.data = d;
         }
-        const onnx_node *n = &o->nodes[i]; /* inputs an op reads as numbers */
-        for (int k = 0; k < n->n_in && k < 8; k++)
-            for (int m = 0; (n->op->host >> k & 1) && n->in[k] >= 0 && m < o->n_inputs; m++)
-                if (o->inputs[m].value == n->in[k]) o->inputs[m].by_value = true;
     }
+    /* Values read as numbers (an op's host inputs, and everything they are
+     * computed from, but not through Shape and Size, which read shapes):
+     * model inputs among them are built for by value. */
+    bool *host = calloc((size_t)o->n_values + 1, sizeof *host);
+    if (!host) return musa_err_nomem("onnx", (size_t)o->n_values);
+    for (int i = o->n_nodes - 1; i >= 0; i--) {
+        const onnx_node *n = &o->nodes[i];
+        bool needed = false; /* some output of n is read as numbers */
+        for (int j = 0; j < n->n_out; j++) needed |= n->out[j] >= 0 && host[n->out[j]];
+        for (int k = 0; k < n->n_in && !n->op->meta; k++)
+            if (n->in[k] >= 0 && (needed || (k < 8 && (n->op->host >> k & 1))))
+                host[n->in[k]] = true;
+    }
+    for (int m = 0; m < o->n_inputs; m++) o->inputs[m].by_value = host[o->inputs[m].value];
+    free(host);
     if (!g->n_output) return bad(o, "the graph has no outputs");
     for (size_t j = 0; j < g->n_output; j++) {
         const char *name = g->output[j]->name ? g->output[j]->name : "";
@@ -942,8 +996,10 @@ musa_graph *musa_onnx_capture(musa_onnx *o, int n_in, musa_tensor *const *in) {
         char msg[768];
         snprintf(msg, sizeof msg, "%s", rc ? musa_last_error() : "");
         int rc2 = musa_graph_capture_end(g);
-        if (rc) musa_err(rc, "%s", msg); /* the first error, not capture_end's echo */
-        else rc = rc2;
+        if (rc)
+            musa_err(rc, "%s", msg); /* the first error, not capture_end's echo */
+        else
+            rc = rc2;
     }
     musa_set_grad_enabled(grad);
     for (int v = 0; vals && v < o->n_values; v++) musa_tensor_release(vals[v]);

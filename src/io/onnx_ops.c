@@ -19,7 +19,7 @@
 
 #ifdef MUSA_HAVE_ONNX
 
-#define ARGS onnx_build *b, const onnx_node *n, musa_tensor **in, int n_out, musa_tensor **out
+#define ARGS        onnx_build *b, const onnx_node *n, musa_tensor **in, int n_out, musa_tensor **out
 #define UNUSED_ARGS (void)b, (void)n, (void)in, (void)n_out, (void)out
 #define T(expr)     onnx_tmp(b, (expr))
 #define NUM(v)      T(musa_number(v))
@@ -139,6 +139,43 @@ static int op_ThresholdedRelu(ARGS) {
     return put(out, T(musa_where(keep, in[0], T(musa_zeros_like(in[0])))));
 }
 
+/* sinh, cosh: (e^x -/+ e^-x) / 2; tan: sin / cos */
+static int hyperbolic(onnx_build *b, musa_tensor **in, musa_tensor **out, bool cosh) {
+    LET(ep, musa_exp(in[0]));
+    LET(em, musa_exp(T(musa_neg(in[0]))));
+    return put(out, T(musa_mul(T(cosh ? musa_add(ep, em) : musa_sub(ep, em)), NUM(0.5))));
+}
+static int op_Sinh(ARGS) {
+    UNUSED_ARGS;
+    return hyperbolic(b, in, out, false);
+}
+static int op_Cosh(ARGS) {
+    UNUSED_ARGS;
+    return hyperbolic(b, in, out, true);
+}
+static int op_Tan(ARGS) {
+    UNUSED_ARGS;
+    return put(out, T(musa_div(T(musa_sin(in[0])), T(musa_cos(in[0])))));
+}
+
+static int op_Celu(ARGS) { /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
+    UNUSED_ARGS;
+    double alpha = onnx_attr_float(n, "alpha", 1.0), zero = 0;
+    if (alpha == 0) return FAIL(MUSA_ERR_VALUE, "alpha is 0");
+    LET(e,
+        musa_mul(T(musa_sub(T(musa_exp(T(musa_div(in[0], NUM(alpha))))), NUM(1.0))), NUM(alpha)));
+    return put(out, T(musa_add(T(musa_clamp(in[0], &zero, NULL)), T(musa_clamp(e, NULL, &zero)))));
+}
+
+static int op_Shrink(ARGS) {
+    UNUSED_ARGS;
+    musa_tensor *x = in[0];
+    double lambd = onnx_attr_float(n, "lambd", 0.5), bias = onnx_attr_float(n, "bias", 0.0);
+    LET(hi,
+        musa_where(T(musa_gt(x, NUM(lambd))), T(musa_sub(x, NUM(bias))), T(musa_zeros_like(x))));
+    return put(out, T(musa_where(T(musa_lt(x, NUM(-lambd))), T(musa_add(x, NUM(bias))), hi)));
+}
+
 #define BINARY(name, call)                                                                         \
     static int op_##name(ARGS) {                                                                   \
         UNUSED_ARGS;                                                                               \
@@ -242,7 +279,9 @@ static int op_Cast(ARGS) {
     UNUSED_ARGS;
     int64_t to = onnx_attr_int(n, "to", 0);
     int dt = musa_onnx_dtype(to);
-    if (dt < 0) return FAIL(MUSA_ERR_TYPE, "Cast to ONNX type %lld, which musa does not have", (long long)to);
+    if (dt < 0)
+        return FAIL(MUSA_ERR_TYPE, "Cast to ONNX type %lld, which musa does not have",
+                    (long long)to);
     return put(out, T(musa_cast(in[0], (musa_dtype)dt)));
 }
 
@@ -255,7 +294,8 @@ static int op_CastLike(ARGS) {
 
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUMSQ, R_LOGSUMEXP, R_LOGSUM };
 
-static int reduce(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor **out, int kind) {
+static int reduce(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor **out,
+                  int kind) {
     musa_tensor *x = in[0];
     int64_t axes[MUSA_MAX_DIMS];
     int k = 0, rc;
@@ -274,16 +314,26 @@ static int reduce(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tens
     bool keep = onnx_attr_int(n, "keepdims", 1);
     if (!x->ndim) k = 0; /* a scalar reduces to itself */
     switch (kind) {
-    case R_SUM: return put(out, T(musa_sum(x, k, axes, keep)));
-    case R_MEAN: return put(out, T(musa_mean(x, k, axes, keep)));
-    case R_MAX: return put(out, T(musa_amax(x, k, axes, keep)));
-    case R_MIN: return put(out, T(musa_amin(x, k, axes, keep)));
-    case R_PROD: return put(out, T(musa_prod(x, k, axes, keep)));
-    case R_L1: return put(out, T(musa_sum(T(musa_abs(x)), k, axes, keep)));
-    case R_L2: return put(out, T(musa_sqrt(T(musa_sum(T(musa_mul(x, x)), k, axes, keep)))));
-    case R_SUMSQ: return put(out, T(musa_sum(T(musa_mul(x, x)), k, axes, keep)));
-    case R_LOGSUMEXP: return put(out, T(musa_logsumexp(x, k, axes, keep)));
-    default: return put(out, T(musa_log(T(musa_sum(x, k, axes, keep)))));
+    case R_SUM:
+        return put(out, T(musa_sum(x, k, axes, keep)));
+    case R_MEAN:
+        return put(out, T(musa_mean(x, k, axes, keep)));
+    case R_MAX:
+        return put(out, T(musa_amax(x, k, axes, keep)));
+    case R_MIN:
+        return put(out, T(musa_amin(x, k, axes, keep)));
+    case R_PROD:
+        return put(out, T(musa_prod(x, k, axes, keep)));
+    case R_L1:
+        return put(out, T(musa_sum(T(musa_abs(x)), k, axes, keep)));
+    case R_L2:
+        return put(out, T(musa_sqrt(T(musa_sum(T(musa_mul(x, x)), k, axes, keep)))));
+    case R_SUMSQ:
+        return put(out, T(musa_sum(T(musa_mul(x, x)), k, axes, keep)));
+    case R_LOGSUMEXP:
+        return put(out, T(musa_logsumexp(x, k, axes, keep)));
+    default:
+        return put(out, T(musa_log(T(musa_sum(x, k, axes, keep)))));
     }
 }
 #define REDUCE(name, kind)                                                                         \
@@ -358,7 +408,8 @@ static int spatial_pads(onnx_build *b, const onnx_node *n, const musa_tensor *x,
     if (!strcmp(auto_pad, "NOTSET")) {
         int np = onnx_attr_ints(n, "pads", pads, 2 * nd);
         if (np && np != 2 * nd)
-            return FAIL(MUSA_ERR_VALUE, "pads has %d values; %d spatial dims need %d", np, nd, 2 * nd);
+            return FAIL(MUSA_ERR_VALUE, "pads has %d values; %d spatial dims need %d", np, nd,
+                        2 * nd);
         for (int i = 0; i < 2 * nd; i++)
             if (pads[i] < 0) return FAIL(MUSA_ERR_VALUE, "pads must be >= 0");
         return MUSA_OK;
@@ -366,8 +417,8 @@ static int spatial_pads(onnx_build *b, const onnx_node *n, const musa_tensor *x,
     if (!strcmp(auto_pad, "VALID")) return MUSA_OK;
     bool upper = !strcmp(auto_pad, "SAME_UPPER");
     if (!upper && strcmp(auto_pad, "SAME_LOWER"))
-        return FAIL(MUSA_ERR_VALUE, "auto_pad '%.40s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER",
-                    auto_pad);
+        return FAIL(MUSA_ERR_VALUE,
+                    "auto_pad '%.40s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", auto_pad);
     for (int i = 0; i < nd; i++) {
         int64_t size = x->shape[x->ndim - nd + i], o = (size + st[i] - 1) / st[i];
         int64_t total = (o - 1) * st[i] + (k[i] - 1) * dl[i] + 1 - size;
@@ -402,7 +453,8 @@ static int read_geom(onnx_build *b, const onnx_node *n, const musa_tensor *x, co
     int nd = x->ndim - 2;
     if (nd < 1 || nd > 2)
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED,
-                    "a %d-d input: musa's C importer runs 1-d and 2-d convolutions and pools", x->ndim);
+                    "a %d-d input: musa's C importer runs 1-d and 2-d convolutions and pools",
+                    x->ndim);
     int64_t k[MUSA_MAX_DIMS], st[MUSA_MAX_DIMS], dl[MUSA_MAX_DIMS], pads[2 * MUSA_MAX_DIMS];
     int nk = onnx_attr_ints(n, "kernel_shape", k, MUSA_MAX_DIMS);
     if (!nk && wk) memcpy(k, wk, sizeof(int64_t) * (size_t)nd), nk = nd;
@@ -423,7 +475,8 @@ static int read_geom(onnx_build *b, const onnx_node *n, const musa_tensor *x, co
     if (rc) return rc;
     g->nd = nd;
     int off = 2 - nd; /* 1-d: height 1, no padding */
-    for (int i = 0; i < 2; i++) g->k[i] = 1, g->st[i] = 1, g->dl[i] = 1, g->pads[i] = g->pads[i + 2] = 0;
+    for (int i = 0; i < 2; i++)
+        g->k[i] = 1, g->st[i] = 1, g->dl[i] = 1, g->pads[i] = g->pads[i + 2] = 0;
     for (int i = 0; i < nd; i++) {
         g->k[off + i] = k[i], g->st[off + i] = st[i], g->dl[off + i] = dl[i];
         g->pads[off + i] = pads[i], g->pads[2 + off + i] = pads[nd + i];
@@ -460,9 +513,8 @@ static int op_Conv(ARGS) {
         if (!(x2 = pad_spatial(b, x2, 2, g.pads, 0.0))) return ERR;
         pad[0] = pad[1] = 0;
     }
-    return from_2d(b, out,
-                   T(musa_conv2d(x2, w2, bias, g.st, pad, g.dl, onnx_attr_int(n, "group", 1))),
-                   g.nd);
+    return from_2d(
+        b, out, T(musa_conv2d(x2, w2, bias, g.st, pad, g.dl, onnx_attr_int(n, "group", 1))), g.nd);
 }
 
 static int op_ConvTranspose(ARGS) {
@@ -506,8 +558,8 @@ static int op_ConvTranspose(ARGS) {
     if (plain) { /* symmetric pads: musa's own */
         int64_t pad[2] = {begin[0], begin[1]}, outpad[2] = {0, 0};
         for (int i = off; i < 2; i++) outpad[i] = op[i - off];
-        return from_2d(b, out, T(musa_conv_transpose2d(x2, w2, bias, g.st, pad, outpad, g.dl, groups)),
-                       nd);
+        return from_2d(b, out,
+                       T(musa_conv_transpose2d(x2, w2, bias, g.st, pad, outpad, g.dl, groups)), nd);
     }
     /* else the full result without bias, cropped or extended with zeros, then the bias */
     int64_t zero[2] = {0, 0};
@@ -526,8 +578,6 @@ static int pool(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor
     geom g;
     int rc = read_geom(b, n, x, NULL, &g);
     if (rc) return rc;
-    if (onnx_attr_int(n, "storage_order", 0))
-        return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "storage_order 1 (column-major indices)");
     bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0);
     musa_dtype dt = (musa_dtype)x->dtype;
     musa_tensor *x2 = as_2d(b, x, g.nd);
@@ -536,11 +586,30 @@ static int pool(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor
     bool sym = symmetric(&g) && 2 * g.pads[0] <= g.k[0] && 2 * g.pads[1] <= g.k[1];
     int64_t pad[2] = {sym ? g.pads[0] : 0, sym ? g.pads[1] : 0};
     musa_tensor *y;
+    bool want_idx = max && n->n_out > 1 && n->out[1] >= 0;
+    if (want_idx && (g.nd != 2 || g.pads[0] || g.pads[1] || g.pads[2] || g.pads[3]))
+        return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "the Indices output of a padded or 1-d MaxPool");
     if (max) {
         if (!sym && !(x2 = pad_spatial(b, x2, 2, g.pads, -INFINITY))) return ERR;
-        musa_tensor *v = NULL;
-        if ((rc = musa_max_pool2d(x2, g.k, g.st, pad, g.dl, ceil_mode, &v, NULL))) return rc;
+        musa_tensor *v = NULL, *idx = NULL;
+        if ((rc = musa_max_pool2d(x2, g.k, g.st, pad, g.dl, ceil_mode, &v, want_idx ? &idx : NULL)))
+            return rc;
         y = T(v);
+        if (want_idx) { /* ONNX's: flat over the whole tensor, row- or column-major planes */
+            int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+            musa_tensor *i = T(idx);
+            if (i && onnx_attr_int(n, "storage_order", 0)) { /* h*W + w -> w*H + h */
+                musa_tensor *h = T(musa_floor_divide(i, T(musa_number_int(W))));
+                musa_tensor *w = T(musa_remainder(i, T(musa_number_int(W))));
+                i = h && w ? T(musa_add(T(musa_mul(w, T(musa_number_int(H)))), h)) : NULL;
+            }
+            int64_t nc = N * C, base_shape[4] = {N, C, 1, 1};
+            musa_tensor *base =
+                T(musa_reshape(T(musa_mul(T(musa_arange(0, (double)nc, 1, MUSA_DTYPE_INT64)),
+                                          T(musa_number_int(H * W)))),
+                               4, base_shape));
+            if (!i || !base || (rc = put(out + 1, T(musa_add(i, base))))) return rc ? rc : ERR;
+        }
     } else {
         if (g.dl[0] != 1 || g.dl[1] != 1)
             return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "a dilated AveragePool");
@@ -572,7 +641,8 @@ static int op_AveragePool(ARGS) {
 static int global_pool(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor **out,
                        bool max) {
     musa_tensor *x = in[0];
-    if (x->ndim < 3) return FAIL(MUSA_ERR_VALUE, "the input has %d dims; at least 3 are needed", x->ndim);
+    if (x->ndim < 3)
+        return FAIL(MUSA_ERR_VALUE, "the input has %d dims; at least 3 are needed", x->ndim);
     int64_t dims[MUSA_MAX_DIMS];
     for (int d = 2; d < x->ndim; d++) dims[d - 2] = d;
     return put(out, T(max ? musa_amax(x, x->ndim - 2, dims, true)
@@ -600,8 +670,10 @@ static int op_BatchNormalization(ARGS) {
 static int op_InstanceNormalization(ARGS) {
     UNUSED_ARGS;
     musa_tensor *x = in[0];
-    if (x->ndim < 3) return FAIL(MUSA_ERR_VALUE, "the input has %d dims; at least 3 are needed", x->ndim);
-    return put(out, T(musa_group_norm(x, x->shape[1], in[1], in[2], onnx_attr_float(n, "epsilon", 1e-5))));
+    if (x->ndim < 3)
+        return FAIL(MUSA_ERR_VALUE, "the input has %d dims; at least 3 are needed", x->ndim);
+    return put(
+        out, T(musa_group_norm(x, x->shape[1], in[1], in[2], onnx_attr_float(n, "epsilon", 1e-5))));
 }
 
 static int op_LayerNormalization(ARGS) {
@@ -614,7 +686,8 @@ static int op_LayerNormalization(ARGS) {
     int k = x->ndim - (int)ax;
     const int64_t *tail = x->shape + ax;
     /* scale and bias broadcast to the normalised shape */
-    if (!musa_shape_equal(w->ndim, w->shape, k, tail) && !(w = T(musa_expand(w, k, tail)))) return ERR;
+    if (!musa_shape_equal(w->ndim, w->shape, k, tail) && !(w = T(musa_expand(w, k, tail))))
+        return ERR;
     if (bias && !musa_shape_equal(bias->ndim, bias->shape, k, tail) &&
         !(bias = T(musa_expand(bias, k, tail))))
         return ERR;
@@ -629,7 +702,8 @@ static int op_LayerNormalization(ARGS) {
     return n_out > 2 ? put(out + 2, T(musa_rsqrt(T(musa_add(var, NUM(eps)))))) : MUSA_OK;
 }
 
-static int softmax(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor **out, bool log) {
+static int softmax(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor **out,
+                   bool log) {
     musa_tensor *x = in[0];
     bool old = onnx_opset(b) < 13; /* before 13: over the 2-d view [:axis] x [axis:] */
     int64_t ax = 0;
@@ -667,6 +741,338 @@ static int op_Dropout(ARGS) {
     return put(out + 1, T(musa_full(in[0]->ndim, in[0]->shape, 1.0, MUSA_DTYPE_BOOL)));
 }
 
+static int op_Hardmax(ARGS) { /* 1 at the first maximum along axis */
+    UNUSED_ARGS;
+    musa_tensor *x = in[0];
+    int64_t ax = 0;
+    int rc = axis_of(b, n, onnx_attr_int(n, "axis", -1), x->ndim, &ax);
+    if (rc) return rc;
+    LET(i, musa_argmax(x, ax, true));
+    return put(out, T(musa_scatter(T(musa_zeros_like(x)), ax, i, T(musa_ones_like(i)))));
+}
+
+static int op_MeanVarianceNormalization(ARGS) {
+    UNUSED_ARGS;
+    musa_tensor *x = in[0];
+    int64_t axes[MUSA_MAX_DIMS] = {0, 2, 3};
+    int k = onnx_has_attr(n, "axes") ? onnx_attr_ints(n, "axes", axes, MUSA_MAX_DIMS) : 3, rc;
+    if (k > MUSA_MAX_DIMS) return FAIL(MUSA_ERR_VALUE, "%d axes", k);
+    for (int i = 0; i < k; i++)
+        if ((rc = axis_of(b, n, axes[i], x->ndim, &axes[i]))) return rc;
+    LET(mean, musa_mean(x, k, axes, true));
+    LET(dev, musa_sub(x, mean));
+    LET(var, musa_mean(T(musa_mul(dev, dev)), k, axes, true));
+    return put(out, T(musa_div(dev, T(musa_sqrt(T(musa_add(var, NUM(1e-9))))))));
+}
+
+/* NegativeLogLikelihoodLoss of log-probabilities logp (N, C, d...) and
+ * class indices (N, d...), with weight, ignore_index and reduction */
+static int nll(onnx_build *b, const onnx_node *n, musa_tensor *logp, musa_tensor **in,
+               musa_tensor **out) {
+    musa_tensor *target = in[1], *weight = n->n_in > 2 ? in[2] : NULL;
+    if (logp->ndim < 2 || target->ndim != logp->ndim - 1)
+        return FAIL(MUSA_ERR_VALUE, "the input must be (N, C, ...) and the target (N, ...)");
+    const char *red = onnx_attr_str(n, "reduction", "mean");
+    if (strcmp(red, "mean") && strcmp(red, "sum") && strcmp(red, "none"))
+        return FAIL(MUSA_ERR_VALUE, "reduction '%.20s' is not none, sum or mean", red);
+    bool has_ign = onnx_has_attr(n, "ignore_index");
+    musa_tensor *ign =
+        has_ign ? T(musa_eq(target, T(musa_number_int(onnx_attr_int(n, "ignore_index", 0)))))
+                : NULL;
+    musa_tensor *safe = target;
+    if (has_ign && (!ign || !(safe = T(musa_where(ign, T(musa_zeros_like(target)), target)))))
+        return ERR;
+    LET(safe64, musa_cast(safe, MUSA_DTYPE_INT64));
+    LET(picked, musa_neg(T(musa_squeeze(T(musa_gather(logp, 1, T(musa_unsqueeze(safe64, 1)))), 1,
+                                        (int64_t[]){1}))));
+    musa_tensor *w;
+    if (weight) {
+        int64_t flat = musa_tensor_numel(safe64);
+        w = T(musa_reshape(T(musa_index_select(weight, 0, T(musa_reshape(safe64, 1, &flat)))),
+                           safe64->ndim, safe64->shape));
+    } else {
+        w = T(musa_ones_like(picked));
+    }
+    if (w && has_ign) w = T(musa_where(ign, T(musa_zeros_like(w)), w));
+    if (!w) return ERR;
+    LET(loss, musa_mul(picked, w));
+    if (red[0] == 'n') return put(out, loss);
+    LET(total, musa_sum(loss, 0, NULL, false));
+    return put(out, red[0] == 's' ? total : T(musa_div(total, T(musa_sum(w, 0, NULL, false)))));
+}
+static int op_NegativeLogLikelihoodLoss(ARGS) {
+    UNUSED_ARGS;
+    return nll(b, n, in[0], in, out);
+}
+static int op_SoftmaxCrossEntropyLoss(ARGS) {
+    UNUSED_ARGS;
+    if (in[0]->ndim < 2) return FAIL(MUSA_ERR_VALUE, "the scores must be (N, C, ...)");
+    LET(logp, musa_log_softmax(in[0], 1));
+    int rc = nll(b, n, logp, in, out);
+    return rc || n_out < 2 ? rc : put(out + 1, logp);
+}
+
+static int op_OneHot(ARGS) {
+    UNUSED_ARGS;
+    musa_tensor *x = in[0], *values = in[2];
+    double depth, vals[2];
+    int cnt, rc = onnx_doubles(b, n, 1, in[1], &depth, 1, &cnt);
+    if (rc) return rc;
+    if (!(depth >= 1) || depth > (double)(1 << 24))
+        return FAIL(MUSA_ERR_VALUE, "depth %g must be in [1, 2^24]", depth);
+    if (musa_tensor_numel(values) != 2) return FAIL(MUSA_ERR_VALUE, "values must hold (off, on)");
+    if (x->ndim + 1 > MUSA_MAX_DIMS) return FAIL(MUSA_ERR_VALUE, "too many dims");
+    int64_t d = (int64_t)depth, ax = 0;
+    if ((rc = axis_of(b, n, onnx_attr_int(n, "axis", -1), x->ndim + 1, &ax))) return rc;
+    (void)vals;
+    LET(x64, musa_cast(x, MUSA_DTYPE_INT64));
+    LET(idx, musa_where(T(musa_lt(x64, NUM(0.0))), T(musa_add(x64, T(musa_number_int(d)))), x64));
+    /* out-of-range indices give all "off" (ONNX): a row of one_hot(depth + 1), the extra dropped */
+    LET(okay, musa_logical_and(T(musa_ge(idx, NUM(0.0))), T(musa_lt(idx, T(musa_number_int(d))))));
+    LET(cls, musa_where(okay, idx, T(musa_full_like(idx, (double)d))));
+    LET(oh, musa_slice(T(musa_one_hot(cls, d + 1)), x->ndim, 0, d, 1));
+    int64_t perm[MUSA_MAX_DIMS];
+    for (int i = 0, k = 0; i <= x->ndim; i++) perm[i] = i == ax ? x->ndim : k++;
+    LET(moved, musa_permute(oh, x->ndim + 1, perm));
+    LET(off, musa_select(values, 0, 0));
+    LET(on, musa_select(values, 0, 1));
+    return put(out, T(musa_where(T(musa_eq(moved, NUM(1.0))), on, off)));
+}
+
+static int depth_space(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor **out,
+                       bool to_depth) {
+    musa_tensor *x = in[0];
+    int64_t bs = onnx_attr_int(n, "blocksize", 0);
+    if (x->ndim != 4 || bs < 1)
+        return FAIL(MUSA_ERR_VALUE, "a 4-d input and blocksize >= 1 are needed");
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    if (to_depth) {
+        if (H % bs || W % bs) return FAIL(MUSA_ERR_VALUE, "H and W must divide by blocksize");
+        int64_t s6[6] = {N, C, H / bs, bs, W / bs, bs}, p[6] = {0, 3, 5, 1, 2, 4};
+        int64_t s4[4] = {N, C * bs * bs, H / bs, W / bs};
+        return put(out, T(musa_reshape(T(musa_permute(T(musa_reshape(x, 6, s6)), 6, p)), 4, s4)));
+    }
+    if (C % (bs * bs)) return FAIL(MUSA_ERR_VALUE, "C must divide by blocksize^2");
+    bool dcr = !strcmp(onnx_attr_str(n, "mode", "DCR"), "DCR");
+    int64_t c = C / (bs * bs), s4[4] = {N, c, H * bs, W * bs};
+    int64_t dcr6[6] = {N, bs, bs, c, H, W}, crd6[6] = {N, c, bs, bs, H, W};
+    int64_t dcrp[6] = {0, 3, 4, 1, 5, 2}, crdp[6] = {0, 1, 4, 2, 5, 3};
+    LET(r, musa_reshape(x, 6, dcr ? dcr6 : crd6));
+    return put(out, T(musa_reshape(T(musa_permute(r, 6, dcr ? dcrp : crdp)), 4, s4)));
+}
+static int op_DepthToSpace(ARGS) {
+    UNUSED_ARGS;
+    return depth_space(b, n, in, out, false);
+}
+static int op_SpaceToDepth(ARGS) {
+    UNUSED_ARGS;
+    return depth_space(b, n, in, out, true);
+}
+
+/* ---- Einsum ---- */
+
+/* Labels are bytes: letters as themselves, the ellipsis's dims as 1..8 (right-aligned). */
+typedef struct ein_term {
+    int n;
+    unsigned char lab[MUSA_MAX_DIMS];
+} ein_term;
+
+/* Parse term `s` (len chars) for an operand of ndim dims (-1: the output, with
+ * `ell` ellipsis dims) into t. */
+static int ein_parse(onnx_build *b, const onnx_node *n, const char *s, size_t len, int ndim,
+                     int ell, ein_term *t) {
+    int letters = 0, dots = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            if (dots || i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.')
+                return FAIL(MUSA_ERR_VALUE, "a malformed ellipsis in the equation");
+            dots = 1, i += 2;
+        } else if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')) {
+            letters++;
+        } else if (s[i] != ' ') {
+            return FAIL(MUSA_ERR_VALUE, "'%c' in the equation", s[i]);
+        }
+    }
+    int e = ndim >= 0 ? ndim - letters : ell;
+    if (e < 0 || (!dots && ndim >= 0 && e) || letters + (dots ? e : 0) > MUSA_MAX_DIMS)
+        return FAIL(MUSA_ERR_VALUE, "a term of the equation does not fit its operand's %d dims",
+                    ndim);
+    t->n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            for (int k = 0; k < (dots ? e : 0); k++)
+                t->lab[t->n++] = (unsigned char)(ell - e + k + 1);
+            i += 2;
+        } else if (s[i] != ' ') {
+            t->lab[t->n++] = (unsigned char)s[i];
+        }
+    }
+    return MUSA_OK;
+}
+
+static int ein_find(const ein_term *t, unsigned char c) {
+    for (int i = 0; i < t->n; i++)
+        if (t->lab[i] == c) return i;
+    return -1;
+}
+
+/* x reduced to unique labels: repeated labels become their diagonal, labels
+ * no one else needs (not in keep) are summed. */
+static musa_tensor *ein_single(onnx_build *b, musa_tensor *x, ein_term *t, const bool *keep) {
+    for (int i = 0; i < t->n; i++) /* diagonals, one repeated pair at a time */
+        for (int j = i + 1; j < t->n; j++) {
+            if (t->lab[i] != t->lab[j]) continue;
+            if (x->shape[i] != x->shape[j]) return NULL;
+            musa_tensor *c = T(musa_contiguous(x));
+            if (!c) return NULL;
+            int64_t shape[MUSA_MAX_DIMS], strides[MUSA_MAX_DIMS], st = 1;
+            int64_t full[MUSA_MAX_DIMS];
+            for (int d = c->ndim - 1; d >= 0; d--) full[d] = st, st *= c->shape[d];
+            int k = 0;
+            for (int d = 0; d < c->ndim; d++) {
+                if (d == j) continue;
+                shape[k] = c->shape[d];
+                strides[k++] = full[d] + (d == i ? full[j] : 0);
+            }
+            if (!(x = T(musa_as_strided(c, k, shape, strides, 0)))) return NULL;
+            memmove(t->lab + j, t->lab + j + 1, (size_t)(t->n - j - 1));
+            t->n--, j--;
+        }
+    int64_t dims[MUSA_MAX_DIMS];
+    int k = 0, m = 0;
+    for (int i = 0; i < t->n; i++) {
+        if (keep[t->lab[i]])
+            t->lab[m++] = t->lab[i];
+        else
+            dims[k++] = i;
+    }
+    t->n = m;
+    return k ? T(musa_sum(x, k, dims, false)) : x;
+}
+
+static int op_Einsum(ARGS) {
+    UNUSED_ARGS;
+    const char *eq = onnx_attr_str(n, "equation", "");
+    const char *arrow = strstr(eq, "->");
+    size_t lhs = arrow ? (size_t)(arrow - eq) : strlen(eq);
+    ein_term t[16], o;
+    musa_tensor *x[16];
+    if (n->n_in > 16) return FAIL(MUSA_ERR_VALUE, "at most 16 operands");
+    int ell = 0, count[256] = {0}, rc;
+    const char *s = eq;
+    for (int i = 0; i < n->n_in; i++) { /* the operands' terms, split at commas */
+        const char *comma = memchr(s, ',', (size_t)(eq + lhs - s));
+        size_t len = comma ? (size_t)(comma - s) : (size_t)(eq + lhs - s);
+        if ((comma != NULL) != (i + 1 < n->n_in))
+            return FAIL(MUSA_ERR_VALUE, "the equation '%.60s' has not %d terms", eq, n->n_in);
+        int letters = 0;
+        for (size_t k = 0; k < len; k++) letters += s[k] != '.' && s[k] != ' ';
+        int e = in[i]->ndim - letters;
+        if ((rc = ein_parse(b, n, s, len, in[i]->ndim, e > 0 ? e : 0, &t[i]))) return rc;
+        ell = e > ell && memchr(s, '.', len) ? e : ell;
+        x[i] = in[i];
+        s += len + 1;
+    }
+    for (int i = 0; i < n->n_in; i++) { /* ellipsis labels right-aligned across operands */
+        int e = 0;
+        for (int k = 0; k < t[i].n; k++) e += t[i].lab[k] < 16;
+        for (int k = 0; k < t[i].n; k++)
+            if (t[i].lab[k] < 16) t[i].lab[k] = (unsigned char)(t[i].lab[k] + ell - e);
+        for (int k = 0; k < t[i].n; k++) count[t[i].lab[k]]++;
+    }
+    if (arrow) {
+        if ((rc = ein_parse(b, n, arrow + 2, strlen(arrow + 2), -1, ell, &o))) return rc;
+    } else { /* implicit: the ellipsis, then labels seen once, sorted */
+        o.n = 0;
+        for (int k = 1; k <= ell; k++) o.lab[o.n++] = (unsigned char)k;
+        for (int c = 'A'; c <= 'z'; c++)
+            if (count[c] == 1 && o.n < MUSA_MAX_DIMS) o.lab[o.n++] = (unsigned char)c;
+    }
+    bool keep[256];
+    for (int i = 0; i < n->n_in; i++) { /* each alone: what the others and the output need */
+        memset(keep, 0, sizeof keep);
+        for (int k = 0; k < o.n; k++) keep[o.lab[k]] = true;
+        for (int j = 0; j < n->n_in; j++)
+            for (int k = 0; j != i && k < t[j].n; k++) keep[t[j].lab[k]] = true;
+        if (!(x[i] = ein_single(b, x[i], &t[i], keep)))
+            return FAIL(MUSA_ERR_VALUE, "operand %d's repeated labels have different sizes", i);
+    }
+    musa_tensor *acc = x[0];
+    ein_term at = t[0];
+    for (int i = 1; i < n->n_in; i++) { /* contract pairs left to right with batched matmuls */
+        memset(keep, 0, sizeof keep);
+        for (int k = 0; k < o.n; k++) keep[o.lab[k]] = true;
+        for (int j = i + 1; j < n->n_in; j++)
+            for (int k = 0; k < t[j].n; k++) keep[t[j].lab[k]] = true;
+        musa_tensor *y = x[i];
+        const ein_term *yt = &t[i];
+        int64_t pa[MUSA_MAX_DIMS], pb[MUSA_MAX_DIMS], bs[MUSA_MAX_DIMS], ms[MUSA_MAX_DIMS];
+        int64_t ns[MUSA_MAX_DIMS], B = 1, M = 1, K = 1, N = 1;
+        int nb = 0, nm = 0, nn = 0, nk = 0, na = 0, nbb = 0;
+        ein_term rt = {0};
+        unsigned char kl[MUSA_MAX_DIMS];
+        for (int k = 0; k < at.n; k++) { /* batch: in both and kept */
+            int j = ein_find(yt, at.lab[k]);
+            if (j < 0 || !keep[at.lab[k]]) continue;
+            int64_t sa = acc->shape[k], sb = y->shape[j], sz = sa > sb ? sa : sb;
+            if (sa != sb && sa != 1 && sb != 1)
+                return FAIL(MUSA_ERR_VALUE, "label '%c' has sizes %lld and %lld",
+                            at.lab[k] > 16 ? at.lab[k] : '.', (long long)sa, (long long)sb);
+            pa[na++] = k, pb[nbb++] = j, bs[nb++] = sz, B *= sz, rt.lab[rt.n++] = at.lab[k];
+        }
+        for (int k = 0; k < at.n; k++) /* acc only, kept */
+            if (ein_find(yt, at.lab[k]) < 0)
+                pa[na++] = k, ms[nm++] = acc->shape[k], M *= acc->shape[k],
+                rt.lab[rt.n++] = at.lab[k];
+        for (int k = 0; k < at.n; k++) { /* contracted: in both, not kept */
+            int j = ein_find(yt, at.lab[k]);
+            if (j < 0 || keep[at.lab[k]]) continue;
+            if (acc->shape[k] != y->shape[j])
+                return FAIL(MUSA_ERR_VALUE, "contracted label '%c' has sizes %lld and %lld",
+                            at.lab[k], (long long)acc->shape[k], (long long)y->shape[j]);
+            pa[na++] = k, pb[nbb++] = j, kl[nk++] = at.lab[k], K *= acc->shape[k];
+        }
+        (void)kl;
+        for (int j = 0; j < yt->n; j++) /* y only */
+            if (ein_find(&at, yt->lab[j]) < 0)
+                pb[nbb++] = j, ns[nn++] = y->shape[j], N *= y->shape[j],
+                rt.lab[rt.n++] = yt->lab[j];
+        if (rt.n > MUSA_MAX_DIMS) return FAIL(MUSA_ERR_VALUE, "more than %d labels", MUSA_MAX_DIMS);
+        /* batch dims broadcast: expand the size-1 side */
+        int64_t ea[MUSA_MAX_DIMS], eb[MUSA_MAX_DIMS];
+        for (int k = 0; k < acc->ndim; k++) ea[k] = acc->shape[k];
+        for (int k = 0; k < y->ndim; k++) eb[k] = y->shape[k];
+        for (int k = 0; k < nb; k++) ea[pa[k]] = bs[k], eb[pb[k]] = bs[k];
+        LET(a2, musa_reshape(T(musa_permute(T(musa_expand(acc, acc->ndim, ea)), acc->ndim, pa)), 3,
+                             (int64_t[]){B, M, K}));
+        int64_t pb2[MUSA_MAX_DIMS]; /* y as (batch, contracted, y only) */
+        int q = 0;
+        for (int k = 0; k < nb; k++) pb2[q++] = pb[k];
+        for (int k = nb; k < nbb; k++) /* pb holds batch, contracted, y-only in that order */
+            pb2[q++] = pb[k];
+        LET(b2, musa_reshape(T(musa_permute(T(musa_expand(y, y->ndim, eb)), y->ndim, pb2)), 3,
+                             (int64_t[]){B, K, N}));
+        int64_t shape[MUSA_MAX_DIMS];
+        int r = 0;
+        for (int k = 0; k < nb; k++) shape[r++] = bs[k];
+        for (int k = 0; k < nm; k++) shape[r++] = ms[k];
+        for (int k = 0; k < nn; k++) shape[r++] = ns[k];
+        if (!(acc = T(musa_reshape(T(musa_matmul(a2, b2)), r, shape)))) return ERR;
+        at = rt;
+    }
+    memset(keep, 0, sizeof keep);
+    for (int k = 0; k < o.n; k++) keep[o.lab[k]] = true;
+    if (!(acc = ein_single(b, acc, &at, keep))) return ERR;
+    if (at.n != o.n) return FAIL(MUSA_ERR_VALUE, "the output names a label no operand has");
+    int64_t perm[MUSA_MAX_DIMS];
+    for (int k = 0; k < o.n; k++) {
+        int j = ein_find(&at, o.lab[k]);
+        if (j < 0) return FAIL(MUSA_ERR_VALUE, "the output names a label no operand has");
+        perm[k] = j;
+    }
+    return put(out, o.n ? T(musa_permute(acc, o.n, perm)) : acc);
+}
+
 /* ---- shapes ---- */
 
 static int op_Shape(ARGS) {
@@ -698,8 +1104,9 @@ static int op_Reshape(ARGS) {
     for (int i = 0; i < k; i++)
         if (shape[i] == 0 && !allowzero) {
             if (i >= x->ndim)
-                return FAIL(MUSA_ERR_VALUE, "shape[%d] is 0 (copy the input's dim) but the input has %d dims",
-                            i, x->ndim);
+                return FAIL(MUSA_ERR_VALUE,
+                            "shape[%d] is 0 (copy the input's dim) but the input has %d dims", i,
+                            x->ndim);
             shape[i] = x->shape[i];
         }
     return put(out, T(musa_reshape(x, k, shape)));
@@ -755,12 +1162,14 @@ static int op_Unsqueeze(ARGS) {
     int k, rc = axes_of(b, n, in, axes, &k);
     if (rc) return rc;
     if (x->ndim + k > MUSA_MAX_DIMS)
-        return FAIL(MUSA_ERR_VALUE, "%d dims and %d more exceed musa's %d", x->ndim, k, MUSA_MAX_DIMS);
+        return FAIL(MUSA_ERR_VALUE, "%d dims and %d more exceed musa's %d", x->ndim, k,
+                    MUSA_MAX_DIMS);
     for (int i = 0; i < k; i++)
         if ((rc = axis_of(b, n, axes[i], x->ndim + k, &axes[i]))) return rc;
     qsort(axes, (size_t)k, sizeof *axes, cmp_i64);
     for (int i = 0; i < k; i++) {
-        if (i && axes[i] == axes[i - 1]) return FAIL(MUSA_ERR_VALUE, "axis %lld is repeated", (long long)axes[i]);
+        if (i && axes[i] == axes[i - 1])
+            return FAIL(MUSA_ERR_VALUE, "axis %lld is repeated", (long long)axes[i]);
         if (!(x = T(musa_unsqueeze(x, axes[i])))) return ERR;
     }
     return put(out, k ? x : T(musa_tensor_retain(x)));
@@ -809,12 +1218,13 @@ static int op_Slice(ARGS) {
     } else if ((rc = onnx_ints(b, n, 1, in[1], st, MUSA_MAX_DIMS, &ns)) ||
                (rc = onnx_ints(b, n, 2, in[2], en, MUSA_MAX_DIMS, &ne)) ||
                (n->n_in > 3 && in[3] && (rc = onnx_ints(b, n, 3, in[3], ax, MUSA_MAX_DIMS, &na))) ||
-               (n->n_in > 4 && in[4] && (rc = onnx_ints(b, n, 4, in[4], sp, MUSA_MAX_DIMS, &nsp)))) {
+               (n->n_in > 4 && in[4] &&
+                (rc = onnx_ints(b, n, 4, in[4], sp, MUSA_MAX_DIMS, &nsp)))) {
         return rc;
     }
     if (ns != ne || ns > MUSA_MAX_DIMS || (na && na != ns) || (nsp && nsp != ns))
-        return FAIL(MUSA_ERR_VALUE, "starts, ends, axes and steps have %d, %d, %d and %d values", ns,
-                    ne, na, nsp);
+        return FAIL(MUSA_ERR_VALUE, "starts, ends, axes and steps have %d, %d, %d and %d values",
+                    ns, ne, na, nsp);
     for (int i = 0; i < ns; i++) {
         int64_t a = na ? ax[i] : i, step = nsp ? sp[i] : 1;
         if ((rc = axis_of(b, n, a, x->ndim, &a))) return rc;
@@ -829,7 +1239,8 @@ static int op_Slice(ARGS) {
         e = e < 0 ? (e < -size ? -1 : e + size) : (e > size - 1 ? size - 1 : e);
         int64_t len = s > e ? s - e : 0;
         LET(f, musa_flip(x, 1, &a));
-        if (!(x = T(musa_slice(f, a, size - 1 - s, size - 1 - s + len, step == INT64_MIN ? INT64_MAX : -step))))
+        if (!(x = T(musa_slice(f, a, size - 1 - s, size - 1 - s + len,
+                               step == INT64_MIN ? INT64_MAX : -step))))
             return ERR;
     }
     return put(out, ns ? x : T(musa_tensor_retain(x)));
@@ -856,7 +1267,8 @@ static int op_Gather(ARGS) {
     if (x->ndim - 1 + idx->ndim > MUSA_MAX_DIMS)
         return FAIL(MUSA_ERR_VALUE, "the result would have more than %d dims", MUSA_MAX_DIMS);
     int64_t flat = musa_tensor_numel(idx), shape[MUSA_MAX_DIMS];
-    LET(i64, idx->dtype == MUSA_DTYPE_INT64 ? musa_tensor_retain(idx) : musa_cast(idx, MUSA_DTYPE_INT64));
+    LET(i64, idx->dtype == MUSA_DTYPE_INT64 ? musa_tensor_retain(idx)
+                                            : musa_cast(idx, MUSA_DTYPE_INT64));
     LET(i1, musa_reshape(i64, 1, &flat));
     LET(sel, musa_index_select(x, ax, i1));
     int k = 0;
@@ -916,9 +1328,11 @@ static int op_Split(ARGS) {
         return rc;
     if (!k) { /* equal pieces, the last smaller */
         int64_t parts = onnx_attr_int(n, "num_outputs", n_out), dim = x->shape[ax];
-        if (parts != n_out) return FAIL(MUSA_ERR_VALUE, "num_outputs %lld for %d outputs", (long long)parts, n_out);
+        if (parts != n_out)
+            return FAIL(MUSA_ERR_VALUE, "num_outputs %lld for %d outputs", (long long)parts, n_out);
         int64_t each = (dim + parts - 1) / parts;
-        for (k = 0; k < n_out; k++) sizes[k] = each * (k + 1) <= dim ? each : (dim > each * k ? dim - each * k : 0);
+        for (k = 0; k < n_out; k++)
+            sizes[k] = each * (k + 1) <= dim ? each : (dim > each * k ? dim - each * k : 0);
     }
     int64_t total = 0;
     for (int i = 0; i < k; i++) total += sizes[i] >= 0 ? sizes[i] : -1;
@@ -935,7 +1349,8 @@ static int op_Tile(ARGS) {
     int64_t reps[MUSA_MAX_DIMS];
     int k, rc = onnx_ints(b, n, 1, in[1], reps, MUSA_MAX_DIMS, &k);
     if (rc) return rc;
-    if (k != in[0]->ndim) return FAIL(MUSA_ERR_VALUE, "repeats has %d values for %d dims", k, in[0]->ndim);
+    if (k != in[0]->ndim)
+        return FAIL(MUSA_ERR_VALUE, "repeats has %d values for %d dims", k, in[0]->ndim);
     return put(out, T(musa_repeat(in[0], k, reps)));
 }
 
@@ -954,7 +1369,8 @@ static int op_Pad(ARGS) {
         if (n->n_in > 2 && in[2] && (rc = onnx_doubles(b, n, 2, in[2], &value, 1, &cnt))) return rc;
     }
     int na = 0;
-    if (n->n_in > 3 && in[3] && (rc = onnx_ints(b, n, 3, in[3], axes, MUSA_MAX_DIMS, &na))) return rc;
+    if (n->n_in > 3 && in[3] && (rc = onnx_ints(b, n, 3, in[3], axes, MUSA_MAX_DIMS, &na)))
+        return rc;
     if (!na)
         for (int d = 0; d < nd; d++) axes[na++] = d;
     if (k != 2 * na) return FAIL(MUSA_ERR_VALUE, "pads has %d values for %d axes", k, na);
@@ -968,11 +1384,13 @@ static int op_Pad(ARGS) {
     if (!strcmp(mode, "constant")) return put(out, pad_spatial(b, x, nd, full, value));
     bool reflect = !strcmp(mode, "reflect");
     if (!reflect && strcmp(mode, "edge"))
-        return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "mode '%.20s' (constant, reflect and edge are read)", mode);
+        return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "mode '%.20s' (constant, reflect and edge are read)",
+                    mode);
     for (int d = 0; d < nd; d++) { /* rows picked by index: reflected or repeated edges */
         int64_t lo = full[d], hi = full[nd + d], size = x->shape[d], len = size + lo + hi;
         if (!lo && !hi) continue;
-        if (lo < 0 || hi < 0) return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "negative pads with mode %s", mode);
+        if (lo < 0 || hi < 0)
+            return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "negative pads with mode %s", mode);
         if (!size || (reflect && (lo >= size || hi >= size)))
             return FAIL(MUSA_ERR_VALUE, "pads %lld, %lld on a dim of size %lld with mode %s",
                         (long long)lo, (long long)hi, (long long)size, mode);
@@ -1038,7 +1456,8 @@ static int op_ConstantOfShape(ARGS) {
     musa_tensor *v = T(onnx_attr_tensor(b, n, "value", &absent));
     if (!absent && !v) return ERR;
     if (v && musa_tensor_numel(v) != 1)
-        return FAIL(MUSA_ERR_VALUE, "value holds %lld elements; one is needed", (long long)musa_tensor_numel(v));
+        return FAIL(MUSA_ERR_VALUE, "value holds %lld elements; one is needed",
+                    (long long)musa_tensor_numel(v));
     double fill = 0;
     if (v) {
         LET(f, musa_cast(v, MUSA_DTYPE_FLOAT64));
@@ -1138,7 +1557,8 @@ static int op_Resize(ARGS) {
         if ((rc = onnx_doubles(b, n, si, in[si], sv, MUSA_MAX_DIMS, &cnt))) return rc;
         if (cnt != na) return FAIL(MUSA_ERR_VALUE, "scales has %d values for %d axes", cnt, na);
         for (int i = 0; i < na; i++) {
-            if (!(sv[i] > 0) || sv[i] > 1e6) return FAIL(MUSA_ERR_VALUE, "scales[%d] is %g", i, sv[i]);
+            if (!(sv[i] > 0) || sv[i] > 1e6)
+                return FAIL(MUSA_ERR_VALUE, "scales[%d] is %g", i, sv[i]);
             scale[axes[i]] = sv[i];
             size[axes[i]] = (int64_t)floor((double)x->shape[axes[i]] * sv[i]);
         }
@@ -1164,24 +1584,34 @@ static int op_Resize(ARGS) {
         bool exclude = onnx_attr_int(n, "exclude_outside", 0);
         for (int64_t o = 0; o < out_size; o++) { /* the source coordinate of output o */
             double s = scale[d], c;
-            if (!strcmp(ctm, "half_pixel")) c = ((double)o + 0.5) / s - 0.5;
-            else if (!strcmp(ctm, "pytorch_half_pixel")) c = out_size > 1 ? ((double)o + 0.5) / s - 0.5 : 0;
+            if (!strcmp(ctm, "half_pixel"))
+                c = ((double)o + 0.5) / s - 0.5;
+            else if (!strcmp(ctm, "pytorch_half_pixel"))
+                c = out_size > 1 ? ((double)o + 0.5) / s - 0.5 : 0;
             else if (!strcmp(ctm, "align_corners"))
-                c = out_size > 1 ? (double)o * (double)(in_size - 1) / ((double)in_size * s - 1) : 0;
-            else if (!strcmp(ctm, "asymmetric")) c = (double)o / s;
-            else if (!strcmp(ctm, "tf_half_pixel_for_nn")) c = ((double)o + 0.5) / s;
+                c = out_size > 1 ? (double)o * (double)(in_size - 1) / ((double)in_size * s - 1)
+                                 : 0;
+            else if (!strcmp(ctm, "asymmetric"))
+                c = (double)o / s;
+            else if (!strcmp(ctm, "tf_half_pixel_for_nn"))
+                c = ((double)o + 0.5) / s;
             else {
                 free(ix), free(w);
-                return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "coordinate_transformation_mode '%.30s'", ctm);
+                return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "coordinate_transformation_mode '%.30s'",
+                            ctm);
             }
             int64_t *oi = ix + o * taps;
             float *ow = w + o * taps;
             if (taps == 1) {
                 double f = floor(c), r;
-                if (!strcmp(nearest, "floor")) r = f;
-                else if (!strcmp(nearest, "ceil")) r = ceil(c);
-                else if (c == f + 0.5) r = !strcmp(nearest, "round_prefer_ceil") ? f + 1 : f;
-                else r = round(c);
+                if (!strcmp(nearest, "floor"))
+                    r = f;
+                else if (!strcmp(nearest, "ceil"))
+                    r = ceil(c);
+                else if (c == f + 0.5)
+                    r = !strcmp(nearest, "round_prefer_ceil") ? f + 1 : f;
+                else
+                    r = round(c);
                 oi[0] = r < 0 ? 0 : r > (double)(in_size - 1) ? in_size - 1 : (int64_t)r;
                 ow[0] = 1;
             } else if (taps == 2) {
@@ -1194,14 +1624,15 @@ static int op_Resize(ARGS) {
                 double base = floor(c), t = c - base, ws[4], total = 0;
                 for (int j = 0; j < 4; j++) {
                     double dd = fabs(t - (double)(j - 1)), tap = base + (double)(j - 1);
-                    ws[j] = dd <= 1 ? ((A + 2) * dd - (A + 3)) * dd * dd + 1
-                          : dd < 2  ? ((A * dd - 5 * A) * dd + 8 * A) * dd - 4 * A
-                                    : 0;
+                    ws[j] = dd <= 1  ? ((A + 2) * dd - (A + 3)) * dd * dd + 1
+                            : dd < 2 ? ((A * dd - 5 * A) * dd + 8 * A) * dd - 4 * A
+                                     : 0;
                     if (exclude && (tap < 0 || tap > (double)(in_size - 1))) ws[j] = 0;
                     total += ws[j];
                     oi[j] = tap < 0 ? 0 : tap > (double)(in_size - 1) ? in_size - 1 : (int64_t)tap;
                 }
-                for (int j = 0; j < 4; j++) ow[j] = (float)(exclude && total != 0 ? ws[j] / total : ws[j]);
+                for (int j = 0; j < 4; j++)
+                    ow[j] = (float)(exclude && total != 0 ? ws[j] / total : ws[j]);
             }
         }
         int64_t ishape[2] = {out_size, taps}, wshape[MUSA_MAX_DIMS + 1];
@@ -1239,7 +1670,8 @@ static int check_recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, 
     *dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
     if (*dirs == 1 && strcmp(dir, "forward") && strcmp(dir, "reverse"))
         return FAIL(MUSA_ERR_VALUE, "direction '%.20s'", dir);
-    if (onnx_has_attr(n, "activations") || onnx_has_attr(n, "clip") || onnx_attr_int(n, "input_forget", 0))
+    if (onnx_has_attr(n, "activations") || onnx_has_attr(n, "clip") ||
+        onnx_attr_int(n, "input_forget", 0))
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED,
                     "activations, clip or input_forget (the C importer reads the defaults)");
     if (n->n_in > 4 && in[4])
@@ -1247,7 +1679,8 @@ static int check_recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, 
     musa_tensor *x = in[0], *w = in[1];
     if (onnx_attr_int(n, "layout", 0) & ~1) return FAIL(MUSA_ERR_VALUE, "layout must be 0 or 1");
     if (x->ndim != 3 || w->ndim != 3 || w->shape[0] != *dirs || in[2]->ndim != 3)
-        return FAIL(MUSA_ERR_VALUE, "X must be (seq, batch, input), W and R (%lld, gates*hidden, ...)",
+        return FAIL(MUSA_ERR_VALUE,
+                    "X must be (seq, batch, input), W and R (%lld, gates*hidden, ...)",
                     (long long)*dirs);
     if (onnx_attr_int(n, "hidden_size", hidden) != hidden)
         return FAIL(MUSA_ERR_VALUE, "hidden_size %lld does not match R's %lld",
@@ -1296,22 +1729,36 @@ static int recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, int n_
         for (int64_t s = 0; s < seq && !rc; s++) {
             int64_t t = back ? seq - 1 - s : s;
             musa_tensor *xt = T(musa_select(xw, 0, t));
-            if (!xt) { rc = ERR; break; }
+            if (!xt) {
+                rc = ERR;
+                break;
+            }
             if (lstm) { /* gates i, o, f, c */
                 musa_tensor *g = T(musa_add(xt, T(musa_linear(h, R, Rb))));
                 musa_tensor *gi = g ? T(musa_sigmoid(T(musa_slice(g, 1, 0, hidden, 1)))) : NULL;
-                musa_tensor *go = g ? T(musa_sigmoid(T(musa_slice(g, 1, hidden, 2 * hidden, 1)))) : NULL;
-                musa_tensor *gf = g ? T(musa_sigmoid(T(musa_slice(g, 1, 2 * hidden, 3 * hidden, 1)))) : NULL;
-                musa_tensor *gc = g ? T(musa_tanh(T(musa_slice(g, 1, 3 * hidden, 4 * hidden, 1)))) : NULL;
-                if (!gi || !go || !gf || !gc) { rc = ERR; break; }
+                musa_tensor *go =
+                    g ? T(musa_sigmoid(T(musa_slice(g, 1, hidden, 2 * hidden, 1)))) : NULL;
+                musa_tensor *gf =
+                    g ? T(musa_sigmoid(T(musa_slice(g, 1, 2 * hidden, 3 * hidden, 1)))) : NULL;
+                musa_tensor *gc =
+                    g ? T(musa_tanh(T(musa_slice(g, 1, 3 * hidden, 4 * hidden, 1)))) : NULL;
+                if (!gi || !go || !gf || !gc) {
+                    rc = ERR;
+                    break;
+                }
                 c = T(musa_add(T(musa_mul(gf, c)), T(musa_mul(gi, gc))));
                 h = c ? T(musa_mul(go, T(musa_tanh(c)))) : NULL;
             } else { /* gates z, r, h */
                 musa_tensor *hr = T(musa_linear(h, R, lbr ? Rb : NULL));
-                if (!hr) { rc = ERR; break; }
-                musa_tensor *xz = T(musa_slice(xt, 1, 0, hidden, 1)), *xr = T(musa_slice(xt, 1, hidden, 2 * hidden, 1));
+                if (!hr) {
+                    rc = ERR;
+                    break;
+                }
+                musa_tensor *xz = T(musa_slice(xt, 1, 0, hidden, 1)),
+                            *xr = T(musa_slice(xt, 1, hidden, 2 * hidden, 1));
                 musa_tensor *xh = T(musa_slice(xt, 1, 2 * hidden, 3 * hidden, 1));
-                musa_tensor *hz = T(musa_slice(hr, 1, 0, hidden, 1)), *hrr = T(musa_slice(hr, 1, hidden, 2 * hidden, 1));
+                musa_tensor *hz = T(musa_slice(hr, 1, 0, hidden, 1)),
+                            *hrr = T(musa_slice(hr, 1, hidden, 2 * hidden, 1));
                 musa_tensor *hh = T(musa_slice(hr, 1, 2 * hidden, 3 * hidden, 1));
                 if (!lbr && Rb && hz && hrr) { /* R b on z and r; on h inside the reset */
                     hz = T(musa_add(hz, T(musa_slice(Rb, 0, 0, hidden, 1))));
@@ -1319,20 +1766,31 @@ static int recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, int n_
                 }
                 musa_tensor *z = T(musa_sigmoid(T(musa_add(xz, hz))));
                 musa_tensor *r = T(musa_sigmoid(T(musa_add(xr, hrr))));
-                if (!z || !r || !xh || !hh) { rc = ERR; break; }
+                if (!z || !r || !xh || !hh) {
+                    rc = ERR;
+                    break;
+                }
                 musa_tensor *cand;
                 if (lbr) {
                     cand = T(musa_tanh(T(musa_add(xh, T(musa_mul(r, hh))))));
                 } else { /* (r * h) R_h^T + Rb_h */
                     musa_tensor *Rh = T(musa_slice(R, 0, 2 * hidden, 3 * hidden, 1));
                     musa_tensor *Rbh = Rb ? T(musa_slice(Rb, 0, 2 * hidden, 3 * hidden, 1)) : NULL;
-                    cand = Rh ? T(musa_tanh(T(musa_add(xh, T(musa_linear(T(musa_mul(r, h)), Rh, Rbh)))))) : NULL;
+                    cand = Rh ? T(musa_tanh(
+                                    T(musa_add(xh, T(musa_linear(T(musa_mul(r, h)), Rh, Rbh))))))
+                              : NULL;
                 }
-                if (!cand) { rc = ERR; break; }
+                if (!cand) {
+                    rc = ERR;
+                    break;
+                }
                 /* h = (1 - z) * cand + z * h */
                 h = T(musa_add(T(musa_mul(T(musa_sub(NUM(1.0), z)), cand)), T(musa_mul(z, h))));
             }
-            if (!h) { rc = ERR; break; }
+            if (!h) {
+                rc = ERR;
+                break;
+            }
             steps[t] = h;
         }
         musa_tensor *y = rc ? NULL : T(musa_stack((int)seq, steps, 0)); /* (seq, batch, hidden) */
@@ -1363,24 +1821,83 @@ static int op_GRU(ARGS) {
 
 /* ---- the table ---- */
 
-#define U(name) {#name, 1, 1, 1, 1, "", false, 0, op_##name}
-#define B2(name) {#name, 2, 2, 1, 1, "", false, 0, op_##name}
-#define RED(name) {#name, 1, 2, 1, 1, "axes:ints,keepdims:i,noop_with_empty_axes:i", false, 2, op_##name}
+#define U(name)                                                                                    \
+    { #name, 1, 1, 1, 1, "", false, 0, op_##name }
+#define B2(name)                                                                                   \
+    { #name, 2, 2, 1, 1, "", false, 0, op_##name }
+#define RED(name)                                                                                  \
+    { #name, 1, 2, 1, 1, "axes:ints,keepdims:i,noop_with_empty_axes:i", false, 2, op_##name }
 #define GEOM "auto_pad:s,dilations:ints,kernel_shape:ints,pads:ints,strides:ints"
-#define RNN "activation_alpha:floats,activation_beta:floats,activations:strings,clip:f,direction:s,hidden_size:i,layout:i"
+#define RNN                                                                                        \
+    "activation_alpha:floats,activation_beta:floats,activations:strings,clip:f,direction:s,"       \
+    "hidden_size:i,layout:i"
 
 const onnx_op musa_onnx_ops[] = {
-    U(Neg), U(Abs), U(Sign), U(Exp), U(Log), U(Sqrt), U(Reciprocal), U(Sin), U(Cos), U(Tanh),
-    U(Sigmoid), U(Erf), U(Relu), U(Floor), U(Ceil), U(Round), U(Not), U(IsNaN), U(Asin), U(Acos),
-    U(Atan), U(Asinh), U(Acosh), U(Atanh), U(Identity), U(Softplus), U(Softsign), U(HardSwish),
+    U(Neg),
+    U(Abs),
+    U(Sign),
+    U(Exp),
+    U(Log),
+    U(Sqrt),
+    U(Reciprocal),
+    U(Sin),
+    U(Cos),
+    U(Tanh),
+    U(Sigmoid),
+    U(Erf),
+    U(Relu),
+    U(Floor),
+    U(Ceil),
+    U(Round),
+    U(Not),
+    U(IsNaN),
+    U(Asin),
+    U(Acos),
+    U(Atan),
+    U(Asinh),
+    U(Acosh),
+    U(Atanh),
+    U(Identity),
+    U(Softplus),
+    U(Softsign),
+    U(HardSwish),
+    U(Sinh),
+    U(Cosh),
+    U(Tan),
+    {"Celu", 1, 1, 1, 1, "alpha:f", false, 0, op_Celu},
+    {"Shrink", 1, 1, 1, 1, "bias:f,lambd:f", false, 0, op_Shrink},
+    {"Hardmax", 1, 1, 1, 1, "axis:i", false, 0, op_Hardmax},
+    {"MeanVarianceNormalization", 1, 1, 1, 1, "axes:ints", false, 0, op_MeanVarianceNormalization},
+    {"NegativeLogLikelihoodLoss", 2, 3, 1, 1, "ignore_index:i,reduction:s", false, 0,
+     op_NegativeLogLikelihoodLoss},
+    {"SoftmaxCrossEntropyLoss", 2, 3, 1, 2, "ignore_index:i,reduction:s", false, 0,
+     op_SoftmaxCrossEntropyLoss},
+    {"OneHot", 3, 3, 1, 1, "axis:i", false, 2, op_OneHot},
+    {"Einsum", 1, -1, 1, 1, "equation:s", false, 0, op_Einsum},
+    {"DepthToSpace", 1, 1, 1, 1, "blocksize:i,mode:s", false, 0, op_DepthToSpace},
+    {"SpaceToDepth", 1, 1, 1, 1, "blocksize:i", false, 0, op_SpaceToDepth},
     {"IsInf", 1, 1, 1, 1, "detect_negative:i,detect_positive:i", false, 0, op_IsInf},
     {"LeakyRelu", 1, 1, 1, 1, "alpha:f", false, 0, op_LeakyRelu},
     {"Elu", 1, 1, 1, 1, "alpha:f", false, 0, op_Elu},
     {"Selu", 1, 1, 1, 1, "alpha:f,gamma:f", false, 0, op_Selu},
     {"HardSigmoid", 1, 1, 1, 1, "alpha:f,beta:f", false, 0, op_HardSigmoid},
     {"ThresholdedRelu", 1, 1, 1, 1, "alpha:f", false, 0, op_ThresholdedRelu},
-    B2(PRelu), B2(Add), B2(Sub), B2(Mul), B2(Div), B2(Pow), B2(Equal), B2(Less), B2(LessOrEqual),
-    B2(Greater), B2(GreaterOrEqual), B2(And), B2(Or), B2(Xor), B2(MatMul), B2(CastLike),
+    B2(PRelu),
+    B2(Add),
+    B2(Sub),
+    B2(Mul),
+    B2(Div),
+    B2(Pow),
+    B2(Equal),
+    B2(Less),
+    B2(LessOrEqual),
+    B2(Greater),
+    B2(GreaterOrEqual),
+    B2(And),
+    B2(Or),
+    B2(Xor),
+    B2(MatMul),
+    B2(CastLike),
     {"Mod", 2, 2, 1, 1, "fmod:i", false, 0, op_Mod},
     {"Max", 1, -1, 1, 1, "", false, 0, op_Max},
     {"Min", 1, -1, 1, 1, "", false, 0, op_Min},
@@ -1389,19 +1906,31 @@ const onnx_op musa_onnx_ops[] = {
     {"Where", 3, 3, 1, 1, "", false, 0, op_Where},
     {"Clip", 1, 3, 1, 1, "max:f,min:f", false, 6, op_Clip},
     {"Cast", 1, 1, 1, 1, "saturate:i,to:i", false, 0, op_Cast},
-    RED(ReduceSum), RED(ReduceMean), RED(ReduceMax), RED(ReduceMin), RED(ReduceProd), RED(ReduceL1),
-    RED(ReduceL2), RED(ReduceSumSquare), RED(ReduceLogSumExp), RED(ReduceLogSum),
+    RED(ReduceSum),
+    RED(ReduceMean),
+    RED(ReduceMax),
+    RED(ReduceMin),
+    RED(ReduceProd),
+    RED(ReduceL1),
+    RED(ReduceL2),
+    RED(ReduceSumSquare),
+    RED(ReduceLogSumExp),
+    RED(ReduceLogSum),
     {"ArgMax", 1, 1, 1, 1, "axis:i,keepdims:i,select_last_index:i", false, 0, op_ArgMax},
     {"ArgMin", 1, 1, 1, 1, "axis:i,keepdims:i,select_last_index:i", false, 0, op_ArgMin},
     {"Gemm", 2, 3, 1, 1, "alpha:f,beta:f,transA:i,transB:i", false, 0, op_Gemm},
     {"Conv", 2, 3, 1, 1, GEOM ",group:i", false, 0, op_Conv},
-    {"ConvTranspose", 2, 3, 1, 1, GEOM ",group:i,output_padding:ints,output_shape:ints", false, 0, op_ConvTranspose},
+    {"ConvTranspose", 2, 3, 1, 1, GEOM ",group:i,output_padding:ints,output_shape:ints", false, 0,
+     op_ConvTranspose},
     {"MaxPool", 1, 1, 1, 2, GEOM ",ceil_mode:i,storage_order:i", false, 0, op_MaxPool},
     {"AveragePool", 1, 1, 1, 1, GEOM ",ceil_mode:i,count_include_pad:i", false, 0, op_AveragePool},
-    U(GlobalAveragePool), U(GlobalMaxPool),
-    {"BatchNormalization", 5, 5, 1, 5, "epsilon:f,momentum:f,training_mode:i,spatial:i", false, 0, op_BatchNormalization},
+    U(GlobalAveragePool),
+    U(GlobalMaxPool),
+    {"BatchNormalization", 5, 5, 1, 5, "epsilon:f,momentum:f,training_mode:i,spatial:i", false, 0,
+     op_BatchNormalization},
     {"InstanceNormalization", 3, 3, 1, 1, "epsilon:f", false, 0, op_InstanceNormalization},
-    {"LayerNormalization", 2, 3, 1, 3, "axis:i,epsilon:f,stash_type:i", false, 0, op_LayerNormalization},
+    {"LayerNormalization", 2, 3, 1, 3, "axis:i,epsilon:f,stash_type:i", false, 0,
+     op_LayerNormalization},
     {"Softmax", 1, 1, 1, 1, "axis:i", false, 0, op_Softmax},
     {"LogSoftmax", 1, 1, 1, 1, "axis:i", false, 0, op_LogSoftmax},
     {"Dropout", 1, 3, 1, 2, "ratio:f,seed:i", false, 6, op_Dropout},
@@ -1421,7 +1950,9 @@ const onnx_op musa_onnx_ops[] = {
     {"Split", 1, 2, 1, 64, "axis:i,num_outputs:i,split:ints", false, 2, op_Split},
     {"Tile", 2, 2, 1, 1, "", false, 2, op_Tile},
     {"Pad", 1, 4, 1, 1, "mode:s,pads:ints,value:f", false, 14, op_Pad},
-    {"Constant", 0, 0, 1, 1, "value:t,value_float:f,value_floats:floats,value_int:i,value_ints:ints", false, 0, op_Constant},
+    {"Constant", 0, 0, 1, 1,
+     "value:t,value_float:f,value_floats:floats,value_int:i,value_ints:ints", false, 0,
+     op_Constant},
     {"ConstantOfShape", 1, 1, 1, 1, "value:t", false, 1, op_ConstantOfShape},
     {"Range", 3, 3, 1, 1, "", false, 7, op_Range},
     {"Trilu", 1, 2, 1, 1, "upper:i", false, 2, op_Trilu},

@@ -136,3 +136,44 @@ TEST(onnx_load_seeds_load_and_run) {
 TEST(onnx_load_crashers_replay_clean) {
     (void)replay_dir(MUSA_FUZZ_DIR "/crashes/onnx_load", fuzz_onnx_load_one);
 }
+
+/* The public API on an ONNX model: its signature (free dims -1), runs at
+ * two sizes (two plans), and the errors of bad files and bad inputs. */
+TEST(onnx_model_signature_runs_and_errors) {
+    const char *path = MUSA_FUZZ_DIR "/corpus/onnx_load/torch_block_dynamic.onnx";
+    musa_model *m = musa_model_load(path, 0);
+    CHECK_MSG(m != NULL, "%s", musa_last_error());
+    if (!m) return;
+    const char *name = NULL;
+    musa_dtype dt;
+    int nd = 0;
+    int64_t dims[MUSA_MAX_DIMS];
+    CHECK(musa_model_num_inputs(m) == 1 && musa_model_num_outputs(m) == 1);
+    CHECK(musa_model_input(m, 0, &name, &dt, &nd, dims, NULL, NULL) == MUSA_OK);
+    CHECK(name && !strcmp(name, "x") && dt == MUSA_DTYPE_FLOAT32 && nd == 3);
+    CHECK(dims[0] == -1 && dims[1] == -1 && dims[2] == 4);
+    CHECK(musa_model_graph(m) == NULL); /* nothing captured before a run */
+    int64_t sizes[2][3] = {{2, 5, 4}, {1, 3, 4}};
+    for (int k = 0; k < 2; k++) {
+        musa_tensor *x = musa_randn(3, sizes[k], MUSA_DTYPE_FLOAT32), *y = NULL;
+        CHECK_MSG(musa_model_run(m, 1, &x, 1, &y) == MUSA_OK, "%s", musa_last_error());
+        CHECK(y && musa_tensor_ndim(y) == 3 && !memcmp(musa_tensor_shape(y), sizes[k], 24));
+        musa_tensor_release(x), musa_tensor_release(y);
+    }
+    CHECK(musa_model_graph(m) != NULL);
+    int64_t bad[3] = {2, 5, 3};
+    musa_tensor *x = musa_zeros(3, bad, MUSA_DTYPE_FLOAT32), *y = NULL;
+    CHECK(musa_model_run(m, 1, &x, 1, &y) == MUSA_ERR_VALUE && y == NULL);
+    CHECK_MSG(strstr(musa_last_error(), "input 'x' has shape (2, 5, 3); dim 2 must be 4"), "%s",
+              musa_last_error());
+    musa_tensor_release(x);
+    musa_model_free(m);
+    CHECK(musa_model_load("/nonexistent/m.onnx", 0) == NULL &&
+          musa_last_error_code() == MUSA_ERR_IO);
+    const uint8_t junk[] = {0x08, 0xff, 0xff, 0xff}; /* a ModelProto tag, then a broken varint */
+    CHECK(musa_model_load_memory(junk, sizeof junk) == NULL &&
+          musa_last_error_code() == MUSA_ERR_IO);
+    CHECK_MSG(!strncmp(musa_last_error(), "[onnx] <bytes>: not an ONNX model", 33), "%s",
+              musa_last_error());
+    musa_clear_error();
+}

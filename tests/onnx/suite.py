@@ -1,11 +1,9 @@
 """The ONNX backend node tests (onnx.backend.test, python3-onnx 1.12's 924
-node cases) run against musa's importers; prints the pass count per op
-and a total over the cases whose ops the importer reads.
+node cases) run against musa's importer (the C one, src/io/onnx.c, through
+musa.onnx.backend); prints the pass count per op and a total over the cases
+whose ops the importer reads.
 
-    PYTHONPATH=python /usr/bin/python3 tests/onnx/suite.py [-v] [--min 0.95] [--engine c]
-
---engine python (the default) runs musa.onnx.load's importer; --engine c
-runs the C importer (musa_model_load_memory, as musa-run runs .onnx files).
+    PYTHONPATH=python /usr/bin/python3 tests/onnx/suite.py [-v] [--min 0.95]
 
 A case passes when every output matches the case's expected values within
 its rtol/atol (ONNX's runner's rule: numpy.testing.assert_allclose) and its
@@ -32,17 +30,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import musa  # noqa: E402
 from musa.onnx import backend  # noqa: E402
 from musa import _C  # noqa: E402
-from musa.onnx._import import SUPPORTED  # noqa: E402
 
 MUSA_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.float16, np.int64, np.int32,
                                      np.int8, np.uint8, np.bool_)}
-
-
-def c_runner(model):
-    """The model loaded by the C importer, as a function of NumPy inputs."""
-    m = _C._model_load_bytes(model.SerializeToString())
-    return lambda inputs: [t.numpy() for t in
-                           _C._model_run(m, [musa.tensor(np.asarray(x)) for x in inputs])]
 
 
 def main():
@@ -50,9 +40,8 @@ def main():
     ap.add_argument("-v", action="store_true", help="print each failure")
     ap.add_argument("--min", type=float, default=0.0)
     ap.add_argument("-k", default="", help="only cases whose name contains this")
-    ap.add_argument("--engine", choices=("python", "c"), default="python")
     a = ap.parse_args()
-    supported = SUPPORTED if a.engine == "python" else frozenset(_C._onnx_ops())
+    supported = frozenset(_C._onnx_ops())
     from onnx.backend.test.case import node
     warnings.filterwarnings("ignore")
     cases = [c for c in node.collect_testcases(None) if a.k in c.name]
@@ -74,9 +63,9 @@ def main():
             continue
         per_op[op][1] += 1
         try:
-            run = backend.prepare(c.model).run if a.engine == "python" else c_runner(c.model)
+            rep = backend.prepare(c.model)
             for inputs, outputs in c.data_sets:
-                got = run(inputs)
+                got = rep.run(inputs)
                 if len(got) != len(outputs):
                     raise AssertionError(f"{len(got)} outputs, expected {len(outputs)}")
                 for g, w in zip(got, outputs):
@@ -102,7 +91,7 @@ def main():
     print(f"\ndtypes musa does not have ({n_dtype} cases): " +
           "; ".join(f"{k} ({v})" for k, v in sorted(no_dtype.items())))
     rate = passed / total if total else 0.0
-    print(f"\n[{a.engine} importer] {passed} of {total} cases of imported ops passed ({100 * rate:.1f} %); "
+    print(f"\n{passed} of {total} cases of imported ops passed ({100 * rate:.1f} %); "
           f"{n_missing} of {len(cases)} cases use ops musa does not import, {n_dtype} dtypes "
           f"musa does not have")
     return 0 if rate >= a.min else 1

@@ -231,6 +231,39 @@ DEF(_model_header, PM_FN, "model:O") {
     return m ? PyUnicode_FromString(musa_model_header(m)) : NULL;
 }
 
+DEF(_model_input_names, PM_FN, "model:O") {
+    musa_model *m = model_of(a[0].o, who);
+    if (!m) return NULL;
+    int n = musa_model_num_inputs(m);
+    PyObject *r = PyList_New(n);
+    for (int i = 0; r && i < n; i++) {
+        const char *name = NULL;
+        musa_model_input(m, i, &name, NULL, NULL, NULL, NULL, NULL);
+        PyObject *s = name ? PyUnicode_FromString(name) : Py_NewRef(Py_None);
+        if (!s)
+            Py_CLEAR(r);
+        else
+            PyList_SET_ITEM(r, i, s);
+    }
+    return r;
+}
+
+/* _model_save_graph(model, path): the model's graph (an ONNX model's, as
+ * captured for its last new input signature) saved as a .musa model */
+DEF(_model_save_graph, PM_FN, "model:O path:O") {
+    musa_model *m = model_of(a[0].o, who);
+    if (!m) return NULL;
+    if (!musa_model_graph(m))
+        return PyErr_Format(PyExc_RuntimeError,
+                            "[onnx] call the model once (with inputs of the shapes to deploy) "
+                            "before save()");
+    PyObject *path = fs_path(a[1].o);
+    if (!path) return NULL;
+    int rc = musa_model_save(musa_model_graph(m), PyBytes_AS_STRING(path), NULL);
+    Py_DECREF(path);
+    return pm_none_or_raise(rc);
+}
+
 DEF(_model_graph_text, PM_FN, "model:O") {
     musa_model *m = model_of(a[0].o, who);
     if (!m) return NULL;

@@ -7,9 +7,9 @@
 
 Export captures the call once into musa's IR (see _export.py) and writes
 opset 17; every exported model passes onnx.checker (full_check) and ONNX
-shape inference. Import checks the model, then runs each node as musa ops in
-a function compiled with musa.jit (_import.py). Needs the `onnx` package
-(Debian: python3-onnx). See docs/onnx.md for the ops each direction covers.
+shape inference; it needs the `onnx` package (Debian: python3-onnx). Import
+is musa's C importer (src/io/onnx.c, the one musa-run uses): load needs no
+Python package. See docs/onnx.md for the ops each direction covers.
 """
 import os
 
@@ -193,109 +193,18 @@ def _dynamic(dynamic_axes, in_names, out_names):
 class OnnxModule:
     """A loaded ONNX model: call it with tensors (one per graph input, in
     order, or by name) for its outputs (a tensor, or a tuple of several).
-    Runs compiled (musa.jit); get_graph() gives the musa IR."""
 
-    def __init__(self, model):
-        from onnx import helper, numpy_helper
-        from . import _import as I
-        self.model = model
-        g = model.graph
-        self._inits = {}
-        for t in g.initializer:
-            try:
-                self._inits[t.name] = I._tensor(numpy_helper.to_array(t))
-            except (ValueError, TypeError, MemoryError) as e:  # dims that the data does not fill
-                raise ValueError(f"[onnx.load] initializer {t.name!r} (dims {list(t.dims)}): "
-                                 f"{e}") from None
-        self.input_names = [i.name for i in g.input if i.name not in self._inits]
-        self.output_names = [o.name for o in g.output]
-        self._nodes = [I._Node(n, helper) for n in g.node]
-        for n in self._nodes:
-            if n.op == "Constant":
-                continue
-            _check_supported(n)
-        self._consts = {}
-        for n in self._nodes:
-            if n.op == "Constant":
-                self._consts[n.outputs[0]] = I._tensor(_constant_value(n, numpy_helper))
-        self._const_np = {k: (v.numpy(), v) for k, v in
-                          list(self._inits.items()) + list(self._consts.items())
-                          if v.dtype != _C.bfloat16}
-        self._compiled = None
-        self._folds = {}
-        self._current = None
+    It runs on musa's C importer (the same code as musa_model_load and
+    musa-run in C): each new set of input shapes captures the graph into
+    musa's IR, folding what is computable from constants and shapes, and
+    runs it as an optimised plan; later calls of those shapes reuse the
+    plan."""
 
-    def _fold(self, inputs):
-        """An eager run that finds the values computable from constants and
-        shapes alone (Shape nodes, and what only they and initializers
-        feed): {name: (NumPy array, tensor)}, both made before any capture."""
-        import numpy as np
-        from . import _import as I
-        env = dict(self._inits)
-        env.update(self._consts)
-        env.update(zip(self.input_names, inputs))
-        const = dict(self._const_np)
-        folded = {}
-        for n in self._nodes:
-            if n.op == "Constant":
-                continue
-            args = self._args(n, env, const)
-            res = I.run_node(n, args)
-            res = res if isinstance(res, tuple) else (res,)
-            is_const = n.op == "Shape" or all(not i or i in const for i in n.inputs)
-            for name, r in zip(n.outputs, res):
-                if not name:
-                    continue
-                if isinstance(r, np.ndarray):
-                    r = (r, I._tensor(r))
-                    const[name] = folded[name] = r
-                    env[name] = r[1]
-                else:
-                    env[name] = r
-                    if is_const:
-                        const[name] = folded[name] = (r.numpy(), r)
-        return folded
-
-    @staticmethod
-    def _args(n, env, const):
-        from . import _import as I
-        shape_args = I.SHAPE_ARGS.get(n.op, ())
-        args = []
-        for k, i in enumerate(n.inputs):
-            if not i:
-                args.append(None)
-            elif k in shape_args and i in const:
-                args.append(const[i][0])
-            elif i in env:
-                args.append(env[i])
-            else:
-                raise ValueError(f"[onnx.load] {n.where()} reads {i!r}, which no earlier node "
-                                 f"or input defines")
-        return args
-
-    def _run(self, *inputs):
-        from . import _import as I
-        folded = self._current
-        env = dict(self._inits)
-        env.update(self._consts)
-        env.update(zip(self.input_names, inputs))
-        const = dict(self._const_np)
-        const.update(folded)
-        for n in self._nodes:
-            if n.op == "Constant":
-                continue
-            if all(not o or o in folded for o in n.outputs):
-                for o in n.outputs:
-                    if o:
-                        env[o] = folded[o][1]
-                continue
-            res = I.run_node(n, self._args(n, env, const))
-            res = res if isinstance(res, tuple) else (res,)
-            for name, r in zip(n.outputs, res):
-                if name:
-                    env[name] = r
-        outs = tuple(env[o] for o in self.output_names)
-        return outs[0] if len(outs) == 1 else outs
+    def __init__(self, handle, where):
+        self._m = handle
+        self._where = where
+        self._called = False
+        self.input_names = _C._model_input_names(handle)
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -308,80 +217,39 @@ class OnnxModule:
         for name, t in zip(self.input_names, args):
             if not isinstance(t, _C.Tensor):
                 raise TypeError(f"[onnx] input {name!r} must be a Tensor, not {type(t).__name__}")
-        from ..autograd import no_grad
-        key = tuple((tuple(t.shape), str(t.dtype)) for t in args)
-        with no_grad():
-            if key not in self._folds:
-                self._folds[key] = self._fold(args)
-            self._current = self._folds[key]
-            if self._compiled is None:
-                from .. import jit
-                self._compiled = jit(self._run)
-            return self._compiled(*args)
+        outs = _C._model_run(self._m, list(args))
+        self._called = True
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def get_graph(self, optimized=True):
-        if self._compiled is None:
+    def get_graph(self):
+        """The musa IR captured for the last new input signature (before the
+        passes), as text."""
+        if not self._called:
             raise RuntimeError("[onnx] call the model once before get_graph()")
-        return self._compiled.get_graph(optimized)
+        return _C._model_graph_text(self._m)
 
     def save(self, path):
-        """Write the model, as compiled for the last call's input shapes, as
-        a .musa file: musa_model_load in C and the musa-run command then run
-        it without Python (docs/deploy.md)."""
-        if self._compiled is None:
-            raise RuntimeError("[onnx] call the model once (with inputs of the shapes to "
-                               "deploy) before save()")
-        return self._compiled.save(path)
+        """Write the model, as captured for the last new input signature, as
+        a .musa file (musa.jit.load, musa_model_load and musa-run read it)."""
+        _C._model_save_graph(self._m, path)
 
-
-def _check_supported(n):
-    from . import _import as I
-    if n.op not in I.SUPPORTED:
-        raise NotImplementedError(f"[onnx.load] {n.where()}: op {n.op} (domain ai.onnx) is not "
-                                  f"supported by musa's importer")
-
-
-def _constant_value(n, numpy_helper):
-    import numpy as np
-    a = n.attrs
-    if "value" in a:
-        return a["value"]  # a TensorProto attribute, as NumPy already
-    for k, dt in (("value_float", np.float32), ("value_int", np.int64),
-                  ("value_floats", np.float32), ("value_ints", np.int64)):
-        if k in a:
-            return np.asarray(a[k], dtype=dt)
-    raise NotImplementedError(f"[onnx.load] {n.where()}: Constant with attributes {sorted(a)}")
+    def __repr__(self):
+        return f"<musa.onnx model from {self._where}, inputs {self.input_names}>"
 
 
 def load_model(model):
-    """An OnnxModule from an onnx.ModelProto (checked first)."""
-    onnx = _onnx("onnx.load")
-    onnx.checker.check_model(model)
-    for op in model.opset_import:
-        if op.domain not in ("", "ai.onnx"):
-            raise NotImplementedError(f"[onnx.load] opset domain {op.domain!r} (version "
-                                      f"{op.version}) is not supported")
-    return OnnxModule(model)
+    """An OnnxModule from an onnx.ModelProto (or its serialized bytes)."""
+    data = model if isinstance(model, (bytes, bytearray, memoryview)) else \
+        model.SerializeToString()
+    return OnnxModule(_C._model_load_bytes(data), "<ModelProto>")
 
 
 def load(path):
-    """Load an ONNX file into a compiled callable (OnnxModule). Files are
-    checked (onnx.checker) before anything runs; external data is refused
-    unless it lies in the model's folder."""
-    onnx = _onnx("onnx.load")
-    try:
-        model = onnx.load(os.fspath(path), load_external_data=False)
-    except Exception as e:  # protobuf's DecodeError and friends
-        raise ValueError(f"[onnx.load] {path}: not a valid ONNX file ({e})") from None
-    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
-    for t in model.graph.initializer:
-        for kv in t.external_data:
-            if kv.key == "location":
-                full = os.path.realpath(os.path.join(folder, kv.value))
-                if not full.startswith(folder + os.sep):
-                    raise ValueError(f"[onnx.load] initializer {t.name!r} points outside the "
-                                     f"model's folder: {kv.value!r}")
-    if any(t.external_data for t in model.graph.initializer):
-        from onnx.external_data_helper import load_external_data_for_model
-        load_external_data_for_model(model, folder)
-    return load_model(model)
+    """Load an ONNX file into a callable (OnnxModule). The C importer checks
+    the whole file before anything is allocated (docs/onnx.md); external
+    data is read only from files inside the model's folder."""
+    p = os.fspath(path)
+    if not str(p).lower().endswith(".onnx"):
+        with open(p, "rb") as f:
+            return OnnxModule(_C._model_load_bytes(f.read()), p)
+    return OnnxModule(_C._model_load(p), p)

@@ -8,8 +8,14 @@ test runner and tools that take a backend can run models on musa:
 import numpy as np
 from onnx.backend.base import Backend, BackendRep
 
+import musa
+
 from . import load_model
-from ._import import _tensor
+
+
+def _tensor(array):
+    a = np.array(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
+    return musa.tensor(a) if a.dtype != np.bool_ else musa.tensor(a.tolist(), dtype=musa.bool)
 
 
 class MusaRep(BackendRep):
