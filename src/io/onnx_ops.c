@@ -441,20 +441,20 @@ static musa_tensor *pad_spatial(onnx_build *b, musa_tensor *x, int nd, const int
 }
 
 /* The geometry attributes of Conv, ConvTranspose and the pools: nd
- * spatial dims (1 or 2: 1-d runs as 2-d on a height-1 view), kernel,
- * strides and dilations (defaults 1), all as 2-d. */
+ * spatial dims, kernel, strides and dilations (defaults 1) and pads. For 1
+ * or 2 dims also as 2-d (1-d runs as 2-d on a height-1 view); 3-d runs as
+ * 2-d ops over depth slabs (conv3d and friends below) from the raw fields. */
 typedef struct geom {
     int nd;
-    int64_t k[2], st[2], dl[2], pads[4]; /* pads: top, left, bottom, right */
+    int64_t k[2], st[2], dl[2], pads[4];     /* 2-d; pads: top, left, bottom, right */
+    int64_t rk[3], rst[3], rdl[3], rpads[6]; /* as given: pads begins, then ends */
 } geom;
 
 static int read_geom(onnx_build *b, const onnx_node *n, const musa_tensor *x, const int64_t *wk,
                      geom *g) {
     int nd = x->ndim - 2;
-    if (nd < 1 || nd > 2)
-        return FAIL(MUSA_ERR_NOT_IMPLEMENTED,
-                    "a %d-d input: musa's C importer runs 1-d and 2-d convolutions and pools",
-                    x->ndim);
+    if (nd < 1 || nd > 3)
+        return FAIL(MUSA_ERR_VALUE, "a %d-d input: 1 to 3 spatial dims are read", x->ndim);
     int64_t k[MUSA_MAX_DIMS], st[MUSA_MAX_DIMS], dl[MUSA_MAX_DIMS], pads[2 * MUSA_MAX_DIMS];
     int nk = onnx_attr_ints(n, "kernel_shape", k, MUSA_MAX_DIMS);
     if (!nk && wk) memcpy(k, wk, sizeof(int64_t) * (size_t)nd), nk = nd;
@@ -474,6 +474,11 @@ static int read_geom(onnx_build *b, const onnx_node *n, const musa_tensor *x, co
     int rc = spatial_pads(b, n, x, nd, k, st, dl, pads);
     if (rc) return rc;
     g->nd = nd;
+    for (int i = 0; i < nd; i++) {
+        g->rk[i] = k[i], g->rst[i] = st[i], g->rdl[i] = dl[i];
+        g->rpads[i] = pads[i], g->rpads[3 + i] = pads[nd + i];
+    }
+    if (nd == 3) return MUSA_OK;
     int off = 2 - nd; /* 1-d: height 1, no padding */
     for (int i = 0; i < 2; i++)
         g->k[i] = 1, g->st[i] = 1, g->dl[i] = 1, g->pads[i] = g->pads[i + 2] = 0;
@@ -497,6 +502,154 @@ static bool symmetric(const geom *g) {
     return g->pads[0] == g->pads[2] && g->pads[1] == g->pads[3];
 }
 
+/* ---- 3-d: 2-d ops over depth slabs ---- */
+
+/* (N, C, D, H, W) -> (N*D, C, H, W) and back */
+static musa_tensor *planes_of(onnx_build *b, musa_tensor *x) {
+    static const int64_t perm[5] = {0, 2, 1, 3, 4};
+    int64_t s4[4] = {x->shape[0] * x->shape[2], x->shape[1], x->shape[3], x->shape[4]};
+    return T(musa_reshape(T(musa_permute(x, 5, perm)), 4, s4));
+}
+static musa_tensor *volume_of(onnx_build *b, musa_tensor *y, int64_t N, int64_t D) {
+    static const int64_t perm[5] = {0, 2, 1, 3, 4};
+    int64_t s5[5] = {N, D, y->shape[1], y->shape[2], y->shape[3]};
+    return T(musa_permute(T(musa_reshape(y, 5, s5)), 5, perm));
+}
+
+static musa_tensor *add_bias3(onnx_build *b, musa_tensor *y, musa_tensor *bias) {
+    if (!y || !bias) return y;
+    int64_t shape[4] = {bias->shape[0], 1, 1, 1};
+    return T(musa_add(y, T(musa_reshape(bias, 4, shape))));
+}
+
+/* depth tap t's slab of xp: xp[:, :, t*dl :: st][:count] */
+static musa_tensor *depth_slab(onnx_build *b, musa_tensor *xp, const geom *g, int64_t t,
+                               int64_t count) {
+    return T(
+        musa_slice(xp, 2, t * g->rdl[0], t * g->rdl[0] + g->rst[0] * (count - 1) + 1, g->rst[0]));
+}
+
+/* Conv over (N, C, D, H, W): the sum over depth taps of 2-d convolutions */
+static int conv3d(onnx_build *b, const onnx_node *n, musa_tensor *x, musa_tensor *w,
+                  musa_tensor *bias, const geom *g, musa_tensor **out) {
+    musa_tensor *xp = pad_spatial(b, x, 3, g->rpads, 0.0);
+    if (!xp) return ERR;
+    int64_t reach = g->rdl[0] * (g->rk[0] - 1) + 1, D = xp->shape[2];
+    if (D < reach)
+        return FAIL(MUSA_ERR_VALUE, "the kernel depth reaches %lld; the padded input has %lld",
+                    (long long)reach, (long long)D);
+    int64_t od = (D - reach) / g->rst[0] + 1, zero[2] = {0, 0};
+    musa_tensor *acc = NULL;
+    for (int64_t t = 0; t < g->rk[0]; t++) {
+        musa_tensor *slab = depth_slab(b, xp, g, t, od), *p = slab ? planes_of(b, slab) : NULL;
+        musa_tensor *wt = T(musa_select(w, 2, t));
+        musa_tensor *y = p && wt ? T(musa_conv2d(p, wt, NULL, g->rst + 1, zero, g->rdl + 1,
+                                                 onnx_attr_int(n, "group", 1)))
+                                 : NULL;
+        if (!y || !(acc = acc ? T(musa_add(acc, y)) : y)) return ERR;
+    }
+    return put(out, add_bias3(b, volume_of(b, acc, x->shape[0], od), bias));
+}
+
+/* ConvTranspose over (N, C, D, H, W): each depth tap's 2-d transposed
+ * convolution of every input plane, added at depths d*stride + t*dilation;
+ * then ONNX's begin/end pads (negative: zeros added) and the bias. */
+static int conv_transpose3d(onnx_build *b, const onnx_node *n, musa_tensor *x, musa_tensor *w,
+                            musa_tensor *bias, const geom *g, const int64_t *begin,
+                            const int64_t *end, musa_tensor **out) {
+    int64_t N = x->shape[0], D = x->shape[2];
+    int64_t full = (D - 1) * g->rst[0] + (g->rk[0] - 1) * g->rdl[0] + 1, zero[2] = {0, 0};
+    LET(p, planes_of(b, x));
+    musa_tensor *acc = NULL;
+    int64_t *ix = malloc(sizeof(int64_t) * (size_t)(D + 1));
+    if (!ix) return musa_err_nomem("onnx ConvTranspose", 8 * (size_t)D);
+    for (int64_t t = 0; t < g->rk[0]; t++) {
+        musa_tensor *wt = T(musa_select(w, 2, t));
+        musa_tensor *y = wt ? T(musa_conv_transpose2d(p, wt, NULL, g->rst + 1, zero, zero,
+                                                      g->rdl + 1, onnx_attr_int(n, "group", 1)))
+                            : NULL;
+        musa_tensor *v = y ? volume_of(b, y, N, D) : NULL;
+        if (v && !acc) {
+            int64_t shape[5] = {N, v->shape[1], full, v->shape[3], v->shape[4]};
+            acc = T(musa_zeros(5, shape, (musa_dtype)v->dtype));
+        }
+        for (int64_t d = 0; d < D; d++) ix[d] = d * g->rst[0] + t * g->rdl[0];
+        musa_tensor *it = v && acc ? T(onnx_const(ix, 1, &D, MUSA_DTYPE_INT64)) : NULL;
+        if (!it || !(acc = T(musa_index_add(acc, 2, it, v)))) {
+            free(ix);
+            return ERR;
+        }
+    }
+    free(ix);
+    int64_t pads[6];
+    for (int i = 0; i < 3; i++) pads[i] = -begin[i], pads[3 + i] = -end[i]; /* negative pads crop */
+    return put(out, add_bias3(b, pad_spatial(b, acc, 3, pads, 0.0), bias));
+}
+
+/* The output length of a pool over `size` with pads pb, pe (ceil_mode: no
+ * window may start in the end padding), and the end padding it needs. */
+static int64_t pool_len(int64_t size, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
+                        bool ceil_mode, int64_t *end_pad) {
+    int64_t reach = d * (k - 1) + 1, span = size + pb + pe - reach;
+    if (span < 0) return -1;
+    int64_t o = (span + (ceil_mode ? s - 1 : 0)) / s + 1;
+    if (ceil_mode && (o - 1) * s >= size + pb) o--;
+    int64_t need = (o - 1) * s + reach - size - pb;
+    *end_pad = need > pe ? need : pe;
+    return o;
+}
+
+/* MaxPool / AveragePool over (N, C, D, H, W) */
+static int pool3d(onnx_build *b, const onnx_node *n, musa_tensor *x, const geom *g, bool max,
+                  bool ceil_mode, musa_tensor **out) {
+    int64_t outs[3], pads[6], N = x->shape[0], C = x->shape[1];
+    for (int i = 0; i < 3; i++) {
+        pads[i] = g->rpads[i];
+        outs[i] = pool_len(x->shape[2 + i], g->rk[i], g->rst[i], g->rdl[i], g->rpads[i],
+                           g->rpads[3 + i], ceil_mode, &pads[3 + i]);
+        if (outs[i] < 1) return FAIL(MUSA_ERR_VALUE, "the window is larger than the padded input");
+    }
+    if (!max && (g->rdl[0] != 1 || g->rdl[1] != 1 || g->rdl[2] != 1))
+        return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "a dilated AveragePool");
+    bool include = onnx_attr_int(n, "count_include_pad", 0);
+    int64_t zero[2] = {0, 0};
+    /* the pooled planes of each depth tap, combined: max, or sums */
+    musa_tensor *srcs[2] = {pad_spatial(b, x, 3, pads, max ? -INFINITY : 0.0), NULL};
+    if (!srcs[0]) return ERR;
+    if (!max) { /* the count of cells each window averages: ones where they count */
+        int64_t shape[5] = {1, 1, x->shape[2], x->shape[3], x->shape[4]}, inner[6], outer[6];
+        for (int i = 0; i < 6; i++)
+            inner[i] = include ? g->rpads[i] : 0, outer[i] = pads[i] - inner[i];
+        musa_tensor *ones = T(musa_ones(5, shape, (musa_dtype)x->dtype));
+        musa_tensor *m = ones ? pad_spatial(b, ones, 3, inner, 1.0) : NULL;
+        if (!m || !(srcs[1] = pad_spatial(b, m, 3, outer, 0.0))) return ERR;
+    }
+    musa_tensor *res[2] = {NULL, NULL};
+    for (int j = 0; j < (max ? 1 : 2); j++)
+        for (int64_t t = 0; t < g->rk[0]; t++) {
+            musa_tensor *slab = depth_slab(b, srcs[j], g, t, outs[0]);
+            int64_t s4[4] = {slab ? slab->shape[0] : 0, (slab ? slab->shape[1] : 0) * outs[0],
+                             slab ? slab->shape[3] : 0, slab ? slab->shape[4] : 0};
+            musa_tensor *p = slab ? T(musa_reshape(slab, 4, s4)) : NULL, *y = NULL;
+            if (p && max) {
+                int rc =
+                    musa_max_pool2d(p, g->rk + 1, g->rst + 1, zero, g->rdl + 1, false, &y, NULL);
+                if (rc) return rc;
+                y = T(y);
+            } else if (p) { /* window sums: averages over the full window, times its area */
+                y = T(musa_mul(T(musa_avg_pool2d(p, g->rk + 1, g->rst + 1, zero, false, true)),
+                               NUM((double)(g->rk[1] * g->rk[2]))));
+            }
+            if (!y ||
+                !(res[j] = !res[j] ? y : T(max ? musa_maximum(res[j], y) : musa_add(res[j], y))))
+                return ERR;
+        }
+    int64_t s5[5] = {N, C, outs[0], outs[1], outs[2]}, c5[5] = {1, 1, outs[0], outs[1], outs[2]};
+    LET(y, musa_reshape(res[0], 5, s5));
+    if (max) return put(out, y);
+    return put(out, T(musa_div(y, T(musa_reshape(res[1], 5, c5)))));
+}
+
 static int op_Conv(ARGS) {
     UNUSED_ARGS;
     musa_tensor *x = in[0], *w = in[1], *bias = n->n_in > 2 ? in[2] : NULL;
@@ -506,6 +659,7 @@ static int op_Conv(ARGS) {
     geom g;
     int rc = read_geom(b, n, x, w->shape + 2, &g);
     if (rc) return rc;
+    if (g.nd == 3) return conv3d(b, n, x, w, bias, &g, out);
     musa_tensor *x2 = as_2d(b, x, g.nd), *w2 = as_2d(b, w, g.nd);
     if (!x2 || !w2) return ERR;
     int64_t pad[2] = {g.pads[0], g.pads[1]};
@@ -528,36 +682,40 @@ static int op_ConvTranspose(ARGS) {
     geom g;
     int rc = read_geom(b, n, x, w->shape + 2, &g);
     if (rc) return rc;
-    if (same) g.pads[0] = g.pads[1] = g.pads[2] = g.pads[3] = 0; /* set below from the size */
     int nd = g.nd, off = 2 - nd;
     int64_t op[MUSA_MAX_DIMS] = {0}, os[MUSA_MAX_DIMS];
     int nop = onnx_attr_ints(n, "output_padding", op, MUSA_MAX_DIMS);
     int nos = onnx_attr_ints(n, "output_shape", os, MUSA_MAX_DIMS);
-    if ((nop && nop != nd) || (nos && nos != nd))
+    if ((nop && nop != nd) || (nos && nos > nd + 2) || (nos && nos < nd))
         return FAIL(MUSA_ERR_VALUE, "output_padding and output_shape need %d values", nd);
     /* the full result (no padding) is (in - 1) stride + (k - 1) dilation + 1
-     * long; ONNX's pads crop it at both ends, output_padding extends the end */
-    int64_t full[2], begin[2], end[2];
-    bool plain = true;
-    for (int i = 0; i < 2; i++) {
-        int64_t size = i < off ? 1 : x->shape[2 + i - off];
-        full[i] = (size - 1) * g.st[i] + (g.k[i] - 1) * g.dl[i] + 1;
-        begin[i] = g.pads[i], end[i] = g.pads[2 + i] - (i < off ? 0 : op[i - off]);
-        if (i >= off && (nos || same)) { /* pads from the asked size */
-            int64_t want = nos ? os[i - off] : size * g.st[i];
-            int64_t total = full[i] + op[i - off] - want;
+     * long; ONNX's pads crop it at both ends (begin, end: negative adds
+     * zeros), output_padding extends the end */
+    int64_t begin[3], end[3];
+    bool plain = true; /* musa's own padding does it: symmetric, small output_padding */
+    for (int i = 0; i < nd; i++) {
+        int64_t size = x->shape[2 + i];
+        int64_t full = (size - 1) * g.rst[i] + (g.rk[i] - 1) * g.rdl[i] + 1;
+        begin[i] = same ? 0 : g.rpads[i], end[i] = (same ? 0 : g.rpads[3 + i]) - op[i];
+        if (nos || same) { /* pads from the asked size */
+            int64_t want = nos ? os[nos - nd + i] : size * g.rst[i];
+            int64_t total = full + op[i] - want;
             begin[i] = total < 0 ? 0 : (same && upper) ? total / 2 : total - total / 2;
-            end[i] = total - begin[i] - op[i - off];
+            end[i] = total - begin[i] - op[i];
         }
-        plain &= begin[i] == end[i] + (i < off ? 0 : op[i - off]) && begin[i] >= 0 &&
-                 (i < off || op[i - off] < g.st[i] || op[i - off] < g.dl[i]);
+        plain &=
+            begin[i] == end[i] + op[i] && begin[i] >= 0 && (op[i] < g.rst[i] || op[i] < g.rdl[i]);
+    }
+    if (nd == 3) return conv_transpose3d(b, n, x, w, bias, &g, begin, end, out);
+    for (int i = 1; i >= 0; i--) { /* to 2-d: 1-d is height 1 */
+        begin[i] = i < off ? 0 : begin[i - off], end[i] = i < off ? 0 : end[i - off];
+        op[i] = i < off ? 0 : op[i - off];
     }
     musa_tensor *x2 = as_2d(b, x, nd), *w2 = as_2d(b, w, nd);
     if (!x2 || !w2) return ERR;
     int64_t groups = onnx_attr_int(n, "group", 1);
     if (plain) { /* symmetric pads: musa's own */
-        int64_t pad[2] = {begin[0], begin[1]}, outpad[2] = {0, 0};
-        for (int i = off; i < 2; i++) outpad[i] = op[i - off];
+        int64_t pad[2] = {begin[0], begin[1]}, outpad[2] = {op[0], op[1]};
         return from_2d(b, out,
                        T(musa_conv_transpose2d(x2, w2, bias, g.st, pad, outpad, g.dl, groups)), nd);
     }
@@ -579,6 +737,13 @@ static int pool(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor
     int rc = read_geom(b, n, x, NULL, &g);
     if (rc) return rc;
     bool ceil_mode = onnx_attr_int(n, "ceil_mode", 0);
+    if (g.nd == 3) {
+        if (max && n->n_out > 1 && n->out[1] >= 0)
+            return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "the Indices output of a 3-d MaxPool");
+        if (!musa_is_float((musa_dtype)x->dtype))
+            return FAIL(MUSA_ERR_TYPE, "a 3-d pool of %s", musa_dtype_name((musa_dtype)x->dtype));
+        return pool3d(b, n, x, &g, max, ceil_mode, out);
+    }
     musa_dtype dt = (musa_dtype)x->dtype;
     musa_tensor *x2 = as_2d(b, x, g.nd);
     if (x2 && !musa_is_float(dt)) x2 = T(musa_cast(x2, MUSA_DTYPE_FLOAT32));
@@ -730,11 +895,14 @@ static int op_LogSoftmax(ARGS) {
 
 static int op_Dropout(ARGS) {
     UNUSED_ARGS;
-    if (n->n_in > 2 && in[2]) { /* training_mode */
-        double t;
+    if (n->n_in > 2 && in[2]) { /* training_mode: only a ratio of 0 keeps it deterministic */
+        double t, ratio = onnx_attr_float(n, "ratio", 0.5);
         int cnt, rc = onnx_doubles(b, n, 2, in[2], &t, 1, &cnt);
+        if (!rc && in[1]) rc = onnx_doubles(b, n, 1, in[1], &ratio, 1, &cnt);
         if (rc) return rc;
-        if (cnt == 1 && t != 0) return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "training_mode true");
+        if (t != 0 && ratio != 0)
+            return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "training_mode true with ratio %g (random masks)",
+                        ratio);
     }
     int rc = put(out, T(musa_tensor_retain(in[0])));
     if (rc || n_out < 2) return rc;
@@ -1663,7 +1831,7 @@ static int op_Resize(ARGS) {
 /* ---- recurrent layers: LSTM and GRU ---- */
 
 /* Check the recurrent attributes this importer reads: default activations,
- * no clipping, no sequence_lens, layout 0. */
+ * no clipping, sequence_lens only of full length. */
 static int check_recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, int64_t *dirs,
                            int64_t hidden) {
     const char *dir = onnx_attr_str(n, "direction", "forward");
@@ -1674,9 +1842,19 @@ static int check_recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, 
         onnx_attr_int(n, "input_forget", 0))
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED,
                     "activations, clip or input_forget (the C importer reads the defaults)");
-    if (n->n_in > 4 && in[4])
-        return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "sequence_lens (every sequence runs to the end)");
     musa_tensor *x = in[0], *w = in[1];
+    if (n->n_in > 4 && in[4]) { /* sequence_lens: read, and only full lengths run */
+        int64_t lens[64];
+        int cnt, rc = onnx_ints(b, n, 4, in[4], lens, 64, &cnt);
+        int64_t seq = x->ndim == 3 ? x->shape[onnx_attr_int(n, "layout", 0) ? 1 : 0] : -1;
+        for (int i = 0; !rc && i < cnt; i++)
+            if (lens[i] != seq)
+                return FAIL(MUSA_ERR_NOT_IMPLEMENTED,
+                            "sequence_lens %lld shorter than the sequence (%lld): every sequence "
+                            "runs to the end",
+                            (long long)lens[i], (long long)seq);
+        if (rc) return rc;
+    }
     if (onnx_attr_int(n, "layout", 0) & ~1) return FAIL(MUSA_ERR_VALUE, "layout must be 0 or 1");
     if (x->ndim != 3 || w->ndim != 3 || w->shape[0] != *dirs || in[2]->ndim != 3)
         return FAIL(MUSA_ERR_VALUE,
@@ -1704,7 +1882,6 @@ static int recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, int n_
     for (int i = 5; bf && i < 7 && i < n->n_in; i++)
         if (in[i] && !(in[i] = T(musa_transpose(in[i], 0, 1)))) return ERR;
     if (!x) return ERR;
-    if (lstm && n->n_in > 7 && in[7]) return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "peepholes (P)");
     int64_t seq = x->shape[0], batch = x->shape[1];
     bool reverse = !strcmp(onnx_attr_str(n, "direction", "forward"), "reverse");
     bool lbr = onnx_attr_int(n, "linear_before_reset", 0);
@@ -1714,6 +1891,11 @@ static int recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, int n_
         musa_tensor *B = n->n_in > 3 ? dir_of(b, in[3], d) : NULL;
         musa_tensor *h = n->n_in > 5 ? dir_of(b, in[5], d) : NULL;
         musa_tensor *c = lstm && n->n_in > 6 ? dir_of(b, in[6], d) : NULL;
+        musa_tensor *P = lstm && n->n_in > 7 ? dir_of(b, in[7], d) : NULL; /* peepholes i, o, f */
+        musa_tensor *pi = P ? T(musa_slice(P, 0, 0, hidden, 1)) : NULL;
+        musa_tensor *po = P ? T(musa_slice(P, 0, hidden, 2 * hidden, 1)) : NULL;
+        musa_tensor *pf = P ? T(musa_slice(P, 0, 2 * hidden, 3 * hidden, 1)) : NULL;
+        if (P && (!pi || !po || !pf)) return ERR;
         if (!W || !R) return ERR;
         int64_t hb[2] = {batch, hidden};
         if (!h && !(h = T(musa_full(2, hb, 0.0, (musa_dtype)x->dtype)))) return ERR;
@@ -1735,19 +1917,25 @@ static int recurrent(onnx_build *b, const onnx_node *n, musa_tensor **in, int n_
             }
             if (lstm) { /* gates i, o, f, c */
                 musa_tensor *g = T(musa_add(xt, T(musa_linear(h, R, Rb))));
-                musa_tensor *gi = g ? T(musa_sigmoid(T(musa_slice(g, 1, 0, hidden, 1)))) : NULL;
-                musa_tensor *go =
-                    g ? T(musa_sigmoid(T(musa_slice(g, 1, hidden, 2 * hidden, 1)))) : NULL;
-                musa_tensor *gf =
-                    g ? T(musa_sigmoid(T(musa_slice(g, 1, 2 * hidden, 3 * hidden, 1)))) : NULL;
+                musa_tensor *ai = g ? T(musa_slice(g, 1, 0, hidden, 1)) : NULL;
+                musa_tensor *ao = g ? T(musa_slice(g, 1, hidden, 2 * hidden, 1)) : NULL;
+                musa_tensor *af = g ? T(musa_slice(g, 1, 2 * hidden, 3 * hidden, 1)) : NULL;
                 musa_tensor *gc =
                     g ? T(musa_tanh(T(musa_slice(g, 1, 3 * hidden, 4 * hidden, 1)))) : NULL;
-                if (!gi || !go || !gf || !gc) {
+                if (P && ai && af) { /* the input and forget gates see the old cell */
+                    ai = T(musa_add(ai, T(musa_mul(pi, c))));
+                    af = T(musa_add(af, T(musa_mul(pf, c))));
+                }
+                musa_tensor *gi = ai ? T(musa_sigmoid(ai)) : NULL;
+                musa_tensor *gf = af ? T(musa_sigmoid(af)) : NULL;
+                if (!gi || !ao || !gf || !gc) {
                     rc = ERR;
                     break;
                 }
                 c = T(musa_add(T(musa_mul(gf, c)), T(musa_mul(gi, gc))));
-                h = c ? T(musa_mul(go, T(musa_tanh(c)))) : NULL;
+                if (P && c) ao = T(musa_add(ao, T(musa_mul(po, c)))); /* the output gate, the new */
+                musa_tensor *go = ao ? T(musa_sigmoid(ao)) : NULL;
+                h = c && go ? T(musa_mul(go, T(musa_tanh(c)))) : NULL;
             } else { /* gates z, r, h */
                 musa_tensor *hr = T(musa_linear(h, R, lbr ? Rb : NULL));
                 if (!hr) {
@@ -1962,8 +2150,8 @@ const onnx_op musa_onnx_ops[] = {
      "antialias:i,axes:ints,coordinate_transformation_mode:s,cubic_coeff_a:f,exclude_outside:i,"
      "extrapolation_value:f,keep_aspect_ratio_policy:s,mode:s,nearest_mode:s",
      false, 14, op_Resize},
-    {"LSTM", 3, 8, 0, 3, RNN ",input_forget:i", false, 0, op_LSTM},
-    {"GRU", 3, 6, 0, 2, RNN ",linear_before_reset:i", false, 0, op_GRU},
+    {"LSTM", 3, 8, 0, 3, RNN ",input_forget:i", false, 16, op_LSTM},
+    {"GRU", 3, 6, 0, 2, RNN ",linear_before_reset:i", false, 16, op_GRU},
 };
 const int musa_onnx_num_ops = (int)(sizeof musa_onnx_ops / sizeof *musa_onnx_ops);
 

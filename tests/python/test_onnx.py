@@ -418,3 +418,35 @@ def test_musa_run_runs_pytorch_onnx_files(name, tmp_path):
         assert r.returncode == 0, r.stderr
         np.testing.assert_allclose(np.load(tmp_path / "y.npy"), model(x).detach().numpy(),
                                    rtol=1e-4, atol=1e-5)
+
+
+def test_pytorch_3d_and_transposed_layers():
+    """Conv, ConvTranspose and pools in 3-d (2-d kernels over depth slabs)
+    and 1-d, with strides, dilation, groups, asymmetric and ceil-mode pads,
+    give PyTorch's outputs."""
+    import warnings
+    torch = pytest.importorskip("torch")
+    tnn = torch.nn
+    torch.manual_seed(0)
+    cases = [
+        (tnn.Conv3d(2, 4, (3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), dilation=(1, 2, 1),
+                    groups=2), (2, 2, 7, 6, 7)),
+        (tnn.ConvTranspose3d(2, 4, 3, stride=(2, 1, 2), padding=(1, 0, 1),
+                             output_padding=(1, 0, 0), groups=2), (2, 2, 4, 3, 4)),
+        (tnn.MaxPool3d((3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), ceil_mode=True),
+         (2, 3, 7, 5, 6)),
+        (tnn.AvgPool3d((3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), ceil_mode=True,
+                       count_include_pad=False), (2, 3, 7, 5, 6)),
+        (tnn.AvgPool3d((3, 2, 2), stride=2, padding=1, count_include_pad=True), (2, 3, 7, 5, 6)),
+        (tnn.ConvTranspose1d(3, 2, 4, stride=3, padding=1, output_padding=2), (2, 3, 5)),
+        (tnn.Conv1d(3, 4, 3, stride=2, padding=2, dilation=2), (2, 3, 9)),
+    ]
+    for m, shape in cases:
+        x = torch.randn(*shape)
+        f = io.BytesIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(m, (x,), f, opset_version=17)
+        got = musa.onnx.load_model(f.getvalue())(musa.tensor(x.numpy())).numpy()
+        np.testing.assert_allclose(got, m(x).detach().numpy(), rtol=1e-5, atol=1e-5,
+                                   err_msg=type(m).__name__)
