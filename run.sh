@@ -177,7 +177,9 @@ FUZZERS="fuzz_op_call fuzz_file_load fuzz_onnx_load" # tests/fuzz/fuzz_<name>.c
 # Memory: ASan refuses single allocations over 256 MiB (the library sees a
 # clean MUSA_ERR_NOMEM); libFuzzer's own malloc limit sits above that (at
 # 256 it also flagged a malloc of exactly 256 MiB, which ASan allows), and
-# 3 GiB of RSS is a finding. Sets FUZZ_EXECS; fails when anything was found.
+# 3 GiB of RSS is a finding, as is a run past 30 s (-timeout); one past 10 s
+# (libFuzzer's slow-unit) is shown and kept in build-fuzz/slow/ only. Sets
+# FUZZ_EXECS; fails when anything was found.
 fuzz_run() {
     local secs=$1 name=${2:-op_call} dict=()
     [ -f "tests/fuzz/$name.dict" ] && dict=("-dict=tests/fuzz/$name.dict")
@@ -196,6 +198,14 @@ fuzz_run() {
     grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" || true
     for f in "$art"*; do
         [ -f "$f" ] || continue
+        case $(basename "$f") in
+        slow-unit-*) # over 10 s but under the timeout: legitimate heavy models
+            # exist (an ONNX Resize by 131072), so it is shown, not failed
+            mkdir -p build-fuzz/slow/$name
+            cp "$f" build-fuzz/slow/$name/
+            echo "== a slow input (10 to 30 s): build-fuzz/slow/$name/$(basename "$f")"
+            continue ;;
+        esac
         cp "$f" "$keep/$(basename "$f")"
         echo "== kept $keep/$(basename "$f") (rename it after the bug; test_fuzz replays it)"
         status=1

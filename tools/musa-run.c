@@ -1,8 +1,10 @@
 /*
- * musa-run - run a saved model (.musa) on .npy inputs, without Python.
+ * musa-run - run a saved model (.musa) or an ONNX model (.onnx) on .npy
+ * inputs, without Python.
  *
  *     musa-run model.musa --input x.npy [--input ...] [--output y.npy ...]
  *              [--threads N] [--bench N] [--mmap] [--profile TRACE.json]
+ *     musa-run model.onnx --input x.npy ...
  *
  * Inputs are given in the model's input order; each --output names the
  * file for the next output (outputs without one are summarised only).
@@ -19,11 +21,12 @@
 #include <time.h>
 
 static int usage(const char *why) {
-    fprintf(stderr,
-            "musa-run: %s\n"
-            "usage: musa-run MODEL.musa --input X.npy [--input ...] [--output Y.npy ...]\n"
-            "                [--threads N] [--bench N] [--mmap] [--profile TRACE.json]\n",
-            why);
+    fprintf(
+        stderr,
+        "musa-run: %s\n"
+        "usage: musa-run MODEL.musa|MODEL.onnx --input X.npy [--input ...] [--output Y.npy ...]\n"
+        "                [--threads N] [--bench N] [--mmap] [--profile TRACE.json]\n",
+        why);
     return 2;
 }
 

@@ -697,13 +697,22 @@ musa_onnx *musa_onnx_read(const void *data, size_t size, const char *path) {
     if (!rc) rc = validate(o);
     if (!rc && !(o->consts = calloc((size_t)o->n_values + 1, sizeof *o->consts)))
         rc = musa_err_nomem("onnx", sizeof *o->consts * (size_t)o->n_values);
-    const Onnx__GraphProto *g = rc ? NULL : o->proto->graph;
+    Onnx__GraphProto *g = rc ? NULL : o->proto->graph;
     for (size_t i = 0; !rc && i < g->n_initializer; i++) {
+        Onnx__TensorProto *p = g->initializer[i];
         char what[160];
-        snprintf(what, sizeof what, "initializer '%.100s'", g->initializer[i]->name);
-        musa_tensor *t = make_tensor(o, g->initializer[i], what);
+        snprintf(what, sizeof what, "initializer '%.100s'", p->name);
+        musa_tensor *t = make_tensor(o, p, what);
         if (!t) rc = musa_last_error_code();
-        o->consts[value_id(o, g->initializer[i]->name)] = t;
+        o->consts[value_id(o, p->name)] = t;
+        /* the tensor holds the data now: the parsed copy goes (protobuf-c
+         * allocates with malloc, and frees NULL fields as absent) */
+        free(p->raw_data.data), free(p->float_data), free(p->int32_data), free(p->int64_data);
+        free(p->double_data), free(p->uint64_data);
+        p->raw_data.data = NULL, p->float_data = NULL, p->int32_data = NULL;
+        p->int64_data = NULL, p->double_data = NULL, p->uint64_data = NULL;
+        p->raw_data.len = p->n_float_data = p->n_int32_data = p->n_int64_data = 0;
+        p->n_double_data = p->n_uint64_data = 0;
     }
     if (rc) {
         musa_onnx_free(o);

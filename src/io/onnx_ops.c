@@ -399,6 +399,8 @@ static int op_Gemm(ARGS) {
     return put(out, y);
 }
 
+#define GEOM_MAX ((int64_t)1 << 24) /* the largest kernel, stride, dilation or pad read */
+
 /* The spatial pads (begins, then ends) of a convolution or pool over x's
  * last nd dims: from pads, or by auto_pad (SAME_*: output = ceil(in / stride)). */
 static int spatial_pads(onnx_build *b, const onnx_node *n, const musa_tensor *x, int nd,
@@ -411,7 +413,8 @@ static int spatial_pads(onnx_build *b, const onnx_node *n, const musa_tensor *x,
             return FAIL(MUSA_ERR_VALUE, "pads has %d values; %d spatial dims need %d", np, nd,
                         2 * nd);
         for (int i = 0; i < 2 * nd; i++)
-            if (pads[i] < 0) return FAIL(MUSA_ERR_VALUE, "pads must be >= 0");
+            if (pads[i] < 0 || pads[i] > GEOM_MAX)
+                return FAIL(MUSA_ERR_VALUE, "pads must be in [0, 2^24]");
         return MUSA_OK;
     }
     if (!strcmp(auto_pad, "VALID")) return MUSA_OK;
@@ -468,8 +471,9 @@ static int read_geom(onnx_build *b, const onnx_node *n, const musa_tensor *x, co
     for (int i = 0; i < nd; i++) {
         if (!ns) st[i] = 1;
         if (!ndl) dl[i] = 1;
-        if (k[i] < 1 || st[i] < 1 || dl[i] < 1)
-            return FAIL(MUSA_ERR_VALUE, "kernel_shape, strides and dilations must be >= 1");
+        if (k[i] < 1 || st[i] < 1 || dl[i] < 1 || k[i] > GEOM_MAX || st[i] > GEOM_MAX ||
+            dl[i] > GEOM_MAX)
+            return FAIL(MUSA_ERR_VALUE, "kernel_shape, strides and dilations must be in [1, 2^24]");
     }
     int rc = spatial_pads(b, n, x, nd, k, st, dl, pads);
     if (rc) return rc;
@@ -688,6 +692,10 @@ static int op_ConvTranspose(ARGS) {
     int nos = onnx_attr_ints(n, "output_shape", os, MUSA_MAX_DIMS);
     if ((nop && nop != nd) || (nos && nos > nd + 2) || (nos && nos < nd))
         return FAIL(MUSA_ERR_VALUE, "output_padding and output_shape need %d values", nd);
+    for (int i = 0; i < nd; i++)
+        if (op[i] < 0 || op[i] > GEOM_MAX ||
+            (nos && (os[nos - nd + i] < 0 || os[nos - nd + i] > ((int64_t)1 << 40))))
+            return FAIL(MUSA_ERR_VALUE, "output_padding or output_shape out of range");
     /* the full result (no padding) is (in - 1) stride + (k - 1) dilation + 1
      * long; ONNX's pads crop it at both ends (begin, end: negative adds
      * zeros), output_padding extends the end */
@@ -1086,11 +1094,16 @@ static int ein_find(const ein_term *t, unsigned char c) {
 
 /* x reduced to unique labels: repeated labels become their diagonal, labels
  * no one else needs (not in keep) are summed. */
-static musa_tensor *ein_single(onnx_build *b, musa_tensor *x, ein_term *t, const bool *keep) {
+static musa_tensor *ein_single(onnx_build *b, const onnx_node *n, musa_tensor *x, ein_term *t,
+                               const bool *keep) {
     for (int i = 0; i < t->n; i++) /* diagonals, one repeated pair at a time */
         for (int j = i + 1; j < t->n; j++) {
             if (t->lab[i] != t->lab[j]) continue;
-            if (x->shape[i] != x->shape[j]) return NULL;
+            if (x->shape[i] != x->shape[j]) {
+                FAIL(MUSA_ERR_VALUE, "a repeated label has sizes %lld and %lld",
+                     (long long)x->shape[i], (long long)x->shape[j]);
+                return NULL;
+            }
             musa_tensor *c = T(musa_contiguous(x));
             if (!c) return NULL;
             int64_t shape[MUSA_MAX_DIMS], strides[MUSA_MAX_DIMS], st = 1;
@@ -1162,8 +1175,7 @@ static int op_Einsum(ARGS) {
         for (int k = 0; k < o.n; k++) keep[o.lab[k]] = true;
         for (int j = 0; j < n->n_in; j++)
             for (int k = 0; j != i && k < t[j].n; k++) keep[t[j].lab[k]] = true;
-        if (!(x[i] = ein_single(b, x[i], &t[i], keep)))
-            return FAIL(MUSA_ERR_VALUE, "operand %d's repeated labels have different sizes", i);
+        if (!(x[i] = ein_single(b, n, x[i], &t[i], keep))) return ERR;
     }
     musa_tensor *acc = x[0];
     ein_term at = t[0];
@@ -1186,7 +1198,8 @@ static int op_Einsum(ARGS) {
             if (sa != sb && sa != 1 && sb != 1)
                 return FAIL(MUSA_ERR_VALUE, "label '%c' has sizes %lld and %lld",
                             at.lab[k] > 16 ? at.lab[k] : '.', (long long)sa, (long long)sb);
-            pa[na++] = k, pb[nbb++] = j, bs[nb++] = sz, B *= sz, rt.lab[rt.n++] = at.lab[k];
+            if (!musa_mul_i64(B, sz, &B)) return FAIL(MUSA_ERR_VALUE, "the batch dims overflow");
+            pa[na++] = k, pb[nbb++] = j, bs[nb++] = sz, rt.lab[rt.n++] = at.lab[k];
         }
         for (int k = 0; k < at.n; k++) /* acc only, kept */
             if (ein_find(yt, at.lab[k]) < 0)
@@ -1230,7 +1243,7 @@ static int op_Einsum(ARGS) {
     }
     memset(keep, 0, sizeof keep);
     for (int k = 0; k < o.n; k++) keep[o.lab[k]] = true;
-    if (!(acc = ein_single(b, acc, &at, keep))) return ERR;
+    if (!(acc = ein_single(b, n, acc, &at, keep))) return ERR;
     if (at.n != o.n) return FAIL(MUSA_ERR_VALUE, "the output names a label no operand has");
     int64_t perm[MUSA_MAX_DIMS];
     for (int k = 0; k < o.n; k++) {
@@ -1502,12 +1515,18 @@ static int op_Split(ARGS) {
         for (k = 0; k < n_out; k++)
             sizes[k] = each * (k + 1) <= dim ? each : (dim > each * k ? dim - each * k : 0);
     }
+    if (k != n_out) return FAIL(MUSA_ERR_VALUE, "%d split sizes for %d outputs", k, n_out);
     int64_t total = 0;
-    for (int i = 0; i < k; i++) total += sizes[i] >= 0 ? sizes[i] : -1;
-    if (k != n_out || total != x->shape[ax])
-        return FAIL(MUSA_ERR_VALUE, "%d pieces summing to %lld for %d outputs of a dim of %lld", k,
-                    (long long)total, n_out, (long long)x->shape[ax]);
-    for (int i = 0, at = 0; i < k; at += (int)sizes[i], i++)
+    for (int i = 0; i < k; i++) {
+        if (sizes[i] < 0 || sizes[i] > x->shape[ax])
+            return FAIL(MUSA_ERR_VALUE, "split size %lld for a dim of %lld", (long long)sizes[i],
+                        (long long)x->shape[ax]);
+        total += sizes[i];
+    }
+    if (total != x->shape[ax])
+        return FAIL(MUSA_ERR_VALUE, "split sizes sum to %lld for a dim of %lld", (long long)total,
+                    (long long)x->shape[ax]);
+    for (int64_t i = 0, at = 0; i < k; at += sizes[i], i++)
         if ((rc = put(out + i, T(musa_slice(x, ax, at, at + sizes[i], 1))))) return rc;
     return MUSA_OK;
 }
@@ -1700,11 +1719,18 @@ static int op_Resize(ARGS) {
         return FAIL(MUSA_ERR_VALUE, "mode '%.20s' is not nearest, linear or cubic", mode);
     if (onnx_attr_int(n, "antialias", 0) || !strcmp(ctm, "tf_crop_and_resize"))
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "antialias or tf_crop_and_resize");
+    static const char *const cmodes[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                         "asymmetric", "tf_half_pixel_for_nn"};
+    int cmode = 0; /* the coordinate transformation, by its index in cmodes */
+    while (cmode < 5 && strcmp(ctm, cmodes[cmode])) cmode++;
+    if (cmode == 5)
+        return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "coordinate_transformation_mode '%.30s'", ctm);
     if (strcmp(onnx_attr_str(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "keep_aspect_ratio_policy other than stretch");
     double scale[MUSA_MAX_DIMS];
     int64_t size[MUSA_MAX_DIMS], axes[MUSA_MAX_DIMS];
     int na = onnx_attr_ints(n, "axes", axes, MUSA_MAX_DIMS);
+    if (na > nd) return FAIL(MUSA_ERR_VALUE, "%d axes for %d dims", na, nd);
     if (!na)
         for (int d = 0; d < nd; d++) axes[na++] = d;
     for (int i = 0; i < na; i++)
@@ -1733,6 +1759,10 @@ static int op_Resize(ARGS) {
     } else {
         return FAIL(MUSA_ERR_VALUE, "neither scales nor sizes is given");
     }
+    int64_t total = (int64_t)musa_dtype_size((musa_dtype)x->dtype); /* the result's bytes */
+    for (int d = 0; d < nd; d++)
+        if (!musa_mul_i64(total, size[d], &total) || total > ((int64_t)1 << 46))
+            return FAIL(MUSA_ERR_VALUE, "the output dims ask for more than 2^46 bytes");
     for (int d = 0; d < nd; d++) {
         if (size[d] == x->shape[d] && scale[d] == 1.0) continue;
         int64_t in_size = x->shape[d], out_size = size[d];
@@ -1752,21 +1782,23 @@ static int op_Resize(ARGS) {
         bool exclude = onnx_attr_int(n, "exclude_outside", 0);
         for (int64_t o = 0; o < out_size; o++) { /* the source coordinate of output o */
             double s = scale[d], c;
-            if (!strcmp(ctm, "half_pixel"))
+            switch (cmode) {
+            case 0:
                 c = ((double)o + 0.5) / s - 0.5;
-            else if (!strcmp(ctm, "pytorch_half_pixel"))
+                break;
+            case 1:
                 c = out_size > 1 ? ((double)o + 0.5) / s - 0.5 : 0;
-            else if (!strcmp(ctm, "align_corners"))
+                break;
+            case 2:
                 c = out_size > 1 ? (double)o * (double)(in_size - 1) / ((double)in_size * s - 1)
                                  : 0;
-            else if (!strcmp(ctm, "asymmetric"))
+                break;
+            case 3:
                 c = (double)o / s;
-            else if (!strcmp(ctm, "tf_half_pixel_for_nn"))
+                break;
+            default:
                 c = ((double)o + 0.5) / s;
-            else {
-                free(ix), free(w);
-                return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "coordinate_transformation_mode '%.30s'",
-                            ctm);
+                break;
             }
             int64_t *oi = ix + o * taps;
             float *ow = w + o * taps;

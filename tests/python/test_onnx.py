@@ -357,15 +357,25 @@ def test_backend_node_suite_pass_rate():
     assert "cases of imported ops passed" in r.stdout
 
 
-def test_pytorch_model_runs_from_c_after_save(tmp_path):
-    """ONNX from PyTorch -> musa.onnx.load -> .save() -> musa-run (C, no
-    Python) gives PyTorch's outputs."""
+def _musa_run_output(model_path, x, tmp_path):
+    """musa-run (C, no Python) on model_path with input x (NumPy): its output."""
     import subprocess
-    torch = pytest.importorskip("torch")
     musa_run = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
                             "musa-run")
     if not os.path.exists(musa_run):
         pytest.skip("build/musa-run is not built")
+    np.save(tmp_path / "x.npy", x)
+    r = subprocess.run([musa_run, str(model_path), "--input", str(tmp_path / "x.npy"),
+                        "--output", str(tmp_path / "y.npy")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return np.load(tmp_path / "y.npy")
+
+
+def test_pytorch_model_runs_from_c_after_save(tmp_path):
+    """ONNX from PyTorch -> musa.onnx.load -> .save() -> musa-run (C, no
+    Python) gives PyTorch's outputs."""
+    torch = pytest.importorskip("torch")
     torch.manual_seed(0)
     model, shape = zoo(torch.nn)["cnn_bn"]
     model.eval()
@@ -379,26 +389,16 @@ def test_pytorch_model_runs_from_c_after_save(tmp_path):
         m.save(tmp_path / "m.musa")
     m(musa.tensor(x.numpy()))
     m.save(tmp_path / "m.musa")
-    np.save(tmp_path / "x.npy", x.numpy())
-    r = subprocess.run([musa_run, str(tmp_path / "m.musa"), "--input", str(tmp_path / "x.npy"),
-                        "--output", str(tmp_path / "y.npy")], capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 0, r.stderr
-    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), model(x).detach().numpy(),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_musa_run_output(tmp_path / "m.musa", x.numpy(), tmp_path),
+                               model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", list(zoo(nn)))
 def test_musa_run_runs_pytorch_onnx_files(name, tmp_path):
     """musa-run model.onnx (C, no Python) gives PyTorch's outputs for the
     zoo exported by torch.onnx.export, with a dynamic batch."""
-    import subprocess
     import warnings
     torch = pytest.importorskip("torch")
-    musa_run = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
-                            "musa-run")
-    if not os.path.exists(musa_run):
-        pytest.skip("build/musa-run is not built")
     torch.manual_seed(0)
     model, shape = zoo(torch.nn)[name]
     model.eval()
@@ -411,13 +411,8 @@ def test_musa_run_runs_pytorch_onnx_files(name, tmp_path):
                           dynamic_axes={"x": {0: "batch"}})
     for batch in (shape[0], 3):
         x = torch.randn(batch, *shape[1:])
-        np.save(tmp_path / "x.npy", x.numpy())
-        r = subprocess.run([musa_run, str(tmp_path / "m.onnx"), "--input", str(tmp_path / "x.npy"),
-                            "--output", str(tmp_path / "y.npy")], capture_output=True, text=True,
-                           timeout=120)
-        assert r.returncode == 0, r.stderr
-        np.testing.assert_allclose(np.load(tmp_path / "y.npy"), model(x).detach().numpy(),
-                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(_musa_run_output(tmp_path / "m.onnx", x.numpy(), tmp_path),
+                                   model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_pytorch_3d_and_transposed_layers():

@@ -136,7 +136,7 @@ static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
                     continue;
                 }
                 kv[q].data = at(r->base[k->ref[q].slot], k->ref[q].off);
-                if (k->cut[q] && kv[q].ndim > 0) {
+                if (k->cut[q] && kv[q].ndim > 0 && kv[q].data) { /* (NULL: an empty buffer) */
                     kv[q].data +=
                         r0 * kv[q].strides[0] * (int64_t)musa_dtype_info[kv[q].dtype].size;
                     kv[q].shape[0] = rows;
