@@ -8,10 +8,8 @@
  * planned as musa.jit does for a live dynamic model), the most recent
  * MODEL_PLANS kept. Runs are serialised by a lock.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "../tensor/tensor.h"
 #include "model.h"
@@ -86,41 +84,8 @@ static bool looks_like_onnx(const unsigned char *d, size_t size) {
     return size && memchr(tags, d[0], sizeof tags);
 }
 
-static musa_model *load_onnx_file(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    struct stat st;
-    if (!fp || fstat(fileno(fp), &st) || !S_ISREG(st.st_mode)) {
-        musa_err(MUSA_ERR_IO, "[%s] %s: %s", LOAD, path,
-                 fp ? "not a regular file" : strerror(errno));
-        if (fp) fclose(fp);
-        return NULL;
-    }
-    if (st.st_size <= 0 || (uint64_t)st.st_size > (uint64_t)INT32_MAX) {
-        fclose(fp);
-        musa_err(MUSA_ERR_IO,
-                 "[onnx] %s: %lld bytes is not the size of an ONNX model (1 byte to 2 GiB)", path,
-                 (long long)st.st_size);
-        return NULL;
-    }
-    size_t size = (size_t)st.st_size;
-    void *buf = malloc(size);
-    if (!buf || fread(buf, 1, size, fp) != size) {
-        if (buf)
-            musa_err(MUSA_ERR_IO, "[onnx] %s: reading failed", path);
-        else
-            musa_err_nomem(LOAD, size);
-        free(buf);
-        fclose(fp);
-        return NULL;
-    }
-    fclose(fp);
-    musa_model *m = load_onnx(buf, size, path);
-    free(buf); /* the model keeps what it read, nothing points into buf */
-    return m;
-}
-
 musa_model *musa_model_load(const char *path, int flags) {
-    if (path && ends_with_onnx(path)) return load_onnx_file(path);
+    if (path && ends_with_onnx(path)) return load_onnx(NULL, 0, path);
     musa_file *f = musa_file_open(path, flags);
     if (!f) musa_err_prefix(LOAD);
     return load_file(f);

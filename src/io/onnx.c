@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -690,10 +691,28 @@ musa_onnx *musa_onnx_read(const void *data, size_t size, const char *path) {
     }
     int rc = MUSA_OK;
     if (path && !o->dir) rc = musa_err_nomem("onnx", 64);
+    void *map = NULL; /* a file is mapped only while it is parsed: the peak is one copy */
+    size_t mapped = 0;
+    if (!rc && !data) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+            rc = bad(o, "%s", fd < 0 ? strerror(errno) : "not a regular file");
+        else if (st.st_size <= 0 || (uint64_t)st.st_size > MAX_FILE)
+            rc = bad(o, "%lld bytes is not the size of an ONNX model (1 byte to 2 GiB)",
+                     (long long)st.st_size);
+        else if ((map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) ==
+                 MAP_FAILED)
+            map = NULL, rc = bad(o, "cannot map the file: %s", strerror(errno));
+        else
+            data = map, size = mapped = (size_t)st.st_size;
+        if (fd >= 0) close(fd);
+    }
     if (!rc && (!size || size > MAX_FILE))
         rc = bad(o, "%zu bytes is not the size of an ONNX model (1 byte to 2 GiB)", size);
     if (!rc && !(o->proto = onnx__model_proto__unpack(NULL, size, data)))
         rc = bad(o, "not an ONNX model: the protobuf does not parse (truncated or corrupt)");
+    if (map) munmap(map, mapped);
     if (!rc) rc = validate(o);
     if (!rc && !(o->consts = calloc((size_t)o->n_values + 1, sizeof *o->consts)))
         rc = musa_err_nomem("onnx", sizeof *o->consts * (size_t)o->n_values);

@@ -93,8 +93,9 @@ musa_tensor *onnx_const(const void *data, int ndim, const int64_t *shape, musa_d
 /* musa's dtype for ONNX's TensorProto.DataType code, or -1. */
 int musa_onnx_dtype(int64_t code);
 
-/* Load from bytes (path: the file, for messages and external data; NULL
- * for memory). */
+/* Load from bytes, or (data NULL) from the file at path, mapped only while
+ * it is parsed. path names the file in messages and locates external
+ * data; NULL for bytes in memory. */
 musa_onnx *musa_onnx_read(const void *data, size_t size, const char *path);
 void musa_onnx_free(musa_onnx *o);
 int musa_onnx_num_inputs(const musa_onnx *o);
