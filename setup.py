@@ -5,7 +5,7 @@
 
 The extension musa._C is built by the project's CMake (target musa_python,
 linked statically with libmusa), so the installed package needs only the
-system libraries (oneDNN, OpenBLAS, libgomp; Open MPI for musa.distributed,
+system libraries (oneDNN, OpenBLAS, libgomp, protobuf-c; Open MPI for musa.distributed,
 whose backend libmusa_mpi.so is installed next to the module).
 """
 import os
