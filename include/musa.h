@@ -1602,7 +1602,7 @@ MUSA_API void musa_model_free(musa_model *m);
 /*
  * ONNX models run the same way (docs/onnx.md): musa_model_load of a path
  * ending in ".onnx", or musa_model_load_memory of a serialized ModelProto,
- * reads one (opsets 7 to 18; `musa-run model.onnx` too). Loading checks the
+ * reads one (opsets 1 to 18; `musa-run model.onnx` too). Loading checks the
  * whole file before any tensor is allocated: the protobuf, the opset, each
  * node's op, domain, input and output counts and attribute names and
  * types, that every value is made before it is read (no cycles), unique

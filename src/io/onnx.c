@@ -38,6 +38,7 @@
 #define OPSET_MAX     18
 #define MAX_VALUES    (1 << 24)
 #define MAX_NODE_ARGS 1024
+#define MAX_SPAN      ((int64_t)1 << 40) /* the product of an input's nonzero dims */
 
 /* AttributeProto.type codes */
 enum { A_FLOAT = 1, A_INT, A_STRING, A_TENSOR, A_GRAPH, A_FLOATS, A_INTS, A_STRINGS, A_TENSORS };
@@ -414,7 +415,7 @@ musa_tensor *onnx_attr_tensor(onnx_build *b, const onnx_node *n, const char *nam
     char what[160];
     snprintf(what, sizeof what, "node '%.80s' attribute '%.40s'", onnx_node_name(n), name);
     musa_tensor *t = make_tensor(b->o, a->t, what);
-    if (!t) b->formatted = true;
+    if (!t && musa_last_error_code() == MUSA_ERR_IO) b->formatted = true; /* bad() named it */
     return t;
 }
 
@@ -943,7 +944,7 @@ int onnx_ints(onnx_build *b, const onnx_node *n, int i, musa_tensor *t, int64_t 
 static int build_node(onnx_build *b, const onnx_node *n, musa_tensor **vals, bool *known) {
     /* inputs past the node's count read as absent (NULL) up to 16, so a
      * handler asking for input i of a node that has fewer gets NULL */
-    musa_tensor *in_buf[16] = {NULL}, *out_buf[16];
+    musa_tensor *in_buf[16] = {NULL}, *out_buf[16] = {NULL};
     bool kn_buf[16] = {false};
     musa_tensor **in = n->n_in <= 16 ? in_buf : calloc((size_t)n->n_in, sizeof *in);
     musa_tensor **out = n->n_out <= 16 ? out_buf : calloc((size_t)n->n_out, sizeof *out);
@@ -956,6 +957,18 @@ static int build_node(onnx_build *b, const onnx_node *n, musa_tensor **vals, boo
         all &= kn[i];
     }
     for (int j = 0; !rc && j < n->n_out; j++) out[j] = NULL;
+    for (int i = 0; !rc && i < n->n_in; i++) { /* dims a handler may multiply freely */
+        int64_t span = 1;
+        for (int d = 0; in[i] && d < in[i]->ndim; d++)
+            if (in[i]->shape[d] > 1 && !musa_mul_i64(span, in[i]->shape[d], &span))
+                span = INT64_MAX;
+        b->node = n, b->formatted = false;
+        if (span > MAX_SPAN) /* only an empty tensor can be that large */
+            rc = onnx_fail(b, n, MUSA_ERR_VALUE,
+                           "input %d has dims whose product passes 2^40 (an empty tensor of "
+                           "absurd dims); the importer refuses them",
+                           i);
+    }
     if (!rc) {
         all |= n->op->meta;
         b->node = n, b->in_known = kn, b->formatted = false;

@@ -399,7 +399,7 @@ static int op_Gemm(ARGS) {
     return put(out, y);
 }
 
-#define GEOM_MAX ((int64_t)1 << 24) /* the largest kernel, stride, dilation or pad read */
+#define GEOM_MAX ((int64_t)1 << 16) /* the largest kernel, stride, dilation or pad read */
 
 /* The spatial pads (begins, then ends) of a convolution or pool over x's
  * last nd dims: from pads, or by auto_pad (SAME_*: output = ceil(in / stride)). */
@@ -414,7 +414,7 @@ static int spatial_pads(onnx_build *b, const onnx_node *n, const musa_tensor *x,
                         2 * nd);
         for (int i = 0; i < 2 * nd; i++)
             if (pads[i] < 0 || pads[i] > GEOM_MAX)
-                return FAIL(MUSA_ERR_VALUE, "pads must be in [0, 2^24]");
+                return FAIL(MUSA_ERR_VALUE, "pads must be in [0, 2^16]");
         return MUSA_OK;
     }
     if (!strcmp(auto_pad, "VALID")) return MUSA_OK;
@@ -473,7 +473,7 @@ static int read_geom(onnx_build *b, const onnx_node *n, const musa_tensor *x, co
         if (!ndl) dl[i] = 1;
         if (k[i] < 1 || st[i] < 1 || dl[i] < 1 || k[i] > GEOM_MAX || st[i] > GEOM_MAX ||
             dl[i] > GEOM_MAX)
-            return FAIL(MUSA_ERR_VALUE, "kernel_shape, strides and dilations must be in [1, 2^24]");
+            return FAIL(MUSA_ERR_VALUE, "kernel_shape, strides and dilations must be in [1, 2^16]");
     }
     int rc = spatial_pads(b, n, x, nd, k, st, dl, pads);
     if (rc) return rc;
@@ -762,10 +762,18 @@ static int pool(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor
     bool want_idx = max && n->n_out > 1 && n->out[1] >= 0;
     if (want_idx && (g.nd != 2 || g.pads[0] || g.pads[1] || g.pads[2] || g.pads[3]))
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "the Indices output of a padded or 1-d MaxPool");
+    /* uneven pads: padded explicitly, the end also over ceil_mode's overhang
+     * (pool_len: no window starts in the end padding), then pooled without */
+    int64_t full[4] = {g.pads[0], g.pads[1], g.pads[2], g.pads[3]};
+    for (int i = 0; !sym && i < 2; i++)
+        if (pool_len(x2->shape[2 + i], g.k[i], g.st[i], g.dl[i], g.pads[i], g.pads[2 + i],
+                     ceil_mode, &full[2 + i]) < 1)
+            return FAIL(MUSA_ERR_VALUE, "the window is larger than the padded input");
+    bool ceil2 = sym && ceil_mode;
     if (max) {
-        if (!sym && !(x2 = pad_spatial(b, x2, 2, g.pads, -INFINITY))) return ERR;
+        if (!sym && !(x2 = pad_spatial(b, x2, 2, full, -INFINITY))) return ERR;
         musa_tensor *v = NULL, *idx = NULL;
-        if ((rc = musa_max_pool2d(x2, g.k, g.st, pad, g.dl, ceil_mode, &v, want_idx ? &idx : NULL)))
+        if ((rc = musa_max_pool2d(x2, g.k, g.st, pad, g.dl, ceil2, &v, want_idx ? &idx : NULL)))
             return rc;
         y = T(v);
         if (want_idx) { /* ONNX's: flat over the whole tensor, row- or column-major planes */
@@ -789,14 +797,17 @@ static int pool(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor
         bool include = onnx_attr_int(n, "count_include_pad", 0);
         if (sym) {
             y = T(musa_avg_pool2d(x2, g.k, g.st, pad, ceil_mode, include));
-        } else { /* explicit zeros; without count_include_pad, divide by the real count */
-            LET(xp, pad_spatial(b, x2, 2, g.pads, 0.0));
-            y = T(musa_avg_pool2d(xp, g.k, g.st, pad, ceil_mode, true));
-            if (y && !include) {
-                LET(ones, pad_spatial(b, T(musa_ones_like(x2)), 2, g.pads, 0.0));
-                LET(cnt, musa_avg_pool2d(ones, g.k, g.st, pad, ceil_mode, true));
-                y = T(musa_div(y, cnt));
-            }
+        } else { /* window means over zeros, over the means of a mask of the cells that count */
+            int64_t inner[4], outer[4];
+            for (int i = 0; i < 4; i++)
+                inner[i] = include ? g.pads[i] : 0, outer[i] = full[i] - inner[i];
+            LET(xp, pad_spatial(b, x2, 2, full, 0.0));
+            musa_tensor *ones = T(musa_ones_like(x2)),
+                        *m = ones ? pad_spatial(b, ones, 2, inner, 1.0) : NULL;
+            musa_tensor *mask = m ? pad_spatial(b, m, 2, outer, 0.0) : NULL;
+            musa_tensor *sums = T(musa_avg_pool2d(xp, g.k, g.st, pad, false, true));
+            musa_tensor *cnt = mask ? T(musa_avg_pool2d(mask, g.k, g.st, pad, false, true)) : NULL;
+            y = sums && cnt ? T(musa_div(sums, cnt)) : NULL;
         }
     }
     if (y && !musa_is_float(dt)) y = T(musa_cast(y, dt));
@@ -920,11 +931,21 @@ static int op_Dropout(ARGS) {
 static int op_Hardmax(ARGS) { /* 1 at the first maximum along axis */
     UNUSED_ARGS;
     musa_tensor *x = in[0];
+    bool old = onnx_opset(b) < 13; /* before 13: over the 2-d view [:axis] x [axis:] */
     int64_t ax = 0;
-    int rc = axis_of(b, n, onnx_attr_int(n, "axis", -1), x->ndim, &ax);
+    int rc = axis_of(b, n, onnx_attr_int(n, "axis", old ? 1 : -1), x->ndim, &ax);
     if (rc) return rc;
-    LET(i, musa_argmax(x, ax, true));
-    return put(out, T(musa_scatter(T(musa_zeros_like(x)), ax, i, T(musa_ones_like(i)))));
+    musa_tensor *v = x;
+    if (old && x->ndim) {
+        int64_t lead = 1, shape2[2];
+        for (int d = 0; d < ax; d++) lead *= x->shape[d]; /* dims were bounded by build_node */
+        shape2[0] = lead, shape2[1] = lead ? musa_tensor_numel(x) / lead : 0;
+        if (!(v = T(musa_reshape(x, 2, shape2)))) return ERR;
+        ax = 1;
+    }
+    LET(i, musa_argmax(v, ax, true));
+    LET(y, musa_scatter(T(musa_zeros_like(v)), ax, i, T(musa_ones_like(i))));
+    return put(out, v == x ? y : T(musa_reshape(y, x->ndim, x->shape)));
 }
 
 static int op_MeanVarianceNormalization(ARGS) {
@@ -995,7 +1016,7 @@ static int op_OneHot(ARGS) {
     int cnt, rc = onnx_doubles(b, n, 1, in[1], &depth, 1, &cnt);
     if (rc) return rc;
     if (!(depth >= 1) || depth > (double)(1 << 24))
-        return FAIL(MUSA_ERR_VALUE, "depth %g must be in [1, 2^24]", depth);
+        return FAIL(MUSA_ERR_VALUE, "depth %g must be in [1, 2^16]", depth);
     if (musa_tensor_numel(values) != 2) return FAIL(MUSA_ERR_VALUE, "values must hold (off, on)");
     if (x->ndim + 1 > MUSA_MAX_DIMS) return FAIL(MUSA_ERR_VALUE, "too many dims");
     int64_t d = (int64_t)depth, ax = 0;
@@ -1019,9 +1040,11 @@ static int depth_space(onnx_build *b, const onnx_node *n, musa_tensor **in, musa
                        bool to_depth) {
     musa_tensor *x = in[0];
     int64_t bs = onnx_attr_int(n, "blocksize", 0);
-    if (x->ndim != 4 || bs < 1)
-        return FAIL(MUSA_ERR_VALUE, "a 4-d input and blocksize >= 1 are needed");
-    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    if (x->ndim != 4 || bs < 1 || bs > GEOM_MAX)
+        return FAIL(MUSA_ERR_VALUE, "a 4-d input and a blocksize in [1, 2^16] are needed");
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3], big;
+    if (!musa_mul_i64(C, bs * bs, &big) || !musa_mul_i64(H, bs, &big) || !musa_mul_i64(W, bs, &big))
+        return FAIL(MUSA_ERR_VALUE, "blocksize %lld overflows the dims", (long long)bs);
     if (to_depth) {
         if (H % bs || W % bs) return FAIL(MUSA_ERR_VALUE, "H and W must divide by blocksize");
         int64_t s6[6] = {N, C, H / bs, bs, W / bs, bs}, p[6] = {0, 3, 5, 1, 2, 4};
@@ -1050,7 +1073,7 @@ static int op_SpaceToDepth(ARGS) {
 /* Labels are bytes: letters as themselves, the ellipsis's dims as 1..8 (right-aligned). */
 typedef struct ein_term {
     int n;
-    unsigned char lab[MUSA_MAX_DIMS];
+    unsigned char lab[2 * MUSA_MAX_DIMS]; /* a pair's result may name 16 before the check */
 } ein_term;
 
 /* Parse term `s` (len chars) for an operand of ndim dims (-1: the output, with
@@ -1416,7 +1439,7 @@ static int op_Slice(ARGS) {
             continue;
         }
         /* negative step: clamp as ONNX does, then slice the flipped dim */
-        s = s < 0 ? (s < -size ? -1 : s + size) : (s > size - 1 ? size - 1 : s);
+        s = s < 0 ? (s < -size ? 0 : s + size) : (s > size - 1 ? size - 1 : s); /* [0, size-1] */
         e = e < 0 ? (e < -size ? -1 : e + size) : (e > size - 1 ? size - 1 : e);
         int64_t len = s > e ? s - e : 0;
         LET(f, musa_flip(x, 1, &a));
@@ -1574,10 +1597,14 @@ static int op_Pad(ARGS) {
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "mode '%.20s' (constant, reflect and edge are read)",
                     mode);
     for (int d = 0; d < nd; d++) { /* rows picked by index: reflected or repeated edges */
-        int64_t lo = full[d], hi = full[nd + d], size = x->shape[d], len = size + lo + hi;
+        int64_t lo = full[d], hi = full[nd + d], size = x->shape[d], len;
         if (!lo && !hi) continue;
         if (lo < 0 || hi < 0)
             return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "negative pads with mode %s", mode);
+        if (!musa_add_i64(size, lo, &len) || !musa_add_i64(len, hi, &len) ||
+            len > ((int64_t)1 << 40))
+            return FAIL(MUSA_ERR_VALUE, "pads %lld, %lld make a dim of more than 2^40",
+                        (long long)lo, (long long)hi);
         if (!size || (reflect && (lo >= size || hi >= size)))
             return FAIL(MUSA_ERR_VALUE, "pads %lld, %lld on a dim of size %lld with mode %s",
                         (long long)lo, (long long)hi, (long long)size, mode);
@@ -1701,7 +1728,8 @@ static int op_TopK(ARGS) {
     if (rc || (rc = axis_of(b, n, onnx_attr_int(n, "axis", -1), in[0]->ndim, &ax))) return rc;
     musa_tensor *v = NULL, *i = NULL;
     if ((rc = musa_topk(in[0], k, ax, onnx_attr_int(n, "largest", 1), &v, &i))) return rc;
-    (void)T(v), (void)T(i);
+    v = T(v), i = T(i);
+    if (!v || !i) return ERR;
     if ((rc = put(out, v))) return rc;
     return n_out > 1 ? put(out + 1, i) : MUSA_OK;
 }
@@ -1713,8 +1741,10 @@ static int op_Resize(ARGS) {
     musa_tensor *x = in[0];
     int nd = x->ndim, rc, cnt = 0;
     const char *mode = onnx_attr_str(n, "mode", "nearest");
-    const char *ctm = onnx_attr_str(n, "coordinate_transformation_mode", "half_pixel");
-    const char *nearest = onnx_attr_str(n, "nearest_mode", "round_prefer_floor");
+    bool v10 = onnx_opset(b) < 11; /* Resize-10 is Upsample's: asymmetric, nearest by floor */
+    const char *ctm =
+        onnx_attr_str(n, "coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel");
+    const char *nearest = onnx_attr_str(n, "nearest_mode", v10 ? "floor" : "round_prefer_floor");
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
         return FAIL(MUSA_ERR_VALUE, "mode '%.20s' is not nearest, linear or cubic", mode);
     if (onnx_attr_int(n, "antialias", 0) || !strcmp(ctm, "tf_crop_and_resize"))

@@ -445,3 +445,46 @@ def test_pytorch_3d_and_transposed_layers():
         got = musa.onnx.load_model(f.getvalue())(musa.tensor(x.numpy())).numpy()
         np.testing.assert_allclose(got, m(x).detach().numpy(), rtol=1e-5, atol=1e-5,
                                    err_msg=type(m).__name__)
+
+
+def test_review_findings_stay_fixed():
+    """Cases a review of the C importer found: an Einsum whose pair names 16
+    labels (it overran a stack array; now a clean error), edge Pad and DepthToSpace with huge attributes, an empty tensor
+    of absurd dims, Slice's negative-step start clamp, Hardmax before opset
+    13 (over the 2-d view)."""
+    from onnx import helper, TensorProto
+
+    def run(nodes, inputs, inits=(), opset=17):
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                                           for n, s, _ in inputs],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=list(inits))
+        m = musa.onnx.load_model(helper.make_model(g, opset_imports=[helper.make_opsetid("",
+                                                                                       opset)]))
+        return m(*[musa.tensor(v) for _, _, v in inputs])
+    one8 = np.ones([1] * 8, np.float32)
+    with pytest.raises(ValueError, match=r"node 'y' \(Einsum\): more than 8 labels"):
+        run([helper.make_node("Einsum", ["a", "b", "c"], ["y"],
+                              equation="abcdefgh,ijklmnop,ijklmnop->abcdefgh")],
+            [("a", [1] * 8, one8), ("b", [1] * 8, one8), ("c", [1] * 8, one8)])
+    pads = helper.make_tensor("p", TensorProto.INT64, [2], [1 << 61, 0])
+    with pytest.raises(ValueError, match=r"node 'y' \(Pad\): pads .* more than 2\^40"):
+        run([helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")],
+            [("x", [3], np.ones(3, np.float32))], [pads])
+    with pytest.raises(ValueError, match=r"blocksize in \[1, 2\^16\]"):
+        run([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=1 << 40)],
+            [("x", [1, 4, 2, 2], np.ones((1, 4, 2, 2), np.float32))])
+    shape = helper.make_tensor("s", TensorProto.INT64, [3], [0, 1 << 40, 1 << 40])
+    with pytest.raises(ValueError, match=r"node 'y' \(Flatten\): input 0 has dims whose product"):
+        run([helper.make_node("ConstantOfShape", ["s"], ["z"]),
+             helper.make_node("Flatten", ["z"], ["y"], axis=2)], [], [shape])
+    x = np.arange(3, dtype=np.float32)
+    sl = [helper.make_tensor(n, TensorProto.INT64, [1], [v])
+          for n, v in (("st", -5), ("en", -10), ("ax", 0), ("sp", -1))]
+    y = run([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [("x", [3], x)], sl)
+    np.testing.assert_array_equal(y.numpy(), [0.0])  # start clamped to 0 (ONNX), end to -1
+    x = np.array([[[1, 5], [7, 2]], [[3, 3], [0, 1]]], np.float32)
+    y = run([helper.make_node("Hardmax", ["x"], ["y"])], [("x", [2, 2, 2], x)], opset=11)
+    want = np.zeros(8, np.float32)
+    want[[2, 4]] = 1  # axis 1: the first maximum of each row of the (2, 4) view
+    np.testing.assert_array_equal(y.numpy().reshape(-1), want)
