@@ -1,7 +1,7 @@
 /*
- * onnx.h - ONNX models in C: what onnx.c (reading, validating, building a
- * musa graph per input signature) and onnx_ops.c (each ONNX op as musa op
- * calls) share. docs/onnx.md describes the importer; model.c runs the
+ * onnx.h - ONNX models in C: what onnx.c (reading, validating),
+ * onnx_build.c (a musa graph per input signature) and onnx_ops_*.c (each
+ * ONNX op as musa op calls) share. docs/onnx.md describes the importer; model.c runs the
  * graphs it builds as it runs a .musa model's.
  *
  * The importer trusts nothing. Loading parses the protobuf (a schema of
@@ -48,8 +48,9 @@ struct onnx_node {
     int32_t *in, *out;
 };
 
-extern const onnx_op musa_onnx_ops[];
-extern const int musa_onnx_num_ops;
+/* The op table, in four files of ops (onnx_ops.h): every op's row once. */
+extern const onnx_op onnx_ops_math[], onnx_ops_conv[], onnx_ops_nn[], onnx_ops_shape[];
+extern const int onnx_ops_math_n, onnx_ops_conv_n, onnx_ops_nn_n, onnx_ops_shape_n;
 
 /* Attribute values of node n (the types were checked at load). Each
  * returns `def` (or leaves *out as is and returns 0) when absent. */

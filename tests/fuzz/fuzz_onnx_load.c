@@ -1,6 +1,6 @@
 /*
  * fuzz_onnx_load.c - a libFuzzer harness over the C importer of ONNX files
- * (src/io/onnx.c, onnx_ops.c): musa_model_load_memory on the bytes as a
+ * (src/io/onnx*.c): musa_model_load_memory on the bytes as a
  * serialized ModelProto, then, when the model loads, runs on inputs of
  * zeros and of small integers (free dims at 1, then 2), as musa-run would.
  *
