@@ -41,7 +41,7 @@ static int spatial_pads(onnx_build *b, const onnx_node *n, const musa_tensor *x,
 
 /* x padded by ONNX-order pads (begins, then ends) on its last nd dims */
 musa_tensor *onnx_pad_spatial(onnx_build *b, musa_tensor *x, int nd, const int64_t *pads,
-                                double value) {
+                              double value) {
     int64_t tp[2 * MUSA_MAX_DIMS];
     for (int i = 0; i < nd; i++) { /* musa_pad lists the last dim first */
         tp[2 * i] = pads[nd - 1 - i];

@@ -30,7 +30,6 @@ static int op_Gemm(ARGS) {
     return put(out, y);
 }
 
-
 static int op_BatchNormalization(ARGS) {
     UNUSED_ARGS;
     if (onnx_attr_int(n, "training_mode", 0))
