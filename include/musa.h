@@ -1262,6 +1262,12 @@ typedef struct musa_pass_ctx {
      * intermediate bytes is over the budget and a recomputation lowers it.
      * Results stay bitwise the same. musa.Config(memory_budget=) sets it. */
     int64_t remat_budget;
+    /* Keep the activations of convolution chains channels-last (NHWC) in the
+     * plan (pass "channels_last", after remat): no layout reorders around
+     * oneDNN's convolutions. Results change in rounding (other kernels and
+     * sum orders), so it is off by default. musa.Config(channels_last=True)
+     * sets it. */
+    bool channels_last;
 } musa_pass_ctx;
 /* The name of pass i in pipeline order, or NULL past the last one. */
 MUSA_API const char *musa_graph_pass_name(int i);
@@ -1567,7 +1573,8 @@ typedef struct musa_model_save_options {
     const char *disabled; /* comma-separated pass names, or NULL */
     bool memory_arena;    /* the plan's options (musa_plan_options) */
     int num_threads;
-    int n_slopes; /* a dynamic graph's size-following attributes */
+    bool channels_last; /* musa_pass_ctx's: the loader plans convolutions NHWC */
+    int n_slopes;       /* a dynamic graph's size-following attributes */
     const musa_attr_slope *slopes;
     const char *extra_key;  /* one more header member (NULL: none), e.g. "python" */
     const char *extra_json; /* its JSON text */

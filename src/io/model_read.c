@@ -467,8 +467,9 @@ static int read_config(musa_model *m, const musa_file *f) {
     if (!c || c->type != MUSA_JSON_OBJECT)
         return musa_file_bad(f, LOAD, c ? c : musa_file_json(f), "config must be an object");
     int64_t fl, nt;
-    static const char *const c_keys[] = {"fusion_level", "num_threads", "memory_arena", "disabled"};
-    int rc = musa_file_check_keys(f, LOAD, c, "config", c_keys, 4);
+    static const char *const c_keys[] = {"fusion_level", "num_threads", "memory_arena", "disabled",
+                                         "channels_last"};
+    int rc = musa_file_check_keys(f, LOAD, c, "config", c_keys, 5);
     if (rc) return rc;
     if ((rc = musa_file_int(f, LOAD, musa_json_get(c, "fusion_level"), "config.fusion_level", 0, 2,
                             &fl)) ||
@@ -484,8 +485,12 @@ static int read_config(musa_model *m, const musa_file *f) {
         return musa_file_bad(f, LOAD, dis ? dis : c,
                              "config.disabled must be a string of pass names");
     snprintf(m->disabled, sizeof m->disabled, "%s", dis->str);
-    m->ctx =
-        (musa_pass_ctx){.fusion_level = (int)fl, .disabled = m->disabled[0] ? m->disabled : NULL};
+    const musa_json *cl = musa_json_get(c, "channels_last"); /* optional */
+    if (cl && cl->type != MUSA_JSON_BOOL)
+        return musa_file_bad(f, LOAD, cl, "config.channels_last must be a boolean");
+    m->ctx = (musa_pass_ctx){.fusion_level = (int)fl,
+                             .disabled = m->disabled[0] ? m->disabled : NULL,
+                             .channels_last = cl && cl->boolean};
     m->popt = (musa_plan_options){.num_threads = (int)nt, .memory_arena = ar->boolean};
     return MUSA_OK;
 }

@@ -189,6 +189,7 @@ static int graph_members(const musa_graph *g, const musa_model_save_options *o, 
         &c, "{\"fusion_level\": %d, \"memory_arena\": %s, \"num_threads\": %d, \"disabled\": ",
         o->fusion_level, o->memory_arena ? "true" : "false", o->num_threads);
     musa_sb_json_str(&c, o->disabled ? o->disabled : "");
+    if (o->channels_last) musa_sb_printf(&c, ", \"channels_last\": true");
     musa_sb_printf(&c, "}");
 
     musa_sb_printf(&dy, "[");

@@ -262,6 +262,39 @@ void musa_graph_compact(musa_graph *g) {
     g->nodes.len = w;
 }
 
+int musa_graph_place(musa_graph *g, int64_t nn0, const int32_t *pos) {
+    int64_t nn = g->nodes.len, extra = nn - nn0;
+    if (extra <= 0) return MUSA_OK;
+    /* counting sort of the new nodes by position, stable */
+    int64_t *start = musa_calloc((size_t)(nn0 + 2), sizeof(int64_t), "jit");
+    int32_t *placed = musa_malloc(sizeof(int32_t) * (size_t)extra, "jit"); /* by position */
+    musa_gnode *nodes = musa_malloc(sizeof(musa_gnode) * (size_t)nn, "jit");
+    if (!start || !placed || !nodes) {
+        free(start), free(placed), free(nodes);
+        return MUSA_ERR_NOMEM;
+    }
+    for (int64_t c = nn0; c < nn; c++) start[pos[c] + 1]++;
+    for (int64_t i = 0; i <= nn0; i++) start[i + 1] += start[i];
+    for (int64_t c = nn0; c < nn; c++) placed[start[pos[c]]++] = (int32_t)c;
+    int64_t w = 0, k = 0;
+    for (int64_t i = 0; i <= nn0; i++) {
+        int64_t end = start[i]; /* after the scatter: the end of position i's group */
+        while (k < end) nodes[w++] = g->nodes.data[placed[k++]];
+        if (i < nn0) nodes[w++] = g->nodes.data[i];
+    }
+    memcpy(g->nodes.data, nodes, sizeof(musa_gnode) * (size_t)nn);
+    for (int64_t n = 0; n < nn; n++)
+        for (int q = 0; q < g->nodes.data[n].n_out; q++)
+            g->values.data[g->nodes.data[n].out[q]].producer = (int32_t)n;
+    for (int64_t b = 0; b < g->breaks.len; b++) { /* a break stays before the same node */
+        int32_t at = g->breaks.data[b].at_node;
+        if (at >= 0 && at <= nn0)
+            g->breaks.data[b].at_node = (int32_t)(at + (at ? start[at - 1] : 0));
+    }
+    free(start), free(placed), free(nodes);
+    return MUSA_OK;
+}
+
 /* ---- split along dim 0 ---- */
 
 bool musa_graph_row_reduction(const musa_graph *g, const musa_gnode *n) {

@@ -196,6 +196,11 @@ void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to);
 void musa_graph_analyse(musa_graph *g);
 /* Drop dead nodes (and renumber nothing else: value ids stay). */
 void musa_graph_compact(musa_graph *g);
+/* Move the nodes appended since nn0 into place: node k >= nn0 goes right
+ * before original node pos[k] (pos[k] == nn0: at the end), new nodes with
+ * one position in the order they were added. Producers follow; a break
+ * stays before the node it was before. */
+int musa_graph_place(musa_graph *g, int64_t nn0, const int32_t *pos);
 /* Check structure, order, and every node against its op's inference
  * (verify.c). */
 int musa_graph_verify(const musa_graph *g);
@@ -228,6 +233,7 @@ int musa_pass_fold(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_dce(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_channels_last(musa_graph *g, musa_pass_ctx *ctx);
 
 /* The pipeline table (NULL-terminated) and a runner. */
 extern const musa_pass musa_pass_table[];

@@ -112,6 +112,23 @@ static int conv_check(const musa_op_info *op, const musa_attrs_conv *a, const in
     return MUSA_OK;
 }
 
+/* With channels_last, the activations (x, y and their gradients) are NHWC
+ * tensors: (N, H, W, C). The checks work on NCHW: xs as NCHW into buf. */
+static const int64_t *nchw_of(const musa_attrs_conv *a, const int64_t *xs, int64_t *buf) {
+    if (!a->channels_last) return xs;
+    buf[0] = xs[0], buf[1] = xs[3], buf[2] = xs[1], buf[3] = xs[2];
+    return buf;
+}
+
+/* An NCHW activation shape in the op's layout, in place. */
+static int64_t *layout_of(const musa_attrs_conv *a, int64_t *s) {
+    if (a->channels_last) {
+        int64_t c = s[1];
+        s[1] = s[2], s[2] = s[3], s[3] = c;
+    }
+    return s;
+}
+
 static int need_ndim(const musa_op_info *op, const char *what, const musa_tensor *t, int ndim) {
     if (t->ndim != ndim)
         return musa_err(MUSA_ERR_VALUE, "[%s] %s must have %d dims, got %d", op->name, what, ndim,
@@ -132,10 +149,10 @@ int infer_conv2d(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     if (n_in == 3 && (in[2]->ndim != 1 || in[2]->shape[0] != in[1]->shape[0]))
         return musa_err(MUSA_ERR_VALUE, "[%s] bias must have shape (%lld,)", op->name,
                         (long long)in[1]->shape[0]);
-    int64_t out[4];
-    if ((rc = conv_check(op, a, in[0]->shape, in[1]->shape, out))) return rc;
+    int64_t out[4], xs[4];
+    if ((rc = conv_check(op, a, nchw_of(a, in[0]->shape, xs), in[1]->shape, out))) return rc;
     musa_dtype t = gemm_inputs(in, (int[]){0, 1, 2}, n_in, r);
-    musa_infer_out(r, 0, t, 4, out);
+    musa_infer_out(r, 0, t, 4, layout_of(a, out));
     return MUSA_OK;
 }
 
@@ -149,8 +166,9 @@ int infer_conv2d_bwd_input(const musa_op_info *op, musa_tensor *const *in, int n
         return rc;
     if (a->shape.n != 4)
         return musa_err(MUSA_ERR_VALUE, "[%s] shape must give the input's 4 dims", op->name);
-    int64_t out[4];
-    if ((rc = conv_check(op, a, a->shape.v, in[1]->shape, out))) return rc;
+    int64_t out[4], xs[4];
+    if ((rc = conv_check(op, a, nchw_of(a, a->shape.v, xs), in[1]->shape, out))) return rc;
+    layout_of(a, out);
     for (int i = 0; i < 4; i++)
         if (out[i] != in[0]->shape[i]) {
             char s1[128], s2[128];
@@ -172,8 +190,9 @@ int infer_conv2d_bwd_weight(const musa_op_info *op, musa_tensor *const *in, int 
         return rc;
     if (a->shape.n != 4)
         return musa_err(MUSA_ERR_VALUE, "[%s] shape must give the weight's 4 dims", op->name);
-    int64_t out[4];
-    if ((rc = conv_check(op, a, in[0]->shape, a->shape.v, out))) return rc;
+    int64_t out[4], xs[4];
+    if ((rc = conv_check(op, a, nchw_of(a, in[0]->shape, xs), a->shape.v, out))) return rc;
+    layout_of(a, out);
     for (int i = 0; i < 4; i++)
         if (out[i] != in[1]->shape[i])
             return musa_err(MUSA_ERR_VALUE, "[%s] gradient does not match the convolution's output",

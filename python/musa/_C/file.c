@@ -120,7 +120,7 @@ static PyObject *model_wrap(musa_model *m) {
 }
 
 /* _model_save(graph, path, options, slopes, python_json): options a dict
- * (fusion_level, disabled, memory_arena, num_threads), slopes a list of
+ * (fusion_level, disabled, memory_arena, num_threads, channels_last), slopes a list of
  * (node, field, values, slope). */
 DEF(_model_save, PM_FN, "graph:O path:O options:O slopes:O python:O") {
     musa_graph *g = pm_graph(a[0].o, who);
@@ -132,6 +132,8 @@ DEF(_model_save, PM_FN, "graph:O path:O options:O slopes:O python:O") {
     if ((v = PyDict_GetItemString(opts, "fusion_level"))) o.fusion_level = (int)PyLong_AsLong(v);
     if ((v = PyDict_GetItemString(opts, "num_threads"))) o.num_threads = (int)PyLong_AsLong(v);
     if ((v = PyDict_GetItemString(opts, "memory_arena"))) o.memory_arena = PyObject_IsTrue(v) == 1;
+    if ((v = PyDict_GetItemString(opts, "channels_last")))
+        o.channels_last = PyObject_IsTrue(v) == 1;
     if ((v = PyDict_GetItemString(opts, "disabled")) && v != Py_None &&
         !(o.disabled = PyUnicode_AsUTF8(v)))
         return NULL;

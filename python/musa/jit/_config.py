@@ -33,6 +33,12 @@ class Config:
         activation checkpointing; results stay bitwise the same) and raises
         MemoryError, naming the smallest peak it reached and what makes it
         up, when even that does not fit.
+    channels_last: keep the activations of convolution chains channels-last
+        (NHWC) inside the plan, so oneDNN's convolutions run without layout
+        reorders around them (docs/jit.md, "Channels-last"). Off by
+        default: results then differ from eager in rounding (other
+        convolution kernels, other orders of the batch norm sums), where
+        every other setting computes eager's bits.
     capture: how the first call of each signature is captured. "trace"
         runs the function eagerly while recording (its result is eager's);
         "symbolic" records on meta tensors, computing nothing, then runs the
@@ -46,7 +52,7 @@ class Config:
 
     def __init__(self, fusion_level=2, memory_arena=True, num_threads=None, dynamic=None,
                  disable_passes=(), max_variants=8, verify=False, poison=False, remat=True,
-                 capture="auto", memory_budget=None):
+                 capture="auto", memory_budget=None, channels_last=False):
         if fusion_level not in (0, 1, 2):
             raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {fusion_level!r}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -65,6 +71,7 @@ class Config:
         self.poison = bool(poison)
         self.remat = bool(remat)
         self.capture = capture
+        self.channels_last = bool(channels_last)
         self.memory_budget = None
         if memory_budget is not None:
             self.set_memory_budget(memory_budget)
@@ -118,4 +125,4 @@ class Config:
         return (f"musa.Config(fusion_level={self.fusion_level}, memory_arena={self.memory_arena}, "
                 f"num_threads={self.num_threads}, dynamic={self.dynamic}, "
                 f"disable_passes={self.disable_passes}, max_variants={self.max_variants}, "
-                f"capture={self.capture!r})")
+                f"capture={self.capture!r}, channels_last={self.channels_last})")

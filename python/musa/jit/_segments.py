@@ -69,7 +69,7 @@ class Segment:
             self.raw_text = graph.text()
             graph.optimize(fusion_level=cfg.fusion_level,
                            disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify,
-                           remat_budget=target)
+                           remat_budget=target, channels_last=cfg.channels_last)
             self.plan = graph.compile(num_threads=cfg.num_threads or 0,
                                       memory_arena=cfg.memory_arena, poison=cfg.poison)
             self.graph, self.outs, self.carried = graph, list(outs), carried

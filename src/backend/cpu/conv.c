@@ -25,13 +25,15 @@ typedef struct {
     int64_t sh, sw, ph, pw, dh, dw, groups;
     int64_t Cg, Cog, K, P; /* per group: channels in/out, K = Cg kh kw, P = Ho Wo */
     bool direct;           /* 1x1, stride 1, no padding: cols = input */
+    bool cl;               /* channels_last: x, y and their gradients are NHWC */
     int cdt;
     size_t es;
 } conv_geom;
 
 static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_attrs_conv *a,
                  int cdt) {
-    g->N = xs[0], g->C = xs[1], g->H = xs[2], g->W = xs[3];
+    g->cl = a->channels_last;
+    g->N = xs[0], g->C = xs[g->cl ? 3 : 1], g->H = xs[g->cl ? 1 : 2], g->W = xs[g->cl ? 2 : 3];
     g->Co = ws[0], g->kh = ws[2], g->kw = ws[3];
     g->sh = a->stride.v[0], g->sw = a->stride.v[1];
     g->ph = a->padding.v[0], g->pw = a->padding.v[1];
@@ -51,7 +53,7 @@ static size_t dnnl_ws_as(const conv_geom *g, int kind, bool bias, musa_conv_shap
     if ((!bf16 && g->cdt != MUSA_DTYPE_FLOAT32) || !g->N || !g->C || !g->Co || !g->P)
         return (size_t)-1;
     *s = (musa_conv_shape){g->N,  g->C,  g->H,  g->W,  g->Co, g->kh, g->kw,     g->Ho, g->Wo,
-                           g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->groups, bf16};
+                           g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->groups, bf16,  g->cl};
     return musa_dnnl_conv_workspace(kind, s, bias);
 }
 
@@ -59,12 +61,23 @@ static size_t dnnl_ws(const conv_geom *g, int kind, bool bias, musa_conv_shape *
     return dnnl_ws_as(g, kind, bias, s, false);
 }
 
-/* Run on oneDNN if dnnl_ws() said so; false means "use im2col". */
+/* Run on oneDNN if dnnl_ws() said so; false means "use im2col". im2col has
+ * no channels-last form: such a convolution fails cleanly instead (the
+ * layout pass only makes those oneDNN runs, so this takes a switch such as
+ * MUSA_CONV_IM2COL flipped after planning, or a hand-built call). */
 static bool try_dnnl(const conv_geom *g, int kind, const void *a, const void *b, const void *c,
                      void *out, char *ws, const musa_kctx *ctx, int *rc) {
     musa_conv_shape s;
     size_t need = dnnl_ws(g, kind, c != NULL, &s);
     size_t have = ctx->scratch_bytes - (size_t)(ws - (char *)ctx->scratch);
+    if ((need == (size_t)-1 || need > have) && g->cl) {
+        *rc = musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                       "[%s] channels_last runs only on oneDNN's primitives, and oneDNN has none "
+                       "for this convolution (%s, N %lld, C %lld, H %lld, W %lld, groups %lld)",
+                       ctx->op_name, musa_dtype_name((musa_dtype)g->cdt), (long long)g->N,
+                       (long long)g->C, (long long)g->H, (long long)g->W, (long long)g->groups);
+        return true;
+    }
     if (need == (size_t)-1 || need > have) return false;
     *rc = musa_dnnl_conv(kind, &s, a, b, c, out, ws, have);
     if (*rc) *rc = musa_err(*rc, "[%s] oneDNN convolution primitive failed", ctx->op_name);
@@ -471,4 +484,15 @@ int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa
                                int n_in, const void *attrs) {
     return lowp_run(MUSA_CONV_BWD_WEIGHTS, bwd_weight_f32, ws_bwd_weight_f32, ctx, out, in, n_in,
                     attrs);
+}
+
+bool musa_cpu_conv_channels_last_ok(int kind, const int64_t *xs, const int64_t *ws,
+                                    const void *attrs, int dtype, bool bias) {
+    musa_attrs_conv a = *(const musa_attrs_conv *)attrs;
+    a.channels_last = true;
+    conv_geom g;
+    geom(&g, xs, ws, &a, MUSA_DTYPE_FLOAT32);
+    musa_conv_shape s;
+    if (dtype != MUSA_DTYPE_FLOAT32 && dtype != MUSA_DTYPE_BFLOAT16) return false;
+    return dnnl_ws_as(&g, kind, bias, &s, dtype == MUSA_DTYPE_BFLOAT16) != (size_t)-1;
 }

@@ -19,14 +19,15 @@ enum { MUSA_CONV_FWD, MUSA_CONV_BWD_DATA, MUSA_CONV_BWD_WEIGHTS };
 typedef struct {
     int64_t N, C, H, W, Co, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw, groups;
     int64_t bf16; /* 1: bfloat16 buffers (float32 accumulation), 0: float32 */
+    int64_t nhwc; /* 1: x, y and their gradients are NHWC buffers (no reorders) */
 } musa_conv_shape;
 
 /* Workspace the oneDNN path needs for this convolution, or (size_t)-1 when
  * oneDNN cannot run it (then use im2col). */
 size_t musa_dnnl_conv_workspace(int kind, const musa_conv_shape *s, bool bias);
 
-/* Run it. Pointers are contiguous NCHW / OIHW float32 (bfloat16 with
- * s->bf16) buffers:
+/* Run it. Pointers are contiguous NCHW (NHWC with s->nhwc) / OIHW float32
+ * (bfloat16 with s->bf16) buffers:
  *   fwd:          a = x, b = w, c = bias or NULL, out = y
  *   bwd data:     a = gy, b = w, out = gx
  *   bwd weights:  a = x, b = gy, out = gw

@@ -51,6 +51,13 @@ MUSA_WS(ws_linalg_qr);
 MUSA_WS(ws_conv2d);
 MUSA_WS(ws_conv2d_bwd_input);
 MUSA_WS(ws_conv2d_bwd_weight);
+/* Whether a convolution of this kind (MUSA_CONV_FWD, _BWD_DATA, _BWD_WEIGHTS
+ * of conv_dnnl.h) runs channels-last on a oneDNN primitive: xs the NHWC
+ * activation (x, or the gradient of x for _BWD_DATA), ws the weight, attrs
+ * a musa_attrs_conv, dtype float32 or bfloat16 (conv.c; builds and caches
+ * the primitive). */
+bool musa_cpu_conv_channels_last_ok(int kind, const int64_t *xs, const int64_t *ws,
+                                    const void *attrs, int dtype, bool bias);
 MUSA_WS(ws_norm);
 MUSA_WS(ws_layer_norm_backward);
 MUSA_WS(ws_linear);

@@ -17,6 +17,7 @@
 #include <cblas.h>
 #include <dnnl.h>
 #include <omp.h>
+#include <stdatomic.h>
 
 #include "../../base/threadpool.h"
 #include "elem.h"
@@ -174,8 +175,12 @@ static void unpack(const void *src, int cdt, const mat2 *m, char *dst, int dt) {
     musa_cpu_copy(&d, &s);
 }
 
-static void set_omp_threads(void) {
-    int nt = musa_pool_intra_threads();
+static bool small_gemm(int64_t M, int64_t N, int64_t K) {
+    return (double)M * (double)N * (double)K < MUSA_SMALL_GEMM_MACS;
+}
+
+static void set_omp_threads(int64_t M, int64_t N, int64_t K) {
+    int nt = small_gemm(M, N, K) ? 1 : musa_pool_intra_threads();
     if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
 }
 
@@ -220,7 +225,7 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
                         "[matmul] internal: no GEMM layout for (%lld x %lld) @ (%lld x %lld)",
                         (long long)M, (long long)K, (long long)K, (long long)N);
     if (cdt == MUSA_DTYPE_FLOAT32) {
-        set_omp_threads();
+        set_omp_threads(M, N, K);
         dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, 1.0f, (const float *)pa, lda,
                                       (const float *)pb, ldb, 0.0f, (float *)pc, ldc);
         if (st != dnnl_success)
@@ -251,6 +256,63 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
     }
 MUSA_FOR_INTS(DEF_IMM)
 
+typedef struct {
+    const mm_plan *p;
+    const char *a, *b;
+    char *c;
+    size_t es;
+    int dt, cdt;
+    bool bf16;
+    const musa_gemm_shape *gs;
+    const musa_kctx *ctx;
+    int64_t wa, wb, wc;
+    _Atomic int rc; /* the first failure */
+} mm_job;
+
+/* Batch matrices [b0, b1) of a matmul. */
+static void mm_slices(void *arg, int64_t b0, int64_t b1) {
+    mm_job *j = arg;
+    const mm_plan *p = j->p;
+    for (int64_t bi = b0; bi < b1 && atomic_load(&j->rc) == MUSA_OK; bi++) {
+        int64_t oa = 0, ob = 0, oc = 0, rest = bi;
+        for (int i = p->nb - 1; i >= 0; i--) { /* bi's batch index, last dim fastest */
+            int64_t k = rest % p->bshape[i];
+            rest /= p->bshape[i];
+            oa += k * p->sa[i], ob += k * p->sb[i], oc += k * p->sc[i];
+        }
+        const char *pa = j->a + (size_t)oa * j->es, *pb = j->b + (size_t)ob * j->es;
+        char *pc = j->c + (size_t)oc * j->es;
+        int rc = MUSA_OK;
+        switch (j->dt) {
+        case MUSA_DTYPE_INT64:
+            imm_i64(&p->a, pa, &p->b, pb, &p->c, pc);
+            break;
+        case MUSA_DTYPE_INT32:
+            imm_i32(&p->a, pa, &p->b, pb, &p->c, pc);
+            break;
+        case MUSA_DTYPE_INT8:
+            imm_i8(&p->a, pa, &p->b, pb, &p->c, pc);
+            break;
+        case MUSA_DTYPE_UINT8:
+            imm_u8(&p->a, pa, &p->b, pb, &p->c, pc);
+            break;
+        default:
+            if (j->bf16) {
+                rc = musa_dnnl_gemm_bf16(j->gs, pa, pb, NULL, pc, j->ctx->scratch,
+                                         j->ctx->scratch_bytes);
+                if (rc) rc = musa_err(rc, "[matmul] oneDNN bfloat16 matmul primitive failed");
+            } else {
+                rc = gemm_float(j->cdt, &p->a, pa, &p->b, pb, &p->c, pc, j->ctx->scratch, j->wa,
+                                j->wb, j->wc, j->dt);
+            }
+        }
+        if (rc) {
+            int ok = MUSA_OK;
+            atomic_compare_exchange_strong(&j->rc, &ok, rc);
+        }
+    }
+}
+
 int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                const void *attrs) {
     MUSA_UNUSED(n_in);
@@ -274,45 +336,30 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
             return musa_err(MUSA_ERR_RUNTIME, "[matmul] internal: workspace of %zu bytes is short",
                             ctx->scratch_bytes);
     }
-    int64_t idx[MUSA_MAX_DIMS] = {0};
-    for (int64_t bi = 0; bi < p.batch; bi++) {
-        int64_t oa = 0, ob = 0, oc = 0;
-        for (int i = 0; i < p.nb; i++) {
-            oa += idx[i] * p.sa[i];
-            ob += idx[i] * p.sb[i];
-            oc += idx[i] * p.sc[i];
-        }
-        const char *pa = in[0].data + (size_t)oa * es, *pb = in[1].data + (size_t)ob * es;
-        char *pc = out[0].data + (size_t)oc * es;
-        int rc = MUSA_OK;
-        switch (dt) {
-        case MUSA_DTYPE_INT64:
-            imm_i64(&p.a, pa, &p.b, pb, &p.c, pc);
-            break;
-        case MUSA_DTYPE_INT32:
-            imm_i32(&p.a, pa, &p.b, pb, &p.c, pc);
-            break;
-        case MUSA_DTYPE_INT8:
-            imm_i8(&p.a, pa, &p.b, pb, &p.c, pc);
-            break;
-        case MUSA_DTYPE_UINT8:
-            imm_u8(&p.a, pa, &p.b, pb, &p.c, pc);
-            break;
-        default:
-            if (bf16) {
-                rc = musa_dnnl_gemm_bf16(&gs, pa, pb, NULL, pc, ctx->scratch, ctx->scratch_bytes);
-                if (rc) rc = musa_err(rc, "[matmul] oneDNN bfloat16 matmul primitive failed");
-            } else {
-                rc = gemm_float(cdt, &p.a, pa, &p.b, pb, &p.c, pc, ctx->scratch, wa, wb, wc, dt);
-            }
-        }
-        if (rc) return rc;
-        for (int i = p.nb - 1; i >= 0; i--) { /* next batch index */
-            if (++idx[i] < p.bshape[i]) break;
-            idx[i] = 0;
-        }
-    }
-    return MUSA_OK;
+    mm_job j = {.p = &p,
+                .a = in[0].data,
+                .b = in[1].data,
+                .c = out[0].data,
+                .es = es,
+                .dt = dt,
+                .cdt = cdt,
+                .bf16 = bf16,
+                .gs = &gs,
+                .ctx = ctx,
+                .wa = wa,
+                .wb = wb,
+                .wc = wc};
+    atomic_init(&j.rc, MUSA_OK);
+    /* a batch of small matrices (attention's heads) runs its matrices in
+     * parallel, one thread each, instead of each on every thread: only when
+     * nothing is packed in the workspace, which the matrices would share */
+    bool spread = p.batch > 1 && small_gemm(p.c.rows, p.c.cols, p.a.cols) &&
+                  (dt == MUSA_DTYPE_FLOAT32 || (bf16 && bws == 0)) && wa + wb + wc == 0;
+    if (spread)
+        musa_parallel_for(p.batch, 1, mm_slices, &j);
+    else
+        mm_slices(&j, 0, p.batch);
+    return atomic_load(&j.rc);
 }
 
 int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha,
@@ -333,7 +380,7 @@ int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, 
         return MUSA_OK;
     }
     if (dtype == MUSA_DTYPE_FLOAT32) {
-        set_omp_threads();
+        set_omp_threads(M, N, K);
         dnnl_status_t st =
             dnnl_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
         if (st != dnnl_success)

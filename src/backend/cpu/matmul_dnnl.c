@@ -92,7 +92,9 @@ int musa_dnnl_gemm_bf16(const musa_gemm_shape *s, const void *a, const void *b, 
                         void *c, void *scratch, size_t scratch_bytes) {
     entry *e = lookup(s);
     if (!e || scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
-    int nt = musa_pool_intra_threads();
+    int nt = (double)s->M * (double)s->N * (double)s->K < MUSA_SMALL_GEMM_MACS
+                 ? 1
+                 : musa_pool_intra_threads();
     if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
     dnnl_engine_t eng = musa_dnnl_engine();
     dnnl_stream_t stream;

@@ -45,8 +45,12 @@ typedef struct {
     double eps;
     const char *x, *gy, *w, *b, *mean, *invstd;
     char *y, *gx, *gw, *gb, *omean, *oinvstd;
-    double *part; /* layer norm backward: (chunks, 2, D) partial sums */
+    double *part; /* layer norm backward: (chunks, 2, D) partial sums; batch
+                   * norm over rows: (chunks, 2, C) */
     int64_t chunks;
+    int64_t rows; /* batch norm over rows: rows per chunk */
+    int pass;     /* batch norm over rows: 0 sums x, 1 sums (x - mean)^2 */
+    void *coef;   /* batch norm over rows: per-channel coefficients (4, C) */
 } norm_job;
 
 /* The three outputs of a norm kernel claimed (staged if need be) and the
@@ -168,6 +172,161 @@ DEF_BN(f32, float, float, float, LD_f32, ST_f32)
 DEF_BN(f64, double, double, double, LD_f64, ST_f64)
 DEF_BN(bf16, musa_bf16, float, float, LD_bf16, ST_bf16)
 
+/* ---- batch norm over rows: x is (M, C), channels innermost (S == 1) ----
+ *
+ * BatchNorm1d's input, and channels-last activations (the jit's layout pass
+ * views an NHWC tensor as (N H W, C) rows). The loops above would walk each
+ * channel down a column, a cache line per element; these run along rows,
+ * vectorised over channels. Rows are cut into chunks fixed by M alone (not
+ * by the thread count, so results do not depend on it); each chunk sums into
+ * its own float64 partials, which are added in chunk order. Same two-pass
+ * statistics and the same normalisation formula as above, so
+ * batch_norm_apply still reproduces the forward bit for bit. */
+#define BN_ROW_CHUNKS 64
+#define DEF_BN_ROWS(SUF, T, W, CT, LD, ST)                                                         \
+    /* partials of chunks [k0, k1): sum x (what 0), sum (x - mean)^2 (what 1) */                   \
+    static void bnr_sums_##SUF(void *arg, int64_t k0, int64_t k1) {                                \
+        const norm_job *j = arg;                                                                   \
+        const T *x = (const T *)j->x;                                                              \
+        int64_t C = j->C, M = j->outer;                                                            \
+        const double *mean = j->part + 2 * j->chunks * C; /* set before pass 1 */                  \
+        for (int64_t k = k0; k < k1; k++) {                                                        \
+            double *s = j->part + 2 * k * C, *ss = s + C;                                          \
+            int64_t r1 = (k + 1) * j->rows < M ? (k + 1) * j->rows : M;                            \
+            for (int64_t c = 0; c < 2 * C; c++) s[c] = 0;                                          \
+            for (int64_t r = k * j->rows; r < r1; r++) {                                           \
+                const T *p = x + r * C;                                                            \
+                if (!j->pass) {                                                                    \
+                    _Pragma("omp simd") for (int64_t c = 0; c < C; c++) s[c] += LD(p[c]);          \
+                } else {                                                                           \
+                    _Pragma("omp simd") for (int64_t c = 0; c < C; c++) {                          \
+                        double d = LD(p[c]) - mean[c];                                             \
+                        ss[c] += d * d;                                                            \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    /* y = x * scale + shift over chunks [k0, k1); coef holds (scale, shift) */                    \
+    static void bnr_norm_##SUF(void *arg, int64_t k0, int64_t k1) {                                \
+        const norm_job *j = arg;                                                                   \
+        const CT *scale = j->coef, *shift = scale + j->C;                                          \
+        int64_t C = j->C, r1 = k1 * j->rows < j->outer ? k1 * j->rows : j->outer;                  \
+        for (int64_t r = k0 * j->rows; r < r1; r++) {                                              \
+            const T *p = (const T *)j->x + r * C;                                                  \
+            T *q = (T *)j->y + r * C;                                                              \
+            _Pragma("omp simd") for (int64_t c = 0; c < C; c++) q[c] =                             \
+                ST(LD(p[c]) * scale[c] + shift[c]);                                                \
+        }                                                                                          \
+    }                                                                                              \
+    /* the forward's scale and shift of each channel, from the stored statistics */                \
+    static void bnr_coef_##SUF(norm_job *j, const W *mean, const W *invstd) {                      \
+        const W *w = (const W *)j->w, *b = (const W *)j->b;                                        \
+        CT *scale = j->coef, *shift = scale + j->C;                                                \
+        for (int64_t c = 0; c < j->C; c++) {                                                       \
+            scale[c] = (CT)((double)w[c] * invstd[c]);                                             \
+            shift[c] = (CT)((double)b[c] - (double)mean[c] * w[c] * invstd[c]);                    \
+        }                                                                                          \
+    }                                                                                              \
+    static void bnr_fwd_##SUF(norm_job *j) {                                                       \
+        int64_t C = j->C;                                                                          \
+        double m = (double)j->outer, *mean = j->part + 2 * j->chunks * C;                          \
+        W *mo = (W *)j->omean, *io = (W *)j->oinvstd;                                              \
+        for (int pass = 0; pass < 2; pass++) {                                                     \
+            j->pass = pass;                                                                        \
+            musa_parallel_for(j->chunks, 1, bnr_sums_##SUF, j);                                    \
+            for (int64_t c = 0; c < C; c++) {                                                      \
+                double t = 0;                                                                      \
+                for (int64_t k = 0; k < j->chunks; k++) t += j->part[(2 * k + pass) * C + c];      \
+                if (!pass) {                                                                       \
+                    mean[c] = m > 0 ? t / m : 0;                                                   \
+                    mo[c] = (W)mean[c];                                                            \
+                } else {                                                                           \
+                    io[c] = (W)(1.0 / sqrt(clamp_var(m > 0 ? t / m : 0) + j->eps));                \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        bnr_coef_##SUF(j, mo, io);                                                                 \
+        musa_parallel_for(j->chunks, 1, bnr_norm_##SUF, j);                                        \
+    }                                                                                              \
+    static void bnr_apply_##SUF(norm_job *j) {                                                     \
+        bnr_coef_##SUF(j, (const W *)j->mean, (const W *)j->invstd);                               \
+        musa_parallel_for(j->chunks, 1, bnr_norm_##SUF, j);                                        \
+    }                                                                                              \
+    /* backward: partials of sum gy (s) and sum gy (x - mean) (ss) */                              \
+    static void bnr_bsums_##SUF(void *arg, int64_t k0, int64_t k1) {                               \
+        const norm_job *j = arg;                                                                   \
+        const W *mean = (const W *)j->mean;                                                        \
+        int64_t C = j->C, M = j->outer;                                                            \
+        for (int64_t k = k0; k < k1; k++) {                                                        \
+            double *s = j->part + 2 * k * C, *ss = s + C;                                          \
+            int64_t r1 = (k + 1) * j->rows < M ? (k + 1) * j->rows : M;                            \
+            for (int64_t c = 0; c < 2 * C; c++) s[c] = 0;                                          \
+            for (int64_t r = k * j->rows; r < r1; r++) {                                           \
+                const T *p = (const T *)j->x + r * C, *g = (const T *)j->gy + r * C;               \
+                _Pragma("omp simd") for (int64_t c = 0; c < C; c++) {                              \
+                    s[c] += LD(g[c]);                                                              \
+                    ss[c] += LD(g[c]) * (LD(p[c]) - (double)mean[c]);                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    /* gx = k (gy - a - (x - mean) bcoef) over chunks; coef holds (k, a, bcoef, mean) */           \
+    static void bnr_bgx_##SUF(void *arg, int64_t k0, int64_t k1) {                                 \
+        const norm_job *j = arg;                                                                   \
+        int64_t C = j->C, r1 = k1 * j->rows < j->outer ? k1 * j->rows : j->outer;                  \
+        const CT *kk = j->coef, *a = kk + C, *bc = a + C, *mt = bc + C;                            \
+        for (int64_t r = k0 * j->rows; r < r1; r++) {                                              \
+            const T *p = (const T *)j->x + r * C, *g = (const T *)j->gy + r * C;                   \
+            T *q = (T *)j->gx + r * C;                                                             \
+            _Pragma("omp simd") for (int64_t c = 0; c < C; c++) q[c] =                             \
+                ST(kk[c] * (LD(g[c]) - a[c] - (LD(p[c]) - mt[c]) * bc[c]));                        \
+        }                                                                                          \
+    }                                                                                              \
+    static void bnr_bwd_##SUF(norm_job *j) {                                                       \
+        int64_t C = j->C;                                                                          \
+        double m = (double)j->outer;                                                               \
+        const W *w = (const W *)j->w, *invstd = (const W *)j->invstd, *mean = (const W *)j->mean;  \
+        W *gw = (W *)j->gw, *gb = (W *)j->gb;                                                      \
+        CT *kk = j->coef, *a = kk + C, *bc = a + C, *mt = bc + C;                                  \
+        musa_parallel_for(j->chunks, 1, bnr_bsums_##SUF, j);                                       \
+        for (int64_t c = 0; c < C; c++) {                                                          \
+            double sg = 0, sgx = 0, inv = invstd[c];                                               \
+            for (int64_t k = 0; k < j->chunks; k++)                                                \
+                sg += j->part[2 * k * C + c], sgx += j->part[(2 * k + 1) * C + c];                 \
+            gb[c] = (W)sg;                                                                         \
+            gw[c] = (W)(sgx * inv);                                                                \
+            kk[c] = (CT)(w[c] * inv), a[c] = (CT)(sg / m), bc[c] = (CT)(inv * inv * sgx / m);      \
+            mt[c] = (CT)mean[c];                                                                   \
+        }                                                                                          \
+        musa_parallel_for(j->chunks, 1, bnr_bgx_##SUF, j);                                         \
+    }
+DEF_BN_ROWS(f32, float, float, float, LD_f32, ST_f32)
+DEF_BN_ROWS(f64, double, double, double, LD_f64, ST_f64)
+DEF_BN_ROWS(bf16, musa_bf16, float, float, LD_bf16, ST_bf16)
+
+/* Run the rows form of kind (BN_FWD, BN_BWD, BN_APPLY) for x's dtype, with
+ * its partials and coefficients allocated here. */
+typedef void (*bnr_fn)(norm_job *);
+static int bn_rows(norm_job *j, int dt, int kind, const char *op) {
+    static const bnr_fn f[3][3] = {{bnr_fwd_f32, bnr_bwd_f32, bnr_apply_f32},
+                                   {bnr_fwd_f64, bnr_bwd_f64, bnr_apply_f64},
+                                   {bnr_fwd_bf16, bnr_bwd_bf16, bnr_apply_bf16}};
+    int64_t M = j->outer, C = j->C;
+    j->rows = M / BN_ROW_CHUNKS + 1;
+    j->chunks = (M + j->rows - 1) / j->rows;
+    size_t bytes = sizeof(double) * (size_t)((2 * j->chunks + 1) * C + 4 * C);
+    j->part = malloc(bytes ? bytes : 1);
+    if (!j->part)
+        return musa_err(MUSA_ERR_NOMEM, "[%s] out of memory for %zu bytes of partial sums", op,
+                        bytes);
+    j->coef = j->part + (2 * j->chunks + 1) * C; /* 4 C doubles hold 4 C of any CT */
+    f[dt == MUSA_DTYPE_FLOAT64 ? 1 : dt == MUSA_DTYPE_BFLOAT16 ? 2 : 0][kind](j);
+    free(j->part);
+    j->part = NULL;
+    return MUSA_OK;
+}
+
 static int64_t chan_grain(int64_t per) {
     return per >= 16384 ? 1 : 16384 / (per + 1) + 1;
 }
@@ -199,9 +358,13 @@ int cpu_batch_norm(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
     if (bf) j.y = out[0].data, o[0].staged = false;
     j.eps = ((const musa_attrs_norm *)attrs)->eps;
     nc_s(&in[0], &j.outer, &j.C, &j.inner);
-    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[0].dtype, BN_FWD), &j);
+    int rc = MUSA_OK;
+    if (j.inner == 1 && j.C > 1)
+        rc = bn_rows(&j, in[0].dtype, BN_FWD, ctx->op_name);
+    else
+        musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[0].dtype, BN_FWD), &j);
     norm_end(o);
-    return MUSA_OK;
+    return rc;
 }
 
 int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
@@ -213,9 +376,13 @@ int cpu_batch_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
     norm_job j = norm_bwd_job(out, in, o, &ws);
     if (bf) j.gx = out[0].data, o[0].staged = false;
     nc_s(&in[1], &j.outer, &j.C, &j.inner);
-    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[1].dtype, BN_BWD), &j);
+    int rc = MUSA_OK;
+    if (j.inner == 1 && j.C > 1)
+        rc = bn_rows(&j, in[1].dtype, BN_BWD, ctx->op_name);
+    else
+        musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[1].dtype, BN_BWD), &j);
     norm_end(o);
-    return MUSA_OK;
+    return rc;
 }
 
 /* batch_norm_apply(x, mean, invstd, weight, bias) -> y: the forward's y
@@ -234,9 +401,13 @@ int cpu_batch_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview
                   .y = bf ? out[0].data : y.data};
     if (bf) y.staged = false;
     nc_s(&in[0], &j.outer, &j.C, &j.inner);
-    musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[0].dtype, BN_APPLY), &j);
+    int rc = MUSA_OK;
+    if (j.inner == 1 && j.C > 1)
+        rc = bn_rows(&j, in[0].dtype, BN_APPLY, ctx->op_name);
+    else
+        musa_parallel_for(j.C, chan_grain(j.outer * j.inner), bn_loop(in[0].dtype, BN_APPLY), &j);
     nn_out_end(&y);
-    return MUSA_OK;
+    return rc;
 }
 
 /* ---- layer norm: statistics per row over the last D elements ---- */

@@ -17,6 +17,7 @@ const musa_pass musa_pass_table[] = {
     {"simplify", musa_pass_simplify, 0}, /* again: folding exposes x * 1, x @ I */
     {"dce", musa_pass_dce, 0},
     {"remat", musa_pass_remat, 0},
+    {"channels_last", musa_pass_channels_last, 0}, /* only with ctx->channels_last */
     {"fuse", musa_pass_fuse, 1},
     {NULL, NULL, 0},
 };
@@ -62,6 +63,7 @@ int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
     if (ctx->verify && (rc = musa_graph_verify(g))) return rc;
     for (const musa_pass *ps = musa_pass_table; ps->name; ps++) {
         if (ctx->fusion_level < ps->min_fusion_level || disabled(ctx->disabled, ps->name)) continue;
+        if (ps->fn == musa_pass_channels_last && !ctx->channels_last) continue;
         if ((rc = run(g, ps, ctx))) return rc;
     }
     return MUSA_OK;

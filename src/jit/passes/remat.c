@@ -174,27 +174,7 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at
  * nodes whose outputs nobody reads any more (originals of values now only
  * recomputed) die. */
 static int reorder(remat *r, int64_t nn0) {
-    musa_graph *g = r->g;
-    int64_t nn = g->nodes.len;
-    int32_t *order = musa_malloc(sizeof(int32_t) * (size_t)nn, "remat");
-    musa_gnode *nodes = musa_malloc(sizeof(musa_gnode) * (size_t)nn, "remat");
-    if (!order || !nodes) {
-        free(order), free(nodes);
-        return MUSA_ERR_NOMEM;
-    }
-    int64_t w = 0;
-    for (int64_t i = 0; i < nn0; i++) {
-        for (int64_t c = nn0; c < nn; c++)
-            if (r->pos[c] == i) order[w++] = (int32_t)c;
-        order[w++] = (int32_t)i;
-    }
-    for (int64_t k = 0; k < nn; k++) nodes[k] = g->nodes.data[order[k]];
-    memcpy(g->nodes.data, nodes, sizeof(musa_gnode) * (size_t)nn);
-    for (int64_t k = 0; k < nn; k++)
-        for (int q = 0; q < g->nodes.data[k].n_out; q++)
-            g->values.data[g->nodes.data[k].out[q]].producer = (int32_t)k;
-    free(order), free(nodes);
-    return MUSA_OK;
+    return musa_graph_place(r->g, nn0, r->pos);
 }
 
 /* Cheap mode (see the file comment). */

@@ -48,6 +48,10 @@ static const struct {
     {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4}, /* depthwise, batch 1 */
     {{2, 3, 8, 8}, {5, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},
     {{2, 2, 3, 3}, {3, 2, 3, 3}, {1, 1}, {2, 2}, {1, 1}, 1}, /* padding wider than the input */
+    /* strides that drop the input's last row and column (oneDNN: negative
+     * right padding): a ResNet shortcut, and a 3x3 unpadded */
+    {{2, 4, 8, 8}, {6, 4, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1},
+    {{2, 3, 8, 7}, {4, 3, 3, 3}, {2, 2}, {0, 0}, {1, 1}, 1},
 };
 
 TEST(op_conv2d) {
@@ -148,6 +152,83 @@ TEST(conv2d_im2col_path) {
     conv_backward_case(false);
     conv_backward_case(true);
     unsetenv("MUSA_CONV_IM2COL");
+}
+
+/* An NCHW tensor as an NHWC one, or back (perm {0, 3, 1, 2}). */
+static musa_tensor *relaid(musa_tensor *t, const int64_t *perm) {
+    musa_tensor *v = musa_permute(t, 4, perm), *c = musa_contiguous(v);
+    musa_tensor_release(v);
+    return c;
+}
+
+/* The three convolution ops with channels_last attrs on NHWC tensors give
+ * the NCHW ops' results, laid out NHWC; without oneDNN (float64) they fail
+ * cleanly, naming the op. */
+TEST(conv2d_channels_last) {
+    static const int64_t to_cl[4] = {0, 2, 3, 1}, to_std[4] = {0, 3, 1, 2};
+    const char *ops[3] = {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"};
+    for (int k = 0; k < (int)(sizeof conv_cases / sizeof conv_cases[0]); k++)
+        for (int op = 0; op < 3; op++)
+            for (int d = 0; d < 2; d++) {
+                musa_dtype dt = d ? MUSA_DTYPE_BFLOAT16 : MUSA_DTYPE_FLOAT32;
+                cg c = make_cg(conv_cases[k].x, conv_cases[k].w, conv_cases[k].st, conv_cases[k].pd,
+                               conv_cases[k].dl, conv_cases[k].g);
+                int64_t ys[4] = {c.N, c.Co, c.Ho, c.Wo};
+                musa_tensor *x = rnd(dt, 4, conv_cases[k].x, -1, 1, L_CONTIG);
+                musa_tensor *w = rnd(dt, 4, conv_cases[k].w, -1, 1, L_CONTIG);
+                musa_tensor *gy = rnd(dt, 4, ys, -1, 1, L_CONTIG);
+                musa_tensor *a0 = op == 1 ? gy : x, *a1 = op == 2 ? gy : w;
+                int id = musa_op_lookup(ops[op]);
+                musa_attrs *a = musa_attrs_new(id);
+                musa_attrs_set_ints(a, "stride", 2, conv_cases[k].st);
+                musa_attrs_set_ints(a, "padding", 2, conv_cases[k].pd);
+                musa_attrs_set_ints(a, "dilation", 2, conv_cases[k].dl);
+                musa_attrs_set_int(a, "groups", c.g);
+                if (op)
+                    musa_attrs_set_ints(a, "shape", 4, op == 2 ? conv_cases[k].w : conv_cases[k].x);
+                musa_tensor *want = NULL, *got = NULL, *in[2] = {a0, a1};
+                CHECK_OK(musa_op_call(id, 2, in, a, &want));
+                /* the same op on NHWC activations */
+                musa_tensor *c0 = relaid(a0, to_cl), *c1 = op == 2 ? relaid(a1, to_cl) : a1;
+                if (op == 1) {
+                    int64_t s[4] = {c.N, conv_cases[k].x[2], conv_cases[k].x[3],
+                                    conv_cases[k].x[1]};
+                    musa_attrs_set_ints(a, "shape", 4, s);
+                }
+                musa_attrs_set_bool(a, "channels_last", true);
+                musa_tensor *cin[2] = {c0, c1};
+                int rc = musa_op_call(id, 2, cin, a, &got);
+                CHECK_MSG(rc == MUSA_OK, "%s case %d: %s", ops[op], k, musa_last_error());
+                if (rc == MUSA_OK) {
+                    musa_tensor *back = op == 2 ? got : relaid(got, to_std);
+                    int64_t n = musa_tensor_numel(want);
+                    double *wv = values(want);
+                    char what[64];
+                    snprintf(what, sizeof what, "%s channels_last case %d", ops[op], k);
+                    CHECK(near(what, back, wv, n, 8));
+                    free(wv);
+                    if (back != got) musa_tensor_release(back);
+                    musa_tensor_release(got);
+                }
+                musa_attrs_free(a);
+                if (c1 != a1) musa_tensor_release(c1);
+                release_all(5, x, w, gy, want, c0);
+            }
+    /* float64 has no oneDNN primitive: a clean error, no fallback */
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 4, S(1, 5, 5, 3), -1, 1, L_CONTIG);
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT64, 4, S(2, 3, 3, 3), -1, 1, L_CONTIG), *y = NULL;
+    int id = musa_op_lookup("conv2d");
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_bool(a, "channels_last", true);
+    CHECK_ERR(musa_op_call(id, 2, (musa_tensor *[]){x, w}, a, &y) == MUSA_OK,
+              MUSA_ERR_NOT_IMPLEMENTED, "[conv2d] channels_last runs only on oneDNN's primitives");
+    /* shapes are checked in the NHWC reading: 3 channels, not 5 */
+    musa_tensor *w5 = rnd(MUSA_DTYPE_FLOAT32, 4, S(2, 5, 3, 3), -1, 1, L_CONTIG);
+    musa_tensor *x32 = rnd(MUSA_DTYPE_FLOAT32, 4, S(1, 5, 5, 3), -1, 1, L_CONTIG);
+    CHECK_ERR(musa_op_call(id, 2, (musa_tensor *[]){x32, w5}, a, &y) == MUSA_OK, MUSA_ERR_VALUE,
+              "has 3 channels but weight");
+    musa_attrs_free(a);
+    release_all(4, x, w, w5, x32);
 }
 
 static double dot(musa_tensor *a, musa_tensor *b) {
