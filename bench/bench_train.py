@@ -20,7 +20,10 @@ Rows, per model:
   autocast (musa.amp.autocast; torch.autocast("cpu", dtype=torch.bfloat16)),
   unless --no-amp;
 - PyTorch eager, and TorchScript (torch.jit.trace of the model; the row says
-  why when tracing or training the traced model fails).
+  why when tracing or training the traced model fails);
+- for models with convolutions (ResNet-18), musa static and static AMP again
+  with Config(channels_last=True) ("NHWC" rows): activations channels-last
+  inside the plan, results equal to eager's up to rounding.
 
 Every row runs in a fresh process, so its memory growth is its own. Rows are
 interleaved over rounds (each round runs every row once, the order of a
@@ -81,10 +84,14 @@ from bench_models import MODELS  # noqa: E402
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 ROWS = ("musa-dynamic", "musa-static", "pytorch-eager", "torchscript", "musa-dynamic-amp",
         "musa-static-amp", "pytorch-eager-amp")
+# models with convolutions also run musa static with Config(channels_last=True)
+CONV_MODELS = ("resnet18",)
+CL_ROWS = ("musa-static-cl", "musa-static-amp-cl")
 LABELS = {"musa-dynamic": "musa dynamic", "musa-static": "musa static",
           "pytorch-eager": "PyTorch eager", "torchscript": "TorchScript",
           "musa-dynamic-amp": "musa dynamic AMP", "musa-static-amp": "musa static AMP",
-          "pytorch-eager-amp": "PyTorch AMP"}
+          "pytorch-eager-amp": "PyTorch AMP", "musa-static-cl": "musa static NHWC",
+          "musa-static-amp-cl": "musa static AMP NHWC"}
 WARMUP = 2        # steps after the first left out of the median
 LOSSES = 5        # first losses compared between musa static and dynamic
 SGEMM_N = 1024    # the sgemm probe multiplies two SGEMM_N x SGEMM_N float32 matrices
@@ -165,13 +172,13 @@ def run_row(row, name, steps):
     if row == "torchscript":
         net = lib.jit.trace(net, (data[0][0],))
     autocast = None
-    if row.endswith("-amp"):
+    if "-amp" in row:
         autocast = (lib.amp.autocast if row.startswith("musa") else
                     (lambda: lib.autocast("cpu", dtype=lib.bfloat16)))
     step = make_step(net, lib.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
                      lib.nn.functional, autocast)
     if row.startswith("musa-static"):
-        step = lib.jit(step)
+        step = lib.jit(step, config=lib.Config(channels_last=row.endswith("-cl")))
     losses = [float(step(*data[0]))]
     first = time.perf_counter() - t0
     if row.startswith("musa"):
@@ -272,8 +279,16 @@ def verdict(ok):
     return "met" if ok else "MISSED"
 
 
+def rows_of(name, rows):
+    """The rows model name runs: the channels-last ones too where it has
+    convolutions (and the static rows run)."""
+    extra = [r for r in CL_ROWS if name in CONV_MODELS and r.replace("-cl", "") in rows]
+    return list(rows) + extra
+
+
 def print_model(name, rows, summ, notes, gemm_rate):
     spec = MODELS[name]
+    rows = rows_of(name, rows)
     print(f"\n{spec.label}: {spec.flops / 1e9:.3f} GEMM GFLOP per step")
     print(f"  {'mode':16s} {'samples/s (range)':>24s} {'step ms':>8s} {'GEMM frac':>9s} "
           f"{'peak RSS growth MiB':>19s} {'alloc peak MiB':>14s} {'first step ms':>13s}")
@@ -326,6 +341,13 @@ def print_ratios(names, summ, results):
         first_s = f"{s.first * 1e3:.0f} ms {verdict(ok_first)} (< {FIRST_STEP_TARGET * 1e3:.0f})"
         print(f"  {name:9s} {thr_s:34s} {mem_s:28s} {first_s}")
         out[name] = dict(throughput=thr, rss=mem, ok_thr=ok_thr, ok_mem=ok_mem, ok_first=ok_first)
+        c = summ.get((name, "musa-static-cl"))
+        if c is not None and c.step is not None:
+            thr_c = d.step / c.step
+            mem_c = f"{c.rss / d.rss:.2f}" if d.rss > 0 else "-"
+            print(f"  {'  NHWC':9s} {f'{thr_c:.2f} {verdict(thr_c >= t.throughput)}':34s} "
+                  f"{mem_c + ' ' + verdict(c.rss <= t.rss * d.rss):28s} {c.first * 1e3:.0f} ms "
+                  f"(Config(channels_last=True))")
     return out
 
 
@@ -348,6 +370,14 @@ def print_amp_ratios(names, summ):
         if t.rss is not None and mem is not None:
             mem_s += f" {verdict(mem <= t.rss)} (<= {t.rss})"
         print(f"  {name:9s} {thr_s:42s} {mem_s}")
+        c = summ.get((name, "musa-static-amp-cl"))
+        if c is not None and c.step is not None:
+            thr_c = base.step / c.step
+            mem_c = f"{c.rss / d.rss:.2f}" if d.rss > 0 else "-"
+            if t.rss is not None and d.rss > 0:
+                mem_c += f" {verdict(c.rss / d.rss <= t.rss)}"
+            print(f"  {'  NHWC':9s} {f'{thr_c:.2f} {verdict(thr_c >= t.throughput)}':42s} "
+                  f"{mem_c}  (Config(channels_last=True))")
 
 
 def print_loss_check(names, results):
@@ -383,11 +413,14 @@ def draw(path, names, rows, summ, ratios, title):
     colors = {"musa-dynamic": "#9ecae1", "musa-static": "#2171b5",
               "pytorch-eager": "#fdae6b", "torchscript": "#d94801",
               "musa-dynamic-amp": "#a1d99b", "musa-static-amp": "#238b45",
-              "pytorch-eager-amp": "#fdd0a2"}
+              "pytorch-eager-amp": "#fdd0a2", "musa-static-cl": "#08306b",
+              "musa-static-amp-cl": "#00441b"}
+    all_rows = rows
     fig, axes = plt.subplots(2, len(names), figsize=(max(4.6 * len(names), 9.0), 8.0),
                              squeeze=False)
     for col, name in enumerate(names):
         ax_t, ax_m = axes[0][col], axes[1][col]
+        rows = rows_of(name, all_rows)
         present = [r for r in rows if summ[(name, r)].step is not None]
         xs = range(len(rows))
         for i, row in enumerate(rows):
@@ -425,7 +458,9 @@ def draw(path, names, rows, summ, ratios, title):
                             f"(target <= {t.rss}: {verdict(r['ok_mem'])})", fontsize=8)
         if not present:
             ax_t.set_yticks([])
-    handles = [Patch(color=colors[r], label=LABELS[r]) for r in rows]
+    shown = [r for r in all_rows] + [r for r in CL_ROWS if any(r in rows_of(n, all_rows)
+                                                                  for n in names)]
+    handles = [Patch(color=colors[r], label=LABELS[r]) for r in shown]
     handles += [Patch(facecolor="white", edgecolor="black", label="peak RSS growth (plain)"),
                 Patch(facecolor="white", edgecolor="black", hatch="//",
                       label="musa allocator peak (hatched)")]
@@ -479,7 +514,7 @@ def main(argv):
     print(f"threads: {THREADS}; SGD lr 0.01 momentum 0.9; {args.rounds} rounds, rows interleaved "
           f"(fresh process each), medians over rounds; throughput is the median step after "
           f"{WARMUP} warm-up steps; steps: " + ", ".join(f"{n} {steps[n]}" for n in names))
-    results = {(n, r): [] for n in names for r in rows}
+    results = {(n, r): [] for n in names for r in rows_of(n, rows)}
     sgemm = {lib: [] for lib in libs}
     notes = {}
     for rnd in range(args.rounds):
@@ -490,8 +525,9 @@ def main(argv):
             print(f"round {rnd + 1}: sgemm {lib}: "
                   + (f"{res['flops'] / 1e9:.0f} GFLOP/s" if res else f"failed: {why}"), flush=True)
         for name in names:
-            for i in range(len(rows)):
-                row = rows[(i + rnd) % len(rows)]
+            mrows = rows_of(name, rows)
+            for i in range(len(mrows)):
+                row = mrows[(i + rnd) % len(mrows)]
                 res, why = spawn(row, name, steps[name])
                 results[(name, row)].append(res)
                 if why:

@@ -63,6 +63,15 @@ MUSA_WS(ws_layer_norm_backward);
 MUSA_WS(ws_linear);
 MUSA_WS(ws_xent);
 
+/* GEMMs of fewer multiply-adds than this run on one thread: below it, the
+ * second thread's fork and join cost more than its half of the work saves.
+ * Measured with dnnl_sgemm on the 2-core machine: 64x64x128 took 5.9 us on
+ * one thread and 9.3 us on two, 128x128x128 21.1 and 19.7 us, 128x256x128
+ * 42.5 and 27.3 us. The choice depends on the shape only, so eager calls
+ * and plans make the same one (a plan pairs no GEMM smaller than this:
+ * plan/build.c). */
+#define MUSA_SMALL_GEMM_MACS (1 << 21)
+
 /* C = alpha A B + beta C for float32 (oneDNN) or float64 (BLAS), row-major,
  * with transpose flags 'N'/'T'. Uses the threads this thread may use. */
 int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha,

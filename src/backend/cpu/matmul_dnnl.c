@@ -5,10 +5,10 @@
  * hardware's bfloat16 dot products (about 3x float32 here).
  *
  * Operands are described by strides, so transposed views are read in
- * place. Primitives are cached per (shape, strides, bias) like the
- * convolutions (conv_dnnl.c); the scratchpad is in user mode, carved from
- * the op's workspace, so a call allocates nothing and concurrent calls of
- * one primitive do not share memory.
+ * place, and a batch of products whose operands sit at one stride each (a
+ * matmul over attention's heads) is one primitive call. Primitives are cached per (shape, strides,
+ * bias) like the convolutions (conv_dnnl.c); the scratchpad is in user mode, carved from the op's
+ * workspace, so a call allocates nothing and concurrent calls of one primitive do not share memory.
  */
 #include "matmul_dnnl.h"
 
@@ -17,6 +17,7 @@
 
 #include "../../base/threadpool.h"
 #include "conv_dnnl.h"
+#include "kernels.h"
 
 #define CACHE_MAX 512
 
@@ -36,23 +37,27 @@ static int cache_len;
 
 /* An M x K (or K x N) matrix read with transpose flag t and leading
  * dimension ld, row-major convention as in BLAS. */
-static void mat_md(dnnl_memory_desc_t *d, int64_t rows, int64_t cols, char t, int64_t ld) {
-    dnnl_dims_t dims = {rows, cols}, st;
+static void mat_md(dnnl_memory_desc_t *d, int64_t batch, int64_t bs, int64_t rows, int64_t cols,
+                   char t, int64_t ld) {
+    int b = batch > 1; /* a leading batch dim */
+    dnnl_dims_t dims = {batch, rows, cols}, st = {bs};
+    dims[b] = rows, dims[b + 1] = cols;
     if (t == 'N')
-        st[0] = ld, st[1] = 1;
+        st[b] = ld, st[b + 1] = 1;
     else
-        st[0] = 1, st[1] = ld;
-    dnnl_memory_desc_init_by_strides(d, 2, dims, dnnl_bf16, st);
+        st[b] = 1, st[b + 1] = ld;
+    dnnl_memory_desc_init_by_strides(d, 2 + b, dims, dnnl_bf16, st);
 }
 
 static bool build(entry *e) {
     const musa_gemm_shape *s = &e->s;
     dnnl_engine_t eng = musa_dnnl_engine();
-    mat_md(&e->a, s->M, s->K, s->ta, s->lda);
-    mat_md(&e->b, s->K, s->N, s->tb, s->ldb);
-    mat_md(&e->c, s->M, s->N, 'N', s->ldc);
-    dnnl_dims_t bd = {1, s->N}, bst = {s->N, 1};
-    dnnl_memory_desc_init_by_strides(&e->bias, 2, bd, dnnl_bf16, bst);
+    mat_md(&e->a, s->batch, s->sa, s->M, s->K, s->ta, s->lda);
+    mat_md(&e->b, s->batch, s->sb, s->K, s->N, s->tb, s->ldb);
+    mat_md(&e->c, s->batch, s->sc, s->M, s->N, 'N', s->ldc);
+    dnnl_dims_t bd = {1, 1, s->N}, bst = {s->N, s->N, 1};
+    int bb = s->batch > 1;
+    dnnl_memory_desc_init_by_strides(&e->bias, 2 + bb, bd + !bb, dnnl_bf16, bst + !bb);
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
     dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
@@ -92,7 +97,8 @@ int musa_dnnl_gemm_bf16(const musa_gemm_shape *s, const void *a, const void *b, 
                         void *c, void *scratch, size_t scratch_bytes) {
     entry *e = lookup(s);
     if (!e || scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
-    int nt = (double)s->M * (double)s->N * (double)s->K < MUSA_SMALL_GEMM_MACS
+    int nt = (double)s->M * (double)s->N * (double)s->K * (s->batch > 1 ? (double)s->batch : 1) <
+                     MUSA_SMALL_GEMM_MACS
                  ? 1
                  : musa_pool_intra_threads();
     if (omp_get_max_threads() != nt) omp_set_num_threads(nt);

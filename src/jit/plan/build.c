@@ -31,6 +31,7 @@
  */
 #include "internal.h"
 
+#include "../../backend/cpu/iter.h"
 #include "../../backend/cpu/kernels.h"
 #include "../../base/threadpool.h"
 
@@ -281,7 +282,16 @@ static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
      * single-threaded tasks ran 15% slower than one after the other with
      * both threads each; concurrency pays for mid-sized kernels only. */
     if (ne > SOLO_ELEMS) return false;
-    return ne >= MUSA_HEAVY_ELEMS || (info->attrs_kind == MUSA_ATTRS_matmul && ne >= 64);
+    if (info->attrs_kind == MUSA_ATTRS_matmul || n->op == MUSA_OP_linear) {
+        /* a GEMM that runs on one thread anyway is too short for a task:
+         * pairing the MLP's (64 x 128 outputs, 2^19 to 2^20 multiply-adds)
+         * made its step 25 us slower (140 against 115 us) */
+        const musa_gvalue *a = &g->values.data[n->in[0]];
+        bool ta = info->attrs_kind == MUSA_ATTRS_matmul && n->attrs.matmul.transpose_a;
+        int64_t k = a->ndim ? a->shape[a->ndim - (ta && a->ndim > 1 ? 2 : 1)] : 1;
+        return (double)ne * (double)k >= MUSA_SMALL_GEMM_MACS;
+    }
+    return ne >= MUSA_HEAVY_ELEMS;
 }
 
 /* Worth a task of its own: a big kernel, or a group that a big kernel heads
@@ -789,7 +799,13 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     tile_off += stage;
     f->tile_bytes = tile_off;
     f->chunk_bytes = tile_off + musa_plan_align(member_scratch);
-    f->max_chunks = f->serial ? 1 : MUSA_MAX(1, musa_pool_threads());
+    /* a chunk of fewer elements than an eager cheap elementwise op's grain
+     * (shared by the members' work) would cost a parallel region more than
+     * it saves: the MLP's gt and where over 64 x 128 took 7.9 us as two
+     * chunks, 2.1 us as one */
+    int64_t min_chunk = MUSA_MAX(MUSA_GRAIN_MATH, MUSA_GRAIN_CHEAP / cnt);
+    f->max_chunks =
+        f->serial ? 1 : (int)MUSA_MAX(1, MUSA_MIN(musa_pool_threads(), total / min_chunk));
     return MUSA_OK;
 }
 
