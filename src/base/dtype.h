@@ -83,9 +83,10 @@ static inline float musa_bf16_to_f32(musa_bf16 b) {
 static inline musa_bf16 musa_f32_to_bf16(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (musa_bf16)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (musa_bf16)(u >> 16);
+    /* both results, then a select: loops that store bfloat16 vectorise */
+    uint32_t nan = (u >> 16) | 0x40u; /* quiet NaN */
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (musa_bf16)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 /* double -> bfloat16 with a single rounding: round to float32 with

@@ -70,7 +70,9 @@ static bool try_dnnl(const conv_geom *g, int kind, const void *a, const void *b,
     musa_conv_shape s;
     size_t need = dnnl_ws(g, kind, c != NULL, &s);
     size_t have = ctx->scratch_bytes - (size_t)(ws - (char *)ctx->scratch);
-    if ((need == (size_t)-1 || need > have) && g->cl) {
+    /* with no images the reference path touches no activation (it only
+     * zeroes a weight gradient), so it serves channels-last too */
+    if ((need == (size_t)-1 || need > have) && g->cl && g->N) {
         *rc = musa_err(MUSA_ERR_NOT_IMPLEMENTED,
                        "[%s] channels_last runs only on oneDNN's primitives, and oneDNN has none "
                        "for this convolution (%s, N %lld, C %lld, H %lld, W %lld, groups %lld)",

@@ -109,23 +109,21 @@ static bool is_lowp(int dt) {
     return dt == MUSA_DTYPE_FLOAT16 || dt == MUSA_DTYPE_BFLOAT16;
 }
 
-/* The batch dims as one: when every operand's batch strides nest (and
- * none broadcasts), s->batch products at strides s->sa, sb, sc. */
-static void one_batch(const mm_plan *p, musa_gemm_shape *s) {
-    if (p->batch <= 1 || p->nb < 1) return;
-    const int64_t *st[3] = {p->sa, p->sb, p->sc};
-    for (int k = 0; k < 3; k++) {
-        if (st[k][p->nb - 1] == 0) return;
-        for (int i = p->nb - 1; i > 0; i--)
-            if (st[k][i - 1] != st[k][i] * p->bshape[i]) return;
+/* The batch dims for one primitive call over the whole batch (at most
+ * MUSA_GEMM_BATCH_DIMS of them; the output's strides never 0). */
+static bool whole_batch(const mm_plan *p, musa_gemm_shape *s) {
+    if (p->batch <= 1 || p->nb < 1 || p->nb > MUSA_GEMM_BATCH_DIMS) return false;
+    s->nb = p->nb;
+    for (int i = 0; i < p->nb; i++) {
+        s->bd[i] = p->bshape[i], s->sa[i] = p->sa[i], s->sb[i] = p->sb[i], s->sc[i] = p->sc[i];
+        if (!s->sc[i] && s->bd[i] > 1) return false;
     }
-    s->batch = p->batch, s->sa = p->sa[p->nb - 1], s->sb = p->sb[p->nb - 1];
-    s->sc = p->sc[p->nb - 1];
+    return true;
 }
 
 /* The bfloat16 GEMM on oneDNN (matmul_dnnl.c), when every operand is
- * GEMM-readable in place: of one batch matrix, or of the whole batch when
- * its strides nest; its scratch bytes in *ws. (A float32 batch of small
+ * GEMM-readable in place: of the whole batch in one call where oneDNN takes
+ * its strides, else of one batch matrix; its scratch bytes in *ws. (A float32 batch of small
  * matrices gained nothing from the primitive here: 46 us against 47 for
  * 32 products of 64x32x64, slower for transposed ones.) */
 static bool bf16_gemm(const mm_plan *p, int dt, musa_gemm_shape *s, size_t *ws) {
@@ -136,7 +134,8 @@ static bool bf16_gemm(const mm_plan *p, int dt, musa_gemm_shape *s, size_t *ws) 
         !gemm_layout(&p->b, &s->tb, &s->ldb) || !gemm_layout(&p->c, &tc, &ldc) || tc != 'N')
         return false;
     s->M = p->c.rows, s->N = p->c.cols, s->K = p->a.cols, s->ldc = ldc;
-    one_batch(p, s);
+    if (whole_batch(p, s) && (*ws = musa_dnnl_gemm_bf16_workspace(s)) != (size_t)-1) return true;
+    s->nb = 0; /* one matrix a call */
     *ws = musa_dnnl_gemm_bf16_workspace(s);
     return *ws != (size_t)-1;
 }
@@ -373,7 +372,7 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
      * nothing is packed in the workspace, which the matrices would share */
     bool spread = p.batch > 1 && small_gemm(p.c.rows, p.c.cols, p.a.cols) &&
                   (dt == MUSA_DTYPE_FLOAT32 || (bf16 && bws == 0)) && wa + wb + wc == 0;
-    if (bf16 && gs.batch > 1) { /* the whole batch in one primitive call */
+    if (bf16 && gs.nb > 0) { /* the whole batch in one primitive call */
         int rc = musa_dnnl_gemm_bf16(&gs, j.a, j.b, NULL, j.c, ctx->scratch, ctx->scratch_bytes);
         return rc ? musa_err(rc, "[matmul] oneDNN bfloat16 matmul primitive failed") : MUSA_OK;
     }

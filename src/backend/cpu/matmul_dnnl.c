@@ -5,10 +5,12 @@
  * hardware's bfloat16 dot products (about 3x float32 here).
  *
  * Operands are described by strides, so transposed views are read in
- * place, and a batch of products whose operands sit at one stride each (a
- * matmul over attention's heads) is one primitive call. Primitives are cached per (shape, strides,
- * bias) like the convolutions (conv_dnnl.c); the scratchpad is in user mode, carved from the op's
- * workspace, so a call allocates nothing and concurrent calls of one primitive do not share memory.
+ * place, and a batch of products (a matmul over attention's heads, its
+ * operands at any strides, broadcast ones included) is one primitive call.
+ * Primitives are cached per (shape, strides, bias) like the convolutions
+ * (conv_dnnl.c); the scratchpad is in user mode, carved from the op's
+ * workspace, so a call allocates nothing and concurrent calls of one
+ * primitive do not share memory.
  */
 #include "matmul_dnnl.h"
 
@@ -37,27 +39,30 @@ static int cache_len;
 
 /* An M x K (or K x N) matrix read with transpose flag t and leading
  * dimension ld, row-major convention as in BLAS. */
-static void mat_md(dnnl_memory_desc_t *d, int64_t batch, int64_t bs, int64_t rows, int64_t cols,
-                   char t, int64_t ld) {
-    int b = batch > 1; /* a leading batch dim */
-    dnnl_dims_t dims = {batch, rows, cols}, st = {bs};
-    dims[b] = rows, dims[b + 1] = cols;
+static void mat_md(dnnl_memory_desc_t *d, const musa_gemm_shape *s, const int64_t *bs, int64_t rows,
+                   int64_t cols, char t, int64_t ld) {
+    dnnl_dims_t dims, st;
+    int nb = s->nb;
+    for (int i = 0; i < nb; i++) /* a broadcast operand has that dim of size 1 */
+        dims[i] = bs[i] ? s->bd[i] : 1, st[i] = bs[i] ? bs[i] : 1;
+    dims[nb] = rows, dims[nb + 1] = cols;
     if (t == 'N')
-        st[b] = ld, st[b + 1] = 1;
+        st[nb] = ld, st[nb + 1] = 1;
     else
-        st[b] = 1, st[b + 1] = ld;
-    dnnl_memory_desc_init_by_strides(d, 2 + b, dims, dnnl_bf16, st);
+        st[nb] = 1, st[nb + 1] = ld;
+    dnnl_memory_desc_init_by_strides(d, nb + 2, dims, dnnl_bf16, st);
 }
 
 static bool build(entry *e) {
     const musa_gemm_shape *s = &e->s;
     dnnl_engine_t eng = musa_dnnl_engine();
-    mat_md(&e->a, s->batch, s->sa, s->M, s->K, s->ta, s->lda);
-    mat_md(&e->b, s->batch, s->sb, s->K, s->N, s->tb, s->ldb);
-    mat_md(&e->c, s->batch, s->sc, s->M, s->N, 'N', s->ldc);
-    dnnl_dims_t bd = {1, 1, s->N}, bst = {s->N, s->N, 1};
-    int bb = s->batch > 1;
-    dnnl_memory_desc_init_by_strides(&e->bias, 2 + bb, bd + !bb, dnnl_bf16, bst + !bb);
+    mat_md(&e->a, s, s->sa, s->M, s->K, s->ta, s->lda);
+    mat_md(&e->b, s, s->sb, s->K, s->N, s->tb, s->ldb);
+    mat_md(&e->c, s, s->sc, s->M, s->N, 'N', s->ldc);
+    dnnl_dims_t bd, bst;
+    for (int i = 0; i < s->nb + 2; i++) bd[i] = 1, bst[i] = s->N;
+    bd[s->nb + 1] = s->N, bst[s->nb + 1] = 1;
+    dnnl_memory_desc_init_by_strides(&e->bias, s->nb + 2, bd, dnnl_bf16, bst);
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
     dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
@@ -97,10 +102,9 @@ int musa_dnnl_gemm_bf16(const musa_gemm_shape *s, const void *a, const void *b, 
                         void *c, void *scratch, size_t scratch_bytes) {
     entry *e = lookup(s);
     if (!e || scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
-    int nt = (double)s->M * (double)s->N * (double)s->K * (s->batch > 1 ? (double)s->batch : 1) <
-                     MUSA_SMALL_GEMM_MACS
-                 ? 1
-                 : musa_pool_intra_threads();
+    double macs = (double)s->M * (double)s->N * (double)s->K;
+    for (int i = 0; i < s->nb; i++) macs *= (double)s->bd[i];
+    int nt = macs < MUSA_SMALL_GEMM_MACS ? 1 : musa_pool_intra_threads();
     if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
     dnnl_engine_t eng = musa_dnnl_engine();
     dnnl_stream_t stream;

@@ -10,13 +10,18 @@
 /* C (M x N, row stride ldc) = A B (+ bias row of N), BLAS conventions: A is
  * M x K read with ta ('N': row stride lda, 'T': column stride lda), B is
  * K x N likewise. Compared as bytes: zero it before filling. */
+#define MUSA_GEMM_BATCH_DIMS 4
+
 typedef struct {
     int64_t M, N, K, lda, ldb, ldc;
     char ta, tb;
     bool bias;
-    /* batch > 1: that many products in one call, operand i of product k at
-     * k * sa (sb, sc) elements from the first (0: one product) */
-    int64_t batch, sa, sb, sc;
+    /* nb > 0: a batch of products in one call, over nb batch dims of sizes
+     * bd, each operand at strides sa, sb, sc (elements) along them; a stride
+     * of 0 broadcasts that operand (a and b only). nb == 0: one product. */
+    int nb;
+    int64_t bd[MUSA_GEMM_BATCH_DIMS], sa[MUSA_GEMM_BATCH_DIMS], sb[MUSA_GEMM_BATCH_DIMS],
+        sc[MUSA_GEMM_BATCH_DIMS];
 } musa_gemm_shape;
 
 /* Scratch bytes for this GEMM, or (size_t)-1 when oneDNN cannot run it. */
