@@ -211,3 +211,34 @@ def test_batch_norm_of_bfloat16_input_keeps_its_dtype(rng, wdt):
     assert x.grad.dtype == musa.bfloat16 and w.grad.dtype == wdt
     for m, t in [(x, tx), (w, tw), (b, tb)]:
         assert rel(m.grad.float().numpy(), t.grad.numpy()) <= TOL
+
+
+@pytest.mark.parametrize("dtype", [musa.bfloat16, musa.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "erf", "gelu", "gelu_tanh",
+                                  "gelu_backward", "gelu_tanh_backward"])
+def test_low_precision_math_is_float32_math_rounded_once(dtype, name):
+    """Math on float16/bfloat16 is the float32 kernel's on the widened values,
+    rounded once: bit for bit, over full blocks, tails and strided views."""
+    musa.manual_seed(5)
+    x = (musa.randn(3, 1000) * 3).to(dtype)[:, 1:]  # 999 columns: blocks and a tail
+    g = musa.randn(3, 999).to(dtype)
+    if name == "log":
+        x = x.abs() + 0.5  # rounded to dtype here, before the comparison
+    xs = x.t()  # strided
+    ops = {"exp": musa.exp, "log": musa.log, "tanh": musa.tanh,
+           "sigmoid": musa.sigmoid, "erf": musa.erf, "gelu": F.gelu,
+           "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+    for t in (x, xs):
+        if name.endswith("backward"):
+            approx = "tanh" if "tanh" in name else "none"
+            def f(v, gg):
+                v = v.detach().requires_grad_()
+                F.gelu(v, approximate=approx).backward(gg)
+                return v.grad
+            gg = g if t is x else g.t()
+            got = f(t, gg)
+            want = f(t.float(), gg.float()).to(dtype)
+        else:
+            got, want = ops[name](t), ops[name](t.float()).to(dtype)
+        assert got.dtype == dtype
+        assert np.array_equal(got.float().numpy(), want.float().numpy(), equal_nan=True)

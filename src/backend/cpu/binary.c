@@ -43,6 +43,21 @@ typedef struct {
             o[k] = OST(EXPR);                                                                      \
         }                                                                                          \
     }                                                                                              \
+    DEF_B_LOOP(NAME, SN, T, OT)
+/* float16/bfloat16 of an op calling libm: through its float32 block (as
+ * unary.c's DEF_UM_LOW; the same bits) */
+#define DEF_BM_LOW(NAME, SN, T, C, OT, OST, EXPR)                                                  \
+    static inline __attribute__((always_inline)) void NAME##_##SN##_blk(                           \
+        void *ctx, OT *o, const T *pa, const T *pb, const int K) {                                 \
+        float fa[MUSA_VBLK], fb[MUSA_VBLK], fo[MUSA_VBLK];                                         \
+        _Pragma("omp simd") for (int k = 0; k < K; k++) fa[k] = LD_##SN(pa[k]),                    \
+                                                        fb[k] = LD_##SN(pb[k]);                    \
+        NAME##_f32_blk(ctx, fo, fa, fb, K);                                                        \
+        _Pragma("omp simd") for (int k = 0; k < K; k++) o[k] = OST(fo[k]);                         \
+    }                                                                                              \
+    DEF_B_LOOP(NAME, SN, T, OT)
+/* The strided loop around a block function. */
+#define DEF_B_LOOP(NAME, SN, T, OT)                                                                \
     static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
         const int64_t es = (int64_t)sizeof(T), eo = (int64_t)sizeof(OT);                           \
         int64_t i0 = 0;                                                                            \
@@ -80,8 +95,8 @@ typedef struct {
 #define BIN_FLOATS_M(NAME, FE, DE) /* calling libm */                                              \
     DEF_BM(NAME, f32, float, float, float, ST_f32, FE)                                             \
     DEF_BM(NAME, f64, double, double, double, ST_f64, DE)                                          \
-    DEF_BM(NAME, f16, musa_f16, float, musa_f16, ST_f16, FE)                                       \
-    DEF_BM(NAME, bf16, musa_bf16, float, musa_bf16, ST_bf16, FE)
+    DEF_BM_LOW(NAME, f16, musa_f16, float, musa_f16, ST_f16, FE)                                   \
+    DEF_BM_LOW(NAME, bf16, musa_bf16, float, musa_bf16, ST_bf16, FE)
 #define BIN_INTS(NAME, IE)                                                                         \
     DEF_B(NAME, i64, int64_t, int64_t, int64_t, ST_i64, IE)                                        \
     DEF_B(NAME, i32, int32_t, int32_t, int32_t, ST_i32, IE)                                        \

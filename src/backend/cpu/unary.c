@@ -35,6 +35,24 @@
             o[k] = ST_##SN(EXPR);                                                                  \
         }                                                                                          \
     }                                                                                              \
+    DEF_U_LOOP(NAME, SN, T)
+/* float16/bfloat16 through the float32 block of the same op: widened into
+ * a float block, computed there, rounded back; each a tight loop. Inline,
+ * the conversions sat between libmvec calls and spilled (bfloat16 erf-gelu
+ * took 147 us over 2^18 elements against 77 us in float32). The same
+ * float operations on the same values: the same bits as before. */
+#define DEF_UM_LOW(NAME, SN, T, C, EXPR)                                                           \
+    static inline                                                                                  \
+        __attribute__((always_inline)) void NAME##_##SN##_blk(T *o, const T *a, const int K) {     \
+        float fa[MUSA_VBLK], fo[MUSA_VBLK];                                                        \
+        _Pragma("omp simd") for (int k = 0; k < K; k++) fa[k] = LD_##SN(a[k]);                     \
+        NAME##_f32_blk(fo, fa, K);                                                                 \
+        _Pragma("omp simd") for (int k = 0; k < K; k++) o[k] = ST_##SN(fo[k]);                     \
+    }                                                                                              \
+    DEF_U_LOOP(NAME, SN, T)
+#define DEF_U_LOW(NAME, SN, T, C, EXPR) DEF_U(NAME, SN, T, C, EXPR)
+/* The strided loop around a block function. */
+#define DEF_U_LOOP(NAME, SN, T)                                                                    \
     static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
         (void)ctx;                                                                                 \
         int64_t i0 = 0;                                                                            \
@@ -89,13 +107,13 @@
 #define UNARY_FLOAT_TABLE(NAME, FE, DE, DEF)                                                       \
     DEF(NAME, f32, float, float, FE)                                                               \
     DEF(NAME, f64, double, double, DE)                                                             \
-    DEF(NAME, f16, musa_f16, float, FE)                                                            \
-    DEF(NAME, bf16, musa_bf16, float, FE)                                                          \
-    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {[MUSA_DTYPE_FLOAT32] = NAME##_f32, \
-                                                                [MUSA_DTYPE_FLOAT64] = NAME##_f64, \
-                                                                [MUSA_DTYPE_FLOAT16] = NAME##_f16, \
-                                                                [MUSA_DTYPE_BFLOAT16] =            \
-                                                                    NAME##_bf16};
+    DEF##_LOW(NAME, f16, musa_f16, float, FE)                                                      \
+        DEF##_LOW(NAME, bf16, musa_bf16, float,                                                    \
+                  FE) static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                 \
+            [MUSA_DTYPE_FLOAT32] = NAME##_f32,                                                     \
+            [MUSA_DTYPE_FLOAT64] = NAME##_f64,                                                     \
+            [MUSA_DTYPE_FLOAT16] = NAME##_f16,                                                     \
+            [MUSA_DTYPE_BFLOAT16] = NAME##_bf16};
 
 /* A predicate on any dtype: FE on floats, IE on integers and bool. */
 #define UNARY_PRED(NAME, FE, IE)                                                                   \
