@@ -295,6 +295,30 @@ int musa_graph_place(musa_graph *g, int64_t nn0, const int32_t *pos) {
     return MUSA_OK;
 }
 
+bool musa_graph_pairable(const musa_graph *g, const musa_gnode *n) {
+    const musa_op_info *info = &musa_ops[n->op];
+    /* THREADS: in a task it would run single-threaded, rounding otherwise.
+     * INPLACE: an update paired with an earlier reader of its parameter (a
+     * matmul of the backward) could not write in place: it took an arena
+     * buffer and a copy back, for no gain (updates are memory bound).
+     * REDUCTION, CREATION: cheap passes, never worth a task. */
+    if (n->n_out < 1 ||
+        (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ORDERED | MUSA_OPF_THREADS |
+                        MUSA_OPF_INPLACE | MUSA_OPF_REDUCTION | MUSA_OPF_CREATION)))
+        return false;
+    /* GEMMs are never paired. Measured on the 2-core AMD machine: a GEMM
+     * under MUSA_SMALL_GEMM_MACS runs on one thread anyway, and pairing the
+     * MLP's (64 x 128 outputs) made its step 25 us slower (140 against 115
+     * us); larger ones run on every thread alone, and pairing them (as two
+     * one-thread tasks) made GPT-tiny's step 5% slower (9.7 against 9.3 ms,
+     * three runs each). */
+    if (info->attrs_kind == MUSA_ATTRS_matmul || n->op == MUSA_OP_linear) return false;
+    const musa_gvalue *o = &g->values.data[n->out[0]];
+    int64_t ne = 1;
+    for (int d = 0; d < o->ndim; d++) ne *= o->shape[d];
+    return ne >= MUSA_HEAVY_ELEMS && ne <= MUSA_SOLO_ELEMS;
+}
+
 /* ---- split along dim 0 ---- */
 
 bool musa_graph_row_reduction(const musa_graph *g, const musa_gnode *n) {

@@ -261,17 +261,24 @@ musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)
 /* Elements per tile of a fused group headed by a matmul (plan/build.c, passes/fuse.c). */
 #define MUSA_HEAD_TILE_ELEMS 65536
 
-/* Output elements from which a matmul, convolution or other non-elementwise
- * kernel counts as heavy. The planner (plan/build.c) may pair a heavy
- * instruction with an independent one into a parallel step; fusion
- * (passes/fuse.c) keeps two heavy producers feeding one node in groups of
- * their own so that they stay independent and can be paired. The two must
- * agree, or fusion would serialise branches the planner would run
- * concurrently. 4096 elements (16 KiB of float32): smaller kernels are too
- * short for a task of their own to pay for handing it to the OpenMP team.
- * The value was set with the pairing, not tuned by a measurement of its
- * own (the upper bound, SOLO_ELEMS in plan/build.c, was measured). */
+/* Output elements from which a non-elementwise kernel counts as heavy
+ * (musa_graph_pairable). 4096 elements (16 KiB of float32): smaller kernels
+ * are too short for a task of their own to pay for handing it to the OpenMP
+ * team. The value was set with the pairing, not tuned by a measurement of
+ * its own; the upper bound was measured (below). */
 #define MUSA_HEAVY_ELEMS 4096
+/* Output elements above which a heavy kernel runs alone with every thread:
+ * on ResNet-18 training (2 threads) two convolutions as single-threaded
+ * tasks ran 15% slower than one after the other with both threads each. */
+#define MUSA_SOLO_ELEMS 65536
+
+/* Whether node n is worth a task of its own in a parallel step. The planner
+ * (plan/build.c) pairs such an instruction (or a group it heads) with an
+ * independent one; fusion (passes/fuse.c) keeps two of them feeding one
+ * node in groups of their own, so that they stay independent. One
+ * predicate for both, so fusion never serialises branches the planner
+ * would run concurrently, nor splits groups for branches it would not. */
+bool musa_graph_pairable(const musa_graph *g, const musa_gnode *n);
 
 /* A reduction over dims other than 0 (and not all dims) of a value with
  * at least 2 dims: row i of its output is made from row i of its input. */

@@ -539,6 +539,9 @@ def test_two_branches_run_concurrently_with_identical_results():
     musa.set_num_threads(2)
     try:
         def f(x, y):
+            return musa.relu(musa.softmax(x, -1)) + musa.relu(musa.softmax(y, -1))
+
+        def gemms(x, y):
             return musa.relu(x @ x) + musa.relu(y @ y)
 
         x, y = musa.randn(128, 128), musa.randn(128, 128)
@@ -551,6 +554,12 @@ def test_two_branches_run_concurrently_with_identical_results():
             assert st["parallel_steps"] == (1 if n == 2 else 0)
             assert st["parallel_tasks"] == (2 * st["runs"] if n == 2 else 0)
         assert np.array_equal(res[1].numpy(), res[2].numpy())
+        # GEMMs are never paired (docs/jit.md, "Concurrency"): one after the
+        # other, each on every thread it is worth
+        c = musa.jit(gemms, config=musa.Config(num_threads=2))
+        c(x, y)
+        assert c.plan_stats()["parallel_steps"] == 0
+        assert np.array_equal(c(x, y).numpy(), gemms(x, y).numpy())
     finally:
         musa.set_num_threads(prev)
 

@@ -80,7 +80,7 @@ CASES = {
   %8 = sum(%0, dims=[1], keepdim=false)  # float32[3] fused:1
   %10 = cast(%9, dtype=float32)  # float32[]
   %11 = mul(%8, %10)  # float32[3] fused:1
-  %12 = add(%7, %11)  # float32[3]
+  %12 = add(%7, %11)  # float32[3] fused:1
   return (%12)
 }"""),
 }

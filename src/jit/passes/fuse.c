@@ -55,15 +55,10 @@ static bool rowwise_member(const musa_graph *g, int32_t i) {
            musa_graph_split0_ok(g, i);
 }
 
-/* Made by a big non-elementwise kernel (matmul, conv, ...). */
+/* Made by a kernel the planner would run as a task of its own. */
 static bool heavy_producer(const musa_graph *g, const musa_gvalue *x) {
-    if (x->kind != MUSA_V_NODE || x->producer < 0) return false;
-    uint32_t f = musa_ops[g->nodes.data[x->producer].op].flags;
-    if (f & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_CREATION | MUSA_OPF_REDUCTION))
-        return false;
-    int64_t ne = 1;
-    for (int d = 0; d < x->ndim; d++) ne *= x->shape[d];
-    return ne >= MUSA_HEAVY_ELEMS;
+    return x->kind == MUSA_V_NODE && x->producer >= 0 &&
+           musa_graph_pairable(g, &g->nodes.data[x->producer]);
 }
 
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
@@ -86,14 +81,17 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
         int32_t join = -1;
         if (fusible_ew(g, n)) {
             const musa_gvalue *o = &g->values.data[n->out[0]];
-            /* Two heavy producers (matmul/conv, alone or heading a group)
-             * feeding one node are independent branches: joining either
-             * would serialise them, so the node starts its own group. */
+            /* Two heavy producers (musa_graph_pairable: alone or heading a
+             * group) feeding one node are independent branches the planner
+             * runs concurrently: joining either would serialise them, so the
+             * node starts its own group. */
             int heavy_inputs = 0;
             for (int k = 0; k < n->n_in; k++) {
                 const musa_gvalue *x = &g->values.data[n->in[k]];
                 int32_t gi = vgroup[n->in[k]];
-                if (gi >= 0 ? gs[gi].headed : heavy_producer(g, x)) heavy_inputs++;
+                if (gi >= 0 ? gs[gi].headed && musa_graph_pairable(g, &g->nodes.data[gs[gi].first])
+                            : heavy_producer(g, x))
+                    heavy_inputs++;
             }
             bool branches = heavy_inputs >= 2;
             /* an open group producing one of the inputs, with this shape */

@@ -37,8 +37,7 @@
 
 #define TILE_ELEMS       2048              /* elements per fused tile (elementwise groups) */
 #define STREAM_MIN_BYTES ((size_t)8 << 20) /* a streamed output: larger than a core's L2 */
-#define SOLO_ELEMS       65536 /* heavy kernels above this size use every thread alone */
-#define WINDOW           8     /* how far ahead a concurrent partner is looked for */
+#define WINDOW           8                 /* how far ahead a concurrent partner is looked for */
 
 /* What buf_of says about a root value that has no arena buffer (arena
  * buffers are numbered from 0). */
@@ -268,40 +267,14 @@ static int plan_emit(builder *b) {
 
 /* ---- schedule ---- */
 
-static bool heavy_node(const musa_graph *g, const musa_gnode *n) {
-    const musa_op_info *info = &musa_ops[n->op];
-    /* THREADS: in a task it would run single-threaded, rounding otherwise.
-     * INPLACE: an update paired with an earlier reader of its parameter (a
-     * matmul of the backward) could not write in place: it took an arena
-     * buffer and a copy back, for no gain (updates are memory bound). */
-    if (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ORDERED | MUSA_OPF_THREADS |
-                       MUSA_OPF_INPLACE))
-        return false;
-    int64_t ne = numel(&g->values.data[n->out[0]]);
-    /* Measured on ResNet-18 training (2 threads): two convolutions as
-     * single-threaded tasks ran 15% slower than one after the other with
-     * both threads each; concurrency pays for mid-sized kernels only. */
-    if (ne > SOLO_ELEMS) return false;
-    if (info->attrs_kind == MUSA_ATTRS_matmul || n->op == MUSA_OP_linear) {
-        /* a GEMM that runs on one thread anyway is too short for a task:
-         * pairing the MLP's (64 x 128 outputs, 2^19 to 2^20 multiply-adds)
-         * made its step 25 us slower (140 against 115 us) */
-        const musa_gvalue *a = &g->values.data[n->in[0]];
-        bool ta = info->attrs_kind == MUSA_ATTRS_matmul && n->attrs.matmul.transpose_a;
-        int64_t k = a->ndim ? a->shape[a->ndim - (ta && a->ndim > 1 ? 2 : 1)] : 1;
-        return (double)ne * (double)k >= MUSA_SMALL_GEMM_MACS;
-    }
-    return ne >= MUSA_HEAVY_ELEMS;
-}
-
 /* Worth a task of its own: a big kernel, or a group that a big kernel heads
  * (a multi-tensor update never: it is one parallel loop over every row). */
 static bool heavy(const builder *b, int i) {
     const musa_graph *g = b->g;
     const instr *in = &b->emitted[i];
     if (in->kind == MUSA_INSTR_MULTI) return false;
-    if (in->kind == MUSA_INSTR_KERNEL) return heavy_node(g, &g->nodes.data[in->node]);
-    return heavy_node(g, &g->nodes.data[b->gfirst[g->nodes.data[in->node].group]]);
+    if (in->kind == MUSA_INSTR_KERNEL) return musa_graph_pairable(g, &g->nodes.data[in->node]);
+    return musa_graph_pairable(g, &g->nodes.data[b->gfirst[g->nodes.data[in->node].group]]);
 }
 
 /* Every value instruction i reads is made by an emitted instruction (or is
