@@ -21,7 +21,8 @@ class Config:
     num_threads: threads for concurrent branches (None: musa.get_num_threads()).
     dynamic: {argument name or index: {dim: (min, max)}} dims that may vary
         without recompiling.
-    disable_passes: pass names to skip ("simplify", "cse", "fold", "dce", "fuse").
+    disable_passes: pass names to skip ("simplify", "cse", "fold", "dce", "remat",
+        "channels_last", "fuse").
     max_variants: compiled variants per function before it runs eagerly.
     verify: run the IR verifier after every pass.
     remat: in compiled training, recompute cheap elementwise values in the
