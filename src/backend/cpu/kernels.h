@@ -71,6 +71,10 @@ MUSA_WS(ws_xent);
  * and plans make the same one (a plan pairs no GEMM smaller than this:
  * plan/build.c). */
 #define MUSA_SMALL_GEMM_MACS (1 << 21)
+/* Set OpenMP's thread count (oneDNN reads it) for a GEMM of `macs`
+ * multiply-adds: one thread below MUSA_SMALL_GEMM_MACS, else every thread
+ * this thread may use (matmul.c). */
+void musa_cpu_gemm_threads(double macs);
 
 /* C = alpha A B + beta C for float32 (oneDNN) or float64 (BLAS), row-major,
  * with transpose flags 'N'/'T'. Uses the threads this thread may use. */

@@ -122,10 +122,11 @@ static bool whole_batch(const mm_plan *p, musa_gemm_shape *s) {
 }
 
 /* The bfloat16 GEMM on oneDNN (matmul_dnnl.c), when every operand is
- * GEMM-readable in place: of the whole batch in one call where oneDNN takes
- * its strides, else of one batch matrix; its scratch bytes in *ws. (A float32 batch of small
- * matrices gained nothing from the primitive here: 46 us against 47 for
- * 32 products of 64x32x64, slower for transposed ones.) */
+ * GEMM-readable in place: of the whole batch in one call where oneDNN
+ * takes its strides, else of one batch matrix; its scratch bytes in *ws.
+ * (A float32 batch of small matrices gained nothing from the primitive
+ * here: 46 us against 47 for 32 products of 64x32x64, slower for
+ * transposed ones.) */
 static bool bf16_gemm(const mm_plan *p, int dt, musa_gemm_shape *s, size_t *ws) {
     char tc;
     int64_t ldc;
@@ -196,9 +197,13 @@ static bool small_gemm(int64_t M, int64_t N, int64_t K) {
     return (double)M * (double)N * (double)K < MUSA_SMALL_GEMM_MACS;
 }
 
-static void set_omp_threads(int64_t M, int64_t N, int64_t K) {
-    int nt = small_gemm(M, N, K) ? 1 : musa_pool_intra_threads();
+void musa_cpu_gemm_threads(double macs) {
+    int nt = macs < MUSA_SMALL_GEMM_MACS ? 1 : musa_pool_intra_threads();
     if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
+}
+
+static void set_omp_threads(int64_t M, int64_t N, int64_t K) {
+    musa_cpu_gemm_threads((double)M * (double)N * (double)K);
 }
 
 /* One GEMM C = A B for float32/float64 data (es = 4 or 8). */
@@ -376,11 +381,15 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
         int rc = musa_dnnl_gemm_bf16(&gs, j.a, j.b, NULL, j.c, ctx->scratch, ctx->scratch_bytes);
         return rc ? musa_err(rc, "[matmul] oneDNN bfloat16 matmul primitive failed") : MUSA_OK;
     }
-    if (spread)
-        musa_parallel_for(p.batch, 1, mm_slices, &j);
-    else
+    if (!spread) {
         mm_slices(&j, 0, p.batch);
-    return atomic_load(&j.rc);
+        return atomic_load(&j.rc);
+    }
+    musa_parallel_for(p.batch, 1, mm_slices, &j);
+    int rc = atomic_load(&j.rc); /* a worker's message stayed on its thread */
+    return rc ? musa_err(rc, "[matmul] the product of a batch matrix failed (%s)",
+                         musa_status_name(rc))
+              : MUSA_OK;
 }
 
 int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha,

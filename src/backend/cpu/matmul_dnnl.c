@@ -14,10 +14,8 @@
  */
 #include "matmul_dnnl.h"
 
-#include <omp.h>
 #include <pthread.h>
 
-#include "../../base/threadpool.h"
 #include "conv_dnnl.h"
 #include "kernels.h"
 
@@ -104,8 +102,7 @@ int musa_dnnl_gemm_bf16(const musa_gemm_shape *s, const void *a, const void *b, 
     if (!e || scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
     double macs = (double)s->M * (double)s->N * (double)s->K;
     for (int i = 0; i < s->nb; i++) macs *= (double)s->bd[i];
-    int nt = macs < MUSA_SMALL_GEMM_MACS ? 1 : musa_pool_intra_threads();
-    if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
+    musa_cpu_gemm_threads(macs);
     dnnl_engine_t eng = musa_dnnl_engine();
     dnnl_stream_t stream;
     if (dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
