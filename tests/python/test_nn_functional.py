@@ -68,6 +68,61 @@ def test_inplace_variants_modify_input_and_differentiate(fn):
     compare(lambda x: run(F, x), lambda x: run(TF, x), X)
 
 
+def masked_rows(dtype):
+    """Rows of 70 logits (more than a 64-lane block: tails too) with -inf,
+    huge negatives (-1e30 and values just past exp's zero, -120) and a
+    causal pattern: the inputs the kernels' masked exp takes its fast path
+    on; one row keeps only its last logit."""
+    x = randn(6, 70).astype(dtype) * 3
+    x[np.tril(np.ones((6, 70), bool), -1)[:, ::-1]] = -np.inf
+    x[1, ::3] = -1e30
+    x[2, 5:40] = -120
+    x[4, :-1] = -np.inf
+    x[4, -1] = 1.5
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_over_masked_rows(fn, dtype):
+    x = masked_rows(dtype)
+    out = compare(lambda t: getattr(F, fn)(t, -1), lambda t: getattr(TF, fn)(t, -1), x,
+                  rtol=1e-5, atol=1e-6, grad=fn == "softmax")
+    masked = x == -np.inf
+    if fn == "softmax":
+        assert (out.detach().numpy()[masked] == 0).all()
+        assert (out.detach().numpy()[4, -1] == 1)
+    else:
+        assert np.isneginf(out.detach().numpy()[masked]).all()
+    # -inf and a huge finite negative give the same bits (exp is +0 for both)
+    y = x.copy()
+    y[masked] = -3e38
+    a = getattr(F, fn)(musa.tensor(x), -1).numpy()
+    b = getattr(F, fn)(musa.tensor(y), -1).numpy()
+    np.testing.assert_array_equal(a[~masked], b[~masked])
+
+
+def test_softmax_masked_nan_and_all_masked_rows():
+    x = np.full((3, 20), -np.inf, np.float32)
+    x[1, 3] = np.nan
+    x[2, :5] = 1.0
+    out = F.softmax(musa.tensor(x), -1).numpy()
+    ref = TF.softmax(torch.tensor(x), -1).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))  # all -inf and NaN rows: NaN
+    np.testing.assert_allclose(out[2], ref[2], rtol=1e-6)
+
+
+def test_cross_entropy_with_masked_logits():
+    x = masked_rows(np.float32)
+    target = np.array([69, 65, 68, 60, 69, 0], np.int64)
+    x[5, 0] = 2.0  # a finite target logit in every row
+    compare(lambda a, t: F.cross_entropy(a, t), lambda a, t: TF.cross_entropy(a, t), x, target,
+            rtol=1e-5, atol=1e-6)
+    compare(lambda a, t: F.cross_entropy(a, t, label_smoothing=0.0, reduction="none"),
+            lambda a, t: TF.cross_entropy(a, t, label_smoothing=0.0, reduction="none"), x, target,
+            rtol=1e-5, atol=1e-6)
+
+
 def test_softmax_implicit_dim_warns():
     with pytest.warns(UserWarning, match="Implicit dimension"):
         out = F.softmax(musa.tensor(X[0]))

@@ -45,6 +45,26 @@ static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t 
 DEF_ROW_MAX(f32, float)
 DEF_ROW_MAX(f64, double)
 
+/* The float64 sum of exp(x[d] - m) over a contiguous row, each value also
+ * stored to y[d] when y is given (y may be x). A block at a time: the exp
+ * loop alone vectorises through libmvec with musa_exp_masked's select (GCC
+ * gives up on the call when a float64 reduction shares its loop). */
+#define DEF_EXP_SUM(SUF, T, EXP)                                                                   \
+    static inline double exp_sum_##SUF(T *y, const T *x, int64_t n, T m) {                         \
+        double s = 0;                                                                              \
+        T buf[BLK];                                                                                \
+        for (int64_t d0 = 0; d0 < n; d0 += BLK) {                                                  \
+            int64_t k = n - d0 < BLK ? n - d0 : BLK;                                               \
+            T *e = y ? y + d0 : buf;                                                               \
+            const T *xs = x + d0;                                                                  \
+            MUSA_SIMD_MATH(T) for (int64_t i = 0; i < k; i++) e[i] = EXP(xs[i] - m);               \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < k; i++) s += e[i];        \
+        }                                                                                          \
+        return s;                                                                                  \
+    }
+DEF_EXP_SUM(f32, float, musa_exp_masked_f)
+DEF_EXP_SUM(f64, double, musa_exp_masked_d)
+
 /* Forward over work items: (outer row) x (inner block). */
 #define DEF_SOFTMAX(SUF, T, EXP, LOG)                                                              \
     static void sm_fwd_##SUF(void *arg, int64_t w0, int64_t w1) {                                  \
@@ -59,17 +79,12 @@ DEF_ROW_MAX(f64, double)
             T *y = (T *)j->y + o * j->D * j->inner + c0;                                           \
             if (j->inner == 1) { /* contiguous row: vectorised passes */                           \
                 T m = row_max_##SUF(x, j->D);                                                      \
-                double s = 0;                                                                      \
                 if (j->log) {                                                                      \
-                    MUSA_SIMD_MATH(T, reduction(+ : s))                                            \
-                    for (int64_t d = 0; d < j->D; d++) s += EXP(x[d] - m);                         \
+                    double s = exp_sum_##SUF(NULL, x, j->D, m);                                    \
                     T ls = (T)log(s); /* x - m is exact near the max; m + ls would round */        \
                     _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) y[d] = (x[d] - m) - ls; \
                 } else {                                                                           \
-                    MUSA_SIMD_MATH(T, reduction(+ : s)) for (int64_t d = 0; d < j->D; d++) {       \
-                        y[d] = EXP(x[d] - m);                                                      \
-                        s += y[d];                                                                 \
-                    }                                                                              \
+                    double s = exp_sum_##SUF(y, x, j->D, m);                                       \
                     T inv = (T)(1.0 / s);                                                          \
                     _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) y[d] *= inv;            \
                 }                                                                                  \
@@ -141,8 +156,8 @@ DEF_ROW_MAX(f64, double)
                 }                                                                                  \
         }                                                                                          \
     }
-DEF_SOFTMAX(f32, float, expf, logf)
-DEF_SOFTMAX(f64, double, exp, log)
+DEF_SOFTMAX(f32, float, musa_exp_masked_f, logf)
+DEF_SOFTMAX(f64, double, musa_exp_masked_d, log)
 
 static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *x,
                        const musa_kview *g, int64_t dim, bool log, bool backward) {
@@ -222,10 +237,9 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             double se = 0, sx = 0;                                                                 \
             if (j->S == 1) { /* contiguous row */                                                  \
                 m = row_max_##SUF(x, j->C);                                                        \
-                MUSA_SIMD_MATH(T, reduction(+ : se, sx)) for (int64_t c = 0; c < j->C; c++) {      \
-                    se += EXP(x[c] - m);                                                           \
-                    sx += x[c];                                                                    \
-                }                                                                                  \
+                se = exp_sum_##SUF(NULL, x, j->C, m);                                              \
+                _Pragma("omp simd reduction(+ : sx)") for (int64_t c = 0; c < j->C; c++) sx +=     \
+                    x[c];                                                                          \
             } else {                                                                               \
                 for (int64_t c = 0; c < j->C; c++) m = x[c * j->S] > m ? x[c * j->S] : m;          \
                 for (int64_t c = 0; c < j->C; c++) {                                               \
@@ -257,9 +271,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
                 (j->g_per_sample ? ((const T *)j->g)[r] : ((const T *)j->g)[0]) * j->scale;        \
             if (j->S == 1) { /* contiguous row: gx = (softmax - smoothed one-hot) gs */            \
                 T m = row_max_##SUF(x, j->C);                                                      \
-                double se = 0;                                                                     \
-                MUSA_SIMD_MATH(T, reduction(+ : se))                                               \
-                for (int64_t c = 0; c < j->C; c++) se += EXP(x[c] - m);                            \
+                double se = exp_sum_##SUF(NULL, x, j->C, m);                                       \
                 T k = (T)(gs / se), u = (T)(eps / (double)j->C * gs);                              \
                 MUSA_SIMD_MATH(T)                                                                  \
                 for (int64_t c = 0; c < j->C; c++) gx[c] = EXP(x[c] - m) * k - u;                  \
@@ -278,8 +290,8 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             }                                                                                      \
         }                                                                                          \
     }
-DEF_XENT(f32, float, expf)
-DEF_XENT(f64, double, exp)
+DEF_XENT(f32, float, musa_exp_masked_f)
+DEF_XENT(f64, double, musa_exp_masked_d)
 
 static void xe_geom(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {
     if (x->ndim == 1) {
