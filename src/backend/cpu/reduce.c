@@ -11,7 +11,10 @@
  *      before the one rounding to the output dtype;
  *   B. columns: when the input's stride-1 dim is kept (e.g. a bias
  *      gradient, sum over dim 0 of (N, C)), 256-wide blocks of outputs
- *      accumulate rows in double, which vectorises.
+ *      accumulate rows in double, vectorised across the block (`omp simd`:
+ *      without it GCC kept the loop scalar for fear the accumulators alias
+ *      the row, and a (512, 512) column sum took 160 us against 33 us for
+ *      its row sum).
  * A full reduction of one long contiguous run splits it into chunks whose
  * size depends only on the length, so results do not depend on the number
  * of threads.
@@ -87,7 +90,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void sum_col_##SN(racc *acc, const char *p, int64_t n) {                                \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++) acc[j].f += (double)LD_##SN(x[j]);                         \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) acc[j].f += (double)LD_##SN(x[j]);     \
     }                                                                                              \
     static void prod_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
@@ -96,7 +99,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void prod_col_##SN(racc *acc, const char *p, int64_t n) {                               \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++) acc[j].f *= (double)LD_##SN(x[j]);                         \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) acc[j].f *= (double)LD_##SN(x[j]);     \
     }                                                                                              \
     static void amax_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         double a = acc->f;                                                                         \
@@ -108,7 +111,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void amax_col_##SN(racc *acc, const char *p, int64_t n) {                               \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++) {                                                          \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {                                      \
             double v = (double)LD_##SN(x[j]);                                                      \
             acc[j].f = (v != v || v > acc[j].f) ? v : acc[j].f;                                    \
         }                                                                                          \
@@ -123,7 +126,7 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
     }                                                                                              \
     static void amin_col_##SN(racc *acc, const char *p, int64_t n) {                               \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++) {                                                          \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {                                      \
             double v = (double)LD_##SN(x[j]);                                                      \
             acc[j].f = (v != v || v < acc[j].f) ? v : acc[j].f;                                    \
         }                                                                                          \
@@ -139,7 +142,8 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
     }                                                                                              \
     static void sum_col_##SN(racc *acc, const char *p, int64_t n) {                                \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++) acc[j].i = (int64_t)(U64(acc[j].i) + U64(x[j]));           \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) acc[j].i =                             \
+            (int64_t)(U64(acc[j].i) + U64(x[j]));                                                  \
     }                                                                                              \
     static void prod_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         uint64_t a = (uint64_t)acc->i;                                                             \
@@ -148,7 +152,8 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
     }                                                                                              \
     static void prod_col_##SN(racc *acc, const char *p, int64_t n) {                               \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++) acc[j].i = (int64_t)(U64(acc[j].i) * U64(x[j]));           \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) acc[j].i =                             \
+            (int64_t)(U64(acc[j].i) * U64(x[j]));                                                  \
     }                                                                                              \
     static void amax_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         POLLED_LOOP(i, n) {                                                                        \
@@ -158,8 +163,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
     }                                                                                              \
     static void amax_col_##SN(racc *acc, const char *p, int64_t n) {                               \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++)                                                            \
-            if (x[j] > acc[j].i) acc[j].i = x[j];                                                  \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) if (x[j] > acc[j].i) acc[j].i = x[j];  \
     }                                                                                              \
     static void amin_run_##SN(racc *acc, const char *p, int64_t n, int64_t s) {                    \
         POLLED_LOOP(i, n) {                                                                        \
@@ -169,8 +173,7 @@ MUSA_FOR_FLOATS(DEF_FLOAT_FOLDS)
     }                                                                                              \
     static void amin_col_##SN(racc *acc, const char *p, int64_t n) {                               \
         const T *x = (const T *)p;                                                                 \
-        for (int64_t j = 0; j < n; j++)                                                            \
-            if (x[j] < acc[j].i) acc[j].i = x[j];                                                  \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) if (x[j] < acc[j].i) acc[j].i = x[j];  \
     }
 MUSA_FOR_INTS(DEF_INT_FOLDS)
 DEF_INT_FOLDS(b, uint8_t, uint8_t, MUSA_DTYPE_BOOL)
