@@ -2,6 +2,7 @@
 zoo compiled versus eager, recompiles, dynamic dims, memory plans, threads,
 errors naming the user's line, and the SPEC section 2 snippets."""
 import json
+import os
 import logging
 import warnings
 
@@ -617,3 +618,59 @@ def test_bad_arguments_get_clear_errors():
         plan.run([x, "x"])
     with pytest.raises(IndexError):
         g.value(10 ** 6)
+
+
+def _sig_cases():
+    import functools
+
+    def plain(a, b=1):
+        pass
+
+    def star(a, /, b, *rest, c, d=2, **extra):
+        pass
+
+    def kwonly(*, k):
+        pass
+
+    @functools.wraps(star)
+    def wrapped(*args, **kwargs):
+        pass
+
+    class M:
+        def meth(self, x, *, y=0):
+            pass
+
+    def with_sig(q):
+        pass
+    with_sig.__signature__ = __import__("inspect").signature(plain)
+    return [plain, star, kwonly, wrapped, M().meth, M.meth, lambda u, v=3: 0, with_sig,
+            functools.partial(plain, 1), len]
+
+
+@pytest.mark.parametrize("fn", _sig_cases(), ids=lambda f: getattr(f, "__name__", "partial"))
+def test_param_names_match_inspect(fn):
+    """musa.jit reads parameter names from code objects (inspect is a heavy
+    import); every kind of callable gets inspect.signature's names."""
+    import inspect
+
+    from musa.jit import _args
+    try:
+        want = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        want = []
+    assert _args.param_names(fn) == want
+
+
+def test_jit_import_and_compile_skip_heavy_modules():
+    """A compiled call loads neither inspect (with ast, dis, tokenize),
+    logging nor json: about 1.2 MiB of resident memory a process would pay."""
+    import subprocess
+    import sys
+    code = ("import sys, musa, musa.jit\n"
+            "f = musa.jit(lambda x, y=2: x * y)\n"
+            "f(musa.ones(3)); f(musa.ones(3))\n"
+            "print(','.join(m for m in ('inspect', 'logging', 'json') if m in sys.modules))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)
+    assert out.stdout.strip() == ""

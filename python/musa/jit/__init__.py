@@ -42,11 +42,11 @@ machinery is split by idea:
 
 Invariant: ``musa.jit`` is both this module and the decorator (_JitModule).
 """
-# functools, logging, warnings and log are no longer used here; they stay so
-# that the names musa.jit offers are those it offered before the split.
+# functools, warnings and log are no longer used here; they stay so that
+# the names musa.jit offers are those it offered before the split (not
+# logging: musa.jit imports it only for its first message, _compiled.log).
 import copy as _copy
 import functools  # noqa: F401
-import logging  # noqa: F401
 import os
 import sys
 import types
@@ -66,6 +66,7 @@ __all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard"
            "outside_capture", "load", "save", "LoadedModel"]
 
 guard = _capture.guard
+
 outside_capture = _capture.outside_capture
 
 
@@ -139,11 +140,7 @@ def _module_forward(module):
         return fwd(module, *args, **kwargs)
 
     forward.__qualname__ = f"{type(module).__name__}.forward"
-    try:
-        import inspect
-        forward.__signature__ = inspect.signature(module.forward)
-    except (TypeError, ValueError):
-        pass
+    forward.__wrapped__ = module.forward  # its signature, for inspect and _args.param_names
     return forward
 
 

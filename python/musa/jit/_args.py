@@ -14,7 +14,7 @@ Invariants:
   eval() pick different variants.
 """
 import enum
-import inspect
+import types
 import weakref
 from typing import Any, NamedTuple
 
@@ -129,6 +129,31 @@ def copy_back(leaves, inputs):
 _param_names = weakref.WeakKeyDictionary()  # function -> its parameter names
 
 
+def _code_names(func):
+    """A plain function's parameter names in inspect.signature's order
+    (positional, *args, keyword-only, **kwargs), read from its code object;
+    None for anything else (a wrapper, a partial, a builtin, a signature
+    set by hand)."""
+    if type(func) is not types.FunctionType or hasattr(func, "__signature__"):
+        return None
+    wrapped = getattr(func, "__wrapped__", None)
+    if wrapped is not None:  # inspect.signature follows functools.wraps
+        return param_names(wrapped)
+    code = func.__code__
+    n = code.co_argcount
+    k = code.co_kwonlyargcount
+    v = code.co_varnames
+    names = list(v[:n])
+    extra = n + k
+    if code.co_flags & 0x04:  # CO_VARARGS
+        names.append(v[extra])
+        extra += 1
+    names += v[n:n + k]
+    if code.co_flags & 0x08:  # CO_VARKEYWORDS
+        names.append(v[extra])
+    return names
+
+
 def param_names(fn):
     """fn's parameter names, in order ([] when it has no signature). Cached
     per function, weakly: a bound method is looked up by its function, so
@@ -140,6 +165,9 @@ def param_names(fn):
     except TypeError:  # not weakly referenceable (a builtin): no caching
         names = None
     if names is None:
+        names = _code_names(func)
+    if names is None:
+        import inspect  # (with ast, dis and tokenize: 0.8 MiB resident, so only when needed)
         try:
             names = list(inspect.signature(func).parameters)
         except (TypeError, ValueError):

@@ -18,7 +18,6 @@ Invariants:
 * ``_guards`` keeps each Python guard (musa.jit.guard) once, in the order
   first registered; keys carry the guards' values in that order.
 """
-import logging
 import threading
 import types
 import warnings
@@ -32,7 +31,21 @@ from ._segments import Miss, build_segments, chain, describe_outcome, finish, me
 from ._tracing import Trace, Unsupported, needs_tape_node, reads_host, trace
 from ._training import TrainingNode
 
-log = logging.getLogger("musa.jit")
+
+
+class _Log:
+    """The musa.jit logger (``logging.getLogger("musa.jit")``), imported at
+    its first message: logging (with traceback, string and their imports)
+    is 0.4 MiB of resident memory a compiled step would otherwise pay on
+    import. Only recompiles and fallbacks log."""
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        import logging
+        return getattr(logging.getLogger("musa.jit"), name)
+
+
+log = _Log()
 
 
 class Entry:

@@ -21,7 +21,6 @@ and result structure and the guards (musa.jit.guard) the capture
 registered, with their values: those are fixed at save time, since a
 loaded model runs no Python code.
 """
-import json
 import os
 
 from .. import _C, _capture
@@ -131,6 +130,7 @@ def save(compiled, path):
                "num_threads": cfg.num_threads or 0,
                "disabled": ",".join(cfg.disable_passes) or None,
                "channels_last": cfg.channels_last}
+    import json  # (here, not at import: a compiled step that never saves need not load it)
     _C._model_save(cap.graph, os.fspath(path), options, slopes, json.dumps(python))
 
 
@@ -140,7 +140,7 @@ class LoadedModel:
     def __init__(self, handle, path):
         self._m = handle
         self._path = str(path)
-        header = json.loads(_C._model_header(handle))
+        header = self.header()
         py = header.get("python")
         graph = header["graph"]
         self.input_names = [i.get("name") or f"input {k}" for k, i in enumerate(graph["inputs"])]
@@ -184,6 +184,7 @@ class LoadedModel:
 
     def header(self):
         """The file's header, parsed."""
+        import json
         return json.loads(_C._model_header(self._m))
 
     def __repr__(self):
