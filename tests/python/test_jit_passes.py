@@ -312,6 +312,61 @@ def test_split_gradients_become_one_cat_and_stay_equal_to_eager():
     assert np.array_equal(cg(xg).numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("dtype", [musa.float32, musa.bfloat16], ids=["float32", "bfloat16"])
+def test_matmul_writes_the_permuted_layout_its_clone_wanted(dtype):
+    # attention's y.transpose(1, 2).reshape(B, T, C) and its gradient: the
+    # products write (B, T, H, D) directly, the clones go, and the step is
+    # bitwise eager's
+    B, H, T, D = 2, 3, 5, 4
+    proj = musa.nn.Linear(H * D, 6).to(dtype)
+    q = musa.randn(B, H, T, D, dtype=dtype, requires_grad=True)
+    v = musa.randn(B, H, T, D, dtype=dtype, requires_grad=True)
+
+    def f(q, v):
+        for t in (q, v, proj.weight, proj.bias):
+            t.grad = None
+        att = musa.nn.functional.softmax(q @ q.transpose(2, 3), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, H * D)
+        out = proj(y)
+        (out.float() ** 2).sum().backward()
+        return out.detach(), q.grad, v.grad, proj.weight.grad  # (grads set afresh each call)
+
+    c = musa.jit(f)
+    want = f(q, v)
+    c(q, v)
+    for a, b in zip(want, c(q, v)):
+        assert np.array_equal(a.float().numpy(), b.float().numpy())
+    assert "clone" not in c.plan_text()
+
+
+def test_matmul_layout_rule_leaves_other_readers_alone():
+    # the product read by something else, or the clone returned: unchanged
+    a, b = musa.randn(2, 3, 4), musa.randn(2, 4, 5)
+
+    def two_readers(a, b):
+        m = a @ b
+        return m.transpose(1, 2).contiguous() + 1, m.sum()
+
+    def returned(a, b):
+        return (a @ b).transpose(1, 2).contiguous()
+
+    for fn in (two_readers, returned):
+        g, _ = capture(fn, a, b)
+        g.run_pass("simplify", verify=True)
+        assert "clone" in g.text(), fn.__name__
+        want = fn(a, b)
+        got = g.compile().run([a, b])
+        for x, y in zip(got, want if isinstance(want, tuple) else (want,)):
+            assert np.array_equal(x.numpy(), y.numpy())
+    # the rewrite itself, at the IR: the clone is gone and the product runs
+    g, _ = capture(lambda a, b: (a @ b).transpose(1, 2).contiguous() * 2, a, b)
+    g.run_pass("simplify", verify=True)
+    g.run_pass("dce", verify=True)
+    assert "clone" not in g.text()
+    out, = g.compile().run([a, b])
+    assert np.array_equal(out.numpy(), ((a @ b).transpose(1, 2).contiguous() * 2).numpy())
+
+
 def _groups(compiled):
     """{op: fusion group} of the last compiled graph's live nodes."""
     (_, g), = compiled.get_graph()._graphs

@@ -13,7 +13,10 @@
  *   permutes, whole slices, same-shape view/expand/squeeze); detach stays;
  * - add(pad(a), pad(b)) with zero pads of one dim whose windows touch ->
  *   pad(cat(a, b)) (a split's gradient), cat(cat(a, b), c) -> cat(a, b, c),
- *   and a pad of nothing -> its input.
+ *   and a pad of nothing -> its input;
+ * - clone(permute(matmul(a, b))) -> the matmul writing the permuted layout
+ *   (its output's strides change; the one exception to the layout
+ *   invariant below, safe because only the permute reads that output).
  *
  * Invariants:
  * - a node output is replaced by a value x only when x has the same dtype,
@@ -359,11 +362,62 @@ static int rule_noop_pad(musa_graph *g, int32_t i) {
     return replace_by(g, i, n->in[0]);
 }
 
+/* clone(permute(matmul(a, b))) where nothing else reads the product or the
+ * permute (attention's y.transpose(1, 2).reshape(B, T, C), forward and
+ * backward): the matmul writes its product in the permuted order, which
+ * makes the permute contiguous, and the clone goes. The GEMMs take the new
+ * row stride as their ldc, so every element keeps its value; what goes is
+ * a copy and its buffer. Only for a product that is its own contiguous
+ * buffer; the permute is re-inferred from the new strides. */
+static int rule_matmul_writes_permuted(musa_graph *g, int32_t i) {
+    const musa_gnode *n = &g->nodes.data[i];
+    if (n->op != MUSA_OP_clone) return 0;
+    int32_t pp = producer_op(g, n->in[0], MUSA_OP_permute);
+    if (pp < 0) return 0;
+    const musa_gnode *perm = &g->nodes.data[pp];
+    int32_t v = perm->in[0], pv = perm->out[0], cv = n->out[0];
+    if (producer_op(g, v, MUSA_OP_matmul) < 0 || escapes(g, cv) || uses_of(g, v) != 1 ||
+        uses_of(g, pv) != 1)
+        return 0;
+    musa_gvalue *x = &g->values.data[v], *y = &g->values.data[pv];
+    const musa_gvalue *c = &g->values.data[cv];
+    int64_t want[MUSA_MAX_DIMS];
+    musa_contiguous_strides(c->ndim, c->shape, want);
+    const musa_ints *dims = &perm->attrs.dims.dims;
+    if (x->root != v || x->offset != 0 || dims->n != x->ndim || y->ndim != x->ndim ||
+        c->dtype != x->dtype)
+        return 0;
+    int64_t own[MUSA_MAX_DIMS];
+    musa_contiguous_strides(x->ndim, x->shape, own);
+    for (int d = 0; d < x->ndim; d++)
+        if (x->shape[d] != 1 && x->strides[d] != own[d]) return 0;
+    musa_gvalue saved_x = *x, saved_y = *y;
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t k = dims->v[d] < 0 ? dims->v[d] + x->ndim : dims->v[d];
+        if (k < 0 || k >= x->ndim) return 0;
+        x->strides[k] = want[d];
+    }
+    int rc = musa_graph_infer_node(g, pp);
+    if (rc == MUSA_OK && replace_by(g, i, pv)) return 1;
+    if (rc) musa_clear_error();
+    g->values.data[v] = saved_x, g->values.data[pv] = saved_y;
+    return 0;
+}
+
 /* Chain rules come before rule_noop_view, which then removes a chain that
  * composed to the identity. */
 static const rule_fn rules[] = {
-    rule_unit,       rule_matmul_identity, rule_double_neg, rule_noop_cast, rule_permute_chain,
-    rule_view_chain, rule_noop_view,       rule_pad_sum,    rule_cat_chain, rule_noop_pad,
+    rule_unit,
+    rule_matmul_identity,
+    rule_double_neg,
+    rule_noop_cast,
+    rule_permute_chain,
+    rule_view_chain,
+    rule_noop_view,
+    rule_pad_sum,
+    rule_cat_chain,
+    rule_noop_pad,
+    rule_matmul_writes_permuted,
 };
 
 /* One pass over the nodes in order; adds the rewrites to *changes. */

@@ -527,9 +527,8 @@ static void plan_buffers(builder *b) {
                         int32_t iv = n->in[k];
                         const musa_gvalue *y = &g->values.data[iv];
                         if (y->root != iv || y->kind != MUSA_V_NODE || b->buf_of[iv] < 0 ||
-                            b->vlast[iv] != s || y->dtype != x->dtype ||
-                            !musa_shape_equal(y->ndim, y->shape, x->ndim, x->shape))
-                            continue;
+                            b->vlast[iv] != s || !musa_gvalue_same_layout(y, x))
+                            continue; /* (a matmul may write a permuted layout: simplify.c) */
                         bool alone = true;
                         for (int k2 = 0; k2 < n->n_in; k2++)
                             if (k2 != k && g->values.data[n->in[k2]].root == iv && n->in[k2] != iv)
