@@ -301,18 +301,21 @@ BINARY_LOGIC(logical_xor, (a != 0) != (b != 0))
         (void)ctx;                                                                                 \
         typedef uint##BITS##_t T;                                                                  \
         const int64_t es = (int64_t)sizeof(T);                                                     \
-        if (s[0] == es && s[1] == 1 && s[2] == es && (s[3] == es || s[3] == 0)) {                  \
-            /* contiguous (relu's backward: a scalar other): vectorisable */                       \
+        if (s[0] == es && s[1] == 1 && (s[2] == es || s[2] == 0) && (s[3] == es || s[3] == 0)) {   \
+            /* contiguous, either side possibly a scalar (relu's backward, masked_fill's           \
+             * where(mask, value, x)): vectorisable */                                             \
             T *o = (T *)p[0];                                                                      \
             const uint8_t *c = (const uint8_t *)p[1];                                              \
-            const T *a = (const T *)p[2];                                                          \
-            if (s[3] == 0) {                                                                       \
-                const T b = *(const T *)p[3];                                                      \
-                for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : b;                            \
-            } else {                                                                               \
-                const T *b = (const T *)p[3];                                                      \
+            const T *a = (const T *)p[2], *b = (const T *)p[3];                                    \
+            const T a0 = *a, b0 = *b;                                                              \
+            if (s[2] && s[3])                                                                      \
                 for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : b[i];                         \
-            }                                                                                      \
+            else if (s[2])                                                                         \
+                for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a[i] : b0;                           \
+            else if (s[3])                                                                         \
+                for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a0 : b[i];                           \
+            else                                                                                   \
+                for (int64_t i = 0; i < n; i++) o[i] = c[i] ? a0 : b0;                             \
             return;                                                                                \
         }                                                                                          \
         for (int64_t i = 0; i < n; i++) {                                                          \

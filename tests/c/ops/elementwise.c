@@ -348,18 +348,22 @@ TEST(op_where) {
         free(cv), free(av), free(bv), free(yv);
         release_all(4, c, a, b, y);
     }
-    for (int di = 0; di < 9; di++) { /* every dtype (bytewise select) */
-        musa_tensor *c = rnd(MUSA_DTYPE_BOOL, 1, (int64_t[]){7}, 0, 2, L_CONTIG);
-        musa_tensor *a = rnd(ALL_DTYPES[di], 1, (int64_t[]){7}, 0, 9, L_CONTIG);
-        musa_tensor *b = rnd(ALL_DTYPES[di], 0, NULL, 0, 9, L_CONTIG);
-        musa_tensor *y = musa_where(c, a, b);
-        double *cv = values(c), *av = values(a), *bv = values(b), *yv = values(y), want[7];
-        CHECK(yv);
-        for (int i = 0; i < 7; i++) want[i] = cv[i] ? av[i] : bv[0];
-        CHECK_CLOSE("where dtypes", ALL_DTYPES[di], yv, want, 7);
-        free(cv), free(av), free(bv), free(yv);
-        release_all(4, c, a, b, y);
-    }
+    /* every dtype (bytewise select), with each side full or a scalar (the
+     * contiguous loops: masked_fill is where(mask, value, x)) */
+    for (int di = 0; di < 9; di++)
+        for (int sides = 0; sides < 4; sides++) {
+            bool a_full = sides & 1, b_full = sides & 2;
+            musa_tensor *c = rnd(MUSA_DTYPE_BOOL, 1, (int64_t[]){37}, 0, 2, L_CONTIG);
+            musa_tensor *a = rnd(ALL_DTYPES[di], a_full, (int64_t[]){37}, 0, 9, L_CONTIG);
+            musa_tensor *b = rnd(ALL_DTYPES[di], b_full, (int64_t[]){37}, 0, 9, L_CONTIG);
+            musa_tensor *y = musa_where(c, a, b);
+            double *cv = values(c), *av = values(a), *bv = values(b), *yv = values(y), want[37];
+            CHECK(yv);
+            for (int i = 0; i < 37; i++) want[i] = cv[i] ? av[a_full ? i : 0] : bv[b_full ? i : 0];
+            CHECK_CLOSE("where dtypes", ALL_DTYPES[di], yv, want, 37);
+            free(cv), free(av), free(bv), free(yv);
+            release_all(4, c, a, b, y);
+        }
     musa_tensor *c = musa_zeros(1, (int64_t[]){3}, MUSA_DTYPE_BOOL);
     musa_tensor *a = musa_zeros(1, (int64_t[]){4}, MUSA_DTYPE_FLOAT32);
     CHECK_ERR(FAILS(musa_where(c, a, a)), MUSA_ERR_VALUE, "[where] shapes");
