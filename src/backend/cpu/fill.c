@@ -40,9 +40,16 @@ static void generate(const musa_kview *v, value_fn fn, const void *ctx, int64_t 
     musa_parallel_for(musa_kview_numel(v), grain, fill_range, &j);
 }
 
+/* (a contiguous run as its own loop, which vectorises: with the stride
+ * left variable, zeros of 768 KB took 38 us, one scalar store a cycle) */
 #define DEF_FILL(SN, T, C, E)                                                                      \
     static void fill_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                      \
         T v = *(const T *)ctx;                                                                     \
+        if (s[0] == (int64_t)sizeof(T)) {                                                          \
+            T *o = (T *)p[0];                                                                      \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                              \
+            return;                                                                                \
+        }                                                                                          \
         for (int64_t i = 0; i < n; i++) *(T *)(p[0] + i * s[0]) = v;                               \
     }
 MUSA_FOR_DTYPES(DEF_FILL)
