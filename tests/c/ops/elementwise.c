@@ -481,6 +481,50 @@ TEST(op_clone) {
     release_all(2, x, y);
 }
 
+/* contiguous() of permuted views: the row copies (rows contiguous on both
+ * sides) and the tiled transposes (rows contiguous in the source along
+ * another dim) of copy.c, for every element size, edges that are not whole
+ * tiles, batch dims and a flipped outer dim; each element is checked by
+ * index against the view. */
+TEST(copy_rows_and_tiles) {
+    const musa_dtype dts[5] = {MUSA_DTYPE_BOOL, MUSA_DTYPE_FLOAT16, MUSA_DTYPE_FLOAT32,
+                               MUSA_DTYPE_INT32, MUSA_DTYPE_FLOAT64};
+    const struct {
+        int ndim;
+        int64_t shape[4], perm[4];
+        bool flip0;
+    } cases[] = {
+        {2, {37, 50}, {1, 0}, false},
+        {2, {16, 16}, {1, 0}, false},
+        {3, {3, 20, 45}, {0, 2, 1}, false},
+        {3, {3, 20, 45}, {2, 0, 1}, true},
+        {4, {2, 5, 17, 33}, {0, 2, 1, 3}, false},
+        {4, {2, 5, 17, 33}, {1, 0, 2, 3}, true},
+        {2, {1, 40}, {1, 0}, false},
+    };
+    for (int di = 0; di < 5; di++)
+        for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+            musa_tensor *x = rnd(dts[di], cases[c].ndim, cases[c].shape, -9, 9, L_CONTIG);
+            musa_tensor *f =
+                cases[c].flip0 ? musa_flip(x, 1, (int64_t[]){0}) : musa_tensor_retain(x);
+            musa_tensor *v = musa_permute(f, cases[c].ndim, cases[c].perm);
+            musa_tensor *y = musa_contiguous(v);
+            CHECK(y && musa_tensor_is_contiguous(y));
+            int64_t n = y ? musa_tensor_numel(y) : 0, idx[4] = {0};
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++) {
+                int64_t r = i;
+                for (int d = cases[c].ndim - 1; d >= 0; d--)
+                    idx[d] = r % musa_tensor_shape(y)[d], r /= musa_tensor_shape(y)[d];
+                double a = 0, b = 1;
+                musa_tensor_get(y, idx, &a), musa_tensor_get(v, idx, &b);
+                bad += a != b;
+            }
+            CHECK_MSG(!bad, "%s case %d: %d elements differ", musa_dtype_name(dts[di]), c, bad);
+            release_all(4, x, f, v, y);
+        }
+}
+
 TEST(inplace_ops) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -2, 2, L_CONTIG);
     musa_tensor *b = rnd(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){4}, -2, 2, L_CONTIG);
