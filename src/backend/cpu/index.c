@@ -10,7 +10,9 @@
  * duplicate indices accumulate deterministically.
  */
 #include <math.h>
+#include <string.h>
 
+#include "../../base/threadpool.h"
 #include "elem.h"
 #include "iter.h"
 #include "kernels.h"
@@ -209,12 +211,45 @@ static int read_index(const musa_kctx *ctx, const musa_kview *index, int64_t k, 
     return MUSA_OK;
 }
 
+/* index_select over dim 0 of contiguous rows (an embedding lookup): the
+ * indices checked first, then a memcpy per row, rows split over threads.
+ * Through a strided copy per row, 512 rows of 128 floats took 57 us. */
+typedef struct {
+    const musa_kview *x, *index;
+    char *out;
+    size_t row_bytes;
+} rows_sel;
+
+static void select_rows(void *arg, int64_t k0, int64_t k1) {
+    const rows_sel *j = arg;
+    int64_t size = j->x->shape[0];
+    for (int64_t k = k0; k < k1; k++) {
+        int64_t i = *(const int64_t *)(j->index->data +
+                                       (j->index->ndim ? k * j->index->strides[0] : 0) * 8);
+        i += i < 0 ? size : 0; /* (checked in range before) */
+        memcpy(j->out + (size_t)k * j->row_bytes, j->x->data + (size_t)i * j->row_bytes,
+               j->row_bytes);
+    }
+}
+
 int cpu_index_select(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                      const void *attrs) {
     MUSA_UNUSED(n_in);
     int dim = (int)((const musa_attrs_dim *)attrs)->dim;
     const musa_kview *x = &in[0], *index = &in[1];
     int64_t n = musa_kview_numel(index);
+    if (dim == 0 && x->ndim > 0 && musa_kview_contiguous(x) && musa_kview_contiguous(&out[0])) {
+        for (int64_t k = 0; k < n; k++) {
+            int64_t i = 0;
+            int rc = read_index(ctx, index, k, x->shape[0], &i);
+            if (rc) return rc;
+        }
+        int64_t row = x->shape[0] ? musa_kview_numel(x) / x->shape[0] : 0;
+        rows_sel j = {x, index, out[0].data, (size_t)row * esize(x)};
+        if (n && j.row_bytes)
+            musa_parallel_for(n, MUSA_MAX(1, MUSA_GRAIN_CHEAP / MUSA_MAX(row, 1)), select_rows, &j);
+        return MUSA_OK;
+    }
     if (x->ndim == 0) {
         int64_t i = 0;
         int rc = read_index(ctx, index, 0, 1, &i);

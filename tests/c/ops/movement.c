@@ -145,22 +145,42 @@ TEST(scatter_with_a_0d_operand) {
 }
 
 TEST(op_index_select) {
-    musa_tensor *x = rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 3}, -9, 9, L_TRANSPOSED);
-    musa_tensor *i = from_list(MUSA_DTYPE_INT32, 1, (int64_t[]){5}, (double[]){3, 0, 0, -1, 2});
-    musa_tensor *y = musa_index_select(x, 0, i);
-    CHECK_SHAPE(y, 2, 5, 3);
-    double *xv = values(x), *yv = values(y), want[15];
-    int rows[5] = {3, 0, 0, 3, 2};
-    for (int r = 0; r < 5; r++)
-        for (int c = 0; c < 3; c++) want[r * 3 + c] = xv[rows[r] * 3 + c];
-    CHECK_CLOSE("index_select", MUSA_DTYPE_INT32, yv, want, 15);
+    /* strided rows, and contiguous ones (the row-copy path over dim 0) */
+    for (int lay = 0; lay < 2; lay++) {
+        musa_tensor *x =
+            rnd(MUSA_DTYPE_INT32, 2, (int64_t[]){4, 3}, -9, 9, lay ? L_CONTIG : L_TRANSPOSED);
+        musa_tensor *i = from_list(MUSA_DTYPE_INT32, 1, (int64_t[]){5}, (double[]){3, 0, 0, -1, 2});
+        musa_tensor *y = musa_index_select(x, 0, i);
+        CHECK_SHAPE(y, 2, 5, 3);
+        double *xv = values(x), *yv = values(y), want[15];
+        int rows[5] = {3, 0, 0, 3, 2};
+        for (int r = 0; r < 5; r++)
+            for (int c = 0; c < 3; c++) want[r * 3 + c] = xv[rows[r] * 3 + c];
+        CHECK_CLOSE("index_select", MUSA_DTYPE_INT32, yv, want, 15);
+        free(xv), free(yv);
+        /* a bad index after good ones fails, whatever the path */
+        musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){3}, (double[]){0, 1, 4});
+        CHECK_ERR(FAILS(musa_index_select(x, 0, bad)), MUSA_ERR_INDEX,
+                  "[index_select] index 4 is out of bounds");
+        musa_tensor *neg = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){1}, (double[]){-5});
+        CHECK_ERR(FAILS(musa_index_select(x, 0, neg)), MUSA_ERR_INDEX, "index -5 is out of bounds");
+        musa_tensor *i2 = musa_zeros(2, (int64_t[]){1, 1}, MUSA_DTYPE_INT64);
+        CHECK_ERR(FAILS(musa_index_select(x, 0, i2)), MUSA_ERR_VALUE, "0-d or 1-d");
+        release_all(6, x, i, y, bad, neg, i2);
+    }
+    /* 3-d rows of 2 x 3 bfloat16, a 0-d index, an empty index */
+    musa_tensor *x = rnd(MUSA_DTYPE_BFLOAT16, 3, (int64_t[]){4, 2, 3}, -9, 9, L_CONTIG);
+    musa_tensor *i0 = from_list(MUSA_DTYPE_INT64, 0, NULL, (double[]){-2});
+    musa_tensor *y = musa_index_select(x, 0, i0);
+    CHECK_SHAPE(y, 3, 1, 2, 3);
+    double *xv = values(x), *yv = values(y);
+    CHECK(xv && yv);
+    for (int k = 0; xv && yv && k < 6; k++) CHECK(yv[k] == xv[2 * 6 + k]);
     free(xv), free(yv);
-    musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){1}, (double[]){4});
-    CHECK_ERR(FAILS(musa_index_select(x, 0, bad)), MUSA_ERR_INDEX,
-              "[index_select] index 4 is out of bounds");
-    musa_tensor *i2 = musa_zeros(2, (int64_t[]){1, 1}, MUSA_DTYPE_INT64);
-    CHECK_ERR(FAILS(musa_index_select(x, 0, i2)), MUSA_ERR_VALUE, "0-d or 1-d");
-    release_all(5, x, i, y, bad, i2);
+    musa_tensor *ie = musa_zeros(1, (int64_t[]){0}, MUSA_DTYPE_INT64);
+    musa_tensor *ye = musa_index_select(x, 0, ie);
+    CHECK_SHAPE(ye, 3, 0, 2, 3);
+    release_all(5, x, i0, y, ie, ye);
 }
 
 TEST(op_index_add) {
