@@ -4,6 +4,10 @@
      and tanh forms, which are several ops each) and softmax (along rows and
      along columns of a 1024 x 1024 matrix) on 1M elements, float32 and
      float64, with a multiply as the memory-bound reference;
+     plus the memory-bound kernels around them in models: softmax and
+     log-softmax over causally masked rows (half of each row -inf), the
+     masked fill that makes them, a column sum (a bias gradient), a
+     transposed copy, zeros, and an embedding-style row gather;
   2. the gelu-tanh chain of bench_jit.py compiled (one fused group), and the
      same chain with tanh replaced by neg (what the chain costs without any
      transcendental math), at 4M and 32M float32, as fractions of a copy of
@@ -53,6 +57,9 @@ def measure(rounds):
         return x * 0.5 * (1 + musa.neg(0.79788456 * (x + 0.044715 * x ** 3)))
 
     F = musa.nn.functional
+    side = int(N_EAGER ** 0.5)
+    future = musa.tril(musa.ones(side, side)) == 0  # True above the diagonal
+    rows = musa.randint(0, side, (side,))
     eager = {
         "exp": (musa.exp, -10, 10), "expm1": (musa.expm1, -2, 2), "log": (musa.log, 0.01, 100),
         "log1p": (musa.log1p, -0.5, 100), "sin": (musa.sin, -10, 10), "cos": (musa.cos, -10, 10),
@@ -61,6 +68,17 @@ def measure(rounds):
         "softmax rows": (lambda x: F.softmax(x.reshape(1024, -1), dim=1), -5, 5),
         "softmax cols": (lambda x: F.softmax(x.reshape(1024, -1), dim=0), -5, 5),
         "log_softmax rows": (lambda x: F.log_softmax(x.reshape(1024, -1), dim=1), -5, 5),
+        "softmax masked rows": (
+            lambda x: F.softmax(x.reshape(side, -1).masked_fill(future, float("-inf")), dim=1),
+            -5, 5),
+        "log_softmax masked rows": (
+            lambda x: F.log_softmax(x.reshape(side, -1).masked_fill(future, float("-inf")), dim=1),
+            -5, 5),
+        "masked_fill": (lambda x: x.reshape(side, -1).masked_fill(future, float("-inf")), -5, 5),
+        "sum columns": (lambda x: x.reshape(side, -1).sum(0), -5, 5),
+        "transpose copy": (lambda x: x.reshape(side, -1).t().contiguous(), -5, 5),
+        "zeros": (lambda x: musa.zeros(x.shape, dtype=x.dtype), -5, 5),
+        "index_select rows": (lambda x: musa.index_select(x.reshape(side, -1), 0, rows), -5, 5),
         "mul": (lambda x: x * x, -5, 5),
     }
     out = {}

@@ -34,39 +34,58 @@ static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t 
 
 /* Row maximum (NaN need not win here: a NaN reaches every output through
  * exp and the sum anyway). An all -inf row gives 0, which keeps exp finite
- * (the outputs are then NaN for softmax, as in PyTorch). */
-#define DEF_ROW_MAX(SUF, T)                                                                        \
-    static inline T row_max_##SUF(const T *x, int64_t n) {                                         \
-        T m = -INFINITY;                                                                           \
-        _Pragma("omp simd reduction(max : m)") for (int64_t i = 0; i < n; i++) m =                 \
-            x[i] > m ? x[i] : m;                                                                   \
-        return m == -INFINITY ? 0 : m;                                                             \
+ * (the outputs are then NaN for softmax, as in PyTorch). *masked: some
+ * x - max is below MUSA_EXP_ZERO (-inf included), so the row's exps go
+ * through musa_exp_masked (vmath.h). */
+#define DEF_ROW_MAX(SUF, SFX, T)                                                                   \
+    static inline T row_max_##SUF(const T *x, int64_t n, bool *masked) {                           \
+        T m = -INFINITY, lo = INFINITY;                                                            \
+        _Pragma("omp simd reduction(max : m) reduction(min : lo)") for (int64_t i = 0; i < n;      \
+                                                                        i++) {                     \
+            m = x[i] > m ? x[i] : m;                                                               \
+            lo = x[i] < lo ? x[i] : lo;                                                            \
+        }                                                                                          \
+        m = m == -INFINITY ? 0 : m;                                                                \
+        *masked = lo - m < MUSA_EXP_ZERO_##SFX;                                                    \
+        return m;                                                                                  \
     }
-DEF_ROW_MAX(f32, float)
-DEF_ROW_MAX(f64, double)
+DEF_ROW_MAX(f32, f, float)
+DEF_ROW_MAX(f64, d, double)
 
 /* The float64 sum of exp(x[d] - m) over a contiguous row, each value also
- * stored to y[d] when y is given (y may be x). A block at a time: the exp
- * loop alone vectorises through libmvec with musa_exp_masked's select (GCC
- * gives up on the call when a float64 reduction shares its loop). */
-#define DEF_EXP_SUM(SUF, T, EXP)                                                                   \
-    static inline double exp_sum_##SUF(T *y, const T *x, int64_t n, T m) {                         \
-        double s = 0;                                                                              \
-        T buf[BLK];                                                                                \
-        for (int64_t d0 = 0; d0 < n; d0 += BLK) {                                                  \
-            int64_t k = n - d0 < BLK ? n - d0 : BLK;                                               \
-            T *e = y ? y + d0 : buf;                                                               \
-            const T *xs = x + d0;                                                                  \
-            MUSA_SIMD_MATH(T) for (int64_t i = 0; i < k; i++) e[i] = EXP(xs[i] - m);               \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < k; i++) s += e[i];        \
-        }                                                                                          \
-        return s;                                                                                  \
+ * stored to y[d] when y is given (y may be x). A row without masked
+ * elements takes one vectorised loop through libmvec; a masked one goes a
+ * block at a time, the exp loop apart from the sum: with the masks and a
+ * float64 reduction in one loop, GCC called the scalar exp. */
+#define DEF_EXP_SUM(SUF, T, EXP, EXPM)                                                              \
+    static inline double exp_sum_##SUF(T *y, const T *x, int64_t n, T m, bool masked) {             \
+        double s = 0;                                                                               \
+        if (!masked && y) {                                                                         \
+            MUSA_SIMD_MATH(T, reduction(+ : s)) for (int64_t d = 0; d < n; d++) {                   \
+                y[d] = EXP(x[d] - m);                                                               \
+                s += y[d];                                                                          \
+            }                                                                                       \
+            return s;                                                                               \
+        }                                                                                           \
+        if (!masked) {                                                                              \
+            MUSA_SIMD_MATH(T, reduction(+ : s)) for (int64_t d = 0; d < n; d++) s += EXP(x[d] - m); \
+            return s;                                                                               \
+        }                                                                                           \
+        T buf[BLK];                                                                                 \
+        for (int64_t d0 = 0; d0 < n; d0 += BLK) {                                                   \
+            int64_t k = n - d0 < BLK ? n - d0 : BLK;                                                \
+            T *e = y ? y + d0 : buf;                                                                \
+            const T *xs = x + d0;                                                                   \
+            MUSA_SIMD_MATH(T) for (int64_t i = 0; i < k; i++) e[i] = EXPM(xs[i] - m);               \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < k; i++) s += e[i];         \
+        }                                                                                           \
+        return s;                                                                                   \
     }
-DEF_EXP_SUM(f32, float, musa_exp_masked_f)
-DEF_EXP_SUM(f64, double, musa_exp_masked_d)
+DEF_EXP_SUM(f32, float, expf, musa_exp_masked_f)
+DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
 
 /* Forward over work items: (outer row) x (inner block). */
-#define DEF_SOFTMAX(SUF, T, EXP, LOG)                                                              \
+#define DEF_SOFTMAX(SUF, SFX, T, EXP, EXPM, LOG)                                                   \
     static void sm_fwd_##SUF(void *arg, int64_t w0, int64_t w1) {                                  \
         const sm_job *j = arg;                                                                     \
         int64_t nb = (j->inner + BLK - 1) / BLK;                                                   \
@@ -78,13 +97,14 @@ DEF_EXP_SUM(f64, double, musa_exp_masked_d)
             const T *x = (const T *)j->x + o * j->D * j->inner + c0;                               \
             T *y = (T *)j->y + o * j->D * j->inner + c0;                                           \
             if (j->inner == 1) { /* contiguous row: vectorised passes */                           \
-                T m = row_max_##SUF(x, j->D);                                                      \
+                bool masked;                                                                       \
+                T m = row_max_##SUF(x, j->D, &masked);                                             \
                 if (j->log) {                                                                      \
-                    double s = exp_sum_##SUF(NULL, x, j->D, m);                                    \
+                    double s = exp_sum_##SUF(NULL, x, j->D, m, masked);                            \
                     T ls = (T)log(s); /* x - m is exact near the max; m + ls would round */        \
                     _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) y[d] = (x[d] - m) - ls; \
                 } else {                                                                           \
-                    double s = exp_sum_##SUF(y, x, j->D, m);                                       \
+                    double s = exp_sum_##SUF(y, x, j->D, m, masked);                               \
                     T inv = (T)(1.0 / s);                                                          \
                     _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) y[d] *= inv;            \
                 }                                                                                  \
@@ -128,11 +148,20 @@ DEF_EXP_SUM(f64, double, musa_exp_masked_d)
             if (j->inner == 1) { /* contiguous row */                                              \
                 double a = 0;                                                                      \
                 if (j->log) {                                                                      \
-                    _Pragma("omp simd reduction(+ : a)") for (int64_t d = 0; d < j->D; d++) a +=   \
-                        g[d];                                                                      \
+                    T lo = INFINITY;                                                               \
+                    _Pragma("omp simd reduction(+ : a) reduction(min : lo)") for (int64_t d = 0;   \
+                                                                                  d < j->D; d++) { \
+                        a += g[d];                                                                 \
+                        lo = yv[d] < lo ? yv[d] : lo;                                              \
+                    }                                                                              \
                     T at = (T)a;                                                                   \
-                    MUSA_SIMD_MATH(T)                                                              \
-                    for (int64_t d = 0; d < j->D; d++) gx[d] = g[d] - EXP(yv[d]) * at;             \
+                    if (lo < MUSA_EXP_ZERO_##SFX) {                                                \
+                        MUSA_SIMD_MATH(T)                                                          \
+                        for (int64_t d = 0; d < j->D; d++) gx[d] = g[d] - EXPM(yv[d]) * at;        \
+                    } else {                                                                       \
+                        MUSA_SIMD_MATH(T)                                                          \
+                        for (int64_t d = 0; d < j->D; d++) gx[d] = g[d] - EXP(yv[d]) * at;         \
+                    }                                                                              \
                 } else {                                                                           \
                     _Pragma("omp simd reduction(+ : a)") for (int64_t d = 0; d < j->D; d++) a +=   \
                         (double)g[d] * yv[d];                                                      \
@@ -156,8 +185,8 @@ DEF_EXP_SUM(f64, double, musa_exp_masked_d)
                 }                                                                                  \
         }                                                                                          \
     }
-DEF_SOFTMAX(f32, float, musa_exp_masked_f, logf)
-DEF_SOFTMAX(f64, double, musa_exp_masked_d, log)
+DEF_SOFTMAX(f32, f, float, expf, musa_exp_masked_f, logf)
+DEF_SOFTMAX(f64, d, double, exp, musa_exp_masked_d, log)
 
 static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *x,
                        const musa_kview *g, int64_t dim, bool log, bool backward) {
@@ -222,7 +251,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
     return true;
 }
 
-#define DEF_XENT(SUF, T, EXP)                                                                      \
+#define DEF_XENT(SUF, T, EXP, EXPM)                                                                \
     static void xe_fwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
         xe_job *j = arg;                                                                           \
         double eps = j->a->label_smoothing;                                                        \
@@ -236,8 +265,9 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             T m = -INFINITY;                                                                       \
             double se = 0, sx = 0;                                                                 \
             if (j->S == 1) { /* contiguous row */                                                  \
-                m = row_max_##SUF(x, j->C);                                                        \
-                se = exp_sum_##SUF(NULL, x, j->C, m);                                              \
+                bool masked;                                                                       \
+                m = row_max_##SUF(x, j->C, &masked);                                               \
+                se = exp_sum_##SUF(NULL, x, j->C, m, masked);                                      \
                 _Pragma("omp simd reduction(+ : sx)") for (int64_t c = 0; c < j->C; c++) sx +=     \
                     x[c];                                                                          \
             } else {                                                                               \
@@ -270,11 +300,17 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             double gs =                                                                            \
                 (j->g_per_sample ? ((const T *)j->g)[r] : ((const T *)j->g)[0]) * j->scale;        \
             if (j->S == 1) { /* contiguous row: gx = (softmax - smoothed one-hot) gs */            \
-                T m = row_max_##SUF(x, j->C);                                                      \
-                double se = exp_sum_##SUF(NULL, x, j->C, m);                                       \
+                bool masked;                                                                       \
+                T m = row_max_##SUF(x, j->C, &masked);                                             \
+                double se = exp_sum_##SUF(NULL, x, j->C, m, masked);                               \
                 T k = (T)(gs / se), u = (T)(eps / (double)j->C * gs);                              \
-                MUSA_SIMD_MATH(T)                                                                  \
-                for (int64_t c = 0; c < j->C; c++) gx[c] = EXP(x[c] - m) * k - u;                  \
+                if (masked) {                                                                      \
+                    MUSA_SIMD_MATH(T)                                                              \
+                    for (int64_t c = 0; c < j->C; c++) gx[c] = EXPM(x[c] - m) * k - u;             \
+                } else {                                                                           \
+                    MUSA_SIMD_MATH(T)                                                              \
+                    for (int64_t c = 0; c < j->C; c++) gx[c] = EXP(x[c] - m) * k - u;              \
+                }                                                                                  \
                 gx[t] -= (T)((1 - eps) * gs);                                                      \
                 continue;                                                                          \
             }                                                                                      \
@@ -290,8 +326,8 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             }                                                                                      \
         }                                                                                          \
     }
-DEF_XENT(f32, float, musa_exp_masked_f)
-DEF_XENT(f64, double, musa_exp_masked_d)
+DEF_XENT(f32, float, expf, musa_exp_masked_f)
+DEF_XENT(f64, double, exp, musa_exp_masked_d)
 
 static void xe_geom(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {
     if (x->ndim == 1) {
