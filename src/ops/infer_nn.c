@@ -331,6 +331,18 @@ static musa_dtype stat_dtype(musa_dtype t) {
     return musa_is_low_float(t) ? MUSA_DTYPE_FLOAT32 : t;
 }
 
+/* layer_norm and layer_norm_apply: when x, weight and bias (inputs
+ * `which`) are all the float16/bfloat16 result dtype, they arrive as they
+ * are (the kernels read and write such rows directly, norm.c), so the
+ * inference gives the same answer on the graph's recorded inputs. */
+static void low_float_rows(musa_tensor *const *in, const int *which, int n, musa_dtype t,
+                           musa_infer *r) {
+    if (!musa_is_low_float(t)) return;
+    for (int i = 0; i < n; i++)
+        if (in[which[i]]->dtype != (int8_t)t) return;
+    for (int i = 0; i < n; i++) r->in_dtype[which[i]] = (int8_t)t;
+}
+
 static int check_affine(const musa_op_info *op, musa_tensor *const *in, int nd,
                         const int64_t *shape) {
     for (int i = 1; i <= 2; i++) {
@@ -406,6 +418,7 @@ int infer_layer_norm(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     int lead = x->ndim - (int)a->ndims;
     if ((rc = check_affine(op, in, (int)a->ndims, &x->shape[lead]))) return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 1, 2}, 3, r);
+    low_float_rows(in, (int[]){0, 1, 2}, 3, t, r);
     musa_infer_out(r, 0, t, x->ndim, x->shape);
     musa_infer_out(r, 1, stat_dtype(t), lead, x->shape);
     musa_infer_out(r, 2, stat_dtype(t), lead, x->shape);
@@ -468,6 +481,7 @@ int infer_batch_norm_apply(const musa_op_info *op, musa_tensor *const *in, int n
     }
     musa_dtype t = float_inputs(in, (int[]){0, 3, 4}, 3, r);
     r->in_dtype[1] = r->in_dtype[2] = (int8_t)stat_dtype(t);
+    low_float_rows(in, (int[]){0, 3, 4}, 3, t, r);
     musa_infer_out(r, 0, t, x->ndim, x->shape);
     return MUSA_OK;
 }
@@ -490,6 +504,7 @@ int infer_layer_norm_apply(const musa_op_info *op, musa_tensor *const *in, int n
         return rc;
     musa_dtype t = float_inputs(in, (int[]){0, 3, 4}, 3, r);
     r->in_dtype[1] = r->in_dtype[2] = (int8_t)stat_dtype(t);
+    low_float_rows(in, (int[]){0, 3, 4}, 3, t, r);
     musa_infer_out(r, 0, t, x->ndim, x->shape);
     return MUSA_OK;
 }

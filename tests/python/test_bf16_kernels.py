@@ -242,3 +242,57 @@ def test_low_precision_math_is_float32_math_rounded_once(dtype, name):
             got, want = ops[name](t), ops[name](t.float()).to(dtype)
         assert got.dtype == dtype
         assert np.array_equal(got.float().numpy(), want.float().numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [musa.bfloat16, musa.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("shape,nd", [((512, 512), 1), ((3, 7, 33), 2), ((4, 65), 1), ((0, 8), 1)])
+def test_layer_norm_of_low_precision_rows_is_float32_rounded_once(dtype, shape, nd):
+    """layer_norm reads and writes float16/bfloat16 rows as they are: its
+    output is the float32 layer norm of the widened values rounded once, bit
+    for bit; its backward and the weights' gradients keep working. (The
+    statistics it stores are checked through layer_norm_apply, which a
+    compiled step's remat runs: test_compiled_bf16_layer_norm_step_equals_eager.)"""
+    musa.manual_seed(3)
+    x = (musa.randn(*shape) * 3 + 1).to(dtype)
+    w, b = musa.randn(*shape[-nd:]).to(dtype), musa.randn(*shape[-nd:]).to(dtype)
+    y = F.layer_norm(x, shape[-nd:], w, b)
+    want = F.layer_norm(x.float(), shape[-nd:], w.float(), b.float()).to(dtype)
+    assert y.dtype == dtype
+    assert np.array_equal(y.float().numpy(), want.float().numpy())
+    if x.numel() == 0:
+        return
+    xg, wg, bg = (t.detach().requires_grad_() for t in (x, w, b))
+    F.layer_norm(xg, shape[-nd:], wg, bg).float().sum().backward()
+    assert xg.grad.dtype == dtype and wg.grad.dtype == dtype
+    assert np.isfinite(xg.grad.float().numpy()).all()
+
+
+def test_compiled_bf16_layer_norm_step_equals_eager():
+    # a layer norm whose output the backward reads again (remat recomputes
+    # it with layer_norm_apply, on bfloat16 rows too)
+    def run(compiled):
+        musa.manual_seed(0)
+        layers = [nn.Linear(16, 32)]
+        for _ in range(6):
+            layers += [nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 32)]
+        net = nn.Sequential(*layers, nn.Linear(32, 4)).to(musa.bfloat16)
+        x = musa.randn(64, 16).to(musa.bfloat16)
+
+        def step():
+            for p in net.parameters():
+                p.grad = None
+            loss = net(x).float().pow(2).mean()
+            loss.backward()
+            return loss.detach()
+
+        if compiled:
+            step = musa.jit(step)
+        losses = [float(step()) for _ in range(2)]
+        if compiled:
+            assert "layer_norm_apply" in step.plan_text()
+        return losses, [p.grad.float().numpy() for p in net.parameters()]
+
+    (l0, g0), (l1, g1) = run(False), run(True)
+    assert l0 == l1
+    for a, b in zip(g0, g1):
+        assert np.array_equal(a, b)
