@@ -123,6 +123,24 @@ def test_cross_entropy_with_masked_logits():
             rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 10, 15])
+def test_short_rows_softmax_and_cross_entropy(n, dtype):
+    # rows shorter than a vector (10 classes) take one padded vector exp
+    x = randn(8, n).astype(dtype) * 3
+    x[1, 0] = -np.inf if n > 1 else x[1, 0]
+    x[2, -1] = -1e30 if n > 1 else x[2, -1]
+    target = np.arange(8, dtype=np.int64) % n
+    if n > 1:
+        target[1] = 1  # a finite target logit in the masked row
+    compare(lambda t: F.softmax(t, -1), lambda t: TF.softmax(t, -1), x)
+    compare(lambda t: F.log_softmax(t, -1), lambda t: TF.log_softmax(t, -1), x)
+    compare(lambda a, t: F.cross_entropy(a, t), lambda a, t: TF.cross_entropy(a, t), x, target)
+    compare(lambda a, t: F.cross_entropy(a, t, label_smoothing=0.1) if n > 1 else a.sum(),
+            lambda a, t: TF.cross_entropy(a, t, label_smoothing=0.1) if n > 1 else a.sum(),
+            np.where(np.isfinite(x), x, -50).astype(dtype), target)
+
+
 def test_softmax_implicit_dim_warns():
     with pytest.warns(UserWarning, match="Implicit dimension"):
         out = F.softmax(musa.tensor(X[0]))

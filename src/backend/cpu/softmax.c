@@ -58,8 +58,24 @@ DEF_ROW_MAX(f64, d, double)
  * block at a time, the exp loop apart from the sum: with the masks and a
  * float64 reduction in one loop, GCC called the scalar exp. */
 #define DEF_EXP_SUM(SUF, T, EXP, EXPM)                                                              \
+    /* e[i] = exp(x[i] - m) for a row shorter than a vector (n < L, e.g. 10                         \
+     * classes): one vector call over the row padded with -inf (exp 0), not                         \
+     * n scalar ones (the loops below never reach their vector body) */                             \
+    static inline void exp_short_##SUF(T *e, const T *x, int64_t n, T m) {                          \
+        enum { L = MUSA_SIMD_LANES_##T };                                                           \
+        T t[L];                                                                                     \
+        for (int i = 0; i < L; i++) t[i] = i < n ? x[i] - m : (T)-INFINITY;                         \
+        MUSA_SIMD_MATH(T) for (int i = 0; i < L; i++) e[i] = EXPM(t[i]);                            \
+    }                                                                                               \
     static inline double exp_sum_##SUF(T *y, const T *x, int64_t n, T m, bool masked) {             \
         double s = 0;                                                                               \
+        if (n < MUSA_SIMD_LANES_##T) {                                                              \
+            T e[MUSA_SIMD_LANES_##T];                                                               \
+            exp_short_##SUF(e, x, n, m);                                                            \
+            for (int64_t d = 0; d < n; d++) s += e[d];                                              \
+            for (int64_t d = 0; y && d < n; d++) y[d] = e[d];                                       \
+            return s;                                                                               \
+        }                                                                                           \
         if (!masked && y) {                                                                         \
             MUSA_SIMD_MATH(T, reduction(+ : s)) for (int64_t d = 0; d < n; d++) {                   \
                 y[d] = EXP(x[d] - m);                                                               \
@@ -304,7 +320,11 @@ static inline bool xe_target(xe_job *j, int64_t t) {
                 T m = row_max_##SUF(x, j->C, &masked);                                             \
                 double se = exp_sum_##SUF(NULL, x, j->C, m, masked);                               \
                 T k = (T)(gs / se), u = (T)(eps / (double)j->C * gs);                              \
-                if (masked) {                                                                      \
+                if (j->C < MUSA_SIMD_LANES_##T) {                                                  \
+                    T e[MUSA_SIMD_LANES_##T];                                                      \
+                    exp_short_##SUF(e, x, j->C, m);                                                \
+                    for (int64_t c = 0; c < j->C; c++) gx[c] = e[c] * k - u;                       \
+                } else if (masked) {                                                               \
                     MUSA_SIMD_MATH(T)                                                              \
                     for (int64_t c = 0; c < j->C; c++) gx[c] = EXPM(x[c] - m) * k - u;             \
                 } else {                                                                           \
