@@ -387,16 +387,15 @@ static int rule_matmul_writes_permuted(musa_graph *g, int32_t i) {
     if (x->root != v || x->offset != 0 || dims->n != x->ndim || y->ndim != x->ndim ||
         c->dtype != x->dtype)
         return 0;
-    int64_t own[MUSA_MAX_DIMS];
+    int64_t own[MUSA_MAX_DIMS], perm_of[MUSA_MAX_DIMS];
     musa_contiguous_strides(x->ndim, x->shape, own);
-    for (int d = 0; d < x->ndim; d++)
-        if (x->shape[d] != 1 && x->strides[d] != own[d]) return 0;
-    musa_gvalue saved_x = *x, saved_y = *y;
     for (int d = 0; d < x->ndim; d++) {
-        int64_t k = dims->v[d] < 0 ? dims->v[d] + x->ndim : dims->v[d];
-        if (k < 0 || k >= x->ndim) return 0;
-        x->strides[k] = want[d];
+        if (x->shape[d] != 1 && x->strides[d] != own[d]) return 0;
+        perm_of[d] = dims->v[d] < 0 ? dims->v[d] + x->ndim : dims->v[d];
+        if (perm_of[d] < 0 || perm_of[d] >= x->ndim) return 0;
     }
+    musa_gvalue saved_x = *x, saved_y = *y;
+    for (int d = 0; d < x->ndim; d++) x->strides[perm_of[d]] = want[d];
     int rc = musa_graph_infer_node(g, pp);
     if (rc == MUSA_OK && replace_by(g, i, pv)) return 1;
     if (rc) musa_clear_error();
