@@ -643,8 +643,16 @@ def _sig_cases():
     def with_sig(q):
         pass
     with_sig.__signature__ = __import__("inspect").signature(plain)
+
+    @functools.wraps(wrapped)
+    def twice(*args):  # a chain of two wrappers
+        pass
+
+    def bound_wrapper(*args, **kwargs):  # as musa.jit wraps a module's forward
+        pass
+    bound_wrapper.__wrapped__ = M().meth
     return [plain, star, kwonly, wrapped, M().meth, M.meth, lambda u, v=3: 0, with_sig,
-            functools.partial(plain, 1), len]
+            functools.partial(plain, 1), len, twice, bound_wrapper]
 
 
 @pytest.mark.parametrize("fn", _sig_cases(), ids=lambda f: getattr(f, "__name__", "partial"))

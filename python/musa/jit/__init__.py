@@ -66,7 +66,6 @@ __all__ = ["Config", "jit", "trace", "CompiledFunction", "TracedModule", "guard"
            "outside_capture", "load", "save", "LoadedModel"]
 
 guard = _capture.guard
-
 outside_capture = _capture.outside_capture
 
 

@@ -138,6 +138,9 @@ def _code_names(func):
         return None
     wrapped = getattr(func, "__wrapped__", None)
     if wrapped is not None:  # inspect.signature follows functools.wraps
+        inner = getattr(wrapped, "__func__", wrapped)
+        if inner is func or getattr(inner, "__wrapped__", None) is not None:
+            return None  # chains and cycles: inspect's unwrap
         return param_names(wrapped)
     code = func.__code__
     n = code.co_argcount

@@ -32,7 +32,6 @@ from ._tracing import Trace, Unsupported, needs_tape_node, reads_host, trace
 from ._training import TrainingNode
 
 
-
 class _Log:
     """The musa.jit logger (``logging.getLogger("musa.jit")``), imported at
     its first message: logging (with traceback, string and their imports)
