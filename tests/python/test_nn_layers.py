@@ -57,6 +57,29 @@ def test_linear(bias):
     run_both(*twin("Linear", 5, 3, bias=bias), randn(5))
 
 
+@pytest.mark.parametrize("shape", [(512, 128, 384), (64, 64, 128), (7, 33, 5), (2, 30000, 3), (0, 8, 4),
+                                   (3, 0, 4)])
+def test_linear_bias_kernel(shape):
+    """A float32 linear with a bias (one oneDNN matmul, the bias in its
+    epilogue): float64's result within float32 rounding, the same bits on 1
+    and 2 threads (a compiled step and eager must agree), empty sizes."""
+    M, K, N = shape
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((M, K), (N, K), (N,)))
+    want = x.astype(np.float64) @ w.astype(np.float64).T + b
+    outs = []
+    old = musa.get_num_threads()
+    try:
+        for threads in (1, 2):
+            musa.set_num_threads(threads)
+            outs.append(musa.nn.functional.linear(musa.tensor(x), musa.tensor(w), musa.tensor(b)).numpy())
+    finally:
+        musa.set_num_threads(old)
+    assert outs[0].shape == (M, N)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4 * math.sqrt(max(K, 1)))
+
+
 CONVS = [
     ("Conv1d", (4, 6, 3), dict(stride=2, padding=1, dilation=2, groups=2), (2, 4, 13)),
     ("Conv1d", (4, 6, 4), dict(padding="same", padding_mode="reflect"), (2, 4, 13)),

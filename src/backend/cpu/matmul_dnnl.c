@@ -1,8 +1,10 @@
 /*
- * matmul_dnnl.c - bfloat16 GEMMs on oneDNN's matmul primitive: bfloat16
+ * matmul_dnnl.c - GEMMs on oneDNN's matmul primitive. bfloat16: bfloat16
  * operands, float32 accumulation, the product (plus an optional bias row)
- * rounded once to bfloat16. On CPUs with AVX512-BF16 this runs the
- * hardware's bfloat16 dot products (about 3x float32 here).
+ * rounded once to bfloat16; on CPUs with AVX512-BF16 this runs the
+ * hardware's bfloat16 dot products (about 3x float32 here). float32: the
+ * linear op with a bias, added in the kernel's epilogue rather than by a
+ * pass of its own (matmul.c says when).
  *
  * Operands are described by strides, so transposed views are read in
  * place, and a batch of products (a matmul over attention's heads, its
@@ -39,6 +41,7 @@ static int cache_len;
  * dimension ld, row-major convention as in BLAS. */
 static void mat_md(dnnl_memory_desc_t *d, const musa_gemm_shape *s, const int64_t *bs, int64_t rows,
                    int64_t cols, char t, int64_t ld) {
+    dnnl_data_type_t dt = s->f32 ? dnnl_f32 : dnnl_bf16;
     dnnl_dims_t dims, st;
     int nb = s->nb;
     for (int i = 0; i < nb; i++) /* a broadcast operand has that dim of size 1 */
@@ -48,7 +51,7 @@ static void mat_md(dnnl_memory_desc_t *d, const musa_gemm_shape *s, const int64_
         st[nb] = ld, st[nb + 1] = 1;
     else
         st[nb] = 1, st[nb + 1] = ld;
-    dnnl_memory_desc_init_by_strides(d, nb + 2, dims, dnnl_bf16, st);
+    dnnl_memory_desc_init_by_strides(d, nb + 2, dims, dt, st);
 }
 
 static bool build(entry *e) {
@@ -60,7 +63,7 @@ static bool build(entry *e) {
     dnnl_dims_t bd, bst;
     for (int i = 0; i < s->nb + 2; i++) bd[i] = 1, bst[i] = s->N;
     bd[s->nb + 1] = s->N, bst[s->nb + 1] = 1;
-    dnnl_memory_desc_init_by_strides(&e->bias, s->nb + 2, bd, dnnl_bf16, bst);
+    dnnl_memory_desc_init_by_strides(&e->bias, s->nb + 2, bd, s->f32 ? dnnl_f32 : dnnl_bf16, bst);
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
     dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
@@ -90,14 +93,14 @@ static entry *lookup(const musa_gemm_shape *s) {
     return e && e->ok ? e : NULL;
 }
 
-size_t musa_dnnl_gemm_bf16_workspace(const musa_gemm_shape *s) {
-    if (getenv("MUSA_BF16_GEMM_F32")) return (size_t)-1; /* force the float32 path */
+size_t musa_dnnl_gemm_workspace(const musa_gemm_shape *s) {
+    if (!s->f32 && getenv("MUSA_BF16_GEMM_F32")) return (size_t)-1; /* force the float32 path */
     entry *e = lookup(s);
     return e ? e->scratch : (size_t)-1;
 }
 
-int musa_dnnl_gemm_bf16(const musa_gemm_shape *s, const void *a, const void *b, const void *bias,
-                        void *c, void *scratch, size_t scratch_bytes) {
+int musa_dnnl_gemm(const musa_gemm_shape *s, const void *a, const void *b, const void *bias,
+                   void *c, void *scratch, size_t scratch_bytes) {
     entry *e = lookup(s);
     if (!e || scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
     double macs = (double)s->M * (double)s->N * (double)s->K;

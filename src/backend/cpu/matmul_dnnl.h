@@ -1,6 +1,7 @@
 /*
- * matmul_dnnl.h - bfloat16 GEMMs on oneDNN's matmul primitive (float32
- * accumulation), used by matmul.c and linear when oneDNN can build one.
+ * matmul_dnnl.h - GEMMs on oneDNN's matmul primitive: bfloat16 ones
+ * (float32 accumulation) for matmul.c and linear, and float32 linear (its
+ * bias added in the kernel's epilogue), when oneDNN can build one.
  */
 #ifndef MUSA_CPU_MATMUL_DNNL_H
 #define MUSA_CPU_MATMUL_DNNL_H
@@ -16,6 +17,7 @@ typedef struct {
     int64_t M, N, K, lda, ldb, ldc;
     char ta, tb;
     bool bias;
+    bool f32; /* float32 operands and product; else bfloat16 */
     /* nb > 0: a batch of products in one call, over nb batch dims of sizes
      * bd, each operand at strides sa, sb, sc (elements) along them; a stride
      * of 0 broadcasts that operand (a and b only). nb == 0: one product. */
@@ -25,11 +27,11 @@ typedef struct {
 } musa_gemm_shape;
 
 /* Scratch bytes for this GEMM, or (size_t)-1 when oneDNN cannot run it. */
-size_t musa_dnnl_gemm_bf16_workspace(const musa_gemm_shape *s);
+size_t musa_dnnl_gemm_workspace(const musa_gemm_shape *s);
 
-/* Run it on bfloat16 buffers (bias: N values, or NULL when !s->bias).
+/* Run it on buffers of its dtype (bias: N values, or NULL when !s->bias).
  * Returns MUSA_OK, or a status after which the caller may fall back. */
-int musa_dnnl_gemm_bf16(const musa_gemm_shape *s, const void *a, const void *b, const void *bias,
-                        void *c, void *scratch, size_t scratch_bytes);
+int musa_dnnl_gemm(const musa_gemm_shape *s, const void *a, const void *b, const void *bias,
+                   void *c, void *scratch, size_t scratch_bytes);
 
 #endif
