@@ -12,7 +12,8 @@ struct musa_arena_chunk {
 
 void musa_arena_init(musa_arena *a, size_t chunk_size) {
     a->head = NULL;
-    a->chunk_size = chunk_size ? chunk_size : 64 * 1024;
+    a->chunk_size = chunk_size ? chunk_size : 4 * 1024;
+    a->chunk_max = chunk_size ? chunk_size : 64 * 1024;
     a->used = 0;
 }
 
@@ -49,6 +50,7 @@ void *musa_arena_alloc(musa_arena *a, size_t bytes, size_t align) {
     } else {
         c->next = a->head;
         a->head = c;
+        if (a->chunk_size < a->chunk_max) a->chunk_size *= 2;
     }
     a->used += bytes;
     memset(c->data, 0, bytes);

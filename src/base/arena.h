@@ -14,11 +14,13 @@ typedef struct musa_arena_chunk musa_arena_chunk;
 
 typedef struct musa_arena {
     musa_arena_chunk *head; /* newest chunk first */
-    size_t chunk_size;      /* bytes per chunk (bigger requests get their own) */
+    size_t chunk_size;      /* bytes of the next chunk (bigger requests get their own) */
+    size_t chunk_max;       /* chunk_size doubles with each chunk up to this */
     size_t used;            /* bytes handed out, for statistics */
 } musa_arena;
 
-/* chunk_size 0 picks a default (64 KiB). Never fails. */
+/* chunk_size 0 picks the default: chunks of 4 KiB, doubling up to 64 KiB
+ * (a small graph or plan then holds little). Never fails. */
 void musa_arena_init(musa_arena *a, size_t chunk_size);
 /* `bytes` aligned to `align` (a power of two <= 64), zeroed. NULL with
  * MUSA_ERR_NOMEM set on failure. */
