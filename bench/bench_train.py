@@ -42,9 +42,10 @@ Per row:
   and with torch.mm (Debian's PyTorch: OpenBLAS). The faster of the two is
   the limit, since either library can reach it on this machine;
 - peak RSS growth: ru_maxrss at the end minus ru_maxrss before the first
-  step (after imports, model, optimizer and data), the same measure for
-  musa and PyTorch rows; it includes the first step (capture and
-  compilation for musa static, tracing for TorchScript);
+  step (after imports, model, optimizer and data; musa.jit and musa.amp,
+  which musa loads on first use, are imported first in every musa row),
+  the same measure for musa and PyTorch rows; it includes the first step
+  (capture and compilation for musa static, tracing for TorchScript);
 - allocator peak (musa rows): musa.memory_stats()'s peak during the steps
   after the first, above the bytes held before the first step (a plan's
   arena, held between steps, counts); '-' for PyTorch;
@@ -155,6 +156,8 @@ def run_row(row, name, steps):
     spec = MODELS[name]
     if row.startswith("musa"):
         import musa as lib
+        import musa.amp  # noqa: F401  (imports before the baseline, in every musa row,
+        import musa.jit  # noqa: F401   like PyTorch's, which come with `import torch`)
         lib.set_num_threads(THREADS)
     else:
         import torch as lib
