@@ -9,8 +9,8 @@
  * buffer, then this thread reads it (a memcpy out) or writes it (a float
  * loop, vector stores as a kernel's; memset's string stores skip the
  * read-for-ownership and would hide it) and is timed; beside it the same
- * access after this thread used the buffer itself. Prints microseconds and the ratio. Needs 2 CPUs; says so and
- * exits 0 on one.
+ * access after this thread used the buffer itself. Prints microseconds and
+ * the ratio. Needs 2 CPUs; says so and exits 0 on one.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
