@@ -28,7 +28,7 @@
 enum { IDLE, READ, WRITE, QUIT };
 
 static unsigned char *buf, *out;
-static atomic_int job;          /* what the other thread does next */
+static atomic_int job;         /* what the other thread does next */
 static volatile unsigned sink; /* keeps the reads */
 
 static int pin(int cpu) {
