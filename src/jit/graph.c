@@ -308,10 +308,14 @@ bool musa_graph_pairable(const musa_graph *g, const musa_gnode *n) {
         return false;
     /* GEMMs are never paired. Measured on the 2-core AMD machine: a GEMM
      * under MUSA_SMALL_GEMM_MACS runs on one thread anyway, and pairing the
-     * MLP's (64 x 128 outputs) made its step 25 us slower (140 against 115
-     * us); larger ones run on every thread alone, and pairing them (as two
-     * one-thread tasks) made GPT-tiny's step 5% slower (9.7 against 9.3 ms,
-     * three runs each). */
+     * MLP's (64 x 128 outputs) made its step 25-38 us slower (110 against
+     * 72 us). The products themselves got no slower; what the main thread
+     * did next with memory the other core had touched did (the profiler:
+     * the SGD update 3.0 -> 20.2 us, relu's backward 1.2 -> 5.5 us), as
+     * bench_cores measures: a core writing 64 KiB that the other just read
+     * takes 9.0 us against 0.7. Larger GEMMs run on every thread alone, and
+     * pairing them (as two one-thread tasks) made GPT-tiny's step 5% slower
+     * (9.7 against 9.3 ms, three runs each). */
     if (info->attrs_kind == MUSA_ATTRS_matmul || n->op == MUSA_OP_linear) return false;
     const musa_gvalue *o = &g->values.data[n->out[0]];
     int64_t ne = 1;
