@@ -267,7 +267,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
     return true;
 }
 
-#define DEF_XENT(SUF, T, EXP, EXPM)                                                                \
+#define DEF_XENT(SUF, T, EXP)                                                                      \
     static void xe_fwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
         xe_job *j = arg;                                                                           \
         double eps = j->a->label_smoothing;                                                        \
@@ -284,8 +284,9 @@ static inline bool xe_target(xe_job *j, int64_t t) {
                 bool masked;                                                                       \
                 m = row_max_##SUF(x, j->C, &masked);                                               \
                 se = exp_sum_##SUF(NULL, x, j->C, m, masked);                                      \
-                _Pragma("omp simd reduction(+ : sx)") for (int64_t c = 0; c < j->C; c++) sx +=     \
-                    x[c];                                                                          \
+                if (eps != 0) /* the smoothing term's sum: a pass only where it counts */          \
+                    _Pragma("omp simd reduction(+ : sx)") for (int64_t c = 0; c < j->C; c++) sx += \
+                        x[c];                                                                      \
             } else {                                                                               \
                 for (int64_t c = 0; c < j->C; c++) m = x[c * j->S] > m ? x[c * j->S] : m;          \
                 for (int64_t c = 0; c < j->C; c++) {                                               \
@@ -315,22 +316,13 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             }                                                                                      \
             double gs =                                                                            \
                 (j->g_per_sample ? ((const T *)j->g)[r] : ((const T *)j->g)[0]) * j->scale;        \
-            if (j->S == 1) { /* contiguous row: gx = (softmax - smoothed one-hot) gs */            \
+            if (j->S == 1) { /* contiguous row: gx = (softmax - smoothed one-hot) gs, the          \
+                              * exps stored by the pass that sums them (one exp per element) */    \
                 bool masked;                                                                       \
                 T m = row_max_##SUF(x, j->C, &masked);                                             \
-                double se = exp_sum_##SUF(NULL, x, j->C, m, masked);                               \
+                double se = exp_sum_##SUF(gx, x, j->C, m, masked);                                 \
                 T k = (T)(gs / se), u = (T)(eps / (double)j->C * gs);                              \
-                if (j->C < MUSA_SIMD_LANES_##T) {                                                  \
-                    T e[MUSA_SIMD_LANES_##T];                                                      \
-                    exp_short_##SUF(e, x, j->C, m);                                                \
-                    for (int64_t c = 0; c < j->C; c++) gx[c] = e[c] * k - u;                       \
-                } else if (masked) {                                                               \
-                    MUSA_SIMD_MATH(T)                                                              \
-                    for (int64_t c = 0; c < j->C; c++) gx[c] = EXPM(x[c] - m) * k - u;             \
-                } else {                                                                           \
-                    MUSA_SIMD_MATH(T)                                                              \
-                    for (int64_t c = 0; c < j->C; c++) gx[c] = EXP(x[c] - m) * k - u;              \
-                }                                                                                  \
+                _Pragma("omp simd") for (int64_t c = 0; c < j->C; c++) gx[c] = gx[c] * k - u;      \
                 gx[t] -= (T)((1 - eps) * gs);                                                      \
                 continue;                                                                          \
             }                                                                                      \
@@ -346,8 +338,8 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             }                                                                                      \
         }                                                                                          \
     }
-DEF_XENT(f32, float, expf, musa_exp_masked_f)
-DEF_XENT(f64, double, exp, musa_exp_masked_d)
+DEF_XENT(f32, float, expf)
+DEF_XENT(f64, double, exp)
 
 static void xe_geom(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {
     if (x->ndim == 1) {
