@@ -548,3 +548,31 @@ def test_fully_masked_row_gives_nan_like_torch():
         warnings.simplefilter("ignore")
         out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask).numpy()
     assert np.isnan(out[0, 0]).all() and not np.isnan(out[0, 1]).any()
+
+
+@pytest.mark.parametrize("rows,d", [(2500, 48), (7, 130), (1, 16)])
+def test_layer_norm_backward_does_not_depend_on_threads(rows, d):
+    """The layer norm kernels sum in fixed chunks of rows (the backward's
+    gweight and gbias) and fixed partial sums (the statistics): 1 and 2
+    threads give the same bits, and float64 references agree."""
+    rng = np.random.default_rng(1)
+    x, g = (rng.standard_normal((rows, d)).astype(np.float32) * 2 + 1 for _ in range(2))
+    w, b = (rng.standard_normal(d).astype(np.float32) for _ in range(2))
+    outs = []
+    old = musa.get_num_threads()
+    try:
+        for n in (1, 2):
+            musa.set_num_threads(n)
+            ts = [musa.tensor(a).requires_grad_() for a in (x, w, b)]
+            y = F.layer_norm(ts[0], (d,), ts[1], ts[2])
+            y.backward(musa.tensor(g))
+            outs.append([y.detach().numpy()] + [t.grad.numpy() for t in ts])
+    finally:
+        musa.set_num_threads(old)
+    for a, c in zip(*outs):
+        np.testing.assert_array_equal(a, c)
+    t = [torch.tensor(a.astype(np.float64), requires_grad=True) for a in (x, w, b)]
+    ty = TF.layer_norm(t[0], (d,), t[1], t[2])
+    ty.backward(torch.tensor(g.astype(np.float64)))
+    for got, want in zip(outs[0], [ty.detach().numpy()] + [a.grad.numpy() for a in t]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1, rows ** 0.5))

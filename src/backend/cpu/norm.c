@@ -20,9 +20,17 @@ MUSA_WS(ws_norm) {
 }
 
 /* Chunks of rows the layer norm backward splits into (one per thread). */
+/* Layer norm backward's row chunks: each sums its rows' gweight and gbias
+ * terms in the element type, in row order; the chunks' sums then add up in
+ * float64. Chunks are fixed by R alone (at least 32 rows, at most 64
+ * chunks), so the results do not depend on the thread count. */
+static int64_t ln_chunk_rows(int64_t R) {
+    int64_t r = (R + 63) / 64;
+    return r < 32 ? 32 : r;
+}
+
 static int64_t ln_chunks(int64_t R) {
-    int64_t t = musa_pool_intra_threads();
-    return R < t ? (R ? R : 1) : t;
+    return R ? (R + ln_chunk_rows(R) - 1) / ln_chunk_rows(R) : 1;
 }
 
 static void rows_d(const musa_kview *x, int64_t ndims, int64_t *R, int64_t *D) {
@@ -48,7 +56,7 @@ typedef struct {
     double *part; /* layer norm backward: (chunks, 2, D) partial sums; batch
                    * norm over rows: (chunks, 2, C) */
     int64_t chunks;
-    int64_t rows; /* batch norm over rows: rows per chunk */
+    int64_t rows; /* batch norm over rows, layer norm backward: rows per chunk */
     int pass;     /* batch norm over rows: 0 sums x, 1 sums (x - mean)^2 */
     void *coef;   /* batch norm over rows: per-channel coefficients (4, C) */
 } norm_job;
@@ -418,11 +426,14 @@ int cpu_batch_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview
  * they are; through float32 copies on each side, a bfloat16 (512, 512)
  * layer norm took 2.3x the float32 one. The float arithmetic is the
  * float32 kernel's, so the values are those copies' bit for bit. */
+#define LN_LANES 16 /* partial sums of the layer norm statistics */
+
 #define DEF_LN_FWD(SUF, T, W, LD, ST)                                                              \
     /* one row: (x - mean) * invstd * w + b, from the rounded statistics */                        \
     static inline void ln_normalize_##SUF(const T *p, T *q, int64_t D, W mu, W iv, const T *w,     \
                                           const T *b) {                                            \
-        for (int64_t i = 0; i < D; i++) q[i] = ST((LD(p[i]) - mu) * iv * LD(w[i]) + LD(b[i]));     \
+        _Pragma("omp simd") for (int64_t i = 0; i < D; i++) q[i] =                                 \
+            ST((LD(p[i]) - mu) * iv * LD(w[i]) + LD(b[i]));                                        \
     }                                                                                              \
     static void ln_fwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
         const norm_job *j = arg;                                                                   \
@@ -430,15 +441,28 @@ int cpu_batch_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview
         int64_t D = j->C;                                                                          \
         for (int64_t r = r0; r < r1; r++) {                                                        \
             const T *p = (const T *)j->x + r * D;                                                  \
-            double s = 0, ss = 0;                                                                  \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < D; i++) s += LD(p[i]);    \
-            double mean = D ? s / (double)D : 0;                                                   \
-            _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < D; i++) {                \
-                double d = LD(p[i]) - mean;                                                        \
-                ss += d * d;                                                                       \
+            /* the statistics in W (float for float32 and the 16-bit floats), two                  \
+             * passes (the variance of centred values), each over LN_LANES                         \
+             * interleaved partial sums: the same order whatever T's width, so a                   \
+             * bfloat16 row gives its float32 widening's statistics */                             \
+            W acc[LN_LANES] = {0}, s = 0, ss = 0;                                                  \
+            int64_t i0 = 0;                                                                        \
+            for (; i0 + LN_LANES <= D; i0 += LN_LANES)                                             \
+                for (int l = 0; l < LN_LANES; l++) acc[l] += LD(p[i0 + l]);                        \
+            for (int l = 0; i0 + l < D; l++) acc[l] += LD(p[i0 + l]);                              \
+            for (int l = 0; l < LN_LANES; l++) s += acc[l], acc[l] = 0;                            \
+            W mu = D ? s / (W)D : 0;                                                               \
+            for (i0 = 0; i0 + LN_LANES <= D; i0 += LN_LANES)                                       \
+                for (int l = 0; l < LN_LANES; l++) {                                               \
+                    W d = LD(p[i0 + l]) - mu;                                                      \
+                    acc[l] += d * d;                                                               \
+                }                                                                                  \
+            for (int l = 0; i0 + l < D; l++) {                                                     \
+                W d = LD(p[i0 + l]) - mu;                                                          \
+                acc[l] += d * d;                                                                   \
             }                                                                                      \
-            double inv = 1.0 / sqrt(clamp_var(D ? ss / (double)D : 0) + j->eps);                   \
-            W mu = (W)mean, iv = (W)inv;                                                           \
+            for (int l = 0; l < LN_LANES; l++) ss += acc[l];                                       \
+            W iv = (W)(1.0 / sqrt(clamp_var(D ? (double)ss / (double)D : 0) + j->eps));            \
             ln_normalize_##SUF(p, (T *)j->y + r * D, D, mu, iv, w, b);                             \
             ((W *)j->omean)[r] = mu;                                                               \
             ((W *)j->oinvstd)[r] = iv;                                                             \
@@ -459,30 +483,31 @@ DEF_LN_FWD(bf16, musa_bf16, float, LD_bf16, ST_bf16)
 DEF_LN_FWD(f16, musa_f16, float, LD_f16, ST_f16)
 
 #define DEF_LN_BWD(SUF, T)                                                                         \
-    /* one pass per chunk of rows: gx, plus this chunk's partial sums of                           \
-     * gweight and gbias (float64, in its workspace slot) */                                       \
+    /* one pass per chunk of rows: gx, plus this chunk's sums of gweight and                       \
+     * gbias (in T, in its workspace slot; float64 across chunks) */                               \
     static void ln_bwd_##SUF(void *arg, int64_t k0, int64_t k1) {                                  \
         const norm_job *j = arg;                                                                   \
         const T *w = (const T *)j->w;                                                              \
-        int64_t D = j->C, R = j->outer;                                                            \
+        int64_t D = j->C, R = j->outer, rows = j->rows;                                            \
         for (int64_t k = k0; k < k1; k++) {                                                        \
-            double *aw = j->part + (size_t)(2 * k * D), *ab = aw + D;                              \
+            T *aw = (T *)j->part + (size_t)(2 * k * D), *ab = aw + D;                              \
             for (int64_t i = 0; i < 2 * D; i++) aw[i] = 0;                                         \
-            for (int64_t r = R * k / j->chunks; r < R * (k + 1) / j->chunks; r++) {                \
+            int64_t r1 = (k + 1) * rows < R ? (k + 1) * rows : R;                                  \
+            for (int64_t r = k * rows; r < r1; r++) {                                              \
                 const T *p = (const T *)j->x + r * D, *g = (const T *)j->gy + r * D;               \
                 T *q = (T *)j->gx + r * D;                                                         \
                 T mu = ((const T *)j->mean)[r], inv = ((const T *)j->invstd)[r];                   \
-                double s1 = 0, s2 = 0;                                                             \
+                T s1 = 0, s2 = 0;                                                                  \
                 _Pragma("omp simd reduction(+ : s1, s2)") for (int64_t i = 0; i < D; i++) {        \
                     T gh = g[i] * w[i];                                                            \
                     s1 += gh;                                                                      \
-                    s2 += (double)gh * ((p[i] - mu) * inv);                                        \
+                    s2 += gh * ((p[i] - mu) * inv);                                                \
                 }                                                                                  \
-                T a = (T)(s1 / (double)D), c = (T)(s2 / (double)D);                                \
+                T a = s1 / (T)D, c = s2 / (T)D;                                                    \
                 _Pragma("omp simd") for (int64_t i = 0; i < D; i++) {                              \
                     T xh = (p[i] - mu) * inv;                                                      \
                     q[i] = inv * (g[i] * w[i] - a - xh * c);                                       \
-                    aw[i] += (double)(g[i] * xh);                                                  \
+                    aw[i] += g[i] * xh;                                                            \
                     ab[i] += g[i];                                                                 \
                 }                                                                                  \
             }                                                                                      \
@@ -551,12 +576,17 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
     rows_d(&in[1], a->ndims, &j.outer, &j.C);
     j.part = (double *)ws;
     j.chunks = ln_chunks(j.outer);
-    musa_parallel_for(j.chunks, 1, in[1].dtype == MUSA_DTYPE_FLOAT64 ? ln_bwd_f64 : ln_bwd_f32, &j);
+    j.rows = ln_chunk_rows(j.outer);
+    bool f64 = in[1].dtype == MUSA_DTYPE_FLOAT64;
+    musa_parallel_for(j.chunks, 1, f64 ? ln_bwd_f64 : ln_bwd_f32, &j);
+    const float *pf = (const float *)(void *)j.part;
     for (int64_t i = 0; i < j.C; i++) {
         double aw = 0, ab = 0;
-        for (int64_t k = 0; k < j.chunks; k++)
-            aw += j.part[2 * k * j.C + i], ab += j.part[(2 * k + 1) * j.C + i];
-        if (in[1].dtype == MUSA_DTYPE_FLOAT64)
+        for (int64_t k = 0; k < j.chunks; k++) {
+            size_t w = (size_t)(2 * k * j.C + i), b = w + (size_t)j.C;
+            aw += f64 ? j.part[w] : pf[w], ab += f64 ? j.part[b] : pf[b];
+        }
+        if (f64)
             ((double *)o[1].data)[i] = aw, ((double *)o[2].data)[i] = ab;
         else
             ((float *)o[1].data)[i] = (float)aw, ((float *)o[2].data)[i] = (float)ab;
