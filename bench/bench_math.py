@@ -7,7 +7,9 @@
      plus the memory-bound kernels around them in models: softmax and
      log-softmax over causally masked rows (half of each row -inf), the
      masked fill that makes them, a column sum (a bias gradient), a
-     transposed copy, zeros, and an embedding-style row gather;
+     transposed copy, zeros, and an embedding-style row gather; and a
+     linear with a bias, cross-entropy and layer norm (forward and
+     backward, the gradients through musa.autograd.grad);
   2. the gelu-tanh chain of bench_jit.py compiled (one fused group), and the
      same chain with tanh replaced by neg (what the chain costs without any
      transcendental math), at 4M and 32M float32, as fractions of a copy of
@@ -60,6 +62,17 @@ def measure(rounds):
     side = int(N_EAGER ** 0.5)
     future = musa.tril(musa.ones(side, side)) == 0  # True above the diagonal
     rows = musa.randint(0, side, (side,))
+    w128, b128, ones128, zeros128 = {}, {}, {}, {}  # per dtype, filled below
+    target = musa.randint(0, 256, (N_EAGER // 256,))
+
+    def xent_grad(x):  # the gradient only: no .grad to accumulate into
+        x = x.detach().requires_grad_()
+        return musa.autograd.grad(F.cross_entropy(x, target), [x])
+
+    def ln_grad(x):
+        ts = [x.detach().requires_grad_(), ones128[x.dtype], zeros128[x.dtype]]
+        return musa.autograd.grad(F.layer_norm(ts[0], (128,), ts[1], ts[2]).sum(), ts)
+
     eager = {
         "exp": (musa.exp, -10, 10), "expm1": (musa.expm1, -2, 2), "log": (musa.log, 0.01, 100),
         "log1p": (musa.log1p, -0.5, 100), "sin": (musa.sin, -10, 10), "cos": (musa.cos, -10, 10),
@@ -80,10 +93,17 @@ def measure(rounds):
         "zeros": (lambda x: musa.zeros(x.shape, dtype=x.dtype), -5, 5),
         "index_select rows": (lambda x: musa.index_select(x.reshape(side, -1), 0, rows), -5, 5),
         "mul": (lambda x: x * x, -5, 5),
+        "linear+bias (8192, 128) -> 128": (
+            lambda x: F.linear(x.reshape(-1, 128), w128[x.dtype], b128[x.dtype]), -5, 5),
+        "cross_entropy fwd+bwd rows of 256": (lambda x: xent_grad(x.reshape(-1, 256)), -5, 5),
+        "layer_norm fwd+bwd rows of 128": (lambda x: ln_grad(x.reshape(-1, 128)), -5, 5),
     }
     out = {}
     musa.manual_seed(0)
     for dt in (musa.float32, musa.float64):
+        w128[dt], b128[dt] = musa.randn(128, 128, dtype=dt) * 0.1, musa.randn(128, dtype=dt)
+        ones128[dt] = musa.ones(128, dtype=dt).requires_grad_()
+        zeros128[dt] = musa.zeros(128, dtype=dt).requires_grad_()
         for name, (fn, lo, hi) in eager.items():
             x = (musa.rand(N_EAGER, dtype=dt) * (hi - lo) + lo)
             fn(x)

@@ -737,7 +737,9 @@ MUSA_API musa_tensor *musa_embedding(musa_tensor *weight, musa_tensor *indices,
 /* Zero each element with probability p (from the musa generator) and scale
  * the rest by 1/(1-p); the identity when not training. */
 MUSA_API musa_tensor *musa_dropout(musa_tensor *x, double p, bool training);
-/* x (..., in) W^T + b with W (out, in), b (out) or NULL, in one GEMM. */
+/* x (..., in) W^T + b with W (out, in), b (out) or NULL, in one GEMM:
+ * float32 with a bias and bfloat16 on oneDNN's matmul primitive (the bias
+ * added in its epilogue), other cases on sgemm/dgemm. */
 MUSA_API musa_tensor *musa_linear(musa_tensor *x, musa_tensor *weight, musa_tensor *bias);
 
 /* ------------------------------------------------------------------------ */
