@@ -392,6 +392,59 @@ static int pass_through(run *r, musa_node *n, i64_vec *ready) {
     return rc;
 }
 
+/* A slice's gradient written into the slice of its input's gradient
+ * buffer, which is zeros elsewhere, rather than padded to the input's shape
+ * by the formula and then added: the pieces of a split (attention's q, k
+ * and v) cost one fill and a slice each, not a padded tensor and a
+ * full-size add each. Eager runs only (a capture records the formula's
+ * ops), unit steps, and a buffer this run owns alone (made here, or a
+ * tensor nothing else holds); else *done stays false and the formula runs.
+ * The sums are the formula's: each element gets its slices' values added
+ * to zeros or to what arrived before, in the same order. */
+static int slice_into(run *r, musa_node *n, musa_tensor *g, bool *done) {
+    *done = false;
+    const musa_attrs_slice *a = n->attrs;
+    const musa_meta *m = &n->in_meta[0];
+    musa_edge *e = &n->next[0];
+    if (n->n_in != 1 || !e->node || r->create_graph || musa_tls.anomaly ||
+        musa_tls.mode != MUSA_MODE_EAGER || a->step != 1 || !g || !g->storage ||
+        g->dtype != m->dtype || g->ndim != m->ndim || a->dim < 0 || a->dim >= m->ndim ||
+        a->start < 0 || a->start + g->shape[a->dim] > m->shape[a->dim])
+        return MUSA_OK;
+    task *dst = task_at(r, e->node);
+    if (!dst->buf && !(dst->buf = MUSA_ARENA_NEW(&r->arena, musa_tensor *, e->node->n_out)))
+        return musa_err_nomem("backward", 0);
+    musa_tensor **slot = &dst->buf[e->input_nr], *acc = *slot;
+    if (acc && !(atomic_load(&acc->refcount) == 1 && acc->storage &&
+                 atomic_load(&acc->storage->refcount) == 1 && !acc->view_base &&
+                 acc->dtype == g->dtype && musa_tensor_is_contiguous(acc) &&
+                 musa_shape_equal(acc->ndim, acc->shape, m->ndim, m->shape)))
+        return MUSA_OK; /* shared, or not laid out as the input: the formula's way */
+    int64_t d = a->dim, end = a->start + g->shape[d], size = m->shape[d];
+    musa_tensor *fresh = acc ? NULL : musa_empty(m->ndim, m->shape, (musa_dtype)m->dtype);
+    if (!acc && !fresh) return musa_last_error_code();
+    musa_tensor *into = acc ? acc : fresh;
+    int rc = MUSA_OK;
+    /* a new buffer: zeros around the slice, g in it; else g added in place */
+    for (int side = 0; !acc && side < 2 && !rc; side++) {
+        int64_t b0 = side ? end : 0, b1 = side ? size : a->start;
+        if (b0 == b1) continue;
+        musa_tensor *z = musa_slice(into, d, b0, b1, 1);
+        rc = z ? musa_zero_(z) : musa_last_error_code();
+        musa_tensor_release(z);
+    }
+    musa_tensor *part = rc ? NULL : musa_slice(into, d, a->start, end, 1);
+    if (!rc) rc = !part ? musa_last_error_code() : acc ? musa_add_(part, g) : musa_copy_(part, g);
+    musa_tensor_release(part);
+    if (rc) {
+        musa_tensor_release(fresh);
+        return rc;
+    }
+    if (fresh) *slot = fresh;
+    *done = true;
+    return MUSA_OK;
+}
+
 static int execute(run *r, int64_t k, i64_vec *ready) {
     task *tk = &r->tasks.data[k];
     musa_node *n = tk->node;
@@ -422,6 +475,19 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
         return rc ? rc : run_post_hooks(n->variable);
     }
 
+    if (n->kind == MUSA_NODE_OP && n->op == MUSA_OP_slice) {
+        bool done;
+        rc = slice_into(r, n, tk->buf[0], &done);
+        if (rc || done) {
+            if (!rc && !r->retain_graph) {
+                n->released = true;
+                musa_node_release_saved(n);
+            }
+            int64_t child = slot_of(r, n->next[0].node);
+            if (--r->tasks.data[child].deps == 0 && !rc) rc = musa_vec_push(ready, child);
+            return rc;
+        }
+    }
     musa_tensor *gin_buf[8] = {NULL}, **gin = gin_buf;
     if (n->n_in > 8 && !(gin = calloc((size_t)n->n_in, sizeof *gin)))
         return musa_err_nomem("backward", 0);
