@@ -478,14 +478,9 @@ static int execute(run *r, int64_t k, i64_vec *ready) {
     if (n->kind == MUSA_NODE_OP && n->op == MUSA_OP_slice) {
         bool done;
         rc = slice_into(r, n, tk->buf[0], &done);
-        if (rc || done) {
-            if (!rc && !r->retain_graph) {
-                n->released = true;
-                musa_node_release_saved(n);
-            }
-            int64_t child = slot_of(r, n->next[0].node);
-            if (--r->tasks.data[child].deps == 0 && !rc) rc = musa_vec_push(ready, child);
-            return rc;
+        if (rc || done) { /* its gradient is delivered: release and count down as any node */
+            int rc2 = pass_through(r, n, ready);
+            return rc ? rc : rc2;
         }
     }
     musa_tensor *gin_buf[8] = {NULL}, **gin = gin_buf;
