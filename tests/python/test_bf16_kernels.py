@@ -90,6 +90,13 @@ def test_linear_forward_and_backward(rng, path, xs, ws, bias):
     ((2, 4, 9, 7), (6, 2, 3, 2), dict(stride=2, groups=2)),
     ((1, 3, 8, 8), (5, 3, 1, 1), dict()),
     ((2, 3, 10, 10), (4, 3, 3, 3), dict(dilation=2, padding=2)),
+    # small output planes: the weight gradient as one GEMM over the batch
+    ((3, 5, 4, 4), (6, 5, 3, 3), dict(padding=1)),
+    ((2, 4, 9, 7), (6, 4, 3, 2), dict(stride=2, padding=(1, 0))),
+    ((2, 3, 8, 8), (4, 3, 1, 1), dict(stride=2)),
+    ((2, 3, 4, 4), (4, 3, 3, 3), dict(dilation=2, padding=2)),
+    ((1, 8, 3, 3), (8, 8, 3, 3), dict(stride=2, padding=1)),
+    ((2, 3, 16, 16), (4, 3, 3, 3), dict(stride=2, padding=1)),
 ])
 def test_conv2d_forward_and_backward(rng, path, xs, ws, kw):
     x = bf(rng.standard_normal(xs)).requires_grad_()
