@@ -97,6 +97,11 @@ def test_linear_forward_and_backward(rng, path, xs, ws, bias):
     ((2, 3, 4, 4), (4, 3, 3, 3), dict(dilation=2, padding=2)),
     ((1, 8, 3, 3), (8, 8, 3, 3), dict(stride=2, padding=1)),
     ((2, 3, 16, 16), (4, 3, 3, 3), dict(stride=2, padding=1)),
+    # whole blocks of 16 channels: activations move to and from oneDNN's
+    # nChw16c by our transposition (planes of 16 elements and tails)
+    ((2, 16, 5, 5), (32, 16, 3, 3), dict(padding=1)),
+    ((1, 32, 7, 9), (16, 32, 3, 3), dict(padding=1)),
+    ((2, 32, 8, 8), (16, 32, 3, 3), dict(stride=2, padding=1)),
 ])
 def test_conv2d_forward_and_backward(rng, path, xs, ws, kw):
     x = bf(rng.standard_normal(xs)).requires_grad_()
