@@ -94,6 +94,51 @@ static double clamp_var(double v) {
 
 /* ---- batch norm: statistics per channel over (N, S) ---- */
 
+/* Sums of a channel over planes shorter than BN_BIG_PLANE elements: into
+ * BN_LANES float64 partials (element i of a run of BN_LANES into partial
+ * i), totalled in order at the end, instead of a horizontal reduction per
+ * plane, which cost more than the sums on ResNet-18's 4x4 planes (bfloat16
+ * batch norm over (32, 512, 4, 4): forward 425 -> 119 us, backward 310 ->
+ * 104 us). Longer planes keep a reduction each. BN_LANE_SUM adds E(i) for
+ * i < S into the partials a1, BN_LANE_SUM2 E1(i) into a1 and E2(i) into a2
+ * in the same pass. */
+#define BN_LANES     16
+#define BN_BIG_PLANE 256
+#define BN_LANE_SUM2(a1, E1, a2, E2, S)                                                            \
+    do {                                                                                           \
+        int64_t i0_ = 0;                                                                           \
+        for (; i0_ + BN_LANES <= (S); i0_ += BN_LANES)                                             \
+            _Pragma("omp simd") for (int k_ = 0; k_ < BN_LANES; k_++) {                            \
+                int64_t i = i0_ + k_;                                                              \
+                a1[k_] += (E1);                                                                    \
+                a2[k_] += (E2);                                                                    \
+            }                                                                                      \
+        for (int k_ = 0; i0_ + k_ < (S); k_++) {                                                   \
+            int64_t i = i0_ + k_;                                                                  \
+            a1[k_] += (E1);                                                                        \
+            a2[k_] += (E2);                                                                        \
+        }                                                                                          \
+    } while (0)
+#define BN_LANE_SUM(a1, E, S)                                                                      \
+    do {                                                                                           \
+        int64_t i0_ = 0;                                                                           \
+        for (; i0_ + BN_LANES <= (S); i0_ += BN_LANES)                                             \
+            _Pragma("omp simd") for (int k_ = 0; k_ < BN_LANES; k_++) {                            \
+                int64_t i = i0_ + k_;                                                              \
+                a1[k_] += (E);                                                                     \
+            }                                                                                      \
+        for (int k_ = 0; i0_ + k_ < (S); k_++) {                                                   \
+            int64_t i = i0_ + k_;                                                                  \
+            a1[k_] += (E);                                                                         \
+        }                                                                                          \
+    } while (0)
+
+static inline double bn_lanes_total(const double *a) {
+    double s = 0;
+    for (int k = 0; k < BN_LANES; k++) s += a[k];
+    return s;
+}
+
 /* T: the element type of x, y, gy, gx (loaded with LD into the compute
  * type CT, stored with ST); W: weight, bias, statistics and their gradients.
  * bfloat16 elements take float32 weights and statistics. */
@@ -118,20 +163,30 @@ static double clamp_var(double v) {
         int64_t N = j->outer, C_ = j->C, S = j->inner;                                             \
         double m = (double)(N * S);                                                                \
         for (int64_t c = c0; c < c1; c++) {                                                        \
-            double s = 0, ss = 0;                                                                  \
+            double s = 0, ss = 0, a1[BN_LANES] = {0}, a2[BN_LANES] = {0};                          \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C_ + c) * S;                                                 \
+                if (S < BN_BIG_PLANE) {                                                            \
+                    BN_LANE_SUM(a1, (double)LD(p[i]), S);                                          \
+                    continue;                                                                      \
+                }                                                                                  \
                 _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < S; i++) s +=          \
                     LD(p[i]);                                                                      \
             }                                                                                      \
+            if (S < BN_BIG_PLANE) s = bn_lanes_total(a1);                                          \
             double mean = m > 0 ? s / m : 0;                                                       \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C_ + c) * S;                                                 \
+                if (S < BN_BIG_PLANE) {                                                            \
+                    BN_LANE_SUM(a2, ((double)LD(p[i]) - mean) * ((double)LD(p[i]) - mean), S);     \
+                    continue;                                                                      \
+                }                                                                                  \
                 _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < S; i++) {            \
                     double d = LD(p[i]) - mean;                                                    \
                     ss += d * d;                                                                   \
                 }                                                                                  \
             }                                                                                      \
+            if (S < BN_BIG_PLANE) ss = bn_lanes_total(a2);                                         \
             double inv = 1.0 / sqrt(clamp_var(m > 0 ? ss / m : 0) + j->eps);                       \
             mo[c] = (W)mean;                                                                       \
             io[c] = (W)inv;                                                                        \
@@ -157,13 +212,20 @@ static double clamp_var(double v) {
         double m = (double)(N * S);                                                                \
         for (int64_t c = c0; c < c1; c++) {                                                        \
             double mu = mean[c], inv = invstd[c], sg = 0, sgx = 0;                                 \
+            double a1[BN_LANES] = {0}, a2[BN_LANES] = {0};                                         \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                     \
+                if (S < BN_BIG_PLANE) {                                                            \
+                    BN_LANE_SUM2(a1, (double)LD(g[i]), a2,                                         \
+                                 (double)LD(g[i]) * ((double)LD(p[i]) - mu), S);                   \
+                    continue;                                                                      \
+                }                                                                                  \
                 _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < S; i++) {       \
                     sg += LD(g[i]);                                                                \
                     sgx += LD(g[i]) * (LD(p[i]) - mu);                                             \
                 }                                                                                  \
             }                                                                                      \
+            if (S < BN_BIG_PLANE) sg = bn_lanes_total(a1), sgx = bn_lanes_total(a2);               \
             gb[c] = (W)sg;                                                                         \
             gw[c] = (W)(sgx * inv);                                                                \
             CT k = (CT)(w[c] * inv), a = (CT)(sg / m), bcoef = (CT)(inv * inv * sgx / m),          \
