@@ -20,6 +20,7 @@
 #include <pthread.h>
 
 #include "../../base/threadpool.h"
+#include "kernels.h"
 
 #define MAX_ARGS  4
 #define CACHE_MAX 256
@@ -271,7 +272,9 @@ static entry *lookup(int kind, const musa_conv_shape *s, bool bias) {
         if (e->kind == kind && e->bias == bias && !memcmp(&e->s, s, sizeof *s)) break;
     if (!e && cache_len < CACHE_MAX && (e = calloc(1, sizeof *e))) {
         e->kind = kind, e->bias = bias, e->s = *s;
+        int had = musa_cpu_omp_threads(musa_pool_intra_threads()); /* what it will run with */
         e->ok = build(e); /* a failed build is cached too: fall back without retrying */
+        musa_cpu_omp_threads(had);
         e->next = cache, cache = e, cache_len++;
     }
     pthread_mutex_unlock(&mu);
@@ -288,8 +291,7 @@ int musa_dnnl_conv(int kind, const musa_conv_shape *s, const void *a, const void
                    void *out, void *scratch, size_t scratch_bytes) {
     entry *e = lookup(kind, s, c != NULL);
     if (!e || scratch_bytes < e->total) return MUSA_ERR_NOT_IMPLEMENTED;
-    int nt = musa_pool_intra_threads();
-    if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
+    musa_cpu_omp_threads(musa_pool_intra_threads());
     /* user pointers in the order build() planned the arguments */
     const void *user[MAX_ARGS] = {a, b, c ? c : out, out};
     dnnl_stream_t stream;

@@ -73,8 +73,16 @@ MUSA_WS(ws_xent);
 #define MUSA_SMALL_GEMM_MACS (1 << 21)
 /* Set OpenMP's thread count (oneDNN reads it) for a GEMM of `macs`
  * multiply-adds: one thread below MUSA_SMALL_GEMM_MACS, else every thread
- * this thread may use (matmul.c). */
-void musa_cpu_gemm_threads(double macs);
+ * this thread may use (matmul.c). Returns the count it had before. */
+int musa_cpu_gemm_threads(double macs);
+
+/* Set OpenMP's thread count to n; returns the count it had before. oneDNN
+ * fixes a primitive's thread count when it creates it, from this setting:
+ * create a primitive under the count it will run with (a primitive created
+ * after a small GEMM had left it at 1 ran on one thread for ever after:
+ * ResNet-18's 4x4 backward-data convolutions took 2x as long in eager mode
+ * as the same convolution in a plan). */
+int musa_cpu_omp_threads(int n);
 
 /* C = alpha A B + beta C for float32 (oneDNN) or float64 (BLAS), row-major,
  * with transpose flags 'N'/'T'. Uses the threads this thread may use. */

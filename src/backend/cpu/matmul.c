@@ -197,9 +197,14 @@ static bool small_gemm(int64_t M, int64_t N, int64_t K) {
     return (double)M * (double)N * (double)K < MUSA_SMALL_GEMM_MACS;
 }
 
-void musa_cpu_gemm_threads(double macs) {
-    int nt = macs < MUSA_SMALL_GEMM_MACS ? 1 : musa_pool_intra_threads();
-    if (omp_get_max_threads() != nt) omp_set_num_threads(nt);
+int musa_cpu_omp_threads(int n) {
+    int had = omp_get_max_threads();
+    if (had != n) omp_set_num_threads(n);
+    return had;
+}
+
+int musa_cpu_gemm_threads(double macs) {
+    return musa_cpu_omp_threads(macs < MUSA_SMALL_GEMM_MACS ? 1 : musa_pool_intra_threads());
 }
 
 static void set_omp_threads(int64_t M, int64_t N, int64_t K) {

@@ -54,6 +54,13 @@ static void mat_md(dnnl_memory_desc_t *d, const musa_gemm_shape *s, const int64_
     dnnl_memory_desc_init_by_strides(d, nb + 2, dims, dt, st);
 }
 
+/* Multiply-adds of the whole (batched) product. */
+static double gemm_macs(const musa_gemm_shape *s) {
+    double macs = (double)s->M * (double)s->N * (double)s->K;
+    for (int i = 0; i < s->nb; i++) macs *= (double)s->bd[i];
+    return macs;
+}
+
 static bool build(entry *e) {
     const musa_gemm_shape *s = &e->s;
     dnnl_engine_t eng = musa_dnnl_engine();
@@ -86,7 +93,9 @@ static entry *lookup(const musa_gemm_shape *s) {
         if (!memcmp(&e->s, s, sizeof *s)) break;
     if (!e && cache_len < CACHE_MAX && (e = calloc(1, sizeof *e))) {
         e->s = *s;
+        int had = musa_cpu_gemm_threads(gemm_macs(s)); /* the count it will run with */
         e->ok = build(e); /* a failed build is cached too: the caller falls back */
+        musa_cpu_omp_threads(had);
         e->next = cache, cache = e, cache_len++;
     }
     pthread_mutex_unlock(&mu);
@@ -103,9 +112,7 @@ int musa_dnnl_gemm(const musa_gemm_shape *s, const void *a, const void *b, const
                    void *c, void *scratch, size_t scratch_bytes) {
     entry *e = lookup(s);
     if (!e || scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
-    double macs = (double)s->M * (double)s->N * (double)s->K;
-    for (int i = 0; i < s->nb; i++) macs *= (double)s->bd[i];
-    musa_cpu_gemm_threads(macs);
+    musa_cpu_gemm_threads(gemm_macs(s));
     dnnl_engine_t eng = musa_dnnl_engine();
     dnnl_stream_t stream;
     if (dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) != dnnl_success)
