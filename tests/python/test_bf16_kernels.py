@@ -102,6 +102,7 @@ def test_linear_forward_and_backward(rng, path, xs, ws, bias):
     ((2, 16, 5, 5), (32, 16, 3, 3), dict(padding=1)),
     ((1, 32, 7, 9), (16, 32, 3, 3), dict(padding=1)),
     ((2, 32, 8, 8), (16, 32, 3, 3), dict(stride=2, padding=1)),
+    ((3, 16, 1, 1), (32, 16, 3, 3), dict(padding=1)),  # 1x1 planes: tails only
 ])
 def test_conv2d_forward_and_backward(rng, path, xs, ws, kw):
     x = bf(rng.standard_normal(xs)).requires_grad_()
