@@ -424,26 +424,24 @@ typedef struct {
     int32_t tap[WGRAD_TAPS];    /* where (tap, output element) reads it */
 } wgrad_job;
 
-static bool wgrad_gemm(const conv_geom *g, musa_gemm_shape *s) {
+/* The workspace of the batched GEMM for this weight gradient (s: its
+ * shape), or (size_t)-1 where oneDNN's kernel is the one to run. */
+static size_t wgrad_gemm(const conv_geom *g, musa_gemm_shape *s) {
     bool strided = g->sh > 1 || g->sw > 1;
-    if (getenv("MUSA_CONV_IM2COL")) return false; /* the reference path, forced */
+    if (getenv("MUSA_CONV_IM2COL")) return (size_t)-1; /* the reference path, forced */
     if (g->groups != 1 || g->cl || g->direct || !g->N || !g->Co || !g->K || !g->P ||
         g->P > (strided ? 64 : 16) || g->H + g->W + g->ph + g->pw > WGRAD_PLANE ||
         (g->H + 2 * g->ph) * (g->W + 2 * g->pw) > WGRAD_PLANE ||
         g->kh * g->kw * g->P > WGRAD_TAPS || g->N > WGRAD_COLS / g->P ||
         g->K > WGRAD_COLS / (g->N * g->P)) /* (each bound before a product that could overflow) */
-        return false;
+        return (size_t)-1;
     memset(s, 0, sizeof *s); /* compared as bytes */
     int64_t np = g->N * g->P;
     s->M = g->Co, s->N = g->K, s->K = np, s->lda = np, s->ldb = np, s->ldc = g->K;
     s->ta = 'N', s->tb = 'T';
-    return musa_dnnl_gemm_workspace(s) != (size_t)-1;
-}
-
-static size_t wgrad_ws(const conv_geom *g, const musa_gemm_shape *s) {
-    int64_t np = g->N * g->P;
-    return nn_align((size_t)(g->K * np) * 2) + nn_align((size_t)(g->Co * np) * 2) +
-           musa_dnnl_gemm_workspace(s);
+    size_t gemm = musa_dnnl_gemm_workspace(s);
+    if (gemm == (size_t)-1) return gemm;
+    return nn_align((size_t)(g->K * np) * 2) + nn_align((size_t)(g->Co * np) * 2) + gemm;
 }
 
 /* Rows of cols (channels c0..c1) and of gyt (output channels in
@@ -476,26 +474,21 @@ static void wgrad_unfold(void *arg, int64_t c0, int64_t c1) {
 static int wgrad_run(const musa_kctx *ctx, const conv_geom *g, const musa_gemm_shape *s,
                      const musa_kview *in, musa_kview *out) {
     int64_t np = g->N * g->P, wp = g->W + 2 * g->pw;
-    wgrad_job *j = malloc(sizeof *j);
-    if (!j) return musa_err(MUSA_ERR_NOMEM, "[%s] out of memory", ctx->op_name);
-    *j = (wgrad_job){
-        .g = g, .x = (const musa_bf16 *)in[0].data, .gy = (const musa_bf16 *)in[1].data};
+    wgrad_job j = {.g = g, .x = (const musa_bf16 *)in[0].data, .gy = (const musa_bf16 *)in[1].data};
     for (int64_t i = 0; i < g->H * g->W; i++)
-        j->plane[i] = (int32_t)((i / g->W + g->ph) * wp + i % g->W + g->pw);
+        j.plane[i] = (int32_t)((i / g->W + g->ph) * wp + i % g->W + g->pw);
     for (int64_t ky = 0, t = 0; ky < g->kh; ky++)
         for (int64_t kx = 0; kx < g->kw; kx++, t++)
             for (int64_t p = 0; p < g->P; p++)
-                j->tap[t * g->P + p] = (int32_t)((p / g->Wo * g->sh + ky * g->dh) * wp +
-                                                 p % g->Wo * g->sw + kx * g->dw);
+                j.tap[t * g->P + p] = (int32_t)((p / g->Wo * g->sh + ky * g->dh) * wp +
+                                                p % g->Wo * g->sw + kx * g->dw);
     char *ws = ctx->scratch;
-    musa_bf16 *cols = (musa_bf16 *)ws;
+    j.cols = (musa_bf16 *)ws;
     ws += nn_align((size_t)(g->K * np) * 2);
-    musa_bf16 *gyt = (musa_bf16 *)ws;
+    j.gyt = (musa_bf16 *)ws;
     ws += nn_align((size_t)(g->Co * np) * 2);
-    j->cols = cols, j->gyt = gyt;
-    musa_parallel_for(g->C, 1, wgrad_unfold, j);
-    free(j);
-    int rc = musa_dnnl_gemm(s, gyt, cols, NULL, out[0].data, ws,
+    musa_parallel_for(g->C, 1, wgrad_unfold, &j);
+    int rc = musa_dnnl_gemm(s, j.gyt, j.cols, NULL, out[0].data, ws,
                             ctx->scratch_bytes - (size_t)(ws - (char *)ctx->scratch));
     if (rc) rc = musa_err(rc, "[%s] oneDNN bfloat16 matmul primitive failed", ctx->op_name);
     return rc;
@@ -530,8 +523,10 @@ static size_t lowp_ws(int kind, conv_ws_fn f32, const musa_kview *out, int n_out
     conv_geom g;
     musa_gemm_shape gs;
     geom_of(kind, in, attrs, &g);
-    if (kind == MUSA_CONV_BWD_WEIGHTS && musa_kview_contiguous(&out[0]) && wgrad_gemm(&g, &gs))
-        return wgrad_ws(&g, &gs);
+    size_t wg = kind == MUSA_CONV_BWD_WEIGHTS && musa_kview_contiguous(&out[0])
+                    ? wgrad_gemm(&g, &gs)
+                    : (size_t)-1;
+    if (wg != (size_t)-1) return wg;
     size_t d = bf16_ws(kind, in, n_in, attrs, &s);
     if (d != (size_t)-1 && musa_kview_contiguous(&out[0])) return d;
     musa_kview i32[3], o32[1];
@@ -545,8 +540,11 @@ static int lowp_run(int kind, conv_fn f32, conv_ws_fn f32_ws, const musa_kctx *c
     conv_geom g;
     musa_gemm_shape gs;
     geom_of(kind, in, attrs, &g);
-    if (kind == MUSA_CONV_BWD_WEIGHTS && musa_kview_contiguous(&out[0]) && wgrad_gemm(&g, &gs)) {
-        if (ctx->scratch_bytes < wgrad_ws(&g, &gs))
+    size_t wg = kind == MUSA_CONV_BWD_WEIGHTS && musa_kview_contiguous(&out[0])
+                    ? wgrad_gemm(&g, &gs)
+                    : (size_t)-1;
+    if (wg != (size_t)-1) {
+        if (ctx->scratch_bytes < wg)
             return musa_err(MUSA_ERR_RUNTIME, "[%s] internal: workspace of %zu bytes is short",
                             ctx->op_name, ctx->scratch_bytes);
         return wgrad_run(ctx, &g, &gs, in, out);
