@@ -160,6 +160,11 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at
         if (un->dead || r->pos[u] != u) continue; /* a clone reads its own chain */
         for (int k = 0; k < un->n_in; k++)
             if (un->in[k] == v) un->in[k] = clone;
+        /* a view now of the clone (or of a view of it) has the clone's
+         * storage: without this its reads kept v's buffer alive to them */
+        if (musa_ops[un->op].flags & MUSA_OPF_VIEW)
+            for (int q = 0; q < un->n_out; q++)
+                g->values.data[un->out[q]].root = g->values.data[un->in[0]].root;
     }
     r->last[v] = new_last;
     for (int c = 0; c < cn; c++) /* inputs of the chain are read at `at` now */
