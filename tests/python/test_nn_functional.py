@@ -141,6 +141,35 @@ def test_short_rows_softmax_and_cross_entropy(n, dtype):
             np.where(np.isfinite(x), x, -50).astype(dtype), target)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [16, 17, 31, 64, 100, 256, 257, 600])
+def test_row_sums_over_lane_tails_and_blocks(n, dtype):
+    # rows summed in 16 interleaved partials (and blocks of 256): every
+    # tail length against a float64 reference, masked rows included, and
+    # the backward's row sums (softmax's g.y, log-softmax's g) likewise
+    x = randn(6, n).astype(dtype) * 4
+    x[1, n // 2:] = -np.inf
+    x[2, ::3] = -np.inf
+    ref = x.astype(np.float64)
+    e = np.exp(ref - ref.max(-1, keepdims=True))
+    want = e / e.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        log_want = np.log(want)
+    for fn, expect in ((F.softmax, want), (F.log_softmax, log_want)):
+        t = musa.tensor(x, requires_grad=True)
+        y = fn(t, -1)
+        ok = np.isfinite(expect)
+        np.testing.assert_allclose(y.detach().numpy()[ok], expect[ok], rtol=3e-6, atol=1e-7)
+        g = randn(6, n).astype(dtype)
+        y.backward(musa.tensor(g))
+        g64 = g.astype(np.float64)
+        if fn is F.softmax:
+            gx = want * (g64 - (g64 * want).sum(-1, keepdims=True))
+        else:
+            gx = g64 - want * g64.sum(-1, keepdims=True)
+        np.testing.assert_allclose(t.grad.numpy(), gx, rtol=1e-5, atol=1e-5)
+
+
 def test_softmax_implicit_dim_warns():
     with pytest.warns(UserWarning, match="Implicit dimension"):
         out = F.softmax(musa.tensor(X[0]))

@@ -65,4 +65,33 @@ static inline size_t nn_ws_outputs(const musa_kview *out, int n_out, size_t extr
     return b;
 }
 
+/* Interleaved partial sums: NN_LANES_FOR runs its statement for i < S with
+ * k_ = i % NN_LANES, the partial that element i adds into. The loop over
+ * the partials vectorises, and a row's sum needs no horizontal reduction
+ * per vector: the caller totals the partials once (in order, or by
+ * nn_lanes_fold). The norms' statistics and softmax's row sums use it. */
+#define NN_LANES 16
+#define NN_LANES_FOR(S, ...)                                                                       \
+    do {                                                                                           \
+        int64_t i0_ = 0;                                                                           \
+        for (; i0_ + NN_LANES <= (S); i0_ += NN_LANES)                                             \
+            _Pragma("omp simd") for (int k_ = 0; k_ < NN_LANES; k_++) {                            \
+                int64_t i = i0_ + k_;                                                              \
+                __VA_ARGS__;                                                                       \
+            }                                                                                      \
+        for (int k_ = 0; i0_ + k_ < (S); k_++) {                                                   \
+            int64_t i = i0_ + k_;                                                                  \
+            __VA_ARGS__;                                                                           \
+        }                                                                                          \
+    } while (0)
+
+/* The total of NN_LANES partials as a pairwise tree (a[k] += a[k + w] for
+ * w = 8, 4, 2, 1): four dependent adds instead of sixteen. Overwrites a. */
+static inline double nn_lanes_fold(double *a) {
+    _Pragma("omp simd") for (int k = 0; k < 8; k++) a[k] += a[k + 8];
+    _Pragma("omp simd") for (int k = 0; k < 4; k++) a[k] += a[k + 4];
+    a[0] += a[2], a[1] += a[3];
+    return a[0] + a[1];
+}
+
 #endif

@@ -94,34 +94,18 @@ static double clamp_var(double v) {
 
 /* ---- batch norm: statistics per channel over (N, S) ---- */
 
-/* Interleaved partial sums, for the norms' statistics: NORM_LANES_FOR runs
- * its statement for i < S with k_ = i % NORM_LANES, the partial that element
- * i adds into; the partials are totalled in order afterwards. Batch norm
- * sums a channel over planes shorter than BN_BIG_PLANE elements this way
- * (float64 partials), instead of a horizontal reduction per plane, which
- * cost more than the sums on ResNet-18's 4x4 planes (bfloat16 batch norm
- * over (32, 512, 4, 4): forward 425 -> 119 us, backward 310 -> 104 us);
- * longer planes keep a reduction each. Layer norm sums each row this way
- * (partials in the statistics' type; below). */
-#define NORM_LANES   16
+/* Batch norm sums a channel over planes shorter than BN_BIG_PLANE
+ * elements in interleaved float64 partials (NN_LANES_FOR, nnutil.h),
+ * totalled in order afterwards, instead of a horizontal reduction per
+ * plane, which cost more than the sums on ResNet-18's 4x4 planes (bfloat16
+ * batch norm over (32, 512, 4, 4): forward 425 -> 119 us, backward 310 ->
+ * 104 us); longer planes keep a reduction each. Layer norm sums each row
+ * this way (partials in the statistics' type; below). */
 #define BN_BIG_PLANE 256
-#define NORM_LANES_FOR(S, ...)                                                                     \
-    do {                                                                                           \
-        int64_t i0_ = 0;                                                                           \
-        for (; i0_ + NORM_LANES <= (S); i0_ += NORM_LANES)                                         \
-            _Pragma("omp simd") for (int k_ = 0; k_ < NORM_LANES; k_++) {                          \
-                int64_t i = i0_ + k_;                                                              \
-                __VA_ARGS__;                                                                       \
-            }                                                                                      \
-        for (int k_ = 0; i0_ + k_ < (S); k_++) {                                                   \
-            int64_t i = i0_ + k_;                                                                  \
-            __VA_ARGS__;                                                                           \
-        }                                                                                          \
-    } while (0)
 
 static inline double bn_lanes_total(const double *a) {
     double s = 0;
-    for (int k = 0; k < NORM_LANES; k++) s += a[k];
+    for (int k = 0; k < NN_LANES; k++) s += a[k];
     return s;
 }
 
@@ -149,11 +133,11 @@ static inline double bn_lanes_total(const double *a) {
         int64_t N = j->outer, C_ = j->C, S = j->inner;                                             \
         double m = (double)(N * S);                                                                \
         for (int64_t c = c0; c < c1; c++) {                                                        \
-            double s = 0, ss = 0, a1[NORM_LANES] = {0}, a2[NORM_LANES] = {0};                      \
+            double s = 0, ss = 0, a1[NN_LANES] = {0}, a2[NN_LANES] = {0};                          \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C_ + c) * S;                                                 \
                 if (S < BN_BIG_PLANE) {                                                            \
-                    NORM_LANES_FOR(S, a1[k_] += (double)LD(p[i]));                                 \
+                    NN_LANES_FOR(S, a1[k_] += (double)LD(p[i]));                                   \
                     continue;                                                                      \
                 }                                                                                  \
                 _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < S; i++) s +=          \
@@ -164,8 +148,8 @@ static inline double bn_lanes_total(const double *a) {
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C_ + c) * S;                                                 \
                 if (S < BN_BIG_PLANE) {                                                            \
-                    NORM_LANES_FOR(S, a2[k_] +=                                                    \
-                                      ((double)LD(p[i]) - mean) * ((double)LD(p[i]) - mean));      \
+                    NN_LANES_FOR(S,                                                                \
+                                 a2[k_] += ((double)LD(p[i]) - mean) * ((double)LD(p[i]) - mean)); \
                     continue;                                                                      \
                 }                                                                                  \
                 _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < S; i++) {            \
@@ -199,12 +183,12 @@ static inline double bn_lanes_total(const double *a) {
         double m = (double)(N * S);                                                                \
         for (int64_t c = c0; c < c1; c++) {                                                        \
             double mu = mean[c], inv = invstd[c], sg = 0, sgx = 0;                                 \
-            double a1[NORM_LANES] = {0}, a2[NORM_LANES] = {0};                                     \
+            double a1[NN_LANES] = {0}, a2[NN_LANES] = {0};                                         \
             for (int64_t n = 0; n < N; n++) {                                                      \
                 const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                     \
                 if (S < BN_BIG_PLANE) {                                                            \
-                    NORM_LANES_FOR(S, a1[k_] += (double)LD(g[i]);                                  \
-                                   a2[k_] += (double)LD(g[i]) * ((double)LD(p[i]) - mu));          \
+                    NN_LANES_FOR(S, a1[k_] += (double)LD(g[i]);                                    \
+                                 a2[k_] += (double)LD(g[i]) * ((double)LD(p[i]) - mu));            \
                     continue;                                                                      \
                 }                                                                                  \
                 _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < S; i++) {       \
@@ -490,15 +474,15 @@ int cpu_batch_norm_apply(const musa_kctx *ctx, musa_kview *out, const musa_kview
         for (int64_t r = r0; r < r1; r++) {                                                        \
             const T *p = (const T *)j->x + r * D;                                                  \
             /* the statistics in W (float for float32 and the 16-bit floats), two                  \
-             * passes (the variance of centred values), each over NORM_LANES                       \
+             * passes (the variance of centred values), each over NN_LANES                         \
              * interleaved partial sums: the same order whatever T's width, so a                   \
              * bfloat16 row gives its float32 widening's statistics */                             \
-            W acc[NORM_LANES] = {0}, s = 0, ss = 0;                                                \
-            NORM_LANES_FOR(D, acc[k_] += LD(p[i]));                                                \
-            for (int l = 0; l < NORM_LANES; l++) s += acc[l], acc[l] = 0;                          \
+            W acc[NN_LANES] = {0}, s = 0, ss = 0;                                                  \
+            NN_LANES_FOR(D, acc[k_] += LD(p[i]));                                                  \
+            for (int l = 0; l < NN_LANES; l++) s += acc[l], acc[l] = 0;                            \
             W mu = D ? s / (W)D : 0;                                                               \
-            NORM_LANES_FOR(D, W d = LD(p[i]) - mu; acc[k_] += d * d);                              \
-            for (int l = 0; l < NORM_LANES; l++) ss += acc[l];                                     \
+            NN_LANES_FOR(D, W d = LD(p[i]) - mu; acc[k_] += d * d);                                \
+            for (int l = 0; l < NN_LANES; l++) ss += acc[l];                                       \
             W iv = (W)(1.0 / sqrt(clamp_var(D ? (double)ss / (double)D : 0) + j->eps));            \
             ln_normalize_##SUF(p, (T *)j->y + r * D, D, mu, iv, w, b);                             \
             ((W *)j->omean)[r] = mu;                                                               \

@@ -52,50 +52,87 @@ static void split_dim(const musa_kview *v, int64_t dim, int64_t *outer, int64_t 
 DEF_ROW_MAX(f32, f, float)
 DEF_ROW_MAX(f64, d, double)
 
+/* The float64 sum of a contiguous row, and of its products with another,
+ * in interleaved partials folded by a tree (nnutil.h): a softmax row of 64
+ * spent more time in a per-row horizontal reduction (sixteen dependent
+ * adds) than in its exps. */
+#define DEF_ROW_SUM(SUF, T)                                                                        \
+    static inline double row_sum_##SUF(const T *e, int64_t n) {                                    \
+        double a[NN_LANES] = {0};                                                                  \
+        NN_LANES_FOR(n, a[k_] += e[i]);                                                            \
+        return nn_lanes_fold(a);                                                                   \
+    }
+#define DEF_ROW_DOT(SUF, T)                                                                        \
+    static inline double row_dot_##SUF(const T *g, const T *y, int64_t n) {                        \
+        double a[NN_LANES] = {0};                                                                  \
+        NN_LANES_FOR(n, a[k_] += (double)g[i] * y[i]);                                             \
+        return nn_lanes_fold(a);                                                                   \
+    }
+#ifdef __AVX512F__
+#include <immintrin.h>
+/* The same partials in two registers (lanes 0-7 and 8-15), the same tree */
+static inline double fold_zmm(__m512d lo, __m512d hi, const double *tail) {
+    double a[NN_LANES];
+    _mm512_storeu_pd(a, lo), _mm512_storeu_pd(a + 8, hi);
+    for (int k = 0; k < NN_LANES; k++) a[k] += tail[k];
+    return nn_lanes_fold(a);
+}
+static inline double row_sum_f32(const float *e, int64_t n) {
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    int64_t i = 0;
+    for (; i + NN_LANES <= n; i += NN_LANES) {
+        __m512 v = _mm512_loadu_ps(e + i);
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        hi = _mm512_add_pd(
+            hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    }
+    double t[NN_LANES] = {0};
+    for (int k = 0; i + k < n; k++) t[k] = e[i + k];
+    return fold_zmm(lo, hi, t);
+}
+#else
+DEF_ROW_SUM(f32, float)
+#endif
+DEF_ROW_SUM(f64, double)
+DEF_ROW_DOT(f32, float)
+DEF_ROW_DOT(f64, double)
+
 /* The float64 sum of exp(x[d] - m) over a contiguous row, each value also
- * stored to y[d] when y is given (y may be x). A row without masked
- * elements takes one vectorised loop through libmvec; a masked one goes a
- * block at a time, the exp loop apart from the sum: with the masks and a
- * float64 reduction in one loop, GCC called the scalar exp. */
-#define DEF_EXP_SUM(SUF, T, EXP, EXPM)                                                              \
-    /* e[i] = exp(x[i] - m) for a row shorter than a vector (n < L, e.g. 10                         \
-     * classes): one vector call over the row padded with -inf (exp 0), not                         \
-     * n scalar ones (the loops below never reach their vector body) */                             \
-    static inline void exp_short_##SUF(T *e, const T *x, int64_t n, T m) {                          \
-        enum { L = MUSA_SIMD_LANES_##T };                                                           \
-        T t[L];                                                                                     \
-        for (int i = 0; i < L; i++) t[i] = i < n ? x[i] - m : (T)-INFINITY;                         \
-        MUSA_SIMD_MATH(T) for (int i = 0; i < L; i++) e[i] = EXPM(t[i]);                            \
-    }                                                                                               \
-    static inline double exp_sum_##SUF(T *y, const T *x, int64_t n, T m, bool masked) {             \
-        double s = 0;                                                                               \
-        if (n < MUSA_SIMD_LANES_##T) {                                                              \
-            T e[MUSA_SIMD_LANES_##T];                                                               \
-            exp_short_##SUF(e, x, n, m);                                                            \
-            for (int64_t d = 0; d < n; d++) s += e[d];                                              \
-            for (int64_t d = 0; y && d < n; d++) y[d] = e[d];                                       \
-            return s;                                                                               \
-        }                                                                                           \
-        if (!masked && y) {                                                                         \
-            MUSA_SIMD_MATH(T, reduction(+ : s)) for (int64_t d = 0; d < n; d++) {                   \
-                y[d] = EXP(x[d] - m);                                                               \
-                s += y[d];                                                                          \
-            }                                                                                       \
-            return s;                                                                               \
-        }                                                                                           \
-        if (!masked) {                                                                              \
-            MUSA_SIMD_MATH(T, reduction(+ : s)) for (int64_t d = 0; d < n; d++) s += EXP(x[d] - m); \
-            return s;                                                                               \
-        }                                                                                           \
-        T buf[BLK];                                                                                 \
-        for (int64_t d0 = 0; d0 < n; d0 += BLK) {                                                   \
-            int64_t k = n - d0 < BLK ? n - d0 : BLK;                                                \
-            T *e = y ? y + d0 : buf;                                                                \
-            const T *xs = x + d0;                                                                   \
-            MUSA_SIMD_MATH(T) for (int64_t i = 0; i < k; i++) e[i] = EXPM(xs[i] - m);               \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < k; i++) s += e[i];         \
-        }                                                                                           \
-        return s;                                                                                   \
+ * stored to y[d] when y is given (y may be x). The exps go a block at a
+ * time (into y, or a buffer), each block then summed while in L1; a row
+ * with masked elements takes musa_exp_masked. */
+#define DEF_EXP_SUM(SUF, T, EXP, EXPM)                                                             \
+    /* e[i] = exp(x[i] - m) for a row shorter than a vector (n < L, e.g. 10                        \
+     * classes): one vector call over the row padded with -inf (exp 0), not                        \
+     * n scalar ones (the loops below never reach their vector body) */                            \
+    static inline void exp_short_##SUF(T *e, const T *x, int64_t n, T m) {                         \
+        enum { L = MUSA_SIMD_LANES_##T };                                                          \
+        T t[L];                                                                                    \
+        for (int i = 0; i < L; i++) t[i] = i < n ? x[i] - m : (T)-INFINITY;                        \
+        MUSA_SIMD_MATH(T) for (int i = 0; i < L; i++) e[i] = EXPM(t[i]);                           \
+    }                                                                                              \
+    static inline double exp_sum_##SUF(T *y, const T *x, int64_t n, T m, bool masked) {            \
+        double s = 0;                                                                              \
+        if (n < MUSA_SIMD_LANES_##T) {                                                             \
+            T e[MUSA_SIMD_LANES_##T];                                                              \
+            exp_short_##SUF(e, x, n, m);                                                           \
+            for (int64_t d = 0; d < n; d++) s += e[d];                                             \
+            for (int64_t d = 0; y && d < n; d++) y[d] = e[d];                                      \
+            return s;                                                                              \
+        }                                                                                          \
+        T buf[BLK];                                                                                \
+        for (int64_t d0 = 0; d0 < n; d0 += BLK) {                                                  \
+            int64_t k = n - d0 < BLK ? n - d0 : BLK;                                               \
+            T *e = y ? y + d0 : buf;                                                               \
+            const T *xs = x + d0;                                                                  \
+            if (masked) {                                                                          \
+                MUSA_SIMD_MATH(T) for (int64_t i = 0; i < k; i++) e[i] = EXPM(xs[i] - m);          \
+            } else {                                                                               \
+                MUSA_SIMD_MATH(T) for (int64_t i = 0; i < k; i++) e[i] = EXP(xs[i] - m);           \
+            }                                                                                      \
+            s += row_sum_##SUF(e, k);                                                              \
+        }                                                                                          \
+        return s;                                                                                  \
     }
 DEF_EXP_SUM(f32, float, expf, musa_exp_masked_f)
 DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
@@ -165,11 +202,9 @@ DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
                 double a = 0;                                                                      \
                 if (j->log) {                                                                      \
                     T lo = INFINITY;                                                               \
-                    _Pragma("omp simd reduction(+ : a) reduction(min : lo)") for (int64_t d = 0;   \
-                                                                                  d < j->D; d++) { \
-                        a += g[d];                                                                 \
+                    a = row_sum_##SUF(g, j->D);                                                    \
+                    _Pragma("omp simd reduction(min : lo)") for (int64_t d = 0; d < j->D; d++)     \
                         lo = yv[d] < lo ? yv[d] : lo;                                              \
-                    }                                                                              \
                     T at = (T)a;                                                                   \
                     if (lo < MUSA_EXP_ZERO_##SFX) {                                                \
                         MUSA_SIMD_MATH(T)                                                          \
@@ -179,8 +214,7 @@ DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
                         for (int64_t d = 0; d < j->D; d++) gx[d] = g[d] - EXP(yv[d]) * at;         \
                     }                                                                              \
                 } else {                                                                           \
-                    _Pragma("omp simd reduction(+ : a)") for (int64_t d = 0; d < j->D; d++) a +=   \
-                        (double)g[d] * yv[d];                                                      \
+                    a = row_dot_##SUF(g, yv, j->D);                                                \
                     T at = (T)a;                                                                   \
                     _Pragma("omp simd") for (int64_t d = 0; d < j->D; d++) gx[d] =                 \
                         yv[d] * (g[d] - at);                                                       \
