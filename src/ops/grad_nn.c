@@ -327,8 +327,10 @@ int grad_linear(const musa_grad_args *a, musa_tensor **gin) {
     for (int d = 0; d + 1 < xm->ndim; d++) M *= xm->shape[d]; /* rows (explicit: K or N may be 0) */
     int rc = MUSA_OK;
     for (int i = 0; i < a->n_in; i++) gin[i] = NULL;
-    if (a->needs[0] && !(gin[0] = musa_matmul(G, a->in[1]))) rc = musa_last_error_code();
-    if (!rc && a->needs[1]) {
+    /* the weight's gradient first: in a compiled step, x is often read
+     * here for the last time (or recomputed for this read), and then dies
+     * before the input's gradient is allocated */
+    if (a->needs[1]) {
         int64_t gs[2] = {M, N}, xs[2] = {M, K};
         musa_tensor *g2 = T(musa_reshape(G, 2, gs)), *x2 = T(musa_reshape(a->in[0], 2, xs));
         musa_attrs_matmul at = {.transpose_a = true};
@@ -340,6 +342,7 @@ int grad_linear(const musa_grad_args *a, musa_tensor **gin) {
         if (!(gin[2] = musa_sum(T(musa_reshape(G, 2, gs)), 1, &zero, false)))
             rc = musa_last_error_code();
     }
+    if (!rc && a->needs[0] && !(gin[0] = musa_matmul(G, a->in[1]))) rc = musa_last_error_code();
     if (rc)
         for (int i = 0; i < a->n_in; i++) musa_tensor_release(gin[i]), gin[i] = NULL;
     musa_temps_release(&t);
