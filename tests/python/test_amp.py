@@ -2,6 +2,7 @@
 gradients for float32 parameters, the parameter cache, nesting, threads,
 backward inside a region, compiled regions, and training that tracks
 float32."""
+import re
 import threading
 
 import numpy as np
@@ -192,6 +193,33 @@ def test_compiled_training_step_under_autocast_equals_eager():
         return [float(step()) for _ in range(4)]
 
     assert run(False) == run(True)
+
+
+def test_compiled_step_casts_each_weight_once():
+    # the backward reads the bfloat16 weights the forward cast (as eager's
+    # autocast cache does); recomputing them there would cast twice a step
+    layers = []
+    for _ in range(6):
+        layers += [nn.Linear(32, 32), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(32, 10))
+    opt = musa.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x, y = musa.randn(16, 32), musa.randint(0, 10, (16,))
+
+    @musa.jit
+    def step(x, y):
+        opt.zero_grad()
+        with musa.amp.autocast():
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    step(x, y)
+    text = str(step.get_graph())
+    params = set(re.findall(r"^\s*(%\d+) = param", text, re.M))
+    casts = [v for v in re.findall(r"= cast\((%\d+), dtype=bfloat16\)", text) if v in params]
+    counts = {p: casts.count(p) for p in set(casts)}
+    assert len(counts) == 14 and set(counts.values()) == {1}, counts  # 7 weights, 7 biases
 
 
 def test_fifty_steps_under_autocast_track_float32():

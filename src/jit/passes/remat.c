@@ -11,6 +11,8 @@
  *   read anyway, directly or through a chain of up to 3 cheap nodes
  *   (relu(batch_norm(conv_out)) from conv_out, which the norm's backward
  *   keeps). No value is kept alive longer, and no decision needs sizes.
+ *   Functions of the weights alone (autocast's weight casts) are kept:
+ *   eager casts a weight once per step, and so does a plan.
  * - With a budget (musa_pass_ctx.remat_budget, from musa.Config's
  *   memory_budget): while the estimated peak of live intermediate bytes is
  *   over it, the largest value live across the peak and not read there
@@ -182,6 +184,17 @@ static int reorder(remat *r, int64_t nn0) {
     return musa_graph_place(r->g, nn0, r->pos);
 }
 
+/* A node of parameters and constants only (autocast's weight casts): its
+ * output is weight-sized work done once per step, as eager does it;
+ * recomputing it for the backward would do that work twice. */
+static bool of_weights(const musa_graph *g, const musa_gnode *n) {
+    for (int k = 0; k < n->n_in; k++) {
+        int kind = g->values.data[g->values.data[n->in[k]].root].kind;
+        if (kind != MUSA_V_PARAM && kind != MUSA_V_CONST) return false;
+    }
+    return true;
+}
+
 /* Cheap mode (see the file comment). */
 static int remat_cheap(remat *r, int *changed) {
     musa_graph *g = r->g;
@@ -189,7 +202,7 @@ static int remat_cheap(remat *r, int *changed) {
     int rc = MUSA_OK;
     for (int64_t i = 0; i < nn0 && !rc; i++) {
         musa_gnode n0 = g->nodes.data[i];
-        if (n0.dead || !recomputable(&n0, false)) continue;
+        if (n0.dead || !recomputable(&n0, false) || of_weights(g, &n0)) continue;
         /* a one-pass op's other outputs are its statistics (a value per row
          * or channel): too small to pay for another pass over its input */
         int nj = (musa_ops[n0.op].flags & MUSA_OPF_ONEPASS) ? 1 : n0.n_out;
