@@ -405,13 +405,16 @@ static void geom_of(int kind, const musa_kview *in, const void *attrs, conv_geom
 
 /* ---- bfloat16 weight gradient as one GEMM over the batch ----
  * gw (Co x K) = gy (Co x N P) cols^T (N P x K), cols holding every image's
- * receptive fields side by side. Where the output planes are small, oneDNN
- * 2.6's bfloat16 backward-weights kernel runs far below its bfloat16
- * matmul on the same product (ResNet-18's 4x4 layers, 512 channels, batch
- * 32: 390 against 750 GFLOP/s here). The GEMM won at batch 2 to 128 for
- * output planes of up to 16 elements, and of up to 64 for strided
- * convolutions; a 3x3 stride-1 layer with 8x8 outputs lost at batch 128
- * (docs/benchmarks.md). */
+ * receptive fields side by side. Where the output planes are small,
+ * oneDNN 2.6's bfloat16 backward-weights kernel runs far below its
+ * bfloat16 matmul on the same product (ResNet-18's 4x4 layers, 512
+ * channels, batch 32: 390 against 750 GFLOP/s here). The GEMM won at batch
+ * 2 to 128 for output planes of up to 16 elements, and of up to 64 for
+ * strided convolutions; a 3x3 stride-1 layer with 8x8 outputs lost at
+ * batch 128 (docs/benchmarks.md). Channels-last activations take gy as it
+ * is, (N P x Co), transposed in the GEMM, and cols as (N P x K), one output
+ * pixel's receptive field per row (its channels strided by the taps, in
+ * gw's OIHW order). */
 #define WGRAD_PLANE 1024      /* most elements of a zero-bordered input plane */
 #define WGRAD_TAPS  4096      /* most taps x output elements of a plane */
 #define WGRAD_COLS  (1 << 24) /* most elements of cols (32 MiB) */
@@ -429,7 +432,7 @@ typedef struct {
 static size_t wgrad_gemm(const conv_geom *g, musa_gemm_shape *s) {
     bool strided = g->sh > 1 || g->sw > 1;
     if (getenv("MUSA_CONV_IM2COL")) return (size_t)-1; /* the reference path, forced */
-    if (g->groups != 1 || g->cl || g->direct || !g->N || !g->Co || !g->K || !g->P ||
+    if (g->groups != 1 || g->direct || !g->N || !g->Co || !g->K || !g->P ||
         g->P > (strided ? 64 : 16) || g->H + g->W + g->ph + g->pw > WGRAD_PLANE ||
         (g->H + 2 * g->ph) * (g->W + 2 * g->pw) > WGRAD_PLANE ||
         g->kh * g->kw * g->P > WGRAD_TAPS || g->N > WGRAD_COLS / g->P ||
@@ -437,11 +440,15 @@ static size_t wgrad_gemm(const conv_geom *g, musa_gemm_shape *s) {
         return (size_t)-1;
     memset(s, 0, sizeof *s); /* compared as bytes */
     int64_t np = g->N * g->P;
-    s->M = g->Co, s->N = g->K, s->K = np, s->lda = np, s->ldb = np, s->ldc = g->K;
-    s->ta = 'N', s->tb = 'T';
+    s->M = g->Co, s->N = g->K, s->K = np, s->ldc = g->K;
+    if (g->cl)
+        s->ta = 'T', s->tb = 'N', s->lda = g->Co, s->ldb = g->K;
+    else
+        s->ta = 'N', s->tb = 'T', s->lda = np, s->ldb = np;
     size_t gemm = musa_dnnl_gemm_workspace(s);
     if (gemm == (size_t)-1) return gemm;
-    return nn_align((size_t)(g->K * np) * 2) + nn_align((size_t)(g->Co * np) * 2) + gemm;
+    return nn_align((size_t)(g->K * np) * 2) + (g->cl ? 0 : nn_align((size_t)(g->Co * np) * 2)) +
+           gemm;
 }
 
 /* Rows of cols (channels c0..c1) and of gyt (output channels in
@@ -471,24 +478,55 @@ static void wgrad_unfold(void *arg, int64_t c0, int64_t c1) {
     }
 }
 
+/* Channels-last rows of cols (output pixels r0..r1 over the batch): for
+ * each tap, the pixel's C input channels (contiguous in x) go to columns
+ * c * taps + tap, the OIHW order of gw's columns; taps in the padding are
+ * zeros. */
+static void wgrad_unfold_cl(void *arg, int64_t r0, int64_t r1) {
+    wgrad_job *j = arg;
+    const conv_geom *g = j->g;
+    int64_t taps = g->kh * g->kw;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / g->P, py = r % g->P / g->Wo, px = r % g->Wo;
+        musa_bf16 *row = j->cols + r * g->K;
+        for (int64_t ky = 0, t = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++, t++) {
+                int64_t iy = py * g->sh + ky * g->dh - g->ph, ix = px * g->sw + kx * g->dw - g->pw;
+                musa_bf16 *col = row + t;
+                if (iy < 0 || iy >= g->H || ix < 0 || ix >= g->W) {
+                    for (int64_t c = 0; c < g->C; c++) col[c * taps] = (musa_bf16){0};
+                    continue;
+                }
+                const musa_bf16 *xp = j->x + ((n * g->H + iy) * g->W + ix) * g->C;
+                for (int64_t c = 0; c < g->C; c++) col[c * taps] = xp[c];
+            }
+    }
+}
+
 static int wgrad_run(const musa_kctx *ctx, const conv_geom *g, const musa_gemm_shape *s,
                      const musa_kview *in, musa_kview *out) {
     int64_t np = g->N * g->P, wp = g->W + 2 * g->pw;
     wgrad_job j = {.g = g, .x = (const musa_bf16 *)in[0].data, .gy = (const musa_bf16 *)in[1].data};
-    for (int64_t i = 0; i < g->H * g->W; i++)
-        j.plane[i] = (int32_t)((i / g->W + g->ph) * wp + i % g->W + g->pw);
-    for (int64_t ky = 0, t = 0; ky < g->kh; ky++)
-        for (int64_t kx = 0; kx < g->kw; kx++, t++)
-            for (int64_t p = 0; p < g->P; p++)
-                j.tap[t * g->P + p] = (int32_t)((p / g->Wo * g->sh + ky * g->dh) * wp +
-                                                p % g->Wo * g->sw + kx * g->dw);
     char *ws = ctx->scratch;
     j.cols = (musa_bf16 *)ws;
     ws += nn_align((size_t)(g->K * np) * 2);
-    j.gyt = (musa_bf16 *)ws;
-    ws += nn_align((size_t)(g->Co * np) * 2);
-    musa_parallel_for(g->C, 1, wgrad_unfold, &j);
-    int rc = musa_dnnl_gemm(s, j.gyt, j.cols, NULL, out[0].data, ws,
+    const musa_bf16 *a = j.gy; /* channels-last: gy as it is */
+    if (g->cl) {
+        musa_parallel_for(np, 8, wgrad_unfold_cl, &j);
+    } else {
+        for (int64_t i = 0; i < g->H * g->W; i++)
+            j.plane[i] = (int32_t)((i / g->W + g->ph) * wp + i % g->W + g->pw);
+        for (int64_t ky = 0, t = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++, t++)
+                for (int64_t p = 0; p < g->P; p++)
+                    j.tap[t * g->P + p] = (int32_t)((p / g->Wo * g->sh + ky * g->dh) * wp +
+                                                    p % g->Wo * g->sw + kx * g->dw);
+        j.gyt = (musa_bf16 *)ws;
+        ws += nn_align((size_t)(g->Co * np) * 2);
+        musa_parallel_for(g->C, 1, wgrad_unfold, &j);
+        a = j.gyt;
+    }
+    int rc = musa_dnnl_gemm(s, a, j.cols, NULL, out[0].data, ws,
                             ctx->scratch_bytes - (size_t)(ws - (char *)ctx->scratch));
     if (rc) rc = musa_err(rc, "[%s] oneDNN bfloat16 matmul primitive failed", ctx->op_name);
     return rc;

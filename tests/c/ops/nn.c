@@ -52,6 +52,9 @@ static const struct {
      * right padding): a ResNet shortcut, and a 3x3 unpadded */
     {{2, 4, 8, 8}, {6, 4, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1},
     {{2, 3, 8, 7}, {4, 3, 3, 3}, {2, 2}, {0, 0}, {1, 1}, 1},
+    /* small output planes: bfloat16 weight gradients as one GEMM (conv.c) */
+    {{3, 5, 4, 4}, {6, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+    {{2, 3, 4, 5}, {4, 3, 3, 2}, {1, 1}, {2, 1}, {2, 2}, 1},
 };
 
 TEST(op_conv2d) {
