@@ -173,24 +173,28 @@ def test_compiled_regions_equal_eager_and_recompile_on_toggle():
         assert any("autocast changed" in line for line in cg.recompile_log)
 
 
+def amp_step(model, opt):
+    """A training step with the forward and loss under autocast."""
+    def step(x, y):
+        opt.zero_grad()
+        with musa.amp.autocast():
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
 def test_compiled_training_step_under_autocast_equals_eager():
     def run(compiled):
         model = small_cnn()
         opt = musa.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         x, y = musa.randn(8, 1, 8, 8), musa.randint(0, 10, (8,))
-
-        def step():
-            opt.zero_grad()
-            with musa.amp.autocast():
-                loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
+        step = amp_step(model, opt)
         if compiled:
             step = musa.jit(step)
         musa.manual_seed(1)
-        return [float(step()) for _ in range(4)]
+        return [float(step(x, y)) for _ in range(4)]
 
     assert run(False) == run(True)
 
@@ -204,16 +208,7 @@ def test_compiled_step_casts_each_weight_once():
     model = nn.Sequential(*layers, nn.Linear(32, 10))
     opt = musa.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     x, y = musa.randn(16, 32), musa.randint(0, 10, (16,))
-
-    @musa.jit
-    def step(x, y):
-        opt.zero_grad()
-        with musa.amp.autocast():
-            loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
+    step = musa.jit(amp_step(model, opt))
     step(x, y)
     text = str(step.get_graph())
     params = set(re.findall(r"^\s*(%\d+) = param", text, re.M))

@@ -70,13 +70,8 @@ DEF_ROW_MAX(f64, d, double)
     }
 #ifdef __AVX512F__
 #include <immintrin.h>
-/* The same partials in two registers (lanes 0-7 and 8-15), the same tree */
-static inline double fold_zmm(__m512d lo, __m512d hi, const double *tail) {
-    double a[NN_LANES];
-    _mm512_storeu_pd(a, lo), _mm512_storeu_pd(a + 8, hi);
-    for (int k = 0; k < NN_LANES; k++) a[k] += tail[k];
-    return nn_lanes_fold(a);
-}
+/* The same partials in two registers (lanes 0-7 and 8-15), the same tail
+ * and tree: the generic loop's bits */
 static inline double row_sum_f32(const float *e, int64_t n) {
     __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
     int64_t i = 0;
@@ -86,9 +81,10 @@ static inline double row_sum_f32(const float *e, int64_t n) {
         hi = _mm512_add_pd(
             hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
     }
-    double t[NN_LANES] = {0};
-    for (int k = 0; i + k < n; k++) t[k] = e[i + k];
-    return fold_zmm(lo, hi, t);
+    double a[NN_LANES];
+    _mm512_storeu_pd(a, lo), _mm512_storeu_pd(a + 8, hi);
+    for (int k = 0; i + k < n; k++) a[k] += e[i + k];
+    return nn_lanes_fold(a);
 }
 #else
 DEF_ROW_SUM(f32, float)
