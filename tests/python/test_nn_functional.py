@@ -271,6 +271,17 @@ def test_adaptive_avg_pool2d(size):
             randn(2, 3, 9, 8))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,size", [((2, 3, 32, 32), 1), ((4, 3, 7, 7), 1), ((2, 3, 5, 40), (2, 1)),
+                                        ((2, 3, 5, 40), (2, 3)), ((2, 3, 5, 40), (2, 2)),
+                                        ((2, 3, 40, 5), (3, 1))])
+def test_adaptive_avg_pool2d_windows_of_whole_rows_and_wide_rows(shape, size, dtype):
+    # window sums in 16 interleaved partials: windows of whole rows summed as
+    # one run (global pooling), rows wider than 16 in vectors with tails
+    compare(lambda x: F.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size),
+            randn(*shape).astype(dtype), rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-7)
+
+
 def test_avg_pool2d_divisor_override_divides_the_window_sums():
     x = musa.arange(16.0).reshape(1, 1, 4, 4)
     out = F.avg_pool2d(x, 2, divisor_override=3)

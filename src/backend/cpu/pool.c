@@ -119,20 +119,47 @@ static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_
     *div = (double)(g->count_include_pad ? pool_size : (he - hs) * (we - ws));
 }
 
+/* The sum of a window: 16 interleaved float64 partials (nnutil.h) folded by
+ * a tree, a window of whole rows as one contiguous run (a global pool of a
+ * 4x4 plane is one run of 16), otherwise row by row, column i of a row
+ * adding into partial i % 16: vector loads, and no chain of dependent adds
+ * the length of the window. */
+#define DEF_WINDOW_SUM(SUF, T)                                                                     \
+    static inline double window_sum_##SUF(const T *x, int64_t W, int64_t h0, int64_t h1,           \
+                                          int64_t w0, int64_t w1) {                                \
+        double a[NN_LANES] = {0};                                                                  \
+        if (w0 == 0 && w1 == W) {                                                                  \
+            const T *r = x + h0 * W;                                                               \
+            NN_LANES_FOR((h1 - h0) * W, a[k_] += r[i]);                                            \
+        } else {                                                                                   \
+            for (int64_t iy = h0; iy < h1; iy++) {                                                 \
+                const T *r = x + iy * W + w0;                                                      \
+                NN_LANES_FOR(w1 - w0, a[k_] += r[i]);                                              \
+            }                                                                                      \
+        }                                                                                          \
+        return nn_lanes_fold(a);                                                                   \
+    }
+DEF_WINDOW_SUM(f32, float)
+DEF_WINDOW_SUM(f64, double)
+
+/* A pool to one output per plane computes its window once per chunk of
+ * planes; a global one (that window the whole plane) writes each plane's
+ * gradient in one pass. */
 #define DEF_AVGPOOL(SUF, T)                                                                        \
     static void avgpool_##SUF(void *arg, int64_t p0, int64_t p1) {                                 \
         const pool_job *j = arg;                                                                   \
         const pool_geom *g = j->g;                                                                 \
+        bool one = g->Ho == 1 && g->Wo == 1;                                                       \
+        int64_t h0 = 0, h1 = 0, w0 = 0, w1 = 0;                                                    \
+        double div = 0;                                                                            \
+        if (one) avg_window(g, 0, 0, &h0, &h1, &w0, &w1, &div);                                    \
         for (int64_t p = p0; p < p1; p++) {                                                        \
             const T *x = (const T *)j->x + p * g->H * g->W;                                        \
             T *y = (T *)j->y + p * g->Ho * g->Wo;                                                  \
             for (int64_t oy = 0; oy < g->Ho; oy++)                                                 \
                 for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
-                    int64_t h0, h1, w0, w1;                                                        \
-                    double div, s = 0;                                                             \
-                    avg_window(g, oy, ox, &h0, &h1, &w0, &w1, &div);                               \
-                    for (int64_t iy = h0; iy < h1 && w0 < w1; iy++)                                \
-                        for (int64_t jx = w0; jx < w1; jx++) s += x[iy * g->W + jx];               \
+                    if (!one) avg_window(g, oy, ox, &h0, &h1, &w0, &w1, &div);                     \
+                    double s = h0 < h1 && w0 < w1 ? window_sum_##SUF(x, g->W, h0, h1, w0, w1) : 0; \
                     y[oy * g->Wo + ox] = (T)(div > 0 ? s / div : 0);                               \
                 }                                                                                  \
         }                                                                                          \
@@ -140,14 +167,24 @@ static inline void avg_window(const pool_geom *g, int64_t oy, int64_t ox, int64_
     static void avgpool_bwd_##SUF(void *arg, int64_t p0, int64_t p1) {                             \
         const pool_job *j = arg;                                                                   \
         const pool_geom *g = j->g;                                                                 \
+        int64_t hw = g->H * g->W, h0 = 0, h1 = 0, w0 = 0, w1 = 0;                                  \
+        double div = 0;                                                                            \
+        bool global = false;                                                                       \
+        if (g->Ho == 1 && g->Wo == 1) {                                                            \
+            avg_window(g, 0, 0, &h0, &h1, &w0, &w1, &div);                                         \
+            global = h0 == 0 && h1 == g->H && w0 == 0 && w1 == g->W;                               \
+        }                                                                                          \
         for (int64_t p = p0; p < p1; p++) {                                                        \
             const T *gy = (const T *)j->x + p * g->Ho * g->Wo;                                     \
-            T *gx = (T *)j->y + p * g->H * g->W;                                                   \
-            memset(gx, 0, sizeof(T) * (size_t)(g->H * g->W));                                      \
+            T *gx = (T *)j->y + p * hw;                                                            \
+            if (global) {                                                                          \
+                T v = div > 0 ? (T)(gy[0] / div) : (T)0;                                           \
+                for (int64_t i = 0; i < hw; i++) gx[i] = v;                                        \
+                continue;                                                                          \
+            }                                                                                      \
+            memset(gx, 0, sizeof(T) * (size_t)hw);                                                 \
             for (int64_t oy = 0; oy < g->Ho; oy++)                                                 \
                 for (int64_t ox = 0; ox < g->Wo; ox++) {                                           \
-                    int64_t h0, h1, w0, w1;                                                        \
-                    double div;                                                                    \
                     avg_window(g, oy, ox, &h0, &h1, &w0, &w1, &div);                               \
                     T v = div > 0 ? (T)(gy[oy * g->Wo + ox] / div) : (T)0;                         \
                     for (int64_t iy = h0; iy < h1 && w0 < w1; iy++)                                \
