@@ -264,8 +264,11 @@ def combinations(input, r=2, with_replacement=False):
     _tensors("combinations", input=input)
     if input.ndim != 1:
         raise ValueError(f"[combinations] expect a 1D vector, but got shape {tuple(input.shape)}")
+    r = _int(r, "combinations", "r")
+    if r < 0:
+        raise ValueError(f"[combinations] r must be non-negative, got {r}")
     pick = _itertools.combinations_with_replacement if with_replacement else _itertools.combinations
-    rows = list(pick(range(input.shape[0]), _int(r, "combinations", "r")))
+    rows = list(pick(range(input.shape[0]), r))
     if not rows:
         return _C.zeros(0, r, dtype=input.dtype) if r else _C.zeros(0, dtype=input.dtype)
     idx = _C.tensor(rows, dtype=_C.int64)
@@ -573,10 +576,12 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     if step <= 0:
         raise RuntimeError(f"[slice_scatter] slice step must be positive, got {step}")
     n = input.shape[d]
-    positions = list(range(n))[slice(start, end, step)]
+    positions = range(n)[slice(start, end, step)]  # a range: no list of the dim's length
     if src.ndim != input.ndim or src.shape[d] != len(positions):
         raise RuntimeError(f"[slice_scatter] src {tuple(src.shape)} does not match the slice of input "
                            f"{tuple(input.shape)} ({len(positions)} along dim {d})")
+    if input.numel() == 0:  # (a dim may be huge while another is 0)
+        return input.clone()
     mask = _C.zeros(n, dtype=_C.bool)
     source_row = [0] * n
     for k, pos in enumerate(positions):

@@ -112,7 +112,10 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2."""
     _tensors("addcmul", input=input, tensor1=tensor1, tensor2=tensor2)
     input, tensor1, tensor2 = _common(input, tensor1, tensor2)
-    return input + _scaled(tensor1 * tensor2, _number(value, "addcmul", "value"))
+    value = _number(value, "addcmul", "value")
+    if not input.is_floating_point() and not input.is_complex() and isinstance(value, float):
+        value = int(value)  # integer tensors take the value truncated, as PyTorch does
+    return input + _scaled(tensor1 * tensor2, value)
 
 
 def _common(*tensors):

@@ -249,6 +249,34 @@ def test_fused_multiply_adds_compute_in_the_result_dtype():
         check(m, t, 1e-6)
 
 
+def test_addcmul_of_integer_tensors_truncates_a_float_value():
+    # (fuzz) int32 addcmul_ with value=-0.3 added -5.4 and rounded; PyTorch
+    # truncates the value to the integer dtype first (-0.3 -> 0, -1.7 -> -1)
+    a, b, c = (np.array(v, dtype=np.int32) for v in ([-6, 5], [3, -2], [6, 7]))
+    for value in (-0.3, -1.7, 2.5, 3):
+        m = musa.addcmul(musa.tensor(a), musa.tensor(b), musa.tensor(c), value=value)
+        t = torch.addcmul(torch.tensor(a), torch.tensor(b), torch.tensor(c), value=value)
+        assert m.dtype == musa.int32 and m.tolist() == t.tolist()
+        x = musa.tensor(a)
+        x.addcmul_(musa.tensor(b), musa.tensor(c), value=value)
+        assert x.tolist() == t.tolist()
+
+
+def test_fuzz_found_argument_errors_name_the_function():
+    # (fuzz) these raised Python's own messages without the function's name
+    with pytest.raises(ValueError, match=r"\[combinations\] r must be non-negative, got -1"):
+        musa.combinations(musa.arange(4), r=-1)
+    with pytest.raises(ValueError, match=r"\[lp_pool2d\] norm_type must be nonzero"):
+        musa.nn.functional.lp_pool2d(musa.randn(1, 4, 4), 0, 2)
+    with pytest.raises(ValueError, match=r"\[lp_pool1d\] norm_type must be nonzero"):
+        musa.nn.functional.lp_pool1d(musa.randn(1, 4), 0.0, 2)
+    # a dim of 2^40 next to a 0: the slice is checked without a list of 2^40
+    huge = musa.zeros(1, 1).expand(2 ** 40, 0)
+    with pytest.raises(RuntimeError, match=r"\[slice_scatter\] src \(1,\) does not match"):
+        huge.slice_scatter(musa.zeros(1), start=2 ** 62)
+    assert huge.slice_scatter(musa.zeros(2, 0), start=3, end=5).shape == (2 ** 40, 0)
+
+
 def test_celu_with_a_negative_alpha_is_what_torch_computes():
     # (fuzz) alpha * elu(x / alpha) flips the branches when alpha < 0
     x = arr(3, 4)

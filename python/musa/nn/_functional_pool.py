@@ -302,11 +302,19 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _from_2d(avg_pool2d(x, (1, k), (1, s), (0, p), ceil_mode, count_include_pad), added)
 
 
+def _lp_norm(norm_type, who):
+    """The power p of an Lp pool: a nonzero number (the result takes 1/p)."""
+    p = _number(norm_type, who, "norm_type")
+    if p == 0:
+        raise ValueError(f"[{who}] norm_type must be nonzero, got {norm_type}")
+    return p
+
+
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum of x^p over each window)^(1/p), as PyTorch computes it (negative
     window sums become 0)."""
     _tensors("lp_pool1d", input=input)
-    p = _number(norm_type, "lp_pool1d", "norm_type")
+    p = _lp_norm(norm_type, "lp_pool1d")
     (k,) = _ints(kernel_size, 1, "lp_pool1d", "kernel_size")
     out = avg_pool1d(input.pow(p), k, stride, 0, ceil_mode)
     return (_C.sign(out) * _C.relu(_C.abs(out))).mul(k).pow(1.0 / p)
@@ -315,7 +323,7 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     from .functional import avg_pool2d
     _tensors("lp_pool2d", input=input)
-    p = _number(norm_type, "lp_pool2d", "norm_type")
+    p = _lp_norm(norm_type, "lp_pool2d")
     kh, kw = _ints(kernel_size, 2, "lp_pool2d", "kernel_size")
     out = avg_pool2d(input.pow(p), (kh, kw), stride, 0, ceil_mode)
     return (_C.sign(out) * _C.relu(_C.abs(out))).mul(kh * kw).pow(1.0 / p)
