@@ -227,15 +227,17 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     the host (not differentiable)."""
     _tensors("unique", input=input)
     import numpy as np
-    a = input.detach().numpy()
-    if dim is None:
-        vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True)
-        inv = inv.reshape(a.shape)
-    else:
-        if input.ndim == 0:
-            raise IndexError(f"[unique] dim {dim} is out of range for a 0-d tensor")
-        d = _dim(dim, input.ndim, "unique")
+    if dim is not None and input.ndim == 0:
+        raise IndexError(f"[unique] dim {dim} is out of range for a 0-d tensor")
+    d = None if dim is None else _dim(dim, input.ndim, "unique")
+    try:
+        a = input.detach().numpy()
         vals, inv, cnt = np.unique(a, axis=d, return_inverse=True, return_counts=True)
+    except MemoryError:  # (an expanded view can have more elements than memory holds)
+        raise MemoryError(f"[unique] no memory for the {input.numel()} elements of "
+                          f"{tuple(input.shape)} on the host") from None
+    if d is None:
+        inv = inv.reshape(a.shape)
     out = [_C.tensor(vals, dtype=input.dtype)]
     if return_inverse:
         out.append(_C.tensor(np.asarray(inv, dtype=np.int64)))

@@ -275,6 +275,26 @@ def test_fuzz_found_argument_errors_name_the_function():
     with pytest.raises(RuntimeError, match=r"\[slice_scatter\] src \(1,\) does not match"):
         huge.slice_scatter(musa.zeros(1), start=2 ** 62)
     assert huge.slice_scatter(musa.zeros(2, 0), start=3, end=5).shape == (2 ** 40, 0)
+    with pytest.raises(TypeError, match=r"\[multilabel_soft_margin_loss\] argument 'weight' must be Tensor"):
+        musa.nn.functional.multilabel_soft_margin_loss(musa.zeros(2, 3), musa.zeros(2, 3), slice(None))
+    # a view of 2^62 elements: refused by name, not by numpy's words or a crash
+    big = musa.ones(1, 1, dtype=musa.bool).expand(2 ** 31, 2 ** 31)
+    with pytest.raises(MemoryError, match=r"\[unique\] no memory for the 4611686018427387904 elements"):
+        big.unique(dim=0)
+    with pytest.raises(MemoryError, match=r"\[split\] 715827883 pieces would need more memory"):
+        big.split(3)
+
+
+def test_a_missing_tensor_names_its_op_and_call():
+    # (fuzz) add(None, x, alpha=2) read the missing input's dtype (UBSan: a
+    # null member access); an error raised was also left pending, so the next
+    # call's missing input reported the previous op
+    x = musa.zeros(2)
+    for call, msg in ((lambda: musa.add(None, x, alpha=2), r"\[add\] input 0 is NULL"),
+                      (lambda: musa.sub(x, None, alpha=2), r"\[sub\] input 1 is NULL"),
+                      (lambda: musa.mul(x, None), r"\[mul\] input 1 is NULL")):
+        with pytest.raises(ValueError, match=msg):
+            call()
 
 
 def test_celu_with_a_negative_alpha_is_what_torch_computes():

@@ -66,6 +66,9 @@ PyObject *pm_raise(void) {
     }
     const char *msg = musa_last_error();
     PyErr_SetString(cls, *msg ? msg : "[musa] operation failed without a message");
+    /* raised: the next call starts clean (a NULL input keeps a pending
+     * error as its cause, so a stale one would name the wrong op) */
+    musa_clear_error();
     return NULL;
 }
 

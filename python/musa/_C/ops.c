@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pymusa.h"
 
@@ -254,7 +255,8 @@ DEF(nonzero, FM, "input:T") {
 static musa_tensor *scaled(musa_tensor *input, pm_arg *alpha, musa_tensor *other,
                            musa_tensor **tmp) {
     *tmp = NULL;
-    if (!alpha->t || !other) return other; /* (no other: the op names the missing tensor) */
+    /* (no input or other: the op names the missing tensor) */
+    if (!alpha->t || !other || !input) return other;
     musa_tensor *both[2] = {input, other};
     musa_dtype d = musa_result_type(2, both);
     if (musa_tensor_dtype(other) == d) return *tmp = musa_mul(other, alpha->t);
@@ -266,13 +268,13 @@ static musa_tensor *scaled(musa_tensor *input, pm_arg *alpha, musa_tensor *other
 }
 DEF(add, FM, "input:S other:S * alpha:S=None") {
     musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
-    musa_tensor *r = o ? musa_add(a[0].t, o) : NULL;
+    musa_tensor *r = o || !a[1].t ? musa_add(a[0].t, o) : NULL;
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
 DEF(sub, FM, "input:S other:S * alpha:S=None") {
     musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
-    musa_tensor *r = o ? musa_sub(a[0].t, o) : NULL;
+    musa_tensor *r = o || !a[1].t ? musa_sub(a[0].t, o) : NULL;
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
@@ -622,13 +624,24 @@ DEF(as_strided, FM, "input:T size:I stride:I storage_offset:O=None") {
 }
 
 static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tensor **),
-                        musa_tensor *x, int64_t n, int64_t dim) {
+                        const char *who, musa_tensor *x, int64_t n, int64_t dim) {
     int count = f(x, n, dim, 0, NULL);
     if (count < 0) return pm_raise();
+    /* each piece is a tensor and its Python object, some 512 bytes: a count
+     * past the machine's memory is refused here instead of exhausting it */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (double)count * 512.0 > (double)pages * (double)page)
+        return PyErr_Format(PyExc_MemoryError,
+                            "[%s] %d pieces would need more memory than this machine has", who,
+                            count);
     musa_tensor **outs = PyMem_Calloc((size_t)(count ? count : 1), sizeof *outs);
-    if (!outs) return PyErr_NoMemory();
+    if (!outs) return PyErr_Format(PyExc_MemoryError, "[%s] no memory for %d pieces", who, count);
     int got = f(x, n, dim, count, outs);
     PyObject *r = got < 0 ? pm_raise() : PyTuple_New(got);
+    if (got >= 0 && !r) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_MemoryError, "[%s] no memory for a tuple of %d pieces", who, got);
+    }
     for (int i = 0; i < count; i++) {
         if (r) {
             PyObject *o = pm_wrap(outs[i]);
@@ -644,10 +657,10 @@ static PyObject *pieces(int (*f)(musa_tensor *, int64_t, int64_t, int, musa_tens
     return r;
 }
 DEF(_split, FM, "input:T split_size:i dim:i=0") {
-    return pieces(musa_split, a[0].t, a[1].i, a[2].i);
+    return pieces(musa_split, "split", a[0].t, a[1].i, a[2].i);
 }
 DEF(chunk, FM, "input:T chunks:i dim:i=0") {
-    return pieces(musa_chunk, a[0].t, a[1].i, a[2].i);
+    return pieces(musa_chunk, "chunk", a[0].t, a[1].i, a[2].i);
 }
 DEF(cat, PM_FN, "tensors:L dim:i=0") {
     return pm_ret(musa_cat(a[0].n, a[0].list, a[1].i));

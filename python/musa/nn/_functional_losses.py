@@ -193,6 +193,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                 reduction="mean"):
     """The mean over classes of the binary cross-entropy of sigmoid(input)."""
     _tensors("multilabel_soft_margin_loss", input=input, target=target)
+    if weight is not None:
+        _tensors("multilabel_soft_margin_loss", weight=weight)
     logsig = _f().logsigmoid
     terms = -(target * logsig(input) + (1 - target) * logsig(-input))
     if weight is not None:
