@@ -1414,6 +1414,15 @@ typedef struct musa_plan_options {
     int num_threads;   /* 0: musa_get_num_threads(); 1: no concurrent steps */
     bool memory_arena; /* false: every intermediate gets its own region (no reuse) */
     bool poison;       /* debug: fill buffers with NaN bytes when they die */
+    /* The last loaned_outputs graph outputs may be placed in the arena,
+     * planned with the intermediates, and returned as views of it: for
+     * outputs the caller drops before the next run (a whole training
+     * step's gradients, replaced at each step). A run that finds views of
+     * an earlier run's outputs still held gets a new arena (the held ones
+     * keep the old), so results are never overwritten. An output whose
+     * root another output or a break also reads gets a buffer of its own.
+     * Such plans run on the calling thread even under a stream. 0: none. */
+    int loaned_outputs;
 } musa_plan_options;
 
 typedef struct musa_plan_stats {
@@ -1422,6 +1431,7 @@ typedef struct musa_plan_stats {
     size_t live_peak_bytes; /* largest set of buffers live at one step */
     size_t scratch_bytes;   /* kernel workspaces and fused tiles, at the widest step */
     size_t held_bytes;      /* the block a plan holds: intermediates and, in their gaps, scratch */
+    size_t loaned_bytes;    /* loaned outputs placed in that block (musa_plan_options) */
     int instructions;
     int kernels;        /* kernel instructions */
     int fused_groups;   /* fused-tile instructions */
@@ -1433,6 +1443,7 @@ typedef struct musa_plan_stats {
     int inplace;        /* buffers reused in place */
     uint64_t runs;
     uint64_t parallel_tasks; /* instructions run as concurrent tasks */
+    uint64_t arena_renewals; /* runs that found loaned outputs still held: a new block */
 } musa_plan_stats;
 
 typedef struct musa_plan_buffer {
@@ -1456,6 +1467,8 @@ MUSA_API int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, i
                            musa_tensor **outputs);
 /* The plan's figures (borrowed, updated by each run; all zero for NULL). */
 MUSA_API const musa_plan_stats *musa_plan_get_stats(const musa_plan *p);
+/* Whether graph output i of a run is lent from the arena (loaned_outputs). */
+MUSA_API bool musa_plan_output_loaned(const musa_plan *p, int i);
 /* The arena's buffers (borrowed, into *out); returns their count (0 for NULL). */
 MUSA_API int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out);
 /* The plan as text, one instruction per line (malloc'd: free() it), or NULL

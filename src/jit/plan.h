@@ -39,6 +39,7 @@ void musa_plan_free(musa_plan *p);
 int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
                   musa_tensor **outputs);
 const musa_plan_stats *musa_plan_get_stats(const musa_plan *p);
+bool musa_plan_output_loaned(const musa_plan *p, int i);
 /* The arena buffers (count returned; *out points into the plan). */
 int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out);
 /* Readable listing of the steps. malloc'd. */

@@ -99,6 +99,30 @@ static musa_storage *storage_new(size_t nbytes) {
     return s;
 }
 
+static void free_exact(void *ctx) {
+    musa_storage *s = ctx;
+    musa_cpu_free_exact(s->data, s->nbytes);
+}
+
+musa_storage *musa_storage_exact(size_t nbytes) {
+    musa_storage *s = musa_tl_alloc(MUSA_TL_STORAGE, sizeof *s, "storage");
+    if (!s) return NULL;
+    size_t block;
+    if (!(s->data = musa_cpu_alloc_exact(nbytes, &block))) {
+        musa_tl_free(MUSA_TL_STORAGE, s);
+        return NULL;
+    }
+    atomic_init(&s->refcount, 1);
+    atomic_init(&s->version, 0);
+    s->nbytes = block; /* the whole block, which free_exact returns */
+    s->block_bytes = 0;
+    s->deleter = free_exact;
+    s->deleter_ctx = s;
+    s->device = (musa_device){MUSA_DEVICE_CPU, 0};
+    atomic_init(&s->sync, NULL);
+    return s;
+}
+
 void musa_storage_release(musa_storage *s) {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
     musa_storage_sync_free(s);
@@ -154,6 +178,19 @@ musa_tensor *musa_tensor_meta(musa_dtype dtype, int ndim, const int64_t *shape) 
     int64_t numel;
     if (musa_shape_check("meta", ndim, shape, &numel)) return NULL;
     return tensor_struct(dtype, ndim, shape, numel);
+}
+
+musa_tensor *musa_tensor_on_storage(musa_storage *s, musa_dtype dtype, int ndim,
+                                    const int64_t *shape, const int64_t *strides, int64_t offset) {
+    int64_t numel;
+    if (musa_shape_check("view", ndim, shape, &numel)) return NULL;
+    musa_tensor *t = tensor_struct(dtype, ndim, shape, numel);
+    if (!t) return NULL;
+    if (ndim) memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    t->offset = offset;
+    t->storage = s;
+    atomic_fetch_add(&s->refcount, 1);
+    return t;
 }
 
 musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_t *shape,

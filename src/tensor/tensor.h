@@ -29,6 +29,9 @@ typedef struct musa_storage {
     _Atomic(struct musa_storage_sync *) sync; /* streams' use of it (stream.c); NULL: none */
 } musa_storage;
 
+/* A storage of at least nbytes from musa_cpu_alloc_exact (no size class:
+ * for large blocks kept for long, like a plan's arena); NULL on failure. */
+musa_storage *musa_storage_exact(size_t nbytes);
 /* Drop a reference to a storage (freeing it with the last). */
 void musa_storage_release(musa_storage *s);
 
@@ -87,6 +90,11 @@ musa_tensor *musa_tensor_meta(musa_dtype dtype, int ndim, const int64_t *shape);
  * every addressable element lies inside the storage. */
 musa_tensor *musa_tensor_view_of(const musa_tensor *base, int ndim, const int64_t *shape,
                                  const int64_t *strides, int64_t offset);
+
+/* A tensor over s (a new reference to it) whose layout the caller
+ * guarantees lies inside s: no bound check. */
+musa_tensor *musa_tensor_on_storage(musa_storage *s, musa_dtype dtype, int ndim,
+                                    const int64_t *shape, const int64_t *strides, int64_t offset);
 
 /* Describe a tensor to a kernel. */
 void musa_tensor_kview(const musa_tensor *t, musa_kview *kv);

@@ -159,3 +159,60 @@ def test_memory_budget_that_cannot_be_met_says_so_and_leaves_the_model_alone():
 def test_memory_budget_is_validated(bad):
     with pytest.raises(ValueError, match=r"\[Config\] memory_budget must be a positive number"):
         musa.Config(memory_budget=bad)
+
+
+# ---- a whole step's gradients live in the plan's block ----
+
+def lent_step():
+    musa.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x, y = musa.randn(8, 16), musa.randint(0, 4, (8,))
+    return net, make_step(net), x, y
+
+
+def test_whole_step_gradients_are_planned_in_the_arena():
+    net, step, x, y = lent_step()
+    for _ in range(3):
+        step(x, y)
+    params = list(net.parameters())
+    stats = step.plan_stats()
+    grad_bytes = sum(-(-p.numel() * 4 // 64) * 64 for p in params)  # 64-byte aligned buffers
+    assert stats["loaned_bytes"] == grad_bytes
+    assert stats["arena_renewals"] == 0  # nobody held the last step's gradients
+    assert step._last.plan.loaned() == [False] + [True] * len(params)  # loss, then the grads
+    mp = step.memory_plan()
+    assert mp["parts"]["outputs"] < 64 * 2  # the loss only; the gradients are in the block
+    assert stats["held_bytes"] >= stats["live_peak_bytes"]
+    # the same block every step: each .grad keeps its address
+    ptrs = [p.grad.data_ptr() for p in params]
+    step(x, y)
+    assert [p.grad.data_ptr() for p in params] == ptrs
+
+
+@pytest.mark.parametrize("hold", ["tensor", "view"])
+def test_a_gradient_held_across_a_step_keeps_its_values(hold):
+    net, step, x, y = lent_step()
+    step(x, y)
+    step(x, y)
+    w = net[0].weight
+    held = w.grad if hold == "tensor" else w.grad[1:3, ::2]
+    before = held.clone()
+    step(musa.randn(8, 16), y)  # other data: other gradients
+    assert step.plan_stats()["arena_renewals"] == 1
+    assert bool((held == before).all()), "the next step wrote over a gradient still held"
+    assert not bool((w.grad[1:3, ::2] == before).all() if hold == "view" else
+                    (w.grad == before).all())
+    del held
+    step(x, y)
+    step(x, y)
+    assert step.plan_stats()["arena_renewals"] == 1  # released: the block is reused again
+
+
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_loaned_outputs_out_of_range_is_an_error(extra):
+    net, step, x, y = lent_step()
+    step(x, y)
+    g = step._last.graph
+    n = -1 if extra < 0 else len(g.outputs) + extra
+    with pytest.raises(ValueError, match=rf"loaned_outputs {n} is outside 0\.\.{len(g.outputs)}"):
+        g.compile(loaned_outputs=n)

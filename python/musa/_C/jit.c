@@ -223,10 +223,11 @@ static PyObject *graph_run_pass(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *graph_compile(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"num_threads", "memory_arena", "poison", NULL};
+    static char *kwlist[] = {"num_threads", "memory_arena", "poison", "loaned_outputs", NULL};
     musa_plan_options o = {.num_threads = 0, .memory_arena = true, .poison = false};
     int arena = 1, poison = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ipp", kwlist, &o.num_threads, &arena, &poison))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ippi", kwlist, &o.num_threads, &arena, &poison,
+                                     &o.loaned_outputs))
         return NULL;
     o.memory_arena = arena, o.poison = poison;
     musa_plan *p = musa_plan_build(G(self), &o);
@@ -855,14 +856,26 @@ static PyObject *plan_stats(PyObject *self, PyObject *u) {
     (void)u;
     const musa_plan_stats *s = musa_plan_get_stats(P(self));
     return Py_BuildValue(
-        "{s:n,s:n,s:n,s:n,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:K,s:K}", "arena_bytes",
+        "{s:n,s:n,s:n,s:n,s:n,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:K,s:K,s:K}", "arena_bytes",
         (Py_ssize_t)s->arena_bytes, "naive_bytes", (Py_ssize_t)s->naive_bytes, "live_peak_bytes",
         (Py_ssize_t)s->live_peak_bytes, "scratch_bytes", (Py_ssize_t)s->scratch_bytes, "held_bytes",
-        (Py_ssize_t)s->held_bytes, "instructions", s->instructions, "kernels", s->kernels,
-        "fused_groups", s->fused_groups, "fused_nodes", s->fused_nodes, "multi_updates",
-        s->multi_updates, "multi_nodes", s->multi_nodes, "parallel_steps", s->parallel_steps,
-        "views", s->views, "inplace", s->inplace, "runs", (unsigned long long)s->runs,
-        "parallel_tasks", (unsigned long long)s->parallel_tasks);
+        (Py_ssize_t)s->held_bytes, "loaned_bytes", (Py_ssize_t)s->loaned_bytes, "instructions",
+        s->instructions, "kernels", s->kernels, "fused_groups", s->fused_groups, "fused_nodes",
+        s->fused_nodes, "multi_updates", s->multi_updates, "multi_nodes", s->multi_nodes,
+        "parallel_steps", s->parallel_steps, "views", s->views, "inplace", s->inplace, "runs",
+        (unsigned long long)s->runs, "parallel_tasks", (unsigned long long)s->parallel_tasks,
+        "arena_renewals", (unsigned long long)s->arena_renewals);
+}
+
+/* [bool] per graph output: lent from the arena (loaned_outputs). */
+static PyObject *plan_loaned(PyObject *self, PyObject *u) {
+    (void)u;
+    const musa_graph *g = G(((PyPlan *)self)->graph);
+    int n = musa_graph_num_outputs(g);
+    PyObject *r = PyList_New(n);
+    for (int i = 0; r && i < n; i++)
+        PyList_SET_ITEM(r, i, PyBool_FromLong(musa_plan_output_loaned(P(self), i)));
+    return r;
 }
 
 static PyObject *plan_buffers(PyObject *self, PyObject *u) {
@@ -890,6 +903,7 @@ static PyMethodDef plan_methods[] = {
     {"run", (PyCFunction)(void (*)(void))plan_run, METH_FASTCALL, "Run on a list of tensors."},
     {"stats", plan_stats, METH_NOARGS, "Counters and the memory plan's sizes."},
     {"buffers", plan_buffers, METH_NOARGS, "Arena buffers: (value, offset, bytes, first, last)."},
+    {"loaned", plan_loaned, METH_NOARGS, "Per output: lent from the arena (loaned_outputs)."},
     {"text", plan_text, METH_NOARGS, "The steps."},
     {NULL, NULL, 0, NULL},
 };

@@ -27,7 +27,8 @@ from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple
 from ._config import Config
 from ._dynamic import DynamicTraining, DynamicVariant, attr_slopes, probe
 from ._keys import CacheKey, describe_change, signature
-from ._segments import Miss, build_segments, chain, describe_outcome, finish, merge, run_path
+from ._segments import (Miss, build_segments, chain, describe_outcome, drop_grads, finish, merge,
+                        run_path)
 from ._tracing import Trace, Unsupported, needs_tape_node, reads_host, trace
 from ._training import TrainingNode
 
@@ -238,12 +239,8 @@ class CompiledFunction:
         if entry.dynamic is not None:
             return self._run_dynamic(entry.dynamic, args, kwargs, leaves, inputs)
         root = entry.root
-        if root.read is None and root.outputs.grads:
-            # a whole step: its zero_grad ran at capture; drop the old
-            # gradients now, as it would, instead of holding two sets
-            for slot in root.outputs.grads:
-                if slot.index is not None:
-                    slot.param.grad = None
+        if root.read is None:
+            drop_grads(root.outputs)
         try:
             res, last = run_path(root, inputs)
         except Miss as m:
@@ -467,6 +464,7 @@ class CompiledFunction:
                 return self._fn(*args, **kwargs)
             seg = variant.add_plan(shapes, g, self.config)
             self._last = seg
+        drop_grads(seg.outputs)
         res = seg.plan.run(inputs)
         copy_back(leaves, inputs)
         return finish(seg.outputs, res)

@@ -6,7 +6,8 @@ tensor a run touches, each rounded to its allocator size class - the
 inputs, the parameters, constants and optimizer state bound into the graph
 (one storage counted once), the plan's block (intermediates of forward,
 backward and update, and kernel workspace, laid out by the memory planner;
-allocated on the first run and kept), and the output buffers a run
+allocated on the first run and kept; a whole step's new gradients live in
+it too, lent to the parameters' .grad), and the output buffers a run
 allocates. Nothing here runs the step.
 
 Invariant: ``peak_bytes`` is the sum of ``parts``; the measured allocator
@@ -44,9 +45,10 @@ def plan_memory(seg):
         seen.add(key)
         tensors.append(("parameter" if val.kind == "param" else "constant", f"%{v} " +
                         "x".join(map(str, t.shape)), size(t.numel() * t.element_size())))
+    lent = {v for v, yes in zip(g.outputs, plan.loaned()) if yes}  # in the plan's block
     for v in dict.fromkeys(g.outputs):
         val = g.value(v)
-        if val.kind == "node":
+        if val.kind == "node" and v not in lent:
             info = g.value_info(v)
             tensors.append(("output", f"%{v}", size(_bytes(info))))
     held = stats["held_bytes"]

@@ -55,9 +55,10 @@ class Segment:
         self.read = None      # HostRead that ends it; None for the last segment
         self.outputs = None   # Outputs, for the last segment
 
-    def build(self, outs, cfg, mutations=None, n_inputs=-1, remat=False):
+    def build(self, outs, cfg, mutations=None, n_inputs=-1, remat=False, loaned=0):
         """Cut the nodes out of the source graph, optimise and plan them.
-        mutations defaults to: this segment ends the capture."""
+        mutations defaults to: this segment ends the capture. The last
+        `loaned` outputs may live in the plan's arena (loaned_outputs)."""
         if mutations is None:
             mutations = self.end == self.src.nodes_len
         budget = cfg.memory_budget
@@ -71,7 +72,8 @@ class Segment:
                            disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify,
                            remat_budget=target, channels_last=cfg.channels_last)
             self.plan = graph.compile(num_threads=cfg.num_threads or 0,
-                                      memory_arena=cfg.memory_arena, poison=cfg.poison)
+                                      memory_arena=cfg.memory_arena, poison=cfg.poison,
+                                      loaned_outputs=loaned)
             self.graph, self.outs, self.carried = graph, list(outs), carried
             self.remat_budget = target
             if budget is None:
@@ -82,10 +84,26 @@ class Segment:
                 return
 
 
+def loaned(outputs):
+    """How many of a last segment's outputs its plan may lend from its
+    arena: the new .grad of each parameter (the last outputs), which a run
+    drops before the next (drop_grads)."""
+    return sum(slot.index is not None for slot in outputs.grads)
+
+
+def drop_grads(outputs):
+    """Before a whole step's run: drop the .grad the last run set, as its
+    zero_grad would (captured, it ran at capture), instead of holding two
+    sets; a plan then reuses the arena they live in."""
+    for slot in outputs.grads:
+        if slot.index is not None:
+            slot.param.grad = None
+
+
 def whole(graph, cfg, outputs):
     """A graph with no breaks as one built Segment ending in `outputs`."""
     seg = Segment(graph, 0, graph.nodes_len, 0)
-    seg.build(graph.outputs, cfg)
+    seg.build(graph.outputs, cfg, loaned=loaned(outputs))
     seg.outputs = outputs
     return seg
 
@@ -112,6 +130,7 @@ def build_segments(cap, first, cfg, needed_from_prefix):
         if i == k:
             outs = list(cap.out_ids)
             seg.outputs = cap.outputs
+            lend = loaned(cap.outputs) if k == 0 else 0  # runs with breaks keep the old .grad
         else:
             brk = cap.breaks[i]
             v = brk.value
@@ -124,7 +143,7 @@ def build_segments(cap, first, cfg, needed_from_prefix):
                     needed.add(v)
             seg.read = HostRead(v, brk.kind, brk.loc, v if src.kind == "input" else -1,
                                 src.tensor if src.kind in ("param", "const") else None)
-        seg.build(outs, cfg)
+        seg.build(outs, cfg, loaned=lend if i == k else 0)
         needed.update(seg.carried)
         segs[i] = seg
     for i in range(first, k):

@@ -45,6 +45,7 @@ typedef enum musa_buf_place {
     MUSA_BUF_NONE = -1,   /* none yet (or never: an internal value, an input, ...) */
     MUSA_BUF_OUTPUT = -2, /* the root of an output: a buffer of its own, handed to the caller */
     MUSA_BUF_TARGET = -3, /* a write-back computed straight into its mutation target */
+    MUSA_BUF_LOAN = -4,   /* the root of loaned outputs only: an arena buffer to come */
 } musa_buf_place;
 
 typedef struct builder {
@@ -463,6 +464,34 @@ static void plan_write_backs(builder *b) {
     }
 }
 
+/* Roots of loaned outputs (musa_plan_options.loaned_outputs) that only
+ * loaned outputs return: they stay without a place, so that the buffers
+ * phase plans them in the arena, live to the plan's end. */
+static int plan_loans(builder *b) {
+    const musa_graph *g = b->g;
+    musa_plan *p = b->p;
+    int64_t n_out = g->outputs.len;
+    int64_t first = n_out - p->opt.loaned_outputs; /* checked: 0..n_out */
+    if (first == n_out) return MUSA_OK;
+    uint8_t *kept = TMP_NEW(b, uint8_t, b->nv + 1); /* roots something else returns */
+    p->loan_roots = PLAN_NEW(b, int32_t, n_out - first + 1);
+    if (!kept || !p->loan_roots) return nomem();
+    for (int64_t i = 0; i < first; i++) kept[g->values.data[g->outputs.data[i]].root] = 1;
+    for (int64_t i = 0; i < g->breaks.len; i++)
+        kept[g->values.data[g->breaks.data[i].value].root] = 1;
+    for (int64_t i = first; i < n_out; i++) {
+        int32_t r = g->values.data[g->outputs.data[i]].root;
+        const musa_gvalue *x = &g->values.data[r];
+        if (kept[r] || x->kind != MUSA_V_NODE || b->buf_of[r] != MUSA_BUF_NONE || x->producer < 0 ||
+            b->node_instr[x->producer] < 0)
+            continue; /* returned otherwise too, an input or parameter, placed, or unwritten */
+        kept[r] = 1;
+        b->buf_of[r] = MUSA_BUF_LOAN;
+        p->loan_roots[p->n_loans++] = r;
+    }
+    return MUSA_OK;
+}
+
 /* Roots of outputs and breaks get buffers of their own (handed to the
  * caller), in slots after the parameters; out_order lists them by the step
  * that first writes them. */
@@ -477,6 +506,8 @@ static int plan_outputs(builder *b) {
     int32_t *at =
         TMP_NEW(b, int32_t, ns + 2); /* output buffers by first step: counts, then starts */
     if (!p->out_roots || !p->out_first || !p->out_order || !at) return nomem();
+    int rc = plan_loans(b);
+    if (rc) return rc;
     for (int64_t i = 0; i < g->outputs.len + g->breaks.len; i++) {
         int32_t v =
             i < g->outputs.len ? g->outputs.data[i] : g->breaks.data[i - g->outputs.len].value;
@@ -516,6 +547,7 @@ static void plan_buffers(builder *b) {
                 int32_t v = n->out[q];
                 const musa_gvalue *x = &g->values.data[v];
                 naive += musa_plan_align(musa_plan_value_bytes(x));
+                if (b->buf_of[v] == MUSA_BUF_LOAN) b->buf_of[v] = MUSA_BUF_NONE;
                 if (b->internal[v] || b->buf_of[v] != MUSA_BUF_NONE) continue;
                 if (b->vlast[v] < s) b->vlast[v] = s; /* written even if unread */
                 /* elementwise kernels, and collectives (which work in place,
@@ -862,6 +894,11 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
         musa_err(MUSA_ERR_RUNTIME, "[jit] plan_build: the graph is still capturing");
         return NULL;
     }
+    if (opt && (opt->loaned_outputs < 0 || opt->loaned_outputs > g->outputs.len)) {
+        musa_err(MUSA_ERR_VALUE, "[jit] plan_build: loaned_outputs %d is outside 0..%lld",
+                 opt->loaned_outputs, (long long)g->outputs.len);
+        return NULL;
+    }
     musa_plan *p = musa_calloc(1, sizeof *p, "plan_build");
     if (!p) return NULL;
     musa_arena_init(&p->arena, 0);
@@ -883,6 +920,13 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
     if (!rc) plan_write_backs(&b);
     if (!rc) rc = plan_outputs(&b);
     if (!rc) plan_buffers(&b);
+    for (int k = 0; !rc && k < p->n_loans; k++) {
+        int32_t r = p->loan_roots[k];
+        if (b.buf_of[r] < 0) /* every loan root's producer runs (plan_loans) */
+            rc = musa_err(MUSA_ERR_RUNTIME, "[jit] internal: loaned output %%%d has no buffer", r);
+        else
+            p->stats.loaned_bytes += musa_plan_align(musa_plan_value_bytes(&g->values.data[r]));
+    }
     if (!rc) rc = plan_arena(&b);
     if (!rc) rc = plan_lower(&b);
     musa_arena_free(&b.tmp);

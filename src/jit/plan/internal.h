@@ -119,8 +119,10 @@ struct musa_plan {
     int32_t *out_first; /* the step that first writes each (allocated just before it) */
     int32_t *out_order; /* output buffers by first step: a run walks it with a cursor */
     int n_out_roots;
-    char *mem; /* arena + scratch, kept between runs (made on the first run) */
-    size_t mem_block;
+    int32_t *loan_roots; /* roots of loaned outputs placed in the arena */
+    int n_loans;
+    musa_storage *mem;      /* arena + scratch, kept between runs (made on the first run);
+                             * loaned outputs hold it too */
     musa_plan_buffer *bufs; /* [n_bufs] arena buffers */
     int n_bufs;
     size_t arena_bytes, scratch_bytes;

@@ -34,7 +34,7 @@
 void musa_plan_free(musa_plan *p) {
     if (!p) return;
     if (atomic_load(&p->queued)) (void)musa_synchronize(); /* its runs on streams finish first */
-    musa_cpu_free_exact(p->mem, p->mem_block);
+    musa_storage_release(p->mem);                          /* loaned outputs still held keep it */
     pthread_mutex_destroy(&p->lock);
     musa_arena_free(&p->arena);
     free(p);
@@ -43,6 +43,14 @@ void musa_plan_free(musa_plan *p) {
 const musa_plan_stats *musa_plan_get_stats(const musa_plan *p) {
     static const musa_plan_stats none;
     return p ? &p->stats : &none;
+}
+
+bool musa_plan_output_loaned(const musa_plan *p, int i) {
+    if (!p || i < 0 || i >= (int)p->g->outputs.len) return false;
+    int32_t r = p->g->values.data[p->g->outputs.data[i]].root;
+    for (int k = 0; k < p->n_loans; k++)
+        if (p->loan_roots[k] == r) return true;
+    return false;
 }
 
 int musa_plan_buffers(const musa_plan *p, const musa_plan_buffer **out) {
@@ -334,6 +342,7 @@ static char *tensor_data(const musa_tensor *t) {
 typedef struct run_args {
     musa_plan *p;
     char **base;
+    musa_storage *arena; /* the run's arena, a reference, when the plan loans outputs */
     musa_tensor **roots;
     musa_kview *targets;
     int n_targets;
@@ -348,12 +357,19 @@ static int run_steps(run_args *a) {
     int rc = MUSA_OK;
     size_t total = p->arena_bytes; /* data and the steps' scratch */
     pthread_mutex_lock(&p->lock);
-    if (total && !p->mem && !(p->mem = musa_cpu_alloc_exact(total, &p->mem_block))) {
+    if (p->n_loans && p->mem && atomic_load(&p->mem->refcount) > 1) {
+        /* an earlier run's loaned outputs are still held: they keep that block */
+        musa_storage_release(p->mem);
+        p->mem = NULL;
+        p->stats.arena_renewals++;
+    }
+    if (total && !p->mem && !(p->mem = musa_storage_exact(total))) {
         pthread_mutex_unlock(&p->lock);
         return MUSA_ERR_NOMEM;
     }
+    if (p->n_loans && p->mem) atomic_fetch_add(&(a->arena = p->mem)->refcount, 1);
     if (MUSA_UNLIKELY(musa_prof_on()) && !p->pnames) name_instrs(p);
-    char *mem = p->mem;
+    char *mem = p->mem ? p->mem->data : NULL;
     base[MUSA_SLOT_ARENA] = mem;
     base[MUSA_SLOT_SCRATCH] = mem; /* scratch offsets are arena offsets */
     base[MUSA_SLOT_TILE] = NULL;
@@ -463,7 +479,7 @@ static int run_on_stream(musa_stream *s, run_args *a, musa_tensor *const *inputs
 static bool runs_here(musa_plan *p) {
     int v = atomic_load_explicit(&p->runs_here, memory_order_relaxed);
     if (v) return v > 0;
-    bool here = false;
+    bool here = p->n_loans > 0; /* the arena is chosen and lent under the lock, in the run */
     const musa_graph *g = p->g;
     for (int64_t i = 0; i < g->nodes.len && !here; i++) {
         const musa_gnode *n = &g->nodes.data[i];
@@ -491,6 +507,7 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         if (rc) return rc;
     }
     int n_mut = (int)g->mutations.len;
+    run_args a = {.p = p};
     char *base_buf[64], **base = base_buf;
     musa_tensor *roots_buf[16], **roots = roots_buf;
     musa_kview targets_buf[8], *targets = targets_buf;
@@ -522,7 +539,7 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         targets[i].data = NULL;
         if (target) musa_tensor_kview(target, &targets[i]);
     }
-    run_args a = {.p = p, .base = base, .roots = roots, .targets = targets, .n_targets = n_mut};
+    a.base = base, a.roots = roots, a.targets = targets, a.n_targets = n_mut;
     musa_stream *stream = musa_streams_live() ? musa_stream_current() : NULL;
     if (stream && runs_here(p)) stream = NULL;
     if (stream) {
@@ -567,6 +584,19 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         if (root->kind == MUSA_V_NODE) {
             for (int k = 0; k < p->n_out_roots; k++)
                 if (p->out_roots[k] == x->root) src = roots[k];
+            bool loan = false;
+            for (int k = 0; !src && k < p->n_loans; k++) loan = loan || p->loan_roots[k] == x->root;
+            if (loan) { /* a view of the arena (empty loans have none: a tensor of their own) */
+                int64_t off = p->vloc[v].off / (int64_t)musa_dtype_info[x->dtype].size;
+                if (!(outputs[i] =
+                          a.arena ? musa_tensor_on_storage(a.arena, (musa_dtype)x->dtype, x->ndim,
+                                                           x->shape, x->strides, off)
+                                  : musa_tensor_alloc((musa_dtype)x->dtype, x->ndim, x->shape))) {
+                    rc = musa_last_error_code();
+                    goto done;
+                }
+                continue;
+            }
         } else if (root->kind == MUSA_V_INPUT) {
             for (int k = 0; k < n_in; k++)
                 if (g->inputs.data[k] == x->root) src = inputs[k];
@@ -595,6 +625,7 @@ done:
         for (int i = 0; i < n_out; i++)
             if (outputs[i]) musa_tensor_release(outputs[i]), outputs[i] = NULL;
     for (int k = 0; roots && k < p->n_out_roots; k++) musa_tensor_release(roots[k]);
+    musa_storage_release(a.arena);
     if (base != base_buf) free(base);
     if (roots != roots_buf) free(roots);
     if (targets != targets_buf) free(targets);
