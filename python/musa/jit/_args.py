@@ -93,8 +93,18 @@ def flatten(obj, leaves):
     return new_tuple(ArgSpec, (VALUE, obj))
 
 
+_POSITIONAL_TENSORS = {}  # n -> the CallSpec of n tensors passed positionally
+
+
 def flatten_call(args, kwargs, leaves):
     """The CallSpec of a call, appending its tensors to leaves."""
+    if not kwargs and all([type(a) is _Tensor for a in args]):  # the common call, kept cheap
+        leaves.extend(args)
+        spec = _POSITIONAL_TENSORS.get(len(args))
+        if spec is None:
+            spec = _POSITIONAL_TENSORS[len(args)] = new_tuple(
+                CallSpec, (flatten(args, []), flatten(kwargs, [])))
+        return spec
     return new_tuple(CallSpec, (flatten(args, leaves), flatten(kwargs, leaves)))
 
 

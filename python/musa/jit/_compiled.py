@@ -199,7 +199,7 @@ class CompiledFunction:
     def _key(self, spec, leaves, names, merge_dynamic=True):
         dynamic = self.config.dynamic if merge_dynamic else None
         extra = self._extra_key() if self._extra_key else None
-        guards = tuple(g.fn() for g in self._guards.values()) if self._guards else ()
+        guards = tuple([g.fn() for g in self._guards.values()]) if self._guards else ()
         return new_tuple(CacheKey, (spec, signature(leaves, dynamic, names), _C.is_grad_enabled(),
                                     _C._autocast_state(), extra, guards))
 

@@ -62,6 +62,14 @@ def _update(op, rows, **attrs):
     _C._update(op, rows, attrs)
 
 
+_UNGUARDED = ("params", "lr")
+
+
+def state_keys_of(states):
+    """Which state each parameter has (the optimizer-state guard's value)."""
+    return tuple(map(tuple, states))
+
+
 def _guard_options(group, states, state_keys=None):
     """While capturing, key the compiled step on the group's options other
     than lr (they are attributes of the recorded update rows; lr is read at
@@ -70,11 +78,11 @@ def _guard_options(group, states, state_keys=None):
     if not _capture.capturing():
         return
 
-    def opts():
-        return tuple((k, v) for k, v in sorted(group.items()) if k not in ("params", "lr"))
+    def opts():  # checked at every compiled call: kept cheap (no sort; insertion order)
+        return tuple([kv for kv in group.items() if kv[0] not in _UNGUARDED])
 
     def keys():
-        return tuple(sorted(k for s in states for k in s))
+        return state_keys_of(states)
 
     _capture.guard(("optim-group", id(group)), opts, opts(), "optimizer options")
     _capture.guard(("optim-state", id(group)), keys, keys() if state_keys is None else state_keys,

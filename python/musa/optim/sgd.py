@@ -2,7 +2,8 @@
 torch.optim.SGD. State: 'momentum_buffer' per parameter (None while
 momentum is 0), created by the first step that uses it."""
 from .. import _C
-from .optimizer import Optimizer, _check, _guard_options, _new_state, _update, required
+from .optimizer import (Optimizer, _check, _guard_options, _new_state, _update, required,
+                        state_keys_of)
 
 __all__ = ["SGD"]
 
@@ -49,7 +50,7 @@ class SGD(Optimizer):
             _guard_options(group, states)
             _update("sgd_update", [(p, g, lr) for p, g in zip(params, grads)], **attrs)
             return
-        before = tuple(sorted(k for s in states for k in s))
+        before = state_keys_of(states)
         new = [s.get("momentum_buffer") is None for s in states]
         for p, s, n in zip(params, states, new):
             if n:
