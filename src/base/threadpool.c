@@ -321,6 +321,7 @@ void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx) {
     }
     int64_t max_chunks = n / grain;
     int64_t chunks = (int64_t)threads * 4 < max_chunks ? (int64_t)threads * 4 : max_chunks;
+    if (chunks > threads) chunks -= chunks % threads; /* as many chunks for each thread */
     int64_t chunk = (n + chunks - 1) / chunks, cap = grain > SERIAL_PIECE ? grain : SERIAL_PIECE;
     int team = chunks < threads ? (int)chunks : threads;
     pf_job job; /* not zeroed: only the team's runs are used */

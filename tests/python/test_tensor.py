@@ -398,3 +398,27 @@ def test_error_messages_name_the_op_and_values():
 
 def test_math_sanity():
     assert math.isclose(musa.tensor(2.0).sqrt().item(), math.sqrt(2), rel_tol=1e-6)
+
+
+# ---- column sums (the bias-gradient shape: sum over the leading dims) ----
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (3, 15), (7, 16), (33, 17), (512, 130),
+                                       (100, 64 * 3 + 5), (2, 1000)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_column_sums_add_each_column_in_row_order_in_double(rows, cols, dtype):
+    # every output adds its rows in order in float64, then rounds once: the
+    # same bits as NumPy's float64 sum over axis 0, rounded
+    rng = np.random.default_rng(rows * 1000 + cols)
+    x = rng.standard_normal((rows, cols)) * 10.0 ** rng.integers(-3, 4, (rows, cols))
+    t = musa.tensor(x.astype(np.float32)).to(getattr(musa, dtype))
+    ref = npy(t.double()).sum(axis=0)
+    got = t.sum(0)
+    assert got.dtype == t.dtype
+    assert np.array_equal(npy(got.double()), npy(musa.tensor(ref).to(t.dtype).double()))
+    # several leading dims (non-coalescable: a strided view) and keepdim
+    t3 = musa.tensor(x.astype(np.float32)).to(getattr(musa, dtype))
+    if rows > 1:
+        v = musa.cat([t3, t3], 1)[:, :cols]  # rows cols apart in a wider buffer
+        ref3 = npy(v.double()).reshape(1, rows, cols).sum(axis=(0, 1), keepdims=True)
+        got3 = v.reshape(1, rows, cols).sum((0, 1), keepdim=True)
+        assert np.array_equal(npy(got3.double()), npy(musa.tensor(ref3).to(t.dtype).double()))
