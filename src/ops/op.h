@@ -35,6 +35,10 @@ enum musa_op_flags {
                                        output j may share input j's memory (optimizers) */
     MUSA_OPF_EFFECT = 1u << 14,     /* acts outside the process (collectives): runs once per
                                        call, in program order, on the calling thread */
+    MUSA_OPF_OVERWRITE = 1u << 15,  /* not elementwise, but its kernel reads each row of an
+                                       input of the output's layout before it writes that
+                                       row of the output: a plan may put the output in that
+                                       input's buffer when the input dies there */
 };
 /* Ops whose calls are events, not values: never merged, folded, dropped,
  * recomputed, run as tasks or queued on a stream, and run in program order. */

@@ -505,3 +505,42 @@ def test_remat_frees_the_original_when_the_late_read_is_a_view():
     # to be recomputed)
     short = [t for t in gelus if t["live_steps"][1] - t["live_steps"][0] <= 1]
     assert len(short) == 4, gelus
+
+
+@pytest.mark.parametrize("poison", [False, True])
+def test_cross_entropy_gradient_is_written_over_its_reshaped_logits(poison):
+    # the logits (B, T, V) reach cross_entropy as a (B T, V) view; their
+    # buffer dies at the loss's backward, whose gradient (same bytes) is
+    # written over it (OVERWRITE: the kernel reads each row first), and the
+    # step stays eager's bit for bit (poison: dead buffers filled with NaN)
+    def make():
+        return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 10))
+
+    eager, comp = twins(make)
+    oe = musa.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.05, momentum=0.9)
+
+    def make_step3(model, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x).reshape(-1, 10), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return step
+
+    step_e = make_step3(eager, oe)
+    step_c = musa.jit(make_step3(comp, oc), config=musa.Config(poison=poison))
+    musa.manual_seed(3)
+    for _ in range(3):
+        x, y = musa.randn(4, 8, 16), musa.randint(0, 10, (32,))
+        assert float(step_e(x, y)) == float(step_c(x, y))
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        assert bool((p == q).all()) and bool((p.grad == q.grad).all())
+    seg = step_c._last
+    g = seg.graph
+    xent = [g.node_info(i) for i in range(g.nodes_len)
+            if g.node_info(i) is not None and g.node_info(i).op == "cross_entropy_backward"]
+    assert len(xent) == 1
+    own = {b[0] for b in seg.plan.buffers()}  # values with a buffer of their own
+    assert xent[0].outputs[0] not in own

@@ -529,6 +529,15 @@ static int plan_outputs(builder *b) {
 
 /* ---- buffers ---- */
 
+/* Whether view y reads every byte of its root r, in order (a reshape of
+ * a whole contiguous buffer): a kernel writing y's layout over it writes r. */
+static bool covers(const musa_gvalue *y, const musa_gvalue *r) {
+    musa_kview kv;
+    musa_plan_kview_of(y, &kv);
+    return y->offset == 0 && musa_kview_contiguous(&kv) &&
+           musa_plan_value_bytes(y) == musa_plan_value_bytes(r);
+}
+
 /* An arena buffer for each root that instructions write and that has no
  * place yet, in step order; an elementwise kernel writes into the buffer of
  * an input root of the same dtype and shape that dies at its step (and that
@@ -550,23 +559,25 @@ static void plan_buffers(builder *b) {
                 if (b->buf_of[v] == MUSA_BUF_LOAN) b->buf_of[v] = MUSA_BUF_NONE;
                 if (b->internal[v] || b->buf_of[v] != MUSA_BUF_NONE) continue;
                 if (b->vlast[v] < s) b->vlast[v] = s; /* written even if unread */
-                /* elementwise kernels, and collectives (which work in place,
-                 * MPI_IN_PLACE), may write over an input that dies here */
+                /* elementwise kernels, collectives (which work in place,
+                 * MPI_IN_PLACE) and OVERWRITE kernels (row by row: the
+                 * cross-entropy gradient over its logits) may write over an
+                 * input that dies here */
                 if (in->kind == MUSA_INSTR_KERNEL &&
-                    (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_EFFECT)) && n->n_out == 1 &&
-                    !p->steps[s].parallel && p->opt.memory_arena) {
+                    (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_EFFECT | MUSA_OPF_OVERWRITE)) &&
+                    n->n_out == 1 && !p->steps[s].parallel && p->opt.memory_arena) {
                     for (int k = 0; k < n->n_in && b->buf_of[v] == MUSA_BUF_NONE; k++) {
-                        int32_t iv = n->in[k];
-                        const musa_gvalue *y = &g->values.data[iv];
-                        if (y->root != iv || y->kind != MUSA_V_NODE || b->buf_of[iv] < 0 ||
-                            b->vlast[iv] != s || !musa_gvalue_same_layout(y, x))
+                        int32_t iv = n->in[k], r = g->values.data[iv].root;
+                        const musa_gvalue *y = &g->values.data[iv], *ry = &g->values.data[r];
+                        if (ry->kind != MUSA_V_NODE || b->buf_of[r] < 0 || b->vlast[r] != s ||
+                            !musa_gvalue_same_layout(y, x) || (r != iv && !covers(y, ry)))
                             continue; /* (a matmul may write a permuted layout: simplify.c) */
                         bool alone = true;
                         for (int k2 = 0; k2 < n->n_in; k2++)
-                            if (k2 != k && g->values.data[n->in[k2]].root == iv && n->in[k2] != iv)
+                            if (k2 != k && g->values.data[n->in[k2]].root == r && n->in[k2] != iv)
                                 alone = false;
                         if (!alone) continue;
-                        int bi = b->buf_of[iv];
+                        int bi = b->buf_of[r];
                         b->buf_of[v] = bi;
                         if (b->vlast[v] > p->bufs[bi].last) p->bufs[bi].last = b->vlast[v];
                         p->stats.inplace++;
