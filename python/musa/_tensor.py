@@ -461,12 +461,21 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
     return _M.unique(self, sorted, return_inverse, return_counts, dim)
 
 
-# ---- in-place versions: compute, then copy into self ----
+# ---- in-place versions: the op written into self (out=self) where its
+# binding takes out= (the ops.def rows bound as generated unary and binary
+# functions: one pass, no new tensor); else compute, then copy into self ----
+
+_WRITES_OUT = {n: 1 if fn == "binary" else 0 for n, fn, py in _C._op_table()
+               if py == "gen" and fn in ("unary", "binary")}  # name -> its other operands
+
 
 def _inplace(name):
     fn = getattr(Tensor, name)
+    others = _WRITES_OUT.get(name)
 
     def op(self, *args, **kwargs):
+        if others is not None and len(args) == others and not kwargs:
+            return fn(self, *args, out=self)
         return self.copy_(fn(self, *args, **kwargs))
     op.__name__ = name + "_"
     op.__doc__ = f"In-place {name}."

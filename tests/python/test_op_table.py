@@ -1,11 +1,13 @@
 """The op table as Python sees it: every row of src/ops/ops.def is bound as
 its `py` column says (musa._C._op_table() lists the rows), and the musa
 namespace holds the functions _C registers for it (_C._exports)."""
+import pytest
+
 import musa
 from musa import _C
 
 # the spec a generated binding gets from the row's fn column (_C/ops.c)
-GENERATED_SPEC = {"unary": "input:T", "binary": "input:S other:S"}
+GENERATED_SPEC = {"unary": "input:T * out:T=None", "binary": "input:S other:S * out:T=None"}
 
 
 def _problems(name, fn, py):
@@ -50,6 +52,49 @@ def test_generated_bindings_compute_their_op():
     assert musa.matmul(x, y).item() == 16.5
     assert y.pow(2).tolist() == [4.0, 16.0]
     assert musa.lt(x, y).tolist() == [True, False]
+
+
+def test_generated_bindings_write_into_out_as_pytorch_does():
+    x, y = musa.tensor([0.25, 4.0]), musa.tensor([2.0, 4.0])
+    o = musa.empty(2)
+    assert musa.sqrt(x, out=o) is o and o.tolist() == [0.5, 2.0]
+    assert musa.mul(x, y, out=o) is o and o.tolist() == [0.5, 16.0]
+    assert musa.mul(3, y, out=o) is o and o.tolist() == [6.0, 12.0]
+    od = musa.empty(2, dtype=musa.float64)  # the result casts to out's dtype
+    assert musa.neg(x, out=od).tolist() == [-0.25, -4.0] and od.dtype is musa.float64
+    assert musa.lt(x, y, out=musa.empty(2)).tolist() == [1.0, 0.0]
+    base = musa.zeros(2, 3)
+    musa.exp(musa.zeros(2), out=base[:, 1])  # a strided view
+    assert base.tolist() == [[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
+    with pytest.raises(TypeError, match=r"\[exp\] result type float32 can't be cast to the "
+                                        r"output type int64"):
+        musa.exp(musa.tensor([1, 2]), out=musa.tensor([0, 0]))
+    with pytest.raises(ValueError, match=r"\[mul\] output has shape \(3,\) but the result has "
+                                         r"shape \(2,\)"):
+        musa.mul(x, y, out=musa.empty(3))
+    with pytest.raises(TypeError, match=r"\[neg\].*out"):
+        musa.neg(x, out=[1.0, 2.0])
+
+
+def test_inplace_methods_of_generated_ops_write_into_self():
+    base = musa.tensor([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
+    v = base[:, 1]  # a view: the write reaches base
+    assert v.relu_() is v
+    assert base.tolist() == [[1.0, 0.0, 3.0], [-4.0, 5.0, -6.0]]
+    ptr = base.data_ptr()
+    assert base.mul_(2) is base and base.data_ptr() == ptr
+    assert base.tolist() == [[2.0, 0.0, 6.0], [-8.0, 10.0, -12.0]]
+    # autograd through an in-place op: as the out-of-place op
+    a = musa.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = a * 3
+    y.exp_()
+    y.sum().backward()
+    assert musa.allclose(a.grad, 3 * (a.detach() * 3).exp())
+    with pytest.raises(RuntimeError, match="leaf"):
+        a.exp_()
+    # the result must fit self's dtype, as in PyTorch
+    with pytest.raises(TypeError, match="can't be cast"):
+        musa.tensor([4, 9]).sqrt_()
 
 
 def test_the_namespace_is_the_registry_of_exports():

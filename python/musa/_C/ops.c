@@ -200,13 +200,23 @@ DEF(set_rng_state, PM_FN, "state:O") {
 /* The binding follows the row's public function (its fn column); a row
  * whose Python signature differs (keywords, other names) says py hand and
  * has its DEF below. */
+/* f(..., out=t): the op's result written into t (PyTorch's out=: t has the
+ * result's shape and a dtype it casts to), which is returned. */
+static PyObject *into(const char *name, int *op, int n_in, const pm_arg *a, const pm_arg *out) {
+    if (*op < 0) *op = musa_op_lookup(name);
+    musa_tensor *ins[2] = {a[0].t, n_in > 1 ? a[1].t : NULL}, *outs[1] = {out->t};
+    if (musa_op_call(*op, n_in, ins, NULL, outs)) return pm_raise();
+    return Py_NewRef(out->o);
+}
 #define PY_GEN_unary(name)                                                                         \
-    DEF(name, FM, "input:T") {                                                                     \
-        return pm_ret(musa_##name(a[0].t));                                                        \
+    DEF(name, FM, "input:T * out:T=None") {                                                        \
+        static int op = -1;                                                                        \
+        return a[1].t ? into(#name, &op, 1, a, &a[1]) : pm_ret(musa_##name(a[0].t));               \
     }
 #define PY_GEN_binary(name)                                                                        \
-    DEF(name, FM, "input:S other:S") {                                                             \
-        return pm_ret(musa_##name(a[0].t, a[1].t));                                                \
+    DEF(name, FM, "input:S other:S * out:T=None") {                                                \
+        static int op = -1;                                                                        \
+        return a[2].t ? into(#name, &op, 2, a, &a[2]) : pm_ret(musa_##name(a[0].t, a[1].t));       \
     }
 #define PY_GEN_ternary(name)  _Static_assert(0, "ops.def: " #name ": write its DEF, mark py hand");
 #define PY_GEN_hand(name)     _Static_assert(0, "ops.def: " #name ": write its DEF, mark py hand");

@@ -45,7 +45,10 @@ def _apply(fn, input, inplace, who):
 # ---- activations ----
 
 def relu(input, inplace=False):
-    return _apply(_C.relu, input, inplace, "relu")
+    if inplace:  # one pass into input (autograd keeps the output, which its formula reads)
+        _tensors("relu", input=input)
+        return _C.relu(input, out=input)
+    return _C.relu(input)
 
 
 def relu6(input, inplace=False):
