@@ -197,9 +197,6 @@ DEF(set_rng_state, PM_FN, "state:O") {
 
 /* ---- ops bound by the rows of ops.def whose py column is `gen` ---- */
 
-/* The binding follows the row's public function (its fn column); a row
- * whose Python signature differs (keywords, other names) says py hand and
- * has its DEF below. */
 /* f(..., out=t): the op's result written into t (PyTorch's out=: t has the
  * result's shape and a dtype it casts to), which is returned. */
 static PyObject *into(const char *name, int *op, int n_in, const pm_arg *a, const pm_arg *out) {
@@ -208,6 +205,10 @@ static PyObject *into(const char *name, int *op, int n_in, const pm_arg *a, cons
     if (musa_op_call(*op, n_in, ins, NULL, outs)) return pm_raise();
     return Py_NewRef(out->o);
 }
+
+/* The binding follows the row's public function (its fn column), with
+ * out=; a row whose Python signature differs (keywords, other names) says
+ * py hand and has its DEF below. */
 #define PY_GEN_unary(name)                                                                         \
     DEF(name, FM, "input:T * out:T=None") {                                                        \
         static int op = -1;                                                                        \
