@@ -473,6 +473,17 @@ def test_remat_recomputes_layer_norm_outputs_from_their_statistics():
     assert "layer_norm_apply" in step_c.plan_text()
 
 
+def make_step_3d(model, opt):
+    """A whole step whose model gives (B, T, 10) logits, flattened for the loss."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x).reshape(-1, 10), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
 def test_remat_frees_the_original_when_the_late_read_is_a_view():
     # a 3-d linear's weight gradient reads gelu's output through a 2-d view;
     # the view follows the recomputed value, so the original dies at its
@@ -486,16 +497,7 @@ def test_remat_frees_the_original_when_the_late_read_is_a_view():
     oe = musa.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
     oc = musa.optim.SGD(comp.parameters(), lr=0.05, momentum=0.9)
 
-    def make_step3(model, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x).reshape(-1, 10), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        return step
-
-    step_e, step_c = make_step3(eager, oe), musa.jit(make_step3(comp, oc))
+    step_e, step_c = make_step_3d(eager, oe), musa.jit(make_step_3d(comp, oc))
     x, y = musa.randn(4, 8, 16), musa.randint(0, 10, (32,))
     for _ in range(3):
         assert float(step_e(x, y)) == float(step_c(x, y))
@@ -520,17 +522,8 @@ def test_cross_entropy_gradient_is_written_over_its_reshaped_logits(poison):
     oe = musa.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
     oc = musa.optim.SGD(comp.parameters(), lr=0.05, momentum=0.9)
 
-    def make_step3(model, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x).reshape(-1, 10), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-        return step
-
-    step_e = make_step3(eager, oe)
-    step_c = musa.jit(make_step3(comp, oc), config=musa.Config(poison=poison))
+    step_e = make_step_3d(eager, oe)
+    step_c = musa.jit(make_step_3d(comp, oc), config=musa.Config(poison=poison))
     musa.manual_seed(3)
     for _ in range(3):
         x, y = musa.randn(4, 8, 16), musa.randint(0, 10, (32,))
