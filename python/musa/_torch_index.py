@@ -6,7 +6,7 @@ import itertools as _itertools
 
 from . import _C
 from ._functions import _dim, _dims, _int, _number, _tensors, movedim
-from ._torch_math import _t, promote_types
+from ._torch_math import _t, promote_types, result_type
 from ._torch_reduce import diff
 
 __all__ = [
@@ -453,7 +453,10 @@ def histc(input, bins=100, min=0, max=0):
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element is among test_elements."""
     e = _t(elements)
-    t = _t(test_elements, e).reshape(-1)
+    if isinstance(test_elements, (bool, int, float)):  # a number promotes, as in PyTorch
+        t = _C.tensor(test_elements, dtype=result_type(e, test_elements)).reshape(-1)
+    else:
+        t = _t(test_elements, e).reshape(-1)
     hit = _C.eq(e.unsqueeze(-1), t).any(-1) if t.numel() else _C.zeros_like(e, dtype=_C.bool)
     return _C.logical_not(hit) if invert else hit
 

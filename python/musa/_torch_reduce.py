@@ -207,6 +207,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if input.ndim == 0:
         raise RuntimeError("[diff] expects input to be at least one-dimensional")
     d = _dim(dim, input.ndim, "diff")
+    if _int(n, "diff", "n") == 0:  # no difference taken: input as it is (PyTorch ignores
+        return input                # prepend and append then too)
     parts = [p for p in (prepend, input, append) if p is not None]
     x = _C.cat([_t(p, input) if _t(p, input).ndim else _t(p, input).expand(
         *[1 if i == d else input.shape[i] for i in range(input.ndim)]) for p in parts], d)

@@ -317,3 +317,16 @@ def test_searchsorted_is_torchs_binary_search_even_on_unsorted_rows():
             for s in (seq, seq[0]):
                 check(musa.searchsorted(musa.tensor(s), musa.tensor(v), right=right),
                       torch.searchsorted(torch.tensor(s), torch.tensor(v), right=right), 0)
+
+
+def test_isin_promotes_a_number_and_diff_of_order_0_is_the_input():
+    # fuzz_py seeds 1177-1178: an int8 tensor against 0.5 compared 0 with
+    # int8(0.5) = 0; diff with n = 0 concatenated prepend
+    for lib in (musa, torch):
+        e = lib.tensor([0, 1, -128], dtype=lib.int8)
+        assert lib.isin(e, 0.5).tolist() == [False, False, False]
+        assert lib.isin(e, 1).tolist() == [False, True, False]
+        assert lib.isin(lib.tensor([0.1], dtype=lib.float64), 0.1).tolist() == [True]
+        a, p = lib.tensor([[1.5, 2.0, 0.0]]), lib.tensor([[-2.0, 1.0, 2.5]])
+        assert lib.diff(a, 0, prepend=p).tolist() == [[1.5, 2.0, 0.0]]
+        assert lib.diff(a, 1, prepend=p).shape == (1, 5)
