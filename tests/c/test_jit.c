@@ -473,6 +473,59 @@ TEST(mutations_write_back_into_inputs) {
     musa_tensor_release(x);
 }
 
+/* z = exp(x + 1) lent from the arena (loaned_outputs 1), y = 2 (x + 1)
+ * returned in a buffer of its own: a run reuses the arena when nothing
+ * holds z, takes a new one when something does, and a held z outlives its
+ * plan. */
+TEST(loaned_outputs_live_in_the_arena_and_are_never_written_over_while_held) {
+    int64_t n = 1000;
+    musa_tensor *m = musa_empty_meta(MUSA_DTYPE_FLOAT32, 1, &n);
+    musa_graph *g = musa_graph_new();
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC));
+    CHECK_OK(musa_graph_add_input(g, m, "x"));
+    musa_tensor *one = musa_number(1), *two = musa_number(2);
+    musa_tensor *h = musa_add(m, one);
+    musa_tensor *outs[2] = {musa_mul(h, two), musa_exp(h)};
+    CHECK_OK(musa_graph_set_outputs(g, 2, outs));
+    CHECK_OK(musa_graph_capture_end(g));
+    musa_tensor_release(outs[0]), musa_tensor_release(outs[1]), musa_tensor_release(h);
+    musa_tensor_release(m);
+    for (int bad = -1; bad <= 3; bad += 4) {
+        musa_plan_options o = {.memory_arena = true, .loaned_outputs = bad};
+        CHECK_ERR(musa_plan_build(g, &o) != NULL, MUSA_ERR_VALUE, "is outside 0..2");
+    }
+    musa_plan_options o = {.memory_arena = true, .loaned_outputs = 1};
+    musa_plan *p = musa_plan_build(g, &o);
+    CHECK(p && musa_plan_output_loaned(p, 1) && !musa_plan_output_loaned(p, 0));
+    CHECK(musa_plan_get_stats(p)->loaned_bytes == 4032); /* 4000 bytes, 64-aligned */
+    useed(11);
+    musa_tensor *x[3], *want[3], *r[3][2];
+    for (int i = 0; i < 3; i++) {
+        x[i] = rnd(MUSA_DTYPE_FLOAT32, 1, &n, -2, 2, L_CONTIG);
+        musa_tensor *xi = musa_add(x[i], one);
+        want[i] = musa_exp(xi);
+        musa_tensor_release(xi);
+    }
+    CHECK_OK(musa_plan_run(p, 1, &x[0], 2, r[0]));
+    CHECK(same_values(r[0][1], want[0]));
+    /* z of run 0 is held: run 1 takes a new block and leaves it intact */
+    CHECK_OK(musa_plan_run(p, 1, &x[1], 2, r[1]));
+    CHECK(musa_plan_get_stats(p)->arena_renewals == 1);
+    CHECK(same_values(r[0][1], want[0]) && same_values(r[1][1], want[1]));
+    CHECK(musa_tensor_data(r[0][1]) != musa_tensor_data(r[1][1]));
+    void *at = musa_tensor_data(r[1][1]);
+    for (int k = 0; k < 2; k++) musa_tensor_release(r[0][k]), musa_tensor_release(r[1][k]);
+    /* nothing held: run 2 reuses run 1's block */
+    CHECK_OK(musa_plan_run(p, 1, &x[2], 2, r[2]));
+    CHECK(musa_plan_get_stats(p)->arena_renewals == 1 && musa_tensor_data(r[2][1]) == at);
+    musa_plan_free(p); /* r[2] keeps its block */
+    CHECK(same_values(r[2][1], want[2]));
+    for (int i = 0; i < 3; i++) musa_tensor_release(x[i]), musa_tensor_release(want[i]);
+    musa_tensor_release(r[2][0]), musa_tensor_release(r[2][1]);
+    musa_tensor_release(one), musa_tensor_release(two);
+    musa_graph_free(g);
+}
+
 TEST(capture_refuses_writes_through_views_and_data_reads) {
     int64_t s[2] = {2, 3};
     musa_tensor *x = musa_zeros(2, s, MUSA_DTYPE_FLOAT32);
