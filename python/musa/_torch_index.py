@@ -179,6 +179,8 @@ def take_along_dim(input, indices, dim=None):
     _tensors("take_along_dim", input=input, indices=indices)
     if dim is None:
         return _C.reshape(input, [-1]).gather(0, indices.reshape(-1))
+    if input.ndim == 0:
+        raise IndexError(f"[take_along_dim] dim {dim} of a 0-d input: it has no dims")
     d = _dim(dim, input.ndim, "take_along_dim")
     if input.ndim != indices.ndim:
         raise RuntimeError(f"[take_along_dim] input and indices should have the same number of "
@@ -564,6 +566,7 @@ def select_scatter(input, src, dim, index):
     """A copy of input with input.select(dim, index) replaced by src."""
     _tensors("select_scatter", input=input, src=src)
     d = _dim(dim, input.ndim, "select_scatter")
+    index = _int(index, "select_scatter", "index")
     return slice_scatter(input, src.unsqueeze(d), d, index, (index % input.shape[d]) + 1 if index < 0 else index + 1)
 
 

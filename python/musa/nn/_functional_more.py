@@ -152,13 +152,17 @@ def _out_sizes(input, size, scale_factor, n, recompute):
     if (size is None) == (scale_factor is None):
         raise ValueError("[interpolate] give exactly one of size and scale_factor")
     if size is not None:
-        sizes = [size] * n if isinstance(size, int) else list(size)
-        if len(sizes) != n or not all(isinstance(s, int) and s > 0 for s in sizes):
+        sizes = [size] * n if isinstance(size, int) else \
+            list(size) if isinstance(size, (list, tuple)) else None
+        if sizes is None or len(sizes) != n or not all(isinstance(s, int) and s > 0
+                                                       for s in sizes):
             raise ValueError(f"[interpolate] size must be {n} positive ints for a {n + 2}D input, "
                              f"got {size!r}")
         return sizes, [i / o for i, o in zip(ins, sizes)]
-    scales = [scale_factor] * n if isinstance(scale_factor, (int, float)) else list(scale_factor)
-    if len(scales) != n or not all(isinstance(s, (int, float)) and s > 0 for s in scales):
+    scales = [scale_factor] * n if isinstance(scale_factor, (int, float)) else \
+        list(scale_factor) if isinstance(scale_factor, (list, tuple)) else None
+    if scales is None or len(scales) != n or not all(isinstance(s, (int, float)) and s > 0
+                                                     for s in scales):
         raise ValueError(f"[interpolate] scale_factor must be {n} positive numbers for a {n + 2}D "
                          f"input, got {scale_factor!r}")
     sizes = [int(math.floor(i * s)) for i, s in zip(ins, scales)]
