@@ -237,8 +237,9 @@ def xlogy(input, other):
     """input * log(other), and 0 where input is 0 (unless other is NaN)."""
     x = _t(input)
     y = _t(other, x)
-    if not x.is_floating_point() and not y.is_floating_point():
-        x = x.float()
+    dt = result_type(x, y)  # both in it first: log(y) in y's own dtype lost digits (bf16)
+    dt = dt if dt.is_floating_point else _C.float32
+    x, y = (x if x.dtype == dt else x.to(dt)), (y if y.dtype == dt else y.to(dt))
     log_y = _C.log(y)
     prod = x * log_y
     masked = _C.logical_and(_C.eq(x, 0), _C.logical_not(_C.isnan(y)))

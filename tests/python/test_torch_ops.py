@@ -330,3 +330,14 @@ def test_isin_promotes_a_number_and_diff_of_order_0_is_the_input():
         a, p = lib.tensor([[1.5, 2.0, 0.0]]), lib.tensor([[-2.0, 1.0, 2.5]])
         assert lib.diff(a, 0, prepend=p).tolist() == [[1.5, 2.0, 0.0]]
         assert lib.diff(a, 1, prepend=p).shape == (1, 5)
+
+
+def test_xlogy_computes_in_the_result_dtype():
+    # fuzz_py seed 1210: float16 x and bfloat16 y promote to float32, but
+    # log(y) was taken in bfloat16 first (-1.03065 against -1.03106)
+    x, y = [-1.157, 0.0, 2.0], [2.432, 3.0, 0.5]
+    m = musa.xlogy(musa.tensor(x, dtype=musa.float16), musa.tensor(y, dtype=musa.bfloat16))
+    t = torch.xlogy(torch.tensor(x, dtype=torch.float16), torch.tensor(y, dtype=torch.bfloat16))
+    assert m.dtype == musa.float32 and m.tolist() == t.tolist()
+    m = musa.xlogy(musa.tensor([2.0], dtype=musa.float64), musa.tensor([3]))
+    assert m.dtype == musa.float64 and abs(m.item() - 2 * np.log(3.0)) < 1e-15
