@@ -61,11 +61,14 @@ GPT = dict(vocab=256, seq=64, d_model=128, heads=4, blocks=2)
 
 
 def gpt_tiny(lib, vocab=GPT["vocab"], seq=GPT["seq"], d_model=GPT["d_model"],
-             heads=GPT["heads"], blocks=GPT["blocks"]):
+             heads=GPT["heads"], blocks=GPT["blocks"], sdpa=False):
     """A decoder-only transformer taking tokens (B, T <= seq) to next-token
     logits (B, T, vocab). Attention is written out (no fused kernel) so that
-    both libraries run the same matmuls."""
+    both libraries run the same matmuls; with sdpa, a library that has
+    F.scaled_dot_product_attention (musa; not PyTorch 1.13) calls that
+    instead (the gpt-sdpa model)."""
     nn, F = lib.nn, lib.nn.functional
+    sdpa = sdpa and hasattr(F, "scaled_dot_product_attention")
     hd = d_model // heads
 
     class Block(nn.Module):
@@ -86,6 +89,9 @@ def gpt_tiny(lib, vocab=GPT["vocab"], seq=GPT["seq"], d_model=GPT["d_model"],
             q = q.reshape(B, T, heads, hd).transpose(1, 2)    # (B, heads, T, hd)
             k = k.reshape(B, T, heads, hd).transpose(1, 2)
             v = v.reshape(B, T, heads, hd).transpose(1, 2)
+            if sdpa:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.proj(y.transpose(1, 2).reshape(B, T, C))
             att = q.matmul(k.transpose(2, 3)) * (1.0 / math.sqrt(hd))  # (B, heads, T, T)
             att = F.softmax(att.masked_fill(self.future[:T, :T], float("-inf")), dim=-1)
             y = att.matmul(v)                                 # (B, heads, T, hd)
@@ -223,6 +229,10 @@ MODELS = {
     "gpt": Spec("GPT-tiny (2 blocks, d_model 128, 4 heads, T 64, vocab 256), batch 8 "
                 "(512 tokens)", gpt_tiny, gpt_flops(8), 8, 40,
                 _token_batch(8, GPT["seq"], GPT["vocab"])),
+    "gpt-sdpa": Spec("GPT-tiny as above, its attention by F.scaled_dot_product_attention "
+                     "(musa's fused kernel; written out for PyTorch 1.13)",
+                     lambda lib: gpt_tiny(lib, sdpa=True), gpt_flops(8), 8, 40,
+                     _token_batch(8, GPT["seq"], GPT["vocab"])),
     "resnet18": Spec("ResNet-18 (CIFAR, 3x32x32), batch 32", resnet18, resnet18_flops(32), 32, 14,
                      _image_batch(32, (3, 32, 32), 10)),
 }

@@ -698,6 +698,21 @@ MUSA_API musa_tensor *musa_group_norm(musa_tensor *x, int64_t groups, musa_tenso
 MUSA_API musa_tensor *musa_softmax(musa_tensor *x, int64_t dim);
 MUSA_API musa_tensor *musa_log_softmax(musa_tensor *x, int64_t dim);
 
+/* Attention, softmax(q k^T * scale, masked) v, by one fused kernel: q is
+ * (..., Tq, E), k (..., Tk, E), v (..., Tk, Ev), with equal batch dims
+ * (broadcast them first, e.g. with musa_expand); the result is
+ * (..., Tq, Ev). mask (or NULL) is bool, True where a query may attend a
+ * key, broadcasting to (..., Tq, Tk); causal lets query i attend keys
+ * 0..i (not with a mask). A query that may attend no key gets NaN, as
+ * softmax over -inf gives. float32, float64, bfloat16 or float16 (the
+ * last two with float32 arithmetic); integers fail with MUSA_ERR_TYPE. The
+ * probabilities are never stored: the backward recomputes them a block
+ * of queries at a time from a saved log-sum-exp per query. Operands may
+ * be strided views (a head split of a projection reads in place). */
+MUSA_API musa_tensor *musa_scaled_dot_product_attention(musa_tensor *q, musa_tensor *k,
+                                                        musa_tensor *v, musa_tensor *mask,
+                                                        double scale, bool causal);
+
 /* Cross-entropy of logits (N, C, d...) or (C). An integer target holds
  * class indices (N, d...) (entries equal to ignore_index are skipped; mean
  * divides by the count of the others); a floating target holds class

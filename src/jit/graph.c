@@ -306,17 +306,17 @@ bool musa_graph_pairable(const musa_graph *g, const musa_gnode *n) {
         (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ORDERED | MUSA_OPF_THREADS |
                         MUSA_OPF_INPLACE | MUSA_OPF_REDUCTION | MUSA_OPF_CREATION)))
         return false;
-    /* GEMMs are never paired. Measured on the 2-core AMD machine: a GEMM
-     * under MUSA_SMALL_GEMM_MACS runs on one thread anyway, and pairing the
-     * MLP's (64 x 128 outputs) made its step 25-38 us slower (110 against
-     * 72 us). The products themselves got no slower; what the main thread
-     * did next with memory the other core had touched did (the profiler:
-     * the SGD update 3.0 -> 20.2 us, relu's backward 1.2 -> 5.5 us), as
-     * bench_cores measures: a core writing 64 KiB that the other just read
-     * takes 9.0 us against 0.7. Larger GEMMs run on every thread alone, and
-     * pairing them (as two one-thread tasks) made GPT-tiny's step 5% slower
-     * (9.7 against 9.3 ms, three runs each). */
-    if (info->attrs_kind == MUSA_ATTRS_matmul || n->op == MUSA_OP_linear) return false;
+    /* GEMMs (attention's kernels included) are never paired. Measured on the 2-core AMD machine: a
+     * GEMM under MUSA_SMALL_GEMM_MACS runs on one thread anyway, and pairing the MLP's (64 x 128
+     * outputs) made its step 25-38 us slower (110 against 72 us). The products themselves got no
+     * slower; what the main thread did next with memory the other core had touched did (the
+     * profiler: the SGD update 3.0 -> 20.2 us, relu's backward 1.2 -> 5.5 us), as bench_cores
+     * measures: a core writing 64 KiB that the other just read takes 9.0 us against 0.7. Larger
+     * GEMMs run on every thread alone, and pairing them (as two one-thread tasks) made GPT-tiny's
+     * step 5% slower (9.7 against 9.3 ms, three runs each). */
+    if (info->attrs_kind == MUSA_ATTRS_matmul || info->attrs_kind == MUSA_ATTRS_attention ||
+        n->op == MUSA_OP_linear)
+        return false;
     const musa_gvalue *o = &g->values.data[n->out[0]];
     int64_t ne = 1;
     for (int d = 0; d < o->ndim; d++) ne *= o->shape[d];

@@ -348,3 +348,71 @@ int grad_linear(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps_release(&t);
     return rc;
 }
+
+/* The attention's probabilities from its inputs, with public ops (the
+ * differentiable form for create_graph): softmax(q k^T scale, masked). */
+static musa_tensor *attention_probs(const musa_grad_args *a, musa_temps *tp) {
+#define TT(expr) musa_tmp(tp, (expr))
+    const musa_attrs_attention *at = a->attrs;
+    musa_tensor *q = a->in[0], *k = a->in[1];
+    int nd = q->ndim;
+    musa_tensor *s = TT(musa_mul(TT(musa_matmul(q, TT(musa_transpose(k, nd - 2, nd - 1)))),
+                                 TT(musa_number(at->scale))));
+    musa_tensor *allowed = a->n_in == 4 ? a->in[3] : NULL;
+    if (at->causal) {
+        int64_t sh[2] = {q->shape[nd - 2], k->shape[nd - 2]};
+        allowed = TT(musa_tril(TT(musa_ones(2, sh, MUSA_DTYPE_BOOL)), 0));
+    }
+    if (allowed) s = TT(musa_masked_fill(s, TT(musa_logical_not(allowed)), -INFINITY));
+    return TT(musa_softmax(s, -1));
+#undef TT
+}
+
+/* out = P v with P = softmax(scale q k^T, masked); lse = logsumexp of the
+ * masked scores. dv = P^T dout, dS = P (dout v^T - rowsum(dout out) +
+ * dlse), dq = scale dS k, dk = scale dS^T q. Without create_graph (and with
+ * no gradient for lse) the fused backward kernel recomputes P per block. */
+int grad_attention(const musa_grad_args *a, musa_tensor **gin) {
+    for (int i = 0; i < a->n_in; i++) gin[i] = NULL;
+    int rc = MUSA_OK;
+    musa_temps t = {0};
+    musa_tensor *g3[3] = {NULL, NULL, NULL};
+    if (!musa_is_grad_enabled() && G && !a->gout[1]) {
+        musa_tensor *in[7] = {G, a->in[0], a->in[1], a->in[2], a->out[0], a->out[1], NULL};
+        if (a->n_in == 4) in[6] = a->in[3];
+        rc = musa_dispatch(MUSA_OP_scaled_dot_product_attention_backward, a->n_in == 4 ? 7 : 6, in,
+                           a->attrs, g3);
+    } else {
+        const musa_attrs_attention *at = a->attrs;
+        musa_tensor *q = a->in[0], *k = a->in[1], *v = a->in[2];
+        int nd = q->ndim;
+        int64_t last = -1;
+        musa_tensor *p = attention_probs(a, &t);
+        musa_tensor *g = G ? G : T(grad_output_or_zeros(a, 0, a->out[0]));
+        musa_tensor *gp = T(musa_matmul(g, T(musa_transpose(v, nd - 2, nd - 1))));
+        musa_tensor *d = T(musa_sum(T(musa_mul(g, a->out[0])), 1, &last, true));
+        musa_tensor *inner = T(musa_sub(gp, d));
+        if (a->gout[1]) inner = T(musa_add(inner, T(musa_unsqueeze(a->gout[1], -1))));
+        musa_tensor *ds = T(musa_mul(p, inner));
+        musa_tensor *sc = T(musa_number(at->scale));
+        g3[0] = musa_mul(T(musa_matmul(ds, k)), sc);
+        g3[1] = musa_mul(T(musa_matmul(T(musa_transpose(ds, nd - 2, nd - 1)), q)), sc);
+        g3[2] = musa_matmul(T(musa_transpose(p, nd - 2, nd - 1)), g);
+        if (!g3[0] || !g3[1] || !g3[2]) rc = musa_last_error_code();
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!rc && a->needs[i] && g3[i] && g3[i]->dtype != a->in_meta[i].dtype) {
+            musa_tensor *c = musa_cast(g3[i], (musa_dtype)a->in_meta[i].dtype);
+            if (!c) rc = musa_last_error_code();
+            musa_tensor_release(g3[i]);
+            g3[i] = c;
+        }
+        if (!rc && a->needs[i])
+            gin[i] = g3[i];
+        else
+            musa_tensor_release(g3[i]);
+    }
+    for (int i = 0; rc && i < 3; i++) musa_tensor_release(gin[i]), gin[i] = NULL;
+    musa_temps_release(&t);
+    return rc;
+}

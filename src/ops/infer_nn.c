@@ -700,3 +700,104 @@ int infer_linear(const musa_op_info *op, musa_tensor *const *in, int n_in, void 
     musa_infer_out(r, 0, t, x->ndim, shape);
     return MUSA_OK;
 }
+
+/* scaled_dot_product_attention(q, k, v[, mask]) -> (out, lse): q (..., Tq,
+ * E), k (..., Tk, E), v (..., Tk, Ev) with equal batch dims; a bool mask
+ * (True: attend) broadcasts to (..., Tq, Tk). out is (..., Tq, Ev) in the
+ * inputs' dtype, lse (..., Tq) in the compute dtype: float64 for float64,
+ * else float32 (bfloat16 arrives as is, float16 as float32). */
+static int attention_operands(const musa_op_info *op, musa_tensor *const *in, int n_in,
+                              musa_infer *r, musa_dtype *t) {
+    const musa_tensor *q = in[0], *k = in[1], *v = in[2];
+    char s1[128], s2[128], s3[128];
+    int nd = q->ndim;
+    bool ok = nd >= 2 && k->ndim == nd && v->ndim == nd && k->shape[nd - 1] == q->shape[nd - 1] &&
+              v->shape[nd - 2] == k->shape[nd - 2];
+    for (int d = 0; ok && d < nd - 2; d++)
+        ok = k->shape[d] == q->shape[d] && v->shape[d] == q->shape[d];
+    if (!ok)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] query %s, key %s and value %s do not fit: they need the same batch "
+                        "dims, query and key the same last dim, key and value the same length",
+                        op->name, musa_shape_str(q->ndim, q->shape, s1, sizeof s1),
+                        musa_shape_str(k->ndim, k->shape, s2, sizeof s2),
+                        musa_shape_str(v->ndim, v->shape, s3, sizeof s3));
+    musa_dtype c = (musa_dtype)q->dtype;
+    for (int i = 1; i < 3; i++) c = musa_promote_types(c, (musa_dtype)in[i]->dtype);
+    if (!musa_is_float(c))
+        return musa_err(MUSA_ERR_TYPE, "[%s] query, key and value must be floating point, got %s",
+                        op->name, musa_dtype_name(c));
+    *t = c;
+    c = c == MUSA_DTYPE_BFLOAT16 || c == MUSA_DTYPE_FLOAT64 ? c : MUSA_DTYPE_FLOAT32;
+    for (int i = 0; i < 3; i++) r->in_dtype[i] = (int8_t)c;
+    if (n_in == 3) return MUSA_OK;
+    const musa_tensor *m = in[n_in - 1];
+    int64_t full[MUSA_MAX_DIMS];
+    memcpy(full, q->shape, sizeof(int64_t) * (size_t)nd);
+    full[nd - 1] = k->shape[nd - 2];
+    ok = m->dtype == MUSA_DTYPE_BOOL && m->ndim <= nd;
+    for (int d = 0; ok && d < m->ndim; d++) {
+        int64_t s = m->shape[m->ndim - 1 - d];
+        ok = s == 1 || s == full[nd - 1 - d];
+    }
+    if (!ok)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] the mask must be bool and broadcast to the scores' shape %s, got %s "
+                        "%s",
+                        op->name, musa_shape_str(nd, full, s1, sizeof s1),
+                        musa_dtype_name((musa_dtype)m->dtype),
+                        musa_shape_str(m->ndim, m->shape, s2, sizeof s2));
+    return MUSA_OK;
+}
+
+int infer_attention(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                    musa_infer *r) {
+    MUSA_UNUSED(attrs);
+    if (n_in != 3 && n_in != 4)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] takes query, key, value and an optional mask, got %d "
+                        "tensors",
+                        op->name, n_in);
+    musa_dtype t;
+    int rc = attention_operands(op, in, n_in, r, &t);
+    if (rc) return rc;
+    int nd = in[0]->ndim;
+    int64_t shape[MUSA_MAX_DIMS];
+    memcpy(shape, in[0]->shape, sizeof(int64_t) * (size_t)nd);
+    shape[nd - 1] = in[2]->shape[nd - 1];
+    musa_infer_out(r, 0, t, nd, shape);
+    musa_infer_out(r, 1, t == MUSA_DTYPE_FLOAT64 ? t : MUSA_DTYPE_FLOAT32, nd - 1, shape);
+    return MUSA_OK;
+}
+
+/* (g, q, k, v, out, lse[, mask]) -> (dq, dk, dv), in the dtype of the
+ * forward's result (float16 ones computed in float32, rounded once). */
+int infer_attention_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                             musa_infer *r) {
+    MUSA_UNUSED(attrs);
+    if (n_in != 6 && n_in != 7)
+        return musa_err(MUSA_ERR_VALUE, "[%s] takes 6 or 7 tensors, got %d", op->name, n_in);
+    musa_infer sub = *r;
+    sub.in_dtype = r->in_dtype + 1;
+    musa_tensor *fw[4] = {in[1], in[2], in[3], in[n_in - 1]};
+    musa_dtype t;
+    int rc = attention_operands(op, fw, n_in == 7 ? 4 : 3, &sub, &t);
+    if (rc) return rc;
+    const musa_tensor *g = in[0], *o = in[4], *lse = in[5];
+    int nd = in[1]->ndim;
+    bool ok = g->ndim == nd && o->ndim == nd && lse->ndim == nd - 1;
+    for (int d = 0; ok && d < nd; d++) {
+        int64_t want = d == nd - 1 ? in[3]->shape[d] : in[1]->shape[d];
+        ok = g->shape[d] == want && o->shape[d] == want && (d == nd - 1 || lse->shape[d] == want);
+    }
+    if (!ok)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] the gradient, output or log-sum-exp do not fit "
+                        "the query and value",
+                        op->name);
+    int8_t c = r->in_dtype[1];
+    r->in_dtype[0] = r->in_dtype[4] = c;
+    r->in_dtype[5] = c == MUSA_DTYPE_FLOAT64 ? c : MUSA_DTYPE_FLOAT32;
+    for (int i = 0; i < 3; i++) musa_infer_out(r, i, t, nd, in[1 + i]->shape);
+    return MUSA_OK;
+}

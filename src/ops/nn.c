@@ -576,3 +576,20 @@ musa_tensor *musa_linear(musa_tensor *x, musa_tensor *weight, musa_tensor *bias)
     musa_tensor *in[3] = {x, weight, bias};
     return musa_call(MUSA_OP_linear, bias ? 3 : 2, in, NULL);
 }
+
+musa_tensor *musa_scaled_dot_product_attention(musa_tensor *q, musa_tensor *k, musa_tensor *v,
+                                               musa_tensor *mask, double scale, bool causal) {
+    if (!q || !k || !v) return NULL;
+    if (mask && causal) {
+        musa_err(MUSA_ERR_VALUE,
+                 "[scaled_dot_product_attention] pass either a mask or causal, not both");
+        return NULL;
+    }
+    if (isnan(scale)) {
+        musa_err(MUSA_ERR_VALUE, "[scaled_dot_product_attention] scale is NaN");
+        return NULL;
+    }
+    musa_attrs_attention a = {.scale = scale, .causal = causal};
+    musa_tensor *in[4] = {q, k, v, mask};
+    return musa_call(MUSA_OP_scaled_dot_product_attention, mask ? 4 : 3, in, &a);
+}

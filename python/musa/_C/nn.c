@@ -135,6 +135,13 @@ DEF(layer_norm, NN, "input:T normalized_shape:I weight:T=None bias:T=None eps:f=
 DEF(group_norm, NN, "input:T num_groups:i weight:T=None bias:T=None eps:f=1e-05") {
     return pm_ret(musa_group_norm(a[0].t, a[1].i, a[2].t, a[3].t, a[4].f));
 }
+/* The fused kernel (F.scaled_dot_product_attention picks it, or the
+ * composition for what it does not take: float masks, dropout, float64) */
+DEF(scaled_dot_product_attention, NN,
+    "query:T key:T value:T attn_mask:T=None scale:f=1.0 is_causal:b=False") {
+    return pm_ret(
+        musa_scaled_dot_product_attention(a[0].t, a[1].t, a[2].t, a[3].t, a[4].f, a[5].b));
+}
 DEF(softmax, FM, "input:T dim:i") {
     return pm_ret(musa_softmax(a[0].t, a[1].i));
 }

@@ -603,6 +603,35 @@ def _mask_scores(scores, mask, allowed_when_true, who):
     return scores + mask
 
 
+_FUSED_ATTENTION_DTYPES = (_C.float32, _C.float64, _C.bfloat16, _C.float16)
+
+
+def _fused_attention(q, k, v, mask, dropout_p, scale, causal):
+    """The fused kernel's result (musa._C.scaled_dot_product_attention), or
+    None where it does not apply: dropout, a float mask, integer data, mixed
+    dtypes, an empty dim, a non-finite scale, or q, k and v of
+    different ranks. Batch dims broadcast here (as views)."""
+    if dropout_p > 0 or not (q.ndim == k.ndim == v.ndim) or q.ndim < 2:
+        return None
+    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in _FUSED_ATTENTION_DTYPES:
+        return None
+    if mask is not None and (mask.dtype != _C.bool or mask.ndim > q.ndim):
+        return None
+    if 0 in q.shape or 0 in k.shape or 0 in v.shape or not math.isfinite(scale):
+        return None
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        return None  # the composition gives the matmul's error
+    batch = tuple(q.shape[:-2])
+    if batch != tuple(k.shape[:-2]) or batch != tuple(v.shape[:-2]):
+        from .._torch_index import broadcast_shapes
+        try:
+            batch = broadcast_shapes(batch, tuple(k.shape[:-2]), tuple(v.shape[:-2]))
+        except (RuntimeError, ValueError):
+            return None
+        q, k, v = (x.expand(*batch, *x.shape[-2:]) for x in (q, k, v))
+    return _C.scaled_dot_product_attention(q, k, v, mask, scale, causal)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None):
     """softmax(q k^T * scale + mask) v over the last two dims; a bool
@@ -619,10 +648,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     length, source = query.shape[-2], key.shape[-2]
     if scale is None:  # (as PyTorch's C++: an empty last dim scales by inf)
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
+    if is_causal and attn_mask is not None:
+        raise ValueError("[scaled_dot_product_attention] pass either attn_mask or is_causal, not both")
+    fused = _fused_attention(query, key, value, attn_mask, dropout_p, scale, is_causal)
+    if fused is not None:
+        return fused
     scores = (query @ key.transpose(-2, -1)) * scale
     if is_causal:
-        if attn_mask is not None:
-            raise ValueError("[scaled_dot_product_attention] pass either attn_mask or is_causal, not both")
         attn_mask = _C.ones(length, source, dtype=_C.bool).tril()
     if attn_mask is not None:
         scores = _mask_scores(scores, attn_mask, True, "scaled_dot_product_attention")

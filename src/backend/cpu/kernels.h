@@ -60,6 +60,8 @@ bool musa_cpu_conv_channels_last_ok(int kind, const int64_t *xs, const int64_t *
                                     const void *attrs, int dtype, bool bias);
 MUSA_WS(ws_norm);
 MUSA_WS(ws_layer_norm_backward);
+MUSA_WS(ws_scaled_dot_product_attention);
+MUSA_WS(ws_scaled_dot_product_attention_backward);
 MUSA_WS(ws_linear);
 MUSA_WS(ws_xent);
 
@@ -83,6 +85,13 @@ int musa_cpu_gemm_threads(double macs);
  * ResNet-18's 4x4 backward-data convolutions took 2x as long in eager mode
  * as the same convolution in a plan). */
 int musa_cpu_omp_threads(int n);
+
+/* Softmax of n contiguous rows of `len` values, in place, by the softmax
+ * kernel's own row code; lse[r] gets row r's log-sum-exp (max + log(sum
+ * of exps)): -inf for a row of -inf, whose values are NaN as softmax makes
+ * them. For fused kernels (attention.c). */
+void musa_cpu_softmax_rows_f32(float *x, int64_t n, int64_t len, float *lse);
+void musa_cpu_softmax_rows_f64(double *x, int64_t n, int64_t len, double *lse);
 
 /* C = alpha A B + beta C for float32 (oneDNN) or float64 (BLAS), row-major,
  * with transpose flags 'N'/'T'. Uses the threads this thread may use. */

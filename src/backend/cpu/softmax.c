@@ -234,6 +234,21 @@ DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
 DEF_SOFTMAX(f32, f, float, expf, musa_exp_masked_f, logf)
 DEF_SOFTMAX(f64, d, double, exp, musa_exp_masked_d, log)
 
+#define DEF_SOFTMAX_ROWS(SUF, T)                                                                   \
+    void musa_cpu_softmax_rows_##SUF(T *x, int64_t n, int64_t len, T *lse) {                       \
+        for (int64_t r = 0; r < n; r++) {                                                          \
+            T *y = x + r * len;                                                                    \
+            bool masked;                                                                           \
+            T m = row_max_##SUF(y, len, &masked);                                                  \
+            double s = exp_sum_##SUF(y, y, len, m, masked);                                        \
+            T inv = (T)(1.0 / s);                                                                  \
+            _Pragma("omp simd") for (int64_t d = 0; d < len; d++) y[d] *= inv;                     \
+            lse[r] = (T)((double)m + log(s));                                                      \
+        }                                                                                          \
+    }
+DEF_SOFTMAX_ROWS(f32, float)
+DEF_SOFTMAX_ROWS(f64, double)
+
 static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *x,
                        const musa_kview *g, int64_t dim, bool log, bool backward) {
     char *ws = ctx->scratch;

@@ -235,14 +235,18 @@ static int rule_noop_view(musa_graph *g, int32_t i) {
     return replace_by(g, i, n->in[0]);
 }
 
-/* How many node inputs read v, plus one if it leaves the graph. */
-static int64_t uses_of(const musa_graph *g, int32_t v) {
+/* How many node inputs read v, plus one if it leaves the graph; reads by
+ * nodes of op `skip` (or -1) do not count. */
+static int64_t uses_but(const musa_graph *g, int32_t v, int skip) {
     int64_t u = escapes(g, v);
     for (int64_t k = 0; k < g->nodes.len; k++) {
         const musa_gnode *m = &g->nodes.data[k];
-        for (int q = 0; !m->dead && q < m->n_in; q++) u += m->in[q] == v;
+        for (int q = 0; !m->dead && m->op != skip && q < m->n_in; q++) u += m->in[q] == v;
     }
     return u;
+}
+static int64_t uses_of(const musa_graph *g, int32_t v) {
+    return uses_but(g, v, -1);
 }
 
 /* The one dim a zero pad pads (its width before in *left), or -1 when it
@@ -368,7 +372,18 @@ static int rule_noop_pad(musa_graph *g, int32_t i) {
  * makes the permute contiguous, and the clone goes. The GEMMs take the new
  * row stride as their ldc, so every element keeps its value; what goes is
  * a copy and its buffer. Only for a product that is its own contiguous
- * buffer; the permute is re-inferred from the new strides. */
+ * buffer; the permute is re-inferred from the new strides. The fused
+ * attention kernels write any output with unit-stride rows the same way
+ * (its result, and the backward's dq, dk and dv: the heads' gradients
+ * then arrive in the projection's (B, T, H, E) order); the attention's
+ * backward, which reads the result again, reads any layout too. */
+static bool writes_strided(const musa_graph *g, int32_t v) {
+    return producer_op(g, v, MUSA_OP_matmul) >= 0 ||
+           (producer_op(g, v, MUSA_OP_scaled_dot_product_attention) >= 0 &&
+            g->values.data[v].out_index == 0) ||
+           producer_op(g, v, MUSA_OP_scaled_dot_product_attention_backward) >= 0;
+}
+
 static int rule_matmul_writes_permuted(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_clone) return 0;
@@ -376,8 +391,8 @@ static int rule_matmul_writes_permuted(musa_graph *g, int32_t i) {
     if (pp < 0) return 0;
     const musa_gnode *perm = &g->nodes.data[pp];
     int32_t v = perm->in[0], pv = perm->out[0], cv = n->out[0];
-    if (producer_op(g, v, MUSA_OP_matmul) < 0 || escapes(g, cv) || uses_of(g, v) != 1 ||
-        uses_of(g, pv) != 1)
+    if (!writes_strided(g, v) || escapes(g, cv) ||
+        uses_but(g, v, MUSA_OP_scaled_dot_product_attention_backward) != 1 || uses_of(g, pv) != 1)
         return 0;
     musa_gvalue *x = &g->values.data[v], *y = &g->values.data[pv];
     const musa_gvalue *c = &g->values.data[cv];

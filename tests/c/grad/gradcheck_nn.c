@@ -152,3 +152,21 @@ TEST(grad_linear) {
     GC(f_linear, 3, true, in64(3, S(2, 2, 3), -1, 1, L_CONTIG),
        in64(2, S(2, 3), -1, 1, L_TRANSPOSED), in64(1, S(2), -1, 1, L_CONTIG));
 }
+
+/* attention: the fused backward kernel (gradcheck) and the composition
+ * create_graph takes (gradgradcheck), causal and with a bool mask */
+static musa_tensor *f_attn_causal(musa_tensor *const *in) {
+    return musa_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.7, true);
+}
+static musa_tensor *f_attn_mask(musa_tensor *const *in) {
+    musa_tensor *m = from_list(MUSA_DTYPE_BOOL, 2, S(2, 3), (double[]){1, 0, 1, 0, 1, 1});
+    musa_tensor *y = musa_scaled_dot_product_attention(in[0], in[1], in[2], m, 0.7, false);
+    musa_tensor_release(m);
+    return y;
+}
+TEST(grad_scaled_dot_product_attention) {
+    GC(f_attn_causal, 3, true, in64(3, S(2, 3, 2), -1, 1, L_CONTIG),
+       in64(3, S(2, 4, 2), -1, 1, L_TRANSPOSED), in64(3, S(2, 4, 3), -1, 1, L_CONTIG));
+    GC(f_attn_mask, 3, true, in64(3, S(2, 2, 4), -1, 1, L_STRIDED),
+       in64(3, S(2, 3, 4), -1, 1, L_CONTIG), in64(3, S(2, 3, 2), -1, 1, L_CONTIG));
+}

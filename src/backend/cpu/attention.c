@@ -1,0 +1,249 @@
+/*
+ * attention.c - fused scaled dot-product attention, forward and backward:
+ * softmax(q k^T * scale, masked) v for each matrix of a batch, a block of
+ * query rows at a time, without materialising the (Tq x Tk) probabilities
+ * of the whole batch.
+ *
+ * Forward, per (batch matrix, block of BQ query rows): S = scale Q K^T
+ * (one sgemm), masked to -inf (causal: keys after the row; a bool mask:
+ * where it is false), softmax by softmax.c's own row code, O = P V (one
+ * sgemm); each row's log-sum-exp (lse) is kept for the backward, which
+ * recomputes P = exp(S - lse) instead of saving it. Backward, per batch
+ * matrix (its key-side gradients sum over every query block, so a matrix
+ * is one task): dV += P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)),
+ * dQ = scale dS K, dK += scale dS^T Q.
+ *
+ * Arithmetic is float64 for float64 data, float32 for the rest (bfloat16
+ * operands are widened when packed, results rounded once when stored). Operands are
+ * read in place when they are float32 with unit-stride rows (attention's
+ * heads are usually strided views of a projection: (B, T, H, E) seen as
+ * (B, H, T, E)), else packed. Every GEMM runs on one thread (its task's)
+ * and tasks write disjoint outputs, so results do not depend on the
+ * thread count: eager calls and plans agree bit for bit.
+ */
+#include <cblas.h>
+#include <dnnl.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "nnutil.h"
+#include "vmath.h"
+
+#define BQ 64 /* query rows per block */
+
+typedef struct {
+    char *p;          /* element [0, 0] of the current batch matrix */
+    int64_t rs, cs;   /* row and column strides (elements) */
+    int64_t bs[MUSA_MAX_DIMS];
+    int dt;
+} amat;
+
+typedef struct {
+    int64_t nb, bshape[MUSA_MAX_DIMS], BH, Tq, Tk, E, Ev;
+    double scale;
+    bool causal, f64; /* float64 data: float64 arithmetic */
+    amat q, k, v, o, g, dq, dk, dv, mask;
+    char *lse;
+    int64_t lse_bs[MUSA_MAX_DIMS];
+    bool has_mask;
+    size_t slot_bytes;
+    char *scratch;
+    int slots;
+    _Atomic int64_t next;
+} att_job;
+
+/* View v (batch dims first, then rows and columns) as an amat; a bool mask
+ * of fewer dims broadcasts from the right over (batch..., Tq, Tk). */
+static amat amat_of(const musa_kview *v, int nb) {
+    amat m = {.p = v->data, .dt = v->dtype};
+    int off = nb + 2 - v->ndim; /* dims the view lacks on the left */
+    for (int d = 0; d < nb; d++) {
+        int s = d - off;
+        m.bs[d] = s >= 0 && v->shape[s] != 1 ? v->strides[s] : 0;
+    }
+    int r = nb - off, c = nb + 1 - off;
+    m.rs = r >= 0 && v->shape[r] != 1 ? v->strides[r] : 0;
+    m.cs = c >= 0 && v->shape[c] != 1 ? v->strides[c] : 0;
+    return m;
+}
+
+/* Element offset of batch matrix bh (last batch dim fastest). */
+static int64_t batch_off(const att_job *j, const int64_t *bs, int64_t bh) {
+    int64_t off = 0;
+    for (int d = (int)j->nb - 1; d >= 0; d--) {
+        off += (bh % j->bshape[d]) * bs[d];
+        bh /= j->bshape[d];
+    }
+    return off;
+}
+
+static inline char *at(const amat *m, int64_t base, int64_t r) {
+    return m->p + (base + r * m->rs) * (int64_t)musa_dtype_info[m->dt].size;
+}
+
+/* Keys row i of a block may see: causal rows see keys up to themselves. */
+static int64_t keys_of(const att_job *j, int64_t i) {
+    return j->causal ? (i + 1 < j->Tk ? i + 1 : j->Tk) : j->Tk;
+}
+
+/* One-thread GEMMs of the two compute dtypes (row-major, BLAS arguments). */
+static inline void gemm_f32(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                            float *C, int64_t ldc) {
+    musa_cpu_omp_threads(1);
+    dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+static inline void gemm_f64(char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha,
+                            const double *A, int64_t lda, const double *B, int64_t ldb,
+                            double beta, double *C, int64_t ldc) {
+    cblas_dgemm(CblasRowMajor, ta == 'N' ? CblasNoTrans : CblasTrans,
+                tb == 'N' ? CblasNoTrans : CblasTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+                (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
+#define T       float
+#define SIMD_MATH MUSA_SIMD_MATH(float)
+#define CDT     MUSA_DTYPE_FLOAT32
+#define SUF(n)  n##_f32
+#define GEMM    gemm_f32
+#define EXPM    musa_exp_masked_f
+#define SMROWS  musa_cpu_softmax_rows_f32
+#include "attention_impl.h"
+#undef T
+#undef SIMD_MATH
+#undef CDT
+#undef SUF
+#undef GEMM
+#undef EXPM
+#undef SMROWS
+#define T       double
+#define SIMD_MATH MUSA_SIMD_MATH(double)
+#define CDT     MUSA_DTYPE_FLOAT64
+#define SUF(n)  n##_f64
+#define GEMM    gemm_f64
+#define EXPM    musa_exp_masked_d
+#define SMROWS  musa_cpu_softmax_rows_f64
+#include "attention_impl.h"
+#undef T
+#undef SIMD_MATH
+#undef CDT
+#undef SUF
+#undef GEMM
+#undef EXPM
+#undef SMROWS
+
+/* Scratch of one task: staging and packs of every operand (an upper bound;
+ * unused parts cost nothing) and the score blocks. */
+static size_t slot_bytes(const att_job *j, bool bwd) {
+    size_t f = j->f64 ? sizeof(double) : sizeof(float);
+    int64_t bq = j->Tq < BQ ? j->Tq : BQ, Tk = j->Tk, E = j->E, Ev = j->Ev;
+    size_t kv = nn_align((size_t)(Tk * E) * f) + nn_align((size_t)(Tk * Ev) * f);
+    size_t rows = 3 * nn_align((size_t)(bq * (E > Ev ? E : Ev)) * f) + nn_align((size_t)(bq * Ev) * f);
+    size_t s = nn_align((size_t)(bq * Tk) * f);
+    if (!bwd) return kv + rows + s;
+    return 2 * kv + rows + 2 * s + nn_align((size_t)bq * f);
+}
+
+static void att_run(void *arg, int64_t s0, int64_t s1, bool bwd) {
+    att_job *j = arg;
+    int64_t tasks = bwd ? j->BH : j->BH * ((j->Tq + BQ - 1) / BQ);
+    for (int64_t s = s0; s < s1; s++) {
+        char *ws = j->scratch + (size_t)s * j->slot_bytes;
+        for (int64_t t; (t = atomic_fetch_add(&j->next, 1)) < tasks;) {
+            if (musa_interrupt_pending()) return; /* reported by the caller */
+            if (j->f64)
+                (bwd ? bwd_task_f64 : fwd_task_f64)(j, t, ws);
+            else
+                (bwd ? bwd_task_f32 : fwd_task_f32)(j, t, ws);
+        }
+    }
+}
+static void fwd_slots(void *arg, int64_t s0, int64_t s1) {
+    att_run(arg, s0, s1, false);
+}
+static void bwd_slots(void *arg, int64_t s0, int64_t s1) {
+    att_run(arg, s0, s1, true);
+}
+
+/* The job of a call: forward in = (q, k, v[, mask]), out = (o, lse);
+ * backward in = (g, q, k, v, o, lse[, mask]), out = (dq, dk, dv). */
+static void job_of(att_job *j, const musa_kview *out, const musa_kview *in, int n_in, bool bwd,
+                   const void *attrs) {
+    const musa_attrs_attention *a = attrs;
+    const musa_kview *q = &in[bwd], *k = &in[bwd + 1], *v = &in[bwd + 2];
+    memset(j, 0, sizeof *j);
+    j->nb = q->ndim - 2;
+    j->BH = 1;
+    for (int d = 0; d < j->nb; d++) j->bshape[d] = q->shape[d], j->BH *= q->shape[d];
+    j->Tq = q->shape[q->ndim - 2], j->E = q->shape[q->ndim - 1];
+    j->Tk = k->shape[k->ndim - 2], j->Ev = v->shape[v->ndim - 1];
+    j->scale = a->scale, j->causal = a->causal, j->f64 = q->dtype == MUSA_DTYPE_FLOAT64;
+    int nb = (int)j->nb;
+    j->q = amat_of(q, nb), j->k = amat_of(k, nb), j->v = amat_of(v, nb);
+    j->has_mask = n_in == (bwd ? 7 : 4);
+    if (j->has_mask) j->mask = amat_of(&in[n_in - 1], nb);
+    const musa_kview *lse = bwd ? &in[5] : &out[1];
+    j->lse = lse->data;
+    for (int d = 0; d < nb; d++) j->lse_bs[d] = lse->shape[d] != 1 ? lse->strides[d] : 0;
+    if (bwd) {
+        j->g = amat_of(&in[0], nb), j->o = amat_of(&in[4], nb);
+        j->dq = amat_of(&out[0], nb), j->dk = amat_of(&out[1], nb), j->dv = amat_of(&out[2], nb);
+    } else {
+        j->o = amat_of(&out[0], nb);
+    }
+    j->slot_bytes = slot_bytes(j, bwd);
+}
+
+static int64_t job_tasks(const att_job *j, bool bwd) {
+    return bwd ? j->BH : j->BH * ((j->Tq + BQ - 1) / BQ);
+}
+
+static size_t ws_att(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs,
+                     bool bwd) {
+    att_job j;
+    job_of(&j, out, in, n_in, bwd, attrs);
+    int64_t tasks = job_tasks(&j, bwd);
+    int64_t slots = musa_pool_threads() < tasks ? musa_pool_threads() : tasks;
+    return (size_t)(slots > 0 ? slots : 0) * j.slot_bytes;
+}
+
+MUSA_WS(ws_scaled_dot_product_attention) {
+    MUSA_UNUSED(n_out);
+    return ws_att(out, in, n_in, attrs, false);
+}
+MUSA_WS(ws_scaled_dot_product_attention_backward) {
+    MUSA_UNUSED(n_out);
+    return ws_att(out, in, n_in, attrs, true);
+}
+
+static int att_call(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                    const void *attrs, bool bwd) {
+    att_job j;
+    job_of(&j, out, in, n_in, bwd, attrs);
+    int64_t tasks = job_tasks(&j, bwd);
+    if (tasks == 0) return MUSA_OK;
+    /* float64 runs OpenBLAS's dgemm, whose own threads are not for calls
+     * from several threads at once: one slot */
+    int64_t slots = j.f64 ? 1 : musa_pool_intra_threads();
+    if (slots > tasks) slots = tasks;
+    if (j.slot_bytes && (size_t)slots * j.slot_bytes > ctx->scratch_bytes)
+        slots = (int64_t)(ctx->scratch_bytes / j.slot_bytes);
+    if (slots < 1)
+        return musa_err(MUSA_ERR_RUNTIME, "[%s] internal: workspace of %zu bytes is short",
+                        ctx->op_name, ctx->scratch_bytes);
+    j.scratch = ctx->scratch;
+    atomic_init(&j.next, 0);
+    musa_parallel_for(slots, 1, bwd ? bwd_slots : fwd_slots, &j);
+    return MUSA_OK; /* an interrupt left work undone: the dispatcher reports it */
+}
+
+int cpu_scaled_dot_product_attention(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                                     int n_in, const void *attrs) {
+    return att_call(ctx, out, in, n_in, attrs, false);
+}
+
+int cpu_scaled_dot_product_attention_backward(const musa_kctx *ctx, musa_kview *out,
+                                              const musa_kview *in, int n_in, const void *attrs) {
+    return att_call(ctx, out, in, n_in, attrs, true);
+}

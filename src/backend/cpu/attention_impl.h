@@ -1,0 +1,181 @@
+/*
+ * attention_impl.h - the dtype-generic part of attention.c, included once
+ * per compute dtype with T (float or double; SIMD_MATH its vector-math
+ * pragma), CDT (its musa dtype),
+ * SUF(name) (name with the dtype's suffix), GEMM (one-thread GEMM, BLAS
+ * arguments, row-major), EXPM (musa_exp_masked_*) and SMROWS (softmax.c's
+ * row softmax with log-sum-exp).
+ */
+/* C (M x N, ldc) = alpha op(A) op(B) + beta C on this thread. K == 0 is an
+ * empty sum (C = beta C), which sgemm would not take. */
+static void SUF(sg)(char ta, char tb, int64_t M, int64_t N, int64_t K, T alpha, const T *A,
+                    int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t c = 0; c < N; c++) C[i * ldc + c] = beta == 0 ? 0 : beta * C[i * ldc + c];
+        return;
+    }
+    GEMM(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Rows [r0, r0 + n) of matrix m (cols wide) at batch offset base, as a
+ * float32 matrix with unit column stride: m's own memory when it is one,
+ * else a packed copy in *ws. Sets *ld. */
+static const T *SUF(rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int64_t cols,
+                             char **ws, int64_t *ld) {
+    if (m->dt == CDT && (m->cs == 1 || cols == 1) &&
+        (n == 1 || m->rs >= cols)) {
+        *ld = n == 1 ? (cols ? cols : 1) : m->rs;
+        return (const T *)at(m, base, r0);
+    }
+    T *d = (T *)*ws;
+    *ws += nn_align((size_t)(n * cols) * sizeof(T));
+    musa_kview s = {.data = at(m, base, r0),
+                    .dtype = m->dt,
+                    .ndim = 2,
+                    .shape = {n, cols},
+                    .strides = {m->rs, m->cs}};
+    musa_kview t = {.data = (char *)d,
+                    .dtype = CDT,
+                    .ndim = 2,
+                    .shape = {n, cols},
+                    .strides = {cols, 1}};
+    musa_cpu_copy(&t, &s);
+    *ld = cols ? cols : 1;
+    return d;
+}
+
+/* Where rows [r0, r0 + n) of output m get written: in place when float32
+ * with unit column stride, else a staging block in *ws (store_rows then
+ * rounds it into m). */
+static T *SUF(out_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int64_t cols, char **ws,
+                       int64_t *ld) {
+    if (m->dt == CDT && (m->cs == 1 || cols == 1) && (n == 1 || m->rs >= cols)) {
+        *ld = n == 1 ? (cols ? cols : 1) : m->rs;
+        return (T *)at(m, base, r0);
+    }
+    T *d = (T *)*ws;
+    *ws += nn_align((size_t)(n * cols) * sizeof(T));
+    *ld = cols ? cols : 1;
+    return d;
+}
+
+static void SUF(store_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int64_t cols,
+                       const T *src) {
+    if ((const char *)src == at(m, base, r0)) return;
+    musa_kview s = {.data = (char *)src,
+                    .dtype = CDT,
+                    .ndim = 2,
+                    .shape = {n, cols},
+                    .strides = {cols, 1}};
+    musa_kview t = {
+        .data = at(m, base, r0), .dtype = m->dt, .ndim = 2, .shape = {n, cols},
+        .strides = {m->rs, m->cs}};
+    musa_cpu_copy(&t, &s);
+}
+
+/* S (n x kn, ld kn) = scale Q[i0:i0+n] K[:kn]^T, then -inf where masked. */
+static void SUF(scores)(const att_job *j, int64_t bh, int64_t i0, int64_t n, int64_t kn,
+                   const T *Q, int64_t ldq, const T *K, int64_t ldk, T *S) {
+    SUF(sg)('N', 'T', n, kn, j->E, (T)j->scale, Q, ldq, K, ldk, 0, S, kn);
+    int64_t mb = j->has_mask ? batch_off(j, j->mask.bs, bh) : 0;
+    for (int64_t r = 0; r < n; r++) {
+        T *s = S + r * kn;
+        for (int64_t c = keys_of(j, i0 + r); c < kn; c++) s[c] = -INFINITY;
+        if (!j->has_mask) continue;
+        const bool *m = (const bool *)j->mask.p + mb + (i0 + r) * j->mask.rs;
+        for (int64_t c = 0; c < kn; c++)
+            if (!m[c * j->mask.cs]) s[c] = -INFINITY;
+    }
+}
+
+static T *SUF(lse_row)(const att_job *j, int64_t bh, int64_t i) {
+    return (T *)j->lse + batch_off(j, j->lse_bs, bh) + i;
+}
+
+static void SUF(fwd_task)(att_job *j, int64_t t, char *ws) {
+    int64_t nqb = (j->Tq + BQ - 1) / BQ, bh = t / nqb, i0 = (t % nqb) * BQ;
+    int64_t n = j->Tq - i0 < BQ ? j->Tq - i0 : BQ;
+    int64_t kn = keys_of(j, i0 + n - 1);
+    int64_t qb = batch_off(j, j->q.bs, bh), kb = batch_off(j, j->k.bs, bh);
+    int64_t vb = batch_off(j, j->v.bs, bh), ob = batch_off(j, j->o.bs, bh);
+    T *lse = SUF(lse_row)(j, bh, i0);
+    int64_t ldq, ldk, ldv, ldo;
+    T *O = SUF(out_rows)(&j->o, ob, i0, n, j->Ev, &ws, &ldo);
+    if (kn == 0) { /* no keys: an empty sum, as softmax over nothing */
+        for (int64_t r = 0; r < n; r++) {
+            lse[r] = -INFINITY;
+            for (int64_t c = 0; c < j->Ev; c++) O[r * ldo + c] = 0;
+        }
+        SUF(store_rows)(&j->o, ob, i0, n, j->Ev, O);
+        return;
+    }
+    const T *Q = SUF(rows)(&j->q, qb, i0, n, j->E, &ws, &ldq);
+    const T *K = SUF(rows)(&j->k, kb, 0, kn, j->E, &ws, &ldk);
+    const T *V = SUF(rows)(&j->v, vb, 0, kn, j->Ev, &ws, &ldv);
+    T *S = (T *)ws;
+    SUF(scores)(j, bh, i0, n, kn, Q, ldq, K, ldk, S);
+    SMROWS(S, n, kn, lse);
+    SUF(sg)('N', 'N', n, j->Ev, kn, 1, S, kn, V, ldv, 0, O, ldo);
+    SUF(store_rows)(&j->o, ob, i0, n, j->Ev, O);
+}
+
+static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
+    int64_t qb = batch_off(j, j->q.bs, bh), kb = batch_off(j, j->k.bs, bh);
+    int64_t vb = batch_off(j, j->v.bs, bh), ob = batch_off(j, j->o.bs, bh);
+    int64_t gb = batch_off(j, j->g.bs, bh), dqb = batch_off(j, j->dq.bs, bh);
+    int64_t dkb = batch_off(j, j->dk.bs, bh), dvb = batch_off(j, j->dv.bs, bh);
+    int64_t Tk = j->Tk, ldk, ldv, lddk, lddv;
+    T *dK = SUF(out_rows)(&j->dk, dkb, 0, Tk, j->E, &ws, &lddk);
+    T *dV = SUF(out_rows)(&j->dv, dvb, 0, Tk, j->Ev, &ws, &lddv);
+    for (int64_t r = 0; r < Tk; r++) {
+        memset(dK + r * lddk, 0, sizeof(T) * (size_t)j->E);
+        memset(dV + r * lddv, 0, sizeof(T) * (size_t)j->Ev);
+    }
+    const T *K = SUF(rows)(&j->k, kb, 0, Tk, j->E, &ws, &ldk);
+    const T *V = SUF(rows)(&j->v, vb, 0, Tk, j->Ev, &ws, &ldv);
+    int64_t bq = j->Tq < BQ ? j->Tq : BQ;
+    T *P = (T *)ws;
+    ws += nn_align((size_t)(bq * Tk) * sizeof(T));
+    T *dP = (T *)ws;
+    ws += nn_align((size_t)(bq * Tk) * sizeof(T));
+    T *D = (T *)ws;
+    char *blk = ws + nn_align((size_t)bq * sizeof(T)); /* the per-block packs start here */
+    for (int64_t i0 = 0; i0 < j->Tq; i0 += BQ) {
+        char *w = blk;
+        int64_t n = j->Tq - i0 < BQ ? j->Tq - i0 : BQ, kn = keys_of(j, i0 + n - 1);
+        int64_t ldq, ldg, ldo, lddq;
+        T *dQ = SUF(out_rows)(&j->dq, dqb, i0, n, j->E, &w, &lddq);
+        if (kn == 0) {
+            for (int64_t r = 0; r < n; r++) memset(dQ + r * lddq, 0, sizeof(T) * (size_t)j->E);
+            SUF(store_rows)(&j->dq, dqb, i0, n, j->E, dQ);
+            continue;
+        }
+        const T *Q = SUF(rows)(&j->q, qb, i0, n, j->E, &w, &ldq);
+        const T *G = SUF(rows)(&j->g, gb, i0, n, j->Ev, &w, &ldg);
+        const T *O = SUF(rows)(&j->o, ob, i0, n, j->Ev, &w, &ldo);
+        const T *lse = SUF(lse_row)(j, bh, i0);
+        SUF(scores)(j, bh, i0, n, kn, Q, ldq, K, ldk, P);
+        for (int64_t r = 0; r < n; r++) {
+            T *p = P + r * kn, l = lse[r];
+            SIMD_MATH
+            for (int64_t c = 0; c < kn; c++) p[c] = EXPM(p[c] - l);
+            double d = 0; /* rowsum(dO * O) = rowsum(dP * P) */
+            for (int64_t c = 0; c < j->Ev; c++) d += (double)G[r * ldg + c] * O[r * ldo + c];
+            D[r] = (T)d;
+        }
+        SUF(sg)('T', 'N', kn, j->Ev, n, 1, P, kn, G, ldg, 1, dV, lddv);
+        SUF(sg)('N', 'T', n, kn, j->Ev, 1, G, ldg, V, ldv, 0, dP, kn);
+        for (int64_t r = 0; r < n; r++) {
+            T *p = P + r * kn, *dp = dP + r * kn, d = D[r];
+            _Pragma("omp simd") for (int64_t c = 0; c < kn; c++) dp[c] = p[c] * (dp[c] - d);
+        }
+        SUF(sg)('N', 'N', n, j->E, kn, (T)j->scale, dP, kn, K, ldk, 0, dQ, lddq);
+        SUF(sg)('T', 'N', kn, j->E, n, (T)j->scale, dP, kn, Q, ldq, 1, dK, lddk);
+        SUF(store_rows)(&j->dq, dqb, i0, n, j->E, dQ);
+    }
+    SUF(store_rows)(&j->dk, dkb, 0, Tk, j->E, dK);
+    SUF(store_rows)(&j->dv, dvb, 0, Tk, j->Ev, dV);
+}
+

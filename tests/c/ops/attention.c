@@ -1,0 +1,200 @@
+/*
+ * attention.c - op tests for the fused scaled dot-product attention and its
+ * backward op against float64 references computed here with plain loops:
+ * every dtype, strided operands, a causal or a broadcast bool mask, more
+ * query rows than one kernel block, and malformed operands.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../util.h"
+
+typedef struct {
+    int64_t B, Tq, Tk, E, Ev;
+    double scale;
+    bool causal;
+    const bool *mask; /* (Tq, Tk) shared by the batch, true: attend; or NULL */
+} att_case;
+
+static bool allowed(const att_case *c, int64_t i, int64_t j) {
+    if (c->causal) return j <= i;
+    return !c->mask || c->mask[i * c->Tk + j];
+}
+
+/* out (B, Tq, Ev) and, with g, the gradients of sum(out * g). */
+static void att_ref(const att_case *c, const double *q, const double *k, const double *v,
+                    const double *g, double *out, double *lse, double *dq, double *dk,
+                    double *dv) {
+    int64_t Tq = c->Tq, Tk = c->Tk, E = c->E, Ev = c->Ev;
+    double *p = malloc(sizeof(double) * (size_t)(Tk ? Tk : 1));
+    if (dq) memset(dq, 0, sizeof(double) * (size_t)(c->B * Tq * E));
+    if (dk) memset(dk, 0, sizeof(double) * (size_t)(c->B * Tk * E));
+    if (dv) memset(dv, 0, sizeof(double) * (size_t)(c->B * Tk * Ev));
+    for (int64_t b = 0; b < c->B; b++)
+        for (int64_t i = 0; i < Tq; i++) {
+            const double *qi = q + (b * Tq + i) * E;
+            double m = -INFINITY, s = 0;
+            for (int64_t j = 0; j < Tk; j++) {
+                double d = 0;
+                for (int64_t e = 0; e < E; e++) d += qi[e] * k[(b * Tk + j) * E + e];
+                p[j] = allowed(c, i, j) ? d * c->scale : -INFINITY;
+                m = p[j] > m ? p[j] : m;
+            }
+            for (int64_t j = 0; j < Tk; j++) s += (p[j] = exp(p[j] - m));
+            for (int64_t j = 0; j < Tk; j++) p[j] /= s;
+            lse[b * Tq + i] = m + log(s);
+            double *oi = out + (b * Tq + i) * Ev;
+            for (int64_t e = 0; e < Ev; e++) {
+                oi[e] = 0;
+                for (int64_t j = 0; j < Tk; j++) oi[e] += p[j] * v[(b * Tk + j) * Ev + e];
+            }
+            if (!g) continue;
+            const double *gi = g + (b * Tq + i) * Ev;
+            double D = 0;
+            for (int64_t e = 0; e < Ev; e++) D += gi[e] * oi[e];
+            for (int64_t j = 0; j < Tk; j++) {
+                double dp = 0;
+                for (int64_t e = 0; e < Ev; e++) {
+                    dp += gi[e] * v[(b * Tk + j) * Ev + e];
+                    dv[(b * Tk + j) * Ev + e] += p[j] * gi[e];
+                }
+                double ds = p[j] * (dp - D) * c->scale;
+                for (int64_t e = 0; e < E; e++) {
+                    dq[(b * Tq + i) * E + e] += ds * k[(b * Tk + j) * E + e];
+                    dk[(b * Tk + j) * E + e] += ds * qi[e];
+                }
+            }
+        }
+    free(p);
+}
+
+static musa_tensor *mask_of(const att_case *c) {
+    if (!c->mask) return NULL;
+    double m[256];
+    for (int64_t i = 0; i < c->Tq * c->Tk; i++) m[i] = c->mask[i];
+    return from_list(MUSA_DTYPE_BOOL, 2, S(c->Tq, c->Tk), m);
+}
+
+/* One forward case: out and lse against the reference; with bwd, also the
+ * backward op's three gradients. */
+static void att_check(const att_case *c, musa_dtype dt, layout lay, bool bwd) {
+    musa_tensor *q = rnd(dt, 3, S(c->B, c->Tq, c->E), -2, 2, lay);
+    musa_tensor *k = rnd(dt, 3, S(c->B, c->Tk, c->E), -2, 2, lay);
+    musa_tensor *v = rnd(dt, 3, S(c->B, c->Tk, c->Ev), -1, 1, lay);
+    musa_tensor *g = rnd(dt, 3, S(c->B, c->Tq, c->Ev), -1, 1, L_CONTIG);
+    musa_tensor *mask = mask_of(c);
+    int id = musa_op_lookup("scaled_dot_product_attention");
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_float(a, "scale", c->scale);
+    musa_attrs_set_bool(a, "causal", c->causal);
+    musa_tensor *out[3] = {NULL, NULL, NULL}, *grads[3] = {NULL, NULL, NULL};
+    CHECK_OK(musa_op_call(id, mask ? 4 : 3, (musa_tensor *[]){q, k, v, mask}, a, out));
+    int64_t no = c->B * c->Tq * c->Ev, nq = c->B * c->Tq * c->E;
+    int64_t nk = c->B * c->Tk * c->E, nv = c->B * c->Tk * c->Ev;
+    double *qv = values(q), *kv = values(k), *vv = values(v), *gv = values(g);
+    double *want = malloc(sizeof(double) * (size_t)(no + c->B * c->Tq + nq + nk + nv));
+    double *lse = want + no, *dq = lse + c->B * c->Tq, *dk = dq + nq, *dvw = dk + nk;
+    att_ref(c, qv, kv, vv, gv, want, lse, dq, dk, dvw);
+    /* the products round in the dtype: scale the tolerance by the sums' length */
+    double sc = dt == MUSA_DTYPE_FLOAT64 ? 10 : 4;
+    CHECK(musa_tensor_dtype(out[0]) == dt);
+    CHECK(musa_tensor_dtype(out[1]) == (dt == MUSA_DTYPE_FLOAT64 ? dt : MUSA_DTYPE_FLOAT32));
+    near("out", out[0], want, no, sc);
+    near("lse", out[1], lse, c->B * c->Tq, sc);
+    if (bwd) {
+        int bid = musa_op_lookup("scaled_dot_product_attention_backward");
+        musa_attrs *ba = musa_attrs_new(bid);
+        musa_attrs_set_float(ba, "scale", c->scale);
+        musa_attrs_set_bool(ba, "causal", c->causal);
+        musa_tensor *in[7] = {g, q, k, v, out[0], out[1], mask};
+        int rc = musa_op_call(bid, mask ? 7 : 6, in, ba, grads);
+        musa_attrs_free(ba);
+        CHECK_OK(rc);
+        double gs = sc * 2;
+        near("dq", grads[0], dq, nq, gs);
+        near("dk", grads[1], dk, nk, gs);
+        near("dv", grads[2], dvw, nv, gs);
+    }
+    musa_attrs_free(a);
+    free(qv), free(kv), free(vv), free(gv), free(want);
+    release_all(11, q, k, v, g, mask, out[0], out[1], out[2], grads[0], grads[1], grads[2]);
+}
+
+static const bool MASK_3x4[] = {1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1};
+
+TEST(op_scaled_dot_product_attention) {
+    const att_case cases[] = {
+        {.B = 2, .Tq = 3, .Tk = 4, .E = 5, .Ev = 2, .scale = 0.4},
+        {.B = 2, .Tq = 3, .Tk = 4, .E = 5, .Ev = 2, .scale = 0.4, .mask = MASK_3x4},
+        {.B = 1, .Tq = 70, .Tk = 66, .E = 4, .Ev = 3, .scale = 0.5, .causal = true},
+        {.B = 3, .Tq = 1, .Tk = 1, .E = 1, .Ev = 1, .scale = 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int d = 0; d < 4; d++)
+            for (int lay = 0; lay < L_COUNT; lay++)
+                att_check(&cases[i], FLOAT_DTYPES[d], (layout)lay, false);
+}
+
+TEST(op_scaled_dot_product_attention_backward) {
+    const att_case cases[] = {
+        {.B = 2, .Tq = 3, .Tk = 4, .E = 5, .Ev = 2, .scale = 0.4, .mask = MASK_3x4},
+        {.B = 1, .Tq = 70, .Tk = 66, .E = 4, .Ev = 3, .scale = 0.5, .causal = true},
+        {.B = 2, .Tq = 5, .Tk = 3, .E = 2, .Ev = 4, .scale = 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int d = 0; d < 4; d++)
+            for (int lay = 0; lay < L_COUNT; lay++)
+                att_check(&cases[i], FLOAT_DTYPES[d], (layout)lay, true);
+}
+
+/* A query row that may attend no key is NaN, as softmax over -inf makes it. */
+TEST(scaled_dot_product_attention_masked_row_is_nan) {
+    const double mv[] = {0, 0, 1, 1};
+    musa_tensor *m = from_list(MUSA_DTYPE_BOOL, 2, S(2, 2), mv);
+    musa_tensor *q = musa_ones(2, S(2, 3), MUSA_DTYPE_FLOAT32);
+    musa_tensor *y = musa_scaled_dot_product_attention(q, q, q, m, 1, false);
+    CHECK(y != NULL);
+    double *v = values(y);
+    CHECK(isnan(v[0]) && isnan(v[2]) && v[3] == 1 && v[5] == 1);
+    free(v);
+    release_all(3, m, q, y);
+}
+
+TEST(scaled_dot_product_attention_rejects_bad_operands) {
+    musa_tensor *q = musa_ones(3, S(2, 3, 4), MUSA_DTYPE_FLOAT32);
+    musa_tensor *k5 = musa_ones(3, S(2, 3, 5), MUSA_DTYPE_FLOAT32);
+    musa_tensor *kb = musa_ones(3, S(3, 3, 4), MUSA_DTYPE_FLOAT32);
+    musa_tensor *qi = musa_ones(3, S(2, 3, 4), MUSA_DTYPE_INT64);
+    musa_tensor *mf = musa_ones(2, S(3, 3), MUSA_DTYPE_FLOAT32);
+    musa_tensor *mb = musa_ones(2, S(2, 3), MUSA_DTYPE_BOOL);
+    musa_tensor *m = musa_ones(2, S(3, 3), MUSA_DTYPE_BOOL);
+    musa_tensor *v2 = musa_ones(1, S(4), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(musa_scaled_dot_product_attention(q, k5, q, NULL, 1, false) != NULL,
+              MUSA_ERR_VALUE, "[scaled_dot_product_attention] query (2, 3, 4), key (2, 3, 5)");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, kb, kb, NULL, 1, false) != NULL,
+              MUSA_ERR_VALUE, "do not fit");
+    CHECK_ERR(musa_scaled_dot_product_attention(v2, v2, v2, NULL, 1, false) != NULL,
+              MUSA_ERR_VALUE, "do not fit");
+    CHECK_ERR(musa_scaled_dot_product_attention(qi, qi, qi, NULL, 1, false) != NULL,
+              MUSA_ERR_TYPE, "must be floating point, got int64");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, mf, 1, false) != NULL, MUSA_ERR_VALUE,
+              "the mask must be bool and broadcast to the scores' shape (2, 3, 3), got float32");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, mb, 1, false) != NULL, MUSA_ERR_VALUE,
+              "got bool (2, 3)");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, m, 1, true) != NULL, MUSA_ERR_VALUE,
+              "either a mask or causal");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, NULL, NAN, false) != NULL,
+              MUSA_ERR_VALUE, "scale is NaN");
+    /* the backward op through the generic API: operands that do not fit */
+    int bid = musa_op_lookup("scaled_dot_product_attention_backward");
+    musa_attrs *a = musa_attrs_new(bid);
+    musa_tensor *lse = musa_ones(2, S(2, 3), MUSA_DTYPE_FLOAT32), *out[3] = {NULL};
+    CHECK_ERR(musa_op_call(bid, 6, (musa_tensor *[]){q, q, q, q, q, k5}, a, out) == MUSA_OK,
+              MUSA_ERR_VALUE, "do not fit");
+    CHECK_ERR(musa_op_call(bid, 6, (musa_tensor *[]){k5, q, q, q, q, lse}, a, out) == MUSA_OK,
+              MUSA_ERR_VALUE, "the gradient, output or log-sum-exp do not fit");
+    CHECK_ERR(musa_op_call(bid, 5, (musa_tensor *[]){q, q, q, q, q}, a, out) == MUSA_OK,
+              MUSA_ERR_VALUE, "takes 6 or 7 tensors, got 5");
+    musa_attrs_free(a);
+    release_all(9, q, k5, kb, qi, mf, mb, m, v2, lse);
+}
