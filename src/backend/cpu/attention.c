@@ -33,8 +33,8 @@
 #define BQ 64 /* query rows per block */
 
 typedef struct {
-    char *p;          /* element [0, 0] of the current batch matrix */
-    int64_t rs, cs;   /* row and column strides (elements) */
+    char *p;        /* element [0, 0] of the current batch matrix */
+    int64_t rs, cs; /* row and column strides (elements) */
     int64_t bs[MUSA_MAX_DIMS];
     int dt;
 } amat;
@@ -82,6 +82,15 @@ static inline char *at(const amat *m, int64_t base, int64_t r) {
     return m->p + (base + r * m->rs) * (int64_t)musa_dtype_info[m->dt].size;
 }
 
+/* Whether n rows of m (cols wide) are a GEMM operand as they lie: of the
+ * compute dtype cdt, unit column stride, rows apart by at least a row
+ * (then *ld is their stride). */
+static bool in_place(const amat *m, int cdt, int64_t n, int64_t cols, int64_t *ld) {
+    if (m->dt != cdt || (m->cs != 1 && cols != 1) || (n != 1 && m->rs < cols)) return false;
+    *ld = n == 1 ? (cols ? cols : 1) : m->rs;
+    return true;
+}
+
 /* Keys row i of a block may see: causal rows see keys up to themselves. */
 static int64_t keys_of(const att_job *j, int64_t i) {
     return j->causal ? (i + 1 < j->Tk ? i + 1 : j->Tk) : j->Tk;
@@ -95,20 +104,20 @@ static inline void gemm_f32(char ta, char tb, int64_t M, int64_t N, int64_t K, f
     dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 static inline void gemm_f64(char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha,
-                            const double *A, int64_t lda, const double *B, int64_t ldb,
-                            double beta, double *C, int64_t ldc) {
+                            const double *A, int64_t lda, const double *B, int64_t ldb, double beta,
+                            double *C, int64_t ldc) {
     cblas_dgemm(CblasRowMajor, ta == 'N' ? CblasNoTrans : CblasTrans,
                 tb == 'N' ? CblasNoTrans : CblasTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
                 (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }
 
-#define T       float
+#define T         float
 #define SIMD_MATH MUSA_SIMD_MATH(float)
-#define CDT     MUSA_DTYPE_FLOAT32
-#define SUF(n)  n##_f32
-#define GEMM    gemm_f32
-#define EXPM    musa_exp_masked_f
-#define SMROWS  musa_cpu_softmax_rows_f32
+#define CDT       MUSA_DTYPE_FLOAT32
+#define SUF(n)    n##_f32
+#define GEMM      gemm_f32
+#define EXPM      musa_exp_masked_f
+#define SMROWS    musa_cpu_softmax_rows_f32
 #include "attention_impl.h"
 #undef T
 #undef SIMD_MATH
@@ -117,13 +126,13 @@ static inline void gemm_f64(char ta, char tb, int64_t M, int64_t N, int64_t K, d
 #undef GEMM
 #undef EXPM
 #undef SMROWS
-#define T       double
+#define T         double
 #define SIMD_MATH MUSA_SIMD_MATH(double)
-#define CDT     MUSA_DTYPE_FLOAT64
-#define SUF(n)  n##_f64
-#define GEMM    gemm_f64
-#define EXPM    musa_exp_masked_d
-#define SMROWS  musa_cpu_softmax_rows_f64
+#define CDT       MUSA_DTYPE_FLOAT64
+#define SUF(n)    n##_f64
+#define GEMM      gemm_f64
+#define EXPM      musa_exp_masked_d
+#define SMROWS    musa_cpu_softmax_rows_f64
 #include "attention_impl.h"
 #undef T
 #undef SIMD_MATH
@@ -139,7 +148,8 @@ static size_t slot_bytes(const att_job *j, bool bwd) {
     size_t f = j->f64 ? sizeof(double) : sizeof(float);
     int64_t bq = j->Tq < BQ ? j->Tq : BQ, Tk = j->Tk, E = j->E, Ev = j->Ev;
     size_t kv = nn_align((size_t)(Tk * E) * f) + nn_align((size_t)(Tk * Ev) * f);
-    size_t rows = 3 * nn_align((size_t)(bq * (E > Ev ? E : Ev)) * f) + nn_align((size_t)(bq * Ev) * f);
+    size_t rows =
+        3 * nn_align((size_t)(bq * (E > Ev ? E : Ev)) * f) + nn_align((size_t)(bq * Ev) * f);
     size_t s = nn_align((size_t)(bq * Tk) * f);
     if (!bwd) return kv + rows + s;
     return 2 * kv + rows + 2 * s + nn_align((size_t)bq * f);

@@ -20,15 +20,11 @@ static void SUF(sg)(char ta, char tb, int64_t M, int64_t N, int64_t K, T alpha, 
 }
 
 /* Rows [r0, r0 + n) of matrix m (cols wide) at batch offset base, as a
- * float32 matrix with unit column stride: m's own memory when it is one,
+ * compute-dtype matrix with unit column stride: its own memory when it is one,
  * else a packed copy in *ws. Sets *ld. */
 static const T *SUF(rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int64_t cols,
-                             char **ws, int64_t *ld) {
-    if (m->dt == CDT && (m->cs == 1 || cols == 1) &&
-        (n == 1 || m->rs >= cols)) {
-        *ld = n == 1 ? (cols ? cols : 1) : m->rs;
-        return (const T *)at(m, base, r0);
-    }
+                          char **ws, int64_t *ld) {
+    if (in_place(m, CDT, n, cols, ld)) return (const T *)at(m, base, r0);
     T *d = (T *)*ws;
     *ws += nn_align((size_t)(n * cols) * sizeof(T));
     musa_kview s = {.data = at(m, base, r0),
@@ -36,25 +32,19 @@ static const T *SUF(rows)(const amat *m, int64_t base, int64_t r0, int64_t n, in
                     .ndim = 2,
                     .shape = {n, cols},
                     .strides = {m->rs, m->cs}};
-    musa_kview t = {.data = (char *)d,
-                    .dtype = CDT,
-                    .ndim = 2,
-                    .shape = {n, cols},
-                    .strides = {cols, 1}};
+    musa_kview t = {
+        .data = (char *)d, .dtype = CDT, .ndim = 2, .shape = {n, cols}, .strides = {cols, 1}};
     musa_cpu_copy(&t, &s);
     *ld = cols ? cols : 1;
     return d;
 }
 
-/* Where rows [r0, r0 + n) of output m get written: in place when float32
- * with unit column stride, else a staging block in *ws (store_rows then
+/* Where rows [r0, r0 + n) of output m get written: in place when of the
+ * compute dtype with unit column stride, else a staging block in *ws (store_rows then
  * rounds it into m). */
 static T *SUF(out_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int64_t cols, char **ws,
-                       int64_t *ld) {
-    if (m->dt == CDT && (m->cs == 1 || cols == 1) && (n == 1 || m->rs >= cols)) {
-        *ld = n == 1 ? (cols ? cols : 1) : m->rs;
-        return (T *)at(m, base, r0);
-    }
+                        int64_t *ld) {
+    if (in_place(m, CDT, n, cols, ld)) return (T *)at(m, base, r0);
     T *d = (T *)*ws;
     *ws += nn_align((size_t)(n * cols) * sizeof(T));
     *ld = cols ? cols : 1;
@@ -62,22 +52,21 @@ static T *SUF(out_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int6
 }
 
 static void SUF(store_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int64_t cols,
-                       const T *src) {
+                            const T *src) {
     if ((const char *)src == at(m, base, r0)) return;
-    musa_kview s = {.data = (char *)src,
-                    .dtype = CDT,
+    musa_kview s = {
+        .data = (char *)src, .dtype = CDT, .ndim = 2, .shape = {n, cols}, .strides = {cols, 1}};
+    musa_kview t = {.data = at(m, base, r0),
+                    .dtype = m->dt,
                     .ndim = 2,
                     .shape = {n, cols},
-                    .strides = {cols, 1}};
-    musa_kview t = {
-        .data = at(m, base, r0), .dtype = m->dt, .ndim = 2, .shape = {n, cols},
-        .strides = {m->rs, m->cs}};
+                    .strides = {m->rs, m->cs}};
     musa_cpu_copy(&t, &s);
 }
 
 /* S (n x kn, ld kn) = scale Q[i0:i0+n] K[:kn]^T, then -inf where masked. */
-static void SUF(scores)(const att_job *j, int64_t bh, int64_t i0, int64_t n, int64_t kn,
-                   const T *Q, int64_t ldq, const T *K, int64_t ldk, T *S) {
+static void SUF(scores)(const att_job *j, int64_t bh, int64_t i0, int64_t n, int64_t kn, const T *Q,
+                        int64_t ldq, const T *K, int64_t ldk, T *S) {
     SUF(sg)('N', 'T', n, kn, j->E, (T)j->scale, Q, ldq, K, ldk, 0, S, kn);
     int64_t mb = j->has_mask ? batch_off(j, j->mask.bs, bh) : 0;
     for (int64_t r = 0; r < n; r++) {
@@ -178,4 +167,3 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
     SUF(store_rows)(&j->dk, dkb, 0, Tk, j->E, dK);
     SUF(store_rows)(&j->dv, dvb, 0, Tk, j->Ev, dV);
 }
-

@@ -23,8 +23,7 @@ static bool allowed(const att_case *c, int64_t i, int64_t j) {
 
 /* out (B, Tq, Ev) and, with g, the gradients of sum(out * g). */
 static void att_ref(const att_case *c, const double *q, const double *k, const double *v,
-                    const double *g, double *out, double *lse, double *dq, double *dk,
-                    double *dv) {
+                    const double *g, double *out, double *lse, double *dq, double *dk, double *dv) {
     int64_t Tq = c->Tq, Tk = c->Tk, E = c->E, Ev = c->Ev;
     double *p = malloc(sizeof(double) * (size_t)(Tk ? Tk : 1));
     if (dq) memset(dq, 0, sizeof(double) * (size_t)(c->B * Tq * E));
@@ -169,22 +168,22 @@ TEST(scaled_dot_product_attention_rejects_bad_operands) {
     musa_tensor *mb = musa_ones(2, S(2, 3), MUSA_DTYPE_BOOL);
     musa_tensor *m = musa_ones(2, S(3, 3), MUSA_DTYPE_BOOL);
     musa_tensor *v2 = musa_ones(1, S(4), MUSA_DTYPE_FLOAT32);
-    CHECK_ERR(musa_scaled_dot_product_attention(q, k5, q, NULL, 1, false) != NULL,
-              MUSA_ERR_VALUE, "[scaled_dot_product_attention] query (2, 3, 4), key (2, 3, 5)");
-    CHECK_ERR(musa_scaled_dot_product_attention(q, kb, kb, NULL, 1, false) != NULL,
-              MUSA_ERR_VALUE, "do not fit");
-    CHECK_ERR(musa_scaled_dot_product_attention(v2, v2, v2, NULL, 1, false) != NULL,
-              MUSA_ERR_VALUE, "do not fit");
-    CHECK_ERR(musa_scaled_dot_product_attention(qi, qi, qi, NULL, 1, false) != NULL,
-              MUSA_ERR_TYPE, "must be floating point, got int64");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, k5, q, NULL, 1, false) != NULL, MUSA_ERR_VALUE,
+              "[scaled_dot_product_attention] query (2, 3, 4), key (2, 3, 5)");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, kb, kb, NULL, 1, false) != NULL, MUSA_ERR_VALUE,
+              "do not fit");
+    CHECK_ERR(musa_scaled_dot_product_attention(v2, v2, v2, NULL, 1, false) != NULL, MUSA_ERR_VALUE,
+              "do not fit");
+    CHECK_ERR(musa_scaled_dot_product_attention(qi, qi, qi, NULL, 1, false) != NULL, MUSA_ERR_TYPE,
+              "must be floating point, got int64");
     CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, mf, 1, false) != NULL, MUSA_ERR_VALUE,
               "the mask must be bool and broadcast to the scores' shape (2, 3, 3), got float32");
     CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, mb, 1, false) != NULL, MUSA_ERR_VALUE,
               "got bool (2, 3)");
     CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, m, 1, true) != NULL, MUSA_ERR_VALUE,
               "either a mask or causal");
-    CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, NULL, NAN, false) != NULL,
-              MUSA_ERR_VALUE, "scale is NaN");
+    CHECK_ERR(musa_scaled_dot_product_attention(q, q, q, NULL, NAN, false) != NULL, MUSA_ERR_VALUE,
+              "scale is NaN");
     /* the backward op through the generic API: operands that do not fit */
     int bid = musa_op_lookup("scaled_dot_product_attention_backward");
     musa_attrs *a = musa_attrs_new(bid);
