@@ -162,9 +162,15 @@ arctan2 = atan2
 
 
 def hypot(input, other):
+    """sqrt(input^2 + other^2), both squared in their promoted dtype (a
+    bfloat16 input squared in bfloat16 lost digits against a float32
+    other)."""
     _tensors("hypot", input=input)
-    other = _t(other, input)
-    return _C.sqrt(input * input + other * other)
+    dt = result_type(input, other)
+    x = input if input.dtype == dt or not dt.is_floating_point else input.to(dt)
+    y = _t(other, x)
+    y = y if y.dtype == dt or not dt.is_floating_point else y.to(dt)
+    return _C.sqrt(x * x + y * y)
 
 
 def clamp_min(input, min):
@@ -235,11 +241,13 @@ def ldexp(input, other):
 
 def xlogy(input, other):
     """input * log(other), and 0 where input is 0 (unless other is NaN)."""
-    x = _t(input)
-    y = _t(other, x)
-    dt = result_type(x, y)  # both in it first: log(y) in y's own dtype lost digits (bf16)
+    # both in the result dtype first: log(y) in y's own dtype lost digits
+    # (bf16); a number promotes as a number (-1 with a bool x is not True)
+    dt = result_type(input, other) if isinstance(input, _C.Tensor) or isinstance(other, _C.Tensor) \
+        else _C.float32
     dt = dt if dt.is_floating_point else _C.float32
-    x, y = (x if x.dtype == dt else x.to(dt)), (y if y.dtype == dt else y.to(dt))
+    x = input.to(dt) if isinstance(input, _C.Tensor) else _C.tensor(input, dtype=dt)
+    y = other.to(dt) if isinstance(other, _C.Tensor) else _C.tensor(other, dtype=dt)
     log_y = _C.log(y)
     prod = x * log_y
     masked = _C.logical_and(_C.eq(x, 0), _C.logical_not(_C.isnan(y)))

@@ -341,3 +341,15 @@ def test_xlogy_computes_in_the_result_dtype():
     assert m.dtype == musa.float32 and m.tolist() == t.tolist()
     m = musa.xlogy(musa.tensor([2.0], dtype=musa.float64), musa.tensor([3]))
     assert m.dtype == musa.float64 and abs(m.item() - 2 * np.log(3.0)) < 1e-15
+
+
+def test_xlogy_number_promotes_and_hypot_squares_in_the_result_dtype():
+    # fuzz_py seed 1322: a bool x with y = -1 took -1 as bool (True), log 0
+    x = musa.tensor([[True]]).transpose(0, 1)
+    assert np.isnan(x.xlogy(-1).item()) and np.isnan(torch.tensor([[True]]).xlogy(-1).item())
+    assert musa.xlogy(musa.tensor([0.0, 2.0]), 3).tolist() == torch.xlogy(torch.tensor([0.0, 2.0]), 3).tolist()
+    # fuzz_py seed 1304: a bfloat16 input was squared in bfloat16 against a
+    # float32 other (4.51161 against 4.51402)
+    m = musa.hypot(musa.tensor(-3.426, dtype=musa.bfloat16), musa.tensor(-2.944))
+    t = torch.hypot(torch.tensor(-3.426, dtype=torch.bfloat16), torch.tensor(-2.944))
+    assert m.dtype == musa.float32 and abs(m.item() - t.item()) < 1e-6  # (hypotf rounds once)
