@@ -133,6 +133,31 @@ DEF_ROW_DOT(f64, double)
 DEF_EXP_SUM(f32, float, expf, musa_exp_masked_f)
 DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
 
+/* Rows shorter than a vector (D < MUSA_SIMD_LANES), R contiguous ones at a
+ * time (R D <= BLK): m[r] each row's max (0 for a row of -inf, as
+ * row_max), e (R x D, may be x) the exps of x - m[r] in one vector loop,
+ * s[r] each row's float64 sum (exact for so few terms, in any order).
+ * Row by row, the vector helpers' padded buffers and partial sums cost a
+ * stalled load per row: softmax over (64, 10) took 4.0 us. */
+#define DEF_SHORT_ROWS(SUF, T, EXPM)                                                               \
+    static inline void short_rows_##SUF(T *e, const T *x, int64_t R, int64_t D, T *m, double *s) { \
+        for (int64_t r = 0; r < R; r++) {                                                          \
+            T v = -INFINITY;                                                                       \
+            for (int64_t d = 0; d < D; d++) v = x[r * D + d] > v ? x[r * D + d] : v;               \
+            m[r] = v == -INFINITY ? 0 : v;                                                         \
+        }                                                                                          \
+        for (int64_t r = 0; r < R; r++)                                                            \
+            for (int64_t d = 0; d < D; d++) e[r * D + d] = x[r * D + d] - m[r];                    \
+        MUSA_SIMD_MATH(T) for (int64_t i = 0; i < R * D; i++) e[i] = EXPM(e[i]);                   \
+        for (int64_t r = 0; r < R; r++) {                                                          \
+            double a = 0;                                                                          \
+            for (int64_t d = 0; d < D; d++) a += e[r * D + d];                                     \
+            s[r] = a;                                                                              \
+        }                                                                                          \
+    }
+DEF_SHORT_ROWS(f32, float, musa_exp_masked_f)
+DEF_SHORT_ROWS(f64, double, musa_exp_masked_d)
+
 /* Forward over work items: (outer row) x (inner block). */
 #define DEF_SOFTMAX(SUF, SFX, T, EXP, EXPM, LOG)                                                   \
     static void sm_fwd_##SUF(void *arg, int64_t w0, int64_t w1) {                                  \
@@ -140,6 +165,23 @@ DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
         int64_t nb = (j->inner + BLK - 1) / BLK;                                                   \
         T mx[BLK];                                                                                 \
         double sum[BLK];                                                                           \
+        if (j->inner == 1 && j->D > 0 && j->D < MUSA_SIMD_LANES_##T) { /* short rows (w: rows) */  \
+            T e[BLK];                                                                              \
+            for (int64_t w = w0; w < w1; w += BLK / j->D) {                                        \
+                int64_t R = w1 - w < BLK / j->D ? w1 - w : BLK / j->D;                             \
+                const T *x = (const T *)j->x + w * j->D;                                           \
+                T *y = (T *)j->y + w * j->D;                                                       \
+                short_rows_##SUF(e, x, R, j->D, mx, sum);                                          \
+                for (int64_t r = 0; r < R; r++) {                                                  \
+                    T ls = (T)log(sum[r]), inv = (T)(1.0 / sum[r]);                                \
+                    for (int64_t d = 0; d < j->D; d++) {                                           \
+                        int64_t k = r * j->D + d;                                                  \
+                        y[k] = j->log ? (x[k] - mx[r]) - ls : e[k] * inv;                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         for (int64_t w = w0; w < w1; w++) {                                                        \
             int64_t o = w / nb, c0 = (w % nb) * BLK,                                               \
                     n = j->inner - c0 < BLK ? j->inner - c0 : BLK;                                 \
@@ -313,9 +355,55 @@ static inline bool xe_target(xe_job *j, int64_t t) {
 }
 
 #define DEF_XENT(SUF, T, EXP)                                                                      \
+    /* short contiguous rows (S == 1, C < a vector), a block at a time:                            \
+     * short_rows' exps and sums, then each row as below */                                        \
+    static bool xe_short_##SUF(xe_job *j, int64_t r0, int64_t r1) {                                \
+        if (j->S != 1 || j->C < 1 || j->C >= MUSA_SIMD_LANES_##T) return false;                    \
+        double eps = j->a->label_smoothing, s[BLK];                                                \
+        T m[BLK], buf[BLK];                                                                        \
+        int64_t C = j->C, step = BLK / C;                                                          \
+        for (int64_t b = r0; b < r1; b += step) {                                                  \
+            int64_t R = r1 - b < step ? r1 - b : step;                                             \
+            const T *x = (const T *)j->x + b * C;                                                  \
+            T *gx = j->out ? (T *)j->out + b * C : NULL;                                           \
+            short_rows_##SUF(gx ? gx : buf, x, R, C, m, s);                                        \
+            if (!gx) MUSA_SIMD_MATH(double) for (int64_t q = 0; q < R; q++) s[q] = log(s[q]);      \
+            for (int64_t q = 0; q < R; q++) {                                                      \
+                int64_t r = b + q, t = j->t[r];                                                    \
+                const T *xr = x + q * C;                                                           \
+                if (!gx) { /* forward: the loss */                                                 \
+                    if (!xe_target(j, t)) {                                                        \
+                        j->loss[r] = 0;                                                            \
+                        continue;                                                                  \
+                    }                                                                              \
+                    double lse = s[q], sx = 0; /* the log of the sum, vectorised above */          \
+                    double loss = (1 - eps) * (lse - ((double)xr[t] - (double)m[q]));              \
+                    if (eps != 0) {                                                                \
+                        _Pragma("omp simd reduction(+ : sx)") for (int64_t c = 0; c < C; c++)      \
+                            sx += xr[c];                                                           \
+                        loss += eps * (lse - (sx / (double)C - (double)m[q]));                     \
+                    }                                                                              \
+                    j->loss[r] = loss;                                                             \
+                    continue;                                                                      \
+                }                                                                                  \
+                T *g = gx + q * C;                                                                 \
+                if (!xe_target(j, t)) {                                                            \
+                    for (int64_t c = 0; c < C; c++) g[c] = 0;                                      \
+                    continue;                                                                      \
+                }                                                                                  \
+                double gs =                                                                        \
+                    (j->g_per_sample ? ((const T *)j->g)[r] : ((const T *)j->g)[0]) * j->scale;    \
+                T k = (T)(gs / s[q]), u = (T)(eps / (double)C * gs);                               \
+                _Pragma("omp simd") for (int64_t c = 0; c < C; c++) g[c] = g[c] * k - u;           \
+                g[t] -= (T)((1 - eps) * gs);                                                       \
+            }                                                                                      \
+        }                                                                                          \
+        return true;                                                                               \
+    }                                                                                              \
     static void xe_fwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
         xe_job *j = arg;                                                                           \
         double eps = j->a->label_smoothing;                                                        \
+        if (xe_short_##SUF(j, r0, r1)) return;                                                     \
         for (int64_t r = r0; r < r1; r++) {                                                        \
             int64_t n = r / j->S, s = r % j->S, t = j->t[r];                                       \
             const T *x = (const T *)j->x + n * j->C * j->S + s;                                    \
@@ -351,6 +439,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
     static void xe_bwd_##SUF(void *arg, int64_t r0, int64_t r1) {                                  \
         xe_job *j = arg;                                                                           \
         double eps = j->a->label_smoothing;                                                        \
+        if (xe_short_##SUF(j, r0, r1)) return;                                                     \
         for (int64_t r = r0; r < r1; r++) {                                                        \
             int64_t n = r / j->S, s = r % j->S, t = j->t[r];                                       \
             const T *x = (const T *)j->x + n * j->C * j->S + s;                                    \
