@@ -151,7 +151,9 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
             SIMD_MATH
             for (int64_t c = 0; c < kn; c++) p[c] = EXPM(p[c] - l);
             double d = 0; /* rowsum(dO * O) = rowsum(dP * P) */
-            for (int64_t c = 0; c < j->Ev; c++) d += (double)G[r * ldg + c] * O[r * ldo + c];
+            const T *gr = G + r * ldg, *orow = O + r * ldo;
+            _Pragma("omp simd reduction(+ : d)") for (int64_t c = 0; c < j->Ev; c++) d +=
+                (double)gr[c] * orow[c];
             D[r] = (T)d;
         }
         SUF(sg)('T', 'N', kn, j->Ev, n, 1, P, kn, G, ldg, 1, dV, lddv);

@@ -278,14 +278,20 @@ DEF_SOFTMAX(f64, d, double, exp, musa_exp_masked_d, log)
 
 #define DEF_SOFTMAX_ROWS(SUF, T)                                                                   \
     void musa_cpu_softmax_rows_##SUF(T *x, int64_t n, int64_t len, T *lse) {                       \
-        for (int64_t r = 0; r < n; r++) {                                                          \
-            T *y = x + r * len;                                                                    \
-            bool masked;                                                                           \
-            T m = row_max_##SUF(y, len, &masked);                                                  \
-            double s = exp_sum_##SUF(y, y, len, m, masked);                                        \
-            T inv = (T)(1.0 / s);                                                                  \
-            _Pragma("omp simd") for (int64_t d = 0; d < len; d++) y[d] *= inv;                     \
-            lse[r] = (T)((double)m + log(s));                                                      \
+        double ms[64], ss[64]; /* the logs, 64 rows at a time, in one vector loop */               \
+        for (int64_t r0 = 0; r0 < n; r0 += 64) {                                                   \
+            int64_t k = n - r0 < 64 ? n - r0 : 64;                                                 \
+            for (int64_t q = 0; q < k; q++) {                                                      \
+                T *y = x + (r0 + q) * len;                                                         \
+                bool masked;                                                                       \
+                T m = row_max_##SUF(y, len, &masked);                                              \
+                double s = exp_sum_##SUF(y, y, len, m, masked);                                    \
+                T inv = (T)(1.0 / s);                                                              \
+                _Pragma("omp simd") for (int64_t d = 0; d < len; d++) y[d] *= inv;                 \
+                ms[q] = (double)m, ss[q] = s;                                                      \
+            }                                                                                      \
+            MUSA_SIMD_MATH(double) for (int64_t q = 0; q < k; q++) ss[q] = log(ss[q]);             \
+            for (int64_t q = 0; q < k; q++) lse[r0 + q] = (T)(ms[q] + ss[q]);                      \
         }                                                                                          \
     }
 DEF_SOFTMAX_ROWS(f32, float)
