@@ -248,3 +248,51 @@ def test_bad_operands_name_the_op():
         _C.scaled_dot_product_attention(q, q, q, musa.ones(3, 3, dtype=musa.bool), 1.0, True)
     with pytest.raises(ValueError, match=r"scale is NaN"):
         _C.scaled_dot_product_attention(q, q, q, None, float("nan"))
+
+
+def _random_operand(rng, shape):
+    """A float tensor of `shape` laid out at random: contiguous, a
+    transposed copy seen back in shape, every other element of a wider
+    tensor, or expanded from size-1 dims (zero strides)."""
+    kind = rng.integers(4)
+    if kind == 1 and len(shape) >= 2:
+        t = musa.randn(*shape[:-2], shape[-1], shape[-2]).transpose(-2, -1)
+    elif kind == 2:
+        t = musa.randn(*shape[:-1], 2 * shape[-1])[..., ::2]
+    elif kind == 3:
+        t = musa.randn(*[1 if rng.random() < 0.5 else s for s in shape]).expand(*shape)
+    else:
+        t = musa.randn(*shape)
+    assert tuple(t.shape) == tuple(shape)
+    return t
+
+
+def test_random_shapes_layouts_and_masks():
+    """Random batch dims, lengths (block edges included), head sizes,
+    layouts, masks and causal flags: the kernel against the composition,
+    gradients included."""
+    rng = np.random.default_rng(21)
+    for case in range(40):
+        nb = rng.integers(0, 3)
+        batch = tuple(int(b) for b in rng.integers(1, 4, nb))
+        tq, tk = (int(rng.choice([1, 2, 5, 63, 64, 65, 130])) for _ in range(2))
+        e, ev = (int(rng.choice([1, 3, 8, 17])) for _ in range(2))
+        q = _random_operand(rng, batch + (tq, e))
+        k = _random_operand(rng, batch + (tk, e))
+        v = _random_operand(rng, batch + (tk, ev))
+        mask, causal = None, bool(rng.random() < 0.3)
+        if not causal and rng.random() < 0.5:
+            mshape = batch[len(batch) - int(rng.integers(0, nb + 1)):] + (tq, tk)
+            mask = musa.rand(*mshape) > 0.3
+            mask[..., 0] = True  # every query sees a key
+        g = musa.randn(*batch, tq, ev)
+        y, gr = grads_of(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                                       is_causal=causal), (q, k, v), g)
+        r, rg = grads_of(lambda q, k, v: composite(q, k, v, mask=mask, causal=causal), (q, k, v), g)
+        where = f"case {case}: batch {batch}, tq {tq}, tk {tk}, e {e}, ev {ev}, causal {causal}"
+        assert tuple(y.shape) == tuple(r.shape), where
+        ok = np.isfinite(r.detach().numpy())
+        np.testing.assert_allclose(y.detach().numpy()[ok], r.detach().numpy()[ok], rtol=1e-4, atol=1e-4,
+                                   err_msg=where)
+        for a, b in zip(gr, rg):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-3, err_msg=where)
