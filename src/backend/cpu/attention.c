@@ -119,13 +119,6 @@ static inline void gemm_f64(char ta, char tb, int64_t M, int64_t N, int64_t K, d
 #define EXPM      musa_exp_masked_f
 #define SMROWS    musa_cpu_softmax_rows_f32
 #include "attention_impl.h"
-#undef T
-#undef SIMD_MATH
-#undef CDT
-#undef SUF
-#undef GEMM
-#undef EXPM
-#undef SMROWS
 #define T         double
 #define SIMD_MATH MUSA_SIMD_MATH(double)
 #define CDT       MUSA_DTYPE_FLOAT64
@@ -134,13 +127,6 @@ static inline void gemm_f64(char ta, char tb, int64_t M, int64_t N, int64_t K, d
 #define EXPM      musa_exp_masked_d
 #define SMROWS    musa_cpu_softmax_rows_f64
 #include "attention_impl.h"
-#undef T
-#undef SIMD_MATH
-#undef CDT
-#undef SUF
-#undef GEMM
-#undef EXPM
-#undef SMROWS
 
 /* Scratch of one task: staging and packs of every operand (an upper bound;
  * unused parts cost nothing) and the score blocks. */

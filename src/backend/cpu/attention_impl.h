@@ -4,7 +4,7 @@
  * pragma), CDT (its musa dtype),
  * SUF(name) (name with the dtype's suffix), GEMM (one-thread GEMM, BLAS
  * arguments, row-major), EXPM (musa_exp_masked_*) and SMROWS (softmax.c's
- * row softmax with log-sum-exp).
+ * row softmax with log-sum-exp); it undefines them at its end.
  */
 /* C (M x N, ldc) = alpha op(A) op(B) + beta C on this thread. K == 0 is an
  * empty sum (C = beta C), which sgemm would not take. */
@@ -169,3 +169,11 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
     SUF(store_rows)(&j->dk, dkb, 0, Tk, j->E, dK);
     SUF(store_rows)(&j->dv, dvb, 0, Tk, j->Ev, dV);
 }
+
+#undef T
+#undef SIMD_MATH
+#undef CDT
+#undef SUF
+#undef GEMM
+#undef EXPM
+#undef SMROWS

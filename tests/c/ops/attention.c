@@ -119,6 +119,14 @@ static void att_check(const att_case *c, musa_dtype dt, layout lay, bool bwd) {
     release_all(11, q, k, v, g, mask, out[0], out[1], out[2], grads[0], grads[1], grads[2]);
 }
 
+/* Every case in every float dtype and layout. */
+static void att_all(const att_case *cases, size_t n, bool bwd) {
+    for (size_t i = 0; i < n; i++)
+        for (int d = 0; d < 4; d++)
+            for (int lay = 0; lay < L_COUNT; lay++)
+                att_check(&cases[i], FLOAT_DTYPES[d], (layout)lay, bwd);
+}
+
 static const bool MASK_3x4[] = {1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1};
 
 TEST(op_scaled_dot_product_attention) {
@@ -128,10 +136,7 @@ TEST(op_scaled_dot_product_attention) {
         {.B = 1, .Tq = 70, .Tk = 66, .E = 4, .Ev = 3, .scale = 0.5, .causal = true},
         {.B = 3, .Tq = 1, .Tk = 1, .E = 1, .Ev = 1, .scale = 2},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int d = 0; d < 4; d++)
-            for (int lay = 0; lay < L_COUNT; lay++)
-                att_check(&cases[i], FLOAT_DTYPES[d], (layout)lay, false);
+    att_all(cases, sizeof cases / sizeof cases[0], false);
 }
 
 TEST(op_scaled_dot_product_attention_backward) {
@@ -140,10 +145,7 @@ TEST(op_scaled_dot_product_attention_backward) {
         {.B = 1, .Tq = 70, .Tk = 66, .E = 4, .Ev = 3, .scale = 0.5, .causal = true},
         {.B = 2, .Tq = 5, .Tk = 3, .E = 2, .Ev = 4, .scale = 1},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int d = 0; d < 4; d++)
-            for (int lay = 0; lay < L_COUNT; lay++)
-                att_check(&cases[i], FLOAT_DTYPES[d], (layout)lay, true);
+    att_all(cases, sizeof cases / sizeof cases[0], true);
 }
 
 /* A query row that may attend no key is NaN, as softmax over -inf makes it. */
