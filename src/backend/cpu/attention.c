@@ -141,9 +141,15 @@ static size_t slot_bytes(const att_job *j, bool bwd) {
     return 2 * kv + rows + 2 * s + nn_align((size_t)bq * f);
 }
 
+/* Tasks of a call: a batch matrix each backward, a block of query rows
+ * each forward. */
+static int64_t job_tasks(const att_job *j, bool bwd) {
+    return bwd ? j->BH : j->BH * ((j->Tq + BQ - 1) / BQ);
+}
+
 static void att_run(void *arg, int64_t s0, int64_t s1, bool bwd) {
     att_job *j = arg;
-    int64_t tasks = bwd ? j->BH : j->BH * ((j->Tq + BQ - 1) / BQ);
+    int64_t tasks = job_tasks(j, bwd);
     for (int64_t s = s0; s < s1; s++) {
         char *ws = j->scratch + (size_t)s * j->slot_bytes;
         for (int64_t t; (t = atomic_fetch_add(&j->next, 1)) < tasks;) {
@@ -189,10 +195,6 @@ static void job_of(att_job *j, const musa_kview *out, const musa_kview *in, int 
         j->o = amat_of(&out[0], nb);
     }
     j->slot_bytes = slot_bytes(j, bwd);
-}
-
-static int64_t job_tasks(const att_job *j, bool bwd) {
-    return bwd ? j->BH : j->BH * ((j->Tq + BQ - 1) / BQ);
 }
 
 static size_t ws_att(const musa_kview *out, const musa_kview *in, int n_in, const void *attrs,
