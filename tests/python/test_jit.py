@@ -440,6 +440,31 @@ def test_large_fused_outputs_stream_and_stay_bitwise_eager(dtype):
     assert "streamed" not in small.plan_text()
 
 
+def tile_rows(compiled):
+    import re
+    return [int(m) for m in re.findall(r"tiles of (\d+) rows", compiled.plan_text())]
+
+
+@pytest.mark.parametrize("n", [1_000_003, 70_001, 5_000])
+def test_elementwise_tiles_grow_with_the_group_and_stay_bitwise_eager(n):
+    # relu's backward as a plan fuses it: few members, so tiles of many
+    # elements (fewer kernel calls per member); small groups keep 2048
+    def f(a, b, c):
+        return musa.where(c > 0, a + b, 0.0)
+    a, b, c = musa.randn(n), musa.randn(n), musa.randn(n)
+    comp = musa.jit(f)
+    comp(a, b, c)
+    assert np.array_equal(comp(a, b, c).numpy(), f(a, b, c).numpy())
+    (rows,) = tile_rows(comp)
+    threads = musa.get_num_threads()
+    assert rows & (rows - 1) == 0 and 2048 <= rows <= 65536
+    assert rows == 2048 or rows * 4 * threads <= n
+    if n > 1_000_000:
+        assert rows >= 16384
+    if n == 5_000:
+        assert rows == 2048
+
+
 def test_training_flag_is_part_of_the_key():
     m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     m.compile()
