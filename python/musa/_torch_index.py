@@ -365,6 +365,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     """For each value, the index where it would be inserted into the sorted
     last dim of sorted_sequence (after equal values when right)."""
     _tensors("searchsorted", sorted_sequence=sorted_sequence)
+    if sorted_sequence.ndim == 0:
+        raise RuntimeError("[searchsorted] sorted_sequence must have at least one dimension, "
+                           "got a 0-d tensor")
     if side is not None:
         if side not in ("left", "right"):
             raise ValueError(f"[searchsorted] side can only be 'left' or 'right', got {side!r}")

@@ -170,8 +170,27 @@ musa_tensor *musa_logsumexp(musa_tensor *x, int ndims, const int64_t *dims, bool
     return r;
 }
 
+/* Does reducing x over dims (none: all of them) take no element? */
+static bool empty_reduction(const musa_tensor *x, int ndims, const int64_t *dims) {
+    if (ndims == 0 || !dims) return musa_tensor_numel(x) == 0;
+    for (int i = 0; i < ndims; i++) {
+        int64_t d = dims[i] < 0 ? dims[i] + x->ndim : dims[i];
+        if (d >= 0 && d < x->ndim && x->shape[d] == 0) return true;
+    }
+    return false;
+}
+
 musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims, bool keepdim) {
     if (!x || need_float("norm", x)) return NULL;
+    /* max |x| and the negative powers (min-like as p -> -inf) have no value
+     * over nothing: PyTorch's vector_norm refuses them too */
+    if ((p < 0 || (isinf(p) && p > 0)) && empty_reduction(x, ndims, dims)) {
+        musa_err(MUSA_ERR_VALUE,
+                 "[norm] cannot compute the %g norm over an empty reduction: it has "
+                 "no identity",
+                 p);
+        return NULL;
+    }
     musa_temps t = {0};
     musa_tensor *r = NULL;
     if (p == 2) {

@@ -353,3 +353,45 @@ def test_xlogy_number_promotes_and_hypot_squares_in_the_result_dtype():
     m = musa.hypot(musa.tensor(-3.426, dtype=musa.bfloat16), musa.tensor(-2.944))
     t = torch.hypot(torch.tensor(-3.426, dtype=torch.bfloat16), torch.tensor(-2.944))
     assert m.dtype == musa.float32 and abs(m.item() - t.item()) < 1e-6  # (hypotf rounds once)
+
+
+@pytest.mark.parametrize("p", [-1, -0.5, float("inf"), -float("inf")])
+def test_norms_without_identity_refuse_empty_reductions(p):
+    # fuzz_py seed 1527: the -1 norm of a (0, 1) tensor was inf (the formula
+    # over nothing); PyTorch's vector_norm refuses, and so does musa now
+    x = musa.zeros((0, 1))
+    with pytest.raises(ValueError, match=r"^\[norm\] cannot compute the .* norm over an empty"):
+        x.norm(p=p, dtype=musa.float64)
+    with pytest.raises(ValueError, match=r"^\[norm\]"):
+        musa.linalg.vector_norm(x, ord=p, dim=0)
+    assert x.norm(p=p, dim=1).shape == (0,)                # nothing empty is reduced
+    for q in (0, 1, 2):
+        assert x.norm(p=q).item() == 0
+
+
+def test_slogdet_of_a_nan_pivot_has_sign_zero():
+    # fuzz_py seed 1550: NaN entries gave sign 1 (NaN < 0 is false); PyTorch's
+    # sign of a NaN pivot is 0
+    nan, inf = float("nan"), float("inf")
+    a = [[[3.86, -2.004, -3.016], [-3.614, 3.442, nan], [-3.054, 2.868, inf]],
+         [[1.0, 2.0, 0.5], [nan, 1.0, 2.0], [0.0, 1.0, 1.0]],
+         [[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]],
+         [[inf, 1.0, 0.0], [2.0, 3.0, 1.0], [0.0, 1.0, 4.0]]]
+    m = musa.linalg.slogdet(musa.tensor(a, dtype=musa.float64))
+    t = torch.linalg.slogdet(torch.tensor(a, dtype=torch.float64))
+    np.testing.assert_array_equal(m.sign.numpy(), t.sign.numpy())
+    np.testing.assert_allclose(m.logabsdet.numpy(), t.logabsdet.numpy(), rtol=1e-12)
+    assert m.sign.numpy().tolist()[:2] == [0.0, 0.0]
+
+
+def test_multilabel_soft_margin_loss_divides_by_the_input_classes():
+    # fuzz_py seed 1545: a (3, 1) input against a (3, 5) target was averaged
+    # over the 5 broadcast classes; PyTorch sums and divides by input's 1
+    x = torch.tensor([[3.191], [0.045], [3.631]], dtype=torch.float64)
+    y = torch.tensor([[0.241, 1.933, -0.606, 2.676, -1.363], [0.5, -0.903, -0.286, -0.024, 2.809],
+                      [-3e38, 1e-40, -3.901, 1.349, 0.483]], dtype=torch.float64)
+    for red in ("none", "mean", "sum"):
+        m = musa.nn.functional.multilabel_soft_margin_loss(musa.tensor(x.numpy()),
+                                                           musa.tensor(y.numpy()), reduction=red)
+        t = torch.nn.functional.multilabel_soft_margin_loss(x, y, reduction=red)
+        np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=1e-12)

@@ -199,7 +199,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     terms = -(target * logsig(input) + (1 - target) * logsig(-input))
     if weight is not None:
         terms = terms * weight
-    terms = terms.mean(-1) if input.ndim else terms
+    # the sum over classes over input's class count, as in PyTorch (a
+    # target that broadcasts input's classes wider still counts input's)
+    terms = terms.sum(-1) / input.shape[-1] if input.ndim else terms
     return _reduce(terms, reduction, "multilabel_soft_margin_loss", size_average, reduce)
 
 

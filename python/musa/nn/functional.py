@@ -273,6 +273,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    _tensors("avg_pool2d", input=input)
     if divisor_override is not None:  # the volumetric composite, one plane deep
         from ._functional_pool import avg_pool3d
         k = _ntuple(2, "avg_pool2d")(kernel_size)

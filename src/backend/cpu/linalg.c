@@ -318,6 +318,7 @@ int cpu_linalg_slogdet(const musa_kctx *ctx, musa_kview *out, const musa_kview *
     lp_int *ipiv = carve(&cur, (size_t)n * sizeof(lp_int));
     for (int64_t b = 0, nb = batch_count(&S); b < nb; b++) {
         double sign = 1, logabs = 0; /* the empty product: det of a 0 by 0 matrix is 1 */
+        bool nan_pivot = false;
         if (n > 0) {
             load_cm(a, ld, &A, b);
             lp_int info = lp_getrf(dt, n, a, ld, ipiv);
@@ -326,9 +327,15 @@ int cpu_linalg_slogdet(const musa_kctx *ctx, musa_kview *out, const musa_kview *
                 double u = cm_get(dt, a, (int64_t)i * (ld + 1));
                 if (ipiv[i] != i + 1) sign = -sign; /* each row swap flips the sign */
                 if (u < 0) sign = -sign;
+                nan_pivot |= u != u;
                 logabs += log(fabs(u));
             }
-            if (info > 0) sign = 0, logabs = -INFINITY; /* singular, as in PyTorch */
+            /* as in PyTorch: a NaN pivot has sign 0 (and logabs is NaN); a
+             * singular matrix has sign 0 and logabs -inf */
+            if (nan_pivot)
+                sign = 0;
+            else if (info > 0)
+                sign = 0, logabs = -INFINITY;
         }
         store_scalar(&S, b, sign);
         store_scalar(&L, b, logabs);
