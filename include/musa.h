@@ -461,7 +461,8 @@ MUSA_API musa_tensor *musa_std(musa_tensor *x, int ndims, const int64_t *dims, i
 MUSA_API musa_tensor *musa_logsumexp(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
 /* p-norm over dims, any p as PyTorch defines it: (sum |x|^p)^(1/p), the
  * max (INFINITY) or min (-INFINITY) of |x|, and for p = 0 the count of
- * nonzero elements; NaN p is MUSA_ERR_VALUE. */
+ * nonzero elements; NaN p is MUSA_ERR_VALUE, and so are p < 0 and p = INFINITY
+ * over an empty reduction (they have no identity; PyTorch's vector_norm refuses them too). */
 MUSA_API musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
                                 bool keepdim);
 /* The 2-norm of all elements of n tensors together, in one pass; a 0-d
