@@ -570,7 +570,12 @@ def select_scatter(input, src, dim, index):
     _tensors("select_scatter", input=input, src=src)
     d = _dim(dim, input.ndim, "select_scatter")
     index = _int(index, "select_scatter", "index")
-    return slice_scatter(input, src.unsqueeze(d), d, index, (index % input.shape[d]) + 1 if index < 0 else index + 1)
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"[select_scatter] index {index} is out of range for dim {d} of size {n}")
+    if index < 0:
+        index += n
+    return slice_scatter(input, src.unsqueeze(d), d, index, index + 1)
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):

@@ -139,7 +139,9 @@ musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims, int64_t co
     musa_tensor *m = musa_tmp(&t, musa_mean(x, ndims, dims, true));
     musa_tensor *d = musa_tmp(&t, musa_sub(x, m));
     musa_tensor *s = musa_tmp(&t, musa_sum(musa_tmp(&t, musa_mul(d, d)), ndims, dims, keepdim));
-    double denom = (double)(n - correction) > 0 ? (double)(n - correction) : 0.0;
+    /* over nothing the variance is NaN (0 / 0) whatever the correction, as
+     * in PyTorch; a correction of n or more divides by 0 */
+    double denom = n > 0 && (double)(n - correction) > 0 ? (double)(n - correction) : 0.0;
     musa_tensor *r = musa_div(s, musa_tmp(&t, musa_number(denom)));
     musa_temps_release(&t);
     return r;

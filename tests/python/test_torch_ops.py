@@ -395,3 +395,22 @@ def test_multilabel_soft_margin_loss_divides_by_the_input_classes():
                                                            musa.tensor(y.numpy()), reduction=red)
         t = torch.nn.functional.multilabel_soft_margin_loss(x, y, reduction=red)
         np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=1e-12)
+
+
+def test_variance_over_nothing_is_nan_whatever_the_correction():
+    # fuzz_py seed 1745: a correction of -1 over an empty dim divided 0 by 1
+    # and gave 0; PyTorch (and the formula's mean) give NaN
+    for c in (-1, 0, 1):
+        for f in (musa.var, musa.std):
+            out = f(musa.zeros((5, 1, 0, 2)), 2, correction=c)
+            assert out.shape == (5, 1, 2) and np.isnan(out.numpy()).all()
+    assert musa.var(musa.zeros(3), correction=-1).item() == 0  # not empty: 0 / 4
+
+
+@pytest.mark.parametrize("index", [-5, 4, 7])
+def test_select_scatter_names_an_index_out_of_range(index):
+    # fuzz_py seed 1745: a negative index into an empty dim was taken modulo 0
+    with pytest.raises(IndexError, match=r"^\[select_scatter\] index .* out of range"):
+        musa.select_scatter(musa.zeros(4, 3), musa.ones(3), 0, index)
+    with pytest.raises(IndexError, match=r"^\[select_scatter\]"):
+        musa.select_scatter(musa.zeros(0, 3), musa.ones(3), 0, -1)
