@@ -452,7 +452,9 @@ MUSA_API musa_tensor *musa_mean(musa_tensor *x, int ndims, const int64_t *dims, 
 MUSA_API musa_tensor *musa_prod(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
 MUSA_API musa_tensor *musa_amax(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
 MUSA_API musa_tensor *musa_amin(musa_tensor *x, int ndims, const int64_t *dims, bool keepdim);
-/* Variance with Bessel-style `correction` (1 = unbiased, 0 = population). */
+/* Variance with Bessel-style `correction` (1 = unbiased, 0 = population):
+ * the squared deviations summed over max(n - correction, 0); NaN over an empty
+ * reduction whatever the correction, as in PyTorch. */
 MUSA_API musa_tensor *musa_var(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
                                bool keepdim);
 MUSA_API musa_tensor *musa_std(musa_tensor *x, int ndims, const int64_t *dims, int64_t correction,
