@@ -449,7 +449,8 @@ def draw(path, names, rows, summ, ratios, title):
         ax_t.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         for ax in (ax_t, ax_m):
             ax.set_xticks(list(xs))
-            ax.set_xticklabels([LABELS[r].replace(" ", "\n") for r in rows], fontsize=8)
+            ax.set_xticklabels([LABELS[r].replace(" ", "\n").replace("TorchScript", "Torch-\nScript")
+                                for r in rows], fontsize=8 if len(rows) <= 7 else 6.5)
             ax.margins(y=0.15)
         spec_title = MODELS[name].label.split(",")[0].split(" (")[0]
         ax_t.set_title(f"{spec_title}: samples/s", fontsize=10)
@@ -470,9 +471,9 @@ def draw(path, names, rows, summ, ratios, title):
     handles += [Patch(facecolor="white", edgecolor="black", label="peak RSS growth (plain)"),
                 Patch(facecolor="white", edgecolor="black", hatch="//",
                       label="musa allocator peak (hatched)")]
-    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=6, fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.94))
+    fig.tight_layout(rect=(0, 0.06, 1, 0.94))  # the legend's rows below the axes' labels
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
