@@ -184,3 +184,34 @@ def test_a_compiled_3d_model_captures():
         warnings.simplefilter("error")
         out = compiled(x)
     close(out, net(x).detach().numpy(), tol=1e-5)
+
+
+@pytest.mark.parametrize("fn", ["adaptive_avg_pool1d", "adaptive_max_pool1d"])
+def test_adaptive_pooling_refuses_outputs_that_cannot_be_made(fn):
+    # fuzz_py seed 1940: an output_size of 2**64 ran past 3 s building one
+    # window per output element; now the output is made (or refused) first
+    x = musa.randn(6, 2, 6)
+    for size, err in ((2 ** 64, OverflowError), (2 ** 62, ValueError), (2 ** 40, MemoryError)):
+        with pytest.raises(err, match=rf"^\[{fn}\] output_size .* cannot be made"):
+            getattr(MF, fn)(x, size)
+
+
+def test_adaptive_pooling_of_an_empty_batch():
+    # nothing to pool: no window weights (avg) and no window loop (max, whose
+    # reshape of an empty region failed), whatever the output size
+    e = musa.zeros(0, 3, 4, requires_grad=True)
+    assert MF.adaptive_avg_pool1d(e, 2 ** 40).shape == (0, 3, 2 ** 40)
+    assert MF.adaptive_max_pool1d(e, 2 ** 40).shape == (0, 3, 2 ** 40)
+    out, idx = MF.adaptive_max_pool2d(musa.zeros(0, 3, 4, 4), (2, 2), return_indices=True)
+    assert out.shape == idx.shape == (0, 3, 2, 2) and idx.dtype == musa.int64
+    y = MF.adaptive_avg_pool1d(e, 3)
+    y.sum().backward()
+    assert y.shape == (0, 3, 3) and e.grad.shape == (0, 3, 4)
+
+
+@pytest.mark.parametrize("shape,size", [((2, 3, 10), 4), ((1, 2, 5), 9), ((3, 17), 5), ((2, 3, 7), 7)])
+def test_adaptive_avg_pool1d_window_weights_match_torch(shape, size):
+    x = np.random.default_rng(0).standard_normal(shape)
+    got = MF.adaptive_avg_pool1d(musa.tensor(x), size).numpy()
+    want = TF.adaptive_avg_pool1d(torch.tensor(x), size).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)

@@ -346,6 +346,12 @@ def _adaptive_sizes(input, n, output_size, who):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (v == 0 and x.shape[2 + i]):
             raise _C.InvalidArgumentError(f"[{who}] output_size {size} must be non-negative ints (0 only for an "
                              f"empty input dim)")
+    shape = list(x.shape[:2]) + list(size)
+    try:  # the result must fit: an absurd size fails here, not in a loop over its windows
+        _C.empty(shape, dtype=x.dtype)
+    except (MemoryError, OverflowError, ValueError) as e:
+        raise type(e)(f"[{who}] output_size {size} gives an output {tuple(shape)} that cannot be "
+                      f"made: {e}") from None
     return x, added, size
 
 
@@ -354,16 +360,31 @@ def _windows(length, out):
     return [((i * length) // out, -((-(i + 1) * length) // out)) for i in range(out)]
 
 
+def _window_weights(length, out, dtype):
+    """The (out, length) matrix whose rows average _windows(length, out):
+    1 / (b - a) over [a, b), in float64 and then rounded to dtype, as
+    tensors (a list of out rows of length numbers took minutes for large
+    sizes)."""
+    i = _C.arange(out, dtype=_C.int64).unsqueeze(1)
+    a, b = (i * length) // out, -((-(i + 1) * length) // out)
+    c = _C.arange(length, dtype=_C.int64)
+    inside = (c >= a) & (c < b)
+    return _C.where(inside, 1.0 / (b - a).to(_C.float64), 0.0).to(dtype)
+
+
 def _adaptive_avg(input, n, output_size, who):
     x, added, size = _adaptive_sizes(input, n, output_size, who)
+    shape = list(x.shape[:2]) + list(size)
+    if 0 in shape:  # nothing to average (an empty batch needs no window weights)
+        x = _C.zeros(shape, dtype=x.dtype) + x.sum() * 0 if x.requires_grad else \
+            _C.zeros(shape, dtype=x.dtype)
+        size = ()
     for i, out in enumerate(size):  # a mean over each window is a matmul with its weights
         dim = 2 + i
         length = x.shape[dim]
         if length == out:
             continue
-        rows = [[1.0 / (b - a) if a <= c < b else 0.0 for c in range(length)] for a, b in _windows(length, out)]
-        weights = _C.tensor(rows, dtype=x.dtype) if rows else _C.zeros(0, length, dtype=x.dtype)
-        x = (x.movedim(dim, -1) @ weights.t()).movedim(-1, dim)
+        x = (x.movedim(dim, -1) @ _window_weights(length, out, x.dtype).t()).movedim(-1, dim)
     return x.squeeze(0) if added else x
 
 
@@ -383,7 +404,10 @@ def _adaptive_max(input, n, output_size, return_indices, who):
     spatial = list(x.shape[2:])
     lead = list(x.shape[:2])
     values, indices = [], []
-    for window in itertools.product(*[_windows(spatial[i], size[i]) for i in range(n)]):
+    shape = lead + list(size)
+    # an empty output has no windows to take (an empty batch's would reshape nothing)
+    windows = () if 0 in shape else itertools.product(*[_windows(spatial[i], size[i]) for i in range(n)])
+    for window in windows:
         region = x[(slice(None), slice(None)) + tuple(slice(a, b) for a, b in window)]
         extent = [b - a for a, b in window]
         v, i = region.reshape(lead + [-1]).max(-1)
@@ -399,7 +423,6 @@ def _adaptive_max(input, n, output_size, return_indices, who):
             flat = flat + pos * stride
         values.append(v)
         indices.append(flat)
-    shape = lead + list(size)
     if values:
         out, idx = _C.stack(values, -1).reshape(shape), _C.stack(indices, -1).reshape(shape)
     else:
