@@ -616,3 +616,35 @@ def test_layer_norm_backward_does_not_depend_on_threads(rows, d):
     ty.backward(torch.tensor(g.astype(np.float64)))
     for got, want in zip(outs[0], [ty.detach().numpy()] + [a.grad.numpy() for a in t]):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1, rows ** 0.5))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_refuses_an_output_that_cannot_be_made(mode):
+    # fuzz_py seed 1925: reflect padding of a (2**31, 2**31) expanded tensor
+    # built a Python list of 2**31 source indices (past 3 s) before the
+    # output could fail; the output is now made, or refused, first
+    x = musa.full((1, 1), 0, dtype=musa.int32).expand(2 ** 31, 2 ** 31)
+    with pytest.raises(MemoryError, match=r"^\[pad\] padding .* cannot be made"):
+        musa.nn.functional.pad(x, (-2, 0, 2, 0), mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_index_modes_match_torch(mode):
+    x = np.random.default_rng(1).standard_normal((2, 3, 6, 5)).astype(np.float32)
+    for p in [(0, 0, 0, 0), (1, 2, 3, 0), (-1, 2, 0, -2), (4, 4, 5, 5), (2, -3, 1, 1)]:
+        got = musa.nn.functional.pad(musa.tensor(x), p, mode=mode).numpy()
+        want = torch.nn.functional.pad(torch.tensor(x), p, mode=mode).numpy()
+        np.testing.assert_array_equal(got, want)
+
+
+def test_circular_pad_crops_then_wraps_as_torch():
+    # a negative side crops first and the other side wraps around what is
+    # left (PyTorch's order); wrapping more than once is refused (PyTorch
+    # accepts it and copies overlapping slices)
+    x = np.arange(24, dtype=np.float32).reshape(1, 1, 4, 6)
+    for p in [(-1, 2, 0, 0), (2, -3, 0, 0), (1, -1, 1, 1), (2, 1, 1, -2), (0, 0, 1, -1)]:
+        got = musa.nn.functional.pad(musa.tensor(x), p, mode="circular").numpy()
+        want = torch.nn.functional.pad(torch.tensor(x), p, mode="circular").numpy()
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match=r"^\[pad\] padding \(2, -3\) wraps around .* more than once"):
+        musa.nn.functional.pad(musa.tensor(x), (0, 0, 2, -3), mode="circular")

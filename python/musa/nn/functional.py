@@ -379,17 +379,21 @@ def _pad_index(n, left, right, mode):
                          "'reflect'")
     if mode == "circular" and (left > n or right > n):
         raise ValueError(f"[pad] padding ({left}, {right}) should be at most the dim size {n} for 'circular'")
-    out = []
-    for i in range(-left, n + right):
-        if mode == "reflect":
-            i = abs(i)
-            i = 2 * (n - 1) - i if i >= n else i
-        elif mode == "replicate":
-            i = min(max(i, 0), n - 1)
-        else:
-            i %= n
-        out.append(i)
-    return _C.tensor(out, dtype=_C.int64)
+    i = _C.arange(-left, max(n + right, -left), dtype=_C.int64)  # as tensors: n may be 2**31
+    if mode == "reflect":
+        i = i.abs()
+        return _C.where(i >= n, 2 * (n - 1) - i, i)
+    if mode == "replicate":
+        return i.clamp(0, n - 1)
+    # circular, as PyTorch: a negative side crops first, and the other side
+    # wraps around what is left
+    start, m = max(-left, 0), n - max(-left, 0) - max(-right, 0)
+    if left > max(m, 0) or right > max(m, 0):
+        raise ValueError(f"[pad] padding ({left}, {right}) wraps around the dim (size {n}, "
+                         f"{max(m, 0)} after cropping) more than once for 'circular'")
+    if m <= 0:
+        return i
+    return start + (_C.arange(-max(left, 0), m + max(right, 0), dtype=_C.int64) % m)
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -408,6 +412,14 @@ def pad(input, pad, mode="constant", value=None):
         raise ValueError(f"[pad] unknown mode {mode!r} (constant, reflect, replicate or circular)")
     if value:
         raise ValueError(f"[pad] padding mode {mode!r} doesn't take in value argument")
+    shape = list(input.shape)
+    for i in range(len(pad) // 2):
+        shape[input.ndim - 1 - i] = max(shape[input.ndim - 1 - i] + pad[2 * i] + pad[2 * i + 1], 0)
+    try:  # the result must fit: an absurd one fails here, before its index tensors
+        _C.empty(shape, dtype=input.dtype)
+    except (MemoryError, OverflowError, ValueError) as e:
+        raise type(e)(f"[pad] padding {pad} gives an output {tuple(shape)} that cannot be made: "
+                      f"{e}") from None
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
         input = input.index_select(dim, _pad_index(input.shape[dim], pad[2 * i], pad[2 * i + 1], mode))
