@@ -554,8 +554,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if offsets is not None:
             raise ValueError("[embedding_bag] offsets has to be None if input is 2-D")
         b, length = input.shape
-        bag_of = [i for i in range(b) for _ in range(length)]
         flat = _C.reshape(input, [-1])
+        bag_of = _C.arange(b * length, dtype=_C.int64) // max(length, 1)
     elif input.ndim == 1:
         if offsets is None or offsets.ndim != 1:
             raise ValueError("[embedding_bag] offsets has to be a 1-D tensor when input is 1-D")
@@ -570,34 +570,35 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError(f"[embedding_bag] offsets must start at 0, not decrease and stay "
                              f"within the input ({n}), got {starts}")
         b = len(starts)
-        ends = starts[1:] + [n]
-        bag_of = [i for i, (lo, hi) in enumerate(zip(starts, ends)) for _ in range(hi - lo)]
         flat = input
+        # each entry's bag: how many bags start at or before it, less one
+        # (equal starts are empty bags; a start at n owns nothing)
+        inner = [v for v in starts if v < n]
+        marks = _C.zeros([n], dtype=_C.int64)
+        if inner:
+            marks = marks.index_add(0, _C.tensor(inner, dtype=_C.int64),
+                                    _C.ones([len(inner)], dtype=_C.int64))
+        bag_of = marks.cumsum(0) - 1
     else:
         raise ValueError(f"[embedding_bag] input has to be 1-D or 2-D, got shape {tuple(input.shape)}")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
-    keep = [True] * len(bag_of)
-    if padding_idx is not None:
-        pad = padding_idx % weight.shape[0]
-        keep = [v != pad for v in flat.tolist()]
     if per_sample_weights is not None:
         rows = _C.mul(rows, _C.reshape(per_sample_weights, [-1, 1]))
     dim = weight.shape[1]
-    idx = [i for i, k in enumerate(keep) if k]
-    bags = _C.tensor([bag_of[i] for i in idx], dtype=_C.int64)
-    if len(idx) != len(keep):
-        rows = rows.index_select(0, _C.tensor(idx, dtype=_C.int64))
+    bags = bag_of
+    if padding_idx is not None:
+        kept = _C.nonzero(flat.reshape(-1) != padding_idx % weight.shape[0]).reshape(-1)
+        if kept.shape[0] != flat.numel():
+            bags, rows = bag_of.index_select(0, kept), rows.index_select(0, kept)
+    # bags ascend, so each bag's rows are one run of them
+    counts = _C.zeros([b], dtype=_C.int64).index_add(0, bags, _C.ones_like(bags))
     if mode == "max":
-        outs = []
-        for i in range(b):
-            sel = [j for j, v in enumerate(bags.tolist()) if v == i]
-            outs.append(rows.index_select(0, _C.tensor(sel, dtype=_C.int64)).amax(0) if sel
-                        else _C.zeros([dim], dtype=weight.dtype))
+        outs, lo = [], 0
+        for c in counts.tolist():
+            outs.append(rows[lo:lo + c].amax(0) if c else _C.zeros([dim], dtype=weight.dtype))
+            lo += c
         return _C.stack(outs, 0) if outs else _C.zeros([0, dim], dtype=weight.dtype)
     out = _C.zeros([b, dim], dtype=weight.dtype).index_add(0, bags, rows)
     if mode == "mean":
-        counts = [0] * b
-        for v in bags.tolist():
-            counts[v] += 1
-        out = _C.div(out, _C.tensor([[max(c, 1)] for c in counts], dtype=weight.dtype))
+        out = _C.div(out, counts.clamp(min=1).to(weight.dtype).reshape(-1, 1))
     return out
