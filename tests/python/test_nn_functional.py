@@ -648,3 +648,10 @@ def test_circular_pad_crops_then_wraps_as_torch():
         np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match=r"^\[pad\] padding \(2, -3\) wraps around .* more than once"):
         musa.nn.functional.pad(musa.tensor(x), (0, 0, 2, -3), mode="circular")
+
+
+@pytest.mark.parametrize("scale", [float("inf"), float("nan"), -1.0, 0.0])
+def test_interpolate_names_a_scale_that_is_not_positive_and_finite(scale):
+    # fuzz_py seed 2123: an infinite scale reached int(inf) (OverflowError)
+    with pytest.raises(ValueError, match=r"^\[interpolate\] scale_factor must be .* positive finite"):
+        F.upsample_nearest(musa.randn(2, 3, 3), scale_factor=scale)

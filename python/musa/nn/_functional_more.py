@@ -161,10 +161,10 @@ def _out_sizes(input, size, scale_factor, n, recompute):
         return sizes, [i / o for i, o in zip(ins, sizes)]
     scales = [scale_factor] * n if isinstance(scale_factor, (int, float)) else \
         list(scale_factor) if isinstance(scale_factor, (list, tuple)) else None
-    if scales is None or len(scales) != n or not all(isinstance(s, (int, float)) and s > 0
-                                                     for s in scales):
-        raise ValueError(f"[interpolate] scale_factor must be {n} positive numbers for a {n + 2}D "
-                         f"input, got {scale_factor!r}")
+    if scales is None or len(scales) != n or not all(isinstance(s, (int, float)) and s > 0 and
+                                                     math.isfinite(s) for s in scales):
+        raise ValueError(f"[interpolate] scale_factor must be {n} positive finite numbers for a "
+                         f"{n + 2}D input, got {scale_factor!r}")
     sizes = [int(math.floor(i * s)) for i, s in zip(ins, scales)]
     if any(s <= 0 for s in sizes):
         raise ValueError(f"[interpolate] output size {sizes} has a dim below 1")
