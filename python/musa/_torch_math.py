@@ -233,10 +233,11 @@ def float_power(input, exponent):
 
 
 def ldexp(input, other):
-    """input * 2 ** other."""
+    """input * 2 ** other, the power in other's dtype (a float one; else
+    the default) and the product in the promoted one, as in PyTorch."""
     _tensors("ldexp", input=input)
     x = input if input.is_floating_point() else input.float()
-    return x * _C.pow(2.0, _t(other, x).to(x.dtype))
+    return x * _C.pow(2.0, _t(other, x))
 
 
 def xlogy(input, other):

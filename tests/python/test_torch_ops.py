@@ -414,3 +414,29 @@ def test_select_scatter_names_an_index_out_of_range(index):
         musa.select_scatter(musa.zeros(4, 3), musa.ones(3), 0, index)
     with pytest.raises(IndexError, match=r"^\[select_scatter\]"):
         musa.select_scatter(musa.zeros(0, 3), musa.ones(3), 0, -1)
+
+
+def test_ldexp_takes_the_power_in_the_exponent_dtype():
+    # fuzz_py seed 2214: a bfloat16 exponent was widened to the input's
+    # float32 first (6.77670 against torch's 6.78494, which rounds 2**other
+    # to bfloat16); the result dtype is the promoted one
+    cases = [(musa.tensor([3.124]), musa.tensor([1.117], dtype=musa.bfloat16)),
+             (musa.tensor([1.5], dtype=musa.float16), musa.tensor([0.3])),
+             (musa.tensor([3.0, -1.5]), musa.tensor([2, -3])),
+             (musa.tensor([2.0], dtype=musa.float64), musa.tensor([0.5], dtype=musa.bfloat16))]
+    for a, b in cases:
+        m = musa.ldexp(a, b)
+        t = torch.ldexp(torch.tensor(a.numpy()), torch.tensor(b.float().numpy()).to(
+            torch.bfloat16) if b.dtype == musa.bfloat16 else torch.tensor(b.numpy()))
+        assert str(m.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        assert m.tolist() == t.tolist()
+
+
+def test_instance_norm_checks_momentum_and_running_stats():
+    # fuzz_py seed 2203: momentum None reached Python arithmetic, and running
+    # stats of another shape were broadcast into
+    x = musa.randn(2, 3, 4)
+    with pytest.raises(TypeError, match=r"^\[instance_norm\] momentum must be a number"):
+        musa.nn.functional.instance_norm(x, musa.zeros(3), musa.ones(3), momentum=None)
+    with pytest.raises(ValueError, match=r"^\[instance_norm\] running_var should have the input's 3"):
+        musa.nn.functional.instance_norm(x, None, musa.ones(2, 3))

@@ -311,8 +311,14 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if input.ndim < 3:
         raise ValueError(f"[instance_norm] expected an input with at least 3 dims (N, C, ...), got "
                          f"shape {tuple(input.shape)}")
+    momentum = _number(momentum, "instance_norm", "momentum")
+    eps = _number(eps, "instance_norm", "eps")
     dims = list(range(2, input.ndim))
     c = input.shape[1]
+    for what, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise ValueError(f"[instance_norm] {what} should have the input's {c} channels, got "
+                             f"shape {tuple(t.shape)}")
     if use_input_stats:
         var, mean = input.var(dims, correction=0, keepdim=True), input.mean(dims, keepdim=True)
         if running_mean is not None or running_var is not None:
