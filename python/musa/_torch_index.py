@@ -443,15 +443,20 @@ def histc(input, bins=100, min=0, max=0):
     if bins <= 0:
         raise RuntimeError(f"[histc] bins must be > 0, got {bins}")
     lo, hi = _number(min, "histc", "min"), _number(max, "histc", "max")
-    flat = input.reshape(-1).to(_C.float64)  # bin positions in float64 whatever the dtype
+    flat = input.reshape(-1)
     if lo == hi and flat.numel():
         lo, hi = float(flat.min()), float(flat.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if lo > hi:
         raise RuntimeError(f"[histc] max must be larger than min, got min {lo} and max {hi}")
-    inside = _C.logical_and(_C.ge(flat, lo), _C.le(flat, hi))
-    idx = _C.clamp(((flat - lo) * (bins / (hi - lo))).floor().long(), 0, bins - 1)
+    # PyTorch's bin arithmetic, in the input's dtype and order: the edges
+    # rounded to it, then (x - lo) / (hi - lo) * bins, truncated (a value on
+    # or near an edge lands where torch puts it); the last edge closes the
+    # last bin
+    lo_t, hi_t = _C.tensor(lo, dtype=flat.dtype), _C.tensor(hi, dtype=flat.dtype)
+    inside = _C.logical_and(_C.ge(flat, lo_t), _C.le(flat, hi_t))
+    idx = _C.clamp(((flat - lo_t) / (hi_t - lo_t) * bins).trunc().long(), 0, bins - 1)
     return _C.zeros(bins, dtype=_C.float64).index_add(0, idx, inside.to(_C.float64)).to(input.dtype)
 
 

@@ -215,3 +215,15 @@ def test_adaptive_avg_pool1d_window_weights_match_torch(shape, size):
     got = MF.adaptive_avg_pool1d(musa.tensor(x), size).numpy()
     want = TF.adaptive_avg_pool1d(torch.tensor(x), size).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+
+
+def test_adaptive_avg_pool_of_an_empty_window_is_nan():
+    # fuzz_py seed 2467: a (2, 0) input pooled to 1 gave 0; the mean of an
+    # empty window is 0 / 0, NaN, as in PyTorch
+    got = MF.adaptive_avg_pool1d(musa.zeros((2, 0), dtype=musa.bfloat16), 1)
+    want = TF.adaptive_avg_pool1d(torch.zeros((2, 0), dtype=torch.bfloat16), 1)
+    assert got.shape == tuple(want.shape) == (2, 1) and np.isnan(got.float().numpy()).all()
+    assert np.isnan(MF.adaptive_avg_pool3d(musa.zeros((1, 2, 0, 3, 3)), 2).numpy()).all()
+    x = musa.zeros((1, 2, 0), requires_grad=True)
+    MF.adaptive_avg_pool1d(x, 3).sum().backward()
+    assert x.grad.shape == (1, 2, 0)

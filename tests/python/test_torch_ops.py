@@ -440,3 +440,21 @@ def test_instance_norm_checks_momentum_and_running_stats():
         musa.nn.functional.instance_norm(x, musa.zeros(3), musa.ones(3), momentum=None)
     with pytest.raises(ValueError, match=r"^\[instance_norm\] running_var should have the input's 3"):
         musa.nn.functional.instance_norm(x, None, musa.ones(2, 3))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_histc_bins_values_on_edges_as_torch(dtype):
+    # fuzz_py seed 2437: 1.275 with max 1.5 and 100 bins sits on the edge of
+    # bins 84 and 85; torch computes (x - min) / (max - min) * bins in the
+    # input's dtype (85), musa did (x - min) * (bins / (max - min)) in
+    # float64 (84)
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        x = np.round(rng.standard_normal(int(rng.integers(1, 30))) * 2, int(rng.integers(0, 4)))
+        bins = int(rng.choice([3, 7, 10, 100]))
+        lo, hi = [(0, 1.5), (-1, 1), (-2.5, 2.5), (0.1, 0.7)][trial % 4]
+        got = musa.tensor(x).to(getattr(musa, dtype)).histc(bins, lo, hi)
+        want = torch.tensor(x).to(getattr(torch, dtype)).histc(bins, lo, hi)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    got = musa.tensor([1.182, -0.941, 2.101, 1.275]).histc(max=1.5)
+    assert got[85].item() == 1 and got[84].item() == 0 and got.sum().item() == 2

@@ -384,6 +384,11 @@ def _adaptive_avg(input, n, output_size, who):
         length = x.shape[dim]
         if length == out:
             continue
+        if length == 0:  # each window is empty: its mean is NaN (0 / 0), as in PyTorch
+            wide = list(x.shape)
+            wide[dim] = out
+            x = (x.sum(dim, keepdim=True) / 0.0).expand(wide).contiguous()
+            continue
         x = (x.movedim(dim, -1) @ _window_weights(length, out, x.dtype).t()).movedim(-1, dim)
     return x.squeeze(0) if added else x
 
