@@ -57,6 +57,18 @@ def _dims(dims, who, what):
                         f"{type(dims).__name__}") from None
 
 
+def _output_fits(shape, dtype, who, what):
+    """Raise, naming who and what, when an output of this shape and dtype
+    cannot be made (too many elements, or more bytes than memory): callers
+    check before work that grows with the output (a Python loop over its
+    windows or indices)."""
+    try:
+        _C.empty(shape, dtype=dtype)
+    except (MemoryError, OverflowError, ValueError) as e:
+        raise type(e)(f"[{who}] {what} gives an output {tuple(shape)} that cannot be made: "
+                      f"{e}") from None
+
+
 def _number(x, who, what):
     """x as a float; TypeError naming who unless it is a real number."""
     if isinstance(x, (str, bytes, complex)) or not hasattr(x, "__float__"):

@@ -14,7 +14,7 @@ pools each depth tap's slab with the 2-D kernel, then combines the taps.
 import math
 
 from .. import _C
-from .._functions import _number, _tensors
+from .._functions import _number, _output_fits, _tensors
 from ._functional_more import _ints, _unpool, _unpool_size
 
 __all__ = ["conv3d", "conv_transpose3d", "max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d",
@@ -347,12 +347,8 @@ def _adaptive_sizes(input, n, output_size, who):
             raise _C.InvalidArgumentError(f"[{who}] output_size {size} must be non-negative ints (0 only for an "
                              f"empty input dim)")
     shape = list(x.shape[:2]) + list(size)
-    try:  # the result must fit: an absurd size fails here, not in a loop over its windows
-        _C.empty(shape, dtype=x.dtype)
-    except (MemoryError, OverflowError, ValueError) as e:
-        raise type(e)(f"[{who}] output_size {size} gives an output {tuple(shape)} that cannot be "
-                      f"made: {e}") from None
-    return x, added, size
+    _output_fits(shape, x.dtype, who, f"output_size {size}")  # before a loop over its windows
+    return x, added, size, shape
 
 
 def _windows(length, out):
@@ -373,8 +369,7 @@ def _window_weights(length, out, dtype):
 
 
 def _adaptive_avg(input, n, output_size, who):
-    x, added, size = _adaptive_sizes(input, n, output_size, who)
-    shape = list(x.shape[:2]) + list(size)
+    x, added, size, shape = _adaptive_sizes(input, n, output_size, who)
     if 0 in shape:  # nothing to average (an empty batch needs no window weights)
         x = _C.zeros(shape, dtype=x.dtype) + x.sum() * 0 if x.requires_grad else \
             _C.zeros(shape, dtype=x.dtype)
@@ -405,11 +400,10 @@ def _adaptive_max(input, n, output_size, return_indices, who):
     """Max over each window, one window tuple at a time; the indices are flat
     positions in each input plane/volume."""
     import itertools
-    x, added, size = _adaptive_sizes(input, n, output_size, who)
+    x, added, size, shape = _adaptive_sizes(input, n, output_size, who)
     spatial = list(x.shape[2:])
     lead = list(x.shape[:2])
     values, indices = [], []
-    shape = lead + list(size)
     # an empty output has no windows to take (an empty batch's would reshape nothing)
     windows = () if 0 in shape else itertools.product(*[_windows(spatial[i], size[i]) for i in range(n)])
     for window in windows:

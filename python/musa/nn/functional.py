@@ -9,7 +9,7 @@ import math
 import warnings
 
 from .. import _C
-from .._functions import _dims, _int, _number, _tensors
+from .._functions import _dims, _int, _number, _output_fits, _tensors
 from ..autograd import no_grad
 
 Tensor = _C.Tensor
@@ -415,11 +415,7 @@ def pad(input, pad, mode="constant", value=None):
     shape = list(input.shape)
     for i in range(len(pad) // 2):
         shape[input.ndim - 1 - i] = max(shape[input.ndim - 1 - i] + pad[2 * i] + pad[2 * i + 1], 0)
-    try:  # the result must fit: an absurd one fails here, before its index tensors
-        _C.empty(shape, dtype=input.dtype)
-    except (MemoryError, OverflowError, ValueError) as e:
-        raise type(e)(f"[pad] padding {pad} gives an output {tuple(shape)} that cannot be made: "
-                      f"{e}") from None
+    _output_fits(shape, input.dtype, "pad", f"padding {pad}")  # before its index tensors
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
         input = input.index_select(dim, _pad_index(input.shape[dim], pad[2 * i], pad[2 * i + 1], mode))
