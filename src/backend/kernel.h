@@ -40,6 +40,22 @@ typedef int (*musa_kernel_fn)(const musa_kctx *ctx, musa_kview *out, const musa_
 typedef size_t (*musa_workspace_fn)(const musa_kview *out, int n_out, const musa_kview *in,
                                     int n_in, const void *attrs);
 
+/* An elementwise kernel's inner loop over n elements: p[k] points at
+ * operand k's first element (output first, then the inputs) and s[k] is its
+ * stride in bytes (0: one element for all). */
+typedef void (*musa_loop_fn)(void *ctx, int64_t n, char **p, const int64_t *s);
+
+/* The loop an elementwise kernel would run on these views, for callers that
+ * walk contiguous runs themselves (a plan's fused tiles): the same loop on
+ * the same elements, so the same bits. The loop takes a NULL ctx. NULL when
+ * the kernel must run whole for these dtypes (integer arithmetic, which
+ * reports division by zero through its ctx). It reads the views' dtypes,
+ * and the data of inputs with ndim 0 where that data is not NULL (pow's
+ * scalar exponent); with NULL data it still says whether a loop exists.
+ * Kernels that have one define cpu_<name>_loop next to cpu_<name>. */
+typedef musa_loop_fn (*musa_loop_resolve_fn)(const musa_kview *out, const musa_kview *in,
+                                             const void *attrs);
+
 /* The product of the other dims of an empty view may overflow (a view of
  * shape (0, 2^62, 4) is valid), so these helpers look for a zero first. */
 static inline bool musa_kview_empty(const musa_kview *v) {

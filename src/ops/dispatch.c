@@ -27,6 +27,7 @@ const musa_op_info musa_ops[MUSA_OP_COUNT] = {
                          .attrs_kind = MUSA_ATTRS_##attrs_,                                        \
                          .infer = infer_,                                                          \
                          .kernel = kernel_,                                                        \
+                         .loop = kernel_##_loop,                                                   \
                          .workspace = ws_,                                                         \
                          .flags = flags_,                                                          \
                          .grad = grad_,                                                            \

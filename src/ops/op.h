@@ -119,6 +119,7 @@ struct musa_op_info {
     musa_attrs_kind attrs_kind;
     musa_infer_fn infer;
     musa_kernel_fn kernel;       /* CPU kernel; cpu_none for VIEW ops */
+    musa_loop_resolve_fn loop;   /* the kernel's loop resolver (cpu_<kernel>_loop), or NULL */
     musa_workspace_fn workspace; /* NULL: no scratch */
     uint32_t flags;
     musa_grad_fn grad; /* grad_none for NONDIFF ops */

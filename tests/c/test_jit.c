@@ -1,6 +1,8 @@
 /* Static graphs: capture (trace and symbolic), the IR and its verifier,
  * passes, plans (fusion, memory planning, concurrency) and their errors. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "jit/graph.h"
@@ -225,10 +227,32 @@ TEST(fused_elementwise_chain_is_bitwise_eager) {
                   st->fused_groups, st->kernels);
         CHECK(st->arena_bytes == 0); /* every intermediate lives in tiles */
         CHECK(run_same(p, x, ref));
+        /* every member calls its kernel's loop directly (lean), in L1 tiles */
+        char *text = musa_plan_text(p);
+        CHECK_MSG(text && strstr(text, "tiles of 1024 rows") && strstr(text, ", 8 lean"), "%s",
+                  text ? text : "(no text)");
+        free(text);
         musa_plan_free(p);
         musa_graph_free(g);
         musa_tensor_release(ref), musa_tensor_release(x);
     }
+}
+
+/* Which kernels have loop resolvers (the plan's lean members): elementwise
+ * ones, for the dtypes whose loops need nothing from the kernel. */
+TEST(loop_resolvers_cover_elementwise_kernels_only) {
+    int64_t n = 8;
+    musa_kview v[4] = {{.dtype = MUSA_DTYPE_FLOAT32, .ndim = 1, .shape = {n}, .strides = {1}}};
+    v[1] = v[2] = v[3] = v[0];
+    CHECK(musa_ops[MUSA_OP_tanh].loop && musa_ops[MUSA_OP_tanh].loop(v, v + 1, NULL));
+    CHECK(musa_ops[MUSA_OP_mul].loop && musa_ops[MUSA_OP_mul].loop(v, v + 1, NULL));
+    CHECK(musa_ops[MUSA_OP_pow].loop(v, v + 1, NULL)); /* no exponent data: the general loop */
+    CHECK(!musa_ops[MUSA_OP_matmul].loop && !musa_ops[MUSA_OP_sum].loop);
+    CHECK(!musa_ops[MUSA_OP_view].loop); /* a view: cpu_none */
+    for (int q = 0; q < 4; q++) v[q].dtype = MUSA_DTYPE_INT32;
+    CHECK(musa_ops[MUSA_OP_neg].loop(v, v + 1, NULL));   /* integer negation wraps: no errors */
+    CHECK(!musa_ops[MUSA_OP_mul].loop(v, v + 1, NULL));  /* integer arithmetic: the kernel */
+    CHECK(!musa_ops[MUSA_OP_tanh].loop(v, v + 1, NULL)); /* no int32 tanh: the kernel says so */
 }
 
 static musa_tensor *broadcast_chain(musa_tensor *x) {

@@ -448,7 +448,7 @@ def tile_rows(compiled):
 @pytest.mark.parametrize("n", [1_000_003, 70_001, 5_000])
 def test_elementwise_tiles_grow_with_the_group_and_stay_bitwise_eager(n):
     # relu's backward as a plan fuses it: few members, so tiles of many
-    # elements (fewer kernel calls per member); small groups keep 2048
+    # elements (fewer kernel calls per member); small groups keep the least
     def f(a, b, c):
         return musa.where(c > 0, a + b, 0.0)
     a, b, c = musa.randn(n), musa.randn(n), musa.randn(n)
@@ -457,12 +457,66 @@ def test_elementwise_tiles_grow_with_the_group_and_stay_bitwise_eager(n):
     assert np.array_equal(comp(a, b, c).numpy(), f(a, b, c).numpy())
     (rows,) = tile_rows(comp)
     threads = musa.get_num_threads()
-    assert rows & (rows - 1) == 0 and 2048 <= rows <= 65536
-    assert rows == 2048 or rows * 4 * threads <= n
+    # every member is lean (gt, add and where call their loops directly):
+    # tiles from 1024 elements, within 48 KiB of outputs (10 bytes an element)
+    assert ", 3 lean" in comp.plan_text()
+    assert rows & (rows - 1) == 0 and 1024 <= rows <= 4096
+    assert rows == 1024 or rows * 4 * threads <= n
     if n > 1_000_000:
-        assert rows >= 16384
+        assert rows == 4096
     if n == 5_000:
-        assert rows == 2048
+        assert rows == 1024
+    # an integer member is not lean (its loop reports division by zero through
+    # the kernel): the group keeps the kernel's tiles, from 2048 up
+    def g(a, b, i):
+        return (a + b) * (i // 3).float()
+    i = musa.arange(n, dtype=musa.int32)
+    comp = musa.jit(g)
+    comp(a, b, i)
+    assert np.array_equal(comp(a, b, i).numpy(), g(a, b, i).numpy())
+    text = comp.plan_text()
+    assert "floor_divide" in text and "lean" in text and ", 3 lean" not in text
+    assert all(r == 2048 or (r >= 2048 and r * 4 * threads <= n) for r in tile_rows(comp))
+
+
+def gelu_tanh_chain(x):
+    return x * 0.5 * (1 + musa.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("n", [1, 1000, 4099, 70_001])
+def test_lean_members_are_bitwise_eager(dtype, n):
+    # members whose kernels have a loop resolver (unary.c, binary.c) run
+    # their loop on each tile directly; the same loop on the same elements
+    dt = getattr(musa, dtype)
+    x = musa.randn(n, dtype=dt)
+
+    def f(x):
+        p = x ** 2 + abs(x) ** 0.5 - (x + 3) ** -1 + abs(x) ** 2.5
+        w = musa.where(x > 0, musa.sigmoid(x) * 2, 0.0)
+        g = F.gelu(x) + F.gelu(x, approximate="tanh") - musa.exp(-x * x)
+        return gelu_tanh_chain(x) + p + w + g
+    c = musa.jit(f)
+    c(x)
+    got, want = c(x), f(x)
+    assert got.dtype == want.dtype
+    assert np.array_equal(got.float().numpy(), want.float().numpy(), equal_nan=True)
+    assert " lean" in c.plan_text()
+
+
+def test_lean_pow_resolves_its_exponent_at_each_run():
+    # pow's loop depends on its scalar exponent (x*x for 2, sqrt for 0.5): a
+    # plan resolves it when it runs, from the exponent's value that run
+    def f(x, e):
+        return (x + 1) ** e * 2
+    x = musa.rand(5000)
+    c = musa.jit(f)
+    for e in [2.0, 0.5, 3.0, -1.0, 1.7]:
+        et = musa.tensor(e)
+        got, want = c(x, et), f(x, et)
+        assert np.array_equal(got.numpy(), want.numpy()), e
+    assert c.compiles == 1
+    assert ", 3 lean" in c.plan_text()
 
 
 def test_training_flag_is_part_of_the_key():

@@ -155,7 +155,18 @@ typedef struct {
                    const void *attrs) {                                                            \
         (void)n_in, (void)attrs;                                                                   \
         return binary_run(ctx, out, in, loops_##NAME);                                             \
+    }                                                                                              \
+    musa_loop_fn cpu_##NAME##_loop(const musa_kview *out, const musa_kview *in,                    \
+                                   const void *attrs) {                                            \
+        (void)out, (void)attrs;                                                                    \
+        return float_loop(loops_##NAME, in);                                                       \
     }
+
+/* The loop of a binary kernel for cpu_<name>_loop: float operands only (the
+ * integer loops report errors through binary_flags). */
+static musa_loop_fn float_loop(const musa_loop_fn *loops, const musa_kview *in) {
+    return musa_is_float((musa_dtype)in[0].dtype) ? loops[in[0].dtype] : NULL;
+}
 
 static int binary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
                       const musa_loop_fn *loops) {
@@ -260,22 +271,31 @@ static const musa_loop_fn loops_pow_3[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_3)}
 static const musa_loop_fn loops_pow_half[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_half)};
 static const musa_loop_fn loops_pow_m1[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(pow_m1)};
 
-int cpu_pow(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-            const void *attrs) {
-    (void)n_in, (void)attrs;
+/* pow's loops for this exponent: the fast ones for a float tensor to one
+ * scalar 2, 3, 0.5 or -1 (read where its data is there). */
+static const musa_loop_fn *pow_loops(const musa_kview *out, const musa_kview *in) {
     const musa_kview *e = &in[1];
-    bool scalar = musa_is_float((musa_dtype)in[0].dtype) && in[0].dtype == e->dtype;
+    bool scalar = musa_is_float((musa_dtype)in[0].dtype) && in[0].dtype == e->dtype && e->data;
     for (int d = 0; scalar && d < e->ndim; d++) scalar = e->shape[d] == 1 || e->strides[d] == 0;
     if (scalar && musa_kview_numel(out) > 0) {
         double b = musa_load_f64(e->data, (musa_dtype)e->dtype);
-        const musa_loop_fn *fast = b == 2    ? loops_pow_2
-                                   : b == 3  ? loops_pow_3
-                                   : b == 0.5 ? loops_pow_half
-                                   : b == -1 ? loops_pow_m1
-                                             : NULL;
-        if (fast) return binary_run(ctx, out, in, fast);
+        if (b == 2) return loops_pow_2;
+        if (b == 3) return loops_pow_3;
+        if (b == 0.5) return loops_pow_half;
+        if (b == -1) return loops_pow_m1;
     }
-    return binary_run(ctx, out, in, loops_pow);
+    return loops_pow;
+}
+
+int cpu_pow(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+            const void *attrs) {
+    (void)n_in, (void)attrs;
+    return binary_run(ctx, out, in, pow_loops(out, in));
+}
+
+musa_loop_fn cpu_pow_loop(const musa_kview *out, const musa_kview *in, const void *attrs) {
+    (void)attrs;
+    return float_loop(pow_loops(out, in), in);
 }
 BINARY_ARITH(maximum, FMAX(a, b), FMAX(a, b), a > b ? a : b, a | b)
 BINARY_ARITH(minimum, FMIN(a, b), FMIN(a, b), a < b ? a : b, a & b)
@@ -329,29 +349,33 @@ DEF_WHERE(16)
 DEF_WHERE(32)
 DEF_WHERE(64)
 
+/* where's loop moves elements of out's size */
+static musa_loop_fn where_loop(const musa_kview *out) {
+    switch (musa_dtype_info[out[0].dtype].size) {
+    case 1:
+        return where_8;
+    case 2:
+        return where_16;
+    case 4:
+        return where_32;
+    default:
+        return where_64;
+    }
+}
+
 int cpu_where(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
               const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     const musa_kview *ops[4] = {&out[0], &in[0], &in[1], &in[2]};
     musa_iter it;
     musa_iter_init(&it, ops, 4);
-    musa_loop_fn fn;
-    switch (musa_dtype_info[out[0].dtype].size) {
-    case 1:
-        fn = where_8;
-        break;
-    case 2:
-        fn = where_16;
-        break;
-    case 4:
-        fn = where_32;
-        break;
-    default:
-        fn = where_64;
-        break;
-    }
-    musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, NULL);
+    musa_iter_run(&it, MUSA_GRAIN_CHEAP, where_loop(out), NULL);
     return MUSA_OK;
+}
+
+musa_loop_fn cpu_where_loop(const musa_kview *out, const musa_kview *in, const void *attrs) {
+    MUSA_UNUSED(in), MUSA_UNUSED(attrs);
+    return where_loop(out);
 }
 
 /* ---- clamp ---- */
@@ -424,11 +448,18 @@ int musa_cpu_add_into(const musa_kview *dst, const musa_kview *src) {
 
 BIN_FLOATS_M(gelu_erf_grad, musa_gelu_erf_grad_f(a, b), musa_gelu_erf_grad_d(a, b))
 BIN_FLOATS_M(gelu_tanh_grad, musa_gelu_tanh_grad_f(a, b), musa_gelu_tanh_grad_d(a, b))
+static const musa_loop_fn *gelu_grad_loops(const void *attrs) {
+    static const musa_loop_fn erf_loops[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(gelu_erf_grad)};
+    static const musa_loop_fn tanh_loops[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(gelu_tanh_grad)};
+    return ((const musa_attrs_gelu *)attrs)->tanh ? tanh_loops : erf_loops;
+}
 int cpu_gelu_backward(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                       const void *attrs) {
     MUSA_UNUSED(n_in);
-    static const musa_loop_fn erf_loops[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(gelu_erf_grad)};
-    static const musa_loop_fn tanh_loops[MUSA_DTYPE_COUNT] = {FLOAT_ENTRIES(gelu_tanh_grad)};
-    const musa_attrs_gelu *a = attrs;
-    return binary_run(ctx, out, in, a->tanh ? tanh_loops : erf_loops);
+    return binary_run(ctx, out, in, gelu_grad_loops(attrs));
+}
+musa_loop_fn cpu_gelu_backward_loop(const musa_kview *out, const musa_kview *in,
+                                    const void *attrs) {
+    MUSA_UNUSED(out);
+    return float_loop(gelu_grad_loops(attrs), in);
 }

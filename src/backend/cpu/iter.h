@@ -15,10 +15,6 @@
 
 #define MUSA_ITER_MAX_OPS 4
 
-/* Inner loop over n elements; p[k] points at operand k's first element and
- * s[k] is its stride in bytes. */
-typedef void (*musa_loop_fn)(void *ctx, int64_t n, char **p, const int64_t *s);
-
 typedef struct musa_iter {
     int nops;
     int ndim;                                          /* >= 1 after coalescing */

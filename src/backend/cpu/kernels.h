@@ -32,9 +32,14 @@ static inline void musa_bad_index_note(musa_bad_index *b, int64_t v) {
     if (atomic_compare_exchange_strong(&b->seen, &expect, true)) atomic_store(&b->value, v);
 }
 
+/* Each kernel, and its loop resolver (musa_loop_resolve_fn), which only the
+ * elementwise kernels of unary.c and binary.c define: the declaration is
+ * weak, so the address of one that no file defines is NULL. */
 #define OP(name, n_in, n_out, attrs, infer, kernel, ws, flags, grad, save, fn, py)                 \
     int kernel(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in_,             \
-               const void *attrs_);
+               const void *attrs_);                                                                \
+    __attribute__((weak))                                                                          \
+    musa_loop_fn kernel##_loop(const musa_kview *out, const musa_kview *in, const void *attrs_);
 #include "../../ops/ops.def"
 #undef OP
 

@@ -139,6 +139,11 @@
                    const void *attrs) {                                                            \
         (void)n_in, (void)attrs;                                                                   \
         return unary_run(ctx, out, in, loops_##NAME, GRAIN);                                       \
+    }                                                                                              \
+    musa_loop_fn cpu_##NAME##_loop(const musa_kview *out, const musa_kview *in,                    \
+                                   const void *attrs) {                                            \
+        (void)out, (void)attrs;                                                                    \
+        return loops_##NAME[in[0].dtype];                                                          \
     }
 
 static int unary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
@@ -200,11 +205,17 @@ UNARY_FLOAT(atanh, atanhf(x), atanh(x))
 /* GELU (vmath.h): the attribute picks the exact or the tanh form. */
 UNARY_FLOAT_TABLE(gelu_erf, musa_gelu_erf_f(x), musa_gelu_erf_d(x), DEF_UM)
 UNARY_FLOAT_TABLE(gelu_tanh, musa_gelu_tanh_f(x), musa_gelu_tanh_d(x), DEF_UM)
+static const musa_loop_fn *gelu_loops(const void *attrs) {
+    return ((const musa_attrs_gelu *)attrs)->tanh ? loops_gelu_tanh : loops_gelu_erf;
+}
 int cpu_gelu(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
              const void *attrs) {
     MUSA_UNUSED(n_in);
-    const musa_attrs_gelu *a = attrs;
-    return unary_run(ctx, out, in, a->tanh ? loops_gelu_tanh : loops_gelu_erf, MUSA_GRAIN_MATH);
+    return unary_run(ctx, out, in, gelu_loops(attrs), MUSA_GRAIN_MATH);
+}
+musa_loop_fn cpu_gelu_loop(const musa_kview *out, const musa_kview *in, const void *attrs) {
+    MUSA_UNUSED(out);
+    return gelu_loops(attrs)[in[0].dtype];
 }
 
 UNARY_PRED(logical_not, x == 0, x == 0)

@@ -59,6 +59,9 @@ typedef struct kcall {
     uint8_t *cut;   /* [n_out + n_in] fused members: this view is cut along dim 0 per tile;
                      * MUSA_CUT_STREAM on an output: written past the caches (run_tiles) */
     size_t scratch; /* bytes of workspace */
+    int64_t *lean;  /* [n_out + n_in] a lean member of a flat group (its kernel's loop runs on
+                     * each tile directly, musa_loop_resolve_fn): bytes per element of each
+                     * operand, 0 for a single element; NULL: the kernel runs */
 } kcall;
 
 /* A fused member's output that no later member reads, in a flat group too
@@ -77,6 +80,7 @@ typedef struct fused {
     size_t tile_bytes;  /* tile buffers, per chunk */
     size_t stage_off;   /* the staging tile of streamed outputs, from the chunk's start */
     int max_chunks;
+    musa_loop_fn *loop; /* [n] the lean members' loops, resolved at each run; NULL: none is lean */
 } fused;
 
 /* Consecutive update nodes (INPLACE rows) of one op with equal attributes,

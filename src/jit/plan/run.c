@@ -25,6 +25,7 @@
 #endif
 
 #include "../../backend/cpu/alloc.h"
+#include "../../backend/cpu/iter.h"
 #include "../../backend/cpu/kernels.h"
 #include "../../base/profile.h"
 #include "../../base/threadpool.h"
@@ -125,6 +126,43 @@ static void stream_fence(void) {
 #endif
 }
 
+/* A lean member on rows r0.. of a tile: its loop over the runs, output
+ * first (streamed ones through the staging tile). */
+static void run_lean(run_ctx *r, const fused *f, const kcall *k, musa_loop_fn loop, char *chunk,
+                     int64_t r0, int64_t rows) {
+    char *p[MUSA_ITER_MAX_OPS];
+    for (int q = 0; q < k->n_out + k->n_in; q++) {
+        if (k->ref[q].slot == MUSA_SLOT_TILE) {
+            p[q] = at(chunk, k->ref[q].off);
+            continue;
+        }
+        p[q] = at(r->base[k->ref[q].slot], k->ref[q].off);
+        if (k->cut[q] && k->lean[q] && p[q]) p[q] += r0 * k->lean[q];
+    }
+    char *dest = NULL;
+    if (k->cut[0] == MUSA_CUT_STREAM) dest = p[0], p[0] = at(chunk, (int64_t)f->stage_off);
+    loop(NULL, rows, p, k->lean);
+    if (dest) stream_copy(dest, p[0], (size_t)(rows * k->lean[0]));
+}
+
+/* Each lean member's loop for this run: its resolver sees the single
+ * elements it reads (the data of inputs from outside the group). */
+static void resolve_lean(run_ctx *r, fused *f) {
+    for (int i = 0; i < f->n; i++) {
+        const kcall *k = &f->m[i];
+        f->loop[i] = NULL;
+        if (!k->lean) continue;
+        musa_kview kv[MUSA_ITER_MAX_OPS];
+        for (int q = 0; q < k->n_out + k->n_in; q++) {
+            kv[q] = k->kv[q];
+            kv[q].data = k->ref[q].slot == MUSA_SLOT_TILE
+                             ? NULL
+                             : at(r->base[k->ref[q].slot], k->ref[q].off);
+        }
+        f->loop[i] = musa_ops[k->op].loop(kv, kv + k->n_out, k->attrs);
+    }
+}
+
 static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
     fused *f = fc->in->f;
     run_ctx *r = fc->r;
@@ -136,6 +174,10 @@ static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
         for (int i = 0; i < f->n; i++) {
             const kcall *k = &f->m[i];
             int nk = k->n_out + k->n_in;
+            if (f->loop && f->loop[i]) {
+                run_lean(r, f, k, f->loop[i], chunk, r0, rows);
+                continue;
+            }
             for (int q = 0; q < nk; q++) {
                 kv[q] = k->kv[q];
                 if (k->ref[q].slot == MUSA_SLOT_TILE) {
@@ -193,6 +235,7 @@ static int run_fused_instr(run_ctx *r, instr *in) {
     atomic_init(&fc.rc, 0);
     fc.tiles = f->tile_rows ? (f->rows + f->tile_rows - 1) / f->tile_rows : 0;
     if (fc.tiles == 0) return MUSA_OK;
+    if (f->loop) resolve_lean(r, f);
     int chunks = f->serial ? 1 : musa_pool_intra_threads();
     if (chunks > f->max_chunks) chunks = f->max_chunks;
     if (chunks > fc.tiles) chunks = (int)fc.tiles;
@@ -686,6 +729,9 @@ char *musa_plan_text(const musa_plan *p) {
                     for (int q = 0; q < in->f->m[i].n_out; q++)
                         streamed += in->f->m[i].cut[q] == MUSA_CUT_STREAM;
                 if (streamed) APPEND(", %d streamed", streamed);
+                int lean = 0;
+                for (int i = 0; i < in->f->n; i++) lean += in->f->m[i].lean != NULL;
+                if (lean) APPEND(", %d lean", lean);
             }
         }
         APPEND("\n");

@@ -1,0 +1,339 @@
+/*
+ * lower.c - the plan builder's last phase: each instruction becomes kernel
+ * calls with their views and places (slots and offsets from the arena
+ * phase), a fused group its tiles and tile buffers, an update run its rows;
+ * each step's scratch goes in a gap of the arena (build.c runs the phases).
+ */
+#include "builder.h"
+
+#include "../../backend/cpu/iter.h"
+#include "../../backend/cpu/kernels.h"
+#include "../../base/threadpool.h"
+
+/* Elements per fused tile: the least, and that of row groups; the most of
+ * an elementwise group; the tile bytes such a group aims for. A lean group
+ * (each member's loop called directly) starts lower and aims for L1. */
+#define TILE_ELEMS       2048
+#define TILE_MAX_ELEMS   65536
+#define TILE_BUDGET      ((size_t)192 << 10)
+#define LEAN_TILE_ELEMS  1024
+#define LEAN_TILE_BUDGET ((size_t)48 << 10)
+#define STREAM_MIN_BYTES ((size_t)8 << 20) /* a streamed output: larger than a core's L2 */
+
+static int fill_kcall(builder *b, kcall *k, const musa_gnode *n) {
+    const musa_graph *g = b->g;
+    const musa_op_info *info = &musa_ops[n->op];
+    k->kernel = info->kernel;
+    k->op = (musa_op_id)n->op;
+    k->attrs = &n->attrs;
+    k->name = info->name;
+    k->loc = n->loc;
+    k->n_in = n->n_in;
+    k->n_out = n->n_out;
+    int nk = n->n_in + n->n_out;
+    k->kv = PLAN_NEW(b, musa_kview, nk);
+    k->ref = PLAN_NEW(b, kref, nk);
+    k->cut = PLAN_NEW(b, uint8_t, nk);
+    if (!k->kv || !k->ref || !k->cut) return MUSA_ERR_NOMEM;
+    for (int j = 0; j < n->n_out; j++) musa_plan_kview_of(&g->values.data[n->out[j]], &k->kv[j]);
+    for (int i = 0; i < n->n_in; i++)
+        musa_plan_kview_of(&g->values.data[n->in[i]], &k->kv[n->n_out + i]);
+    if (info->workspace)
+        k->scratch = info->workspace(k->kv, n->n_out, k->kv + n->n_out, n->n_in, k->attrs);
+    return MUSA_OK;
+}
+
+/* A tile buffer of a fused group, and the last member that reads its
+ * current value. */
+typedef struct {
+    size_t off, size;
+    int busy_until;
+} tile_slot;
+
+/* Elements per tile of a pure elementwise group of nodes mem[0..cnt) over
+ * total elements: the largest power of two that keeps the group's tiles
+ * (its members' outputs, a bound on the tile buffers) within `budget`
+ * bytes and leaves four tiles per thread, from `least` up. Each tile costs
+ * a kernel call per member and restarts the members' input streams: with
+ * kernel calls, ResNet-18's relu backward, where(x > 0, a + b, 0) over 2M
+ * floats, took 564-604 us in tiles of 2048 against 436-447 in tiles of
+ * 16384 (2 threads, A/B), and the gelu-tanh chain 3-8% less in tiles of
+ * 4096; tiles of 64K were slower again (505-527 us), as were tiles not a
+ * power of two (page-straddling). A lean group's calls cost little, so its
+ * tiles aim for L1 (LEAN_TILE_BUDGET): the gelu chain (8 lean members,
+ * tiles of 1024) over 4M floats took 2.7 ms of CPU on one thread against
+ * 3.3 in tiles of 2048 and 4.9 in tiles of 65536; the where group above
+ * (tiles of 4096) is memory-bound and took the same time in tiles of 1024
+ * to 16384. The tiling does not change the numbers: each member is
+ * elementwise. */
+static int64_t elementwise_tile(const musa_graph *g, const int32_t *mem, int cnt, int64_t total,
+                                int64_t least, size_t budget) {
+    size_t per_elem = 1;
+    for (int i = 0; i < cnt; i++) {
+        const musa_gnode *n = &g->nodes.data[mem[i]];
+        for (int j = 0; j < n->n_out; j++)
+            per_elem += musa_dtype_info[g->values.data[n->out[j]].dtype].size;
+    }
+    int64_t per = MUSA_MIN((int64_t)(budget / per_elem), total / (4 * musa_pool_threads()));
+    int64_t tile = least;
+    while (tile * 2 <= MUSA_MIN(per, TILE_MAX_ELEMS)) tile *= 2;
+    return tile;
+}
+
+/* Whether member n of a flat group (group shape gs) runs lean: its kernel's
+ * loop called on each tile's runs directly. Its single-element inputs come
+ * from outside the group, since a resolver may read them (once per run). */
+static bool lean_member(const builder *b, const musa_gnode *n, const musa_gvalue *gs) {
+    const musa_op_info *info = &musa_ops[n->op];
+    if (!info->loop || info->workspace || n->n_out != 1 || n->n_in + 1 > MUSA_ITER_MAX_OPS)
+        return false;
+    musa_kview kv[MUSA_ITER_MAX_OPS];
+    for (int q = 0; q <= n->n_in; q++) {
+        int32_t v = q == 0 ? n->out[0] : n->in[q - 1];
+        const musa_gvalue *x = &b->g->values.data[v];
+        bool full = musa_shape_equal(x->ndim, x->shape, gs->ndim, gs->shape);
+        if (!full && b->internal[v]) return false;
+        kv[q] = (musa_kview){.dtype = x->dtype, .ndim = full, .shape = {numel(gs)}, .strides = {1}};
+    }
+    return info->loop(kv, kv + 1, &n->attrs) != NULL;
+}
+
+/* Fused group made of nodes mem[0..cnt). */
+static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
+    const musa_graph *g = b->g;
+    f->n = cnt;
+    f->m = PLAN_NEW(b, kcall, cnt);
+    if (!f->m) return MUSA_ERR_NOMEM;
+    const musa_gnode *first = &g->nodes.data[mem[0]];
+    const musa_op_info *finfo = &musa_ops[first->op];
+    f->serial = !(finfo->flags & MUSA_OPF_ELEMENTWISE);
+    /* The group's shape: the output of its first member (every elementwise
+     * member has it; a tail reduction cuts the same dim 0). */
+    const musa_gvalue *gs = &g->values.data[first->out[0]];
+    bool rows = false; /* a reduction or a row-wise member: tiles are whole rows */
+    for (int i = 0; i < cnt; i++)
+        rows |= !(musa_ops[g->nodes.data[mem[i]].op].flags & MUSA_OPF_ELEMENTWISE);
+    int64_t total = numel(gs);
+    /* Flatten pure elementwise groups whose operands are all full and
+     * contiguous, or single elements: tiles are then plain runs. */
+    bool flat = !f->serial && !rows;
+    for (int i = 0; flat && i < cnt; i++) {
+        const musa_gnode *n = &g->nodes.data[mem[i]];
+        for (int k = 0; flat && k < n->n_in + n->n_out; k++) {
+            int32_t v = k < n->n_out ? n->out[k] : n->in[k - n->n_out];
+            const musa_gvalue *x = &g->values.data[v];
+            musa_kview kv;
+            musa_plan_kview_of(x, &kv);
+            bool full = musa_shape_equal(x->ndim, x->shape, gs->ndim, gs->shape) &&
+                        musa_kview_contiguous(&kv);
+            flat = full || numel(x) == 1;
+        }
+    }
+    int64_t inner = 1;
+    for (int d = 1; d < gs->ndim; d++) inner *= gs->shape[d];
+    f->rows = flat ? total : gs->shape[0];
+    if (flat) inner = 1;
+    bool lean = flat;
+    for (int i = 0; lean && i < cnt; i++) lean = lean_member(b, &g->nodes.data[mem[i]], gs);
+    int64_t per = f->serial ? MUSA_HEAD_TILE_ELEMS
+                  : rows    ? TILE_ELEMS
+                  : lean ? elementwise_tile(g, mem, cnt, total, LEAN_TILE_ELEMS, LEAN_TILE_BUDGET)
+                         : elementwise_tile(g, mem, cnt, total, TILE_ELEMS, TILE_BUDGET);
+    f->tile_rows = inner > 0 ? MUSA_MAX(1, per / inner) : f->rows;
+    if (f->tile_rows > f->rows) f->tile_rows = f->rows ? f->rows : 1;
+    size_t tile_off = 0, member_scratch = 0;
+    kref *vloc = b->p->vloc;
+    tile_slot *slots = TMP_NEW(b, tile_slot, (size_t)cnt * MUSA_MAX_OUTPUTS);
+    int nslots = 0;
+    if (!slots) return MUSA_ERR_NOMEM;
+    for (int i = 0; i < cnt; i++) {
+        const musa_gnode *n = &g->nodes.data[mem[i]];
+        const musa_op_info *info = &musa_ops[n->op];
+        kcall *k = &f->m[i];
+        int rc = fill_kcall(b, k, n);
+        if (rc) return rc;
+        bool ew = (info->flags & MUSA_OPF_ELEMENTWISE) != 0;
+        for (int q = 0; q < k->n_out + k->n_in; q++) {
+            int32_t v = q < k->n_out ? n->out[q] : n->in[q - k->n_out];
+            const musa_gvalue *x = &g->values.data[v];
+            musa_kview *kv = &k->kv[q];
+            if (flat) {
+                if (musa_shape_equal(x->ndim, x->shape, gs->ndim, gs->shape))
+                    kv->ndim = 1, kv->shape[0] = total, kv->strides[0] = 1;
+                else
+                    kv->ndim = 0;
+            }
+            if (b->internal[v]) {
+                vloc[v].slot = MUSA_SLOT_TILE;
+                k->ref[q] = vloc[v];
+                k->cut[q] = 1;
+                continue;
+            }
+            k->ref[q] = vloc[v]; /* patched after memory planning */
+            if (q < k->n_out)
+                k->cut[q] = 1;
+            else if (ew)
+                k->cut[q] = kv->ndim == (flat ? 1 : gs->ndim) && kv->ndim > 0 &&
+                            kv->shape[0] == f->rows && kv->strides[0] != 0;
+            else
+                k->cut[q] = q == k->n_out; /* head / reduction: input 0 only */
+        }
+        /* Tile buffers for internal outputs: tile_rows rows of the value, in
+         * a buffer whose last reader came before this member (so the tiles
+         * a group keeps live stay few, and in L1). */
+        for (int j = 0; j < k->n_out; j++) {
+            int32_t v = n->out[j];
+            if (!b->internal[v]) continue;
+            const musa_gvalue *x = &g->values.data[v];
+            size_t row_bytes = musa_dtype_info[x->dtype].size * (size_t)(flat ? 1 : inner);
+            size_t need = musa_plan_align(row_bytes * (size_t)f->tile_rows);
+            int last = i;
+            for (int i2 = i + 1; i2 < cnt; i2++) {
+                const musa_gnode *n2 = &g->nodes.data[mem[i2]];
+                for (int q = 0; q < n2->n_in; q++)
+                    if (n2->in[q] == v) last = i2;
+            }
+            int s = 0;
+            while (s < nslots && (slots[s].busy_until >= i || slots[s].size < need)) s++;
+            if (s == nslots) {
+                slots[nslots++] = (tile_slot){.off = tile_off, .size = need};
+                tile_off += need;
+            }
+            slots[s].busy_until = last;
+            vloc[v].off = (int64_t)slots[s].off;
+            k->ref[j].off = (int64_t)slots[s].off;
+        }
+        if (flat && lean_member(b, n, gs)) {
+            int nk = k->n_out + k->n_in;
+            if (!(k->lean = PLAN_NEW(b, int64_t, nk))) return MUSA_ERR_NOMEM;
+            for (int q = 0; q < nk; q++)
+                k->lean[q] = k->kv[q].ndim ? (int64_t)musa_dtype_info[k->kv[q].dtype].size : 0;
+            if (!f->loop && !(f->loop = PLAN_NEW(b, musa_loop_fn, cnt))) return MUSA_ERR_NOMEM;
+        }
+        if (info->workspace) {
+            /* scratch for a full tile */
+            musa_kview kvs[8 + MUSA_MAX_OUTPUTS];
+            int nk = k->n_out + k->n_in;
+            if (nk <= (int)(sizeof kvs / sizeof kvs[0])) {
+                for (int q = 0; q < nk; q++) {
+                    kvs[q] = k->kv[q];
+                    if (k->cut[q] && kvs[q].ndim > 0) kvs[q].shape[0] = f->tile_rows;
+                }
+                size_t s = info->workspace(kvs, k->n_out, kvs + k->n_out, k->n_in, k->attrs);
+                k->scratch = MUSA_MAX(k->scratch, s);
+            }
+        }
+        member_scratch = MUSA_MAX(member_scratch, k->scratch);
+    }
+    /* Inputs that read an internal value take its tile reference. */
+    for (int i = 0; i < cnt; i++) {
+        const musa_gnode *n = &g->nodes.data[mem[i]];
+        kcall *k = &f->m[i];
+        for (int q = k->n_out; q < k->n_out + k->n_in; q++) {
+            int32_t v = n->in[q - k->n_out];
+            if (b->internal[v]) k->ref[q] = vloc[v], k->cut[q] = 1;
+        }
+    }
+    /* Outputs of a flat group larger than a core's cache that no later member
+     * reads are streamed through one staging tile. */
+    size_t stage = 0;
+    for (int i = 0; flat && i < cnt; i++) {
+        const musa_gnode *n = &g->nodes.data[mem[i]];
+        for (int j = 0; j < n->n_out; j++) {
+            int32_t v = n->out[j];
+            size_t es = musa_dtype_info[g->values.data[v].dtype].size;
+            if (b->internal[v] || f->m[i].kv[j].ndim != 1 || (size_t)total * es < STREAM_MIN_BYTES)
+                continue;
+            bool read_later = false;
+            for (int i2 = i + 1; i2 < cnt && !read_later; i2++) {
+                const musa_gnode *n2 = &g->nodes.data[mem[i2]];
+                for (int q = 0; q < n2->n_in; q++) read_later |= n2->in[q] == v;
+            }
+            if (read_later) continue;
+            f->m[i].cut[j] = MUSA_CUT_STREAM;
+            stage = MUSA_MAX(stage, musa_plan_align(es * (size_t)f->tile_rows));
+        }
+    }
+    f->stage_off = tile_off;
+    tile_off += stage;
+    f->tile_bytes = tile_off;
+    f->chunk_bytes = tile_off + musa_plan_align(member_scratch);
+    /* a chunk of fewer elements than an eager cheap elementwise op's grain
+     * (shared by the members' work) would cost a parallel region more than
+     * it saves: the MLP's gt and where over 64 x 128 took 7.9 us as two
+     * chunks, 2.1 us as one */
+    int64_t min_chunk = MUSA_MAX(MUSA_GRAIN_MATH, MUSA_GRAIN_CHEAP / cnt);
+    f->max_chunks =
+        f->serial ? 1 : (int)MUSA_MAX(1, MUSA_MIN(musa_pool_threads(), total / min_chunk));
+    return MUSA_OK;
+}
+
+/* A kernel call of node n with its views and their places. */
+static int lower_kcall(builder *b, kcall *k, const musa_gnode *n) {
+    int rc = fill_kcall(b, k, n);
+    if (rc) return rc;
+    for (int j = 0; j < n->n_out; j++) k->ref[j] = b->p->vloc[n->out[j]];
+    for (int i = 0; i < n->n_in; i++) k->ref[n->n_out + i] = b->p->vloc[n->in[i]];
+    return MUSA_OK;
+}
+
+/* Multi-tensor update of the update nodes mem[0..cnt): a kernel call per
+ * row, run together by cpu_update_multi. */
+static int build_multi(builder *b, multi *u, const int32_t *mem, int cnt) {
+    u->n = cnt;
+    u->m = PLAN_NEW(b, kcall, cnt);
+    u->rows = PLAN_NEW(b, musa_kview *, cnt);
+    if (!u->m || !u->rows) return MUSA_ERR_NOMEM;
+    for (int r = 0; r < cnt; r++) {
+        int rc = lower_kcall(b, &u->m[r], &b->g->nodes.data[mem[r]]);
+        if (rc) return rc;
+        u->rows[r] = u->m[r].kv;
+    }
+    u->scratch = cpu_update_multi_workspace(cnt);
+    return MUSA_OK;
+}
+
+/* Kernel calls with their views and places, fused groups with their tiles;
+ * each step's scratch (its instructions' side by side) goes in a gap of the
+ * arena buffers live at that step, so workspaces reuse memory activations
+ * left. */
+int musa_plan_lower(builder *b) {
+    const musa_graph *g = b->g;
+    musa_plan *p = b->p;
+    int ns = p->n_steps;
+    size_t *bytes = TMP_NEW(b, size_t, ns + 1), *off = TMP_NEW(b, size_t, ns + 1);
+    if (!bytes || !off) return nomem();
+    size_t scratch = 0;
+    for (int s = 0; s < ns; s++) {
+        size_t step_scratch = 0;
+        for (int c = 0; c < p->steps[s].count; c++) {
+            int i = p->steps[s].first + c;
+            instr *in = &p->instrs[i];
+            int rc;
+            int32_t first = b->mstart[i], cnt = b->mstart[i + 1] - first;
+            in->scratch_off = step_scratch;
+            if (in->kind == MUSA_INSTR_KERNEL) {
+                if ((rc = lower_kcall(b, &in->k, &g->nodes.data[in->node]))) return rc;
+                step_scratch += musa_plan_align(in->k.scratch);
+            } else if (in->kind == MUSA_INSTR_MULTI) {
+                if (!(in->u = PLAN_NEW(b, multi, 1))) return nomem();
+                if ((rc = build_multi(b, in->u, b->members + first, cnt))) return rc;
+                step_scratch += musa_plan_align(in->u->scratch);
+            } else {
+                if ((rc = build_fused(b, in->f, b->members + first, cnt))) return rc;
+                step_scratch += in->f->chunk_bytes * (size_t)in->f->max_chunks;
+            }
+        }
+        scratch = MUSA_MAX(scratch, step_scratch);
+        bytes[s] = step_scratch;
+    }
+    musa_plan_place_scratch(p->bufs, p->n_bufs, ns, bytes, off, &p->arena_bytes);
+    for (int s = 0; s < ns; s++)
+        for (int c = 0; c < p->steps[s].count; c++)
+            p->instrs[p->steps[s].first + c].scratch_off += off[s];
+    p->scratch_bytes = scratch;
+    p->stats.scratch_bytes = scratch;
+    p->stats.held_bytes = p->arena_bytes;
+    p->stats.instructions = b->ni;
+    return MUSA_OK;
+}
