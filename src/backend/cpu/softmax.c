@@ -148,7 +148,7 @@ DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
         }                                                                                          \
         for (int64_t r = 0; r < R; r++)                                                            \
             for (int64_t d = 0; d < D; d++) e[r * D + d] = x[r * D + d] - m[r];                    \
-        MUSA_SIMD_MATH(T) for (int64_t i = 0; i < R * D; i++) e[i] = EXPM(e[i]);                   \
+        MUSA_SIMD_APPLY(T, e, R *D, EXPM); /* whole vectors: bits independent of R */              \
         for (int64_t r = 0; r < R; r++) {                                                          \
             double a = 0;                                                                          \
             for (int64_t d = 0; d < D; d++) a += e[r * D + d];                                     \
@@ -290,7 +290,7 @@ DEF_SOFTMAX(f64, d, double, exp, musa_exp_masked_d, log)
                 _Pragma("omp simd") for (int64_t d = 0; d < len; d++) y[d] *= inv;                 \
                 ms[q] = (double)m, ss[q] = s;                                                      \
             }                                                                                      \
-            MUSA_SIMD_MATH(double) for (int64_t q = 0; q < k; q++) ss[q] = log(ss[q]);             \
+            MUSA_SIMD_APPLY(double, ss, k, log);                                                   \
             for (int64_t q = 0; q < k; q++) lse[r0 + q] = (T)(ms[q] + ss[q]);                      \
         }                                                                                          \
     }
@@ -373,7 +373,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             const T *x = (const T *)j->x + b * C;                                                  \
             T *gx = j->out ? (T *)j->out + b * C : NULL;                                           \
             short_rows_##SUF(gx ? gx : buf, x, R, C, m, s);                                        \
-            if (!gx) MUSA_SIMD_MATH(double) for (int64_t q = 0; q < R; q++) s[q] = log(s[q]);      \
+            if (!gx) MUSA_SIMD_APPLY(double, s, R, log);                                           \
             for (int64_t q = 0; q < R; q++) {                                                      \
                 int64_t r = b + q, t = j->t[r];                                                    \
                 const T *xr = x + q * C;                                                           \

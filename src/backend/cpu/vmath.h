@@ -52,6 +52,29 @@ MUSA_SIMD_DECL2(pow, double)
 #define MUSA_PRAGMA_(x)        _Pragma(#x)
 #define MUSA_SIMD_MATH(C, ...) MUSA_PRAGMA(omp simd simdlen(MUSA_SIMD_LANES_##C) __VA_ARGS__)
 
+/* v[i] = F(v[i]) for i < n (an lvalue array of T, n elements), every
+ * element through a whole vector of F's SIMD variant, the last ones
+ * through a zero-padded copy. A loop of variable length ends in a tail
+ * that may call the scalar function, whose last bit can differ; where a
+ * caller's run ends depends on its thread's range or a plan's tile, so an
+ * element's bits would too. MUSA_SIMD_WHOLE elements at a time: a
+ * multiple of every vector width in use. */
+#define MUSA_SIMD_WHOLE 16
+#define MUSA_SIMD_APPLY(T, v, n, F)                                                                \
+    do {                                                                                           \
+        int64_t i_ = 0, n_ = (n);                                                                  \
+        for (; i_ + MUSA_SIMD_WHOLE <= n_; i_ += MUSA_SIMD_WHOLE) {                                \
+            T *w_ = (v) + i_;                                                                      \
+            MUSA_SIMD_MATH(T) for (int k_ = 0; k_ < MUSA_SIMD_WHOLE; k_++) w_[k_] = F(w_[k_]);     \
+        }                                                                                          \
+        if (i_ < n_) {                                                                             \
+            T t_[MUSA_SIMD_WHOLE] = {0};                                                           \
+            memcpy(t_, (v) + i_, sizeof(T) * (size_t)(n_ - i_));                                   \
+            MUSA_SIMD_MATH(T) for (int k_ = 0; k_ < MUSA_SIMD_WHOLE; k_++) t_[k_] = F(t_[k_]);     \
+            memcpy((v) + i_, t_, sizeof(T) * (size_t)(n_ - i_));                                   \
+        }                                                                                          \
+    } while (0)
+
 /* exp(x) for loops whose inputs are often -inf: softmax over masked
  * scores, where a causal mask makes half of each row -inf. libmvec's vector
  * exp hands every lane outside its range (-inf included, or any x below

@@ -1,0 +1,196 @@
+"""Compiled against eager on random programs: a differential fuzzer for the
+static graph. Each seed builds a program of elementwise ops, comparisons,
+where, casts, views, reductions, softmax and in-place updates over inputs of random shapes (0-d, empty,
+broadcast, one long axis for several tiles), dtypes and layouts
+(transposed and strided views); musa.jit of it must give eager's results
+bit for bit (passes, fusion, lean members, tiles and memory planning
+change no rounding), or the same error.
+
+    MUSA_JIT_FUZZ=5000 PYTHONPATH=python /usr/bin/python3 -m pytest -q tests/python/test_jit_fuzz.py
+
+runs more seeds (each a test); under the ASan build (run.sh's asan_python)
+it looks for memory errors too.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import musa
+
+SEEDS = int(os.environ.get("MUSA_JIT_FUZZ", "300"))
+FLOATS = ["float32", "float64", "bfloat16", "float16"]
+INTS = ["int32", "int64"]
+
+UNARY = [
+    lambda x: -x, abs, musa.relu, musa.exp, musa.tanh, musa.sigmoid, musa.sin, musa.floor,
+    lambda x: musa.sqrt(abs(x)), lambda x: musa.log(abs(x) + 1), musa.erf, musa.expm1,
+    lambda x: x ** 2, lambda x: x ** 3, lambda x: abs(x) ** 0.5, lambda x: x ** -1,
+    lambda x: abs(x) ** 1.5, lambda x: x.clamp(-1, 1), musa.sign, musa.round,
+]
+BINARY = [
+    lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / b,
+    musa.maximum, musa.minimum, lambda a, b: musa.where(a > b, a, b),
+    lambda a, b: musa.where(a < 0, b, 0.5), lambda a, b: musa.fmod(a, b),
+    lambda a, b: abs(a) ** b,
+]
+
+
+def make_inputs(rng):
+    """2-3 inputs broadcastable to one shape, with their shape."""
+    nd = int(rng.integers(0, 4))
+    shape = [int(rng.choice([1, 2, 3, 5, 7, 0])) if rng.random() < 0.15 else int(rng.integers(1, 9))
+             for _ in range(nd)]
+    if nd and rng.random() < 0.3:  # one long axis: several tiles, lean and streamed paths
+        shape[int(rng.integers(0, nd))] = int(rng.choice([1025, 5000, 70001]))
+    if int(np.prod(shape)) > 200_000:
+        shape = [min(s, 7) for s in shape]
+    dt = rng.choice(FLOATS + INTS, p=[0.45, 0.15, 0.15, 0.1, 0.1, 0.05])
+    xs = []
+    for _ in range(int(rng.integers(1, 4))):
+        kind = rng.random()
+        s = list(shape)
+        if kind < 0.25 and s:  # broadcast: some dims 1, or fewer leading dims
+            s = [1 if rng.random() < 0.5 else d for d in s][int(rng.integers(0, len(s) + 1)):]
+        elif kind < 0.35:
+            s = []
+        d = dt if rng.random() < 0.85 else rng.choice(FLOATS + INTS)
+        xs.append(tensor(rng, s, d))
+    return xs
+
+
+def tensor(rng, shape, dtype):
+    layout = rng.random()
+    if layout < 0.2 and len(shape) >= 2:  # a transposed view
+        t = tensor_contig(rng, shape[:-2] + [shape[-1], shape[-2]], dtype)
+        return t.transpose(-1, -2)
+    if layout < 0.35 and shape:  # every other element of a longer axis
+        big = list(shape)
+        big[-1] = 2 * big[-1]
+        return tensor_contig(rng, big, dtype)[..., ::2]
+    return tensor_contig(rng, shape, dtype)
+
+
+def tensor_contig(rng, shape, dtype):
+    v = rng.standard_normal(shape) * 3
+    if rng.random() < 0.2 and v.size:  # specials: zeros, infinities, NaN
+        flat = v.reshape(-1)
+        flat[rng.integers(0, flat.size, 3)] = rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan], 3)
+    if dtype in INTS:
+        v = np.nan_to_num(v, nan=0, posinf=9, neginf=-9).round()
+    return musa.tensor(v.astype(np.float64)).to(getattr(musa, dtype))
+
+
+def make_program(rng, n_in):
+    """A list of steps; each reads earlier values (inputs first)."""
+    steps = []
+    n_vals = n_in
+    for _ in range(int(rng.integers(1, 9))):
+        r = rng.random()
+        if r < 0.4:
+            steps.append(("u", int(rng.integers(len(UNARY))), int(rng.integers(n_vals))))
+        elif r < 0.8:
+            steps.append(("b", int(rng.integers(len(BINARY))), int(rng.integers(n_vals)),
+                          int(rng.integers(n_vals))))
+        elif r < 0.88:
+            steps.append(("c", float(rng.choice([0.5, 2.0, -1.0, 3.0])), int(rng.integers(n_vals))))
+        elif r < 0.86:
+            steps.append(("cast", str(rng.choice(FLOATS)), int(rng.integers(n_vals))))
+        elif r < 0.92:
+            steps.append(("view", int(rng.integers(4)), int(rng.integers(n_vals))))
+        elif r < 0.97:
+            steps.append(("red", int(rng.integers(4)), int(rng.integers(n_vals)),
+                          int(rng.integers(-3, 3)), bool(rng.random() < 0.5)))
+        else:
+            steps.append(("inplace", int(rng.integers(n_vals))))
+        n_vals += 1
+    # every value no later step reads is an output: no dead code, which a
+    # plan drops (with any error it would raise) and eager runs
+    read = set()
+    for st in steps:
+        read.update(st[2:] if st[0] in ("u", "b", "c", "cast", "view") else st[2:3] if st[0] == "red"
+                    else st[1:])
+    outs = [v for v in range(n_in, n_vals) if v not in read]
+    return steps, outs
+
+
+def run_program(steps, outs, xs):
+    vals = list(xs)
+    for st in steps:
+        if st[0] == "u":
+            v = UNARY[st[1]](vals[st[2]])
+        elif st[0] == "b":
+            v = BINARY[st[1]](vals[st[2]], vals[st[3]])
+        elif st[0] == "c":
+            v = vals[st[2]] * st[1] + st[1]
+        elif st[0] == "cast":
+            v = vals[st[2]].to(getattr(musa, st[1]))
+        elif st[0] == "view":
+            v = view(st[1], vals[st[2]])
+        elif st[0] == "red":
+            v = reduce(st[1], vals[st[2]], st[3], st[4])
+        else:  # in place on a copy (a plan may write it over its input's buffer)
+            v = vals[st[1]].clone()
+            v.mul_(2).add_(1)
+        vals.append(v)
+    return [vals[i] for i in outs]
+
+
+def view(kind, x):
+    if kind == 0 and x.ndim >= 2:
+        return x.transpose(-1, -2)
+    if kind == 1 and x.ndim >= 1:
+        return x[..., ::2]
+    if kind == 2:
+        return x.reshape(-1)
+    return x.unsqueeze(0)
+
+
+def reduce(kind, x, dim, keepdim):
+    if x.ndim == 0:
+        return x * 1
+    dim = dim % x.ndim
+    if kind == 0:
+        return x.sum(dim, keepdim=keepdim)
+    if kind == 1:
+        return x.mean(dim, keepdim=keepdim) if x.is_floating_point() else x.sum(dim)
+    if kind == 2:
+        return x.amax(dim, keepdim=keepdim)
+    return musa.softmax(x, dim) if x.is_floating_point() else x.cumsum(dim)
+
+
+def outcome(fn, xs):
+    try:
+        return [(str(o.dtype), tuple(o.shape), o.float().numpy() if o.is_floating_point()
+                 else o.numpy()) for o in fn(*xs)], None
+    except Exception as e:  # noqa: BLE001  (compared: the same error both ways)
+        return None, type(e)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_compiled_random_program_is_bitwise_eager(seed):
+    rng = np.random.default_rng(seed)
+    xs = make_inputs(rng)
+    steps, outs = make_program(rng, len(xs))
+
+    def fn(*args):
+        return run_program(steps, outs, args)
+    want, want_err = outcome(fn, xs)
+    compiled = musa.jit(fn)
+    for attempt in range(2):  # the capturing call, then the plan alone
+        got, got_err = outcome(compiled, xs)
+        if want_err is not None:
+            assert got_err is not None, f"seed {seed}: eager raised {want_err}, compiled did not"
+            return
+        assert got_err is None, f"seed {seed}: compiled raised {got_err}, eager did not"
+        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
+            assert (gd, gs) == (wd, ws), f"seed {seed}"
+            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}: {steps}"
+    # other values of the same shapes and dtypes: the plan again, nothing stale
+    xs2 = [tensor_contig(rng, list(x.shape), str(x.dtype).replace("musa.", "")) for x in xs]
+    want2, err2 = outcome(fn, xs2)
+    got2, gerr2 = outcome(compiled, xs2)
+    assert (err2 is None) == (gerr2 is None), f"seed {seed}"
+    if err2 is None:
+        for (gd, gs, gv), (wd, ws, wv) in zip(got2, want2):
+            assert (gd, gs) == (wd, ws) and np.array_equal(gv, wv, equal_nan=True), f"seed {seed}"
