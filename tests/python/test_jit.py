@@ -761,3 +761,13 @@ def test_jit_import_and_compile_skip_heavy_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True)
     assert out.stdout.strip() == ""
+
+
+def test_a_meta_parameter_is_an_error_not_a_crash():
+    # a tensor the function reads that has no data (a meta tensor, as a
+    # symbolic capture makes them): the plan names it instead of reading NULL
+    w = musa._C._empty_meta(musa.float32, (3,))
+    f = musa.jit(lambda x: x * w)
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"parameter 0 .*test_jit.py:\d+.* is a meta tensor"):
+            f(musa.randn(3))

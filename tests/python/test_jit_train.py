@@ -537,3 +537,70 @@ def test_cross_entropy_gradient_is_written_over_its_reshaped_logits(poison):
     assert len(xent) == 1
     own = {b[0] for b in seg.plan.buffers()}  # values with a buffer of their own
     assert xent[0].outputs[0] not in own
+
+
+def fgsm_step(x, y, w):
+    # an adversarial step: the gradient of the loss with respect to the input
+    loss = F.cross_entropy(musa.tanh(x @ w) * 3, y)
+    loss.backward()
+    return loss.detach(), (x + 0.1 * x.grad.sign()).detach()
+
+
+@pytest.mark.parametrize("capture", ["auto", "trace"])
+def test_whole_step_sets_the_grad_of_arguments_as_eager(capture):
+    # a backward inside the function sets .grad of arguments that require
+    # grad, as it does of parameters: each call's own tensors
+    musa.manual_seed(0)
+    w = musa.randn(8, 4).requires_grad_(True)  # a parameter (read, not passed)
+    y = musa.randint(0, 4, (5,))
+    step = musa.jit(lambda x: fgsm_step(x, y, w), config=musa.Config(capture=capture))
+    for i in range(3):
+        x = musa.randn(5, 8).requires_grad_(True)
+        xe = x.detach().clone().requires_grad_(True)
+        w.grad = None
+        want_loss, want_adv = fgsm_step(xe, y, w)
+        want_gw = w.grad.numpy().copy()
+        w.grad = None
+        loss, adv = step(x)
+        assert np.array_equal(loss.numpy(), want_loss.numpy()), i
+        assert np.array_equal(adv.numpy(), want_adv.numpy()), i
+        assert x.grad is not None and np.array_equal(x.grad.numpy(), xe.grad.numpy()), i
+        assert np.array_equal(w.grad.numpy(), want_gw), i
+    assert step.compiles == 1
+
+
+def test_an_arguments_existing_grad_is_added_to_as_eager():
+    # eager adds the new gradient to an argument's .grad, and code after the
+    # backward reads the sum: such a call runs eagerly
+    musa.manual_seed(1)
+    w = musa.randn(8, 4)
+    y = musa.randint(0, 4, (5,))
+    step = musa.jit(lambda x: fgsm_step(x, y, w))
+    x = musa.randn(5, 8).requires_grad_(True)
+    xe = x.detach().clone().requires_grad_(True)
+    step(x)  # compiled: x.grad was None
+    fgsm_step(xe, y, w)
+    assert np.array_equal(x.grad.numpy(), xe.grad.numpy())
+    with pytest.warns(RuntimeWarning, match="adds to an argument's existing .grad"):
+        loss, adv = step(x)  # x.grad is set: added to, as eager does (a new variant, eager)
+    want_loss, want_adv = fgsm_step(xe, y, w)
+    assert np.array_equal(x.grad.numpy(), xe.grad.numpy())
+    assert np.array_equal(adv.numpy(), want_adv.numpy())
+    assert "argument 'x' .grad changed: None -> set" in step.recompile_log[-1]
+    # a function that drops the .grad itself compiles with it set
+    def fresh(x):
+        x.grad = None
+        return fgsm_step(x, y, w)
+    c = musa.jit(fresh)
+    for _ in range(3):
+        loss, adv = c(x)
+        want_loss, want_adv = fresh(xe)
+        assert np.array_equal(x.grad.numpy(), xe.grad.numpy())
+        assert np.array_equal(adv.numpy(), want_adv.numpy())
+    assert c.compiles == 1 and "fused" in c.plan_text()
+    # a trace that saw an existing .grad added to is not compiled: eager, once warned
+    traced = musa.jit(lambda x: fgsm_step(x, y, w), config=musa.Config(capture="trace"))
+    with pytest.warns(RuntimeWarning, match="runs eagerly"):
+        traced(x)
+    fgsm_step(xe, y, w)
+    assert np.array_equal(x.grad.numpy(), xe.grad.numpy())

@@ -27,8 +27,8 @@ from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple
 from ._config import Config
 from ._dynamic import DynamicTraining, DynamicVariant, attr_slopes, probe
 from ._keys import CacheKey, describe_change, signature
-from ._segments import (Miss, build_segments, chain, describe_outcome, drop_grads, finish, merge,
-                        run_path)
+from ._segments import (Miss, build_segments, chain, describe_outcome, drop_grads, finish,
+                        merge, run_path)
 from ._tracing import Trace, Unsupported, needs_tape_node, reads_host, trace
 from ._training import TrainingNode
 
@@ -247,7 +247,7 @@ class CompiledFunction:
             with self._lock:
                 return self._guard_miss(entry, m, args, kwargs, leaves, spec)
         copy_back(leaves, inputs)
-        return finish(last.outputs, res)
+        return finish(last.outputs, res, leaves)
 
 
     def _log_recompile(self, key, spec):
@@ -467,4 +467,4 @@ class CompiledFunction:
         drop_grads(seg.outputs)
         res = seg.plan.run(inputs)
         copy_back(leaves, inputs)
-        return finish(seg.outputs, res)
+        return finish(seg.outputs, res, leaves)

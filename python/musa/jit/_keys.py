@@ -25,6 +25,7 @@ class TensorSig(NamedTuple):
     dtype: Any
     shape: tuple  # ints, or DYNAMIC for a dynamic dim within its range
     requires_grad: bool
+    has_grad: bool  # it requires grad and has a .grad (a backward inside may add to it)
 
 
 class CacheKey(NamedTuple):
@@ -58,7 +59,8 @@ def signature(leaves, dynamic=None, names=None):
         if dims:
             shape = tuple(DYNAMIC if d in dims and _within(s, dims[d]) else s
                           for d, s in enumerate(shape))
-        sig.append(new_tuple(TensorSig, (t.dtype, shape, t.requires_grad)))
+        rg = t.requires_grad
+        sig.append(new_tuple(TensorSig, (t.dtype, shape, rg, rg and t.grad is not None)))
     return tuple(sig)
 
 
@@ -89,6 +91,9 @@ def describe_change(old, new, names, guard_whats):
         if a.requires_grad != b.requires_grad and reason is None:
             reason = (f"argument '{name}' requires_grad changed: {a.requires_grad} -> "
                       f"{b.requires_grad}")
+        if a.has_grad != b.has_grad and reason is None:
+            reason = (f"argument '{name}' .grad changed: "
+                      f"{'set' if a.has_grad else 'None'} -> {'set' if b.has_grad else 'None'}")
         if reason:
             return reason
     if old.grad_enabled != new.grad_enabled:

@@ -96,7 +96,7 @@ def drop_grads(outputs):
     zero_grad would (captured, it ran at capture), instead of holding two
     sets; a plan then reuses the arena they live in."""
     for slot in outputs.grads:
-        if slot.index is not None:
+        if slot.index is not None and slot.param is not None:
             slot.param.grad = None
 
 
@@ -178,12 +178,18 @@ def run_path(root, inputs):
         seg = nxt
 
 
-def finish(outputs, res):
-    """The user's result of a run; parameters' .grad set as the traced
-    call left them (whole training steps)."""
+def finish(outputs, res, leaves):
+    """The user's result of a run; the .grad of parameters and of arguments
+    (leaves: the call's tensor leaves) set as the traced call left them
+    (whole training steps)."""
     for slot in outputs.grads:
-        slot.param.grad = None if slot.index is None else res[slot.index]
+        grad = None if slot.index is None else res[slot.index]
+        if slot.param is None:
+            leaves[slot.arg].grad = grad
+        else:
+            slot.param.grad = grad
     return unflatten(outputs.spec, res[:outputs.n_user])
+
 
 
 def merge(root, cap, cfg):

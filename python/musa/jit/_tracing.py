@@ -9,7 +9,8 @@ Invariants:
   writes into a non-contiguous argument's copy are copied back.
 * ``Capture.outputs`` says how the last segment's plan outputs map back to
   the user's result: the first ``n_user`` rebuild it, and a whole training
-  step has further outputs, the parameters' new gradients (GradSlot).
+  step has further outputs, the new gradients of the parameters and of the
+  arguments that require grad (GradSlot).
 """
 from typing import Any, NamedTuple, Optional
 
@@ -24,9 +25,11 @@ class Unsupported(Exception):
 
 
 class GradSlot(NamedTuple):
-    """A parameter whose .grad a whole training step sets after each run."""
-    param: Any             # the parameter tensor
+    """A parameter, or an argument, whose .grad a whole training step sets
+    after each run."""
+    param: Any             # the parameter tensor (None for an argument)
     index: Optional[int]   # the plan output holding its new .grad, or None: .grad = None
+    arg: Optional[int] = None  # the argument: its index among the call's tensor leaves
 
 
 class Outputs(NamedTuple):
@@ -45,6 +48,8 @@ class Capture:
 
     def __init__(self, graph, out_spec, out_leaves):
         self.graph = graph
+        self.inputs = ()                # the graph's input tensors, as traced
+        self.had_grad = ()              # per input: its .grad before the trace, or None
         self.out_leaves = out_leaves    # the result's tensors, as traced
         self.out_ids = graph.outputs    # their value ids (more for a whole step)
         self.outputs = Outputs(out_spec, len(self.out_ids), ())
@@ -83,6 +88,10 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
     else:
         inputs = [_C._empty_meta(t.dtype, s).requires_grad_(t.requires_grad)
                   for t, s in zip(leaves, symbolic_shapes)]
+        for x, t in zip(inputs, leaves):  # a stand-in for an argument's .grad
+            if t.requires_grad and t.grad is not None:
+                x.grad = _C._empty_meta(t.grad.dtype, tuple(x.shape))
+    had_grad = [t.grad if t.requires_grad else None for t in inputs]
     args = unflatten(spec.args, inputs)
     kwargs = unflatten(spec.kwargs, inputs)
     g = _C.Graph()
@@ -113,7 +122,9 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
         return Trace(None, out, str(e))
     if mode == TRACE:
         copy_back(leaves, inputs)
-    return Trace(Capture(g, out_spec, out_leaves), out, None)
+    cap = Capture(g, out_spec, out_leaves)
+    cap.inputs, cap.had_grad = inputs, had_grad
+    return Trace(cap, out, None)
 
 
 # Names whose use in a function's own code means it reads tensor values on
@@ -152,6 +163,9 @@ def needs_tape_node(cap):
     Raises Unsupported for outputs that need autograd in a capture with
     graph breaks."""
     g = cap.graph
+    if any(old is not None and g.value_of(old) >= 0 for old in cap.had_grad):
+        # (a symbolic capture's stand-in for it: never bound into a plan)
+        raise Unsupported("it adds to an argument's existing .grad")
     if not g.requires_grad:
         return False
 
@@ -161,17 +175,24 @@ def needs_tape_node(cap):
 
     params = [(v, t) for v, t in g.params() if t.requires_grad]
     grads = [(t, t.grad) for _v, t in params]
-    backward_ran = any(made_here(gr) for _t, gr in grads)
+    # arguments whose .grad the call set (new gradients, or None), each run
+    # setting the call's own tensors'; the key says whether they had one
+    args = [(i, t.grad) for i, t in enumerate(cap.inputs)
+            if t.requires_grad and t.grad is not cap.had_grad[i]]
+    backward_ran = any(made_here(gr) for _t, gr in grads) or any(made_here(gr) for _i, gr in args)
     updated = any(g.value_of(t) != v for v, t in params)  # renamed: written in place
     if backward_ran or updated:
         # A whole step: each run leaves .grad as the traced call did
         # (None, the pre-existing tensor written in place, or new values).
         n = len(cap.out_leaves)
         new = [(t, gr) for t, gr in grads if made_here(gr)]
-        g.set_outputs(list(cap.out_leaves) + [gr for _t, gr in new])
+        made = [(i, gr) for i, gr in args if made_here(gr)]
+        g.set_outputs(list(cap.out_leaves) + [gr for _t, gr in new] + [gr for _i, gr in made])
         cap.out_ids = g.outputs
         slots = [GradSlot(t, None) for t, gr in grads if gr is None]
         slots += [GradSlot(t, n + k) for k, (t, _gr) in enumerate(new)]
+        slots += [GradSlot(None, n + len(new) + k, i) for k, (i, _gr) in enumerate(made)]
+        slots += [GradSlot(None, None, i) for i, gr in args if gr is None]
         cap.outputs = Outputs(cap.outputs.spec, n, tuple(slots))
         return False
     if _C.is_grad_enabled() and any(t.requires_grad for t in cap.out_leaves):

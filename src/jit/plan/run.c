@@ -549,6 +549,17 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
         int rc = check_input(p, i, inputs[i]);
         if (rc) return rc;
     }
+    /* a parameter bound by reference that has no data (a meta tensor, as a
+     * symbolic capture makes them): kernels would read through NULL */
+    for (int k = 0; k < p->n_params; k++) {
+        const musa_gvalue *v = &g->values.data[p->param_vals[k]];
+        if (!v->tensor->storage && v->tensor->numel > 0)
+            return musa_err(MUSA_ERR_VALUE,
+                            "[jit] parameter %d%s%s (a tensor the function reads, recorded at %s) "
+                            "is a meta tensor, without data",
+                            k, v->name ? " " : "", v->name ? v->name : "",
+                            v->loc ? v->loc : "an unknown line");
+    }
     int n_mut = (int)g->mutations.len;
     run_args a = {.p = p};
     char *base_buf[64], **base = base_buf;
