@@ -194,3 +194,38 @@ def test_compiled_random_program_is_bitwise_eager(seed):
     if err2 is None:
         for (gd, gs, gv), (wd, ws, wv) in zip(got2, want2):
             assert (gd, gs) == (wd, ws) and np.array_equal(gv, wv, equal_nan=True), f"seed {seed}"
+
+
+@pytest.mark.parametrize("seed", range(SEEDS // 2))
+def test_compiled_random_program_gradients_are_bitwise_eager(seed):
+    # the same programs, differentiated inside the function: the loss's
+    # backward sets the float arguments' .grad (static autodiff, the same
+    # formulas as eager's tape)
+    rng = np.random.default_rng(10_000 + seed)
+    xs = [x for x in make_inputs(rng) if x.is_floating_point()]
+    if not xs:
+        return
+    steps, outs = make_program(rng, len(xs))
+
+    def fn(*args):
+        for a in args:
+            a.grad = None
+        res = [o for o in run_program(steps, outs, args) if o.is_floating_point()]
+        loss = sum((o.float() * 0.5).sum() for o in res if o.requires_grad)
+        if isinstance(loss, musa.Tensor):
+            loss.backward()
+        return [o.detach() for o in res] + [a.grad if a.grad is not None else musa.zeros(0)
+                                             for a in args]
+
+    def leaves():
+        return [x.detach().clone().requires_grad_(True) for x in xs]
+    want, want_err = outcome(fn, leaves())
+    compiled = musa.jit(fn)
+    for attempt in range(2):
+        got, got_err = outcome(compiled, leaves())
+        assert (want_err is None) == (got_err is None), f"seed {seed}: {want_err} / {got_err}"
+        if want_err is not None:
+            return
+        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
+            assert (gd, gs) == (wd, ws), f"seed {seed}"
+            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}: {steps}"
