@@ -36,6 +36,23 @@ BINARY = [
 ]
 
 
+# Other ops a plan runs as kernels of their own, on two values.
+MISC = [
+    lambda a, b: musa.cat([a.reshape(-1), b.reshape(-1)]),
+    lambda a, b: musa.stack([a, a * 2]),
+    lambda a, b: a.flip(0) if a.ndim else a,
+    lambda a, b: a.roll(1, 0) if a.ndim else a,
+    lambda a, b: a.cumsum(-1) if a.ndim else a,
+    lambda a, b: a.sort(-1)[0] if a.ndim else a,
+    lambda a, b: musa.clamp(a, min=b.min() if b.numel() else None, max=None),
+    lambda a, b: a.expand(2, *a.shape) + 0,
+    lambda a, b: (a > 0) & (b < 1),
+    lambda a, b: a.reshape(-1)[::3] if a.ndim else a,
+    lambda a, b: musa.where(musa.isnan(a), b.sum(), a),
+    lambda a, b: a.abs().topk(1, -1)[0] if a.ndim and a.shape[-1] else a,
+]
+
+
 def make_inputs(rng):
     """2-3 inputs broadcastable to one shape, with their shape."""
     nd = int(rng.integers(0, 4))
@@ -101,15 +118,18 @@ def make_program(rng, n_in):
         elif r < 0.97:
             steps.append(("red", int(rng.integers(4)), int(rng.integers(n_vals)),
                           int(rng.integers(-3, 3)), bool(rng.random() < 0.5)))
-        else:
+        elif r < 0.985:
             steps.append(("inplace", int(rng.integers(n_vals))))
+        else:
+            steps.append(("misc", int(rng.integers(len(MISC))), int(rng.integers(n_vals)),
+                          int(rng.integers(n_vals))))
         n_vals += 1
     # every value no later step reads is an output: no dead code, which a
     # plan drops (with any error it would raise) and eager runs
     read = set()
     for st in steps:
-        read.update(st[2:] if st[0] in ("u", "b", "c", "cast", "view") else st[2:3] if st[0] == "red"
-                    else st[1:])
+        read.update(st[2:] if st[0] in ("u", "b", "c", "cast", "view", "misc") else
+                    st[2:3] if st[0] == "red" else st[1:])
     outs = [v for v in range(n_in, n_vals) if v not in read]
     return steps, outs
 
@@ -129,6 +149,8 @@ def run_program(steps, outs, xs):
             v = view(st[1], vals[st[2]])
         elif st[0] == "red":
             v = reduce(st[1], vals[st[2]], st[3], st[4])
+        elif st[0] == "misc":
+            v = MISC[st[1]](vals[st[2]], vals[st[3]])
         else:  # in place on a copy (a plan may write it over its input's buffer)
             v = vals[st[1]].clone()
             v.mul_(2).add_(1)
@@ -229,3 +251,67 @@ def test_compiled_random_program_gradients_are_bitwise_eager(seed):
         for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
             assert (gd, gs) == (wd, ws), f"seed {seed}"
             assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}: {steps}"
+
+
+# Heads of fused groups and row-wise ops, with elementwise epilogues and
+# prologues around them: (name, input shape from rng, function).
+def _nn_case(rng, dtype):
+    import musa.nn.functional as F
+    B, C, H = int(rng.integers(1, 5)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    dt = getattr(musa, dtype)
+
+    def t(*shape):
+        return tensor(rng, list(shape), dtype)
+    kind = int(rng.integers(8))
+    if kind == 0:
+        w, b = t(H, C), t(H)
+        return [t(B, C)], lambda x: F.gelu(F.linear(x * 2, w, b)) + 1
+    if kind == 1:
+        w = t(C, H)
+        return [t(B, C), t(B, H)], lambda x, y: musa.relu(x @ w + y) * y
+    if kind == 2:
+        g, b = t(C), t(C)
+        return [t(B, H, C)], lambda x: F.layer_norm(x + 1, (C,), g, b) * 2
+    if kind == 3:
+        rm, rv = musa.zeros(C, dtype=dt), musa.ones(C, dtype=dt)
+        train = bool(rng.random() < 0.5)  # (training: the running statistics move each call)
+        return [t(B, C, H, 3)], lambda x: musa.relu(F.batch_norm(x, rm, rv, training=train)) + x
+    if kind == 4:
+        w = t(H, C, 3, 3)
+        return [t(B, C, 6, 5)], lambda x: musa.sigmoid(F.conv2d(x, w, padding=1)) * 2
+    if kind == 5:
+        return [t(B, C, 6, 6)], lambda x: F.max_pool2d(x * 3, 2) + F.avg_pool2d(x, 2)
+    if kind == 6:
+        return [t(B, H, C)], lambda x: F.log_softmax(x * 2, -1) - x.mean(-1, keepdim=True)
+    a = t(B, H, C)
+    return [t(B, C, H)], lambda x: musa.tanh(musa.bmm(a, x)) * 0.5
+
+
+@pytest.mark.parametrize("seed", range(SEEDS // 3))
+def test_compiled_heads_and_their_gradients_are_bitwise_eager(seed):
+    rng = np.random.default_rng(20_000 + seed)
+    dtype = str(rng.choice(["float32", "float32", "float64", "bfloat16"]))
+    xs, body = _nn_case(rng, dtype)
+    grad = rng.random() < 0.5
+
+    def fn(*args):
+        out = body(*args)
+        if not grad:
+            return [out]
+        for a in args:
+            a.grad = None
+        (out.float() ** 2).sum().backward()
+        return [out.detach()] + [a.grad for a in args]
+
+    def leaves():
+        return [x.detach().clone().requires_grad_(grad) for x in xs]
+    want, want_err = outcome(fn, leaves())
+    compiled = musa.jit(fn)
+    for attempt in range(2):
+        got, got_err = outcome(compiled, leaves())
+        assert (want_err is None) == (got_err is None), f"seed {seed}: {want_err} / {got_err}"
+        if want_err is not None:
+            return
+        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
+            assert (gd, gs) == (wd, ws), f"seed {seed}"
+            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}"
