@@ -771,3 +771,19 @@ def test_a_meta_parameter_is_an_error_not_a_crash():
     for _ in range(2):
         with pytest.raises(ValueError, match=r"parameter 0 .*test_jit.py:\d+.* is a meta tensor"):
             f(musa.randn(3))
+
+
+def test_dynamic_dims_with_a_constant_that_follows_the_size_compile_per_size():
+    # a mean over the dynamic dim divides by a constant, the size at capture:
+    # the two captures' constants differ, so the dims are not used (one plan
+    # per size, logged) instead of every size dividing by the first one
+    c = musa.jit(lambda a: a.mean(0) + a.var(0), dynamic={"a": {0: (1, 300)}})
+    for n in [4, 10, 7]:
+        x = musa.randn(n, 3)
+        assert np.array_equal(c(x).numpy(), (x.mean(0) + x.var(0)).numpy())
+    assert c.compiles == 3
+    d = musa.jit(lambda a: a.sum(0) * 2, dynamic={"a": {0: (1, 300)}})
+    for n in [4, 10, 7]:
+        x = musa.randn(n, 3)
+        assert np.array_equal(d(x).numpy(), (x.sum(0) * 2).numpy())
+    assert d.compiles == 1

@@ -315,3 +315,38 @@ def test_compiled_heads_and_their_gradients_are_bitwise_eager(seed):
         for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
             assert (gd, gs) == (wd, ws), f"seed {seed}"
             assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}"
+
+
+ARITY = {1: lambda run: (lambda a: run(a)), 2: lambda run: (lambda a, b: run(a, b)),
+         3: lambda run: (lambda a, b, c: run(a, b, c))}
+
+
+@pytest.mark.parametrize("seed", range(SEEDS // 3))
+def test_dynamic_dims_follow_the_size_bitwise(seed):
+    # dim 0 of the inputs that have it whole declared dynamic: one capture
+    # (or, where the graph changes with the size, one per size, logged),
+    # and every size gives eager's bits
+    rng = np.random.default_rng(30_000 + seed)
+    nd = int(rng.integers(1, 4))
+    tail = [int(rng.integers(1, 6)) for _ in range(nd - 1)]
+    dt = str(rng.choice(["float32", "float64", "bfloat16", "int64"]))
+    n_in = int(rng.integers(1, 4))
+    whole = [True] + [bool(rng.random() < 0.7) for _ in range(n_in - 1)]
+    steps, outs = make_program(rng, n_in)
+
+    def run(*args):
+        return run_program(steps, outs, args)
+    fn = ARITY[n_in](run)
+    names = "abc"[:n_in]
+    compiled = musa.jit(fn, dynamic={nm: {0: (1, 300)} for nm, w in zip(names, whole) if w})
+    for size in [int(rng.integers(1, 300)) for _ in range(4)]:
+        xs = [tensor_contig(rng, [size if w else 1] + tail, dt) for w in whole]
+        want, want_err = outcome(fn, xs)
+        got, got_err = outcome(compiled, xs)
+        assert (want_err is None) == (got_err is None), f"seed {seed} size {size}"
+        if want_err is not None:
+            continue
+        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
+            assert (gd, gs) == (wd, ws), f"seed {seed} size {size}"
+            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed} size {size}: {steps}"
+

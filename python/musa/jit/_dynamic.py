@@ -16,6 +16,7 @@ Invariants:
 * The captured graph records the symbol (``s0``) on each dim that follows
   it; the specialised graphs have concrete shapes.
 """
+import math
 from typing import NamedTuple
 
 from ._keys import declared_dims
@@ -74,7 +75,7 @@ def attr_slopes(g0, g1):
     n0 = [(i, g0.node_info(i)) for i in range(g0.nodes_len)]
     n0 = [(i, a) for i, a in n0 if a is not None]  # None: removed by a pass
     n1 = [b for b in map(g1.node_info, range(g1.nodes_len)) if b is not None]
-    if len(n0) != len(n1):
+    if len(n0) != len(n1) or not same_constants(g0, g1):
         return None
     slopes = []
     for (idx, a), b in zip(n0, n1):
@@ -94,6 +95,30 @@ def attr_slopes(g0, g1):
             else:
                 return None
     return slopes
+
+
+def same_constants(g0, g1):
+    """Whether the two captures' constants hold the same values. A constant
+    that follows the size (a mean over the dynamic dim divides by it) would
+    keep the first capture's value in every size's plan."""
+    if g0.num_values != g1.num_values:
+        return False
+    for v in range(g0.num_values):
+        a, b = g0.value(v), g1.value(v)
+        if a.kind != b.kind:
+            return False
+        if a.kind == "const" and not same_bits(a.tensor, b.tensor):
+            return False
+    return True
+
+
+def same_bits(a, b):
+    """Equal dtypes, shapes and values (NaN equal to NaN, -0 not to +0)."""
+    if a.dtype != b.dtype or tuple(a.shape) != tuple(b.shape):
+        return False
+    xs, ys = a.reshape(-1).tolist(), b.reshape(-1).tolist()
+    return all(x == y and math.copysign(1, x) == math.copysign(1, y) or x != x and y != y
+               for x, y in zip(xs, ys))
 
 
 def mark_symbolic(g0, g1, base, lo, hi):

@@ -21,8 +21,12 @@ PYTHON_SIG_ERRORS = re.compile(
     r"missing \d+ required|got multiple values for|takes no (keyword )?arguments|"
     r"takes exactly one argument|argument after \* must be|must be a mapping")
 # Python's own words for an operator or format() no type supports
+# (a tuple or list on the left of + or *: Python's sequence concatenation
+# and repetition, before any __radd__; PyTorch raises the same)
 PYTHON_OP_ERRORS = re.compile(r"unsupported operand type|not supported between instances of|"
-                              r"bad operand type for|unsupported format string passed to|Unknown format code")
+                              r"bad operand type for|unsupported format string passed to|"
+                              r"Unknown format code|can only concatenate (tuple|list)|"
+                              r"can't multiply sequence by non-int")
 STANDARD = ("TypeError", "ValueError", "IndexError", "RuntimeError", "MemoryError",
             "NotImplementedError", "OverflowError", "ZeroDivisionError", "BufferError")
 
