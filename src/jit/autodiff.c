@@ -9,7 +9,12 @@
  * and for the output gradients. Every op the formula calls is recorded as a
  * new node of the same graph, reading those values. Gradients reaching one
  * value from several uses are summed with recorded adds, in the order the
- * eager engine sums them (later consumers first).
+ * eager engine sums them: the nodes run in the engine's order (engine.c: its
+ * discovery from the roots and its ready stack, here with the outputs as
+ * roots, in order), each adding its inputs' gradients first to last. For a
+ * function of one output that is eager's order whatever the caller's graph
+ * around it; with several, eager's depends on how the caller's backward
+ * reaches them.
  *
  * Invariants: forward nodes are untouched; new nodes are appended after
  * them; a value gets a gradient only if it depends on a `wrt` value, so
@@ -95,7 +100,7 @@ static int backward_node(musa_graph *g, int32_t ni, int32_t *grad, const uint8_t
         musa_err_prefix(info->name);
         goto done;
     }
-    for (int i = n.n_in - 1; i >= 0 && !rc; i--)
+    for (int i = 0; i < n.n_in && !rc; i++)
         if (needs[i] && gin[i]) rc = accumulate(g, grad, n.in[i], gin[i]);
 done:
     for (int i = 0; i < made; i++) musa_tensor_release(in[i]);
@@ -107,6 +112,68 @@ done:
     if (meta != meta_buf) free(meta);
     if (needs != needs_buf) free(needs);
     return rc;
+}
+
+/* The node eager's tape would hold for value v (its grad_fn): the live,
+ * differentiable node that made it, when v depends on a wrt value; else
+ * -1 (a leaf, a constant, or a value no gradient reaches). */
+static int32_t tape_node(const musa_graph *g, const uint8_t *dep, int32_t v) {
+    const musa_gvalue *x = &g->values.data[v];
+    if (!dep[v] || x->kind != MUSA_V_NODE || x->producer < 0) return -1;
+    const musa_gnode *n = &g->nodes.data[x->producer];
+    return n->dead || (musa_ops[n->op].flags & MUSA_OPF_NONDIFF) ? -1 : x->producer;
+}
+
+/* The forward nodes in the order eager's engine would run their backward
+ * formulas (engine.c: discover, then the ready stack), from the outputs'
+ * nodes as roots: order[0..*count). Nodes no output's gradient reaches are
+ * left out. */
+static int engine_order(const musa_graph *g, const uint8_t *dep, int n_out, const int *outs,
+                        int32_t *order, int64_t *count) {
+    int64_t nn = g->nodes.len, nt = 0;
+    int32_t *task = musa_malloc(sizeof(int32_t) * (size_t)(nn ? nn : 1), "autodiff");
+    int32_t *deps = musa_calloc((size_t)(nn ? nn : 1), sizeof(int32_t), "autodiff");
+    int32_t *stack = musa_malloc(sizeof(int32_t) * (size_t)(nn ? nn : 1), "autodiff");
+    if (!task || !deps || !stack) {
+        free(task), free(deps), free(stack);
+        return MUSA_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < nn; i++) task[i] = -1;
+    int64_t sp = 0, done = 0;
+    /* discovery: task numbers in the engine's order, and dependencies */
+    for (int k = 0; k < n_out; k++) {
+        int32_t r = tape_node(g, dep, outs[k]);
+        if (r >= 0 && task[r] < 0) task[r] = (int32_t)nt++, order[task[r]] = r, stack[sp++] = r;
+    }
+    while (sp) {
+        const musa_gnode *n = &g->nodes.data[stack[--sp]];
+        for (int i = 0; i < n->n_in; i++) {
+            int32_t m = tape_node(g, dep, n->in[i]);
+            if (m < 0) continue;
+            deps[m]++;
+            if (task[m] < 0) task[m] = (int32_t)nt++, order[task[m]] = m, stack[sp++] = m;
+        }
+    }
+    /* the ready stack: the tasks without dependencies in task order, then
+     * each node's inputs' nodes as their last consumer runs */
+    int32_t *ready = stack;
+    int64_t nr = 0;
+    for (int64_t t = 0; t < nt; t++)
+        if (!deps[order[t]]) ready[nr++] = order[t];
+    int32_t *ran = task; /* reused: task numbers are no longer needed */
+    while (nr) {
+        int32_t ni = ready[--nr];
+        ran[done++] = ni;
+        const musa_gnode *n = &g->nodes.data[ni];
+        for (int i = 0; i < n->n_in; i++) {
+            int32_t m = tape_node(g, dep, n->in[i]);
+            if (m >= 0 && --deps[m] == 0) ready[nr++] = m;
+        }
+    }
+    memcpy(order, ran, sizeof(int32_t) * (size_t)done);
+    *count = done;
+    free(task), free(deps), free(stack);
+    return MUSA_OK;
 }
 
 int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *gouts, int n_wrt,
@@ -156,14 +223,16 @@ int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *go
             musa_tensor_release(gt);
         }
     }
-    for (int64_t i = nn - 1; i >= 0 && !rc; i--) {
-        const musa_gnode *n = &g->nodes.data[i];
-        if (n->dead || (musa_ops[n->op].flags & MUSA_OPF_NONDIFF)) continue;
-        bool has_grad = false, wants = false;
+    int32_t *order = rc ? NULL : musa_malloc(sizeof(int32_t) * (size_t)(nn ? nn : 1), "autodiff");
+    int64_t n_order = 0;
+    if (!rc) rc = order ? engine_order(g, dep, n_out, outs, order, &n_order) : MUSA_ERR_NOMEM;
+    for (int64_t t = 0; t < n_order && !rc; t++) {
+        const musa_gnode *n = &g->nodes.data[order[t]];
+        bool has_grad = false;
         for (int j = 0; j < n->n_out; j++) has_grad |= grad[n->out[j]] >= 0;
-        for (int k = 0; k < n->n_in; k++) wants |= dep[n->in[k]] != 0;
-        if (has_grad && wants) rc = backward_node(g, (int32_t)i, grad, dep);
+        if (has_grad) rc = backward_node(g, order[t], grad, dep);
     }
+    free(order);
     int rc2 = musa_graph_capture_end(g);
     musa_tls = saved;
     if (!rc) rc = rc2;

@@ -268,3 +268,29 @@ def test_post_accumulate_grad_hook():
         (v * 2).register_post_accumulate_grad_hook(lambda p: None)
     with pytest.raises(TypeError, match="must be callable"):
         v.register_post_accumulate_grad_hook(3)
+
+
+def test_function_backward_takes_a_gradient_per_output():
+    # as PyTorch: one gradient per output forward returned: zeros for an
+    # output marked non-differentiable (materialize_grads), None for a
+    # non-tensor one; they took only the differentiable outputs' before
+    seen = []
+
+    class Split(musa.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            idx = (x > 0).float()
+            ctx.mark_non_differentiable(idx)
+            return idx, x * 2, 3
+
+        @staticmethod
+        def backward(ctx, g_idx, g_y, g_n):
+            seen.append((g_idx, g_n))
+            return g_y * 2
+    x = musa.ones(4, requires_grad=True)
+    idx, y, n = Split.apply(x)
+    assert not idx.requires_grad and n == 3
+    y.sum().backward()
+    (g_idx, g_n), = seen
+    assert g_n is None and np.array_equal(g_idx.numpy(), np.zeros(4, np.float32))
+    assert np.array_equal(x.grad.numpy(), np.full(4, 2, np.float32))

@@ -604,3 +604,23 @@ def test_an_arguments_existing_grad_is_added_to_as_eager():
         traced(x)
     fgsm_step(xe, y, w)
     assert np.array_equal(x.grad.numpy(), xe.grad.numpy())
+
+
+def test_compiled_function_with_a_float_output_that_needs_no_grad():
+    # a float output computed from no input that requires grad comes first:
+    # the tape node's backward takes the gradients of the others by position
+    def f(a, b):
+        mask = musa.sigmoid(((b > 0) & (b < 1)).float())
+        return mask, b - a, a ** 2
+    a = musa.randn(5, 3, requires_grad=True)
+    b = musa.randn(5, 3, requires_grad=True)
+    c = musa.jit(f)
+    for fn in (f, c, c):
+        a.grad = b.grad = None
+        mask, d, s = fn(a, b)
+        assert not mask.requires_grad
+        (d * 3 + s).sum().backward()
+        if fn is f:
+            ga, gb = a.grad.numpy().copy(), b.grad.numpy().copy()
+        else:
+            assert np.array_equal(a.grad.numpy(), ga) and np.array_equal(b.grad.numpy(), gb)

@@ -103,15 +103,24 @@ class Function(metaclass=_FunctionMeta):
         # otherwise hold its own node alive (a cycle Python cannot see)
         out_ids = {id(o) for o in diff}
         ctx._saved = tuple(s.detach() if isinstance(s, Tensor) and id(s) in out_ids else s for s in ctx._saved)
-        metas = [(tuple(o.shape), o.dtype) for o in diff]
+        # backward takes a gradient per output, as forward returned them:
+        # None for non-tensor outputs; for non-differentiable ones (and
+        # differentiable ones no gradient reached), zeros with
+        # materialize_grads, else None
+        pos = [k for k, o in enumerate(outs) if any(o is d for d in diff)]
+        # (the closure holds no output: an output holds its node, which holds it)
+        metas = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None for o in outs]
         backward = cls.backward
         nargs = len(args)
 
         def node_backward(*grads):
+            full = [None] * len(metas)
+            for k, g in zip(pos, grads):
+                full[k] = g
             if ctx.materialize_grads:
-                grads = tuple(_C.zeros(shape, dtype=dt) if g is None else g
-                              for g, (shape, dt) in zip(grads, metas))
-            res = backward(ctx, *grads)
+                full = [_C.zeros(m[0], dtype=m[1]) if g is None and m is not None else g
+                        for g, m in zip(full, metas)]
+            res = backward(ctx, *full)
             if not isinstance(res, tuple):
                 res = (res,)
             if len(res) < nargs:
