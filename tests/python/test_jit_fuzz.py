@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import musa
+import musa.amp  # noqa: F401  (autocast)
 
 SEEDS = int(os.environ.get("MUSA_JIT_FUZZ", "300"))
 FLOATS = ["float32", "float64", "bfloat16", "float16"]
@@ -430,3 +431,36 @@ def test_saved_and_loaded_programs_are_bitwise_eager(seed, tmp_path):
         for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
             assert (gd, gs) == (wd, ws), f"seed {seed} size {n}"
             assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed} size {n}: {steps}"
+
+
+@pytest.mark.parametrize("seed", range(SEEDS // 6))
+def test_compiled_autocast_is_bitwise_eager_autocast(seed):
+    # the heads above under bfloat16 autocast inside the function (casts
+    # recorded, weights cast once a region), with and without a backward
+    rng = np.random.default_rng(60_000 + seed)
+    xs, body = _nn_case(rng, "float32")
+    grad = rng.random() < 0.5
+
+    def fn(*args):
+        with musa.amp.autocast():
+            out = body(*args)
+            loss = (out.float() ** 2).sum()
+        if not grad:
+            return [out]
+        for a in args:
+            a.grad = None
+        loss.backward()
+        return [out.detach()] + [a.grad for a in args]
+
+    def leaves():
+        return [x.detach().clone().requires_grad_(grad) for x in xs]
+    want, want_err = outcome(fn, leaves())
+    compiled = musa.jit(fn)
+    for attempt in range(2):
+        got, got_err = outcome(compiled, leaves())
+        assert (want_err is None) == (got_err is None), f"seed {seed}: {want_err} / {got_err}"
+        if want_err is not None:
+            return
+        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
+            assert (gd, gs) == (wd, ws), f"seed {seed}"
+            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}"
