@@ -190,6 +190,30 @@ def outcome(fn, xs):
         return None, type(e)
 
 
+def same(got, want, where):
+    """Two outcome()s agree: both raised, or the same dtypes, shapes and
+    bits (NaN equal to NaN). Returns whether they ran."""
+    (g, g_err), (w, w_err) = got, want
+    assert (w_err is None) == (g_err is None), f"{where}: eager raised {w_err}, compiled {g_err}"
+    if w_err is not None:
+        return False
+    for (gd, gs, gv), (wd, ws, wv) in zip(g, w):
+        assert (gd, gs) == (wd, ws), where
+        assert np.array_equal(gv, wv, equal_nan=True), where
+    return True
+
+
+def same_twice(fn, args, where):
+    """musa.jit(fn) against fn on args() (fresh leaves each call): the
+    capturing call, then the plan alone. Returns the compiled function."""
+    want = outcome(fn, args())
+    compiled = musa.jit(fn)
+    for attempt in range(2):
+        if not same(outcome(compiled, args()), want, f"{where}, call {attempt}"):
+            break
+    return compiled
+
+
 @pytest.mark.parametrize("seed", range(SEEDS))
 def test_compiled_random_program_is_bitwise_eager(seed):
     rng = np.random.default_rng(seed)
@@ -198,25 +222,10 @@ def test_compiled_random_program_is_bitwise_eager(seed):
 
     def fn(*args):
         return run_program(steps, outs, args)
-    want, want_err = outcome(fn, xs)
-    compiled = musa.jit(fn)
-    for attempt in range(2):  # the capturing call, then the plan alone
-        got, got_err = outcome(compiled, xs)
-        if want_err is not None:
-            assert got_err is not None, f"seed {seed}: eager raised {want_err}, compiled did not"
-            return
-        assert got_err is None, f"seed {seed}: compiled raised {got_err}, eager did not"
-        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
-            assert (gd, gs) == (wd, ws), f"seed {seed}"
-            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}: {steps}"
+    compiled = same_twice(fn, lambda: xs, f"seed {seed}: {steps}")
     # other values of the same shapes and dtypes: the plan again, nothing stale
     xs2 = [tensor_contig(rng, list(x.shape), str(x.dtype).replace("musa.", "")) for x in xs]
-    want2, err2 = outcome(fn, xs2)
-    got2, gerr2 = outcome(compiled, xs2)
-    assert (err2 is None) == (gerr2 is None), f"seed {seed}"
-    if err2 is None:
-        for (gd, gs, gv), (wd, ws, wv) in zip(got2, want2):
-            assert (gd, gs) == (wd, ws) and np.array_equal(gv, wv, equal_nan=True), f"seed {seed}"
+    same(outcome(compiled, xs2), outcome(fn, xs2), f"seed {seed}, new values")
 
 
 @pytest.mark.parametrize("seed", range(SEEDS // 2))
@@ -240,18 +249,8 @@ def test_compiled_random_program_gradients_are_bitwise_eager(seed):
         return [o.detach() for o in res] + [a.grad if a.grad is not None else musa.zeros(0)
                                              for a in args]
 
-    def leaves():
-        return [x.detach().clone().requires_grad_(True) for x in xs]
-    want, want_err = outcome(fn, leaves())
-    compiled = musa.jit(fn)
-    for attempt in range(2):
-        got, got_err = outcome(compiled, leaves())
-        assert (want_err is None) == (got_err is None), f"seed {seed}: {want_err} / {got_err}"
-        if want_err is not None:
-            return
-        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
-            assert (gd, gs) == (wd, ws), f"seed {seed}"
-            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}: {steps}"
+    same_twice(fn, lambda: [x.detach().clone().requires_grad_(True) for x in xs],
+               f"seed {seed}: {steps}")
 
 
 # Heads of fused groups and row-wise ops, with elementwise epilogues and
@@ -304,18 +303,7 @@ def test_compiled_heads_and_their_gradients_are_bitwise_eager(seed):
         (out.float() ** 2).sum().backward()
         return [out.detach()] + [a.grad for a in args]
 
-    def leaves():
-        return [x.detach().clone().requires_grad_(grad) for x in xs]
-    want, want_err = outcome(fn, leaves())
-    compiled = musa.jit(fn)
-    for attempt in range(2):
-        got, got_err = outcome(compiled, leaves())
-        assert (want_err is None) == (got_err is None), f"seed {seed}: {want_err} / {got_err}"
-        if want_err is not None:
-            return
-        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
-            assert (gd, gs) == (wd, ws), f"seed {seed}"
-            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}"
+    same_twice(fn, lambda: [x.detach().clone().requires_grad_(grad) for x in xs], f"seed {seed}")
 
 
 ARITY = {1: lambda run: (lambda a: run(a)), 2: lambda run: (lambda a, b: run(a, b)),
@@ -342,14 +330,7 @@ def test_dynamic_dims_follow_the_size_bitwise(seed):
     compiled = musa.jit(fn, dynamic={nm: {0: (1, 300)} for nm, w in zip(names, whole) if w})
     for size in [int(rng.integers(1, 300)) for _ in range(4)]:
         xs = [tensor_contig(rng, [size if w else 1] + tail, dt) for w in whole]
-        want, want_err = outcome(fn, xs)
-        got, got_err = outcome(compiled, xs)
-        assert (want_err is None) == (got_err is None), f"seed {seed} size {size}"
-        if want_err is not None:
-            continue
-        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
-            assert (gd, gs) == (wd, ws), f"seed {seed} size {size}"
-            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed} size {size}: {steps}"
+        same(outcome(compiled, xs), outcome(fn, xs), f"seed {seed} size {size}: {steps}")
 
 
 
@@ -423,14 +404,8 @@ def test_saved_and_loaded_programs_are_bitwise_eager(seed, tmp_path):
     sizes = [size] + ([int(rng.integers(1, 300)) for _ in range(2)] if dynamic else [size])
     for n in sizes:
         xs = [tensor_contig(rng, [n] + tail, dt) for _ in range(n_in)]
-        want, want_err = outcome(fn, xs)
-        got, got_err = outcome(lambda *a: list(loaded(*a)), xs)
-        assert (want_err is None) == (got_err is None), f"seed {seed} size {n}: {want_err} / {got_err}"
-        if want_err is not None:
-            continue
-        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
-            assert (gd, gs) == (wd, ws), f"seed {seed} size {n}"
-            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed} size {n}: {steps}"
+        same(outcome(lambda *a: list(loaded(*a)), xs), outcome(fn, xs),
+             f"seed {seed} size {n}: {steps}")
 
 
 @pytest.mark.parametrize("seed", range(SEEDS // 6))
@@ -452,15 +427,4 @@ def test_compiled_autocast_is_bitwise_eager_autocast(seed):
         loss.backward()
         return [out.detach()] + [a.grad for a in args]
 
-    def leaves():
-        return [x.detach().clone().requires_grad_(grad) for x in xs]
-    want, want_err = outcome(fn, leaves())
-    compiled = musa.jit(fn)
-    for attempt in range(2):
-        got, got_err = outcome(compiled, leaves())
-        assert (want_err is None) == (got_err is None), f"seed {seed}: {want_err} / {got_err}"
-        if want_err is not None:
-            return
-        for (gd, gs, gv), (wd, ws, wv) in zip(got, want):
-            assert (gd, gs) == (wd, ws), f"seed {seed}"
-            assert np.array_equal(gv, wv, equal_nan=True), f"seed {seed}, call {attempt}"
+    same_twice(fn, lambda: [x.detach().clone().requires_grad_(grad) for x in xs], f"seed {seed}")
