@@ -53,7 +53,8 @@ typedef struct {
 /* Elements per tile of a pure elementwise group of nodes mem[0..cnt) over
  * total elements: the largest power of two that keeps the group's tiles
  * (its members' outputs, a bound on the tile buffers) within `budget`
- * bytes and leaves four tiles per thread, from `least` up. Each tile costs
+ * bytes and leaves four tiles to each of its `chunks` (the threads it will
+ * use: one for a group too small to split), from `least` up. Each tile costs
  * a kernel call per member and restarts the members' input streams: with
  * kernel calls, ResNet-18's relu backward, where(x > 0, a + b, 0) over 2M
  * floats, took 564-604 us in tiles of 2048 against 436-447 in tiles of
@@ -67,14 +68,14 @@ typedef struct {
  * to 16384. The tiling does not change the numbers: each member is
  * elementwise. */
 static int64_t elementwise_tile(const musa_graph *g, const int32_t *mem, int cnt, int64_t total,
-                                int64_t least, size_t budget) {
+                                int chunks, int64_t least, size_t budget) {
     size_t per_elem = 1;
     for (int i = 0; i < cnt; i++) {
         const musa_gnode *n = &g->nodes.data[mem[i]];
         for (int j = 0; j < n->n_out; j++)
             per_elem += musa_dtype_info[g->values.data[n->out[j]].dtype].size;
     }
-    int64_t per = MUSA_MIN((int64_t)(budget / per_elem), total / (4 * musa_pool_threads()));
+    int64_t per = MUSA_MIN((int64_t)(budget / per_elem), total / (4 * chunks));
     int64_t tile = least;
     while (tile * 2 <= MUSA_MIN(per, TILE_MAX_ELEMS)) tile *= 2;
     return tile;
@@ -133,12 +134,21 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     for (int d = 1; d < gs->ndim; d++) inner *= gs->shape[d];
     f->rows = flat ? total : gs->shape[0];
     if (flat) inner = 1;
+    /* a chunk of fewer elements than an eager cheap elementwise op's grain
+     * (shared by the members' work) would cost a parallel region more than
+     * it saves: the MLP's gt and where over 64 x 128 took 7.9 us as two
+     * chunks, 2.1 us as one */
+    int64_t min_chunk = MUSA_MAX(MUSA_GRAIN_MATH, MUSA_GRAIN_CHEAP / cnt);
+    f->max_chunks =
+        f->serial ? 1 : (int)MUSA_MAX(1, MUSA_MIN(musa_pool_threads(), total / min_chunk));
     bool lean = flat;
     for (int i = 0; lean && i < cnt; i++) lean = lean_member(b, &g->nodes.data[mem[i]], gs);
-    int64_t per = f->serial ? MUSA_HEAD_TILE_ELEMS
-                  : rows    ? TILE_ELEMS
-                  : lean ? elementwise_tile(g, mem, cnt, total, LEAN_TILE_ELEMS, LEAN_TILE_BUDGET)
-                         : elementwise_tile(g, mem, cnt, total, TILE_ELEMS, TILE_BUDGET);
+    int64_t per =
+        f->serial ? MUSA_HEAD_TILE_ELEMS
+        : rows    ? TILE_ELEMS
+        : lean
+            ? elementwise_tile(g, mem, cnt, total, f->max_chunks, LEAN_TILE_ELEMS, LEAN_TILE_BUDGET)
+            : elementwise_tile(g, mem, cnt, total, f->max_chunks, TILE_ELEMS, TILE_BUDGET);
     f->tile_rows = inner > 0 ? MUSA_MAX(1, per / inner) : f->rows;
     if (f->tile_rows > f->rows) f->tile_rows = f->rows ? f->rows : 1;
     size_t tile_off = 0, member_scratch = 0;
@@ -258,13 +268,6 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     tile_off += stage;
     f->tile_bytes = tile_off;
     f->chunk_bytes = tile_off + musa_plan_align(member_scratch);
-    /* a chunk of fewer elements than an eager cheap elementwise op's grain
-     * (shared by the members' work) would cost a parallel region more than
-     * it saves: the MLP's gt and where over 64 x 128 took 7.9 us as two
-     * chunks, 2.1 us as one */
-    int64_t min_chunk = MUSA_MAX(MUSA_GRAIN_MATH, MUSA_GRAIN_CHEAP / cnt);
-    f->max_chunks =
-        f->serial ? 1 : (int)MUSA_MAX(1, MUSA_MIN(musa_pool_threads(), total / min_chunk));
     return MUSA_OK;
 }
 
