@@ -191,7 +191,6 @@ def finish(outputs, res, leaves):
     return unflatten(outputs.spec, res[:outputs.n_user])
 
 
-
 def merge(root, cap, cfg):
     """Merge a new capture into the tree under root.
 

@@ -48,8 +48,10 @@ class Capture:
 
     def __init__(self, graph, out_spec, out_leaves):
         self.graph = graph
-        self.inputs = ()                # the graph's input tensors, as traced
-        self.had_grad = ()              # per input: its .grad before the trace, or None
+        # arguments that require grad whose .grad the call changed: (leaf
+        # index, the .grad it left or None); read once, by needs_tape_node
+        self.arg_grads = ()
+        self.adds_to_arg_grad = False   # the call read an argument's earlier .grad
         self.out_leaves = out_leaves    # the result's tensors, as traced
         self.out_ids = graph.outputs    # their value ids (more for a whole step)
         self.outputs = Outputs(out_spec, len(self.out_ids), ())
@@ -91,7 +93,7 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
         for x, t in zip(inputs, leaves):  # a stand-in for an argument's .grad
             if t.requires_grad and t.grad is not None:
                 x.grad = _C._empty_meta(t.grad.dtype, tuple(x.shape))
-    had_grad = [t.grad if t.requires_grad else None for t in inputs]
+    had = [t.grad if t.requires_grad else None for t in inputs]
     args = unflatten(spec.args, inputs)
     kwargs = unflatten(spec.kwargs, inputs)
     g = _C.Graph()
@@ -123,7 +125,9 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
     if mode == TRACE:
         copy_back(leaves, inputs)
     cap = Capture(g, out_spec, out_leaves)
-    cap.inputs, cap.had_grad = inputs, had_grad
+    cap.arg_grads = [(i, t.grad) for i, t in enumerate(inputs)
+                     if t.requires_grad and t.grad is not had[i]]
+    cap.adds_to_arg_grad = any(old is not None and g.value_of(old) >= 0 for old in had)
     return Trace(cap, out, None)
 
 
@@ -163,7 +167,8 @@ def needs_tape_node(cap):
     Raises Unsupported for outputs that need autograd in a capture with
     graph breaks."""
     g = cap.graph
-    if any(old is not None and g.value_of(old) >= 0 for old in cap.had_grad):
+    args, cap.arg_grads = cap.arg_grads, ()  # (the capture keeps no gradient of a call)
+    if cap.adds_to_arg_grad:
         # (a symbolic capture's stand-in for it: never bound into a plan)
         raise Unsupported("it adds to an argument's existing .grad")
     if not g.requires_grad:
@@ -175,10 +180,8 @@ def needs_tape_node(cap):
 
     params = [(v, t) for v, t in g.params() if t.requires_grad]
     grads = [(t, t.grad) for _v, t in params]
-    # arguments whose .grad the call set (new gradients, or None), each run
-    # setting the call's own tensors'; the key says whether they had one
-    args = [(i, t.grad) for i, t in enumerate(cap.inputs)
-            if t.requires_grad and t.grad is not cap.had_grad[i]]
+    # args: the arguments whose .grad the call set (new gradients, or None),
+    # each run setting the call's own tensors'; the key says whether they had one
     backward_ran = any(made_here(gr) for _t, gr in grads) or any(made_here(gr) for _i, gr in args)
     updated = any(g.value_of(t) != v for v, t in params)  # renamed: written in place
     if backward_ran or updated:
