@@ -54,11 +54,14 @@ MUSA_SIMD_DECL2(pow, double)
 
 /* v[i] = F(v[i]) for i < n (an lvalue array of T, n elements), every
  * element through a whole vector of F's SIMD variant, the last ones
- * through a zero-padded copy. A loop of variable length ends in a tail
+ * through a copy padded with ones. A loop of variable length ends in a tail
  * that may call the scalar function, whose last bit can differ; where a
  * caller's run ends depends on its thread's range or a plan's tile, so an
  * element's bits would too. MUSA_SIMD_WHOLE elements at a time: a
- * multiple of every vector width in use. */
+ * multiple of every vector width in use. The pad is 1, in range for every
+ * F used here (exp, log): libmvec hands a whole vector with one lane out of
+ * range (log(0) = -inf) to its scalar fallback, and zero padding sent
+ * every short cross-entropy block there. */
 #define MUSA_SIMD_WHOLE 16
 #define MUSA_SIMD_APPLY(T, v, n, F)                                                                \
     do {                                                                                           \
@@ -68,7 +71,8 @@ MUSA_SIMD_DECL2(pow, double)
             MUSA_SIMD_MATH(T) for (int k_ = 0; k_ < MUSA_SIMD_WHOLE; k_++) w_[k_] = F(w_[k_]);     \
         }                                                                                          \
         if (i_ < n_) {                                                                             \
-            T t_[MUSA_SIMD_WHOLE] = {0};                                                           \
+            T t_[MUSA_SIMD_WHOLE];                                                                 \
+            for (int k_ = 0; k_ < MUSA_SIMD_WHOLE; k_++) t_[k_] = 1;                               \
             memcpy(t_, (v) + i_, sizeof(T) * (size_t)(n_ - i_));                                   \
             MUSA_SIMD_MATH(T) for (int k_ = 0; k_ < MUSA_SIMD_WHOLE; k_++) t_[k_] = F(t_[k_]);     \
             memcpy((v) + i_, t_, sizeof(T) * (size_t)(n_ - i_));                                   \
