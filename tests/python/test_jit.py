@@ -42,6 +42,29 @@ def test_spec_snippet_compile_then_call():
     assert "mul(" in compiled_fn.get_graph()
 
 
+def test_unoptimized_graph_is_the_capture():
+    """get_graph(optimized=False) is the IR before the passes, cut again
+    from the capture on demand: the same text every time, with what the
+    passes remove (x * 1, a dead op) still in it."""
+    @musa.jit
+    def f(x):
+        x.exp()                      # dead: dce removes it
+        return (x * 1).relu() + 2
+
+    f(musa.randn(4))
+    raw, opt = f.get_graph(optimized=False), f.get_graph()
+    assert "exp(" in raw and "mul(" in raw
+    assert "exp(" not in opt and "mul(" not in opt
+    assert f.get_graph(optimized=False) == raw
+    f(musa.randn(4))                 # later runs leave it as it was
+    assert f.get_graph(optimized=False) == raw
+    net = musa.nn.Sequential(musa.nn.Linear(3, 2), musa.nn.ReLU()).compile()
+    net(musa.randn(5, 3, requires_grad=True)).sum().backward()
+    text = net._compiled_call.get_graph(optimized=False)   # a compiled module's two plans
+    assert text.startswith("# forward") and "# backward" in text and "linear(" in text
+    assert net._compiled_call.get_graph(optimized=False) == text
+
+
 def test_graph_json_has_the_spec_form():
     @musa.jit
     def f(x, y):

@@ -47,7 +47,7 @@ class HostRead(NamedTuple):
 class Segment:
     """Nodes [begin, end) of a capture, compiled; ends in a host read or the outputs."""
     __slots__ = ("src", "begin", "end", "fingerprint", "outs", "carried", "graph", "plan",
-                 "remat_budget", "raw_text", "read", "children", "outputs")
+                 "remat_budget", "cut", "read", "children", "outputs")
 
     def __init__(self, src, begin, end, fingerprint):
         self.src, self.begin, self.end, self.fingerprint = src, begin, end, fingerprint
@@ -65,9 +65,8 @@ class Segment:
         target = 0  # remat_budget: the remat pass's estimate of live intermediate bytes
         tries = []
         while True:
-            graph, carried = self.src.segment(self.begin, self.end, list(outs), mutations,
-                                              n_inputs, remat)
-            self.raw_text = graph.text()
+            self.cut = (list(outs), mutations, n_inputs, remat)
+            graph, carried = self.src.segment(self.begin, self.end, *self.cut)
             graph.optimize(fusion_level=cfg.fusion_level,
                            disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify,
                            remat_budget=target, channels_last=cfg.channels_last)
@@ -82,6 +81,13 @@ class Segment:
             target = next_remat_budget(self, budget, tries)
             if target is None:
                 return
+
+    @property
+    def raw_text(self):
+        """The IR as cut from the capture, before the passes: cut again on
+        demand (the source graph is kept, unchanged) rather than printed at
+        every build, which cost the first call time and code pages."""
+        return self.src.segment(self.begin, self.end, *self.cut)[0].text()
 
 
 def loaned(outputs):
