@@ -14,7 +14,10 @@
  * roots, in order), each adding its inputs' gradients first to last. For a
  * function of one output that is eager's order whatever the caller's graph
  * around it; with several, eager's depends on how the caller's backward
- * reaches them.
+ * reaches them. An op whose low-precision output the capture recorded as a
+ * float32 value and a rounding cast (capture.c) is one node here, as on
+ * eager's tape: its formula sees the rounded output and that output's
+ * gradient, so it saves and computes what eager does, bit for bit.
  *
  * Invariants: forward nodes are untouched; new nodes are appended after
  * them; a value gets a gradient only if it depends on a `wrt` value, so
@@ -47,7 +50,14 @@ static int accumulate(musa_graph *g, int32_t *grad, int32_t v, musa_tensor *gt) 
     return MUSA_OK;
 }
 
-static int backward_node(musa_graph *g, int32_t ni, int32_t *grad, const uint8_t *dep) {
+/* The value eager's tape node has for output v of a forward node: the
+ * rounding cast's output where the capture appended one, else v. */
+static int32_t eager_out(const int32_t *rounded, int32_t v) {
+    return rounded[v] >= 0 ? rounded[v] : v;
+}
+
+static int backward_node(musa_graph *g, int32_t ni, int32_t *grad, const uint8_t *dep,
+                         const int32_t *rounded) {
     musa_gnode n = g->nodes.data[ni]; /* copy: recording grows g->nodes */
     const musa_op_info *info = &musa_ops[n.op];
     musa_tensor *in_buf[8], **in = in_buf, *out[MUSA_MAX_OUTPUTS] = {0},
@@ -80,8 +90,8 @@ static int backward_node(musa_graph *g, int32_t ni, int32_t *grad, const uint8_t
         needs[made] = dep[v] && musa_is_float((musa_dtype)x->dtype);
     }
     for (int j = 0; j < n.n_out; j++) {
-        if (!(out[j] = stand_in(g, n.out[j])) ||
-            (grad[n.out[j]] >= 0 && !(gout[j] = stand_in(g, grad[n.out[j]])))) {
+        int32_t o = eager_out(rounded, n.out[j]);
+        if (!(out[j] = stand_in(g, o)) || (grad[o] >= 0 && !(gout[j] = stand_in(g, grad[o])))) {
             rc = musa_last_error_code();
             goto done;
         }
@@ -121,6 +131,7 @@ static int32_t tape_node(const musa_graph *g, const uint8_t *dep, int32_t v) {
     const musa_gvalue *x = &g->values.data[v];
     if (!dep[v] || x->kind != MUSA_V_NODE || x->producer < 0) return -1;
     const musa_gnode *n = &g->nodes.data[x->producer];
+    if (n->rounding && !n->dead) return tape_node(g, dep, n->in[0]); /* part of its op's node */
     return n->dead || (musa_ops[n->op].flags & MUSA_OPF_NONDIFF) ? -1 : x->producer;
 }
 
@@ -194,11 +205,16 @@ int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *go
      * made from here on (backward nodes) are never differentiated. */
     uint8_t *dep = musa_calloc((size_t)(nv ? nv : 1), 1, "autodiff");
     int32_t *grad = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "autodiff");
-    if (!dep || !grad) {
-        free(dep), free(grad);
+    int32_t *rounded = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "autodiff");
+    if (!dep || !grad || !rounded) {
+        free(dep), free(grad), free(rounded);
         return MUSA_ERR_NOMEM;
     }
-    for (int64_t v = 0; v < nv; v++) grad[v] = -1;
+    for (int64_t v = 0; v < nv; v++) grad[v] = rounded[v] = -1;
+    for (int64_t i = 0; i < nn; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->rounding && !n->dead && n->n_in == 1) rounded[n->in[0]] = n->out[0];
+    }
     for (int k = 0; k < n_wrt; k++) dep[wrt[k]] = 1;
     for (int64_t i = 0; i < nn; i++) {
         const musa_gnode *n = &g->nodes.data[i];
@@ -229,14 +245,14 @@ int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *go
     for (int64_t t = 0; t < n_order && !rc; t++) {
         const musa_gnode *n = &g->nodes.data[order[t]];
         bool has_grad = false;
-        for (int j = 0; j < n->n_out; j++) has_grad |= grad[n->out[j]] >= 0;
-        if (has_grad) rc = backward_node(g, order[t], grad, dep);
+        for (int j = 0; j < n->n_out; j++) has_grad |= grad[eager_out(rounded, n->out[j])] >= 0;
+        if (has_grad) rc = backward_node(g, order[t], grad, dep, rounded);
     }
     free(order);
     int rc2 = musa_graph_capture_end(g);
     musa_tls = saved;
     if (!rc) rc = rc2;
     for (int k = 0; k < n_wrt && !rc; k++) grads[k] = grad[wrt[k]];
-    free(dep), free(grad);
+    free(dep), free(grad), free(rounded);
     return rc;
 }

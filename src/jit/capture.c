@@ -238,6 +238,7 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
         musa_gnode c;
         memset(&c, 0, sizeof c);
         c.op = (int16_t)MUSA_OP_cast;
+        c.rounding = true;
         c.n_in = 1;
         if (!(c.in = MUSA_ARENA_NEW(&g->arena, int32_t, 1))) goto nomem;
         c.in[0] = raw[j];

@@ -70,6 +70,10 @@ typedef struct musa_gnode {
     int16_t op; /* musa_op_id */
     int8_t n_out;
     bool dead; /* removed by a pass; skipped everywhere, compacted by musa_graph_compact */
+    /* A cast the capture appended to round an op's float32 output into the
+     * low-precision dtype eager's kernel wrote (capture.c): static autodiff
+     * treats the op and this cast as eager's one tape node. */
+    bool rounding;
     int32_t n_in;
     int32_t *in; /* [n_in], arena */
     int32_t out[MUSA_MAX_OUTPUTS];

@@ -66,6 +66,7 @@ static int copy_node(musa_graph *s, const musa_graph *g, const musa_gnode *n, co
     if (in != ins) free(in);
     if (id < 0) return id;
     s->nodes.data[id].loc = n->loc;
+    s->nodes.data[id].rounding = n->rounding;
     for (int j = 0; j < n->n_out; j++) {
         map[n->out[j]] = out[j];
         s->values.data[out[j]].loc = g->values.data[n->out[j]].loc;

@@ -338,15 +338,14 @@ def test_dynamic_dims_follow_the_size_bitwise(seed):
 def test_compiled_outputs_backward_through_the_tape_bitwise(seed):
     # outputs that need autograd: the compiled call is one tape node (a
     # forward and a backward plan), here with dynamic dim 0; the gradients
-    # that reach the inputs equal eager's
-    # (float32 and float64: where the dispatcher computes an op of bfloat16
-    # inputs in float32, as softmax, eager's tape saves its bfloat16 output
-    # and static autodiff the float32 one before the cast back, so their
-    # gradients differ in rounding; whole steps run eager's formulas)
+    # that reach the inputs equal eager's, in every float dtype (an op the
+    # dispatcher computes in float32 for bfloat16 or float16 inputs, as
+    # softmax, is one tape node with its rounding cast: its formula sees the
+    # rounded output, as eager's does)
     rng = np.random.default_rng(40_000 + seed)
     nd = int(rng.integers(1, 4))
     tail = [int(rng.integers(1, 6)) for _ in range(nd - 1)]
-    dt = str(rng.choice(["float32", "float64"]))
+    dt = str(rng.choice(FLOATS))
     n_in = int(rng.integers(1, 4))
     steps, outs = make_program(rng, n_in)
 

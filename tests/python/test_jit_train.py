@@ -58,6 +58,41 @@ def test_compiled_module_gradients_match_eager(name):
         close(q, p, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_compiled_low_precision_module_gradients_are_eager_bits(dtype):
+    # ops computed in float32 for low-precision inputs (softmax,
+    # log_softmax) are recorded as a float32 op and a rounding cast; static
+    # autodiff runs their formulas on the rounded output, as eager's tape
+    # does, so the gradients are eager's bits and the saved values are
+    # low-precision ones
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.norm = nn.Linear(16, 16), nn.LayerNorm(16)
+
+        def forward(self, x):
+            h = self.norm(self.lin(x))
+            return F.softmax(h, dim=-1) * 3 + F.log_softmax(h, dim=-1) * h.tanh()
+
+    dt = getattr(musa, dtype)
+    eager, comp = twins(lambda: Net().to(dt))
+    comp.compile()
+    x = musa.randn(12, 16).to(dt)
+    grads = []
+    for model in (eager, comp):
+        xi = x.clone().requires_grad_()
+        out = model(xi)
+        (out.float() * out.float()).sum().backward()
+        grads.append([xi.grad] + [p.grad for p in model.parameters()])
+    for a, b in zip(*grads):
+        assert a.dtype == b.dtype == dt
+        assert np.array_equal(a.float().numpy(), b.float().numpy())
+    # what the backward plan takes: low-precision activations (the layer
+    # norm's float32 statistics, as eager saves them), no float32 copies
+    sig = comp._compiled_call.get_graph(optimized=False).split("# backward")[1].splitlines()[1]
+    assert f"{dtype}[12, 16]" in sig and "float32[12]" in sig and "float32[12, 16]" not in sig
+
+
 def test_static_autodiff_builds_backward_from_the_op_table_formulas():
     from musa import _C
     w = musa.randn(4, 3, requires_grad=True)
