@@ -306,6 +306,35 @@ def test_compiled_heads_and_their_gradients_are_bitwise_eager(seed):
     same_twice(fn, lambda: [x.detach().clone().requires_grad_(grad) for x in xs], f"seed {seed}")
 
 
+@pytest.mark.parametrize("seed", range(SEEDS // 3))
+def test_compiled_heads_backward_through_the_tape_bitwise(seed):
+    # the heads as one tape node (static autodiff: a forward and a backward
+    # plan), the backward called outside, in every float dtype and under
+    # bfloat16 autocast inside the function: outputs and the gradients that
+    # reach the inputs equal eager's
+    rng = np.random.default_rng(70_000 + seed)
+    dtype = str(rng.choice(FLOATS + ["autocast"]))
+    xs, body = _nn_case(rng, "float32" if dtype == "autocast" else dtype)
+
+    def fn(*args):
+        if dtype != "autocast":
+            return body(*args)
+        with musa.amp.autocast():
+            return body(*args)
+
+    def step(f):
+        def run(*args):
+            out = f(*args)
+            (out.float() ** 2).sum().backward()
+            return [out.detach()] + [a.grad for a in args]
+        return run
+    want = outcome(step(fn), [x.detach().clone().requires_grad_(True) for x in xs])
+    compiled = step(musa.jit(fn))
+    for call in range(2):  # the capturing call, then the plans alone
+        got = outcome(compiled, [x.detach().clone().requires_grad_(True) for x in xs])
+        same(got, want, f"seed {seed} {dtype}, call {call}")
+
+
 ARITY = {1: lambda run: (lambda a: run(a)), 2: lambda run: (lambda a, b: run(a, b)),
          3: lambda run: (lambda a, b, c: run(a, b, c))}
 
