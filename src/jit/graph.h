@@ -66,6 +66,14 @@ typedef struct musa_gvalue {
     const char *loc;                /* user's file:line where it was made, or NULL */
 } musa_gvalue;
 
+/* Bytes of value x's shape in its dtype (saturating: sizes past any budget). */
+static inline int64_t musa_gvalue_bytes(const musa_gvalue *x) {
+    int64_t n = musa_dtype_info[x->dtype].size;
+    for (int d = 0; d < x->ndim; d++)
+        if (!musa_mul_i64(n, x->shape[d], &n)) return INT64_MAX / 4;
+    return n;
+}
+
 typedef struct musa_gnode {
     int16_t op; /* musa_op_id */
     int8_t n_out;

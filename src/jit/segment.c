@@ -52,6 +52,58 @@ static void choose_remat(const musa_graph *g, int begin, uint8_t *need, const ui
     }
 }
 
+/* The view nodes that make value v from its root, last first, into chain;
+ * their count, or -1 when v is no view of a node value made before begin
+ * (or the chain is longer than cap). */
+static int view_chain(const musa_graph *g, int begin, int32_t v, int32_t *chain, int cap) {
+    const musa_gvalue *x = &g->values.data[v];
+    int32_t r = x->root;
+    if (r == v || x->kind != MUSA_V_NODE) return -1;
+    const musa_gvalue *root = &g->values.data[r];
+    if (root->kind != MUSA_V_NODE || root->producer < 0 || root->producer >= begin) return -1;
+    int n = 0;
+    for (int32_t u = v; u != r;) {
+        const musa_gvalue *y = &g->values.data[u];
+        if (y->kind != MUSA_V_NODE || y->producer < 0 || n == cap) return -1;
+        const musa_gnode *p = &g->nodes.data[y->producer];
+        if (p->dead || !(musa_ops[p->op].flags & MUSA_OPF_VIEW) || p->n_in < 1) return -1;
+        chain[n++] = y->producer;
+        u = p->in[0];
+    }
+    return n;
+}
+
+/* Views carried in from earlier nodes. Eager's tape saves a view, which
+ * keeps its base alive and is read with its own strides. Where the views
+ * of one base that the segment reads cover at least the base's bytes (q,
+ * k and v cut from one matmul), the base is carried instead and the views
+ * are made again here: no copies, no more memory, and the ops that read
+ * them see eager's strides (a GEMM's rounding can follow its operands'
+ * layout, so a contiguous copy gave other bits than eager). */
+static void carry_bases(const musa_graph *g, int begin, uint8_t *need, const uint8_t *keep,
+                        uint8_t *remat) {
+    int64_t nv = g->values.len;
+    int64_t *cover = musa_calloc((size_t)(nv ? nv : 1), sizeof *cover, "segment");
+    if (!cover) return; /* an optimisation: without it the views are copied out */
+    int32_t chain[16];
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t v = 0; v < nv; v++) {
+            if (!need[v] || keep[v]) continue;
+            int n = view_chain(g, begin, (int32_t)v, chain, 16);
+            if (n < 0) continue;
+            int32_t r = g->values.data[v].root;
+            if (pass == 0) {
+                cover[r] += musa_gvalue_bytes(&g->values.data[v]);
+                continue;
+            }
+            if (cover[r] < musa_gvalue_bytes(&g->values.data[r])) continue;
+            for (int k = 0; k < n; k++) remat[chain[k]] = 1;
+            need[v] = 0;
+            need[r] = 1;
+        }
+    free(cover);
+}
+
 /* Append a copy of g's node n to s (attrs: n's, or replacements), its
  * inputs through map; map takes its outputs. */
 static int copy_node(musa_graph *s, const musa_graph *g, const musa_gnode *n, const void *attrs,
@@ -123,6 +175,7 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         need[g->mutations.data[i].target] = need[g->mutations.data[i].value] = 1;
         keep[g->mutations.data[i].value] = 1;
     }
+    carry_bases(g, begin, need, keep, remat);
     if (o.remat) choose_remat(g, begin, need, keep, remat);
     if (n_inputs < 0 || n_inputs > g->inputs.len) n_inputs = (int)g->inputs.len;
     for (int64_t i = 0; i < n_inputs; i++) {

@@ -65,6 +65,46 @@ def test_unoptimized_graph_is_the_capture():
     assert net._compiled_call.get_graph(optimized=False) == text
 
 
+def test_a_tensor_passed_twice_is_one_argument():
+    # the capture sees one tensor where the function does (a is b), and an
+    # aliased call is its own variant
+    @musa.jit
+    def f(a, b):
+        return a * 3 if a is b else a + b
+
+    x, y = musa.tensor([1.0, 2.0]), musa.tensor([10.0, 20.0])
+    assert f(x, x).tolist() == [3.0, 6.0]
+    assert f(x, y).tolist() == [11.0, 22.0]
+    assert f(x, x).tolist() == [3.0, 6.0] and f.compiles == 2
+
+    @musa.jit
+    def g(a, b):  # a write through one name is seen through the other
+        a.add_(1)
+        return b * 10
+
+    xs = [musa.tensor([1.0, 2.0]) for _ in range(3)]
+    want = g._fn(xs[0], xs[0])
+    for t in xs[1:]:
+        assert g(t, t).tolist() == want.tolist() and t.tolist() == xs[0].tolist()
+
+    @musa.jit
+    def h(a, b):
+        return (a * b).sum()
+
+    for _ in range(2):
+        w = musa.tensor([1.0, -3.0], requires_grad=True)
+        h(w, w).backward()
+        assert w.grad.tolist() == [2.0, -6.0]
+
+    @musa.jit
+    def k(a, b):
+        return a + b
+
+    assert k(x, x).tolist() == [2.0, 4.0]
+    head = k.get_graph().splitlines()[0]  # one graph input, named by the first use
+    assert '"a"' in head and '"b"' not in head
+
+
 def test_graph_json_has_the_spec_form():
     @musa.jit
     def f(x, y):

@@ -10,6 +10,10 @@ Invariants:
 * Leaves are numbered in the order ``flatten`` meets them, depth first and
   positional arguments before keywords; ``unflatten`` reads them in that
   order, so ``unflatten(flatten(x, leaves), leaves)`` rebuilds x.
+* A call's arguments hold each tensor object once among the leaves: a tensor
+  passed again (``attn(x, x, x)``) is the first one's leaf index, so the
+  capture sees one tensor where the function does (``query is key``), and
+  the spec, hence the key, tells aliased calls from the others.
 * A Module argument is keyed by identity and training flag, so train() and
   eval() pick different variants.
 """
@@ -76,17 +80,23 @@ class ModuleArg:
         return f"{type(self.obj).__name__}(training={self.training})"
 
 
-def flatten(obj, leaves):
-    """The ArgSpec of obj, appending its tensors to leaves."""
+def flatten(obj, leaves, seen=None):
+    """The ArgSpec of obj, appending its tensors to leaves. With seen (a
+    dict, id -> leaf index), a tensor met before is its first leaf again."""
     if isinstance(obj, _Tensor):
+        if seen is not None:
+            i = seen.get(id(obj))
+            if i is not None:
+                return new_tuple(ArgSpec, (TENSOR, i))
+            seen[id(obj)] = len(leaves)
         leaves.append(obj)
         return new_tuple(ArgSpec, (TENSOR, len(leaves) - 1))
     if isinstance(obj, tuple):
-        return new_tuple(ArgSpec, (TUPLE, tuple([flatten(o, leaves) for o in obj])))
+        return new_tuple(ArgSpec, (TUPLE, tuple([flatten(o, leaves, seen) for o in obj])))
     if isinstance(obj, list):
-        return new_tuple(ArgSpec, (LIST, tuple([flatten(o, leaves) for o in obj])))
+        return new_tuple(ArgSpec, (LIST, tuple([flatten(o, leaves, seen) for o in obj])))
     if isinstance(obj, dict):
-        return new_tuple(ArgSpec, (DICT, tuple([(k, flatten(v, leaves))
+        return new_tuple(ArgSpec, (DICT, tuple([(k, flatten(v, leaves, seen))
                                                 for k, v in obj.items()])))
     if hasattr(obj, "training") and hasattr(obj, "_modules"):  # a musa.nn.Module
         return new_tuple(ArgSpec, (MODULE, ModuleArg(obj)))
@@ -97,15 +107,20 @@ _POSITIONAL_TENSORS = {}  # n -> the CallSpec of n tensors passed positionally
 
 
 def flatten_call(args, kwargs, leaves):
-    """The CallSpec of a call, appending its tensors to leaves."""
-    if not kwargs and all([type(a) is _Tensor for a in args]):  # the common call, kept cheap
+    """The CallSpec of a call, appending its tensors to leaves (each tensor
+    object once)."""
+    n = len(args)
+    if (not kwargs and all([type(a) is _Tensor for a in args]) and
+            (n < 2 or (args[0] is not args[1] if n == 2 else len({id(a) for a in args}) == n))):
+        # the common call (distinct tensors, positionally), kept cheap
         leaves.extend(args)
         spec = _POSITIONAL_TENSORS.get(len(args))
         if spec is None:
             spec = _POSITIONAL_TENSORS[len(args)] = new_tuple(
                 CallSpec, (flatten(args, []), flatten(kwargs, [])))
         return spec
-    return new_tuple(CallSpec, (flatten(args, leaves), flatten(kwargs, leaves)))
+    seen = {}
+    return new_tuple(CallSpec, (flatten(args, leaves, seen), flatten(kwargs, leaves, seen)))
 
 
 def unflatten(spec, leaves):
@@ -201,7 +216,7 @@ def leaf_names(fn, call_spec):
     def walk(spec, name):
         kind, body = spec
         if kind is TENSOR:
-            names[body] = name
+            names.setdefault(body, name)  # an aliased tensor: its first name
         elif kind is TUPLE or kind is LIST:
             for i, s in enumerate(body):
                 walk(s, f"{name}[{i}]")

@@ -227,13 +227,6 @@ static int remat_cheap(remat *r, int *changed) {
     return rc || !*changed ? rc : reorder(r, nn0);
 }
 
-static int64_t value_bytes(const musa_gvalue *x) {
-    int64_t n = musa_dtype_info[x->dtype].size;
-    for (int d = 0; d < x->ndim; d++)
-        if (!musa_mul_i64(n, x->shape[d], &n)) return INT64_MAX / 4; /* sizes past any budget */
-    return n;
-}
-
 /* Bytes of node values live at each position: a value from its producer to
  * its last read (kept values to the end); views and updated state take no
  * bytes. */
@@ -248,7 +241,7 @@ static void profile(const remat *r, int64_t *live) {
             (musa_ops[g->nodes.data[x->producer].op].flags & MUSA_OPF_INPLACE))
             continue; /* an update's outputs are its state, written in place */
         int64_t end = r->keep[v] ? nn - 1 : MUSA_MAX(r->last[v], x->producer);
-        int64_t b = value_bytes(x);
+        int64_t b = musa_gvalue_bytes(x);
         live[x->producer] += b, live[end + 1] -= b;
     }
     for (int64_t i = 1; i <= nn; i++) live[i] += live[i - 1];
@@ -300,7 +293,7 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
                 int32_t v = n->out[j], at = after[v];
                 const musa_gvalue *x = &g->values.data[v];
                 if (r->keep[v] || x->root != v || blocked[v] || at < 0) continue;
-                int64_t b = value_bytes(x);
+                int64_t b = musa_gvalue_bytes(x);
                 if (b <= best_gain) continue;
                 int32_t chain[MAX_CHAIN];
                 int cn = chain_for(r, i, at, DEPTH_BIG, chain);
@@ -309,7 +302,7 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
                 int64_t extra = 0;
                 for (int c = 0; c + 1 < cn; c++)
                     for (int q = 0; q < g->nodes.data[chain[c]].n_out; q++)
-                        extra += value_bytes(&g->values.data[g->nodes.data[chain[c]].out[q]]);
+                        extra += musa_gvalue_bytes(&g->values.data[g->nodes.data[chain[c]].out[q]]);
                 if (live[at] + extra >= live[peak_at]) continue;
                 best_gain = b, best_i = i, best_j = j, best_at = at, best_cn = cn;
                 memcpy(best_chain, chain, sizeof(int32_t) * (size_t)cn);
