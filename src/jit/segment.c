@@ -53,12 +53,12 @@ static void choose_remat(const musa_graph *g, int begin, uint8_t *need, const ui
 }
 
 /* The view nodes that make value v from its root, last first, into chain;
- * their count, or -1 when v is no view of a node value made before begin
- * (or the chain is longer than cap). */
+ * their count, or -1 unless v and its root are node values made before
+ * begin and v a view of it (in a chain of at most cap nodes). */
 static int view_chain(const musa_graph *g, int begin, int32_t v, int32_t *chain, int cap) {
     const musa_gvalue *x = &g->values.data[v];
     int32_t r = x->root;
-    if (r == v || x->kind != MUSA_V_NODE) return -1;
+    if (r == v || x->kind != MUSA_V_NODE || x->producer < 0 || x->producer >= begin) return -1;
     const musa_gvalue *root = &g->values.data[r];
     if (root->kind != MUSA_V_NODE || root->producer < 0 || root->producer >= begin) return -1;
     int n = 0;

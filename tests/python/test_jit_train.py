@@ -115,6 +115,20 @@ def test_views_saved_for_the_backward_are_carried_as_their_base():
     sig = comp._compiled_call.get_graph(optimized=False).split("# backward")[1].splitlines()[1]
     assert "float32[2, 5, 48]" in sig and "float32[2, 4, 5, 4]" not in sig
 
+    # a small view of a large value stays a view-sized copy
+    class Last(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 8)
+
+        def forward(self, x):
+            t = self.lin(x)[:, -1]  # (3, 8) of (3, 6, 8)
+            return t * t
+    last = Last().compile()
+    last(musa.randn(3, 6, 4)).sum().backward()
+    sig = last._compiled_call.get_graph(optimized=False).split("# backward")[1].splitlines()[1]
+    assert "float32[3, 8]" in sig and "float32[3, 6, 8]" not in sig
+
 
 def test_static_autodiff_builds_backward_from_the_op_table_formulas():
     from musa import _C
