@@ -456,3 +456,109 @@ def test_compiled_autocast_is_bitwise_eager_autocast(seed):
         return [out.detach()] + [a.grad for a in args]
 
     same_twice(fn, lambda: [x.detach().clone().requires_grad_(grad) for x in xs], f"seed {seed}")
+
+
+# Whole training steps: a small random model, loss and optimizer (with random
+# options), a step compiled against the same step run eagerly on a twin.
+def _train_case(rng):
+    import musa.nn as nn
+    import musa.nn.functional as F
+    kind = int(rng.integers(3))
+    B = int(rng.integers(1, 9))
+    if kind == 0:
+        d = [int(rng.integers(1, 17)) for _ in range(3)]
+        act = [nn.ReLU(), nn.GELU(), nn.Tanh(), nn.SiLU()][int(rng.integers(4))]
+        layers = [nn.Linear(d[0], d[1]), act, nn.Linear(d[1], d[2])]
+        if rng.random() < 0.5:
+            layers.insert(1, nn.LayerNorm(d[1]))
+        model, x, classes = nn.Sequential(*layers), musa.randn(B, d[0]), d[2]
+    elif kind == 1:
+        c = int(rng.integers(1, 6))
+        model = nn.Sequential(nn.Conv2d(2, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(),
+                              nn.MaxPool2d(2), nn.Flatten(), nn.Linear(c * 9, 5))
+        x, classes = musa.randn(B, 2, 6, 6), 5
+    else:
+        v, e = int(rng.integers(2, 20)), int(rng.integers(1, 9))
+        model = nn.Sequential(nn.Embedding(v, e), nn.Flatten(), nn.Linear(3 * e, v))
+        x, classes = musa.randint(0, v, (B, 3)), v
+    y = musa.randint(0, classes, (B,))
+    loss_kind = int(rng.integers(3))
+
+    def loss_fn(out):
+        if loss_kind == 0:
+            return F.cross_entropy(out, y, label_smoothing=0.1 if B > 3 else 0.0)
+        if loss_kind == 1:
+            return F.mse_loss(out, F.one_hot(y, classes).float())
+        return F.nll_loss(F.log_softmax(out, dim=1), y)
+    return model, x, loss_fn
+
+
+def _optimizer(rng, params):
+    o = musa.optim
+    k = int(rng.integers(9))
+    wd = float(rng.choice([0.0, 0.0, 1e-2]))
+    mx = bool(rng.random() < 0.2)
+    if k == 0:
+        mom = float(rng.choice([0.0, 0.9]))
+        nest = bool(mom and rng.random() < 0.5)
+        return o.SGD(params, lr=0.05, momentum=mom, nesterov=nest, weight_decay=wd, maximize=mx,
+                     dampening=0.0 if nest else float(rng.choice([0.0, 0.1])))
+    if k in (1, 2):
+        cls = o.Adam if k == 1 else o.AdamW
+        return cls(params, lr=1e-2, amsgrad=bool(rng.random() < 0.3), maximize=mx,
+                   weight_decay=wd if k == 1 else 1e-2)
+    if k == 3:
+        return o.RMSprop(params, lr=1e-2, momentum=float(rng.choice([0.0, 0.5])),
+                         centered=bool(rng.random() < 0.5), weight_decay=wd, maximize=mx)
+    if k == 4:
+        return o.Adagrad(params, lr=0.1, lr_decay=float(rng.choice([0.0, 0.01])), weight_decay=wd)
+    if k == 5:
+        return o.Adadelta(params, weight_decay=wd)
+    if k == 6:
+        return o.Adamax(params, weight_decay=wd)
+    if k == 7:
+        return o.NAdam(params, weight_decay=wd, decoupled_weight_decay=bool(rng.random() < 0.5))
+    return o.RAdam(params, weight_decay=wd, decoupled_weight_decay=bool(rng.random() < 0.5))
+
+
+@pytest.mark.parametrize("seed", range(SEEDS // 6))
+def test_compiled_training_steps_are_bitwise_eager(seed):
+    # forward, loss, backward, optional gradient clipping and the optimizer
+    # step under one musa.jit, four steps (the learning rate changed between
+    # two of them), against the eager step on a twin: losses and every
+    # parameter bit for bit
+    import copy
+    rng = np.random.default_rng(80_000 + seed)
+    musa.manual_seed(seed)
+    model, x, loss_fn = _train_case(rng)
+    twin = copy.deepcopy(model)
+    clip = float(rng.choice([0.0, 0.5]))
+    amp = bool(rng.random() < 0.25)
+
+    def make(m):
+        opt = _optimizer(np.random.default_rng(90_000 + seed), m.parameters())
+
+        def step():
+            opt.zero_grad()
+            with musa.amp.autocast(enabled=amp):
+                loss = loss_fn(m(x))
+            loss.backward()
+            if clip:
+                musa.nn.utils.clip_grad_norm_(m.parameters(), clip)
+            opt.step()
+            return loss.detach()
+        return opt, step
+    opt_e, step_e = make(model)
+    opt_c, step_c = make(twin)
+    step_c = musa.jit(step_c)
+    for i in range(4):
+        if i == 2:
+            for o in (opt_e, opt_c):
+                for g in o.param_groups:
+                    g["lr"] *= 0.5
+        want, got = step_e(), step_c()
+        where = f"seed {seed} step {i}: {type(opt_e).__name__}, amp {amp}, clip {clip}"
+        assert np.array_equal(want.float().numpy(), got.float().numpy(), equal_nan=True), where
+        for (n, p), q in zip(model.named_parameters(), twin.parameters()):
+            assert np.array_equal(p.detach().float().numpy(), q.detach().float().numpy(),
+                                  equal_nan=True), f"{where}: {n}"
