@@ -105,6 +105,26 @@ def test_a_tensor_passed_twice_is_one_argument():
     assert '"a"' in head and '"b"' not in head
 
 
+def test_an_argument_that_is_also_a_parameter_follows_eager():
+    # the step reads lin.weight through the module and as its argument w:
+    # the loss's gradient reaches it both ways, the optimizer updates it,
+    # and w * 1 reads the updated weight, as eagerly
+    def run(compiled):
+        musa.manual_seed(0)
+        lin = nn.Linear(2, 2)
+        opt = musa.optim.SGD(lin.parameters(), lr=0.5)
+        x = musa.randn(3, 2)
+
+        def step(w):
+            opt.zero_grad()
+            (lin(x) * w.sum()).sum().backward()
+            opt.step()
+            return w * 1
+        s = musa.jit(step) if compiled else step
+        return [s(lin.weight).tolist() for _ in range(3)], lin.weight.tolist()
+    assert run(True) == run(False)
+
+
 def test_graph_json_has_the_spec_form():
     @musa.jit
     def f(x, y):

@@ -124,11 +124,28 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
         return Trace(None, out, str(e))
     if mode == TRACE:
         copy_back(leaves, inputs)
+    elif _reads_argument_directly(g, leaves):
+        g.restore_grads()
+        return Trace(None, out, "an argument is also read without going through the arguments "
+                                "(a parameter or closure tensor that shares its memory)")
     cap = Capture(g, out_spec, out_leaves)
     cap.arg_grads = [(i, t.grad) for i, t in enumerate(inputs)
                      if t.requires_grad and t.grad is not had[i]]
     cap.adds_to_arg_grad = any(old is not None and g.value_of(old) >= 0 for old in had)
     return Trace(cap, out, None)
+
+
+def _reads_argument_directly(g, leaves):
+    """Whether a symbolic capture read a tensor that shares memory with an
+    argument other than through the argument's stand-in (a module's weight
+    also passed in): the graph then holds two values for one memory, and
+    writes through one (an optimizer step) would not reach the other. A
+    traced capture sees the same tensor both ways and records one value."""
+    for _, t in g.params():
+        for leaf in leaves:
+            if t is leaf or t._shares_storage(leaf):
+                return True
+    return False
 
 
 # Names whose use in a function's own code means it reads tensor values on
