@@ -1322,6 +1322,9 @@ MUSA_API bool musa_graph_has_random(const musa_graph *g); /* a live node draws r
 MUSA_API int musa_graph_num_outputs(const musa_graph *g);
 MUSA_API int musa_graph_output(const musa_graph *g, int i);
 MUSA_API int musa_graph_num_mutations(const musa_graph *g);
+/* The value (an input or parameter) that mutation i writes into, or -1 when
+ * i is out of range. */
+MUSA_API int musa_graph_mutation_target(const musa_graph *g, int i);
 MUSA_API bool musa_graph_requires_grad(const musa_graph *g);
 MUSA_API int musa_graph_num_breaks(const musa_graph *g);
 MUSA_API int musa_graph_break(const musa_graph *g, int i, int *value, int *at_node, int *kind,

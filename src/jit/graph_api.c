@@ -82,6 +82,9 @@ int musa_graph_output(const musa_graph *g, int i) {
 int musa_graph_num_mutations(const musa_graph *g) {
     return g ? (int)g->mutations.len : 0;
 }
+int musa_graph_mutation_target(const musa_graph *g, int i) {
+    return g && i >= 0 && i < g->mutations.len ? g->mutations.data[i].target : -1;
+}
 bool musa_graph_requires_grad(const musa_graph *g) {
     return g && g->requires_grad;
 }

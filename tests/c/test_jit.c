@@ -485,6 +485,10 @@ TEST(mutations_write_back_into_inputs) {
     CHECK_OK(musa_graph_set_outputs(g, 1, &y));
     CHECK_OK(musa_graph_capture_end(g));
     CHECK(musa_graph_num_mutations(g) == 1);
+    CHECK(musa_graph_mutation_target(g, 0) == musa_graph_input(g, 0));
+    CHECK(musa_graph_value_kind(g, musa_graph_mutation_target(g, 0)) == MUSA_VALUE_INPUT);
+    CHECK(musa_graph_mutation_target(g, 1) == -1 && musa_graph_mutation_target(g, -1) == -1);
+    CHECK(musa_graph_mutation_target(NULL, 0) == -1);
     musa_plan *p = musa_plan_build(g, NULL);
     musa_tensor *out = NULL;
     CHECK_OK(musa_plan_run(p, 1, &x, 1, &out)); /* x: 2 -> 4, y = 6 */

@@ -125,6 +125,27 @@ def test_an_argument_that_is_also_a_parameter_follows_eager():
     assert run(True) == run(False)
 
 
+@pytest.mark.parametrize("capture", ["auto", "trace"])
+def test_arguments_that_share_memory_follow_eager(capture, caplog):
+    # b is a transposed view of a: a plan (or a trace) would take b as a
+    # contiguous copy, where the write into a never arrives; such calls run
+    # eagerly. A function that writes into no argument still runs its plan.
+    def writes(a, b):
+        a.add_(1)
+        return b * 1
+
+    def reads(a, b):
+        return a + b.t()
+    for fn, plans in ((writes, False), (reads, capture == "auto")):
+        c = musa.jit(fn, config=musa.Config(capture=capture))
+        for _ in range(3):
+            a, ae = musa.arange(4.0).reshape(2, 2), musa.arange(4.0).reshape(2, 2)
+            assert c(a, a.t()).tolist() == fn(ae, ae.t()).tolist()
+            assert a.tolist() == ae.tolist()
+        assert (c.compiles == 1 and c.plan_stats()["runs"] >= 2) == plans
+    assert "share memory; such calls run eagerly" in caplog.text
+
+
 def test_graph_json_has_the_spec_form():
     @musa.jit
     def f(x, y):

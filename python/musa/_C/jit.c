@@ -729,6 +729,12 @@ static PyObject *graph_get_int(PyObject *self, void *which) {
         return PyLong_FromLong(musa_graph_num_mutations(g));
     case 6:
         return PyBool_FromLong(musa_graph_has_random(g));
+    case 8: { /* whether a mutation writes into an input */
+        bool any = false;
+        for (int i = 0; i < musa_graph_num_mutations(g) && !any; i++)
+            any = musa_graph_value_kind(g, musa_graph_mutation_target(g, i)) == MUSA_VALUE_INPUT;
+        return PyBool_FromLong(any);
+    }
     case 7:
         return PyLong_FromLong(musa_graph_num_values(g));
     default: {
@@ -787,6 +793,7 @@ static PyGetSetDef graph_getset[] = {
     {"outputs", graph_get_int, NULL, "output value ids", (void *)5},
     {"has_random", graph_get_int, NULL, "a live node draws random numbers", (void *)6},
     {"num_values", graph_get_int, NULL, "values, ids 0 to num_values - 1", (void *)7},
+    {"writes_inputs", graph_get_int, NULL, "a mutation writes into an input", (void *)8},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -144,6 +144,11 @@ def contiguous(tensors):
     return [t if t.is_contiguous() else t.contiguous() for t in tensors]
 
 
+def overlapping(leaves):
+    """Whether two of the (distinct) tensor leaves share memory."""
+    return any(a._shares_storage(b) for i, a in enumerate(leaves) for b in leaves[i + 1:])
+
+
 def copy_back(leaves, inputs):
     """Write into each argument what was written into its contiguous copy."""
     for t, c in zip(leaves, inputs):

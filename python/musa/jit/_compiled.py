@@ -23,7 +23,7 @@ import types
 import warnings
 
 from .. import _C, _capture
-from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple
+from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple, overlapping
 from ._config import Config
 from ._dynamic import DynamicTraining, DynamicVariant, attr_slopes, probe
 from ._keys import CacheKey, describe_change, signature
@@ -50,7 +50,7 @@ log = _Log()
 
 class Entry:
     """The compiled variant of one cache key."""
-    __slots__ = ("root", "eager", "reason", "dynamic", "train", "by_size")
+    __slots__ = ("root", "eager", "reason", "dynamic", "train", "by_size", "writes_args")
 
     def __init__(self, by_size=False):
         self.by_size = by_size  # a marker: look up the call's exact sizes instead
@@ -59,6 +59,7 @@ class Entry:
         self.reason = None      # why it runs eagerly
         self.dynamic = None     # DynamicVariant: planned per size
         self.train = None       # TrainingNode: compiled forward and backward, one tape node
+        self.writes_args = False  # the function writes into an argument
 
 
 class CompiledFunction:
@@ -73,6 +74,7 @@ class CompiledFunction:
         self._cache = {}   # CacheKey -> Entry
         self._guards = {}  # guard key -> _capture.Guard: Python state the captures depend on
         self._variants = 0
+        self._warned_overlap = False
         self._eager_all = False
         self._last = None  # the Segment of the last compiled variant (first segment)
         self._name = name or getattr(fn, "__qualname__", None) or repr(fn)
@@ -227,6 +229,10 @@ class CompiledFunction:
         """Run a complete entry for this call."""
         if entry.eager:
             return self._fn(*args, **kwargs)
+        if entry.writes_args and len(leaves) > 1 and overlapping(leaves):
+            # a plan takes its arguments as separate memory (copies where not
+            # contiguous): a write into one would not be seen through another
+            return self._run_overlapping(args, kwargs, "writes into an argument, and ")
         if entry.train is not None:
             if isinstance(entry.train, DynamicTraining):
                 node = entry.train.node_for(leaves, tuple(tuple(t.shape) for t in leaves))
@@ -249,6 +255,14 @@ class CompiledFunction:
         copy_back(leaves, inputs)
         return finish(last.outputs, res, leaves)
 
+
+    def _run_overlapping(self, args, kwargs, what=""):
+        """Run a call whose arguments share memory eagerly (logged once)."""
+        if not self._warned_overlap:
+            self._warned_overlap = True
+            log.warning("musa.jit: %s %sthis call's arguments share memory; such calls run "
+                        "eagerly", self._name, what)
+        return self._fn(*args, **kwargs)
 
     def _log_recompile(self, key, spec):
         names = leaf_names(self._fn, spec)
@@ -322,6 +336,10 @@ class CompiledFunction:
                 log.warning("musa.jit: %s: symbolic capture not possible (%s); tracing it",
                             self._name, t.reason or "it reads tensor values on the host")
         if not symbolic and self.config.capture != "symbolic":
+            if len(leaves) > 1 and overlapping(leaves):
+                # a trace runs the function on contiguous copies of its
+                # arguments, where a write into one would not reach another
+                return self._run_overlapping(args, kwargs, "needs tracing, and ")
             with _capture.collect() as collected:
                 cap, out, reason = self._trace(leaves, spec)
         key = self._guard_key(key, collected.guards)
@@ -349,6 +367,7 @@ class CompiledFunction:
             if self.config.capture == "symbolic":  # nothing ran for real yet
                 out = self._fn(*args, **kwargs)
         else:
+            entry.writes_args = cap.writes_args
             try:
                 if needs_tape_node(cap):
                     if key.merges_dynamic and self._setup_dynamic(entry, cap, leaves, spec):

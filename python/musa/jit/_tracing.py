@@ -52,6 +52,7 @@ class Capture:
         # index, the .grad it left or None); read once, by needs_tape_node
         self.arg_grads = ()
         self.adds_to_arg_grad = False   # the call read an argument's earlier .grad
+        self.writes_args = False        # the call wrote into an argument
         self.out_leaves = out_leaves    # the result's tensors, as traced
         self.out_ids = graph.outputs    # their value ids (more for a whole step)
         self.outputs = Outputs(out_spec, len(self.out_ids), ())
@@ -132,6 +133,7 @@ def trace(fn, leaves, spec, names, symbolic_shapes=None):
     cap.arg_grads = [(i, t.grad) for i, t in enumerate(inputs)
                      if t.requires_grad and t.grad is not had[i]]
     cap.adds_to_arg_grad = any(old is not None and g.value_of(old) >= 0 for old in had)
+    cap.writes_args = g.writes_inputs
     return Trace(cap, out, None)
 
 
