@@ -623,12 +623,12 @@ int musa_plan_run(musa_plan *p, int n_in, musa_tensor *const *inputs, int n_out,
             rc = musa_last_error_code();
     }
     if (rc) goto done;
-    for (int i = 0; i < n_mut; i++) { /* written back (not computed in place): a new version */
-        if (!mut_targets[i]) continue;
-        kref lr = p->vloc[g->mutations.data[i].value];
-        if (!(lr.slot >= MUSA_SLOT_IO && base[lr.slot] + lr.off == targets[i].data))
-            musa_tensor_bump_version(mut_targets[i]);
-    }
+    /* Every tensor written into has a new version, as after eager's in-place
+     * ops, whether the plan wrote it in place or copied the value back: a
+     * caller's contiguous copy of a strided argument is copied back into it
+     * on that sign (jit/_args.py, copy_back). */
+    for (int i = 0; i < n_mut; i++)
+        if (mut_targets[i]) musa_tensor_bump_version(mut_targets[i]);
     /* Outputs. */
     for (int i = 0; i < n_out; i++) {
         int32_t v = g->outputs.data[i];
