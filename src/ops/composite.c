@@ -374,7 +374,8 @@ musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes) {
     }
     musa_temps t = {0};
     musa_tensor *r = NULL;
-    if (x->storage && x->numel) { /* check the classes (eager only: needs values) */
+    /* check the classes where values are at hand (not in symbolic mode) */
+    if (x->storage && x->numel && musa_tls.mode != MUSA_MODE_SYMBOLIC) {
         double lo, hi;
         musa_tensor *mn = musa_tmp(&t, musa_amin(x, 0, NULL, false));
         musa_tensor *mx = musa_tmp(&t, musa_amax(x, 0, NULL, false));
@@ -394,7 +395,19 @@ musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes) {
         }
     }
     musa_tensor *classes = musa_tmp(&t, musa_arange(0, (double)num_classes, 1, MUSA_DTYPE_INT64));
-    musa_tensor *eq = musa_tmp(&t, musa_eq(musa_tmp(&t, musa_unsqueeze(x, -1)), classes));
+    musa_tensor *xi = x;
+    if (musa_tls.mode != MUSA_MODE_EAGER) {
+        /* Recorded into a graph, the check above is not: there each value
+         * goes through a gather from the classes, which the plan refuses
+         * for one outside [0, C) (negative ones sent past the end). */
+        musa_tensor *neg = musa_tmp(&t, musa_lt(x, musa_tmp(&t, musa_number_int(0))));
+        musa_tensor *idx =
+            musa_tmp(&t, musa_where(neg, musa_tmp(&t, musa_number_int(num_classes)), x));
+        musa_tensor *flat = musa_tmp(&t, musa_flatten(idx, 0, -1));
+        musa_tensor *got = musa_tmp(&t, musa_gather(classes, 0, flat));
+        if (!(xi = musa_tmp(&t, musa_reshape(got, x->ndim, x->shape)))) goto done;
+    }
+    musa_tensor *eq = musa_tmp(&t, musa_eq(musa_tmp(&t, musa_unsqueeze(xi, -1)), classes));
     r = musa_cast(eq, MUSA_DTYPE_INT64);
 done:
     musa_temps_release(&t);

@@ -162,6 +162,28 @@ def test_a_write_into_a_strided_argument_reaches_it():
         assert b._version > v
 
 
+@pytest.mark.parametrize("weight", [None, "ones"])
+def test_compiled_class_targets_are_checked_when_the_plan_runs(weight, caplog):
+    # nll_loss and one_hot check class values eagerly with a host read; a
+    # capture records a gather instead, which refuses a bad value (negative
+    # ones included) each run, and the step is captured symbolically
+    y = musa.tensor([0, 2, 1])
+    w = None if weight is None else musa.ones(3)
+
+    def f(x):
+        return F.nll_loss(x.log_softmax(1), y, weight=w) + F.one_hot(y, 3).sum()
+    c = musa.jit(f)
+    x = musa.randn(3, 3)
+    assert c(x).item() == f(x).item() and c.compiles == 1
+    assert "tracing it" not in caplog.text
+    for bad in ([0, 3, 1], [0, -1, 1]):
+        y.copy_(musa.tensor(bad))
+        with pytest.raises(IndexError, match=r"\[gather\] index 3 is out of bounds"):
+            c(x)
+        with pytest.raises((IndexError, ValueError), match="out of bounds|class values"):
+            f(x)
+
+
 def test_graph_json_has_the_spec_form():
     @musa.jit
     def f(x, y):
