@@ -421,7 +421,9 @@ static musa_tensor *weighted(musa_temps *temps, musa_tensor *w, musa_tensor *f) 
 musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *y, musa_reduction reduction) {
     if (!p || !y) return NULL;
     musa_temps t = {0};
-    if (p->storage && p->numel) { /* probabilities must be probabilities (eager: values known) */
+    /* probabilities must be probabilities, checked where values are at hand
+     * (not in symbolic mode; a plan does not check them) */
+    if (p->storage && p->numel && musa_tls.mode != MUSA_MODE_SYMBOLIC) {
         bool prev = musa_set_grad_enabled(false);
         musa_tensor *mn = T(musa_amin(p, 0, NULL, false)), *mx = T(musa_amax(p, 0, NULL, false));
         musa_set_grad_enabled(prev);
