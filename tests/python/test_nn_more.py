@@ -98,6 +98,14 @@ def test_random_pieces():
     assert sorted(set(hard.detach().numpy().ravel().tolist())) == [0.0, 1.0]
     hard.sum().backward()  # the soft sample's gradient flows
     assert logits.grad is not None
+    # a 0-d input is one element: 1, soft or hard (as in torch; hard took a
+    # remainder by its 0 dims)
+    one = musa.tensor(2.26, dtype=musa.float64, requires_grad=True)
+    for h in (False, True):
+        y = musa.nn.functional.gumbel_softmax(one, tau=0.5, hard=h)
+        assert y.shape == () and y.item() == 1.0 and y.dtype == musa.float64
+    y.backward()
+    assert one.grad.item() == 0.0
 
 
 def test_errors():

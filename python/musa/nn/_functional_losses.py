@@ -362,6 +362,8 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     y = _C.softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y
+    if y.ndim == 0:  # one element: its one-hot is 1
+        return _C.ones_like(y) - y.detach() + y
     index = y.argmax(dim, keepdim=True)
     one_hot = _C.zeros_like(y).scatter(dim % y.ndim, index, _C.ones_like(index, dtype=y.dtype))
     return one_hot - y.detach() + y
