@@ -184,6 +184,38 @@ def test_compiled_class_targets_are_checked_when_the_plan_runs(weight, caplog):
             f(x)
 
 
+def test_pow_in_a_one_element_group_picks_eagers_loop():
+    # eager squares for an exponent tensor of one element equal to 2; in a
+    # fused group of one element the exponent, made inside the group, is
+    # unknown when lean loops are resolved, so the member runs its kernel
+    # (test_jit_fuzz seed 17906: powf gave 1 ulp more)
+    def f(a, b):
+        return (a * 1).abs() ** b.round()
+    c = musa.jit(f)
+    a, b = musa.tensor([3.3650012016296387]), musa.tensor([1.8343939781188965])
+    for _ in range(2):
+        assert c(a, b).tolist() == f(a, b).tolist() == [11.323232650756836]
+
+
+def test_dynamic_dims_refuse_sizes_that_follow_unevenly(caplog):
+    # a[::2] has ceil(n / 2) rows: equal at the traced size and one more
+    # (283, 284), so only a third capture far off shows that the mean's
+    # divisor follows the size; such a function compiles per size (it
+    # divided every size by 142: test_jit_fuzz dynamic seed 3905)
+    def f(a):
+        return a[::2].mean(0, keepdim=True)
+    c = musa.jit(f, dynamic={"a": {0: (1, 300)}})
+    for n in (283, 122, 107, 11):
+        x = musa.arange(float(n))
+        assert c(x).tolist() == f(x).tolist()
+    assert "follows the size unevenly" in caplog.text
+    # a dim that follows linearly still serves the range with one capture
+    g = musa.jit(lambda a: (a * 2).sum(0), dynamic={"a": {0: (1, 300)}})
+    for n in (283, 122, 11):
+        assert g(musa.ones(n, 3)).tolist() == [2.0 * n] * 3
+    assert g.compiles == 1
+
+
 def test_graph_json_has_the_spec_form():
     @musa.jit
     def f(x, y):

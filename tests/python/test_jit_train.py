@@ -130,6 +130,28 @@ def test_views_saved_for_the_backward_are_carried_as_their_base():
     assert "float32[3, 8]" in sig and "float32[3, 6, 8]" not in sig
 
 
+def test_an_argument_returned_as_it_is_stays_itself_on_the_tape():
+    # f returns its argument with other outputs: the call returns the
+    # argument itself, as eager does, so the gradient that output gets
+    # reaches it directly and is summed where eager's engine sums it (the
+    # compiled node used to sum it with the rest first: bfloat16 bits
+    # differed, test_jit_fuzz tape seed 726)
+    def f(a):
+        return a, (a * a).sigmoid() + a.erf(), a.where(a < 0, 0.5).fmod(a)
+    c = musa.jit(f)
+    rng = np.random.default_rng(726)
+    for n in (80, 71):
+        x = musa.tensor(rng.standard_normal(n)).to(musa.bfloat16)
+        grads = []
+        for fn in (f, c):
+            xi = x.clone().requires_grad_()
+            outs = fn(xi)
+            assert outs[0] is xi
+            sum((o.float() * 0.5).sum() for o in outs).backward()
+            grads.append(xi.grad.float().numpy())
+        assert np.array_equal(*grads)
+
+
 def test_static_autodiff_builds_backward_from_the_op_table_formulas():
     from musa import _C
     w = musa.randn(4, 3, requires_grad=True)

@@ -97,6 +97,56 @@ def attr_slopes(g0, g1):
     return slopes
 
 
+def far_probe(found, leaves, names, dynamic):
+    """(shapes, size): the leaves' shapes with every dynamic dim at a size
+    well away from the traced one (up to twice it and 7 more, or down to
+    its half, within every dim's range), or None when no size two or more
+    away is in them all."""
+    lo, hi = 0, 1 << 62
+    for i, d in found.dims:
+        a, b = declared_dims(dynamic, i, names.get(i))[d]
+        lo, hi = max(lo, a), min(hi, b)
+    base = found.base
+    size = min(hi, 2 * base + 7)
+    if size - base < 2:
+        size = max(lo, base // 2 - 3)
+    if abs(size - base) < 2:
+        return None
+    shapes = [list(t.shape) for t in leaves]
+    for i, d in found.dims:
+        shapes[i][d] = size
+    return shapes, size
+
+
+def follows_linearly(g0, g1, g2, s0, s1, s2):
+    """Whether the capture at size s2 is what the captures at s0 and s1
+    predict: the same nodes and constants, and every int attribute and
+    every dim a linear function of the size. A dim such as ceil(n / 2) (a
+    strided slice of the dynamic dim) can be equal at two sizes one apart
+    and then fails here, as does the mean over it, whose divisor follows."""
+    if attr_slopes(g0, g2) is None:
+        return False
+
+    def fits(a, b, c):
+        return (c - a) * (s1 - s0) == (b - a) * (s2 - s0)
+    for i in range(g0.nodes_len):
+        a, b, c = g0.node_info(i), g1.node_info(i), g2.node_info(i)
+        if a is None:
+            continue
+        for f, x in a.attrs.items():
+            y, z = b.attrs.get(f), c.attrs.get(f)
+            if isinstance(x, int) and not isinstance(x, bool) and not fits(x, y, z):
+                return False
+            if isinstance(x, list) and all(isinstance(e, int) for e in x) and \
+                    not all(fits(*t) for t in zip(x, y, z)):
+                return False
+    for v in range(g0.num_values):
+        a, b, c = (g.value_info(v).shape for g in (g0, g1, g2))
+        if not len(a) == len(b) == len(c) or not all(fits(*t) for t in zip(a, b, c)):
+            return False
+    return True
+
+
 def same_constants(g0, g1):
     """Whether the two captures' constants hold the same values. A constant
     that follows the size (a mean over the dynamic dim divides by it) would

@@ -36,9 +36,18 @@ class TrainingNode:
         outs = list(cap.out_ids)
         self.n_out = len(outs)
         self.out_spec = cap.outputs.spec
+        # outputs that are inputs, unchanged (output k is argument i): the
+        # call returns the argument itself, as eager does, so the gradient
+        # that output gets reaches the argument directly, summed where
+        # eager's engine sums it, and not through this node
+        ins = g.inputs_list()
+        mutated = g.writes_inputs
+        self.passthrough = {k: ins.index(v) for k, v in enumerate(outs)
+                            if v in ins and not mutated}
         # differentiable outputs, by position
         self.diff = [k for k, t in enumerate(cap.out_leaves)
-                     if t.requires_grad and t.dtype.is_floating_point]
+                     if t.requires_grad and t.dtype.is_floating_point and
+                     k not in self.passthrough]
         in_wrt = [i for i, t in enumerate(leaves) if t.requires_grad]
         params = [(v, t) for v, t in g.params() if t.requires_grad]
         self.params = [t for _v, t in params]
@@ -68,8 +77,10 @@ class TrainingNode:
         if not _C.is_grad_enabled():
             res = self.fwd.plan.run(tensors)
             return unflatten(self.out_spec, res[:self.n_out])
-        outs = _node_class().apply(self, *(tensors + self.params))
-        return unflatten(self.out_spec, list(outs))
+        outs = list(_node_class().apply(self, *(tensors + self.params)))
+        for k, i in self.passthrough.items():
+            outs[k] = leaves[i]
+        return unflatten(self.out_spec, outs)
 
     def memory(self):
         return self.fwd.plan.stats(), self.bwd.plan.stats()
@@ -89,6 +100,8 @@ def _node_class():
             ctx.node, ctx.ins, ctx.tensors = node, ins, tensors
             ctx.saved = res[node.n_out:]
             outs = res[:node.n_out]
+            for k in node.passthrough:  # call() returns the argument itself there
+                outs[k] = _C.zeros(0)
             nondiff = [outs[k] for k in range(node.n_out) if k not in node.diff]
             if nondiff:
                 ctx.mark_non_differentiable(*nondiff)
