@@ -573,6 +573,8 @@ def renorm(input, p, dim, maxnorm):
 def select_scatter(input, src, dim, index):
     """A copy of input with input.select(dim, index) replaced by src."""
     _tensors("select_scatter", input=input, src=src)
+    if input.ndim == 0:
+        raise IndexError("[select_scatter] cannot select from a 0-d tensor")
     d = _dim(dim, input.ndim, "select_scatter")
     index = _int(index, "select_scatter", "index")
     n = input.shape[d]

@@ -414,6 +414,19 @@ def test_select_scatter_names_an_index_out_of_range(index):
         musa.select_scatter(musa.zeros(4, 3), musa.ones(3), 0, index)
     with pytest.raises(IndexError, match=r"^\[select_scatter\]"):
         musa.select_scatter(musa.zeros(0, 3), musa.ones(3), 0, -1)
+    # fuzz_py seed 3036: a 0-d input raised "tuple index out of range"
+    with pytest.raises(IndexError, match=r"^\[select_scatter\] cannot select from a 0-d"):
+        musa.tensor(-4).select_scatter(musa.tensor(2.0), -1, musa.tensor([0]))
+
+
+def test_hardshrink_keeps_x_where_a_comparison_is_nan():
+    # fuzz_py seed 3060: PyTorch zeroes -lambd <= x <= lambd and keeps the
+    # rest, NaN (in x or in lambd) included; musa zeroed unless |x| > lambd
+    F = musa.nn.functional
+    x = musa.tensor([0.917, -2.0, 0.3, -0.5, float("nan")])
+    want = np.array([0.917, -2.0, 0, 0, np.nan], dtype=np.float32)
+    assert np.array_equal(F.hardshrink(x, 0.5).numpy(), want, equal_nan=True)
+    assert np.array_equal(F.hardshrink(x, float("nan")).numpy(), x.numpy(), equal_nan=True)
 
 
 def test_ldexp_takes_the_power_in_the_exponent_dtype():

@@ -32,10 +32,12 @@ def softshrink(input, lambd=0.5):
 
 
 def hardshrink(input, lambd=0.5):
-    """x where |x| > lambd, else 0."""
+    """0 where -lambd <= x <= lambd, else x (so NaN, in x or lambd, keeps x,
+    as in PyTorch)."""
     _tensors("hardshrink", input=input)
     lambd = _number(lambd, "hardshrink", "lambd")
-    return _C.where(_C.gt(_C.abs(input), lambd), input, _C.zeros_like(input))
+    inside = _C.logical_and(_C.ge(input, -lambd), _C.le(input, lambd))
+    return _C.where(inside, _C.zeros_like(input), input)
 
 
 def threshold(input, threshold, value, inplace=False):
