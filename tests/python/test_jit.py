@@ -216,6 +216,18 @@ def test_dynamic_dims_refuse_sizes_that_follow_unevenly(caplog):
     assert g.compiles == 1
 
 
+def test_a_returned_argument_is_the_argument_itself():
+    # eager returns the object it was given; a plan took a non-contiguous
+    # argument as a contiguous copy and returned the copy
+    f = musa.jit(lambda a: (a, a * 2))
+    for requires_grad in (False, True):
+        x = musa.randn(3, 4).t().requires_grad_(requires_grad)
+        for _ in range(2):
+            assert f(x)[0] is x
+        with musa.no_grad():
+            assert f(x)[0] is x
+
+
 def test_graph_json_has_the_spec_form():
     @musa.jit
     def f(x, y):

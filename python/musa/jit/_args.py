@@ -149,11 +149,19 @@ def overlapping(leaves):
     return any(a._shares_storage(b) for i, a in enumerate(leaves) for b in leaves[i + 1:])
 
 
-def copy_back(leaves, inputs):
-    """Write into each argument what was written into its contiguous copy."""
-    for t, c in zip(leaves, inputs):
-        if t is not c and c._version != 0:
+def copy_back(leaves, inputs, res=None):
+    """Write into each argument what was written into its contiguous copy;
+    an output (in the list res) that is such a copy becomes the argument
+    itself, as eager returns it."""
+    for i, (t, c) in enumerate(zip(leaves, inputs)):
+        if t is c:
+            continue
+        if c._version != 0:
             t.copy_(c)
+        if res is not None:
+            for j, r in enumerate(res):
+                if r is c:
+                    res[j] = t
 
 
 _param_names = weakref.WeakKeyDictionary()  # function -> its parameter names

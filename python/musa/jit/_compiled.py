@@ -253,7 +253,7 @@ class CompiledFunction:
         except Miss as m:
             with self._lock:
                 return self._guard_miss(entry, m, args, kwargs, leaves, spec)
-        copy_back(leaves, inputs)
+        copy_back(leaves, inputs, res)
         return finish(last.outputs, res, leaves)
 
 
@@ -497,5 +497,5 @@ class CompiledFunction:
             self._last = seg
         drop_grads(seg.outputs)
         res = seg.plan.run(inputs)
-        copy_back(leaves, inputs)
+        copy_back(leaves, inputs, res)
         return finish(seg.outputs, res, leaves)

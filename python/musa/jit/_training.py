@@ -75,9 +75,9 @@ class TrainingNode:
         """Run the forward; with grad mode on, as one node on the tape."""
         tensors = contiguous(leaves)
         if not _C.is_grad_enabled():
-            res = self.fwd.plan.run(tensors)
-            return unflatten(self.out_spec, res[:self.n_out])
-        outs = list(_node_class().apply(self, *(tensors + self.params)))
+            outs = self.fwd.plan.run(tensors)[:self.n_out]
+        else:
+            outs = list(_node_class().apply(self, *(tensors + self.params)))
         for k, i in self.passthrough.items():
             outs[k] = leaves[i]
         return unflatten(self.out_spec, outs)
