@@ -416,6 +416,8 @@ def bincount(input, weights=None, minlength=0):
     """Counts of each non-negative integer in a 1-D input (sums of weights
     when given)."""
     _tensors("bincount", input=input)
+    if weights is not None:
+        _tensors("bincount", weights=weights)
     if input.ndim != 1 or input.is_floating_point() or input.dtype == _C.bool:
         raise RuntimeError(f"[bincount] only supports 1-d non-negative integral inputs, got "
                            f"{input.dtype} of shape {tuple(input.shape)}")

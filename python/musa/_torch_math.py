@@ -114,6 +114,9 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     input, tensor1, tensor2 = _common(input, tensor1, tensor2)
     value = _number(value, "addcmul", "value")
     if not input.is_floating_point() and not input.is_complex() and isinstance(value, float):
+        if not _math.isfinite(value):
+            raise OverflowError(f"[addcmul] value {value} cannot be converted to {input.dtype} "
+                                f"without overflow")
         value = int(value)  # integer tensors take the value truncated, as PyTorch does
     return input + _scaled(tensor1 * tensor2, value)
 

@@ -233,3 +233,49 @@ def test_lbfgs_trains_a_model_and_rejects_misuse():
     with pytest.raises(ValueError, match=r"\[LBFGS\] doesn't support per-parameter options"):
         musa.optim.LBFGS([{"params": [musa.ones(1, requires_grad=True)]},
                           {"params": [musa.ones(1, requires_grad=True)]}])
+
+
+STREAMED_CHILD = r"""
+import hashlib, sys
+import numpy as np
+import musa
+cases = [("SGD", dict(lr=0.1, momentum=0.9)), ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True,
+         weight_decay=0.1)), ("SGD", dict(lr=0.1)), ("Adam", {}), ("AdamW", dict(amsgrad=True)),
+         ("RMSprop", dict(momentum=0.5, centered=True)), ("NAdam", {})]
+h = hashlib.sha256()
+for dt in (musa.float32, musa.bfloat16):
+    for name, kw in cases:
+        # one parameter of 1.2 MiB or more (the row form), and many whose sizes are
+        # not whole vectors or cache lines (the multi-tensor form)
+        for shapes in ([(1031, 611)], [(517, 33)] * 9 + [(7,), (1,), (400009,)]):
+            rng = np.random.default_rng(len(shapes))
+            ps = [musa.tensor(rng.standard_normal(s).astype(np.float32)).to(dt).requires_grad_()
+                  for s in shapes]
+            opt = getattr(musa.optim, name)(ps, **kw)
+            for step in range(2):
+                for p in ps:
+                    p.grad = musa.tensor(rng.standard_normal(p.shape).astype(np.float32)).to(dt)
+                opt.step()
+            for p in ps:
+                h.update(p.detach().float().numpy().tobytes())
+                for v in opt.state[p].values():
+                    if isinstance(v, musa.Tensor):
+                        h.update(v.float().numpy().tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_streamed_parameter_stores_give_the_same_bits():
+    """Updates of 1 MiB of parameters or more, on two threads, write the new
+    parameters with non-temporal stores a block at a time (optim.c); the
+    plain path (forced by MUSA_UPDATE_NO_STREAM) must give the same bits for
+    every optimizer family and dtype, odd sizes and heads included."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(musa.__file__)),
+               MUSA_NUM_THREADS="2")  # the musa under test
+    env.pop("MUSA_UPDATE_NO_STREAM", None)
+    run = lambda e: subprocess.run([sys.executable, "-c", STREAMED_CHILD], env=e, capture_output=True,
+                                   text=True, check=True).stdout
+    assert run(env) == run(dict(env, MUSA_UPDATE_NO_STREAM="1"))

@@ -137,6 +137,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
     _tensors("huber_loss", input=input, target=target)
+    if weight is not None:
+        _tensors("huber_loss", weight=weight)
     delta = _number(delta, "huber_loss", "delta")
     if delta <= 0:
         raise _C.InvalidArgumentError(f"[huber_loss] delta must be positive, got {delta}")
@@ -211,6 +213,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduction="mean"):
     """sum_{i != y} max(0, margin - x[y] + x[i])^p / C, per sample."""
     _tensors("multi_margin_loss", input=input, target=target)
+    if weight is not None:
+        _tensors("multi_margin_loss", weight=weight)
     p = _int(p, "multi_margin_loss", "p")
     if p not in (1, 2):
         raise ValueError(f"[multi_margin_loss] only p == 1 and p == 2 supported, got {p}")

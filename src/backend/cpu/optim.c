@@ -21,6 +21,11 @@
  * nothing but that element's operands, so both forms agree bitwise.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "../../base/threadpool.h"
 #include "optim.h"
@@ -212,6 +217,7 @@ static void sgd_prepare(update_job *j, musa_kview *out, const musa_kview *in, in
                          o};
     j->fn = PICK(sgd, in[0].dtype);
     j->n_scal = 0;
+    update_arrays(j, SGD_ARRS, SGD_OUT, in[0].dtype);
 }
 
 static void adam_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
@@ -235,6 +241,7 @@ static void adam_prepare(update_job *j, musa_kview *out, const musa_kview *in, i
                            o};
     j->fn = PICK(adam, in[0].dtype);
     j->n_scal = 1;
+    update_arrays(j, ARRS, OUT_ARR, in[0].dtype);
     j->scal_out[0] = (double *)out[s].data;
     j->scal[0] = step;
 }
@@ -257,6 +264,7 @@ static void rms_prepare(update_job *j, musa_kview *out, const musa_kview *in, in
                          o};
     j->fn = PICK(rms, in[0].dtype);
     j->n_scal = 1;
+    update_arrays(j, ARRS, OUT_ARR, in[0].dtype);
     j->scal_out[0] = (double *)out[s].data;
     j->scal[0] = scalar(&in[s]) + 1;
 }
@@ -269,12 +277,91 @@ static void store_scalars(const update_job *j) {
     for (int k = 0; k < j->n_scal; k++) *j->scal_out[k] = j->scal[k];
 }
 
+/* ---- streamed parameters ---- */
+
+/* An update writing at least this many bytes of parameters, on more than
+ * one thread, writes them with non-temporal stores. The GEMMs of the step
+ * read a weight on every thread, so each core holds lines of it; storing
+ * into a line the other core holds costs this 2-core machine several times
+ * a store into its own (bench_cores). Measured there on 2 MiB, with an
+ * SGD-like loop: 379 us with plain stores after the other core read the
+ * parameter, 189 us with non-temporal ones; but 72 against 100 us when the
+ * core itself had read it last, and 83 against 120 after it was evicted
+ * (so small updates, and single-threaded runs, keep plain stores). In
+ * GPT-tiny's compiled step (1.8 MiB of parameters) SGD took 219-234 us,
+ * now 122-137 (profiled; blocks of 1 KiB ran as fast, of 16 KiB slower). */
+#define STREAM_MIN_BYTES (1 << 20)
+#define STAGE_BYTES      2048
+
+static bool streamed(double bytes) {
+    return bytes >= STREAM_MIN_BYTES && musa_pool_intra_threads() > 1 &&
+           !getenv("MUSA_UPDATE_NO_STREAM"); /* the plain path, forced (tests compare them) */
+}
+
+/* n bytes from src to dst (64-byte aligned) by non-temporal stores. */
+static void stream_copy(char *dst, const char *src, size_t n) {
+    size_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 64 <= n; i += 64)
+        _mm512_stream_si512((void *)(dst + i), _mm512_load_si512((const void *)(src + i)));
+#endif
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16)
+        _mm_stream_si128((__m128i *)(void *)(dst + i),
+                         _mm_load_si128((const __m128i *)(const void *)(src + i)));
+#endif
+    memcpy(dst + i, src + i, n - i);
+}
+
+/* Elements [b, e) of a row. Streamed, the element loop runs a block at a
+ * time with the row's arrays moved to the block and the new parameter
+ * written to a buffer in cache, which then goes to memory by non-temporal
+ * stores: the same loop on the same values, so the same bits. */
+static void update_part(update_job *j, int64_t b, int64_t e) {
+    if (!j->stream) {
+        j->fn(&j->u, b, e);
+        return;
+    }
+    char *out;
+    memcpy(&out, (char *)&j->u + (size_t)j->out_arr * sizeof(void *), sizeof out);
+    size_t es = j->es, gap = (64 - ((uintptr_t)(out + (size_t)b * es) & 63)) & 63;
+    if (gap % es) { /* elements that straddle lines: no line is the row's alone */
+        j->fn(&j->u, b, e);
+        return;
+    }
+    int64_t h = MUSA_MIN(e, b + (int64_t)(gap / es)); /* up to the first whole line */
+    if (h > b) j->fn(&j->u, b, h);
+    _Alignas(64) char stage[STAGE_BYTES];
+    int64_t blk = (int64_t)(STAGE_BYTES / es);
+    for (int64_t s = h; s < e; s += blk) {
+        int64_t n = MUSA_MIN(blk, e - s);
+        __typeof__(j->u) c = j->u;
+        for (int k = 0; k < j->n_arr; k++) {
+            char *p, *slot = (char *)&c + (size_t)k * sizeof(void *);
+            memcpy(&p, slot, sizeof p);
+            if (!p) continue;
+            p = k == j->out_arr ? stage : p + (size_t)s * es;
+            memcpy(slot, &p, sizeof p);
+        }
+        j->fn(&c, 0, n);
+        stream_copy(out + (size_t)s * es, stage, (size_t)n * es);
+    }
+#if defined(__SSE2__)
+    _mm_sfence(); /* the streamed stores are visible before the loop's join */
+#endif
+}
+
+static void row_range(void *arg, int64_t i0, int64_t i1) {
+    update_part(arg, i0, i1);
+}
+
 int cpu_update_row(prepare_fn prepare, musa_kview *out, const musa_kview *in, int n_in,
                    const void *attrs) {
     update_job j;
     prepare(&j, out, in, n_in, attrs);
     j.numel = musa_kview_numel(&in[0]);
-    musa_parallel_for(j.numel, OPTIM_GRAIN, j.fn, &j.u);
+    j.stream = streamed((double)j.numel * (double)j.es);
+    musa_parallel_for(j.numel, OPTIM_GRAIN, row_range, &j);
     store_scalars(&j);
     return MUSA_OK;
 }
@@ -336,7 +423,7 @@ static void multi_range(void *arg, int64_t i0, int64_t i1) {
         update_job *j = &m->rows[r];
         int64_t b = MUSA_MAX(i0, j->start) - j->start;
         int64_t e = MUSA_MIN(i1, j->start + j->numel) - j->start;
-        if (b < e) j->fn(&j->u, b, e);
+        if (b < e) update_part(j, b, e);
     }
 }
 
@@ -351,13 +438,17 @@ int cpu_update_multi(const musa_kctx *ctx, musa_kernel_fn kernel, int n_rows,
     int n_out = n_in - 2;
     multi_job m = {ctx->scratch, n_rows};
     int64_t total = 0;
+    double bytes = 0; /* of new parameters */
     for (int r = 0; r < n_rows; r++) {
         update_job *j = &m.rows[r];
         prepare(j, rows[r], rows[r] + n_out, n_in, attrs);
         j->numel = musa_kview_numel(&rows[r][n_out]);
         j->start = total;
         total += j->numel;
+        bytes += (double)j->numel * (double)j->es;
     }
+    bool stream = streamed(bytes);
+    for (int r = 0; r < n_rows; r++) m.rows[r].stream = stream;
     musa_parallel_for(total, OPTIM_GRAIN, multi_range, &m);
     for (int r = 0; r < n_rows; r++) store_scalars(&m.rows[r]);
     return MUSA_OK;

@@ -61,6 +61,9 @@ typedef struct {
 typedef struct update_job {
     musa_range_fn fn;    /* the row's element loop, over u */
     int64_t numel;       /* elements of the parameter */
+    int n_arr, out_arr;  /* u begins with n_arr array pointers; out_arr is the new parameter's */
+    size_t es;           /* their element size */
+    bool stream;         /* write the new parameter with non-temporal stores (update_part) */
     int64_t start;       /* multi-tensor form: the row's first element in the joint range */
     int n_scal;          /* scalar state (step counters, ASGD's eta and mu, NAdam's mu product) */
     double *scal_out[3]; /* where each goes */
@@ -72,6 +75,28 @@ typedef struct update_job {
         gen_job gen;
     } u;
 } update_job;
+
+/* Each job begins with its arrays (operands, then new values), the new
+ * parameter's at OUT_ARR: update_part moves them by pointer. */
+enum { SGD_ARRS = 5, SGD_OUT = 3, ARRS = 9, OUT_ARR = 5 };
+_Static_assert(offsetof(sgd_job, p_out) == SGD_OUT * sizeof(void *) &&
+                   offsetof(sgd_job, buf_out) == (SGD_ARRS - 1) * sizeof(void *),
+               "sgd_job begins with its arrays");
+_Static_assert(offsetof(adam_job, p_out) == OUT_ARR * sizeof(void *) &&
+                   offsetof(adam_job, vmax_out) == (ARRS - 1) * sizeof(void *),
+               "adam_job begins with its arrays");
+_Static_assert(offsetof(rms_job, p_out) == OUT_ARR * sizeof(void *) &&
+                   offsetof(rms_job, gavg_out) == (ARRS - 1) * sizeof(void *),
+               "rms_job begins with its arrays");
+_Static_assert(offsetof(gen_job, p_out) == OUT_ARR * sizeof(void *) &&
+                   offsetof(gen_job, s_out[2]) == (ARRS - 1) * sizeof(void *),
+               "gen_job begins with its arrays");
+
+static inline void update_arrays(update_job *j, int n_arr, int out_arr, int dtype) {
+    j->n_arr = n_arr, j->out_arr = out_arr;
+    j->es = musa_dtype_info[dtype].size;
+    j->stream = false;
+}
 
 /* Fill j from a row's operands (see the file comment); cannot fail. */
 typedef void (*prepare_fn)(update_job *j, musa_kview *out, const musa_kview *in, int n_in,

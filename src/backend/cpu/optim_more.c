@@ -120,6 +120,7 @@ static void gen_common(update_job *j, musa_kview *out, const musa_kview *in, int
     gj->p = in[0].data, gj->p_out = out[0].data, gj->g = in[n_in - 2].data;
     for (int k = 0; k < n_state; k++) gj->s[k] = in[1 + k].data, gj->s_out[k] = out[1 + k].data;
     gj->maximize = maximize;
+    update_arrays(j, ARRS, OUT_ARR, in[0].dtype);
 }
 
 /* Scalar state k (after the n_state tensors) gets value v. */
