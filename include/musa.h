@@ -559,7 +559,9 @@ MUSA_API int musa_split(musa_tensor *x, int64_t split_size, int64_t dim, int max
 MUSA_API int musa_chunk(musa_tensor *x, int64_t chunks, int64_t dim, int max_out,
                         musa_tensor **outs);
 /* out[i][j] = x[index[i][j]][j] for dim 0, etc.; index is int64 with the
- * same ndim as x and sizes <= x's outside `dim`. */
+ * same ndim as x and sizes <= x's outside `dim`, each in [0, size along
+ * dim): a negative one is an index error, as in PyTorch (scatter and
+ * scatter_add likewise; index_select counts negatives from the end). */
 MUSA_API musa_tensor *musa_gather(musa_tensor *x, int64_t dim, musa_tensor *index);
 /* A copy of x with src scattered (scatter) or added (scatter_add) at index. */
 MUSA_API musa_tensor *musa_scatter(musa_tensor *x, int64_t dim, musa_tensor *index,

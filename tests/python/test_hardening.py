@@ -408,6 +408,19 @@ def test_scatter_add_into_a_0d_tensor_checks_the_index_size(self_shape, index, s
     assert x.scatter_add(0, musa.tensor([0]), src).item() == 1.5
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, i: x.gather(1, i), lambda x, i: x.scatter(1, i, 5.0),
+    lambda x, i: x.scatter_add(1, i, x[:, :1]), lambda x, i: musa.take_along_dim(x, i, 1),
+])
+def test_gather_and_scatter_refuse_negative_indices_as_pytorch(call):
+    # they counted -1 from the end, so an unset class (-1) silently read the last
+    x = musa.arange(6.0).reshape(2, 3)
+    with pytest.raises(IndexError, match=r"\[(gather|scatter|scatter_add)\] index -1 is out of "
+                                         r"bounds for a dim of size 3"):
+        call(x, musa.tensor([[-1], [0]]))
+    assert call(x, musa.tensor([[2], [0]])).shape[0] == 2  # in range: fine
+
+
 def test_tolist_of_a_view_bigger_than_memory():
     # 8 * numel wrapped to 0 and copy_to wrote past a 1-byte buffer
     for dt in (musa.float64, musa.int64):

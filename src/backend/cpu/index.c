@@ -64,11 +64,10 @@ typedef struct {
 } idx_ctx;
 
 static inline bool check_index(idx_ctx *c, int64_t *i) {
-    if (*i < -c->size || *i >= c->size) {
+    if (*i < 0 || *i >= c->size) {
         musa_bad_index_note(&c->bad, *i);
         return false;
     }
-    if (*i < 0) *i += c->size;
     return true;
 }
 

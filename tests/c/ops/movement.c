@@ -36,26 +36,28 @@ TEST(op_cat) {
 
 TEST(op_gather) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -5, 5, L_TRANSPOSED);
-    double iv[6] = {0, 3, -1, 2, 1, 1};
+    double iv[6] = {0, 3, 3, 2, 1, 1};
     musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){3, 2}, iv);
     musa_tensor *y = musa_gather(x, 1, i);
     CHECK_SHAPE(y, 2, 3, 2);
     double *xv = values(x), *yv = values(y), want[6];
     for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 2; c++) {
-            int k = (int)iv[r * 2 + c];
-            want[r * 2 + c] = xv[r * 4 + (k < 0 ? k + 4 : k)];
-        }
+        for (int c = 0; c < 2; c++) want[r * 2 + c] = xv[r * 4 + (int)iv[r * 2 + c]];
     CHECK_CLOSE("gather", MUSA_DTYPE_FLOAT32, yv, want, 6);
     free(xv), free(yv);
     musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){1, 1}, (double[]){4});
     CHECK_ERR(FAILS(musa_gather(x, 1, bad)), MUSA_ERR_INDEX,
               "[gather] index 4 is out of bounds for a dim of size 4");
+    musa_tensor *neg = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){1, 1}, (double[]){-1});
+    CHECK_ERR(FAILS(musa_gather(x, 1, neg)), MUSA_ERR_INDEX, /* as PyTorch: no wrapping */
+              "[gather] index -1 is out of bounds for a dim of size 4");
+    CHECK_ERR(FAILS(musa_scatter(x, 1, neg, x)), MUSA_ERR_INDEX,
+              "[scatter] index -1 is out of bounds for a dim of size 4");
     musa_tensor *fi = musa_zeros(2, (int64_t[]){1, 1}, MUSA_DTYPE_FLOAT32);
     CHECK_ERR(FAILS(musa_gather(x, 1, fi)), MUSA_ERR_TYPE, "index must be an integer tensor");
     musa_tensor *big = musa_zeros(2, (int64_t[]){4, 1}, MUSA_DTYPE_INT64);
     CHECK_ERR(FAILS(musa_gather(x, 1, big)), MUSA_ERR_VALUE, "exceeds input size");
-    release_all(6, x, i, y, bad, fi, big);
+    release_all(7, x, i, y, bad, neg, fi, big);
 }
 
 static void check_scatter(bool add) {
