@@ -399,11 +399,8 @@ musa_tensor *musa_one_hot(musa_tensor *x, int64_t num_classes) {
     if (musa_tls.mode != MUSA_MODE_EAGER) {
         /* Recorded into a graph, the check above is not: there each value
          * goes through a gather from the classes, which the plan refuses
-         * for one outside [0, C) (negative ones sent past the end). */
-        musa_tensor *neg = musa_tmp(&t, musa_lt(x, musa_tmp(&t, musa_number_int(0))));
-        musa_tensor *idx =
-            musa_tmp(&t, musa_where(neg, musa_tmp(&t, musa_number_int(num_classes)), x));
-        musa_tensor *flat = musa_tmp(&t, musa_flatten(idx, 0, -1));
+         * for one outside [0, C). */
+        musa_tensor *flat = musa_tmp(&t, musa_flatten(x, 0, -1));
         musa_tensor *got = musa_tmp(&t, musa_gather(classes, 0, flat));
         if (!(xi = musa_tmp(&t, musa_reshape(got, x->ndim, x->shape)))) goto done;
     }

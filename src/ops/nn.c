@@ -350,10 +350,8 @@ musa_tensor *musa_nll_loss(musa_tensor *logp, musa_tensor *target, int64_t ignor
                  (long long)C);
         goto done;
     }
-    /* Recorded into a graph, the check above is not: there a bad target
-     * becomes index C, which the gather refuses when the plan runs (a
-     * negative one would count from the end). */
-    if (musa_tls.mode != MUSA_MODE_EAGER) safe = T(musa_where(bad, T(musa_number_int(C)), safe));
+    /* Recorded into a graph, the check above is not: there the gather
+     * refuses a bad target when the plan runs. */
     musa_tensor *picked =
         T(musa_squeeze(T(musa_gather(logp, 1, T(musa_unsqueeze(safe, 1)))), 1, (int64_t[]){1}));
     musa_tensor *w = T(musa_cast(keep, (musa_dtype)logp->dtype));

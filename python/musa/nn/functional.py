@@ -480,13 +480,12 @@ def _nll_terms(logp, target, weight, ignore_index, name):
     c = logp.shape[1]
     ignore = target == ignore_index
     safe = target.masked_fill(ignore, 0)
-    bad = (safe < 0).logical_or(safe >= c)
-    if _C._jit_capturing():
-        # no host read inside a capture (it would cut the plan): a bad target
-        # becomes index c, which the gather below refuses when the plan runs
-        safe = safe.masked_fill(bad, c)
-    elif bool(bad.any()):
-        raise IndexError(f"[{name}] target {safe[bad][0].item()} is out of bounds for {c} classes")
+    # no host read inside a capture (it would cut the plan): there the
+    # gather below refuses a bad target when the plan runs
+    if not _C._jit_capturing():
+        bad = (safe < 0).logical_or(safe >= c)
+        if bool(bad.any()):
+            raise IndexError(f"[{name}] target {safe[bad][0].item()} is out of bounds for {c} classes")
     picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1)
     if weight is None:
         w = (~ignore).to(logp.dtype)
