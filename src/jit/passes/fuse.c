@@ -36,11 +36,24 @@ typedef struct group {
     int32_t members;
 } group;
 
+/* pow's kernel picks its loop from the exponent's view (a*a for one
+ * scalar 2): an exponent of several elements broadcast along rows, (5, 1)
+ * against (5, 5000), looks like one scalar in a tile of one row, where the
+ * whole op's view does not (test_jit_fuzz seed 28211: 1/a against powf,
+ * 1 ulp). Such a pow runs alone, on the whole tensors, as eager's does. */
+static bool exponent_tiles(const musa_graph *g, const musa_gnode *n) {
+    if (n->op != MUSA_OP_pow) return true;
+    const musa_gvalue *e = &g->values.data[n->in[1]], *o = &g->values.data[n->out[0]];
+    int64_t count = 1;
+    for (int d = 0; d < e->ndim; d++) count *= e->shape[d];
+    return count == 1 || musa_shape_equal(e->ndim, e->shape, o->ndim, o->shape);
+}
+
 static bool fusible_ew(const musa_graph *g, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
     return (info->flags & MUSA_OPF_ELEMENTWISE) &&
            !(info->flags & (MUSA_OPF_ORDERED | MUSA_OPF_VIEW | MUSA_OPF_CREATION)) &&
-           info->n_out == 1 && g->values.data[n->out[0]].ndim > 0;
+           info->n_out == 1 && g->values.data[n->out[0]].ndim > 0 && exponent_tiles(g, n);
 }
 
 static bool same_shape(const group *gr, const musa_gvalue *v) {

@@ -24,8 +24,9 @@
  *   change, and x is not a wrapped number (it would promote differently);
  * - a value that leaves the graph (output, mutation, break) never becomes
  *   an alias of a buffer a mutation writes back (the caller would see the
- *   new contents), of a constant's storage (through a view), or of another
- *   graph output's buffer (eager returns separate tensors);
+ *   new contents), of a constant's storage (through a view), of an
+ *   argument's or captured tensor's memory it did not view already, or of
+ *   another graph output's buffer (eager returns separate tensors);
  * - a rewired node keeps its output value and that value's layout (else the
  *   rewrite is undone), so later nodes and views stay valid;
  * - a view whose input was replaced by a value in another buffer re-derives
@@ -76,6 +77,12 @@ static bool can_replace(const musa_graph *g, int32_t from, int32_t to) {
     if (!escapes(g, from)) return true;
     const musa_gvalue *root = &g->values.data[b->root];
     if (written_back(g, b->root) || (root->kind == MUSA_V_CONST && b->root != to)) return false;
+    /* x * 1 is a new tensor in eager, not x: an output computed from an
+     * argument or a captured tensor stays out of its memory (a write into
+     * it would reach the argument; test_jit_fuzz seed 21868 returned x1 as
+     * x0's gradient) unless it was a view of it already. */
+    if ((root->kind == MUSA_V_INPUT || root->kind == MUSA_V_PARAM) && a->root != b->root)
+        return false;
     /* Two outputs that eager returns as separate tensors stay separate. */
     return a->root == b->root || !other_output_in(g, from, b->root);
 }
