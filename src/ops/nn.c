@@ -437,6 +437,16 @@ musa_tensor *musa_binary_cross_entropy(musa_tensor *p, musa_tensor *y, musa_redu
             return NULL;
         }
     }
+    if (musa_tls.mode != MUSA_MODE_EAGER && p->numel) {
+        /* Recorded into a graph, the check above is not: there each value
+         * multiplies a one gathered at index 0 where it is a probability
+         * and at 1, which the plan refuses, where it is not (NaN too). */
+        musa_tensor *ok = T(musa_logical_and(T(musa_ge(p, NUM(0))), T(musa_le(p, NUM(1)))));
+        musa_tensor *idx = T(musa_cast(T(musa_logical_not(ok)), MUSA_DTYPE_INT64));
+        musa_tensor *one = T(musa_ones(1, (int64_t[]){1}, (musa_dtype)p->dtype));
+        musa_tensor *got = T(musa_gather(one, 0, T(musa_flatten(idx, 0, -1))));
+        p = T(musa_mul(p, T(musa_reshape(got, p->ndim, p->shape))));
+    }
     double lo = -100;
     musa_tensor *q = T(musa_sub(NUM(1), p));
     musa_tensor *lp = T(musa_clamp(safe_log(&t, p), &lo, NULL));

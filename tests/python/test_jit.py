@@ -184,6 +184,21 @@ def test_compiled_class_targets_are_checked_when_the_plan_runs(weight, caplog):
             f(x)
 
 
+def test_compiled_binary_cross_entropy_checks_probabilities_when_the_plan_runs():
+    # eager reads the range on the host; a plan checks it with a gather it
+    # refuses (it computed log of 1.5 and returned a loss before)
+    t = musa.tensor([1.0, 0.0])
+    c = musa.jit(lambda p: F.binary_cross_entropy(p, t))
+    p = musa.tensor([0.3, 0.6], requires_grad=True)
+    assert c(p).item() == F.binary_cross_entropy(p, t).item()
+    for bad in ([0.5, 1.5], [float("nan"), 0.5], [-0.1, 0.2]):
+        with pytest.raises(IndexError, match=r"\[gather\] index 1 is out of bounds"):
+            c(musa.tensor(bad))
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            F.binary_cross_entropy(musa.tensor(bad), t)
+    assert c(musa.tensor([0.0, 1.0])).item() == 100.0  # the ends are probabilities
+
+
 def test_pow_in_a_one_element_group_picks_eagers_loop():
     # eager squares for an exponent tensor of one element equal to 2; in a
     # fused group of one element the exponent, made inside the group, is
