@@ -245,6 +245,25 @@ def test_save_refuses_graph_breaks_and_uncompiled(tmp_path):
         nn.Linear(2, 2).save(tmp_path / "l.musa")
 
 
+def test_save_refuses_dynamic_dims_a_live_call_would_not_use(tmp_path):
+    # a strided slice's mean divides by ceil(n / 2), which two sizes one
+    # apart can share: the saved model divided every size by the traced
+    # one's (test_jit_fuzz seed 30128); save checks a third size as a call
+    # does, and a model saved without dynamic dims keeps its size
+    def f(x):
+        return x[::2].mean(0)
+    c = musa.jit(f, dynamic={"x": {0: (1, 300)}})
+    c(musa.randn(227))
+    with pytest.raises(RuntimeError, match=r"\[jit.save\] the dynamic dims of .*f are not usable: "
+                                           r"a size or constant follows the size unevenly"):
+        c.save(tmp_path / "m.musa")
+    ok = musa.jit(lambda x: x.sum(0) * 2, dynamic={"x": {0: (1, 300)}})
+    ok(musa.randn(227))
+    ok.save(tmp_path / "ok.musa")
+    x = musa.randn(180)
+    assert musa.jit.load(str(tmp_path / "ok.musa"))(x).item() == (x.sum(0) * 2).item()
+
+
 def test_module_compile_save(tmp_path):
     m = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).compile()
     x = musa.randn(2, 4)

@@ -25,8 +25,7 @@ import warnings
 from .. import _C, _capture
 from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple, overlapping
 from ._config import Config
-from ._dynamic import (DynamicTraining, DynamicVariant, attr_slopes, far_probe,
-                       follows_linearly, probe)
+from ._dynamic import DynamicTraining, DynamicVariant, check_slopes, probe
 from ._keys import CacheKey, describe_change, signature
 from ._segments import (Miss, build_segments, chain, describe_outcome, drop_grads, finish,
                         merge, run_path)
@@ -456,28 +455,16 @@ class CompiledFunction:
         found = probe(leaves, names, self.config.dynamic)
         if found is None:
             return False
-        try:
-            cap1, _, reason = self._trace(leaves, spec, symbolic_shapes=found.shapes)
-        except Exception as e:  # the function cannot run on other sizes
-            reason, cap1 = str(e), None
-        slopes = attr_slopes(cap.graph, cap1.graph) if cap1 is not None else None
-        far = far_probe(found, leaves, names, self.config.dynamic) if slopes is not None else None
-        if far is not None:
-            # a third size, far off: what follows the size must follow it linearly
-            try:
-                cap2, _, reason = self._trace(leaves, spec, symbolic_shapes=far[0])
-            except Exception as e:
-                reason, cap2 = str(e), None
-            s1 = found.shapes[found.dims[0].leaf][found.dims[0].dim]
-            if cap2 is None or not follows_linearly(cap.graph, cap1.graph, cap2.graph,
-                                                    found.base, s1, far[1]):
-                slopes, reason = None, reason or "a size or constant follows the size unevenly"
+        def capture_at(shapes):
+            c, _, why = self._trace(leaves, spec, symbolic_shapes=shapes)
+            return (c.graph if c is not None else None), why
+        g1, slopes, reason = check_slopes(capture_at, cap.graph, found, leaves, names,
+                                          self.config.dynamic)
         if slopes is None:
             log.warning("musa.jit: %s: dynamic dims not usable (%s); compiling per size",
-                        self._name, reason or "the graph changes with the size")
+                        self._name, reason)
             return False
-        entry.dynamic = DynamicVariant(cap, cap1.graph, found, slopes, self.config.dynamic,
-                                       names)
+        entry.dynamic = DynamicVariant(cap, g1, found, slopes, self.config.dynamic, names)
         return True
 
     def _run_dynamic(self, variant, args, kwargs, leaves, inputs):

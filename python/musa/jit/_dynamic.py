@@ -147,6 +147,28 @@ def follows_linearly(g0, g1, g2, s0, s1, s2):
     return True
 
 
+def check_slopes(capture_at, g0, found, leaves, names, dynamic):
+    """Capture again at found.shapes (one apart) and at a size far off:
+    (g1, slopes, reason), slopes None (and why) unless every int attribute
+    and dim follows the size linearly. capture_at(shapes) returns (graph or
+    None, reason); what it raises (the function cannot run at that size)
+    makes the dims unusable. A live call and jit.save decide alike."""
+    def at(shapes):
+        try:
+            return capture_at(shapes)
+        except Exception as e:  # noqa: BLE001  (any failure at another size: not dynamic)
+            return None, str(e)
+    g1, reason = at(found.shapes)
+    slopes = attr_slopes(g0, g1) if g1 is not None else None
+    far = far_probe(found, leaves, names, dynamic) if slopes is not None else None
+    if far is not None:
+        g2, reason = at(far[0])
+        s1 = found.shapes[found.dims[0].leaf][found.dims[0].dim]
+        if g2 is None or not follows_linearly(g0, g1, g2, found.base, s1, far[1]):
+            slopes, reason = None, reason or "a size or constant follows the size unevenly"
+    return g1, slopes, reason or "the graph changes with the size"
+
+
 def same_constants(g0, g1):
     """Whether the two captures' constants hold the same values. A constant
     that follows the size (a mean over the dynamic dim divides by it) would

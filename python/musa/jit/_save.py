@@ -27,7 +27,7 @@ from .. import _C, _capture
 from ..autograd import no_grad
 from ._args import (CONTAINERS, DICT, LIST, MODULE, TENSOR, TUPLE, VALUE, ArgSpec, CallSpec,
                     flatten_call, leaf_names, new_tuple, unflatten)
-from ._dynamic import attr_slopes, mark_symbolic, probe
+from ._dynamic import check_slopes, mark_symbolic, probe
 from ._keys import declared_dims
 from ._tracing import trace
 
@@ -106,14 +106,17 @@ def save(compiled, path):
         slopes = []
         found = probe(leaves, names, cfg.dynamic) if cfg.dynamic else None
         if found is not None:
-            t1 = trace(fn, leaves, spec, names, found.shapes)
-            found_slopes = attr_slopes(cap.graph, t1.capture.graph) if t1.capture else None
+            def capture_at(shapes):
+                t1 = trace(fn, leaves, spec, names, shapes)
+                return (t1.capture.graph if t1.capture else None), t1.reason
+            g1, found_slopes, reason = check_slopes(capture_at, cap.graph, found, leaves, names,
+                                                    cfg.dynamic)
             if found_slopes is None:
                 raise RuntimeError(f"[jit.save] the dynamic dims of {compiled._name} are not "
-                                   f"usable: the graph changes with the size")
+                                   f"usable: {reason}")
             first = found.dims[0]
             lo, hi = declared_dims(cfg.dynamic, first.leaf, names.get(first.leaf))[first.dim]
-            mark_symbolic(cap.graph, t1.capture.graph, found.base, lo, hi)
+            mark_symbolic(cap.graph, g1, found.base, lo, hi)
             slopes = [(s.node, s.field, list(s.values), list(s.slope)) for s in found_slopes]
     extra = compiled._extra_key() if compiled._extra_key else None
     python = {
