@@ -21,6 +21,7 @@
 
 #include "../../base/threadpool.h"
 #include "kernels.h"
+#include "prim_cache.h"
 
 #define MAX_ARGS  4
 #define CACHE_MAX 256
@@ -37,6 +38,7 @@ typedef struct {
 } arg_plan;
 
 typedef struct entry {
+    musa_prim_node node; /* first: the cache's link */
     int kind;
     bool bias;
     musa_conv_shape s;
@@ -47,12 +49,19 @@ typedef struct entry {
     size_t scratch; /* scratchpad bytes */
     size_t total;   /* workspace bytes in all */
     bool ok;
-    struct entry *next;
 } entry;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static entry *cache;
-static int cache_len;
+static void destroy(musa_prim_node *n) {
+    entry *e = (entry *)n;
+    for (int i = 0; i < MAX_ARGS; i++)
+        if (e->args[i].rp) dnnl_primitive_destroy(e->args[i].rp);
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    if (e->pd && e->pd != e->fwd_pd) dnnl_primitive_desc_destroy(e->pd);
+    if (e->fwd_pd) dnnl_primitive_desc_destroy(e->fwd_pd);
+    free(e);
+}
+
+static musa_prim_cache cache = MUSA_PRIM_CACHE_INIT(CACHE_MAX, destroy);
 static dnnl_engine_t engine;
 static bool engine_ok;
 
@@ -263,34 +272,52 @@ static bool build(entry *e) {
     return dnnl_primitive_create(&e->prim, e->pd) == dnnl_success;
 }
 
-/* The cached entry for this convolution (created on first use), or NULL. */
+typedef struct {
+    int kind;
+    bool bias;
+    const musa_conv_shape *s;
+} conv_key;
+
+static bool match(const musa_prim_node *n, const void *key) {
+    const entry *e = (const entry *)n;
+    const conv_key *k = key;
+    return e->kind == k->kind && e->bias == k->bias && !memcmp(&e->s, k->s, sizeof *k->s);
+}
+
+static musa_prim_node *make(const void *key) {
+    const conv_key *k = key;
+    entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->kind = k->kind, e->bias = k->bias, e->s = *k->s;
+    int had = musa_cpu_omp_threads(musa_pool_intra_threads()); /* what it will run with */
+    e->ok = build(e); /* a failed build is cached too: fall back without retrying */
+    musa_cpu_omp_threads(had);
+    return &e->node;
+}
+
+/* The held entry for this convolution (release it), or NULL. */
 static entry *lookup(int kind, const musa_conv_shape *s, bool bias) {
     if (!musa_dnnl_engine()) return NULL;
-    pthread_mutex_lock(&mu);
-    entry *e = cache;
-    for (; e; e = e->next)
-        if (e->kind == kind && e->bias == bias && !memcmp(&e->s, s, sizeof *s)) break;
-    if (!e && cache_len < CACHE_MAX && (e = calloc(1, sizeof *e))) {
-        e->kind = kind, e->bias = bias, e->s = *s;
-        int had = musa_cpu_omp_threads(musa_pool_intra_threads()); /* what it will run with */
-        e->ok = build(e); /* a failed build is cached too: fall back without retrying */
-        musa_cpu_omp_threads(had);
-        e->next = cache, cache = e, cache_len++;
+    conv_key k = {kind, bias, s};
+    entry *e = (entry *)musa_prim_cache_get(&cache, match, make, &k);
+    if (e && !e->ok) {
+        musa_prim_cache_release(&cache, &e->node);
+        e = NULL;
     }
-    pthread_mutex_unlock(&mu);
-    return e && e->ok ? e : NULL;
+    return e;
 }
 
 size_t musa_dnnl_conv_workspace(int kind, const musa_conv_shape *s, bool bias) {
     if (getenv("MUSA_CONV_IM2COL")) return (size_t)-1; /* force the reference path */
     entry *e = lookup(kind, s, bias);
-    return e ? e->total : (size_t)-1;
+    size_t ws = e ? e->total : (size_t)-1;
+    if (e) musa_prim_cache_release(&cache, &e->node);
+    return ws;
 }
 
-int musa_dnnl_conv(int kind, const musa_conv_shape *s, const void *a, const void *b, const void *c,
-                   void *out, void *scratch, size_t scratch_bytes) {
-    entry *e = lookup(kind, s, c != NULL);
-    if (!e || scratch_bytes < e->total) return MUSA_ERR_NOT_IMPLEMENTED;
+static int run(entry *e, const void *a, const void *b, const void *c, void *out, void *scratch,
+               size_t scratch_bytes) {
+    if (scratch_bytes < e->total) return MUSA_ERR_NOT_IMPLEMENTED;
     musa_cpu_omp_threads(musa_pool_intra_threads());
     /* user pointers in the order build() planned the arguments */
     const void *user[MAX_ARGS] = {a, b, c ? c : out, out};
@@ -351,5 +378,14 @@ int musa_dnnl_conv(int kind, const musa_conv_shape *s, const void *a, const void
     }
     if (spm) dnnl_memory_destroy(spm);
     dnnl_stream_destroy(stream);
+    return rc;
+}
+
+int musa_dnnl_conv(int kind, const musa_conv_shape *s, const void *a, const void *b, const void *c,
+                   void *out, void *scratch, size_t scratch_bytes) {
+    entry *e = lookup(kind, s, c != NULL);
+    if (!e) return MUSA_ERR_NOT_IMPLEMENTED;
+    int rc = run(e, a, b, c, out, scratch, scratch_bytes);
+    musa_prim_cache_release(&cache, &e->node);
     return rc;
 }

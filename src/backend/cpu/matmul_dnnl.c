@@ -16,26 +16,30 @@
  */
 #include "matmul_dnnl.h"
 
-#include <pthread.h>
-
 #include "conv_dnnl.h"
 #include "kernels.h"
+#include "prim_cache.h"
 
 #define CACHE_MAX 512
 
 typedef struct entry {
+    musa_prim_node node; /* first: the cache's link */
     musa_gemm_shape s;
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t prim;
     dnnl_memory_desc_t a, b, bias, c;
     size_t scratch;
     bool ok;
-    struct entry *next;
 } entry;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static entry *cache;
-static int cache_len;
+static void destroy(musa_prim_node *n) {
+    entry *e = (entry *)n;
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    if (e->pd) dnnl_primitive_desc_destroy(e->pd);
+    free(e);
+}
+
+static musa_prim_cache cache = MUSA_PRIM_CACHE_INIT(CACHE_MAX, destroy);
 
 /* An M x K (or K x N) matrix read with transpose flag t and leading
  * dimension ld, row-major convention as in BLAS. */
@@ -85,33 +89,44 @@ static bool build(entry *e) {
     return dnnl_primitive_create(&e->prim, e->pd) == dnnl_success;
 }
 
+static bool match(const musa_prim_node *n, const void *key) {
+    return !memcmp(&((const entry *)n)->s, key, sizeof(musa_gemm_shape));
+}
+
+static musa_prim_node *make(const void *key) {
+    const musa_gemm_shape *s = key;
+    entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->s = *s;
+    int had = musa_cpu_gemm_threads(gemm_macs(s)); /* the count it will run with */
+    e->ok = build(e); /* a failed build is cached too: the caller falls back */
+    musa_cpu_omp_threads(had);
+    return &e->node;
+}
+
+/* The held entry for this product (release it), or NULL. */
 static entry *lookup(const musa_gemm_shape *s) {
     if (!musa_dnnl_engine()) return NULL;
-    pthread_mutex_lock(&mu);
-    entry *e = cache;
-    for (; e; e = e->next)
-        if (!memcmp(&e->s, s, sizeof *s)) break;
-    if (!e && cache_len < CACHE_MAX && (e = calloc(1, sizeof *e))) {
-        e->s = *s;
-        int had = musa_cpu_gemm_threads(gemm_macs(s)); /* the count it will run with */
-        e->ok = build(e); /* a failed build is cached too: the caller falls back */
-        musa_cpu_omp_threads(had);
-        e->next = cache, cache = e, cache_len++;
+    entry *e = (entry *)musa_prim_cache_get(&cache, match, make, s);
+    if (e && !e->ok) {
+        musa_prim_cache_release(&cache, &e->node);
+        e = NULL;
     }
-    pthread_mutex_unlock(&mu);
-    return e && e->ok ? e : NULL;
+    return e;
 }
 
 size_t musa_dnnl_gemm_workspace(const musa_gemm_shape *s) {
     if (!s->f32 && getenv("MUSA_BF16_GEMM_F32")) return (size_t)-1; /* force the float32 path */
     entry *e = lookup(s);
-    return e ? e->scratch : (size_t)-1;
+    size_t ws = e ? e->scratch : (size_t)-1;
+    if (e) musa_prim_cache_release(&cache, &e->node);
+    return ws;
 }
 
-int musa_dnnl_gemm(const musa_gemm_shape *s, const void *a, const void *b, const void *bias,
-                   void *c, void *scratch, size_t scratch_bytes) {
-    entry *e = lookup(s);
-    if (!e || scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
+static int run(entry *e, const void *a, const void *b, const void *bias, void *c, void *scratch,
+               size_t scratch_bytes) {
+    const musa_gemm_shape *s = &e->s;
+    if (scratch_bytes < e->scratch) return MUSA_ERR_NOT_IMPLEMENTED;
     musa_cpu_gemm_threads(gemm_macs(s));
     dnnl_engine_t eng = musa_dnnl_engine();
     dnnl_stream_t stream;
@@ -144,5 +159,14 @@ int musa_dnnl_gemm(const musa_gemm_shape *s, const void *a, const void *b, const
     for (int i = 0; i < 5; i++)
         if (m[i]) dnnl_memory_destroy(m[i]);
     dnnl_stream_destroy(stream);
+    return rc;
+}
+
+int musa_dnnl_gemm(const musa_gemm_shape *s, const void *a, const void *b, const void *bias,
+                   void *c, void *scratch, size_t scratch_bytes) {
+    entry *e = lookup(s);
+    if (!e) return MUSA_ERR_NOT_IMPLEMENTED;
+    int rc = run(e, a, b, bias, c, scratch, scratch_bytes);
+    musa_prim_cache_release(&cache, &e->node);
     return rc;
 }
