@@ -719,3 +719,12 @@ def test_a_product_has_the_same_bits_whatever_shapes_came_before():
     run = [subprocess.run([sys.executable, "-c", EVICT_CHILD, k], env=env, capture_output=True,
                           text=True, check=True).stdout for k in ("fresh", "crowded")]
     assert run[0] == run[1] and run[0]
+
+
+def test_int_of_a_non_finite_tensor_names_the_conversion():
+    # Python's own ValueError/OverflowError, without the name (fuzz-py seed 3912)
+    with pytest.raises(ValueError, match=r"\[Tensor.__int__\] cannot convert float NaN"):
+        int(musa.tensor(float("nan")))
+    with pytest.raises(OverflowError, match=r"\[Tensor.__int__\] cannot convert float infinity"):
+        int(musa.tensor(float("-inf")))
+    assert int(musa.tensor(-2.7)) == -2 and int(musa.tensor(3, dtype=musa.int8)) == 3

@@ -655,3 +655,14 @@ def test_interpolate_names_a_scale_that_is_not_positive_and_finite(scale):
     # fuzz_py seed 2123: an infinite scale reached int(inf) (OverflowError)
     with pytest.raises(ValueError, match=r"^\[interpolate\] scale_factor must be .* positive finite"):
         F.upsample_nearest(musa.randn(2, 3, 3), scale_factor=scale)
+
+
+def test_cosine_similarity_of_mixed_dtypes_computes_in_the_common_one():
+    # a bfloat16 x2's norm was summed in bfloat16 beside a float32 x1
+    # (2e-3 off torch: fuzz-py seed 3975); torch promotes both first
+    a = np.array([[0.89, -2.66], [1.5, 0.25]], np.float32)
+    b = np.array([[-0.697, 3.113], [-2.39, -3.068]], np.float32)
+    got = F.cosine_similarity(musa.tensor(a), musa.tensor(b).to(musa.bfloat16))
+    want = torch.nn.functional.cosine_similarity(torch.tensor(a), torch.tensor(b).bfloat16())
+    assert got.dtype == musa.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

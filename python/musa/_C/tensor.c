@@ -8,6 +8,7 @@
  * eager Python code. Named methods come from the DEF bindings (ops.c) and
  * from musa/_tensor.py (Python-level conveniences added to this heap type).
  */
+#include <math.h>
 #include <string.h>
 
 #include "pymusa.h"
@@ -317,6 +318,16 @@ static PyObject *nb_int(PyObject *a) {
         double v;
         if (musa_tensor_item(t, &v)) return pm_raise();
         pm_host_read(t, MUSA_READ_SCALAR, v);
+        if (v != v) { /* Python's own errors, named (fuzz-py seed 3912) */
+            PyErr_SetString(PyExc_ValueError,
+                            "[Tensor.__int__] cannot convert float NaN to integer");
+            return NULL;
+        }
+        if (isinf(v)) {
+            PyErr_SetString(PyExc_OverflowError,
+                            "[Tensor.__int__] cannot convert float infinity to integer");
+            return NULL;
+        }
         return PyLong_FromDouble(v);
     }
     int64_t v;

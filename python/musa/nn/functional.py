@@ -333,7 +333,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     _tensors("cosine_similarity", x1=x1, x2=x2)
     dim, eps = _int(dim, "cosine_similarity", "dim"), _number(eps, "cosine_similarity", "eps")
     prod = x1 * x2
-    x1, x2 = x1.expand(prod.shape), x2.expand(prod.shape)  # the norms over the broadcast shape
+    # the norms over the broadcast shape, in the common dtype (a bfloat16
+    # x2's norm was summed in bfloat16 beside a float32 x1: 2e-3 off torch)
+    x1, x2 = x1.to(prod.dtype).expand(prod.shape), x2.to(prod.dtype).expand(prod.shape)
     dot = prod.sum(dim)
     n1 = (x1 * x1).sum(dim).sqrt().clamp(min=eps)
     n2 = (x2 * x2).sum(dim).sqrt().clamp(min=eps)
