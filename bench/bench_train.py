@@ -24,6 +24,10 @@ Rows, per model:
 - for models with convolutions (ResNet-18), musa static and static AMP again
   with Config(channels_last=True) ("NHWC" rows): activations channels-last
   inside the plan, results equal to eager's up to rounding.
+- for models with written-out attention (GPT-tiny), musa static again with
+  Config(fuse_attention=True) ("fused attn" row): the attention's ops, and
+  their backward, on the fused kernels; results equal to eager's up to
+  rounding.
 
 Every row runs in a fresh process, so its memory growth is its own. Rows are
 interleaved over rounds (each round runs every row once, the order of a
@@ -88,11 +92,18 @@ ROWS = ("musa-dynamic", "musa-static", "pytorch-eager", "torchscript", "musa-dyn
 # models with convolutions also run musa static with Config(channels_last=True)
 CONV_MODELS = ("resnet18",)
 CL_ROWS = ("musa-static-cl", "musa-static-amp-cl")
+# models with written-out attention also run musa static with
+# Config(fuse_attention=True) ("fused attention" row)
+ATTENTION_MODELS = ("gpt",)
+FA_ROWS = ("musa-static-fa",)
+# the float32 option rows beside musa static: (row, short label, the Config it sets)
+OPTION_ROWS = (("musa-static-cl", "NHWC", "Config(channels_last=True)"),
+               ("musa-static-fa", "fused-attn", "Config(fuse_attention=True)"))
 LABELS = {"musa-dynamic": "musa dynamic", "musa-static": "musa static",
           "pytorch-eager": "PyTorch eager", "torchscript": "TorchScript",
           "musa-dynamic-amp": "musa dynamic AMP", "musa-static-amp": "musa static AMP",
           "pytorch-eager-amp": "PyTorch AMP", "musa-static-cl": "musa static NHWC",
-          "musa-static-amp-cl": "musa static AMP NHWC"}
+          "musa-static-amp-cl": "musa static AMP NHWC", "musa-static-fa": "musa static fused attn"}
 WARMUP = 2        # steps after the first left out of the median
 LOSSES = 5        # first losses compared between musa static and dynamic
 SGEMM_N = 1024    # the sgemm probe multiplies two SGEMM_N x SGEMM_N float32 matrices
@@ -184,7 +195,8 @@ def run_row(row, name, steps):
     step = make_step(net, lib.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
                      lib.nn.functional, autocast)
     if row.startswith("musa-static"):
-        step = lib.jit(step, config=lib.Config(channels_last=row.endswith("-cl")))
+        step = lib.jit(step, config=lib.Config(channels_last=row.endswith("-cl"),
+                                               fuse_attention=row.endswith("-fa")))
     losses = [float(step(*data[0]))]
     first = time.perf_counter() - t0
     if row.startswith("musa"):
@@ -289,6 +301,7 @@ def rows_of(name, rows):
     """The rows model name runs: the channels-last ones too where it has
     convolutions (and the static rows run)."""
     extra = [r for r in CL_ROWS if name in CONV_MODELS and r.replace("-cl", "") in rows]
+    extra += [r for r in FA_ROWS if name in ATTENTION_MODELS and r.replace("-fa", "") in rows]
     return list(rows) + extra
 
 
@@ -296,12 +309,12 @@ def print_model(name, rows, summ, notes, gemm_rate):
     spec = MODELS[name]
     rows = rows_of(name, rows)
     print(f"\n{spec.label}: {spec.flops / 1e9:.3f} GEMM GFLOP per step")
-    print(f"  {'mode':16s} {'samples/s (range)':>24s} {'step ms':>8s} {'GEMM frac':>9s} "
+    print(f"  {'mode':22s} {'samples/s (range)':>24s} {'step ms':>8s} {'GEMM frac':>9s} "
           f"{'peak RSS growth MiB':>19s} {'alloc peak MiB':>14s} {'first step ms':>13s}")
     for row in rows:
         s = summ[(name, row)]
         if s.step is None:
-            print(f"  {LABELS[row]:16s} skipped: {notes.get((name, row), 'no result')}")
+            print(f"  {LABELS[row]:22s} skipped: {notes.get((name, row), 'no result')}")
             continue
         lo, hi = s.samples_range
         rate = f"{s.samples:,.0f} ({lo:,.0f}-{hi:,.0f})"
@@ -315,7 +328,7 @@ def print_model(name, rows, summ, notes, gemm_rate):
                          f"the high-water mark was above the resident set before the first step")
         if row.startswith("musa-static"):
             extra.append(f"{s.compiles} compile{'s' if s.compiles != 1 else ''}")
-        print(f"  {LABELS[row]:16s} {rate:>24s} {s.step * 1e3:8.2f} {frac:>9s} "
+        print(f"  {LABELS[row]:22s} {rate:>24s} {s.step * 1e3:8.2f} {frac:>9s} "
               f"{fmt_mib(s.rss):>19s} {fmt_mib(s.alloc_peak):>14s} {s.first * 1e3:13.0f}"
               + (f"  ({'; '.join(extra)})" if extra else ""))
 
@@ -325,12 +338,12 @@ def print_ratios(names, summ, results):
     verdicts for the chart."""
     print("\nmusa static / musa dynamic (ratio of the medians; range of per-round ratios in "
           "brackets)")
-    print(f"  {'model':9s} {'throughput':34s} {'peak RSS growth':28s} {'first step'}")
+    print(f"  {'model':12s} {'throughput':34s} {'peak RSS growth':28s} {'first step'}")
     out = {}
     for name in names:
         d, s = summ[(name, "musa-dynamic")], summ[(name, "musa-static")]
         if d.step is None or s.step is None:
-            print(f"  {name:9s} (a row is missing)")
+            print(f"  {name:12s} (a row is missing)")
             continue
         t = TARGETS[name]
         thr = d.step / s.step
@@ -345,15 +358,17 @@ def print_ratios(names, summ, results):
                  else f"{fmt_mib(s.rss)} vs {fmt_mib(d.rss)} MiB") + \
             f" {verdict(ok_mem)} (<= {t.rss})"
         first_s = f"{s.first * 1e3:.0f} ms {verdict(ok_first)} (< {FIRST_STEP_TARGET * 1e3:.0f})"
-        print(f"  {name:9s} {thr_s:34s} {mem_s:28s} {first_s}")
+        print(f"  {name:12s} {thr_s:34s} {mem_s:28s} {first_s}")
         out[name] = dict(throughput=thr, rss=mem, ok_thr=ok_thr, ok_mem=ok_mem, ok_first=ok_first)
-        c = summ.get((name, "musa-static-cl"))
-        if c is not None and c.step is not None:
+        for row, label, config in OPTION_ROWS:
+            c = summ.get((name, row))
+            if c is None or c.step is None:
+                continue
             thr_c = d.step / c.step
             mem_c = f"{c.rss / d.rss:.2f}" if d.rss > 0 else "-"
-            print(f"  {'  NHWC':9s} {f'{thr_c:.2f} {verdict(thr_c >= t.throughput)}':34s} "
+            print(f"  {'  ' + label:12s} {f'{thr_c:.2f} {verdict(thr_c >= t.throughput)}':34s} "
                   f"{mem_c + ' ' + verdict(c.rss <= t.rss * d.rss):28s} {c.first * 1e3:.0f} ms "
-                  f"(Config(channels_last=True))")
+                  f"({config})")
     return out
 
 
@@ -420,7 +435,7 @@ def draw(path, names, rows, summ, ratios, title):
               "pytorch-eager": "#fdae6b", "torchscript": "#d94801",
               "musa-dynamic-amp": "#a1d99b", "musa-static-amp": "#238b45",
               "pytorch-eager-amp": "#fdd0a2", "musa-static-cl": "#08306b",
-              "musa-static-amp-cl": "#00441b"}
+              "musa-static-amp-cl": "#00441b", "musa-static-fa": "#6a51a3"}
     all_rows = rows
     fig, axes = plt.subplots(2, len(names), figsize=(max(4.6 * len(names), 9.0), 8.0),
                              squeeze=False)
@@ -465,8 +480,8 @@ def draw(path, names, rows, summ, ratios, title):
                             f"(target <= {t.rss}: {verdict(r['ok_mem'])})", fontsize=8)
         if not present:
             ax_t.set_yticks([])
-    shown = [r for r in all_rows] + [r for r in CL_ROWS if any(r in rows_of(n, all_rows)
-                                                                  for n in names)]
+    shown = [r for r in all_rows] + [r for r in CL_ROWS + FA_ROWS
+                                     if any(r in rows_of(n, all_rows) for n in names)]
     handles = [Patch(color=colors[r], label=LABELS[r]) for r in shown]
     handles += [Patch(facecolor="white", edgecolor="black", label="peak RSS growth (plain)"),
                 Patch(facecolor="white", edgecolor="black", hatch="//",

@@ -1290,6 +1290,13 @@ typedef struct musa_pass_ctx {
      * sum orders), so it is off by default. musa.Config(channels_last=True)
      * sets it. */
     bool channels_last;
+    /* Replace written-out attention (q k^T, an optional scale and mask,
+     * softmax, @ v), and the backward the eager formulas record for it, by
+     * the fused scaled_dot_product_attention kernels (pass "attention",
+     * first): the softmax's probabilities are no longer saved for the
+     * backward. Results change in rounding, so it is off by default.
+     * musa.Config(fuse_attention=True) sets it. */
+    bool fuse_attention;
 } musa_pass_ctx;
 /* The name of pass i in pipeline order, or NULL past the last one. */
 MUSA_API const char *musa_graph_pass_name(int i);
@@ -1611,8 +1618,9 @@ typedef struct musa_model_save_options {
     const char *disabled; /* comma-separated pass names, or NULL */
     bool memory_arena;    /* the plan's options (musa_plan_options) */
     int num_threads;
-    bool channels_last; /* musa_pass_ctx's: the loader plans convolutions NHWC */
-    int n_slopes;       /* a dynamic graph's size-following attributes */
+    bool channels_last;  /* musa_pass_ctx's: the loader plans convolutions NHWC */
+    bool fuse_attention; /* musa_pass_ctx's: the loader fuses written-out attention */
+    int n_slopes;        /* a dynamic graph's size-following attributes */
     const musa_attr_slope *slopes;
     const char *extra_key;  /* one more header member (NULL: none), e.g. "python" */
     const char *extra_json; /* its JSON text */

@@ -467,9 +467,9 @@ static int read_config(musa_model *m, const musa_file *f) {
     if (!c || c->type != MUSA_JSON_OBJECT)
         return musa_file_bad(f, LOAD, c ? c : musa_file_json(f), "config must be an object");
     int64_t fl, nt;
-    static const char *const c_keys[] = {"fusion_level", "num_threads", "memory_arena", "disabled",
-                                         "channels_last"};
-    int rc = musa_file_check_keys(f, LOAD, c, "config", c_keys, 5);
+    static const char *const c_keys[] = {"fusion_level", "num_threads",   "memory_arena",
+                                         "disabled",     "channels_last", "fuse_attention"};
+    int rc = musa_file_check_keys(f, LOAD, c, "config", c_keys, 6);
     if (rc) return rc;
     if ((rc = musa_file_int(f, LOAD, musa_json_get(c, "fusion_level"), "config.fusion_level", 0, 2,
                             &fl)) ||
@@ -488,9 +488,13 @@ static int read_config(musa_model *m, const musa_file *f) {
     const musa_json *cl = musa_json_get(c, "channels_last"); /* optional */
     if (cl && cl->type != MUSA_JSON_BOOL)
         return musa_file_bad(f, LOAD, cl, "config.channels_last must be a boolean");
+    const musa_json *fa = musa_json_get(c, "fuse_attention"); /* optional */
+    if (fa && fa->type != MUSA_JSON_BOOL)
+        return musa_file_bad(f, LOAD, fa, "config.fuse_attention must be a boolean");
     m->ctx = (musa_pass_ctx){.fusion_level = (int)fl,
                              .disabled = m->disabled[0] ? m->disabled : NULL,
-                             .channels_last = cl && cl->boolean};
+                             .channels_last = cl && cl->boolean,
+                             .fuse_attention = fa && fa->boolean};
     m->popt = (musa_plan_options){.num_threads = (int)nt, .memory_arena = ar->boolean};
     return MUSA_OK;
 }

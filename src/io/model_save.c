@@ -190,6 +190,7 @@ static int graph_members(const musa_graph *g, const musa_model_save_options *o, 
         o->fusion_level, o->memory_arena ? "true" : "false", o->num_threads);
     musa_sb_json_str(&c, o->disabled ? o->disabled : "");
     if (o->channels_last) musa_sb_printf(&c, ", \"channels_last\": true");
+    if (o->fuse_attention) musa_sb_printf(&c, ", \"fuse_attention\": true");
     musa_sb_printf(&c, "}");
 
     musa_sb_printf(&dy, "[");

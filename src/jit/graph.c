@@ -234,6 +234,33 @@ void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to) {
         if (g->breaks.data[i].value == from) g->breaks.data[i].value = to;
 }
 
+bool musa_graph_escapes(const musa_graph *g, int32_t v) {
+    for (int64_t i = 0; i < g->outputs.len; i++)
+        if (g->outputs.data[i] == v) return true;
+    for (int64_t i = 0; i < g->mutations.len; i++)
+        if (g->mutations.data[i].value == v) return true;
+    for (int64_t i = 0; i < g->breaks.len; i++)
+        if (g->breaks.data[i].value == v) return true;
+    return false;
+}
+
+int32_t musa_graph_producer(const musa_graph *g, int32_t v, int op) {
+    const musa_gvalue *x = &g->values.data[v];
+    if (x->kind != MUSA_V_NODE || x->producer < 0 || x->producer >= g->nodes.len) return -1;
+    const musa_gnode *p = &g->nodes.data[x->producer];
+    if (p->dead || p->op != op || p->out[x->out_index] != v) return -1;
+    return x->producer;
+}
+
+int64_t musa_graph_uses(const musa_graph *g, int32_t v, int skip) {
+    int64_t u = musa_graph_escapes(g, v);
+    for (int64_t k = 0; k < g->nodes.len; k++) {
+        const musa_gnode *m = &g->nodes.data[k];
+        for (int q = 0; !m->dead && m->op != skip && q < m->n_in; q++) u += m->in[q] == v;
+    }
+    return u;
+}
+
 void musa_graph_analyse(musa_graph *g) {
     for (int64_t i = 0; i < g->values.len; i++) g->values.data[i].uses = 0;
     for (int64_t i = 0; i < g->nodes.len; i++) {

@@ -213,6 +213,17 @@ void musa_graph_compact(musa_graph *g);
  * one position in the order they were added. Producers follow; a break
  * stays before the node it was before. */
 int musa_graph_place(musa_graph *g, int64_t nn0, const int32_t *pos);
+/* Whether v is a graph output, a mutation's value or a break's value. */
+bool musa_graph_escapes(const musa_graph *g, int32_t v);
+/* The live node running `op` that produces v, or -1. */
+int32_t musa_graph_producer(const musa_graph *g, int32_t v, int op);
+/* How many live node inputs read v, plus one if it escapes; reads by nodes
+ * of op `skip` (or -1) do not count. A scan of the graph: for passes that
+ * ask about few values. */
+int64_t musa_graph_uses(const musa_graph *g, int32_t v, int skip);
+static inline int64_t musa_graph_uses_of(const musa_graph *g, int32_t v) {
+    return musa_graph_uses(g, v, -1);
+}
 /* Check structure, order, and every node against its op's inference
  * (verify.c). */
 int musa_graph_verify(const musa_graph *g);
@@ -246,6 +257,7 @@ int musa_pass_dce(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_channels_last(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_attention(musa_graph *g, musa_pass_ctx *ctx);
 
 /* The pipeline table (NULL-terminated) and a runner. */
 extern const musa_pass musa_pass_table[];

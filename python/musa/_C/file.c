@@ -120,8 +120,8 @@ static PyObject *model_wrap(musa_model *m) {
 }
 
 /* _model_save(graph, path, options, slopes, python_json): options a dict
- * (fusion_level, disabled, memory_arena, num_threads, channels_last), slopes a list of
- * (node, field, values, slope). */
+ * (fusion_level, disabled, memory_arena, num_threads, channels_last, fuse_attention), slopes a list
+ * of (node, field, values, slope). */
 DEF(_model_save, PM_FN, "graph:O path:O options:O slopes:O python:O") {
     musa_graph *g = pm_graph(a[0].o, who);
     if (!g) return NULL;
@@ -134,6 +134,8 @@ DEF(_model_save, PM_FN, "graph:O path:O options:O slopes:O python:O") {
     if ((v = PyDict_GetItemString(opts, "memory_arena"))) o.memory_arena = PyObject_IsTrue(v) == 1;
     if ((v = PyDict_GetItemString(opts, "channels_last")))
         o.channels_last = PyObject_IsTrue(v) == 1;
+    if ((v = PyDict_GetItemString(opts, "fuse_attention")))
+        o.fuse_attention = PyObject_IsTrue(v) == 1;
     if ((v = PyDict_GetItemString(opts, "disabled")) && v != Py_None &&
         !(o.disabled = PyUnicode_AsUTF8(v)))
         return NULL;

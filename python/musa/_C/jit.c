@@ -180,8 +180,8 @@ static PyObject *graph_verify(PyObject *self, PyObject *u) {
 }
 
 static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char **name) {
-    static char *kwlist_opt[] = {"fusion_level", "disabled",      "verify",
-                                 "remat_budget", "channels_last", NULL};
+    static char *kwlist_opt[] = {"fusion_level",  "disabled",       "verify", "remat_budget",
+                                 "channels_last", "fuse_attention", NULL};
     static char *kwlist_pass[] = {"name", "fusion_level", "verify", NULL};
     int verify = 0;
     memset(ctx, 0, sizeof *ctx);
@@ -192,11 +192,13 @@ static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char
                    ? (ctx->verify = verify, 0)
                    : -1;
     long long budget = 0;
-    int channels_last = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|izpLp", kwlist_opt, &ctx->fusion_level,
-                                     &ctx->disabled, &verify, &budget, &channels_last))
+    int channels_last = 0, fuse_attention = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|izpLpp", kwlist_opt, &ctx->fusion_level,
+                                     &ctx->disabled, &verify, &budget, &channels_last,
+                                     &fuse_attention))
         return -1;
     ctx->channels_last = channels_last;
+    ctx->fuse_attention = fuse_attention;
     if (budget < 0) {
         PyErr_Format(PyExc_ValueError, "[jit] optimize: remat_budget must be >= 0, got %lld",
                      budget);

@@ -22,7 +22,7 @@ class Config:
     dynamic: {argument name or index: {dim: (min, max)}} dims that may vary
         without recompiling.
     disable_passes: pass names to skip ("simplify", "cse", "fold", "dce", "remat",
-        "channels_last", "fuse").
+        "attention", "channels_last", "fuse").
     max_variants: compiled variants per function before it runs eagerly.
     verify: run the IR verifier after every pass.
     remat: in compiled training, recompute cheap elementwise values in the
@@ -40,6 +40,12 @@ class Config:
         default: results then differ from eager in rounding (other
         convolution kernels, other orders of the batch norm sums), where
         every other setting computes eager's bits.
+    fuse_attention: run attention written out as ops (q @ k^T, an optional
+        scale and mask, softmax over the last dim, @ v) as the fused
+        scaled_dot_product_attention kernels, forward and backward, so the
+        softmax's probabilities are not saved for the backward (docs/jit.md,
+        "Fused attention"). Off by default: results then differ from eager
+        in rounding.
     capture: how the first call of each signature is captured. "trace"
         runs the function eagerly while recording (its result is eager's);
         "symbolic" records on meta tensors, computing nothing, then runs the
@@ -53,7 +59,7 @@ class Config:
 
     def __init__(self, fusion_level=2, memory_arena=True, num_threads=None, dynamic=None,
                  disable_passes=(), max_variants=8, verify=False, poison=False, remat=True,
-                 capture="auto", memory_budget=None, channels_last=False):
+                 capture="auto", memory_budget=None, channels_last=False, fuse_attention=False):
         if fusion_level not in (0, 1, 2):
             raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {fusion_level!r}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -73,6 +79,7 @@ class Config:
         self.remat = bool(remat)
         self.capture = capture
         self.channels_last = bool(channels_last)
+        self.fuse_attention = bool(fuse_attention)
         self.memory_budget = None
         if memory_budget is not None:
             self.set_memory_budget(memory_budget)
@@ -126,4 +133,5 @@ class Config:
         return (f"musa.Config(fusion_level={self.fusion_level}, memory_arena={self.memory_arena}, "
                 f"num_threads={self.num_threads}, dynamic={self.dynamic}, "
                 f"disable_passes={self.disable_passes}, max_variants={self.max_variants}, "
-                f"capture={self.capture!r}, channels_last={self.channels_last})")
+                f"capture={self.capture!r}, channels_last={self.channels_last}, "
+                f"fuse_attention={self.fuse_attention})")

@@ -69,7 +69,8 @@ class Segment:
             graph, carried = self.src.segment(self.begin, self.end, *self.cut)
             graph.optimize(fusion_level=cfg.fusion_level,
                            disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify,
-                           remat_budget=target, channels_last=cfg.channels_last)
+                           remat_budget=target, channels_last=cfg.channels_last,
+                           fuse_attention=cfg.fuse_attention)
             self.plan = graph.compile(num_threads=cfg.num_threads or 0,
                                       memory_arena=cfg.memory_arena, poison=cfg.poison,
                                       loaned_outputs=loaned)

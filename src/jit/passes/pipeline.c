@@ -11,6 +11,9 @@
 #include "../graph.h"
 
 const musa_pass musa_pass_table[] = {
+    /* first (only with ctx->fuse_attention): simplify then lets its kernels
+     * write permuted results, as it does for matmuls */
+    {"attention", musa_pass_attention, 0},
     {"simplify", musa_pass_simplify, 0},
     {"cse", musa_pass_cse, 0},
     {"fold", musa_pass_fold, 0},
@@ -64,6 +67,7 @@ int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
     for (const musa_pass *ps = musa_pass_table; ps->name; ps++) {
         if (ctx->fusion_level < ps->min_fusion_level || disabled(ctx->disabled, ps->name)) continue;
         if (ps->fn == musa_pass_channels_last && !ctx->channels_last) continue;
+        if (ps->fn == musa_pass_attention && !ctx->fuse_attention) continue;
         if ((rc = run(g, ps, ctx))) return rc;
     }
     return MUSA_OK;

@@ -44,17 +44,6 @@ typedef int (*rule_fn)(musa_graph *g, int32_t node);
 
 /* ---- helpers ---- */
 
-/* Whether v is a graph output, a mutation's value or a break's value. */
-static bool escapes(const musa_graph *g, int32_t v) {
-    for (int64_t i = 0; i < g->outputs.len; i++)
-        if (g->outputs.data[i] == v) return true;
-    for (int64_t i = 0; i < g->mutations.len; i++)
-        if (g->mutations.data[i].value == v) return true;
-    for (int64_t i = 0; i < g->breaks.len; i++)
-        if (g->breaks.data[i].value == v) return true;
-    return false;
-}
-
 static bool written_back(const musa_graph *g, int32_t root) {
     for (int64_t i = 0; i < g->mutations.len; i++)
         if (g->mutations.data[i].target == root) return true;
@@ -74,7 +63,7 @@ static bool can_replace(const musa_graph *g, int32_t from, int32_t to) {
     const musa_gvalue *a = &g->values.data[from], *b = &g->values.data[to];
     if (from == to || a->kind != MUSA_V_NODE || !musa_gvalue_same_layout(a, b)) return false;
     if (b->kind == MUSA_V_CONST && b->tensor && (b->tensor->flags & MUSA_TF_NUMBER)) return false;
-    if (!escapes(g, from)) return true;
+    if (!musa_graph_escapes(g, from)) return true;
     const musa_gvalue *root = &g->values.data[b->root];
     if (written_back(g, b->root) || (root->kind == MUSA_V_CONST && b->root != to)) return false;
     /* x * 1 is a new tensor in eager, not x: an output computed from an
@@ -97,20 +86,11 @@ static int replace_by(musa_graph *g, int32_t i, int32_t to) {
     return 1;
 }
 
-/* The live node running `op` that produces v, or -1. */
-static int32_t producer_op(const musa_graph *g, int32_t v, int op) {
-    const musa_gvalue *x = &g->values.data[v];
-    if (x->kind != MUSA_V_NODE || x->producer < 0 || x->producer >= g->nodes.len) return -1;
-    const musa_gnode *p = &g->nodes.data[x->producer];
-    if (p->dead || p->op != op || p->out[x->out_index] != v) return -1;
-    return x->producer;
-}
-
 /* The element of a one-element CONST, looking through one cast node. The
  * value returned is the constant's own, so callers may only compare it with
  * values every cast keeps exactly (0 and 1). */
 static bool scalar_of(const musa_graph *g, int32_t v, double *x) {
-    int32_t p = producer_op(g, v, MUSA_OP_cast);
+    int32_t p = musa_graph_producer(g, v, MUSA_OP_cast);
     const musa_gvalue *c = &g->values.data[p >= 0 ? g->nodes.data[p].in[0] : v];
     const musa_tensor *t = c->tensor;
     if (c->kind != MUSA_V_CONST || !t || !t->storage || t->numel != 1) return false;
@@ -198,7 +178,7 @@ static int rule_matmul_identity(musa_graph *g, int32_t i) {
 static int rule_double_neg(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_neg) return 0;
-    int32_t p = producer_op(g, n->in[0], MUSA_OP_neg);
+    int32_t p = musa_graph_producer(g, n->in[0], MUSA_OP_neg);
     return p >= 0 ? replace_by(g, i, g->nodes.data[p].in[0]) : 0;
 }
 
@@ -212,7 +192,7 @@ static int rule_noop_cast(musa_graph *g, int32_t i) {
 static int rule_permute_chain(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_permute) return 0;
-    int32_t p = producer_op(g, n->in[0], MUSA_OP_permute);
+    int32_t p = musa_graph_producer(g, n->in[0], MUSA_OP_permute);
     if (p < 0) return 0;
     const musa_ints *inner = &g->nodes.data[p].attrs.dims.dims, *outer = &n->attrs.dims.dims;
     if (inner->n != outer->n) return 0;
@@ -228,7 +208,7 @@ static int rule_permute_chain(musa_graph *g, int32_t i) {
 static int rule_view_chain(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_view) return 0;
-    int32_t p = producer_op(g, n->in[0], MUSA_OP_view);
+    int32_t p = musa_graph_producer(g, n->in[0], MUSA_OP_view);
     return p >= 0 ? rewire(g, i, g->nodes.data[p].in[0], NULL) : 0;
 }
 
@@ -240,20 +220,6 @@ static int rule_noop_view(musa_graph *g, int32_t i) {
     if (!(f & MUSA_OPF_VIEW) || (f & MUSA_OPF_NONDIFF)) return 0;
     if (g->values.data[n->out[0]].root != g->values.data[n->in[0]].root) return 0;
     return replace_by(g, i, n->in[0]);
-}
-
-/* How many node inputs read v, plus one if it leaves the graph; reads by
- * nodes of op `skip` (or -1) do not count. */
-static int64_t uses_but(const musa_graph *g, int32_t v, int skip) {
-    int64_t u = escapes(g, v);
-    for (int64_t k = 0; k < g->nodes.len; k++) {
-        const musa_gnode *m = &g->nodes.data[k];
-        for (int q = 0; !m->dead && m->op != skip && q < m->n_in; q++) u += m->in[q] == v;
-    }
-    return u;
-}
-static int64_t uses_of(const musa_graph *g, int32_t v) {
-    return uses_but(g, v, -1);
 }
 
 /* The one dim a zero pad pads (its width before in *left), or -1 when it
@@ -278,7 +244,8 @@ static int pad_dim(const musa_gnode *p, int ndim, int64_t *left) {
 static int rule_pad_sum(musa_graph *g, int32_t i) {
     musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_add || n->n_in != 2) return 0;
-    int32_t pa = producer_op(g, n->in[0], MUSA_OP_pad), pb = producer_op(g, n->in[1], MUSA_OP_pad);
+    int32_t pa = musa_graph_producer(g, n->in[0], MUSA_OP_pad),
+            pb = musa_graph_producer(g, n->in[1], MUSA_OP_pad);
     if (pa < 0 || pb < 0 || pa == pb) return 0;
     const musa_gvalue *o = &g->values.data[n->out[0]];
     int32_t ins[2] = {g->nodes.data[pa].in[0], g->nodes.data[pb].in[0]};
@@ -288,7 +255,8 @@ static int rule_pad_sum(musa_graph *g, int32_t i) {
     for (int k = 0; k < 2; k++) {
         const musa_gvalue *x = &g->values.data[n->in[k]], *src = &g->values.data[ins[k]];
         if (x->dtype != o->dtype || src->dtype != o->dtype ||
-            !musa_shape_equal(x->ndim, x->shape, o->ndim, o->shape) || uses_of(g, n->in[k]) != 1)
+            !musa_shape_equal(x->ndim, x->shape, o->ndim, o->shape) ||
+            musa_graph_uses_of(g, n->in[k]) != 1)
             return 0;
     }
     int first = left[0] + g->values.data[ins[0]].shape[d] == left[1]   ? 0
@@ -333,9 +301,9 @@ static int rule_cat_chain(musa_graph *g, int32_t i) {
     musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_cat) return 0;
     for (int q = 0; q < n->n_in; q++) {
-        int32_t p = producer_op(g, n->in[q], MUSA_OP_cat);
+        int32_t p = musa_graph_producer(g, n->in[q], MUSA_OP_cat);
         if (p < 0 || g->nodes.data[p].attrs.dim.dim != n->attrs.dim.dim ||
-            uses_of(g, n->in[q]) != 1)
+            musa_graph_uses_of(g, n->in[q]) != 1)
             continue;
         const musa_gnode *in = &g->nodes.data[p];
         int nn = n->n_in - 1 + in->n_in;
@@ -385,21 +353,22 @@ static int rule_noop_pad(musa_graph *g, int32_t i) {
  * then arrive in the projection's (B, T, H, E) order); the attention's
  * backward, which reads the result again, reads any layout too. */
 static bool writes_strided(const musa_graph *g, int32_t v) {
-    return producer_op(g, v, MUSA_OP_matmul) >= 0 ||
-           (producer_op(g, v, MUSA_OP_scaled_dot_product_attention) >= 0 &&
+    return musa_graph_producer(g, v, MUSA_OP_matmul) >= 0 ||
+           (musa_graph_producer(g, v, MUSA_OP_scaled_dot_product_attention) >= 0 &&
             g->values.data[v].out_index == 0) ||
-           producer_op(g, v, MUSA_OP_scaled_dot_product_attention_backward) >= 0;
+           musa_graph_producer(g, v, MUSA_OP_scaled_dot_product_attention_backward) >= 0;
 }
 
 static int rule_matmul_writes_permuted(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_clone) return 0;
-    int32_t pp = producer_op(g, n->in[0], MUSA_OP_permute);
+    int32_t pp = musa_graph_producer(g, n->in[0], MUSA_OP_permute);
     if (pp < 0) return 0;
     const musa_gnode *perm = &g->nodes.data[pp];
     int32_t v = perm->in[0], pv = perm->out[0], cv = n->out[0];
-    if (!writes_strided(g, v) || escapes(g, cv) ||
-        uses_but(g, v, MUSA_OP_scaled_dot_product_attention_backward) != 1 || uses_of(g, pv) != 1)
+    if (!writes_strided(g, v) || musa_graph_escapes(g, cv) ||
+        musa_graph_uses(g, v, MUSA_OP_scaled_dot_product_attention_backward) != 1 ||
+        musa_graph_uses_of(g, pv) != 1)
         return 0;
     musa_gvalue *x = &g->values.data[v], *y = &g->values.data[pv];
     const musa_gvalue *c = &g->values.data[cv];

@@ -1,0 +1,236 @@
+"""musa.Config(fuse_attention=True): written-out attention (q @ k^T, an
+optional scale and mask, softmax, @ v) and the backward its ops record run
+as the fused scaled_dot_product_attention kernels (pass "attention"):
+results and gradients against eager, the forms it matches and the ones it
+leaves alone, memory, and saved models."""
+import math
+
+import numpy as np
+import pytest
+
+import musa
+import musa.nn as nn
+import musa.nn.functional as F
+
+FA = musa.Config(fuse_attention=True)
+B, H, T, E = 2, 3, 6, 4
+
+
+def arr(t):
+    return t.detach().numpy()
+
+
+def qkv(requires_grad=False, seed=0):
+    musa.manual_seed(seed)
+    return [musa.randn(B, H, T, E, requires_grad=requires_grad) for _ in range(3)]
+
+
+FUTURE = musa.tril(musa.ones(T, T)) == 0  # True above the diagonal: masked
+
+
+def written_out(q, k, v, form="mul_mask"):
+    """Attention as models wrote it before F.scaled_dot_product_attention."""
+    if form == "div_keep":  # scaled by a division, masked where the mask is False
+        s = q.matmul(k.transpose(-2, -1)) / math.sqrt(E)
+        s = musa.where(~FUTURE, s, float("-inf"))
+    elif form == "plain":
+        s = q @ k.transpose(-2, -1)
+    elif form == "tb":  # k^T through matmul's own transpose: k.mT read by the GEMM
+        s = musa.matmul(q, k.transpose(-2, -1).contiguous().transpose(-2, -1).transpose(-2, -1))
+    else:
+        s = q.matmul(k.transpose(2, 3)) * (1.0 / math.sqrt(E))
+        s = s.masked_fill(FUTURE, float("-inf"))
+    return F.softmax(s, dim=-1).matmul(v)
+
+
+def fused_ops(fn):
+    g = fn.get_graph()
+    return (g.count("scaled_dot_product_attention("),
+            g.count("scaled_dot_product_attention_backward("), g.count("softmax"))
+
+
+@pytest.mark.parametrize("form", ["mul_mask", "div_keep", "plain", "tb"])
+def test_forward_matches_eager(form):
+    q, k, v = qkv()
+    f = musa.jit(lambda q, k, v: written_out(q, k, v, form), config=FA)
+    got = f(q, k, v)
+    want = written_out(q, k, v, form)
+    np.testing.assert_allclose(arr(got), arr(want), rtol=1e-5, atol=1e-6)
+    assert fused_ops(f) == (1, 0, 0)
+
+
+def test_off_by_default_and_disable_pass():
+    q, k, v = qkv()
+    for cfg in (musa.Config(), musa.Config(fuse_attention=True, disable_passes=("attention",))):
+        f = musa.jit(lambda q, k, v: written_out(q, k, v), config=cfg)
+        got = f(q, k, v)
+        assert fused_ops(f)[0] == 0
+        assert np.array_equal(arr(got), arr(written_out(q, k, v)))  # eager's bits
+    assert "fuse_attention=True" in repr(FA)
+
+
+@pytest.mark.parametrize("form", ["mul_mask", "div_keep", "plain"])
+def test_whole_step_gradients(form):
+    """A step with its backward inside: the backward's ops become one fused
+    backward node; gradients within rounding of eager's."""
+    def step(q, k, v):
+        y = written_out(q, k, v, form)
+        (y * y).sum().backward()
+        return q.grad, k.grad, v.grad
+
+    want = step(*qkv(True))
+    f = musa.jit(step, config=FA)
+    got = f(*qkv(True))
+    assert fused_ops(f) == (1, 1, 0)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(arr(a), arr(b), rtol=2e-5, atol=2e-5)
+
+
+def test_compiled_forward_with_backward_outside():
+    """A compiled model trained with loss.backward() outside: static autodiff
+    builds the backward from the fused node."""
+    musa.manual_seed(0)
+    proj = nn.Linear(E, 3 * E)
+
+    def model(x):
+        q, k, v = proj(x).split(E, dim=-1)
+        return written_out(q, k, v)
+
+    x = musa.randn(B, H, T, E)
+    grads = []
+    for fn in (model, musa.jit(model, config=FA)):
+        proj.zero_grad()
+        y = fn(x)
+        (y * y).sum().backward()
+        grads.append([arr(p.grad).copy() for p in proj.parameters()] + [arr(y).copy()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+def test_gpt_training_tracks_eager_and_saves_memory():
+    """GPT-style blocks (heads as strided views of one projection, a causal
+    buffer, residuals): the compiled step with the option follows eager's
+    losses, and its plan holds no probabilities (a smaller arena)."""
+    d, heads, seq = 32, 4, 16
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.register_buffer("future", musa.tril(musa.ones(seq, seq)) == 0)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(x).split(c, dim=2)
+            q, k, v = (z.reshape(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
+            att = q.matmul(k.transpose(2, 3)) * (1.0 / math.sqrt(c // heads))
+            att = F.softmax(att.masked_fill(self.future[:t, :t], float("-inf")), dim=-1)
+            return x + self.proj(att.matmul(v).transpose(1, 2).reshape(b, t, c))
+
+    def run(cfg):
+        musa.manual_seed(0)
+        net = nn.Sequential(Block(), Block())
+        opt = musa.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        x = musa.randn(4, seq, d)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (net(x) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        fn = step if cfg is None else musa.jit(step, config=cfg)
+        return [float(fn(x)) for _ in range(5)], fn
+
+    eager, _ = run(None)
+    plain, f0 = run(musa.Config())
+    fused, f1 = run(FA)
+    assert plain == eager  # the default computes eager's bits
+    np.testing.assert_allclose(fused, eager, rtol=1e-5)
+    assert fused_ops(f1) == (2, 2, 0)
+    assert f1.plan_stats()["arena_bytes"] < f0.plan_stats()["arena_bytes"]
+
+
+def test_left_alone_when_the_probabilities_are_read_elsewhere():
+    """P returned (or read by another op) must exist: no rewrite, and the
+    default's bits."""
+    q, k, v = qkv()
+
+    def f(q, k, v):
+        p = F.softmax(q @ k.transpose(-2, -1), dim=-1)
+        return p @ v, p
+
+    c = musa.jit(f, config=FA)
+    got, want = c(q, k, v), f(q, k, v)
+    assert fused_ops(c)[0] == 0
+    for a, b in zip(got, want):
+        assert np.array_equal(arr(a), arr(b))
+
+
+def test_left_alone_other_shapes():
+    """A softmax over another dim, keys broadcast over the batch, an additive
+    float mask: not attention as the kernel computes it."""
+    q, k, v = qkv()
+    k1 = k[:1]
+    bias = musa.randn(T, T)
+    cases = [
+        lambda q, k, v: F.softmax(q @ k.transpose(-2, -1), dim=-2) @ v,
+        lambda q, k, v: F.softmax(q @ k1.transpose(-2, -1), dim=-1) @ v,
+        lambda q, k, v: F.softmax(q @ k.transpose(-2, -1) + bias, dim=-1) @ v,
+    ]
+    for fn in cases:
+        c = musa.jit(fn, config=FA)
+        got = c(q, k, v)
+        assert fused_ops(c)[0] == 0
+        assert np.array_equal(arr(got), arr(fn(q, k, v)))
+
+
+def test_gradient_read_elsewhere_keeps_the_composed_backward():
+    """A step that also returns the scores' gradient path's value (the
+    softmax's input gradient through a hook-free second use of the scores):
+    the backward does not match, so nothing is rewritten."""
+    def step(q, k, v):
+        s = q @ k.transpose(-2, -1)
+        y = F.softmax(s, dim=-1) @ v
+        (y.sum() + s.sum()).backward()
+        return q.grad, k.grad, v.grad
+
+    want = step(*qkv(True))
+    c = musa.jit(step, config=FA)
+    got = c(*qkv(True))
+    assert fused_ops(c)[0] == 0
+    for a, b in zip(got, want):
+        assert np.array_equal(arr(a), arr(b))
+
+
+def test_float64():
+    q, k, v = (t.double() for t in qkv())
+    f = musa.jit(lambda q, k, v: written_out(q, k, v), config=FA)
+    got = f(q, k, v)
+    assert fused_ops(f)[0] == 1
+    np.testing.assert_allclose(arr(got), arr(written_out(q, k, v)), rtol=1e-12, atol=1e-12)
+
+
+def test_saved_model_keeps_the_option(tmp_path):
+    musa.manual_seed(0)
+    proj = nn.Linear(E, 3 * E)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = proj
+
+        def forward(self, x):
+            q, k, v = self.proj(x).split(E, dim=-1)
+            return written_out(q, k, v)
+
+    x = musa.randn(B, H, T, E)
+    with musa.no_grad():
+        traced = musa.jit.trace(M().eval(), (x,), config=FA)
+        want = traced(x)
+    assert fused_ops(traced)[0] == 1
+    traced.save(tmp_path / "fa.musa")
+    loaded = musa.jit.load(tmp_path / "fa.musa")
+    assert loaded.header()["config"]["fuse_attention"] is True
+    assert np.array_equal(arr(loaded(x)), arr(want))  # the loader fuses it too
