@@ -91,6 +91,32 @@ def test_head_views_of_a_projection_and_masks():
     assert_close(gx, rx, 5e-5)
 
 
+@pytest.mark.parametrize("kind", ["random", "runs", "strided"])
+def test_masks_over_many_keys(kind):
+    """Masks over 21 keys (the kernel reads contiguous mask rows eight keys
+    a word, then the tail): random, in runs (a causal band with a gap), and
+    a transposed (strided) mask, forward and backward."""
+    T, E = 21, 5
+    musa.manual_seed(3)
+    q, k, v = (musa.randn(2, 3, T, E) for _ in range(3))
+    if kind == "random":
+        mask = musa.rand(T, T) > 0.5
+    else:
+        mask = musa.ones(T, T, dtype=musa.bool).tril() & ~musa.ones(T, T, dtype=musa.bool).tril(-12)
+        mask[:, 9] = False
+        if kind == "strided":
+            mask = mask.t().contiguous().t()
+            assert not mask.is_contiguous()
+    mask[:, 0] = True
+    g = musa.randn(2, 3, T, E)
+    y, gs = grads_of(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                     (q, k, v), g)
+    r, rs = grads_of(lambda q, k, v: composite(q, k, v, mask=mask), (q, k, v), g)
+    assert_close(y, r, 2e-5)
+    for a, b in zip(gs, rs):
+        assert_close(a, b, 5e-5)
+
+
 def test_the_function_runs_the_fused_kernel():
     q, k, v = musa.randn(2, 5, 4), musa.randn(2, 6, 4), musa.randn(2, 6, 3)
     fused = _C.scaled_dot_product_attention(q, k, v, None, 0.5, True)

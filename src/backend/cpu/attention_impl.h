@@ -74,7 +74,17 @@ static void SUF(scores)(const att_job *j, int64_t bh, int64_t i0, int64_t n, int
         for (int64_t c = keys_of(j, i0 + r); c < kn; c++) s[c] = -INFINITY;
         if (!j->has_mask) continue;
         const bool *m = (const bool *)j->mask.p + mb + (i0 + r) * j->mask.rs;
-        for (int64_t c = 0; c < kn; c++)
+        int64_t c = 0;
+        if (j->mask.cs == 1) /* eight keys a word: masks come in runs (a branch per key
+                              * was a fifth of a 64-key forward) */
+            for (; c + 8 <= kn; c += 8) {
+                uint64_t w;
+                memcpy(&w, m + c, 8);
+                if (w == 0x0101010101010101u) continue;
+                for (int e = 0; e < 8; e++)
+                    if (!w || !m[c + e]) s[c + e] = -INFINITY;
+            }
+        for (; c < kn; c++)
             if (!m[c * j->mask.cs]) s[c] = -INFINITY;
     }
 }
