@@ -204,6 +204,15 @@ def test_gradient_read_elsewhere_keeps_the_composed_backward():
         assert np.array_equal(arr(a), arr(b))
 
 
+def test_unbatched_two_dim_attention():
+    q, k, v = (t[0, 0] for t in qkv())
+    f = musa.jit(lambda q, k, v: F.softmax(q @ k.t() * 0.5, dim=-1) @ v, config=FA)
+    got = f(q, k, v)
+    assert fused_ops(f)[0] == 1
+    np.testing.assert_allclose(arr(got), arr(F.softmax(q @ k.t() * 0.5, dim=-1) @ v), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_float64():
     q, k, v = (t.double() for t in qkv())
     f = musa.jit(lambda q, k, v: written_out(q, k, v), config=FA)

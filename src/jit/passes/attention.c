@@ -19,7 +19,8 @@
  * nodes.
  *
  * A match needs, all in one dtype (float32 or float64):
- * - O = matmul(P, v) without transposes, and P = softmax over the last dim;
+ * - O = matmul(P, v) without transposes, and P = softmax over the last dim
+ *   (two dims or more);
  * - optionally between them and the scores: where(mask, -inf, x) or
  *   where(mask, x, -inf) with a bool mask of the scores' shape or one that
  *   broadcasts to it, and mul(x, c), mul(c, x) or div(x, c) with c a
@@ -160,7 +161,7 @@ static bool match_forward(const musa_graph *g, int32_t i, match *m) {
     if (m->sm < 0) return false;
     const musa_gnode *sm = &g->nodes.data[m->sm];
     int nd = val(g, p)->ndim;
-    if (nd < 3 || last_dim(sm, nd) != nd - 1) return false;
+    if (nd < 2 || last_dim(sm, nd) != nd - 1) return false;
     int32_t x = sm->in[0];
     if (musa_graph_uses_of(g, x) != 1) return false;
     int32_t s = peel_mask_and_scale(g, x, m);
