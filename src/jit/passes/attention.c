@@ -184,14 +184,13 @@ static bool match_forward(const musa_graph *g, int32_t i, match *m) {
     return v->shape[nd - 2] == tk && val(g, s)->shape[nd - 1] == tk;
 }
 
-/* The one live node other than `skip` reading v, or -1 (none, several, or v
- * escapes). */
-static int32_t only_reader(const musa_graph *g, int32_t v, int32_t skip) {
+/* The one live node reading v, or -1 (none, several, or v escapes). */
+static int32_t only_reader(const musa_graph *g, int32_t v) {
     if (musa_graph_escapes(g, v)) return -1;
     int32_t found = -1;
     for (int32_t k = 0; k < (int32_t)g->nodes.len; k++) {
         const musa_gnode *n = &g->nodes.data[k];
-        for (int q = 0; !n->dead && k != skip && q < n->n_in; q++)
+        for (int q = 0; !n->dead && q < n->n_in; q++)
             if (n->in[q] == v) {
                 if (found >= 0 && found != k) return -1;
                 found = k;
@@ -206,7 +205,7 @@ static int32_t only_reader(const musa_graph *g, int32_t v, int32_t skip) {
 static int32_t match_grad_chain(const musa_graph *g, const match *m, int32_t d) {
     double c;
     if (m->mask_node >= 0) {
-        int32_t w = only_reader(g, d, -1);
+        int32_t w = only_reader(g, d);
         if (w < 0 || g->nodes.data[w].op != MUSA_OP_where) return -1;
         const musa_gnode *n = &g->nodes.data[w];
         int32_t zero = m->mask_keeps ? n->in[2] : n->in[1],
@@ -215,7 +214,7 @@ static int32_t match_grad_chain(const musa_graph *g, const match *m, int32_t d) 
         d = n->out[0];
     }
     if (m->scale_node >= 0) { /* the same scalar, applied the same way */
-        int32_t s = only_reader(g, d, -1);
+        int32_t s = only_reader(g, d);
         if (s < 0) return -1;
         const musa_gnode *n = &g->nodes.data[s], *f = &g->nodes.data[m->scale_node];
         double want;
@@ -254,7 +253,7 @@ static bool match_backward(const musa_graph *g, match *m) {
     int32_t dp = g->nodes.data[m->sm_bwd].in[0];
     m->dp_mm = musa_graph_producer(g, dp, MUSA_OP_matmul);
     if (m->dp_mm < 0 || !matmul_is(g, m->dp_mm, false, true) ||
-        g->nodes.data[m->dp_mm].in[1] != m->v || only_reader(g, dp, -1) != m->sm_bwd)
+        g->nodes.data[m->dp_mm].in[1] != m->v || only_reader(g, dp) != m->sm_bwd)
         return false;
     int32_t dout = g->nodes.data[m->dp_mm].in[0];
     if (m->dout >= 0 && m->dout != dout) return false;
