@@ -243,3 +243,78 @@ def test_saved_model_keeps_the_option(tmp_path):
     loaded = musa.jit.load(tmp_path / "fa.musa")
     assert loaded.header()["config"]["fuse_attention"] is True
     assert np.array_equal(arr(loaded(x)), arr(want))  # the loader fuses it too
+
+
+def _random_case(seed):
+    """A random written-out attention: shapes, k given as k or as k^T, a
+    scale or not, a mask (masking where True or keeping where True) or not,
+    dtype, which arguments require grad, and sometimes an extra output that
+    must keep the ops (the probabilities or the scores)."""
+    rng = np.random.default_rng(seed)
+    nb = int(rng.integers(0, 3))
+    batch = [int(rng.integers(1, 4)) for _ in range(nb)]
+    tq, tk = (int(rng.choice([1, 3, 8, 17])) for _ in range(2))
+    e, ev = (int(rng.choice([1, 4, 8])) for _ in range(2))
+    dtype = musa.float64 if rng.random() < 0.3 else musa.float32
+    k_as_kt = rng.random() < 0.3
+    scale = rng.choice(["none", "mul", "rmul", "div"])
+    mask_kind = rng.choice(["none", "fill", "keep"])
+    mask_shape = [tq, tk] if rng.random() < 0.5 else [1] * min(nb, 1) + [tq, tk]
+    extra = rng.choice(["none", "none", "none", "probs", "scores"])
+    grads = [bool(rng.random() < 0.7) for _ in range(3)] if rng.random() < 0.6 else None
+    if grads is not None and not any(grads):
+        grads[int(rng.integers(0, 3))] = True
+    musa.manual_seed(seed)
+    q = musa.randn(*batch, tq, e, dtype=dtype)
+    k = musa.randn(*batch, e, tk, dtype=dtype) if k_as_kt else musa.randn(*batch, tk, e, dtype=dtype)
+    v = musa.randn(*batch, tk, ev, dtype=dtype)
+    mask = musa.rand(*mask_shape) < 0.3
+    c = float(rng.uniform(0.1, 2.0))
+
+    def attend(q, k, v):
+        s = q @ (k if k_as_kt else k.transpose(-2, -1))
+        if scale == "mul":
+            s = s * c
+        elif scale == "rmul":
+            s = c * s
+        elif scale == "div":
+            s = s / c
+        scores = s
+        if mask_kind == "fill":
+            s = s.masked_fill(mask, float("-inf"))
+        elif mask_kind == "keep":
+            s = musa.where(mask, s, float("-inf"))
+        p = F.softmax(s, dim=-1)
+        out = p @ v
+        return out, {"probs": p, "scores": scores}.get(extra)
+
+    def fn(q, k, v):
+        out, more = attend(q, k, v)
+        if grads is not None:
+            (out * out).sum().backward()
+            gs = tuple(t.grad for t, g in zip((q, k, v), grads) if g)
+            return (out,) + gs + ((more,) if more is not None else ())
+        return (out, more) if more is not None else out
+
+    def args():
+        return [t.detach().clone().requires_grad_(grads is not None and g)
+                for t, g in zip((q, k, v), grads or (False,) * 3)]
+
+    return fn, args, extra != "none", dtype
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_attention_programs(seed):
+    """Compiled with the option, random attention programs agree with eager
+    within rounding, and the ops are fused exactly when nothing else reads
+    the probabilities or the scores."""
+    fn, args, extra, dtype = _random_case(seed)
+    want = fn(*args())
+    c = musa.jit(fn, config=FA)
+    got = c(*args())
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    tol = 1e-10 if dtype == musa.float64 else 2e-4
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(arr(a), arr(b), rtol=tol, atol=tol, equal_nan=True)
+    assert fused_ops(c)[0] == (0 if extra else 1), c.get_graph()

@@ -135,6 +135,18 @@ def test_float64_and_a_query_that_sees_no_key():
     assert y.dtype == musa.float64
     assert np.isnan(y.numpy()[:, 1]).all() and np.isnan(r.numpy()[:, 1]).all()
     np.testing.assert_allclose(y.numpy()[:, [0, 2]], r.numpy()[:, [0, 2]], rtol=1e-13, atol=1e-13)
+    # its masked scores are constants: q and k get no gradient through them
+    # (0, as masked_fill's backward gives, not 0 * NaN), while v's gradient
+    # sees the row's NaN probabilities in both forms
+    g = musa.randn(2, 3, 4, dtype=musa.float64)
+    g[:, 1] = 0
+    _, gs = grads_of(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                     (q, k, v), g)
+    _, rs = grads_of(lambda q, k, v: composite(q, k, v, mask=mask), (q, k, v), g)
+    for a, b in zip(gs[:2], rs[:2]):
+        assert not np.isnan(a.numpy()).any()
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)
+    assert np.isnan(gs[2].numpy()).any() and np.isnan(rs[2].numpy()).any()
 
 
 @pytest.mark.parametrize("dtype,tol", [(musa.bfloat16, 3e-2), (musa.float16, 4e-3)])

@@ -64,29 +64,31 @@ static void SUF(store_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, 
     musa_cpu_copy(&t, &s);
 }
 
+/* Keys [0, kn) that query row i may not see (past the diagonal when causal,
+ * False in the mask) get `fill` in row s. */
+static void SUF(fill_masked)(const att_job *j, int64_t bh, int64_t i, int64_t kn, T *s, T fill) {
+    for (int64_t c = keys_of(j, i); c < kn; c++) s[c] = fill;
+    if (!j->has_mask) return;
+    const bool *m = (const bool *)j->mask.p + batch_off(j, j->mask.bs, bh) + i * j->mask.rs;
+    int64_t c = 0;
+    if (j->mask.cs == 1) /* eight keys a word: masks come in runs (a branch per key
+                          * was a fifth of a 64-key forward) */
+        for (; c + 8 <= kn; c += 8) {
+            uint64_t w;
+            memcpy(&w, m + c, 8);
+            if (w == 0x0101010101010101u) continue;
+            for (int e = 0; e < 8; e++)
+                if (!w || !m[c + e]) s[c + e] = fill;
+        }
+    for (; c < kn; c++)
+        if (!m[c * j->mask.cs]) s[c] = fill;
+}
+
 /* S (n x kn, ld kn) = scale Q[i0:i0+n] K[:kn]^T, then -inf where masked. */
 static void SUF(scores)(const att_job *j, int64_t bh, int64_t i0, int64_t n, int64_t kn, const T *Q,
                         int64_t ldq, const T *K, int64_t ldk, T *S) {
     SUF(sg)('N', 'T', n, kn, j->E, (T)j->scale, Q, ldq, K, ldk, 0, S, kn);
-    int64_t mb = j->has_mask ? batch_off(j, j->mask.bs, bh) : 0;
-    for (int64_t r = 0; r < n; r++) {
-        T *s = S + r * kn;
-        for (int64_t c = keys_of(j, i0 + r); c < kn; c++) s[c] = -INFINITY;
-        if (!j->has_mask) continue;
-        const bool *m = (const bool *)j->mask.p + mb + (i0 + r) * j->mask.rs;
-        int64_t c = 0;
-        if (j->mask.cs == 1) /* eight keys a word: masks come in runs (a branch per key
-                              * was a fifth of a 64-key forward) */
-            for (; c + 8 <= kn; c += 8) {
-                uint64_t w;
-                memcpy(&w, m + c, 8);
-                if (w == 0x0101010101010101u) continue;
-                for (int e = 0; e < 8; e++)
-                    if (!w || !m[c + e]) s[c + e] = -INFINITY;
-            }
-        for (; c < kn; c++)
-            if (!m[c * j->mask.cs]) s[c] = -INFINITY;
-    }
+    for (int64_t r = 0; r < n; r++) SUF(fill_masked)(j, bh, i0 + r, kn, S + r * kn, -INFINITY);
 }
 
 static T *SUF(lse_row)(const att_job *j, int64_t bh, int64_t i) {
@@ -170,7 +172,15 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
         SUF(sg)('N', 'T', n, kn, j->Ev, 1, G, ldg, V, ldv, 0, dP, kn);
         for (int64_t r = 0; r < n; r++) {
             T *p = P + r * kn, *dp = dP + r * kn, d = D[r];
-            _Pragma("omp simd") for (int64_t c = 0; c < kn; c++) dp[c] = p[c] * (dp[c] - d);
+            /* where P is 0 (a masked key: a constant score) the gradient is 0,
+             * not 0 times a NaN; a row that sees no key (lse -inf, P NaN)
+             * gets 0 throughout, as masked_fill's backward gives in the
+             * written-out form */
+            if (lse[r] == -INFINITY)
+                memset(dp, 0, sizeof(T) * (size_t)kn);
+            else
+                _Pragma("omp simd") for (int64_t c = 0; c < kn; c++) dp[c] =
+                    p[c] == 0 ? 0 : p[c] * (dp[c] - d);
         }
         SUF(sg)('N', 'N', n, j->E, kn, (T)j->scale, dP, kn, K, ldk, 0, dQ, lddq);
         SUF(sg)('T', 'N', kn, j->E, n, (T)j->scale, dP, kn, Q, ldq, 1, dK, lddk);
