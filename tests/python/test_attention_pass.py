@@ -98,13 +98,19 @@ def test_compiled_forward_with_backward_outside():
 
     x = musa.randn(B, H, T, E)
     grads = []
-    for fn in (model, musa.jit(model, config=FA)):
+    compiled = musa.jit(model, config=FA)
+    for fn in (model, compiled):
         proj.zero_grad()
         y = fn(x)
         (y * y).sum().backward()
         grads.append([arr(p.grad).copy() for p in proj.parameters()] + [arr(y).copy()])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+    # the forward plan fuses, and its backward plan runs the fused backward
+    node = next(e.train for e in compiled._cache.values() if e.train is not None)
+    fwd, bwd = node.fwd.graph.text(), node.bwd.graph.text()
+    assert "scaled_dot_product_attention(" in fwd and "softmax" not in fwd
+    assert "scaled_dot_product_attention_backward(" in bwd and "softmax" not in bwd
 
 
 def test_gpt_training_tracks_eager_and_saves_memory():
@@ -288,9 +294,11 @@ def _random_case(seed):
         out = p @ v
         return out, {"probs": p, "scores": scores}.get(extra)
 
+    outside = grads is not None and seed % 3 == 0  # the backward outside the compiled function
+
     def fn(q, k, v):
         out, more = attend(q, k, v)
-        if grads is not None:
+        if grads is not None and not outside:
             (out * out).sum().backward()
             gs = tuple(t.grad for t, g in zip((q, k, v), grads) if g)
             return (out,) + gs + ((more,) if more is not None else ())
@@ -300,21 +308,58 @@ def _random_case(seed):
         return [t.detach().clone().requires_grad_(grads is not None and g)
                 for t, g in zip((q, k, v), grads or (False,) * 3)]
 
-    return fn, args, extra != "none", dtype
+    if outside:
+        def run(f):
+            ts = args()
+            res = f(*ts)
+            out = res[0] if isinstance(res, tuple) else res
+            (out * out).sum().backward()
+            return (out,) + tuple(t.grad for t, g in zip(ts, grads) if g) + (
+                res[1:] if isinstance(res, tuple) else ())
+    else:
+        def run(f):
+            return f(*args())
+    return fn, run, extra != "none", dtype
 
 
 @pytest.mark.parametrize("seed", range(60))
 def test_random_attention_programs(seed):
     """Compiled with the option, random attention programs agree with eager
-    within rounding, and the ops are fused exactly when nothing else reads
-    the probabilities or the scores."""
-    fn, args, extra, dtype = _random_case(seed)
-    want = fn(*args())
+    within rounding (a third of those with gradients take the backward
+    outside the compiled function: compiled training), and the ops are fused
+    exactly when nothing else reads the probabilities or the scores."""
+    fn, run, extra, dtype = _random_case(seed)
+    want = run(fn)
     c = musa.jit(fn, config=FA)
-    got = c(*args())
+    got = run(c)
     want = want if isinstance(want, tuple) else (want,)
     got = got if isinstance(got, tuple) else (got,)
     tol = 1e-10 if dtype == musa.float64 else 2e-4
     for a, b in zip(got, want):
         np.testing.assert_allclose(arr(a), arr(b), rtol=tol, atol=tol, equal_nan=True)
     assert fused_ops(c)[0] == (0 if extra else 1), c.get_graph()
+
+
+def test_dynamic_batch_with_backward_outside():
+    """A dynamic batch dim, compiled training: each size's forward and
+    backward plans fuse, and follow eager."""
+    musa.manual_seed(0)
+    proj = nn.Linear(E, 3 * E)
+
+    def model(x):
+        q, k, v = proj(x).split(E, dim=-1)
+        return written_out(q, k, v)
+
+    cfg = musa.Config(fuse_attention=True, dynamic={0: {0: (1, 8)}})
+    compiled = musa.jit(model, config=cfg)
+    for b in (2, 3, 5):
+        x = musa.randn(b, H, T, E)
+        outs = []
+        for fn in (model, compiled):
+            proj.zero_grad()
+            y = fn(x)
+            (y * y).sum().backward()
+            outs.append([arr(y).copy()] + [arr(p.grad).copy() for p in proj.parameters()])
+        for a, c in zip(*outs):
+            np.testing.assert_allclose(a, c, rtol=2e-5, atol=2e-5)
+    assert "scaled_dot_product_attention(" in compiled.get_graph()

@@ -30,6 +30,11 @@ class TrainingNode:
 
     def __init__(self, cap, leaves, cfg, name):
         g = cap.graph
+        if cfg.fuse_attention and "attention" not in cfg.disable_passes:
+            # before autodiff, which then builds the fused node's backward; the
+            # forward segment's pipeline finds nothing left to fuse
+            g.run_pass("attention")
+            cap.out_ids = g.outputs
         self.name = name
         n_in = g.num_inputs
         n_fwd = g.nodes_len
