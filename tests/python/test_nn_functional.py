@@ -310,6 +310,34 @@ def test_batch_norm_eval_uses_running_stats():
             randn(3))
 
 
+@pytest.mark.parametrize("shape", [(3, 5, 2, 3), (4, 70, 4, 4), (2, 9, 63), (5, 3, 8, 8), (3, 130, 16, 16),
+                                   (2, 4, 300), (6, 2, 33, 33)])
+def test_batch_norm_statistics_over_every_plane_length(shape):
+    # planes under 16, 16 and 64 elements and over 256 (the sums' partials),
+    # channel counts that cut into uneven blocks: float64's result, and the
+    # same bits on 1 and 2 threads (a compiled step and eager must agree)
+    x = randn(*shape) * 3 + 1
+    w, b, g = randn(shape[1]), randn(shape[1]), randn(*shape)
+    xt, wt, bt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    yt = TF.batch_norm(xt, None, None, wt, bt, training=True)
+    yt.backward(torch.tensor(g, dtype=torch.float64))
+    runs = []
+    old = musa.get_num_threads()
+    try:
+        for threads in (1, 2):
+            musa.set_num_threads(threads)
+            xm, wm, bm = (musa.tensor(a).requires_grad_() for a in (x, w, b))
+            y = F.batch_norm(xm, None, None, wm, bm, training=True)
+            y.backward(musa.tensor(g))
+            runs.append([t.detach().numpy() for t in (y, xm.grad, wm.grad, bm.grad)])
+    finally:
+        musa.set_num_threads(old)
+    for a, c in zip(*runs):
+        assert np.array_equal(a, c)
+    for got, want in zip(runs[0], (yt, xt.grad, wt.grad, bt.grad)):
+        np.testing.assert_allclose(got, want.detach().numpy(), rtol=2e-4, atol=2e-4)
+
+
 def test_batch_norm_errors():
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         F.batch_norm(musa.randn(1, 3), None, None, training=True)

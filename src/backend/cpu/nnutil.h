@@ -70,12 +70,14 @@ static inline size_t nn_ws_outputs(const musa_kview *out, int n_out, size_t extr
  * the partials vectorises, and a row's sum needs no horizontal reduction
  * per vector: the caller totals the partials once (in order, or by
  * nn_lanes_fold). The norms' statistics and softmax's row sums use it. */
-#define NN_LANES 16
-#define NN_LANES_FOR(S, ...)                                                                       \
+#define NN_LANES             16
+#define NN_LANES_FOR(S, ...) NN_LANES_FOR_W(NN_LANES, S, __VA_ARGS__)
+/* ... with L partials (a constant: the loop over them vectorises) */
+#define NN_LANES_FOR_W(L, S, ...)                                                                  \
     do {                                                                                           \
         int64_t i0_ = 0;                                                                           \
-        for (; i0_ + NN_LANES <= (S); i0_ += NN_LANES)                                             \
-            _Pragma("omp simd") for (int k_ = 0; k_ < NN_LANES; k_++) {                            \
+        for (; i0_ + (L) <= (S); i0_ += (L))                                                       \
+            _Pragma("omp simd") for (int k_ = 0; k_ < (L); k_++) {                                 \
                 int64_t i = i0_ + k_;                                                              \
                 __VA_ARGS__;                                                                       \
             }                                                                                      \

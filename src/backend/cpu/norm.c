@@ -94,35 +94,82 @@ static double clamp_var(double v) {
 
 /* ---- batch norm: statistics per channel over (N, S) ---- */
 
-/* Batch norm sums a channel over planes shorter than BN_BIG_PLANE
- * elements in interleaved float64 partials (NN_LANES_FOR, nnutil.h),
- * totalled in order afterwards, instead of a horizontal reduction per
- * plane, which cost more than the sums on ResNet-18's 4x4 planes (bfloat16
- * batch norm over (32, 512, 4, 4): forward 425 -> 119 us, backward 310 ->
- * 104 us); longer planes keep a reduction each. Layer norm sums each row
- * this way (partials in the statistics' type; below). */
-#define BN_BIG_PLANE 256
+/* Batch norm sums each channel in interleaved float64 partials
+ * (NN_LANES_FOR_W, nnutil.h) across all its planes, totalled in order
+ * afterwards: 16 partials for planes under BN_WIDE elements, BN_WIDE from
+ * there on. A horizontal reduction per plane cost more than the sums on
+ * ResNet-18's 4x4 planes (bfloat16 (32, 512, 4, 4): forward 425 -> 119 us,
+ * backward 310 -> 104 us); one vector of partials per plane (longer
+ * planes' omp simd reduction, before) waits on its adds' latency, where
+ * BN_WIDE partials are eight independent AVX-512 chains (float32
+ * (32, 256, 8, 8): forward 112 -> 84 us with the blocks below). Layer
+ * norm sums each row this way (partials in the statistics' type; below). */
+#define BN_WIDE     64
+#define BN_PARTIALS 1024 /* float64 partials of a block of channels */
 
-static inline double bn_lanes_total(const double *a) {
+static inline int bn_lanes(int64_t S) {
+    return S >= BN_WIDE ? BN_WIDE : NN_LANES;
+}
+
+static inline double bn_lanes_total(const double *a, int lanes) {
     double s = 0;
-    for (int k = 0; k < NN_LANES; k++) s += a[k];
+    for (int k = 0; k < lanes; k++) s += a[k];
     return s;
+}
+
+/* x[i] for i < S into partials a (bn_lanes(S) of them) */
+#define BN_SUM(S, a, ...)                                                                          \
+    do {                                                                                           \
+        if ((S) >= BN_WIDE)                                                                        \
+            NN_LANES_FOR_W(BN_WIDE, S, __VA_ARGS__);                                               \
+        else                                                                                       \
+            NN_LANES_FOR(S, __VA_ARGS__);                                                          \
+    } while (0)
+
+/* Channels go in blocks, each pass sweeping the block image by image: the
+ * block's planes of one image are adjacent in memory, so a pass streams
+ * through them, where one channel at a time read N planes a whole image
+ * apart (the first pass over a (32, 64, 32, 32) float32 input waited on
+ * memory most of its time). A block holds about BN_BLOCK_BYTES of x (and
+ * gy), so the later passes find it in L2. A channel's sums see its planes
+ * in order whatever block or thread range it falls in, so results do not
+ * depend on the thread count. Measured with the partials above, 2 threads,
+ * (32, C, H, W) inputs beyond the LLC, forward / backward in us: float32
+ * 32x32 511-573 -> 462-501 / 838-914 -> 640-664, 16x16 168-205 -> 195 /
+ * 434-453 -> 461-477 (the one loss), 4x4 104 -> 70 / 141-154 -> 107;
+ * bfloat16 32x32 391-401 -> 330-343 / 578-585 -> 462-476, 8x8 128 -> 93 /
+ * 170-177 -> 117-120. */
+#define BN_BLOCK       64 /* channels at most */
+#define BN_BLOCK_BYTES ((int64_t)256 << 10)
+
+static int64_t bn_block(int64_t N, int64_t S, size_t es, int arrays) {
+    int64_t per = N * S * (int64_t)es * arrays, cb = per > 0 ? BN_BLOCK_BYTES / per : BN_BLOCK;
+    int64_t most = BN_PARTIALS / bn_lanes(S);
+    return cb < 1 ? 1 : cb > most ? most : cb;
 }
 
 /* T: the element type of x, y, gy, gx (loaded with LD into the compute
  * type CT, stored with ST); W: weight, bias, statistics and their gradients.
  * bfloat16 elements take float32 weights and statistics. */
 #define DEF_BN(SUF, T, W, CT, LD, ST)                                                              \
-    /* channel c: y = x * scale + shift from the stored (rounded) mean and                         \
-     * invstd, so batch_norm_apply reproduces the forward's y bit for bit */                       \
-    static inline void bn_normalize_##SUF(const T *x, T *y, int64_t N, int64_t C_, int64_t S,      \
-                                          int64_t c, W wc, W bc, W mc, W ic) {                     \
-        CT scale = (CT)((double)wc * ic), shift = (CT)((double)bc - (double)mc * wc * ic);         \
-        for (int64_t n = 0; n < N; n++) {                                                          \
-            const T *p = x + (n * C_ + c) * S;                                                     \
-            T *q = y + (n * C_ + c) * S;                                                           \
-            for (int64_t i = 0; i < S; i++) q[i] = ST(LD(p[i]) * scale + shift);                   \
+    /* channels cb..ce: y = x * scale + shift from the stored (rounded) mean                       \
+     * and invstd, so batch_norm_apply reproduces the forward's y bit for bit */                   \
+    static void bn_normalize_##SUF(const T *x, T *y, int64_t N, int64_t C_, int64_t S, int64_t cb, \
+                                   int64_t ce, const W *w, const W *b, const W *mean,              \
+                                   const W *invstd) {                                              \
+        CT scale[BN_BLOCK], shift[BN_BLOCK];                                                       \
+        for (int64_t c = cb; c < ce; c++) {                                                        \
+            W wc = w[c], bc = b[c], mc = mean[c], ic = invstd[c];                                  \
+            scale[c - cb] = (CT)((double)wc * ic);                                                 \
+            shift[c - cb] = (CT)((double)bc - (double)mc * wc * ic);                               \
         }                                                                                          \
+        for (int64_t n = 0; n < N; n++)                                                            \
+            for (int64_t c = cb; c < ce; c++) {                                                    \
+                const T *p = x + (n * C_ + c) * S;                                                 \
+                T *q = y + (n * C_ + c) * S;                                                       \
+                CT sc = scale[c - cb], sh = shift[c - cb];                                         \
+                for (int64_t i = 0; i < S; i++) q[i] = ST(LD(p[i]) * sc + sh);                     \
+            }                                                                                      \
     }                                                                                              \
     static void bn_fwd_##SUF(void *arg, int64_t c0, int64_t c1) {                                  \
         const norm_job *j = arg;                                                                   \
@@ -130,48 +177,45 @@ static inline double bn_lanes_total(const double *a) {
         const W *w = (const W *)j->w, *b = (const W *)j->b;                                        \
         T *y = (T *)j->y;                                                                          \
         W *mo = (W *)j->omean, *io = (W *)j->oinvstd;                                              \
-        int64_t N = j->outer, C_ = j->C, S = j->inner;                                             \
+        int64_t N = j->outer, C_ = j->C, S = j->inner, cbk = bn_block(N, S, sizeof(T), 1);         \
         double m = (double)(N * S);                                                                \
-        for (int64_t c = c0; c < c1; c++) {                                                        \
-            double s = 0, ss = 0, a1[NN_LANES] = {0}, a2[NN_LANES] = {0};                          \
-            for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C_ + c) * S;                                                 \
-                if (S < BN_BIG_PLANE) {                                                            \
-                    NN_LANES_FOR(S, a1[k_] += (double)LD(p[i]));                                   \
-                    continue;                                                                      \
+        for (int64_t cb = c0; cb < c1; cb += cbk) {                                                \
+            int64_t ce = cb + cbk < c1 ? cb + cbk : c1;                                            \
+            double mean[BN_BLOCK], a[BN_PARTIALS];                                                 \
+            int L = bn_lanes(S);                                                                   \
+            memset(a, 0, sizeof a);                                                                \
+            for (int64_t n = 0; n < N; n++)                                                        \
+                for (int64_t c = cb; c < ce; c++) {                                                \
+                    const T *p = x + (n * C_ + c) * S;                                             \
+                    double *a1 = a + (c - cb) * L;                                                 \
+                    BN_SUM(S, a1, a1[k_] += (double)LD(p[i]));                                     \
                 }                                                                                  \
-                _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < S; i++) s +=          \
-                    LD(p[i]);                                                                      \
+            for (int64_t c = cb; c < ce; c++)                                                      \
+                mean[c - cb] = m > 0 ? bn_lanes_total(a + (c - cb) * L, L) / m : 0;                \
+            memset(a, 0, sizeof a);                                                                \
+            for (int64_t n = 0; n < N; n++)                                                        \
+                for (int64_t c = cb; c < ce; c++) {                                                \
+                    const T *p = x + (n * C_ + c) * S;                                             \
+                    double *a2 = a + (c - cb) * L, mu = mean[c - cb];                              \
+                    BN_SUM(S, a2, a2[k_] += ((double)LD(p[i]) - mu) * ((double)LD(p[i]) - mu));    \
+                }                                                                                  \
+            for (int64_t c = cb; c < ce; c++) {                                                    \
+                double ss = bn_lanes_total(a + (c - cb) * L, L);                                   \
+                double inv = 1.0 / sqrt(clamp_var(m > 0 ? ss / m : 0) + j->eps);                   \
+                mo[c] = (W)mean[c - cb];                                                           \
+                io[c] = (W)inv;                                                                    \
             }                                                                                      \
-            if (S < BN_BIG_PLANE) s = bn_lanes_total(a1);                                          \
-            double mean = m > 0 ? s / m : 0;                                                       \
-            for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C_ + c) * S;                                                 \
-                if (S < BN_BIG_PLANE) {                                                            \
-                    NN_LANES_FOR(S,                                                                \
-                                 a2[k_] += ((double)LD(p[i]) - mean) * ((double)LD(p[i]) - mean)); \
-                    continue;                                                                      \
-                }                                                                                  \
-                _Pragma("omp simd reduction(+ : ss)") for (int64_t i = 0; i < S; i++) {            \
-                    double d = LD(p[i]) - mean;                                                    \
-                    ss += d * d;                                                                   \
-                }                                                                                  \
-            }                                                                                      \
-            if (S < BN_BIG_PLANE) ss = bn_lanes_total(a2);                                         \
-            double inv = 1.0 / sqrt(clamp_var(m > 0 ? ss / m : 0) + j->eps);                       \
-            mo[c] = (W)mean;                                                                       \
-            io[c] = (W)inv;                                                                        \
-            bn_normalize_##SUF(x, y, N, C_, S, c, w[c], b[c], mo[c], io[c]);                       \
+            bn_normalize_##SUF(x, y, N, C_, S, cb, ce, w, b, mo, io);                              \
         }                                                                                          \
     }                                                                                              \
     /* y from the statistics the forward stored: what the forward wrote */                         \
     static void bn_apply_##SUF(void *arg, int64_t c0, int64_t c1) {                                \
         const norm_job *j = arg;                                                                   \
-        const W *w = (const W *)j->w, *b = (const W *)j->b;                                        \
-        const W *mean = (const W *)j->mean, *invstd = (const W *)j->invstd;                        \
-        for (int64_t c = c0; c < c1; c++)                                                          \
-            bn_normalize_##SUF((const T *)j->x, (T *)j->y, j->outer, j->C, j->inner, c, w[c],      \
-                               b[c], mean[c], invstd[c]);                                          \
+        int64_t cbk = bn_block(j->outer, j->inner, sizeof(T), 1);                                  \
+        for (int64_t cb = c0; cb < c1; cb += cbk)                                                  \
+            bn_normalize_##SUF((const T *)j->x, (T *)j->y, j->outer, j->C, j->inner, cb,           \
+                               cb + cbk < c1 ? cb + cbk : c1, (const W *)j->w, (const W *)j->b,    \
+                               (const W *)j->mean, (const W *)j->invstd);                          \
     }                                                                                              \
     static void bn_bwd_##SUF(void *arg, int64_t c0, int64_t c1) {                                  \
         const norm_job *j = arg;                                                                   \
@@ -179,34 +223,41 @@ static inline double bn_lanes_total(const double *a) {
         const W *w = (const W *)j->w, *mean = (const W *)j->mean, *invstd = (const W *)j->invstd;  \
         T *gx = (T *)j->gx;                                                                        \
         W *gw = (W *)j->gw, *gb = (W *)j->gb;                                                      \
-        int64_t N = j->outer, C_ = j->C, S = j->inner;                                             \
+        int64_t N = j->outer, C_ = j->C, S = j->inner, cbk = bn_block(N, S, sizeof(T), 2);         \
         double m = (double)(N * S);                                                                \
-        for (int64_t c = c0; c < c1; c++) {                                                        \
-            double mu = mean[c], inv = invstd[c], sg = 0, sgx = 0;                                 \
-            double a1[NN_LANES] = {0}, a2[NN_LANES] = {0};                                         \
-            for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                     \
-                if (S < BN_BIG_PLANE) {                                                            \
-                    NN_LANES_FOR(S, a1[k_] += (double)LD(g[i]);                                    \
-                                 a2[k_] += (double)LD(g[i]) * ((double)LD(p[i]) - mu));            \
-                    continue;                                                                      \
+        for (int64_t cb = c0; cb < c1; cb += cbk) {                                                \
+            int64_t ce = cb + cbk < c1 ? cb + cbk : c1;                                            \
+            double sg[BN_BLOCK], sgx[BN_BLOCK], a[2][BN_PARTIALS];                                 \
+            int L = bn_lanes(S);                                                                   \
+            memset(a, 0, sizeof a);                                                                \
+            for (int64_t n = 0; n < N; n++)                                                        \
+                for (int64_t c = cb; c < ce; c++) {                                                \
+                    const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                 \
+                    double mu = mean[c], *a1 = a[0] + (c - cb) * L, *a2 = a[1] + (c - cb) * L;     \
+                    BN_SUM(S, a1, a1[k_] += (double)LD(g[i]);                                      \
+                           a2[k_] += (double)LD(g[i]) * ((double)LD(p[i]) - mu));                  \
                 }                                                                                  \
-                _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < S; i++) {       \
-                    sg += LD(g[i]);                                                                \
-                    sgx += LD(g[i]) * (LD(p[i]) - mu);                                             \
+            for (int64_t c = cb; c < ce; c++)                                                      \
+                sg[c - cb] = bn_lanes_total(a[0] + (c - cb) * L, L),                               \
+                       sgx[c - cb] = bn_lanes_total(a[1] + (c - cb) * L, L);                       \
+            CT k[BN_BLOCK], av[BN_BLOCK], bv[BN_BLOCK], mt[BN_BLOCK];                              \
+            for (int64_t c = cb; c < ce; c++) {                                                    \
+                int64_t r = c - cb;                                                                \
+                double inv = invstd[c];                                                            \
+                gb[c] = (W)sg[r];                                                                  \
+                gw[c] = (W)(sgx[r] * inv);                                                         \
+                k[r] = (CT)(w[c] * inv), av[r] = (CT)(sg[r] / m);                                  \
+                bv[r] = (CT)(inv * inv * sgx[r] / m), mt[r] = (CT)(double)mean[c];                 \
+            }                                                                                      \
+            for (int64_t n = 0; n < N; n++)                                                        \
+                for (int64_t c = cb; c < ce; c++) {                                                \
+                    const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                 \
+                    T *q = gx + (n * C_ + c) * S;                                                  \
+                    int64_t r = c - cb;                                                            \
+                    CT kc = k[r], ac = av[r], bc = bv[r], mc = mt[r];                              \
+                    _Pragma("omp simd") for (int64_t i = 0; i < S; i++) q[i] =                     \
+                        ST(kc * (LD(g[i]) - ac - (LD(p[i]) - mc) * bc));                           \
                 }                                                                                  \
-            }                                                                                      \
-            if (S < BN_BIG_PLANE) sg = bn_lanes_total(a1), sgx = bn_lanes_total(a2);               \
-            gb[c] = (W)sg;                                                                         \
-            gw[c] = (W)(sgx * inv);                                                                \
-            CT k = (CT)(w[c] * inv), a = (CT)(sg / m), bcoef = (CT)(inv * inv * sgx / m),          \
-               mt = (CT)mu;                                                                        \
-            for (int64_t n = 0; n < N; n++) {                                                      \
-                const T *p = x + (n * C_ + c) * S, *g = gy + (n * C_ + c) * S;                     \
-                T *q = gx + (n * C_ + c) * S;                                                      \
-                _Pragma("omp simd") for (int64_t i = 0; i < S; i++) q[i] =                         \
-                    ST(k * (LD(g[i]) - a - (LD(p[i]) - mt) * bcoef));                              \
-            }                                                                                      \
         }                                                                                          \
     }
 DEF_BN(f32, float, float, float, LD_f32, ST_f32)
