@@ -445,15 +445,21 @@ void musa_cpu_set_library_threads(int n) {
  * against 319-340 for sgemm with the bias written first and accumulated
  * onto; without a bias sgemm was as fast or faster on half of them
  * (399 against 371 GFLOP/s for 512 x 128 x 512), so it keeps them.
- * float64, and float16 (whose inputs arrive as float32 copies), take
- * musa_cpu_gemm. */
+ * float64 takes musa_cpu_gemm. The choice depends on the inputs alone: a
+ * float32 product whose output is float16 (a float16 linear, its inputs
+ * arriving as float32 copies) or not contiguous is computed into a staged
+ * float32 buffer and rounded once, as a graph runs it (a float32 linear,
+ * then a cast): with the output's dtype choosing the kernel, eager took
+ * sgemm where the plan took the primitive, 1 ulp apart in float16
+ * (test_jit_fuzz seed 108541). *staged: that buffer's bytes. */
 static bool linear_dnnl(const musa_kview *out, const musa_kview *in, int n_in, musa_gemm_shape *s,
-                        size_t *ws) {
+                        size_t *ws, size_t *staged) {
     int64_t K = in[1].shape[1], N = in[1].shape[0];
     memset(s, 0, sizeof *s);
     int dt = in[0].dtype;
-    if (!(dt == MUSA_DTYPE_BFLOAT16 || (dt == MUSA_DTYPE_FLOAT32 && n_in == 3)) ||
-        out[0].dtype != dt || !K || !N)
+    *staged = dt == MUSA_DTYPE_FLOAT32 ? nn_stage_bytes(&out[0]) : 0;
+    if (!(dt == MUSA_DTYPE_BFLOAT16 || (dt == MUSA_DTYPE_FLOAT32 && n_in == 3)) || !K || !N ||
+        (dt == MUSA_DTYPE_BFLOAT16 && (out[0].dtype != dt || !musa_kview_contiguous(&out[0]))))
         return false;
     *s = (musa_gemm_shape){.M = musa_kview_numel(&in[0]) / K,
                            .N = N,
@@ -466,7 +472,7 @@ static bool linear_dnnl(const musa_kview *out, const musa_kview *in, int n_in, m
                            .bias = n_in == 3,
                            .f32 = dt == MUSA_DTYPE_FLOAT32};
     *ws = s->M ? musa_dnnl_gemm_workspace(s) : 0;
-    return *ws != (size_t)-1 && musa_kview_contiguous(&out[0]);
+    return *ws != (size_t)-1;
 }
 
 /* Float32 copies of bfloat16 inputs oneDNN could not take: bytes. */
@@ -480,8 +486,8 @@ static size_t lowp_copies(const musa_kview *in, int n_in) {
 MUSA_WS(ws_linear) {
     MUSA_UNUSED(attrs);
     musa_gemm_shape s;
-    size_t bws;
-    if (linear_dnnl(out, in, n_in, &s, &bws)) return bws;
+    size_t bws, staged;
+    if (linear_dnnl(out, in, n_in, &s, &bws, &staged)) return staged ? nn_align(bws) + staged : bws;
     return nn_ws_outputs(out, n_out, lowp_copies(in, n_in));
 }
 
@@ -489,11 +495,17 @@ int cpu_linear(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
                const void *attrs) {
     MUSA_UNUSED(attrs);
     musa_gemm_shape s;
-    size_t bws;
-    if (linear_dnnl(out, in, n_in, &s, &bws)) {
+    size_t bws, staged;
+    if (linear_dnnl(out, in, n_in, &s, &bws, &staged)) {
         if (!s.M) return MUSA_OK;
-        int rc = musa_dnnl_gemm(&s, in[0].data, in[1].data, n_in == 3 ? in[2].data : NULL,
-                                out[0].data, ctx->scratch, ctx->scratch_bytes);
+        char *ws = ctx->scratch + (staged ? nn_align(bws) : 0);
+        if (staged && ctx->scratch_bytes < nn_align(bws) + staged)
+            return musa_err(MUSA_ERR_RUNTIME, "[%s] internal: workspace of %zu bytes is short",
+                            ctx->op_name, ctx->scratch_bytes);
+        nn_out y = staged ? nn_out_begin(&out[0], &ws) : (nn_out){&out[0], out[0].data, false};
+        int rc = musa_dnnl_gemm(&s, in[0].data, in[1].data, n_in == 3 ? in[2].data : NULL, y.data,
+                                ctx->scratch, bws);
+        if (!rc) nn_out_end(&y);
         return rc ? musa_err(rc, "[%s] oneDNN matmul primitive failed", ctx->op_name) : MUSA_OK;
     }
     int cdt = nn_cdt(out[0].dtype);
