@@ -685,6 +685,14 @@ def test_interpolate_names_a_scale_that_is_not_positive_and_finite(scale):
         F.upsample_nearest(musa.randn(2, 3, 3), scale_factor=scale)
 
 
+@pytest.mark.parametrize("scale", [1e308, 1e19])
+def test_interpolate_names_a_finite_scale_whose_sizes_overflow(scale):
+    # fuzz_py seed 4192: 1e308 times a size of 5 is inf, and int(inf) raised
+    # an OverflowError that named nothing
+    with pytest.raises(ValueError, match=r"^\[interpolate\] scale_factor .* gives output sizes"):
+        F.upsample_nearest(musa.randn(2, 3, 5), scale_factor=scale)
+
+
 def test_cosine_similarity_of_mixed_dtypes_computes_in_the_common_one():
     # a bfloat16 x2's norm was summed in bfloat16 beside a float32 x1
     # (2e-3 off torch: fuzz-py seed 3975); torch promotes both first

@@ -395,6 +395,16 @@ def test_multilabel_soft_margin_loss_divides_by_the_input_classes():
                                                            musa.tensor(y.numpy()), reduction=red)
         t = torch.nn.functional.multilabel_soft_margin_loss(x, y, reduction=red)
         np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=1e-12)
+    # fuzz_py seed 4168: a (2,) input against a (0, 1) target; PyTorch sums
+    # input's dim 0 of the broadcast (0, 2) terms (class_dim = input.dim() - 1)
+    for xs, ys in [((2,), (0, 1)), ((2,), (3, 2)), ((4, 3), (2, 4, 3))]:
+        x, y = torch.randn(xs, dtype=torch.float64), torch.rand(ys, dtype=torch.float64)
+        for red in ("none", "mean", "sum"):
+            m = musa.nn.functional.multilabel_soft_margin_loss(musa.tensor(x.numpy()),
+                                                               musa.tensor(y.numpy()), reduction=red)
+            t = torch.nn.functional.multilabel_soft_margin_loss(x, y, reduction=red)
+            assert m.shape == tuple(t.shape), (xs, ys, red)
+            np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=1e-12)
 
 
 def test_variance_over_nothing_is_nan_whatever_the_correction():

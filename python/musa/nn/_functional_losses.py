@@ -203,9 +203,12 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     terms = -(target * logsig(input) + (1 - target) * logsig(-input))
     if weight is not None:
         terms = terms * weight
-    # the sum over classes over input's class count, as in PyTorch (a
-    # target that broadcasts input's classes wider still counts input's)
-    terms = terms.sum(-1) / input.shape[-1] if input.ndim else terms
+    # the sum over input's last dim, counted from the front (PyTorch's
+    # class_dim = input.dim() - 1), over input's class count: a target that
+    # broadcasts input wider still sums input's classes (fuzz-py seed 4168:
+    # a (2,) input with a (0, 1) target summed the empty dim, and its mean
+    # was NaN where torch's is 0)
+    terms = terms.sum(input.ndim - 1) / input.shape[-1] if input.ndim else terms
     return _reduce(terms, reduction, "multilabel_soft_margin_loss", size_average, reduce)
 
 

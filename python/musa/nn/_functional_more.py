@@ -165,7 +165,11 @@ def _out_sizes(input, size, scale_factor, n, recompute):
                                                      math.isfinite(s) for s in scales):
         raise ValueError(f"[interpolate] scale_factor must be {n} positive finite numbers for a "
                          f"{n + 2}D input, got {scale_factor!r}")
-    sizes = [int(math.floor(i * s)) for i, s in zip(ins, scales)]
+    prods = [i * s for i, s in zip(ins, scales)]
+    if not all(p < 2.0 ** 62 for p in prods):  # (inf for 1e308 times a size)
+        raise ValueError(f"[interpolate] scale_factor {scale_factor!r} gives output sizes "
+                         f"{[f'{p:g}' for p in prods]}, beyond any tensor's")
+    sizes = [int(math.floor(p)) for p in prods]
     if any(s <= 0 for s in sizes):
         raise ValueError(f"[interpolate] output size {sizes} has a dim below 1")
     if recompute:
