@@ -498,7 +498,7 @@ int cpu_linear(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     size_t bws, staged;
     if (linear_dnnl(out, in, n_in, &s, &bws, &staged)) {
         if (!s.M) return MUSA_OK;
-        char *ws = ctx->scratch + (staged ? nn_align(bws) : 0);
+        char *ws = staged ? (char *)ctx->scratch + nn_align(bws) : NULL; /* staged: scratch set */
         if (staged && ctx->scratch_bytes < nn_align(bws) + staged)
             return musa_err(MUSA_ERR_RUNTIME, "[%s] internal: workspace of %zu bytes is short",
                             ctx->op_name, ctx->scratch_bytes);

@@ -237,9 +237,10 @@ static int64_t bn_block(int64_t N, int64_t S, size_t es, int arrays) {
                     BN_SUM(S, a1, a1[k_] += (double)LD(g[i]);                                      \
                            a2[k_] += (double)LD(g[i]) * ((double)LD(p[i]) - mu));                  \
                 }                                                                                  \
-            for (int64_t c = cb; c < ce; c++)                                                      \
-                sg[c - cb] = bn_lanes_total(a[0] + (c - cb) * L, L),                               \
-                       sgx[c - cb] = bn_lanes_total(a[1] + (c - cb) * L, L);                       \
+            for (int64_t c = cb; c < ce; c++) {                                                    \
+                sg[c - cb] = bn_lanes_total(a[0] + (c - cb) * L, L);                               \
+                sgx[c - cb] = bn_lanes_total(a[1] + (c - cb) * L, L);                              \
+            }                                                                                      \
             CT k[BN_BLOCK], av[BN_BLOCK], bv[BN_BLOCK], mt[BN_BLOCK];                              \
             for (int64_t c = cb; c < ce; c++) {                                                    \
                 int64_t r = c - cb;                                                                \
