@@ -364,6 +364,14 @@ def test_embedding_with_padding_idx():
                 lambda w: TF.embedding(torch.tensor(idx), w, pad), randn(5, 3))
 
 
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3, 4)])
+def test_embedding_names_a_weight_that_is_not_2d_before_its_padding_idx(shape):
+    # fuzz_py seed 4575: a 0-d weight with a padding_idx reached
+    # weight.shape[0] (IndexError "tuple index out of range")
+    with pytest.raises(ValueError, match=r"^\[embedding\] weight must be \(num_embeddings, dim\)"):
+        F.embedding(musa.tensor([0, 1]), musa.ones(shape), padding_idx=-2, max_norm=1.0)
+
+
 def test_embedding_max_norm_renormalises_rows_in_place():
     w = randn(6, 3) * 3
     idx = np.array([0, 2, 2, 5])

@@ -352,6 +352,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     _tensors("embedding", input=input, weight=weight)
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("[embedding] scale_grad_by_freq and sparse gradients are not supported")
+    if weight.ndim != 2:  # the op raises, naming the shape it wants (fuzz-py seed 4575:
+        return _C.embedding(input, weight, None)  # a 0-d weight's shape[0] below)
     if padding_idx is not None:
         padding_idx = _int(padding_idx, "embedding", "padding_idx")
         n = weight.shape[0]
