@@ -87,17 +87,46 @@ int grad_conv2d_backward_weight(const musa_grad_args *a, musa_tensor **gin) {
 
 /* ---- pooling ---- */
 
-/* max: each output's gradient goes to the input position it came from */
+/* Whether an output window along one dim reads no input (its taps all in
+ * the padding, or stepped over by the dilation). */
+static bool pool_dim_has_empty(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
+                               int64_t d) {
+    for (int64_t o = 0; o < out; o++) {
+        bool any = false;
+        for (int64_t q = 0; q < k && !any; q++) {
+            int64_t i = o * s - p + q * d;
+            any = i >= 0 && i < in;
+        }
+        if (!any) return true;
+    }
+    return false;
+}
+
+/* max: each output's gradient goes to the input position it came from; a
+ * window that read no input (its index -1, its value -inf) passes none */
 int grad_max_pool2d(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
     if (!G) return done1(gin, 0, NULL, &t);
     const musa_meta *m = &a->in_meta[0];
+    const musa_attrs_pool *at = a->attrs;
     int64_t planes = 1, hw = m->shape[m->ndim - 2] * m->shape[m->ndim - 1];
     for (int d = 0; d < m->ndim - 2; d++) planes *= m->shape[d];
     int64_t flat_in[2] = {planes, hw}, flat_out[2] = {planes, -1};
     musa_tensor *z = T(musa_zeros(2, flat_in, (musa_dtype)G->dtype));
     musa_tensor *idx = T(musa_reshape(a->out[1], 2, flat_out)),
                 *g = T(musa_reshape(G, 2, flat_out));
+    bool empty = false;
+    for (int i = 0; i < 2 && a->out[1]; i++) {
+        int d = a->out[1]->ndim - 2 + i;
+        empty = empty ||
+                pool_dim_has_empty(m->shape[m->ndim - 2 + i], a->out[1]->shape[d], at->kernel.v[i],
+                                   at->stride.v[i], at->padding.v[i], at->dilation.v[i]);
+    }
+    if (empty && idx && g) {
+        musa_tensor *none = T(musa_lt(idx, T(musa_number_int(0))));
+        idx = T(musa_where(none, T(musa_number_int(0)), idx));
+        g = T(musa_masked_fill(g, none, 0.0));
+    }
     musa_tensor *s = T(musa_scatter_add(z, 1, idx, g));
     return done1(gin, 0, musa_reshape(s, m->ndim, m->shape), &t);
 }

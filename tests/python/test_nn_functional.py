@@ -257,6 +257,29 @@ def test_pool2d(kind, kw):
     compare(lambda x: getattr(F, name)(x, **kw), lambda x: getattr(TF, name)(x, **kw), randn(2, 3, 9, 8))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_max_pool2d_window_of_padding_only(dtype):
+    # fuzz_py seed 4846: a window whose taps all fall in the padding (width
+    # 1, padding 1, dilation 2) gave 0 where PyTorch gives -inf, max's
+    # identity; its index -1 then made the backward's scatter_add raise.
+    # Such a window passes no gradient (PyTorch's, from its garbage
+    # indices, reaches elements no window read)
+    a = randn(2, 3, 4, 1)
+    x = musa.tensor(a).to(getattr(musa, dtype)).requires_grad_()
+    y, i = F.max_pool2d(x, (2, 2), padding=(1,), dilation=(1, 2), return_indices=True)
+    assert y.shape == (2, 3, 3, 1) and np.all(y.detach().float().numpy() == -np.inf)
+    assert np.all(i.numpy() == -1)
+    y.float().clamp(min=-5).sum().backward()
+    assert np.array_equal(x.grad.float().numpy(), np.zeros_like(a))
+    # compiled, the same
+    x = musa.tensor(a).to(getattr(musa, dtype)).requires_grad_()
+    step = musa.jit(lambda x: F.max_pool2d(x, (2, 2), padding=(1,), dilation=(1, 2)).float()
+                    .clamp(min=-5).sum())
+    assert step(x).item() == -5 * 18
+    step(x).backward()
+    assert np.array_equal(x.grad.float().numpy(), np.zeros_like(a))
+
+
 def test_max_pool2d_indices_and_unbatched():
     x = randn(3, 8, 8)
     mv, mi = F.max_pool2d(musa.tensor(x), 2, return_indices=True)
@@ -362,6 +385,13 @@ def test_embedding_with_padding_idx():
     for pad in (None, 0, -1):
         compare(lambda w: F.embedding(musa.tensor(idx), w, pad),
                 lambda w: TF.embedding(torch.tensor(idx), w, pad), randn(5, 3))
+
+
+def test_cross_entropy_names_0d_logits_with_a_weight():
+    # fuzz_py seed 4833: with a weight, input.shape[1] of 0-d logits raised
+    # an unnamed IndexError
+    with pytest.raises(ValueError, match=r"^\[cross_entropy\] logits need at least 1 dim"):
+        F.cross_entropy(musa.tensor(-1.3), musa.tensor([0, 1]), weight=musa.tensor(2.0))
 
 
 @pytest.mark.parametrize("shape", [(), (4,), (2, 3, 4)])

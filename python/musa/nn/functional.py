@@ -352,8 +352,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     _tensors("embedding", input=input, weight=weight)
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("[embedding] scale_grad_by_freq and sparse gradients are not supported")
-    if weight.ndim != 2:  # the op raises, naming the shape it wants (fuzz-py seed 4575:
-        return _C.embedding(input, weight, None)  # a 0-d weight's shape[0] below)
+    # a weight that is not 2-d goes to the op, whose error names the shape it
+    # wants (fuzz-py seed 4575: a 0-d weight reached shape[0] below)
+    if weight.ndim != 2:
+        return _C.embedding(input, weight, None)
     if padding_idx is not None:
         padding_idx = _int(padding_idx, "embedding", "padding_idx")
         n = weight.shape[0]
@@ -527,7 +529,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= _number(label_smoothing, "cross_entropy", "label_smoothing") <= 1.0:
         raise ValueError("[cross_entropy] label_smoothing must be between 0.0 and 1.0, got "
                          f"{label_smoothing}")
-    if weight is None:
+    # 0-d logits go to the op too, whose error names them (fuzz-py seed
+    # 4833: with a weight, input.shape[1] raised an unnamed IndexError)
+    if weight is None or input.ndim == 0:
         return _C.cross_entropy(input, target, ignore_index=ignore_index, reduction=reduction,
                                 label_smoothing=label_smoothing)
     class_dim = 0 if input.ndim == 1 else 1

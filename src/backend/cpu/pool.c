@@ -61,7 +61,8 @@ typedef struct {
                             }                                                                      \
                         }                                                                          \
                     }                                                                              \
-                    y[oy * g->Wo + ox] = best;                                                     \
+                    /* a window of padding only: max's identity, as PyTorch */                     \
+                    y[oy * g->Wo + ox] = bi < 0 ? (T)-INFINITY : best;                             \
                     ix[oy * g->Wo + ox] = bi;                                                      \
                 }                                                                                  \
         }                                                                                          \
