@@ -123,6 +123,12 @@ def flatten_call(args, kwargs, leaves):
     return new_tuple(CallSpec, (flatten(args, leaves, seen), flatten(kwargs, leaves, seen)))
 
 
+def positional_spec(n):
+    """The CallSpec of n distinct tensors passed positionally (flatten_call's
+    common call), or None before such a call."""
+    return _POSITIONAL_TENSORS.get(n)
+
+
 def unflatten(spec, leaves):
     """The structure spec describes, with leaves in place of its tensors."""
     kind, body = spec

@@ -23,7 +23,8 @@ import types
 import warnings
 
 from .. import _C, _capture
-from ._args import contiguous, copy_back, flatten_call, leaf_names, new_tuple, overlapping
+from ._args import (TENSOR, contiguous, copy_back, flatten_call, leaf_names, new_tuple,
+                    overlapping, positional_spec, unflatten)
 from ._config import Config
 from ._dynamic import DynamicTraining, DynamicVariant, check_slopes, probe
 from ._keys import CacheKey, describe_change, signature
@@ -77,6 +78,7 @@ class CompiledFunction:
         self._warned_overlap = False
         self._eager_all = False
         self._last = None  # the Segment of the last compiled variant (first segment)
+        self._fast = None  # (plan, state, out spec or None): the fast path (_fast_path)
         self._name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self._extra_key = extra_key
         self._retrace = retrace
@@ -206,6 +208,11 @@ class CompiledFunction:
                                     _C._autocast_state(), extra, guards))
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            res = fast[0].call(args, fast[1])
+            if res is not NotImplemented:
+                return res if fast[2] is None else unflatten(fast[2], res)
         if self._eager_all or _C._jit_capturing():  # inside another capture: inline
             return self._fn(*args, **kwargs)
         leaves = []
@@ -214,6 +221,8 @@ class CompiledFunction:
             key, entry = self._lookup(spec, leaves)
         except TypeError:  # an unhashable argument: run eagerly
             return self._fn(*args, **kwargs)
+        if fast is None and entry is not None and not kwargs:
+            self._fast = self._fast_path(key, entry, spec, leaves)
         if entry is None:
             with self._lock:
                 key, entry = self._lookup(spec, leaves)  # another thread may have captured it
@@ -224,6 +233,30 @@ class CompiledFunction:
                         return self._fn(*args, **kwargs)
                     return self._capture(key, leaves, spec, args, kwargs)
         return self._run(entry, args, kwargs, leaves, spec)
+
+    def _fast_path(self, key, entry, spec, leaves):
+        """The fast path of calls that would run this entry as one plan
+        (Plan.call: the argument, mode and guard checks of the key, and
+        the run, in C; NotImplemented sends a call here), or None where the
+        entry needs more of the full path: a dynamic, training, eager or
+        segmented variant, keyword or non-tensor arguments, an extra key,
+        non-contiguous arguments, writes into arguments."""
+        root = entry.root
+        if (root is None or root.read is not None or entry.eager or entry.writes_args or
+                entry.by_size or self.config.dynamic or self._extra_key is not None or
+                spec is not positional_spec(len(leaves)) or
+                not all([t.is_contiguous() for t in leaves]) or
+                len(key.guards) != len(self._guards)):
+            return None
+        out = root.outputs
+        grads = out.grads
+        state = (key.signature, key.grad_enabled, key.autocast,
+                 tuple(zip([g.fn for g in self._guards.values()], key.guards)),
+                 tuple([s.param for s in grads if s.index is not None and s.param is not None]),
+                 tuple([(s.arg if s.param is None else s.param, -1 if s.index is None else s.index)
+                        for s in grads]),
+                 out.spec.body if out.spec.kind is TENSOR else -1, out.n_user)
+        return root.plan, state, (None if out.spec.kind is TENSOR else out.spec)
 
     def _run(self, entry, args, kwargs, leaves, spec):
         """Run a complete entry for this call."""
@@ -291,6 +324,7 @@ class CompiledFunction:
         """Capture one call (see _tracing.trace); a successful capture of a
         call (trace mode, or a symbolic first capture: count) counts in
         ``compiles``."""
+        self._fast = None  # the entries change
         t = trace(self._fn, leaves, spec, leaf_names(self._fn, spec), symbolic_shapes)
         if t.capture is not None and (symbolic_shapes is None or count):
             self.compiles += 1
@@ -298,6 +332,7 @@ class CompiledFunction:
 
     def _run_eagerly(self, entry, reason, out):
         """Mark the entry eager (one warning, naming why); returns out."""
+        self._fast = None  # the entries change
         entry.eager, entry.reason = True, reason
         warnings.warn(f"musa.jit: {self._name} runs eagerly: {reason}", RuntimeWarning,
                       stacklevel=4)
@@ -319,6 +354,7 @@ class CompiledFunction:
         cache as it was. Returns the call's result: eager's when traced, the
         new plan's when captured symbolically (Config.capture). Called with
         the lock held."""
+        self._fast = None  # the entries change
         entry = Entry()
         self._saved_call = (spec, [(tuple(t.shape), t.dtype) for t in leaves])
         cap, symbolic = None, False
@@ -401,6 +437,7 @@ class CompiledFunction:
         (by_size) under a key that merged dynamic dims (the capture could not
         use them) go under the exact sizes, with a by_size marker under the
         merged key."""
+        self._fast = None  # the entries change
         if by_size and key.merges_dynamic:
             self._cache[key._replace(signature=signature(leaves))] = entry
             self._cache[key] = Entry(by_size=True)
@@ -423,6 +460,7 @@ class CompiledFunction:
     def _guard_miss(self, entry, miss, args, kwargs, leaves, spec):
         """A host read gave an outcome no capture has seen: capture again and
         merge (logged), or raise when retracing is off."""
+        self._fast = None  # the entries change
         read = miss.seg.read
         seen = describe_outcome(read.kind, miss.outcome)
         known = ", ".join(describe_outcome(read.kind, k) for k in miss.seg.children)

@@ -445,6 +445,10 @@ void musa_cpu_set_library_threads(int n) {
  * against 319-340 for sgemm with the bias written first and accumulated
  * onto; without a bias sgemm was as fast or faster on half of them
  * (399 against 371 GFLOP/s for 512 x 128 x 512), so it keeps them.
+ * Small ones (under MUSA_SMALL_GEMM_MACS) take sgemm too: a primitive
+ * call costs ~1.6 us more (its stream and memory objects), and the MLP's
+ * 64-row linears took 8.6, 14.4 and 4.7 us a call (eager) against 7.1,
+ * 12.6 and 3.2.
  * float64 takes musa_cpu_gemm. The choice depends on the inputs alone: a
  * float32 product whose output is float16 (a float16 linear, its inputs
  * arriving as float32 copies) or not contiguous is computed into a staged
@@ -458,10 +462,12 @@ static bool linear_dnnl(const musa_kview *out, const musa_kview *in, int n_in, m
     memset(s, 0, sizeof *s);
     int dt = in[0].dtype;
     *staged = dt == MUSA_DTYPE_FLOAT32 ? nn_stage_bytes(&out[0]) : 0;
-    if (!(dt == MUSA_DTYPE_BFLOAT16 || (dt == MUSA_DTYPE_FLOAT32 && n_in == 3)) || !K || !N ||
+    int64_t M = K ? musa_kview_numel(&in[0]) / K : 0;
+    bool f32_prim = dt == MUSA_DTYPE_FLOAT32 && n_in == 3 && !small_gemm(M, N, K);
+    if (!(dt == MUSA_DTYPE_BFLOAT16 || f32_prim) || !K || !N ||
         (dt == MUSA_DTYPE_BFLOAT16 && (out[0].dtype != dt || !musa_kview_contiguous(&out[0]))))
         return false;
-    *s = (musa_gemm_shape){.M = musa_kview_numel(&in[0]) / K,
+    *s = (musa_gemm_shape){.M = M,
                            .N = N,
                            .K = K,
                            .lda = K,
