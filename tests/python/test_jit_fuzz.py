@@ -232,11 +232,12 @@ def same(got, want, where):
 
 def same_twice(fn, args, where, reference=None):
     """musa.jit(fn) against fn on args() (fresh leaves each call): the
-    capturing call, then the plan alone. reference: the arguments eager runs
-    on instead, when they are not args(). Returns the compiled function."""
+    capturing call, then the plan alone, through the full call path and then
+    the fast one (Plan.call). reference: the arguments eager runs on
+    instead, when they are not args(). Returns the compiled function."""
     want = outcome(fn, reference if reference is not None else args())
     compiled = musa.jit(fn)
-    for attempt in range(2):
+    for attempt in range(3):
         if not same(outcome(compiled, args()), want, f"{where}, call {attempt}"):
             break
     return compiled
@@ -365,7 +366,7 @@ def test_compiled_heads_backward_through_the_tape_bitwise(seed):
         return run
     want = outcome(step(fn), [x.detach().clone().requires_grad_(True) for x in xs])
     compiled = step(musa.jit(fn))
-    for call in range(2):  # the capturing call, then the plans alone
+    for call in range(3):  # the capturing call, then the plans alone (full path, fast path)
         got = outcome(compiled, [x.detach().clone().requires_grad_(True) for x in xs])
         same(got, want, f"seed {seed} {dtype}, call {call}")
 
