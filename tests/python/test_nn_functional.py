@@ -757,3 +757,28 @@ def test_cosine_similarity_of_mixed_dtypes_computes_in_the_common_one():
     want = torch.nn.functional.cosine_similarity(torch.tensor(a), torch.tensor(b).bfloat16())
     assert got.dtype == musa.float32
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int64", "float32"])
+@pytest.mark.parametrize("thr,value", [(-0.35, 7), (1.7, 9), (-1.5, 5), (0.5, 7.9), (float("inf"), 3)])
+def test_threshold_converts_the_threshold_to_an_integer_dtype(dtype, thr, value):
+    # fuzz-py seed 4910: int32 0 was kept against -0.35 (compared in float);
+    # torch converts the threshold to the tensor's dtype first (toward zero)
+    x = np.array([-1, 0, 1, 2, 3], dtype) if dtype != "uint8" else np.array([0, 1, 2, 3], dtype)
+    try:
+        want = TF.threshold(torch.tensor(x), thr, value)
+    except RuntimeError:  # not representable in the dtype: both refuse
+        with pytest.raises(RuntimeError, match=r"^\[threshold\] threshold .* cannot be converted"):
+            F.threshold(musa.tensor(x), thr, value)
+        return
+    got = F.threshold(musa.tensor(x), thr, value)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    y = musa.tensor(x)
+    F.threshold_(y, thr, value)
+    np.testing.assert_array_equal(y.numpy(), want.numpy())
+
+
+def test_threshold_of_a_bool_tensor_is_refused_by_name():
+    with pytest.raises(TypeError, match=r"^\[threshold\] input of dtype bool"):
+        F.threshold(musa.tensor([True, False]), 0.5, 1)

@@ -422,3 +422,22 @@ def test_column_sums_add_each_column_in_row_order_in_double(rows, cols, dtype):
         ref3 = npy(v.double()).reshape(1, rows, cols).sum(axis=(0, 1), keepdims=True)
         got3 = v.reshape(1, rows, cols).sum((0, 1), keepdim=True)
         assert np.array_equal(npy(got3.double()), npy(musa.tensor(ref3).to(t.dtype).double()))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "int8", "uint8"])
+def test_integer_linspace_steps_between_the_converted_ends(dtype):
+    # PyTorch converts start and end to the dtype (toward zero) first:
+    # linspace(-2, 0.5, 5) in int32 is -2, -1, -1, 0, 0 (fuzz-py seed 4973
+    # gave -2, -1, 0, 0, 0). The expected values follow that rule, computed
+    # here as torch's kernel does (symmetric from both ends, in float64).
+    rng = np.random.default_rng(4973)
+    lo = 0 if dtype == "uint8" else -9
+    for _ in range(40):
+        start, end = (float(v) for v in rng.uniform(lo, 9, 2).round(2))
+        steps = int(rng.integers(1, 9))
+        s, e = math.trunc(start), math.trunc(end)
+        step = (e - s) / (steps - 1) if steps > 1 else 0.0
+        want = [math.trunc(s + step * i if i < steps // 2 or steps == 1 else
+                           e - step * (steps - 1 - i)) for i in range(steps)]
+        got = musa.linspace(start, end, steps, dtype=getattr(musa, dtype))
+        assert got.tolist() == want, (start, end, steps)

@@ -17,8 +17,6 @@ Invariants:
 * A create_graph backward replays the joint graph through the dispatcher,
   refused for graphs that draw random numbers or update state in place.
 """
-import functools
-
 from .. import _C
 from ._args import contiguous, unflatten
 from ._segments import Segment
@@ -82,52 +80,58 @@ class TrainingNode:
         if not _C.is_grad_enabled():
             outs = self.fwd.plan.run(tensors)[:self.n_out]
         else:
-            outs = list(_node_class().apply(self, *(tensors + self.params)))
+            outs = self._forward_node(tensors)
         for k, i in self.passthrough.items():
             outs[k] = leaves[i]
         return unflatten(self.out_spec, outs)
 
+    def _forward_node(self, tensors):
+        """The forward plan's outputs, the differentiable ones (self.diff)
+        made the outputs of one tape node whose inputs are the call's
+        tensors and the parameters: musa.autograd.Function.apply's work for
+        this one case (every input a tensor, the outputs known), without its
+        general bookkeeping, which cost a small module's compiled training
+        step more than eager's whole forward."""
+        args = tensors + self.params
+        res = self.fwd.plan.run(tensors)
+        n = self.n_out
+        if not any([t.requires_grad for t in args]):
+            return res[:n]
+        # an output that is an input object gets a fresh alias (passthrough
+        # outputs are replaced by call()); saved values that are outputs are
+        # kept as aliases too: an output holds its node, which would hold it
+        ids = {id(t) for t in args}
+        outs = [o.detach() if id(o) in ids else o for o in res[:n]]
+        diff = [outs[k] for k in self.diff]
+        if not diff:
+            return outs
+        dids = {id(o) for o in diff}
+        saved = [s.detach() if id(s) in dids else s for s in res[n:]]
+        metas = [(tuple(o.shape), o.dtype) for o in diff]
+        node = self
+
+        def backward(*grads):
+            # a gradient per differentiable output, None where none reached it
+            gouts = [None] * n
+            for k, g, (shape, dtype) in zip(node.diff, grads, metas):
+                gouts[k] = g if g is not None else _C.zeros(shape, dtype=dtype)
+            if _C.is_grad_enabled():
+                got = _double_backward(node, args, gouts)
+            else:
+                # saved values may be views the forward plan returns as they are
+                it = iter(node.bwd.plan.run(tensors + [gouts[k].contiguous() for k in node.diff] +
+                                            contiguous(saved)))
+                got = [next(it) if x >= 0 else None for x in node.grads]
+            out = [None] * len(args)
+            for j, pos in enumerate(node.wrt_pos):
+                out[pos] = got[j]
+            return tuple(out)
+
+        _C._custom_node("CompiledFunctionBackward", args, diff, backward)
+        return outs
+
     def memory(self):
         return self.fwd.plan.stats(), self.bwd.plan.stats()
-
-
-@functools.lru_cache(maxsize=None)
-def _node_class():
-    """The autograd Function of compiled training nodes (made on first use,
-    so importing musa.jit does not import musa.autograd)."""
-    from ..autograd import Function
-
-    class CompiledFunction(Function):
-        @staticmethod
-        def forward(ctx, node, *tensors):
-            ins = list(tensors[:node.n_in])
-            res = node.fwd.plan.run(ins)
-            ctx.node, ctx.ins, ctx.tensors = node, ins, tensors
-            ctx.saved = res[node.n_out:]
-            outs = res[:node.n_out]
-            for k in node.passthrough:  # call() returns the argument itself there
-                outs[k] = _C.zeros(0)
-            nondiff = [outs[k] for k in range(node.n_out) if k not in node.diff]
-            if nondiff:
-                ctx.mark_non_differentiable(*nondiff)
-            return tuple(outs)
-
-        @staticmethod
-        def backward(ctx, *gouts):
-            node = ctx.node
-            if _C.is_grad_enabled():
-                grads = _double_backward(node, ctx.tensors, gouts)
-            else:
-                g = [gouts[k].contiguous() for k in node.diff]
-                # saved values may be views the forward plan returns as they are
-                res = iter(node.bwd.plan.run(ctx.ins + g + contiguous(ctx.saved)))
-                grads = [next(res) if x >= 0 else None for x in node.grads]
-            out = [None] * len(ctx.tensors)
-            for j, pos in enumerate(node.wrt_pos):
-                out[pos] = grads[j]
-            return (None,) + tuple(out)
-
-    return CompiledFunction
 
 
 def _double_backward(node, tensors, gouts):

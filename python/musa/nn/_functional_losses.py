@@ -41,9 +41,21 @@ def hardshrink(input, lambd=0.5):
 
 
 def threshold(input, threshold, value, inplace=False):
-    """x where x > threshold, else value."""
+    """x where x > threshold, else value. On integer tensors the threshold
+    is first converted to the tensor's dtype (toward zero), as PyTorch does:
+    int32 0 is not above -0.35, since that is 0 there."""
     _tensors("threshold", input=input)
     t, v = _number(threshold, "threshold", "threshold"), _number(value, "threshold", "value")
+    if input.dtype == _C.bool:
+        raise TypeError("[threshold] input of dtype bool is not supported (a number type is)")
+    if not input.dtype.is_floating_point:
+        bits = input.element_size() * 8
+        lo, hi = (0, 255) if input.dtype == _C.uint8 else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+        for what, x in (("threshold", t), ("value", v)):
+            if not lo <= x <= hi:  # NaN too
+                raise RuntimeError(f"[threshold] {what} {x} cannot be converted to {input.dtype} "
+                                   f"without overflow")
+        t = math.trunc(t)
     out = _C.where(_C.gt(input, t), input, _C.full_like(input, v))
     return input.copy_(out) if inplace else out
 

@@ -95,13 +95,18 @@ int cpu_arange(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     return MUSA_OK;
 }
 
-/* Symmetric from both ends, so the last value is exactly `end`. */
+/* Symmetric from both ends, so the last value is exactly `end`. For an
+ * integer dtype the ends are first converted to it (toward zero), as
+ * PyTorch does: linspace(-2, 0.5, 5) in int32 steps from -2 to 0 by 0.5,
+ * giving -2, -1, -1, 0, 0 (fuzz-py seed 4973: -2, -1, 0, 0, 0 before). */
 static double linspace_value(const void *ctx, int64_t i) {
     const musa_attrs_linspace *a = ctx;
-    if (a->steps == 1) return a->start;
-    double step = (a->end - a->start) / (double)(a->steps - 1);
-    return i < a->steps / 2 ? a->start + step * (double)i
-                            : a->end - step * (double)(a->steps - 1 - i);
+    bool integral = !musa_is_float((musa_dtype)a->dtype) && a->dtype != MUSA_DTYPE_BOOL;
+    double start = integral ? trunc(a->start) : a->start;
+    double end = integral ? trunc(a->end) : a->end;
+    if (a->steps == 1) return start;
+    double step = (end - start) / (double)(a->steps - 1);
+    return i < a->steps / 2 ? start + step * (double)i : end - step * (double)(a->steps - 1 - i);
 }
 
 int cpu_linspace(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
