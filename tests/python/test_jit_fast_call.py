@@ -235,3 +235,31 @@ def test_inside_another_capture_it_is_inlined():
     for _ in range(3):
         same(outer(a), a * 3 + 1)
     assert inner.compiles == 1
+
+
+def test_compiled_module_training_takes_the_fast_checks():
+    # a variant run as a training node (outputs that need autograd): C checks
+    # the call, Python makes the tape node; gradients match eager's
+    musa.manual_seed(0)
+    net = MLP()
+    twin = copy.deepcopy(net)
+    f = musa.jit(net)
+    x, y = musa.randn(6, 8), musa.randint(0, 4, (6,))
+    for i in range(4):
+        F.cross_entropy(f(x), y).backward()
+        F.cross_entropy(twin(x), y).backward()
+        for p, q in zip(net.parameters(), twin.parameters()):
+            same(p.grad, q.grad)  # accumulated over the calls, as eagerly
+    assert fast_on(f) and f._fast[0] is None
+    xg = x.detach().clone().requires_grad_()  # a new variant: x needs a gradient
+    xt = x.detach().clone().requires_grad_()
+    for _ in range(2):
+        F.cross_entropy(f(xg), y).backward()
+        F.cross_entropy(twin(xt), y).backward()
+        same(xg.grad, xt.grad)
+    with musa.no_grad():
+        for _ in range(2):
+            r = f(x)
+            assert not r.requires_grad
+            same(r, twin(x))
+    assert f.compiles == 4  # x without and with .grad, then no_grad

@@ -1041,6 +1041,20 @@ static PyType_Slot plan_slots[] = {
 };
 static PyType_Spec plan_spec = {"musa._C.Plan", sizeof(PyPlan), 0, Py_TPFLAGS_DEFAULT, plan_slots};
 
+/* _jit_call_matches(args, state): Plan.call's checks alone (the fast path
+ * of a variant run as a training node, whose tape node Python makes). */
+DEF(_jit_call_matches, PM_FN, "args:O state:O") {
+    PyObject *args = a[0].o, *st = a[1].o;
+    if (!PyTuple_Check(args) || !PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 8) {
+        PyErr_SetString(PyExc_TypeError, "[_jit_call_matches] expected (args tuple, state tuple)");
+        return NULL;
+    }
+    musa_tensor *ts[FAST_MAX_ARGS];
+    return PyBool_FromLong(fast_args_match(args, PyTuple_GET_ITEM(st, 0), PyTuple_GET_ITEM(st, 1),
+                                           PyTuple_GET_ITEM(st, 2), ts) &&
+                           fast_guards_hold(PyTuple_GET_ITEM(st, 3)));
+}
+
 /* _jit_location(package_dir): recorded nodes name the first frame outside
  * package_dir; None turns it off. */
 DEF(_jit_location, PM_FN, "package_dir:O") {

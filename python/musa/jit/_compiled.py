@@ -210,9 +210,14 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         fast = self._fast
         if fast is not None and not kwargs:
-            res = fast[0].call(args, fast[1])
-            if res is not NotImplemented:
-                return res if fast[2] is None else unflatten(fast[2], res)
+            plan, state, tail = fast
+            if plan is None:  # a training node: C checks, Python makes the tape node
+                if _C._jit_call_matches(args, state):
+                    return tail.call(list(args))
+            else:
+                res = plan.call(args, state)
+                if res is not NotImplemented:
+                    return res if tail is None else unflatten(tail, res)
         if self._eager_all or _C._jit_capturing():  # inside another capture: inline
             return self._fn(*args, **kwargs)
         leaves = []
@@ -237,21 +242,24 @@ class CompiledFunction:
     def _fast_path(self, key, entry, spec, leaves):
         """The fast path of calls that would run this entry as one plan
         (Plan.call: the argument, mode and guard checks of the key, and
-        the run, in C; NotImplemented sends a call here), or None where the
-        entry needs more of the full path: a dynamic, training, eager or
+        the run, in C; NotImplemented sends a call here) or as one training
+        node ((None, state, node): the same checks, then node.call), or None
+        where the entry needs more of the full path: a dynamic, eager or
         segmented variant, keyword or non-tensor arguments, an extra key,
         non-contiguous arguments, writes into arguments."""
-        root = entry.root
-        if (root is None or root.read is not None or entry.eager or entry.writes_args or
-                entry.by_size or self.config.dynamic or self._extra_key is not None or
-                spec is not positional_spec(len(leaves)) or
+        root, train = entry.root, entry.train
+        if ((root is None or root.read is not None) and not isinstance(train, TrainingNode) or
+                entry.eager or entry.writes_args or entry.by_size or self.config.dynamic or
+                self._extra_key is not None or spec is not positional_spec(len(leaves)) or
                 not all([t.is_contiguous() for t in leaves]) or
                 len(key.guards) != len(self._guards)):
             return None
+        guards = tuple(zip([g.fn for g in self._guards.values()], key.guards))
+        if root is None:
+            return None, (key.signature, key.grad_enabled, key.autocast, guards, (), (), -1, 0), train
         out = root.outputs
         grads = out.grads
-        state = (key.signature, key.grad_enabled, key.autocast,
-                 tuple(zip([g.fn for g in self._guards.values()], key.guards)),
+        state = (key.signature, key.grad_enabled, key.autocast, guards,
                  tuple([s.param for s in grads if s.index is not None and s.param is not None]),
                  tuple([(s.arg if s.param is None else s.param, -1 if s.index is None else s.index)
                         for s in grads]),
