@@ -263,3 +263,20 @@ def test_compiled_module_training_takes_the_fast_checks():
             assert not r.requires_grad
             same(r, twin(x))
     assert f.compiles == 4  # x without and with .grad, then no_grad
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_a_compiled_module_follows_train_and_eval(how):
+    # musa.jit(module) did not key on module.training: after eval() it ran
+    # the training plan (batch statistics, running stats updated)
+    musa.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6), nn.ReLU())
+    twin = copy.deepcopy(net)
+    f = musa.jit(net) if how == "jit" else net.compile()
+    x = musa.randn(5, 8)
+    with musa.no_grad():
+        for mode in ["train", "train", "train", "eval", "eval", "train", "eval"]:
+            getattr(net, mode)(), getattr(twin, mode)()
+            same(f(x), twin(x))
+            same(net[1].running_mean, twin[1].running_mean)
+    assert fast_on(net._compiled_call if how == "compile" else f)

@@ -84,6 +84,11 @@ def jit(fn=None, *, fusion_level=None, dynamic=None, config=None):
     def wrap(f):
         if not callable(f):
             raise TypeError(f"[jit] expected a function, got {type(f).__name__}")
+        if hasattr(f, "training") and hasattr(f, "_modules"):  # a musa.nn.Module
+            # its forward reads self.training (dropout, batch norm): a variant
+            # per mode, as Module.compile keys it (eval() after training ran
+            # the training plan before)
+            return CompiledFunction(f, cfg, extra_key=_training_flag(f))
         return CompiledFunction(f, cfg)
 
     return wrap(fn) if fn is not None else wrap
@@ -204,12 +209,16 @@ def save(obj, path):
     compiled.save(path)
 
 
+def _training_flag(module):
+    """The extra key of a compiled module: its training flag."""
+    return lambda: module.training
+
+
 def compile_module(module, config=None):
     """Compile a Module in place: its calls run a compiled forward."""
     fn = _module_forward(module)
     object.__setattr__(module, "_compiled_call",
-                       CompiledFunction(fn, config or Config(),
-                                        extra_key=(lambda m=module: m.training)))
+                       CompiledFunction(fn, config or Config(), extra_key=_training_flag(module)))
     return module
 
 

@@ -245,16 +245,19 @@ class CompiledFunction:
         the run, in C; NotImplemented sends a call here) or as one training
         node ((None, state, node): the same checks, then node.call), or None
         where the entry needs more of the full path: a dynamic, eager or
-        segmented variant, keyword or non-tensor arguments, an extra key,
-        non-contiguous arguments, writes into arguments."""
+        segmented variant, keyword or non-tensor arguments, non-contiguous
+        arguments, writes into arguments. The extra key (a module's
+        training flag) is checked like a guard."""
         root, train = entry.root, entry.train
         if ((root is None or root.read is not None) and not isinstance(train, TrainingNode) or
                 entry.eager or entry.writes_args or entry.by_size or self.config.dynamic or
-                self._extra_key is not None or spec is not positional_spec(len(leaves)) or
+                spec is not positional_spec(len(leaves)) or
                 not all([t.is_contiguous() for t in leaves]) or
                 len(key.guards) != len(self._guards)):
             return None
         guards = tuple(zip([g.fn for g in self._guards.values()], key.guards))
+        if self._extra_key is not None:
+            guards += ((self._extra_key, key.extra),)
         if root is None:
             return None, (key.signature, key.grad_enabled, key.autocast, guards, (), (), -1, 0), train
         out = root.outputs
