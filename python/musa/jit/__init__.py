@@ -180,7 +180,7 @@ def trace(module_or_fn, example_inputs, check_trace=True, config=None):
         example_inputs = (example_inputs,)
     if isinstance(module_or_fn, Module):
         fn = _module_forward(module_or_fn)
-        extra = (lambda m=module_or_fn: m.training)
+        extra = _training_flag(module_or_fn)
     elif callable(module_or_fn):
         fn, extra = module_or_fn, None
     else:
