@@ -718,3 +718,33 @@ def test_compiled_function_with_a_float_output_that_needs_no_grad():
             ga, gb = a.grad.numpy().copy(), b.grad.numpy().copy()
         else:
             assert np.array_equal(a.grad.numpy(), ga) and np.array_equal(b.grad.numpy(), gb)
+
+
+def test_a_compiled_step_over_a_model_follows_its_train_and_eval_modes():
+    # batch norm reads self.training while the step is captured; that read is
+    # a guard now: before, model.eval() after a training capture ran the
+    # training plan (batch statistics, running stats updated)
+    musa.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 2))
+    twin = copy.deepcopy(net)
+
+    def make(model):
+        opt = musa.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (model(x) ** 2).mean()
+            if model.training:
+                loss.backward()
+                opt.step()
+            return loss.detach()
+        return step
+
+    compiled, eager = musa.jit(make(net)), make(twin)
+    x = musa.randn(8, 4)
+    for mode in ["train", "train", "eval", "eval", "train", "eval", "train"]:
+        getattr(net, mode)(), getattr(twin, mode)()
+        close(compiled(x), eager(x), rtol=0, atol=0)
+        for a, b in zip(net.state_dict().values(), twin.state_dict().values()):
+            close(a, b, rtol=0, atol=0)
+    assert any("BatchNorm1d.training changed" in line for line in compiled.recompile_log)

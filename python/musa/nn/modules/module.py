@@ -11,7 +11,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-from ... import _C
+from ... import _C, _capture
 from ..._tensor import RemovableHandle
 from ...autograd import no_grad
 from ..parameter import Parameter
@@ -65,6 +65,27 @@ class Module:
         set_(self, "_forward_hooks", OrderedDict())
         set_(self, "_forward_pre_hooks", OrderedDict())
         set_(self, "_modules", OrderedDict())
+
+    @property
+    def training(self):
+        """Training mode (train(), eval()). Read while musa.jit captures (a
+        dropout or batch norm deciding what to record), it becomes a guard:
+        the compiled variant runs only in the mode it was captured in, and
+        the other mode compiles its own (a step closing over the model, then
+        model.eval(), ran the training plan before)."""
+        try:
+            mode = self.__dict__["training"]
+        except KeyError:
+            raise AttributeError(f"[Module.training] {type(self).__name__} has no training flag: "
+                                 f"its __init__ did not call Module.__init__()") from None
+        if _C._jit_capturing():
+            _capture.guard(("module.training", id(self)), lambda m=self: m.__dict__["training"],
+                           mode, f"{type(self).__name__}.training")
+        return mode
+
+    @training.setter
+    def training(self, mode):
+        self.__dict__["training"] = mode
 
     def forward(self, *input):
         name = type(self).__name__
