@@ -157,7 +157,10 @@ static int run_kernel(const musa_op_info *info, int n_in, const musa_kview *kin,
         ctx.scratch_bytes = info->workspace(kout, n_out, kin, n_in, attrs);
         if (ctx.scratch_bytes) {
             ctx.scratch = musa_cpu_alloc(ctx.scratch_bytes, &block);
-            if (!ctx.scratch) rc = MUSA_ERR_NOMEM;
+            if (!ctx.scratch) /* the op's name, not the allocator's */
+                rc = musa_err(MUSA_ERR_NOMEM,
+                              "[%s] out of memory allocating a workspace of %zu bytes", info->name,
+                              ctx.scratch_bytes);
         }
     }
     if (!rc) {

@@ -728,3 +728,14 @@ def test_int_of_a_non_finite_tensor_names_the_conversion():
     with pytest.raises(OverflowError, match=r"\[Tensor.__int__\] cannot convert float infinity"):
         int(musa.tensor(float("-inf")))
     assert int(musa.tensor(-2.7)) == -2 and int(musa.tensor(3, dtype=musa.int8)) == 3
+
+
+def test_a_workspace_too_large_to_count_is_refused_by_the_op():
+    # fuzz-py seed 5049: topk over an expanded line of 2^62 elements asked
+    # for 24 bytes an element, which wrapped to a workspace of 0 bytes; the
+    # kernel then stored through NULL (UBSan). Sizes saturate now, and the
+    # failed allocation names the op.
+    line = musa.full((1,), 1, dtype=musa.uint8).expand(2 ** 62)
+    with pytest.raises(MemoryError, match=r"^\[topk\] out of memory allocating a workspace"):
+        line.topk(5)
+    assert line[:7].topk(2).values.tolist() == [1, 1]

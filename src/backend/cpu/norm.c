@@ -44,7 +44,10 @@ MUSA_WS(ws_layer_norm_backward) {
     MUSA_UNUSED(n_in);
     int64_t R, D;
     rows_d(&in[1], ((const musa_attrs_norm *)attrs)->ndims, &R, &D);
-    return nn_ws_outputs(out, n_out, nn_align(sizeof(double) * (size_t)(2 * D * ln_chunks(R))));
+    int64_t chunks = ln_chunks(R);
+    return nn_ws_outputs(
+        out, n_out,
+        nn_align(D > INT64_MAX / 2 / chunks ? SIZE_MAX : nn_bytes(2 * D * chunks, sizeof(double))));
 }
 
 typedef struct {

@@ -494,7 +494,8 @@ MUSA_WS(ws_xent) {
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     int64_t N, C, S;
     xe_geom(&in[0], &N, &C, &S);
-    return nn_ws_outputs(out, n_out, nn_align(sizeof(double) * (size_t)(N * S + 1)));
+    /* N * S <= the input's elements, which fit int64 */
+    return nn_ws_outputs(out, n_out, nn_align(nn_bytes(N * S + 1, sizeof(double))));
 }
 
 static int xe_error(const musa_kctx *ctx, xe_job *j) {

@@ -45,7 +45,9 @@ MUSA_WS(ws_sort) {
     MUSA_UNUSED(out), MUSA_UNUSED(n_out), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     int64_t n = 1; /* the longest dim bounds the line length for sort and topk alike */
     for (int d = 0; d < in[0].ndim; d++) n = in[0].shape[d] > n ? in[0].shape[d] : n;
-    return (size_t)n * 3 * 8;
+    /* an expanded line of 2^62 elements: 24 bytes each wrapped to 0 bytes
+     * (fuzz-py seed 5049, a store through NULL); too many is unallocatable */
+    return (uint64_t)n > SIZE_MAX / 24 ? SIZE_MAX : (size_t)n * 3 * 8;
 }
 
 static int sort_lines(const musa_kctx *ctx, musa_kview *out, const musa_kview *x, int dim,
