@@ -166,9 +166,11 @@ static int run_kernel(const musa_op_info *info, int n_in, const musa_kview *kin,
     if (!rc) {
         bool long_op = false;
         if (MUSA_UNLIKELY(long_op_hook != NULL)) {
-            int64_t work = 0;
-            for (int i = 0; i < n_in; i++) work += musa_kview_numel(&kin[i]);
-            for (int j = 0; j < n_out; j++) work += musa_kview_numel(&kout[j]);
+            int64_t work = 0; /* saturating: expanded inputs reach 2^62 elements each */
+            for (int i = 0; i < n_in + n_out; i++) {
+                int64_t n = musa_kview_numel(i < n_in ? &kin[i] : &kout[i - n_in]);
+                work = work > INT64_MAX - n ? INT64_MAX : work + n;
+            }
             long_op = musa_long_op_begin(work);
         }
         rc = info->kernel(&ctx, kout, kin, n_in, attrs);

@@ -739,3 +739,9 @@ def test_a_workspace_too_large_to_count_is_refused_by_the_op():
     with pytest.raises(MemoryError, match=r"^\[topk\] out of memory allocating a workspace"):
         line.topk(5)
     assert line[:7].topk(2).values.tolist() == [1, 1]
+    # the same for attention's per-task packs: keys of 2^62 rows (and the
+    # long-op hook's element count, a signed sum that overflowed: UBSan)
+    q = musa.zeros(1, 1, 1, 1)
+    k = musa.zeros(1, 1, 1, 1).expand(1, 1, 2 ** 62, 1)
+    with pytest.raises(MemoryError, match=r"^\[scaled_dot_product_attention\] out of memory"):
+        F.scaled_dot_product_attention(q, k, k)

@@ -133,12 +133,15 @@ static inline void gemm_f64(char ta, char tb, int64_t M, int64_t N, int64_t K, d
 static size_t slot_bytes(const att_job *j, bool bwd) {
     size_t f = j->f64 ? sizeof(double) : sizeof(float);
     int64_t bq = j->Tq < BQ ? j->Tq : BQ, Tk = j->Tk, E = j->E, Ev = j->Ev;
-    size_t kv = nn_align((size_t)(Tk * E) * f) + nn_align((size_t)(Tk * Ev) * f);
-    size_t rows =
-        3 * nn_align((size_t)(bq * (E > Ev ? E : Ev)) * f) + nn_align((size_t)(bq * Ev) * f);
-    size_t s = nn_align((size_t)(bq * Tk) * f);
-    if (!bwd) return kv + rows + s;
-    return 2 * kv + rows + 2 * s + nn_align((size_t)bq * f);
+    /* saturating (nnutil.h): an expanded key of 2^62 rows wrapped these
+     * sizes to a few bytes, which the packs then overran */
+    size_t kv = nn_add_bytes(nn_align(nn_bytes2(Tk, E, f)), nn_align(nn_bytes2(Tk, Ev, f)));
+    size_t r = nn_align(nn_bytes2(bq, E > Ev ? E : Ev, f));
+    size_t rows = nn_add_bytes(nn_add_bytes(nn_add_bytes(r, r), r), nn_align(nn_bytes2(bq, Ev, f)));
+    size_t s = nn_align(nn_bytes2(bq, Tk, f));
+    if (!bwd) return nn_add_bytes(nn_add_bytes(kv, rows), s);
+    return nn_add_bytes(nn_add_bytes(nn_add_bytes(kv, kv), rows),
+                        nn_add_bytes(nn_add_bytes(s, s), nn_align((size_t)bq * f)));
 }
 
 /* Tasks of a call: a batch matrix each backward, a block of query rows
@@ -203,7 +206,8 @@ static size_t ws_att(const musa_kview *out, const musa_kview *in, int n_in, cons
     job_of(&j, out, in, n_in, bwd, attrs);
     int64_t tasks = job_tasks(&j, bwd);
     int64_t slots = musa_pool_threads() < tasks ? musa_pool_threads() : tasks;
-    return (size_t)(slots > 0 ? slots : 0) * j.slot_bytes;
+    if (slots <= 0) return 0;
+    return j.slot_bytes > SIZE_MAX / (size_t)slots ? SIZE_MAX : (size_t)slots * j.slot_bytes;
 }
 
 MUSA_WS(ws_scaled_dot_product_attention) {

@@ -33,6 +33,11 @@ static inline size_t nn_bytes(int64_t count, size_t es) {
 static inline size_t nn_add_bytes(size_t a, size_t b) {
     return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
+/* a * b items of es bytes, a and b >= 0, each within int64. */
+static inline size_t nn_bytes2(int64_t a, int64_t b, size_t es) {
+    if (a <= 0 || b <= 0) return 0;
+    return a > INT64_MAX / b ? SIZE_MAX : nn_bytes(a * b, es);
+}
 
 /* Bytes of staging an output needs (0 when it can be written directly). */
 static inline size_t nn_stage_bytes(const musa_kview *o) {
