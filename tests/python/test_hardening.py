@@ -745,3 +745,35 @@ def test_a_workspace_too_large_to_count_is_refused_by_the_op():
     k = musa.zeros(1, 1, 1, 1).expand(1, 1, 2 ** 62, 1)
     with pytest.raises(MemoryError, match=r"^\[scaled_dot_product_attention\] out of memory"):
         F.scaled_dot_product_attention(q, k, k)
+
+
+def test_products_over_expanded_operands_refuse_their_workspace():
+    # found auditing after fuzz-py seed 5049: two expanded operands of 2^61
+    # elements packed into a workspace whose size wrapped to 8 bytes (a
+    # segfault); a weight with no output channels has no elements whatever
+    # its kernel size, and its column buffer of 2^62 elements wrapped to 0
+    K = 2 ** 61 + 1
+    with pytest.raises(MemoryError, match=r"^\[matmul\] out of memory allocating a workspace"):
+        musa.zeros(1, 1).expand(1, K) @ musa.zeros(1, 1).expand(K, 1)
+    with pytest.raises(MemoryError, match=r"^\[conv2d_backward_input\] out of memory"):
+        F.conv_transpose2d(musa.ones(1, 0, 1, 1), musa.zeros(0, 1, 2 ** 31, 2 ** 31),
+                           padding=2 ** 30 - 1)
+    a = musa.zeros(1, 1).expand(3, 5)  # small expanded operands still multiply
+    assert (a @ musa.ones(5, 2)).tolist() == [[0.0, 0.0]] * 3
+
+
+@pytest.mark.parametrize("case", ["topk", "mul", "attention"])
+def test_a_plan_refuses_values_and_workspaces_too_large_to_count(case):
+    # the same sizes in a plan: its arena's alignment and value sizes wrapped
+    # too, and the exact allocator gave 64 bytes for a request over 2^62
+    # bytes and reported success; a plan now raises as eager does
+    if case == "topk":
+        f, args = (lambda x: x.expand(2 ** 62).topk(5).values), (musa.full((1,), 1, dtype=musa.uint8),)
+    elif case == "mul":
+        f, args = (lambda x: (x.expand(2 ** 61) * 2).sum()), (musa.ones(1),)
+    else:
+        f = lambda q, k: F.scaled_dot_product_attention(q, k.expand(1, 1, 2 ** 62, 1),  # noqa: E731
+                                                        k.expand(1, 1, 2 ** 62, 1))
+        args = (musa.zeros(1, 1, 1, 1), musa.zeros(1, 1, 1, 1))
+    with pytest.raises(MemoryError, match=r"^\[(alloc|topk|scaled_dot_product_attention)\]"):
+        musa.jit(f)(*args)

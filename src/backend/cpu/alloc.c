@@ -213,8 +213,11 @@ void *musa_cpu_alloc(size_t bytes, size_t *block_bytes) {
 }
 
 void *musa_cpu_alloc_exact(size_t bytes, size_t *block_bytes) {
-    size_t blk = (bytes + 63) & ~(size_t)63;
-    if (bytes > ((size_t)1 << 62) || !blk) blk = 64;
+    if (bytes > ((size_t)1 << 62)) { /* it took 64 bytes and reported success */
+        musa_err_nomem("alloc", bytes);
+        return NULL;
+    }
+    size_t blk = bytes ? (bytes + 63) & ~(size_t)63 : 64;
     void *p = aligned_alloc(64, blk);
     if (!p) {
         musa_err_nomem("alloc", bytes);

@@ -31,6 +31,11 @@ typedef struct {
     size_t es;
 } conv_geom;
 
+static int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_attrs_conv *a,
                  int cdt) {
     g->cl = a->channels_last;
@@ -43,7 +48,10 @@ static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_
     g->Ho = (g->H + 2 * g->ph - g->dh * (g->kh - 1) - 1) / g->sh + 1;
     g->Wo = (g->W + 2 * g->pw - g->dw * (g->kw - 1) - 1) / g->sw + 1;
     g->Cg = g->C / g->groups, g->Cog = g->Co / g->groups;
-    g->K = g->Cg * g->kh * g->kw, g->P = g->Ho * g->Wo;
+    /* saturating: a weight of no output channels has no elements, whatever
+     * kh and kw are, so K could be 2^62 (and overflow past it): its column
+     * buffer then wrapped to 0 bytes (nnutil.h) */
+    g->K = sat_mul(sat_mul(g->Cg, g->kh), g->kw), g->P = sat_mul(g->Ho, g->Wo);
     g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
     g->cdt = cdt;
     g->es = nn_es(cdt);
@@ -218,7 +226,7 @@ static void run_slots(conv_job *j, int64_t slots, musa_range_fn fn) {
 }
 
 static size_t slot_cols(const conv_geom *g) {
-    return g->direct ? 0 : nn_align((size_t)(g->K * g->P) * g->es);
+    return g->direct ? 0 : nn_align(nn_bytes2(g->K, g->P, g->es));
 }
 
 /* ---- forward ---- */
@@ -229,7 +237,7 @@ static MUSA_WS(ws_conv2d_f32) {
     geom(&g, in[0].shape, in[1].shape, attrs, nn_cdt(out[0].dtype));
     musa_conv_shape s;
     size_t d = dnnl_ws(&g, MUSA_CONV_FWD, n_in == 3, &s);
-    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)conv_slots(&g) * slot_cols(&g));
+    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : nn_bytes(conv_slots(&g), slot_cols(&g)));
 }
 
 static int conv2d_f32(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
@@ -284,7 +292,7 @@ static MUSA_WS(ws_bwd_input_f32) {
     geom(&g, ((const musa_attrs_conv *)attrs)->shape.v, in[1].shape, attrs, nn_cdt(out[0].dtype));
     musa_conv_shape s;
     size_t d = dnnl_ws(&g, MUSA_CONV_BWD_DATA, false, &s);
-    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)conv_slots(&g) * slot_cols(&g));
+    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : nn_bytes(conv_slots(&g), slot_cols(&g)));
 }
 
 static int bwd_input_f32(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
@@ -334,7 +342,7 @@ static void bwd_weight_range(void *arg, int64_t s0, int64_t s1) {
 }
 
 static size_t slot_wgrad(const conv_geom *g, int64_t slots) {
-    return slot_cols(g) + (slots > 1 ? nn_align((size_t)(g->Co * g->K) * g->es) : 0);
+    return nn_add_bytes(slot_cols(g), slots > 1 ? nn_align(nn_bytes2(g->Co, g->K, g->es)) : 0);
 }
 
 static MUSA_WS(ws_bwd_weight_f32) {
@@ -344,7 +352,7 @@ static MUSA_WS(ws_bwd_weight_f32) {
     int64_t slots = conv_slots(&g);
     musa_conv_shape s;
     size_t d = dnnl_ws(&g, MUSA_CONV_BWD_WEIGHTS, false, &s);
-    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : (size_t)slots * slot_wgrad(&g, slots));
+    return nn_ws_outputs(out, n_out, d != (size_t)-1 ? d : nn_bytes(slots, slot_wgrad(&g, slots)));
 }
 
 static int bwd_weight_f32(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,

@@ -22,6 +22,7 @@
 #include "../../base/threadpool.h"
 #include "elem.h"
 #include "kernels.h"
+#include "nnutil.h"
 #include "matmul_dnnl.h"
 
 typedef struct {
@@ -141,7 +142,10 @@ static bool bf16_gemm(const mm_plan *p, int dt, musa_gemm_shape *s, size_t *ws) 
     return *ws != (size_t)-1;
 }
 
-/* Workspace in elements of the compute type, laid out [A | B | C]. */
+/* Workspace in elements of the compute type, laid out [A | B | C]. Each
+ * part is within its operand's elements; their sum in bytes saturates
+ * (ws_bytes): two expanded operands of 2^61 elements each wrapped it to 8
+ * bytes, which the packs overran. */
 static void ws_parts(const mm_plan *p, int dt, int64_t *na, int64_t *nb, int64_t *nc) {
     char t;
     int64_t ld;
@@ -149,6 +153,10 @@ static void ws_parts(const mm_plan *p, int dt, int64_t *na, int64_t *nb, int64_t
     *na = (low || !gemm_layout(&p->a, &t, &ld)) ? p->a.rows * p->a.cols : 0;
     *nb = (low || !gemm_layout(&p->b, &t, &ld)) ? p->b.rows * p->b.cols : 0;
     *nc = (low || !gemm_layout(&p->c, &t, &ld) || t != 'N') ? p->c.rows * p->c.cols : 0;
+}
+
+static size_t ws_bytes(int64_t na, int64_t nb, int64_t nc, size_t es) {
+    return nn_add_bytes(nn_add_bytes(nn_bytes(na, es), nn_bytes(nb, es)), nn_bytes(nc, es));
 }
 
 MUSA_WS(ws_matmul) {
@@ -163,8 +171,7 @@ MUSA_WS(ws_matmul) {
     if (bf16_gemm(&p, dt, &gs, &bws)) return bws;
     int64_t na, nb, nc;
     ws_parts(&p, dt, &na, &nb, &nc);
-    size_t es = dt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
-    return (size_t)(na + nb + nc) * es;
+    return ws_bytes(na, nb, nc, dt == MUSA_DTYPE_FLOAT64 ? 8 : 4);
 }
 
 /* Copy a strided matrix of dtype `dt` into a contiguous float/double one. */
@@ -359,7 +366,7 @@ int cpu_matmul(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
                         ctx->scratch_bytes);
     if (musa_is_float((musa_dtype)dt) && !bf16) {
         ws_parts(&p, dt, &wa, &wb, &wc);
-        if (ctx->scratch_bytes < (size_t)(wa + wb + wc) * (cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4))
+        if (ctx->scratch_bytes < ws_bytes(wa, wb, wc, cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4))
             return musa_err(MUSA_ERR_RUNTIME, "[matmul] internal: workspace of %zu bytes is short",
                             ctx->scratch_bytes);
     }
@@ -434,8 +441,6 @@ void musa_cpu_set_library_threads(int n) {
 }
 
 /* ---- linear: y = x W^T + b ---- */
-
-#include "nnutil.h"
 
 /* A bfloat16 linear, or a float32 one with a bias, as one oneDNN matmul,
  * the bias added in its epilogue (x W^T + b); or false: oneDNN cannot run

@@ -27,7 +27,7 @@ static inline size_t nn_align(size_t n) {
 }
 /* count items of es bytes (count < 0 counts as none). */
 static inline size_t nn_bytes(int64_t count, size_t es) {
-    if (count <= 0) return 0;
+    if (count <= 0 || !es) return 0;
     return (uint64_t)count > SIZE_MAX / es ? SIZE_MAX : (size_t)count * es;
 }
 static inline size_t nn_add_bytes(size_t a, size_t b) {

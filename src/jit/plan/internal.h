@@ -37,8 +37,19 @@ typedef enum musa_instr_kind {
 
 #define MUSA_PLAN_ALIGN 64 /* bytes: every buffer, tile and scratch starts aligned */
 
+/* Sizes saturate at SIZE_MAX (no allocation meets it): a value or
+ * workspace of an expanded tensor's 2^62 elements wrapped to a few bytes
+ * of arena, which its kernel overran. */
 static inline size_t musa_plan_align(size_t x) {
-    return (x + MUSA_PLAN_ALIGN - 1) & ~(size_t)(MUSA_PLAN_ALIGN - 1);
+    return x > SIZE_MAX - (MUSA_PLAN_ALIGN - 1)
+               ? SIZE_MAX
+               : (x + MUSA_PLAN_ALIGN - 1) & ~(size_t)(MUSA_PLAN_ALIGN - 1);
+}
+static inline size_t musa_plan_add(size_t a, size_t b) {
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+static inline size_t musa_plan_mul(size_t a, size_t b) {
+    return b && a > SIZE_MAX / b ? SIZE_MAX : a * b;
 }
 
 typedef struct kref {
@@ -141,8 +152,8 @@ struct musa_plan {
 
 static inline size_t musa_plan_value_bytes(const musa_gvalue *v) {
     size_t n = 1;
-    for (int d = 0; d < v->ndim; d++) n *= (size_t)v->shape[d];
-    return n * musa_dtype_info[v->dtype].size;
+    for (int d = 0; d < v->ndim; d++) n = musa_plan_mul(n, (size_t)v->shape[d]);
+    return musa_plan_mul(n, musa_dtype_info[v->dtype].size);
 }
 
 /* A kernel view of v's layout (no data pointer yet). */
