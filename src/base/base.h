@@ -55,6 +55,22 @@ static inline bool musa_add_i64(int64_t a, int64_t b, int64_t *out) {
 static inline bool musa_mul_size(size_t a, size_t b, size_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }
+/* Saturating at SIZE_MAX (INT64_MAX): memory sizes computed from shapes,
+ * which expanded views make as large as 2^62 elements without memory; a
+ * size that wrapped instead gave a small buffer that a kernel overran,
+ * while no allocation meets SIZE_MAX. */
+static inline size_t musa_sat_add_size(size_t a, size_t b) {
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+static inline size_t musa_sat_mul_size(size_t a, size_t b) {
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+static inline int64_t musa_sat_mul_i64(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
 
 /* malloc wrappers that set the last error on failure. */
 void *musa_malloc(size_t bytes, const char *where);

@@ -169,7 +169,7 @@ static int run_kernel(const musa_op_info *info, int n_in, const musa_kview *kin,
             int64_t work = 0; /* saturating: expanded inputs reach 2^62 elements each */
             for (int i = 0; i < n_in + n_out; i++) {
                 int64_t n = musa_kview_numel(i < n_in ? &kin[i] : &kout[i - n_in]);
-                work = work > INT64_MAX - n ? INT64_MAX : work + n;
+                if (!musa_add_i64(work, n, &work)) work = INT64_MAX;
             }
             long_op = musa_long_op_begin(work);
         }

@@ -135,13 +135,14 @@ static size_t slot_bytes(const att_job *j, bool bwd) {
     int64_t bq = j->Tq < BQ ? j->Tq : BQ, Tk = j->Tk, E = j->E, Ev = j->Ev;
     /* saturating (nnutil.h): an expanded key of 2^62 rows wrapped these
      * sizes to a few bytes, which the packs then overran */
-    size_t kv = nn_add_bytes(nn_align(nn_bytes2(Tk, E, f)), nn_align(nn_bytes2(Tk, Ev, f)));
+    size_t kv = musa_sat_add_size(nn_align(nn_bytes2(Tk, E, f)), nn_align(nn_bytes2(Tk, Ev, f)));
     size_t r = nn_align(nn_bytes2(bq, E > Ev ? E : Ev, f));
-    size_t rows = nn_add_bytes(nn_add_bytes(nn_add_bytes(r, r), r), nn_align(nn_bytes2(bq, Ev, f)));
+    size_t rows = musa_sat_add_size(musa_sat_add_size(musa_sat_add_size(r, r), r),
+                                    nn_align(nn_bytes2(bq, Ev, f)));
     size_t s = nn_align(nn_bytes2(bq, Tk, f));
-    if (!bwd) return nn_add_bytes(nn_add_bytes(kv, rows), s);
-    return nn_add_bytes(nn_add_bytes(nn_add_bytes(kv, kv), rows),
-                        nn_add_bytes(nn_add_bytes(s, s), nn_align((size_t)bq * f)));
+    if (!bwd) return musa_sat_add_size(musa_sat_add_size(kv, rows), s);
+    return musa_sat_add_size(musa_sat_add_size(musa_sat_add_size(kv, kv), rows),
+                             musa_sat_add_size(musa_sat_add_size(s, s), nn_align((size_t)bq * f)));
 }
 
 /* Tasks of a call: a batch matrix each backward, a block of query rows
@@ -207,7 +208,7 @@ static size_t ws_att(const musa_kview *out, const musa_kview *in, int n_in, cons
     int64_t tasks = job_tasks(&j, bwd);
     int64_t slots = musa_pool_threads() < tasks ? musa_pool_threads() : tasks;
     if (slots <= 0) return 0;
-    return j.slot_bytes > SIZE_MAX / (size_t)slots ? SIZE_MAX : (size_t)slots * j.slot_bytes;
+    return musa_sat_mul_size((size_t)slots, j.slot_bytes);
 }
 
 MUSA_WS(ws_scaled_dot_product_attention) {

@@ -31,11 +31,6 @@ typedef struct {
     size_t es;
 } conv_geom;
 
-static int64_t sat_mul(int64_t a, int64_t b) {
-    int64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
-
 static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_attrs_conv *a,
                  int cdt) {
     g->cl = a->channels_last;
@@ -51,7 +46,8 @@ static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_
     /* saturating: a weight of no output channels has no elements, whatever
      * kh and kw are, so K could be 2^62 (and overflow past it): its column
      * buffer then wrapped to 0 bytes (nnutil.h) */
-    g->K = sat_mul(sat_mul(g->Cg, g->kh), g->kw), g->P = sat_mul(g->Ho, g->Wo);
+    g->K = musa_sat_mul_i64(musa_sat_mul_i64(g->Cg, g->kh), g->kw);
+    g->P = musa_sat_mul_i64(g->Ho, g->Wo);
     g->direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
     g->cdt = cdt;
     g->es = nn_es(cdt);
@@ -342,7 +338,7 @@ static void bwd_weight_range(void *arg, int64_t s0, int64_t s1) {
 }
 
 static size_t slot_wgrad(const conv_geom *g, int64_t slots) {
-    return nn_add_bytes(slot_cols(g), slots > 1 ? nn_align(nn_bytes2(g->Co, g->K, g->es)) : 0);
+    return musa_sat_add_size(slot_cols(g), slots > 1 ? nn_align(nn_bytes2(g->Co, g->K, g->es)) : 0);
 }
 
 static MUSA_WS(ws_bwd_weight_f32) {

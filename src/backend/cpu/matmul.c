@@ -156,7 +156,8 @@ static void ws_parts(const mm_plan *p, int dt, int64_t *na, int64_t *nb, int64_t
 }
 
 static size_t ws_bytes(int64_t na, int64_t nb, int64_t nc, size_t es) {
-    return nn_add_bytes(nn_add_bytes(nn_bytes(na, es), nn_bytes(nb, es)), nn_bytes(nc, es));
+    return musa_sat_add_size(musa_sat_add_size(nn_bytes(na, es), nn_bytes(nb, es)),
+                             nn_bytes(nc, es));
 }
 
 MUSA_WS(ws_matmul) {

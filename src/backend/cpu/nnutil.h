@@ -19,24 +19,17 @@ static inline int nn_cdt(int dtype) {
 static inline size_t nn_es(int cdt) {
     return cdt == MUSA_DTYPE_FLOAT64 ? 8 : 4;
 }
-/* Workspace sizes saturate at SIZE_MAX, which no allocation meets: a size
- * that wrapped (an expanded input of 2^62 elements) would have given a
- * small buffer that the kernel then overran. */
+/* Workspace sizes saturate at SIZE_MAX (base.h's musa_sat_*). */
 static inline size_t nn_align(size_t n) {
     return n > SIZE_MAX - 63 ? SIZE_MAX : (n + 63) & ~(size_t)63;
 }
 /* count items of es bytes (count < 0 counts as none). */
 static inline size_t nn_bytes(int64_t count, size_t es) {
-    if (count <= 0 || !es) return 0;
-    return (uint64_t)count > SIZE_MAX / es ? SIZE_MAX : (size_t)count * es;
+    return count <= 0 ? 0 : musa_sat_mul_size((size_t)count, es);
 }
-static inline size_t nn_add_bytes(size_t a, size_t b) {
-    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
-}
-/* a * b items of es bytes, a and b >= 0, each within int64. */
+/* a * b items of es bytes. */
 static inline size_t nn_bytes2(int64_t a, int64_t b, size_t es) {
-    if (a <= 0 || b <= 0) return 0;
-    return a > INT64_MAX / b ? SIZE_MAX : nn_bytes(a * b, es);
+    return a <= 0 || b <= 0 ? 0 : musa_sat_mul_size(musa_sat_mul_size((size_t)a, (size_t)b), es);
 }
 
 /* Bytes of staging an output needs (0 when it can be written directly). */
@@ -77,7 +70,7 @@ static inline void nn_out_end(nn_out *r) {
 /* Staging bytes for every output, plus `extra`. */
 static inline size_t nn_ws_outputs(const musa_kview *out, int n_out, size_t extra) {
     size_t b = extra;
-    for (int j = 0; j < n_out; j++) b = nn_add_bytes(b, nn_stage_bytes(&out[j]));
+    for (int j = 0; j < n_out; j++) b = musa_sat_add_size(b, nn_stage_bytes(&out[j]));
     return b;
 }
 

@@ -45,9 +45,7 @@ MUSA_WS(ws_layer_norm_backward) {
     int64_t R, D;
     rows_d(&in[1], ((const musa_attrs_norm *)attrs)->ndims, &R, &D);
     int64_t chunks = ln_chunks(R);
-    return nn_ws_outputs(
-        out, n_out,
-        nn_align(D > INT64_MAX / 2 / chunks ? SIZE_MAX : nn_bytes(2 * D * chunks, sizeof(double))));
+    return nn_ws_outputs(out, n_out, nn_align(nn_bytes2(D, 2 * chunks, sizeof(double))));
 }
 
 typedef struct {

@@ -47,7 +47,7 @@ MUSA_WS(ws_sort) {
     for (int d = 0; d < in[0].ndim; d++) n = in[0].shape[d] > n ? in[0].shape[d] : n;
     /* an expanded line of 2^62 elements: 24 bytes each wrapped to 0 bytes
      * (fuzz-py seed 5049, a store through NULL); too many is unallocatable */
-    return (uint64_t)n > SIZE_MAX / 24 ? SIZE_MAX : (size_t)n * 3 * 8;
+    return musa_sat_mul_size((size_t)n, 3 * 8);
 }
 
 static int sort_lines(const musa_kctx *ctx, musa_kview *out, const musa_kview *x, int dim,

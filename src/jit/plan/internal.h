@@ -45,12 +45,6 @@ static inline size_t musa_plan_align(size_t x) {
                ? SIZE_MAX
                : (x + MUSA_PLAN_ALIGN - 1) & ~(size_t)(MUSA_PLAN_ALIGN - 1);
 }
-static inline size_t musa_plan_add(size_t a, size_t b) {
-    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
-}
-static inline size_t musa_plan_mul(size_t a, size_t b) {
-    return b && a > SIZE_MAX / b ? SIZE_MAX : a * b;
-}
 
 typedef struct kref {
     uint32_t slot; /* musa_plan_slot, or an input, parameter or output slot */
@@ -152,8 +146,8 @@ struct musa_plan {
 
 static inline size_t musa_plan_value_bytes(const musa_gvalue *v) {
     size_t n = 1;
-    for (int d = 0; d < v->ndim; d++) n = musa_plan_mul(n, (size_t)v->shape[d]);
-    return musa_plan_mul(n, musa_dtype_info[v->dtype].size);
+    for (int d = 0; d < v->ndim; d++) n = musa_sat_mul_size(n, (size_t)v->shape[d]);
+    return musa_sat_mul_size(n, musa_dtype_info[v->dtype].size);
 }
 
 /* A kernel view of v's layout (no data pointer yet). */

@@ -271,7 +271,7 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     f->stage_off = tile_off;
     tile_off += stage;
     f->tile_bytes = tile_off;
-    f->chunk_bytes = musa_plan_add(tile_off, musa_plan_align(member_scratch));
+    f->chunk_bytes = musa_sat_add_size(tile_off, musa_plan_align(member_scratch));
     return MUSA_OK;
 }
 
@@ -321,15 +321,15 @@ int musa_plan_lower(builder *b) {
             in->scratch_off = step_scratch;
             if (in->kind == MUSA_INSTR_KERNEL) {
                 if ((rc = lower_kcall(b, &in->k, &g->nodes.data[in->node]))) return rc;
-                step_scratch = musa_plan_add(step_scratch, musa_plan_align(in->k.scratch));
+                step_scratch = musa_sat_add_size(step_scratch, musa_plan_align(in->k.scratch));
             } else if (in->kind == MUSA_INSTR_MULTI) {
                 if (!(in->u = PLAN_NEW(b, multi, 1))) return nomem();
                 if ((rc = build_multi(b, in->u, b->members + first, cnt))) return rc;
-                step_scratch = musa_plan_add(step_scratch, musa_plan_align(in->u->scratch));
+                step_scratch = musa_sat_add_size(step_scratch, musa_plan_align(in->u->scratch));
             } else {
                 if ((rc = build_fused(b, in->f, b->members + first, cnt))) return rc;
-                step_scratch = musa_plan_add(
-                    step_scratch, musa_plan_mul(in->f->chunk_bytes, (size_t)in->f->max_chunks));
+                step_scratch = musa_sat_add_size(
+                    step_scratch, musa_sat_mul_size(in->f->chunk_bytes, (size_t)in->f->max_chunks));
             }
         }
         scratch = MUSA_MAX(scratch, step_scratch);

@@ -130,7 +130,7 @@ static size_t best_gap(const by_offset *nb, int m, const musa_plan_buffer *bufs,
         const musa_plan_buffer *y = &bufs[nb[a].id];
         if (y->offset >= cur && y->offset - cur >= need && y->offset - cur < best_size)
             best = cur, best_size = y->offset - cur;
-        size_t end = musa_plan_add(y->offset, musa_plan_align(y->bytes));
+        size_t end = musa_sat_add_size(y->offset, musa_plan_align(y->bytes));
         if (end > cur) cur = end;
     }
     return best != SIZE_MAX ? best : cur;
@@ -145,7 +145,7 @@ static int cmp_buf_size(const void *a, const void *b) {
 static size_t one_after_another(musa_plan_buffer *bufs, int n) {
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        bufs[i].offset = total, total = musa_plan_add(total, musa_plan_align(bufs[i].bytes));
+        bufs[i].offset = total, total = musa_sat_add_size(total, musa_plan_align(bufs[i].bytes));
     return total;
 }
 
@@ -182,7 +182,7 @@ size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse) {
         for (int a = 0; a < m; a++) nb[a] = (by_offset){sorted[hits[a]].offset, hits[a]};
         qsort(nb, (size_t)m, sizeof *nb, cmp_by_offset);
         x->offset = best_gap(nb, m, sorted, need);
-        if (musa_plan_add(x->offset, need) > total) total = musa_plan_add(x->offset, need);
+        if (musa_sat_add_size(x->offset, need) > total) total = musa_sat_add_size(x->offset, need);
         ok = lifetimes_add(&placed, i, x->first, x->last);
     }
     if (ok)
@@ -210,14 +210,15 @@ void musa_plan_place_scratch(const musa_plan_buffer *bufs, int n_bufs, int n_ste
         size_t need = musa_plan_align(bytes[s]);
         if (!ok) { /* no room to look: at the end */
             off[s] = musa_plan_align(*arena_bytes);
-            *arena_bytes = musa_plan_add(off[s], need);
+            *arena_bytes = musa_sat_add_size(off[s], need);
             continue;
         }
         int m = lifetimes_live_at(&live, s, hits, 0);
         for (int a = 0; a < m; a++) nb[a] = (by_offset){bufs[hits[a]].offset, hits[a]};
         qsort(nb, (size_t)m, sizeof *nb, cmp_by_offset);
         off[s] = best_gap(nb, m, bufs, need);
-        if (musa_plan_add(off[s], need) > *arena_bytes) *arena_bytes = musa_plan_add(off[s], need);
+        if (musa_sat_add_size(off[s], need) > *arena_bytes)
+            *arena_bytes = musa_sat_add_size(off[s], need);
     }
     if (indexed) lifetimes_free(&live);
     free(hits), free(nb);
