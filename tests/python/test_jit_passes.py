@@ -427,3 +427,21 @@ def test_ops_that_mix_rows_are_never_cut_into_tiles(name, fn):
     of rows: softmax and cumsum along dim 0 then came out wrong."""
     x = musa.randn(4096, 64)
     assert musa.equal(musa.jit(fn, fusion_level=2)(x), fn(x)), name
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_lean_pow_reads_this_runs_exponent(dtype):
+    # a group of one element computes pow's exponent and also writes it out
+    # (flip reads it later): the lean pow resolved its loop from the
+    # exponent's arena buffer before the group had written it, i.e. the last
+    # call's exponent (jit fuzzer seed 349700 on its third call: 128.25
+    # where eager gave inf)
+    def f(a, b):
+        e = b * -1.0 + -1.0
+        return musa.pow(a.abs(), e), e.flip(0)
+    c = musa.jit(f)
+    dt = getattr(musa, dtype)
+    a = musa.tensor(-0.5, dtype=dt)
+    for bv in (1.0, 2.0, -3.0, 0.5, -1.5, 1.0):
+        b = musa.tensor([bv], dtype=dt)
+        assert c(a, b)[0].item() == f(a, b)[0].item(), bv

@@ -87,7 +87,11 @@ static int64_t elementwise_tile(const musa_graph *g, const int32_t *mem, int cnt
  * before the group computes anything): in a group of one element every
  * input is one, and pow's exponent made inside such a group was read as
  * unknown where eager's kernel saw 2 and squared (seed 17906 of
- * test_jit_fuzz: 1 ulp apart). */
+ * test_jit_fuzz: 1 ulp apart). "Inside" is where the value is made, not
+ * whether it stays there: an exponent the group also writes out for a
+ * later instruction was read from its arena buffer before this run wrote
+ * it, i.e. whatever the buffer held (seed 349700: a float16 pow gave
+ * 128.25 instead of inf from the plan's second run on). */
 static bool lean_member(const builder *b, const musa_gnode *n, const musa_gvalue *gs) {
     const musa_op_info *info = &musa_ops[n->op];
     if (!info->loop || info->workspace || n->n_out != 1 || n->n_in + 1 > MUSA_ITER_MAX_OPS)
@@ -97,7 +101,8 @@ static bool lean_member(const builder *b, const musa_gnode *n, const musa_gvalue
         int32_t v = q == 0 ? n->out[0] : n->in[q - 1];
         const musa_gvalue *x = &b->g->values.data[v];
         bool full = musa_shape_equal(x->ndim, x->shape, gs->ndim, gs->shape);
-        if (q && (!full || numel(gs) == 1) && b->internal[v]) return false;
+        if (q && (!full || numel(gs) == 1) && (b->internal[v] || b->vgroup[v] == n->group))
+            return false;
         kv[q] = (musa_kview){.dtype = x->dtype, .ndim = full, .shape = {numel(gs)}, .strides = {1}};
     }
     return info->loop(kv, kv + 1, &n->attrs) != NULL;
