@@ -229,6 +229,15 @@ void pm_long_op(bool begin);
 int pm_jit_init(PyObject *module);
 /* The graph of a musa._C.Graph object (borrowed), or NULL with TypeError. */
 musa_graph *pm_graph(PyObject *o, const char *who);
+/* A str from a malloc'd C string, which it frees; NULL raises the last error. */
+PyObject *pm_str_result(char *s);
+
+/* ---- compiled plans (jit_plan.c) ---- */
+int pm_plan_init(PyObject *module);
+/* A musa._C.Plan owning p (freed on failure), built from the Graph object
+ * graph (kept alive) whose graph is g. */
+PyObject *pm_plan_wrap(musa_plan *p, PyObject *graph, musa_graph *g);
+
 /* Tell a running capture that Python reads t's value on the host
  * (MUSA_READ_BOOL / SCALAR with the value; MUSA_READ_DATA for whole tensors). */
 void pm_host_read(musa_tensor *t, int kind, double value);
