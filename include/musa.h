@@ -1729,9 +1729,11 @@ MUSA_API size_t musa_alloc_size(size_t bytes);
  * Events stay readable from stop until the next start. Off, the profiler
  * costs each op one branch; bench_core reports its cost per op when on.
  */
-#define MUSA_PROFILE_SHAPES 1 /* record each op's input dtypes and shapes */
+#define MUSA_PROFILE_SHAPES 1 /* record each op's input dtypes and shapes (see detail) */
 #define MUSA_PROFILE_MEMORY 2 /* record allocations, frees and the running total */
-#define MUSA_PROFILE_STACK  4 /* record where each op and range was called from (see below) */
+#define MUSA_PROFILE_STACK                                                                         \
+    4 /* record where each op and range was called from (see below),                               \
+       * and each plan instruction's line in the captured program */
 
 typedef enum musa_profile_kind {
     MUSA_PROFILE_OP = 0,        /* an eagerly dispatched op (nested ops nest) */
@@ -1744,14 +1746,17 @@ typedef enum musa_profile_kind {
 
 typedef struct musa_profile_event {
     const char *name;     /* op, instruction, node or range name; "[memory]" */
-    const char *detail;   /* ops: "float32[64, 128], int64[64]" with MUSA_PROFILE_SHAPES; or "" */
+    const char *detail;   /* ops, with MUSA_PROFILE_SHAPES: the inputs, "float32[64, 128],
+                           * int64[64]"; plan kernels and fused groups: the (last) node's
+                           * inputs likewise; multi-tensor updates: "30 parameters"; or "" */
     int kind;             /* musa_profile_kind */
     int tid;              /* the recording thread's id (gettid) */
     int64_t start_ns;     /* from musa_profiler_start */
     int64_t dur_ns;       /* duration; 0 for memory events */
     int64_t bytes;        /* memory events: allocated (> 0) or freed (< 0) */
     int64_t total_bytes;  /* memory events: the allocator's current bytes after it */
-    const char *location; /* with MUSA_PROFILE_STACK: the caller's "file:line", or "" */
+    const char *location; /* with MUSA_PROFILE_STACK: the caller's "file:line" (a plan
+                           * instruction: its node's, as captured), or "" */
 } musa_profile_event;
 
 /* Start recording (dropping the last session's events); flags are

@@ -12,7 +12,8 @@ under ``record_shapes``), each instruction of a compiled plan (a fused group
 is named by its ops: ``fused(add, mul, relu)``), each autograd node's
 backward (``MulBackward``), ``record_function`` ranges, and under
 ``profile_memory`` each allocation and free with the allocator's running
-total; ``with_stack`` gives ops and ranges the line that called them. The recorder is C (``musa_profiler_*`` in musa.h; ``musa-run
+total; ``with_stack`` gives ops and ranges the line that called them, and
+a plan's instructions the line that made them. The recorder is C (``musa_profiler_*`` in musa.h; ``musa-run
 --profile`` writes the same trace). One profiler runs at a time.
 """
 import collections
@@ -44,7 +45,10 @@ class FunctionEvent(collections.namedtuple(
     bytes (memory events) is positive for an allocation and negative for a
     free, total_bytes the allocator's current bytes after it; stack (with
     with_stack, for ops and ranges) the caller's line, ["train.py:12"]: the
-    innermost frame outside musa."""
+    innermost frame outside musa; for a plan instruction, the line that made
+    its (last) op when the function was captured. input_shapes (with
+    record_shapes) lists an op's inputs, "float32[64, 128], int64[64]"; a
+    plan instruction's are its (last) op's."""
 
     @property
     def end_us(self):
@@ -154,11 +158,12 @@ class profile:
     """Record what runs inside ``with`` (or between start() and stop()).
 
     activities: accepted for PyTorch's API; musa records its CPU work.
-    record_shapes: each op event carries its inputs' dtypes and shapes.
+    record_shapes: each op event carries its inputs' dtypes and shapes (a
+        compiled plan's instruction: its last op's).
     profile_memory: allocations and frees, with the running total.
     with_stack: each op and range carries the line that called it (the
-        innermost frame outside musa), as key_averages(group_by_stack_n=1)
-        groups them.
+        innermost frame outside musa; a plan's instruction, the line that
+        made it), as key_averages(group_by_stack_n=1) groups them.
     """
 
     def __init__(self, activities=None, record_shapes=False, profile_memory=False,

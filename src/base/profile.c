@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "dtype.h"
 #include "sbuf.h"
 
 atomic_int musa_prof_flags_;
@@ -104,14 +105,18 @@ static prof_thread *my_buffer(void) {
     return b;
 }
 
-/* Append e (detail copied) to the calling thread's buffer if the session
- * that began before t0 is still recording. */
-static void append(musa_profile_event e, int64_t t0, const char *detail, bool copy_name) {
+/* Append e (detail copied, and its name with copy_name) to the calling
+ * thread's buffer if the session that began before t0 is still recording.
+ * With MUSA_PROFILE_STACK its location is `loc` (copied) when given, else
+ * for ops and ranges the location function's. */
+static void append(musa_profile_event e, int64_t t0, const char *detail, bool copy_name,
+                   const char *loc) {
     prof_thread *b = my_buffer();
     if (!b) return;
     e.location = "";
+    bool stack = (musa_prof_on() & MUSA_PROFILE_STACK) != 0;
     const char *(*where)(void) = atomic_load(&location_fn);
-    if ((musa_prof_on() & MUSA_PROFILE_STACK) && where && !tl_no_location &&
+    if (stack && !loc && where && !tl_no_location &&
         (e.kind == MUSA_PROFILE_OP || e.kind == MUSA_PROFILE_RANGE)) {
         const char *w = where(); /* outside the buffer's lock: it may run Python */
         if (w) e.location = w;
@@ -131,6 +136,8 @@ static void append(musa_profile_event e, int64_t t0, const char *detail, bool co
         e.tid = b->tid;
         e.detail = "";
         if (copy_name && !(e.name = musa_arena_strdup(&b->strings, e.name))) goto out;
+        if (stack && loc && *loc && !(e.location = musa_arena_strdup(&b->strings, loc)))
+            e.location = "";
         if (detail && *detail) {
             char *d = musa_arena_strdup(&b->strings, detail);
             if (d) e.detail = d;
@@ -143,13 +150,43 @@ out:
 
 void musa_prof_complete(int kind, const char *name, int64_t t0, const char *detail) {
     int64_t t1 = musa_prof_now();
-    append((musa_profile_event){.name = name, .kind = kind, .dur_ns = t1 - t0}, t0, detail, false);
+    append((musa_profile_event){.name = name, .kind = kind, .dur_ns = t1 - t0}, t0, detail, false,
+           NULL);
 }
 
 void musa_prof_complete_copy(int kind, const char *name, int64_t t0, const char *detail) {
+    musa_prof_complete_at(kind, name, t0, detail, NULL);
+}
+
+void musa_prof_complete_at(int kind, const char *name, int64_t t0, const char *detail,
+                           const char *location) {
     int64_t t1 = musa_prof_now();
     append((musa_profile_event){.name = name ? name : "", .kind = kind, .dur_ns = t1 - t0}, t0,
-           detail, true);
+           detail, true, location);
+}
+
+bool musa_prof_shape_append(char *buf, size_t size, size_t *len, musa_dtype dtype, int ndim,
+                            const int64_t *shape) {
+    if (*len >= size) return false;
+    size_t at = *len;
+    int w = snprintf(buf + at, size - at, "%s%s[", at ? ", " : "",
+                     musa_dtype_valid(dtype) ? musa_dtype_name(dtype) : "NULL");
+    for (int d = 0; d < ndim && w >= 0 && (size_t)w < size - at; d++) {
+        int k = snprintf(buf + at + (size_t)w, size - at - (size_t)w, "%s%lld", d ? ", " : "",
+                         (long long)shape[d]);
+        w = k < 0 ? k : w + k;
+    }
+    if (w >= 0 && (size_t)w < size - at) {
+        int k = snprintf(buf + at + (size_t)w, size - at - (size_t)w, "]");
+        w = k < 0 ? k : w + k;
+    }
+    if (w < 0 || (size_t)w >= size - at) {
+        if (size > 4) memcpy(buf + size - 4, "...", 4);
+        *len = size;
+        return false;
+    }
+    *len = at + (size_t)w;
+    return true;
 }
 
 void musa_prof_memory(int64_t bytes, int64_t total) {
@@ -158,7 +195,7 @@ void musa_prof_memory(int64_t bytes, int64_t total) {
                                 .kind = MUSA_PROFILE_MEMORY_EV,
                                 .bytes = bytes,
                                 .total_bytes = total},
-           musa_prof_now(), NULL, false);
+           musa_prof_now(), NULL, false, NULL);
 }
 
 int musa_profiler_start(int flags) {

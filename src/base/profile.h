@@ -42,6 +42,19 @@ void musa_prof_complete(int kind, const char *name, int64_t t0, const char *deta
  * events are read (user ranges, custom autograd nodes). */
 void musa_prof_complete_copy(int kind, const char *name, int64_t t0, const char *detail);
 
+/* The same with a copy of `name` and, under MUSA_PROFILE_STACK, the
+ * event's location ("file:line", copied; NULL: as musa_prof_complete_copy):
+ * a plan instruction's, whose names and graph may be freed before the
+ * events are read. */
+void musa_prof_complete_at(int kind, const char *name, int64_t t0, const char *detail,
+                           const char *location);
+
+/* Append "float32[64, 128]" (after ", " unless *len is 0) to buf, of size
+ * bytes with *len used: the entries of a MUSA_PROFILE_SHAPES detail. False
+ * when it does not fit: buf then ends in "..." and *len is size. */
+bool musa_prof_shape_append(char *buf, size_t size, size_t *len, musa_dtype dtype, int ndim,
+                            const int64_t *shape);
+
 /* Name the calling thread's lane in traces ("stream 1"); a thread made by
  * musa that must not call the location function (it may run Python) says
  * so with locations = false. */

@@ -421,22 +421,9 @@ static void shapes_str(int n_in, musa_tensor *const *in, char *buf, size_t size)
     buf[0] = 0;
     for (int i = 0; i < n_in; i++) {
         const musa_tensor *t = in[i];
-        int w = snprintf(buf + len, size - len, "%s%s[", i ? ", " : "",
-                         t ? musa_dtype_name((musa_dtype)t->dtype) : "NULL");
-        for (int d = 0; t && d < t->ndim && w >= 0 && (size_t)w < size - len; d++) {
-            int k = snprintf(buf + len + (size_t)w, size - len - (size_t)w, "%s%lld", d ? ", " : "",
-                             (long long)t->shape[d]);
-            w = k < 0 ? k : w + k;
-        }
-        if (w >= 0 && (size_t)w < size - len) {
-            int k = snprintf(buf + len + (size_t)w, size - len - (size_t)w, "]");
-            w = k < 0 ? k : w + k;
-        }
-        if (w < 0 || (size_t)w >= size - len) {
-            if (size > 4) memcpy(buf + size - 4, "...", 4);
+        if (!musa_prof_shape_append(buf, size, &len, t ? (musa_dtype)t->dtype : (musa_dtype)-1,
+                                    t ? t->ndim : 0, t ? t->shape : NULL))
             return;
-        }
-        len += (size_t)w;
     }
 }
 

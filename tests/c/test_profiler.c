@@ -151,6 +151,58 @@ TEST(profiler_stack_records_the_location_function_s_answer) {
     musa_tensor_release(a);
 }
 
+/* the graph's recorded line: a buffer overwritten after the run */
+static char plan_line[32];
+static const char *plan_here(void) {
+    return plan_line;
+}
+
+/* A plan instruction's event: its (last) node's inputs under
+ * MUSA_PROFILE_SHAPES, that node's line under MUSA_PROFILE_STACK, and a name
+ * and line of its own. Both are read after the plan (which holds a fused
+ * group's name) and the graph are freed, and the line's buffer rewritten
+ * (ASan saw the name read after free before). */
+TEST(profiler_plan_events_carry_shapes_and_lines_and_outlive_the_plan) {
+    int64_t s[2] = {4, 8};
+    musa_tensor *x = musa_ones(2, s, MUSA_DTYPE_FLOAT32);
+    musa_graph *g = musa_graph_new();
+    snprintf(plan_line, sizeof plan_line, "model.py:3");
+    musa_jit_set_location_hook(plan_here);
+    CHECK_OK(musa_graph_capture_begin(g, MUSA_CAPTURE_TRACE));
+    CHECK_OK(musa_graph_add_input(g, x, "x"));
+    musa_tensor *sum = musa_add(x, x);
+    musa_tensor *y = musa_relu(sum);
+    CHECK_OK(musa_graph_set_outputs(g, 1, &y));
+    CHECK_OK(musa_graph_capture_end(g));
+    musa_jit_set_location_hook(NULL);
+    musa_pass_ctx ctx = {.fusion_level = 2, .verify = true};
+    CHECK_OK(musa_graph_optimize(g, &ctx));
+    musa_plan *p = musa_plan_build(g, NULL);
+    CHECK(p != NULL);
+    musa_tensor *out = NULL;
+    for (int flags = 0; flags <= (MUSA_PROFILE_SHAPES | MUSA_PROFILE_STACK); flags += 5) {
+        CHECK(musa_profiler_start(flags) == MUSA_OK);
+        CHECK_OK(musa_plan_run(p, 1, &x, 1, &out));
+        musa_tensor_release(out);
+        CHECK(musa_profiler_stop() == MUSA_OK);
+        if (!flags) {
+            musa_profile_event e;
+            CHECK(find_event("fused(add, relu)", &e) && e.kind == MUSA_PROFILE_PLAN);
+            CHECK_MSG(!strcmp(e.detail, "") && !strcmp(e.location, ""), "'%s' '%s'", e.detail,
+                      e.location);
+        }
+    }
+    musa_plan_free(p);
+    musa_graph_free(g);
+    snprintf(plan_line, sizeof plan_line, "rewritten");
+    musa_profile_event e;
+    CHECK(count_events("fused(add, relu)", MUSA_PROFILE_PLAN) == 1);
+    CHECK(find_event("fused(add, relu)", &e));
+    CHECK_MSG(!strcmp(e.detail, "float32[4, 8]"), "detail '%s'", e.detail);
+    CHECK_MSG(!strcmp(e.location, "model.py:3"), "location '%s'", e.location);
+    musa_tensor_release(x), musa_tensor_release(sum), musa_tensor_release(y);
+}
+
 TEST(profiler_misuse_is_an_error) {
     CHECK(musa_profiler_stop() == MUSA_ERR_RUNTIME);
     CHECK(strstr(musa_last_error(), "not running"));

@@ -330,3 +330,45 @@ def test_with_stack_names_the_calling_line():
     with profile() as prof:
         helper_in_another_function(x)
     assert all(e.stack == [] for e in prof.events())
+
+
+def compiled_body(x, w):
+    h = x.matmul(w)  # a kernel instruction: its line and inputs
+    return (h * 2 + 1).relu()  # a fused group: its last member's line and inputs
+
+
+def test_plan_instructions_carry_shapes_and_lines():
+    import inspect
+    line = inspect.getsourcelines(compiled_body)[1]
+    x, w = musa.randn(5, 7), musa.randn(7, 3)
+    c = musa.jit(compiled_body, config=musa.Config(fusion_level=1))
+    c(x, w)
+    with profile(record_shapes=True, with_stack=True) as prof:
+        c(x, w)
+    plan = {e.name: e for e in prof.events() if e.kind == "plan"}
+    assert set(plan) == {"matmul", "fused(mul, add, relu)"}, plan
+    assert plan["matmul"].input_shapes == "float32[5, 7], float32[7, 3]"
+    assert plan["matmul"].stack == [f"test_profiler.py:{line + 1}"]
+    assert plan["fused(mul, add, relu)"].input_shapes == "float32[5, 3]"
+    assert plan["fused(mul, add, relu)"].stack == [f"test_profiler.py:{line + 2}"]
+    rows = prof.key_averages(group_by_input_shape=True)
+    assert ("matmul", "float32[5, 7], float32[7, 3]") in {(r.key, r.input_shapes) for r in rows}
+    # without the flags, neither
+    with profile() as prof:
+        c(x, w)
+    assert all(e.input_shapes == "" and e.stack == [] for e in prof.events() if e.kind == "plan")
+
+
+def test_plan_events_outlive_the_plan():
+    import gc
+    with profile(record_shapes=True, with_stack=True) as prof:
+        c = musa.jit(lambda x: (x * 3 + 1).relu())
+        x = musa.randn(64)
+        c(x)
+        c(x)
+        del c
+        gc.collect()  # the plan, which holds the group's name, is freed
+        junk = [musa.randn(64) + i for i in range(200)]  # noqa: F841 (reuses that memory)
+    plan = [e for e in prof.events() if e.kind == "plan"]
+    assert [e.name for e in plan] == ["fused(mul, add, relu)"] * 2, plan
+    assert all(e.input_shapes == "float32[64]" for e in plan)

@@ -281,15 +281,32 @@ static int run_instr_(run_ctx *r, instr *in) {
 
 /* One profiler event per instruction: a kernel by its op, a fused group as
  * "fused(add, mul, relu)", a multi-tensor update by its op with the number
- * of parameters as the detail. */
+ * of parameters as the detail. Under MUSA_PROFILE_SHAPES a kernel's or
+ * group's detail is its (last) node's inputs, and under MUSA_PROFILE_STACK
+ * its location that node's line. The event copies its name and location:
+ * a group's name lives in the plan, a line in the graph, and either may be
+ * freed before the events are read. */
 static int run_instr(run_ctx *r, instr *in) {
-    if (MUSA_LIKELY(!musa_prof_on())) return run_instr_(r, in);
+    int prof = musa_prof_on();
+    if (MUSA_LIKELY(!prof)) return run_instr_(r, in);
     int64_t t0 = musa_prof_now();
     int rc = run_instr_(r, in);
-    char rows[32] = "";
-    if (in->kind == MUSA_INSTR_MULTI) snprintf(rows, sizeof rows, "%d parameters", in->u->n);
+    const musa_graph *g = r->p->g;
+    const musa_gnode *n = &g->nodes.data[in->node];
+    char detail[512] = "";
+    if (in->kind == MUSA_INSTR_MULTI) {
+        snprintf(detail, sizeof detail, "%d parameters", in->u->n);
+    } else if (prof & MUSA_PROFILE_SHAPES) {
+        size_t len = 0;
+        for (int i = 0; i < n->n_in; i++) {
+            const musa_gvalue *v = &g->values.data[n->in[i]];
+            if (!musa_prof_shape_append(detail, sizeof detail, &len, (musa_dtype)v->dtype, v->ndim,
+                                        v->shape))
+                break;
+        }
+    }
     const char *name = in->pname ? in->pname : in->k.name;
-    musa_prof_complete(MUSA_PROFILE_PLAN, name ? name : "instruction", t0, rows);
+    musa_prof_complete_at(MUSA_PROFILE_PLAN, name ? name : "instruction", t0, detail, n->loc);
     return rc;
 }
 
