@@ -397,11 +397,11 @@ def promote_types(type1, type2):
 
 def result_type(tensor1, tensor2):
     """The dtype of tensor1 + tensor2 (numbers take part as PyTorch's weak
-    scalars)."""
-    def probe(x, what):
+    scalars, and 0-d tensors below tensors with dims of their category)."""
+    def probe(x, what):  # an empty stand-in: the dtype, and whether it has dims
         if isinstance(x, _C.Tensor):
-            return _C.zeros((), dtype=x.dtype)
-        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return _C.zeros((0,) if x.ndim else (), dtype=x.dtype)
+        if not isinstance(x, (int, float)):  # (bool is an int)
             raise TypeError(f"[result_type] {what} must be a Tensor or a number, not {type(x).__name__}")
         return x
     a, b = probe(tensor1, "tensor1"), probe(tensor2, "tensor2")

@@ -208,6 +208,12 @@ def test_aliases_and_dtype_helpers():
     assert musa.promote_types(musa.int32, musa.float32) == musa.float32
     assert musa.result_type(musa.tensor([1]), 1.0) == musa.float32
     assert musa.result_type(musa.tensor([1.0], dtype=musa.float64), musa.tensor([1])) == musa.float64
+    # a 0-d tensor ranks below a tensor with dims of its category, as in add
+    # (fuzz-py seed 5317 gave int32 here), and bools count as numbers
+    i8, i32 = musa.zeros((2, 1), dtype=musa.int8), musa.tensor(6, dtype=musa.int32)
+    assert musa.result_type(i8, i32) == musa.result_type(i32, i8) == (i8 + i32).dtype == musa.int8
+    assert musa.result_type(i8[0, 0], i32) == musa.int32
+    assert musa.result_type(i8, True) == musa.int8 and musa.result_type(True, False) == musa.bool
     assert musa.can_cast(musa.int32, musa.float32) and not musa.can_cast(musa.float32, musa.int32)
     assert not musa.can_cast(musa.int64, musa.bool)
     assert musa.broadcast_shapes((3, 1), (4,), ()) == (3, 4)
