@@ -28,9 +28,17 @@
 #define T(expr)     onnx_tmp(b, (expr))
 #define NUM(v)      T(musa_number(v))
 #define ERR         musa_last_error_code()
-/* evaluate expr into a temp named v, returning the error if it failed */
+/* evaluate expr (a new reference) into a temp named v, returning the error
+ * if it failed */
 #define LET(v, expr)                                                                               \
     musa_tensor *v = T(expr);                                                                      \
+    if (!v) return ERR
+/* the same for a helper whose result is a temp already (T inside it): LET
+ * would list it twice, and the node's end would release it twice (a use
+ * after free under ASan in ConvTranspose over 3-d input, GatherElements,
+ * ScatterElements and an asymmetric AveragePool) */
+#define HAVE(v, expr)                                                                              \
+    musa_tensor *v = (expr);                                                                       \
     if (!v) return ERR
 
 static inline int put(musa_tensor **out, musa_tensor *v) {

@@ -170,7 +170,7 @@ static int conv_transpose3d(onnx_build *b, const onnx_node *n, musa_tensor *x, m
                             const int64_t *end, musa_tensor **out) {
     int64_t N = x->shape[0], D = x->shape[2];
     int64_t full = (D - 1) * g->rst[0] + (g->rk[0] - 1) * g->rdl[0] + 1, zero[2] = {0, 0};
-    LET(p, planes_of(b, x));
+    HAVE(p, planes_of(b, x));
     musa_tensor *acc = NULL;
     int64_t *ix = malloc(sizeof(int64_t) * (size_t)(D + 1));
     if (!ix) return musa_err_nomem("onnx ConvTranspose", 8 * (size_t)D);
@@ -408,7 +408,7 @@ static int pool(onnx_build *b, const onnx_node *n, musa_tensor **in, musa_tensor
             int64_t inner[4], outer[4];
             for (int i = 0; i < 4; i++)
                 inner[i] = include ? g.pads[i] : 0, outer[i] = full[i] - inner[i];
-            LET(xp, onnx_pad_spatial(b, x2, 2, full, 0.0));
+            HAVE(xp, onnx_pad_spatial(b, x2, 2, full, 0.0));
             musa_tensor *ones = T(musa_ones_like(x2)),
                         *m = ones ? onnx_pad_spatial(b, ones, 2, inner, 1.0) : NULL;
             musa_tensor *mask = m ? onnx_pad_spatial(b, m, 2, outer, 0.0) : NULL;

@@ -224,7 +224,7 @@ static int op_GatherElements(ARGS) {
     int64_t ax = 0;
     int rc = axis_of(b, n, onnx_attr_int(n, "axis", 0), in[0]->ndim, &ax);
     if (rc) return rc;
-    LET(i, wrap_index(b, in[1], in[0]->shape[ax]));
+    HAVE(i, wrap_index(b, in[1], in[0]->shape[ax]));
     return put(out, T(musa_gather(in[0], ax, i)));
 }
 
@@ -236,7 +236,7 @@ static int op_ScatterElements(ARGS) {
     const char *red = onnx_attr_str(n, "reduction", "none");
     if (strcmp(red, "none") && strcmp(red, "add"))
         return FAIL(MUSA_ERR_NOT_IMPLEMENTED, "reduction '%.20s'", red);
-    LET(i, wrap_index(b, in[1], in[0]->shape[ax]));
+    HAVE(i, wrap_index(b, in[1], in[0]->shape[ax]));
     return put(out, T(red[0] == 'a' ? musa_scatter_add(in[0], ax, i, in[2])
                                     : musa_scatter(in[0], ax, i, in[2])));
 }

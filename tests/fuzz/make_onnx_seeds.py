@@ -6,7 +6,8 @@
 PyTorch (an MLP, a CNN with BatchNorm and pooling, an LSTM, a transformer
 block with a dynamic batch), one exported by musa, and models of single
 nodes from ONNX's node tests that reach the importer's other paths (Resize,
-Pad, Slice, Split, TopK, ConvTranspose, GRU, inputs read as numbers).
+Pad, Slice, Split, TopK, ConvTranspose in 2-d and 3-d, GRU, GatherElements,
+ScatterElements, an asymmetric AveragePool, inputs read as numbers).
 Fixed seeds: rerunning writes the same files.
 """
 import io
@@ -131,6 +132,22 @@ def node_models():
              helper.make_node("ReduceMean", ["y"], ["m"], axes=[1], keepdims=0)],
             [("x", F, ["b", 2, 3])], [("m", F, None)],
             [("zero", np.array(0)), ("zeros", np.array([0])), ("minus1", np.array([-1]))]),
+        # importer helpers whose results are temps already (a double release, under ASan
+        # a use after free, before): negative indices wrapped, 3-d transposed
+        # convolution over depth slabs, an average pool with asymmetric pads
+        "node_gather_scatter_elements": model(
+            [helper.make_node("GatherElements", ["x", "i"], ["g"], axis=1),
+             helper.make_node("ScatterElements", ["x", "i", "g"], ["y"], axis=1,
+                              reduction="add")],
+            [("x", F, [2, 3])], [("y", F, None)], [("i", np.array([[-1, 0], [1, -3]]))]),
+        "node_convtranspose_3d": model(
+            [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 1, 1])],
+            [("x", F, [1, 1, 2, 3, 3])], [("y", F, None)],
+            [("w", rng.randn(1, 2, 2, 2, 2).astype(np.float32))]),
+        "node_averagepool_asymmetric": model(
+            [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2],
+                              pads=[0, 0, 1, 1])],
+            [("x", F, [1, 1, 3, 3])], [("y", F, None)]),
     }
 
 
