@@ -1697,7 +1697,9 @@ MUSA_API int musa_get_num_threads(void);
 typedef struct musa_alloc_stats {
     size_t current_bytes;   /* bytes held by live tensors (rounded to size classes) */
     size_t peak_bytes;      /* max of current_bytes since start or the last reset */
-    size_t cached_bytes;    /* freed blocks kept for reuse */
+    size_t cached_bytes;    /* freed blocks kept for reuse: on a miss, cached blocks are
+                             * returned until in-use + cached + the new block fit in
+                             * twice the most ever in use + 16 MiB */
     uint64_t alloc_count;   /* allocations served (from the cache or the system) */
     uint64_t system_allocs; /* allocations that reached the system allocator */
 } musa_alloc_stats;
