@@ -5,8 +5,9 @@
 #   bash run.sh test       install dependencies, build, run every test
 #   bash run.sh sanitize   C tests under ASan+UBSan (build-asan/) and under
 #                          ThreadSanitizer (as tsan), a short libFuzzer run,
-#                          Python tests under PYTHONMALLOC=debug, the Python
-#                          fuzzer's reproducers and a bounded fuzz run under ASan
+#                          Python tests under PYTHONMALLOC=debug and under
+#                          ASan+UBSan, the Python fuzzer's reproducers and a
+#                          bounded fuzz run under ASan
 #   bash run.sh tsan       C tests under ThreadSanitizer (clang, build-tsan/);
 #                          tests/c/test_threads.c is the threading suite
 #   bash run.sh fuzz [s] [name]
@@ -128,9 +129,9 @@ run_c_tests() {
 
 # Run the Python tests (pytest); sets PY_PASSED / PY_FAILED.
 run_py_tests() {
-    local out status=0
+    local out status=0 run=${PY_RUN:-$PYTHON}
     out=$(mktemp)
-    "$PYTHON" -m pytest -q -p no:cacheprovider tests/python "$@" 2>&1 | tee "$out" | grep -v '^\.*\s*\[' || true
+    "$run" -m pytest -q -p no:cacheprovider tests/python "$@" 2>&1 | tee "$out" | grep -v '^\.*\s*\[' || true
     local line
     line=$(grep -E '^(=+ )?[0-9]+ (passed|failed)' "$out" | tail -n 1)
     PY_PASSED=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)
@@ -262,6 +263,15 @@ sanitize)
     build build
     echo "== python tests, PYTHONMALLOC=debug"
     PYTHONMALLOC=debug run_py_tests || status=1
+    DEBUG_PASSED=$PY_PASSED
+    DEBUG_FAILED=$PY_FAILED
+    # and under ASan+UBSan, CPython's objects too through ASan's malloc: the
+    # C paths only Python reaches (the ONNX importer's double release was
+    # found here), about 4 minutes
+    echo "== python tests under ASan+UBSan"
+    PYTHONMALLOC=malloc PY_RUN=asan_python run_py_tests || status=1
+    PY_PASSED=$((PY_PASSED + DEBUG_PASSED))
+    PY_FAILED=$((PY_FAILED + DEBUG_FAILED))
     # the Python fuzzer under ASan: every reproducer it ever wrote must now
     # run cleanly, then a bounded run from a fixed seed (15 batches of 200
     # calls: about a minute here, stopped at 4 minutes on a slow machine)
