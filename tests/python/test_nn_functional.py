@@ -395,6 +395,19 @@ def test_layer_norm_and_group_norm():
             randn(2, 6, 3, 3), randn(6), randn(6))
 
 
+@pytest.mark.parametrize("eps", [1e-12, 1e-5])
+def test_group_norm_of_a_constant_group_is_its_bias(eps):
+    # fuzz_py seed 5537: x * scale + (b - mean * scale) cancelled a shift of
+    # ~2e6 (eps 1e-12) against x * scale: -1.875 for a bias of -1.989
+    # (1.4e-5 off at eps 1e-5); (x - mean) * scale + b is b exactly
+    x = musa.tensor([[[0.787]]]).expand(1, 1, 4)
+    w, b = musa.tensor([-2.66]), musa.tensor([-1.989])
+    assert F.group_norm(x, 1, w, b, eps=eps).tolist() == [[[b.item()] * 4]]
+    x = musa.tensor([[[0.787] * 3, [1.5] * 3]]).expand(2, 2, 3)
+    y = F.group_norm(x, 2, musa.tensor([2.0, 3.0]), musa.tensor([0.5, -0.25]), eps=eps)
+    assert y.tolist() == [[[0.5] * 3, [-0.25] * 3]] * 2
+
+
 # ---- embedding, one_hot, pad ----
 
 def test_embedding_with_padding_idx():

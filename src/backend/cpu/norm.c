@@ -687,10 +687,14 @@ int cpu_layer_norm_backward(const musa_kctx *ctx, musa_kview *out, const musa_kv
                 ss += d * d;                                                                       \
             }                                                                                      \
             double inv = 1.0 / sqrt(clamp_var(m ? ss / (double)m : 0) + j->eps);                   \
+            /* (x - mean) * scale + b, not x * scale + (b - mean * scale): with a                  \
+             * tiny eps the shift is huge (a constant group, eps 1e-12: 2e6, where                 \
+             * float32's spacing is 0.25) and cancels against x * scale */                         \
+            T mt = (T)mean;                                                                        \
             for (int64_t c = 0; c < Cg; c++) {                                                     \
-                double w = ((const T *)j->w)[g * Cg + c], b = ((const T *)j->b)[g * Cg + c];       \
-                T scale = (T)(w * inv), shift = (T)(b - mean * w * inv);                           \
-                for (int64_t i = 0; i < S; i++) q[c * S + i] = p[c * S + i] * scale + shift;       \
+                double w = ((const T *)j->w)[g * Cg + c];                                          \
+                T scale = (T)(w * inv), b = ((const T *)j->b)[g * Cg + c];                         \
+                for (int64_t i = 0; i < S; i++) q[c * S + i] = (p[c * S + i] - mt) * scale + b;    \
             }                                                                                      \
             ((T *)j->omean)[k] = (T)mean;                                                          \
             ((T *)j->oinvstd)[k] = (T)inv;                                                         \
