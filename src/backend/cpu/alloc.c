@@ -178,9 +178,9 @@ static void drop_cache_locked(void) {
 /* The cache's bound. Blocks of one class serve only that class, so a
  * process whose shapes keep changing (random programs, sequences of varying
  * length, evaluation batches) would keep a block of every class it ever
- * freed: the jit fuzzer's process grew to 11 GB over 85,000 programs. On a
- * miss, the blocks in use, the cached ones and the new one may take at
- * most twice the most ever in use (or what is in use with the new block,
+ * freed (5,000 of the jit fuzzer's programs, none over 240 MB at once: 366
+ * MB cached and growing). On a miss, the blocks in use, the cached ones and
+ * the new one may take at most twice the most ever in use (or what is in use with the new block,
  * if more) plus TRIM_SLACK; cached blocks go back to the system, the
  * classes used longest ago first, until they fit. A loop of fixed shapes
  * needs more than its peak, since classes in use at different times each
