@@ -12,7 +12,7 @@ FUZZ = os.path.join(os.path.dirname(__file__), "..", "fuzz")
 sys.path.insert(0, FUZZ)
 
 from pyfuzz.api import api  # noqa: E402
-from pyfuzz.check import classify  # noqa: E402
+from pyfuzz.check import classify, ill_conditioned  # noqa: E402
 from pyfuzz.gen import generate  # noqa: E402
 
 
@@ -45,6 +45,25 @@ def test_every_kind_of_target_is_there():
 ])
 def test_exceptions_are_judged_as_documented(exc, form, finding):
     assert (classify(exc, form, "musa.x") is not None) == finding
+
+
+
+def test_ill_conditioned_inputs_are_told_apart():
+    import musa
+    # rows of an arithmetic progression: rank 2, the sign of det is noise
+    sing = musa.arange(25, dtype=musa.float32).reshape(5, 5)
+    well = musa.eye(5) * 2 + musa.ones(5, 5) * 0.1
+    assert ill_conditioned("slogdet", {"a0": sing}, musa)
+    assert ill_conditioned("det", {"a0": sing.reshape(1, 5, 5).expand(3, 5, 5)}, musa)
+    assert not ill_conditioned("slogdet", {"a0": well}, musa)
+    assert not ill_conditioned("slogdet", {"a0": musa.zeros(2, 3)}, musa)  # not square
+    assert not ill_conditioned("add", {"a0": sing}, musa)
+    # a tiny eps: below 1e-8 in float32, below 1e-5 in half precision
+    x = musa.ones(2, 3, 4)
+    assert ill_conditioned("group_norm", {"a0": x, "a1": 1, "a2": 1e-12}, musa)
+    assert not ill_conditioned("group_norm", {"a0": x, "a1": 1, "a2": 1e-5}, musa)
+    assert ill_conditioned("layer_norm", {"a0": x.to(musa.bfloat16), "a1": 1e-6}, musa)
+    assert ill_conditioned("batch_norm", {"a0": x, "a1": -1e-3}, musa)
 
 
 def test_a_batch_runs_end_to_end(tmp_path):

@@ -408,6 +408,21 @@ def test_group_norm_of_a_constant_group_is_its_bias(eps):
     assert y.tolist() == [[[0.5] * 3, [-0.25] * 3]] * 2
 
 
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-5])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_batch_norm_of_a_constant_channel_is_its_bias(eps, dtype):
+    # as group_norm above: with invstd at 1e6, x * scale + (b - mean * scale)
+    # cancelled; (N, C, H, W) runs the channel-block kernel, (N, C) the rows one
+    dt = getattr(musa, dtype)
+    w, b = musa.tensor([-2.66, 2.0]), musa.tensor([-1.989, 0.5])
+    for shape in [(3, 2, 2, 2), (5, 2)]:
+        x = musa.tensor([0.787, 1.5]).reshape(1, 2, *[1] * (len(shape) - 2)).expand(*shape)
+        y = F.batch_norm(x.to(dt), None, None, w, b, training=True, eps=eps)
+        want = b.to(dt).reshape(1, 2, *[1] * (len(shape) - 2)).expand(*shape)
+        assert y.to(musa.float32).tolist() == want.to(musa.float32).tolist(), shape
+
+
 # ---- embedding, one_hot, pad ----
 
 def test_embedding_with_padding_idx():

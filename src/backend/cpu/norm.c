@@ -153,23 +153,24 @@ static int64_t bn_block(int64_t N, int64_t S, size_t es, int arrays) {
  * type CT, stored with ST); W: weight, bias, statistics and their gradients.
  * bfloat16 elements take float32 weights and statistics. */
 #define DEF_BN(SUF, T, W, CT, LD, ST)                                                              \
-    /* channels cb..ce: y = x * scale + shift from the stored (rounded) mean                       \
-     * and invstd, so batch_norm_apply reproduces the forward's y bit for bit */                   \
+    /* channels cb..ce: y = (x - mean) * scale + b from the stored (rounded)                       \
+     * mean and invstd, so batch_norm_apply reproduces the forward's y bit for                     \
+     * bit; not x * scale + (b - mean * scale), whose shift cancels against                        \
+     * x * scale when invstd is large (as group_norm, gn_fwd) */                                   \
     static void bn_normalize_##SUF(const T *x, T *y, int64_t N, int64_t C_, int64_t S, int64_t cb, \
                                    int64_t ce, const W *w, const W *b, const W *mean,              \
                                    const W *invstd) {                                              \
-        CT scale[BN_BLOCK], shift[BN_BLOCK];                                                       \
+        CT scale[BN_BLOCK], mu[BN_BLOCK], bias[BN_BLOCK];                                          \
         for (int64_t c = cb; c < ce; c++) {                                                        \
-            W wc = w[c], bc = b[c], mc = mean[c], ic = invstd[c];                                  \
-            scale[c - cb] = (CT)((double)wc * ic);                                                 \
-            shift[c - cb] = (CT)((double)bc - (double)mc * wc * ic);                               \
+            scale[c - cb] = (CT)((double)w[c] * invstd[c]);                                        \
+            mu[c - cb] = (CT)mean[c], bias[c - cb] = (CT)b[c];                                     \
         }                                                                                          \
         for (int64_t n = 0; n < N; n++)                                                            \
             for (int64_t c = cb; c < ce; c++) {                                                    \
                 const T *p = x + (n * C_ + c) * S;                                                 \
                 T *q = y + (n * C_ + c) * S;                                                       \
-                CT sc = scale[c - cb], sh = shift[c - cb];                                         \
-                for (int64_t i = 0; i < S; i++) q[i] = ST(LD(p[i]) * sc + sh);                     \
+                CT sc = scale[c - cb], m = mu[c - cb], bb = bias[c - cb];                          \
+                for (int64_t i = 0; i < S; i++) q[i] = ST((LD(p[i]) - m) * sc + bb);               \
             }                                                                                      \
     }                                                                                              \
     static void bn_fwd_##SUF(void *arg, int64_t c0, int64_t c1) {                                  \
@@ -301,25 +302,26 @@ DEF_BN(bf16, musa_bf16, float, float, LD_bf16, ST_bf16)
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
-    /* y = x * scale + shift over chunks [k0, k1); coef holds (scale, shift) */                    \
+    /* y = (x - mean) * scale + b over chunks [k0, k1), as bn_normalize;                           \
+     * coef holds (scale, mean, b) */                                                              \
     static void bnr_norm_##SUF(void *arg, int64_t k0, int64_t k1) {                                \
         const norm_job *j = arg;                                                                   \
-        const CT *scale = j->coef, *shift = scale + j->C;                                          \
+        const CT *scale = j->coef, *mu = scale + j->C, *bias = mu + j->C;                          \
         int64_t C = j->C, r1 = k1 * j->rows < j->outer ? k1 * j->rows : j->outer;                  \
         for (int64_t r = k0 * j->rows; r < r1; r++) {                                              \
             const T *p = (const T *)j->x + r * C;                                                  \
             T *q = (T *)j->y + r * C;                                                              \
             _Pragma("omp simd") for (int64_t c = 0; c < C; c++) q[c] =                             \
-                ST(LD(p[c]) * scale[c] + shift[c]);                                                \
+                ST((LD(p[c]) - mu[c]) * scale[c] + bias[c]);                                       \
         }                                                                                          \
     }                                                                                              \
-    /* the forward's scale and shift of each channel, from the stored statistics */                \
+    /* the forward's coefficients of each channel, from the stored statistics */                   \
     static void bnr_coef_##SUF(norm_job *j, const W *mean, const W *invstd) {                      \
         const W *w = (const W *)j->w, *b = (const W *)j->b;                                        \
-        CT *scale = j->coef, *shift = scale + j->C;                                                \
+        CT *scale = j->coef, *mu = scale + j->C, *bias = mu + j->C;                                \
         for (int64_t c = 0; c < j->C; c++) {                                                       \
             scale[c] = (CT)((double)w[c] * invstd[c]);                                             \
-            shift[c] = (CT)((double)b[c] - (double)mean[c] * w[c] * invstd[c]);                    \
+            mu[c] = (CT)mean[c], bias[c] = (CT)b[c];                                               \
         }                                                                                          \
     }                                                                                              \
     static void bnr_fwd_##SUF(norm_job *j) {                                                       \

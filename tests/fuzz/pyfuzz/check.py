@@ -385,19 +385,48 @@ def extreme_inputs(env, musa):
     return False
 
 
-NORMALISING = {"batch_norm", "layer_norm", "group_norm", "normalize", "cosine_similarity"}
+NORMALISING = {"batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize",
+               "cosine_similarity"}
+# functions of a square matrix whose rounding error grows with its condition number
+CONDITIONED = {"det", "logdet", "slogdet", "inv", "inverse", "solve", "pinv", "matrix_power",
+               "cholesky", "cholesky_inverse", "lu", "lu_factor", "cond", "matrix_rank"}
 
 
 def ill_conditioned(fn, env, musa):
-    """A normalisation with a negative eps (undefined), or in half precision
-    with an eps below 1e-5 (a constant input's variance is the rounding
-    error of its mean, divided by ~0)."""
+    """A normalisation with a negative eps (undefined), or with an eps
+    below 1e-5 in half precision or below 1e-8 in float32 (a constant
+    input's variance is the rounding error of its mean, divided by ~0:
+    PyTorch's x * scale + (b - mean * scale) then cancels, where musa's
+    (x - mean) * scale + b gives b); or a matrix function of a float32
+    matrix whose condition number exceeds 1e5 (1e13 in float64): its
+    answer is rounding noise (a rank-2 5x5 matrix's slogdet signs)."""
+    if fn in CONDITIONED:
+        return any(numerically_singular(v, musa) for v in args_of(env))
     if fn not in NORMALISING:
         return False
-    low = any(isinstance(v, musa.Tensor) and str(v.dtype).split(".")[-1] in ("float16", "bfloat16")
-              for v in args_of(env))
+    dts = {str(v.dtype).split(".")[-1] for v in args_of(env) if isinstance(v, musa.Tensor)}
+    tiny = 1e-5 if dts & {"float16", "bfloat16"} else 1e-8 if "float32" in dts else 0.0
     floats = [v for v in args_of(env) if isinstance(v, float)]
-    return any(v < 0 for v in floats) or low and any(abs(v) < 1e-5 for v in floats)
+    return any(v < 0 or abs(v) < tiny for v in floats)
+
+
+def numerically_singular(v, musa):
+    """A float tensor of square matrices (..., n, n), one of which has a
+    condition number (in float64) past what its dtype resolves."""
+    import numpy as np
+    if not isinstance(v, musa.Tensor) or v.dim() < 2 or v.shape[-1] != v.shape[-2] or \
+            v.shape[-1] == 0 or numel(v) > LARGE:
+        return False
+    dt = str(v.dtype).split(".")[-1]
+    if dt not in FLOATS:
+        return False
+    x = to_array(v, musa).astype(np.float64).reshape(-1, v.shape[-1], v.shape[-1])
+    limit = 1e13 if dt == "float64" else 1e5 if dt == "float32" else 1e2
+    with np.errstate(all="ignore"):
+        if not np.isfinite(x).all():
+            return True
+        c = np.linalg.cond(x)
+    return bool((~np.isfinite(c) | (c > limit)).any())
 
 
 def unsafe_conversion(env, musa):
