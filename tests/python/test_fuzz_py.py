@@ -12,7 +12,7 @@ FUZZ = os.path.join(os.path.dirname(__file__), "..", "fuzz")
 sys.path.insert(0, FUZZ)
 
 from pyfuzz.api import api  # noqa: E402
-from pyfuzz.check import classify, ill_conditioned  # noqa: E402
+from pyfuzz.check import classify, ill_conditioned, unsafe_conversion  # noqa: E402
 from pyfuzz.gen import generate  # noqa: E402
 
 
@@ -64,6 +64,17 @@ def test_ill_conditioned_inputs_are_told_apart():
     assert not ill_conditioned("group_norm", {"a0": x, "a1": 1, "a2": 1e-5}, musa)
     assert ill_conditioned("layer_norm", {"a0": x.to(musa.bfloat16), "a1": 1e-6}, musa)
     assert ill_conditioned("batch_norm", {"a0": x, "a1": -1e-3}, musa)
+
+
+
+def test_numbers_an_integer_tensor_cannot_hold_are_unsafe():
+    import musa
+    a = musa.tensor([[6], [-6]], dtype=musa.int32)
+    # fuzz-py seed 5661: a0.copy_(nan) gives 0 in musa, INT_MIN in PyTorch
+    for v in (float("nan"), float("inf"), 3e9):
+        assert unsafe_conversion({"a0": a, "a1": v}, musa), v
+    assert not unsafe_conversion({"a0": a, "a1": 2.5}, musa)
+    assert not unsafe_conversion({"a0": a.float(), "a1": float("nan")}, musa)
 
 
 def test_a_batch_runs_end_to_end(tmp_path):

@@ -439,8 +439,8 @@ def unsafe_conversion(env, musa):
     ints = [d for d in ints if d in INT_RANGE]
     for v in args_of(env):
         if ints and isinstance(v, (int, float)) and not isinstance(v, bool) and \
-                any(not (INT_RANGE[d][0] <= v <= INT_RANGE[d][1]) for d in ints if v == v):
-            return True
+                any(not (INT_RANGE[d][0] <= v <= INT_RANGE[d][1]) for d in ints):
+            return True  # (nan too: musa's casts give 0, C leaves it undefined)
         x = None
         if isinstance(v, musa.Tensor) and str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE:
             x = to_array(v, musa)
