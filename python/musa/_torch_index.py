@@ -122,7 +122,14 @@ def tensor_split(input, indices_or_sections, dim=0):
     d = _dim(dim, input.ndim, "tensor_split")
     size = input.shape[d]
     if isinstance(indices_or_sections, _C.Tensor):
-        indices_or_sections = indices_or_sections.tolist()
+        t = indices_or_sections
+        if t.ndim > 1 or t.dtype.is_floating_point or t.dtype == _C.bool:
+            raise RuntimeError(f"[tensor_split] indices_or_sections must be a 0-d or 1-d integer "
+                               f"tensor, got a {t.ndim}-d {t.dtype} tensor")
+        indices_or_sections = t.tolist()
+    if isinstance(indices_or_sections, bool):
+        raise TypeError("[tensor_split] indices_or_sections must be an int, a sequence of ints or "
+                        "an integer tensor, got a bool")
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
         if n <= 0:

@@ -291,6 +291,23 @@ def test_fuzz_found_argument_errors_name_the_function():
         big.split(3)
 
 
+
+def test_tensor_split_takes_integer_tensors_and_ints_only():
+    # fuzz-py seed 5786: hsplit(tensor(True)) split at index 1 in PyTorch
+    # (1 section for tensor(1)); PyTorch's tensor_split documents a 0-d or
+    # 1-d long tensor, and refuses a bool, a float and a 2-d tensor
+    a = musa.arange(12.0).reshape(2, 6)
+    for bad in (musa.tensor(True), musa.tensor(2.0), musa.tensor([[1]])):
+        with pytest.raises(RuntimeError, match=r"\[tensor_split\] indices_or_sections must be a 0-d or 1-d"):
+            a.tensor_split(bad, 1)
+        with pytest.raises(RuntimeError, match=r"\[tensor_split\]"):
+            a.hsplit(bad)
+    with pytest.raises(TypeError, match=r"\[tensor_split\] .* got a bool"):
+        a.tensor_split(True)
+    assert [p.shape for p in a.hsplit(musa.tensor(2))] == [(2, 3), (2, 3)]
+    assert [p.shape for p in a.tensor_split(musa.tensor([1, 4]), 1)] == [(2, 1), (2, 3), (2, 2)]
+
+
 def test_a_missing_tensor_names_its_op_and_call():
     # (fuzz) add(None, x, alpha=2) read the missing input's dtype (UBSan: a
     # null member access); an error raised was also left pending, so the next
