@@ -12,7 +12,7 @@ FUZZ = os.path.join(os.path.dirname(__file__), "..", "fuzz")
 sys.path.insert(0, FUZZ)
 
 from pyfuzz.api import api  # noqa: E402
-from pyfuzz.check import classify, ill_conditioned, unsafe_conversion  # noqa: E402
+from pyfuzz.check import classify, ill_conditioned, torch_wrong, unsafe_conversion  # noqa: E402
 from pyfuzz.gen import generate  # noqa: E402
 
 
@@ -75,6 +75,16 @@ def test_numbers_an_integer_tensor_cannot_hold_are_unsafe():
         assert unsafe_conversion({"a0": a, "a1": v}, musa), v
     assert not unsafe_conversion({"a0": a, "a1": 2.5}, musa)
     assert not unsafe_conversion({"a0": a.float(), "a1": float("nan")}, musa)
+
+
+
+def test_pytorch_bugs_are_not_compared():
+    import musa
+    x = musa.tensor(2, dtype=musa.uint8)
+    assert torch_wrong("aminmax", {"a0": x, "a1": 0, "a2": True})  # seed 5834
+    assert not torch_wrong("aminmax", {"a0": x.reshape(1), "a1": 0, "a2": True})
+    assert torch_wrong("median", {"a0": musa.ones(1).expand(3)})
+    assert not torch_wrong("median", {"a0": musa.ones(3)})
 
 
 def test_a_batch_runs_end_to_end(tmp_path):
