@@ -807,6 +807,19 @@ def test_threshold_converts_the_threshold_to_an_integer_dtype(dtype, thr, value)
     np.testing.assert_array_equal(y.numpy(), want.numpy())
 
 
+
+@pytest.mark.parametrize("thr", [1.5, float("nan"), float("-inf")])
+def test_threshold_keeps_nan_as_torch(thr):
+    # fuzz-py seed 6318: NaN is not above the threshold, and musa replaced
+    # it by the value; PyTorch replaces x <= threshold, so NaN stays
+    x = [float("nan"), 1.0, 2.0, float("-inf"), float("inf")]
+    want = TF.threshold(torch.tensor(x, dtype=torch.float64), thr, 9.0)
+    got = F.threshold(musa.tensor(x, dtype=musa.float64), thr, 9.0)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    m = musa.nn.Threshold(thr, 9.0)(musa.tensor(x))
+    np.testing.assert_array_equal(m.numpy(), want.float().numpy())
+
+
 def test_threshold_of_a_bool_tensor_is_refused_by_name():
     with pytest.raises(TypeError, match=r"^\[threshold\] input of dtype bool"):
         F.threshold(musa.tensor([True, False]), 0.5, 1)

@@ -41,9 +41,10 @@ def hardshrink(input, lambd=0.5):
 
 
 def threshold(input, threshold, value, inplace=False):
-    """x where x > threshold, else value. On integer tensors the threshold
-    is first converted to the tensor's dtype (toward zero), as PyTorch does:
-    int32 0 is not above -0.35, since that is 0 there."""
+    """value where x <= threshold, else x: a NaN in x stays NaN, as in
+    PyTorch (and relu). On integer tensors the threshold is first converted
+    to the tensor's dtype (toward zero), as PyTorch does: int32 0 is not
+    above -0.35, since that is 0 there."""
     _tensors("threshold", input=input)
     t, v = _number(threshold, "threshold", "threshold"), _number(value, "threshold", "value")
     if input.dtype == _C.bool:
@@ -56,7 +57,7 @@ def threshold(input, threshold, value, inplace=False):
                 raise RuntimeError(f"[threshold] {what} {x} cannot be converted to {input.dtype} "
                                    f"without overflow")
         t = math.trunc(t)
-    out = _C.where(_C.gt(input, t), input, _C.full_like(input, v))
+    out = _C.where(_C.le(input, t), _C.full_like(input, v), input)
     return input.copy_(out) if inplace else out
 
 
