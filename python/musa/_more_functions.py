@@ -197,6 +197,10 @@ def logaddexp2(input, other):
 
 
 def _moments(input, dim, unbiased, keepdim, correction, who):
+    if isinstance(dim, bool):  # var_mean(x, False): PyTorch's (input, unbiased) form
+        if unbiased is not None:
+            raise TypeError(f"[{who}] a bool in the place of dim is unbiased, which is given too")
+        dim, unbiased = None, dim
     if correction is not None and unbiased is not None:
         raise ValueError(f"[{who}] give either unbiased or correction, not both")
     corr = correction if correction is not None else (1 if unbiased in (None, True) else 0)

@@ -12,7 +12,7 @@ FUZZ = os.path.join(os.path.dirname(__file__), "..", "fuzz")
 sys.path.insert(0, FUZZ)
 
 from pyfuzz.api import api  # noqa: E402
-from pyfuzz.check import classify, ill_conditioned, torch_wrong, unsafe_conversion  # noqa: E402
+from pyfuzz.check import classify, compare, ill_conditioned, torch_wrong, unsafe_conversion  # noqa: E402
 from pyfuzz.gen import generate  # noqa: E402
 
 
@@ -89,6 +89,17 @@ def test_pytorch_bugs_are_not_compared():
     assert torch_wrong("histc", {"a0": musa.tensor([nan, 0.2]), "a1": True})  # seed 6077
     assert torch_wrong("histc", {"a0": musa.ones(3, dtype=musa.bfloat16)})
     assert not torch_wrong("histc", {"a0": musa.tensor([float("inf"), 0.2])})
+
+
+
+def test_a_dtype_musa_lacks_is_a_dtype_difference():
+    import musa
+    torch = pytest.importorskip("torch")
+    # seed 6371: result_type(int8, uint8) is int16 in PyTorch, which musa lacks
+    assert compare(musa.int32, torch.int16, musa, torch).startswith("dtype: ")
+    # a dtype both have stays a wrong value (seed 5317's int8 against int32)
+    assert compare(musa.int32, torch.int8, musa, torch) == "out: musa.int32 vs torch torch.int8"
+    assert compare(musa.int8, torch.int8, musa, torch) is None
 
 
 def test_a_batch_runs_end_to_end(tmp_path):

@@ -308,6 +308,24 @@ def test_tensor_split_takes_integer_tensors_and_ints_only():
     assert [p.shape for p in a.tensor_split(musa.tensor([1, 4]), 1)] == [(2, 1), (2, 3), (2, 2)]
 
 
+
+@pytest.mark.parametrize("fn", ["var", "std", "var_mean", "std_mean"])
+def test_a_bool_in_the_place_of_dim_is_unbiased(fn):
+    # fuzz-py seed 6361: var_mean(x, False) reduced dim 0 (False as 0);
+    # PyTorch's var(input, unbiased) form reduces every dim
+    x = [[1.0, 2.0, 5.0], [3.0, 4.0, 9.0]]
+    for args in [(False,), (True,), (1, False), (1,)]:
+        got = getattr(musa, fn)(musa.tensor(x), *args)
+        want = getattr(torch, fn)(torch.tensor(x), *args)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert tuple(g.shape) == tuple(w.shape), args
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+    for r in (getattr(musa.tensor(x), fn)(False), getattr(musa, fn)(musa.zeros(4, 0), False)):
+        assert (r[0] if isinstance(r, tuple) else r).shape == ()
+    with pytest.raises(TypeError, match=rf"\[{fn}\] a bool in the place of dim is unbiased"):
+        getattr(musa, fn)(musa.tensor(x), True, unbiased=False)
+
+
 def test_a_missing_tensor_names_its_op_and_call():
     # (fuzz) add(None, x, alpha=2) read the missing input's dtype (UBSan: a
     # null member access); an error raised was also left pending, so the next

@@ -434,14 +434,26 @@ static int correction_of(pm_arg *unbiased, pm_arg *correction, int64_t *out, con
     }
     return 0;
 }
+/* var(x, False) is PyTorch's var(input, unbiased): a bool in dim's place is
+ * unbiased, over every dim (it was dim 0) */
+static int bool_dim_is_unbiased(pm_arg *a, const char *who) {
+    if (!a[1].given || !PyBool_Check(a[1].o)) return 0;
+    if (a[2].given && a[2].o != Py_None) {
+        PyErr_Format(PyExc_TypeError,
+                     "[%s] a bool in the place of dim is unbiased, which is given too", who);
+        return -1;
+    }
+    a[2].o = a[1].o, a[2].given = true, a[1].n = -1;
+    return 0;
+}
 DEF(var, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
     int64_t c;
-    if (correction_of(&a[2], &a[4], &c, who)) return NULL;
+    if (bool_dim_is_unbiased(a, who) || correction_of(&a[2], &a[4], &c, who)) return NULL;
     return pm_ret(musa_var(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
 }
 DEF(std, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
     int64_t c;
-    if (correction_of(&a[2], &a[4], &c, who)) return NULL;
+    if (bool_dim_is_unbiased(a, who) || correction_of(&a[2], &a[4], &c, who)) return NULL;
     return pm_ret(musa_std(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
 }
 /* musa.norm is musa._functions.norm, which wraps norm and norm_list */
