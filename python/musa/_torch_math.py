@@ -104,7 +104,11 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """beta * input + alpha * outer(vec1, vec2), the product computed in the
+    common dtype of all three, as PyTorch does (bfloat16 vectors with a
+    float32 input give float32 products, not bfloat16 ones widened)."""
     _tensors("addr", input=input, vec1=vec1, vec2=vec2)
+    input, vec1, vec2 = _common(input, vec1, vec2)
     return _add_scaled(input, _F.outer(vec1, vec2), beta, alpha)
 
 

@@ -64,6 +64,13 @@ def test_ill_conditioned_inputs_are_told_apart():
     assert not ill_conditioned("group_norm", {"a0": x, "a1": 1, "a2": 1e-5}, musa)
     assert ill_conditioned("layer_norm", {"a0": x.to(musa.bfloat16), "a1": 1e-6}, musa)
     assert ill_conditioned("batch_norm", {"a0": x, "a1": -1e-3}, musa)
+    # a sum whose terms cancel past float32's precision (seed 6910)
+    big = musa.tensor([3.239, -0.212, 3e38, 1.214, -3e38, 0.139])
+    assert ill_conditioned("mean", {"a0": big}, musa)
+    assert not ill_conditioned("sum", {"a0": big.to(musa.float64) * 1e-30, "a1": 0}, musa)
+    assert not ill_conditioned("mean", {"a0": musa.randn(1000) * 100}, musa)
+    assert not ill_conditioned("mean", {"a0": musa.tensor([1e30, 1e30])}, musa)  # no cancelling
+    assert not ill_conditioned("max", {"a0": big}, musa)
 
 
 

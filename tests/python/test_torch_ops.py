@@ -253,6 +253,14 @@ def test_fused_multiply_adds_compute_in_the_result_dtype():
         t = getattr(torch.tensor(a).float(), fn)(torch.tensor(b).half(), torch.tensor(c).half(), value=1.76)
         assert m.dtype == musa.float32
         check(m, t, 1e-6)
+    # (fuzz-py seed 6929) addr's bfloat16 outer product was rounded to
+    # bfloat16 before a float32 input took it: 11.0 where PyTorch has 11.03
+    v1, v2 = arr(3), arr(4)
+    for dt, tdt in ((musa.bfloat16, torch.bfloat16), (musa.float16, torch.float16)):
+        m = musa.zeros(3, 4).addr(musa.tensor(v1).to(dt), musa.tensor(v2).to(dt), beta=0.13)
+        t = torch.zeros(3, 4).addr(torch.tensor(v1).to(tdt), torch.tensor(v2).to(tdt), beta=0.13)
+        assert m.dtype == musa.float32
+        check(m, t, 1e-6)
 
 
 def test_addcmul_of_integer_tensors_truncates_a_float_value():

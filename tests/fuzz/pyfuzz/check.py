@@ -407,6 +407,8 @@ def extreme_inputs(env, musa):
 
 NORMALISING = {"batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize",
                "cosine_similarity"}
+# reductions that add their input up: their rounding error grows with sum |x|, not |sum x|
+SUMMING = {"sum", "nansum", "mean", "nanmean"}
 # functions of a square matrix whose rounding error grows with its condition number
 CONDITIONED = {"det", "logdet", "slogdet", "inv", "inverse", "solve", "pinv", "matrix_power",
                "cholesky", "cholesky_inverse", "lu", "lu_factor", "cond", "matrix_rank"}
@@ -419,15 +421,40 @@ def ill_conditioned(fn, env, musa):
     PyTorch's x * scale + (b - mean * scale) then cancels, where musa's
     (x - mean) * scale + b gives b); or a matrix function of a float32
     matrix whose condition number exceeds 1e5 (1e13 in float64): its
-    answer is rounding noise (a rank-2 5x5 matrix's slogdet signs)."""
+    answer is rounding noise (a rank-2 5x5 matrix's slogdet signs); or a
+    sum or mean whose terms cancel past float32's precision (cancelling)."""
     if fn in CONDITIONED:
         return any(numerically_singular(v, musa) for v in args_of(env))
+    if fn in SUMMING:
+        return any(cancelling(v, musa) for v in args_of(env))
     if fn not in NORMALISING:
         return False
     dts = {str(v.dtype).split(".")[-1] for v in args_of(env) if isinstance(v, musa.Tensor)}
     tiny = 1e-5 if dts & {"float16", "bfloat16"} else 1e-8 if "float32" in dts else 0.0
     floats = [v for v in args_of(env) if isinstance(v, float)]
     return any(v < 0 or abs(v) < tiny for v in floats)
+
+
+def cancelling(v, musa):
+    """A float tensor whose terms cancel past what a float32 accumulator
+    (PyTorch's, for every dtype but float64) resolves: eps * mean |x| above
+    the comparison's tolerance of max(1, |mean x|) (seed 6910: 3e38 and
+    -3e38 among ten small values, whose mean musa's float64 sum gave as
+    -0.32 and PyTorch's float32 as 0.10)."""
+    import numpy as np
+    if not isinstance(v, musa.Tensor) or numel(v) == 0 or numel(v) > LARGE:
+        return False
+    dt = str(v.dtype).split(".")[-1]
+    if dt not in FLOATS:
+        return False
+    x = to_array(v, musa).astype(np.float64).ravel()
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return False
+    eps = 2.0 ** -53 if dt == "float64" else 2.0 ** -24
+    with np.errstate(all="ignore"):
+        spread, mean = float(np.abs(x).mean()), abs(math.fsum(x) / x.size)
+    return eps * spread > RTOL[dt] * max(1.0, mean)
 
 
 def numerically_singular(v, musa):
