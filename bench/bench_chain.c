@@ -26,7 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_util.h"
 
 #pragma omp declare simd notinbranch simdlen(16)
 extern float tanhf(float);
@@ -60,12 +61,6 @@ static void fused_neg_block(float *restrict o, const float *restrict x) {
 static void tanh_block(float *restrict o, const float *restrict x) {
 #pragma omp simd simdlen(16)
     for (int k = 0; k < BLOCK; k++) o[k] = tanhf(x[k]);
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static double best(block_fn f, float *o, const float *x) {
