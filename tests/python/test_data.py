@@ -365,6 +365,24 @@ def test_workers_shuffle_reproducibly_and_persist():
     dl._pool.shutdown()
 
 
+def test_workers_leave_no_queue_threads_behind():
+    # each index queue's feeder thread ends with its pool: one still writing
+    # while the next pool forks hung the sanitize job's forked workers
+    import threading
+
+    def feeders():
+        return {t for t in threading.enumerate() if t.name == "QueueFeederThread"}
+
+    ds = musa.utils.data.TensorDataset(musa.arange(40))
+    for persistent in (False, True):
+        before = feeders()
+        dl = DataLoader(ds, batch_size=6, num_workers=2, persistent_workers=persistent)
+        assert sorted(int(v) for (b,) in dl for v in b) == list(range(40))
+        if persistent:
+            dl._pool.shutdown()
+        assert feeders() <= before
+
+
 def test_worker_errors_reach_the_main_process():
     with pytest.raises(RuntimeError, match=r"(?s)\[DataLoader\] worker \d raised KeyError:.*sample 5 "
                                            r"is broken"):

@@ -225,6 +225,22 @@ class WorkerPool:
             p.join(timeout=5)
             if p.is_alive():
                 p.terminate()
+                p.join(timeout=5)
+        # Each index queue's feeder thread (it pickles what put() queued and
+        # writes it to the pipe) ends here, not in the background: a thread
+        # allocating while the next pool forks leaves the child a lock that
+        # no one will release. glibc's malloc takes its locks across fork;
+        # the ASan runtime of GCC 12 does not, and the sanitize job's worker
+        # tests hung in 2 of 12 runs. A queue whose worker did not exit
+        # cleanly may hold data no one will read: it is not waited for.
+        for q, p in zip(self.index_qs, self.procs):
+            try:
+                if p.exitcode != 0:
+                    q.cancel_join_thread()
+                q.close()
+                q.join_thread()
+            except (OSError, ValueError, AssertionError):
+                pass
         # batches still queued: free their blocks
         try:
             while True:
