@@ -116,6 +116,28 @@ __attribute__((constructor)) static void tune_malloc(void) {
 }
 #endif
 
+/* A fork copies the lock as it is: had another thread held it (a stream's
+ * worker, allocating, while the main thread forks DataLoader workers), the
+ * child's first allocation outside its thread cache would wait for ever.
+ * The forking thread takes it across the fork. Registered at load, so
+ * handlers registered later (the streams', whose lock may be held by a
+ * thread that then allocates) take theirs first. */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&A.mu);
+}
+
+static void fork_parent(void) {
+    pthread_mutex_unlock(&A.mu);
+}
+
+static void fork_child(void) {
+    pthread_mutex_init(&A.mu, NULL);
+}
+
+__attribute__((constructor)) static void install_fork_handlers(void) {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 static void make_tc_key(void) {
     pthread_key_create(&tc_key, drain_thread_cache);
 }
