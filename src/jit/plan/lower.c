@@ -70,12 +70,11 @@ typedef struct {
  * elementwise. A lean group's budget counts the full-size inputs it reads
  * from outside (`inputs`) as well. Counting outputs only against 48 KiB,
  * (x + 1) * x over 32M floats took tiles of 4096, whose input,
- * intermediate and staging tiles filled this machine's 48 KiB L1, and 14.3
- * ms of CPU on one thread against 11.4 in tiles of 1024 (medians of six
- * alternating processes); ((x * x + 1) * x - 2) 16.5 against 13.2 ms. Tiles
- * of 2048 (inputs counted against 48 KiB) were in between: 13.1 and 16.9
- * ms, and over 4M floats, which stay in the LLC, 1.50 against 1.25 ms for
- * the second chain. */
+ * intermediate and staging tiles filled this machine's 48 KiB L1: 14.3 ms
+ * of CPU on one thread, against 13.1 in tiles of 2048 and 11.4 in tiles of
+ * 1024 (medians of six alternating processes). ((x * x + 1) * x - 2) took
+ * 16.5-16.9 ms in tiles of 2048 against 13.2-13.4 in tiles of 1024, and
+ * over 4M floats, which stay in the LLC, 1.50 against 1.25 ms. */
 static int64_t elementwise_tile(const builder *b, const int32_t *mem, int cnt, int64_t total,
                                 int chunks, int64_t least, size_t budget, bool inputs) {
     const musa_graph *g = b->g;
