@@ -51,6 +51,18 @@ typedef struct {
     int busy_until;
 } tile_slot;
 
+/* Whether input q of member i of the group mem[] is read by an earlier
+ * member, or is an earlier input of the same member. */
+static bool read_before(const musa_graph *g, const int32_t *mem, int i, int q) {
+    int32_t v = g->nodes.data[mem[i]].in[q];
+    for (int i2 = 0; i2 <= i; i2++) {
+        const musa_gnode *n2 = &g->nodes.data[mem[i2]];
+        for (int q2 = 0; q2 < (i2 < i ? n2->n_in : q); q2++)
+            if (n2->in[q2] == v) return true;
+    }
+    return false;
+}
+
 /* Elements per tile of a pure elementwise group of nodes mem[0..cnt) over
  * total elements: the largest power of two that keeps the group's tiles
  * (its members' outputs, a bound on the tile buffers) within `budget`
@@ -84,14 +96,9 @@ static int64_t elementwise_tile(const builder *b, const int32_t *mem, int cnt, i
         for (int j = 0; j < n->n_out; j++)
             per_elem += musa_dtype_info[g->values.data[n->out[j]].dtype].size;
         for (int q = 0; inputs && q < n->n_in; q++) {
-            int32_t v = n->in[q];
-            const musa_gvalue *x = &g->values.data[v];
-            bool seen = b->internal[v] || numel(x) != total;
-            for (int i2 = 0; i2 <= i && !seen; i2++) {
-                const musa_gnode *n2 = &g->nodes.data[mem[i2]];
-                for (int q2 = 0; q2 < (i2 < i ? n2->n_in : q); q2++) seen |= n2->in[q2] == v;
-            }
-            if (!seen) per_elem += musa_dtype_info[x->dtype].size;
+            const musa_gvalue *x = &g->values.data[n->in[q]];
+            if (!b->internal[n->in[q]] && numel(x) == total && !read_before(g, mem, i, q))
+                per_elem += musa_dtype_info[x->dtype].size;
         }
     }
     int64_t per = MUSA_MIN((int64_t)(budget / per_elem), total / (4 * chunks));
