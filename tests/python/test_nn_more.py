@@ -60,6 +60,10 @@ CASES = {
     "inplace_activations": (lambda L, a: tuple(getattr(L.nn.functional, n)(a.clone() * 1.0)
                                                for n in ("relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_",
                                                          "celu_")), [X]),
+    "inplace_activations_args": (lambda L, a: (
+        L.nn.functional.elu_(a.clone() * 1.0, 3.5, 1.5), L.nn.functional.elu_(a.clone() * 1.0, 0.5, 2.0, 0.7),
+        L.nn.functional.leaky_relu_(a.clone() * 1.0, 0.2), L.nn.functional.hardtanh_(a.clone() * 1.0, -0.5, 0.25),
+        L.nn.functional.celu_(a.clone() * 1.0, 2.0)), [X]),
 }
 
 
@@ -151,3 +155,23 @@ def test_dirac_matches_torch(shape, groups):
                                   torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
     with pytest.warns(FutureWarning, match="nn.init.eye is now deprecated"):
         assert musa.nn.init.eye(musa.empty(2, 2)).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+@pytest.mark.parametrize("name, extra", [("relu_", (True,)), ("selu_", (True,)), ("leaky_relu_", (0.1, True)),
+                                         ("hardtanh_", (-1.0, 1.0, True)), ("celu_", (1.0, True)),
+                                         ("elu_", (1.0, 1.0, 1.0, True))])
+def test_inplace_activations_take_torchs_arguments_only(name, extra):
+    # (fuzz-py seed 6981) elu_'s third argument is PyTorch's scale; it was
+    # taken as `inplace` and ignored. An argument past PyTorch's is a
+    # TypeError in both libraries.
+    for lib in (musa, torch):
+        with pytest.raises(TypeError):
+            getattr(lib.nn.functional, name)(lib.tensor([-1.0, 2.0]), *extra)
+
+
+def test_elu_inplace_scales_as_torch():
+    # the fuzzer's case: a negative scale, 0-d tensors as the numbers
+    x = [-2.331, -0.5, 0.0, 0.3, 4.0]
+    m = musa.nn.functional.elu_(musa.tensor(x, dtype=musa.float64), musa.tensor(3.591), musa.tensor(-1.443))
+    t = torch.nn.functional.elu_(torch.tensor(x, dtype=torch.float64), torch.tensor(3.591), torch.tensor(-1.443))
+    np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=1e-6)

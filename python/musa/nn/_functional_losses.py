@@ -112,17 +112,53 @@ def glu(input, dim=-1):
     return a * _C.sigmoid(b)
 
 
-def _inplace(name):
-    def fn(input, *args, **kwargs):
-        _tensors(name + "_", input=input)
-        return input.copy_(getattr(_f(), name)(input, *args, **kwargs))
-    fn.__name__ = fn.__qualname__ = name + "_"
-    fn.__doc__ = f"In-place {name}."
-    return fn
+def _inplace(name, input, *args):
+    """input overwritten by activation `name` of it. The public in-place
+    forms below take PyTorch's signatures for them: the activation's own
+    parameters and no `inplace`, so an extra positional argument is a
+    TypeError rather than a flag."""
+    _tensors(name + "_", input=input)
+    return input.copy_(getattr(_f(), name)(input, *args))
 
 
-relu_, elu_, leaky_relu_, hardtanh_, selu_, celu_ = (_inplace(n) for n in ("relu", "elu", "leaky_relu",
-                                                                            "hardtanh", "selu", "celu"))
+def relu_(input):
+    """In-place relu."""
+    return _inplace("relu", input)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place leaky_relu."""
+    return _inplace("leaky_relu", input, negative_slope)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh."""
+    return _inplace("hardtanh", input, min_val, max_val)
+
+
+def selu_(input):
+    """In-place selu."""
+    return _inplace("selu", input)
+
+
+def celu_(input, alpha=1.0):
+    """In-place celu."""
+    return _inplace("celu", input, alpha)
+
+
+def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
+    """elu_(input, alpha=1., scale=1., input_scale=1.) -> Tensor
+
+    In-place elu. As PyTorch's elu_ does, it also takes the scale of the
+    output and of the negative branch's input (SELU's form): input for
+    input > 0 times scale, else scale * alpha * (exp(input * input_scale) - 1)."""
+    s, t = _number(scale, "elu_", "scale"), _number(input_scale, "elu_", "input_scale")
+    if s == 1.0 and t == 1.0:
+        return _inplace("elu", input, alpha)
+    _tensors("elu_", input=input)
+    a = _number(alpha, "elu_", "alpha")
+    x = input.clone()  # what backward reads, kept from the overwrite
+    return input.copy_(_C.where(x > 0, x * s, _C.expm1(x * t) * (a * s)))
 
 
 # ---- losses ----
