@@ -98,13 +98,15 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = _dim(dim1, nd, "diag_embed"), _dim(dim2, nd, "diag_embed")
     if d1 == d2:
         raise RuntimeError(f"[diag_embed] dim1 and dim2 cannot be the same dim ({dim1}, {dim2})")
-    # e[k, i, j] = 1 at the k-th place of the diagonal; out = x @ e, planes last
+    # x's k-th element goes to place (rows[k], cols[k]) of its n x n plane
+    # (planes last), by a scatter: every other element is an exact zero,
+    # whatever x holds (NaN, inf, -0.0), in O(n * n) memory per plane
     k = _C.arange(m, dtype=_C.int64)
     rows, cols = (k, k + offset) if offset >= 0 else (k - offset, k)
-    e = _C.zeros([m, n * n], dtype=x.dtype)
-    e = _C.scatter(e, 1, _C.reshape(rows * n + cols, [m, 1]), _C.ones([m, 1], dtype=x.dtype))
-    out = _C.reshape(_C.matmul(x, e), list(x.shape[:-1]) + [n, n])
-    return movedim(out, [nd - 2, nd - 1], [d1, d2])
+    batch = list(x.shape[:-1])
+    place = (rows * n + cols).expand(batch + [m]).contiguous()
+    out = _C.scatter(_C.zeros(batch + [n * n], dtype=x.dtype), -1, place, x)
+    return movedim(_C.reshape(out, batch + [n, n]), [nd - 2, nd - 1], [d1, d2])
 
 
 def unflatten(input, dim, sizes):

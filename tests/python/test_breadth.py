@@ -114,6 +114,23 @@ def test_diag_embed(offset, d1, d2):
             arr(2, 3))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_diag_embed_and_diagflat_hold_exact_zeros_off_the_diagonal(dtype):
+    # (fuzz-py seed 7150s) the diagonal was placed by a product with a 0/1
+    # matrix: a NaN or inf filled its whole plane with NaN, -0.0 lost its
+    # sign, and the matrix took m * n * n elements (a 2000-vector: 32 GB)
+    vals = {"float32": [float("nan"), -2.5, float("inf"), -0.0], "int64": [1, -2, 3], "bool": [True, False]}[dtype]
+    for off in (0, 1, -2):
+        m = musa.diag_embed(musa.tensor(vals, dtype=getattr(musa, dtype)), off).numpy()
+        t = torch.diag_embed(torch.tensor(vals, dtype=getattr(torch, dtype)), off).numpy()
+        assert m.dtype == t.dtype
+        np.testing.assert_array_equal(m, t)
+        np.testing.assert_array_equal(np.signbit(m), np.signbit(t))
+        np.testing.assert_array_equal(musa.tensor(vals, dtype=getattr(musa, dtype)).diagflat(off).numpy(),
+                                      torch.tensor(vals, dtype=getattr(torch, dtype)).diagflat(off).numpy())
+    assert musa.diag_embed(musa.zeros(3000)).shape == (3000, 3000)
+
+
 def test_unflatten_and_stacks():
     same_fn(lambda x: musa.unflatten(x, 1, (2, -1)), lambda x: torch.unflatten(x, 1, (2, -1)),
             arr(3, 6))

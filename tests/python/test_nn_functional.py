@@ -409,6 +409,20 @@ def test_group_norm_of_a_constant_group_is_its_bias(eps):
 
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_norms_of_a_group_holding_an_inf_are_nan(dtype):
+    # (fuzz-py, seeds 7150-) an inf makes the group's variance NaN; the
+    # variance clamp made it 0, so the group's finite values came out inf
+    inf = float("inf")
+    x = [[[0.9, -1.5], [-3.4, -inf]], [[-inf, -3.8], [3.0, 0.08]]]
+    for norm in (lambda L, t: L.nn.functional.group_norm(t, 1), lambda L, t: L.nn.functional.layer_norm(t, (2,)),
+                 lambda L, t: L.nn.functional.batch_norm(t, None, None, training=True)):
+        m = norm(musa, musa.tensor(x, dtype=getattr(musa, dtype))).float().numpy()
+        t = norm(torch, torch.tensor(x, dtype=getattr(torch, dtype))).float().numpy()
+        np.testing.assert_array_equal(np.isnan(m), np.isnan(t))
+        assert np.isfinite(m[~np.isnan(m)]).all()
+
+
 @pytest.mark.parametrize("eps", [1e-12, 1e-5])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_batch_norm_of_a_constant_channel_is_its_bias(eps, dtype):

@@ -89,8 +89,11 @@ static void norm_end(nn_out o[3]) {
     for (int k = 0; k < 3; k++) nn_out_end(&o[k]);
 }
 
+/* A variance below 0 (rounding) is 0; NaN, from an inf or NaN among the
+ * values, stays NaN, so every output of that group is NaN, as in
+ * PyTorch (it became 0, and the group's finite values came out inf). */
 static double clamp_var(double v) {
-    return v > 0 ? v : 0;
+    return v < 0 ? 0 : v;
 }
 
 /* ---- batch norm: statistics per channel over (N, S) ---- */
