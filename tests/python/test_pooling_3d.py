@@ -210,11 +210,27 @@ def test_adaptive_pooling_of_an_empty_batch():
 
 
 @pytest.mark.parametrize("shape,size", [((2, 3, 10), 4), ((1, 2, 5), 9), ((3, 17), 5), ((2, 3, 7), 7)])
-def test_adaptive_avg_pool1d_window_weights_match_torch(shape, size):
+def test_adaptive_avg_pool1d_windows_match_torch(shape, size):
     x = np.random.default_rng(0).standard_normal(shape)
     got = MF.adaptive_avg_pool1d(musa.tensor(x), size).numpy()
     want = TF.adaptive_avg_pool1d(torch.tensor(x), size).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+
+
+def test_adaptive_avg_pool_keeps_an_inf_or_nan_in_its_window():
+    # (found beside fuzz-py's diag_embed finding) the 1-d and 3-d windows
+    # were averaged by a product with a matrix of window weights: 0 * inf
+    # made every other window NaN
+    inf, nan = float("inf"), float("nan")
+    x = [[[1.0, inf, 3.0, 4.0, 5.0]], [[nan, 2.0, 3.0, -inf, 5.0]]]
+    got = MF.adaptive_avg_pool1d(musa.tensor(x), 2).numpy()
+    np.testing.assert_array_equal(got, TF.adaptive_avg_pool1d(torch.tensor(x), 2).numpy())
+    x3 = np.arange(2 * 4 * 4 * 4, dtype=np.float64).reshape(1, 2, 4, 4, 4)
+    x3[0, 0, 0, 0, 0], x3[0, 1, 3, 3, 3] = nan, -inf
+    got = MF.adaptive_avg_pool3d(musa.tensor(x3), 2).numpy()
+    want = TF.adaptive_avg_pool3d(torch.tensor(x3), 2).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
 def test_adaptive_avg_pool_of_an_empty_window_is_nan():

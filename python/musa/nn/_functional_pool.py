@@ -356,35 +356,25 @@ def _windows(length, out):
     return [((i * length) // out, -((-(i + 1) * length) // out)) for i in range(out)]
 
 
-def _window_weights(length, out, dtype):
-    """The (out, length) matrix whose rows average _windows(length, out):
-    1 / (b - a) over [a, b), in float64 and then rounded to dtype, as
-    tensors (a list of out rows of length numbers took minutes for large
-    sizes)."""
-    i = _C.arange(out, dtype=_C.int64).unsqueeze(1)
-    a, b = (i * length) // out, -((-(i + 1) * length) // out)
-    c = _C.arange(length, dtype=_C.int64)
-    inside = (c >= a) & (c < b)
-    return _C.where(inside, 1.0 / (b - a).to(_C.float64), 0.0).to(dtype)
-
-
 def _adaptive_avg(input, n, output_size, who):
+    """adaptive_avg_pool1d and 3d on the 2-d kernel, which sums each window
+    of a plane alone: 1-d as planes of one row; 3-d as (H, W) planes, then
+    (D, H' W') planes whose windows along the second dim are single
+    elements. (A product with a matrix of window weights, used before,
+    spread an inf or NaN in one window to every other: 0 * inf.)"""
     x, added, size, shape = _adaptive_sizes(input, n, output_size, who)
-    if 0 in shape:  # nothing to average (an empty batch needs no window weights)
+    spatial = list(x.shape[2:])
+    if 0 in shape:  # nothing to average: an empty batch, channel or output
         x = _C.zeros(shape, dtype=x.dtype) + x.sum() * 0 if x.requires_grad else \
             _C.zeros(shape, dtype=x.dtype)
-        size = ()
-    for i, out in enumerate(size):  # a mean over each window is a matmul with its weights
-        dim = 2 + i
-        length = x.shape[dim]
-        if length == out:
-            continue
-        if length == 0:  # each window is empty: its mean is NaN (0 / 0), as in PyTorch
-            wide = list(x.shape)
-            wide[dim] = out
-            x = (x.sum(dim, keepdim=True) / 0.0).expand(wide).contiguous()
-            continue
-        x = (x.movedim(dim, -1) @ _window_weights(length, out, x.dtype).t()).movedim(-1, dim)
+    elif 0 in spatial:  # every window is empty: its mean is NaN (0 / 0), as in PyTorch
+        x = (x.sum(list(range(2, 2 + n)), keepdim=True) / 0.0).expand(shape).contiguous()
+    elif n == 1:
+        x = _C.adaptive_avg_pool2d(x.reshape(shape[:2] + [1] + spatial), (1, size[0])).reshape(shape)
+    else:
+        (d, h, w), (od, oh, ow) = spatial, size
+        y = _C.adaptive_avg_pool2d(x.reshape([shape[0], shape[1] * d, h, w]), (oh, ow))
+        x = _C.adaptive_avg_pool2d(y.reshape(shape[:2] + [d, oh * ow]), (od, oh * ow)).reshape(shape)
     return x.squeeze(0) if added else x
 
 
