@@ -276,6 +276,21 @@ def test_interpolate(kw, shape):
             arr(*shape), tol=1e-5)
 
 
+def test_interpolate_linear_keeps_an_inf_at_a_whole_tap():
+    # (beside fuzz-py's non-finite findings) a + (b - a) w made inf + nan of
+    # an inf at a tap of weight 1; PyTorch's a w0 + b w1 keeps it, and its
+    # blends with the neighbours are inf, not NaN
+    inf = float("inf")
+    x = [[[1.0, inf, 3.0, -inf, 5.0]]]
+    m = F.interpolate(musa.tensor(x), size=9, mode="linear", align_corners=True).numpy()
+    t = torch.nn.functional.interpolate(torch.tensor(x), size=9, mode="linear", align_corners=True).numpy()
+    np.testing.assert_array_equal(m, t)
+    x = [[[[1.0, inf], [3.0, 4.0]]]]
+    m = F.interpolate(musa.tensor(x), size=(3, 3), mode="bilinear", align_corners=True).numpy()
+    t = torch.nn.functional.interpolate(torch.tensor(x), size=(3, 3), mode="bilinear", align_corners=True).numpy()
+    np.testing.assert_array_equal(m, t)
+
+
 def test_upsample_modules_and_errors():
     x = arr(1, 2, 3, 3)
     for m, t in ((nn.Upsample(scale_factor=2), torch.nn.Upsample(scale_factor=2)),

@@ -205,9 +205,11 @@ def _linear_dim(x, dim, out_size, scale, align_corners):
     lam = _C.sub(src, i0)
     i0 = i0.to(_C.int64)
     i1 = _C.clamp(_C.add(i0, 1), max=n - 1)
-    w1 = _weight(lam, dim, x.ndim, x.dtype)
+    # a w0 + b w1, as PyTorch: a + (b - a) w1 made an inf at a tap of
+    # weight 1 NaN (inf + (b - inf) 0), and its neighbours' blends NaN
+    w0, w1 = _weight(_C.sub(1.0, lam), dim, x.ndim, x.dtype), _weight(lam, dim, x.ndim, x.dtype)
     a, b = _take(x, dim, i0), _take(x, dim, i1)
-    return _C.add(a, _C.mul(_C.sub(b, a), w1))
+    return _C.add(_C.mul(a, w0), _C.mul(b, w1))
 
 
 def _cubic_weights(t, a=-0.75):
