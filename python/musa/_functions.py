@@ -326,7 +326,22 @@ def atleast_1d(input):
 
 
 def lerp(input, end, weight):
-    return _C.add(input, _C.mul(_C.sub(end, input), weight))
+    """input + weight (end - input) for weights under 0.5, else
+    end - (end - input) (1 - weight), as PyTorch 1.13: exactly end at
+    weight 1, and an infinite end point kept where the other form gives
+    inf - inf (a quantile between -inf and a finite value)."""
+    low = (_C.bfloat16, _C.float16)
+    if isinstance(input, _C.Tensor) and input.dtype in low and isinstance(end, _C.Tensor) and \
+            end.dtype == input.dtype and (not isinstance(weight, _C.Tensor) or weight.dtype == input.dtype):
+        # one rounding to the low dtype, as PyTorch computes it, not one per op
+        w = weight.float() if isinstance(weight, _C.Tensor) else weight
+        return lerp(input.float(), end.float(), w).to(input.dtype)
+    diff = _C.sub(end, input)
+    if not isinstance(weight, _C.Tensor):
+        w = _number(weight, "lerp", "weight")
+        return _C.add(input, _C.mul(diff, w)) if w < 0.5 else _C.sub(end, _C.mul(diff, 1.0 - w))
+    return _C.where(_C.lt(weight, 0.5), _C.add(input, _C.mul(diff, weight)),
+                    _C.sub(end, _C.mul(diff, _C.sub(1.0, weight))))
 
 
 def diag(input, diagonal=0):

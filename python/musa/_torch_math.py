@@ -169,15 +169,22 @@ arctan2 = atan2
 
 
 def hypot(input, other):
-    """sqrt(input^2 + other^2), both squared in their promoted dtype (a
-    bfloat16 input squared in bfloat16 lost digits against a float32
-    other)."""
+    """sqrt(input^2 + other^2) in the promoted dtype (a bfloat16 input
+    squared in bfloat16 lost digits against a float32 other), as
+    m sqrt(1 + (n / m)^2) with m, n the larger and smaller magnitude, as
+    libm's hypot: no overflow for values past the square root of the
+    dtype's largest (1e20 in float32 gave inf) and no underflow below that
+    of its smallest (hypot(1e-30, 0) gave 0); inf if either is infinite."""
     _tensors("hypot", input=input)
     dt = result_type(input, other)
     x = input if input.dtype == dt or not dt.is_floating_point else input.to(dt)
     y = _t(other, x)
     y = y if y.dtype == dt or not dt.is_floating_point else y.to(dt)
-    return _C.sqrt(x * x + y * y)
+    ax, ay = _C.abs(x), _C.abs(y)
+    m, n = _C.maximum(ax, ay), _C.minimum(ax, ay)
+    r = n / _C.where(_C.eq(m, 0), 1.0, m)
+    h = m * _C.sqrt(r * r + 1.0)
+    return _C.where(_C.isinf(ax) | _C.isinf(ay), float("inf"), h)
 
 
 def clamp_min(input, min):

@@ -530,3 +530,46 @@ def test_histc_bins_values_on_edges_as_torch(dtype):
         np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
     got = musa.tensor([1.182, -0.941, 2.101, 1.275]).histc(max=1.5)
     assert got[85].item() == 1 and got[84].item() == 0 and got.sum().item() == 2
+
+
+def test_lerp_takes_torchs_two_forms():
+    # input + w (end - input) below w = 0.5, end - (end - input) (1 - w) from
+    # there: end exactly at w = 1, and -inf kept between -inf and a finite
+    # end (a quantile of a row holding -inf was NaN); bfloat16 rounded once
+    inf = float("inf")
+    ends = [(-inf, 1.0), (1.0, inf), (0.1, 0.3), (2.0, 5.0), (-inf, inf)]
+    weights = [0.9, 0.3, 1.0, -0.7, 0.5, 0.25]
+    a = [p for p, _ in ends for _ in weights]
+    b = [q for _, q in ends for _ in weights]
+    w = weights * len(ends)
+    for dt in ("float64", "bfloat16"):
+        m = musa.lerp(musa.tensor(a, dtype=getattr(musa, dt)), musa.tensor(b, dtype=getattr(musa, dt)),
+                      musa.tensor(w, dtype=getattr(musa, dt)))
+        t = torch.lerp(torch.tensor(a, dtype=getattr(torch, dt)), torch.tensor(b, dtype=getattr(torch, dt)),
+                       torch.tensor(w, dtype=getattr(torch, dt)))
+        np.testing.assert_array_equal(m.float().numpy(), t.float().numpy())
+        for s in weights:
+            m = musa.lerp(musa.tensor(a, dtype=getattr(musa, dt)), musa.tensor(b, dtype=getattr(musa, dt)), s)
+            t = torch.lerp(torch.tensor(a, dtype=getattr(torch, dt)), torch.tensor(b, dtype=getattr(torch, dt)), s)
+            np.testing.assert_array_equal(m.float().numpy(), t.float().numpy())
+    assert musa.quantile(musa.tensor([-inf, 1.0, 2.0, 3.0]), 0.3).item() == -inf
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_hypot_neither_overflows_nor_underflows(dtype):
+    # sqrt(x^2 + y^2) gave inf for 1e20 in float32 and 0 for 1e-30
+    inf, nan = float("inf"), float("nan")
+    xs = [3.0, 1e20, 1e-30, 0.0, -0.0, inf, nan, inf, -5.0, 3.0, 0.0]
+    ys = [4.0, 1e20, 0.0, 0.0, 2.0, nan, 1.0, -inf, 12.0, 3.0, -7.0]
+    m = musa.hypot(musa.tensor(xs, dtype=getattr(musa, dtype)), musa.tensor(ys, dtype=getattr(musa, dtype)))
+    t = torch.hypot(torch.tensor(xs, dtype=getattr(torch, dtype)), torch.tensor(ys, dtype=getattr(torch, dtype)))
+    np.testing.assert_allclose(m.float().numpy(), t.float().numpy(), rtol=1e-6)
+
+
+def test_celu_of_a_large_input_is_the_input():
+    # elu(x / alpha) * alpha: x / alpha overflowed to inf (celu(1e308, 0.5))
+    x = [1e308, -1e308, 3.0, -2.0, 1e-300]
+    for alpha in (0.5, 2.0, -1.5):
+        m = musa.nn.functional.celu(musa.tensor(x, dtype=musa.float64), alpha).numpy()
+        t = torch.nn.functional.celu(torch.tensor(x, dtype=torch.float64), alpha).numpy()
+        np.testing.assert_allclose(m, t, rtol=1e-13)

@@ -89,11 +89,12 @@ def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
     if _number(alpha, "celu", "alpha") == 0:
         raise ValueError("[celu] alpha must not be 0 (it divides the input)")
-    if alpha < 0:  # as PyTorch computes it: x where x > 0, else alpha (exp(x / alpha) - 1)
-        return _apply(lambda x: _C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(_C.div(x, alpha)), alpha)), input,
-                      inplace, "celu")
-    return _apply(lambda x: _C.mul(_C.elu(_C.div(x, alpha), 1.0), alpha)
-                  if alpha != 1.0 else _C.elu(x, 1.0), input, inplace, "celu")
+    if alpha == 1.0:
+        return _apply(lambda x: _C.elu(x, 1.0), input, inplace, "celu")
+    # as PyTorch computes it: x where x > 0, else alpha (exp(x / alpha) - 1)
+    # (elu(x / alpha) alpha made a large x / alpha inf: celu(1e308, 0.5))
+    return _apply(lambda x: _C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(_C.div(x, alpha)), alpha)), input,
+                  inplace, "celu")
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
