@@ -367,6 +367,7 @@ MUSA_API musa_tensor *musa_cos(musa_tensor *x);
 MUSA_API musa_tensor *musa_tanh(musa_tensor *x);
 MUSA_API musa_tensor *musa_sigmoid(musa_tensor *x);
 MUSA_API musa_tensor *musa_erf(musa_tensor *x);
+MUSA_API musa_tensor *musa_erfc(musa_tensor *x); /* 1 - erf(x), accurate where erf(x) is near 1 */
 MUSA_API musa_tensor *musa_asin(musa_tensor *x);
 MUSA_API musa_tensor *musa_acos(musa_tensor *x);
 MUSA_API musa_tensor *musa_atan(musa_tensor *x);

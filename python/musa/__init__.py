@@ -66,7 +66,7 @@ def _lazy(name):
 def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
     if name in ("nn", "optim", "utils", "amp", "jit", "profiler", "viz", "library", "backends",
-                "accelerator", "linalg", "distributions", "distributed", "onnx"):
+                "accelerator", "linalg", "distributions", "distributed", "onnx", "special"):
         return _lazy(name)
     if name == "make_dot":
         return _lazy("viz").make_dot

@@ -8,7 +8,7 @@ __all__ = [
     "norm", "fused_norm", "split", "unbind", "all", "any", "allclose", "isclose", "equal", "mm",
     "bmm", "mv", "dot", "outer", "clip", "concat", "concatenate", "swapaxes", "movedim", "square",
     "log2", "log10", "exp2", "argsort", "masked_select", "count_nonzero", "atleast_1d", "lerp",
-    "addmm", "diag", "trace", "flatten", "repeat_interleave", "erfc", "sinh", "cosh", "tan",
+    "addmm", "diag", "trace", "flatten", "repeat_interleave", "sinh", "cosh", "tan",
     "sigmoid_", "relu_", "numel", "abs_", "true_divide", "multiply", "subtract", "divide", "negative",
     "randperm", "isfinite",
 ]
@@ -280,10 +280,6 @@ def log10(input):
 
 def exp2(input):
     return _C.exp(_C.mul(input, _math.log(2.0)))
-
-
-def erfc(input):
-    return _C.sub(1.0, _C.erf(input))
 
 
 def _floating(input, who):

@@ -300,7 +300,7 @@ Tensor.true_divide = Tensor.div
 # ---- reductions and math written in Python ----
 
 for _name in ("all", "any", "square", "log2", "log10", "exp2", "argsort", "masked_select",
-              "count_nonzero", "lerp", "diag", "trace", "repeat_interleave", "erfc", "sinh", "cosh",
+              "count_nonzero", "lerp", "diag", "trace", "repeat_interleave", "sinh", "cosh",
               "tan", "mm", "bmm", "mv", "dot", "outer"):
     setattr(Tensor, _name, getattr(F, _name))
 
@@ -344,7 +344,7 @@ for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv
               "ravel", "moveaxis", "swapdims", "fliplr", "flipud", "rot90", "tensor_split", "hsplit",
               "vsplit", "dsplit", "take", "take_along_dim", "index_copy", "index_fill", "diagflat",
               "unique_consecutive", "renorm", "select_scatter", "slice_scatter", "diagonal_scatter",
-              "narrow_copy", "bincount", "histc"):
+              "narrow_copy", "bincount", "histc", "erfinv", "lgamma", "digamma", "cross"):
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, getattr(_TO, _name))
 
@@ -485,7 +485,7 @@ def _inplace(name):
 for _name in ("abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin",
               "cos", "tanh", "sigmoid", "relu", "floor", "ceil", "round", "sign", "clamp", "pow",
               "remainder", "fmod", "masked_fill", "index_add", "scatter", "scatter_add", "tril",
-              "triu", "square", "lerp", "erf", "logical_not", "clip", "maximum", "minimum", "asin",
+              "triu", "square", "lerp", "erf", "erfc", "erfinv", "lgamma", "digamma", "logical_not", "clip", "maximum", "minimum", "asin",
               "acos", "atan", "asinh", "acosh", "atanh", "trunc", "copysign", "arcsin", "arccos",
               "arctan", "arcsinh", "arccosh", "arctanh", "fix"):
     setattr(Tensor, _name + "_", _inplace(_name))

@@ -20,7 +20,14 @@ from ._functions import _tensors, _dim
 
 __all__ = ["solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd",
            "svdvals", "qr", "lstsq", "pinv", "matrix_rank", "vector_norm", "matrix_norm", "norm",
-           "matmul", "diagonal", "vecdot", "multi_dot", "matrix_power"]
+           "matmul", "diagonal", "vecdot", "multi_dot", "matrix_power", "cross"]
+
+
+def cross(input, other, *, dim=-1):
+    """The cross product of 3-vectors along dim (-1 by default), the inputs
+    broadcast against each other."""
+    from ._torch_special import cross as _cross
+    return _cross(input, other, dim)
 
 
 def _result_type(name, fields):

@@ -48,6 +48,8 @@ UNARY_GRAD(grad_sigmoid, musa_mul(G, T(musa_mul(Y, T(musa_sub(NUM(1), Y))))))
 /* d/dx erf(x) = 2/sqrt(pi) exp(-x^2) */
 UNARY_GRAD(grad_erf, musa_mul(T(musa_mul(G, NUM(1.1283791670955126))),
                               T(musa_exp(T(musa_neg(T(musa_mul(X, X))))))))
+UNARY_GRAD(grad_erfc, musa_mul(T(musa_mul(G, NUM(-1.1283791670955126))),
+                               T(musa_exp(T(musa_neg(T(musa_mul(X, X))))))))
 /* inverse trigonometric and hyperbolic functions */
 UNARY_GRAD(grad_asin, musa_div(G, T(musa_sqrt(T(musa_sub(NUM(1), T(musa_mul(X, X))))))))
 UNARY_GRAD(grad_acos,

@@ -195,6 +195,9 @@ static inline double logistic_d(double x) {
 }
 UNARY_MATH(sigmoid, logistic_f(x), logistic_d(x))
 UNARY_MATH(erf, erff(x), erf(x))
+/* 1 - erf(x) without the cancellation: erfc(5) is 1.5e-12, where float32's
+ * 1 - erf(5) is 0 */
+UNARY_FLOAT(erfc, erfcf(x), erfc(x))
 UNARY_FLOAT(asin, asinf(x), asin(x))
 UNARY_FLOAT(acos, acosf(x), acos(x))
 UNARY_FLOAT(atan, atanf(x), atan(x))

@@ -1,0 +1,228 @@
+"""Special functions of PyTorch's namespace written over the C ops: erfinv,
+lgamma, digamma (and the trigamma that is digamma's derivative), and the
+cross product. Each is a Tensor method too (_tensor.py); musa.special
+gathers them under PyTorch's special names.
+
+The special functions compute in float64 (float32, bfloat16 and float16
+inputs are rounded once at the end) and are autograd Functions: their
+derivatives are closed forms of the result (erfinv), or the next function
+of the family (lgamma -> digamma -> trigamma). Accuracy against PyTorch's
+libm-based kernels: about 1e-15 relative in float64 away from the
+functions' zeros (tests in test_torch_ops.py)."""
+import math as _math
+
+from . import _C
+from ._functions import _int, _tensors
+from .autograd import Function as _Function
+
+__all__ = ["erfinv", "lgamma", "digamma", "cross"]
+
+_FLOATS = (_C.float32, _C.float64, _C.bfloat16, _C.float16)
+
+
+def _as_f64(input, who):
+    _tensors(who, input=input)
+    if input.dtype not in _FLOATS:
+        if input.dtype == _C.bool or input.dtype.is_floating_point:
+            raise TypeError(f"[{who}] expected a real tensor, got {input.dtype}")
+        return input.to(_C.float64), _C.get_default_dtype()  # integers: the default float dtype
+    return input.to(_C.float64), input.dtype
+
+
+def _poly(w, coefs):
+    p = _C.zeros_like(w) + coefs[0]
+    for c in coefs[1:]:
+        p = p * w + c
+    return p
+
+
+# Giles (2010), "Approximating the erfinv function": about 1e-7 relative
+# over float32's range, refined below by Newton steps
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erfinv_f64(y):
+    a = _C.abs(y)
+    inside = _C.lt(a, 1.0)
+    safe = _C.where(inside, a, 0.5)  # |y| >= 1 and NaN: any value, replaced at the end
+    w = -_C.log((1.0 - safe) * (1.0 + safe))
+    central = _poly(w - 2.5, _GILES_CENTRAL)
+    tail = _poly(_C.sqrt(w) - 3.0, _GILES_TAIL)
+    z = _C.where(_C.lt(w, 5.0), central, tail) * safe
+    slope = 2.0 / _math.sqrt(_math.pi)
+    tail_side = _C.gt(safe, 0.5)
+    log_rest = _C.log(1.0 - safe)  # exact 1 - y there (Sterbenz)
+    for _ in range(4):
+        # Newton on erf(z) = y in the middle; on log erfc(z) = log(1 - y) in
+        # the tails, nearly linear there where erfc itself is exponentially
+        # flat (Giles' polynomial is meant for float32's range of y)
+        density = slope * _C.exp(-z * z)
+        ec = _C.erfc(z)
+        step_tail = (_C.log(ec) - log_rest) * ec / density
+        step_mid = (safe - _C.erf(z)) / density
+        z = z + _C.where(tail_side, step_tail, step_mid)
+    z = _C.where(inside, z, _C.where(_C.eq(a, 1.0), float("inf"), float("nan")))
+    return _C.copysign(z, y)
+
+
+class _Erfinv(_Function):
+    @staticmethod
+    def forward(ctx, y):
+        y64, dt = _as_f64(y, "erfinv")
+        out = _erfinv_f64(y64).to(dt)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * (_C.exp(out * out) * (_math.sqrt(_math.pi) / 2))
+
+
+def erfinv(input):
+    """The inverse of erf on (-1, 1); +-inf at +-1, NaN outside."""
+    return _Erfinv.apply(input)
+
+
+# Lanczos (g = 7, 9 terms), for x >= 0.5; reflection below
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+            -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
+            1.5056327351493116e-7)
+
+
+def _lgamma_right(x):  # x >= 0.5
+    xm = x - 1.0
+    s = _C.zeros_like(x) + _LANCZOS[0]
+    for i, c in enumerate(_LANCZOS[1:], 1):
+        s = s + c / (xm + i)
+    t = xm + 7.5
+    return 0.5 * _math.log(2 * _math.pi) + (xm + 0.5) * _C.log(t) - t + _C.log(s)
+
+
+def _sin_pi_abs(x):
+    """|sin(pi x)| with x reduced to [-0.5, 0.5] first (exact), so large
+    arguments keep their digits and integers give exactly 0."""
+    return _C.abs(_C.sin(_math.pi * (x - _C.round(x))))
+
+
+def _lgamma_f64(x):
+    left = _C.lt(x, 0.5)
+    xr = _C.where(left, 1.0 - x, x)
+    right = _lgamma_right(_C.where(_C.lt(_C.abs(xr), float("inf")), xr, 1.0))
+    right = _C.where(_C.lt(_C.abs(xr), float("inf")), right, xr)  # +inf -> inf, NaN -> NaN
+    out = _C.where(left, _math.log(_math.pi) - _C.log(_sin_pi_abs(x)) - right, right)
+    # lgamma(1) = lgamma(2) = 0 exactly, as libm gives; -inf: inf
+    out = _C.where(_C.eq(x, 1.0) | _C.eq(x, 2.0), 0.0, out)
+    return _C.where(_C.eq(x, float("-inf")), float("inf"), out)
+
+
+def _psi_series(x, order):
+    """digamma (order 0) or trigamma (1) for x >= 0.5: the recurrence up to
+    x + 8, then the asymptotic series there."""
+    acc = _C.zeros_like(x)
+    for _ in range(8):
+        acc = acc + (1.0 / x if order == 0 else 1.0 / (x * x))
+        x = x + 1.0
+    r = 1.0 / (x * x)
+    if order == 0:
+        tail = r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
+        return _C.log(x) - 0.5 / x - tail - acc
+    tail = (1.0 + (0.5 + (1 / 6 - r * (1 / 30 - r * (1 / 42 - r * (1 / 30)))) / x) / x) / x
+    return tail + acc
+
+
+def _psi_f64(x, order):
+    left = _C.lt(x, 0.5)
+    finite = _C.lt(_C.abs(x), float("inf"))
+    xr = _C.where(left, 1.0 - x, x)
+    right = _psi_series(_C.where(finite, xr, 1.0), order)
+    s = _C.sin(_math.pi * (x - _C.round(x)))  # sign and size of sin(pi x), exact reduction
+    sign = 1.0 - 2.0 * _C.remainder(_C.round(x), 2.0)  # (-1)^round(x)
+    if order == 0:  # psi(x) = psi(1 - x) - pi / tan(pi x)
+        cos = _C.cos(_math.pi * (x - _C.round(x))) * sign
+        out = _C.where(left, right - _math.pi * cos / (s * sign), right)
+        pole = _C.eq(x, 0.0)
+        out = _C.where(pole, _C.copysign(_C.zeros_like(x) + float("inf"), -x), out)  # -inf at +0, inf at -0
+        out = _C.where(left & _C.eq(s, 0.0) & ~pole, float("nan"), out)  # negative integers
+        out = _C.where(_C.eq(x, float("inf")), float("inf"), out)
+        return _C.where(_C.eq(x, float("-inf")) | _C.ne(x, x), float("nan"), out)
+    out = _C.where(left, _math.pi ** 2 / (s * s) - right, right)  # psi1(1 - x) + psi1(x) = pi^2 / sin^2
+    out = _C.where(left & _C.eq(s, 0.0), float("inf"), out)
+    out = _C.where(_C.eq(x, float("inf")), 0.0, out)
+    return _C.where(_C.eq(x, float("-inf")) | _C.ne(x, x), float("nan"), out)
+
+
+class _Lgamma(_Function):
+    @staticmethod
+    def forward(ctx, x):
+        x64, dt = _as_f64(x, "lgamma")
+        ctx.save_for_backward(x)
+        return _lgamma_f64(x64).to(dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * digamma(x)
+
+
+class _Digamma(_Function):
+    @staticmethod
+    def forward(ctx, x):
+        x64, dt = _as_f64(x, "digamma")
+        ctx.save_for_backward(x)
+        return _psi_f64(x64, 0).to(dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * _trigamma(x)
+
+
+def _trigamma(x):
+    x64, dt = _as_f64(x, "polygamma")
+    return _psi_f64(x64, 1).to(dt)
+
+
+def lgamma(input):
+    """log |Gamma(x)|: inf at 0 and the negative integers."""
+    return _Lgamma.apply(input)
+
+
+def digamma(input):
+    """d/dx lgamma(x): -inf at +0 and inf at -0, NaN at the negative
+    integers (as PyTorch)."""
+    return _Digamma.apply(input)
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along dim (inputs broadcast). dim None:
+    the first dim of size 3, as PyTorch's torch.cross (linalg.cross takes
+    -1)."""
+    _tensors("cross", input=input, other=other)
+    from ._torch_index import broadcast_shapes
+    shape = list(broadcast_shapes(input.shape, other.shape))
+    a, b = input.expand(shape), other.expand(shape)
+    if dim is None:
+        dims = [d for d, n in enumerate(shape) if n == 3]
+        if not dims:
+            raise RuntimeError(f"[cross] no dimension of size 3 in input (shapes {tuple(input.shape)} and "
+                               f"{tuple(other.shape)})")
+        dim = dims[0]
+    nd = len(shape)
+    dim = _int(dim, "cross", "dim")
+    if not -nd <= dim < nd:
+        raise IndexError(f"[cross] dim {dim} is out of range for {nd}-D inputs")
+    dim %= nd
+
+    def size_at(t):  # t's own size at the broadcast dim (1: broadcast there)
+        k = dim - (nd - t.ndim)
+        return t.shape[k] if k >= 0 else 1
+    if size_at(input) != 3 or size_at(other) != 3:
+        raise RuntimeError(f"[cross] inputs dimension {dim} must have length 3, got shapes "
+                           f"{tuple(input.shape)} and {tuple(other.shape)}")
+    a1, a2, a3 = (a.narrow(dim, k, 1) for k in range(3))
+    b1, b2, b3 = (b.narrow(dim, k, 1) for k in range(3))
+    return _C.cat([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], dim)

@@ -1,0 +1,36 @@
+"""musa.special: PyTorch's torch.special names for the functions musa
+has. Each is the function of the musa namespace (differentiable and
+captured like it)."""
+from . import _C
+from . import _torch_ops as _T
+from . import _functions as _F
+from .nn import functional as _NF
+
+__all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "expm1",
+           "exp2", "log1p", "sinc", "round", "softmax", "log_softmax", "logsumexp"]
+
+erf = _C.erf
+erfc = _C.erfc
+erfinv = _T.erfinv
+expit = _C.sigmoid
+logit = _T.logit
+xlogy = _T.xlogy
+gammaln = _T.lgamma
+digamma = psi = _T.digamma
+expm1 = _C.expm1
+exp2 = _F.exp2
+log1p = _C.log1p
+sinc = _T.sinc
+round = _C.round
+
+
+def softmax(input, dim, *, dtype=None):
+    return _NF.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    return _NF.log_softmax(input, dim, dtype=dtype)
+
+
+def logsumexp(input, dim, keepdim=False):
+    return _C.logsumexp(input, dim, keepdim)
