@@ -1,6 +1,6 @@
 """musa.special: PyTorch's torch.special names for the functions musa
-has. Each is the function of the musa namespace (differentiable and
-captured like it)."""
+has; each is the musa namespace's function of that name (gammaln is
+lgamma, expit sigmoid, psi digamma)."""
 from . import _C
 from . import _torch_ops as _T
 from . import _functions as _F
