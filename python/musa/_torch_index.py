@@ -3,9 +3,10 @@ tensor_split, take_along_dim, index_copy, meshgrid, searchsorted, bincount,
 ...), the trapezoidal rule, logspace and the scatter copies. Re-exported by
 _torch_ops."""
 import itertools as _itertools
+import math as _math
 
 from . import _C
-from ._functions import _dim, _dims, _int, _number, _tensors, movedim
+from ._functions import _dim, _dims, _int, _number, _output_fits, _tensors, movedim
 from ._torch_math import _t, promote_types, result_type
 from ._torch_reduce import diff
 
@@ -276,12 +277,18 @@ def combinations(input, r=2, with_replacement=False):
     r = _int(r, "combinations", "r")
     if r < 0:
         raise ValueError(f"[combinations] r must be non-negative, got {r}")
-    pick = _itertools.combinations_with_replacement if with_replacement else _itertools.combinations
-    rows = list(pick(range(input.shape[0]), r))
-    if not rows:
+    n = input.shape[0]
+    count = _math.comb(n + r - 1, r) if with_replacement else _math.comb(n, r)
+    if r == 0 or count == 0:  # r = 0: an empty vector, as PyTorch
         return _C.zeros(0, r, dtype=input.dtype) if r else _C.zeros(0, dtype=input.dtype)
-    idx = _C.tensor(rows, dtype=_C.int64)
-    return input.index_select(0, idx.reshape(-1)).reshape(idx.shape)
+    # the size first: the index rows are made one by one on the host (a
+    # stride-0 vector of 2^41 elements asked for 2.4e24 pairs, and the
+    # list of them grew until Python's MemoryError, with no message)
+    _output_fits([count, r], input.dtype, "combinations", f"r={r} of {n} elements")
+    pick = _itertools.combinations_with_replacement if with_replacement else _itertools.combinations
+    import numpy as np  # here: `import musa` does not load NumPy
+    flat = np.fromiter(_itertools.chain.from_iterable(pick(range(n), r)), dtype=np.int64, count=count * r)
+    return input.index_select(0, _C.tensor(flat, dtype=_C.int64)).reshape(count, r)
 
 
 def meshgrid(*tensors, indexing=None):

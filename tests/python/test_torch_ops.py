@@ -663,3 +663,16 @@ def test_special_namespace_names_musas_functions():
         np.testing.assert_allclose(getattr(musa.special, name)(arg_m).numpy(),
                                    getattr(torch.special, name)(arg_t).numpy(), rtol=1e-12, err_msg=name)
     np.testing.assert_allclose(musa.special.log_softmax(x, 0).numpy(), torch.special.log_softmax(t, 0).numpy())
+
+
+def test_combinations_sizes_its_output_first():
+    # (fuzz-py seed 7406) pairs of a stride-0 vector of 2^41 elements: the
+    # host list of index rows grew until a MemoryError with no message
+    with pytest.raises(OverflowError, match=r"^\[combinations\] r=2 of 2199023255552 elements"):
+        musa.combinations(musa.full((1,), 2, dtype=musa.int64).expand(2 ** 41))
+    for r in (0, 1, 2, 3, 4):  # r = 0 is an empty vector, as in PyTorch
+        for rep in (False, True):
+            m = musa.combinations(musa.tensor([1, 2, 3]), r, rep)
+            t = torch.combinations(torch.tensor([1, 2, 3]), r, rep)
+            assert tuple(m.shape) == tuple(t.shape)
+            np.testing.assert_array_equal(m.numpy(), t.numpy())
