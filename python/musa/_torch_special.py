@@ -24,7 +24,7 @@ _FLOATS = (_C.float32, _C.float64, _C.bfloat16, _C.float16)
 def _as_f64(input, who):
     _tensors(who, input=input)
     if input.dtype not in _FLOATS:
-        if input.dtype == _C.bool or input.dtype.is_floating_point:
+        if input.dtype == _C.bool:
             raise TypeError(f"[{who}] expected a real tensor, got {input.dtype}")
         return input.to(_C.float64), _C.get_default_dtype()  # integers: the default float dtype
     return input.to(_C.float64), input.dtype
@@ -112,8 +112,8 @@ def _sin_pi_abs(x):
 def _lgamma_f64(x):
     left = _C.lt(x, 0.5)
     xr = _C.where(left, 1.0 - x, x)
-    right = _lgamma_right(_C.where(_C.lt(_C.abs(xr), float("inf")), xr, 1.0))
-    right = _C.where(_C.lt(_C.abs(xr), float("inf")), right, xr)  # +inf -> inf, NaN -> NaN
+    finite = _C.lt(_C.abs(xr), float("inf"))
+    right = _C.where(finite, _lgamma_right(_C.where(finite, xr, 1.0)), xr)  # +inf -> inf, NaN -> NaN
     out = _C.where(left, _math.log(_math.pi) - _C.log(_sin_pi_abs(x)) - right, right)
     # lgamma(1) = lgamma(2) = 0 exactly, as libm gives; -inf: inf
     out = _C.where(_C.eq(x, 1.0) | _C.eq(x, 2.0), 0.0, out)
