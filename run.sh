@@ -331,6 +331,7 @@ bench)
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
     PYTHONPATH=python "$PYTHON" bench/bench_bf16.py
+    PYTHONPATH=python "$PYTHON" bench/bench_bounds.py # the GEMMs' bound on the table's ratios
     PYTHONPATH=python "$PYTHON" bench/bench_streams.py
     PYTHONPATH=python "$PYTHON" bench/bench_loader.py
     PYTHONPATH=python "$PYTHON" bench/bench_ddp.py # 1 and 2 processes, ResNet-18

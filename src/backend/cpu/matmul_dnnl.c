@@ -2,9 +2,10 @@
  * matmul_dnnl.c - GEMMs on oneDNN's matmul primitive. bfloat16: bfloat16
  * operands, float32 accumulation, the product (plus an optional bias row)
  * rounded once to bfloat16; on CPUs with AVX512-BF16 this runs the
- * hardware's bfloat16 dot products (about 3x float32 here). float32: the
- * linear op with a bias, added in the kernel's epilogue rather than by a
- * pass of its own (matmul.c says when).
+ * hardware's bfloat16 dot products (twice float32's rate on the AMD EPYC
+ * machines here: bench/bench_bounds.py). float32: the linear op with a
+ * bias, added in the kernel's epilogue rather than by a pass of its own
+ * (matmul.c says when).
  *
  * Operands are described by strides, so transposed views are read in
  * place, and a batch of products (a matmul over attention's heads, its
