@@ -382,6 +382,9 @@ MUSA_API musa_tensor *musa_trunc(musa_tensor *x);
 MUSA_API musa_tensor *musa_logical_not(musa_tensor *x);
 MUSA_API musa_tensor *musa_isnan(musa_tensor *x);
 MUSA_API musa_tensor *musa_isinf(musa_tensor *x);
+/* ~x on integer tensors, logical not on bool; floats fail with
+ * MUSA_ERR_TYPE. */
+MUSA_API musa_tensor *musa_bitwise_not(musa_tensor *x);
 
 /* Binary ops broadcast as NumPy does and promote as described above.
  * div is true division (integers give float32); floor_divide rounds toward
@@ -411,6 +414,16 @@ MUSA_API musa_tensor *musa_ge(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_logical_and(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_logical_or(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_logical_xor(musa_tensor *a, musa_tensor *b);
+/* Bitwise ops on integer and bool tensors (promoted; a float operand fails
+ * with MUSA_ERR_TYPE); on bool, and/or/xor are the logical ops. Shifts take
+ * integers only: a left shift wraps, a right shift of a negative value is
+ * arithmetic, and a count below 0 or at least the dtype's width gives 0
+ * (left) or the sign, 0 or -1 (right), as NumPy does. */
+MUSA_API musa_tensor *musa_bitwise_and(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_bitwise_or(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_bitwise_xor(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_bitwise_left_shift(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_bitwise_right_shift(musa_tensor *a, musa_tensor *b);
 /* cond ? a : b elementwise; cond is read as bool; a and b are promoted. */
 MUSA_API musa_tensor *musa_where(musa_tensor *cond, musa_tensor *a, musa_tensor *b);
 /* Clamp into [*min, *max]; a NULL bound is absent. Keeps x's dtype (an

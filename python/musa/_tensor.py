@@ -487,7 +487,9 @@ for _name in ("abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "re
               "remainder", "fmod", "masked_fill", "index_add", "scatter", "scatter_add", "tril",
               "triu", "square", "lerp", "erf", "erfc", "erfinv", "lgamma", "digamma", "logical_not", "clip", "maximum", "minimum", "asin",
               "acos", "atan", "asinh", "acosh", "atanh", "trunc", "copysign", "arcsin", "arccos",
-              "arctan", "arcsinh", "arccosh", "arctanh", "fix"):
+              "arctan", "arcsinh", "arccosh", "arctanh", "fix", "logical_and", "logical_or",
+              "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+              "bitwise_left_shift", "bitwise_right_shift"):
     setattr(Tensor, _name + "_", _inplace(_name))
 
 

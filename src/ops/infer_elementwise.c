@@ -52,6 +52,21 @@ int infer_unary_bool(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     return MUSA_OK;
 }
 
+/* The bitwise ops: integer and bool dtypes only (who: the operands' dtypes
+ * for the message). */
+static int reject_float(const musa_op_info *op, musa_dtype dt, musa_tensor *const *in, int n) {
+    if (!musa_is_float(dt)) return MUSA_OK;
+    return musa_err(MUSA_ERR_TYPE, "[%s] integer or bool tensors only (got %s%s%s)", op->name,
+                    musa_dtype_name((musa_dtype)in[0]->dtype), n > 1 ? " and " : "",
+                    n > 1 ? musa_dtype_name((musa_dtype)in[1]->dtype) : "");
+}
+
+int infer_unary_bits(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                     musa_infer *r) {
+    int rc = reject_float(op, (musa_dtype)in[0]->dtype, in, 1);
+    return rc ? rc : infer_unary_same(op, in, n_in, attrs, r);
+}
+
 /* Broadcast the shapes of n inputs into r's output 0. */
 static int broadcast_all(const musa_op_info *op, musa_tensor *const *in, int n, musa_infer *r) {
     int nd = in[0]->ndim;
@@ -101,6 +116,14 @@ int infer_binary_logical(const musa_op_info *op, musa_tensor *const *in, int n_i
                          musa_infer *r) {
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     return binary_common(op, in, r, MUSA_DTYPE_BOOL, MUSA_DTYPE_BOOL);
+}
+
+int infer_binary_bits(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                      musa_infer *r) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    musa_dtype t = musa_result_type(2, in);
+    int rc = reject_float(op, t, in, 2);
+    return rc ? rc : binary_common(op, in, r, t, t);
 }
 
 int infer_where(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,

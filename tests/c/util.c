@@ -67,11 +67,7 @@ double round_to(double v, musa_dtype d) {
     }
 }
 
-double wrap_to(double v, musa_dtype d) {
-    if (musa_dtype_is_floating(d) || d == MUSA_DTYPE_BOOL || v != v) return round_to(v, d);
-    int64_t i = v >= 9.2233720368547758e18    ? INT64_MAX
-                : v <= -9.2233720368547758e18 ? INT64_MIN
-                                              : (int64_t)v;
+int64_t wrap_int(int64_t i, musa_dtype d) {
     switch (d) {
     case MUSA_DTYPE_INT32:
         return (int32_t)(uint32_t)(uint64_t)i;
@@ -79,9 +75,19 @@ double wrap_to(double v, musa_dtype d) {
         return (int8_t)(uint8_t)(uint64_t)i;
     case MUSA_DTYPE_UINT8:
         return (uint8_t)(uint64_t)i;
+    case MUSA_DTYPE_BOOL:
+        return i != 0;
     default:
-        return (double)i;
+        return i;
     }
+}
+
+double wrap_to(double v, musa_dtype d) {
+    if (musa_dtype_is_floating(d) || d == MUSA_DTYPE_BOOL || v != v) return round_to(v, d);
+    int64_t i = v >= 9.2233720368547758e18    ? INT64_MAX
+                : v <= -9.2233720368547758e18 ? INT64_MIN
+                                              : (int64_t)v;
+    return (double)wrap_int(i, d);
 }
 
 int64_t numel_of(int ndim, const int64_t *shape) {

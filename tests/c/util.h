@@ -80,6 +80,8 @@ double round_to(double v, musa_dtype d);
 /* An exact integer result as an integer dtype holds it (wrapping modulo
  * 2^bits, as integer arithmetic does); floats and bool go through round_to. */
 double wrap_to(double v, musa_dtype d);
+/* An int64 wrapped to integer dtype d (bool: nonzero), exactly. */
+int64_t wrap_int(int64_t i, musa_dtype d);
 
 /* Row-major multi-index helpers. */
 void unravel(int64_t i, int ndim, const int64_t *shape, int64_t *idx);

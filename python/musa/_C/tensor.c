@@ -169,26 +169,20 @@ static int matmul_(musa_tensor *a, musa_tensor *b) {
     return assign_result(a, b, musa_matmul);
 }
 
-/* bool tensors only: & | ^ are the logical ops; who names the operator
- * method, sym its symbol */
-static musa_tensor *bool_only(musa_tensor *a, musa_tensor *b, binop f, const char *who,
-                              const char *sym) {
-    if (musa_tensor_dtype(a) != MUSA_DTYPE_BOOL || musa_tensor_dtype(b) != MUSA_DTYPE_BOOL) {
-        PyErr_Format(PyExc_TypeError,
-                     "[%s] %s is only supported on bool tensors here (got %s and %s)", who, sym,
-                     musa_dtype_name(musa_tensor_dtype(a)), musa_dtype_name(musa_tensor_dtype(b)));
-        return NULL;
-    }
-    return f(a, b);
+static int and_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_bitwise_and);
 }
-static musa_tensor *and_(musa_tensor *a, musa_tensor *b) {
-    return bool_only(a, b, musa_logical_and, "Tensor.__and__", "&");
+static int or_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_bitwise_or);
 }
-static musa_tensor *or_(musa_tensor *a, musa_tensor *b) {
-    return bool_only(a, b, musa_logical_or, "Tensor.__or__", "|");
+static int xor_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_bitwise_xor);
 }
-static musa_tensor *xor_(musa_tensor *a, musa_tensor *b) {
-    return bool_only(a, b, musa_logical_xor, "Tensor.__xor__", "^");
+static int lshift_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_bitwise_left_shift);
+}
+static int rshift_(musa_tensor *a, musa_tensor *b) {
+    return assign_result(a, b, musa_bitwise_right_shift);
 }
 
 static PyObject *nb_add(PyObject *a, PyObject *b) {
@@ -213,13 +207,19 @@ static PyObject *nb_matmul(PyObject *a, PyObject *b) {
     return binary(a, b, musa_matmul, "matmul");
 }
 static PyObject *nb_and(PyObject *a, PyObject *b) {
-    return binary(a, b, and_, "Tensor.__and__");
+    return binary(a, b, musa_bitwise_and, "bitwise_and");
 }
 static PyObject *nb_or(PyObject *a, PyObject *b) {
-    return binary(a, b, or_, "Tensor.__or__");
+    return binary(a, b, musa_bitwise_or, "bitwise_or");
 }
 static PyObject *nb_xor(PyObject *a, PyObject *b) {
-    return binary(a, b, xor_, "Tensor.__xor__");
+    return binary(a, b, musa_bitwise_xor, "bitwise_xor");
+}
+static PyObject *nb_lshift(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_bitwise_left_shift, "bitwise_left_shift");
+}
+static PyObject *nb_rshift(PyObject *a, PyObject *b) {
+    return binary(a, b, musa_bitwise_right_shift, "bitwise_right_shift");
 }
 static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) {
@@ -250,6 +250,21 @@ static PyObject *nb_irem(PyObject *a, PyObject *b) {
 static PyObject *nb_imatmul(PyObject *a, PyObject *b) {
     return inplace(a, b, matmul_, "matmul_");
 }
+static PyObject *nb_iand(PyObject *a, PyObject *b) {
+    return inplace(a, b, and_, "bitwise_and_");
+}
+static PyObject *nb_ior(PyObject *a, PyObject *b) {
+    return inplace(a, b, or_, "bitwise_or_");
+}
+static PyObject *nb_ixor(PyObject *a, PyObject *b) {
+    return inplace(a, b, xor_, "bitwise_xor_");
+}
+static PyObject *nb_ilshift(PyObject *a, PyObject *b) {
+    return inplace(a, b, lshift_, "bitwise_left_shift_");
+}
+static PyObject *nb_irshift(PyObject *a, PyObject *b) {
+    return inplace(a, b, rshift_, "bitwise_right_shift_");
+}
 static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod) {
     (void)mod;
     return inplace(a, b, pow_, "pow_");
@@ -265,21 +280,7 @@ static PyObject *nb_abs(PyObject *a) {
     return pm_wrap(musa_abs(pm_t(a)));
 }
 static PyObject *nb_invert(PyObject *a) {
-    musa_tensor *t = pm_t(a);
-    musa_dtype d = musa_tensor_dtype(t);
-    if (d == MUSA_DTYPE_BOOL) return pm_wrap(musa_logical_not(t));
-    if (musa_dtype_is_floating(d)) {
-        PyErr_Format(PyExc_TypeError,
-                     "[Tensor.__invert__] ~ (bitwise not) is not defined for %s tensors",
-                     musa_dtype_name(d));
-        return NULL;
-    }
-    /* two's complement: ~x = -x - 1 */
-    musa_tensor *n = musa_neg(t), *one = musa_number_int(1);
-    musa_tensor *r = n && one ? musa_sub(n, one) : NULL;
-    musa_tensor_release(n);
-    musa_tensor_release(one);
-    return pm_wrap(r);
+    return pm_wrap(musa_bitwise_not(pm_t(a)));
 }
 
 static int nb_bool(PyObject *a) {
@@ -622,6 +623,13 @@ int pm_tensor_type_init(PyObject *module) {
         {Py_nb_and, nb_and},
         {Py_nb_or, nb_or},
         {Py_nb_xor, nb_xor},
+        {Py_nb_lshift, nb_lshift},
+        {Py_nb_rshift, nb_rshift},
+        {Py_nb_inplace_and, nb_iand},
+        {Py_nb_inplace_or, nb_ior},
+        {Py_nb_inplace_xor, nb_ixor},
+        {Py_nb_inplace_lshift, nb_ilshift},
+        {Py_nb_inplace_rshift, nb_irshift},
         {Py_nb_inplace_add, nb_iadd},
         {Py_nb_inplace_subtract, nb_isub},
         {Py_nb_inplace_multiply, nb_imul},

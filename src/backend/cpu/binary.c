@@ -1,6 +1,6 @@
 /*
- * binary.c - binary elementwise kernels (arithmetic, comparisons, logical),
- * where and clamp. Inputs arrive already promoted to one dtype.
+ * binary.c - binary elementwise kernels (arithmetic, comparisons, logical,
+ * bitwise), where and clamp. Inputs arrive already promoted to one dtype.
  *
  * Each loop has a contiguous path, two scalar-broadcast paths (x op c and
  * c op x, the common cases in models) and a strided path. Integer
@@ -150,6 +150,18 @@ typedef struct {
     static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {[MUSA_DTYPE_BOOL] = NAME##_b};     \
     DEF_KERNEL(NAME)
 
+/* Bitwise ops: integers, and bool where the expression keeps 0/1 values. */
+#define BINARY_BITS(NAME, EXPR)                                                                    \
+    BIN_INTS(NAME, EXPR)                                                                           \
+    DEF_B(NAME, b, uint8_t, uint8_t, uint8_t, ST_b, EXPR)                                          \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
+        INT_ENTRIES(NAME), [MUSA_DTYPE_BOOL] = NAME##_b};                                          \
+    DEF_KERNEL(NAME)
+#define BINARY_SHIFT(NAME, EXPR)                                                                   \
+    BIN_INTS(NAME, EXPR)                                                                           \
+    static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {INT_ENTRIES(NAME)};                \
+    DEF_KERNEL(NAME)
+
 #define DEF_KERNEL(NAME)                                                                           \
     int cpu_##NAME(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,          \
                    const void *attrs) {                                                            \
@@ -194,6 +206,14 @@ static int binary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *i
 #define IADD(a, b) ((int64_t)(U64(a) + U64(b)))
 #define ISUB(a, b) ((int64_t)(U64(a) - U64(b)))
 #define IMUL(a, b) ((int64_t)(U64(a) * U64(b)))
+
+/* Shifts by a count outside [0, bits) are defined as NumPy and PyTorch 2
+ * define them: a left shift gives 0, a right shift the sign (0 or -1); in
+ * range, a left shift wraps (through uint64) and a right shift of a
+ * negative value is arithmetic. */
+#define SHIFT_OUT(a, b) ((b) < 0 || (uint64_t)(b) >= 8 * sizeof(a))
+#define ISHL(a, b)      (SHIFT_OUT(a, b) ? 0 : (int64_t)(U64(a) << (b)))
+#define ISHR(a, b)      (SHIFT_OUT(a, b) ? -((a) < 0) : (a) >> (b))
 
 static inline int64_t ifloordiv(int64_t a, int64_t b) {
     if (b == -1) return (int64_t)(0u - (uint64_t)a);
@@ -312,6 +332,12 @@ BINARY_CMP(ge, >=)
 BINARY_LOGIC(logical_and, a && b)
 BINARY_LOGIC(logical_or, a || b)
 BINARY_LOGIC(logical_xor, (a != 0) != (b != 0))
+
+BINARY_BITS(bitwise_and, a & b)
+BINARY_BITS(bitwise_or, a | b)
+BINARY_BITS(bitwise_xor, a ^ b)
+BINARY_SHIFT(bitwise_left_shift, ISHL(a, b))
+BINARY_SHIFT(bitwise_right_shift, ISHR(a, b))
 // clang-format on
 
 /* ---- where: bytewise select, any dtype ---- */

@@ -224,3 +224,17 @@ musa_loop_fn cpu_gelu_loop(const musa_kview *out, const musa_kview *in, const vo
 UNARY_PRED(logical_not, x == 0, x == 0)
 UNARY_PRED(isnan, x != x, 0 * x)
 UNARY_PRED(isinf, isinf(x), 0 * x)
+
+/* ~x: integers and bool (logical not). */
+DEF_U(bitwise_not, i64, int64_t, int64_t, ~x)
+DEF_U(bitwise_not, i32, int32_t, int32_t, ~x)
+DEF_U(bitwise_not, i8, int8_t, int8_t, ~x)
+DEF_U(bitwise_not, u8, uint8_t, uint8_t, ~x)
+DEF_U(bitwise_not, b, uint8_t, uint8_t, !x)
+static const musa_loop_fn loops_bitwise_not[MUSA_DTYPE_COUNT] = {
+    [MUSA_DTYPE_INT64] = bitwise_not_i64,
+    [MUSA_DTYPE_INT32] = bitwise_not_i32,
+    [MUSA_DTYPE_INT8] = bitwise_not_i8,
+    [MUSA_DTYPE_UINT8] = bitwise_not_u8,
+    [MUSA_DTYPE_BOOL] = bitwise_not_b};
+DEF_KERNEL(bitwise_not, MUSA_GRAIN_CHEAP)
