@@ -8,7 +8,7 @@ __all__ = [
     "norm", "fused_norm", "split", "unbind", "all", "any", "allclose", "isclose", "equal", "mm",
     "bmm", "mv", "dot", "outer", "clip", "concat", "concatenate", "swapaxes", "movedim", "square",
     "log2", "log10", "exp2", "argsort", "masked_select", "count_nonzero", "atleast_1d", "lerp",
-    "addmm", "diag", "trace", "flatten", "repeat_interleave", "sinh", "cosh", "tan",
+    "diag", "trace", "flatten", "repeat_interleave", "sinh", "cosh", "tan",
     "sigmoid_", "relu_", "numel", "abs_", "true_divide", "multiply", "subtract", "divide", "negative",
     "randperm", "isfinite",
 ]
@@ -216,13 +216,6 @@ def dot(input, other):
 
 def outer(input, vec2):
     return _C.mul(_C.unsqueeze(input, 1), _C.unsqueeze(vec2, 0))
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    prod = _C.matmul(mat1, mat2)
-    if alpha != 1:
-        prod = _C.mul(prod, alpha)
-    return _C.add(_C.mul(input, beta) if beta != 1 else input, prod)
 
 
 clip = _C.clamp

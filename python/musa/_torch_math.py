@@ -75,13 +75,20 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise _C.InvalidArgumentError(f"[addmm] mat1 and mat2 must be matrices, got shapes "
                                       f"{tuple(mat1.shape)} and {tuple(mat2.shape)}")
-    return _add_scaled(input, _C.matmul(mat1, mat2), beta, alpha)
+    return _add_scaled(input, _C.matmul(mat1, mat2), beta, alpha, blas=True)
 
 
-def _add_scaled(input, product, beta, alpha):
+def _add_scaled(input, product, beta, alpha, blas=False):
+    """beta * input + alpha * product. As in PyTorch, beta = 0 ignores input,
+    and for the BLAS-backed ops (blas: addmm, addmv, addbmm) alpha = 0 ignores
+    the product: NaNs in the ignored side do not propagate (its gradient is
+    zero)."""
     beta, alpha = _number(beta, "addmm", "beta"), _number(alpha, "addmm", "alpha")
-    out = _scaled(product, alpha)
-    if beta == 0:  # as in PyTorch: input is ignored (NaNs in it do not propagate)
+    if blas and alpha == 0:
+        out = _C.where(_C.tensor(False), product, 0)
+    else:
+        out = _scaled(product, alpha)
+    if beta == 0:
         return out + _C.zeros_like(input)
     return _scaled(input, beta) + out
 
@@ -89,7 +96,7 @@ def _add_scaled(input, product, beta, alpha):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
     _tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
-    return _add_scaled(input, _F.bmm(batch1, batch2).sum(0), beta, alpha)
+    return _add_scaled(input, _F.bmm(batch1, batch2).sum(0), beta, alpha, blas=True)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -100,7 +107,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     _tensors("addmv", input=input, mat=mat, vec=vec)
-    return _add_scaled(input, _F.mv(mat, vec), beta, alpha)
+    return _add_scaled(input, _F.mv(mat, vec), beta, alpha, blas=True)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1):

@@ -263,6 +263,26 @@ def test_fused_multiply_adds_compute_in_the_result_dtype():
         check(m, t, 1e-6)
 
 
+def test_alpha_zero_ignores_the_product_where_pytorch_does():
+    # addmm, addmv and addbmm with alpha=0 (or -0.0) ignore the product, as
+    # BLAS does in PyTorch: a NaN in a factor does not reach the result;
+    # baddbmm and addr multiply it by 0 (NaN stays), as PyTorch 1.13 does
+    f = np.array([[np.nan, 1.0], [1.0, 1.0]], dtype=np.float32)
+    c = np.ones((2, 2), dtype=np.float32)
+    cases = [("addmm", (c, f, f)), ("addmv", (c[0], f, c[0])), ("addbmm", (c, f[None], f[None])),
+             ("baddbmm", (c[None], f[None], f[None])), ("addr", (c, f[0], f[0]))]
+    for name, args in cases:
+        for alpha, beta in ((0.0, 1.0), (-0.0, 1.0), (0.0, 0.0)):
+            m = getattr(musa, name)(*map(musa.tensor, args), alpha=alpha, beta=beta)
+            t = getattr(torch, name)(*map(torch.tensor, args), alpha=alpha, beta=beta)
+            np.testing.assert_array_equal(m.numpy(), t.numpy(), err_msg=f"{name} {alpha} {beta}")
+    # the factors' gradients are the product's backward of a zero gradient
+    m1, t1 = musa.tensor(f, requires_grad=True), torch.tensor(f, requires_grad=True)
+    musa.addmm(musa.tensor(c), m1, musa.tensor(f), alpha=0).sum().backward()
+    torch.addmm(torch.tensor(c), t1, torch.tensor(f), alpha=0).sum().backward()
+    np.testing.assert_array_equal(m1.grad.numpy(), t1.grad.numpy())
+
+
 def test_addcmul_of_integer_tensors_truncates_a_float_value():
     # (fuzz) int32 addcmul_ with value=-0.3 added -5.4 and rounded; PyTorch
     # truncates the value to the integer dtype first (-0.3 -> 0, -1.7 -> -1)
