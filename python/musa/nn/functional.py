@@ -686,3 +686,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 from ._functional_more import *  # noqa: E402,F401,F403
 from ._functional_pool import *  # noqa: E402,F401,F403
 from ._functional_losses import *  # noqa: E402,F401,F403
+from ._functional_grid import *  # noqa: E402,F401,F403
