@@ -134,5 +134,10 @@ def test_errors_name_the_function_and_the_values():
         F.affine_grid(musa.zeros(1, 2, 3), (2, 1, 4, 4), align_corners=False)
     with pytest.raises(ValueError, match=r"\[affine_grid\] expected a positive output size"):
         F.affine_grid(musa.zeros(1, 2, 3), (1, 1, 0, 4), align_corners=False)
+    with pytest.raises(TypeError, match=r"\[affine_grid\] size must be a sequence of ints, got "
+                                        r"\[\[1\], \[2, 3\]\]"):  # fuzz-py seed 7558
+        F.affine_grid(musa.zeros(1, 2, 3), [[1], [2, 3]], align_corners=False)
+    with pytest.raises(TypeError, match=r"\[affine_grid\] size must be a sequence of ints"):
+        F.affine_grid(musa.zeros(1, 2, 3), 4, align_corners=False)
     with pytest.raises(TypeError, match=r"\[affine_grid\] theta must be a floating point"):
         F.affine_grid(musa.zeros(1, 2, 3, dtype=musa.int64), (1, 1, 4, 4), align_corners=False)

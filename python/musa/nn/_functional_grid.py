@@ -9,6 +9,7 @@ edge (False); padding_mode says what a tap outside the input reads (zeros:
 border). Each output is a weighted sum of gathered taps: 2^n of them for
 (bi/tri)linear, 1 for nearest (rounded half to even), 16 for bicubic (Keys'
 cubic convolution, A = -0.75, 4-D inputs only), as PyTorch computes them."""
+import operator as _operator
 import warnings
 
 from .. import _C
@@ -46,7 +47,10 @@ def affine_grid(theta, size, align_corners=None):
     pixel's normalised (x, y[, z], 1)."""
     _tensors("affine_grid", theta=theta)
     align_corners = _align(align_corners, "affine_grid")
-    size = [int(s) for s in size]
+    try:
+        size = [_operator.index(s) for s in size]
+    except TypeError:
+        raise TypeError(f"[affine_grid] size must be a sequence of ints, got {size!r}") from None
     if not theta.is_floating_point():
         raise TypeError(f"[affine_grid] theta must be a floating point tensor, got {theta.dtype}")
     if len(size) not in (4, 5):

@@ -34,7 +34,8 @@ SKIP = {
 # in-place forms run as a user's code would).
 BINARY_OPS = {"__add__": "+", "__sub__": "-", "__mul__": "*", "__truediv__": "/",
               "__floordiv__": "//", "__mod__": "%", "__pow__": "**", "__matmul__": "@",
-              "__and__": "&", "__or__": "|", "__xor__": "^", "__eq__": "==", "__ne__": "!=",
+              "__and__": "&", "__or__": "|", "__xor__": "^", "__lshift__": "<<", "__rshift__": ">>",
+              "__eq__": "==", "__ne__": "!=",
               "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
 UNARY_OPS = {"__neg__": "-{}", "__pos__": "+{}", "__abs__": "abs({})", "__invert__": "~{}",
              "__bool__": "bool({})", "__float__": "float({})", "__int__": "int({})",

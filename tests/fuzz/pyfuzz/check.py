@@ -67,6 +67,11 @@ TORCH_WRONG = {
     # that it resized its output)
     "aminmax": (("0-d", "keepdim on a 0-d input resizes its outputs to (1,)"),),
 }
+# seed 7562: 1.13 masks a shift count to the register's width (int32 -6 << 5
+# and << -1 differ); musa shifts as NumPy and PyTorch 2 (docs/pytorch.md)
+for _n in ("bitwise_left_shift", "bitwise_right_shift", "__lshift__", "__rshift__"):
+    for _f in (_n, _n + "_"):
+        TORCH_WRONG[_f] = (("shift count", "a count below 0 or past the width is masked"),)
 
 
 def namespaces():
@@ -321,7 +326,8 @@ def check_call(call, ours, theirs, mark=lambda: None):
         rec["finding"] = {"kind": "error", "stage": "result",
                           "detail": f"using the result raised {type(e).__name__}: {str(e)[:300]}"}
         return rec
-    if theirs is None or not torch_target_exists(t, theirs) or call.big or torch_wrong(t.short, env):
+    if theirs is None or not torch_target_exists(t, theirs) or call.big or \
+            torch_wrong(t.short, env, call.call):
         return rec
     if t.short == "storage_offset" and numel(env.get("a0")) == 0:
         return rec  # an empty view's offset is unspecified (musa: 0)
@@ -373,14 +379,23 @@ def args_of(env):
     return [v for k, v in env.items() if re.fullmatch(r"a\d+", k)]
 
 
-def torch_wrong(fn, env):
+def torch_wrong(fn, env, src):
     import musa
     tensors = [v for v in args_of(env) if isinstance(v, musa.Tensor)]
-    return any(wrong_when(what, tensors, musa) for what, _ in TORCH_WRONG.get(fn, ()))
+    return any(wrong_when(what, tensors, musa, env, src) for what, _ in TORCH_WRONG.get(fn, ()))
 
 
-def wrong_when(what, tensors, musa):
+def wrong_when(what, tensors, musa, env, src):
     import numpy as np
+    if what == "shift count":  # the count: the second argument named (a0 << a1, a1 << a0, f(a0, a1))
+        names = re.findall(r"\ba\d+\b", src.split("\n")[0])
+        out = env.get("out")
+        if len(names) < 2 or not isinstance(out, musa.Tensor):
+            return False
+        count = env.get(names[1])
+        count = to_array(count, musa) if isinstance(count, musa.Tensor) else np.asarray(count)
+        width = 8 * out.element_size()
+        return bool(count.size) and bool(((count < 0) | (count >= width)).any())
     if what == "expanded":  # a dim of more than one element at stride 0
         return any(n > 1 and st == 0 for v in tensors for n, st in zip(v.shape, v.stride()))
     if what == "0-d":
