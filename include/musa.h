@@ -582,6 +582,16 @@ MUSA_API musa_tensor *musa_scatter(musa_tensor *x, int64_t dim, musa_tensor *ind
                                    musa_tensor *src);
 MUSA_API musa_tensor *musa_scatter_add(musa_tensor *x, int64_t dim, musa_tensor *index,
                                        musa_tensor *src);
+/* A copy of x with src multiplied in (scatter_prod), or the larger
+ * (scatter_amax) or smaller (scatter_amin) value kept, at index: x's own
+ * value takes part (PyTorch's scatter_reduce with include_self=True). A NaN
+ * wins amax and amin; bool is or (amax) and and (amin, prod). */
+MUSA_API musa_tensor *musa_scatter_prod(musa_tensor *x, int64_t dim, musa_tensor *index,
+                                        musa_tensor *src);
+MUSA_API musa_tensor *musa_scatter_amax(musa_tensor *x, int64_t dim, musa_tensor *index,
+                                        musa_tensor *src);
+MUSA_API musa_tensor *musa_scatter_amin(musa_tensor *x, int64_t dim, musa_tensor *index,
+                                        musa_tensor *src);
 /* Rows of x along dim picked by a 1-D int64 index (negatives allowed). */
 MUSA_API musa_tensor *musa_index_select(musa_tensor *x, int64_t dim, musa_tensor *index);
 /* A copy of x with src's slices added at the rows named by index. */

@@ -344,7 +344,8 @@ for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv
               "ravel", "moveaxis", "swapdims", "fliplr", "flipud", "rot90", "tensor_split", "hsplit",
               "vsplit", "dsplit", "take", "take_along_dim", "index_copy", "index_fill", "diagflat",
               "unique_consecutive", "renorm", "select_scatter", "slice_scatter", "diagonal_scatter",
-              "narrow_copy", "bincount", "histc", "erfinv", "lgamma", "digamma", "cross"):
+              "narrow_copy", "bincount", "histc", "erfinv", "lgamma", "digamma", "cross",
+              "scatter_reduce"):
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, getattr(_TO, _name))
 
@@ -361,7 +362,7 @@ for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv
               "hypot", "clamp_min", "clamp_max", "deg2rad", "rad2deg", "frac", "sgn", "float_power", "ldexp",
               "xlogy", "logit", "heaviside", "nan_to_num", "sinc", "absolute", "negative", "greater",
               "greater_equal", "less", "less_equal", "not_equal", "index_copy", "index_fill", "renorm",
-              "swapdims"):
+              "swapdims", "scatter_reduce"):
     if not hasattr(Tensor, _name + "_"):
         setattr(Tensor, _name + "_", _inplace_of(getattr(_TO, _name), _name + "_"))
 

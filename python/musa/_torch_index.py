@@ -26,6 +26,7 @@ __all__ = [
     "take_along_dim",
     "index_copy",
     "index_fill",
+    "scatter_reduce",
     "diagflat",
     "block_diag",
     "cartesian_prod",
@@ -231,6 +232,54 @@ def index_fill(input, dim, index, value):
     v = value if isinstance(value, _C.Tensor) else _C.tensor(value, dtype=x.dtype)
     out = _C.where(hit.reshape(mask_shape), v.to(x.dtype), x)
     return out.reshape(input.shape)
+
+
+_SCATTER_REDUCE = {"sum": _C.scatter_add, "mean": _C.scatter_add, "prod": _C.scatter_prod,
+                   "amax": _C.scatter_amax, "amin": _C.scatter_amin}
+
+
+def _identity(reduce, dtype):
+    """The value a position starts from when include_self=False, as a 0-d
+    tensor (made by recorded ops, so a capture keeps it)."""
+    if reduce in ("sum", "mean", "prod"):
+        return _C.full((), 1 if reduce == "prod" else 0, dtype=dtype)
+    if dtype == _C.bool:
+        return _C.full((), reduce == "amin", dtype=dtype)
+    if dtype.is_floating_point:
+        return _C.full((), -_math.inf if reduce == "amax" else _math.inf, dtype=dtype)
+    if dtype == _C.int64:  # 2^63 - 1 is not a float: ~(1 << 63)
+        low = _C.bitwise_left_shift(_C.full((), 1, dtype=dtype), 63)
+        return low if reduce == "amax" else _C.bitwise_not(low)
+    bits = 32 if dtype == _C.int32 else 8
+    lo, hi = (0, 255) if dtype == _C.uint8 else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    return _C.full((), lo if reduce == "amax" else hi, dtype=dtype)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of input with src reduced in at index along dim (as scatter):
+    sum, prod, mean, amax or amin, input's own value taking part unless
+    include_self=False. mean divides by the count of values reduced (integer
+    dtypes round down); a NaN wins amax and amin. Gradients as PyTorch's:
+    amax/amin share the gradient evenly among the values equal to the
+    result; src's gradient needs src of index's shape (except for sum)."""
+    _tensors("scatter_reduce", input=input, index=index, src=src)
+    if reduce not in _SCATTER_REDUCE:
+        raise ValueError(f"[scatter_reduce] reduce must be one of {', '.join(_SCATTER_REDUCE)}, "
+                         f"got {reduce!r}")
+    if src.dtype != input.dtype:
+        raise TypeError(f"[scatter_reduce] src must have input's dtype {input.dtype}, got "
+                        f"{src.dtype}")
+    start = input
+    if not include_self:
+        touched = _C.scatter(_C.zeros(input.shape, dtype=_C.bool), dim, index, True)
+        start = _C.where(touched, _identity(reduce, input.dtype), input)
+    out = _SCATTER_REDUCE[reduce](start, dim, index, src)
+    if reduce == "mean":
+        counts = _C.scatter_add(_C.full(input.shape, 1 if include_self else 0, dtype=input.dtype),
+                                dim, index, _C.ones(src.shape, dtype=input.dtype))
+        counts = _C.where(_C.eq(counts, 0), _C.full((), 1, dtype=input.dtype), counts)
+        out = _C.div(out, counts) if input.is_floating_point() else _C.floor_divide(out, counts)
+    return out
 
 
 def diagflat(input, offset=0):

@@ -390,6 +390,15 @@ musa_tensor *musa_scatter(musa_tensor *x, int64_t dim, musa_tensor *index, musa_
 musa_tensor *musa_scatter_add(musa_tensor *x, int64_t dim, musa_tensor *index, musa_tensor *src) {
     return dim_op3(MUSA_OP_scatter_add, x, dim, index, src, 3);
 }
+musa_tensor *musa_scatter_prod(musa_tensor *x, int64_t dim, musa_tensor *index, musa_tensor *src) {
+    return dim_op3(MUSA_OP_scatter_prod, x, dim, index, src, 3);
+}
+musa_tensor *musa_scatter_amax(musa_tensor *x, int64_t dim, musa_tensor *index, musa_tensor *src) {
+    return dim_op3(MUSA_OP_scatter_amax, x, dim, index, src, 3);
+}
+musa_tensor *musa_scatter_amin(musa_tensor *x, int64_t dim, musa_tensor *index, musa_tensor *src) {
+    return dim_op3(MUSA_OP_scatter_amin, x, dim, index, src, 3);
+}
 musa_tensor *musa_index_select(musa_tensor *x, int64_t dim, musa_tensor *index) {
     return dim_op3(MUSA_OP_index_select, x, dim, index, NULL, 2);
 }

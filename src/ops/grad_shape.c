@@ -152,6 +152,74 @@ int grad_scatter_add(const musa_grad_args *a, musa_tensor **gin) {
     return grad_scatter_common(a, gin, true);
 }
 
+/* The reducing scatters' gradients start empty, and reach src only where it
+ * has index's shape, as in PyTorch. */
+static int scatter_red_begin(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_tensor *i = a->in[1], *s = a->in[2];
+    gin[0] = gin[1] = gin[2] = NULL;
+    if (!a->needs[2] ||
+        (i->ndim == s->ndim && !memcmp(i->shape, s->shape, sizeof(int64_t) * i->ndim)))
+        return MUSA_OK;
+    return musa_err(MUSA_ERR_NOT_IMPLEMENTED,
+                    "[scatter_reduce] the gradient of src is implemented only for src of index's "
+                    "shape");
+}
+
+/* scatter_amax/amin (PyTorch's scatter_reduce backward): the gradient is
+ * shared evenly among the values equal to the result, x's and src's. */
+int grad_scatter_extremum(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_tensor *x = a->in[0], *index = a->in[1], *src = a->in[2];
+    int rc = scatter_red_begin(a, gin);
+    if (rc) return rc;
+    musa_temps t = {0};
+    musa_dtype dt = (musa_dtype)G->dtype;
+    musa_tensor *x_is = T(musa_cast(T(musa_eq(x, Y)), dt));
+    musa_tensor *src_is = T(musa_cast(T(musa_eq(src, T(musa_gather(Y, d->dim, index)))), dt));
+    musa_tensor *share = T(musa_div(G, T(musa_scatter_add(x_is, d->dim, index, src_is))));
+    if (a->needs[0] && !(gin[0] = musa_mul(x_is, share))) rc = musa_last_error_code();
+    if (!rc && a->needs[2] && !(gin[2] = musa_mul(src_is, T(musa_gather(share, d->dim, index)))))
+        rc = musa_last_error_code();
+    if (rc) musa_tensor_release(gin[0]), gin[0] = NULL;
+    musa_temps_release(&t);
+    return rc;
+}
+
+/* scatter_prod (PyTorch's formula): x gets g times the product of the
+ * others, computed with x's zeros as ones; a src value gets g times the
+ * result over itself, or, when it is the only zero at its position, the
+ * product with it as one; with two zeros or more there, 0. */
+int grad_scatter_prod(const musa_grad_args *a, musa_tensor **gin) {
+    const musa_attrs_dim *d = a->attrs;
+    musa_tensor *x = a->in[0], *index = a->in[1], *src = a->in[2];
+    int rc = scatter_red_begin(a, gin);
+    if (rc) return rc;
+    musa_temps t = {0};
+    musa_tensor *one = T(musa_number(1.0)), *zero = T(musa_number(0.0));
+    if (a->needs[0]) {
+        musa_tensor *x1 = T(musa_where(T(musa_eq(x, zero)), one, x));
+        musa_tensor *r = T(musa_scatter_prod(x1, d->dim, index, src));
+        if (!(gin[0] = musa_div(T(musa_mul(G, r)), x1))) rc = musa_last_error_code();
+    }
+    if (!rc && a->needs[2]) {
+        musa_tensor *src0 = T(musa_eq(src, zero));
+        musa_tensor *zeros = T(musa_gather(
+            T(musa_scatter_add(T(musa_zeros(x->ndim, x->shape, (musa_dtype)x->dtype)), d->dim,
+                               index, T(musa_cast(src0, (musa_dtype)x->dtype)))),
+            d->dim, index));
+        musa_tensor *single = T(musa_logical_and(src0, T(musa_eq(zeros, one))));
+        musa_tensor *without =
+            T(musa_scatter_prod(x, d->dim, index, T(musa_where(single, one, src))));
+        musa_tensor *lone = T(musa_gather(T(musa_mul(G, without)), d->dim, index));
+        musa_tensor *rest = T(musa_div(T(musa_gather(T(musa_mul(G, Y)), d->dim, index)),
+                                       T(musa_where(src0, one, src))));
+        if (!(gin[2] = musa_where(single, lone, rest))) rc = musa_last_error_code();
+    }
+    if (rc) musa_tensor_release(gin[0]), gin[0] = NULL;
+    musa_temps_release(&t);
+    return rc;
+}
+
 int grad_index_select(const musa_grad_args *a, musa_tensor **gin) {
     const musa_attrs_dim *d = a->attrs;
     musa_temps t = {0};

@@ -98,6 +98,14 @@ def test_pytorch_bugs_are_not_compared():
     assert torch_wrong("histc", {"a0": musa.tensor([nan, 0.2]), "a1": True})  # seed 6077
     assert torch_wrong("histc", {"a0": musa.ones(3, dtype=musa.bfloat16)})
     assert not torch_wrong("histc", {"a0": musa.tensor([float("inf"), 0.2])})
+    # seed 7562: PyTorch 1.13 masks shift counts; in-width counts are compared
+    a, c = musa.tensor([-3, 6], dtype=musa.int32), musa.tensor([5, -1], dtype=musa.int32)
+    for src in ("out = a0.bitwise_left_shift_(a1)", "out = a0 << a1", "a0 >>= a1\nout = a0"):
+        assert torch_wrong("__lshift__", {"a0": a, "a1": c, "out": a << c}, src)
+        assert not torch_wrong("__lshift__", {"a0": a, "a1": c.abs(), "out": a << c.abs()}, src)
+    assert torch_wrong("__rshift__", {"a0": a, "a1": 40, "out": a >> 40}, "out = a0 >> a1")
+    assert not torch_wrong("__rshift__", {"a0": a, "a1": 31, "out": a >> 31}, "out = a0 >> a1")
+    assert torch_wrong("__lshift__", {"a0": a, "a1": 1, "out": 1 << a}, "out = a1 << a0")
 
 
 

@@ -711,6 +711,16 @@ DEF(scatter, FM, "input:T dim:i index:T src:S") {
 DEF(scatter_add, FM, "input:T dim:i index:T src:T") {
     return pm_ret(musa_scatter_add(a[0].t, a[1].i, a[2].t, a[3].t));
 }
+/* the reductions of scatter_reduce (musa._torch_index), include_self=True */
+DEF(scatter_prod, PM_FN | PM_NOEXPORT, "input:T dim:i index:T src:T") {
+    return pm_ret(musa_scatter_prod(a[0].t, a[1].i, a[2].t, a[3].t));
+}
+DEF(scatter_amax, PM_FN | PM_NOEXPORT, "input:T dim:i index:T src:T") {
+    return pm_ret(musa_scatter_amax(a[0].t, a[1].i, a[2].t, a[3].t));
+}
+DEF(scatter_amin, PM_FN | PM_NOEXPORT, "input:T dim:i index:T src:T") {
+    return pm_ret(musa_scatter_amin(a[0].t, a[1].i, a[2].t, a[3].t));
+}
 DEF(index_select, FM, "input:T dim:i index:T") {
     return pm_ret(musa_index_select(a[0].t, a[1].i, a[2].t));
 }

@@ -159,7 +159,8 @@ def _nearest(taps, coords):
     v, inside = taps.read([_C.round(c).to(_C.int64) for c in coords])
     # minus a zero that depends on the grid: its gradient is zeros, as in
     # PyTorch, rather than none (x - 0.0 is x, -0.0 included)
-    zero = _C.where(_C.tensor(False), _C.reshape(coords[0], (taps.n, 1, taps.points)), 0.0)
+    zero = _C.where(_C.zeros((), dtype=_C.bool), _C.reshape(coords[0], (taps.n, 1, taps.points)),
+                    0.0)
     return _C.sub(_C.where(inside, v, 0.0), zero)
 
 

@@ -124,39 +124,39 @@ int cpu_gather(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int 
     return index_error(ctx, &c);
 }
 
-/* scatter_add needs typed adds: one loop per dtype. */
-#define DEF_SCATTER_ADD(SN, T, C, E)                                                               \
-    static void scatter_add_##SN(void *arg, int64_t n, char **p, const int64_t *s) {               \
+/* The reducing scatters need typed arithmetic: one loop per dtype and
+ * reduction, d the value there and v the incoming one (C-typed). */
+#define DEF_SCATTER_RED(NAME, SN, T, C, EXPR)                                                      \
+    static void NAME##_##SN(void *arg, int64_t n, char **p, const int64_t *s) {                    \
         idx_ctx *c = arg;                                                                          \
         for (int64_t k = 0; k < n; k++) {                                                          \
             int64_t i = *(const int64_t *)(p[1] + k * s[1]);                                       \
             if (!check_index(c, &i)) continue;                                                     \
-            T *d = (T *)(p[0] + k * s[0] + i * c->dim_stride);                                     \
-            *d = ST_##SN(LD_##SN(*d) + LD_##SN(*(const T *)(p[2] + k * s[2])));                    \
+            T *dp = (T *)(p[0] + k * s[0] + i * c->dim_stride);                                    \
+            C d = LD_##SN(*dp), v = LD_##SN(*(const T *)(p[2] + k * s[2]));                        \
+            *dp = ST_##SN(EXPR);                                                                   \
         }                                                                                          \
     }
-MUSA_FOR_FLOATS(DEF_SCATTER_ADD)
-#define DEF_SCATTER_ADD_I(SN, T, C, E)                                                             \
-    static void scatter_add_##SN(void *arg, int64_t n, char **p, const int64_t *s) {               \
-        idx_ctx *c = arg;                                                                          \
-        for (int64_t k = 0; k < n; k++) {                                                          \
-            int64_t i = *(const int64_t *)(p[1] + k * s[1]);                                       \
-            if (!check_index(c, &i)) continue;                                                     \
-            T *d = (T *)(p[0] + k * s[0] + i * c->dim_stride);                                     \
-            *d = ST_##SN((int64_t)((uint64_t)(int64_t)*d +                                         \
-                                   (uint64_t)(int64_t) * (const T *)(p[2] + k * s[2])));           \
-        }                                                                                          \
-    }
-MUSA_FOR_INTS(DEF_SCATTER_ADD_I)
-static void scatter_add_b(void *arg, int64_t n, char **p, const int64_t *s) {
-    idx_ctx *c = arg;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t i = *(const int64_t *)(p[1] + k * s[1]);
-        if (!check_index(c, &i)) continue;
-        uint8_t *d = (uint8_t *)(p[0] + k * s[0] + i * c->dim_stride);
-        *d = *d | *(const uint8_t *)(p[2] + k * s[2]);
-    }
-}
+/* integers wrap (through uint64); a NaN wins amax and amin, as in PyTorch */
+#define IWRAP(op)   (int64_t)((uint64_t)(int64_t)d op(uint64_t)(int64_t) v)
+#define FMAXN(d, v) ((v) != (v) || (v) > (d) ? (v) : (d))
+#define FMINN(d, v) ((v) != (v) || (v) < (d) ? (v) : (d))
+#define DEF_RED_F(SN, T, C, E)                                                                     \
+    DEF_SCATTER_RED(scatter_add, SN, T, C, d + v)                                                  \
+    DEF_SCATTER_RED(scatter_prod, SN, T, C, d *v)                                                  \
+    DEF_SCATTER_RED(scatter_amax, SN, T, C, FMAXN(d, v))                                           \
+    DEF_SCATTER_RED(scatter_amin, SN, T, C, FMINN(d, v))
+#define DEF_RED_I(SN, T, C, E)                                                                     \
+    DEF_SCATTER_RED(scatter_add, SN, T, C, IWRAP(+))                                               \
+    DEF_SCATTER_RED(scatter_prod, SN, T, C, IWRAP(*))                                              \
+    DEF_SCATTER_RED(scatter_amax, SN, T, C, v > d ? v : d)                                         \
+    DEF_SCATTER_RED(scatter_amin, SN, T, C, v < d ? v : d)
+MUSA_FOR_FLOATS(DEF_RED_F)
+MUSA_FOR_INTS(DEF_RED_I)
+DEF_SCATTER_RED(scatter_add, b, uint8_t, uint8_t, d | v)
+DEF_SCATTER_RED(scatter_prod, b, uint8_t, uint8_t, d &v)
+DEF_SCATTER_RED(scatter_amax, b, uint8_t, uint8_t, d | v)
+DEF_SCATTER_RED(scatter_amin, b, uint8_t, uint8_t, d &v)
 
 static int scatter_common(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
                           const void *attrs, musa_loop_fn fn) {
@@ -186,17 +186,22 @@ int cpu_scatter(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int
     return scatter_common(ctx, out, in, attrs, scatter_loop);
 }
 
-int cpu_scatter_add(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
-                    const void *attrs) {
-    MUSA_UNUSED(n_in);
-    static const musa_loop_fn loops[MUSA_DTYPE_COUNT] = {
-        [MUSA_DTYPE_FLOAT32] = scatter_add_f32, [MUSA_DTYPE_FLOAT64] = scatter_add_f64,
-        [MUSA_DTYPE_FLOAT16] = scatter_add_f16, [MUSA_DTYPE_BFLOAT16] = scatter_add_bf16,
-        [MUSA_DTYPE_INT64] = scatter_add_i64,   [MUSA_DTYPE_INT32] = scatter_add_i32,
-        [MUSA_DTYPE_INT8] = scatter_add_i8,     [MUSA_DTYPE_UINT8] = scatter_add_u8,
-        [MUSA_DTYPE_BOOL] = scatter_add_b};
-    return scatter_common(ctx, out, in, attrs, loops[in[0].dtype]);
-}
+#define DEF_SCATTER_KERNEL(NAME)                                                                   \
+    int cpu_##NAME(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,          \
+                   const void *attrs) {                                                            \
+        MUSA_UNUSED(n_in);                                                                         \
+        static const musa_loop_fn loops[MUSA_DTYPE_COUNT] = {                                      \
+            [MUSA_DTYPE_FLOAT32] = NAME##_f32, [MUSA_DTYPE_FLOAT64] = NAME##_f64,                  \
+            [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16,                \
+            [MUSA_DTYPE_INT64] = NAME##_i64,   [MUSA_DTYPE_INT32] = NAME##_i32,                    \
+            [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8,                     \
+            [MUSA_DTYPE_BOOL] = NAME##_b};                                                         \
+        return scatter_common(ctx, out, in, attrs, loops[in[0].dtype]);                            \
+    }
+DEF_SCATTER_KERNEL(scatter_add)
+DEF_SCATTER_KERNEL(scatter_prod)
+DEF_SCATTER_KERNEL(scatter_amax)
+DEF_SCATTER_KERNEL(scatter_amin)
 
 /* ---- index_select / index_add: whole slices per index ---- */
 

@@ -327,6 +327,26 @@ static musa_tensor *f_scatter_add(musa_tensor *const *in) {
     musa_tensor_release(i);
     return r;
 }
+/* the reducing scatters: src has index's shape; index_2x2 hits (0, 2) twice */
+#define F_SCATTER_RED(NAME)                                                                        \
+    static musa_tensor *f_##NAME(musa_tensor *const *in) {                                         \
+        musa_tensor *i = index_2x2(), *r = musa_##NAME(in[0], 1, i, in[1]);                        \
+        musa_tensor_release(i);                                                                    \
+        return r;                                                                                  \
+    }
+F_SCATTER_RED(scatter_prod)
+F_SCATTER_RED(scatter_amax)
+F_SCATTER_RED(scatter_amin)
+TEST(grad_scatter_prod) {
+    GC(scatter_prod, 2, true, in64(2, S(2, 3), 0.5, 2, L_CONTIG),
+       in64(2, S(2, 2), -2, 2, L_CONTIG));
+}
+TEST(grad_scatter_amax) {
+    GC(scatter_amax, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG), in64(2, S(2, 2), -1, 1, L_CONTIG));
+}
+TEST(grad_scatter_amin) {
+    GC(scatter_amin, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG), in64(2, S(2, 2), -1, 1, L_CONTIG));
+}
 TEST(grad_scatter) {
     GC(scatter, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG), in64(2, S(2, 2), -1, 1, L_TRANSPOSED));
 }

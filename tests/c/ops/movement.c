@@ -60,39 +60,75 @@ TEST(op_gather) {
     release_all(7, x, i, y, bad, neg, fi, big);
 }
 
-static void check_scatter(bool add) {
+typedef enum { SCAT_SET, SCAT_ADD, SCAT_PROD, SCAT_AMAX, SCAT_AMIN } sckind;
+static const char *const SCAT_NAME[] = {"scatter", "scatter_add", "scatter_prod", "scatter_amax",
+                                        "scatter_amin"};
+static musa_tensor *(*const SCAT_FN[])(musa_tensor *, int64_t, musa_tensor *, musa_tensor *) = {
+    musa_scatter, musa_scatter_add, musa_scatter_prod, musa_scatter_amax, musa_scatter_amin};
+
+static void check_scatter(sckind k) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){3, 4}, -5, 5, L_CONTIG);
-    double iv[6] = {0, 2, 2, 2, 1, 0};
+    double iv[6] = {0, 2, 2, 2, 1, 0}; /* (0, 2) and (2, 0) are hit twice */
     musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){2, 3}, iv);
     musa_tensor *src = rnd(MUSA_DTYPE_FLOAT64, 2, (int64_t[]){2, 3}, -5, 5, L_TRANSPOSED);
-    musa_tensor *y = add ? musa_scatter_add(x, 0, i, src) : musa_scatter(x, 0, i, src);
+    musa_tensor *y = SCAT_FN[k](x, 0, i, src);
     CHECK(y);
     double *xv = values(x), *sv = values(src), *yv = values(y), want[12];
     memcpy(want, xv, sizeof want);
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 3; c++) {
-            int k = (int)iv[r * 3 + c];
-            if (add)
-                want[k * 4 + c] += sv[r * 3 + c];
-            else
-                want[k * 4 + c] = sv[r * 3 + c];
+            double *w = &want[(int)iv[r * 3 + c] * 4 + c], v = sv[r * 3 + c];
+            *w = k == SCAT_SET    ? v
+                 : k == SCAT_ADD  ? *w + v
+                 : k == SCAT_PROD ? *w * v
+                 : k == SCAT_AMAX ? fmax(*w, v)
+                                  : fmin(*w, v);
         }
-    CHECK_CLOSE(add ? "scatter_add" : "scatter", MUSA_DTYPE_FLOAT64, yv, want, 12);
+    CHECK_CLOSE(SCAT_NAME[k], MUSA_DTYPE_FLOAT64, yv, want, 12);
     /* x itself is untouched */
     double *x2 = values(x);
     CHECK(memcmp(x2, xv, sizeof want) == 0);
     free(xv), free(sv), free(yv), free(x2);
     musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 2, (int64_t[]){1, 1}, (double[]){-4});
-    CHECK_ERR(FAILS(add ? musa_scatter_add(x, 0, bad, src) : musa_scatter(x, 0, bad, src)),
-              MUSA_ERR_INDEX, "index -4 is out of bounds");
+    CHECK_ERR(FAILS(SCAT_FN[k](x, 0, bad, src)), MUSA_ERR_INDEX, "index -4 is out of bounds");
     release_all(5, x, i, src, y, bad);
 }
 
 TEST(op_scatter) {
-    check_scatter(false);
+    check_scatter(SCAT_SET);
 }
 TEST(op_scatter_add) {
-    check_scatter(true);
+    check_scatter(SCAT_ADD);
+}
+TEST(op_scatter_prod) {
+    check_scatter(SCAT_PROD);
+}
+TEST(op_scatter_amax) {
+    check_scatter(SCAT_AMAX);
+}
+TEST(op_scatter_amin) {
+    check_scatter(SCAT_AMIN);
+}
+
+/* amax/amin: a NaN wins, from either side; integers and bool */
+TEST(scatter_extrema_nan_and_integers) {
+    musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 1, S(3), (double[]){NAN, 1, 2});
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 1, S(3), (double[]){0, 1, 1});
+    musa_tensor *s = from_list(MUSA_DTYPE_FLOAT32, 1, S(3), (double[]){5, NAN, 7});
+    musa_tensor *mx = musa_scatter_amax(x, 0, i, s), *mn = musa_scatter_amin(x, 0, i, s);
+    double *a = values(mx), *b = values(mn);
+    CHECK(isnan(a[0]) && isnan(a[1]) && a[2] == 2 && isnan(b[0]) && isnan(b[1]) && b[2] == 2);
+    free(a), free(b);
+    musa_tensor *xi = from_list(MUSA_DTYPE_INT8, 1, S(2), (double[]){-100, 3});
+    musa_tensor *ii = from_list(MUSA_DTYPE_INT64, 1, S(3), (double[]){0, 0, 1});
+    musa_tensor *si = from_list(MUSA_DTYPE_INT8, 1, S(3), (double[]){-120, 90, 50});
+    musa_tensor *pi = musa_scatter_prod(xi, 0, ii, si), *ai = musa_scatter_amin(xi, 0, ii, si);
+    int64_t *pv = ivalues(pi), *av = ivalues(ai);
+    /* -100 * -120 * 90 wraps modulo 256 */
+    CHECK(pv[0] == (int8_t)(uint8_t)(uint64_t)(-100LL * -120 * 90) && pv[1] == 150 - 256);
+    CHECK(av[0] == -120 && av[1] == 3);
+    free(pv), free(av);
+    release_all(10, x, i, s, mx, mn, xi, ii, si, pi, ai);
 }
 
 /* Regression: the gather/scatter kernels kept the first bad index in an

@@ -379,7 +379,7 @@ def args_of(env):
     return [v for k, v in env.items() if re.fullmatch(r"a\d+", k)]
 
 
-def torch_wrong(fn, env, src):
+def torch_wrong(fn, env, src=""):
     import musa
     tensors = [v for v in args_of(env) if isinstance(v, musa.Tensor)]
     return any(wrong_when(what, tensors, musa, env, src) for what, _ in TORCH_WRONG.get(fn, ()))
