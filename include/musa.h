@@ -424,6 +424,10 @@ MUSA_API musa_tensor *musa_bitwise_or(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_bitwise_xor(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_bitwise_left_shift(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_bitwise_right_shift(musa_tensor *a, musa_tensor *b);
+/* Greatest common divisor and least common multiple of integer tensors
+ * (never negative; gcd(0, 0) = 0, lcm with a 0 is 0; lcm wraps). */
+MUSA_API musa_tensor *musa_gcd(musa_tensor *a, musa_tensor *b);
+MUSA_API musa_tensor *musa_lcm(musa_tensor *a, musa_tensor *b);
 /* cond ? a : b elementwise; cond is read as bool; a and b are promoted. */
 MUSA_API musa_tensor *musa_where(musa_tensor *cond, musa_tensor *a, musa_tensor *b);
 /* Clamp into [*min, *max]; a NULL bound is absent. Keeps x's dtype (an

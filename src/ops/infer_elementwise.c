@@ -52,11 +52,12 @@ int infer_unary_bool(const musa_op_info *op, musa_tensor *const *in, int n_in, v
     return MUSA_OK;
 }
 
-/* The bitwise ops: integer and bool dtypes only (who: the operands' dtypes
- * for the message). */
+/* The bitwise ops, gcd and lcm: integer (and, unless NOBOOL, bool) dtypes
+ * only; the message names the operands' dtypes. */
 static int reject_float(const musa_op_info *op, musa_dtype dt, musa_tensor *const *in, int n) {
     if (!musa_is_float(dt)) return MUSA_OK;
-    return musa_err(MUSA_ERR_TYPE, "[%s] integer or bool tensors only (got %s%s%s)", op->name,
+    return musa_err(MUSA_ERR_TYPE, "[%s] %s tensors only (got %s%s%s)", op->name,
+                    (op->flags & MUSA_OPF_NO_BOOL) ? "integer" : "integer or bool",
                     musa_dtype_name((musa_dtype)in[0]->dtype), n > 1 ? " and " : "",
                     n > 1 ? musa_dtype_name((musa_dtype)in[1]->dtype) : "");
 }

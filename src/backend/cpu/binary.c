@@ -215,6 +215,21 @@ static int binary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *i
 #define ISHL(a, b)      (SHIFT_OUT(a, b) ? 0 : (int64_t)(U64(a) << (b)))
 #define ISHR(a, b)      (SHIFT_OUT(a, b) ? -((a) < 0) : (a) >> (b))
 
+/* gcd and lcm on magnitudes as uint64 (|INT64_MIN| is 2^63): defined for
+ * every pair; gcd(0, 0) = 0 and lcm with a 0 is 0, as in PyTorch; lcm
+ * wraps to the dtype. */
+static inline uint64_t ugcd(uint64_t a, uint64_t b) {
+    while (a) {
+        uint64_t c = a;
+        a = b % a;
+        b = c;
+    }
+    return b;
+}
+#define UABS(a)    ((a) < 0 ? 0 - (uint64_t)(int64_t)(a) : (uint64_t)(int64_t)(a))
+#define igcd(a, b) ((int64_t)ugcd(UABS(a), UABS(b)))
+#define ilcm(a, b) (igcd(a, b) ? (int64_t)(UABS(a) / ugcd(UABS(a), UABS(b)) * UABS(b)) : 0)
+
 static inline int64_t ifloordiv(int64_t a, int64_t b) {
     if (b == -1) return (int64_t)(0u - (uint64_t)a);
     int64_t q = a / b;
@@ -338,6 +353,8 @@ BINARY_BITS(bitwise_or, a | b)
 BINARY_BITS(bitwise_xor, a ^ b)
 BINARY_SHIFT(bitwise_left_shift, ISHL(a, b))
 BINARY_SHIFT(bitwise_right_shift, ISHR(a, b))
+BINARY_SHIFT(gcd, igcd(a, b))
+BINARY_SHIFT(lcm, ilcm(a, b))
 // clang-format on
 
 /* ---- where: bytewise select, any dtype ---- */

@@ -1,5 +1,6 @@
 /*
- * bitwise.c - op tests for bitwise_and/or/xor/not and the shifts: every
+ * bitwise.c - op tests for bitwise_and/or/xor/not, the shifts, gcd and lcm:
+ * every
  * integer dtype and bool against int64 loops written here (wrapped to the
  * dtype), contiguous / transposed / strided / broadcast / 0-d / empty /
  * large inputs, shift counts outside the dtype's width, promotion, and the
@@ -16,7 +17,14 @@ static int bits_of(musa_dtype d) {
     return d == MUSA_DTYPE_INT64 ? 64 : d == MUSA_DTYPE_INT32 ? 32 : 8;
 }
 
-typedef enum { OP_AND, OP_OR, OP_XOR, OP_SHL, OP_SHR } bop;
+typedef enum { OP_AND, OP_OR, OP_XOR, OP_SHL, OP_SHR, OP_GCD, OP_LCM } bop;
+
+static uint64_t mag(int64_t v) {
+    return v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+}
+static uint64_t gcd_ref(uint64_t a, uint64_t b) {
+    return b ? gcd_ref(b, a % b) : a;
+}
 
 static int64_t ref(bop k, int64_t a, int64_t b, musa_dtype d) {
     int w = bits_of(d);
@@ -28,6 +36,12 @@ static int64_t ref(bop k, int64_t a, int64_t b, musa_dtype d) {
         return a | b;
     case OP_XOR:
         return a ^ b;
+    case OP_GCD:
+        return wrap_int((int64_t)gcd_ref(mag(a), mag(b)), d);
+    case OP_LCM: {
+        uint64_t g = gcd_ref(mag(a), mag(b));
+        return g ? wrap_int((int64_t)(mag(a) / g * mag(b)), d) : 0;
+    }
     case OP_SHL:
         return out ? 0 : wrap_int((int64_t)((uint64_t)a << b), d);
     default:
@@ -39,11 +53,13 @@ static const struct {
     const char *name;
     binop fn;
     bop k;
-} OPS[5] = {{"bitwise_and", musa_bitwise_and, OP_AND},
+} OPS[7] = {{"bitwise_and", musa_bitwise_and, OP_AND},
             {"bitwise_or", musa_bitwise_or, OP_OR},
             {"bitwise_xor", musa_bitwise_xor, OP_XOR},
             {"bitwise_left_shift", musa_bitwise_left_shift, OP_SHL},
-            {"bitwise_right_shift", musa_bitwise_right_shift, OP_SHR}};
+            {"bitwise_right_shift", musa_bitwise_right_shift, OP_SHR},
+            {"gcd", musa_gcd, OP_GCD},
+            {"lcm", musa_lcm, OP_LCM}};
 
 /* a (shape sa, layout la) op b (shape sb) against the reference, both
  * read back exactly; the output shape is so. */
@@ -126,6 +142,12 @@ TEST(op_bitwise_left_shift) {
 }
 TEST(op_bitwise_right_shift) {
     run_bits(4);
+}
+TEST(op_gcd) {
+    run_bits(5);
+}
+TEST(op_lcm) {
+    run_bits(6);
 }
 
 TEST(bitwise_shift_edges) {
@@ -214,5 +236,7 @@ TEST(op_bitwise_errors) {
               "[bitwise_or] shapes (3,) and (4,) cannot be broadcast");
     CHECK_ERR(FAILS(musa_bitwise_and(i, NULL)), MUSA_ERR_VALUE, "input 1 is NULL");
     CHECK_ERR(FAILS(musa_bitwise_not(NULL)), MUSA_ERR_VALUE, "NULL");
+    CHECK_ERR(FAILS(musa_gcd(f, i)), MUSA_ERR_TYPE, "[gcd] integer tensors only (got float32");
+    CHECK_ERR(FAILS(musa_lcm(b, b)), MUSA_ERR_TYPE, "[lcm] bool tensors are not supported");
     release_all(4, f, i, b, j);
 }
