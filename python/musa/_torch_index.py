@@ -263,7 +263,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     amax/amin share the gradient evenly among the values equal to the
     result; src's gradient needs src of index's shape (except for sum)."""
     _tensors("scatter_reduce", input=input, index=index, src=src)
-    if reduce not in _SCATTER_REDUCE:
+    if not isinstance(reduce, str) or reduce not in _SCATTER_REDUCE:
         raise ValueError(f"[scatter_reduce] reduce must be one of {', '.join(_SCATTER_REDUCE)}, "
                          f"got {reduce!r}")
     if src.dtype != input.dtype:
