@@ -5,7 +5,7 @@
     loss = nn.CrossEntropyLoss()(model(musa.randn(3, 4)), musa.tensor([0, 1, 1]))
     loss.backward()
 """
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from . import functional, init, utils, parallel  # noqa: F401

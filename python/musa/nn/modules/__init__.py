@@ -27,7 +27,9 @@ from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCel
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss, BCEWithLogitsLoss, KLDivLoss,
                    HuberLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss, SoftMarginLoss,
                    MultiLabelSoftMarginLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginLoss,
-                   TripletMarginWithDistanceLoss, PoissonNLLLoss, GaussianNLLLoss)
+                   TripletMarginWithDistanceLoss, PoissonNLLLoss, GaussianNLLLoss, CTCLoss)
+from .lazy import *  # noqa: F401,F403
+from .lazy import __all__ as _lazy_all
 
 __all__ = [
     "Module", "Identity", "Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "ReLU", "ReLU6", "LeakyReLU",
@@ -48,5 +50,5 @@ __all__ = [
     "RReLU", "GLU", "Softmax2d", "ChannelShuffle", "PairwiseDistance", "CosineSimilarity", "KLDivLoss",
     "HuberLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
-    "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss",
-] + _padding_all
+    "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss",
+] + _padding_all + _lazy_all

@@ -205,3 +205,16 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input, target, var):
         return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification: log-probabilities (T, N, C)
+    against label sequences (F.ctc_loss)."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
