@@ -327,9 +327,11 @@ def combinations(input, r=2, with_replacement=False):
     if r < 0:
         raise ValueError(f"[combinations] r must be non-negative, got {r}")
     n = input.shape[0]
+    if r == 0:  # an empty vector, as PyTorch
+        return _C.zeros(0, dtype=input.dtype)
     count = _math.comb(n + r - 1, r) if with_replacement else _math.comb(n, r)
-    if r == 0 or count == 0:  # r = 0: an empty vector, as PyTorch
-        return _C.zeros(0, r, dtype=input.dtype) if r else _C.zeros(0, dtype=input.dtype)
+    if count == 0:
+        return _C.zeros(0, r, dtype=input.dtype)
     # the size first: the index rows are made one by one on the host (a
     # stride-0 vector of 2^41 elements asked for 2.4e24 pairs, and the
     # list of them grew until Python's MemoryError, with no message)

@@ -224,6 +224,16 @@ def test_aliases_and_dtype_helpers():
     assert x.tolist() == [2.0, 7.0, 2.0]
 
 
+def test_combinations_of_nothing():
+    # fuzz-py seed 8067: an empty vector, r=0, with replacement asked
+    # math.comb(-1, 0), whose ValueError had no name
+    for rep in (False, True):
+        for n, r in ((0, 0), (0, 2), (3, 0)):
+            m = musa.combinations(musa.zeros(n), r, with_replacement=rep)
+            t = torch.combinations(torch.zeros(n), r, with_replacement=rep)
+            assert tuple(m.shape) == tuple(t.shape), (n, r, rep)
+
+
 def test_errors():
     with pytest.raises(RuntimeError, match="must be matrices"):
         musa.addmm(musa.zeros(2), musa.zeros(2), musa.zeros(2))
