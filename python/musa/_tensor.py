@@ -345,7 +345,7 @@ for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv
               "vsplit", "dsplit", "take", "take_along_dim", "index_copy", "index_fill", "diagflat",
               "unique_consecutive", "renorm", "select_scatter", "slice_scatter", "diagonal_scatter",
               "narrow_copy", "bincount", "histc", "erfinv", "lgamma", "digamma", "cross",
-              "scatter_reduce"):
+              "scatter_reduce", "frexp", "angle"):
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, getattr(_TO, _name))
 

@@ -1,6 +1,6 @@
 """Special functions of PyTorch's namespace written over the C ops: erfinv,
-lgamma, digamma (and the trigamma that is digamma's derivative), and the
-cross product. Each is a Tensor method too (_tensor.py); musa.special
+lgamma, digamma (and the trigamma that is digamma's derivative), the
+cross product, frexp and angle. Each is a Tensor method too (_tensor.py); musa.special
 gathers them under PyTorch's special names.
 
 The special functions compute in float64 (float32, bfloat16 and float16
@@ -10,15 +10,17 @@ of the family (lgamma -> digamma -> trigamma). Against PyTorch in float64:
 lgamma within 7e-15, digamma 1e-13 (relative, absolute below 1); erfinv in
 its far tails and trigamma are closer to the exact values than PyTorch's
 (tests in test_torch_ops.py)."""
+import collections as _collections
 import math as _math
 
 from . import _C
 from ._functions import _int, _tensors
 from .autograd import Function as _Function
 
-__all__ = ["erfinv", "lgamma", "digamma", "cross"]
+__all__ = ["erfinv", "lgamma", "digamma", "cross", "frexp", "angle"]
 
 _FLOATS = (_C.float32, _C.float64, _C.bfloat16, _C.float16)
+_FrexpResult = _collections.namedtuple("frexp", ["mantissa", "exponent"])
 
 
 def _as_f64(input, who):
@@ -227,3 +229,49 @@ def cross(input, other, dim=None):
     a1, a2, a3 = (a.narrow(dim, k, 1) for k in range(3))
     b1, b2, b3 = (b.narrow(dim, k, 1) for k in range(3))
     return _C.cat([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], dim)
+
+
+class _Frexp(_Function):
+    """mantissa * 2^exponent = x, the mantissa in [0.5, 1) in magnitude;
+    read from the float64 bits (exact for every floating dtype), subnormal
+    float64 values scaled by 2^54 first."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x64 = x.to(_C.float64)
+        tiny = _C.logical_and(_C.lt(_C.abs(x64), 2.0 ** -1022), _C.ne(x64, 0.0))
+        bits = _C.where(tiny, x64 * 2.0 ** 54, x64).view(_C.int64)
+        field = _C.bitwise_and(_C.bitwise_right_shift(bits, 52), 0x7FF)
+        e = _C.sub(_C.sub(field, 1022), _C.where(tiny, 54, 0))
+        keep = _C.bitwise_not(_C.bitwise_left_shift(_C.full((), 0x7FF, dtype=_C.int64), 52))
+        m = _C.bitwise_or(_C.bitwise_and(bits, keep), 1022 << 52).view(_C.float64)
+        special = _C.logical_or(_C.eq(x64, 0.0), _C.logical_or(_C.isinf(x64), _C.isnan(x64)))
+        m = _C.where(special, x64, m).to(x.dtype)
+        e = _C.where(special, 0, e).to(_C.int32)
+        ctx.save_for_backward(e)
+        ctx.mark_non_differentiable(e)
+        return m, e
+
+    @staticmethod
+    def backward(ctx, gm, ge):
+        (e,) = ctx.saved_tensors
+        return gm * _C.pow(2.0, _C.neg(e.to(_C.float64))).to(gm.dtype)
+
+
+def frexp(input):
+    """(mantissa, exponent) with input = mantissa * 2^exponent, the
+    mantissa in [0.5, 1) in magnitude (in input's dtype) and the exponent
+    int32; 0, inf and NaN give themselves and exponent 0, as in PyTorch."""
+    _tensors("frexp", input=input)
+    if input.dtype not in _FLOATS:
+        raise TypeError(f"[frexp] only floating point tensors are supported, got {input.dtype}")
+    return _FrexpResult(*_Frexp.apply(input))
+
+
+def angle(input):
+    """The argument of a real number: pi below 0, 0 from 0 up (either
+    sign), NaN for NaN; integers give the default float dtype. Its
+    gradient is 0."""
+    _tensors("angle", input=input)
+    x = input if input.dtype in _FLOATS else input.to(_C.get_default_dtype())
+    return _C.where(_C.ne(x, x), x, _C.where(_C.lt(x, 0.0), _math.pi, 0.0)).to(x.dtype)

@@ -234,6 +234,29 @@ def test_combinations_of_nothing():
             assert tuple(m.shape) == tuple(t.shape), (n, r, rep)
 
 
+def test_frexp_and_angle_against_torch():
+    vals = [0.0, -0.0, 1.0, -3.0, 0.75, 1e-40, np.inf, np.nan, -np.inf, 3.4e38, 6e-5]
+    for mdt, tdt in ((musa.float32, torch.float32), (musa.float64, torch.float64),
+                     (musa.bfloat16, torch.bfloat16), (musa.float16, torch.float16)):
+        m, t = musa.tensor(vals, dtype=mdt).frexp(), torch.tensor(vals, dtype=tdt).frexp()
+        assert m.mantissa.dtype == mdt and m.exponent.dtype == musa.int32
+        np.testing.assert_array_equal(m.mantissa.float().numpy(), t.mantissa.float().numpy())
+        np.testing.assert_array_equal(m.exponent.numpy(), t.exponent.numpy())
+    sub = [5e-324, 2.2e-310, -1e-320]  # float64 subnormals
+    m = musa.frexp(musa.tensor(sub, dtype=musa.float64))
+    t = torch.frexp(torch.tensor(sub, dtype=torch.float64))
+    assert m.mantissa.tolist() == t.mantissa.tolist() and m.exponent.tolist() == t.exponent.tolist()
+    x = musa.tensor([3.0, -5.0, 1e-3], requires_grad=True)
+    musa.frexp(x).mantissa.sum().backward()
+    tx = torch.tensor([3.0, -5.0, 1e-3], requires_grad=True)
+    torch.frexp(tx).mantissa.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    with pytest.raises(TypeError, match=r"\[frexp\] only floating point tensors"):
+        musa.frexp(musa.tensor([3]))
+    for v in ([-1.0, 0.0, -0.0, 2.0, np.nan, -np.inf], [-1, 2, 0]):
+        check(musa.tensor(v).angle(), torch.tensor(v).angle(), 0)
+
+
 def test_errors():
     with pytest.raises(RuntimeError, match="must be matrices"):
         musa.addmm(musa.zeros(2), musa.zeros(2), musa.zeros(2))
