@@ -350,6 +350,12 @@ for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv
         setattr(Tensor, _name, getattr(_TO, _name))
 
 
+@_method
+def polygamma(self, n):
+    """polygamma(n, self), as PyTorch's Tensor.polygamma."""
+    return _TO.polygamma(n, self)
+
+
 def _inplace_of(fn, name):
     def op(self, *args, **kwargs):
         return self.copy_(fn(self, *args, **kwargs))

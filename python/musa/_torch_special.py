@@ -17,7 +17,7 @@ from . import _C
 from ._functions import _int, _tensors
 from .autograd import Function as _Function
 
-__all__ = ["erfinv", "lgamma", "digamma", "cross", "frexp", "angle"]
+__all__ = ["erfinv", "lgamma", "digamma", "polygamma", "cross", "frexp", "angle"]
 
 _FLOATS = (_C.float32, _C.float64, _C.bfloat16, _C.float16)
 _FrexpResult = _collections.namedtuple("frexp", ["mantissa", "exponent"])
@@ -275,3 +275,97 @@ def angle(input):
     _tensors("angle", input=input)
     x = input if input.dtype in _FLOATS else input.to(_C.get_default_dtype())
     return _C.where(_C.ne(x, x), x, _C.where(_C.lt(x, 0.0), _math.pi, 0.0)).to(x.dtype)
+
+
+# B_2j / (2j)! for the Euler-Maclaurin tail of the Hurwitz zeta function
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
+              43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)
+_EM = tuple(b / _math.factorial(2 * j + 2) for j, b in enumerate(_BERNOULLI))
+
+
+def _hurwitz_zeta(s, a):
+    """zeta(s, a) = sum_k (a + k)^-s for an integer s >= 2 and a >= 0.5
+    (float64): ten terms, then Euler-Maclaurin at a + 10 with twelve
+    Bernoulli terms."""
+    acc = _C.zeros_like(a)
+    for _ in range(10):
+        acc = acc + _C.pow(a, float(-s))
+        a = a + 1.0
+    tail = _C.pow(a, float(1 - s)) / (s - 1) + 0.5 * _C.pow(a, float(-s))
+    rising, inv2 = float(s), 1.0 / (a * a)
+    term = _C.pow(a, float(-s - 1))
+    for j, c in enumerate(_EM):
+        tail = tail + (c * rising) * term
+        rising *= (s + 2 * j + 1) * (s + 2 * j + 2)
+        term = term * inv2
+    return acc + tail
+
+
+def _cot_derivative(n, x):
+    """pi d^n/dx^n cot(pi x), as a polynomial in c = cot(pi x): Q_0 = pi c,
+    Q_(k+1) = Q_k'(c) (-pi) (1 + c^2)."""
+    q = [0.0, _math.pi]  # coefficients of c^0, c^1, ...
+    for _ in range(n):
+        d = [k * q[k] for k in range(1, len(q))] + [0.0, 0.0]  # Q', padded
+        q = [-_math.pi * (d[k] + (d[k - 2] if k >= 2 else 0.0)) for k in range(len(d))]
+    c = _C.cos(_math.pi * (x - _C.round(x))) / _C.sin(_math.pi * (x - _C.round(x)))
+    out = _C.zeros_like(x)
+    for coef in reversed(q):
+        out = out * c + coef
+    return out
+
+
+def _polygamma_f64(n, x):
+    if n <= 1:
+        return _psi_f64(x, n)
+    finite = _C.lt(_C.abs(x), float("inf"))
+    sign = -1.0 if n % 2 == 0 else 1.0  # (-1)^(n + 1)
+    scale = sign * _math.factorial(n) if n <= 170 else sign * float("inf")
+    # below 0.5: zeta(s, x) = sum_k<m (x + k)^-s + zeta(s, x + m), up to 64
+    # steps (no cancellation); further down, the reflection formula
+    # psi_n(x) = (-1)^n psi_n(1 - x) - pi d^n/dx^n cot(pi x)
+    xs = _C.where(finite, x, 1.0)
+    acc = _C.zeros_like(x)
+    low = float(_C.amin(xs).item()) if xs.numel() else 1.0
+    for _ in range(min(64, max(0, _math.ceil(0.5 - low)))):
+        below = _C.lt(xs, 0.5)
+        acc = acc + _C.where(below, _C.pow(xs, float(-n - 1)), 0.0)
+        xs = _C.where(below, xs + 1.0, xs)
+    left = _C.lt(xs, 0.5)  # more than 64 steps down
+    xr = _C.where(left, 1.0 - x, xs)
+    right = (_hurwitz_zeta(n + 1, xr) + _C.where(left, 0.0, acc)) * scale
+    # (past n = 170, n! is not a float64: the values are +-inf, the polynomial
+    # of degree n + 1 is not needed)
+    cot = _cot_derivative(n, x) if n <= 170 and bool(left.any()) else 0.0
+    out = _C.where(left, (-sign) * right - cot, right)
+    pole = _C.logical_and(_C.lt(x, 0.5), _C.eq(x, _C.round(x)))
+    out = _C.where(pole, sign * float("inf"), out)
+    out = _C.where(_C.eq(x, float("inf")), 0.0, out)
+    return _C.where(_C.eq(x, float("-inf")) | _C.ne(x, x), float("nan"), out)
+
+
+class _Polygamma(_Function):
+    @staticmethod
+    def forward(ctx, x, n):
+        x64, dt = _as_f64(x, "polygamma")
+        ctx.save_for_backward(x)
+        ctx.n = n
+        return _polygamma_f64(n, x64).to(dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * polygamma(ctx.n + 1, x), None
+
+
+def polygamma(n, input):
+    """The n-th derivative of digamma: digamma and trigamma for n = 0 and 1;
+    for n >= 2, (-1)^(n+1) n! zeta(n + 1, x) for x >= 0.5 (the Hurwitz zeta
+    function) and the reflection formula below. +-inf at the poles (0 and
+    the negative integers), 0 at +inf, NaN at -inf."""
+    n = _int(n, "polygamma", "n")
+    if n < 0:
+        raise ValueError(f"[polygamma] n must be non-negative, got {n}")
+    if n == 0:
+        return digamma(input)
+    return _Polygamma.apply(input, n)

@@ -6,7 +6,7 @@ from . import _torch_ops as _T
 from . import _functions as _F
 from .nn import functional as _NF
 
-__all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "expm1",
+__all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "polygamma", "expm1",
            "exp2", "log1p", "sinc", "round", "softmax", "log_softmax", "logsumexp"]
 
 erf = _C.erf
@@ -17,6 +17,7 @@ logit = _T.logit
 xlogy = _T.xlogy
 gammaln = _T.lgamma
 digamma = psi = _T.digamma
+polygamma = _T.polygamma
 expm1 = _C.expm1
 exp2 = _F.exp2
 log1p = _C.log1p
