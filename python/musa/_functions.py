@@ -57,6 +57,14 @@ def _dims(dims, who, what):
                         f"{type(dims).__name__}") from None
 
 
+def _int_range(dtype):
+    """(lowest, highest) value of an integer dtype."""
+    if dtype == _C.uint8:
+        return 0, 255
+    bits = _C.empty(0, dtype=dtype).element_size() * 8
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
 def _output_fits(shape, dtype, who, what):
     """Raise, naming who and what, when an output of this shape and dtype
     cannot be made (too many elements, or more bytes than memory): callers

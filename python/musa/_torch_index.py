@@ -6,7 +6,7 @@ import itertools as _itertools
 import math as _math
 
 from . import _C
-from ._functions import _dim, _dims, _int, _number, _output_fits, _tensors, movedim
+from ._functions import _dim, _dims, _int, _int_range, _number, _output_fits, _tensors, movedim
 from ._torch_math import _t, promote_types, result_type
 from ._torch_reduce import diff
 
@@ -250,8 +250,7 @@ def _identity(reduce, dtype):
     if dtype == _C.int64:  # 2^63 - 1 is not a float: ~(1 << 63)
         low = _C.bitwise_left_shift(_C.full((), 1, dtype=dtype), 63)
         return low if reduce == "amax" else _C.bitwise_not(low)
-    bits = 32 if dtype == _C.int32 else 8
-    lo, hi = (0, 255) if dtype == _C.uint8 else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    lo, hi = _int_range(dtype)
     return _C.full((), lo if reduce == "amax" else hi, dtype=dtype)
 
 
@@ -338,7 +337,8 @@ def combinations(input, r=2, with_replacement=False):
     _output_fits([count, r], input.dtype, "combinations", f"r={r} of {n} elements")
     pick = _itertools.combinations_with_replacement if with_replacement else _itertools.combinations
     import numpy as np  # here: `import musa` does not load NumPy
-    flat = np.fromiter(_itertools.chain.from_iterable(pick(range(n), r)), dtype=np.int64, count=count * r)
+    flat = np.fromiter(_itertools.chain.from_iterable(pick(range(n), r)), dtype=np.int64,
+                       count=count * r)
     return input.index_select(0, _C.tensor(flat, dtype=_C.int64)).reshape(count, r)
 
 

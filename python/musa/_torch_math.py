@@ -85,7 +85,7 @@ def _add_scaled(input, product, beta, alpha, blas=False):
     zero)."""
     beta, alpha = _number(beta, "addmm", "beta"), _number(alpha, "addmm", "alpha")
     if blas and alpha == 0:
-        out = _C.where(_C.tensor(False), product, 0)
+        out = _C.where(_C.zeros((), dtype=_C.bool), product, 0)  # a recorded constant
     else:
         out = _scaled(product, alpha)
     if beta == 0:

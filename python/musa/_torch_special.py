@@ -1,7 +1,7 @@
 """Special functions of PyTorch's namespace written over the C ops: erfinv,
-lgamma, digamma (and the trigamma that is digamma's derivative), the
-cross product, frexp and angle. Each is a Tensor method too (_tensor.py); musa.special
-gathers them under PyTorch's special names.
+lgamma, digamma, polygamma (trigamma is digamma's derivative), the cross
+product, frexp and angle. Each is a Tensor method too (_tensor.py);
+musa.special gathers them under PyTorch's special names.
 
 The special functions compute in float64 (float32, bfloat16 and float16
 inputs are rounded once at the end) and are autograd Functions: their

@@ -6,8 +6,8 @@ from . import _torch_ops as _T
 from . import _functions as _F
 from .nn import functional as _NF
 
-__all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "polygamma", "expm1",
-           "exp2", "log1p", "sinc", "round", "softmax", "log_softmax", "logsumexp"]
+__all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "polygamma",
+           "expm1", "exp2", "log1p", "sinc", "round", "softmax", "log_softmax", "logsumexp"]
 
 erf = _C.erf
 erfc = _C.erfc

@@ -1,6 +1,8 @@
 """The functions of musa/_torch_ops.py (issue 17) against torch: each case
 is one program run with both libraries on the same float64 data; values
 must agree, and where differentiable the gradients of a weighted sum too."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -336,6 +338,12 @@ def test_alpha_zero_ignores_the_product_where_pytorch_does():
     musa.addmm(musa.tensor(c), m1, musa.tensor(f), alpha=0).sum().backward()
     torch.addmm(torch.tensor(c), t1, torch.tensor(f), alpha=0).sum().backward()
     np.testing.assert_array_equal(m1.grad.numpy(), t1.grad.numpy())
+    # compiled too: the zero is a recorded constant (a _C.tensor made during
+    # the capture sent the whole function back to eager)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = musa.jit(lambda a, b, w: musa.addmm(a, b, w, alpha=0))(*map(musa.tensor, (c, f, f)))
+    np.testing.assert_array_equal(y.numpy(), c)
 
 
 def test_addcmul_of_integer_tensors_truncates_a_float_value():

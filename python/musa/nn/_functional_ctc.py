@@ -66,8 +66,8 @@ def _padded_targets(targets, tl, n, unbatched):
             at += k
         return _C.stack(rows) if rows else _C.zeros((0, smax), dtype=_C.int64)
     if targets.ndim != 2 or targets.shape[0] != n:
-        raise ValueError(f"[ctc_loss] targets must be (N, S) or 1-D, got shape {tuple(targets.shape)} "
-                         f"for {n} sequences")
+        raise ValueError(f"[ctc_loss] targets must be (N, S) or 1-D, got shape "
+                         f"{tuple(targets.shape)} for {n} sequences")
     if targets.shape[1] < smax:
         raise ValueError(f"[ctc_loss] targets have {targets.shape[1]} labels per sequence, a target "
                          f"length is {smax}")
@@ -125,7 +125,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         step = _C.add(_lse(alpha, a1, a2), emit[t])
         alpha = _C.where(_C.gt(live, t), step, alpha)
     # a sequence of no frames has no alignment (unless its target is empty too)
-    alpha = _C.where(_C.gt(live, 0), alpha, _C.where(_C.eq(_C.arange(L), 0).reshape(1, L), 0.0, _NEG))
+    empty = _C.where(_C.eq(_C.arange(L), 0).reshape(1, L), 0.0, _NEG)
+    alpha = _C.where(_C.gt(live, 0), alpha, empty)
     last = _C.tensor([2 * k for k in tl]).reshape(n, 1)
     end = alpha.gather(1, last).reshape(n)
     before = alpha.gather(1, _C.clamp(last - 1, min=0)).reshape(n)

@@ -4,7 +4,7 @@ musa.nn.functional."""
 import math
 
 from .. import _C
-from .._functions import _int, _number, _tensors
+from .._functions import _int, _int_range, _number, _tensors
 
 __all__ = ["softshrink", "hardshrink", "threshold", "threshold_", "prelu", "rrelu", "rrelu_", "glu",
            "relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_", "kl_div", "huber_loss",
@@ -50,8 +50,7 @@ def threshold(input, threshold, value, inplace=False):
     if input.dtype == _C.bool:
         raise TypeError("[threshold] input of dtype bool is not supported (a number type is)")
     if not input.dtype.is_floating_point:
-        bits = input.element_size() * 8
-        lo, hi = (0, 255) if input.dtype == _C.uint8 else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+        lo, hi = _int_range(input.dtype)
         for what, x in (("threshold", t), ("value", v)):
             if not lo <= x <= hi:  # NaN too
                 raise RuntimeError(f"[threshold] {what} {x} cannot be converted to {input.dtype} "
