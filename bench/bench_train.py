@@ -96,14 +96,21 @@ CL_ROWS = ("musa-static-cl", "musa-static-amp-cl")
 # Config(fuse_attention=True) ("fused attention" row)
 ATTENTION_MODELS = ("gpt",)
 FA_ROWS = ("musa-static-fa",)
+# models that also run musa static under Config(memory_budget=...) ("budget"
+# row): the bytes, below what the plan needs unconstrained, so that the remat
+# pass recomputes activations (GPT-tiny's plan predicts 11.95 MiB)
+MEMORY_BUDGETS = {"gpt": 41 << 18}
+MB_ROWS = ("musa-static-mb",)
 # the float32 option rows beside musa static: (row, short label, the Config it sets)
 OPTION_ROWS = (("musa-static-cl", "NHWC", "Config(channels_last=True)"),
-               ("musa-static-fa", "fused-attn", "Config(fuse_attention=True)"))
+               ("musa-static-fa", "fused-attn", "Config(fuse_attention=True)"),
+               ("musa-static-mb", "budget", "Config(memory_budget=10.25 MiB)"))
 LABELS = {"musa-dynamic": "musa dynamic", "musa-static": "musa static",
           "pytorch-eager": "PyTorch eager", "torchscript": "TorchScript",
           "musa-dynamic-amp": "musa dynamic AMP", "musa-static-amp": "musa static AMP",
           "pytorch-eager-amp": "PyTorch AMP", "musa-static-cl": "musa static NHWC",
-          "musa-static-amp-cl": "musa static AMP NHWC", "musa-static-fa": "musa static fused attn"}
+          "musa-static-amp-cl": "musa static AMP NHWC", "musa-static-fa": "musa static fused attn",
+          "musa-static-mb": "musa static budget"}
 WARMUP = 2        # steps after the first left out of the median
 LOSSES = 5        # first losses compared between musa static and dynamic
 SGEMM_N = 1024    # the sgemm probe multiplies two SGEMM_N x SGEMM_N float32 matrices
@@ -195,8 +202,10 @@ def run_row(row, name, steps):
     step = make_step(net, lib.optim.SGD(net.parameters(), lr=0.01, momentum=0.9),
                      lib.nn.functional, autocast)
     if row.startswith("musa-static"):
+        budget = MEMORY_BUDGETS[name] if row.endswith("-mb") else None
         step = lib.jit(step, config=lib.Config(channels_last=row.endswith("-cl"),
-                                               fuse_attention=row.endswith("-fa")))
+                                               fuse_attention=row.endswith("-fa"),
+                                               memory_budget=budget))
     losses = [float(step(*data[0]))]
     first = time.perf_counter() - t0
     if row.startswith("musa"):
@@ -302,6 +311,7 @@ def rows_of(name, rows):
     convolutions (and the static rows run)."""
     extra = [r for r in CL_ROWS if name in CONV_MODELS and r.replace("-cl", "") in rows]
     extra += [r for r in FA_ROWS if name in ATTENTION_MODELS and r.replace("-fa", "") in rows]
+    extra += [r for r in MB_ROWS if name in MEMORY_BUDGETS and r.replace("-mb", "") in rows]
     return list(rows) + extra
 
 
@@ -435,7 +445,8 @@ def draw(path, names, rows, summ, ratios, title):
               "pytorch-eager": "#fdae6b", "torchscript": "#d94801",
               "musa-dynamic-amp": "#a1d99b", "musa-static-amp": "#238b45",
               "pytorch-eager-amp": "#fdd0a2", "musa-static-cl": "#08306b",
-              "musa-static-amp-cl": "#00441b", "musa-static-fa": "#6a51a3"}
+              "musa-static-amp-cl": "#00441b", "musa-static-fa": "#6a51a3",
+              "musa-static-mb": "#4292c6"}
     all_rows = rows
     fig, axes = plt.subplots(2, len(names), figsize=(max(4.6 * len(names), 9.0), 8.0),
                              squeeze=False)
@@ -480,7 +491,7 @@ def draw(path, names, rows, summ, ratios, title):
                             f"(target <= {t.rss}: {verdict(r['ok_mem'])})", fontsize=8)
         if not present:
             ax_t.set_yticks([])
-    shown = [r for r in all_rows] + [r for r in CL_ROWS + FA_ROWS
+    shown = [r for r in all_rows] + [r for r in CL_ROWS + FA_ROWS + MB_ROWS
                                      if any(r in rows_of(n, all_rows) for n in names)]
     handles = [Patch(color=colors[r], label=LABELS[r]) for r in shown]
     handles += [Patch(facecolor="white", edgecolor="black", label="peak RSS growth (plain)"),

@@ -216,3 +216,25 @@ def test_loaned_outputs_out_of_range_is_an_error(extra):
     n = -1 if extra < 0 else len(g.outputs) + extra
     with pytest.raises(ValueError, match=rf"loaned_outputs {n} is outside 0\.\.{len(g.outputs)}"):
         g.compile(loaned_outputs=n)
+
+
+def test_memory_budget_recomputes_what_frees_the_most_per_unit_of_time():
+    def f(x, w, p, q):
+        a = x @ w                         # 256 KiB from 67M multiply-adds
+        b = p @ q                         # 64 KiB from 65K multiply-adds
+        c = a.sum() + b.sum()
+        s = x.softmax(1).sum() + c        # a 1 MiB temporary: the peak, a and b live across it
+        return a + s, b + s
+
+    x, w = musa.randn(256, 1024), musa.randn(1024, 256) * 0.01
+    p, q = musa.randn(128, 4), musa.randn(4, 128)
+    free = musa.jit(f)
+    want = free(x, w, p, q)
+    peak = free.memory_plan()["peak_bytes"]
+    tight = musa.jit(f, config=musa.Config(memory_budget=peak - 32 * 1024))
+    got = tight(x, w, p, q)
+    assert all(musa.equal(g, e) for g, e in zip(got, want))
+    # recomputing b's cheap product is enough; a's, 1000x the work, is left alone
+    text = str(tight.get_graph())
+    assert text.count("matmul(%2, %3") == 2 and text.count("matmul(%0, %1") == 1, text
+    assert tight.memory_plan()["peak_bytes"] == peak - 64 * 1024

@@ -107,7 +107,7 @@ def _mib(n):
 def next_remat_budget(seg, budget, tries):
     """After planning seg: None when its predicted peak fits in budget bytes,
     else the remat pass's budget for the next try (its estimate of live
-    intermediate bytes: the room left by inputs and parameters, then less
+    intermediate bytes: the room left by inputs, parameters and outputs, then less
     by what the last plan was over, at least an eighth). tries lists the
     peaks so far. Raises MemoryError naming the smallest peak reached and
     what makes it up when no room is left, or after 8 tries."""
@@ -116,7 +116,8 @@ def next_remat_budget(seg, budget, tries):
     if peak <= budget:
         return None
     if not tries:
-        target = budget - m["parts"]["inputs"] - m["parts"]["parameters and state"]
+        target = (budget - m["parts"]["inputs"] - m["parts"]["parameters and state"] -
+                  m["parts"]["outputs"])
     else:  # down by the excess, and at least an eighth
         target = seg.remat_budget - max(peak - budget, seg.remat_budget // 8)
     tries.append(peak)

@@ -15,10 +15,13 @@
  *   eager casts a weight once per step, and so does a plan.
  * - With a budget (musa_pass_ctx.remat_budget, from musa.Config's
  *   memory_budget): while the estimated peak of live intermediate bytes is
- *   over it, the largest value live across the peak and not read there
- *   whose producer is deterministic (matmuls and convolutions included:
+ *   over it, a value live across the peak and not read there whose
+ *   producer is deterministic (matmuls and convolutions included:
  *   activation checkpointing) and recomputable from values live at its next
- *   read is recomputed there, if that lowers the peak. The estimate counts
+ *   read is recomputed there, if that lowers the peak: of those, the one
+ *   that frees the most bytes per unit of estimated recompute time (a
+ *   softmax's probabilities from the scores' matmul before a 4x larger
+ *   product's output). The estimate counts
  *   each node value's bytes from its producer to its last read, outputs and
  *   mutated values to the end; fusion and the planner's layout move the real
  *   figure, so the caller checks the plan and may ask again with less.
@@ -247,8 +250,37 @@ static void profile(const remat *r, int64_t *live) {
     for (int64_t i = 1; i <= nn; i++) live[i] += live[i - 1];
 }
 
-/* Budget mode: one value recomputed per round, the largest that lowers the
- * estimated peak, until the peak fits or nothing helps. */
+/* Estimated time to run node n again, in multiply-adds at the GEMM rate:
+ * a product (matmul, linear, convolution) counts its multiply-adds, any
+ * other node the bytes it reads and writes at BYTE_COST each (a pass over
+ * memory on this machine costs about what 8 multiply-adds a byte do).
+ * Doubles: sizes past any budget must not overflow. */
+#define BYTE_COST 8.0
+static double node_cost(const musa_graph *g, const musa_gnode *n) {
+    const musa_gvalue *out = &g->values.data[n->out[0]];
+    double outn = (double)musa_gvalue_bytes(out) / musa_dtype_info[out->dtype].size, k = 0;
+    const musa_gvalue *a = &g->values.data[n->in[0]];
+    if (n->n_in >= 2 && n->op == MUSA_OP_matmul && a->ndim) /* a's columns, or rows if transposed */
+        k = (double)a->shape[a->ndim - 1 - (a->ndim > 1 && n->attrs.matmul.transpose_a)];
+    else if (n->n_in >= 2 && n->op == MUSA_OP_linear && a->ndim)
+        k = (double)a->shape[a->ndim - 1];
+    else if (n->n_in >= 2 && n->op == MUSA_OP_conv2d) { /* in channels per group x kernel */
+        const musa_gvalue *w = &g->values.data[n->in[1]];
+        k = 1;
+        for (int d = 1; d < w->ndim; d++) k *= (double)w->shape[d];
+    }
+    if (k > 0) return outn * k;
+    double bytes = 0;
+    for (int i = 0; i < n->n_in; i++) bytes += (double)musa_gvalue_bytes(&g->values.data[n->in[i]]);
+    for (int q = 0; q < n->n_out; q++)
+        bytes += (double)musa_gvalue_bytes(&g->values.data[n->out[q]]);
+    return bytes * BYTE_COST;
+}
+
+/* Budget mode: one value recomputed per round, until the peak fits or
+ * nothing helps: of the values whose recomputation lowers the estimated
+ * peak, the one that frees the most bytes per unit of recompute time
+ * (node_cost of its chain), the larger on a tie. */
 static int remat_budget(remat *r, int64_t budget, int *changed) {
     musa_graph *g = r->g;
     int rc = MUSA_OK;
@@ -284,6 +316,7 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
         }
         /* the best candidate: live across the peak, not read there */
         int64_t best_gain = 0, best_i = -1;
+        double best_cost = 1;
         int best_j = 0, best_cn = 0;
         int32_t best_at = -1, best_chain[MAX_CHAIN];
         for (int64_t i = 0; i < peak_at; i++) {
@@ -294,17 +327,23 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
                 const musa_gvalue *x = &g->values.data[v];
                 if (r->keep[v] || x->root != v || blocked[v] || at < 0) continue;
                 int64_t b = musa_gvalue_bytes(x);
-                if (b <= best_gain) continue;
                 int32_t chain[MAX_CHAIN];
                 int cn = chain_for(r, i, at, DEPTH_BIG, chain);
                 if (!cn) continue;
                 /* the chain's other values are new, briefly live at `at` */
                 int64_t extra = 0;
-                for (int c = 0; c + 1 < cn; c++)
-                    for (int q = 0; q < g->nodes.data[chain[c]].n_out; q++)
-                        extra += musa_gvalue_bytes(&g->values.data[g->nodes.data[chain[c]].out[q]]);
+                double cost = 1;
+                for (int c = 0; c < cn; c++) {
+                    const musa_gnode *cnode = &g->nodes.data[chain[c]];
+                    cost += node_cost(g, cnode);
+                    for (int q = 0; c + 1 < cn && q < cnode->n_out; q++)
+                        extra += musa_gvalue_bytes(&g->values.data[cnode->out[q]]);
+                }
                 if (live[at] + extra >= live[peak_at]) continue;
-                best_gain = b, best_i = i, best_j = j, best_at = at, best_cn = cn;
+                /* b / cost against best_gain / best_cost */
+                double mine = (double)b * best_cost, theirs = (double)best_gain * cost;
+                if (best_i >= 0 && (mine < theirs || (mine == theirs && b <= best_gain))) continue;
+                best_gain = b, best_cost = cost, best_i = i, best_j = j, best_at = at, best_cn = cn;
                 memcpy(best_chain, chain, sizeof(int32_t) * (size_t)cn);
             }
         }
