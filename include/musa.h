@@ -525,6 +525,13 @@ MUSA_API musa_tensor *musa_matmul(musa_tensor *a, musa_tensor *b);
  * (.., n) (B is a vector when it is 1-d or has A's shape less its last
  * dim; X is then one too). Batch dims broadcast. */
 MUSA_API musa_tensor *musa_linalg_solve(musa_tensor *a, musa_tensor *b);
+/* X with A X = B (left) or X A = B (not left) for triangular A (.., n, n):
+ * its upper or lower triangle is read, the other is not; with
+ * unitriangular its diagonal is taken as ones and not read either. B is
+ * (.., n, k) (left) or (.., k, n); batch dims broadcast. A zero on the
+ * diagonal gives infinities or NaNs (no check, as in PyTorch). */
+MUSA_API musa_tensor *musa_linalg_solve_triangular(musa_tensor *a, musa_tensor *b, bool upper,
+                                                   bool left, bool unitriangular);
 /* sign(det A) and log |det A| for square A, each shaped like A's batch.
  * A singular A gives sign 0 and logabsdet -inf (whose gradient fails:
  * the formula needs A's inverse). sign gets no gradient. */

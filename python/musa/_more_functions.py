@@ -2,6 +2,7 @@
 differentiable through them): rolls and diagonals, stacking, einsum,
 logaddexp, the (std|var)_mean pairs, unique, NumPy-style aliases, and
 torch's top-level spellings of musa.linalg functions (det, inverse, ...)."""
+import collections as _collections
 import math as _math
 
 from . import _C
@@ -12,7 +13,8 @@ __all__ = [
     "roll", "diagonal", "unflatten", "atleast_2d", "atleast_3d", "hstack", "vstack", "dstack",
     "column_stack", "row_stack", "logaddexp", "logaddexp2", "std_mean", "var_mean", "einsum",
     "unique", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "diag_embed",
-    "det", "inverse", "slogdet", "logdet", "cholesky",
+    "det", "inverse", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
+    "triangular_solve",
 ]
 
 
@@ -409,3 +411,35 @@ def cholesky(input, upper=False):
     """The Cholesky factor (musa.linalg.cholesky; torch.cholesky's upper
     is positional)."""
     return _C.linalg_cholesky(input, upper=bool(upper))
+
+
+def cholesky_solve(input, input2, upper=False):
+    """X with A X = B for B = input and A = L L^T, L = input2 lower (or
+    A = U^T U, U = input2 upper): two triangular solves. Batch dims
+    broadcast."""
+    _tensors("cholesky_solve", input=input, input2=input2)
+    tri = _C.linalg_solve_triangular
+    if upper:
+        return tri(input2, tri(input2.transpose(-2, -1), input, upper=False), upper=True)
+    return tri(input2.transpose(-2, -1), tri(input2, input, upper=False), upper=True)
+
+
+def cholesky_inverse(input, upper=False):
+    """A^{-1} for A = L L^T, L = input lower (or A = U^T U, U upper)."""
+    _tensors("cholesky_inverse", input=input)
+    n = input.shape[-1] if input.ndim >= 2 else 0
+    return cholesky_solve(_C.eye(n, dtype=input.dtype), input, upper)
+
+
+_TriangularSolve = _collections.namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+_TriangularSolve.__module__ = "musa.return_types"
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+    """(X, A.clone()) with A X = b, or A^T X = b with transpose (torch's
+    older spelling of musa.linalg.solve_triangular)."""
+    _tensors("triangular_solve", b=b, A=A)
+    coef = A.transpose(-2, -1) if transpose else A
+    x = _C.linalg_solve_triangular(coef, b, upper=bool(upper) != bool(transpose),
+                                   unitriangular=bool(unitriangular))
+    return _TriangularSolve(x, A.clone())

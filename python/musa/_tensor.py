@@ -586,3 +586,21 @@ def logdet(self):
 @_method
 def cholesky(self, upper=False):
     return _C.linalg_cholesky(self, upper=bool(upper))
+
+
+@_method
+def cholesky_solve(self, input2, upper=False):
+    from ._more_functions import cholesky_solve as _cs
+    return _cs(self, input2, upper)
+
+
+@_method
+def cholesky_inverse(self, upper=False):
+    from ._more_functions import cholesky_inverse as _ci
+    return _ci(self, upper)
+
+
+@_method
+def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+    from ._more_functions import triangular_solve as _ts
+    return _ts(self, A, upper, transpose, unitriangular)

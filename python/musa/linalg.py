@@ -18,9 +18,10 @@ import math as _math
 from . import _C
 from ._functions import _tensors, _dim
 
-__all__ = ["solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd",
-           "svdvals", "qr", "lstsq", "pinv", "matrix_rank", "vector_norm", "matrix_norm", "norm",
-           "matmul", "diagonal", "vecdot", "multi_dot", "matrix_power", "cross"]
+__all__ = ["solve", "solve_triangular", "inv", "inv_ex", "det", "slogdet", "cholesky",
+           "cholesky_ex", "eigh", "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv",
+           "matrix_rank", "vector_norm", "matrix_norm", "norm", "matmul", "diagonal", "vecdot",
+           "multi_dot", "matrix_power", "cross"]
 
 
 def cross(input, other, *, dim=-1):
@@ -43,6 +44,7 @@ _svd_t = _result_type("linalg_svd", ["U", "S", "Vh"])
 _qr_t = _result_type("linalg_qr", ["Q", "R"])
 _lstsq_t = _result_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _inv_ex_t = _result_type("linalg_inv_ex", ["inverse", "info"])
+_cholesky_ex_t = _result_type("linalg_cholesky_ex", ["L", "info"])
 
 _QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
 
@@ -94,6 +96,46 @@ def cholesky(A, *, upper=False, out=None):
     """L lower with A = L L^T (from A's lower triangle), or U = L^T."""
     _no_out("linalg.cholesky", out)
     return _C.linalg_cholesky(A, upper=bool(upper))
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (left=False: X A = B) for triangular A: only its upper
+    (or lower) triangle is read, and with unitriangular its diagonal is
+    taken as ones. B is (.., n, k) (left) or (.., k, n); batch dims
+    broadcast. A zero on the diagonal gives infinities or NaNs, unchecked,
+    as in PyTorch."""
+    _no_out("linalg.solve_triangular", out)
+    return _C.linalg_solve_triangular(A, B, upper=bool(upper), left=bool(left),
+                                      unitriangular=bool(unitriangular))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """(L, info): cholesky(A) and, per matrix, 0 or the order of the first
+    leading minor that is not positive-definite (that matrix's L is then
+    NaN), instead of an error (check_errors=True raises it). The check runs
+    the factorization per matrix again after a failure, so under musa.jit,
+    which runs no Python then, a matrix that is not positive-definite
+    raises."""
+    _no_out("linalg.cholesky_ex", out)
+    try:
+        L = _C.linalg_cholesky(A, upper=bool(upper))
+        return _cholesky_ex_t(L, _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
+    except _C.InvalidArgumentError as e:
+        if check_errors or "not positive-definite" not in str(e):
+            raise
+    import re
+    batch = list(A.shape[:-2])
+    flat = A.reshape(-1, A.shape[-2], A.shape[-1])
+    Ls, info = [], []
+    for i in range(flat.shape[0]):
+        try:
+            Ls.append(_C.linalg_cholesky(flat[i], upper=bool(upper)))
+            info.append(0)
+        except _C.InvalidArgumentError as e:
+            info.append(int(re.search(r"minor of order (\d+)", str(e)).group(1)))
+            Ls.append(_C.full(list(flat.shape[1:]), float("nan"), dtype=A.dtype))
+    return _cholesky_ex_t(_C.stack(Ls).reshape(A.shape),
+                          _C.tensor(info, dtype=_C.int32).reshape(batch))
 
 
 def eigh(A, UPLO="L", *, out=None):

@@ -72,6 +72,25 @@ int grad_linalg_solve(const musa_grad_args *a, musa_tensor **gin) {
     return finish(a, gin, &t);
 }
 
+/* X = A^{-1} B (left) or B A^{-1}: gB = A^{-T} g or g A^{-T}, a triangular
+ * solve with A^T (the other triangle); gA = -gB X^T or -X^T gB, on A's
+ * triangle (off its diagonal when that is taken as ones). */
+int grad_linalg_solve_triangular(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    const musa_attrs_trsolve *at = a->attrs;
+    musa_tensor *g = a->gout[0], *X = a->out[0];
+    if (!g) return MUSA_OK;
+    musa_tensor *gb = T(
+        musa_linalg_solve_triangular(T(mT(a->in[0])), g, !at->upper, at->left, at->unitriangular));
+    if (a->needs[0]) {
+        musa_tensor *ga = T(at->left ? mm(gb, T(mT(X))) : mm(T(mT(X)), gb));
+        int64_t k = at->unitriangular ? 1 : 0;
+        gin[0] = musa_neg(T(at->upper ? musa_triu(ga, k) : musa_tril(ga, -k)));
+    }
+    if (a->needs[1]) gin[1] = musa_tensor_retain(gb);
+    return finish(a, gin, &t);
+}
+
 /* logabsdet: g A^{-T}, A^{-T} = solve(A^T, I). sign is piecewise constant. */
 int grad_linalg_slogdet(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};
@@ -96,8 +115,9 @@ int grad_linalg_cholesky(const musa_grad_args *a, musa_tensor **gin) {
     musa_tensor *Lt = T(mT(L));
     musa_tensor *p = T(musa_tril(T(mm(Lt, g)), 0));
     p = T(scaled(T(musa_add(p, T(mT(T(musa_tril(p, -1)))))), 0.5));
-    musa_tensor *y = T(musa_linalg_solve_matrices(Lt, p));    /* L^{-T} P */
-    gin[0] = mT(T(musa_linalg_solve_matrices(Lt, T(mT(y))))); /* (L^{-T} (L^{-T} P)^T)^T */
+    musa_tensor *y = T(musa_linalg_solve_triangular(Lt, p, true, true, false)); /* L^{-T} P */
+    /* (L^{-T} (L^{-T} P)^T)^T */
+    gin[0] = mT(T(musa_linalg_solve_triangular(Lt, T(mT(y)), true, true, false)));
     return finish(a, gin, &t);
 }
 

@@ -68,6 +68,33 @@ int infer_linalg_solve(const musa_op_info *op, musa_tensor *const *in, int n_in,
     return MUSA_OK;
 }
 
+/* solve_triangular(A, B): A (.., n, n); B (.., n, k) with left, (.., k, n)
+ * without, with A's batch dims (the public function broadcasts them);
+ * dtypes promote. */
+int infer_linalg_solve_triangular(const musa_op_info *op, musa_tensor *const *in, int n_in,
+                                  void *attrs, musa_infer *r) {
+    MUSA_UNUSED(n_in);
+    const musa_tensor *a = in[0], *b = in[1];
+    bool left = ((const musa_attrs_trsolve *)attrs)->left;
+    musa_dtype t = musa_promote_types((musa_dtype)a->dtype, (musa_dtype)b->dtype);
+    int rc = musa_linalg_check(op->name, a, t, "A", true);
+    if (rc || (rc = musa_linalg_check(op->name, b, t, "B", false))) return rc;
+    int64_t n = a->shape[a->ndim - 1], bn = b->shape[b->ndim - (left ? 2 : 1)];
+    bool same_batch = a->ndim == b->ndim && bn == n;
+    for (int i = 0; same_batch && i < a->ndim - 2; i++) same_batch = a->shape[i] == b->shape[i];
+    if (!same_batch) {
+        char sa[128], sb[128];
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] incompatible shapes of A and B for the equation %s: %s and %s",
+                        op->name, left ? "A X = B" : "X A = B",
+                        musa_shape_str(a->ndim, a->shape, sa, sizeof sa),
+                        musa_shape_str(b->ndim, b->shape, sb, sizeof sb));
+    }
+    r->in_dtype[0] = r->in_dtype[1] = (int8_t)t;
+    musa_infer_out(r, 0, t, b->ndim, b->shape);
+    return MUSA_OK;
+}
+
 /* slogdet(A): sign and logabsdet, each shaped like A's batch. */
 int infer_linalg_slogdet(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                          musa_infer *r) {

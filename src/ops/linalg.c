@@ -68,6 +68,28 @@ musa_tensor *musa_linalg_solve(musa_tensor *a, musa_tensor *b) {
     return r;
 }
 
+musa_tensor *musa_linalg_solve_triangular(musa_tensor *a, musa_tensor *b, bool upper, bool left,
+                                          bool unitriangular) {
+    if (!a || !b) return NULL;
+    musa_temps t = {0};
+    musa_tensor *am = a, *bm = b;
+    if (a->ndim >= 2 && b->ndim >= 2) { /* else inference reports the shapes */
+        int nb = 0;
+        int64_t batch[MUSA_MAX_DIMS];
+        if (musa_broadcast_shape("linalg_solve_triangular", a->ndim - 2, a->shape, b->ndim - 2,
+                                 b->shape, &nb, batch))
+            return NULL;
+        am = T(expand_batch(a, nb, batch));
+        bm = T(expand_batch(b, nb, batch));
+    }
+    musa_attrs_trsolve at;
+    musa_attrs_init(MUSA_ATTRS_trsolve, &at);
+    at.upper = upper, at.left = left, at.unitriangular = unitriangular;
+    musa_tensor *x = am && bm ? musa_call2(MUSA_OP_linalg_solve_triangular, am, bm, &at) : NULL;
+    musa_temps_release(&t);
+    return x;
+}
+
 int musa_linalg_slogdet(musa_tensor *a, musa_tensor **sign, musa_tensor **logabsdet) {
     return run_outs(MUSA_OP_linalg_slogdet, a, NULL, 2, (musa_tensor * *[]){sign, logabsdet});
 }

@@ -424,3 +424,135 @@ def test_compiled_forward_backpropagates(rng):
      + torch.linalg.eigh(t @ t.mT)[0].sum()).backward()
     close(a.grad, t.grad)
     assert g.compiles == 1
+
+
+# ---- triangular solves and what is built on them ----
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_solve_triangular_values_and_gradients_equal_torchs(rng, left, upper, unit):
+    # both triangles and the diagonal hold values: only the one asked for may be read
+    A0 = square(rng, 3, 4, 4)
+    B0 = rng.uniform(-1, 1, (3, 4, 2) if left else (3, 2, 4))
+    G0 = rng.uniform(-1, 1, B0.shape)
+    for transposed in (False, True):
+        (a, b), (ta, tb) = both(lambda lib, a, b: (a.requires_grad_(), b.requires_grad_()),
+                                A0, B0, transposed=transposed)
+        x = LA.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit)
+        tx = torch.linalg.solve_triangular(ta, tb, upper=upper, left=left, unitriangular=unit)
+        close(x, tx)
+        ga, gb = musa.autograd.grad(x, (a, b), M(G0))
+        tga, tgb = torch.autograd.grad(tx, (ta, tb), T(G0))
+        close(ga, tga), close(gb, tgb)
+    # second derivatives through the formula's own triangular solves
+    a, b = M(A0[0], True), M(B0[0], True)
+    assert musa.autograd.gradcheck(
+        lambda a, b: LA.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit),
+        (a, b))
+    assert musa.autograd.gradgradcheck(
+        lambda a, b: LA.solve_triangular(a, b, upper=upper, left=left, unitriangular=unit),
+        (a, b))
+
+
+def test_solve_triangular_broadcasts_batches_and_handles_empty_and_float32(rng):
+    A0, B0 = square(rng, 2, 1, 3, 3), rng.uniform(-1, 1, (4, 3, 5))
+    close(LA.solve_triangular(M(A0), M(B0), upper=False),
+          torch.linalg.solve_triangular(T(A0), T(B0), upper=False))
+    assert LA.solve_triangular(M(A0), M(B0), upper=True).shape == (2, 4, 3, 5)
+    e = LA.solve_triangular(musa.zeros(0, 0, dtype=musa.float64),
+                            musa.zeros(0, 4, dtype=musa.float64), upper=True)
+    assert e.shape == (0, 4)
+    assert LA.solve_triangular(M(A0[0, 0]), musa.zeros(3, 0, dtype=musa.float64),
+                               upper=True).shape == (3, 0)
+    x32 = LA.solve_triangular(M(A0, dtype=musa.float32), M(B0, dtype=musa.float32), upper=True)
+    assert x32.dtype == musa.float32
+    close(x32, torch.linalg.solve_triangular(T(A0).float(), T(B0).float(), upper=True), 1e-5)
+    # a zero on the diagonal is not checked: infinities, as in torch
+    z = M(np.triu(np.ones((2, 2))) - np.diag([0.0, 1.0]))
+    assert not np.isfinite(arr(LA.solve_triangular(z, M(np.ones((2, 1))), upper=True))).all()
+
+
+def test_solve_triangular_errors_name_the_function_and_values():
+    sq = musa.eye(3, dtype=musa.float64)
+    with pytest.raises(musa.InvalidArgumentError,
+                       match=r"\[linalg_solve_triangular\] incompatible shapes of A and B for the "
+                             r"equation X A = B: \(3, 3\) and \(3, 2\)"):
+        LA.solve_triangular(sq, musa.zeros(3, 2, dtype=musa.float64), upper=True, left=False)
+    with pytest.raises(musa.InvalidArgumentError,
+                       match=r"\[linalg_solve_triangular\] A must be batches of square matrices"):
+        LA.solve_triangular(musa.zeros(2, 3, dtype=musa.float64), sq, upper=True)
+    with pytest.raises(musa.InvalidTypeError, match=r"\[linalg_solve_triangular\] expected a "
+                                                    r"float32 or float64 tensor"):
+        LA.solve_triangular(musa.eye(3, dtype=musa.int64), musa.eye(3, dtype=musa.int64),
+                            upper=True)
+    with pytest.raises(musa.InvalidArgumentError, match=r"B must have at least 2 dimensions"):
+        LA.solve_triangular(sq, musa.ones(3, dtype=musa.float64), upper=True)
+    with pytest.raises(TypeError, match="upper"):
+        LA.solve_triangular(sq, sq)  # upper is required, as in torch
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse_equal_torchs(rng, upper):
+    A0 = spd(rng, 2, 4, 4)
+    L0 = np.linalg.cholesky(A0)
+    F0 = np.swapaxes(L0, -1, -2) if upper else L0
+    B0, G0 = rng.uniform(-1, 1, (2, 4, 3)), rng.uniform(-1, 1, (2, 4, 3))
+    (b, f), (tb, tf) = both(lambda lib, b, f: (b.requires_grad_(), f.requires_grad_()), B0, F0)
+    x, tx = musa.cholesky_solve(b, f, upper), torch.cholesky_solve(tb, tf, upper)
+    close(x, tx)
+    close(b.cholesky_solve(f, upper), tx)
+    gb, gf = musa.autograd.grad(x, (b, f), M(G0))
+    tgb, tgf = torch.autograd.grad(tx, (tb, tf), T(G0))
+    close(gb, tgb)
+    # torch differentiates as if all of the factor were read; only its triangle is
+    close(gf, tgf.triu() if upper else tgf.tril())
+    close(musa.cholesky_inverse(M(F0), upper), torch.cholesky_inverse(T(F0), upper))
+    close(M(F0[0]).cholesky_inverse(upper), np.linalg.inv(A0[0]))
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("transpose", [True, False])
+def test_triangular_solve_equals_torchs_older_spelling(rng, upper, transpose):
+    A0, B0 = square(rng, 2, 4, 4), rng.uniform(-1, 1, (2, 4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: deprecated
+        want = torch.triangular_solve(T(B0), T(A0), upper=upper, transpose=transpose)
+    got = musa.triangular_solve(M(B0), M(A0), upper=upper, transpose=transpose)
+    close(got.solution, want.solution), close(got.cloned_coefficient, want.cloned_coefficient)
+    x, coef = M(B0).triangular_solve(M(A0), upper, transpose)
+    close(x, want.solution)
+    assert type(got).__name__ == "triangular_solve" and coef.data_ptr() != M(A0).data_ptr()
+
+
+def test_cholesky_ex_reports_the_failing_minor_per_matrix(rng):
+    A0 = spd(rng, 3, 4, 4)
+    A0[1] = -A0[1]             # not positive-definite from the first minor
+    A0[2][2, 2] = -100.0       # ... from the third
+    got, want = LA.cholesky_ex(M(A0)), torch.linalg.cholesky_ex(T(A0))
+    assert arr(got.info).tolist() == arr(want.info).tolist() == [0, 1, 3]
+    assert got.info.dtype == musa.int32
+    close(got.L[0], want.L[0])
+    assert np.isnan(arr(got.L[1])).all()
+    ok = LA.cholesky_ex(M(A0[0]), upper=True)
+    close(ok.L, np.linalg.cholesky(A0[0]).T)
+    assert int(ok.info) == 0
+    with pytest.raises(musa.InvalidArgumentError, match="leading minor of order 1"):
+        LA.cholesky_ex(M(A0), check_errors=True)
+
+
+def test_compiled_solve_triangular_and_cholesky_solve_match_eager(rng):
+    A0, B0 = spd(rng, 4, 4), rng.uniform(-1, 1, (4, 2))
+
+    def f(a, b):
+        L = LA.cholesky(a)
+        return (LA.solve_triangular(L, b, upper=False).sum() + musa.cholesky_solve(b, L).sum()
+                + LA.solve_triangular(L.mT, b.mT, upper=True, left=False).sum())
+
+    g = musa.jit(f)
+    a, b = M(A0), M(B0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback warns "runs eagerly"
+        for _ in range(2):
+            close(g(a, b), f(a, b))
+    assert g.compiles == 1 and "linalg_solve_triangular" in g.get_graph()

@@ -18,6 +18,9 @@ static PyObject *results(int rc, int n, musa_tensor **t) {
 DEF(linalg_solve, LA, "A:T B:T") {
     return pm_ret(musa_linalg_solve(a[0].t, a[1].t));
 }
+DEF(linalg_solve_triangular, LA, "A:T B:T * upper:b left:b=True unitriangular:b=False") {
+    return pm_ret(musa_linalg_solve_triangular(a[0].t, a[1].t, a[2].b, a[3].b, a[4].b));
+}
 DEF(linalg_slogdet, LA, "A:T") {
     musa_tensor *t[2] = {NULL, NULL};
     int rc = musa_linalg_slogdet(a[0].t, &t[0], &t[1]);

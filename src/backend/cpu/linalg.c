@@ -1,6 +1,7 @@
 /*
  * linalg.c - the LAPACK kernels of the linear algebra rows: solve, slogdet,
- * cholesky, eigh, svd and qr, in float32 and float64.
+ * cholesky, solve_triangular (BLAS's trsm), eigh, svd and qr, in float32
+ * and float64.
  *
  * OpenBLAS exports the Fortran LAPACK interface: every argument by pointer,
  * matrices column-major, and a hidden length after the arguments for each
@@ -370,6 +371,45 @@ int cpu_linalg_cholesky(const musa_kctx *ctx, musa_kview *out, const musa_kview 
                             ctx->op_name, (int)info, where(&A, b, at, sizeof at));
         if (info < 0) return failed(ctx, "potrf", info);
         store_cm(&L, b, a, ld, upper ? UPPER : LOWER);
+    }
+    return MUSA_OK;
+}
+
+/* ---- solve_triangular: A X = B or X A = B for triangular A (trsm). No
+ * check for a zero on the diagonal: it gives infinities and NaNs, as in
+ * PyTorch (and BLAS) ---- */
+
+MUSA_WS(ws_linalg_solve_triangular) {
+    MUSA_UNUSED(out), MUSA_UNUSED(n_out), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    size_t es = musa_dtype_info[in[0].dtype].size;
+    const musa_kview *b = &in[1];
+    int64_t n = in[0].shape[in[0].ndim - 1];
+    return (size_t)(n * n + b->shape[b->ndim - 2] * b->shape[b->ndim - 1]) * es + 2 * 64;
+}
+
+int cpu_linalg_solve_triangular(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
+                                int n_in, const void *attrs) {
+    MUSA_UNUSED(n_in);
+    const musa_attrs_trsolve *at = attrs;
+    items A = items_of(&in[0], 2), B = items_of(&in[1], 2), X = items_of(&out[0], 2);
+    int64_t n = A.rows, lda = max1(n), ldx = max1(X.rows);
+    if (n == 0 || X.rows == 0 || X.cols == 0) return MUSA_OK; /* nothing to solve */
+    char *cur = ctx->scratch;
+    void *a = carve(&cur, (size_t)(n * n) * A.es),
+         *x = carve(&cur, (size_t)(X.rows * X.cols) * A.es);
+    CBLAS_SIDE side = at->left ? CblasLeft : CblasRight;
+    CBLAS_UPLO uplo = at->upper ? CblasUpper : CblasLower;
+    CBLAS_DIAG diag = at->unitriangular ? CblasUnit : CblasNonUnit;
+    for (int64_t b = 0, nb = batch_count(&X); b < nb; b++) {
+        load_cm(a, lda, &A, b);
+        load_cm(x, ldx, &B, b);
+        if (in[0].dtype == MUSA_DTYPE_FLOAT32)
+            cblas_strsm(CblasColMajor, side, uplo, CblasNoTrans, diag, (blasint)X.rows,
+                        (blasint)X.cols, 1.0f, a, (blasint)lda, x, (blasint)ldx);
+        else
+            cblas_dtrsm(CblasColMajor, side, uplo, CblasNoTrans, diag, (blasint)X.rows,
+                        (blasint)X.cols, 1.0, a, (blasint)lda, x, (blasint)ldx);
+        store_cm(&X, b, x, ldx, ALL);
     }
     return MUSA_OK;
 }

@@ -103,6 +103,25 @@ TEST(grad_linalg_cholesky) {
     GC(cholesky_upper, 1, true, in64(2, S(4, 4), -1, 1, L_STRIDED));
 }
 
+/* ---- solve_triangular: every side, triangle and diagonal ---- */
+
+static musa_tensor *f_trsolve_left_lower(musa_tensor *const *in) {
+    musa_tensor *a = shifted(in[0], 3),
+                *r = musa_linalg_solve_triangular(a, in[1], false, true, false);
+    musa_tensor_release(a);
+    return r;
+}
+static musa_tensor *f_trsolve_right_upper_unit(musa_tensor *const *in) {
+    return musa_linalg_solve_triangular(in[0], in[1], true, false, true);
+}
+TEST(grad_linalg_solve_triangular) {
+    GC(trsolve_left_lower, 2, true, in64(3, S(2, 3, 3), -1, 1, L_TRANSPOSED),
+       in64(3, S(2, 3, 2), -1, 1, L_CONTIG));
+    /* B broadcast over A's batch */
+    GC(trsolve_right_upper_unit, 2, true, in64(3, S(2, 3, 3), -1, 1, L_CONTIG),
+       in64(2, S(4, 3), -1, 1, L_STRIDED));
+}
+
 /* ---- eigh ---- */
 
 static musa_tensor *f_linalg_eigh(musa_tensor *const *in) {

@@ -294,6 +294,69 @@ TEST(op_linalg_cholesky) {
     release_all(11, a, b, l, u, np, bat, r, i, e, le, i3);
 }
 
+/* ---- solve_triangular ---- */
+
+TEST(op_linalg_solve_triangular) {
+    /* A holds values everywhere: only the triangle asked for (and the
+     * diagonal unless unitriangular) may be read */
+    for (int d = 0; d < 2; d++)
+        for (int lay = 0; lay < L_COUNT; lay++)
+            for (int mode = 0; mode < 8; mode++) {
+                bool upper = mode & 1, left = mode & 2, unit = mode & 4;
+                musa_dtype dt = LA_DTYPES[d];
+                double *av = rand_mats(2, 4, 4, 4),
+                       *bv = rand_mats(2, left ? 4 : 3, left ? 3 : 4, 0);
+                double tv[32], tx[24];
+                for (int z = 0; z < 2; z++)
+                    for (int i = 0; i < 4; i++)
+                        for (int j = 0; j < 4; j++) {
+                            bool in = upper ? i <= j : i >= j;
+                            tv[z * 16 + i * 4 + j] = i == j && unit ? 1
+                                                     : in           ? av[z * 16 + i * 4 + j]
+                                                                    : 0;
+                        }
+                musa_tensor *a = tensor_of(dt, 3, S(2, 4, 4), av, (layout)lay);
+                musa_tensor *b = tensor_of(dt, 3, left ? S(2, 4, 3) : S(2, 3, 4), bv,
+                                           (layout)(L_COUNT - 1 - lay));
+                musa_tensor *x = musa_linalg_solve_triangular(a, b, upper, left, unit);
+                CHECK_MSG(x, "solve_triangular %s: %s", musa_dtype_name(dt), musa_last_error());
+                double *xv = values(x);
+                if (left)
+                    bmm(tv, xv, tx, 2, 4, 4, 3, false, false); /* T X */
+                else
+                    bmm(xv, tv, tx, 2, 3, 4, 4, false, false); /* X T */
+                double e = max_diff(tx, bv, 24);
+                CHECK_MSG(e < 10 * tol_of(dt),
+                          "solve_triangular %s layout %d mode %d: |T X - B| = %g",
+                          musa_dtype_name(dt), lay, mode, e);
+                free(av), free(bv), free(xv);
+                release_all(3, a, b, x);
+            }
+    /* known values; a batch of B against one A; empty */
+    double av[4] = {2, 0, 1, 4}, bv[2] = {2, 9};
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 2), av);
+    musa_tensor *b = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 1), bv);
+    musa_tensor *x = musa_linalg_solve_triangular(a, b, false, true, false);
+    CHECK(near("lower", x, (double[]){1, 2}, 2, 1));
+    musa_tensor *b3 = musa_expand(b, 3, S(5, 2, 1));
+    musa_tensor *x3 = musa_linalg_solve_triangular(a, b3, false, true, false);
+    CHECK_SHAPE(x3, 3, 5, 2, 1);
+    musa_tensor *e0 = musa_zeros(2, S(0, 0), MUSA_DTYPE_FLOAT32),
+                *e1 = musa_zeros(2, S(0, 3), MUSA_DTYPE_FLOAT32);
+    musa_tensor *xe = musa_linalg_solve_triangular(e0, e1, true, true, false);
+    CHECK_SHAPE(xe, 2, 0, 3);
+    /* errors: shapes for the side asked, dtypes, NULL */
+    CHECK_ERR(FAILS(musa_linalg_solve_triangular(a, b, true, false, false)), MUSA_ERR_VALUE,
+              "[linalg_solve_triangular] incompatible shapes of A and B for the equation X A = B: "
+              "(2, 2) and (2, 1)");
+    musa_tensor *ia = musa_ones(2, S(2, 2), MUSA_DTYPE_INT32);
+    CHECK_ERR(FAILS(musa_linalg_solve_triangular(ia, ia, true, true, false)), MUSA_ERR_TYPE,
+              "got int32");
+    CHECK(musa_linalg_solve_triangular(NULL, b, true, true, false) == NULL);
+    release_all(8, a, b, x, b3, x3, e0, e1, xe);
+    musa_tensor_release(ia);
+}
+
 /* ---- eigh ---- */
 
 TEST(op_linalg_eigh) {
