@@ -525,6 +525,18 @@ MUSA_API musa_tensor *musa_matmul(musa_tensor *a, musa_tensor *b);
  * (.., n) (B is a vector when it is 1-d or has A's shape less its last
  * dim; X is then one too). Batch dims broadcast. */
 MUSA_API musa_tensor *musa_linalg_solve(musa_tensor *a, musa_tensor *b);
+/* A = P L U with partial pivoting, A (.., m, n), k = min(m, n): lu holds
+ * L (.., m, k; unit lower, its diagonal not stored) and U (.., k, n; upper)
+ * in one (.., m, n) matrix; pivots (.., k) int32 are LAPACK's, 1-based (row
+ * i was swapped with row pivots[i] - 1, in order); info (..) int32 is 0, or
+ * i + 1 where U[i, i] is exactly zero (the factorization is still complete);
+ * perm (.., m) int64, or NULL if not wanted, is the row order those swaps
+ * make: A[perm] = L U. lu gets a gradient (any m, n; U must be invertible,
+ * as in PyTorch). */
+MUSA_API int musa_linalg_lu_factor(musa_tensor *a, musa_tensor **lu, musa_tensor **pivots,
+                                   musa_tensor **info, musa_tensor **perm);
+/* A = P L U unpacked: P (.., m, m), L (.., m, k), U (.., k, n). */
+MUSA_API int musa_linalg_lu(musa_tensor *a, musa_tensor **p, musa_tensor **l, musa_tensor **u);
 /* X with A X = B (left) or X A = B (not left) for triangular A (.., n, n):
  * its upper or lower triangle is read, the other is not; with
  * unitriangular its diagonal is taken as ones and not read either. B is

@@ -14,7 +14,7 @@ __all__ = [
     "column_stack", "row_stack", "logaddexp", "logaddexp2", "std_mean", "var_mean", "einsum",
     "unique", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "diag_embed",
     "det", "inverse", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
-    "triangular_solve",
+    "triangular_solve", "lu", "lu_solve", "lu_unpack",
 ]
 
 
@@ -443,3 +443,44 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     x = _C.linalg_solve_triangular(coef, b, upper=bool(upper) != bool(transpose),
                                    unitriangular=bool(unitriangular))
     return _TriangularSolve(x, A.clone())
+
+
+def lu(A, pivot=True, get_infos=False):
+    """torch.lu: (LU, pivots), or (LU, pivots, infos) with get_infos (a
+    singular U then does not raise), as musa.linalg.lu_factor(_ex)."""
+    from .linalg import lu_factor, lu_factor_ex
+    if get_infos:
+        return tuple(lu_factor_ex(A, pivot=pivot))
+    return tuple(lu_factor(A, pivot=pivot))
+
+
+def lu_solve(b, LU_data, LU_pivots):
+    """torch.lu_solve: musa.linalg.lu_solve(LU_data, LU_pivots, b)."""
+    from .linalg import lu_solve as _lu_solve
+    return _lu_solve(LU_data, LU_pivots, b)
+
+
+_LuUnpack = _collections.namedtuple("lu_unpack", ["P", "L", "U"])
+_LuUnpack.__module__ = "musa.return_types"
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's (LU, pivots): L (.., m, k) unit lower and U
+    (.., k, n) upper from LU, P (.., m, m) from the pivots (read on the
+    host); what is not unpacked is an empty tensor, as in torch."""
+    from .linalg import _perm_of
+    _tensors("lu_unpack", LU_data=LU_data)
+    if LU_data.ndim < 2:
+        raise _C.InvalidArgumentError(f"[lu_unpack] LU_data must have at least 2 dimensions, "
+                                      f"got {LU_data.ndim}")
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    empty = _C.empty(0, dtype=LU_data.dtype)
+    L = U = P = empty
+    if unpack_data:
+        L = LU_data[..., :k].tril(-1) + _C.eye(m, k, dtype=LU_data.dtype)
+        U = LU_data[..., :k, :].triu()
+    if unpack_pivots:
+        perm = _perm_of("lu_unpack", LU_pivots, m)
+        P = (perm.unsqueeze(-1) == _C.arange(m, dtype=_C.int64)).to(LU_data.dtype).transpose(-2, -1)
+    return _LuUnpack(P, L, U)

@@ -604,3 +604,15 @@ def cholesky_inverse(self, upper=False):
 def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
     from ._more_functions import triangular_solve as _ts
     return _ts(self, A, upper, transpose, unitriangular)
+
+
+@_method
+def lu(self, pivot=True, get_infos=False):
+    from ._more_functions import lu as _lu
+    return _lu(self, pivot, get_infos)
+
+
+@_method
+def lu_solve(self, LU_data, LU_pivots):
+    from ._more_functions import lu_solve as _lu_solve
+    return _lu_solve(self, LU_data, LU_pivots)

@@ -78,12 +78,30 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _add_scaled(input, _C.matmul(mat1, mat2), beta, alpha, blas=True)
 
 
-def _add_scaled(input, product, beta, alpha, blas=False):
+def _scalar_for(x, like, who, what, strict=False):
+    """Number x as a factor of tensor like: a float, or for an integer tensor
+    an int, truncated as PyTorch 1.13 does (0.5 * an int8 tensor is 0 * it;
+    a float factor would make the result float). strict (addr, as in
+    PyTorch): a float factor of an integer tensor is an error."""
+    if strict and isinstance(x, float) and not (like.is_floating_point() or like.is_complex()):
+        raise _C.InvalidArgumentError(f"[{who}] for integral input tensors, argument {what} "
+                                      f"must not be a floating point number, got {x}")
+    x = _number(x, who, what)
+    if like.is_floating_point() or like.is_complex():
+        return x
+    if not _math.isfinite(x):
+        raise OverflowError(f"[{who}] {what} {x} cannot be converted to {like.dtype} without "
+                            f"overflow")
+    return int(x)
+
+
+def _add_scaled(input, product, beta, alpha, blas=False, who="addmm", strict=False):
     """beta * input + alpha * product. As in PyTorch, beta = 0 ignores input,
     and for the BLAS-backed ops (blas: addmm, addmv, addbmm) alpha = 0 ignores
     the product: NaNs in the ignored side do not propagate (its gradient is
-    zero)."""
-    beta, alpha = _number(beta, "addmm", "beta"), _number(alpha, "addmm", "alpha")
+    zero). Integer tensors take the factors truncated (_scalar_for)."""
+    beta = _scalar_for(beta, product, who, "beta", strict)
+    alpha = _scalar_for(alpha, product, who, "alpha", strict)
     if blas and alpha == 0:
         out = _C.where(_C.zeros((), dtype=_C.bool), product, 0)  # a recorded constant
     else:
@@ -96,18 +114,21 @@ def _add_scaled(input, product, beta, alpha, blas=False):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
     _tensors("addbmm", input=input, batch1=batch1, batch2=batch2)
-    return _add_scaled(input, _F.bmm(batch1, batch2).sum(0), beta, alpha, blas=True)
+    prod = _F.bmm(batch1, batch2)
+    # integer sums widen to int64; the products' dtype keeps torch's (wrapping) result
+    return _add_scaled(input, prod.sum(0).to(prod.dtype), beta, alpha, blas=True,
+                       who="addbmm")
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (batch1 @ batch2), per batch."""
     _tensors("baddbmm", input=input, batch1=batch1, batch2=batch2)
-    return _add_scaled(input, _F.bmm(batch1, batch2), beta, alpha)
+    return _add_scaled(input, _F.bmm(batch1, batch2), beta, alpha, who="baddbmm")
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     _tensors("addmv", input=input, mat=mat, vec=vec)
-    return _add_scaled(input, _F.mv(mat, vec), beta, alpha, blas=True)
+    return _add_scaled(input, _F.mv(mat, vec), beta, alpha, blas=True, who="addmv")
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
@@ -116,19 +137,14 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     float32 input give float32 products, not bfloat16 ones widened)."""
     _tensors("addr", input=input, vec1=vec1, vec2=vec2)
     input, vec1, vec2 = _common(input, vec1, vec2)
-    return _add_scaled(input, _F.outer(vec1, vec2), beta, alpha)
+    return _add_scaled(input, _F.outer(vec1, vec2), beta, alpha, who="addr", strict=True)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2."""
     _tensors("addcmul", input=input, tensor1=tensor1, tensor2=tensor2)
     input, tensor1, tensor2 = _common(input, tensor1, tensor2)
-    value = _number(value, "addcmul", "value")
-    if not input.is_floating_point() and not input.is_complex() and isinstance(value, float):
-        if not _math.isfinite(value):
-            raise OverflowError(f"[addcmul] value {value} cannot be converted to {input.dtype} "
-                                f"without overflow")
-        value = int(value)  # integer tensors take the value truncated, as PyTorch does
+    value = _scalar_for(value, input, "addcmul", "value")
     return input + _scaled(tensor1 * tensor2, value)
 
 

@@ -1,9 +1,10 @@
 """musa.linalg: PyTorch's torch.linalg on OpenBLAS's LAPACK.
 
-The factorizations are rows of the op table (solve, slogdet, cholesky,
-eigh, svd, qr: eager, autograd and musa.jit alike); everything else here is
-composed of them and of other ops, so it is differentiable and compiles
-too. float32 and float64 only; inputs batch over leading dims.
+The factorizations are rows of the op table (solve, solve_triangular,
+lu_factor, slogdet, cholesky, eigh, svd, qr: eager, autograd and musa.jit
+alike); everything else here is composed of them and of other ops, so it is
+differentiable and compiles too (lu_factor's error check and lu_solve's
+pivots read values on the host). float32 and float64 only; inputs batch over leading dims.
 See docs/linalg.md.
 
     import musa
@@ -18,8 +19,8 @@ import math as _math
 from . import _C
 from ._functions import _tensors, _dim
 
-__all__ = ["solve", "solve_triangular", "inv", "inv_ex", "det", "slogdet", "cholesky",
-           "cholesky_ex", "eigh", "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv",
+__all__ = ["solve", "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "inv",
+           "inv_ex", "det", "slogdet", "cholesky", "cholesky_ex", "eigh", "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv",
            "matrix_rank", "vector_norm", "matrix_norm", "norm", "matmul", "diagonal", "vecdot",
            "multi_dot", "matrix_power", "cross"]
 
@@ -45,6 +46,9 @@ _qr_t = _result_type("linalg_qr", ["Q", "R"])
 _lstsq_t = _result_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _inv_ex_t = _result_type("linalg_inv_ex", ["inverse", "info"])
 _cholesky_ex_t = _result_type("linalg_cholesky_ex", ["L", "info"])
+_lu_factor_t = _result_type("linalg_lu_factor", ["LU", "pivots"])
+_lu_factor_ex_t = _result_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+_lu_t = _result_type("linalg_lu", ["P", "L", "U"])
 
 _QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
 
@@ -107,6 +111,105 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     _no_out("linalg.solve_triangular", out)
     return _C.linalg_solve_triangular(A, B, upper=bool(upper), left=bool(left),
                                       unitriangular=bool(unitriangular))
+
+
+def _pivoting(who, pivot):
+    if not pivot:
+        raise _C.InvalidArgumentError(f"[{who}] LU without pivoting is not implemented on the "
+                                      f"CPU, as in PyTorch; use pivot=True")
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """(LU, pivots, info): A = P L U with partial pivoting (LAPACK's getrf),
+    A (.., m, n). LU packs L (unit lower, its diagonal not stored) and U;
+    pivots (.., min(m, n)) int32 are 1-based, as LAPACK's and torch's; info
+    is 0, or i + 1 where U[i, i] is exactly zero (check_errors=True raises
+    then). LU is differentiable (U invertible, as in torch)."""
+    _no_out("linalg.lu_factor_ex", out)
+    _pivoting("linalg.lu_factor_ex", pivot)
+    LU, pivots, info, _perm = _C.linalg_lu_factor(A)
+    if check_errors:
+        _check_lu("linalg.lu_factor_ex", info)
+    return _lu_factor_ex_t(LU, pivots, info)
+
+
+def _check_lu(who, info):
+    bad = info.reshape(-1).tolist()
+    for b, i in enumerate(bad):
+        if i > 0:
+            at = f" (batch element {b})" if info.ndim else ""
+            raise _C.InvalidArgumentError(
+                f"[{who}] U[{i},{i}] is zero{at}, and using it on lu_solve would result in a "
+                f"division by zero; to factor it anyway call linalg.lu or linalg.lu_factor_ex")
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """(LU, pivots) of lu_factor_ex; a singular U raises (reading info on
+    the host: a graph break under musa.jit; lu_factor_ex does not read it)."""
+    _no_out("linalg.lu_factor", out)
+    _pivoting("linalg.lu_factor", pivot)
+    LU, pivots, info = lu_factor_ex(A)
+    _check_lu("linalg.lu_factor", info)
+    return _lu_factor_t(LU, pivots)
+
+
+def lu(A, *, pivot=True, out=None):
+    """(P, L, U) with A = P L U: P (.., m, m) a permutation matrix, L
+    (.., m, k) unit lower, U (.., k, n) upper, k = min(m, n); differentiable
+    in L and U."""
+    _no_out("linalg.lu", out)
+    _pivoting("linalg.lu", pivot)
+    return _lu_t(*_C.linalg_lu(A))
+
+
+def _perm_of(who, pivots, m):
+    """The row order (.., m) int64 that LAPACK's 1-based pivots (.., k)
+    make (A[perm] = L U), read on the host."""
+    _tensors(who, pivots=pivots)
+    if pivots.dtype not in (_C.int32, _C.int64) or pivots.ndim < 1 or pivots.shape[-1] > m:
+        raise _C.InvalidArgumentError(f"[{who}] pivots must be an int32 tensor (.., k) with k <= "
+                                      f"{m}, got {pivots.dtype} of shape {tuple(pivots.shape)}")
+    rows = pivots.reshape(-1, pivots.shape[-1]).tolist()
+    perms = []
+    for r in rows:
+        p = list(range(m))
+        for i, j in enumerate(r):
+            if not 1 <= j <= m:
+                raise _C.InvalidArgumentError(f"[{who}] pivots must be between 1 and {m}, got {j}")
+            p[i], p[j - 1] = p[j - 1], p[i]
+        perms.append(p)
+    return _C.tensor(perms, dtype=_C.int64).reshape(list(pivots.shape[:-1]) + [m])
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B (left=False: X A = B; adjoint: with A^T) from A's
+    lu_factor: a permutation and two triangular solves. Differentiable in
+    LU and B; the pivots are read on the host."""
+    _no_out("linalg.lu_solve", out)
+    _tensors("linalg.lu_solve", LU=LU, B=B)
+    _matrices("linalg.lu_solve", LU, square=True)
+    if B.ndim < 2:
+        raise _C.InvalidArgumentError(f"[linalg.lu_solve] B must have at least 2 dimensions, "
+                                      f"got {B.ndim}")
+    n = LU.shape[-1]
+    perm = _perm_of("linalg.lu_solve", pivots, n)
+    if tuple(perm.shape[:-1]) != tuple(LU.shape[:-2]):
+        raise _C.InvalidArgumentError(f"[linalg.lu_solve] pivots of shape {tuple(pivots.shape)} "
+                                      f"do not match LU of shape {tuple(LU.shape)}")
+    tri = _C.linalg_solve_triangular
+    # one-hot pt with pt @ X = X[perm] (= P^T X), batched like LU
+    pt = (perm.unsqueeze(-1) == _C.arange(n, dtype=_C.int64)).to(LU.dtype)
+    if not adjoint and left:      # X = U^-1 L^-1 P^T B
+        return tri(LU, tri(LU, pt @ B, upper=False, unitriangular=True), upper=True)
+    if not adjoint:               # X = B U^-1 L^-1 P^T
+        y = tri(LU, tri(LU, B, upper=True, left=False), upper=False, left=False, unitriangular=True)
+        return y @ pt
+    if left:                      # X = P L^-T U^-T B
+        y = tri(_mT(LU), tri(_mT(LU), B, upper=False), upper=True, unitriangular=True)
+        return _mT(pt) @ y
+    # X = B P L^-T U^-T
+    y = tri(_mT(LU), B @ _mT(pt), upper=True, left=False, unitriangular=True)
+    return tri(_mT(LU), y, upper=False, left=False)
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):

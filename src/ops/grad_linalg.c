@@ -91,6 +91,61 @@ int grad_linalg_solve_triangular(const musa_grad_args *a, musa_tensor **gin) {
     return finish(a, gin, &t);
 }
 
+/* Rows r0..r1 and columns c0..c1 of the last two dims (a view). */
+static musa_tensor *block(musa_tensor *x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    musa_temps t = {0};
+    musa_tensor *r =
+        x ? musa_slice(T(musa_slice(x, x->ndim - 2, r0, r1, 1)), x->ndim - 1, c0, c1, 1) : NULL;
+    musa_temps_release(&t);
+    return r;
+}
+
+/* A = P L U, L (m, k) unit lower and U (k, n) upper packed in LU (m, n),
+ * k = min(m, n); gL = tril(gLU, -1), gU = triu(gLU) cut to those shapes.
+ * With L1, U1 the leading k by k blocks, L2 = L[k:] (tall), U2 = U[:, k:]
+ * (wide) and phi = tril(L1^T gL1, -1) + triu(gU1 U1^T)
+ * - tril(gU2 U2^T, -1) - triu(L2^T gL2):
+ * gA = P [L1^{-T} phi U1^{-T}, L1^{-T} gU2] (wide) or
+ * P [L1^{-T} phi U1^{-T}; gL2 U1^{-T}] (tall); the square case has
+ * neither part. (Differentiate A1 = P L1 U1 and the rest, A2 = P L1 U2 or
+ * P L2 U1, and collect the terms in dA.) P applies as the one-hot matrix
+ * of the permutation the row returns. */
+int grad_linalg_lu_factor(const musa_grad_args *a, musa_tensor **gin) {
+    musa_temps t = {0};
+    musa_tensor *g = a->gout[0], *LU = a->out[0], *perm = a->out[3];
+    if (!g) return MUSA_OK;
+    int64_t m = LU->shape[LU->ndim - 2], n = LU->shape[LU->ndim - 1], k = m < n ? m : n;
+    musa_tensor *lu1 = T(block(LU, 0, k, 0, k)), *g1 = T(block(g, 0, k, 0, k));
+    musa_tensor *L1 = T(musa_add(T(musa_tril(lu1, -1)), T(eye_like(LU, k))));
+    musa_tensor *U1 = T(musa_triu(lu1, 0));
+    musa_tensor *phi = T(musa_add(T(musa_tril(T(mm(T(mT(L1)), T(musa_tril(g1, -1)))), -1)),
+                                  T(musa_triu(T(mm(T(musa_triu(g1, 0)), T(mT(U1)))), 0))));
+    musa_tensor *rest = NULL; /* gU2 (wide) or gL2 (tall) */
+    if (m < n) {
+        rest = T(block(g, 0, m, m, n));
+        phi = T(musa_sub(phi, T(musa_tril(T(mm(rest, T(mT(T(block(LU, 0, m, m, n)))))), -1))));
+    } else if (m > n) {
+        rest = T(block(g, n, m, 0, n));
+        phi = T(musa_sub(phi, T(musa_triu(T(mm(T(mT(T(block(LU, n, m, 0, n)))), rest)), 0))));
+    }
+    /* L1^{-T} phi U1^{-T}: L1^T is unit upper, and Y U1^T = Z solves on the right */
+    musa_tensor *y = T(musa_linalg_solve_triangular(T(mT(lu1)), phi, true, true, true));
+    musa_tensor *ga = T(musa_linalg_solve_triangular(T(mT(U1)), y, false, false, false));
+    if (m < n) {
+        musa_tensor *x2 = T(musa_linalg_solve_triangular(T(mT(lu1)), rest, true, true, true));
+        ga = T(musa_cat(2, (musa_tensor *[]){ga, x2}, -1));
+    } else if (m > n) {
+        musa_tensor *x2 = T(musa_linalg_solve_triangular(T(mT(U1)), rest, false, false, false));
+        ga = T(musa_cat(2, (musa_tensor *[]){ga, x2}, -2));
+    }
+    /* P^T X = X[perm]: the one-hot rows pt[i, j] = (perm[i] == j); gA = pt^T gA' */
+    musa_tensor *cols = T(musa_arange(0, (double)m, 1, MUSA_DTYPE_INT64));
+    musa_tensor *pt =
+        T(musa_cast(T(musa_eq(T(musa_unsqueeze(perm, perm->ndim)), cols)), (musa_dtype)LU->dtype));
+    gin[0] = mm(T(mT(pt)), ga);
+    return finish(a, gin, &t);
+}
+
 /* logabsdet: g A^{-T}, A^{-T} = solve(A^T, I). sign is piecewise constant. */
 int grad_linalg_slogdet(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};

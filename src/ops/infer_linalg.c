@@ -39,8 +39,8 @@ static int check_one(const musa_op_info *op, musa_tensor *const *in, bool square
 
 /* The batch dims of x followed by `k` more sizes. */
 static int with_batch(const musa_tensor *x, int k, const int64_t *more, int64_t *shape) {
-    int nb = x->ndim - 2;
-    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)nb);
+    int nb = x->ndim > 2 ? x->ndim - 2 : 0; /* callers checked ndim >= 2 */
+    for (int i = 0; i < nb; i++) shape[i] = x->shape[i];
     for (int i = 0; i < k; i++) shape[nb + i] = more[i];
     return nb + k;
 }
@@ -92,6 +92,23 @@ int infer_linalg_solve_triangular(const musa_op_info *op, musa_tensor *const *in
     }
     r->in_dtype[0] = r->in_dtype[1] = (int8_t)t;
     musa_infer_out(r, 0, t, b->ndim, b->shape);
+    return MUSA_OK;
+}
+
+/* lu_factor(A), A (.., m, n): LU (.., m, n), int32 pivots (.., k) with
+ * k = min(m, n), int32 info (..) and the int64 permutation (.., m). */
+int infer_linalg_lu_factor(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                           musa_infer *r) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    int rc = check_one(op, in, false);
+    if (rc) return rc;
+    const musa_tensor *a = in[0];
+    int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
+    int64_t shape[MUSA_MAX_DIMS];
+    musa_infer_out(r, 0, (musa_dtype)a->dtype, a->ndim, a->shape);
+    musa_infer_out(r, 1, MUSA_DTYPE_INT32, with_batch(a, 1, &k, shape), shape);
+    musa_infer_out(r, 2, MUSA_DTYPE_INT32, a->ndim - 2, a->shape);
+    musa_infer_out(r, 3, MUSA_DTYPE_INT64, with_batch(a, 1, &m, shape), shape);
     return MUSA_OK;
 }
 

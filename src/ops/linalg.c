@@ -68,6 +68,43 @@ musa_tensor *musa_linalg_solve(musa_tensor *a, musa_tensor *b) {
     return r;
 }
 
+int musa_linalg_lu_factor(musa_tensor *a, musa_tensor **lu, musa_tensor **pivots,
+                          musa_tensor **info, musa_tensor **perm) {
+    musa_tensor *p = NULL;
+    int rc = run_outs(MUSA_OP_linalg_lu_factor, a, NULL, 4,
+                      (musa_tensor * *[]){lu, pivots, info, perm ? perm : &p});
+    musa_tensor_release(p);
+    return rc;
+}
+
+int musa_linalg_lu(musa_tensor *a, musa_tensor **p, musa_tensor **l, musa_tensor **u) {
+    if (!p || !l || !u) return musa_err(MUSA_ERR_VALUE, "[linalg_lu] output pointers are NULL");
+    *p = *l = *u = NULL;
+    musa_tensor *lu = NULL, *piv = NULL, *info = NULL, *perm = NULL;
+    int rc = musa_linalg_lu_factor(a, &lu, &piv, &info, &perm);
+    if (rc) return rc;
+    musa_temps t = {0};
+    int nd = lu->ndim;
+    int64_t m = lu->shape[nd - 2], n = lu->shape[nd - 1], k = m < n ? m : n;
+    musa_dtype dt = (musa_dtype)lu->dtype;
+    /* L: the strict lower part of LU's first k columns, ones on the
+     * diagonal; U: the upper part of its first k rows */
+    musa_tensor *l0 = T(musa_slice(lu, nd - 1, 0, k, 1));
+    *l = musa_add(T(musa_tril(l0, -1)), T(musa_eye(m, k, dt)));
+    *u = musa_triu(T(musa_slice(lu, nd - 2, 0, k, 1)), 0);
+    /* P with A = P L U: P[j, i] = (perm[i] == j) */
+    musa_tensor *cols = T(musa_arange(0, (double)m, 1, MUSA_DTYPE_INT64));
+    musa_tensor *pt = T(musa_cast(T(musa_eq(T(musa_unsqueeze(perm, perm->ndim)), cols)), dt));
+    *p = musa_contiguous(T(musa_transpose(pt, -2, -1)));
+    musa_temps_release(&t);
+    musa_tensor_release(lu), musa_tensor_release(piv), musa_tensor_release(info),
+        musa_tensor_release(perm);
+    if (*p && *l && *u) return MUSA_OK;
+    musa_tensor_release(*p), musa_tensor_release(*l), musa_tensor_release(*u);
+    *p = *l = *u = NULL;
+    return musa_last_error_code() ? musa_last_error_code() : MUSA_ERR_RUNTIME;
+}
+
 musa_tensor *musa_linalg_solve_triangular(musa_tensor *a, musa_tensor *b, bool upper, bool left,
                                           bool unitriangular) {
     if (!a || !b) return NULL;

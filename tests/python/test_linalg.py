@@ -556,3 +556,120 @@ def test_compiled_solve_triangular_and_cholesky_solve_match_eager(rng):
         for _ in range(2):
             close(g(a, b), f(a, b))
     assert g.compiles == 1 and "linalg_solve_triangular" in g.get_graph()
+
+
+# ---- LU ----
+
+@pytest.mark.parametrize("shape", [(3, 4, 4), (2, 3, 5), (2, 5, 3)])
+def test_lu_factor_values_pivots_and_gradient_equal_torchs(rng, shape):
+    A0 = rng.uniform(-1, 1, shape)
+    G0 = rng.uniform(-1, 1, shape)
+    for transposed in (False, True):
+        (a,), (ta,) = both(lambda lib, a: (a.requires_grad_(),), A0, transposed=transposed)
+        LU, piv = LA.lu_factor(a)
+        tLU, tpiv = torch.linalg.lu_factor(ta)
+        close(LU, tLU)
+        assert piv.dtype == musa.int32 and arr(piv).tolist() == tpiv.numpy().tolist()
+        close(musa.autograd.grad(LU, a, M(G0))[0], torch.autograd.grad(tLU, ta, T(G0))[0])
+        P, L, U = LA.lu(a)
+        tP, tL, tU = torch.linalg.lu(ta)
+        close(P, tP), close(L, tL), close(U, tU)
+        gl, gu = rng.uniform(-1, 1, tuple(tL.shape)), rng.uniform(-1, 1, tuple(tU.shape))
+        got = musa.autograd.grad((L * M(gl)).sum() + (U * M(gu)).sum(), a)[0]
+        close(got, torch.autograd.grad((tL * T(gl)).sum() + (tU * T(gu)).sum(), ta)[0])
+    a = M(A0[0], True)
+    assert musa.autograd.gradcheck(lambda a: LA.lu_factor(a).LU, (a,))
+    assert musa.autograd.gradgradcheck(lambda a: LA.lu_factor(a).LU, (a,))
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [True, False])
+def test_lu_solve_values_and_gradients_equal_torchs(rng, left, adjoint):
+    A0 = square(rng, 2, 4, 4)
+    B0 = rng.uniform(-1, 1, (2, 4, 3) if left else (2, 3, 4))
+    G0 = rng.uniform(-1, 1, B0.shape)
+    a, b = M(A0, True), M(B0, True)
+    ta, tb = T(A0, True), T(B0, True)
+    LU, piv = LA.lu_factor(a)
+    tLU, tpiv = torch.linalg.lu_factor(ta)
+    x = LA.lu_solve(LU, piv, b, left=left, adjoint=adjoint)
+    tx = torch.linalg.lu_solve(tLU, tpiv, tb, left=left, adjoint=adjoint)
+    close(x, tx)
+    for g, tg in zip(musa.autograd.grad(x, (a, b), M(G0)), torch.autograd.grad(tx, (ta, tb), T(G0))):
+        close(g, tg)
+    if left and not adjoint:  # torch's older spellings
+        close(musa.lu_solve(b, LU, piv), tx)
+        close(b.lu_solve(LU, piv), tx)
+
+
+def test_lu_unpack_older_spellings_and_singular_matrices(rng):
+    A0 = rng.uniform(-1, 1, (2, 5, 3))
+    LU, piv = LA.lu_factor(M(A0))
+    tLU, tpiv = torch.linalg.lu_factor(T(A0))
+    for got, want in zip(musa.lu_unpack(LU, piv), torch.lu_unpack(tLU, tpiv)):
+        close(got, want)
+    P, L, U = musa.lu_unpack(LU, piv, unpack_data=False)
+    assert L.numel() == 0 and U.numel() == 0 and P.shape == (2, 5, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: deprecated
+        want = torch.lu(T(A0), get_infos=True)
+    got = musa.lu(M(A0), get_infos=True)
+    close(got[0], want[0])
+    assert arr(got[1]).tolist() == want[1].tolist() and arr(got[2]).tolist() == [0, 0]
+    close(M(A0).lu()[0], want[0])
+    # singular: lu_factor_ex and lu report it, lu_factor raises as torch does
+    S = M(np.array([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]]]))
+    ex = LA.lu_factor_ex(S)
+    assert arr(ex.info).tolist() == torch.linalg.lu_factor_ex(T(arr(S))).info.tolist() == [2, 0]
+    assert type(ex).__name__ == "linalg_lu_factor_ex"
+    with pytest.raises(musa.InvalidArgumentError,
+                       match=r"\[linalg.lu_factor\] U\[2,2\] is zero \(batch element 0\), and "
+                             r"using it on lu_solve would result in a division by zero"):
+        LA.lu_factor(S)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.lu_factor_ex\] U\[2,2\]"):
+        LA.lu_factor_ex(S, check_errors=True)
+    close(LA.lu(S).P @ LA.lu(S).L @ LA.lu(S).U, S)
+    # empty matrices and batches
+    e = LA.lu_factor_ex(musa.zeros(0, 3, dtype=musa.float64))
+    assert e.LU.shape == (0, 3) and e.pivots.shape == (0,)
+    assert LA.lu(musa.zeros(2, 0, 0, dtype=musa.float64)).P.shape == (2, 0, 0)
+
+
+def test_lu_errors_name_the_function_and_values():
+    sq = musa.eye(3, dtype=musa.float64)
+    LU, piv = LA.lu_factor(sq)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.lu_factor\] LU without "
+                                                        r"pivoting is not implemented on the CPU"):
+        LA.lu_factor(sq, pivot=False)
+    with pytest.raises(musa.InvalidTypeError, match=r"\[linalg_lu_factor\] expected a float32 or "
+                                                    r"float64 tensor"):
+        LA.lu_factor(musa.eye(3, dtype=musa.int64))
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.lu_solve\] pivots must be "
+                                                        r"between 1 and 3, got 7"):
+        LA.lu_solve(LU, musa.tensor([1, 7, 3], dtype=musa.int32), sq)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.lu_solve\] pivots must be an "
+                                                        r"int32 tensor"):
+        LA.lu_solve(LU, musa.ones(3), sq)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.lu_solve\] pivots of shape "
+                                                        r"\(2, 3\) do not match LU of shape"):
+        LA.lu_solve(LU, musa.ones(2, 3, dtype=musa.int32), sq)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.lu_solve\] A must be batches "
+                                                        r"of square"):
+        LA.lu_solve(musa.zeros(2, 3, dtype=musa.float64), piv, sq)
+
+
+def test_compiled_lu_matches_eager_without_falling_back(rng):
+    A0 = square(rng, 2, 4, 4)
+
+    def f(a):
+        P, L, U = LA.lu(a)
+        LU, piv, info = LA.lu_factor_ex(a)
+        return (P @ L @ U).sum() + (LU * LU).sum() + info.sum()
+
+    g = musa.jit(f)
+    a = M(A0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback warns "runs eagerly"
+        for _ in range(2):
+            close(g(a), f(a))
+    assert g.compiles == 1 and "linalg_lu_factor" in g.get_graph()

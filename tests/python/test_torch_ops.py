@@ -346,6 +346,33 @@ def test_alpha_zero_ignores_the_product_where_pytorch_does():
     np.testing.assert_array_equal(y.numpy(), c)
 
 
+@pytest.mark.parametrize("name", ["addmm", "baddbmm", "addbmm", "addmv", "addr"])
+def test_integer_add_products_keep_their_dtype_and_truncate_factors_as_pytorch(name):
+    # (fuzz) int8 baddbmm_ with beta=-0.82, alpha=0.5 gave 4 where torch gives
+    # 0; and any factor but 1 made an integer result float32
+    shapes = {"addmm": [(2, 2)] * 3, "baddbmm": [(1, 2, 2)] * 3,
+              "addbmm": [(2, 2), (3, 2, 2), (3, 2, 2)], "addmv": [(2,), (2, 2), (2,)],
+              "addr": [(2, 2), (2,), (2,)]}[name]
+    for mdt, tdt in ((musa.int8, torch.int8), (musa.int64, torch.int64),
+                     (musa.float32, torch.float32)):
+        for beta, alpha in ((2, 3), (0.5, 1.7), (-0.82, 0.5), (0, 2), (2.0, 1)):
+            margs = [musa.full(s, 3 if i else 5, dtype=mdt) for i, s in enumerate(shapes)]
+            targs = [torch.full(s, 3 if i else 5, dtype=tdt) for i, s in enumerate(shapes)]
+            try:
+                want = getattr(torch, name)(*targs, beta=beta, alpha=alpha)
+            except RuntimeError as e:  # addr: a float factor of integer tensors
+                assert "must not be a floating point number" in str(e)
+                with pytest.raises(musa.InvalidArgumentError,
+                                   match=rf"\[{name}\] for integral input tensors, argument "
+                                         rf"(beta|alpha) must not be a floating point number"):
+                    getattr(musa, name)(*margs, beta=beta, alpha=alpha)
+                continue
+            got = getattr(musa, name)(*margs, beta=beta, alpha=alpha)
+            assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6,
+                                       err_msg=f"{name} {mdt} {beta} {alpha}")
+
+
 def test_addcmul_of_integer_tensors_truncates_a_float_value():
     # (fuzz) int32 addcmul_ with value=-0.3 added -5.4 and rounded; PyTorch
     # truncates the value to the integer dtype first (-0.3 -> 0, -1.7 -> -1)

@@ -21,6 +21,16 @@ DEF(linalg_solve, LA, "A:T B:T") {
 DEF(linalg_solve_triangular, LA, "A:T B:T * upper:b left:b=True unitriangular:b=False") {
     return pm_ret(musa_linalg_solve_triangular(a[0].t, a[1].t, a[2].b, a[3].b, a[4].b));
 }
+DEF(linalg_lu_factor, LA, "A:T") { /* (LU, pivots, info, perm): linalg.py picks */
+    musa_tensor *t[4] = {NULL, NULL, NULL, NULL};
+    int rc = musa_linalg_lu_factor(a[0].t, &t[0], &t[1], &t[2], &t[3]);
+    return results(rc, 4, t);
+}
+DEF(linalg_lu, LA, "A:T") {
+    musa_tensor *t[3] = {NULL, NULL, NULL};
+    int rc = musa_linalg_lu(a[0].t, &t[0], &t[1], &t[2]);
+    return results(rc, 3, t);
+}
 DEF(linalg_slogdet, LA, "A:T") {
     musa_tensor *t[2] = {NULL, NULL};
     int rc = musa_linalg_slogdet(a[0].t, &t[0], &t[1]);

@@ -51,6 +51,7 @@ MUSA_WS(ws_linalg_solve);
 MUSA_WS(ws_linalg_slogdet);
 MUSA_WS(ws_linalg_cholesky);
 MUSA_WS(ws_linalg_solve_triangular);
+MUSA_WS(ws_linalg_lu_factor);
 MUSA_WS(ws_linalg_eigh);
 MUSA_WS(ws_linalg_svd);
 MUSA_WS(ws_linalg_qr);

@@ -1,7 +1,7 @@
 /*
  * linalg.c - the LAPACK kernels of the linear algebra rows: solve, slogdet,
- * cholesky, solve_triangular (BLAS's trsm), eigh, svd and qr, in float32
- * and float64.
+ * lu_factor, cholesky, solve_triangular (BLAS's trsm), eigh, svd and qr, in
+ * float32 and float64.
  *
  * OpenBLAS exports the Fortran LAPACK interface: every argument by pointer,
  * matrices column-major, and a hidden length after the arguments for each
@@ -70,12 +70,12 @@ static lp_int lp_gesv(int dt, lp_int n, lp_int nrhs, void *a, lp_int lda, lp_int
     return info;
 }
 
-static lp_int lp_getrf(int dt, lp_int n, void *a, lp_int lda, lp_int *ipiv) {
+static lp_int lp_getrf(int dt, lp_int m, lp_int n, void *a, lp_int lda, lp_int *ipiv) {
     lp_int info = 0;
     if (dt == MUSA_DTYPE_FLOAT32)
-        sgetrf_(&n, &n, a, &lda, ipiv, &info);
+        sgetrf_(&m, &n, a, &lda, ipiv, &info);
     else
-        dgetrf_(&n, &n, a, &lda, ipiv, &info);
+        dgetrf_(&m, &n, a, &lda, ipiv, &info);
     return info;
 }
 
@@ -322,7 +322,7 @@ int cpu_linalg_slogdet(const musa_kctx *ctx, musa_kview *out, const musa_kview *
         bool nan_pivot = false;
         if (n > 0) {
             load_cm(a, ld, &A, b);
-            lp_int info = lp_getrf(dt, n, a, ld, ipiv);
+            lp_int info = lp_getrf(dt, n, n, a, ld, ipiv);
             if (info < 0) return failed(ctx, "getrf", info);
             for (lp_int i = 0; i < n; i++) {
                 double u = cm_get(dt, a, (int64_t)i * (ld + 1));
@@ -340,6 +340,51 @@ int cpu_linalg_slogdet(const musa_kctx *ctx, musa_kview *out, const musa_kview *
         }
         store_scalar(&S, b, sign);
         store_scalar(&L, b, logabs);
+    }
+    return MUSA_OK;
+}
+
+/* ---- lu_factor: A = P L U with partial pivoting (getrf), any m by n ----
+ * Outputs: L and U packed in one m by n matrix (L's unit diagonal not
+ * stored), LAPACK's 1-based pivots (k = min(m, n) of them: row i was
+ * swapped with row pivots[i] - 1, in order), info (0, or i + 1 when U[i, i]
+ * is exactly zero: the factorization is complete, but U is singular), and
+ * the permutation those swaps make (A[perm] = L U), for the gradient and
+ * for P. */
+
+MUSA_WS(ws_linalg_lu_factor) {
+    MUSA_UNUSED(out), MUSA_UNUSED(n_out), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    int64_t m = in[0].shape[in[0].ndim - 2], n = in[0].shape[in[0].ndim - 1];
+    return (size_t)(m * n) * musa_dtype_info[in[0].dtype].size +
+           (size_t)(m < n ? m : n) * sizeof(lp_int) + 2 * 64;
+}
+
+int cpu_linalg_lu_factor(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
+                         const void *attrs) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    items A = items_of(&in[0], 2), LU = items_of(&out[0], 2), PIV = items_of(&out[1], 1),
+          INFO = items_of(&out[2], 0), PERM = items_of(&out[3], 1);
+    lp_int m = (lp_int)A.rows, n = (lp_int)A.cols, k = m < n ? m : n, ld = (lp_int)max1(m);
+    char *cur = ctx->scratch;
+    void *a = carve(&cur, (size_t)m * (size_t)n * A.es);
+    lp_int *ipiv = carve(&cur, (size_t)k * sizeof(lp_int));
+    for (int64_t b = 0, nb = batch_count(&LU); b < nb; b++) {
+        lp_int info = 0;
+        if (k > 0) {
+            load_cm(a, ld, &A, b);
+            info = lp_getrf(in[0].dtype, m, n, a, ld, ipiv);
+            if (info < 0) return failed(ctx, "getrf", info);
+            store_cm(&LU, b, a, ld, ALL);
+        }
+        int32_t *piv = (int32_t *)item_at(&PIV, b);
+        int64_t *perm = (int64_t *)item_at(&PERM, b);
+        for (lp_int i = 0; i < m; i++) perm[i * PERM.rs] = i;
+        for (lp_int i = 0; i < k; i++) {
+            piv[i * PIV.rs] = (int32_t)ipiv[i];
+            int64_t j = ipiv[i] - 1, t = perm[i * PERM.rs];
+            perm[i * PERM.rs] = perm[j * PERM.rs], perm[j * PERM.rs] = t;
+        }
+        *(int32_t *)item_at(&INFO, b) = (int32_t)info;
     }
     return MUSA_OK;
 }

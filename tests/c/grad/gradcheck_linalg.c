@@ -103,6 +103,25 @@ TEST(grad_linalg_cholesky) {
     GC(cholesky_upper, 1, true, in64(2, S(4, 4), -1, 1, L_STRIDED));
 }
 
+/* ---- lu_factor: square (shifted, so U is invertible), wide, tall ---- */
+
+static musa_tensor *f_linalg_lu_factor(musa_tensor *const *in) {
+    musa_tensor *lu = NULL, *piv = NULL, *info = NULL;
+    musa_linalg_lu_factor(in[0], &lu, &piv, &info, NULL);
+    release_all(2, piv, info);
+    return lu;
+}
+static musa_tensor *f_lu_square(musa_tensor *const *in) {
+    musa_tensor *a = shifted(in[0], 2), *r = f_linalg_lu_factor(&a);
+    musa_tensor_release(a);
+    return r;
+}
+TEST(grad_linalg_lu_factor) {
+    GC(lu_square, 1, true, in64(3, S(2, 3, 3), -1, 1, L_TRANSPOSED));
+    GC(linalg_lu_factor, 1, true, in64(2, S(3, 5), -1, 1, L_CONTIG));
+    GC(linalg_lu_factor, 1, true, in64(3, S(2, 5, 3), -1, 1, L_STRIDED));
+}
+
 /* ---- solve_triangular: every side, triangle and diagonal ---- */
 
 static musa_tensor *f_trsolve_left_lower(musa_tensor *const *in) {

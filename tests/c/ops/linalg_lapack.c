@@ -294,6 +294,70 @@ TEST(op_linalg_cholesky) {
     release_all(11, a, b, l, u, np, bat, r, i, e, le, i3);
 }
 
+/* ---- lu_factor ---- */
+
+TEST(op_linalg_lu_factor) {
+    /* A[perm] = L U for square, wide and tall matrices in every layout */
+    const int64_t shapes[3][2] = {{4, 4}, {3, 5}, {5, 3}};
+    for (int d = 0; d < 2; d++)
+        for (int lay = 0; lay < L_COUNT; lay++)
+            for (int sh = 0; sh < 3; sh++) {
+                musa_dtype dt = LA_DTYPES[d];
+                int64_t m = shapes[sh][0], n = shapes[sh][1], k = m < n ? m : n;
+                double *av = rand_mats(2, m, n, 0);
+                musa_tensor *a = tensor_of(dt, 3, S(2, m, n), av, (layout)lay);
+                musa_tensor *lu = NULL, *piv = NULL, *info = NULL, *perm = NULL;
+                CHECK_OK(musa_linalg_lu_factor(a, &lu, &piv, &info, &perm));
+                CHECK_SHAPE(lu, 3, 2, m, n);
+                CHECK_SHAPE(piv, 2, 2, k);
+                CHECK_SHAPE(info, 1, 2);
+                CHECK_SHAPE(perm, 2, 2, m);
+                CHECK(musa_tensor_dtype(piv) == MUSA_DTYPE_INT32 &&
+                      musa_tensor_dtype(perm) == MUSA_DTYPE_INT64);
+                double *luv = values(lu), *pv = values(perm), *iv = values(info), e = 0;
+                for (int64_t z = 0; z < 2; z++) {
+                    CHECK(iv[z] == 0);
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            double s = 0; /* (L U)[i, j] */
+                            for (int64_t p = 0; p < k; p++) {
+                                double l = p < i ? luv[(z * m + i) * n + p] : p == i ? 1 : 0;
+                                double u = p <= j ? luv[(z * m + p) * n + j] : 0;
+                                s += l * u;
+                            }
+                            int64_t src = (int64_t)pv[z * m + i];
+                            e = fmax(e, fabs(s - av[(z * m + src) * n + j]));
+                        }
+                }
+                CHECK_MSG(e < 10 * tol_of(dt), "lu %s %lldx%lld layout %d: |L U - A[perm]| = %g",
+                          musa_dtype_name(dt), (long long)m, (long long)n, lay, e);
+                free(av), free(luv), free(pv), free(iv);
+                release_all(5, a, lu, piv, info, perm);
+            }
+    /* known pivots and a singular U: info, and the factorization still done */
+    double sv[4] = {1, 2, 3, 6};
+    musa_tensor *s = from_list(MUSA_DTYPE_FLOAT64, 2, S(2, 2), sv);
+    musa_tensor *lu = NULL, *piv = NULL, *info = NULL;
+    CHECK_OK(musa_linalg_lu_factor(s, &lu, &piv, &info, NULL));
+    CHECK(near("lu", lu, (double[]){3, 6, 1.0 / 3, 0}, 4, 1));
+    CHECK(near("pivots", piv, (double[]){2, 2}, 2, 0));
+    CHECK(near("info", info, (double[]){2}, 1, 0));
+    musa_tensor *p = NULL, *l = NULL, *u = NULL;
+    CHECK_OK(musa_linalg_lu(s, &p, &l, &u));
+    CHECK(near("P", p, (double[]){0, 1, 1, 0}, 4, 0));
+    CHECK(near("L", l, (double[]){1, 0, 1.0 / 3, 1}, 4, 1));
+    /* empty, errors */
+    musa_tensor *e = musa_zeros(3, S(2, 0, 3), MUSA_DTYPE_FLOAT32), *elu = NULL, *ep = NULL,
+                *ei = NULL;
+    CHECK_OK(musa_linalg_lu_factor(e, &elu, &ep, &ei, NULL));
+    CHECK_SHAPE(elu, 3, 2, 0, 3);
+    CHECK_SHAPE(ep, 2, 2, 0);
+    musa_tensor *i = musa_ones(2, S(2, 2), MUSA_DTYPE_INT32), *x = NULL;
+    CHECK_ERR(musa_linalg_lu_factor(i, &x, &x, &x, NULL) == MUSA_OK, MUSA_ERR_TYPE, "got int32");
+    CHECK_ERR(musa_linalg_lu_factor(s, NULL, &x, &x, NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
+    release_all(12, s, lu, piv, info, p, l, u, e, elu, ep, ei, i);
+}
+
 /* ---- solve_triangular ---- */
 
 TEST(op_linalg_solve_triangular) {

@@ -73,6 +73,11 @@ for _n in ("bitwise_left_shift", "bitwise_right_shift", "__lshift__", "__rshift_
     for _f in (_n, _n + "_"):
         TORCH_WRONG[_f] = (("shift count", "a count below 0 or past the width is masked"),)
 
+# seed 8248: polygamma(1, -4) is inf (a pole); 1.13 gives 8.1e13 in float32
+# and 4.1e31 in float64 at negative integers (n >= 1; 0 is inf as it should be)
+for _f in ("polygamma", "polygamma_"):
+    TORCH_WRONG[_f] = (("pole", "finite values at the poles, the negative integers"),)
+
 
 def namespaces():
     """Globals for musa's and torch's run of the same source (torch's is None
@@ -398,6 +403,9 @@ def wrong_when(what, tensors, musa, env, src):
         return bool(count.size) and bool(((count < 0) | (count >= width)).any())
     if what == "expanded":  # a dim of more than one element at stride 0
         return any(n > 1 and st == 0 for v in tensors for n, st in zip(v.shape, v.stride()))
+    if what == "pole":  # a non-positive integer among the values
+        return any(numel(v) <= LARGE and bool(((x <= 0) & (x == np.round(x))).any())
+                   for v in tensors for x in [to_array(v, musa).astype(np.float64)])
     if what == "0-d":
         return any(v.dim() == 0 for v in tensors)
     if what == "nan":
