@@ -368,6 +368,12 @@ MUSA_API musa_tensor *musa_tanh(musa_tensor *x);
 MUSA_API musa_tensor *musa_sigmoid(musa_tensor *x);
 MUSA_API musa_tensor *musa_erf(musa_tensor *x);
 MUSA_API musa_tensor *musa_erfc(musa_tensor *x); /* 1 - erf(x), accurate where erf(x) is near 1 */
+/* Modified Bessel functions of the first kind I0 and I1, and exp(-|x|) I0,
+ * exp(-|x|) I1 (no overflow); integer inputs give float32 */
+MUSA_API musa_tensor *musa_i0(musa_tensor *x);
+MUSA_API musa_tensor *musa_i0e(musa_tensor *x);
+MUSA_API musa_tensor *musa_i1(musa_tensor *x);
+MUSA_API musa_tensor *musa_i1e(musa_tensor *x);
 MUSA_API musa_tensor *musa_asin(musa_tensor *x);
 MUSA_API musa_tensor *musa_acos(musa_tensor *x);
 MUSA_API musa_tensor *musa_atan(musa_tensor *x);

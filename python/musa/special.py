@@ -7,7 +7,8 @@ from . import _functions as _F
 from .nn import functional as _NF
 
 __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digamma", "psi", "polygamma",
-           "expm1", "exp2", "log1p", "sinc", "round", "softmax", "log_softmax", "logsumexp"]
+           "expm1", "exp2", "log1p", "sinc", "round", "softmax", "log_softmax", "logsumexp",
+           "i0", "i0e", "i1", "i1e"]
 
 erf = _C.erf
 erfc = _C.erfc
@@ -23,6 +24,7 @@ exp2 = _F.exp2
 log1p = _C.log1p
 sinc = _T.sinc
 round = _C.round
+i0, i0e, i1, i1e = _C.i0, _C.i0e, _C.i1, _C.i1e
 
 
 def softmax(input, dim, *, dtype=None):

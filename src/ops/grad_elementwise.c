@@ -50,6 +50,23 @@ UNARY_GRAD(grad_erf, musa_mul(T(musa_mul(G, NUM(1.1283791670955126))),
                               T(musa_exp(T(musa_neg(T(musa_mul(X, X))))))))
 UNARY_GRAD(grad_erfc, musa_mul(T(musa_mul(G, NUM(-1.1283791670955126))),
                                T(musa_exp(T(musa_neg(T(musa_mul(X, X))))))))
+/* Bessel I: i0' = i1; i1' = i0 - i1 / x (1/2 at 0); the scaled forms add
+ * -sign(x) times themselves: i0e' = i1e - sign(x) i0e,
+ * i1e' = i0e - i1e (sign(x) + 1 / x) (1/2 at 0) */
+UNARY_GRAD(grad_i0, musa_mul(G, T(musa_i1(X))))
+UNARY_GRAD(grad_i0e, musa_mul(G, T(musa_sub(T(musa_i1e(X)), T(musa_mul(T(musa_sign(X)), Y))))))
+static musa_tensor *at_zero_half(musa_tensor *x, musa_tensor *v) {
+    musa_temps t = {0};
+    musa_tensor *r = musa_where(T(musa_eq(x, NUM(0))), T(musa_full_like(v, 0.5)), v);
+    musa_temps_release(&t);
+    return r;
+}
+UNARY_GRAD(grad_i1, musa_mul(G, T(at_zero_half(X, T(musa_sub(T(musa_i0(X)), T(musa_div(Y, X))))))))
+UNARY_GRAD(grad_i1e,
+           musa_mul(G, T(at_zero_half(
+                           X, T(musa_sub(T(musa_i0e(X)),
+                                         T(musa_mul(Y, T(musa_add(T(musa_sign(X)),
+                                                                  T(musa_reciprocal(X))))))))))))
 /* inverse trigonometric and hyperbolic functions */
 UNARY_GRAD(grad_asin, musa_div(G, T(musa_sqrt(T(musa_sub(NUM(1), T(musa_mul(X, X))))))))
 UNARY_GRAD(grad_acos,

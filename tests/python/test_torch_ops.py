@@ -281,6 +281,36 @@ def test_polygamma_against_torch_and_its_gradient():
         musa.polygamma(-1, x)
 
 
+@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e"])
+def test_bessel_i_against_torch_and_their_gradients(name):
+    xs = np.concatenate([np.linspace(-60, 60, 2401), [0.0, -0.0, 1e-300, 19.999, 20.001, 500.0,
+                                                      708.0, -708.0, np.nan]])
+    m, t = getattr(musa.special, name), getattr(torch.special, name)
+    np.testing.assert_allclose(m(musa.tensor(xs)).numpy(), t(torch.tensor(xs)).numpy(),
+                               rtol=5e-15, atol=0)
+    x32 = xs.astype(np.float32)[np.abs(xs) < 80]
+    np.testing.assert_allclose(m(musa.tensor(x32)).numpy(), t(torch.tensor(x32)).numpy(),
+                               rtol=2e-6, atol=0)
+    # integers give float32; the infinities are I's limits (torch 1.13: NaN for i0, i1)
+    assert m(musa.tensor([1, 2])).dtype == musa.float32
+    inf = m(musa.tensor([np.inf, -np.inf])).tolist()
+    assert inf == {"i0": [np.inf, np.inf], "i0e": [0.0, 0.0], "i1": [np.inf, -np.inf],
+                   "i1e": [0.0, -0.0]}[name]
+    # gradients: torch's formulas, 1/2 at 0 for i1 and i1e
+    g0 = np.array([-25.0, -3.5, -0.2, 0.0, 0.7, 4.0, 22.0])
+    a, ta = musa.tensor(g0, requires_grad=True), torch.tensor(g0, requires_grad=True)
+    (ga,) = musa.autograd.grad(m(a).sum(), a)
+    (tga,) = torch.autograd.grad(t(ta).sum(), ta)
+    np.testing.assert_allclose(ga.numpy(), tga.numpy(), rtol=1e-13)
+    b = musa.tensor([-2.5, -0.3, 0.4, 3.0], dtype=musa.float64, requires_grad=True)
+    assert musa.autograd.gradcheck(m, (b,)) and musa.autograd.gradgradcheck(m, (b,))
+    if name == "i0":
+        check(musa.i0(musa.tensor(g0)), torch.i0(torch.tensor(g0)), 1e-14)
+        y = musa.tensor(g0)
+        y.i0_()
+        check(y, torch.i0(torch.tensor(g0)), 1e-14)
+
+
 def test_errors():
     with pytest.raises(RuntimeError, match="must be matrices"):
         musa.addmm(musa.zeros(2), musa.zeros(2), musa.zeros(2))

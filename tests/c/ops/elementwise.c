@@ -94,6 +94,22 @@ UNARY_TEST(tanh, tanh(x), K_FLOAT, -4, 4)
 UNARY_TEST(sigmoid, 1 / (1 + exp(-x)), K_FLOAT, -6, 6)
 UNARY_TEST(erf, erf(x), K_FLOAT, -3, 3)
 UNARY_TEST(erfc, erfc(x), K_FLOAT, -3, 6)
+/* I_n(x) = 1/pi int_0^pi exp(x cos t) cos(n t) dt by the trapezoid rule,
+ * exponentially convergent for this periodic integrand: a reference
+ * independent of the kernel's series (|x| <= 20) and asymptotic expansion */
+static double bessel_ref(double x, int n) {
+    const int N = 64;
+    double s = 0;
+    for (int k = 0; k <= N; k++) {
+        double t = M_PI * k / N, w = (k == 0 || k == N) ? 0.5 : 1;
+        s += w * exp(x * cos(t)) * cos(n * t);
+    }
+    return s / N;
+}
+UNARY_TEST(i0, bessel_ref(x, 0), K_FLOAT, -11, 11) /* float16 holds I0 to 11.6 */
+UNARY_TEST(i0e, bessel_ref(x, 0) * exp(-fabs(x)), K_FLOAT, -30, 30)
+UNARY_TEST(i1, bessel_ref(x, 1), K_FLOAT, -11, 11)
+UNARY_TEST(i1e, bessel_ref(x, 1) * exp(-fabs(x)), K_FLOAT, -30, 30)
 UNARY_TEST(asin, asin(x), K_FLOAT, -0.95, 0.95)
 UNARY_TEST(acos, acos(x), K_FLOAT, -0.95, 0.95)
 UNARY_TEST(atan, atan(x), K_FLOAT, -4, 4)

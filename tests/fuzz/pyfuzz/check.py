@@ -78,6 +78,10 @@ for _n in ("bitwise_left_shift", "bitwise_right_shift", "__lshift__", "__rshift_
 for _f in ("polygamma", "polygamma_"):
     TORCH_WRONG[_f] = (("pole", "finite values at the poles, the negative integers"),)
 
+# i0(inf) and i1(+-inf) are NaN in 1.13 (exp(x) i0e(x) = inf * 0); musa's are +-inf
+for _f in ("i0", "i0_", "i1"):
+    TORCH_WRONG[_f] = (("inf", "NaN at the infinities, where I0 and I1 are infinite"),)
+
 
 def namespaces():
     """Globals for musa's and torch's run of the same source (torch's is None
@@ -406,6 +410,9 @@ def wrong_when(what, tensors, musa, env, src):
     if what == "pole":  # a non-positive integer among the values
         return any(numel(v) <= LARGE and bool(((x <= 0) & (x == np.round(x))).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
+    if what == "inf":  # an infinity among the values
+        return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
+                   bool(np.isinf(to_array(v, musa)).any()) for v in tensors)
     if what == "0-d":
         return any(v.dim() == 0 for v in tensors)
     if what == "nan":
