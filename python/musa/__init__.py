@@ -42,11 +42,14 @@ from ._functions import norm, split, unbind  # noqa: E402,F401
 from ._more_functions import *  # noqa: E402,F401,F403
 from ._torch_ops import *  # noqa: E402,F401,F403
 from ._legacy import *  # noqa: E402,F401,F403
+from ._torch_env import *  # noqa: E402,F401,F403
+from ._torch_random import *  # noqa: E402,F401,F403
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from ._generator import with_generator as _with_generator  # noqa: E402
 
 # the random functions take generator= (a musa.Generator) as in PyTorch
-for _n in ("rand", "randn", "randint", "randperm", "bernoulli"):
+for _n in ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "normal",
+           "randint_like"):
     globals()[_n] = _with_generator(globals()[_n], _n)
 from . import cuda  # noqa: E402,F401
 

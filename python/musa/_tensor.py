@@ -548,7 +548,11 @@ def is_pinned(self):
 
 from ._generator import with_generator as _with_generator  # noqa: E402
 
-for _name in ("uniform_", "normal_", "bernoulli_", "exponential_"):
+from ._torch_random import METHODS as _RANDOM_METHODS  # noqa: E402
+
+for _name, _fn in _RANDOM_METHODS.items():
+    setattr(Tensor, _name, _fn)
+for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", *_RANDOM_METHODS):
     setattr(Tensor, _name, _with_generator(getattr(Tensor, _name), "Tensor." + _name))
 
 

@@ -1,0 +1,110 @@
+"""PyTorch's process-level names (musa/_torch_env.py) against torch:
+finfo/iinfo, the constants, the determinism and precision switches,
+seed(), and the windows."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import musa
+
+FLOATS = [(musa.float32, torch.float32), (musa.float64, torch.float64),
+          (musa.float16, torch.float16), (musa.bfloat16, torch.bfloat16)]
+INTS = [(musa.int8, torch.int8), (musa.uint8, torch.uint8), (musa.int32, torch.int32),
+        (musa.int64, torch.int64)]
+
+
+@pytest.mark.parametrize("md, td", FLOATS)
+def test_finfo_equals_torchs(md, td):
+    f, t = musa.finfo(md), torch.finfo(td)
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(f, field) == getattr(t, field), field
+    assert repr(f) == repr(t)
+    # the limits are what the dtype holds: max stays finite, twice it does not
+    x = musa.tensor([f.max, f.tiny, 1 + f.eps], dtype=md)
+    assert x.tolist() == [f.max, f.tiny, 1 + f.eps]
+    assert math.isinf(float(musa.tensor(f.max, dtype=md) * 2))
+
+
+@pytest.mark.parametrize("md, td", INTS)
+def test_iinfo_equals_torchs(md, td):
+    i, t = musa.iinfo(md), torch.iinfo(td)
+    assert (i.bits, i.min, i.max, i.dtype, repr(i)) == (t.bits, t.min, t.max, t.dtype, repr(t))
+    assert musa.tensor([i.min, i.max], dtype=md).tolist() == [i.min, i.max]
+
+
+def test_finfo_iinfo_defaults_and_errors():
+    assert musa.finfo().dtype == "float32"
+    musa.set_default_dtype(musa.float64)
+    try:
+        assert musa.finfo().eps == 2.0 ** -52
+    finally:
+        musa.set_default_dtype(musa.float32)
+    with pytest.raises(TypeError, match=r"\[finfo\] requires a floating point dtype, got "
+                                        r"musa.int32"):
+        musa.finfo(musa.int32)
+    with pytest.raises(TypeError, match=r"\[iinfo\] requires an integer dtype, got musa.float32"):
+        musa.iinfo(musa.float32)
+    with pytest.raises(TypeError, match=r"\[iinfo\] requires an integer dtype, got musa.bool"):
+        musa.iinfo(musa.bool)
+    with pytest.raises(TypeError, match=r"\[finfo\] expected a musa.dtype, got str"):
+        musa.finfo("float32")
+
+
+def test_constants_and_switches():
+    assert (musa.pi, musa.e) == (torch.pi, torch.e)
+    assert math.isinf(musa.inf) and math.isnan(musa.nan)
+    assert not musa.are_deterministic_algorithms_enabled()
+    musa.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        assert musa.are_deterministic_algorithms_enabled()
+        assert musa.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        musa.use_deterministic_algorithms(False)
+    with pytest.raises(TypeError, match=r"\[use_deterministic_algorithms\]"):
+        musa.use_deterministic_algorithms(1)
+    assert musa.get_float32_matmul_precision() == "highest"
+    musa.set_float32_matmul_precision("medium")
+    try:
+        assert musa.get_float32_matmul_precision() == "medium"
+    finally:
+        musa.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError, match=r"\[set_float32_matmul_precision\] precision must be"):
+        musa.set_float32_matmul_precision("low")
+    assert musa.get_num_interop_threads() == musa.get_num_threads()
+    musa.set_num_interop_threads(2)
+    with pytest.raises(ValueError, match=r"\[set_num_interop_threads\]"):
+        musa.set_num_interop_threads(0)
+
+
+def test_seed_reseeds_from_the_os_and_returns_the_seed():
+    s = musa.seed()
+    assert 0 <= s < 2 ** 63 and musa.initial_seed() == s
+    a = musa.rand(4)
+    musa.manual_seed(s)
+    assert musa.equal(musa.rand(4), a)
+    assert musa.seed() != s  # 2^-63 to fail
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
+                                  "bartlett_window", "kaiser_window"])
+def test_windows_equal_torchs(name):
+    for n in (0, 1, 2, 5, 16, 101):
+        for periodic in (True, False):
+            for md, td in FLOATS[:2]:
+                m = getattr(musa, name)(n, periodic, dtype=md)
+                t = getattr(torch, name)(n, periodic, dtype=td)
+                assert m.dtype == md and m.shape == tuple(t.shape)
+                np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=0,
+                                           atol=1e-6 if md == musa.float32 else 1e-13)
+    extra = {"hamming_window": (0.5, 0.4), "kaiser_window": (5.0,)}.get(name, ())
+    np.testing.assert_allclose(getattr(musa, name)(9, False, *extra, dtype=musa.float64).numpy(),
+                               getattr(torch, name)(9, False, *extra, dtype=torch.float64).numpy(),
+                               atol=1e-13)
+    w = getattr(musa, name)(8, requires_grad=True)
+    assert w.requires_grad and w.dtype == musa.float32
+    with pytest.raises(ValueError, match=rf"\[{name}\] window_length must be a non-negative int"):
+        getattr(musa, name)(-1)
+    with pytest.raises(ValueError, match=rf"\[{name}\] expects a floating point dtype"):
+        getattr(musa, name)(4, dtype=musa.int64)
