@@ -887,6 +887,9 @@ MUSA_API musa_tensor *musa_tensor_grad(const musa_tensor *t);
 MUSA_API int musa_tensor_set_grad(musa_tensor *t, musa_tensor *grad);
 /* Keep .grad for a non-leaf tensor too. */
 MUSA_API int musa_tensor_retain_grad(musa_tensor *t);
+/* Whether retain_grad was called on non-leaf t (false for leaves, as in
+ * PyTorch: they keep .grad anyway). */
+MUSA_API bool musa_tensor_retains_grad(const musa_tensor *t);
 /* A tensor sharing t's storage, with no autograd history. */
 MUSA_API musa_tensor *musa_detach(musa_tensor *t);
 

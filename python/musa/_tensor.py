@@ -3,6 +3,7 @@
 musa.Tensor is a heap type, so methods can be added to it here.
 """
 import copyreg
+import math as _math
 
 from . import _C
 from . import _functions as F
@@ -439,6 +440,9 @@ from . import _more_functions as _M  # noqa: E402
 for _name in ("to_sparse", "to_sparse_coo", "to_sparse_csr"):
     setattr(Tensor, _name, _legacy._no_sparse("Tensor." + _name))
 Tensor.is_sparse = property(lambda self: False, doc="False: musa tensors are dense")
+Tensor.mH = property(lambda self: self.transpose(-2, -1),
+                     doc="The conjugate transpose of the last two dims: mT (no complex dtypes)")
+Tensor.H = property(lambda self: self.t(), doc="The conjugate transpose of a matrix: t()")
 
 Tensor.is_cpu = property(lambda self: not self.is_cuda, doc="True: musa tensors live in memory")
 Tensor.is_xpu = property(lambda self: False, doc="False: no XPU backend")
@@ -497,7 +501,10 @@ for _name in ("abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "re
               "acos", "atan", "asinh", "acosh", "atanh", "trunc", "copysign", "arcsin", "arccos",
               "arctan", "arcsinh", "arccosh", "arctanh", "fix", "logical_and", "logical_or",
               "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-              "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "i0"):
+              "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "i0", "divide",
+              "multiply", "subtract", "true_divide", "floor_divide", "cumsum", "cumprod", "log2",
+              "log10", "sinh", "cosh", "tan", "exp2", "polygamma", "eq", "ne", "lt", "le", "gt",
+              "ge"):
     setattr(Tensor, _name + "_", _inplace(_name))
 
 
@@ -620,3 +627,55 @@ def lu(self, pivot=True, get_infos=False):
 def lu_solve(self, LU_data, LU_pivots):
     from ._more_functions import lu_solve as _lu_solve
     return _lu_solve(self, LU_data, LU_pivots)
+
+
+# ---- small methods PyTorch programs call ----
+
+@_method
+def adjoint(self):
+    return self.mH
+
+
+@_method
+def get_device(self):
+    """-1: the CPU (PyTorch's answer for CPU tensors)."""
+    return -1
+
+
+@_method
+def is_signed(self):
+    return self.dtype.is_signed
+
+
+@_method
+def sum_to_size(self, *size):
+    """The sum of self down to `size`, a shape self broadcasts from
+    (PyTorch's gradient reduction, as a method)."""
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    lead = self.ndim - len(size)
+    ok = lead >= 0 and all(s == n or s == 1 for s, n in zip(size, self.shape[lead:]))
+    if not ok:
+        raise _C.InvalidArgumentError(f"[Tensor.sum_to_size] size {list(size)} is not "
+                                      f"expandable to the tensor's size {list(self.shape)}")
+    r = self.sum(tuple(range(lead))) if lead else self
+    dims = tuple(i for i, (s, n) in enumerate(zip(size, r.shape)) if s == 1 and n != 1)
+    return r.sum(dims, keepdim=True) if dims else r
+
+
+@_method
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Write fill_value on the main diagonal (a matrix, or a tensor of
+    equal dims); wrap: a tall matrix's diagonal starts again below each
+    square block, every N + 1 rows (as NumPy's fill_diagonal)."""
+    if self.ndim < 2:
+        raise _C.InvalidArgumentError(f"[Tensor.fill_diagonal_] dimensions must be larger than "
+                                      f"1, got {self.ndim}")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise _C.InvalidArgumentError(f"[Tensor.fill_diagonal_] all dimensions of input must be "
+                                      f"of equal length, got {tuple(self.shape)}")
+    rows, cols = self.shape[0], self.numel() // max(self.shape[0], 1)
+    step = sum(_math.prod(self.shape[k + 1:]) for k in range(self.ndim)) if self.ndim > 2 \
+        else cols + 1
+    end = self.numel() if (wrap and self.ndim == 2) else min(rows, self.shape[-1]) * step
+    idx = _C.arange(0, min(end, self.numel()), step, dtype=_C.int64)
+    return self.copy_(self.reshape(-1).index_fill(0, idx, fill_value).reshape(self.shape))

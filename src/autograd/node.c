@@ -494,6 +494,10 @@ bool musa_tensor_is_leaf(const musa_tensor *t) {
     return t && !(t->autograd && t->autograd->grad_fn);
 }
 
+bool musa_tensor_retains_grad(const musa_tensor *t) {
+    return t && t->autograd && t->autograd->grad_fn && t->autograd->retains_grad;
+}
+
 musa_tensor *musa_tensor_grad(const musa_tensor *t) {
     if (!t || !t->autograd) return NULL;
     pthread_mutex_lock(&musa_leaf_grad_lock);

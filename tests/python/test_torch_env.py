@@ -1,6 +1,7 @@
 """PyTorch's process-level names (musa/_torch_env.py) against torch:
 finfo/iinfo, the constants, the determinism and precision switches,
-seed(), and the windows."""
+seed(), the windows; and small Tensor methods (fill_diagonal_, sum_to_size,
+mH, the added in-place forms, retains_grad)."""
 import math
 
 import numpy as np
@@ -108,3 +109,37 @@ def test_windows_equal_torchs(name):
         getattr(musa, name)(-1)
     with pytest.raises(ValueError, match=rf"\[{name}\] expects a floating point dtype"):
         getattr(musa, name)(4, dtype=musa.int64)
+
+
+def test_small_tensor_methods_equal_torchs():
+    for shape in [(3, 3), (5, 3), (3, 5), (7, 2), (4, 4, 4), (2, 2, 2, 2), (1, 1), (0, 0)]:
+        for wrap in (False, True):
+            assert (musa.zeros(*shape).fill_diagonal_(2.5, wrap).tolist() ==
+                    torch.zeros(*shape).fill_diagonal_(2.5, wrap).tolist()), (shape, wrap)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[Tensor.fill_diagonal_\] all "
+                                                        r"dimensions of input must be"):
+        musa.zeros(2, 3, 3).fill_diagonal_(1)
+    x, t = musa.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
+    for size in [(3, 4), (1, 4), (2, 1, 4), (1, 1, 1), (4,), (2, 3, 4)]:
+        assert x.sum_to_size(size).tolist() == t.sum_to_size(size).tolist()
+    assert x.sum_to_size(1, 4).shape == (1, 4)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[Tensor.sum_to_size\] size \[2, 4\] "
+                                                        r"is not expandable"):
+        x.sum_to_size(2, 4)
+    assert x.get_device() == t.get_device() == -1
+    assert x.is_signed() and not musa.ones(2, dtype=musa.uint8).is_signed()
+    assert x.mH.tolist() == t.mH.tolist() and x.adjoint().tolist() == t.adjoint().tolist()
+    assert musa.ones(2, 3).H.shape == (3, 2)
+    for name, arg in (("eq_", 2.0), ("ge_", 3.0), ("divide_", 2.0), ("multiply_", 3.0),
+                      ("subtract_", 1.5), ("floor_divide_", 4.0), ("true_divide_", 4.0),
+                      ("log2_", None), ("log10_", None), ("sinh_", None), ("tan_", None),
+                      ("exp2_", None), ("cumsum_", 0), ("cumprod_", 0)):
+        m, tt = musa.tensor([1.0, 2.0, 3.5]), torch.tensor([1.0, 2.0, 3.5])
+        args = () if arg is None else (arg,)
+        assert getattr(m, name)(*args) is m
+        np.testing.assert_allclose(m.tolist(), getattr(tt, name)(*args).tolist(), rtol=1e-6)
+    y = musa.ones(2, requires_grad=True)
+    z = y * 2
+    assert not y.retains_grad and not z.retains_grad
+    z.retain_grad()
+    assert z.retains_grad

@@ -463,6 +463,10 @@ GETTER(is_leaf) {
     UNUSED_C;
     return PyBool_FromLong(musa_tensor_is_leaf(pm_t(self)));
 }
+GETTER(retains_grad) {
+    UNUSED_C;
+    return PyBool_FromLong(musa_tensor_retains_grad(pm_t(self)));
+}
 GETTER(data) {
     UNUSED_C;
     return pm_wrap(musa_detach(pm_t(self)));
@@ -538,6 +542,7 @@ static PyGetSetDef tensor_getset[] = {
     {"grad_fn", get_grad_fn, NULL, "the autograd node that made this tensor (None for leaves)",
      NULL},
     {"is_leaf", get_is_leaf, NULL, "True for tensors not made by a recorded op", NULL},
+    {"retains_grad", get_retains_grad, NULL, "True for a non-leaf after retain_grad()", NULL},
     {"data", get_data, set_data, "the tensor without autograd history (shares storage)", NULL},
     {"T", get_T, NULL, "dims reversed", NULL},
     {"mT", get_mT, NULL, "last two dims swapped", NULL},
