@@ -107,6 +107,9 @@ enum musa_status {
     MUSA_ERR_DEVICE = -8,          /* device not available         -> RuntimeError        */
     MUSA_ERR_ZERO_DIVISION = -9,   /* integer division by zero     -> ZeroDivisionError   */
     MUSA_ERR_INTERRUPTED = -10,    /* musa_interrupt() stopped it  -> KeyboardInterrupt   */
+    MUSA_ERR_LINALG = -11,         /* a factorization failed on its values (singular, not
+                                    * positive-definite, no convergence) -> musa.linalg.LinAlgError,
+                                    * a subclass of musa.InvalidArgumentError */
 };
 
 /* The message of the last error on this thread ("" if none). Never NULL. */

@@ -19,10 +19,13 @@ import math as _math
 from . import _C
 from ._functions import _tensors, _dim
 
-__all__ = ["solve", "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "inv",
-           "inv_ex", "det", "slogdet", "cholesky", "cholesky_ex", "eigh", "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv",
-           "matrix_rank", "vector_norm", "matrix_norm", "norm", "matmul", "diagonal", "vecdot",
-           "multi_dot", "matrix_power", "cross"]
+LinAlgError = _C.LinAlgError
+
+__all__ = ["LinAlgError", "solve", "solve_triangular", "lu_factor", "lu_factor_ex", "lu",
+           "lu_solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cholesky_ex", "eigh",
+           "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv", "matrix_rank", "vector_norm",
+           "matrix_norm", "norm", "matmul", "diagonal", "vecdot", "multi_dot", "matrix_power",
+           "cross"]
 
 
 def cross(input, other, *, dim=-1):
@@ -138,7 +141,7 @@ def _check_lu(who, info):
     for b, i in enumerate(bad):
         if i > 0:
             at = f" (batch element {b})" if info.ndim else ""
-            raise _C.InvalidArgumentError(
+            raise _C.LinAlgError(
                 f"[{who}] U[{i},{i}] is zero{at}, and using it on lu_solve would result in a "
                 f"division by zero; to factor it anyway call linalg.lu or linalg.lu_factor_ex")
 
@@ -223,7 +226,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     try:
         L = _C.linalg_cholesky(A, upper=bool(upper))
         return _cholesky_ex_t(L, _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
-    except _C.InvalidArgumentError as e:
+    except _C.LinAlgError as e:
         if check_errors or "not positive-definite" not in str(e):
             raise
     import re
@@ -234,7 +237,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
         try:
             Ls.append(_C.linalg_cholesky(flat[i], upper=bool(upper)))
             info.append(0)
-        except _C.InvalidArgumentError as e:
+        except _C.LinAlgError as e:
             info.append(int(re.search(r"minor of order (\d+)", str(e)).group(1)))
             Ls.append(_C.full(list(flat.shape[1:]), float("nan"), dtype=A.dtype))
     return _cholesky_ex_t(_C.stack(Ls).reshape(A.shape),

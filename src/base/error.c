@@ -108,6 +108,8 @@ const char *musa_status_name(int code) {
         return "MUSA_ERR_ZERO_DIVISION";
     case MUSA_ERR_INTERRUPTED:
         return "MUSA_ERR_INTERRUPTED";
+    case MUSA_ERR_LINALG:
+        return "MUSA_ERR_LINALG";
     default:
         return "MUSA_ERR_UNKNOWN";
     }

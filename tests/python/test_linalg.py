@@ -673,3 +673,20 @@ def test_compiled_lu_matches_eager_without_falling_back(rng):
         for _ in range(2):
             close(g(a), f(a))
     assert g.compiles == 1 and "linalg_lu_factor" in g.get_graph()
+
+
+def test_numerical_failures_raise_linalg_error_as_torch_does():
+    assert issubclass(LA.LinAlgError, musa.InvalidArgumentError)
+    assert issubclass(LA.LinAlgError, RuntimeError) and issubclass(LA.LinAlgError, ValueError)
+    sing = musa.zeros(3, 3, dtype=musa.float64)
+    for fn in (lambda: LA.solve(sing, sing), lambda: LA.inv(sing), lambda: LA.lu_factor(sing),
+               lambda: LA.cholesky(-musa.eye(2, dtype=musa.float64)),
+               lambda: LA.svd(musa.full((2, 2), float("nan"), dtype=musa.float64))):
+        with pytest.raises(LA.LinAlgError):
+            fn()
+        with pytest.raises(RuntimeError):  # what torch.linalg.LinAlgError is
+            fn()
+    # a bad shape is not a numerical failure
+    with pytest.raises(musa.InvalidArgumentError) as e:
+        LA.solve(musa.zeros(2, 3, dtype=musa.float64), sing)
+    assert not isinstance(e.value, LA.LinAlgError)

@@ -24,7 +24,7 @@ void pm_drop_stash(void) {
 /* musa's errors for bad values and types are also RuntimeErrors, which is
  * what PyTorch raises for them (shape mismatches, wrong dtypes): code that
  * catches either keeps working. Made in pm_types_init. */
-static PyObject *value_error_cls, *type_error_cls;
+static PyObject *value_error_cls, *type_error_cls, *linalg_error_cls;
 
 PyObject *pm_raise(void) {
     if (stash_type) {
@@ -55,6 +55,9 @@ PyObject *pm_raise(void) {
         break;
     case MUSA_ERR_ZERO_DIVISION:
         cls = PyExc_ZeroDivisionError;
+        break;
+    case MUSA_ERR_LINALG:
+        cls = linalg_error_cls ? linalg_error_cls : PyExc_ValueError;
         break;
     case MUSA_ERR_INTERRUPTED: /* Ctrl-C: Python's handler decides (KeyboardInterrupt) */
         if (PyErr_CheckSignals() < 0) return NULL;
@@ -333,6 +336,15 @@ int pm_types_init(PyObject *module) {
                                 "A bad dtype or argument type: a TypeError, and a RuntimeError "
                                 "as PyTorch raises for dtype mismatches.");
     if (!value_error_cls || !type_error_cls) return -1;
+    /* torch.linalg.LinAlgError's place: an InvalidArgumentError, so code
+     * catching that (or ValueError, or RuntimeError) still does */
+    linalg_error_cls = PyErr_NewExceptionWithDoc(
+        "musa.linalg.LinAlgError",
+        "A factorization failed on its values: a singular matrix, one that is not "
+        "positive-definite, or no convergence.",
+        value_error_cls, NULL);
+    if (!linalg_error_cls || PyModule_AddObject(module, "LinAlgError", Py_NewRef(linalg_error_cls)))
+        return -1;
     MusaDtype_Type = (PyTypeObject *)PyType_FromSpec(&dtype_spec);
     MusaDevice_Type = (PyTypeObject *)PyType_FromSpec(&device_spec);
     if (!MusaDtype_Type || !MusaDevice_Type) return -1;

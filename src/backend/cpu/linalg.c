@@ -234,7 +234,7 @@ static bool all_finite(int dt, const void *a, int64_t n) {
  * gesdd loops forever on some matrices with an infinity (the fuzzer found a
  * float32 3 by 3 one), and a NaN could only give NaNs or a failure. */
 static int non_finite(const musa_kctx *ctx, const char *at) {
-    return musa_err(MUSA_ERR_VALUE,
+    return musa_err(MUSA_ERR_LINALG,
                     "[%s] the algorithm failed to converge because the input matrix contains "
                     "non-finite values (NaN or inf)%s",
                     ctx->op_name, at);
@@ -288,7 +288,7 @@ int cpu_linalg_solve(const musa_kctx *ctx, musa_kview *out, const musa_kview *in
         lp_int info = lp_gesv(dt, n, k, a, ld, ipiv, x, ld);
         char at[48];
         if (info > 0)
-            return musa_err(MUSA_ERR_VALUE,
+            return musa_err(MUSA_ERR_LINALG,
                             "[%s] the matrix A is singular%s: U[%d,%d] of its LU factorization is "
                             "zero, so the system has no unique solution",
                             ctx->op_name, where(&A, b, at, sizeof at), (int)info - 1,
@@ -409,7 +409,7 @@ int cpu_linalg_cholesky(const musa_kctx *ctx, musa_kview *out, const musa_kview 
         lp_int info = lp_potrf(in[0].dtype, upper ? 'U' : 'L', n, a, ld);
         char at[48];
         if (info > 0)
-            return musa_err(MUSA_ERR_VALUE,
+            return musa_err(MUSA_ERR_LINALG,
                             "[%s] The factorization could not be completed because the input is "
                             "not positive-definite (the leading minor of order %d is not "
                             "positive-definite)%s",
@@ -502,7 +502,7 @@ int cpu_linalg_eigh(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
         lp_int info = lp_syevd(dt, upper ? 'U' : 'L', n, a, ld, w, work, (lp_int)q.lwork, iwork,
                                (lp_int)q.liwork);
         if (info > 0)
-            return musa_err(MUSA_ERR_VALUE,
+            return musa_err(MUSA_ERR_LINALG,
                             "[%s] the algorithm failed to converge%s: the input is ill-conditioned "
                             "or has too many repeated eigenvalues (error code %d)",
                             ctx->op_name, where(&A, b, at, sizeof at), (int)info);
@@ -573,7 +573,7 @@ int cpu_linalg_svd(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, 
         lp_int info = lp_gesdd(dt, d.jobz, d.m, d.n, a, lda, s, u, lda, vt, ldvt, work,
                                (lp_int)d.lwork, iwork);
         if (info > 0)
-            return musa_err(MUSA_ERR_VALUE,
+            return musa_err(MUSA_ERR_LINALG,
                             "[%s] the algorithm failed to converge%s: the input is ill-conditioned "
                             "or has too many repeated singular values (error code %d)",
                             ctx->op_name, where(&A, b, at, sizeof at), (int)info);

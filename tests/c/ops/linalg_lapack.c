@@ -136,11 +136,11 @@ TEST(op_linalg_solve) {
     double sv[9] = {1, 2, 3, 2, 4, 6, 1, 0, 1}; /* row 2 = 2 row 1 */
     musa_tensor *sing = from_list(MUSA_DTYPE_FLOAT64, 2, S(3, 3), sv),
                 *rhs = musa_ones(2, S(3, 1), MUSA_DTYPE_FLOAT64);
-    CHECK_ERR(FAILS(musa_linalg_solve(sing, rhs)), MUSA_ERR_VALUE,
+    CHECK_ERR(FAILS(musa_linalg_solve(sing, rhs)), MUSA_ERR_LINALG,
               "[linalg_solve] the matrix A is singular");
     musa_tensor *i3 = musa_eye(3, 3, MUSA_DTYPE_FLOAT64);
     musa_tensor *sb = musa_stack(2, (musa_tensor *[]){i3, sing}, 0);
-    CHECK_ERR(FAILS(musa_linalg_solve(sb, rhs)), MUSA_ERR_VALUE, "(batch element 1)");
+    CHECK_ERR(FAILS(musa_linalg_solve(sb, rhs)), MUSA_ERR_LINALG, "(batch element 1)");
     musa_tensor *rect = musa_zeros(2, S(2, 3), MUSA_DTYPE_FLOAT64);
     CHECK_ERR(FAILS(musa_linalg_solve(rect, rhs)), MUSA_ERR_VALUE,
               "[linalg_solve] A must be batches of square matrices, but they are 2 by 3 matrices");
@@ -154,7 +154,7 @@ TEST(op_linalg_solve) {
     CHECK_ERR(FAILS(musa_linalg_solve(one, one)), MUSA_ERR_VALUE,
               "A must have at least 2 dimensions, got 1");
     /* inv names itself */
-    CHECK_ERR(FAILS(musa_linalg_inv(sing)), MUSA_ERR_VALUE,
+    CHECK_ERR(FAILS(musa_linalg_inv(sing)), MUSA_ERR_LINALG,
               "[linalg_inv] the matrix A is singular");
     CHECK_ERR(FAILS(musa_linalg_inv(rect)), MUSA_ERR_VALUE,
               "[linalg_inv] A must be batches of square");
@@ -278,12 +278,12 @@ TEST(op_linalg_cholesky) {
     /* not positive-definite: the failing minor's order, and where */
     double nv[9] = {1, 0, 0, 0, -1, 0, 0, 0, 1};
     musa_tensor *np = from_list(MUSA_DTYPE_FLOAT64, 2, S(3, 3), nv);
-    CHECK_ERR(FAILS(musa_linalg_cholesky(np, false)), MUSA_ERR_VALUE,
+    CHECK_ERR(FAILS(musa_linalg_cholesky(np, false)), MUSA_ERR_LINALG,
               "[linalg_cholesky] The factorization could not be completed because the input is not "
               "positive-definite (the leading minor of order 2 is not positive-definite)");
     musa_tensor *i3 = musa_eye(3, 3, MUSA_DTYPE_FLOAT64);
     musa_tensor *bat = musa_stack(2, (musa_tensor *[]){i3, np}, 0);
-    CHECK_ERR(FAILS(musa_linalg_cholesky(bat, false)), MUSA_ERR_VALUE, "(batch element 1)");
+    CHECK_ERR(FAILS(musa_linalg_cholesky(bat, false)), MUSA_ERR_LINALG, "(batch element 1)");
     musa_tensor *r = musa_zeros(2, S(3, 2), MUSA_DTYPE_FLOAT32),
                 *i = musa_ones(2, S(2, 2), MUSA_DTYPE_INT32);
     CHECK_ERR(FAILS(musa_linalg_cholesky(r, false)), MUSA_ERR_VALUE, "3 by 2 matrices");
@@ -461,7 +461,7 @@ TEST(op_linalg_eigh) {
     CHECK_ERR(musa_linalg_eigh(i, false, &x, &y) == MUSA_OK, MUSA_ERR_TYPE, "got int64");
     double nv[4] = {NAN, 0, 0, 1};
     musa_tensor *nn = from_list(MUSA_DTYPE_FLOAT64, 3, S(1, 2, 2), nv);
-    CHECK_ERR(musa_linalg_eigh(nn, false, &x, &y) == MUSA_OK, MUSA_ERR_VALUE,
+    CHECK_ERR(musa_linalg_eigh(nn, false, &x, &y) == MUSA_OK, MUSA_ERR_LINALG,
               "non-finite values (NaN or inf) (batch element 0)");
     musa_tensor_release(nn);
     musa_tensor *e = musa_zeros(2, S(0, 0), MUSA_DTYPE_FLOAT32);
@@ -531,7 +531,7 @@ TEST(op_linalg_svd) {
     double hv[9] = {1, 1, 1, 1, 1, 1, -INFINITY, 1, 1};
     musa_tensor *h = from_list(MUSA_DTYPE_FLOAT32, 2, S(3, 3), hv), *hu = NULL, *hs = NULL,
                 *hvh = NULL;
-    CHECK_ERR(musa_linalg_svd(h, false, &hu, &hs, &hvh) == MUSA_OK, MUSA_ERR_VALUE,
+    CHECK_ERR(musa_linalg_svd(h, false, &hu, &hs, &hvh) == MUSA_OK, MUSA_ERR_LINALG,
               "[linalg_svd] the algorithm failed to converge because the input matrix contains "
               "non-finite values (NaN or inf)");
     musa_tensor_release(h);
