@@ -535,3 +535,44 @@ def test_training_loop_reduces_loss():
             for p in model.parameters():
                 p.sub_(p.grad * 0.5)
     assert loss.item() < 0.5 * first
+
+
+def test_parameter_dict_registers_tensors_under_their_keys():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = nn.ParameterDict({"w": musa.ones(2), "b": nn.Parameter(musa.zeros(3))})
+
+    net = Net()
+    assert [n for n, _ in net.named_parameters()] == ["p.w", "p.b"]
+    assert isinstance(net.p["w"], nn.Parameter) and net.p["w"].requires_grad
+    net.p["c"] = musa.full((1,), 2.0)
+    net.p.update([("d", musa.ones(4)), ("note", "text")])  # a non-tensor is a plain attribute
+    assert list(net.p.keys()) == ["w", "b", "c", "d", "note"] and len(net.p) == 5
+    assert list(net.state_dict()) == ["p.w", "p.b", "p.c", "p.d"] and net.p["note"] == "text"
+    assert "c" in net.p and "x" not in net.p and net.p.get("x", 7) == 7
+    assert net.p.pop("c").tolist() == [2.0] and "p.c" not in net.state_dict()
+    assert net.p.popitem()[0] == "note" and net.p.setdefault("e", musa.ones(1)).shape == (1,)
+    merged = net.p | {"z": musa.ones(1)}
+    assert list(merged.keys()) == ["w", "b", "d", "e", "z"] and "z" not in net.p
+    assert musa.equal(merged["w"], net.p["w"])
+    # the optimizer trains what the dict holds
+    opt = musa.optim.SGD(net.parameters(), lr=0.5)
+    (net.p["w"] * 3).sum().backward()
+    opt.step()
+    assert net.p["w"].tolist() == [-0.5, -0.5]
+    loaded = Net()
+    loaded.p["d"], loaded.p["e"] = musa.zeros(4), musa.zeros(1)
+    loaded.load_state_dict(net.state_dict())
+    assert loaded.p["w"].tolist() == [-0.5, -0.5]
+    assert "(w): Parameter containing: [musa.float32 of size 2]" in repr(net)
+    with pytest.raises(KeyError):
+        net.p["missing"]
+    with pytest.raises(TypeError, match=r"\[ParameterDict\] keys must be str, got int"):
+        net.p[3] = musa.ones(1)
+    with pytest.raises(ValueError, match=r"\[ParameterDict.update\] element #0 should be a"):
+        net.p.update(["ab"])
+    with pytest.raises(RuntimeError, match=r"\[ParameterDict\] ParameterDict should not be called"):
+        net.p(1)
+    net.p.clear()
+    assert len(net.p) == 0 and list(net.parameters()) == []

@@ -21,7 +21,7 @@ from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,
                           TransformerEncoderLayer, TransformerDecoderLayer)
-from .container import Sequential, ModuleList, ModuleDict, ParameterList
+from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
 from .flatten import Flatten, Unflatten
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss, BCEWithLogitsLoss, KLDivLoss,
@@ -36,7 +36,7 @@ __all__ = [
     "ELU", "GELU", "SiLU", "Softplus", "Hardtanh", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
     "MultiheadAttention", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d",
     "LayerNorm", "GroupNorm", "Embedding", "Dropout", "Sequential", "ModuleList", "ModuleDict",
-    "ParameterList", "Flatten", "Unflatten", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
+    "ParameterList", "ParameterDict", "Flatten", "Unflatten", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
     "LSTMCell", "GRUCell", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "BCELoss",
     "BCEWithLogitsLoss", "CELU", "SELU", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid", "Softsign",
     "Tanhshrink", "Softmin", "Bilinear", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",

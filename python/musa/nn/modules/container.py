@@ -241,3 +241,129 @@ class ParameterList(Module):
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("[ParameterList] ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict whose tensors are registered as parameters under
+    their keys (a plain tensor is wrapped in a Parameter); other objects
+    are stored as attributes, as in PyTorch."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def _check_key(self, key):
+        if not isinstance(key, str):
+            raise TypeError(f"[ParameterDict] keys must be str, got {type(key).__name__}")
+        return key
+
+    def __getitem__(self, key):
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key, value):
+        self._keys[self._check_key(key)] = None
+        if isinstance(value, _C.Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, key, value)
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self):
+        if not self._keys:
+            raise KeyError("[ParameterDict.popitem] the dict is empty")
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for key in list(self._keys):
+            del self[key]
+
+    def copy(self):
+        """A new ParameterDict holding the same parameters."""
+        return ParameterDict(list(self.items()))
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def update(self, parameters):
+        """Add (key, value) pairs from a mapping or an iterable of pairs."""
+        if isinstance(parameters, (Mapping, ParameterDict)):
+            pairs = list(parameters.items())
+        elif isinstance(parameters, Iterable):
+            pairs = list(parameters)
+            for j, pair in enumerate(pairs):
+                if not isinstance(pair, Iterable) or isinstance(pair, (str, _C.Tensor)) or \
+                        len(pair) != 2:
+                    raise ValueError(f"[ParameterDict.update] element #{j} should be a (key, "
+                                     f"value) pair, got {pair!r}")
+        else:
+            raise TypeError(f"[ParameterDict.update] should be called with a mapping or an "
+                            f"iterable of key/value pairs, but got {type(parameters).__name__}")
+        for key, value in pairs:
+            self[key] = value
+
+    def __or__(self, other):
+        r = self.copy()
+        r.update(other)
+        return r
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if k not in self._keys]
+
+    def extra_repr(self):
+        lines = []
+        for k, p in self.items():
+            if isinstance(p, _C.Tensor):
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                size = "x".join(str(s) for s in p.shape)
+                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size}]")
+            else:
+                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("[ParameterDict] ParameterDict should not be called.")
