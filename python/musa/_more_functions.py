@@ -14,7 +14,7 @@ __all__ = [
     "column_stack", "row_stack", "logaddexp", "logaddexp2", "std_mean", "var_mean", "einsum",
     "unique", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "diag_embed",
     "det", "inverse", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
-    "triangular_solve", "lu", "lu_solve", "lu_unpack",
+    "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "vander",
 ]
 
 
@@ -484,3 +484,15 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
         perm = _perm_of("lu_unpack", LU_pivots, m)
         P = (perm.unsqueeze(-1) == _C.arange(m, dtype=_C.int64)).to(LU_data.dtype).transpose(-2, -1)
     return _LuUnpack(P, L, U)
+
+
+def matrix_exp(A):
+    """torch.matrix_exp: musa.linalg.matrix_exp."""
+    from ._linalg_more import matrix_exp as _me
+    return _me(A)
+
+
+def vander(x, N=None, increasing=False):
+    """torch.vander: 1-D x, columns x^(N-1) ... x^0 (or increasing)."""
+    from ._linalg_more import torch_vander
+    return torch_vander(x, N, increasing)

@@ -679,3 +679,9 @@ def fill_diagonal_(self, fill_value, wrap=False):
     end = self.numel() if (wrap and self.ndim == 2) else min(rows, self.shape[-1]) * step
     idx = _C.arange(0, min(end, self.numel()), step, dtype=_C.int64)
     return self.copy_(self.reshape(-1).index_fill(0, idx, fill_value).reshape(self.shape))
+
+
+@_method
+def matrix_exp(self):
+    from ._linalg_more import matrix_exp as _me
+    return _me(self)

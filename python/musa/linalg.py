@@ -25,7 +25,7 @@ __all__ = ["LinAlgError", "solve", "solve_triangular", "lu_factor", "lu_factor_e
            "lu_solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cholesky_ex", "eigh",
            "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv", "matrix_rank", "vector_norm",
            "matrix_norm", "norm", "matmul", "diagonal", "vecdot", "multi_dot", "matrix_power",
-           "cross"]
+           "cross", "solve_ex", "cond", "vander", "tensorinv", "tensorsolve", "matrix_exp"]
 
 
 def cross(input, other, *, dim=-1):
@@ -52,6 +52,7 @@ _cholesky_ex_t = _result_type("linalg_cholesky_ex", ["L", "info"])
 _lu_factor_t = _result_type("linalg_lu_factor", ["LU", "pivots"])
 _lu_factor_ex_t = _result_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 _lu_t = _result_type("linalg_lu", ["P", "L", "U"])
+_solve_ex_t = _result_type("linalg_solve_ex", ["result", "info"])
 
 _QR_MODES = {"reduced": 0, "complete": 1, "r": 2}
 
@@ -544,3 +545,6 @@ def _uplo(who, UPLO):
 def _no_out(who, out):
     if out is not None:
         raise _C.InvalidArgumentError(f"[{who}] out= is not supported; use the result")
+
+
+from ._linalg_more import solve_ex, cond, vander, tensorinv, tensorsolve, matrix_exp  # noqa: E402

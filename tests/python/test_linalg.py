@@ -690,3 +690,71 @@ def test_numerical_failures_raise_linalg_error_as_torch_does():
     with pytest.raises(musa.InvalidArgumentError) as e:
         LA.solve(musa.zeros(2, 3, dtype=musa.float64), sing)
     assert not isinstance(e.value, LA.LinAlgError)
+
+
+# ---- solve_ex, cond, vander, tensorinv, tensorsolve, matrix_exp ----
+
+@pytest.mark.parametrize("scale", [0.01, 0.5, 3.0, 20.0, 100.0])
+def test_matrix_exp_equals_torchs_at_every_scale(rng, scale):
+    A0 = rng.normal(size=(3, 5, 5)) * scale / 5  # 1-norms below and far above 5.37
+    want = torch.linalg.matrix_exp(T(A0)).numpy()
+    got = LA.matrix_exp(M(A0)).numpy()
+    assert np.abs(got - want).max() <= 1e-13 * np.abs(want).max()
+    close(musa.matrix_exp(M(A0[0])), want[0], 1e-13 * np.abs(want[0]).max())
+    close(M(A0[1]).matrix_exp(), want[1], 1e-13 * np.abs(want[1]).max())
+
+
+def test_matrix_exp_gradient_float32_and_special_matrices(rng):
+    A0, G0 = rng.normal(size=(4, 4)) * 0.7, rng.normal(size=(4, 4))
+    a, ta = M(A0, True), T(A0, True)
+    g = musa.autograd.grad((LA.matrix_exp(a) * M(G0)).sum(), a)[0]
+    close(g, torch.autograd.grad((torch.linalg.matrix_exp(ta) * T(G0)).sum(), ta)[0], 1e-12)
+    A32 = rng.normal(size=(5, 5))
+    close(LA.matrix_exp(M(A32, dtype=musa.float32)),
+          torch.linalg.matrix_exp(T(A32).float()), 2e-6)
+    close(LA.matrix_exp(musa.zeros(2, 3, 3, dtype=musa.float64)), np.broadcast_to(np.eye(3),
+                                                                                 (2, 3, 3)))
+    d = np.diag([1.0, -2.0, 0.5])
+    close(LA.matrix_exp(M(d)), np.diag(np.exp([1.0, -2.0, 0.5])))
+    assert LA.matrix_exp(musa.zeros(0, 0, dtype=musa.float64)).shape == (0, 0)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[matrix_exp\] A must be batches of "
+                                                        r"square"):
+        LA.matrix_exp(musa.zeros(2, 3, dtype=musa.float64))
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1])
+def test_cond_equals_torchs_including_singular_matrices(rng, p):
+    A0 = rng.normal(size=(2, 4, 4))
+    close(LA.cond(M(A0), p), torch.linalg.cond(T(A0), p), 1e-12)
+    S = np.array([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]]])
+    got, want = arr(LA.cond(M(S), p)), torch.linalg.cond(T(S), p).numpy()
+    assert got[1] == pytest.approx(want[1])
+    assert got[0] < 1e-15 if p == -2 else (got[0] > 1e15 or np.isinf(got[0]))
+
+
+def test_solve_ex_reports_singular_matrices_and_vander_tensor_functions(rng):
+    S = np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [1.0, 1.0]]])
+    B = rng.normal(size=(2, 2, 3))
+    got, want = LA.solve_ex(M(S), M(B)), torch.linalg.solve_ex(T(S), T(B))
+    assert arr(got.info).tolist() == want.info.tolist() == [2, 0]
+    close(got.result[1], want.result[1])
+    ok = LA.solve_ex(M(S[1]), M(B[1][:, 0]))
+    close(ok.result, np.linalg.solve(S[1], B[1][:, 0]))
+    assert int(ok.info) == 0
+    with pytest.raises(LA.LinAlgError):
+        LA.solve_ex(M(S), M(B), check_errors=True)
+    x = rng.normal(size=(2, 4))
+    close(LA.vander(M(x)), torch.linalg.vander(T(x)))
+    close(LA.vander(M(x), N=6), torch.linalg.vander(T(x), N=6))
+    close(musa.vander(M(x[0]), 3), torch.vander(T(x[0]), 3))
+    close(musa.vander(M(x[0]), increasing=True), torch.vander(T(x[0]), increasing=True))
+    A = rng.normal(size=(4, 6, 8, 3))
+    close(LA.tensorinv(M(A), 2), torch.linalg.tensorinv(T(A), 2), 1e-12)
+    A2, B2 = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 3))
+    close(LA.tensorsolve(M(A2), M(B2)), torch.linalg.tensorsolve(T(A2), T(B2)), 1e-12)
+    A3 = np.moveaxis(A2, 2, 0)
+    close(LA.tensorsolve(M(A3), M(B2), dims=(0,)), torch.linalg.tensorsolve(T(A3), T(B2), dims=(0,)),
+          1e-12)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.tensorinv\] the product of "
+                                                        r"the first 1 dims \(4\) must equal"):
+        LA.tensorinv(M(A), 1)
