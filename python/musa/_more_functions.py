@@ -14,7 +14,7 @@ __all__ = [
     "column_stack", "row_stack", "logaddexp", "logaddexp2", "std_mean", "var_mean", "einsum",
     "unique", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "diag_embed",
     "det", "inverse", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
-    "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "vander",
+    "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "vander", "mvlgamma",
 ]
 
 
@@ -496,3 +496,9 @@ def vander(x, N=None, increasing=False):
     """torch.vander: 1-D x, columns x^(N-1) ... x^0 (or increasing)."""
     from ._linalg_more import torch_vander
     return torch_vander(x, N, increasing)
+
+
+def mvlgamma(input, p):
+    """torch.mvlgamma: musa.special.multigammaln."""
+    from ._special_more import multigammaln
+    return multigammaln(input, p)

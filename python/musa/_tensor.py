@@ -685,3 +685,14 @@ def fill_diagonal_(self, fill_value, wrap=False):
 def matrix_exp(self):
     from ._linalg_more import matrix_exp as _me
     return _me(self)
+
+
+@_method
+def mvlgamma(self, p):
+    from ._special_more import multigammaln
+    return multigammaln(self, p)
+
+
+@_method
+def mvlgamma_(self, p):
+    return self.copy_(self.mvlgamma(p))

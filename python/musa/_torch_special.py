@@ -301,6 +301,40 @@ def _hurwitz_zeta(s, a):
     return acc + tail
 
 
+def _hurwitz_zeta_real(s, q):
+    """zeta(s, q) = sum_k (q + k)^-s for float64 tensors s and q (broadcast):
+    direct terms until a = q + k is past max(10, s) (so that Euler-Maclaurin's
+    Bernoulli terms fall, at most 2000), then its tail with twelve terms.
+    Cephes's domain: inf at s = 1, NaN below; for q <= 0, inf at the
+    integers and NaN unless s is an integer."""
+    from ._torch_index import broadcast_tensors
+    s, q = broadcast_tensors(s, q)
+    ok = _C.logical_and(_C.gt(s, 1.0), _C.eq(s, s))
+    ss = _C.where(ok, s, 2.0)
+    hi = float(ss.amax()) if ss.numel() else 2.0
+    lo = float(_C.where(_C.eq(q, q), q, 1.0).amin()) if q.numel() else 1.0
+    steps = int(min(2000, max(10, _math.ceil(max(hi, 10.0) - min(lo, 0.0)))))
+    a, acc = q, _C.zeros_like(q)
+    for _ in range(steps):
+        acc = acc + _C.pow(a, -ss)
+        a = a + 1.0
+    tail = _C.pow(a, 1.0 - ss) / (ss - 1.0) + 0.5 * _C.pow(a, -ss)
+    rising, inv2, term = ss, 1.0 / (a * a), _C.pow(a, -ss - 1.0)
+    for j, c in enumerate(_EM):
+        tail = tail + c * rising * term
+        rising = rising * (ss + 2 * j + 1) * (ss + 2 * j + 2)
+        term = term * inv2
+    out = acc + tail
+    nonpos = _C.le(q, 0.0)
+    q_int = _C.eq(q, _C.floor(q))
+    out = _C.where(_C.logical_and(nonpos, q_int), float("inf"), out)
+    s_frac = _C.ne(s, _C.floor(s))
+    out = _C.where(_C.logical_and(_C.logical_and(nonpos, _C.logical_not(q_int)), s_frac),
+                   float("nan"), out)
+    out = _C.where(_C.eq(s, 1.0), float("inf"), out)
+    return _C.where(_C.logical_or(_C.lt(s, 1.0), _C.ne(s, s) | _C.ne(q, q)), float("nan"), out)
+
+
 def _cot_derivative(n, x):
     """pi d^n/dx^n cot(pi x), as a polynomial in c = cot(pi x): Q_0 = pi c,
     Q_(k+1) = Q_k'(c) (-pi) (1 + c^2)."""

@@ -1,0 +1,231 @@
+"""More of torch.special, over the C ops, computing in float64 (the input
+dtype's result rounded once): the normal distribution's ndtr, log_ndtr and
+ndtri, erfcx, xlog1py, entr, multigammaln (torch.mvlgamma), the Hurwitz
+zeta function, spherical_bessel_j0. Each is differentiable where PyTorch's
+is, by autograd Functions whose derivatives are closed forms."""
+import math as _math
+
+from . import _C
+from ._functions import _int, _tensors
+from ._torch_math import promote_types as _promote_types
+from ._torch_special import _as_f64, _hurwitz_zeta_real, lgamma
+from .autograd import Function as _Function
+
+__all__ = ["ndtr", "log_ndtr", "ndtri", "erfcx", "xlog1py", "entr", "multigammaln", "zeta",
+           "spherical_bessel_j0"]
+
+_SQRT2 = _math.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * _math.log(2 * _math.pi)
+_ERFCX_ASYM = 26.0  # beyond, exp(z^2) overflows and the asymptotic series has converged
+
+
+def _erfcx_f64(z):
+    """exp(z^2) erfc(z): directly to 26, then the asymptotic series
+    1/(z sqrt(pi)) sum_k (-1)^k (2k - 1)!! / (2 z^2)^k (its terms fall below
+    1e-17 by k = 12 there); for z < 0, 2 exp(z^2) - erfcx(-z)."""
+    a = z.abs()
+    small = _C.lt(a, _ERFCX_ASYM)
+    az = _C.where(small, _ERFCX_ASYM, a)  # the series where it converges
+    inv = 1.0 / (2.0 * az * az)
+    term, s = _C.ones_like(az), _C.ones_like(az)
+    for k in range(1, 14):
+        term = term * (-(2 * k - 1)) * inv
+        s = s + term
+    big = s / (az * _math.sqrt(_math.pi))
+    pos = _C.where(small, _exp_square(a) * _C.erfc(a), big)
+    neg = _C.where(_C.eq(z, float("-inf")), float("inf"), 2.0 * _exp_square(z) - pos)
+    return _C.where(_C.lt(z, 0.0), neg, pos)
+
+
+def _exp_square(z):
+    """exp(z^2) without the rounding of z^2 amplified (exp of a rounded 500
+    is off by 500 ulp): z split into 26-bit halves (Dekker), so that
+    zh^2 is exact and exp(zh^2) exp(2 zh zl + zl^2) keeps a few ulp."""
+    c = z * 134217729.0  # 2^27 + 1
+    zh = c - (c - z)
+    zl = z - zh
+    return _C.exp(zh * zh) * _C.exp(zl * (2.0 * zh + zl))
+
+
+class _Erfcx(_Function):
+    @staticmethod
+    def forward(ctx, x):
+        x64, dt = _as_f64(x, "erfcx")
+        y = _erfcx_f64(x64)
+        ctx.save_for_backward(x64, y)
+        ctx.dt = dt
+        return y.to(dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad * (2.0 * x * y - 2.0 / _math.sqrt(_math.pi)).to(ctx.dt)
+
+
+def erfcx(input):
+    """exp(x^2) erfc(x), finite where erfc(x) underflows (x large)."""
+    return _Erfcx.apply(input)
+
+
+def ndtr(input):
+    """The standard normal CDF, erfc(-x / sqrt 2) / 2."""
+    _tensors("ndtr", input=input)
+    x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+    return 0.5 * _C.erfc(x / -_SQRT2)
+
+
+def _log_ndtr_f64(x):
+    """log ndtr(x): log1p(-ndtr(-x)) for x >= 0; below, log(erfcx(-x / sqrt 2)
+    / 2) - x^2 / 2, which stays finite far into the tail."""
+    pos = _C.log1p(-0.5 * _C.erfc(_C.where(_C.lt(x, 0.0), 0.0, x) / _SQRT2))
+    xn = _C.where(_C.lt(x, 0.0), x, 0.0)
+    neg = _C.log(0.5 * _erfcx_f64(-xn / _SQRT2)) - 0.5 * xn * xn
+    return _C.where(_C.lt(x, 0.0), neg, pos)
+
+
+class _LogNdtr(_Function):
+    @staticmethod
+    def forward(ctx, x):
+        x64, dt = _as_f64(x, "log_ndtr")
+        y = _log_ndtr_f64(x64)
+        ctx.save_for_backward(x64, y)
+        ctx.dt = dt
+        return y.to(dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors  # phi(x) / ndtr(x), in logs
+        return grad * _C.exp(-0.5 * x * x - _LOG_SQRT_2PI - y).to(ctx.dt)
+
+
+def log_ndtr(input):
+    """log of the standard normal CDF, accurate in both tails."""
+    return _LogNdtr.apply(input)
+
+
+def _ndtri_f64(p):
+    """The x with ndtr(x) = p: sqrt(2) erfinv(2p - 1) to start (or, in the
+    tails, sqrt(-2 log p) less its correction), then Newton steps on
+    log_ndtr(x) = log p, each from phi / ndtr in logs (quadratic, so four
+    reach float64's precision); by symmetry for p > 1/2."""
+    from ._torch_special import _erfinv_f64
+    upper = _C.gt(p, 0.5)
+    q = _C.where(upper, 1.0 - p, p)  # the lower tail, q <= 1/2
+    qs = _C.where(_C.gt(q, 0.0), q, 0.5)  # keep the steps finite at 0 (and NaN)
+    t = _C.sqrt(-2.0 * _C.log(qs))
+    tail = -(t - (2.30753 + 0.27061 * t) / (1.0 + 0.99229 * t + 0.04481 * t * t))
+    x = _C.where(_C.lt(qs, 1e-8), tail, _SQRT2 * _erfinv_f64(2.0 * qs - 1.0))
+    logq = _C.log(qs)
+    for _ in range(4):
+        ln = _log_ndtr_f64(x)
+        x = x - (ln - logq) * _C.exp(ln + 0.5 * x * x + _LOG_SQRT_2PI)
+    x = _C.where(upper, -x, x)
+    x = _C.where(_C.eq(p, 0.0), float("-inf"), x)
+    x = _C.where(_C.eq(p, 1.0), float("inf"), x)
+    bad = _C.logical_or(_C.lt(p, 0.0), _C.gt(p, 1.0))
+    return _C.where(_C.logical_or(bad, _C.ne(p, p)), float("nan"), x)
+
+
+class _Ndtri(_Function):
+    @staticmethod
+    def forward(ctx, p):
+        p64, dt = _as_f64(p, "ndtri")
+        y = _ndtri_f64(p64)
+        ctx.save_for_backward(y)
+        ctx.dt = dt
+        return y.to(dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors  # 1 / phi(y)
+        return grad * _C.exp(0.5 * y * y + _LOG_SQRT_2PI).to(ctx.dt)
+
+
+def ndtri(input):
+    """The inverse of ndtr (the standard normal quantile): -inf at 0, inf
+    at 1, NaN outside [0, 1]."""
+    return _Ndtri.apply(input)
+
+
+def xlog1py(input, other):
+    """input * log1p(other), 0 where input is 0 (unless other is NaN)."""
+    if not isinstance(input, _C.Tensor) and not isinstance(other, _C.Tensor):
+        raise TypeError("[xlog1py] expected a tensor among input and other")
+    # a number takes the tensor's floating dtype, as PyTorch's wrapped numbers do
+    like = input if isinstance(input, _C.Tensor) else other
+    dt = like.dtype if like.is_floating_point() else _C.get_default_dtype()
+    x = input if isinstance(input, _C.Tensor) else _C.tensor(float(input), dtype=dt)
+    y = other if isinstance(other, _C.Tensor) else _C.tensor(float(other), dtype=dt)
+    if not x.is_floating_point() and not y.is_floating_point():
+        x = x.to(_C.get_default_dtype())
+    zero = _C.logical_and(_C.eq(x, 0), _C.eq(y, y))
+    return _C.where(zero, 0.0, x * _C.log1p(y))
+
+
+def entr(input):
+    """-x log x: 0 at 0, -inf below, NaN stays."""
+    _tensors("entr", input=input)
+    x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+    safe = _C.where(_C.gt(x, 0.0), x, 1.0)
+    out = _C.where(_C.gt(x, 0.0), -x * _C.log(safe), 0.0)
+    return _C.where(_C.lt(x, 0.0), float("-inf"), _C.where(_C.ne(x, x), x, out))
+
+
+def multigammaln(input, p):
+    """log of the multivariate gamma function of dimension p:
+    p (p - 1) / 4 log pi + sum_i<p lgamma(x - i / 2); every element must
+    exceed (p - 1) / 2, as PyTorch checks."""
+    _tensors("multigammaln", input=input)
+    p = _int(p, "multigammaln", "p")
+    if p < 1:
+        raise ValueError(f"[multigammaln] p must be at least 1, got {p}")
+    if not input.is_floating_point():
+        raise _C.InvalidTypeError(f"[multigammaln] expected a floating point tensor, got "
+                                  f"{input.dtype}")
+    if input.numel() and not bool(_C.gt(input, (p - 1) / 2).all()):
+        raise _C.InvalidArgumentError(f"[multigammaln] all elements must be greater than "
+                                      f"(p-1)/2 = {(p - 1) / 2}")
+    out = lgamma(input)
+    for i in range(1, p):
+        out = out + lgamma(input - i / 2)
+    return out + p * (p - 1) / 4 * _math.log(_math.pi)
+
+
+class _Zeta(_Function):
+    @staticmethod
+    def forward(ctx, x, q):
+        x64, dt = _as_f64(x, "zeta")
+        q64, dq = _as_f64(q, "zeta")
+        out_dt = _promote_types(dt, dq)
+        ctx.save_for_backward(x64, q64)
+        ctx.dt = out_dt
+        return _hurwitz_zeta_real(x64, q64).to(out_dt)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, q = ctx.saved_tensors  # d/dq zeta(x, q) = -x zeta(x + 1, q); none for x, as torch
+        gq = grad * (-x * _hurwitz_zeta_real(x + 1.0, q)).to(ctx.dt)
+        return None, gq
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function sum_k (other + k)^-input, for input > 1
+    (inf at 1, NaN below); other <= 0 as Cephes: inf at the non-positive
+    integers, NaN for a non-integer input. Differentiable in other."""
+    x = input if isinstance(input, _C.Tensor) else _C.tensor(float(input), dtype=_C.float64)
+    q = other if isinstance(other, _C.Tensor) else _C.tensor(float(other), dtype=_C.float64)
+    if not isinstance(input, _C.Tensor) and isinstance(other, _C.Tensor) and \
+            other.is_floating_point():
+        x = x.to(other.dtype)
+    if not isinstance(other, _C.Tensor) and isinstance(input, _C.Tensor) and \
+            input.is_floating_point():
+        q = q.to(input.dtype)
+    return _Zeta.apply(x, q)
+
+
+def spherical_bessel_j0(input):
+    """sin(x) / x, 1 at 0."""
+    _tensors("spherical_bessel_j0", input=input)
+    x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+    from ._torch_math import sinc
+    return sinc(x / _math.pi)
