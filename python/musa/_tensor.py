@@ -696,3 +696,20 @@ def mvlgamma(self, p):
 @_method
 def mvlgamma_(self, p):
     return self.copy_(self.mvlgamma(p))
+
+
+def _compat_method(name, inplace=False):
+    """Tensor.<name> of musa/_torch_compat.py's function (self first); with
+    inplace, Tensor.<name>_ writing the result into self."""
+    def method(self, *args, **kwargs):
+        from . import _torch_compat
+        r = getattr(_torch_compat, name)(self, *args, **kwargs)
+        return self.copy_(r) if inplace else r
+    method.__name__ = name + ("_" if inplace else "")
+    return _method(method)
+
+
+for _name in ("svd", "qr", "pinverse", "put", "index_reduce", "nextafter", "histogram"):
+    _compat_method(_name)
+for _name in ("put", "index_reduce", "nextafter"):
+    _compat_method(_name, inplace=True)

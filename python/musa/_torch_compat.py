@@ -1,0 +1,222 @@
+"""torch's older or smaller names over musa's ops: svd and qr with their
+older return conventions, pinverse, nuclear_norm, frobenius_norm, put,
+index_reduce, histogram, nextafter, scalar_tensor, empty_strided, asarray
+(and the Tensor methods of the same names, musa/_tensor.py)."""
+import collections as _collections
+
+from . import _C
+from ._functions import _tensors
+
+__all__ = ["svd", "qr", "pinverse", "nuclear_norm", "frobenius_norm", "put", "index_reduce",
+           "histogram", "nextafter", "scalar_tensor", "empty_strided", "asarray"]
+
+
+def _result(name, fields):
+    cls = _collections.namedtuple(name, fields)
+    cls.__module__ = "musa.return_types"
+    return cls
+
+
+_svd_t = _result("svd", ["U", "S", "V"])
+_qr_t = _result("qr", ["Q", "R"])
+_histogram_t = _result("histogram", ["hist", "bin_edges"])
+
+
+def _LA():
+    from . import linalg
+    return linalg
+
+
+def svd(input, some=True, compute_uv=True, *, out=None):
+    """torch.svd: (U, S, V) with A = U diag(S) V^T (V, not Vh); some=False
+    gives the full U and V; without compute_uv, U and V are zeros of shape
+    (m, m) and (n, n), as torch's."""
+    if out is not None:
+        raise _C.InvalidArgumentError("[svd] out= is not supported; use the result")
+    LA = _LA()
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        S = LA.svdvals(input)
+        return _svd_t(_C.zeros(*input.shape[:-2], m, m, dtype=input.dtype), S,
+                      _C.zeros(*input.shape[:-2], n, n, dtype=input.dtype))
+    U, S, Vh = LA.svd(input, full_matrices=not some)
+    return _svd_t(U, S, Vh.transpose(-2, -1))
+
+
+def qr(input, some=True, *, out=None):
+    """torch.qr: linalg.qr in mode 'reduced' (some) or 'complete'."""
+    if out is not None:
+        raise _C.InvalidArgumentError("[qr] out= is not supported; use the result")
+    return _qr_t(*_LA().qr(input, mode="reduced" if some else "complete"))
+
+
+def pinverse(input, rcond=1e-15):
+    """The pseudo-inverse, singular values below rcond times the largest
+    dropped: linalg.pinv(input, rtol=rcond)."""
+    return _LA().pinv(input, rtol=rcond)
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """The sum of the singular values of the matrices over dims dim (the
+    last two of a 2-D input by default)."""
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim  # nuclear_norm(input, keepdim)
+    return _LA().matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else tuple(dim),
+                             keepdim=keepdim)
+
+
+def frobenius_norm(input, dim=None, keepdim=False, *, out=None):
+    """sqrt of the sum of squares over dim (all dims by default)."""
+    _tensors("frobenius_norm", input=input)
+    dims = tuple(range(input.ndim)) if dim is None else (
+        (dim,) if isinstance(dim, int) else tuple(dim))
+    return (input * input).sum(dims, keepdim=keepdim).sqrt()
+
+
+def put(input, index, source, accumulate=False):
+    """input with source written at index into its flattened elements
+    (accumulate: added, duplicates summed)."""
+    _tensors("put", input=input, index=index, source=source)
+    if index.numel() != source.numel():
+        raise _C.InvalidArgumentError(f"[put] index and source need the same number of "
+                                      f"elements, got {index.numel()} and {source.numel()}")
+    n = input.numel()
+    idx = index.reshape(-1).to(_C.int64)
+    if idx.numel() and (bool((idx >= n).any()) or bool((idx < -n).any())):
+        raise IndexError(f"[put] index out of range for a tensor of {n} elements")
+    idx = _C.where(_C.lt(idx, 0), idx + n, idx)
+    flat = input.reshape(-1)
+    src = source.reshape(-1).to(input.dtype)
+    out = flat.index_add(0, idx, src) if accumulate else flat.index_copy(0, idx, src)
+    return out.reshape(input.shape)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    """input with source's slices along dim reduced into the slices index
+    names ('prod', 'mean', 'amax', 'amin'), as scatter_reduce with the
+    index spread over the slices."""
+    _tensors("index_reduce", input=input, index=index, source=source)
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise _C.InvalidArgumentError(f"[index_reduce] reduce must be 'prod', 'mean', 'amax' or "
+                                      f"'amin', got {reduce!r}")
+    if index.ndim != 1 or index.numel() != source.shape[dim]:
+        raise _C.InvalidArgumentError(f"[index_reduce] index must be 1-D with source.shape[dim] "
+                                      f"= {source.shape[dim]} elements, got shape "
+                                      f"{tuple(index.shape)}")
+    d = dim % input.ndim
+    shape = [1] * source.ndim
+    shape[d] = index.numel()
+    full = index.reshape(shape).expand(source.shape)
+    return input.scatter_reduce(d, full, source, reduce, include_self=include_self)
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+    """(hist, bin_edges): bins equal-width bins over range (the input's
+    min and max by default; a constant input widens by 1/2 each side), or
+    the given edges; the last bin includes its right edge, values outside
+    are left out. weight: each value's count; density: hist / (total *
+    width)."""
+    _tensors("histogram", input=input)
+    if not input.is_floating_point():
+        raise _C.InvalidTypeError(f"[histogram] expected a floating point tensor, got "
+                                  f"{input.dtype}")
+    x = input.reshape(-1)
+    if isinstance(bins, _C.Tensor):
+        edges = bins.to(input.dtype)
+        if edges.ndim != 1 or edges.numel() < 2:
+            raise _C.InvalidArgumentError("[histogram] bins must be a 1-D tensor of at least 2 "
+                                          "edges")
+    else:
+        if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+            raise _C.InvalidArgumentError(f"[histogram] bins must be a positive int or a tensor "
+                                          f"of edges, got {bins!r}")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif x.numel():
+            lo, hi = float(x.amin()), float(x.amax())
+        else:
+            lo, hi = 0.0, 1.0
+        if lo != lo or hi != hi or abs(lo) == float("inf") or abs(hi) == float("inf"):
+            raise _C.InvalidArgumentError(f"[histogram] range [{lo}, {hi}] is not finite")
+        if lo > hi:
+            raise _C.InvalidArgumentError(f"[histogram] range must have min <= max, got "
+                                          f"[{lo}, {hi}]")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = _C.linspace(lo, hi, bins + 1, dtype=input.dtype)
+    nb = edges.numel() - 1
+    from ._torch_index import searchsorted
+    idx = searchsorted(edges, x, right=True) - 1
+    idx = _C.where(_C.eq(x, edges[-1]), nb - 1, idx)  # the last bin is closed
+    inside = _C.logical_and(_C.ge(x, edges[0]), _C.le(x, edges[-1]))
+    w = _C.ones_like(x) if weight is None else weight.reshape(-1).to(input.dtype)
+    hist = _C.zeros(nb, dtype=input.dtype).index_add(
+        0, _C.where(inside, idx, 0), _C.where(inside, w, 0.0))
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return _histogram_t(hist, edges)
+
+
+def nextafter(input, other):
+    """The next float after input towards other, elementwise (the bits of
+    input stepped by one; other where they are equal, NaN with a NaN)."""
+    _tensors("nextafter", input=input, other=other)
+    if input.dtype not in (_C.float32, _C.float64) or other.dtype != input.dtype:
+        raise _C.InvalidTypeError(f"[nextafter] expected float32 or float64 tensors of one "
+                                  f"dtype, got {input.dtype} and {other.dtype}")
+    x, y = _C.broadcast_to(input, _shape(input, other)), _C.broadcast_to(other,
+                                                                         _shape(input, other))
+    it = _C.int32 if input.dtype == _C.float32 else _C.int64
+    bits = x.contiguous().view(it)
+    up = _C.eq(_C.gt(y, x), _C.ge(x, 0))  # away from 0 when moving up from a positive
+    stepped = _C.where(up, bits + 1, bits - 1).view(input.dtype)
+    tiny = _C.ones_like(bits).view(input.dtype)  # the smallest subnormal
+    stepped = _C.where(_C.eq(x, 0), _C.where(_C.gt(y, x), tiny, -tiny), stepped)
+    out = _C.where(_C.eq(x, y), y, stepped)
+    return _C.where(_C.logical_or(_C.ne(x, x), _C.ne(y, y)), float("nan"), out)
+
+
+def _shape(a, b):
+    from ._torch_index import broadcast_shapes
+    return broadcast_shapes(a.shape, b.shape)
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """A 0-d tensor of s (the default float dtype unless dtype says)."""
+    return _C.tensor(float(s) if not isinstance(s, bool) else s,
+                     dtype=dtype or _C.get_default_dtype(), requires_grad=requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """An uninitialised tensor of size laid out by stride (in elements)."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise _C.InvalidArgumentError(f"[empty_strided] size {size} and stride {stride} have "
+                                      f"different lengths")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise _C.InvalidArgumentError(f"[empty_strided] sizes and strides must be "
+                                      f"non-negative, got {size} and {stride}")
+    extent = 1 + sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
+    base = _C.empty(extent, dtype=dtype or _C.get_default_dtype())
+    t = base.as_strided(size, stride)
+    return t.requires_grad_() if requires_grad else t
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """obj as a tensor: a tensor itself (converted to dtype; copied only
+    when copy=True or a conversion needs it), or a number, list or array
+    (copied)."""
+    if isinstance(obj, _C.Tensor):
+        t = obj if dtype is None or obj.dtype == dtype else obj.to(dtype)
+        if copy and t is obj:
+            t = obj.clone()
+        if copy is False and t is not obj:
+            raise ValueError(f"[asarray] copy=False, but converting {obj.dtype} to {dtype} "
+                             f"needs a copy")
+    else:
+        if copy is False:
+            raise ValueError("[asarray] copy=False needs a tensor to share memory with")
+        t = _C.tensor(obj, dtype=dtype) if dtype is not None else _C.tensor(obj)
+    return t.requires_grad_() if requires_grad else t
