@@ -247,6 +247,21 @@ MUSA_API void musa_tensor_set_handle(musa_tensor *t, void *handle);
  * returns the length it needed (like snprintf), or -1 with the error set
  * (no memory, or failed stream work that was to produce t). */
 MUSA_API int musa_tensor_format(const musa_tensor *t, char *buf, size_t buf_size);
+/* How musa_tensor_format prints, for the whole process (PyTorch's
+ * set_printoptions): decimals of floats; a tensor of more elements than
+ * threshold shows edgeitems at each end of every dim around "..."; rows
+ * wrap at linewidth columns; sci_mode 1 always prints floats in scientific
+ * notation, 0 never, -1 when their range asks for it. Defaults 4, 1000, 3,
+ * 80, -1. set validates (MUSA_ERR_VALUE) and changes nothing on error. */
+typedef struct musa_print_options {
+    int precision;
+    int64_t threshold;
+    int edgeitems;
+    int linewidth;
+    int sci_mode;
+} musa_print_options;
+MUSA_API int musa_set_print_options(const musa_print_options *options);
+MUSA_API void musa_get_print_options(musa_print_options *options);
 
 /* ------------------------------------------------------------------------ */
 /* Creation                                                                 */

@@ -11,7 +11,7 @@ __all__ = ["finfo", "iinfo", "pi", "e", "inf", "nan", "use_deterministic_algorit
            "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision", "get_num_interop_threads", "set_num_interop_threads",
-           "seed", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+           "seed", "set_printoptions", "get_printoptions", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
            "kaiser_window"]
 
 pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
@@ -125,6 +125,49 @@ def seed():
     s = int.from_bytes(_os.urandom(8), "little") & ((1 << 63) - 1)
     _C.manual_seed(s)
     return s
+
+
+# ---- printing ----
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+             "full": (4, 2 ** 63 - 1, 3, 80)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """How tensors print, for the whole process, as PyTorch's: decimals,
+    the element count past which dims are summarised (inf: never), the
+    items kept at each end then, the line width rows wrap at, a profile
+    ('default', 'short', 'full') to start from, and sci_mode (True always,
+    False never, None as the values' range asks)."""
+    cur = list(_C._get_print_options())
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"[set_printoptions] profile must be 'default', 'short' or 'full', "
+                             f"got {profile!r}")
+        cur[:4] = _PROFILES[profile]
+    for k, v in enumerate((precision, threshold, edgeitems, linewidth)):
+        if v is None:
+            continue
+        if k == 1 and v == _math.inf:
+            v = 2 ** 63 - 1
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"[set_printoptions] "
+                            f"{('precision', 'threshold', 'edgeitems', 'linewidth')[k]} must be "
+                            f"an int, got {v!r}")
+        cur[k] = v
+    if sci_mode not in (None, True, False):
+        raise TypeError(f"[set_printoptions] sci_mode must be None, True or False, got "
+                        f"{sci_mode!r}")
+    cur[4] = -1 if sci_mode is None else int(sci_mode)
+    _C._set_print_options(*cur)
+
+
+def get_printoptions():
+    """The print options as a dict (set_printoptions's names)."""
+    p, t, e, w, s = _C._get_print_options()
+    return {"precision": p, "threshold": _math.inf if t == 2 ** 63 - 1 else t, "edgeitems": e,
+            "linewidth": w, "sci_mode": None if s < 0 else bool(s)}
 
 
 # ---- windows ----

@@ -204,6 +204,37 @@ TEST(format_like_pytorch) {
     musa_tensor_release(big);
 }
 
+TEST(format_wraps_rows_and_follows_the_print_options) {
+    musa_print_options def, o;
+    musa_get_print_options(&def);
+    CHECK(def.precision == 4 && def.threshold == 1000 && def.edgeitems == 3 &&
+          def.linewidth == 80 && def.sci_mode == -1);
+    musa_tensor *r = musa_arange(0, 12, 1, MUSA_DTYPE_INT64);
+    char buf[512];
+    o = def;
+    o.linewidth = 20; /* (20 - 7) / (2 + 2): 3 a line, under the row's indent */
+    CHECK_OK(musa_set_print_options(&o));
+    musa_tensor_format(r, buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "tensor([ 0,  1,  2,\n         3,  4,  5,\n         6,  7,  8,\n"
+                           "         9, 10, 11])"),
+              "%s", buf);
+    o = def;
+    o.precision = 2, o.threshold = 4, o.edgeitems = 1, o.sci_mode = 1;
+    CHECK_OK(musa_set_print_options(&o));
+    musa_tensor *f = musa_arange(0, 6, 1, MUSA_DTYPE_FLOAT32);
+    musa_tensor_format(f, buf, sizeof buf);
+    CHECK_MSG(!strcmp(buf, "tensor([0.00e+00,  ..., 5.00e+00])"), "%s", buf);
+    /* refused, and nothing changes */
+    musa_print_options bad = def;
+    bad.linewidth = 0;
+    CHECK_ERR(musa_set_print_options(&bad) == MUSA_OK, MUSA_ERR_VALUE, "linewidth >= 1");
+    CHECK_ERR(musa_set_print_options(NULL) == MUSA_OK, MUSA_ERR_VALUE, "NULL");
+    musa_get_print_options(&o);
+    CHECK(o.precision == 2 && o.linewidth == 80);
+    CHECK_OK(musa_set_print_options(&def));
+    release_all(2, r, f);
+}
+
 TEST(devices) {
     CHECK_OK(musa_device_check((musa_device){MUSA_DEVICE_CPU, 0}));
     CHECK_ERR(musa_device_check((musa_device){MUSA_DEVICE_CUDA, 0}) == MUSA_OK, MUSA_ERR_DEVICE,

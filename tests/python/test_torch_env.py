@@ -143,3 +143,52 @@ def test_small_tensor_methods_equal_torchs():
     assert not y.retains_grad and not z.retains_grad
     z.retain_grad()
     assert z.retains_grad
+
+
+def _reprs(lib):
+    L = lib
+    yield L.arange(30.0) / 7                      # a row wrapped at 80 columns
+    yield (L.arange(60.0) / 7).reshape(2, 30)     # rows wrapped under their indent
+    yield L.arange(25)
+    yield L.arange(2000.0)                        # summarised; whole numbers over 1000x: sci
+    yield L.arange(2000.0).reshape(40, 50)
+    yield L.tensor([1e-5, 1.0, 3.5])
+    yield L.tensor([[1.0, 2.0], [3.0, 1e9]])
+    yield L.arange(12.0).reshape(2, 2, 3) / 3
+    yield L.arange(1001)
+
+
+@pytest.mark.parametrize("opts", [{}, {"precision": 2, "linewidth": 40}, {"sci_mode": True},
+                                  {"sci_mode": False, "precision": 6},
+                                  {"threshold": 5, "edgeitems": 1}, {"profile": "short"},
+                                  {"profile": "full", "linewidth": 120}])
+def test_printing_and_printoptions_equal_torchs(opts):
+    try:
+        musa.set_printoptions(**opts)
+        torch.set_printoptions(**opts)
+        for m, t in zip(_reprs(musa), _reprs(torch)):
+            assert str(m).replace("musa.", "torch.") == str(t)
+    finally:
+        musa.set_printoptions(profile="default")
+        torch.set_printoptions(profile="default")
+    assert musa.get_printoptions() == {"precision": 4, "threshold": 1000, "edgeitems": 3,
+                                       "linewidth": 80, "sci_mode": None}
+
+
+def test_printoptions_are_validated_and_unchanged_on_error():
+    with pytest.raises(ValueError, match=r"\[set_printoptions\] profile must be"):
+        musa.set_printoptions(profile="long")
+    with pytest.raises(TypeError, match=r"\[set_printoptions\] precision must be an int"):
+        musa.set_printoptions(precision=2.5)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[set_printoptions\] precision must be "
+                                                        r"in \[0, 30\]"):
+        musa.set_printoptions(precision=-1)
+    with pytest.raises(musa.InvalidArgumentError, match=r"linewidth >= 1"):
+        musa.set_printoptions(linewidth=0)
+    assert musa.get_printoptions()["precision"] == 4
+    try:
+        musa.set_printoptions(threshold=math.inf)
+        assert musa.get_printoptions()["threshold"] == math.inf
+        assert "..." not in str(musa.arange(5000))
+    finally:
+        musa.set_printoptions(profile="default")

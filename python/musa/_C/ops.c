@@ -882,6 +882,26 @@ DEF(set_num_threads, PM_FN, "n:i") {
 DEF(get_num_threads, PM_FN, "") {
     return PyLong_FromLong(musa_get_num_threads());
 }
+/* musa.set_printoptions / get_printoptions (musa/_torch_env.py) */
+DEF(_set_print_options, PM_FN | PM_NOEXPORT,
+    "precision:i threshold:i edgeitems:i linewidth:i sci_mode:i") {
+    musa_print_options o = {.precision = (int)a[0].i,
+                            .threshold = a[1].i,
+                            .edgeitems = (int)a[2].i,
+                            .linewidth = (int)a[3].i,
+                            .sci_mode = (int)a[4].i};
+    if (a[0].i != o.precision || a[2].i != o.edgeitems || a[3].i != o.linewidth ||
+        a[4].i != o.sci_mode) { /* an int past C's int: refused by the checks below */
+        o.precision = -1;
+    }
+    return pm_none_or_raise(musa_set_print_options(&o));
+}
+DEF(_get_print_options, PM_FN | PM_NOEXPORT, "") {
+    musa_print_options o;
+    musa_get_print_options(&o);
+    return Py_BuildValue("(iLiii)", o.precision, (long long)o.threshold, o.edgeitems, o.linewidth,
+                         o.sci_mode);
+}
 /* musa.cuda.is_available */
 DEF(cuda_is_available, PM_FN | PM_NOEXPORT, "") {
     return PyBool_FromLong(musa_cuda_is_available());
