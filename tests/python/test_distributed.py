@@ -152,3 +152,10 @@ def test_digits_ddp_example(static):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert "(ok); replicas identical" in r.stdout
+
+
+@needs_mpi
+def test_sync_batch_norm_trains_as_batch_norm_on_the_whole_batch():
+    r = mpirun("sync_bn.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("SyncBatchNorm max |difference from one process|") == 2, r.stdout

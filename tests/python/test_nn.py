@@ -576,3 +576,24 @@ def test_parameter_dict_registers_tensors_under_their_keys():
         net.p(1)
     net.p.clear()
     assert len(net.p) == 0 and list(net.parameters()) == []
+
+
+def test_sync_batch_norm_outside_a_process_group_is_batch_norm():
+    musa.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
+                        nn.Sequential(nn.Flatten(), nn.BatchNorm1d(4 * 9)), nn.InstanceNorm2d(2))
+    net[1].running_mean.fill_(0.5)
+    conv = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert isinstance(conv[1], nn.SyncBatchNorm) and isinstance(conv[3][1], nn.SyncBatchNorm)
+    assert isinstance(conv[4], nn.InstanceNorm2d)  # not a batch norm
+    assert conv[1].weight is net[1].weight and conv[1].running_mean.tolist() == [0.5] * 4
+    assert list(conv.state_dict()) == list(net.state_dict())
+    x = musa.randn(6, 4, 5, 5)
+    s, b = nn.SyncBatchNorm(4), nn.BatchNorm2d(4)
+    for _ in range(2):
+        assert musa.allclose(s(x), b(x), atol=1e-6)
+    assert musa.allclose(s.running_var, b.running_var) and int(s.num_batches_tracked) == 2
+    s.eval(), b.eval()
+    assert musa.equal(s(x), b(x))
+    assert musa.allclose(nn.SyncBatchNorm(4)(x[:, :, 0]), nn.BatchNorm1d(4)(x[:, :, 0]),
+                         atol=1e-6)

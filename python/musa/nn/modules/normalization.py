@@ -210,3 +210,111 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _AllReduceSum:
+    """all_reduce(SUM) of a tensor as an autograd op: the gradient of a sum
+    over processes is the sum of their gradients."""
+
+    @staticmethod
+    def apply(x, group):
+        from ...autograd import Function
+
+        class _Op(Function):
+            @staticmethod
+            def forward(ctx, t):
+                from ... import distributed as dist
+                out = t.detach().clone()
+                dist.all_reduce(out, group=group)
+                return out
+
+            @staticmethod
+            def backward(ctx, grad):
+                from ... import distributed as dist
+                g = grad.detach().clone()
+                dist.all_reduce(g, group=group)
+                return g
+        return _Op.apply(x)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose training statistics span every process of the
+    group (musa.distributed): each computes its count, mean and centred
+    sum of squares per channel, one all_reduce combines them (Chan et al.'s
+    parallel variance), and the gradient flows back through it, so a
+    model split over processes trains as it would on the whole batch.
+    Outside a process group of two or more, and in eval, it is BatchNorm.
+    Any input rank of 2 or more."""
+
+    _dims = (2, 3, 4, 5, 6)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _world(self):
+        from ... import distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            return 1
+        return dist.get_world_size(self.process_group)
+
+    def forward(self, input):
+        if not self.training or self._world() < 2:
+            return super().forward(input)
+        if input.ndim < 2:
+            raise ValueError(f"[SyncBatchNorm] expected an input of 2 or more dims, got "
+                             f"{input.ndim}D of shape {tuple(input.shape)}")
+        dims = [0] + list(range(2, input.ndim))
+        n = input.numel() // max(input.shape[1], 1)
+        x = input if input.dtype == _C.float64 else input.to(_C.float32)  # statistics in float32+
+        mean = x.mean(dims) if n else _C.zeros(input.shape[1], dtype=x.dtype)
+        centred = x - mean.reshape(1, -1, *[1] * (input.ndim - 2))
+        m2 = (centred * centred).sum(dims)
+        c = input.shape[1]
+        # the global mean, then the centred sums about it (no cancellation):
+        # M2 = sum_i M2_i + n_i (mean_i - mean)^2
+        first = _AllReduceSum.apply(_C.cat([mean * n, _C.full((1,), float(n), dtype=x.dtype)]),
+                                    self.process_group)
+        N = first[c]
+        if float(N) < 2:
+            raise ValueError(f"[SyncBatchNorm] expected more than 1 value per channel in training "
+                             f"across the processes, got {int(float(N))}")
+        g_mean = first[:c] / N
+        d = mean - g_mean
+        var = _AllReduceSum.apply(m2 + d * d * n, self.process_group) / N  # biased, as torch
+        if self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            momentum = (1.0 / float(self.num_batches_tracked) if self.momentum is None
+                        else self.momentum)
+            from ...autograd import no_grad
+            with no_grad():
+                unbiased = var.detach() * (N / (N - 1))
+                self.running_mean.mul_(1 - momentum).add_(g_mean.detach().to(
+                    self.running_mean.dtype) * momentum)
+                self.running_var.mul_(1 - momentum).add_(unbiased.to(
+                    self.running_var.dtype) * momentum)
+        shape = (1, -1, *[1] * (input.ndim - 2))
+        y = (x - g_mean.reshape(shape)) * (var + self.eps).rsqrt().reshape(shape)
+        if self.affine:
+            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return y.to(input.dtype)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm1d/2d/3d (recursively) replaced by a
+        SyncBatchNorm holding the same parameters and running statistics."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, (_InstanceNorm, cls)):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            if module.track_running_stats:
+                out.running_mean = module.running_mean
+                out.running_var = module.running_var
+                out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
