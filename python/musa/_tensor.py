@@ -713,3 +713,82 @@ for _name in ("svd", "qr", "pinverse", "put", "index_reduce", "nextafter", "hist
     _compat_method(_name)
 for _name in ("put", "index_reduce", "nextafter"):
     _compat_method(_name, inplace=True)
+
+
+# ---- in-place view ops: the object rebinds to the view (C: _rebind_) ----
+
+def _inplace_view(name, make):
+    def method(self, *args, **kwargs):
+        if self.requires_grad and self.is_leaf:
+            raise RuntimeError(f"[Tensor.{name}] a leaf Variable that requires grad is being "
+                               f"used in an in-place operation")
+        self._rebind_(make(self, *args, **kwargs))
+        return self
+    method.__name__ = name
+    return _method(method)
+
+
+_inplace_view("unsqueeze_", lambda t, dim: t.unsqueeze(dim))
+_inplace_view("squeeze_", lambda t, *dim: t.squeeze(*dim))
+_inplace_view("t_", lambda t: t.t())
+_inplace_view("transpose_", lambda t, dim0, dim1: t.transpose(dim0, dim1))
+_inplace_view("swapaxes_", lambda t, axis0, axis1: t.transpose(axis0, axis1))
+_inplace_view("swapdims_", lambda t, dim0, dim1: t.transpose(dim0, dim1))
+_inplace_view("as_strided_", lambda t, size, stride, storage_offset=None:
+              t.as_strided(size, stride, storage_offset))
+
+
+def _resized(self, *sizes):
+    sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    if any(not isinstance(s, int) or s < 0 for s in sizes):
+        raise _C.InvalidArgumentError(f"[Tensor.resize_] sizes must be non-negative ints, got "
+                                      f"{list(sizes)}")
+    n = _math.prod(sizes)
+    if n == self.numel() and self.is_contiguous():
+        return self.view(*sizes)
+    # new storage: the flat prefix kept (PyTorch keeps the old storage's
+    # elements and leaves the rest uninitialised; musa's new ones are zero)
+    out = _C.zeros(n, dtype=self.dtype)
+    k = min(n, self.numel())
+    if k:
+        out[:k] = self.detach().reshape(-1)[:k]
+    return out.reshape(sizes)
+
+
+@_method
+def resize_(self, *sizes, memory_format=None):
+    if self.requires_grad:
+        raise RuntimeError("[Tensor.resize_] cannot resize tensors that require grad")
+    self._rebind_(_resized(self, *sizes))
+    return self
+
+
+@_method
+def resize_as_(self, other, memory_format=None):
+    return self.resize_(*other.shape)
+
+
+@_method
+def set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """This tensor becomes source (sharing its storage, without its
+    history), or, with size and stride, a view of source's storage; with
+    no source, an empty tensor."""
+    if self.requires_grad and self.is_leaf:
+        raise RuntimeError("[Tensor.set_] a leaf Variable that requires grad is being used in an "
+                           "in-place operation")
+    if source is None:
+        self._rebind_(_C.empty(0, dtype=self.dtype))
+    elif size is None:
+        self._rebind_(source.detach())
+    else:
+        self._rebind_(source.detach().as_strided(size, stride if stride is not None else
+                                                 _contiguous_strides(size), storage_offset))
+    return self
+
+
+def _contiguous_strides(size):
+    strides, acc = [], 1
+    for s in reversed(tuple(size)):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))

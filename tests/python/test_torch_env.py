@@ -192,3 +192,60 @@ def test_printoptions_are_validated_and_unchanged_on_error():
         assert "..." not in str(musa.arange(5000))
     finally:
         musa.set_printoptions(profile="default")
+
+
+def test_inplace_view_ops_change_the_tensor_itself():
+    for name, args in (("unsqueeze_", (0,)), ("unsqueeze_", (-1,)), ("squeeze_", ()),
+                       ("squeeze_", (0,)), ("t_", ()), ("transpose_", (0, 1)),
+                       ("swapaxes_", (1, 0)), ("swapdims_", (0, 1)),
+                       ("as_strided_", ((3,), (2,)))):
+        base = np.arange(6.0).reshape(1, 2, 3) if name == "squeeze_" else \
+            np.arange(6.0).reshape(2, 3)
+        m, t = musa.tensor(base), torch.tensor(base)
+        alias = m
+        r = getattr(m, name)(*args)
+        getattr(t, name)(*args)
+        assert r is m and alias.shape == tuple(t.shape) and m.tolist() == t.tolist(), name
+    # a tensor with history records the view; a leaf that requires grad refuses, as torch
+    leaf = musa.ones(2, requires_grad=True)
+    y = leaf * 3
+    y.unsqueeze_(1)
+    assert y.shape == (2, 1) and y.grad_fn is not None
+    y.sum().backward()
+    assert leaf.grad.tolist() == [3.0, 3.0]
+    with pytest.raises(RuntimeError, match=r"\[Tensor.unsqueeze_\] a leaf Variable that requires "
+                                           r"grad is being used in an in-place operation"):
+        musa.ones(2, requires_grad=True).unsqueeze_(0)
+    # compiled: the captured graph follows the rebinding
+    def f(x):
+        z = x * 2
+        z.unsqueeze_(0)
+        z.t_()
+        return z + 1
+    x = musa.randn(3)
+    assert musa.equal(musa.jit(f)(x), f(x)) and f(x).shape == (3, 1)
+
+
+def test_resize_and_set():
+    c = musa.arange(6.0)
+    assert c.resize_(2, 3) is c and c.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    c.resize_(4)
+    assert c.tolist() == [0.0, 1.0, 2.0, 3.0]
+    c.resize_(5)
+    assert c.shape == (5,) and c.tolist()[:4] == [0.0, 1.0, 2.0, 3.0]
+    c.resize_as_(musa.zeros(2, 2))
+    assert c.shape == (2, 2)
+    with pytest.raises(RuntimeError, match=r"\[Tensor.resize_\] cannot resize tensors that "
+                                           r"require grad"):
+        musa.ones(2, requires_grad=True).resize_(3)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[Tensor.resize_\] sizes must be"):
+        musa.ones(2).resize_(-1)
+    src = musa.arange(6.0)
+    d = musa.zeros(1)
+    d.set_(src, 1, (2, 2), (3, 1))
+    assert d.tolist() == [[1.0, 2.0], [4.0, 5.0]]
+    src[1] = 100.0  # shares src's memory, as torch's set_
+    assert d.tolist()[0][0] == 100.0
+    e = musa.zeros(3).set_(src)
+    assert e.shape == (6,) and e.data_ptr() == src.data_ptr()
+    assert musa.ones(3).set_().shape == (0,)

@@ -497,6 +497,21 @@ static int set_data(PyObject *self, PyObject *v, void *c) {
     musa_tensor_set_handle(nt, self);
     return 0;
 }
+/* Tensor._rebind_(view): this object now stands for `view` (a tensor made
+ * from it: unsqueeze_, t_, resize_ ... in musa/_tensor.py), as PyTorch's
+ * in-place view ops change the tensor's shape in place. */
+static PyObject *tensor_rebind(PyObject *self, PyObject *v) {
+    if (!pm_is_tensor(v)) {
+        PyErr_SetString(PyExc_TypeError, "[Tensor._rebind_] expected a Tensor");
+        return NULL;
+    }
+    musa_tensor *old = pm_t(self), *nt = musa_tensor_retain(pm_t(v));
+    if (musa_tensor_handle(old) == self) musa_tensor_set_handle(old, NULL);
+    musa_tensor_release(old);
+    ((PyMusaTensor *)self)->t = nt;
+    musa_tensor_set_handle(nt, self);
+    Py_RETURN_NONE;
+}
 GETTER(T) {
     UNUSED_C;
     musa_tensor *t = pm_t(self);
@@ -585,6 +600,8 @@ static PyMethodDef extra_methods[] = {
      METH_VARARGS | METH_KEYWORDS | METH_STATIC,
      "_make_subclass(cls, data, requires_grad=False): data (detached, sharing storage) as an "
      "instance of cls"},
+    {"_rebind_", (PyCFunction)tensor_rebind, METH_O,
+     "_rebind_(view): this tensor object now stands for view (in-place view ops)"},
     {NULL, NULL, 0, NULL},
 };
 
