@@ -340,7 +340,7 @@ for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv
               "float_power", "ldexp", "xlogy", "logit", "heaviside", "fmax", "fmin", "nan_to_num",
               "isposinf", "isneginf", "isreal", "is_complex", "is_nonzero", "is_same_size", "sinc",
               "absolute", "negative", "greater", "greater_equal", "less", "less_equal", "not_equal",
-              "nansum", "nanmean", "aminmax", "median", "nanmedian", "kthvalue", "quantile", "nanquantile",
+              "nansum", "nanmean", "aminmax", "mode", "median", "nanmedian", "kthvalue", "quantile", "nanquantile",
               "msort", "argwhere", "diff", "cov", "corrcoef", "dist", "inner", "ger", "kron", "vdot", "tile",
               "ravel", "moveaxis", "swapdims", "fliplr", "flipud", "rot90", "tensor_split", "hsplit",
               "vsplit", "dsplit", "take", "take_along_dim", "index_copy", "index_fill", "diagflat",

@@ -9,6 +9,7 @@ from ._functions import _dim, _dims, _int, _number, _tensors
 from ._torch_math import _t
 
 __all__ = [
+    "mode",
     "nansum",
     "nanmean",
     "aminmax",
@@ -90,6 +91,33 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not 1 <= k <= n:
         raise IndexError(f"[kthvalue] k ({k}) is out of range for a dim of size {n}")
     return _pick(values, indices, d, k - 1, keepdim, input)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """(values, indices): the most frequent value along dim (the smallest
+    of those tied, NaNs counted as equal) and the index of its last
+    occurrence, as PyTorch's; values differentiable through the index."""
+    values, indices, d = _sorted_lines(input, dim, "mode")
+    v = values.movedim(d, -1)
+    p = indices.movedim(d, -1)
+    n = v.shape[-1]
+    same = _C.eq(v[..., 1:], v[..., :-1])
+    if v.is_floating_point():
+        same = _C.logical_or(same, _C.logical_and(_C.isnan(v[..., 1:]), _C.isnan(v[..., :-1])))
+    start = _C.cat([_C.ones_like(v[..., :1], dtype=_C.bool), _C.logical_not(same)], -1)
+    run = start.to(_C.int64).cumsum(-1) - 1                 # each sorted position's run
+    length = _C.zeros(v.shape, dtype=_C.int64).scatter_add(-1, run, _C.ones_like(run))
+    count = length.gather(-1, run)                          # its run's length
+    best = count.amax(-1, keepdim=True)
+    first = _C.eq(count, best).to(_C.int64).argmax(-1, keepdim=True)  # smallest value of the most
+    last = _C.clamp(first + best - 1, max=n - 1)            # the run's last: largest index
+    idx = p.gather(-1, last).movedim(-1, d)
+    val = input.gather(d, idx) if input.ndim else input.reshape(1).gather(0, idx.reshape(1))
+    if input.ndim == 0:
+        return _values_indices(val.reshape(()), idx.reshape(()))
+    if not keepdim:
+        val, idx = val.squeeze(d), idx.squeeze(d)
+    return _values_indices(val, idx)
 
 
 def _median(input, dim, keepdim, ignore_nan, who):

@@ -816,3 +816,23 @@ def test_combinations_sizes_its_output_first():
             t = torch.combinations(torch.tensor([1, 2, 3]), r, rep)
             assert tuple(m.shape) == tuple(t.shape)
             np.testing.assert_array_equal(m.numpy(), t.numpy())
+
+
+def test_mode_equals_torchs():
+    rng = np.random.default_rng(3)
+    for shape, dim in (((7,), 0), ((4, 9), 1), ((4, 9), 0), ((3, 5, 6), -1), ((3, 5, 6), 1)):
+        data = rng.integers(0, 4, shape)
+        for dt, tdt in ((musa.int64, torch.int64), (musa.float32, torch.float32)):
+            for keepdim in (False, True):
+                m = musa.mode(musa.tensor(data, dtype=dt), dim, keepdim)
+                t = torch.mode(torch.tensor(data, dtype=tdt), dim, keepdim)
+                assert m.values.tolist() == t.values.tolist()
+                assert m.indices.tolist() == t.indices.tolist(), (shape, dim, keepdim)
+    assert musa.tensor([3, 2, 3, 2, 1, 2, 3]).mode().indices.tolist() == 5
+    assert musa.mode(musa.tensor(4.0)).values.tolist() == 4.0
+    x = musa.tensor([[1.0, 2, 2], [3, 3, 1]], requires_grad=True)
+    musa.mode(x).values.sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    with pytest.raises(IndexError, match=r"\[mode\] cannot take an order statistic over dim 1 of "
+                                         r"size 0"):
+        musa.mode(musa.zeros(2, 0))
