@@ -688,3 +688,4 @@ from ._functional_pool import *  # noqa: E402,F401,F403
 from ._functional_losses import *  # noqa: E402,F401,F403
 from ._functional_grid import *  # noqa: E402,F401,F403
 from ._functional_ctc import *  # noqa: E402,F401,F403
+from ._functional_frac import *  # noqa: E402,F401,F403

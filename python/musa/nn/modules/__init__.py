@@ -10,7 +10,7 @@ from .distance import PairwiseDistance, CosineSimilarity
 from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, AdaptiveAvgPool1d,
                       AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
                       AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Fold,
-                      Unfold)
+                      Unfold, FractionalMaxPool2d, FractionalMaxPool3d)
 from .normalization import (SyncBatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d, LocalResponseNorm)
 from .sparse import Embedding, EmbeddingBag
@@ -46,7 +46,7 @@ __all__ = [
     "TransformerDecoderLayer", "ConvTranspose1d", "MaxUnpool1d", "MaxUnpool2d", "Fold", "Unfold",
     "EmbeddingBag", "Conv3d", "ConvTranspose3d", "MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-    "LPPool1d", "LPPool2d", "MaxUnpool3d", "BatchNorm3d", "SyncBatchNorm", "Softshrink", "Hardshrink", "Threshold", "PReLU",
+    "LPPool1d", "LPPool2d", "MaxUnpool3d", "BatchNorm3d", "SyncBatchNorm", "FractionalMaxPool2d", "FractionalMaxPool3d", "Softshrink", "Hardshrink", "Threshold", "PReLU",
     "RReLU", "GLU", "Softmax2d", "ChannelShuffle", "PairwiseDistance", "CosineSimilarity", "KLDivLoss",
     "HuberLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginLoss",

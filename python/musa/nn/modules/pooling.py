@@ -212,3 +212,39 @@ class Unfold(Module):
 
     def forward(self, input):
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class _FractionalMaxPoolNd(Module):
+    """Max pooling over windows at PyTorch's pseudo-random fractional
+    starts (F.fractional_max_pool2d/3d), new samples every call."""
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"[{type(self).__name__}] requires specifying either an output size "
+                             f"or an output ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError(f"[{type(self).__name__}] only one of output_size and output_ratio "
+                             f"may be specified")
+        self.kernel_size, self.output_size, self.output_ratio = (kernel_size, output_size,
+                                                                 output_ratio)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+
+    def forward(self, input):
+        return self._fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                        self.return_indices, _random_samples=self._random_samples)
+
+    def extra_repr(self):
+        size = (f"output_size={self.output_size}" if self.output_size is not None
+                else f"output_ratio={self.output_ratio}")
+        return f"kernel_size={self.kernel_size}, {size}"
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _fn = staticmethod(F.fractional_max_pool3d)
