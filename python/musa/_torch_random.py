@@ -6,7 +6,7 @@ wraps the functions, musa/_tensor.py the methods)."""
 import math as _math
 
 from . import _C
-from ._functions import _number, _tensors
+from ._functions import _int, _number, _tensors
 from ._torch_index import broadcast_shapes as _broadcast_shapes
 from ._torch_index import searchsorted as _searchsorted
 from .autograd import no_grad as _no_grad
@@ -130,7 +130,8 @@ def random_(self, *args, **kw):
     name = str(self.dtype).split(".")[-1]
     top = {"float32": 1 << 24, "float64": 1 << 53, "float16": 1 << 11, "bfloat16": 1 << 8,
            "int8": 128, "uint8": 256, "int32": 1 << 31, "int64": 1 << 63, "bool": 2}[name]
-    lo, hi = int(from_), top if to is None else int(to)
+    lo = _int(from_, "Tensor.random_", "from")
+    hi = top if to is None else _int(to, "Tensor.random_", "to")
     if hi <= lo:
         raise _C.InvalidArgumentError(f"[Tensor.random_] expects from < to, got from={lo}, "
                                       f"to={hi}")
