@@ -47,24 +47,32 @@ def _exp_square(z):
     return _C.exp(zh * zh) * _C.exp(zl * (2.0 * zh + zl))
 
 
-class _Erfcx(_Function):
-    @staticmethod
-    def forward(ctx, x):
-        x64, dt = _as_f64(x, "erfcx")
-        y = _erfcx_f64(x64)
-        ctx.save_for_backward(x64, y)
-        ctx.dt = dt
-        return y.to(dt)
+def _unary_f64(who, fn, deriv):
+    """An autograd op computing fn in float64 (the result rounded to the
+    input's floating dtype), whose derivative is deriv(x, y) in float64."""
+    class _Op(_Function):
+        @staticmethod
+        def forward(ctx, x):
+            x64, dt = _as_f64(x, who)
+            y = fn(x64)
+            ctx.save_for_backward(x64, y)
+            ctx.dt = dt
+            return y.to(dt)
 
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        return grad * (2.0 * x * y - 2.0 / _math.sqrt(_math.pi)).to(ctx.dt)
+        @staticmethod
+        def backward(ctx, grad):
+            x, y = ctx.saved_tensors
+            return grad * deriv(x, y).to(ctx.dt)
+    _Op.__name__ = _Op.__qualname__ = who
+    return _Op.apply
+
+
+_erfcx = _unary_f64("erfcx", _erfcx_f64, lambda x, y: 2.0 * x * y - 2.0 / _math.sqrt(_math.pi))
 
 
 def erfcx(input):
     """exp(x^2) erfc(x), finite where erfc(x) underflows (x large)."""
-    return _Erfcx.apply(input)
+    return _erfcx(input)
 
 
 def ndtr(input):
@@ -83,24 +91,14 @@ def _log_ndtr_f64(x):
     return _C.where(_C.lt(x, 0.0), neg, pos)
 
 
-class _LogNdtr(_Function):
-    @staticmethod
-    def forward(ctx, x):
-        x64, dt = _as_f64(x, "log_ndtr")
-        y = _log_ndtr_f64(x64)
-        ctx.save_for_backward(x64, y)
-        ctx.dt = dt
-        return y.to(dt)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, y = ctx.saved_tensors  # phi(x) / ndtr(x), in logs
-        return grad * _C.exp(-0.5 * x * x - _LOG_SQRT_2PI - y).to(ctx.dt)
+# phi(x) / ndtr(x), in logs
+_log_ndtr = _unary_f64("log_ndtr", _log_ndtr_f64,
+                       lambda x, y: _C.exp(-0.5 * x * x - _LOG_SQRT_2PI - y))
 
 
 def log_ndtr(input):
     """log of the standard normal CDF, accurate in both tails."""
-    return _LogNdtr.apply(input)
+    return _log_ndtr(input)
 
 
 def _ndtri_f64(p):
@@ -126,25 +124,13 @@ def _ndtri_f64(p):
     return _C.where(_C.logical_or(bad, _C.ne(p, p)), float("nan"), x)
 
 
-class _Ndtri(_Function):
-    @staticmethod
-    def forward(ctx, p):
-        p64, dt = _as_f64(p, "ndtri")
-        y = _ndtri_f64(p64)
-        ctx.save_for_backward(y)
-        ctx.dt = dt
-        return y.to(dt)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors  # 1 / phi(y)
-        return grad * _C.exp(0.5 * y * y + _LOG_SQRT_2PI).to(ctx.dt)
+_ndtri = _unary_f64("ndtri", _ndtri_f64, lambda p, y: _C.exp(0.5 * y * y + _LOG_SQRT_2PI))
 
 
 def ndtri(input):
     """The inverse of ndtr (the standard normal quantile): -inf at 0, inf
     at 1, NaN outside [0, 1]."""
-    return _Ndtri.apply(input)
+    return _ndtri(input)
 
 
 def xlog1py(input, other):

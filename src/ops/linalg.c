@@ -39,22 +39,28 @@ static musa_tensor *expand_batch(musa_tensor *x, int nb, const int64_t *batch) {
     return musa_expand(x, nb + 2, shape);
 }
 
-musa_tensor *musa_linalg_solve_matrices(musa_tensor *a, musa_tensor *b) {
+/* Row op applied to a and b (matrices) with their batch dims broadcast
+ * against each other first. */
+static musa_tensor *call_batched(musa_op_id op, musa_tensor *a, musa_tensor *b, const void *attrs) {
     if (!a || !b) return NULL;
     musa_temps t = {0};
     musa_tensor *am = a, *bm = b;
     if (a->ndim >= 2 && b->ndim >= 2) { /* else inference reports the shapes */
         int nb = 0;
         int64_t batch[MUSA_MAX_DIMS];
-        if (musa_broadcast_shape("linalg_solve", a->ndim - 2, a->shape, b->ndim - 2, b->shape, &nb,
-                                 batch))
+        if (musa_broadcast_shape(musa_ops[op].name, a->ndim - 2, a->shape, b->ndim - 2, b->shape,
+                                 &nb, batch))
             return NULL;
         am = T(expand_batch(a, nb, batch));
         bm = T(expand_batch(b, nb, batch));
     }
-    musa_tensor *x = musa_call2(MUSA_OP_linalg_solve, am, bm, NULL);
+    musa_tensor *x = am && bm ? musa_call2(op, am, bm, attrs) : NULL;
     musa_temps_release(&t);
     return x;
+}
+
+musa_tensor *musa_linalg_solve_matrices(musa_tensor *a, musa_tensor *b) {
+    return call_batched(MUSA_OP_linalg_solve, a, b, NULL);
 }
 
 musa_tensor *musa_linalg_solve(musa_tensor *a, musa_tensor *b) {
@@ -107,24 +113,10 @@ int musa_linalg_lu(musa_tensor *a, musa_tensor **p, musa_tensor **l, musa_tensor
 
 musa_tensor *musa_linalg_solve_triangular(musa_tensor *a, musa_tensor *b, bool upper, bool left,
                                           bool unitriangular) {
-    if (!a || !b) return NULL;
-    musa_temps t = {0};
-    musa_tensor *am = a, *bm = b;
-    if (a->ndim >= 2 && b->ndim >= 2) { /* else inference reports the shapes */
-        int nb = 0;
-        int64_t batch[MUSA_MAX_DIMS];
-        if (musa_broadcast_shape("linalg_solve_triangular", a->ndim - 2, a->shape, b->ndim - 2,
-                                 b->shape, &nb, batch))
-            return NULL;
-        am = T(expand_batch(a, nb, batch));
-        bm = T(expand_batch(b, nb, batch));
-    }
     musa_attrs_trsolve at;
     musa_attrs_init(MUSA_ATTRS_trsolve, &at);
     at.upper = upper, at.left = left, at.unitriangular = unitriangular;
-    musa_tensor *x = am && bm ? musa_call2(MUSA_OP_linalg_solve_triangular, am, bm, &at) : NULL;
-    musa_temps_release(&t);
-    return x;
+    return call_batched(MUSA_OP_linalg_solve_triangular, a, b, &at);
 }
 
 int musa_linalg_slogdet(musa_tensor *a, musa_tensor **sign, musa_tensor **logabsdet) {

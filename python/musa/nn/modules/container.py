@@ -183,6 +183,19 @@ class ModuleDict(Module):
             self[key] = module
 
 
+def _held_lines(pairs):
+    """ParameterList's and ParameterDict's repr lines, as PyTorch's."""
+    lines = []
+    for k, p in pairs:
+        if isinstance(p, _C.Tensor):
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            size = "x".join(str(s) for s in p.shape)
+            lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
+
+
 class ParameterList(Module):
     """A list whose tensors are registered as parameters (a plain tensor is
     wrapped in a Parameter); other objects are stored as attributes."""
@@ -229,15 +242,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, _C.Tensor):
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                size = "x".join(str(s) for s in p.shape)
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _held_lines(enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("[ParameterList] ParameterList should not be called.")
@@ -355,15 +360,7 @@ class ParameterDict(Module):
         return [k for k in super().__dir__() if k not in self._keys]
 
     def extra_repr(self):
-        lines = []
-        for k, p in self.items():
-            if isinstance(p, _C.Tensor):
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                size = "x".join(str(s) for s in p.shape)
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _held_lines(self.items())
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("[ParameterDict] ParameterDict should not be called.")
