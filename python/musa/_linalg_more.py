@@ -105,7 +105,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
     LA._no_out("linalg.tensorsolve", out)
     _tensors("linalg.tensorsolve", A=A, B=B)
     if dims is not None:
-        dims = [d % A.ndim for d in ([dims] if isinstance(dims, int) else dims)]
+        from ._functions import _dims
+        dims = [d % max(A.ndim, 1) for d in _dims(dims, "linalg.tensorsolve", "dims")]
         A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
     rest = tuple(A.shape[B.ndim:])
     if tuple(A.shape[:B.ndim]) != tuple(B.shape) or _math.prod(rest) != B.numel():

@@ -6,7 +6,7 @@ is, by autograd Functions whose derivatives are closed forms."""
 import math as _math
 
 from . import _C
-from ._functions import _int, _tensors
+from ._functions import _int, _number, _tensors
 from ._torch_math import promote_types as _promote_types
 from ._torch_special import _as_f64, _hurwitz_zeta_real, lgamma
 from .autograd import Function as _Function
@@ -140,8 +140,10 @@ def xlog1py(input, other):
     # a number takes the tensor's floating dtype, as PyTorch's wrapped numbers do
     like = input if isinstance(input, _C.Tensor) else other
     dt = like.dtype if like.is_floating_point() else _C.get_default_dtype()
-    x = input if isinstance(input, _C.Tensor) else _C.tensor(float(input), dtype=dt)
-    y = other if isinstance(other, _C.Tensor) else _C.tensor(float(other), dtype=dt)
+    x = input if isinstance(input, _C.Tensor) else _C.tensor(_number(input, "xlog1py", "input"),
+                                                               dtype=dt)
+    y = other if isinstance(other, _C.Tensor) else _C.tensor(_number(other, "xlog1py", "other"),
+                                                               dtype=dt)
     if not x.is_floating_point() and not y.is_floating_point():
         x = x.to(_C.get_default_dtype())
     zero = _C.logical_and(_C.eq(x, 0), _C.eq(y, y))
@@ -198,8 +200,12 @@ def zeta(input, other):
     """The Hurwitz zeta function sum_k (other + k)^-input, for input > 1
     (inf at 1, NaN below); other <= 0 as Cephes: inf at the non-positive
     integers, NaN for a non-integer input. Differentiable in other."""
-    x = input if isinstance(input, _C.Tensor) else _C.tensor(float(input), dtype=_C.float64)
-    q = other if isinstance(other, _C.Tensor) else _C.tensor(float(other), dtype=_C.float64)
+    if not isinstance(input, _C.Tensor) and not isinstance(other, _C.Tensor):
+        raise TypeError("[zeta] expected a tensor among input and other")
+    x = input if isinstance(input, _C.Tensor) else _C.tensor(_number(input, "zeta", "input"),
+                                                               dtype=_C.float64)
+    q = other if isinstance(other, _C.Tensor) else _C.tensor(_number(other, "zeta", "other"),
+                                                               dtype=_C.float64)
     if not isinstance(input, _C.Tensor) and isinstance(other, _C.Tensor) and \
             other.is_floating_point():
         x = x.to(other.dtype)

@@ -765,6 +765,7 @@ def resize_(self, *sizes, memory_format=None):
 
 @_method
 def resize_as_(self, other, memory_format=None):
+    F._tensors("Tensor.resize_as_", other=other)
     return self.resize_(*other.shape)
 
 
@@ -776,6 +777,8 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     if self.requires_grad and self.is_leaf:
         raise RuntimeError("[Tensor.set_] a leaf Variable that requires grad is being used in an "
                            "in-place operation")
+    if source is not None:
+        F._tensors("Tensor.set_", source=source)
     if source is None:
         self._rebind_(_C.empty(0, dtype=self.dtype))
     elif size is None:

@@ -5,7 +5,7 @@ index_reduce, histogram, nextafter, scalar_tensor, empty_strided, asarray
 import collections as _collections
 
 from . import _C
-from ._functions import _tensors
+from ._functions import _dims, _int, _number, _tensors
 
 __all__ = ["svd", "qr", "pinverse", "nuclear_norm", "frobenius_norm", "put", "index_reduce",
            "histogram", "nextafter", "scalar_tensor", "empty_strided", "asarray"]
@@ -33,6 +33,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     (m, m) and (n, n), as torch's."""
     if out is not None:
         raise _C.InvalidArgumentError("[svd] out= is not supported; use the result")
+    _tensors("svd", input=input)
     LA = _LA()
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
@@ -59,17 +60,20 @@ def pinverse(input, rcond=1e-15):
 def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
     """The sum of the singular values of the matrices over dims dim (the
     last two of a 2-D input by default)."""
+    _tensors("nuclear_norm", input=input)
     if isinstance(dim, bool):
         dim, keepdim = None, dim  # nuclear_norm(input, keepdim)
-    return _LA().matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else tuple(dim),
-                             keepdim=keepdim)
+    dims = (-2, -1) if dim is None else tuple(_dims(dim, "nuclear_norm", "dim"))
+    if len(dims) != 2:
+        raise _C.InvalidArgumentError(f"[nuclear_norm] dim must name 2 dims, got {dim!r}")
+    return _LA().matrix_norm(input, "nuc", dim=dims, keepdim=keepdim)
 
 
 def frobenius_norm(input, dim=None, keepdim=False, *, out=None):
     """sqrt of the sum of squares over dim (all dims by default)."""
     _tensors("frobenius_norm", input=input)
-    dims = tuple(range(input.ndim)) if dim is None else (
-        (dim,) if isinstance(dim, int) else tuple(dim))
+    dims = tuple(range(input.ndim)) if dim is None else tuple(_dims(dim, "frobenius_norm",
+                                                                     "dim"))
     return (input * input).sum(dims, keepdim=keepdim).sqrt()
 
 
@@ -96,6 +100,10 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     names ('prod', 'mean', 'amax', 'amin'), as scatter_reduce with the
     index spread over the slices."""
     _tensors("index_reduce", input=input, index=index, source=source)
+    dim = _int(dim, "index_reduce", "dim")
+    if not -source.ndim <= dim < max(source.ndim, 1) or input.ndim != source.ndim:
+        raise IndexError(f"[index_reduce] dim {dim} is out of range for source of shape "
+                         f"{tuple(source.shape)} (input {tuple(input.shape)})")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise _C.InvalidArgumentError(f"[index_reduce] reduce must be 'prod', 'mean', 'amax' or "
                                       f"'amin', got {reduce!r}")
@@ -120,6 +128,11 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     if not input.is_floating_point():
         raise _C.InvalidTypeError(f"[histogram] expected a floating point tensor, got "
                                   f"{input.dtype}")
+    if weight is not None:
+        _tensors("histogram", weight=weight)
+        if weight.numel() != input.numel():
+            raise _C.InvalidArgumentError(f"[histogram] weight must have input's "
+                                          f"{input.numel()} elements, got {weight.numel()}")
     x = input.reshape(-1)
     if isinstance(bins, _C.Tensor):
         edges = bins.to(input.dtype)
@@ -131,7 +144,10 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
             raise _C.InvalidArgumentError(f"[histogram] bins must be a positive int or a tensor "
                                           f"of edges, got {bins!r}")
         if range is not None:
-            lo, hi = float(range[0]), float(range[1])
+            if not isinstance(range, (tuple, list)) or len(range) != 2:
+                raise TypeError(f"[histogram] range must be a (min, max) pair, got {range!r}")
+            lo, hi = _number(range[0], "histogram", "range"), _number(range[1], "histogram",
+                                                                         "range")
         elif x.numel():
             lo, hi = float(x.amin()), float(x.amax())
         else:
@@ -184,14 +200,15 @@ def _shape(a, b):
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False):
     """A 0-d tensor of s (the default float dtype unless dtype says)."""
-    return _C.tensor(float(s) if not isinstance(s, bool) else s,
-                     dtype=dtype or _C.get_default_dtype(), requires_grad=requires_grad)
+    value = s if isinstance(s, bool) else _number(s, "scalar_tensor", "s")
+    return _C.tensor(value, dtype=dtype or _C.get_default_dtype(), requires_grad=requires_grad)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False):
     """An uninitialised tensor of size laid out by stride (in elements)."""
-    size, stride = tuple(size), tuple(stride)
+    size = tuple(_dims(size, "empty_strided", "size"))
+    stride = tuple(_dims(stride, "empty_strided", "stride"))
     if len(size) != len(stride):
         raise _C.InvalidArgumentError(f"[empty_strided] size {size} and stride {stride} have "
                                       f"different lengths")

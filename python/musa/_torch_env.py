@@ -177,7 +177,7 @@ def _window(who, window_length, periodic, dtype, requires_grad, fn):
         raise ValueError(f"[{who}] window_length must be a non-negative int, got "
                          f"{window_length!r}")
     dtype = dtype or _C.get_default_dtype()
-    if not dtype.is_floating_point:
+    if not isinstance(dtype, _C.dtype) or not dtype.is_floating_point:
         raise ValueError(f"[{who}] expects a floating point dtype, got {dtype}")
     if window_length <= 1:
         w = _C.ones(window_length, dtype=dtype)
@@ -207,8 +207,10 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, requires_grad=False):
     """alpha - beta cos(2 pi n / (N - 1))."""
+    from ._functions import _number
+    alpha, beta = _number(alpha, "hamming_window", "alpha"), _number(beta, "hamming_window", "beta")
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
-                   _cosines(float(alpha), -float(beta)))
+                   _cosines(alpha, -beta))
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -228,7 +230,8 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
                   device=None, requires_grad=False):
     """I0(beta sqrt(1 - (2 n / (N - 1) - 1)^2)) / I0(beta)."""
-    beta = float(beta)
+    from ._functions import _number
+    beta = _number(beta, "kaiser_window", "beta")
 
     def fn(k, m):
         r = (1 - (2 * k / m - 1) ** 2).clamp(min=0).sqrt()

@@ -91,7 +91,11 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     """F.embedding(indices, weight): the arguments the other way round, and
     padding_idx -1 for none, as torch's top-level function takes them."""
-    return _F().embedding(indices, weight, padding_idx=None if padding_idx < 0 else padding_idx,
+    if padding_idx is not None:
+        from ._functions import _int
+        padding_idx = _int(padding_idx, "embedding", "padding_idx")
+    return _F().embedding(indices, weight,
+                          padding_idx=None if padding_idx is None or padding_idx < 0 else padding_idx,
                           scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 

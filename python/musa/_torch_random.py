@@ -78,7 +78,8 @@ def normal(mean=0.0, std=1.0, size=None, *, out=None, dtype=None, layout=None, d
             m, s = _number(mean, "normal", "mean"), _number(std, "normal", "std")
             if s < 0:
                 raise _C.InvalidArgumentError(f"[normal] std must be >= 0, got {s}")
-            shape = [size] if isinstance(size, int) else list(size)
+            from ._functions import _dims
+            shape = _dims(size, "normal", "size")
             r = _C.randn(*shape, dtype=dtype or _C.get_default_dtype()) * s + m
         else:
             if size is not None:

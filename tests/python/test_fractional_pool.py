@@ -61,6 +61,6 @@ def test_modules_draw_new_windows_and_check_their_arguments():
         F.fractional_max_pool2d(flat, 2, output_size=8)
     with pytest.raises(ValueError, match=r"\[fractional_max_pool2d\] output_ratio must be between"):
         F.fractional_max_pool2d(flat, 2, output_ratio=1.5)
-    with pytest.raises(ValueError, match=r"\[fractional_max_pool2d\] _random_samples must have "
-                                         r"shape"):
+    with pytest.raises(ValueError, match=r"\[fractional_max_pool2d\] _random_samples must be a "
+                                         r"tensor of shape"):
         F.fractional_max_pool2d(flat, 2, output_size=3, _random_samples=musa.rand(1, 1, 3))

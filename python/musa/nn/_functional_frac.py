@@ -49,7 +49,8 @@ def _fractional(input, kernel_size, output_size, output_ratio, samples, nd, who)
         out = _tuple(output_size, nd, who, "output_size")
     else:
         ratio = _tuple(output_ratio, nd, who, "output_ratio")
-        if not all(0 < r < 1 for r in ratio):
+        if not all(isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r < 1
+                   for r in ratio):
             raise ValueError(f"[{who}] output_ratio must be between 0 and 1, got {output_ratio!r}")
         out = tuple(int(s * r) for s, r in zip(sizes, ratio))
     for s, o, kk in zip(sizes, out, k):
@@ -58,9 +59,10 @@ def _fractional(input, kernel_size, output_size, output_ratio, samples, nd, who)
                              f"{sizes}: each output + kernel - 1 must be at most the input")
     if samples is None:
         samples = _C.rand(N, C, nd, dtype=x.dtype if x.is_floating_point() else _C.float32)
-    elif tuple(samples.shape) != (N, C, nd):
-        raise ValueError(f"[{who}] _random_samples must have shape {(N, C, nd)}, got "
-                         f"{tuple(samples.shape)}")
+    elif not isinstance(samples, _C.Tensor) or tuple(samples.shape) != (N, C, nd):
+        got = tuple(samples.shape) if isinstance(samples, _C.Tensor) else type(samples).__name__
+        raise ValueError(f"[{who}] _random_samples must be a tensor of shape {(N, C, nd)}, got "
+                         f"{got}")
     # PyTorch's sample order: (width, height) in 2-D, (depth, height, width) in 3-D
     order = [1, 0] if nd == 2 else [0, 1, 2]
     starts = [_starts(samples[..., order[j]], sizes[j], out[j], k[j]) for j in range(nd)]
