@@ -68,8 +68,11 @@ def vander(x, *, N=None):
         raise _C.InvalidArgumentError(f"[linalg.vander] N must be a non-negative int, got {N!r}")
     if N == 0:
         return _C.empty(*x.shape, 0, dtype=x.dtype)
-    cols = [_C.ones_like(x)] + [x] * (N - 1)
-    return _C.stack(cols, -1).cumprod(-1)
+    ones = _C.ones_like(x).unsqueeze(-1)
+    if N == 1:
+        return ones
+    # the columns 1, x, x, ... as an expanded view, multiplied up
+    return _C.cat([ones, x.unsqueeze(-1).expand(*x.shape, N - 1)], -1).cumprod(-1)
 
 
 def torch_vander(x, N=None, increasing=False):

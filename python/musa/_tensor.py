@@ -784,8 +784,11 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     elif size is None:
         self._rebind_(source.detach())
     else:
-        self._rebind_(source.detach().as_strided(size, stride if stride is not None else
-                                                 _contiguous_strides(size), storage_offset))
+        size = F._dims(size, "Tensor.set_", "size")
+        stride = _contiguous_strides(size) if stride is None else F._dims(stride, "Tensor.set_",
+                                                                          "stride")
+        offset = F._int(storage_offset, "Tensor.set_", "storage_offset")
+        self._rebind_(source.detach().as_strided(size, stride, offset))
     return self
 
 

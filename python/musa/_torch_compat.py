@@ -33,8 +33,8 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     (m, m) and (n, n), as torch's."""
     if out is not None:
         raise _C.InvalidArgumentError("[svd] out= is not supported; use the result")
-    _tensors("svd", input=input)
     LA = _LA()
+    LA._matrices("svd", input)
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
         S = LA.svdvals(input)
@@ -54,7 +54,7 @@ def qr(input, some=True, *, out=None):
 def pinverse(input, rcond=1e-15):
     """The pseudo-inverse, singular values below rcond times the largest
     dropped: linalg.pinv(input, rtol=rcond)."""
-    return _LA().pinv(input, rtol=rcond)
+    return _LA().pinv(input, rtol=_number(rcond, "pinverse", "rcond"))
 
 
 def nuclear_norm(input, dim=None, keepdim=False, *, out=None):

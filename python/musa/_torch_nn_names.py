@@ -105,7 +105,7 @@ _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 def _reduction(who, r):
     if isinstance(r, str) and r in _REDUCTIONS.values():
         return r
-    if r not in _REDUCTIONS or isinstance(r, bool):
+    if not isinstance(r, int) or isinstance(r, bool) or r not in _REDUCTIONS:
         raise ValueError(f"[{who}] reduction must be 0 (none), 1 (mean) or 2 (sum), got {r!r}")
     return _REDUCTIONS[r]
 
