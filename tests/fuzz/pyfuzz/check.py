@@ -89,6 +89,10 @@ for _f in ("polygamma", "polygamma_"):
 for _f in ("i0", "i0_", "i1"):
     TORCH_WRONG[_f] = (("inf", "NaN at the infinities, where I0 and I1 are infinite"),)
 
+# seed 8702: celu(x, alpha=1e308) is alpha expm1(x / alpha) ~ x in musa; 1.13
+# computes exp(x / alpha) - 1, which is 0 once x / alpha is below 1e-16
+for _f in ("celu", "celu_"):
+    TORCH_WRONG[_f] = (("huge number", "exp(x / alpha) - 1 loses x / alpha for a huge alpha"),)
 # ndtr(x) for x < -5: 1.13 computes 1 + erf(x / sqrt 2) and loses the tail
 # (ndtr(-8.2) is 1.11e-16, exactly 1.20e-16); musa's erfc keeps it
 TORCH_WRONG["ndtr"] = (("below -5", "digits lost in the lower tail (1 + erf)"),)
@@ -421,6 +425,9 @@ def wrong_when(what, tensors, musa, env, src):
     if what == "pole":  # a non-positive integer among the values
         return any(numel(v) <= LARGE and bool(((x <= 0) & (x == np.round(x))).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
+    if what == "huge number":  # a number argument past 1e15
+        return any(isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > 1e15
+                   for v in args_of(env))
     if what == "below -5":
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    bool((to_array(v, musa).astype(np.float64) < -5).any()) for v in tensors)
