@@ -142,7 +142,7 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     False never, None as the values' range asks)."""
     cur = list(_C._get_print_options())
     if profile is not None:
-        if profile not in _PROFILES:
+        if not isinstance(profile, str) or profile not in _PROFILES:
             raise ValueError(f"[set_printoptions] profile must be 'default', 'short' or 'full', "
                              f"got {profile!r}")
         cur[:4] = _PROFILES[profile]

@@ -102,6 +102,13 @@ musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *w, musa_tensor *
         if (padding) p[i] = padding[i];
         if (output_padding) op[i] = output_padding[i];
         if (dilation) d[i] = dilation[i];
+        if (s[i] < 1 || d[i] < 1 || p[i] < 0) {
+            musa_err(MUSA_ERR_VALUE,
+                     "[conv_transpose2d] stride and dilation must be >= 1 and padding >= 0, got "
+                     "stride %lld, dilation %lld, padding %lld",
+                     (long long)s[i], (long long)d[i], (long long)p[i]);
+            return NULL;
+        }
         if (op[i] < 0 || (op[i] >= s[i] && op[i] >= d[i])) {
             musa_err(
                 MUSA_ERR_VALUE,
@@ -125,8 +132,22 @@ musa_tensor *musa_conv_transpose2d(musa_tensor *x, musa_tensor *w, musa_tensor *
     a.shape.v[1] = w->shape[1] * groups;
     for (int i = 0; i < 2; i++) {
         a.stride.v[i] = s[i], a.padding.v[i] = p[i], a.dilation.v[i] = d[i];
-        a.shape.v[2 + i] =
-            (x->shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w->shape[2 + i] - 1) + op[i] + 1;
+        /* (in - 1) s - 2 p + d (k - 1) + op + 1, in checked arithmetic: huge
+         * strides, paddings and dilations must not overflow */
+        int64_t grow, span, size;
+        if (__builtin_mul_overflow(x->shape[2 + i] - 1, s[i], &grow) ||
+            __builtin_mul_overflow(d[i], w->shape[2 + i] - 1, &span) ||
+            __builtin_add_overflow(grow, span, &size) ||
+            __builtin_sub_overflow(size, p[i], &size) ||
+            __builtin_sub_overflow(size, p[i], &size) ||
+            __builtin_add_overflow(size, op[i] + 1, &size)) {
+            musa_err(MUSA_ERR_VALUE,
+                     "[conv_transpose2d] the output size overflows (stride %lld, padding %lld, "
+                     "dilation %lld)",
+                     (long long)s[i], (long long)p[i], (long long)d[i]);
+            return NULL;
+        }
+        a.shape.v[2 + i] = size;
         if (a.shape.v[2 + i] < 1) {
             musa_err(MUSA_ERR_VALUE, "[conv_transpose2d] the output would be empty");
             return NULL;

@@ -1,0 +1,41 @@
+"""Tensor.pinverse: error
+
+message does not start with [name]: TypeError: float() argument must be a string or a real number, n
+
+Found by tests/fuzz/fuzz_py.py (batch seed 8745, call 158); replayed by
+`bash run.sh sanitize` (fuzz_py.py --replay), which requires it to run without
+a crash and to raise, if anything, a standard exception whose message starts
+with "[name]".
+"""
+import copy
+import math
+import operator
+import pickle
+import re
+from math import inf, nan
+
+import numpy as np
+
+import musa
+import musa.nn.functional as F
+
+STANDARD = (TypeError, ValueError, IndexError, RuntimeError, MemoryError, NotImplementedError,
+            OverflowError, ZeroDivisionError, BufferError)
+PYTHON_OWN = re.compile("(takes|expected) .*(positional )?arguments?|got an unexpected keyword argument|missing \\d+ required|got multiple values for|takes no (keyword )?arguments|takes exactly one argument|argument after \\* must be|must be a mapping|unsupported operand type|not supported between instances of|bad operand type for|unsupported format string passed to|Unknown format code|can only concatenate (tuple|list)|can't multiply sequence by non-int")  # Python's own argument and operator errors
+
+
+def check(call):
+    try:
+        call()
+    except STANDARD as e:
+        print(f"{type(e).__name__}: {e}")
+        if not str(e).startswith("[") and not PYTHON_OWN.search(str(e)):
+            raise
+
+
+def call_0():
+    a0 = musa.tensor([[[[-0.0]], [[inf]], [[1.417]]], [[[3.26]], [[-0.154]], [[-2.198]]], [[[1e-40]], [[-3.969]], [[1.498]]], [[[-3.642]], [[-3.662]], [[0.0]]], [[[2.087]], [[1.304]], [[-1.795]]], [[[1.361]], [[-0.441]], [[-2.94]]], [[[3.446]], [[0.26]], [[-3.623]]]], dtype=musa.float64)[1:]
+    a1 = {}
+    out = a0.pinverse(rcond=a1)
+
+check(call_0)
