@@ -139,6 +139,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         if edges.ndim != 1 or edges.numel() < 2:
             raise _C.InvalidArgumentError("[histogram] bins must be a 1-D tensor of at least 2 "
                                           "edges")
+        if not bool((edges[1:] >= edges[:-1]).all()):
+            raise _C.InvalidArgumentError("[histogram] bin edges must increase monotonically")
     else:
         if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
             raise _C.InvalidArgumentError(f"[histogram] bins must be a positive int or a tensor "

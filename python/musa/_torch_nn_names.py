@@ -2,8 +2,9 @@
 torch.layer_norm, torch.dropout, ...), with the signatures PyTorch gives
 them there: some differ from F's (torch.dropout(input, p, train),
 torch.embedding(weight, indices), torch.batch_norm's argument order, the
-losses' integer reductions 0 none, 1 mean, 2 sum). musa.nn is imported on
-the first call, so `import musa` stays light."""
+losses' integer reductions 0 none, 1 mean, 2 sum, and none by default, as
+PyTorch 1.13's top-level losses return them). musa.nn is imported on the
+first call, so `import musa` stays light."""
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -110,34 +111,34 @@ def _reduction(who, r):
     return _REDUCTIONS[r]
 
 
-def kl_div(input, target, reduction=1, log_target=False):
+def kl_div(input, target, reduction=0, log_target=False):
     return _F().kl_div(input, target, reduction=_reduction("kl_div", reduction),
                        log_target=log_target)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
     return _F().binary_cross_entropy_with_logits(
         input, target, weight, reduction=_reduction("binary_cross_entropy_with_logits", reduction),
         pos_weight=pos_weight)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
     return _F().margin_ranking_loss(input1, input2, target, margin,
                                     reduction=_reduction("margin_ranking_loss", reduction))
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
     return _F().hinge_embedding_loss(input, target, margin,
                                      reduction=_reduction("hinge_embedding_loss", reduction))
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
     return _F().cosine_embedding_loss(input1, input2, target, margin,
                                       reduction=_reduction("cosine_embedding_loss", reduction))
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
-                        reduction=1):
+                        reduction=0):
     return _F().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
                                     reduction=_reduction("triplet_margin_loss", reduction))
 
@@ -147,7 +148,7 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction):
                                  reduction=_reduction("poisson_nll_loss", reduction))
 
 
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1,
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0,
              zero_infinity=False):
     return _F().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                          reduction=_reduction("ctc_loss", reduction), zero_infinity=zero_infinity)

@@ -102,6 +102,8 @@ def test_histogram_equals_torchs():
     with pytest.raises(musa.InvalidArgumentError, match=r"\[histogram\] range \[nan, nan\] is "
                                                         r"not finite"):
         musa.histogram(musa.tensor([1.0, math.nan]), 2)
+    with pytest.raises(musa.InvalidArgumentError, match=r"\[histogram\] bin edges must increase"):
+        musa.histogram(musa.tensor([1.0, 2.0]), musa.tensor([2.0, 1.0, 3.0]))  # (fuzz seed 8868)
     with pytest.raises(musa.InvalidTypeError, match=r"\[histogram\] expected a floating point"):
         musa.histogram(musa.tensor([1, 2]), 2)
 

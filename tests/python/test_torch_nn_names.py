@@ -112,3 +112,18 @@ def test_dropout_in_training_drops_and_rescales():
     kept = y[y != 0]
     assert 650 < kept.numel() < 850 and musa.allclose(kept, musa.full_like(kept, 4 / 3))
     assert musa.equal(musa.dropout(x, 0.25, False), x)
+
+
+def test_top_level_losses_default_to_no_reduction_as_torch():
+    x, t = [1.0, 2.0, 3.0], [1.0, -1.0, 1.0]
+    for name, m_args, t_args in (
+            ("hinge_embedding_loss", (musa.tensor(x), musa.tensor(t)),
+             (torch.tensor(x), torch.tensor(t))),
+            ("kl_div", (musa.tensor(x), musa.tensor(t)), (torch.tensor(x), torch.tensor(t))),
+            ("margin_ranking_loss", (musa.tensor(x), musa.tensor(x) * 0.5, musa.tensor(t)),
+             (torch.tensor(x), torch.tensor(x) * 0.5, torch.tensor(t))),
+            ("binary_cross_entropy_with_logits", (musa.tensor(x), musa.tensor([1.0, 0.0, 1.0])),
+             (torch.tensor(x), torch.tensor([1.0, 0.0, 1.0])))):
+        got, want = getattr(musa, name)(*m_args), getattr(torch, name)(*t_args)
+        assert got.shape == tuple(want.shape), name
+        close(got, want, 1e-6)
