@@ -672,11 +672,27 @@ TEST(allocator_caches_under_concurrent_alloc_and_free) {
     CHECK(after.alloc_count >= before.alloc_count + THREADS * 300);
 }
 
+/* Under ThreadSanitizer the build runs OpenMP on LLVM's libomp, whose
+ * fork handler, in a child forked from a threaded process under TSan's
+ * runtime, faulted in 1 of 200 children in one CI run (in libomp's own
+ * vsnprintf, not in musa; TSan does not support fork from multithreaded
+ * programs reliably). The allocator's fork handlers are checked by the
+ * normal and the ASan builds, which run this test. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#endif
+
 /* A thread allocating blocks past the per-thread caches (so the shared
  * lists' lock) while the main thread forks: each child allocates and
  * exits. A child given the lock as another thread held it at the fork
  * would wait for ever; alarm() turns that into a failed exit. Without the
  * fork handlers 56 of 200 children hung here. */
+#ifndef UNDER_TSAN
 static atomic_bool fork_stop;
 
 static void *alloc_loop(void *arg) {
@@ -688,8 +704,10 @@ static void *alloc_loop(void *arg) {
     }
     return NULL;
 }
+#endif
 
 TEST(fork_while_another_thread_allocates) {
+#ifndef UNDER_TSAN /* see above */
     size_t got;
     void *warm = musa_cpu_alloc(8192, &got); /* cached from here on: no malloc in the loop */
     CHECK(warm != NULL);
@@ -715,4 +733,5 @@ TEST(fork_while_another_thread_allocates) {
     atomic_store(&fork_stop, true);
     pthread_join(t, NULL);
     CHECK_MSG(stuck == 0, "%d of 200 forked children did not allocate and exit", stuck);
+#endif
 }
