@@ -468,7 +468,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """(P, L, U) from lu_factor's (LU, pivots): L (.., m, k) unit lower and U
     (.., k, n) upper from LU, P (.., m, m) from the pivots (read on the
     host); what is not unpacked is an empty tensor, as in torch."""
-    from .linalg import _perm_of
+    from .linalg import _perm_of, _rows_of
     _tensors("lu_unpack", LU_data=LU_data)
     if LU_data.ndim < 2:
         raise _C.InvalidArgumentError(f"[lu_unpack] LU_data must have at least 2 dimensions, "
@@ -482,7 +482,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
         U = LU_data[..., :k, :].triu()
     if unpack_pivots:
         perm = _perm_of("lu_unpack", LU_pivots, m)
-        P = (perm.unsqueeze(-1) == _C.arange(m, dtype=_C.int64)).to(LU_data.dtype).transpose(-2, -1)
+        P = _rows_of(perm, LU_data.dtype).transpose(-2, -1)
     return _LuUnpack(P, L, U)
 
 

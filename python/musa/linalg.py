@@ -185,6 +185,12 @@ def _perm_of(who, pivots, m):
     return _C.tensor(perms, dtype=_C.int64).reshape(list(pivots.shape[:-1]) + [m])
 
 
+def _rows_of(perm, dtype):
+    """The one-hot matrix pt with pt @ X = X[perm] (P^T for A = P L U),
+    batched like perm (.., m)."""
+    return (perm.unsqueeze(-1) == _C.arange(perm.shape[-1], dtype=_C.int64)).to(dtype)
+
+
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (left=False: X A = B; adjoint: with A^T) from A's
     lu_factor: a permutation and two triangular solves. Differentiable in
@@ -201,8 +207,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         raise _C.InvalidArgumentError(f"[linalg.lu_solve] pivots of shape {tuple(pivots.shape)} "
                                       f"do not match LU of shape {tuple(LU.shape)}")
     tri = _C.linalg_solve_triangular
-    # one-hot pt with pt @ X = X[perm] (= P^T X), batched like LU
-    pt = (perm.unsqueeze(-1) == _C.arange(n, dtype=_C.int64)).to(LU.dtype)
+    pt = _rows_of(perm, LU.dtype)
     if not adjoint and left:      # X = U^-1 L^-1 P^T B
         return tri(LU, tri(LU, pt @ B, upper=False, unitriangular=True), upper=True)
     if not adjoint:               # X = B U^-1 L^-1 P^T

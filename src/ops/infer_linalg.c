@@ -45,37 +45,11 @@ static int with_batch(const musa_tensor *x, int k, const int64_t *more, int64_t 
     return nb + k;
 }
 
-/* solve(A, B): A (.., n, n), B (.., n, k) with the same batch dims (the
- * public function broadcasts them); dtypes promote. */
-int infer_linalg_solve(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
-                       musa_infer *r) {
-    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+/* A X = B (left) or X A = B: A (.., n, n), B (.., n, k) or (.., k, n) with
+ * A's batch dims (the public functions broadcast them); dtypes promote;
+ * X is shaped like B. */
+static int infer_system(const musa_op_info *op, musa_tensor *const *in, bool left, musa_infer *r) {
     const musa_tensor *a = in[0], *b = in[1];
-    musa_dtype t = musa_promote_types((musa_dtype)a->dtype, (musa_dtype)b->dtype);
-    int rc = musa_linalg_check(op->name, a, t, "A", true);
-    if (rc || (rc = musa_linalg_check(op->name, b, t, "B", false))) return rc;
-    bool same_batch = a->ndim == b->ndim && b->shape[b->ndim - 2] == a->shape[a->ndim - 1];
-    for (int i = 0; same_batch && i < a->ndim - 2; i++) same_batch = a->shape[i] == b->shape[i];
-    if (!same_batch) {
-        char sa[128], sb[128];
-        return musa_err(MUSA_ERR_VALUE,
-                        "[%s] incompatible shapes of A and B for the equation A X = B: %s and %s",
-                        op->name, musa_shape_str(a->ndim, a->shape, sa, sizeof sa),
-                        musa_shape_str(b->ndim, b->shape, sb, sizeof sb));
-    }
-    r->in_dtype[0] = r->in_dtype[1] = (int8_t)t;
-    musa_infer_out(r, 0, t, b->ndim, b->shape);
-    return MUSA_OK;
-}
-
-/* solve_triangular(A, B): A (.., n, n); B (.., n, k) with left, (.., k, n)
- * without, with A's batch dims (the public function broadcasts them);
- * dtypes promote. */
-int infer_linalg_solve_triangular(const musa_op_info *op, musa_tensor *const *in, int n_in,
-                                  void *attrs, musa_infer *r) {
-    MUSA_UNUSED(n_in);
-    const musa_tensor *a = in[0], *b = in[1];
-    bool left = ((const musa_attrs_trsolve *)attrs)->left;
     musa_dtype t = musa_promote_types((musa_dtype)a->dtype, (musa_dtype)b->dtype);
     int rc = musa_linalg_check(op->name, a, t, "A", true);
     if (rc || (rc = musa_linalg_check(op->name, b, t, "B", false))) return rc;
@@ -93,6 +67,18 @@ int infer_linalg_solve_triangular(const musa_op_info *op, musa_tensor *const *in
     r->in_dtype[0] = r->in_dtype[1] = (int8_t)t;
     musa_infer_out(r, 0, t, b->ndim, b->shape);
     return MUSA_OK;
+}
+
+int infer_linalg_solve(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                       musa_infer *r) {
+    MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
+    return infer_system(op, in, true, r);
+}
+
+int infer_linalg_solve_triangular(const musa_op_info *op, musa_tensor *const *in, int n_in,
+                                  void *attrs, musa_infer *r) {
+    MUSA_UNUSED(n_in);
+    return infer_system(op, in, ((const musa_attrs_trsolve *)attrs)->left, r);
 }
 
 /* lu_factor(A), A (.., m, n): LU (.., m, n), int32 pivots (.., k) with

@@ -168,19 +168,23 @@ class ModuleDict(Module):
 
     def update(self, modules):
         """Add (name, module) pairs from a mapping or an iterable of pairs."""
-        if isinstance(modules, (Mapping, ModuleDict)):
-            pairs = modules.items()
-        elif isinstance(modules, Iterable):
-            pairs = list(modules)
-            for j, pair in enumerate(pairs):
-                if not isinstance(pair, Iterable) or len(pair) != 2:
-                    raise ValueError(f"[ModuleDict.update] element #{j} should be a (name, module) pair, "
-                                     f"got {pair!r}")
-        else:
-            raise TypeError(f"[ModuleDict.update] should be called with an iterable of key/value pairs, "
-                            f"but got {type(modules).__name__}")
-        for key, module in pairs:
+        for key, module in _pairs("ModuleDict.update", modules, "(name, module)"):
             self[key] = module
+
+
+def _pairs(who, items, what):
+    """(key, value) pairs of a mapping (or a ModuleDict/ParameterDict) or
+    of an iterable of pairs, checked, as a list: the dicts' update."""
+    if isinstance(items, Mapping) or (isinstance(items, Module) and hasattr(items, "items")):
+        return list(items.items())
+    if not isinstance(items, Iterable) or isinstance(items, (str, _C.Tensor)):
+        raise TypeError(f"[{who}] should be called with an iterable of key/value pairs, but got "
+                        f"{type(items).__name__}")
+    pairs = list(items)
+    for j, pair in enumerate(pairs):
+        if not isinstance(pair, Iterable) or isinstance(pair, (str, _C.Tensor)) or len(pair) != 2:
+            raise ValueError(f"[{who}] element #{j} should be a {what} pair, got {pair!r}")
+    return pairs
 
 
 def _held_lines(pairs):
@@ -332,19 +336,7 @@ class ParameterDict(Module):
 
     def update(self, parameters):
         """Add (key, value) pairs from a mapping or an iterable of pairs."""
-        if isinstance(parameters, (Mapping, ParameterDict)):
-            pairs = list(parameters.items())
-        elif isinstance(parameters, Iterable):
-            pairs = list(parameters)
-            for j, pair in enumerate(pairs):
-                if not isinstance(pair, Iterable) or isinstance(pair, (str, _C.Tensor)) or \
-                        len(pair) != 2:
-                    raise ValueError(f"[ParameterDict.update] element #{j} should be a (key, "
-                                     f"value) pair, got {pair!r}")
-        else:
-            raise TypeError(f"[ParameterDict.update] should be called with a mapping or an "
-                            f"iterable of key/value pairs, but got {type(parameters).__name__}")
-        for key, value in pairs:
+        for key, value in _pairs("ParameterDict.update", parameters, "(key, value)"):
             self[key] = value
 
     def __or__(self, other):
