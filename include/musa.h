@@ -324,6 +324,18 @@ MUSA_API musa_tensor *musa_randint(int64_t low, int64_t high, int ndim, const in
                                    musa_dtype dtype);
 /* 1 with probability p[i], else 0; same shape and dtype as p (floating). */
 MUSA_API musa_tensor *musa_bernoulli(musa_tensor *p);
+/* Samplers (each element its own draws; parameters must be floating, of one
+ * promoted dtype, which the samples take; a bad parameter fails with
+ * MUSA_ERR_VALUE naming its first element):
+ * - musa_standard_gamma: Gamma(alpha, 1) for every alpha > 0 (inf gives
+ *   inf), at least the dtype's smallest normal number; differentiable in
+ *   alpha (the implicit gradient, musa_standard_gamma_grad);
+ * - musa_poisson: Poisson(rate), rate >= 0;
+ * - musa_binomial: Binomial(count, prob), count non-negative whole numbers
+ *   and prob in [0, 1], broadcast together. */
+MUSA_API musa_tensor *musa_standard_gamma(musa_tensor *alpha);
+MUSA_API musa_tensor *musa_poisson(musa_tensor *rate);
+MUSA_API musa_tensor *musa_binomial(musa_tensor *count, musa_tensor *prob);
 
 /* ------------------------------------------------------------------------ */
 /* Views (share storage; no data is copied)                                 */
@@ -429,6 +441,14 @@ MUSA_API musa_tensor *musa_fmod(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_remainder(musa_tensor *a, musa_tensor *b);
 /* |a| with the sign of b (floats; integers give float32), as copysign(3). */
 MUSA_API musa_tensor *musa_copysign(musa_tensor *a, musa_tensor *b);
+/* The regularised incomplete gamma functions P(a, x) = gammainc and
+ * Q(a, x) = 1 - P = gammaincc (floats; integers give float32; NaN where a
+ * or x is negative, PyTorch's values at 0 and inf), differentiable in both
+ * arguments; and dx/da along P(a, x) fixed, the gradient of a Gamma(a)
+ * sample x in a (NaN unless a > 0 and x > 0). */
+MUSA_API musa_tensor *musa_igamma(musa_tensor *a, musa_tensor *x);
+MUSA_API musa_tensor *musa_igammac(musa_tensor *a, musa_tensor *x);
+MUSA_API musa_tensor *musa_standard_gamma_grad(musa_tensor *a, musa_tensor *x);
 MUSA_API musa_tensor *musa_eq(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_ne(musa_tensor *a, musa_tensor *b);
 MUSA_API musa_tensor *musa_lt(musa_tensor *a, musa_tensor *b);

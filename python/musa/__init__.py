@@ -51,8 +51,11 @@ from ._generator import with_generator as _with_generator  # noqa: E402
 
 # the random functions take generator= (a musa.Generator) as in PyTorch
 for _n in ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "normal",
-           "randint_like"):
+           "randint_like", "poisson", "binomial", "standard_gamma", "sample_dirichlet"):
     globals()[_n] = _with_generator(globals()[_n], _n)
+# PyTorch's private spellings, which torch.distributions-style code calls
+_standard_gamma, _standard_gamma_grad = standard_gamma, standard_gamma_grad  # noqa: F821
+_sample_dirichlet = sample_dirichlet  # noqa: F821
 from . import cuda  # noqa: E402,F401
 
 __version__ = _C.__version__

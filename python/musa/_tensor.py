@@ -501,7 +501,7 @@ for _name in ("abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "re
               "acos", "atan", "asinh", "acosh", "atanh", "trunc", "copysign", "arcsin", "arccos",
               "arctan", "arcsinh", "arccosh", "arctanh", "fix", "logical_and", "logical_or",
               "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-              "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "i0", "divide",
+              "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "i0", "igamma", "igammac", "divide",
               "multiply", "subtract", "true_divide", "floor_divide", "cumsum", "cumprod", "log2",
               "log10", "sinh", "cosh", "tan", "exp2", "polygamma", "eq", "ne", "lt", "le", "gt",
               "ge"):

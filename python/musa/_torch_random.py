@@ -1,6 +1,7 @@
 """PyTorch's samplers beyond musa's C ones (rand, randn, randint, bernoulli,
-randperm), written over them so they draw from the same generator:
-multinomial, normal, randint_like, and the in-place Tensor.random_,
+randperm, standard_gamma, poisson, binomial), written over them so they
+draw from the same generator: multinomial, normal, randint_like,
+sample_dirichlet (torch._sample_dirichlet), and the in-place Tensor.random_,
 cauchy_, log_normal_, geometric_. Each takes generator= (musa/__init__.py
 wraps the functions, musa/_tensor.py the methods)."""
 import math as _math
@@ -11,7 +12,7 @@ from ._torch_index import broadcast_shapes as _broadcast_shapes
 from ._torch_index import searchsorted as _searchsorted
 from .autograd import no_grad as _no_grad
 
-__all__ = ["multinomial", "normal", "randint_like"]
+__all__ = ["multinomial", "normal", "randint_like", "sample_dirichlet"]
 
 
 def multinomial(input, num_samples, replacement=False, *, out=None):
@@ -103,6 +104,18 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
     if high is None:
         low, high = 0, low
     return _C.randint(low, high, tuple(input.shape), dtype=dtype or input.dtype)
+
+
+def sample_dirichlet(alpha):
+    """Dirichlet(alpha) over alpha's last dim: Gamma(alpha_i) draws over
+    their sum; differentiable in alpha through standard_gamma's implicit
+    gradient."""
+    _tensors("sample_dirichlet", alpha=alpha)
+    if alpha.ndim < 1:
+        raise ValueError("[sample_dirichlet] alpha must have at least 1 dim (the categories), "
+                         "got a 0-d tensor")
+    g = _C.standard_gamma(alpha)
+    return g / g.sum(-1, keepdim=True)
 
 
 # ---- in-place fillers (Tensor methods) ----

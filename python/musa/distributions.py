@@ -1,6 +1,7 @@
 """Probability distributions, as torch.distributions: Normal, Uniform,
 Bernoulli, Categorical and OneHotCategorical, Independent, and
-kl_divergence between them. Samples draw from musa's generator; rsample
+kl_divergence between them; the rest (Gamma, Beta, Dirichlet, Poisson,
+MultivariateNormal, ...) come from musa._distributions_more. Samples draw from musa's generator; rsample
 (Normal, Uniform) is reparametrised, so gradients flow to the parameters;
 log_prob and entropy are differentiable.
 
@@ -441,3 +442,9 @@ def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError("[kl_divergence] Independent distributions with different event dims")
     return p._sum_right(kl_divergence(p.base_dist, q.base_dist))
+
+
+from ._distributions_more import *  # noqa: E402,F401,F403
+from ._distributions_more import __all__ as _more  # noqa: E402
+
+__all__ += _more

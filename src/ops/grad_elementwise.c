@@ -209,6 +209,28 @@ int grad_fmod(const musa_grad_args *a, musa_tensor **gin) {
     return finish2(a, gin, G, gb, &t);
 }
 
+/* igamma(a, x) = P(a, x): d/dx the Gamma(a) density, d/da by igamma_grad_a
+ * (PyTorch has no derivative in a); igammac = 1 - P: their negatives. */
+static int grad_incomplete_gamma(const musa_grad_args *a, musa_tensor **gin, double sign) {
+    musa_temps t = {0};
+    musa_tensor *ga = NULL, *gx = NULL, *s = NUM(sign);
+    if (a->needs[0])
+        ga = T(musa_mul(T(musa_mul(G, s)), T(musa_call2(MUSA_OP_igamma_grad_a, X, X1, NULL))));
+    if (a->needs[1])
+        gx = T(musa_mul(T(musa_mul(G, s)), T(musa_call2(MUSA_OP_igamma_grad_x, X, X1, NULL))));
+    return finish2(a, gin, ga, gx, &t);
+}
+int grad_igamma(const musa_grad_args *a, musa_tensor **gin) {
+    return grad_incomplete_gamma(a, gin, 1);
+}
+int grad_igammac(const musa_grad_args *a, musa_tensor **gin) {
+    return grad_incomplete_gamma(a, gin, -1);
+}
+
+/* A Gamma(alpha) sample y: dy/dalpha along its quantile (implicit
+ * reparameterisation), standard_gamma_grad(alpha, y). */
+UNARY_GRAD(grad_standard_gamma, musa_mul(G, T(musa_standard_gamma_grad(X, Y))))
+
 /* copysign(a, b) = |a| sign(b): d/da = y / a (0 where a is 0), d/db = 0. */
 int grad_copysign(const musa_grad_args *a, musa_tensor **gin) {
     musa_temps t = {0};

@@ -20,9 +20,9 @@ def close(m, t, tol=1e-10):
     np.testing.assert_allclose(m.detach().numpy(), t.detach().numpy(), rtol=tol, atol=tol)
 
 
-def both(make, params, method, *args, grad=True):
+def both(make, params, method, *args, grad=True, tol=1e-10):
     """make(lib, D, *params) in both libraries; method's values and the
-    gradients of its sum with respect to the parameters."""
+    gradients of its sum with respect to the parameters, within tol."""
     outs, grads = [], []
     for lib, mod in ((musa, D), (torch, TD)):
         ps = [t64(lib, p, grad) for p in params]
@@ -33,10 +33,10 @@ def both(make, params, method, *args, grad=True):
         if grad:
             out.sum().backward()
             grads.append([p.grad for p in ps])
-    close(*outs)
+    close(*outs, tol=tol)
     for a, b in zip(*grads):
         if b is not None:
-            close(a, b)
+            close(a, b, tol=tol)
 
 
 LOC, SCALE = RNG.standard_normal((3, 1)), RNG.uniform(0.5, 2, (4,))

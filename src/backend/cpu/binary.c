@@ -287,6 +287,13 @@ BINARY_NUMERIC(sub, a - b, a - b, ISUB(a, b))
 BINARY_ARITH(mul, a * b, a * b, IMUL(a, b), a & b)
 BINARY_FLOAT(div, a / b, a / b)
 BINARY_FLOAT(copysign, copysignf(a, b), copysign(a, b))
+/* the incomplete gamma family (gamma.c), in double for every dtype */
+BINARY_FLOAT(igamma, (float)musa_igamma_f64(a, b), musa_igamma_f64(a, b))
+BINARY_FLOAT(igammac, (float)musa_igammac_f64(a, b), musa_igammac_f64(a, b))
+BINARY_FLOAT(igamma_grad_x, (float)musa_igamma_grad_x_f64(a, b), musa_igamma_grad_x_f64(a, b))
+BINARY_FLOAT(igamma_grad_a, (float)musa_igamma_grad_a_f64(a, b), musa_igamma_grad_a_f64(a, b))
+BINARY_FLOAT(standard_gamma_grad, (float)musa_standard_gamma_grad_f64(a, b),
+             musa_standard_gamma_grad_f64(a, b))
 BINARY_NUMERIC(floor_divide, ffloordivf(a, b), ffloordiv(a, b),
                b == 0 ? FLAG(zero_div) : ifloordiv(a, b))
 /* pow: a float tensor to one scalar exponent 2, 3, 0.5 or -1 takes the

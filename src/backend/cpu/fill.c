@@ -1,6 +1,7 @@
 /*
  * fill.c - creation kernels (full, arange, linspace, eye) and the random
- * ones (rand, randn, randint, bernoulli).
+ * ones (rand, randn, randint, bernoulli; the samplers with rejection loops
+ * are in sample.c).
  *
  * Random element i of a call is a pure function of (seed, the first block
  * reserved for the call, i): float32-class uniforms use one 32-bit lane of
@@ -15,8 +16,7 @@
 #include "kernels.h"
 #include "random.h"
 
-/* Write value(i) for every element, in row-major element order. */
-typedef double (*value_fn)(const void *ctx, int64_t i);
+typedef musa_value_fn value_fn;
 
 typedef struct {
     const musa_kview *v;
@@ -35,7 +35,7 @@ static void fill_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
-static void generate(const musa_kview *v, value_fn fn, const void *ctx, int64_t grain) {
+void musa_cpu_generate(const musa_kview *v, value_fn fn, const void *ctx, int64_t grain) {
     fill_job j = {v, fn, ctx, musa_dtype_info[v->dtype].size, musa_kview_contiguous(v)};
     musa_parallel_for(musa_kview_numel(v), grain, fill_range, &j);
 }
@@ -91,7 +91,7 @@ static double arange_value(const void *ctx, int64_t i) {
 int cpu_arange(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(in), MUSA_UNUSED(n_in);
-    generate(&out[0], arange_value, attrs, MUSA_GRAIN_CHEAP);
+    musa_cpu_generate(&out[0], arange_value, attrs, MUSA_GRAIN_CHEAP);
     return MUSA_OK;
 }
 
@@ -112,7 +112,7 @@ static double linspace_value(const void *ctx, int64_t i) {
 int cpu_linspace(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,
                  const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(in), MUSA_UNUSED(n_in);
-    generate(&out[0], linspace_value, attrs, MUSA_GRAIN_CHEAP);
+    musa_cpu_generate(&out[0], linspace_value, attrs, MUSA_GRAIN_CHEAP);
     return MUSA_OK;
 }
 
@@ -125,7 +125,7 @@ int cpu_eye(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_i
             const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(in), MUSA_UNUSED(n_in);
     int64_t m = ((const musa_attrs_eye *)attrs)->m;
-    if (m > 0) generate(&out[0], eye_value, &m, MUSA_GRAIN_CHEAP);
+    if (m > 0) musa_cpu_generate(&out[0], eye_value, &m, MUSA_GRAIN_CHEAP);
     return MUSA_OK;
 }
 
@@ -197,7 +197,7 @@ static void run_random(const musa_kview *out, value_fn fn, uint64_t blocks_per_e
     uint64_t n = (uint64_t)musa_kview_numel(out);
     musa_rng_reserve((n * blocks_per_elem_num + blocks_per_elem_den - 1) / blocks_per_elem_den,
                      &c->seed, &c->first);
-    generate(out, fn, c, MUSA_GRAIN_MATH);
+    musa_cpu_generate(out, fn, c, MUSA_GRAIN_MATH);
 }
 
 int cpu_rand(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in,

@@ -125,6 +125,21 @@ static inline char *musa_kview_elem(const musa_kview *v, int64_t linear, size_t 
     return v->data + off * (int64_t)es;
 }
 
+/* The regularised incomplete gamma functions and their derivatives, in
+ * double (gamma.c): P(a, x), Q(a, x) = 1 - P, dP/dx, dP/da, and dx/da
+ * along P(a, x) fixed (the reparameterisation gradient of a Gamma(a)
+ * sample x). */
+double musa_igamma_f64(double a, double x);
+double musa_igammac_f64(double a, double x);
+double musa_igamma_grad_x_f64(double a, double x);
+double musa_igamma_grad_a_f64(double a, double x);
+double musa_standard_gamma_grad_f64(double a, double x);
+
+/* Write fn(ctx, i) for every element i of v (row-major order), converted to
+ * v's dtype, in parallel (fill.c). */
+typedef double (*musa_value_fn)(const void *ctx, int64_t i);
+void musa_cpu_generate(const musa_kview *v, musa_value_fn fn, const void *ctx, int64_t grain);
+
 /* Tell oneDNN (OpenMP) and BLAS how many threads they may use. */
 void musa_cpu_set_library_threads(int n);
 

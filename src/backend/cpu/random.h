@@ -13,9 +13,13 @@
 /* Reserve `blocks` 128-bit counter blocks; returns the key and first block. */
 void musa_rng_reserve(uint64_t blocks, uint64_t *seed, uint64_t *first_block);
 
-/* Philox4x32-10 of counter `block` under key `seed`: four uint32 outputs. */
-static inline void musa_philox(uint64_t seed, uint64_t block, uint32_t out[4]) {
-    uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
+/* Philox4x32-10 of the 128-bit counter (block, sub) under key `seed`: four
+ * uint32 outputs. sub 0 is musa_philox's block; a sampler that draws an
+ * unbounded number of values for one element walks sub 0, 1, 2, ... of the
+ * element's block (sample.c). */
+static inline void musa_philox_sub(uint64_t seed, uint64_t block, uint64_t sub, uint32_t out[4]) {
+    uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32);
+    uint32_t c2 = (uint32_t)sub, c3 = (uint32_t)(sub >> 32);
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < 10; r++) {
         uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
@@ -28,6 +32,11 @@ static inline void musa_philox(uint64_t seed, uint64_t block, uint32_t out[4]) {
         k1 += 0xBB67AE85u;
     }
     out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+/* Philox4x32-10 of counter `block` under key `seed`: four uint32 outputs. */
+static inline void musa_philox(uint64_t seed, uint64_t block, uint32_t out[4]) {
+    musa_philox_sub(seed, block, 0, out);
 }
 
 #endif

@@ -94,6 +94,53 @@ BINARY_GC(fmod, 0.1, 3.9, 1.0, 1.0 + 1e-3)
 BINARY_GC(remainder, -3.9, -0.1, 1.0, 1.0 + 1e-3)
 BINARY_GC(copysign, 0.2, 2, -2, -0.2)
 
+/* the incomplete gamma functions in both arguments (first order: their
+ * derivative rows are not differentiable) */
+static musa_tensor *f_igamma(musa_tensor *const *in) {
+    return musa_igamma(in[0], in[1]);
+}
+static musa_tensor *f_igammac(musa_tensor *const *in) {
+    return musa_igammac(in[0], in[1]);
+}
+TEST(grad_igamma) {
+    GC(igamma, 2, false, in64(2, S(3, 4), 0.5, 3, L_TRANSPOSED), in64(1, S(4), 0.3, 4, L_CONTIG));
+    GC(igamma, 2, false, in64(2, S(2, 1), 20, 40, L_CONTIG), in64(2, S(1, 3), 25, 35, L_STRIDED));
+}
+TEST(grad_igammac) {
+    GC(igammac, 2, false, in64(2, S(3, 4), 0.5, 3, L_TRANSPOSED), in64(1, S(4), 0.3, 4, L_CONTIG));
+}
+
+/* standard_gamma: a sample's gradient is the implicit one, dx/da along the
+ * sample's quantile P(a, x) fixed: checked against -(dP/da) / (dP/dx) by
+ * central differences of igamma, and backward(x) against it */
+TEST(grad_standard_gamma) {
+    musa_manual_seed(5);
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 1, S(4), (double[]){0.3, 1, 4, 60});
+    CHECK_OK(musa_tensor_set_requires_grad(a, true));
+    musa_tensor *x = musa_standard_gamma(a), *s = musa_sum(x, 0, NULL, false);
+    CHECK_OK(musa_backward(1, &s, NULL, false, false));
+    musa_tensor *ga = musa_tensor_grad(a);
+    double *g = values(ga), *av = values(a), *xv = values(x);
+    for (int i = 0; i < 4; i++) {
+        double h = 1e-6 * av[i], k = 1e-6 * xv[i];
+        double q[4][2] = {
+            {av[i] + h, xv[i]}, {av[i] - h, xv[i]}, {av[i], xv[i] + k}, {av[i], xv[i] - k}};
+        double p[4];
+        for (int j = 0; j < 4; j++) {
+            musa_tensor *ta = from_list(MUSA_DTYPE_FLOAT64, 1, S(1), &q[j][0]);
+            musa_tensor *tx = from_list(MUSA_DTYPE_FLOAT64, 1, S(1), &q[j][1]);
+            musa_tensor *tp = musa_igamma(ta, tx);
+            CHECK_OK(musa_tensor_item(tp, &p[j]));
+            release_all(3, ta, tx, tp);
+        }
+        double want = -((p[0] - p[1]) / (2 * h)) / ((p[2] - p[3]) / (2 * k));
+        CHECK_MSG(fabs(g[i] - want) < 1e-5 * fabs(want), "a %g x %g: grad %.10g, differences %.10g",
+                  av[i], xv[i], g[i], want);
+    }
+    free(g), free(av), free(xv);
+    release_all(4, a, x, s, ga);
+}
+
 static musa_tensor *f_where(musa_tensor *const *in) {
     musa_tensor *c = from_list(MUSA_DTYPE_BOOL, 1, S(4), (double[]){1, 0, 0, 1});
     musa_tensor *r = musa_where(c, in[0], in[1]);

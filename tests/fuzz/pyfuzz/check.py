@@ -37,7 +37,8 @@ RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "be
           "feature_alpha_dropout", "gumbel_softmax", "rrelu", "rrelu_", "multinomial", "normal",
           "randint_like", "random_", "cauchy_", "log_normal_", "geometric_", "empty_strided",
           "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
-          "fractional_max_pool3d_with_indices",
+          "fractional_max_pool3d_with_indices", "poisson", "binomial", "standard_gamma",
+          "_standard_gamma", "sample_dirichlet", "_sample_dirichlet",
           # the elements past the old ones are uninitialised in torch (zeros in musa)
           "resize_", "resize_as_"}
 # Results not compared with torch at all, with the reason.
@@ -75,7 +76,13 @@ TORCH_WRONG = {
     "aminmax": (("0-d", "keepdim on a 0-d input resizes its outputs to (1,)"),),
     # seed 8909: bfloat16 group_norm of a (2, 2, 1) input expanded to (2, 2, 4) gave
     # 2 and 0 (float32 torch and musa: 1.104 and -3.519)
-    "group_norm": (("expanded", "group_norm of an expanded (stride 0) input is garbage"),),
+    "group_norm": (("expanded", "group_norm of an expanded (stride 0) input is garbage"),
+                   # seed 8977: one group of (-1.557, -1.81), weight 2.209, bias 0.075 gave 2.5
+                   # (float32 torch 2.283, musa's bfloat16 2.281)
+                   ("bfloat16", "bfloat16 group_norm loses its statistics' precision")),
+    # seed 9022: y of shape (0,) and x of shape (1, 0) gave shape (0, 0), broadcasting the
+    # empty x's differences; musa returns the empty y (its result for any empty y)
+    "cumulative_trapezoid": (("empty", "an empty y with a higher-rank x takes x's shape"),),
 }
 # seed 7562: 1.13 masks a shift count to the register's width (int32 -6 << 5
 # and << -1 differ); musa shifts as NumPy and PyTorch 2 (docs/pytorch.md)
@@ -439,6 +446,8 @@ def wrong_when(what, tensors, musa, env, src):
                    bool(np.isinf(to_array(v, musa)).any()) for v in tensors)
     if what == "0-d":
         return any(v.dim() == 0 for v in tensors)
+    if what == "empty":
+        return any(numel(v) == 0 for v in tensors)
     if what == "nan":
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    np.isnan(to_array(v, musa)).any() for v in tensors)
