@@ -446,5 +446,14 @@ def _kl_independent_independent(p, q):
 
 from ._distributions_more import *  # noqa: E402,F401,F403
 from ._distributions_more import __all__ as _more  # noqa: E402
+from ._dist_transforms import *  # noqa: E402,F401,F403
+from ._dist_transforms import __all__ as _transformed  # noqa: E402
+from ._dist_transforms import constraints, transforms  # noqa: E402
 
-__all__ += _more
+__all__ += _more + _transformed + ["constraints", "transforms"]
+
+# `import musa.distributions.transforms` and `from musa.distributions.constraints
+# import ...`, as with torch's submodules
+import sys as _sys  # noqa: E402
+_sys.modules[__name__ + ".constraints"] = constraints
+_sys.modules[__name__ + ".transforms"] = transforms

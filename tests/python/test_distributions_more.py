@@ -249,3 +249,107 @@ def test_validation_errors():
         D.Dirichlet(musa.tensor(1.0))
     with pytest.raises(NotImplementedError, match=r"\[kl_divergence\] No KL"):
         D.kl_divergence(D.Gamma(1.0, 1.0), D.Poisson(1.0))
+
+
+# ---- transforms, transformed and relaxed distributions, mixtures ----
+
+TRANSFORMS = {
+    "exp": lambda M, L: M.transforms.ExpTransform(),
+    "sigmoid": lambda M, L: M.transforms.SigmoidTransform(),
+    "tanh": lambda M, L: M.transforms.TanhTransform(),
+    "softplus": lambda M, L: M.transforms.SoftplusTransform(),
+    "power": lambda M, L: M.transforms.PowerTransform(2.0),  # (torch keeps 1/exponent in float32)
+    "affine": lambda M, L: M.transforms.AffineTransform(L.tensor([1.0, -2.0, 0.5], dtype=L.float64), -3.0),
+    "compose": lambda M, L: M.transforms.ComposeTransform([M.transforms.AffineTransform(0.5, 2.0),
+                                                           M.transforms.TanhTransform()]),
+    "stick": lambda M, L: M.transforms.StickBreakingTransform(),
+    "inverse": lambda M, L: M.transforms.ExpTransform().inv,
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_transforms_against_torch(name):
+    x0 = RNG.uniform(0.2, 1.5, (4, 3))
+    outs = []
+    for lib, mod in ((musa, D), (torch, TD)):
+        t = TRANSFORMS[name](mod, lib)
+        x = t64(lib, x0, True)
+        y = t(x)
+        back = t.inv(y)
+        ladj = t.log_abs_det_jacobian(x, y)
+        (y.sum() + ladj.sum()).backward()
+        outs.append((y, back, ladj, x.grad))
+    for a, b in zip(*outs):
+        close(a, b, tol=1e-9)
+
+
+def test_tanh_squashed_normal_as_soft_actor_critic_uses_it():
+    """SAC's policy: a Normal through tanh (and an affine rescale); the
+    log-probability of a reparametrised action and its gradients."""
+    mu0, s0 = RNG.standard_normal((5, 2)), RNG.uniform(0.3, 1.2, (5, 2))
+    eps = RNG.standard_normal((5, 2))
+    res = []
+    for lib, mod in ((musa, D), (torch, TD)):
+        mu, sigma = t64(lib, mu0, True), t64(lib, s0, True)
+        d = mod.TransformedDistribution(mod.Normal(mu, sigma), [mod.transforms.TanhTransform(),
+                                                                mod.transforms.AffineTransform(0.0, 2.0)])
+        action = 2.0 * lib.tanh(mu + sigma * t64(lib, eps))
+        lp = d.log_prob(action).sum(-1)
+        (lp.sum() - action.sum()).backward()
+        res.append((lp, mu.grad, sigma.grad))
+    for a, b in zip(*res):
+        close(a, b, tol=1e-8)
+    musa.manual_seed(2)
+    d = D.TransformedDistribution(D.Normal(musa.zeros(3), musa.ones(3)), D.transforms.TanhTransform())
+    s = d.sample((1000,))
+    assert float(s.abs().max()) < 1 and d.has_rsample and tuple(s.shape) == (1000, 3)
+    np.testing.assert_allclose(D.TransformedDistribution(D.Normal(0.0, 1.0), [D.transforms.ExpTransform()])
+                               .cdf(musa.tensor([0.5, 2.0], dtype=musa.float64)).numpy(),
+                               TD.LogNormal(0.0, 1.0).cdf(torch.tensor([0.5, 2.0], dtype=torch.float64)).numpy())
+
+
+def test_relaxed_distributions_against_torch():
+    p0 = RNG.uniform(0.1, 0.9, (3,))
+    v = RNG.uniform(0.05, 0.95, (4, 3))
+    both(lambda L, M, p: M.RelaxedBernoulli(t64(L, 0.7), probs=p), (p0,), "log_prob", lambda L: t64(L, v),
+         tol=1e-9)
+    lg = RNG.standard_normal((2, 4))
+    simplex = RNG.dirichlet(np.ones(4), size=(2,))
+    both(lambda L, M, g: M.RelaxedOneHotCategorical(t64(L, 0.5), logits=g), (lg,), "log_prob",
+         lambda L: t64(L, simplex), tol=1e-9)
+    musa.manual_seed(6)
+    s = D.RelaxedOneHotCategorical(musa.tensor(0.3), logits=musa.zeros(5, 4)).rsample((100,))
+    np.testing.assert_allclose(s.sum(-1).numpy(), 1, rtol=1e-5)
+    b = D.RelaxedBernoulli(musa.tensor(0.3), probs=musa.full((1000,), 0.8)).sample()
+    assert 0 < float(b.min()) and float(b.max()) < 1 and float((b > 0.5).double().mean()) > 0.7
+
+
+def test_mixture_same_family_against_torch():
+    w, loc, scale = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 3)), RNG.uniform(0.5, 2, (2, 3))
+    x = RNG.standard_normal((4, 2))
+    for method in ("log_prob", "cdf", "mean", "variance"):
+        args = (lambda L: t64(L, x),) if method in ("log_prob", "cdf") else ()
+        both(lambda L, M, a, b, c: M.MixtureSameFamily(M.Categorical(logits=a), M.Normal(b, c)),
+             (w, loc, scale), method, *args, tol=1e-9)
+    musa.manual_seed(4)
+    m = D.MixtureSameFamily(D.Categorical(probs=musa.tensor([0.25, 0.75])),
+                            D.Normal(musa.tensor([-5.0, 5.0]), musa.tensor([0.1, 0.1])))
+    s = m.sample((4000,))
+    assert tuple(s.shape) == (4000,) and abs(float((s > 0).double().mean()) - 0.75) < 0.03
+    with pytest.raises(ValueError, match=r"\[MixtureSameFamily\] the components' last batch dim"):
+        D.MixtureSameFamily(D.Categorical(probs=musa.tensor([0.5, 0.5])), D.Normal(musa.zeros(3), 1.0))
+
+
+def test_constraints_as_torch():
+    from musa.distributions import constraints as MC
+    from torch.distributions import constraints as TC
+    v = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, float("nan")])
+    for name in ("real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer"):
+        got = getattr(MC, name).check(musa.tensor(v)).numpy()
+        want = getattr(TC, name).check(torch.tensor(v)).numpy()
+        assert (got == want).all(), name
+    assert MC.interval(0.0, 1.0).check(musa.tensor([1.0])).tolist() == [True]
+    assert MC.half_open_interval(0.0, 1.0).check(musa.tensor([1.0])).tolist() == [False]
+    assert MC.simplex.check(musa.tensor([[0.2, 0.8], [0.5, 0.6]])).tolist() == [True, False]
+    import musa.distributions.transforms as MT  # importable as torch's submodule
+    assert MT.ExpTransform().codomain is MC.positive
