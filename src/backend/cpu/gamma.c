@@ -107,8 +107,9 @@ static double temme_tail(double a, double x, int upper) {
     double c0;
     if (fabs(eta) < 0.01)
         c0 = -1.0 / 3 +
-             eta * (1.0 / 12 +
-                    eta * (-2.0 / 135 + eta * (1.0 / 864 + eta * (1.0 / 2835 - eta * 139.0 / 777600))));
+             eta *
+                 (1.0 / 12 + eta * (-2.0 / 135 +
+                                    eta * (1.0 / 864 + eta * (1.0 / 2835 - eta * 139.0 / 777600))));
     else
         c0 = 1 / mu - 1 / eta;
     double r = exp(-a * eta * eta / 2) / sqrt(2 * M_PI * a) * c0;
@@ -119,7 +120,8 @@ static double temme_tail(double a, double x, int upper) {
 /* log P (upper = 0) or log Q (upper = 1), for finite a > 0 and x > 0. */
 static double log_tail(double a, double x, int upper) {
     if (a > TEMME_A) {
-        double t = temme_tail(a, x, upper); /* (the expansion's two terms can cancel to <= 0 where both underflow) */
+        double t = temme_tail(
+            a, x, upper); /* (the expansion's two terms can cancel to <= 0 where both underflow) */
         return t > 0 ? log(t) : -INFINITY;
     }
     int lower_series = x < a + 1;
@@ -188,7 +190,7 @@ double musa_igamma_grad_a_f64(double a, double x) {
     if (igamma_edge(a, x, &p)) return isnan(p) ? NAN : 0;
     int upper = x >= a;
     double lt = log_tail(a, x, upper);
-    if (isinf(lt)) return 0; /* the tail below double's range */
+    if (isinf(lt)) return 0;                         /* the tail below double's range */
     double dt = exp(lt) * dlog_tail_da(a, x, upper); /* d(tail)/da; dQ/da = -dP/da */
     return upper ? -dt : dt;
 }

@@ -211,15 +211,15 @@ static int check(const musa_kctx *ctx, const musa_kview *p, valid_fn ok, const c
     for (int64_t i = 0; i < n; i++) {
         double v = musa_load_f64(musa_kview_elem(p, i, es), (musa_dtype)p->dtype);
         if (!ok(v))
-            return musa_err(MUSA_ERR_VALUE, "[%s] %s, got %g at element %lld", ctx->op_name, what, v,
-                            (long long)i);
+            return musa_err(MUSA_ERR_VALUE, "[%s] %s, got %g at element %lld", ctx->op_name, what,
+                            v, (long long)i);
     }
     return MUSA_OK;
 }
 
 static int run(musa_kview *out, const musa_kview *a, const musa_kview *b, musa_value_fn fn) {
     sample_ctx c = {.a = a, .b = b, .out = out};
-    c.tiny = out->dtype == MUSA_DTYPE_FLOAT64 ? DBL_MIN
+    c.tiny = out->dtype == MUSA_DTYPE_FLOAT64   ? DBL_MIN
              : out->dtype == MUSA_DTYPE_FLOAT16 ? 6.103515625e-05 /* 2^-14 */
                                                 : FLT_MIN;        /* float32, bfloat16 */
     musa_rng_reserve((uint64_t)musa_kview_numel(out), &c.seed, &c.first);

@@ -29,7 +29,8 @@ static bool chi_square_ok(const char *what, const int64_t *counts, const double 
         chi += (counts[i] - e) * (counts[i] - e) / e;
     }
     double bound = (k - 1) + 7 * sqrt(2.0 * (k - 1)) + 10;
-    if (chi > bound) fprintf(stderr, "  %s: chi-square %g over %d buckets (bound %g)\n", what, chi, k, bound);
+    if (chi > bound)
+        fprintf(stderr, "  %s: chi-square %g over %d buckets (bound %g)\n", what, chi, k, bound);
     return chi <= bound;
 }
 
@@ -85,7 +86,8 @@ TEST(op_standard_gamma) {
     for (int i = 0; i < 4000; i++) lo = fmin(lo, v[i]);
     CHECK_MSG(lo >= FLT_MIN, "smallest draw %g", lo);
     free(v);
-    musa_tensor *h = musa_full(1, (int64_t[]){100}, 3, MUSA_DTYPE_BFLOAT16), *xh = musa_standard_gamma(h);
+    musa_tensor *h = musa_full(1, (int64_t[]){100}, 3, MUSA_DTYPE_BFLOAT16),
+                *xh = musa_standard_gamma(h);
     CHECK(musa_tensor_dtype(xh) == MUSA_DTYPE_BFLOAT16);
     musa_tensor *inf = from_list(MUSA_DTYPE_FLOAT64, 1, S(1), (double[]){INFINITY});
     musa_tensor *xi = musa_standard_gamma(inf);
@@ -125,8 +127,8 @@ TEST(op_poisson) {
     m /= n;
     for (int64_t i = 0; i < n; i++) s += (v[i] - m) * (v[i] - m);
     s /= n;
-    CHECK_MSG(fabs(m - 1e9) < 6 * sqrt(1e9 / n) && fabs(s / 1e9 - 1) < 0.05, "mean %.1f var %.4g", m,
-              s);
+    CHECK_MSG(fabs(m - 1e9) < 6 * sqrt(1e9 / n) && fabs(s / 1e9 - 1) < 0.05, "mean %.1f var %.4g",
+              m, s);
     free(v);
     musa_tensor *edge = from_list(MUSA_DTYPE_FLOAT32, 1, S(2), (double[]){0, INFINITY});
     musa_tensor *ke = musa_poisson(edge);
@@ -221,21 +223,27 @@ static const double IGAMMA_KNOWN[][4] = {
 TEST(op_igamma) {
     int n = (int)(sizeof IGAMMA_KNOWN / sizeof IGAMMA_KNOWN[0]);
     double av[8], xv[8], pv[8];
-    for (int i = 0; i < n; i++) av[i] = IGAMMA_KNOWN[i][0], xv[i] = IGAMMA_KNOWN[i][1], pv[i] = IGAMMA_KNOWN[i][2];
-    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 1, S(n), av), *x = from_list(MUSA_DTYPE_FLOAT64, 1, S(n), xv);
+    for (int i = 0; i < n; i++)
+        av[i] = IGAMMA_KNOWN[i][0], xv[i] = IGAMMA_KNOWN[i][1], pv[i] = IGAMMA_KNOWN[i][2];
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 1, S(n), av),
+                *x = from_list(MUSA_DTYPE_FLOAT64, 1, S(n), xv);
     musa_tensor *p = musa_igamma(a, x), *q = musa_igammac(a, x);
     double *P = values(p), *Q = values(q);
     for (int i = 0; i < n; i++) {
-        CHECK_MSG(fabs(P[i] - pv[i]) <= 1e-11 * pv[i], "igamma(%g, %g) = %.15g, want %.15g", av[i], xv[i], P[i], pv[i]);
+        CHECK_MSG(fabs(P[i] - pv[i]) <= 1e-11 * pv[i], "igamma(%g, %g) = %.15g, want %.15g", av[i],
+                  xv[i], P[i], pv[i]);
         CHECK_MSG(fabs(P[i] + Q[i] - 1) < 1e-14, "P + Q = %.17g", P[i] + Q[i]);
     }
     free(P), free(Q);
     /* edges, as PyTorch's: NaN outside the domain, limits at 0 and inf */
-    musa_tensor *ea = from_list(MUSA_DTYPE_FLOAT32, 1, S(8), (double[]){0, -1, 1, 2, INFINITY, 1, 3, 0});
-    musa_tensor *ex = from_list(MUSA_DTYPE_FLOAT32, 1, S(8), (double[]){1, 1, 0, -1, 1, INFINITY, INFINITY, 0});
+    musa_tensor *ea =
+        from_list(MUSA_DTYPE_FLOAT32, 1, S(8), (double[]){0, -1, 1, 2, INFINITY, 1, 3, 0});
+    musa_tensor *ex =
+        from_list(MUSA_DTYPE_FLOAT32, 1, S(8), (double[]){1, 1, 0, -1, 1, INFINITY, INFINITY, 0});
     musa_tensor *ep = musa_igamma(ea, ex), *eq = musa_igammac(ea, ex);
     double *EP = values(ep), *EQ = values(eq);
-    const double want_p[8] = {1, NAN, 0, NAN, 0, 1, 1, NAN}, want_q[8] = {0, NAN, 1, NAN, 1, 0, 0, NAN};
+    const double want_p[8] = {1, NAN, 0, NAN, 0, 1, 1, NAN},
+                 want_q[8] = {0, NAN, 1, NAN, 1, 0, 0, NAN};
     for (int i = 0; i < 8; i++) {
         CHECK_MSG(isnan(want_p[i]) ? isnan(EP[i]) : EP[i] == want_p[i], "edge %d: P %g", i, EP[i]);
         CHECK_MSG(isnan(want_q[i]) ? isnan(EQ[i]) : EQ[i] == want_q[i], "edge %d: Q %g", i, EQ[i]);
@@ -258,7 +266,8 @@ TEST(op_igammac) {
     musa_tensor *x = from_list(MUSA_DTYPE_FLOAT64, 1, S(2), (double[]){60, 40});
     musa_tensor *q = musa_igammac(a, x);
     double *Q = values(q);
-    double want0 = 61 * exp(-60.0), want1 = erfc(sqrt(40.0)); /* Q(2, x) = (1 + x) e^-x; Q(1/2, x) = erfc(sqrt x) */
+    double want0 = 61 * exp(-60.0),
+           want1 = erfc(sqrt(40.0)); /* Q(2, x) = (1 + x) e^-x; Q(1/2, x) = erfc(sqrt x) */
     CHECK_MSG(fabs(Q[0] - want0) < 1e-13 * want0 && fabs(Q[1] - want1) < 1e-13 * want1,
               "Q %.17g %.17g want %.17g %.17g", Q[0], Q[1], want0, want1);
     free(Q);
@@ -268,7 +277,8 @@ TEST(op_igammac) {
 /* The derivative rows against central differences of igamma in float64. */
 static void check_derivative(const char *op, int which) {
     const double av[4] = {0.7, 2, 5, 30}, xv[4] = {0.4, 2.5, 3, 33};
-    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 1, S(4), av), *x = from_list(MUSA_DTYPE_FLOAT64, 1, S(4), xv);
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 1, S(4), av),
+                *x = from_list(MUSA_DTYPE_FLOAT64, 1, S(4), xv);
     int id = musa_op_lookup(op);
     CHECK(id >= 0);
     musa_tensor *in[2] = {a, x}, *out = NULL;
@@ -284,7 +294,8 @@ static void check_derivative(const char *op, int which) {
         CHECK_OK(musa_tensor_item(l, &vl));
         CHECK_OK(musa_tensor_item(u, &vu));
         double want = (vu - vl) / (2 * h);
-        CHECK_MSG(fabs(g[i] - want) < 1e-6 * fabs(want) + 1e-9, "%s(%g, %g) = %.12g, differences %.12g", op, av[i], xv[i], g[i], want);
+        CHECK_MSG(fabs(g[i] - want) < 1e-6 * fabs(want) + 1e-9,
+                  "%s(%g, %g) = %.12g, differences %.12g", op, av[i], xv[i], g[i], want);
         release_all(6, l, u, p[0], p[1], p[2], p[3]);
     }
     free(g);
@@ -303,12 +314,13 @@ TEST(op_standard_gamma_grad) {
     int n = 5; /* the known rows with a gradient */
     double av[5], xv[5];
     for (int i = 0; i < n; i++) av[i] = IGAMMA_KNOWN[i][0], xv[i] = IGAMMA_KNOWN[i][1];
-    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 1, S(5), av), *x = from_list(MUSA_DTYPE_FLOAT64, 1, S(5), xv);
+    musa_tensor *a = from_list(MUSA_DTYPE_FLOAT64, 1, S(5), av),
+                *x = from_list(MUSA_DTYPE_FLOAT64, 1, S(5), xv);
     musa_tensor *g = musa_standard_gamma_grad(a, x);
     double *G = values(g);
     for (int i = 0; i < n; i++)
-        CHECK_MSG(fabs(G[i] - IGAMMA_KNOWN[i][3]) < 1e-8 * IGAMMA_KNOWN[i][3], "(%g, %g): %.12g want %.12g",
-                  av[i], xv[i], G[i], IGAMMA_KNOWN[i][3]);
+        CHECK_MSG(fabs(G[i] - IGAMMA_KNOWN[i][3]) < 1e-8 * IGAMMA_KNOWN[i][3],
+                  "(%g, %g): %.12g want %.12g", av[i], xv[i], G[i], IGAMMA_KNOWN[i][3]);
     free(G);
     musa_tensor *ea = from_list(MUSA_DTYPE_FLOAT32, 1, S(3), (double[]){0, 1, NAN});
     musa_tensor *ex = from_list(MUSA_DTYPE_FLOAT32, 1, S(3), (double[]){1, -1, 1});
