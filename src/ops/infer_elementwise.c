@@ -127,6 +127,26 @@ int infer_binary_bits(const musa_op_info *op, musa_tensor *const *in, int n_in, 
     return rc ? rc : binary_common(op, in, r, t, t);
 }
 
+/* standard_gamma, poisson (one parameter tensor) and binomial (count and
+ * prob, broadcast): floating parameters, promoted to one dtype, which the
+ * samples take. */
+int infer_sampler(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                  musa_infer *r) {
+    MUSA_UNUSED(attrs);
+    for (int k = 0; k < n_in; k++)
+        if (!musa_is_float((musa_dtype)in[k]->dtype))
+            return musa_err(MUSA_ERR_TYPE, "[%s] expected floating point parameters, got %s%s%s",
+                            op->name, musa_dtype_name((musa_dtype)in[0]->dtype),
+                            n_in > 1 ? " and " : "",
+                            n_in > 1 ? musa_dtype_name((musa_dtype)in[1]->dtype) : "");
+    int rc = broadcast_all(op, in, n_in, r);
+    if (rc) return rc;
+    musa_dtype dt = musa_result_type(n_in, in);
+    for (int k = 0; k < n_in; k++) r->in_dtype[k] = (int8_t)dt;
+    r->out_dtype[0] = (int8_t)dt;
+    return MUSA_OK;
+}
+
 int infer_where(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                 musa_infer *r) {
     MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);

@@ -834,31 +834,6 @@ int infer_bernoulli(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     return MUSA_OK;
 }
 
-/* standard_gamma, poisson (one parameter tensor) and binomial (count and
- * prob, broadcast): floating parameters, promoted to one dtype, which the
- * samples take. */
-int infer_sampler(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
-                  musa_infer *r) {
-    MUSA_UNUSED(attrs);
-    for (int k = 0; k < n_in; k++)
-        if (!musa_is_float((musa_dtype)in[k]->dtype))
-            return musa_err(MUSA_ERR_TYPE, "[%s] expected floating point parameters, got %s%s%s",
-                            op->name, musa_dtype_name((musa_dtype)in[0]->dtype),
-                            n_in > 1 ? " and " : "",
-                            n_in > 1 ? musa_dtype_name((musa_dtype)in[1]->dtype) : "");
-    musa_dtype dt = musa_result_type(n_in, in);
-    int nd = in[0]->ndim;
-    int64_t shape[MUSA_MAX_DIMS];
-    memcpy(shape, in[0]->shape, sizeof shape);
-    for (int k = 1; k < n_in; k++) {
-        int rc = musa_broadcast_shape(op->name, nd, shape, in[k]->ndim, in[k]->shape, &nd, shape);
-        if (rc) return rc;
-    }
-    for (int k = 0; k < n_in; k++) r->in_dtype[k] = (int8_t)dt;
-    musa_infer_out(r, 0, dt, nd, shape);
-    return MUSA_OK;
-}
-
 int infer_detach(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                  musa_infer *r) {
     MUSA_UNUSED(op), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
