@@ -17,7 +17,7 @@ __all__ = ["Constraint", "Transform", "ComposeTransform", "ExpTransform", "Power
            "SoftplusTransform", "SoftmaxTransform", "StickBreakingTransform", "IndependentTransform",
            "identity_transform", "TransformedDistribution", "LogitRelaxedBernoulli",
            "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
-           "MixtureSameFamily"]
+           "MixtureSameFamily"]  # (and attach_constraints, for musa.distributions)
 
 
 def _sum_rightmost(x, n):
@@ -704,3 +704,47 @@ class MixtureSameFamily(_distribution()):
             idx = idx.expand(*(tuple(idx.shape[:len(idx.shape) - 1 - self._event_ndims]) + (1,) +
                                tuple(comps.shape[len(comps.shape) - self._event_ndims:])))
             return comps.gather(-1 - self._event_ndims, idx).squeeze(-1 - self._event_ndims)
+
+
+# ---- arg_constraints and support, as torch's (set once both modules are loaded) ----
+
+def attach_constraints(ns):
+    """Give the distribution classes of namespace ns (musa.distributions)
+    their arg_constraints and support."""
+    c = constraints
+    pos, real = c.positive, c.real
+    table = {
+        "Normal": ({"loc": real, "scale": pos}, real),
+        "Uniform": ({"low": c.dependent, "high": c.dependent},
+                    property(lambda self: c.interval(self.low, self.high))),
+        "Bernoulli": ({"probs": c.unit_interval, "logits": real}, c.boolean),
+        "Categorical": ({"probs": c.simplex, "logits": c.real_vector},
+                        property(lambda self: c.integer_interval(0, self._num_events - 1))),
+        "OneHotCategorical": ({"probs": c.simplex, "logits": c.real_vector}, c.simplex),
+        "Exponential": ({"rate": pos}, c.nonnegative),
+        "Laplace": ({"loc": real, "scale": pos}, real),
+        "Cauchy": ({"loc": real, "scale": pos}, real),
+        "Gumbel": ({"loc": real, "scale": pos}, real),
+        "HalfNormal": ({"scale": pos}, c.nonnegative),
+        "LogNormal": ({"loc": real, "scale": pos}, pos),
+        "StudentT": ({"df": pos, "loc": real, "scale": pos}, real),
+        "Gamma": ({"concentration": pos, "rate": pos}, c.nonnegative),
+        "Chi2": ({"df": pos}, c.nonnegative),
+        "Beta": ({"concentration1": pos, "concentration0": pos}, c.unit_interval),
+        "Dirichlet": ({"concentration": pos}, c.simplex),
+        "Poisson": ({"rate": c.nonnegative}, c.nonnegative_integer),
+        "Binomial": ({"total_count": c.nonnegative_integer, "probs": c.unit_interval, "logits": real},
+                     property(lambda self: c.integer_interval(0, self.total_count))),
+        "Geometric": ({"probs": c.unit_interval, "logits": real}, c.nonnegative_integer),
+        "MultivariateNormal": ({"loc": c.real_vector, "covariance_matrix": c.positive_definite,
+                                "precision_matrix": c.positive_definite,
+                                "scale_tril": c.lower_cholesky}, c.real_vector),
+        "Independent": ({}, property(lambda self: self.base_dist.support)),
+        "TransformedDistribution": ({}, property(lambda self: self.transforms[-1].codomain
+                                                 if self.transforms else self.base_dist.support)),
+        "MixtureSameFamily": ({}, property(lambda self: self._component_distribution.support)),
+    }
+    for name, (args, support) in table.items():
+        cls = getattr(ns, name)
+        cls.arg_constraints = args
+        cls.support = support

@@ -448,7 +448,7 @@ from ._distributions_more import *  # noqa: E402,F401,F403
 from ._distributions_more import __all__ as _more  # noqa: E402
 from ._dist_transforms import *  # noqa: E402,F401,F403
 from ._dist_transforms import __all__ as _transformed  # noqa: E402
-from ._dist_transforms import constraints, transforms  # noqa: E402
+from ._dist_transforms import constraints, transforms, attach_constraints  # noqa: E402
 
 __all__ += _more + _transformed + ["constraints", "transforms"]
 
@@ -457,3 +457,4 @@ __all__ += _more + _transformed + ["constraints", "transforms"]
 import sys as _sys  # noqa: E402
 _sys.modules[__name__ + ".constraints"] = constraints
 _sys.modules[__name__ + ".transforms"] = transforms
+attach_constraints(_sys.modules[__name__])

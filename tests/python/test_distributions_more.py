@@ -353,3 +353,21 @@ def test_constraints_as_torch():
     assert MC.simplex.check(musa.tensor([[0.2, 0.8], [0.5, 0.6]])).tolist() == [True, False]
     import musa.distributions.transforms as MT  # importable as torch's submodule
     assert MT.ExpTransform().codomain is MC.positive
+
+
+def test_supports_and_arg_constraints_name_torchs():
+    checks = {"Normal": (D.Normal(0.0, 1.0), TD.Normal(0.0, 1.0)),
+              "Gamma": (D.Gamma(2.0, 1.0), TD.Gamma(2.0, 1.0)),
+              "Beta": (D.Beta(2.0, 1.0), TD.Beta(2.0, 1.0)),
+              "Poisson": (D.Poisson(2.0), TD.Poisson(2.0)),
+              "Uniform": (D.Uniform(0.0, 2.0), TD.Uniform(0.0, 2.0))}
+    v = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0])
+    for name, (m, t) in checks.items():
+        assert set(type(m).arg_constraints) == set(type(t).arg_constraints), name
+        np.testing.assert_array_equal(m.support.check(musa.tensor(v)).numpy(),
+                                      t.support.check(torch.tensor(v)).numpy(), err_msg=name)
+    d = D.Binomial(musa.tensor([3.0, 5.0]), probs=0.5)
+    assert d.support.check(musa.tensor([3.0, 4.0])).tolist() == [True, True]
+    assert d.support.check(musa.tensor([4.0, 4.0])).tolist() == [False, True]
+    sac = D.TransformedDistribution(D.Normal(0.0, 1.0), D.transforms.TanhTransform())
+    assert sac.support.check(musa.tensor([0.5, 1.5])).tolist() == [True, False]
