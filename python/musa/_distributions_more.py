@@ -312,6 +312,17 @@ class Dirichlet(Distribution):
     mean = property(lambda self: self.concentration / self.concentration.sum(-1, keepdim=True))
 
     @property
+    def mode(self):
+        """max(c - 1, 0) normalised; where every c is at most 1, the vertex
+        of the largest (as torch)."""
+        c = self.concentration
+        inner = _C.clamp(c - 1, min=0.0)
+        inner = inner / inner.sum(-1, keepdim=True)
+        from .nn.functional import one_hot
+        vertex = one_hot(c.argmax(-1), c.shape[-1]).to(c.dtype)
+        return _C.where(_C.le(c, 1).all(-1, keepdim=True), vertex, inner)
+
+    @property
     def variance(self):
         c0 = self.concentration.sum(-1, keepdim=True)
         return self.concentration * (c0 - self.concentration) / (c0 ** 2 * (c0 + 1))
@@ -352,6 +363,10 @@ class Beta(Distribution):
     @property
     def mean(self):
         return self.concentration1 / (self.concentration1 + self.concentration0)
+
+    @property
+    def mode(self):
+        return self._dirichlet.mode[..., 0]
 
     @property
     def variance(self):
@@ -476,6 +491,8 @@ class Binomial(Distribution):
     mode = property(lambda self: _C.minimum(_C.floor((self.total_count + 1) * self.probs),
                                             self.total_count))
     variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
+
+    has_enumerate_support = True
 
     def _sample(self, sample_shape):
         shape = self._extended_shape(sample_shape)

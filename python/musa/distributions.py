@@ -79,6 +79,34 @@ class Distribution:
     def perplexity(self):
         return _C.exp(self.entropy())
 
+    has_enumerate_support = False
+
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution over a larger batch: parameters broadcast
+        to batch_shape (no copy), as torch's expand."""
+        import copy
+        batch_shape = tuple(batch_shape)
+        old = self._batch_shape
+        from ._torch_ops import broadcast_shapes
+        try:
+            ok = broadcast_shapes(old, batch_shape) == batch_shape
+        except (ValueError, TypeError):
+            ok = False
+        if not ok:
+            raise ValueError(f"[{type(self).__name__}.expand] batch shape {old} cannot be expanded to "
+                             f"{batch_shape}")
+        new = copy.copy(self)
+        for k, v in vars(self).items():
+            if isinstance(v, _C.Tensor) and v.ndim >= len(old) and tuple(v.shape[:len(old)]) == old:
+                rest = tuple(v.shape[len(old):])
+                # (right-aligned: the old batch dims against the new batch's last ones)
+                setattr(new, k, v.reshape((1,) * (len(batch_shape) - len(old)) + tuple(v.shape))
+                        .expand(*batch_shape, *rest))
+            elif isinstance(v, Distribution) and v._batch_shape == old:
+                setattr(new, k, v.expand(batch_shape))
+        new._batch_shape = batch_shape
+        return new
+
     def _check(self, ok, what):
         if self._validate_args and not bool(ok.all()):
             raise ValueError(f"[{type(self).__name__}] Expected parameter {what}")
@@ -129,6 +157,10 @@ class Normal(Distribution):
         value = _as_tensor(value, self.loc)
         return 0.5 * (1 + _C.erf((value - self.loc) / (self.scale * math.sqrt(2))))
 
+    def icdf(self, value):
+        from ._torch_special import erfinv
+        return self.loc + self.scale * erfinv(2 * _as_tensor(value, self.loc) - 1) * math.sqrt(2)
+
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + _C.log(self.scale)
 
@@ -172,6 +204,13 @@ class Uniform(Distribution):
         value = _as_tensor(value, self.low)
         return _C.clamp((value - self.low) / (self.high - self.low), 0, 1)
 
+    def icdf(self, value):
+        return self.low + _as_tensor(value, self.low) * (self.high - self.low)
+
+    @property
+    def mode(self):
+        return _C.full(tuple(self.low.shape), float("nan"), dtype=self.low.dtype)
+
     def entropy(self):
         return _C.log(self.high - self.low)
 
@@ -209,6 +248,17 @@ class Bernoulli(Distribution):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
+
+    @property
+    def mode(self):
+        m = _C.ge(self.probs, 0.5).to(self.probs.dtype)
+        return _C.where(_C.eq(self.probs, 0.5), float("nan"), m)
+
+    has_enumerate_support = True
+
+    def enumerate_support(self, expand=True):
+        values = _C.arange(2, dtype=self.probs.dtype).reshape((-1,) + (1,) * len(self._batch_shape))
+        return values.expand(2, *self._batch_shape) if expand else values
 
     def _sample(self, sample_shape):
         shape = self._extended_shape(sample_shape)
@@ -282,6 +332,8 @@ class Categorical(Distribution):
         lo = _tiny_log(self.logits.dtype)
         logits = _C.clamp(self.logits, min=lo)
         return -(logits * self.probs).sum(-1)
+
+    has_enumerate_support = True
 
     def enumerate_support(self, expand=True):
         values = _C.arange(self._num_events).reshape((-1,) + (1,) * len(self._batch_shape))
@@ -361,6 +413,10 @@ class Independent(Distribution):
     @property
     def variance(self):
         return self.base_dist.variance
+
+    @property
+    def mode(self):
+        return self.base_dist.mode
 
     def sample(self, sample_shape=()):
         return self.base_dist.sample(sample_shape)

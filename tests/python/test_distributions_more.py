@@ -371,3 +371,31 @@ def test_supports_and_arg_constraints_name_torchs():
     assert d.support.check(musa.tensor([4.0, 4.0])).tolist() == [False, True]
     sac = D.TransformedDistribution(D.Normal(0.0, 1.0), D.transforms.TanhTransform())
     assert sac.support.check(musa.tensor([0.5, 1.5])).tolist() == [True, False]
+
+
+def test_modes_icdf_enumerate_support_and_expand_as_torch():
+    conc = np.array([[2., 3., 4.], [0.5, 0.5, 0.5], [0.5, 2., 3.], [2., 1., 3.]])
+    both(lambda L, M, c: M.Dirichlet(c), (conc,), "mode", grad=False)
+    both(lambda L, M, a, b: M.Beta(a, b), ([2., .5, .5, 2.], [3., .5, 2., .8]), "mode", grad=False)
+    both(lambda L, M, p: M.Bernoulli(p), ([0.2, 0.5, 0.7],), "mode", grad=False)
+    q = RNG.uniform(0.05, 0.95, (3, 4))
+    both(lambda L, M, a, b: M.Normal(a, b), (RNG.standard_normal(4), RNG.uniform(0.5, 2, 4)), "icdf",
+         lambda L: t64(L, q))
+    both(lambda L, M, a, b: M.Uniform(a, b), ([0.0, 1.0, -2.0, 0.5], [1.0, 3.0, 2.0, 0.6]), "icdf",
+         lambda L: t64(L, q))
+    for m, t in ((D.Bernoulli(musa.tensor([0.3, 0.6])), TD.Bernoulli(torch.tensor([0.3, 0.6]))),
+                 (D.Binomial(3, probs=musa.tensor([0.3, 0.6])), TD.Binomial(3, probs=torch.tensor([0.3, 0.6])))):
+        assert m.has_enumerate_support and t.has_enumerate_support
+        np.testing.assert_array_equal(m.enumerate_support().numpy(), t.enumerate_support().numpy())
+    assert not D.Normal(0.0, 1.0).has_enumerate_support
+    # expand: the parameters broadcast to the new batch; values as torch's
+    for make, shape in ((lambda L, M: M.Normal(L.tensor([0.0, 1.0]), L.tensor([1.0, 2.0])), (3, 2)),
+                        (lambda L, M: M.Dirichlet(L.tensor([[1.0, 2.0, 3.0]])), (4, 1)),
+                        (lambda L, M: M.Beta(L.tensor([2.0]), L.tensor([3.0])), (4, 1)),
+                        (lambda L, M: M.MultivariateNormal(L.zeros(2), L.eye(2)), (5,))):
+        m, t = make(musa, D).expand(shape), make(torch, TD).expand(shape)
+        assert tuple(m.batch_shape) == tuple(t.batch_shape)
+        x = t.sample()
+        close(m.log_prob(musa.tensor(x.numpy())), t.log_prob(x), tol=1e-6)
+    with pytest.raises(ValueError, match=r"\[Normal.expand\] batch shape \(2,\) cannot be expanded to \(3,\)"):
+        D.Normal(musa.zeros(2), 1.0).expand((3,))
