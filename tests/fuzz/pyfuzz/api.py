@@ -19,6 +19,8 @@ SKIP = {
     "musa.set_grad_enabled": "switches grad mode globally when called as a function",
     "musa.empty_cache": "frees the allocator's caches (global state)",
     "musa.reset_peak_memory_stats": "resets global counters",
+    "musa.set_anomaly_enabled": "switches anomaly mode (NaN checks) globally",
+    "musa.set_warn_always": "a global flag",
     # read and write files at paths made of random strings
     "musa.save": "writes files", "musa.load": "reads files",
     # take callables (a random one proves nothing)
