@@ -120,8 +120,8 @@ static double temme_tail(double a, double x, int upper) {
 /* log P (upper = 0) or log Q (upper = 1), for finite a > 0 and x > 0. */
 static double log_tail(double a, double x, int upper) {
     if (a > TEMME_A) {
-        double t = temme_tail(
-            a, x, upper); /* (the expansion's two terms can cancel to <= 0 where both underflow) */
+        /* (the expansion's two terms can cancel to <= 0 where both underflow) */
+        double t = temme_tail(a, x, upper);
         return t > 0 ? log(t) : -INFINITY;
     }
     int lower_series = x < a + 1;
