@@ -506,7 +506,10 @@ from ._dist_transforms import *  # noqa: E402,F401,F403
 from ._dist_transforms import __all__ as _transformed  # noqa: E402
 from ._dist_transforms import constraints, transforms, attach_constraints  # noqa: E402
 
-__all__ += _more + _transformed + ["constraints", "transforms"]
+from ._distributions_extra import *  # noqa: E402,F401,F403
+from ._distributions_extra import __all__ as _extra  # noqa: E402
+
+__all__ += _more + _transformed + _extra + ["constraints", "transforms"]
 
 # `import musa.distributions.transforms` and `from musa.distributions.constraints
 # import ...`, as with torch's submodules

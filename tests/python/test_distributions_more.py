@@ -399,3 +399,76 @@ def test_modes_icdf_enumerate_support_and_expand_as_torch():
         close(m.log_prob(musa.tensor(x.numpy())), t.log_prob(x), tol=1e-6)
     with pytest.raises(ValueError, match=r"\[Normal.expand\] batch shape \(2,\) cannot be expanded to \(3,\)"):
         D.Normal(musa.zeros(2), 1.0).expand((3,))
+
+
+# ---- _distributions_extra.py ----
+
+EXTRA = {
+    "Weibull": (lambda L, M, a, b: M.Weibull(a, b), (POS, POS2), ["log_prob", "cdf", "entropy", "mean", "variance", "mode"]),
+    "Pareto": (lambda L, M, a, b: M.Pareto(a / 10, b + 2.5), (POS, POS2), ["log_prob", "cdf", "entropy", "mean", "variance"]),
+    "HalfCauchy": (lambda L, M, a: M.HalfCauchy(a), (POS,), ["log_prob", "cdf", "icdf", "entropy"]),
+    "Kumaraswamy": (lambda L, M, a, b: M.Kumaraswamy(a, b), (POS, POS2), ["log_prob", "entropy", "mean", "variance"]),
+    "FisherSnedecor": (lambda L, M, a, b: M.FisherSnedecor(a, b + 4.5), (POS, POS2), ["log_prob", "mean", "variance", "mode"]),
+    "NegativeBinomial": (lambda L, M, a, b: M.NegativeBinomial(a, probs=b / 4), (POS, POS2), ["log_prob", "mean", "variance"]),
+    # (torch's log I0 is Abramowitz and Stegun's polynomial, 1e-7 off: see test_von_mises_exactly)
+    "VonMises": (lambda L, M, a, b: M.VonMises(a, b), (POS, POS2), ["log_prob", "mean", "variance"]),
+}
+EXTRA_VALUES = {"Kumaraswamy": lambda L: t64(L, X / 4.5), "NegativeBinomial": lambda L: t64(L, np.floor(X)),
+                "icdf": lambda L: t64(L, QUANTILES)}
+
+
+@pytest.mark.parametrize("name,method", [(n, m) for n, (_, _, ms) in EXTRA.items() for m in ms])
+def test_extra_against_torch(name, method):
+    make, params, _ = EXTRA[name]
+    args = ()
+    if method in ("log_prob", "cdf", "icdf"):
+        args = (EXTRA_VALUES.get("icdf" if method == "icdf" else name, lambda L: t64(L, X + 0.5)),)
+    both(make, params, method, *args, tol=1e-6 if name == "VonMises" else 1e-8)
+
+
+def test_von_mises_exactly():
+    """Against its formula with torch's exact (Cephes) i0e and i1e."""
+    d = D.VonMises(t64(musa, POS), t64(musa, POS2))
+    k, loc, x = torch.tensor(POS2), torch.tensor(POS), torch.tensor(X + 0.5)
+    want = k * torch.cos(x - loc) - math.log(2 * math.pi) - (torch.log(torch.special.i0e(k)) + k)
+    np.testing.assert_allclose(d.log_prob(t64(musa, X + 0.5)).numpy(), want.numpy(), rtol=1e-13)
+    var = 1 - torch.special.i1e(k) / torch.special.i0e(k)
+    np.testing.assert_allclose(d.variance.numpy(), var.expand(2, 3).numpy(), rtol=1e-13)
+
+
+def test_multinomial_against_torch():
+    p = RNG.dirichlet(np.ones(4), size=2)
+    counts = np.array([[[2, 0, 3, 1], [0, 0, 6, 0]], [[1, 1, 1, 3], [6, 0, 0, 0]]], dtype=np.float64)
+    for method in ("log_prob", "mean", "variance", "entropy"):
+        args = (lambda L: t64(L, counts),) if method == "log_prob" else ()
+        # (torch's entropy takes lgamma(total_count + 1) in float32: 8e-8 off)
+        both(lambda L, M, q: M.Multinomial(6, probs=q), (p,), method, *args,
+             tol=1e-6 if method == "entropy" else 1e-8)
+    musa.manual_seed(9)
+    s = D.Multinomial(20, probs=musa.tensor([0.2, 0.5, 0.3])).sample((5000,))
+    assert tuple(s.shape) == (5000, 3) and bool((s.sum(-1) == 20).all())
+    np.testing.assert_allclose(s.mean(0).numpy(), [4, 10, 6], atol=0.15)
+    with pytest.raises(TypeError, match=r"\[Multinomial\] inhomogeneous total_count"):
+        D.Multinomial(musa.tensor([2, 3]), probs=musa.tensor([0.5, 0.5]))
+
+
+def test_extra_samples():
+    musa.manual_seed(12)
+    n = 40000
+    for d, mean, var in ((D.Weibull(2.0, 1.5), 2 * math.gamma(1 + 1 / 1.5),
+                          4 * (math.gamma(1 + 2 / 1.5) - math.gamma(1 + 1 / 1.5) ** 2)),
+                         (D.Pareto(1.0, 5.0), 1.25, 5 / (16 * 3)),
+                         (D.Kumaraswamy(2.0, 3.0), None, None),
+                         (D.FisherSnedecor(8.0, 12.0), 1.2, 2 * 144 * 18 / (8 * 100 * 8)),
+                         (D.NegativeBinomial(5.0, probs=0.4), 5 * 0.4 / 0.6, 5 * 0.4 / 0.36),
+                         (D.VonMises(0.5, 2.0), 0.5, None)):
+        s = d.sample((n,)).double()
+        name = type(d).__name__
+        if mean is None:
+            mean, var = float(d.mean), float(d.variance)
+        assert abs(float(s.mean()) - mean) < 6 * math.sqrt((var or 1) / n), name
+        if var is not None and name != "VonMises":
+            assert abs(float(s.var()) / var - 1) < 0.1, name
+    v = D.VonMises(musa.tensor([3.0, -3.0]), musa.tensor([0.5, 1e-6])).sample((2000,))
+    assert float(v.max()) < math.pi and float(v.min()) >= -math.pi
+    assert D.Weibull(1.0, 2.0).has_rsample and not D.NegativeBinomial(2.0, probs=0.5).has_rsample
