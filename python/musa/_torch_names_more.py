@@ -120,6 +120,8 @@ def rsub(input, other, *, alpha=1):
     if not isinstance(input, _C.Tensor):
         raise TypeError(f"[rsub] argument 'input' must be Tensor, not {type(input).__name__}")
     alpha = _number(alpha, "rsub", "alpha")
+    if not isinstance(other, _C.Tensor):
+        _number(other, "rsub", "other")  # (checked; an int stays an int)
     return other - (input * alpha if alpha != 1 else input)
 
 
@@ -161,6 +163,8 @@ def split_with_sizes(input, split_sizes, dim=0):
     """input split into pieces of split_sizes along dim (their sum must be
     the dim's size)."""
     _tensors("split_with_sizes", input=input)
+    if input.ndim == 0:
+        raise ValueError("[split_with_sizes] expects at least a 1-dimensional tensor, got a 0-d one")
     sizes = _dims(split_sizes, "split_with_sizes", "split_sizes")
     from ._functions import _dim
     d = _dim(dim, input.ndim, "split_with_sizes")

@@ -85,6 +85,9 @@ TORCH_WRONG = {
     "cumulative_trapezoid": (("empty", "an empty y with a higher-rank x takes x's shape"),),
     # seed 9314: softsign(int8 127) is -0.992: 1 + |x| computed in int8 wraps to -128
     "softsign": (("int8", "1 + |x| wraps around in 8-bit integers"),),
+    # seed 9359: unique_consecutive(x, True) returns an empty inverse (return_inverse=True
+    # spelled out gives the right one)
+    "unique_consecutive": (("positional flag", "a positional return_inverse gives an empty inverse"),),
 }
 # seed 7562: 1.13 masks a shift count to the register's width (int32 -6 << 5
 # and << -1 differ); musa shifts as NumPy and PyTorch 2 (docs/pytorch.md)
@@ -432,6 +435,9 @@ def wrong_when(what, tensors, musa, env, src):
         count = to_array(count, musa) if isinstance(count, musa.Tensor) else np.asarray(count)
         width = 8 * out.element_size()
         return bool(count.size) and bool(((count < 0) | (count >= width)).any())
+    if what == "positional flag":  # the second argument, positional, is True
+        names = re.findall(r"\ba\d+\b", src.split("\n")[0])
+        return len(names) >= 2 and env.get(names[1]) is True
     if what == "expanded":  # a dim of more than one element at stride 0
         return any(n > 1 and st == 0 for v in tensors for n, st in zip(v.shape, v.stride()))
     if what == "pole":  # a non-positive integer among the values
