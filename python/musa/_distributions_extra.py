@@ -1,8 +1,8 @@
 """Still more of torch.distributions (musa.distributions imports them):
-Weibull, Pareto, HalfCauchy and Kumaraswamy (as torch, transformed
-distributions: their samples and log-probabilities go through
+Weibull, Pareto, HalfCauchy, Kumaraswamy and LogisticNormal (as torch,
+transformed distributions: their samples and log-probabilities go through
 musa.distributions.transforms), FisherSnedecor, NegativeBinomial,
-Multinomial and VonMises."""
+Multinomial, VonMises and LowRankMultivariateNormal."""
 import math
 
 from . import _C
@@ -13,7 +13,7 @@ from ._distributions_more import (Cauchy, Exponential, Gamma, _digamma, _lgamma,
 from .distributions import Categorical, Distribution, Uniform, _as_tensor, _broadcast, _tiny
 
 __all__ = ["Weibull", "Pareto", "HalfCauchy", "Kumaraswamy", "FisherSnedecor", "NegativeBinomial",
-           "Multinomial", "VonMises"]
+           "Multinomial", "VonMises", "LowRankMultivariateNormal", "LogisticNormal"]
 
 _EULER = 0.57721566490153286061
 
@@ -344,3 +344,97 @@ class VonMises(Distribution):
         loc = self.loc.to(_C.float64)
         x = _C.remainder(x + loc + math.pi, 2 * math.pi) - math.pi
         return x.to(self.loc.dtype)
+
+
+class LowRankMultivariateNormal(Distribution):
+    """N(loc, cov_factor cov_factor^T + diag(cov_diag)) over the last dim
+    (cov_factor (..., k, r), r usually much smaller than k): log_prob and
+    entropy by the Woodbury identity and the capacitance I + W^T D^-1 W, an
+    r x r matrix."""
+    has_rsample = True
+    arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.real,
+                       "cov_diag": constraints.positive}
+    support = constraints.real_vector
+
+    def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
+        from ._torch_ops import broadcast_shapes
+        loc, cov_factor, cov_diag = (_as_tensor(x) for x in (loc, cov_factor, cov_diag))
+        if loc.ndim < 1 or cov_factor.ndim < 2 or cov_diag.ndim < 1:
+            raise ValueError("[LowRankMultivariateNormal] loc and cov_diag must be at least "
+                             "one-dimensional, cov_factor at least two-dimensional")
+        k = loc.shape[-1]
+        if cov_factor.shape[-2] != k or cov_diag.shape[-1] != k:
+            raise ValueError(f"[LowRankMultivariateNormal] cov_factor must be ({k}, r) and cov_diag "
+                             f"({k},) for loc's event size {k}, got {tuple(cov_factor.shape[-2:])} and "
+                             f"{tuple(cov_diag.shape[-1:])}")
+        batch = broadcast_shapes(tuple(loc.shape[:-1]), tuple(cov_factor.shape[:-2]),
+                                 tuple(cov_diag.shape[:-1]))
+        r = cov_factor.shape[-1]
+        self.loc = loc.expand(*batch, k)
+        self.cov_factor = cov_factor.expand(*batch, k, r)
+        self.cov_diag = cov_diag.expand(*batch, k)
+        super().__init__(batch, (k,), validate_args)
+        _positive(self, self.cov_diag, "cov_diag")
+        from . import linalg
+        wt_dinv = self.cov_factor.transpose(-1, -2) / self.cov_diag.unsqueeze(-2)  # (..., r, k)
+        cap = wt_dinv.matmul(self.cov_factor) + _C.eye(r, dtype=self.loc.dtype)
+        self._capacitance_tril = linalg.cholesky(cap)
+
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
+    variance = property(lambda self: (self.cov_factor ** 2).sum(-1) + self.cov_diag)
+
+    @property
+    def covariance_matrix(self):
+        import musa
+        W = self.cov_factor
+        return W.matmul(W.transpose(-1, -2)) + musa.diag_embed(self.cov_diag)
+
+    def rsample(self, sample_shape=()):
+        from ._distributions_more import _normal
+        shape = self._extended_shape(sample_shape)
+        r = self.cov_factor.shape[-1]
+        eps_w = _normal(shape[:-1] + (r,), self.loc.dtype)
+        eps_d = _normal(shape, self.loc.dtype)
+        return (self.loc + self.cov_factor.matmul(eps_w.unsqueeze(-1)).squeeze(-1) +
+                _C.sqrt(self.cov_diag) * eps_d)
+
+    def _log_det(self):
+        L = self._capacitance_tril
+        return 2 * _C.log(L.diagonal(dim1=-2, dim2=-1)).sum(-1) + _C.log(self.cov_diag).sum(-1)
+
+    def log_prob(self, value):
+        from . import linalg
+        diff = _as_tensor(value, self.loc) - self.loc
+        k = self._event_shape[0]
+        from ._torch_ops import broadcast_shapes
+        batch = broadcast_shapes(tuple(diff.shape[:-1]), self._batch_shape)
+        diff = diff.expand(*batch, k)
+        W = self.cov_factor.expand(*batch, *self.cov_factor.shape[-2:])
+        D = self.cov_diag.expand(*batch, k)
+        L = self._capacitance_tril.expand(*batch, *self._capacitance_tril.shape[-2:])
+        wt_dinv_x = W.transpose(-1, -2).matmul((diff / D).unsqueeze(-1))  # (..., r, 1)
+        m = (diff * diff / D).sum(-1) - (linalg.solve_triangular(L, wt_dinv_x, upper=False) ** 2).sum((-2, -1))
+        return -0.5 * (k * math.log(2 * math.pi) + self._log_det() + m)
+
+    def entropy(self):
+        k = self._event_shape[0]
+        return 0.5 * (k * (1.0 + math.log(2 * math.pi)) + self._log_det())
+
+
+class LogisticNormal(TransformedDistribution):
+    """Stick-breaking of N(loc, scale): a distribution on the simplex of one more dim."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        from .distributions import Independent, Normal
+        from ._dist_transforms import StickBreakingTransform
+        base = Normal(loc, scale, validate_args=validate_args)
+        if not base._batch_shape:
+            base = base.expand((1,))
+        super().__init__(Independent(base, 1), StickBreakingTransform(), validate_args)
+
+    loc = property(lambda self: self.base_dist.base_dist.loc)
+    scale = property(lambda self: self.base_dist.base_dist.scale)

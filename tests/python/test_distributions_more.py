@@ -472,3 +472,23 @@ def test_extra_samples():
     v = D.VonMises(musa.tensor([3.0, -3.0]), musa.tensor([0.5, 1e-6])).sample((2000,))
     assert float(v.max()) < math.pi and float(v.min()) >= -math.pi
     assert D.Weibull(1.0, 2.0).has_rsample and not D.NegativeBinomial(2.0, probs=0.5).has_rsample
+
+
+def test_low_rank_mvn_and_logistic_normal_against_torch():
+    loc, W, d = RNG.standard_normal((2, 4)), RNG.standard_normal((2, 4, 2)), RNG.uniform(0.5, 2, (4,))
+    xs = RNG.standard_normal((3, 2, 4))
+    for method in ("log_prob", "entropy", "variance", "covariance_matrix"):
+        args = (lambda L: t64(L, xs),) if method == "log_prob" else ()
+        both(lambda L, M, a, b, c: M.LowRankMultivariateNormal(a, b, c), (loc, W, d), method, *args, tol=1e-9)
+    musa.manual_seed(1)
+    lr = D.LowRankMultivariateNormal(musa.zeros(3), musa.tensor([[1.0], [0.5], [0.0]]), musa.ones(3))
+    s = lr.sample((40000,))
+    np.testing.assert_allclose(np.cov(s.numpy().T), lr.covariance_matrix.numpy(), atol=0.05)
+    simplex = RNG.dirichlet(np.ones(4), size=(2,))
+    both(lambda L, M, a, b: M.LogisticNormal(a, b), (RNG.standard_normal((2, 3)), RNG.uniform(0.5, 2, (2, 3))),
+         "log_prob", lambda L: t64(L, simplex), tol=1e-9)
+    ln = D.LogisticNormal(musa.zeros(3), musa.ones(3)).rsample((5,))
+    assert tuple(ln.shape) == (5, 4)
+    np.testing.assert_allclose(ln.sum(-1).numpy(), 1, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"\[LowRankMultivariateNormal\] cov_factor must be"):
+        D.LowRankMultivariateNormal(musa.zeros(3), musa.ones(2, 1), musa.ones(3))
