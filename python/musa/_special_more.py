@@ -221,3 +221,77 @@ def spherical_bessel_j0(input):
     x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
     from ._torch_math import sinc
     return sinc(x / _math.pi)
+
+
+# ---- the classical orthogonal polynomials (torch.special's *_polynomial_*) ----
+
+_MAX_DEGREE = 1_000_000  # a degree past this is refused (the recurrence runs n steps)
+
+# (p0, p1 of x, and p_{k+1} from (x, k, p_k, p_{k-1})) for each family
+_ONE = lambda x: _C.ones_like(x)  # noqa: E731
+_FAMILIES = {
+    "chebyshev_polynomial_t": (lambda x: x, lambda x, k, a, b: 2 * x * a - b),
+    "chebyshev_polynomial_u": (lambda x: 2 * x, lambda x, k, a, b: 2 * x * a - b),
+    "chebyshev_polynomial_v": (lambda x: 2 * x - 1, lambda x, k, a, b: 2 * x * a - b),
+    "chebyshev_polynomial_w": (lambda x: 2 * x + 1, lambda x, k, a, b: 2 * x * a - b),
+    "hermite_polynomial_h": (lambda x: 2 * x, lambda x, k, a, b: 2 * x * a - 2 * k * b),
+    "hermite_polynomial_he": (lambda x: x, lambda x, k, a, b: x * a - k * b),
+    "laguerre_polynomial_l": (lambda x: 1 - x, lambda x, k, a, b: ((2 * k + 1 - x) * a - k * b) / (k + 1)),
+    "legendre_polynomial_p": (lambda x: x, lambda x, k, a, b: ((2 * k + 1) * x * a - k * b) / (k + 1)),
+}
+
+
+def _polynomial(name, shifted=False):
+    first, step = _FAMILIES[name]
+    who = ("shifted_" + name) if shifted else name
+
+    def fn(input, n, *, out=None):
+        if out is not None:
+            raise _C.InvalidArgumentError(f"[{who}] out= is not supported; use the result")
+        if not isinstance(input, _C.Tensor):
+            x = _C.tensor(_number(input, who, "input"), dtype=_C.get_default_dtype())
+        else:
+            x = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+        if shifted:
+            x = 2 * x - 1
+        if isinstance(n, _C.Tensor):
+            if n.dtype == _C.bool:
+                raise _C.InvalidTypeError(f"[{who}] n must be a number or a numeric tensor, got bool")
+            deg = _C.trunc(n.to(_C.float64)) if n.is_floating_point() else n.to(_C.float64)
+            top = float(deg.max()) if deg.numel() else -1.0
+        else:
+            deg, top = float(int(_number(n, who, "n"))), float(int(_number(n, who, "n")))
+        if top != top or top > _MAX_DEGREE:
+            raise ValueError(f"[{who}] degrees up to {_MAX_DEGREE} are supported, got {top}")
+        top = int(top)
+        scalar = not isinstance(deg, _C.Tensor)
+        if scalar and top < 0:
+            return _C.zeros_like(x)
+        prev, cur = _ONE(x), first(x)
+        if scalar:
+            if top == 0:
+                return prev
+            for k in range(1, top):
+                prev, cur = cur, step(x, k, cur, prev)
+            return cur
+        deg = deg.to(x.dtype)
+        result = _C.where(_C.eq(deg, 0), prev, _C.zeros_like(x))
+        if top >= 1:
+            result = _C.where(_C.eq(deg, 1), cur, result)
+        for k in range(1, top):
+            prev, cur = cur, step(x, k, cur, prev)
+            result = _C.where(_C.eq(deg, k + 1), cur, result)
+        return result  # (negative degrees: 0, as torch)
+    fn.__name__ = fn.__qualname__ = who
+    fn.__doc__ = (f"torch.special.{who}(input, n): the degree-n polynomial (n truncated to an "
+                  f"integer; 0 for n < 0) at input{', shifted to [0, 1] (x -> 2x - 1)' if shifted else ''}, "
+                  f"by its three-term recurrence; differentiable in input.")
+    return fn
+
+
+for _name in list(_FAMILIES):
+    globals()[_name] = _polynomial(_name)
+    __all__.append(_name)
+    if _name.startswith("chebyshev"):
+        globals()["shifted_" + _name] = _polynomial(_name, shifted=True)
+        __all__.append("shifted_" + _name)

@@ -31,6 +31,14 @@ modified_bessel_i0, modified_bessel_i1 = _C.i0, _C.i1
 gammainc, gammaincc = _C.igamma, _C.igammac  # the regularised incomplete gamma functions
 from ._special_more import (ndtr, log_ndtr, ndtri, erfcx, xlog1py, entr,  # noqa: E402,F401
                             multigammaln, zeta, spherical_bessel_j0)
+from . import _special_more as _SM  # noqa: E402
+
+# the orthogonal polynomials: chebyshev_polynomial_t/u/v/w (and shifted_),
+# hermite_polynomial_h/he, laguerre_polynomial_l, legendre_polynomial_p
+for _n in _SM.__all__:
+    if "_polynomial_" in _n:
+        globals()[_n] = getattr(_SM, _n)
+        __all__.append(_n)
 
 
 def softmax(input, dim, *, dtype=None):

@@ -115,3 +115,31 @@ def test_zeta_equals_torchs_with_cephes_domain():
     tg = torch.autograd.grad(torch.special.zeta(torch.tensor(3.5, dtype=torch.float64), tq).sum(),
                              tq)[0]
     np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-13)
+
+
+POLYNOMIALS = [n for n in musa.special.__all__ if "_polynomial_" in n]
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_orthogonal_polynomials_against_torch(name):
+    assert len(POLYNOMIALS) == 12
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1.5, 1.5, 40)
+    deg = np.arange(40) % 13 - 1.0  # -1 .. 11: a negative degree gives 0
+    fm, ft = getattr(musa.special, name), getattr(torch.special, name)
+    got = fm(musa.tensor(x, dtype=musa.float64), musa.tensor(deg, dtype=musa.float64)).numpy()
+    want = ft(torch.tensor(x), torch.tensor(deg)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    for n in (0, 1, 5, 2.7):  # a number n (truncated, as torch)
+        np.testing.assert_allclose(fm(musa.tensor(x, dtype=musa.float64), n).numpy(),
+                                   ft(torch.tensor(x), n).numpy(), rtol=1e-9, atol=1e-9)
+    assert fm(musa.tensor([1, 2]), 2).dtype == musa.float32
+    # differentiable in x (torch's are not): against central differences
+    xs = musa.tensor(x[:5], dtype=musa.float64, requires_grad=True)
+    fm(xs, 4).sum().backward()
+    h = 1e-6
+    diff = (fm(musa.tensor(x[:5] + h, dtype=musa.float64), 4) -
+            fm(musa.tensor(x[:5] - h, dtype=musa.float64), 4)).numpy() / (2 * h)
+    np.testing.assert_allclose(xs.grad.numpy(), diff, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match=r"degrees up to 1000000 are supported"):
+        fm(musa.ones(2), 1 << 62)
