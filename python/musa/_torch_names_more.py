@@ -196,6 +196,8 @@ def range(start=0, end=None, step=1, *, dtype=None, out=None, **kwargs):
         start, end = 0, start
     start, end, step = (_number(v, "range", n) for v, n in ((start, "start"), (end, "end"),
                                                               (step, "step")))
+    if not all(v - v == 0 for v in (start, end, step)):  # (false for inf and NaN)
+        raise ValueError(f"[range] start, end and step must be finite, got {start}, {end}, {step}")
     if step == 0:
         raise ValueError("[range] step must be nonzero")
     if (end - start) * step < 0:

@@ -92,6 +92,8 @@ def test_small_functions_as_torch():
     assert musa.range(1, 4).dtype == musa.float32 and musa.range(1, 4).tolist() == [1, 2, 3, 4]
     with pytest.raises(ValueError, match=r"\[range\] step must be nonzero"):
         musa.range(0, 1, 0)
+    with pytest.raises(ValueError, match=r"\[range\] start, end and step must be finite"):
+        musa.range(0, float("nan"))
 
 
 @pytest.mark.parametrize("edge_order", [1, 2])
