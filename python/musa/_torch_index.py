@@ -142,12 +142,13 @@ def tensor_split(input, indices_or_sections, dim=0):
         bounds = list(_itertools.accumulate([q + 1] * r + [q] * (n - r)))[:-1]
     else:
         bounds = _dims(indices_or_sections, "tensor_split", "indices")
+    # piece k is input[i_(k-1) : i_k] as Python slices it: an index below the one before
+    # gives an empty piece, and the next piece starts from it again (PyTorch, NumPy)
     out, start = [], 0
     for b in bounds + [size]:
         b = max(min(b if b >= 0 else b + size, size), 0)
-        stop = max(b, start)
-        out.append(input.narrow(d, start, stop - start))
-        start = stop
+        out.append(input.narrow(d, start, max(b - start, 0)))
+        start = b
     return tuple(out)
 
 

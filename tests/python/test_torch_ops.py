@@ -836,3 +836,12 @@ def test_mode_equals_torchs():
     with pytest.raises(IndexError, match=r"\[mode\] cannot take an order statistic over dim 1 of "
                                          r"size 0"):
         musa.mode(musa.zeros(2, 0))
+
+
+def test_tensor_split_with_unsorted_indices_slices_as_torch():
+    """Piece k is x[i_(k-1):i_k]: an index below the previous one gives an
+    empty piece, and the next piece starts from it (fuzz seed 9699)."""
+    for idx in ([5, 1], [1, 5, 3], [-1, 1], [0, 0, 2], [3, 1, 2]):
+        got = [p.tolist() for p in musa.tensor_split(musa.tensor([4, 2, 7, 9]), musa.tensor(idx))]
+        want = [p.tolist() for p in torch.tensor_split(torch.tensor([4, 2, 7, 9]), torch.tensor(idx))]
+        assert got == want, idx
