@@ -316,8 +316,13 @@ class PowerTransform(Transform):
         return _C.log((e * y / x).abs())
 
 
+def _eps(dtype):
+    from .distributions import _eps
+    return _eps(dtype)
+
+
 def _clipped_sigmoid(x):
-    eps = 2.220446049250313e-16 if x.dtype == _C.float64 else 1.1920928955078125e-07
+    eps = _eps(x.dtype)
     return _C.clamp(_C.sigmoid(x), min=eps, max=1 - eps)
 
 
@@ -328,7 +333,7 @@ class SigmoidTransform(Transform):
         return _clipped_sigmoid(x)
 
     def _inverse(self, y):
-        eps = 2.220446049250313e-16 if y.dtype == _C.float64 else 1.1920928955078125e-07
+        eps = _eps(y.dtype)
         y = _C.clamp(y, min=eps, max=1 - eps)
         return _C.log(y) - _C.log1p(-y)
 
@@ -443,8 +448,7 @@ class StickBreakingTransform(Transform):
         y_crop = y[..., :-1]
         k = y.shape[-1]
         offset = _C.log(_C.arange(k - 1, 0, -1, dtype=y.dtype))
-        eps = 2.220446049250313e-16 if y.dtype == _C.float64 else 1.1920928955078125e-07
-        sf = _C.clamp(1 - _C.cumsum(y_crop, -1), min=eps)
+        sf = _C.clamp(1 - _C.cumsum(y_crop, -1), min=_eps(y.dtype))
         x = _C.log(y_crop) - _C.log(sf) + offset
         return x
 
@@ -572,7 +576,7 @@ class LogitRelaxedBernoulli(_distribution()):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         from .distributions import _as_tensor
-        from ._distributions_more import _probs_logits
+        from .distributions import _probs_logits
         _probs_logits(self, probs, logits, type(self).__name__)
         self.temperature = _as_tensor(temperature, self.probs)
         super().__init__(tuple(self.logits.shape), (), validate_args)
@@ -580,7 +584,7 @@ class LogitRelaxedBernoulli(_distribution()):
     def rsample(self, sample_shape=()):
         from ._distributions_more import _uniform
         shape = self._extended_shape(sample_shape)
-        eps = 1.1920928955078125e-07 if self.logits.dtype != _C.float64 else 2.220446049250313e-16
+        eps = _eps(self.logits.dtype)
         u = _C.clamp(_uniform(shape, self.logits.dtype), min=eps, max=1 - eps)
         return (_C.log(u) - _C.log1p(-u) + self.logits) / self.temperature
 
@@ -620,7 +624,7 @@ class ExpRelaxedCategorical(_distribution()):
         from ._distributions_more import _uniform
         from .distributions import _tiny
         u = _C.clamp(_uniform(self._extended_shape(sample_shape), self.logits.dtype),
-                     min=_tiny(self.logits.dtype), max=1 - 1e-7)
+                     min=_tiny(self.logits.dtype), max=1 - _eps(self.logits.dtype))
         scores = (self.logits - _C.log(-_C.log(u))) / self.temperature
         return scores - _C.logsumexp(scores, -1, True)
 

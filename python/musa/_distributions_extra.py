@@ -9,8 +9,9 @@ from . import _C
 from ._dist_transforms import (AbsTransform, AffineTransform, ExpTransform, PowerTransform,
                                TransformedDistribution, constraints)
 from ._distributions_more import (Cauchy, Exponential, Gamma, _digamma, _lgamma, _nonnegative_integers,
-                                  _positive, _probs_logits, _uniform)
-from .distributions import Categorical, Distribution, Uniform, _as_tensor, _broadcast, _tiny
+                                  _positive, _uniform)
+from .distributions import (Categorical, Distribution, Uniform, _as_tensor, _broadcast, _probs_logits,
+                            _tiny)
 
 __all__ = ["Weibull", "Pareto", "HalfCauchy", "Kumaraswamy", "FisherSnedecor", "NegativeBinomial",
            "Multinomial", "VonMises", "LowRankMultivariateNormal", "LogisticNormal"]

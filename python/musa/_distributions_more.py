@@ -12,8 +12,8 @@ ops, as PyTorch's are."""
 import math
 
 from . import _C
-from .distributions import (Distribution, Normal, _as_tensor, _broadcast, _logits_probs, _tiny,
-                            register_kl)
+from .distributions import (Distribution, Normal, _as_tensor, _broadcast, _eps, _probs_logits,
+                            _tiny, register_kl)
 
 __all__ = ["Exponential", "Laplace", "Cauchy", "Gumbel", "HalfNormal", "LogNormal", "StudentT",
            "Gamma", "Chi2", "Beta", "Dirichlet", "Poisson", "Binomial", "Geometric",
@@ -37,11 +37,6 @@ def _digamma(x):
 
 def _xlogy(x, y):
     return _fn("xlogy")(x, y)
-
-
-def _eps(dtype):
-    return {_C.float64: 2.220446049250313e-16, _C.float16: 0.0009765625,
-            _C.bfloat16: 0.0078125}.get(dtype, 1.1920928955078125e-07)
 
 
 def _uniform(shape, dtype):
@@ -460,17 +455,6 @@ class Poisson(Distribution):
         return _xlogy(value, self.rate) - self.rate - _lgamma(value + 1)
 
 
-def _probs_logits(d, probs, logits, who):
-    probs, logits = _logits_probs(probs, logits, who, True)
-    if probs is not None:
-        d.probs = probs
-        d.logits = _C.log(probs) - _C.log1p(-probs)
-        return probs
-    d.logits = logits
-    d.probs = _C.sigmoid(logits)
-    return None
-
-
 class Binomial(Distribution):
     """The successes in total_count trials of probability probs (or
     sigmoid(logits))."""
@@ -586,7 +570,6 @@ class MultivariateNormal(Distribution):
                              f"got {tuple(m.shape[-2:])}")
         batch = broadcast_shapes(tuple(loc.shape[:-1]), tuple(m.shape[:-2]))
         self.loc = loc.expand(*batch, k)
-        self._validate_args = True if validate_args is None else validate_args
         if scale_tril is not None:
             tril = scale_tril
         elif covariance_matrix is not None:

@@ -44,31 +44,24 @@ def _method_form(name):
     return fn
 
 
-def _dropout_form(name, functional):
-    def fn(input, p=0.5, train=True):
+def _functional_form(name, functional):
+    """torch.<name>(input, ...): F.<functional>(input, ..., inplace=True)."""
+    def fn(input, *args, **kwargs):
         _tensors(name, input=input)
         from .nn import functional as F
-        return getattr(F, functional)(input, p, train, inplace=True)
+        return getattr(F, functional)(input, *args, inplace=True, **kwargs)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.{name}(input, p, train): F.{functional}(..., inplace=True)."
+    fn.__doc__ = f"torch.{name}(input, ...): F.{functional}(input, ..., inplace=True)."
     return fn
 
 
-_FUNCTIONAL_INPLACE = {"celu_": "celu", "selu_": "selu", "rrelu_": "rrelu", "threshold_": "threshold"}
+# the in-place forms nn.functional provides (inplace=True), not Tensor methods
+_FUNCTIONAL_INPLACE = ("celu_", "selu_", "rrelu_", "threshold_", "dropout_", "alpha_dropout_",
+                       "feature_alpha_dropout_")
 
 for _n in _INPLACE:
-    if _n in ("dropout_", "alpha_dropout_", "feature_alpha_dropout_"):
-        globals()[_n] = _dropout_form(_n, _n[:-1])
-    elif _n in _FUNCTIONAL_INPLACE:
-        def _make(n, f):
-            def fn(input, *args, **kwargs):
-                _tensors(n, input=input)
-                from .nn import functional as F
-                return getattr(F, f)(input, *args, inplace=True, **kwargs)
-            fn.__name__ = fn.__qualname__ = n
-            fn.__doc__ = f"torch.{n}(input, ...): F.{f}(input, ..., inplace=True)."
-            return fn
-        globals()[_n] = _make(_n, _FUNCTIONAL_INPLACE[_n])
+    if _n in _FUNCTIONAL_INPLACE:
+        globals()[_n] = _functional_form(_n, _n[:-1])
     elif hasattr(_C.Tensor, _n):
         globals()[_n] = _method_form(_n)
     else:

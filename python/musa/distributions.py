@@ -224,18 +224,25 @@ def _logits_probs(probs, logits, who, binary):
     return None, _as_tensor(logits)
 
 
+def _probs_logits(d, probs, logits, who):
+    """Set d.probs and d.logits from the one given (a binary event's
+    probability, or its log-odds); returns the probs given, or None."""
+    probs, logits = _logits_probs(probs, logits, who, True)
+    if probs is not None:
+        d.probs = probs
+        d.logits = _C.log(probs) - _C.log1p(-probs)
+        return probs
+    d.logits = logits
+    d.probs = _C.sigmoid(logits)
+    return None
+
+
 class Bernoulli(Distribution):
     """1 with probability probs (or sigmoid(logits)), else 0."""
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        probs, logits = _logits_probs(probs, logits, "Bernoulli", True)
+        probs = _probs_logits(self, probs, logits, "Bernoulli")
         self._given_probs = probs is not None
-        if probs is not None:
-            self.probs = probs
-            self.logits = _C.log(probs) - _C.log1p(-probs)
-        else:
-            self.logits = logits
-            self.probs = _C.sigmoid(logits)
         super().__init__(tuple(self.probs.shape), (), validate_args)
         if probs is not None:
             self._check(_C.logical_and(_C.ge(probs, 0), _C.le(probs, 1)),
@@ -361,6 +368,12 @@ def _tiny(dtype):
 
 def _tiny_log(dtype):
     return math.log(_tiny(dtype))
+
+
+def _eps(dtype):
+    """The dtype's machine epsilon (torch.finfo(dtype).eps)."""
+    return {_C.float64: 2.220446049250313e-16, _C.float16: 0.0009765625,
+            _C.bfloat16: 0.0078125}.get(dtype, 1.1920928955078125e-07)
 
 
 class OneHotCategorical(Distribution):

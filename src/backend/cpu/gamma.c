@@ -39,7 +39,7 @@
 #define SERIES_MAX 100000000 /* terms: a series or fraction that needs more has a > TEMME_A */
 #define TEMME_A    1e7
 
-static double lgam(double x) {
+double musa_lgamma_f64(double x) {
     int sign;
     return lgamma_r(x, &sign);
 }
@@ -93,7 +93,7 @@ static double mu_minus_log1p(double mu) {
  * mu = x/a - 1 and s Stirling's correction (4 terms: below 1e-15 there),
  * only the small ones remain. */
 static double log_factor(double a, double x) {
-    if (a < 20) return a * log(x) - x - lgam(a + 1);
+    if (a < 20) return a * log(x) - x - musa_lgamma_f64(a + 1);
     double r = 1 / a, r2 = r * r;
     double s = r * (1.0 / 12 - r2 * (1.0 / 360 - r2 * (1.0 / 1260 - r2 / 1680)));
     return -a * mu_minus_log1p((x - a) / a) - 0.5 * log(2 * M_PI * a) - s;

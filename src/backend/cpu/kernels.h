@@ -129,6 +129,7 @@ static inline char *musa_kview_elem(const musa_kview *v, int64_t linear, size_t 
  * double (gamma.c): P(a, x), Q(a, x) = 1 - P, dP/dx, dP/da, and dx/da
  * along P(a, x) fixed (the reparameterisation gradient of a Gamma(a)
  * sample x). */
+double musa_lgamma_f64(double x); /* log |Gamma(x)|, thread-safe (lgamma_r) */
 double musa_igamma_f64(double a, double x);
 double musa_igammac_f64(double a, double x);
 double musa_igamma_grad_x_f64(double a, double x);

@@ -25,7 +25,6 @@
  * integer, prob in [0, 1]; NaN fails each. An infinite alpha or rate gives
  * inf.
  */
-#define _DEFAULT_SOURCE /* lgamma_r */
 #include <float.h>
 #include <math.h>
 
@@ -56,11 +55,6 @@ static double uniform(stream *s) {
 static double normal(stream *s) {
     double u1 = 1.0 - uniform(s), u2 = uniform(s); /* u1 in (0, 1] */
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-static double lgam(double x) {
-    int sign;
-    return lgamma_r(x, &sign);
 }
 
 typedef struct {
@@ -134,7 +128,8 @@ static double poisson_draw(stream *s, double rate) {
         double k = floor((2 * a / us + b) * u + rate + 0.43);
         if (us >= 0.07 && v <= vr) return k;
         if (k < 0 || (us < 0.013 && v > us)) continue;
-        if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -rate + k * loglam - lgam(k + 1))
+        if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <=
+            -rate + k * loglam - musa_lgamma_f64(k + 1))
             return k;
     }
 }
@@ -167,14 +162,14 @@ static double binomial_low(stream *s, double n, double p) {
     double spq = sqrt(n * p * q);
     double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * p, c = n * p + 0.5;
     double vr = 0.92 - 4.2 / b, alpha = (2.83 + 5.1 / b) * spq, lpq = log(p / q);
-    double m = floor((n + 1) * p), h = lgam(m + 1) + lgam(n - m + 1);
+    double m = floor((n + 1) * p), h = musa_lgamma_f64(m + 1) + musa_lgamma_f64(n - m + 1);
     for (;;) {
         double u = uniform(s) - 0.5, v = uniform(s), us = 0.5 - fabs(u);
         double k = floor((2 * a / us + b) * u + c);
         if (k < 0 || k > n) continue;
         if (us >= 0.07 && v <= vr) return k;
         v = log(v * alpha / (a / (us * us) + b));
-        if (v <= h - lgam(k + 1) - lgam(n - k + 1) + (k - m) * lpq) return k;
+        if (v <= h - musa_lgamma_f64(k + 1) - musa_lgamma_f64(n - k + 1) + (k - m) * lpq) return k;
     }
 }
 
