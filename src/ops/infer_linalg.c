@@ -7,7 +7,7 @@
 
 /* Whether LAPACK's 32-bit sizes can index an m by n array (lwork too). */
 static int lapack_sized(const char *who, const char *what, int64_t m, int64_t n) {
-    if (m > 0 && n > INT32_MAX / m)
+    if (m > INT32_MAX || n > INT32_MAX || (m > 0 && n > INT32_MAX / m))
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] %s needs %lld by %lld arrays, too large for LAPACK's 32-bit sizes",
                         who, what, (long long)m, (long long)n);
@@ -30,7 +30,6 @@ int musa_linalg_check(const char *who, const musa_tensor *x, musa_dtype dt, cons
                         "matrices",
                         who, what, (long long)m, (long long)n);
     return lapack_sized(who, what, m, n);
-    return MUSA_OK;
 }
 
 static int check_one(const musa_op_info *op, musa_tensor *const *in, bool square) {

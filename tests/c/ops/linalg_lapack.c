@@ -593,5 +593,16 @@ TEST(op_linalg_qr) {
     CHECK_OK(musa_linalg_qr(e, MUSA_QR_COMPLETE, &x, &y));
     CHECK(near("identity Q", x, (double[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 9, 1));
     CHECK_SHAPE(y, 2, 3, 0);
-    release_all(9, a, q, r, q2, r2, i, e, x, y);
+    /* an empty matrix with a side past LAPACK's 32-bit sizes (the fuzzer:
+     * the side wrapped negative and the kernel carved a negative size) */
+    musa_tensor *wide = musa_zeros(2, S(0, 3000000000LL), MUSA_DTYPE_FLOAT32), *u = NULL, *s = NULL,
+                *vh = NULL;
+    CHECK_ERR(musa_linalg_qr(wide, MUSA_QR_R, &u, &s) == MUSA_OK, MUSA_ERR_VALUE,
+              "[linalg_qr] A needs 0 by 3000000000 arrays, too large for LAPACK's 32-bit sizes");
+    CHECK_ERR(musa_linalg_svd(wide, false, &u, &s, &vh) == MUSA_OK, MUSA_ERR_VALUE,
+              "[linalg_svd] A needs 0 by 3000000000 arrays");
+    /* lu_factor runs its kernel here: its info output is not empty */
+    CHECK_ERR(musa_linalg_lu_factor(wide, &u, &s, &vh, NULL) == MUSA_OK, MUSA_ERR_VALUE,
+              "[linalg_lu_factor] A needs 0 by 3000000000 arrays");
+    release_all(10, a, q, r, q2, r2, i, e, x, y, wide);
 }
