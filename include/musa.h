@@ -404,6 +404,19 @@ MUSA_API musa_tensor *musa_i0(musa_tensor *x);
 MUSA_API musa_tensor *musa_i0e(musa_tensor *x);
 MUSA_API musa_tensor *musa_i1(musa_tensor *x);
 MUSA_API musa_tensor *musa_i1e(musa_tensor *x);
+/* Bessel functions of the first kind J0, J1 (J1 odd, J0 even), of the
+ * second kind Y0, Y1 (NaN below 0, -inf at 0), modified of the second kind
+ * K0, K1 (NaN below 0, inf at 0) and exp(x) K0, exp(x) K1; all within a
+ * few ulp in float64 (J and Y: of their envelope sqrt(2 / (pi x)) near
+ * their zeros), 0 at inf, differentiable; integer inputs give float32 */
+MUSA_API musa_tensor *musa_bessel_j0(musa_tensor *x);
+MUSA_API musa_tensor *musa_bessel_j1(musa_tensor *x);
+MUSA_API musa_tensor *musa_bessel_y0(musa_tensor *x);
+MUSA_API musa_tensor *musa_bessel_y1(musa_tensor *x);
+MUSA_API musa_tensor *musa_modified_bessel_k0(musa_tensor *x);
+MUSA_API musa_tensor *musa_modified_bessel_k1(musa_tensor *x);
+MUSA_API musa_tensor *musa_scaled_modified_bessel_k0(musa_tensor *x);
+MUSA_API musa_tensor *musa_scaled_modified_bessel_k1(musa_tensor *x);
 MUSA_API musa_tensor *musa_asin(musa_tensor *x);
 MUSA_API musa_tensor *musa_acos(musa_tensor *x);
 MUSA_API musa_tensor *musa_atan(musa_tensor *x);

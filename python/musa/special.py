@@ -10,7 +10,9 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digam
            "expm1", "exp2", "log1p", "sinc", "round", "softmax", "log_softmax", "logsumexp",
            "i0", "i0e", "i1", "i1e", "modified_bessel_i0", "modified_bessel_i1", "ndtr",
            "log_ndtr", "ndtri", "erfcx", "xlog1py", "entr", "multigammaln", "zeta",
-           "spherical_bessel_j0", "gammainc", "gammaincc"]
+           "spherical_bessel_j0", "gammainc", "gammaincc", "bessel_j0", "bessel_j1", "bessel_y0",
+           "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1"]
 
 erf = _C.erf
 erfc = _C.erfc
@@ -28,6 +30,10 @@ sinc = _T.sinc
 round = _C.round
 i0, i0e, i1, i1e = _C.i0, _C.i0e, _C.i1, _C.i1e
 modified_bessel_i0, modified_bessel_i1 = _C.i0, _C.i1
+bessel_j0, bessel_j1, bessel_y0, bessel_y1 = _C.bessel_j0, _C.bessel_j1, _C.bessel_y0, _C.bessel_y1
+modified_bessel_k0, modified_bessel_k1 = _C.modified_bessel_k0, _C.modified_bessel_k1
+scaled_modified_bessel_k0 = _C.scaled_modified_bessel_k0
+scaled_modified_bessel_k1 = _C.scaled_modified_bessel_k1
 gammainc, gammaincc = _C.igamma, _C.igammac  # the regularised incomplete gamma functions
 from ._special_more import (ndtr, log_ndtr, ndtri, erfcx, xlog1py, entr,  # noqa: E402,F401
                             multigammaln, zeta, spherical_bessel_j0)

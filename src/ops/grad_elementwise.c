@@ -67,6 +67,22 @@ UNARY_GRAD(grad_i1e,
                            X, T(musa_sub(T(musa_i0e(X)),
                                          T(musa_mul(Y, T(musa_add(T(musa_sign(X)),
                                                                   T(musa_reciprocal(X))))))))))))
+/* Bessel J, Y, K: j0' = -j1, j1' = j0 - j1 / x (1/2 at 0), and y the
+ * same; k0' = -k1, k1' = -k0 - k1 / x; the scaled forms exp(x) k add
+ * themselves: k0e' = k0e - k1e, k1e' = k1e (1 - 1 / x) - k0e */
+UNARY_GRAD(grad_bessel_j0, musa_mul(T(musa_neg(G)), T(musa_bessel_j1(X))))
+UNARY_GRAD(grad_bessel_j1,
+           musa_mul(G, T(at_zero_half(X, T(musa_sub(T(musa_bessel_j0(X)), T(musa_div(Y, X))))))))
+UNARY_GRAD(grad_bessel_y0, musa_mul(T(musa_neg(G)), T(musa_bessel_y1(X))))
+UNARY_GRAD(grad_bessel_y1, musa_mul(G, T(musa_sub(T(musa_bessel_y0(X)), T(musa_div(Y, X))))))
+UNARY_GRAD(grad_modified_bessel_k0, musa_mul(T(musa_neg(G)), T(musa_modified_bessel_k1(X))))
+UNARY_GRAD(grad_modified_bessel_k1,
+           musa_mul(T(musa_neg(G)), T(musa_add(T(musa_modified_bessel_k0(X)), T(musa_div(Y, X))))))
+UNARY_GRAD(grad_scaled_modified_bessel_k0,
+           musa_mul(G, T(musa_sub(Y, T(musa_scaled_modified_bessel_k1(X))))))
+UNARY_GRAD(grad_scaled_modified_bessel_k1,
+           musa_mul(G, T(musa_sub(T(musa_mul(Y, T(musa_sub(NUM(1), T(musa_reciprocal(X)))))),
+                                  T(musa_scaled_modified_bessel_k0(X))))))
 /* inverse trigonometric and hyperbolic functions */
 UNARY_GRAD(grad_asin, musa_div(G, T(musa_sqrt(T(musa_sub(NUM(1), T(musa_mul(X, X))))))))
 UNARY_GRAD(grad_acos,

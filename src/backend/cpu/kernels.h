@@ -136,6 +136,13 @@ double musa_igamma_grad_x_f64(double a, double x);
 double musa_igamma_grad_a_f64(double a, double x);
 double musa_standard_gamma_grad_f64(double a, double x);
 
+/* Bessel functions of orders nu = 0 and 1, in double (bessel.c): I_nu
+ * (scaled: exp(-|x|) I_nu), J_nu, Y_nu and K_nu (scaled: exp(x) K_nu). */
+double musa_bessel_i_f64(double x, int nu, int scaled);
+double musa_bessel_j_f64(double x, int nu);
+double musa_bessel_y_f64(double x, int nu);
+double musa_bessel_k_f64(double x, int nu, int scaled);
+
 /* Write fn(ctx, i) for every element i of v (row-major order), converted to
  * v's dtype, in parallel (fill.c). */
 typedef double (*musa_value_fn)(const void *ctx, int64_t i);

@@ -198,52 +198,20 @@ UNARY_MATH(erf, erff(x), erf(x))
 /* 1 - erf(x) without the cancellation: erfc(5) is 1.5e-12, where float32's
  * 1 - erf(5) is 0 */
 UNARY_FLOAT(erfc, erfcf(x), erfc(x))
-/* Modified Bessel functions of the first kind, orders 0 and 1, and their
- * exponentially scaled forms i0e = exp(-|x|) i0, i1e = exp(-|x|) i1, in
- * double (float32 rounds the double result). |x| <= 20: the power series
- * sum_k (x^2/4)^k / (k! (k + nu)!) (x/2)^nu, all terms positive; beyond:
- * the asymptotic series exp(|x|) / sqrt(2 pi |x|) sum_k a_k / |x|^k with
- * a_k = a_(k-1) (2k - 1)^2 / 8k (nu = 0) or -(4 - (2k - 1)^2) / 8k (nu = 1),
- * whose smallest term at 20 is below 1e-17 of the sum. Within a few ulp
- * of PyTorch's (Cephes) in float64. */
-static double bessel_series(double x, int nu) {
-    double q = 0.25 * x * x, t = 1, s = 1;
-    for (int k = 1; k < 200; k++) {
-        t *= q / ((double)k * (double)(k + nu));
-        s += t;
-        if (t < 1e-17 * s) break;
-    }
-    return nu ? 0.5 * x * s : s;
-}
-/* sum_k a_k / |x|^k for |x| > 20 (the scaled function times sqrt(2 pi |x|)) */
-static double bessel_asym(double ax, int nu) {
-    double t = 1, s = 1, mu = 4.0 * nu * nu;
-    for (int k = 1; k < 60; k++) {
-        double odd = 2.0 * k - 1, next = t * -(mu - odd * odd) / (8.0 * k * ax);
-        if (fabs(next) >= fabs(t)) break; /* past the smallest term */
-        t = next, s += t;
-        if (fabs(t) < 1e-17 * fabs(s)) break;
-    }
-    return s;
-}
-/* scaled: exp(-|x|) I_nu(x); else I_nu(x) */
-static double bessel_i(double x, int nu, int scaled) {
-    if (x != x) return x;
-    double ax = fabs(x), sign = nu && x < 0 ? -1 : 1;
-    if (isinf(x)) return scaled ? 0.0 * sign : INFINITY * sign; /* torch 1.13: NaN for I_nu */
-    if (ax <= 20) {
-        double v = bessel_series(x, nu);
-        return scaled ? v * exp(-ax) : v;
-    }
-    double v = bessel_asym(ax, nu) * sign / sqrt(2 * M_PI * ax); /* exp(-|x|) I_nu(x) */
-    if (scaled) return v;
-    double e = exp(0.5 * ax); /* twice: no overflow before I_nu itself overflows */
-    return v * e * e;
-}
-UNARY_FLOAT(i0, (float)bessel_i(x, 0, 0), bessel_i(x, 0, 0))
-UNARY_FLOAT(i0e, (float)bessel_i(x, 0, 1), bessel_i(x, 0, 1))
-UNARY_FLOAT(i1, (float)bessel_i(x, 1, 0), bessel_i(x, 1, 0))
-UNARY_FLOAT(i1e, (float)bessel_i(x, 1, 1), bessel_i(x, 1, 1))
+/* Bessel functions (bessel.c), in double */
+#define UNARY_BESSEL(NAME, EXPR) UNARY_FLOAT(NAME, (float)(EXPR), EXPR)
+UNARY_BESSEL(i0, musa_bessel_i_f64(x, 0, 0))
+UNARY_BESSEL(i0e, musa_bessel_i_f64(x, 0, 1))
+UNARY_BESSEL(i1, musa_bessel_i_f64(x, 1, 0))
+UNARY_BESSEL(i1e, musa_bessel_i_f64(x, 1, 1))
+UNARY_BESSEL(bessel_j0, musa_bessel_j_f64(x, 0))
+UNARY_BESSEL(bessel_j1, musa_bessel_j_f64(x, 1))
+UNARY_BESSEL(bessel_y0, musa_bessel_y_f64(x, 0))
+UNARY_BESSEL(bessel_y1, musa_bessel_y_f64(x, 1))
+UNARY_BESSEL(modified_bessel_k0, musa_bessel_k_f64(x, 0, 0))
+UNARY_BESSEL(modified_bessel_k1, musa_bessel_k_f64(x, 1, 0))
+UNARY_BESSEL(scaled_modified_bessel_k0, musa_bessel_k_f64(x, 0, 1))
+UNARY_BESSEL(scaled_modified_bessel_k1, musa_bessel_k_f64(x, 1, 1))
 UNARY_FLOAT(asin, asinf(x), asin(x))
 UNARY_FLOAT(acos, acosf(x), acos(x))
 UNARY_FLOAT(atan, atanf(x), atan(x))

@@ -110,6 +110,23 @@ UNARY_TEST(i0, bessel_ref(x, 0), K_FLOAT, -11, 11) /* float16 holds I0 to 11.6 *
 UNARY_TEST(i0e, bessel_ref(x, 0) * exp(-fabs(x)), K_FLOAT, -30, 30)
 UNARY_TEST(i1, bessel_ref(x, 1), K_FLOAT, -11, 11)
 UNARY_TEST(i1e, bessel_ref(x, 1) * exp(-fabs(x)), K_FLOAT, -30, 30)
+/* J and Y against libm's (glibc's j0, j1, y0, y1: another implementation);
+ * K_n(x) = int_0^inf exp(-x cosh t) cosh(n t) dt by a fixed-step trapezoid
+ * (the kernel picks its step and its end from x) */
+static double bessel_k_ref(double x, int n) {
+    if (x == 0) return INFINITY;
+    double s = 0, h = 1.0 / 8; /* error about exp(x - pi^2 / h); exp(-0.1 cosh 8) is 0 */
+    for (int k = 0; k < 8 * 8; k++) s += (k ? 1 : 0.5) * exp(-x * cosh(k * h)) * cosh(n * k * h);
+    return s * h;
+}
+UNARY_TEST(bessel_j0, j0(x), K_FLOAT, -30, 30)
+UNARY_TEST(bessel_j1, j1(x), K_FLOAT, -30, 30)
+UNARY_TEST(bessel_y0, x == 0 ? -INFINITY : y0(x), K_FLOAT, 0.1, 30)
+UNARY_TEST(bessel_y1, x == 0 ? -INFINITY : y1(x), K_FLOAT, 0.1, 30)
+UNARY_TEST(modified_bessel_k0, bessel_k_ref(x, 0), K_FLOAT, 0.1, 10)
+UNARY_TEST(modified_bessel_k1, bessel_k_ref(x, 1), K_FLOAT, 0.1, 10)
+UNARY_TEST(scaled_modified_bessel_k0, bessel_k_ref(x, 0) * exp(x), K_FLOAT, 0.1, 10)
+UNARY_TEST(scaled_modified_bessel_k1, bessel_k_ref(x, 1) * exp(x), K_FLOAT, 0.1, 10)
 UNARY_TEST(asin, asin(x), K_FLOAT, -0.95, 0.95)
 UNARY_TEST(acos, acos(x), K_FLOAT, -0.95, 0.95)
 UNARY_TEST(atan, atan(x), K_FLOAT, -4, 4)
