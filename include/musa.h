@@ -417,6 +417,10 @@ MUSA_API musa_tensor *musa_modified_bessel_k0(musa_tensor *x);
 MUSA_API musa_tensor *musa_modified_bessel_k1(musa_tensor *x);
 MUSA_API musa_tensor *musa_scaled_modified_bessel_k0(musa_tensor *x);
 MUSA_API musa_tensor *musa_scaled_modified_bessel_k1(musa_tensor *x);
+/* Airy's function Ai: within a few ulp in float64 (below -10, of its
+ * envelope |x|^(-1/4) / sqrt(pi)); 0 at inf, NaN where |x|^(3/2) overflows
+ * double (x < -1e205); differentiable; integer inputs give float32 */
+MUSA_API musa_tensor *musa_airy_ai(musa_tensor *x);
 MUSA_API musa_tensor *musa_asin(musa_tensor *x);
 MUSA_API musa_tensor *musa_acos(musa_tensor *x);
 MUSA_API musa_tensor *musa_atan(musa_tensor *x);

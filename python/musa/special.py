@@ -12,7 +12,7 @@ __all__ = ["erf", "erfc", "erfinv", "expit", "logit", "xlogy", "gammaln", "digam
            "log_ndtr", "ndtri", "erfcx", "xlog1py", "entr", "multigammaln", "zeta",
            "spherical_bessel_j0", "gammainc", "gammaincc", "bessel_j0", "bessel_j1", "bessel_y0",
            "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
-           "scaled_modified_bessel_k1"]
+           "scaled_modified_bessel_k1", "airy_ai"]
 
 erf = _C.erf
 erfc = _C.erfc
@@ -34,6 +34,7 @@ bessel_j0, bessel_j1, bessel_y0, bessel_y1 = _C.bessel_j0, _C.bessel_j1, _C.bess
 modified_bessel_k0, modified_bessel_k1 = _C.modified_bessel_k0, _C.modified_bessel_k1
 scaled_modified_bessel_k0 = _C.scaled_modified_bessel_k0
 scaled_modified_bessel_k1 = _C.scaled_modified_bessel_k1
+airy_ai = _C.airy_ai
 gammainc, gammaincc = _C.igamma, _C.igammac  # the regularised incomplete gamma functions
 from ._special_more import (ndtr, log_ndtr, ndtri, erfcx, xlog1py, entr,  # noqa: E402,F401
                             multigammaln, zeta, spherical_bessel_j0)

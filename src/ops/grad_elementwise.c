@@ -83,6 +83,9 @@ UNARY_GRAD(grad_scaled_modified_bessel_k0,
 UNARY_GRAD(grad_scaled_modified_bessel_k1,
            musa_mul(G, T(musa_sub(T(musa_mul(Y, T(musa_sub(NUM(1), T(musa_reciprocal(X)))))),
                                   T(musa_scaled_modified_bessel_k0(X))))))
+/* Airy: Ai' by its row, Ai'' = x Ai */
+UNARY_GRAD(grad_airy_ai, musa_mul(G, T(musa_call1(MUSA_OP_airy_ai_prime, X, NULL))))
+UNARY_GRAD(grad_airy_ai_prime, musa_mul(G, T(musa_mul(X, T(musa_airy_ai(X))))))
 /* inverse trigonometric and hyperbolic functions */
 UNARY_GRAD(grad_asin, musa_div(G, T(musa_sqrt(T(musa_sub(NUM(1), T(musa_mul(X, X))))))))
 UNARY_GRAD(grad_acos,

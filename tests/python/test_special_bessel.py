@@ -1,7 +1,8 @@
-"""musa.special's Bessel functions J0, J1, Y0, Y1, K0, K1 and the scaled
-K: against 40-digit values (mpmath, written out below), against torch 1.13
-(whose float64 J and Y are only float32-accurate: 2e-6 off at x = 5), the
-edges, float32, and their gradients (torch's are not differentiable)."""
+"""musa.special's Bessel functions J0, J1, Y0, Y1, K0, K1, the scaled K
+and Airy's Ai: against 40-digit values (mpmath, written out below), against
+torch 1.13 (whose float64 J and Y are only float32-accurate: 2e-6 off at
+x = 5), the edges, float32, and their gradients (torch's are not
+differentiable)."""
 import math
 
 import numpy as np
@@ -181,6 +182,77 @@ def test_bessel_gradients(name):
 
 def test_bessel_compiled_equals_eager():
     def f(x):
-        return S.bessel_j0(x) * S.bessel_y1(x) + S.scaled_modified_bessel_k1(x)
+        return S.bessel_j0(x) * S.bessel_y1(x) + S.scaled_modified_bessel_k1(x) * S.airy_ai(x)
     x = musa.tensor(np.linspace(0.1, 30, 50))
     np.testing.assert_array_equal(musa.jit.trace(f, (x,))(x).numpy(), f(x).numpy())
+
+
+# mpmath.airyai (derivative=0 and 1) at 40 digits; -2.338107410459767 is
+# Ai's first zero rounded; the edges of the kernel's regions are -10 and 2
+AIRY_POINTS = [-1e8, -1234.5, -30.0, -10.000001, -10.0, -9.99, -5.0, -2.338107410459767, -1.0,
+               0.0, 1e-10, 1.0, 2.0, 2.0000001, 5.0, 30.0, 100.0, 105.0]
+AIRY_EXACT = [
+    "-5.5541288000569947087e-3", "8.4732739370812107351e-2", "-8.7968188456842162833e-2",
+    "4.0240242221198598966e-2", "4.0241238486443190689e-2", "5.0182117162139800517e-2",
+    "3.5076100902411431979e-1", "2.7433193406662829996e-17", "5.355608832923521188e-1",
+    "3.5502805388781723926e-1", "3.5502805386193529888e-1", "1.3529241631288141552e-1",
+    "3.4924130423274379135e-2", "3.49241251142362937e-2", "1.0834442813607441735e-4",
+    "3.2082175915504955711e-49", "2.6344821520881844896e-291", "2.7006204174325602448e-313",
+]
+AIRY_PRIME_EXACT = [
+    "9.9128295191320746871", "1.5234014700442607031", "1.2286206026374851347",
+    "9.9626544654021341357e-1", "9.962650441327900559e-1", "9.9174584335548624677e-1",
+    "3.2719281855444313679e-1", "7.0121082272069136249e-1", "-1.0160567116645209395e-2",
+    "-2.5881940379280679841e-1", "-2.588194037928067984e-1", "-1.5914744129679321279e-1",
+    "-5.3090384433653631704e-2", "-5.3090377448827914764e-2", "-2.47413890868462476e-4",
+    "-1.7598765814327259821e-48", "-2.6351403616044099336e-290", "-2.7679550773616298917e-312",
+]
+
+
+def airy_scale(x, want, power):
+    """below 0 Ai oscillates inside |x|^(-1/4) / sqrt(pi) (Ai' inside
+    |x|^(1/4) / sqrt(pi)): near its zeros the error is measured against that"""
+    env = np.where(x < 0, np.maximum(np.abs(x), 1e-300) ** power / np.sqrt(np.pi), 0)
+    return np.maximum(np.abs(want), np.minimum(env, 1))
+
+
+def test_airy_ai_against_exact_values_and_torch():
+    x = np.array(AIRY_POINTS)
+    want = np.array([float(v) for v in AIRY_EXACT])
+    got = S.airy_ai(musa.tensor(x)).numpy()
+    err = np.abs(got - want) / airy_scale(x, want, -0.25)
+    big = np.abs(want) > 1e-300  # the last is a subnormal: compare absolutely
+    assert err[big].max() < 3e-15, (x[big][err[big].argmax()], err[big].max())
+    assert np.abs(got - want)[~big].max() < 1e-320
+    # torch 1.13: 7e-6 off at -1e8 and 1.5e-6 at the first zero; within 1e-13 elsewhere
+    xs = np.concatenate([np.linspace(-60, 40, 2001), [-1e4, -1e6, 0.0, 1e-20]])
+    t = torch.special.airy_ai(torch.tensor(xs)).numpy()
+    g = S.airy_ai(musa.tensor(xs)).numpy()
+    assert (np.abs(g - t) / airy_scale(xs, t, -0.25).clip(1e-300)).max() < 1e-5
+
+
+def test_airy_ai_edges_float32_integers():
+    x = musa.tensor([math.inf, -math.inf, math.nan, -1e250, -0.0, 200.0], dtype=musa.float64)
+    got = S.airy_ai(x).numpy()
+    want = torch.special.airy_ai(torch.tensor(x.numpy())).numpy()
+    # NaN where |x|^(3/2) overflows (no phase is left), as torch; at +inf the
+    # limit 0, where torch 1.13 gives NaN
+    assert got[0] == 0
+    np.testing.assert_array_equal(got[1:], want[1:])
+    x32 = np.linspace(-30, 30, 601).astype(np.float32)
+    np.testing.assert_array_equal(
+        S.airy_ai(musa.tensor(x32)).numpy(),
+        S.airy_ai(musa.tensor(x32.astype(np.float64))).numpy().astype(np.float32))
+    assert S.airy_ai(musa.tensor([1, 2])).dtype == musa.float32
+
+
+def test_airy_ai_gradient():
+    x0 = np.array(AIRY_POINTS[1:-1])  # -1e8's derivative needs its phase to 1e-8: skip it
+    x = musa.tensor(x0, requires_grad=True)
+    g = musa.autograd.grad(S.airy_ai(x).sum(), x)[0].numpy()
+    want = np.array([float(v) for v in AIRY_PRIME_EXACT[1:-1]])
+    err = np.abs(g - want) / airy_scale(x0, want, 0.25).clip(1e-300)
+    assert err.max() < 3e-15, (x0[err.argmax()], err.max())
+    xs = musa.tensor(np.array([-11.0, -2.0, 0.3, 2.5]), requires_grad=True)
+    assert musa.autograd.gradcheck(S.airy_ai, (xs,))
+    assert musa.autograd.gradgradcheck(S.airy_ai, (xs,))  # Ai'' = x Ai

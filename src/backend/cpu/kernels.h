@@ -142,6 +142,7 @@ double musa_bessel_i_f64(double x, int nu, int scaled);
 double musa_bessel_j_f64(double x, int nu);
 double musa_bessel_y_f64(double x, int nu);
 double musa_bessel_k_f64(double x, int nu, int scaled);
+double musa_airy_ai_f64(double x, int deriv); /* Ai(x), or Ai'(x) if deriv */
 
 /* Write fn(ctx, i) for every element i of v (row-major order), converted to
  * v's dtype, in parallel (fill.c). */

@@ -49,6 +49,15 @@ UNARY_GC(modified_bessel_k0, 0.5, 3)
 UNARY_GC(modified_bessel_k1, 0.5, 3)
 UNARY_GC(scaled_modified_bessel_k0, 0.5, 3)
 UNARY_GC(scaled_modified_bessel_k1, 0.5, 3)
+UNARY_GC(airy_ai, -3, 3)
+/* Ai' is an internal row (Ai's backward): called by name */
+static musa_tensor *f_airy_ai_prime(musa_tensor *const *in) {
+    musa_tensor *out = NULL;
+    return musa_op_call(musa_op_lookup("airy_ai_prime"), 1, in, NULL, &out) ? NULL : out;
+}
+TEST(grad_airy_ai_prime) {
+    GC(airy_ai_prime, 1, true, in64(2, S(3, 4), -3, 3, L_TRANSPOSED));
+}
 UNARY_GC(asin, -0.8, 0.8)
 UNARY_GC(acos, -0.8, 0.8)
 UNARY_GC(atan, -3, 3)
