@@ -105,3 +105,6 @@ def test_errors_name_the_function():
         F.ctc_loss(lp, tg.float(), [5, 5], [2, 2])
     with pytest.raises(ValueError, match=r"\[ctc_loss\] blank must be in \[0, 4\)"):
         F.ctc_loss(lp, tg, [5, 5], [2, 2], blank=4)
+    for bad in (object(), 1.5, "0"):  # fuzz seed 9756: '<=' between int and object
+        with pytest.raises(TypeError, match=r"\[ctc_loss\] blank must be an int"):
+            F.ctc_loss(lp, tg, [5, 5], [2, 2], blank=bad)

@@ -4,6 +4,7 @@ all sequences of the batch at once. Its gradient is autograd's through the
 recursion (the backward recursion of the textbook algorithm, computed by
 the chain rule). Re-exported by musa.nn.functional."""
 import math
+import operator
 
 from .. import _C
 from .._functions import _tensors
@@ -92,6 +93,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     unbatched = log_probs.ndim == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     T, n, c = lp.shape
+    try:
+        blank = operator.index(blank)
+    except TypeError:
+        raise TypeError(f"[ctc_loss] blank must be an int, got {type(blank).__name__}") from None
     if not 0 <= blank < c:
         raise ValueError(f"[ctc_loss] blank must be in [0, {c}), got {blank}")
     il = _lengths(input_lengths, n, "input_lengths")
