@@ -522,7 +522,10 @@ from ._dist_transforms import constraints, transforms, attach_constraints  # noq
 from ._distributions_extra import *  # noqa: E402,F401,F403
 from ._distributions_extra import __all__ as _extra  # noqa: E402
 
-__all__ += _more + _transformed + _extra + ["constraints", "transforms"]
+from ._distributions_rest import *  # noqa: E402,F401,F403
+from ._distributions_rest import __all__ as _rest  # noqa: E402
+
+__all__ += _more + _transformed + _extra + _rest + ["constraints", "transforms"]
 
 # `import musa.distributions.transforms` and `from musa.distributions.constraints
 # import ...`, as with torch's submodules
@@ -530,3 +533,5 @@ import sys as _sys  # noqa: E402
 _sys.modules[__name__ + ".constraints"] = constraints
 _sys.modules[__name__ + ".transforms"] = transforms
 attach_constraints(_sys.modules[__name__])
+from ._distributions_rest import alias_submodules as _alias  # noqa: E402
+_alias(_sys.modules[__name__])
