@@ -15,6 +15,7 @@ same kernels.
     sched.step()
 """
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401
 from ._more import Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD
 from .adam import Adam
 from .adamw import AdamW

@@ -8,7 +8,8 @@ import warnings
 from ..._functions import randperm
 from ..._generator import using
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
+           "random_split"]
 
 
 
@@ -50,6 +51,22 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].shape[0]
+
+
+class ChainDataset(IterableDataset):
+    """Several iterable datasets, one after another (lazily)."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise TypeError(f"[ChainDataset] only supports IterableDataset, got {type(d).__name__}")
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self.datasets)
 
 
 class ConcatDataset(Dataset):

@@ -6,7 +6,8 @@ from ... import _C
 from ..._functions import randperm
 from ..._generator import using
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler"]
 
 
 class Sampler:
@@ -80,6 +81,37 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices in [0, len(weights)), index i drawn with
+    probability weights[i] / sum(weights), with or without replacement."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(f"[WeightedRandomSampler] num_samples should be a positive integer value, "
+                             f"got {num_samples!r}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"[WeightedRandomSampler] replacement should be a boolean value, "
+                             f"got {replacement!r}")
+        w = weights if isinstance(weights, _C.Tensor) else _C.tensor(list(weights), dtype=_C.float64)
+        if w.ndim != 1:
+            raise ValueError(f"[WeightedRandomSampler] weights should be a 1-D sequence, got shape "
+                             f"{tuple(w.shape)}")
+        self.weights = w.to(_C.float64)
+        self.num_samples, self.replacement, self.generator = num_samples, replacement, generator
+        if not replacement and num_samples > int(_C.gt(self.weights, 0).sum().item()):
+            raise ValueError(f"[WeightedRandomSampler] cannot draw {num_samples} samples without replacement "
+                             f"from {int(_C.gt(self.weights, 0).sum().item())} positive weights")
+
+    def __iter__(self):
+        from ..._torch_random import multinomial
+        with using(self.generator, "WeightedRandomSampler"):
+            order = multinomial(self.weights, self.num_samples, self.replacement).tolist()
+        yield from order
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
