@@ -161,3 +161,30 @@ def matrix_exp(A):
     for _ in range(s):
         R = R @ R
     return R
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 H_2 ... H_k for A (*, m, n), m >= n, and
+    tau (*, k), k <= n: H_i = I - tau_i v_i v_i^T with v_i = (0, ..., 0, 1,
+    A[i+1:, i]) (LAPACK's orgqr; torch.linalg.householder_product),
+    applied right to left to the identity's first n columns, differentiably."""
+    LA = _linalg()
+    _tensors("householder_product", A=A, tau=tau)
+    LA._no_out("householder_product", out)
+    LA._matrices("householder_product", A)
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise _C.InvalidArgumentError(f"[householder_product] A must have at least as many rows as columns, "
+                                      f"got {m} by {n}")
+    if tau.ndim != A.ndim - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]) or tau.shape[-1] > n:
+        raise _C.InvalidArgumentError(f"[householder_product] tau must be (*, k) with A's batch dims "
+                                      f"{tuple(A.shape[:-2])} and k <= {n}, got {tuple(tau.shape)}")
+    if tau.dtype != A.dtype:
+        raise _C.InvalidArgumentError(f"[householder_product] tau's dtype {tau.dtype} differs from A's {A.dtype}")
+    rows = _C.arange(m).reshape(m, 1)
+    q = _C.eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
+    for i in reversed(range(tau.shape[-1])):
+        v = _C.where(_C.lt(rows, i), 0.0, _C.where(_C.eq(rows, i), 1.0, A[..., :, i:i + 1]))  # (*, m, 1)
+        t = tau[..., i:i + 1].unsqueeze(-1)
+        q = q - (t * v) @ (v.transpose(-1, -2) @ q)
+    return q

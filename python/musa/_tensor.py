@@ -774,9 +774,11 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     """This tensor becomes source (sharing its storage, without its
     history), or, with size and stride, a view of source's storage; with
     no source, an empty tensor."""
-    if self.requires_grad and self.is_leaf:
+    # (a leaf that requires grad takes it only under no_grad, as in torch)
+    if self.requires_grad and self.is_leaf and _C.is_grad_enabled():
         raise RuntimeError("[Tensor.set_] a leaf Variable that requires grad is being used in an "
                            "in-place operation")
+    keep_grad = self.requires_grad and self.is_leaf
     if source is not None:
         F._tensors("Tensor.set_", source=source)
     if source is None:
@@ -789,6 +791,8 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
                                                                           "stride")
         offset = F._int(storage_offset, "Tensor.set_", "storage_offset")
         self._rebind_(source.detach().as_strided(size, stride, offset))
+    if keep_grad and not self.requires_grad:
+        self.requires_grad_(True)
     return self
 
 

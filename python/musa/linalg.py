@@ -25,7 +25,8 @@ __all__ = ["LinAlgError", "solve", "solve_triangular", "lu_factor", "lu_factor_e
            "lu_solve", "inv", "inv_ex", "det", "slogdet", "cholesky", "cholesky_ex", "eigh",
            "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv", "matrix_rank", "vector_norm",
            "matrix_norm", "norm", "matmul", "diagonal", "vecdot", "multi_dot", "matrix_power",
-           "cross", "solve_ex", "cond", "vander", "tensorinv", "tensorsolve", "matrix_exp"]
+           "cross", "solve_ex", "cond", "vander", "tensorinv", "tensorsolve", "matrix_exp",
+           "householder_product"]
 
 
 def cross(input, other, *, dim=-1):
@@ -552,4 +553,5 @@ def _no_out(who, out):
         raise _C.InvalidArgumentError(f"[{who}] out= is not supported; use the result")
 
 
-from ._linalg_more import solve_ex, cond, vander, tensorinv, tensorsolve, matrix_exp  # noqa: E402
+from ._linalg_more import (solve_ex, cond, vander, tensorinv, tensorsolve, matrix_exp,  # noqa: E402
+                           householder_product)
