@@ -47,6 +47,7 @@ from ._torch_random import *  # noqa: E402,F401,F403
 from ._torch_nn_names import *  # noqa: E402,F401,F403
 from ._torch_compat import *  # noqa: E402,F401,F403
 from ._torch_names_more import *  # noqa: E402,F401,F403
+from ._torch_methods_more import *  # noqa: E402,F401,F403
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from ._generator import with_generator as _with_generator  # noqa: E402
 

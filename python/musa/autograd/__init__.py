@@ -101,10 +101,25 @@ class enable_grad(_GradMode):
 
 
 class inference_mode(_GradMode):
-    """Like no_grad (musa has no separate inference tensors)."""
+    """Like no_grad (musa has no separate inference tensors); while one with
+    mode=True is entered, is_inference_mode_enabled() is true."""
+    _depth = 0
 
     def __init__(self, mode=True):
         self.enabled = not mode
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        super().__enter__()
+        self.prev_depth = inference_mode._depth
+        inference_mode._depth = self.prev_depth + 1 if self.mode else 0
+
+    def __exit__(self, *exc):
+        inference_mode._depth = self.prev_depth
+        super().__exit__(*exc)
+
+    def clone(self):
+        return self.__class__(self.mode)
 
 
 class set_grad_enabled(_GradMode):

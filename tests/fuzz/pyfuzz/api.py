@@ -14,6 +14,7 @@ SKIP = {
     # change process-wide state that later calls of the batch would see
     "musa.manual_seed": "seeds the global generator (the child seeds it per call)",
     "musa.set_default_dtype": "changes the dtype of every later tensor",
+    "musa.set_default_tensor_type": "changes the dtype of every later tensor",
     "musa.set_num_threads": "changes the thread pool",
     "musa.set_rng_state": "replaces the global generator's state",
     "musa.set_grad_enabled": "switches grad mode globally when called as a function",
