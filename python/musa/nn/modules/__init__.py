@@ -1,6 +1,7 @@
 """The layers of musa.nn, one family per file."""
 from .module import Module
 from .linear import Identity, Linear, Bilinear
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Softplus, Hardtanh, Sigmoid, Tanh, Softmax,
                          LogSoftmax, MultiheadAttention, CELU, SELU, Mish, Hardswish, Hardsigmoid,
@@ -24,7 +25,7 @@ from .transformer import (Transformer, TransformerEncoder, TransformerDecoder,
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
 from .flatten import Flatten, Unflatten
 from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
-from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss, BCEWithLogitsLoss, KLDivLoss,
+from .loss import (CrossEntropyLoss, NLLLoss, NLLLoss2d, MSELoss, L1Loss, SmoothL1Loss, BCELoss, BCEWithLogitsLoss, KLDivLoss,
                    HuberLoss, MarginRankingLoss, HingeEmbeddingLoss, CosineEmbeddingLoss, SoftMarginLoss,
                    MultiLabelSoftMarginLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginLoss,
                    TripletMarginWithDistanceLoss, PoissonNLLLoss, GaussianNLLLoss, CTCLoss)
@@ -51,4 +52,5 @@ __all__ = [
     "HuberLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "SoftMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
     "TripletMarginWithDistanceLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CTCLoss",
+    "AdaptiveLogSoftmaxWithLoss", "NLLLoss2d",
 ] + _padding_all + _lazy_all
