@@ -684,6 +684,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 from ._functional_more import *  # noqa: E402,F401,F403
+from ._functional_mha import multi_head_attention_forward  # noqa: E402,F401
 from ._functional_pool import *  # noqa: E402,F401,F403
 from ._functional_losses import *  # noqa: E402,F401,F403
 from ._functional_grid import *  # noqa: E402,F401,F403
