@@ -12,6 +12,7 @@ adds the PyTorch-style API on top: ``musa.nn``, ``musa.optim``,
     print(x.grad, y.grad, z.grad_fn)   # tensor([2.]) tensor([1.]) <MulBackward ...>
 """
 import builtins as _builtins
+from sys import modules as _sys_modules
 
 from . import _C
 from ._C import (  # noqa: F401  (types, dtypes and the functions not bound by DEF)
@@ -48,6 +49,8 @@ from ._torch_nn_names import *  # noqa: E402,F401,F403
 from ._torch_compat import *  # noqa: E402,F401,F403
 from ._torch_names_more import *  # noqa: E402,F401,F403
 from ._torch_methods_more import *  # noqa: E402,F401,F403
+from ._memory_format import *  # noqa: E402,F401,F403
+from ._memory_format import wrap_factories as _wrap_factories  # noqa: E402
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from ._generator import with_generator as _with_generator  # noqa: E402
 
@@ -58,6 +61,8 @@ for _n in ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "
 # PyTorch's private spellings, which torch.distributions-style code calls
 _standard_gamma, _standard_gamma_grad = standard_gamma, standard_gamma_grad  # noqa: F821
 _sample_dirichlet = sample_dirichlet  # noqa: F821
+# the *_like factories and clone take memory_format= (after generator= is bound)
+_wrap_factories(_sys_modules[__name__])
 from . import cuda  # noqa: E402,F401
 
 __version__ = _C.__version__

@@ -188,11 +188,16 @@ def _parse_to(who, args, kwargs):
 
 @_method
 def to(self, *args, **kwargs):
-    """to(dtype), to(device), to(device, dtype), to(other); copy=False."""
+    """to(dtype), to(device), to(device, dtype), to(other); copy=False;
+    memory_format= (musa.channels_last, ...) lays the result out so."""
+    fmt = kwargs.pop("memory_format", None)
     dtype, _, copy = _parse_to("Tensor.to", args, dict(kwargs))
-    if dtype is not None and dtype is not self.dtype:
-        return _C.cast(self, dtype)
-    return self.clone() if copy else self
+    out = _C.cast(self, dtype) if dtype is not None and dtype is not self.dtype else \
+        (self.clone() if copy else self)
+    if fmt is not None:
+        from ._memory_format import to_format
+        out = to_format("Tensor.to", out, fmt)
+    return out
 
 
 @_method

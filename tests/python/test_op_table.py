@@ -10,6 +10,12 @@ from musa import _C
 GENERATED_SPEC = {"unary": "input:T * out:T=None", "binary": "input:S other:S * out:T=None"}
 
 
+def _generated(obj):
+    """The binding itself, through a Python wrapper that adds keywords
+    (memory_format=) and keeps it as __wrapped__."""
+    return getattr(obj, "__wrapped__", obj)
+
+
 def _problems(name, fn, py):
     in_c = name in vars(_C)
     method = hasattr(musa.Tensor, name)
@@ -19,7 +25,7 @@ def _problems(name, fn, py):
         spec = GENERATED_SPEC[fn]
         if not (in_c and getattr(_C, name).__doc__ == spec):
             return f"py gen, but _C.{name} is not the generated binding '{spec}'"
-        if not (method and getattr(musa.Tensor, name).__doc__ == spec):
+        if not (method and _generated(getattr(musa.Tensor, name)).__doc__ == spec):
             return f"py gen, but Tensor.{name} is not the generated binding '{spec}'"
         if getattr(musa, name, None) is None:
             return f"py gen, but musa.{name} is missing"

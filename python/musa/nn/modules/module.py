@@ -328,7 +328,12 @@ class Module:
         """to(dtype), to(device), to(device, dtype), to(tensor): cast the
         floating point parameters and buffers in place; returns self."""
         from ..._tensor import _parse_to
+        fmt = kwargs.pop("memory_format", None)
         dtype, _, _ = _parse_to("Module.to", args, dict(kwargs))
+        if fmt is not None:  # 4-D (5-D) parameters and buffers laid out as fmt, as torch
+            from ..._memory_format import _ORDERS, to_format
+            rank = _ORDERS.get(fmt, (None,))[0]
+            self._apply(lambda t: to_format("Module.to", t, fmt) if t.ndim == rank else t)
         if dtype is None:
             return self
         if not dtype.is_floating_point:
