@@ -1168,8 +1168,8 @@ MUSA_API int musa_custom_op_call(int index, int n_in, musa_tensor *const *in, in
 /* ------------------------------------------------------------------------ */
 /* Each optimizer update is one op row (sgd_update, adam_update,
  * rmsprop_update, adagrad_update, adadelta_update, adamax_update,
- * nadam_update, radam_update, asgd_update): eager calls, captured graphs (musa_graph_*), profiling
- * and saved models all see the same op, and these functions are that row
+ * nadam_update, radam_update, asgd_update, rprop_update): eager calls, captured graphs
+ * (musa_graph_*), profiling and saved models all see the same op, and these functions are that row
  * dispatched with the parameter and its state as provided outputs. One call
  * updates one parameter and its state in place with PyTorch's formulas
  * (torch.optim, single-tensor path) in the parameter's dtype (float32 or
@@ -1273,6 +1273,19 @@ typedef struct musa_asgd_options {
 MUSA_API int musa_asgd_update(musa_tensor *param, musa_tensor *ax, musa_tensor *eta,
                               musa_tensor *mu, musa_tensor *step, musa_tensor *grad,
                               musa_tensor *lr, const musa_asgd_options *options);
+
+/* Rprop: per-element step sizes grown by etaplus where the gradient keeps
+ * its sign, shrunk by etaminus where it flips (that step then skipped),
+ * clamped to [step_size_min, step_size_max]; p -= sign(g) * step_size.
+ * prev (the last gradient) starts at 0, step_size at lr; lr is read only
+ * then (torch.optim.Rprop). */
+typedef struct musa_rprop_options {
+    double etaminus, etaplus, step_size_min, step_size_max;
+    bool maximize;
+} musa_rprop_options;
+MUSA_API int musa_rprop_update(musa_tensor *param, musa_tensor *prev, musa_tensor *step_size,
+                               musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                               const musa_rprop_options *options);
 
 /* The multi-tensor form: one update over many parameters (an optimizer's
  * parameter group) in one call, with the same results, bit for bit, as

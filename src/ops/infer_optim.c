@@ -1,7 +1,7 @@
 /*
  * infer_optim.c - inference for the optimizer update rows (sgd_update,
  * adam_update, rmsprop_update, adagrad_update, adadelta_update,
- * adamax_update, nadam_update, radam_update, asgd_update).
+ * adamax_update, nadam_update, radam_update, asgd_update, rprop_update).
  *
  * An update row takes (param, state..., grad, lr): the parameter, then the
  * state it keeps (the 0-d float64 step counter last, where the optimizer
@@ -171,6 +171,22 @@ int infer_radam_update(const musa_op_info *op, musa_tensor *const *in, int n_in,
     int rc;
     if ((rc = betas(op, a->beta1, a->beta2)) || (rc = hyper(op, "eps", a->eps, a->eps >= 0)) ||
         (rc = hyper(op, "weight_decay", a->weight_decay, a->weight_decay >= 0)))
+        return rc;
+    return infer_update(op, in, n_in, 4, 1, r);
+}
+
+int infer_rprop_update(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                       musa_infer *r) {
+    const musa_attrs_rprop *a = attrs;
+    if (!(a->etaminus > 0 && a->etaminus < 1 && a->etaplus > 1))
+        return musa_err(
+            MUSA_ERR_VALUE,
+            "[%s] invalid eta values: etaminus %g and etaplus %g (need 0 < etaminus < 1 "
+            "< etaplus)",
+            op->name, a->etaminus, a->etaplus);
+    int rc;
+    if ((rc = hyper(op, "step_size_min", a->step_size_min, a->step_size_min >= 0)) ||
+        (rc = hyper(op, "step_size_max", a->step_size_max, a->step_size_max >= a->step_size_min)))
         return rc;
     return infer_update(op, in, n_in, 4, 1, r);
 }

@@ -116,6 +116,17 @@ int musa_radam_update(musa_tensor *param, musa_tensor *exp_avg, musa_tensor *exp
     return update_fixed(MUSA_OP_radam_update, 6, in, o, &a);
 }
 
+int musa_rprop_update(musa_tensor *param, musa_tensor *prev, musa_tensor *step_size,
+                      musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
+                      const musa_rprop_options *o) {
+    musa_attrs_rprop a = {0};
+    if (o)
+        a = (musa_attrs_rprop){o->etaminus, o->etaplus, o->step_size_min, o->step_size_max,
+                               o->maximize};
+    musa_tensor *in[6] = {param, prev, step_size, step, grad, lr};
+    return update_fixed(MUSA_OP_rprop_update, 6, in, o, &a);
+}
+
 int musa_asgd_update(musa_tensor *param, musa_tensor *ax, musa_tensor *eta, musa_tensor *mu,
                      musa_tensor *step, musa_tensor *grad, musa_tensor *lr,
                      const musa_asgd_options *o) {

@@ -1,4 +1,4 @@
-"""Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and LBFGS against
+"""Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop and LBFGS against
 torch.optim: trajectories over many steps, state keys, state_dict round
 trips, compiled steps equal to eager ones, schedulers, and errors."""
 import numpy as np
@@ -18,6 +18,8 @@ CASES = [
     ("NAdam", {}), ("NAdam", dict(weight_decay=0.1, momentum_decay=0.1)),
     ("RAdam", {}), ("RAdam", dict(weight_decay=0.1, betas=(0.9, 0.8))),
     ("ASGD", {}), ("ASGD", dict(weight_decay=0.1, t0=3, lambd=0.01)), ("ASGD", dict(maximize=True)),
+    ("Rprop", {}), ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(0.01, 0.2))),
+    ("Rprop", dict(maximize=True)),
 ]
 
 
@@ -147,7 +149,7 @@ def test_state_dict_round_trip_continues_identically(name, kw):
 
 
 def test_schedulers_drive_the_new_optimizers():
-    for name in ("Adagrad", "Adamax", "NAdam", "RAdam", "ASGD", "Adadelta"):
+    for name in ("Adagrad", "Adamax", "NAdam", "RAdam", "ASGD", "Adadelta", "Rprop"):
         res = []
         for lib in (musa, torch):
             w = lib.tensor(np.ones(3), requires_grad=True)
@@ -171,6 +173,7 @@ def test_schedulers_drive_the_new_optimizers():
     ("NAdam", dict(momentum_decay=-1), "Invalid momentum_decay value"),
     ("RAdam", dict(eps=-1), "Invalid epsilon value"),
     ("ASGD", dict(lr=-1), "Invalid learning rate"),
+    ("Rprop", dict(etas=(1.1, 1.2)), r"\[Rprop\] Invalid eta values: 1.1, 1.2"),
     ("LBFGS", dict(line_search_fn="armijo"), "only 'strong_wolfe'"),
 ])
 def test_bad_hyperparameters(name, kw, msg):

@@ -16,7 +16,7 @@ same kernels.
 """
 from . import lr_scheduler  # noqa: F401
 from . import swa_utils  # noqa: F401
-from ._more import Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD
+from ._more import Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop
 from .adam import Adam
 from .adamw import AdamW
 from .lbfgs import LBFGS
@@ -25,4 +25,4 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "ASGD", "LBFGS", "lr_scheduler"]
+           "NAdam", "RAdam", "ASGD", "LBFGS", "lr_scheduler", "Rprop"]

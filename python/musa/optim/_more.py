@@ -1,4 +1,4 @@
-"""Adagrad, Adadelta, Adamax, NAdam, RAdam and ASGD, as in torch.optim
+"""Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop, as in torch.optim
 (single-tensor formulas). Each step of a parameter group is one C call
 running the optimizer's update row (adagrad_update, ...) over the group, as
 for SGD and Adam; state keys and their order are torch's, and scalar state
@@ -7,7 +7,7 @@ from .. import _C
 from .optimizer import (Optimizer, _check, _guard_options, _new_state, _scalar_state,
                         _step_tensor, _update)
 
-__all__ = ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD"]
+__all__ = ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"]
 
 
 def _betas(name, betas):
@@ -198,3 +198,28 @@ class ASGD(_RowOptimizer):
     def _attrs(self, group):
         return dict(lambd=group["lambd"], alpha=group["alpha"], t0=group["t0"],
                     weight_decay=group["weight_decay"], maximize=group["maximize"])
+
+
+class Rprop(_RowOptimizer):
+    """Resilient backpropagation: each element's step size grows by etaplus
+    while its gradient keeps its sign and shrinks by etaminus when it flips
+    (that step is skipped), within step_sizes; p -= sign(g) * step_size.
+    lr is the step sizes' first value."""
+
+    _row_op = "rprop_update"
+    _tensors = ("prev", "step_size")
+    _init = {"step_size": lambda g: g["lr"]}
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), foreach=None,
+                 maximize=False):
+        _check("Rprop", "learning rate", lr, 0.0 <= lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"[Rprop] Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), foreach=foreach,
+                        maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _attrs(self, group):
+        (etaminus, etaplus), (lo, hi) = group["etas"], group["step_sizes"]
+        return dict(etaminus=etaminus, etaplus=etaplus, step_size_min=lo, step_size_max=hi,
+                    maximize=group["maximize"])

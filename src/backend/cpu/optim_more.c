@@ -14,6 +14,7 @@
  *   nadam    (p, exp_avg, exp_avg_sq, mu_product, step, g, lr)
  *   radam    (p, exp_avg, exp_avg_sq, step, g, lr)
  *   asgd     (p, ax, eta, mu, step, g, lr)
+ *   rprop    (p, prev, step_size, step, g, lr)
  * Scalar state (step, mu_product, eta, mu) is 0-d float64.
  */
 #include <math.h>
@@ -108,6 +109,22 @@ DEF_GEN_ALL(radam, RADAM_BODY)
     p_out[i] = ST(pi);                                                                             \
     s0_out[i] = ST(c[3] != 1 ? LD(s0[i]) + (pi - LD(s0[i])) * c[3] : pi);
 DEF_GEN_ALL(asgd, ASGD_BODY)
+
+/* Rprop: c = {etaplus, etaminus, step_size_min, step_size_max}; s0 the
+ * previous gradient, s1 the step sizes. As torch's: the factor by the sign
+ * of g * prev (1 for 0), the gradient zeroed where the factor is etaminus,
+ * p -= sign(g) step. */
+#define RPROP_BODY(CT, LD, ST, SQRT)                                                               \
+    CT prod = gi * LD(s0[i]);                                                                      \
+    CT f = prod > 0 ? c[0] : prod < 0 ? c[1] : (CT)1;                                              \
+    CT ss = LD(s1[i]) * f;                                                                         \
+    ss = ss < c[2] ? c[2] : ss > c[3] ? c[3] : ss;                                                 \
+    gi = f == c[1] ? (CT)0 : gi;                                                                   \
+    CT sg = gi > 0 ? (CT)1 : gi < 0 ? (CT)-1 : gi;                                                 \
+    s0_out[i] = ST(gi);                                                                            \
+    s1_out[i] = ST(ss);                                                                            \
+    p_out[i] = ST(pi - sg * ss);
+DEF_GEN_ALL(rprop, RPROP_BODY)
 
 /* ---- prepared rows ---- */
 
@@ -233,6 +250,17 @@ static void asgd_prepare(update_job *j, musa_kview *out, const musa_kview *in, i
 
 /* ---- the kernels of the op table ---- */
 
+static void rprop_prepare(update_job *j, musa_kview *out, const musa_kview *in, int n_in,
+                          const void *attrs) {
+    const musa_attrs_rprop *o = attrs;
+    gen_common(j, out, in, n_in, 2, o->maximize);
+    double *c = j->u.gen.c;
+    c[0] = o->etaplus, c[1] = o->etaminus, c[2] = o->step_size_min, c[3] = o->step_size_max;
+    j->fn = PICK(rprop, in[0].dtype);
+    j->n_scal = 0;
+    set_scalar(j, out, 2, 0, scalar(&in[3]) + 1);
+}
+
 #define DEF_KERNEL(NAME)                                                                           \
     int cpu_##NAME##_update(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_in, \
                             const void *attrs) {                                                   \
@@ -245,6 +273,7 @@ DEF_KERNEL(adamax)
 DEF_KERNEL(nadam)
 DEF_KERNEL(radam)
 DEF_KERNEL(asgd)
+DEF_KERNEL(rprop)
 
 prepare_fn cpu_update_more_prepare(musa_kernel_fn kernel) {
     if (kernel == cpu_adagrad_update) return adagrad_prepare;
@@ -253,5 +282,6 @@ prepare_fn cpu_update_more_prepare(musa_kernel_fn kernel) {
     if (kernel == cpu_nadam_update) return nadam_prepare;
     if (kernel == cpu_radam_update) return radam_prepare;
     if (kernel == cpu_asgd_update) return asgd_prepare;
+    if (kernel == cpu_rprop_update) return rprop_prepare;
     return NULL;
 }

@@ -297,6 +297,8 @@ typedef struct {
     double scal[3];      /* reference scalar state (the step counter last) */
 } more_ref;
 
+#define RPROP_MIN 0.12 /* the step sizes start in [0.1, 0.3]: clamping runs */
+
 static int more_call(const char *name, musa_tensor *p, musa_tensor *s0, musa_tensor *s1,
                      musa_tensor **sc, musa_tensor *g, musa_tensor *lr, const more_opts *o) {
     if (!strcmp(name, "adagrad")) {
@@ -318,6 +320,10 @@ static int more_call(const char *name, musa_tensor *p, musa_tensor *s0, musa_ten
     if (!strcmp(name, "radam")) {
         musa_radam_options q = {o->a, o->b, 1e-8, o->wd, o->flag, o->maximize};
         return musa_radam_update(p, s0, s1, sc[0], g, lr, &q);
+    }
+    if (!strcmp(name, "rprop")) { /* a etaplus, b etaminus, c step_size_max; min RPROP_MIN */
+        musa_rprop_options q = {o->b, o->a, RPROP_MIN, o->c, o->maximize};
+        return musa_rprop_update(p, s0, s1, sc[0], g, lr, &q);
     }
     musa_asgd_options q = {o->a, o->b, o->c, o->wd, o->maximize};
     return musa_asgd_update(p, s0, sc[0], sc[1], sc[2], g, lr, &q);
@@ -370,6 +376,12 @@ static void more_ref_elem(const char *name, more_ref *r, int64_t i, double g, do
         } else {
             p -= m * lr;
         }
+    } else if (!strcmp(name, "rprop")) {
+        double prod = g * r->s0[i], f = prod > 0 ? o->a : prod < 0 ? o->b : 1;
+        double ss = fmin(fmax(r->s1[i] * f, RPROP_MIN), o->c);
+        if (f == o->b) g = 0; /* a flipped sign: this step skipped */
+        p -= (g > 0 ? 1 : g < 0 ? -1 : 0) * ss;
+        r->s0[i] = g, r->s1[i] = ss;
     } else { /* asgd: eta and mu from the state */
         double eta = r->scal[0], mu = r->scal[1];
         p *= 1 - o->a * eta;
@@ -516,5 +528,20 @@ TEST(op_asgd_update) {
     o.lambd = 1e-4;
     CHECK_ERR(musa_asgd_update(p, p, st, st, NULL, p, st, &o) == MUSA_OK, MUSA_ERR_VALUE,
               "[asgd_update] input 4 is NULL");
+    release_all(2, p, st);
+}
+
+TEST(op_rprop_update) {
+    more_all("rprop", 2, 1, &(more_opts){.a = 1.2, .b = 0.5, .c = 50},
+             &(more_opts){.a = 1.5, .b = 0.3, .c = 0.25, .maximize = true});
+    musa_tensor *p = musa_ones(1, (int64_t[]){3}, MUSA_DTYPE_FLOAT64), *st = scalar64(0);
+    musa_rprop_options o = {1.5, 1.2, 1e-6, 50, false};
+    CHECK_ERR(musa_rprop_update(p, p, p, st, p, st, &o) == MUSA_OK, MUSA_ERR_VALUE,
+              "[rprop_update] invalid eta values: etaminus 1.5 and etaplus 1.2");
+    o = (musa_rprop_options){0.5, 1.2, 1, 0.5, false};
+    CHECK_ERR(musa_rprop_update(p, p, p, st, p, st, &o) == MUSA_OK, MUSA_ERR_VALUE,
+              "[rprop_update] invalid step_size_max: 0.5");
+    CHECK_ERR(musa_rprop_update(p, p, p, st, p, st, NULL) == MUSA_OK, MUSA_ERR_VALUE,
+              "[rprop_update] options are NULL");
     release_all(2, p, st);
 }

@@ -22,7 +22,7 @@ TEST(every_update_row_has_a_multi_tensor_form) {
                   "%s: INPLACE %d, multi-tensor form %d", musa_ops[op].name, update, !update);
         n += update;
     }
-    CHECK(n == 9);
+    CHECK(n == 10);
 }
 
 static musa_tensor *scalar64(double v) {
@@ -162,6 +162,9 @@ static void every_case(musa_dtype dt) {
     multi_case("radam_update", 4, 1, dt, 1, KEYS("weight_decay"), VALS(0.1));
     multi_case("asgd_update", 5, 3, dt, 0, NULL, NULL);
     multi_case("asgd_update", 5, 3, dt, 2, KEYS("weight_decay", "t0"), VALS(0.1, 2));
+    multi_case("rprop_update", 4, 1, dt, 0, NULL, NULL);
+    multi_case("rprop_update", 4, 1, dt, 3, KEYS("etaplus", "step_size_max", "maximize"),
+               VALS(1.5, 0.5, 1));
 }
 
 TEST(update_multi_is_bitwise_row_by_row) {
