@@ -543,7 +543,32 @@ class Geometric(Distribution):
 
 # ---- the multivariate normal ----
 
-class MultivariateNormal(Distribution):
+def _tril_from(covariance_matrix, precision_matrix, scale_tril):
+    """The lower Cholesky factor of the covariance, from whichever is given."""
+    from . import linalg
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return linalg.cholesky(covariance_matrix)
+    return linalg.cholesky(linalg.inv(precision_matrix))
+
+
+class _ScaleTrilMatrices:
+    """covariance_matrix and precision_matrix from self.scale_tril
+    (MultivariateNormal's, Wishart's)."""
+
+    @property
+    def covariance_matrix(self):
+        L = self.scale_tril
+        return L.matmul(L.transpose(-1, -2))
+
+    @property
+    def precision_matrix(self):
+        from . import linalg
+        return linalg.inv(self.covariance_matrix)
+
+
+class MultivariateNormal(_ScaleTrilMatrices, Distribution):
     """N(loc, covariance) over the last dim, given one of covariance_matrix,
     precision_matrix or scale_tril (its lower Cholesky factor)."""
 
@@ -551,7 +576,6 @@ class MultivariateNormal(Distribution):
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
-        from . import linalg
         from ._torch_ops import broadcast_shapes
         loc = _as_tensor(loc)
         if loc.ndim < 1:
@@ -570,28 +594,13 @@ class MultivariateNormal(Distribution):
                              f"got {tuple(m.shape[-2:])}")
         batch = broadcast_shapes(tuple(loc.shape[:-1]), tuple(m.shape[:-2]))
         self.loc = loc.expand(*batch, k)
-        if scale_tril is not None:
-            tril = scale_tril
-        elif covariance_matrix is not None:
-            tril = linalg.cholesky(covariance_matrix)
-        else:
-            tril = linalg.cholesky(linalg.inv(precision_matrix))
+        tril = _tril_from(covariance_matrix, precision_matrix, scale_tril)
         self._unbroadcasted_scale_tril = tril
         self.scale_tril = tril.expand(*batch, k, k)
         super().__init__(batch, (k,), validate_args)
 
     mean = property(lambda self: self.loc)
     mode = property(lambda self: self.loc)
-
-    @property
-    def covariance_matrix(self):
-        L = self.scale_tril
-        return L.matmul(L.transpose(-1, -2))
-
-    @property
-    def precision_matrix(self):
-        from . import linalg
-        return linalg.inv(self.covariance_matrix)
 
     @property
     def variance(self):

@@ -12,7 +12,8 @@ from ._dist_transforms import (AffineTransform, ComposeTransform, Constraint, Ex
                                IndependentTransform, SigmoidTransform, SoftmaxTransform,
                                StickBreakingTransform, Transform, _GreaterThan, _Interval, _LessThan,
                                _sum_rightmost, constraints, identity_transform, transforms)
-from ._distributions_more import Beta, _digamma, _fn, _gamma_draw, _normal, _uniform
+from ._distributions_more import (Beta, _ScaleTrilMatrices, _digamma, _fn, _gamma_draw, _normal, _tril_from,
+                                  _uniform)
 from .distributions import (Distribution, OneHotCategorical, _as_tensor, _broadcast, _eps,
                             _probs_logits, _tiny, register_kl)
 
@@ -557,7 +558,7 @@ def _mvdigamma(a, p):
     return sum(_digamma(a - 0.5 * i) for i in range(p))
 
 
-class Wishart(ExponentialFamily):
+class Wishart(_ScaleTrilMatrices, ExponentialFamily):
     """Wishart(df, Sigma) over p x p positive definite matrices, given one
     of covariance_matrix (Sigma), precision_matrix or scale_tril (Sigma's
     lower Cholesky factor L); df > p - 1. Samples by Bartlett's
@@ -569,7 +570,6 @@ class Wishart(ExponentialFamily):
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
-        from . import linalg
         from ._torch_ops import broadcast_shapes
         given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
         if len(given) != 1:
@@ -585,28 +585,13 @@ class Wishart(ExponentialFamily):
         if bool(_C.le(df, p - 1).any()):
             raise ValueError(f"[Wishart] Value of df={df.tolist()} expected to be greater than ndim - 1 = {p - 1}.")
         self.df = df.expand(*batch) if batch else df
-        if scale_tril is not None:
-            tril = scale_tril
-        elif covariance_matrix is not None:
-            tril = linalg.cholesky(covariance_matrix)
-        else:
-            tril = linalg.cholesky(linalg.inv(precision_matrix))
+        tril = _tril_from(covariance_matrix, precision_matrix, scale_tril)
         self._unbroadcasted_scale_tril = tril
         self.scale_tril = tril.expand(*batch, p, p)
         self.arg_constraints = {"covariance_matrix": constraints.positive_definite,
                                 "precision_matrix": constraints.positive_definite,
                                 "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(p - 1)}
         super().__init__(batch, (p, p), validate_args)
-
-    @property
-    def covariance_matrix(self):
-        L = self.scale_tril
-        return L.matmul(L.transpose(-1, -2))
-
-    @property
-    def precision_matrix(self):
-        from . import linalg
-        return linalg.inv(self.covariance_matrix)
 
     def _df(self):  # df against each matrix element
         return self.df.reshape(tuple(self.df.shape) + (1, 1))
