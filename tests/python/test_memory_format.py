@@ -60,3 +60,15 @@ def test_modules_and_errors():
     assert repr(musa.channels_last) == "musa.channels_last"
     import pickle
     assert pickle.loads(pickle.dumps(musa.channels_last)) is musa.channels_last
+
+
+def test_convert_conv2d_weight_memory_format():
+    from musa.nn.utils import convert_conv2d_weight_memory_format
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Sequential(nn.ConvTranspose2d(4, 2, 3)), nn.Linear(2, 2))
+    tnet = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(),
+                               torch.nn.Sequential(torch.nn.ConvTranspose2d(4, 2, 3)), torch.nn.Linear(2, 2))
+    assert convert_conv2d_weight_memory_format(net, musa.channels_last) is net
+    torch.nn.utils.convert_conv2d_weight_memory_format(tnet, torch.channels_last)
+    assert net[0].weight.stride() == tnet[0].weight.stride()
+    assert net[2][0].weight.stride() == tnet[2][0].weight.stride()
+    assert net[3].weight.stride() == tnet[3].weight.stride() == (2, 1)

@@ -11,7 +11,21 @@ from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "rnn",
            "weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm", "parametrize",
            "parametrizations", "fusion", "stateless", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
-           "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init", "clip_grad_norm"]
+           "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init", "clip_grad_norm",
+           "convert_conv2d_weight_memory_format"]
+
+
+def convert_conv2d_weight_memory_format(module, memory_format):
+    """The weights of every Conv2d and ConvTranspose2d in module laid out as
+    memory_format (musa.channels_last or contiguous_format), in place;
+    returns module."""
+    from ..modules.conv import Conv2d, ConvTranspose2d
+    from ..._memory_format import to_format
+    for m in module.modules():
+        if isinstance(m, (Conv2d, ConvTranspose2d)):
+            m._apply(lambda t: to_format("convert_conv2d_weight_memory_format", t, memory_format)
+                     if t.ndim == 4 else t)
+    return module
 
 
 def skip_init(module_cls, *args, **kwargs):
