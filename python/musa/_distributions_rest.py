@@ -441,6 +441,13 @@ def _kl_expfamily_expfamily(p, q):
     return result
 
 
+def _eta_band(eta, width):
+    """Where |eta| < width (a Taylor band), and eta with 1 there (so the
+    closed forms, evaluated everywhere, stay finite)."""
+    small = _C.lt(eta.abs(), width)
+    return small, _C.where(small, _C.ones_like(eta), eta)
+
+
 def _expm1_ratio(a, b):
     return _C.expm1(a) / _C.expm1(b)
 
@@ -472,14 +479,12 @@ class ContinuousBernoulli(ExponentialFamily):
             self._check(_C.logical_and(_C.ge(given, 0), _C.le(given, 1)),
                         "probs to satisfy the constraint Interval(lower_bound=0.0, upper_bound=1.0)")
 
-    def _band(self, width):  # the Taylor band, and eta with 1 there (for the closed forms)
-        small = _C.lt(self.logits.abs(), width)
-        return small, _C.where(small, _C.ones_like(self.logits), self.logits)
+    def _band(self, width):
+        return _eta_band(self.logits, width)
 
     def _log_normalizer(self, eta):
         """log((e^eta - 1) / eta), as log1p(-e^(-|eta|)) + max(eta, 0) - log|eta|."""
-        small = _C.lt(eta.abs(), self._TAYLOR)
-        e = _C.where(small, _C.ones_like(eta), eta)
+        small, e = _eta_band(eta, self._TAYLOR)
         closed = _C.log(-_C.expm1(-e.abs())) + _C.clamp(e, min=0) - _C.log(e.abs())
         e2 = eta * eta
         taylor = eta / 2 + e2 / 24 - e2 * e2 / 2880 + e2 * e2 * e2 / 181440

@@ -44,22 +44,29 @@ class _TypedTensorMeta(type):
         return isinstance(obj, _C.Tensor) and obj.dtype is cls._dtype
 
 
+def legacy_new(name, dtype, args):
+    """The legacy constructors' arguments (FloatTensor(...), Tensor.new(...)):
+    sizes give an uninitialised tensor (none: an empty one, (0,)), one
+    sequence, array or tensor its data (converted), a Size its shape."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        data = args[0]
+        if isinstance(data, _C.Tensor):
+            return data.to(dtype)
+        if isinstance(data, Size):  # FloatTensor(x.size()) is a shape
+            return _C.empty(list(data), dtype=dtype)
+        return _C.tensor(data, dtype=dtype)
+    for a in args:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise TypeError(f"[{name}] expected sizes (ints) or one sequence of data, got "
+                            f"{type(a).__name__}")
+    return _C.empty(list(args) if args else [0], dtype=dtype)
+
+
 def _typed(name, dtype):
     def __new__(cls, *args, device=None):
         """FloatTensor(2, 3): uninitialised, of that shape; FloatTensor(data):
         from a list, NumPy array or tensor (converted)."""
-        if len(args) == 1 and not isinstance(args[0], int):
-            data = args[0]
-            if isinstance(data, _C.Tensor):
-                return data.to(dtype)
-            if isinstance(data, Size):  # FloatTensor(x.size()) is a shape
-                return _C.empty(list(data), dtype=dtype)
-            return _C.tensor(data, dtype=dtype)
-        for a in args:
-            if not isinstance(a, int) or isinstance(a, bool):
-                raise TypeError(f"[{name}] expected sizes (ints) or one sequence of data, got "
-                                f"{type(a).__name__}")
-        return _C.empty(list(args), dtype=dtype)
+        return legacy_new(name, dtype, args)
 
     return _TypedTensorMeta(name, (), {"__new__": __new__, "_dtype": dtype,
                                        "__doc__": f"The {dtype} tensor constructor (legacy)."})

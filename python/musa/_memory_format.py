@@ -94,19 +94,14 @@ def contiguous(t, memory_format=contiguous_format):
     return _to_format("Tensor.contiguous", t, memory_format)
 
 
-def clone(t, memory_format=preserve_format):
-    _check("Tensor.clone", memory_format)
-    out = _c_clone(t)
-    fmt = _suggested(t) if memory_format is preserve_format else memory_format
-    return out if fmt is contiguous_format else _to_format("Tensor.clone", out, fmt)
-
-
-def like(who, t, fmt):
-    """For the *_like factories: a fresh result laid out as fmt asks, from
-    t (preserve_format: t's own layout)."""
+def _laid_out(who, t, out, fmt):
+    """out, a fresh (contiguous) result shaped like t, laid out as fmt asks
+    (preserve_format: t's own layout); itself when that is row-major."""
+    if fmt is contiguous_format or (fmt is preserve_format and _c_is_contiguous(t)):
+        return out
     _check(who, fmt)
     fmt = _suggested(t) if fmt is preserve_format else fmt
-    return fmt
+    return out if fmt is contiguous_format else _to_format(who, out, fmt)
 
 
 def _bind():
@@ -123,10 +118,7 @@ def _bind():
         return is_contiguous(self, memory_format)
 
     def clone_(self, *, memory_format=preserve_format):
-        if memory_format is contiguous_format or (memory_format is preserve_format and
-                                                  _c_is_contiguous(self)):
-            return _c_clone(self)
-        return clone(self, memory_format)
+        return _laid_out("Tensor.clone", self, _c_clone(self), memory_format)
 
     contiguous_.__doc__ = "The values in memory_format's layout (self when already so)."
     is_contiguous_.__doc__ = "Whether self is stored densely in memory_format's layout."
@@ -142,12 +134,7 @@ _bind()
 
 def _like_factory(fn, name):
     def like_fn(input, *args, memory_format=preserve_format, **kwargs):
-        out = fn(input, *args, **kwargs)
-        if memory_format is preserve_format and isinstance(input, _C.Tensor) and \
-                _c_is_contiguous(input):
-            return out
-        fmt = like(name, input, memory_format)
-        return out if fmt is contiguous_format else _to_format(name, out, fmt)
+        return _laid_out(name, input, fn(input, *args, **kwargs), memory_format)
     like_fn.__name__ = like_fn.__qualname__ = name
     like_fn.__doc__ = (fn.__doc__ or "") + " memory_format: the result's layout (default: input's)."
     return like_fn
@@ -161,13 +148,7 @@ def wrap_factories(ns):
     c_clone = ns.clone
 
     def clone_fn(input, *, memory_format=preserve_format, **kwargs):
-        out = c_clone(input, **kwargs)
-        if memory_format is contiguous_format or (memory_format is preserve_format and
-                                                  _c_is_contiguous(input)):
-            return out
-        _check("clone", memory_format)
-        fmt = _suggested(input) if memory_format is preserve_format else memory_format
-        return out if fmt is contiguous_format else _to_format("clone", out, fmt)
+        return _laid_out("clone", input, c_clone(input, **kwargs), memory_format)
     clone_fn.__name__ = clone_fn.__qualname__ = "clone"
     clone_fn.__wrapped__ = c_clone
     ns.clone = clone_fn

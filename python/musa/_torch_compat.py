@@ -163,7 +163,7 @@ def _bin_index(x, edges):
 
 
 def _histogram_input(who, input, weight, n):
-    _tensors(who, input=input)
+    """input (checked a tensor by the caller) floating, weight n values."""
     if not input.is_floating_point():
         raise _C.InvalidTypeError(f"[{who}] expected a floating point tensor, got {input.dtype}")
     if weight is not None:
@@ -179,7 +179,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     the given edges; the last bin includes its right edge, values outside
     are left out. weight: each value's count; density: hist / (total *
     width)."""
-    _histogram_input("histogram", input, weight, input.numel() if isinstance(input, _C.Tensor) else 0)
+    _tensors("histogram", input=input)
+    _histogram_input("histogram", input, weight, input.numel())
     x = input.reshape(-1)
     edges = _bin_edges(x, bins, range, "histogram", input.dtype)
     idx, inside = _bin_index(x, edges)

@@ -118,20 +118,9 @@ def _bind():
 
     def new(self, *args):
         """Legacy: new(sizes...) uninitialised, new(data) from data, new()
-        empty; always in self's dtype."""
-        if len(args) == 1 and not isinstance(args[0], int):
-            data = args[0]
-            if isinstance(data, T):
-                return data.to(self.dtype)
-            if isinstance(data, (tuple, list)) and all(isinstance(v, int) for v in data) and \
-                    type(data).__name__ == "Size":
-                return _C.empty(list(data), dtype=self.dtype)
-            return _C.tensor(data, dtype=self.dtype)
-        for a in args:
-            if not isinstance(a, int) or isinstance(a, bool):
-                raise TypeError(f"[Tensor.new] expected sizes (ints) or one sequence of data, got "
-                                f"{type(a).__name__}")
-        return _C.empty(list(args) if args else [0], dtype=self.dtype)
+        empty; always in self's dtype (the typed constructors' rules)."""
+        from ._legacy import legacy_new
+        return legacy_new("Tensor.new", self.dtype, args)
 
     def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
         from ._torch_compat import empty_strided

@@ -10,8 +10,9 @@ from . import parametrize
 __all__ = ["orthogonal", "spectral_norm"]
 
 
-def _normalize(x, eps):
-    return x / _C.clamp(_C.norm(x, 2.0), min=eps)
+def _normalize(x, eps):  # a vector over its 2-norm (at least eps)
+    from ..functional import normalize
+    return normalize(x, dim=0, eps=eps)
 
 
 class _SpectralNorm(Module):

@@ -130,6 +130,15 @@ def _inject_property(module, name):
     setattr(type(module), name, property(get, set_))
 
 
+def _check_keeps(tensor_name, parametrization, y):
+    """That parametrization(y) has y's shape and dtype (unless unsafe)."""
+    x = parametrization(y)
+    if not isinstance(x, _C.Tensor) or x.dtype != y.dtype or tuple(x.shape) != tuple(y.shape):
+        raise ValueError(f"[register_parametrization] the parametrization must keep {tensor_name}'s shape "
+                         f"{tuple(y.shape)} and dtype {y.dtype}, got "
+                         f"{tuple(x.shape) if isinstance(x, _C.Tensor) else type(x).__name__}")
+
+
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
     """Make module.<tensor_name> parametrization(original): a second call on
     the same name appends to its chain. Unless unsafe, the parametrization
@@ -140,11 +149,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
         if not unsafe:
-            y = getattr(module, tensor_name)
-            x = parametrization(y)
-            if not isinstance(x, _C.Tensor) or x.dtype != y.dtype or tuple(x.shape) != tuple(y.shape):
-                raise ValueError(f"[register_parametrization] the parametrization must keep {tensor_name}'s "
-                                 f"shape {tuple(y.shape)} and dtype {y.dtype}")
+            _check_keeps(tensor_name, parametrization, getattr(module, tensor_name))
         chain = module.parametrizations[tensor_name]
         chain.append(parametrization)
         chain.unsafe |= unsafe
@@ -156,11 +161,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     if original is None:
         raise ValueError(f"[register_parametrization] {tensor_name} is None")
     if not unsafe:
-        x = parametrization(original)
-        if not isinstance(x, _C.Tensor) or x.dtype != original.dtype or tuple(x.shape) != tuple(original.shape):
-            raise ValueError(f"[register_parametrization] the parametrization must keep {tensor_name}'s shape "
-                             f"{tuple(original.shape)} and dtype {original.dtype}, got "
-                             f"{tuple(x.shape) if isinstance(x, _C.Tensor) else type(x).__name__}")
+        _check_keeps(tensor_name, parametrization, original)
     chain = ParametrizationList([parametrization], original, unsafe=unsafe)
     delattr(module, tensor_name)
     if not is_parametrized(module):

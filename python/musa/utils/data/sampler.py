@@ -100,9 +100,10 @@ class WeightedRandomSampler(Sampler):
                              f"{tuple(w.shape)}")
         self.weights = w.to(_C.float64)
         self.num_samples, self.replacement, self.generator = num_samples, replacement, generator
-        if not replacement and num_samples > int(_C.gt(self.weights, 0).sum().item()):
+        positive = int(_C.gt(self.weights, 0).sum().item()) if not replacement else None
+        if not replacement and num_samples > positive:
             raise ValueError(f"[WeightedRandomSampler] cannot draw {num_samples} samples without replacement "
-                             f"from {int(_C.gt(self.weights, 0).sum().item())} positive weights")
+                             f"from {positive} positive weights")
 
     def __iter__(self):
         from ..._torch_random import multinomial
