@@ -47,6 +47,8 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     bytearray, memoryview, array.array, mmap), sharing its memory as
     torch's does: count elements of dtype from byte offset (-1: all)."""
     import numpy as np
+    if not isinstance(dtype, type(_C.float32)):
+        raise TypeError(f"[frombuffer] dtype must be a musa dtype, got {dtype!r}")
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ValueError(f"[frombuffer] offset must be a non-negative int, got {offset!r}")
     if not isinstance(count, int) or isinstance(count, bool) or count == 0 or count < -1:

@@ -2,6 +2,7 @@
 and order statistics (nansum, median, kthvalue, quantile), differences,
 covariance, distances and tensor products. Re-exported by _torch_ops."""
 import collections as _collections
+import operator
 
 from . import _C
 from . import _functions as _F
@@ -363,8 +364,16 @@ def tensordot(a, b, dims=2):
     """Contract a's dims_a with b's dims_b (dims an int: a's last and b's
     first that many)."""
     _tensors("tensordot", a=a, b=b)
-    if isinstance(dims, _C.Tensor):
-        dims = dims.tolist()
+    if isinstance(dims, _C.Tensor):  # one element: a count, as torch reads it
+        dims = dims.tolist() if dims.numel() != 1 else int(dims.item())
+    if not isinstance(dims, (list, tuple)):
+        try:
+            dims = operator.index(dims)
+        except TypeError:
+            raise TypeError(f"[tensordot] dims must be an int or a pair of dim lists, got "
+                            f"{type(dims).__name__}") from None
+    elif len(dims) != 2:
+        raise ValueError(f"[tensordot] dims must be an int or a pair of dim lists, got {dims!r}")
     if isinstance(dims, int):
         if dims < 0:
             raise ValueError(f"[tensordot] tensordot expects dims >= 0, but got dims={dims}")

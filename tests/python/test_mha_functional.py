@@ -55,6 +55,10 @@ def test_errors():
     with pytest.raises(ValueError, match=r"\[multi_head_attention_forward\] embed_dim \(4\) must be divisible"):
         F.multi_head_attention_forward(x, x, x, 4, 3, musa.zeros(12, 4), None, None, None, False, 0.0,
                                        musa.zeros(4, 4), None)
+    with pytest.raises(TypeError, match=r"\[multi_head_attention_forward\] embed_dim_to_check and "
+                       r"num_heads must be ints, got int and dtype"):
+        F.multi_head_attention_forward(x, x, x, 4, musa.float16, musa.zeros(12, 4), None, None, None,
+                                       False, 0.0, musa.zeros(4, 4), None)
     with pytest.raises(ValueError, match=r"use_separate_proj_weight needs"):
         F.multi_head_attention_forward(x, x, x, 4, 2, None, None, None, None, False, 0.0, musa.zeros(4, 4), None,
                                        use_separate_proj_weight=True)

@@ -91,6 +91,8 @@ def test_frombuffer_shares_memory_as_torch():
         musa.frombuffer(b, dtype=musa.float32, offset=16)
     with pytest.raises(TypeError, match=r"\[frombuffer\] a list does not expose"):
         musa.frombuffer([1, 2], dtype=musa.float32)
+    with pytest.raises(TypeError, match=r"\[frombuffer\] dtype must be a musa dtype, got None"):
+        musa.frombuffer(b, dtype=None)
     assert musa.frombuffer(b, dtype=musa.float32, requires_grad=True).requires_grad
 
 

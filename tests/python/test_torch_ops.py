@@ -326,6 +326,12 @@ def test_errors():
         musa.is_nonzero(musa.zeros(2))
     with pytest.raises(RuntimeError, match="contracted dims must match"):
         musa.tensordot(musa.zeros(2, 3), musa.zeros(2, 3), 1)
+    with pytest.raises(ValueError, match=r"\[tensordot\] dims must be an int or a pair of dim lists, got \[\]"):
+        musa.tensordot(musa.zeros(2, 3), musa.zeros(3, 2), musa.zeros(0, dtype=musa.int64))
+    with pytest.raises(TypeError, match=r"\[tensordot\] dims must be an int or a pair of dim lists, got str"):
+        musa.tensordot(musa.zeros(2, 3), musa.zeros(3, 2), "x")
+    np.testing.assert_array_equal(  # a one-element tensor is a count, as torch reads it
+        musa.tensordot(musa.ones(2, 3), musa.ones(3, 2), musa.tensor([1])).numpy(), np.full((2, 2), 3.0))
     with pytest.raises(RuntimeError, match="not divisible"):
         musa.vsplit(musa.zeros(3, 2), 2)
     with pytest.raises(RuntimeError, match="mask selects 3 elements"):

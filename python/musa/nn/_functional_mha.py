@@ -2,6 +2,8 @@
 nn.MultiheadAttention given its weights as arguments (inputs (L, N, E) or
 unbatched (L, E)); it runs MultiheadAttention's own code on a holder of
 those weights, so the two cannot drift apart."""
+import operator
+
 __all__ = ["multi_head_attention_forward"]
 
 
@@ -33,6 +35,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     key/value (sequence-first) with the given projections."""
     if static_k is not None or static_v is not None:
         raise NotImplementedError("[multi_head_attention_forward] static_k and static_v are not supported")
+    try:
+        embed_dim_to_check, num_heads = operator.index(embed_dim_to_check), operator.index(num_heads)
+    except TypeError:
+        raise TypeError(f"[multi_head_attention_forward] embed_dim_to_check and num_heads must be "
+                        f"ints, got {type(embed_dim_to_check).__name__} and "
+                        f"{type(num_heads).__name__}") from None
     if num_heads <= 0 or embed_dim_to_check % num_heads:
         raise ValueError(f"[multi_head_attention_forward] embed_dim ({embed_dim_to_check}) must be divisible "
                          f"by num_heads ({num_heads})")
