@@ -5,9 +5,9 @@
  * of the whole batch.
  *
  * Forward, per (batch matrix, block of BQ query rows): S = scale Q K^T
- * (one sgemm), masked to -inf (causal: keys after the row; a bool mask:
+ * (one product), masked to -inf (causal: keys after the row; a bool mask:
  * where it is false), softmax by softmax.c's own row code, O = P V (one
- * sgemm); each row's log-sum-exp (lse) is kept for the backward, which
+ * product); each row's log-sum-exp (lse) is kept for the backward, which
  * recomputes P = exp(S - lse) instead of saving it. Backward, per batch
  * matrix (its key-side gradients sum over every query block, so a matrix
  * is one task): dV += P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)),
@@ -17,9 +17,12 @@
  * operands are widened when packed, results rounded once when stored). Operands are
  * read in place when they are float32 with unit-stride rows (attention's
  * heads are usually strided views of a projection: (B, T, H, E) seen as
- * (B, H, T, E)), else packed. Every GEMM runs on one thread (its task's)
- * and tasks write disjoint outputs, so results do not depend on the
- * thread count: eager calls and plans agree bit for bit.
+ * (B, H, T, E)), else packed. The products (attention_mm.h: small float32
+ * ones on our own kernels, the rest on BLAS; causal ones skip what lies
+ * past the diagonal) run on one thread (its task's) and tasks write
+ * disjoint outputs, so results do not depend on the thread count: eager
+ * calls and plans agree bit for bit. A mask that is exactly the causal
+ * triangle runs as causal.
  */
 #include <cblas.h>
 #include <dnnl.h>
@@ -27,6 +30,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "attention_mm.h"
 #include "nnutil.h"
 #include "vmath.h"
 
@@ -96,6 +100,36 @@ static int64_t keys_of(const att_job *j, int64_t i) {
     return j->causal ? (i + 1 < j->Tk ? i + 1 : j->Tk) : j->Tk;
 }
 
+/* Whether the mask keeps exactly what causal attention keeps (keys up to
+ * the query's own position) in every batch matrix: the usual decoder mask,
+ * a tril(ones(T, T)) buffer, or the written-out form's
+ * masked_fill(triu(..., 1), -inf) that the attention pass hands over. A
+ * check of Tq Tk bytes per call, against products of Tq Tk E
+ * multiply-adds that causal attention halves. */
+static bool mask_is_causal(const att_job *j) {
+    for (int d = 0; d < j->nb; d++)
+        if (j->mask.bs[d] != 0 && j->bshape[d] != 1) return false;
+    const bool *m = (const bool *)j->mask.p;
+    for (int64_t i = 0; i < j->Tq; i++) {
+        const bool *row = m + i * j->mask.rs;
+        bool ok = true;
+        for (int64_t c = 0; c < j->Tk; c++) ok &= row[c * j->mask.cs] == (c <= i);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* Scratch for a transposed operand (K or V, Tk rows) of a task's products,
+ * elements of es bytes. */
+static size_t pack_bytes(const att_job *j, size_t es) {
+    return nn_align(nn_bytes2(j->Tk, MUSA_MAX(j->E, j->Ev), es));
+}
+
+/* A product's band (attention_mm.h): causal attention's, or none. */
+static int band_of(const att_job *j, int band) {
+    return j->causal ? band : ATT_FULL;
+}
+
 /* One-thread GEMMs of the two compute dtypes (row-major, BLAS arguments). */
 static inline void gemm_f32(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha,
                             const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
@@ -116,16 +150,18 @@ static inline void gemm_f64(char ta, char tb, int64_t M, int64_t N, int64_t K, d
 #define CDT       MUSA_DTYPE_FLOAT32
 #define SUF(n)    n##_f32
 #define GEMM      gemm_f32
+#define FASTMM    att_mm_f32
 #define EXPM      musa_exp_masked_f
 #define SMROWS    musa_cpu_softmax_rows_f32
 #include "attention_impl.h"
-#define T         double
-#define SIMD_MATH MUSA_SIMD_MATH(double)
-#define CDT       MUSA_DTYPE_FLOAT64
-#define SUF(n)    n##_f64
-#define GEMM      gemm_f64
-#define EXPM      musa_exp_masked_d
-#define SMROWS    musa_cpu_softmax_rows_f64
+#define T               double
+#define SIMD_MATH       MUSA_SIMD_MATH(double)
+#define CDT             MUSA_DTYPE_FLOAT64
+#define SUF(n)          n##_f64
+#define GEMM            gemm_f64
+#define FASTMM(p, pack) ((void)(pack), false)
+#define EXPM            musa_exp_masked_d
+#define SMROWS          musa_cpu_softmax_rows_f64
 #include "attention_impl.h"
 
 /* Scratch of one task: staging and packs of every operand (an upper bound;
@@ -140,9 +176,11 @@ static size_t slot_bytes(const att_job *j, bool bwd) {
     size_t rows = musa_sat_add_size(musa_sat_add_size(musa_sat_add_size(r, r), r),
                                     nn_align(nn_bytes2(bq, Ev, f)));
     size_t s = nn_align(nn_bytes2(bq, Tk, f));
-    if (!bwd) return musa_sat_add_size(musa_sat_add_size(kv, rows), s);
+    size_t pk = pack_bytes(j, f);
+    if (!bwd) return musa_sat_add_size(musa_sat_add_size(kv, rows), musa_sat_add_size(s, pk));
     return musa_sat_add_size(musa_sat_add_size(musa_sat_add_size(kv, kv), rows),
-                             musa_sat_add_size(musa_sat_add_size(s, s), nn_align((size_t)bq * f)));
+                             musa_sat_add_size(musa_sat_add_size(s, s),
+                                               musa_sat_add_size(nn_align((size_t)bq * f), pk)));
 }
 
 /* Tasks of a call: a batch matrix each backward, a block of query rows
@@ -226,6 +264,8 @@ static int att_call(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
     job_of(&j, out, in, n_in, bwd, attrs);
     int64_t tasks = job_tasks(&j, bwd);
     if (tasks == 0) return MUSA_OK;
+    if (j.has_mask && !j.causal && mask_is_causal(&j)) /* the same scores, fewer products */
+        j.has_mask = false, j.causal = true;
     /* float64 runs OpenBLAS's dgemm, whose own threads are not for calls
      * from several threads at once: one slot */
     int64_t slots = j.f64 ? 1 : musa_pool_intra_threads();

@@ -3,8 +3,9 @@
  * per compute dtype with T (float or double; SIMD_MATH its vector-math
  * pragma), CDT (its musa dtype),
  * SUF(name) (name with the dtype's suffix), GEMM (one-thread GEMM, BLAS
- * arguments, row-major), EXPM (musa_exp_masked_*) and SMROWS (softmax.c's
- * row softmax with log-sum-exp); it undefines them at its end.
+ * arguments, row-major), FASTMM (attention_mm.h's kernels for the dtype, or
+ * none), EXPM (musa_exp_masked_*) and SMROWS (softmax.c's row softmax with
+ * log-sum-exp); it undefines them at its end.
  */
 /* C (M x N, ldc) = alpha op(A) op(B) + beta C on this thread. K == 0 is an
  * empty sum (C = beta C), which sgemm would not take. */
@@ -17,6 +18,15 @@ static void SUF(sg)(char ta, char tb, int64_t M, int64_t N, int64_t K, T alpha, 
         return;
     }
     GEMM(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Product p (attention_mm.h) on this thread: the dtype's own kernels when it
+ * has them, else BLAS over the whole product (the bounds are only skips). */
+static void SUF(mm)(const att_mm *p, char *pack) {
+    if (p->M == 0 || p->N == 0 || FASTMM(p, (T *)pack)) return;
+    SUF(sg)
+    (p->at ? 'T' : 'N', p->bt ? 'T' : 'N', p->M, p->N, p->K, (T)p->alpha, p->A, p->lda, p->B,
+     p->ldb, p->accumulate ? 1 : 0, p->C, p->ldc);
 }
 
 /* Rows [r0, r0 + n) of matrix m (cols wide) at batch offset base, as a
@@ -84,10 +94,24 @@ static void SUF(fill_masked)(const att_job *j, int64_t bh, int64_t i, int64_t kn
         if (!m[c * j->mask.cs]) s[c] = fill;
 }
 
-/* S (n x kn, ld kn) = scale Q[i0:i0+n] K[:kn]^T, then -inf where masked. */
+/* S (n x kn, ld kn) = scale Q[i0:i0+n] K[:kn]^T, then -inf where masked
+ * (pack: scratch for K^T). */
 static void SUF(scores)(const att_job *j, int64_t bh, int64_t i0, int64_t n, int64_t kn, const T *Q,
-                        int64_t ldq, const T *K, int64_t ldk, T *S) {
-    SUF(sg)('N', 'T', n, kn, j->E, (T)j->scale, Q, ldq, K, ldk, 0, S, kn);
+                        int64_t ldq, const T *K, int64_t ldk, T *S, char *pack) {
+    att_mm prod_scores = {.M = n,
+                          .N = kn,
+                          .K = j->E,
+                          .A = Q,
+                          .lda = ldq,
+                          .B = K,
+                          .ldb = ldk,
+                          .bt = true,
+                          .C = S,
+                          .ldc = kn,
+                          .alpha = j->scale,
+                          .band = band_of(j, ATT_COLS),
+                          .diag = i0};
+    SUF(mm)(&prod_scores, pack);
     for (int64_t r = 0; r < n; r++) SUF(fill_masked)(j, bh, i0 + r, kn, S + r * kn, -INFINITY);
 }
 
@@ -116,9 +140,22 @@ static void SUF(fwd_task)(att_job *j, int64_t t, char *ws) {
     const T *K = SUF(rows)(&j->k, kb, 0, kn, j->E, &ws, &ldk);
     const T *V = SUF(rows)(&j->v, vb, 0, kn, j->Ev, &ws, &ldv);
     T *S = (T *)ws;
-    SUF(scores)(j, bh, i0, n, kn, Q, ldq, K, ldk, S);
+    char *pack = ws + nn_align((size_t)(n * kn) * sizeof(T));
+    SUF(scores)(j, bh, i0, n, kn, Q, ldq, K, ldk, S, pack);
     SMROWS(S, n, kn, lse);
-    SUF(sg)('N', 'N', n, j->Ev, kn, 1, S, kn, V, ldv, 0, O, ldo);
+    att_mm prod_pv = {.M = n,
+                      .N = j->Ev,
+                      .K = kn,
+                      .A = S,
+                      .lda = kn,
+                      .B = V,
+                      .ldb = ldv,
+                      .C = O,
+                      .ldc = ldo,
+                      .alpha = 1,
+                      .band = band_of(j, ATT_K_BELOW),
+                      .diag = i0};
+    SUF(mm)(&prod_pv, pack);
     SUF(store_rows)(&j->o, ob, i0, n, j->Ev, O);
 }
 
@@ -142,7 +179,9 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
     T *dP = (T *)ws;
     ws += nn_align((size_t)(bq * Tk) * sizeof(T));
     T *D = (T *)ws;
-    char *blk = ws + nn_align((size_t)bq * sizeof(T)); /* the per-block packs start here */
+    ws += nn_align((size_t)bq * sizeof(T));
+    char *pack = ws; /* transposed operands */
+    char *blk = ws + pack_bytes(j, sizeof(T));
     for (int64_t i0 = 0; i0 < j->Tq; i0 += BQ) {
         char *w = blk;
         int64_t n = j->Tq - i0 < BQ ? j->Tq - i0 : BQ, kn = keys_of(j, i0 + n - 1);
@@ -157,7 +196,7 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
         const T *G = SUF(rows)(&j->g, gb, i0, n, j->Ev, &w, &ldg);
         const T *O = SUF(rows)(&j->o, ob, i0, n, j->Ev, &w, &ldo);
         const T *lse = SUF(lse_row)(j, bh, i0);
-        SUF(scores)(j, bh, i0, n, kn, Q, ldq, K, ldk, P);
+        SUF(scores)(j, bh, i0, n, kn, Q, ldq, K, ldk, P, pack);
         for (int64_t r = 0; r < n; r++) {
             T *p = P + r * kn, l = lse[r];
             SIMD_MATH
@@ -168,22 +207,75 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
                 (double)gr[c] * orow[c];
             D[r] = (T)d;
         }
-        SUF(sg)('T', 'N', kn, j->Ev, n, 1, P, kn, G, ldg, 1, dV, lddv);
-        SUF(sg)('N', 'T', n, kn, j->Ev, 1, G, ldg, V, ldv, 0, dP, kn);
+        /* causal: P and dS are zero past the diagonal */
+        att_mm prod_dv = {.M = kn,
+                          .N = j->Ev,
+                          .K = n,
+                          .A = P,
+                          .lda = kn,
+                          .at = true,
+                          .B = G,
+                          .ldb = ldg,
+                          .C = dV,
+                          .ldc = lddv,
+                          .alpha = 1,
+                          .accumulate = true,
+                          .band = band_of(j, ATT_K_ABOVE),
+                          .diag = i0};
+        SUF(mm)(&prod_dv, pack);
+        att_mm prod_dp = {.M = n,
+                          .N = kn,
+                          .K = j->Ev,
+                          .A = G,
+                          .lda = ldg,
+                          .B = V,
+                          .ldb = ldv,
+                          .bt = true,
+                          .C = dP,
+                          .ldc = kn,
+                          .alpha = 1,
+                          .band = band_of(j, ATT_COLS),
+                          .diag = i0};
+        SUF(mm)(&prod_dp, pack);
         for (int64_t r = 0; r < n; r++) {
             T *p = P + r * kn, *dp = dP + r * kn, d = D[r];
             /* where P is 0 (a masked key: a constant score) the gradient is 0,
              * not 0 times a NaN; a row that sees no key (lse -inf, P NaN)
              * gets 0 throughout, as masked_fill's backward gives in the
-             * written-out form */
-            if (lse[r] == -INFINITY)
-                memset(dp, 0, sizeof(T) * (size_t)kn);
-            else
-                _Pragma("omp simd") for (int64_t c = 0; c < kn; c++) dp[c] =
-                    p[c] == 0 ? 0 : p[c] * (dp[c] - d);
+             * written-out form; past the causal diagonal dP was not computed */
+            int64_t kr = lse[r] == -INFINITY ? 0 : keys_of(j, i0 + r);
+            _Pragma("omp simd") for (int64_t c = 0; c < kr; c++) dp[c] =
+                p[c] == 0 ? 0 : p[c] * (dp[c] - d);
+            if (kr < kn) memset(dp + kr, 0, sizeof(T) * (size_t)(kn - kr));
         }
-        SUF(sg)('N', 'N', n, j->E, kn, (T)j->scale, dP, kn, K, ldk, 0, dQ, lddq);
-        SUF(sg)('T', 'N', kn, j->E, n, (T)j->scale, dP, kn, Q, ldq, 1, dK, lddk);
+        att_mm prod_dq = {.M = n,
+                          .N = j->E,
+                          .K = kn,
+                          .A = dP,
+                          .lda = kn,
+                          .B = K,
+                          .ldb = ldk,
+                          .C = dQ,
+                          .ldc = lddq,
+                          .alpha = j->scale,
+                          .band = band_of(j, ATT_K_BELOW),
+                          .diag = i0};
+        SUF(mm)(&prod_dq, pack);
+        att_mm prod_dk = {.M = kn,
+                          .N = j->E,
+                          .K = n,
+                          .A = dP,
+                          .lda = kn,
+                          .at = true,
+                          .B = Q,
+                          .ldb = ldq,
+                          .C = dK,
+                          .ldc = lddk,
+                          .alpha = j->scale,
+                          .accumulate = true,
+                          .band = band_of(j, ATT_K_ABOVE),
+                          .diag = i0};
+        SUF(mm)(&prod_dk, pack);
         SUF(store_rows)(&j->dq, dqb, i0, n, j->E, dQ);
     }
     SUF(store_rows)(&j->dk, dkb, 0, Tk, j->E, dK);
@@ -195,5 +287,6 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
 #undef CDT
 #undef SUF
 #undef GEMM
+#undef FASTMM
 #undef EXPM
 #undef SMROWS

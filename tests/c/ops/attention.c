@@ -2,7 +2,8 @@
  * attention.c - op tests for the fused scaled dot-product attention and its
  * backward op against float64 references computed here with plain loops:
  * every dtype, strided operands, a causal or a broadcast bool mask, more
- * query rows than one kernel block, and malformed operands.
+ * query rows than one kernel block, float32's small-product kernels at and
+ * past their limits, a causal mask as a tensor, and malformed operands.
  */
 #include <math.h>
 #include <string.h>
@@ -128,6 +129,12 @@ static void att_all(const att_case *cases, size_t n, bool bwd) {
 }
 
 static const bool MASK_3x4[] = {1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1};
+static bool TRIL_16[256]; /* keep keys up to the query's position: causal, as a mask */
+static const bool *tril_16(void) {
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) TRIL_16[i * 16 + j] = j <= i;
+    return TRIL_16;
+}
 
 TEST(op_scaled_dot_product_attention) {
     const att_case cases[] = {
@@ -135,6 +142,12 @@ TEST(op_scaled_dot_product_attention) {
         {.B = 2, .Tq = 3, .Tk = 4, .E = 5, .Ev = 2, .scale = 0.4, .mask = MASK_3x4},
         {.B = 1, .Tq = 70, .Tk = 66, .E = 4, .Ev = 3, .scale = 0.5, .causal = true},
         {.B = 3, .Tq = 1, .Tk = 1, .E = 1, .Ev = 1, .scale = 2},
+        /* float32's small-product kernels: rows past a block of 8, more
+         * columns than one 64-wide pass, products at and past their 128
+         * limit, and a causal mask given as a bool tensor */
+        {.B = 1, .Tq = 130, .Tk = 130, .E = 40, .Ev = 72, .scale = 0.2, .causal = true},
+        {.B = 1, .Tq = 67, .Tk = 67, .E = 128, .Ev = 130, .scale = 0.1, .causal = true},
+        {.B = 2, .Tq = 16, .Tk = 16, .E = 17, .Ev = 33, .scale = 0.3, .mask = tril_16()},
     };
     att_all(cases, sizeof cases / sizeof cases[0], false);
 }
@@ -144,8 +157,47 @@ TEST(op_scaled_dot_product_attention_backward) {
         {.B = 2, .Tq = 3, .Tk = 4, .E = 5, .Ev = 2, .scale = 0.4, .mask = MASK_3x4},
         {.B = 1, .Tq = 70, .Tk = 66, .E = 4, .Ev = 3, .scale = 0.5, .causal = true},
         {.B = 2, .Tq = 5, .Tk = 3, .E = 2, .Ev = 4, .scale = 1},
+        {.B = 1, .Tq = 130, .Tk = 130, .E = 40, .Ev = 72, .scale = 0.2, .causal = true},
+        {.B = 1, .Tq = 67, .Tk = 67, .E = 128, .Ev = 130, .scale = 0.1, .causal = true},
+        {.B = 2, .Tq = 16, .Tk = 16, .E = 17, .Ev = 33, .scale = 0.3, .mask = tril_16()},
     };
     att_all(cases, sizeof cases / sizeof cases[0], true);
+}
+
+/* A bool mask that keeps exactly the causal triangle takes the causal
+ * kernels (the kernel recognises it): the same bits as causal = true,
+ * forward and backward; one key more and it is an ordinary mask again. */
+TEST(scaled_dot_product_attention_tril_mask_is_causal) {
+    musa_tensor *q = rnd(MUSA_DTYPE_FLOAT32, 3, S(2, 16, 24), -2, 2, L_CONTIG);
+    musa_tensor *g = rnd(MUSA_DTYPE_FLOAT32, 3, S(2, 16, 24), -1, 1, L_CONTIG);
+    double m[256];
+    for (int i = 0; i < 256; i++) m[i] = tril_16()[i];
+    musa_tensor *tril = from_list(MUSA_DTYPE_BOOL, 2, S(16, 16), m);
+    m[1] = 1; /* row 0 sees key 1 too */
+    musa_tensor *other = from_list(MUSA_DTYPE_BOOL, 2, S(16, 16), m);
+    int id = musa_op_lookup("scaled_dot_product_attention");
+    int bid = musa_op_lookup("scaled_dot_product_attention_backward");
+    musa_tensor *res[3][5] = {{NULL}};
+    musa_tensor *masks[3] = {NULL, tril, other};
+    for (int c = 0; c < 3; c++) {
+        musa_attrs *a = musa_attrs_new(id), *ba = musa_attrs_new(bid);
+        musa_attrs_set_float(a, "scale", 0.3), musa_attrs_set_float(ba, "scale", 0.3);
+        musa_attrs_set_bool(a, "causal", c == 0), musa_attrs_set_bool(ba, "causal", c == 0);
+        CHECK_OK(musa_op_call(id, c ? 4 : 3, (musa_tensor *[]){q, q, q, masks[c]}, a, res[c]));
+        musa_tensor *in[7] = {g, q, q, q, res[c][0], res[c][1], masks[c]};
+        CHECK_OK(musa_op_call(bid, c ? 7 : 6, in, ba, res[c] + 2));
+        musa_attrs_free(a), musa_attrs_free(ba);
+    }
+    for (int t = 0; t < 5; t++) {
+        double *want = values(res[0][t]), *got = values(res[1][t]), *far = values(res[2][t]);
+        int64_t n = musa_tensor_numel(res[0][t]);
+        CHECK(memcmp(want, got, sizeof(double) * (size_t)n) == 0);
+        CHECK(memcmp(want, far, sizeof(double) * (size_t)n) != 0);
+        free(want), free(got), free(far);
+    }
+    for (int c = 0; c < 3; c++)
+        for (int t = 0; t < 5; t++) musa_tensor_release(res[c][t]);
+    release_all(4, q, g, tril, other);
 }
 
 /* A query row that may attend no key is NaN, as softmax over -inf makes it. */
