@@ -821,7 +821,9 @@ MUSA_API musa_tensor *musa_log_softmax(musa_tensor *x, int64_t dim);
  * last two with float32 arithmetic); integers fail with MUSA_ERR_TYPE. The
  * probabilities are never stored: the backward recomputes them a block
  * of queries at a time from a saved log-sum-exp per query. Operands may
- * be strided views (a head split of a projection reads in place). */
+ * be strided views (a head split of a projection reads in place). A mask
+ * that keeps exactly the causal triangle runs as causal, which computes
+ * only the products below the diagonal (docs/nn.md, "Attention"). */
 MUSA_API musa_tensor *musa_scaled_dot_product_attention(musa_tensor *q, musa_tensor *k,
                                                         musa_tensor *v, musa_tensor *mask,
                                                         double scale, bool causal);
