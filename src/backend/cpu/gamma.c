@@ -13,6 +13,12 @@
  * - otherwise: Q by its continued fraction e^-x x^a / Gamma(a) /
  *   (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)), evaluated
  *   by the modified Lentz method;
+ * - a < SMALL_A and x < a + 1: P by the series, and Q (which tends to
+ *   a E1(x) as a -> 0, where 1 - P would keep no digit of it) by its own
+ *   series: Q = -expm1(f) - e^f a sum_n>=1 (-x)^n / (n! (a + n)), with
+ *   f = a log x - log Gamma(1 + a); it follows from integrating e^-t's
+ *   series term by term, P = x^a / Gamma(a) sum_n>=0 (-x)^n / (n! (a + n)),
+ *   and loses at most a digit to cancellation below x = 1.5;
  * - a > TEMME_A: both need on the order of sqrt(a) terms, so Temme's
  *   uniform asymptotic expansion takes over: Q = erfc(eta sqrt(a/2)) / 2 +
  *   e^(-a eta^2/2) / sqrt(2 pi a) c0(eta) (1 + O(1/a)), with lambda = x/a,
@@ -38,10 +44,51 @@
 
 #define SERIES_MAX 100000000 /* terms: a series or fraction that needs more has a > TEMME_A */
 #define TEMME_A    1e7
+#define SMALL_A    0.5 /* below it, Q where x < a + 1 by upper_small() */
 
 double musa_lgamma_f64(double x) {
     int sign;
     return lgamma_r(x, &sign);
+}
+
+/* log Gamma(1 + a) for 0 < a < SMALL_A, relative to its size for tiny a,
+ * where 1 + a would round a away: -gamma a + sum_k>=2 (-1)^k zeta(k) a^k / k
+ * below 0.05 (13 terms reach 1e-18 there). */
+static double lgamma1p(double a) {
+    static const double zeta[14] = {0,
+                                    0,
+                                    1.6449340668482264,
+                                    1.2020569031595943,
+                                    1.0823232337111382,
+                                    1.0369277551433699,
+                                    1.0173430619844491,
+                                    1.0083492773819228,
+                                    1.0040773561979443,
+                                    1.0020083928260822,
+                                    1.0009945751278181,
+                                    1.0004941886041195,
+                                    1.0002460865533080,
+                                    1.0001227133475785};
+    if (a >= 0.05) return musa_lgamma_f64(1 + a);
+    double s = 0, p = -a;
+    for (int k = 2; k < 14; k++) {
+        p *= -a; /* (-a)^k */
+        s += zeta[k] * p / k;
+    }
+    return s - 0.57721566490153286 * a; /* Euler's gamma */
+}
+
+/* Q(a, x) for 0 < a < SMALL_A and 0 < x < a + 1 (see the file comment). */
+static double upper_small(double a, double x) {
+    double f = a * log(x) - lgamma1p(a);
+    double t = 1, sum = 0;
+    for (int n = 1; n < 200; n++) {
+        t *= -x / n; /* (-x)^n / n! */
+        double term = t / (a + n);
+        sum += term;
+        if (fabs(term) <= fabs(sum) * (DBL_EPSILON / 4)) break;
+    }
+    return -expm1(f) - exp(f) * a * sum;
 }
 
 /* log of P's series sum sum_n x^n / ((a + 1) ... (a + n)). */
@@ -125,6 +172,10 @@ static double log_tail(double a, double x, int upper) {
         return t > 0 ? log(t) : -INFINITY;
     }
     int lower_series = x < a + 1;
+    if (upper && lower_series && a < SMALL_A) {
+        double q = upper_small(a, x);
+        if (q > 0) return log(q);
+    }
     /* (1 / Gamma(a) = a / Gamma(a + 1)) */
     double own = lower_series ? log_factor(a, x) + log_series(a, x)
                               : log_factor(a, x) + log(a) + log_fraction(a, x);
@@ -143,10 +194,15 @@ static int igamma_edge(double a, double x, double *p) {
     return 0;
 }
 
+/* Whether both tails are computed directly (a small, x < a + 1). */
+static int both_direct(double a, double x) {
+    return a < SMALL_A && x < a + 1;
+}
+
 double musa_igamma_f64(double a, double x) {
     double p;
     if (igamma_edge(a, x, &p)) return p;
-    int upper = x >= a; /* the smaller tail, computed directly */
+    int upper = x >= a && !both_direct(a, x); /* the smaller tail, computed directly */
     double t = exp(log_tail(a, x, upper));
     return upper ? 1 - t : t;
 }
@@ -154,7 +210,7 @@ double musa_igamma_f64(double a, double x) {
 double musa_igammac_f64(double a, double x) {
     double p;
     if (igamma_edge(a, x, &p)) return 1 - p;
-    int upper = x >= a;
+    int upper = x >= a || both_direct(a, x);
     double t = exp(log_tail(a, x, upper));
     return upper ? t : 1 - t;
 }

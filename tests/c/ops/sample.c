@@ -271,7 +271,22 @@ TEST(op_igammac) {
     CHECK_MSG(fabs(Q[0] - want0) < 1e-13 * want0 && fabs(Q[1] - want1) < 1e-13 * want1,
               "Q %.17g %.17g want %.17g %.17g", Q[0], Q[1], want0, want1);
     free(Q);
-    release_all(3, a, x, q);
+    /* small a: Q tends to a E1(x), which 1 - P would round to 0 or to 1e-16
+     * (mpmath, 40 digits) */
+    const double sa[4] = {1e-30, 1e-8, 0.01, 0.3}, sx[4] = {0.242, 1e-20, 1.0, 1.2};
+    const double sq[4] = {1.0697138600644347e-30, 4.5474475863561142e-7, 0.0022162346232279903,
+                          0.063394719569259105};
+    musa_tensor *a2 = from_list(MUSA_DTYPE_FLOAT64, 1, S(4), sa),
+                *x2 = from_list(MUSA_DTYPE_FLOAT64, 1, S(4), sx), *q2 = musa_igammac(a2, x2),
+                *p2 = musa_igamma(a2, x2);
+    double *Q2 = values(q2), *P2 = values(p2);
+    for (int i = 0; i < 4; i++) {
+        CHECK_MSG(fabs(Q2[i] - sq[i]) < 1e-13 * sq[i], "igammac(%g, %g) = %.17g, want %.17g", sa[i],
+                  sx[i], Q2[i], sq[i]);
+        CHECK_MSG(fabs(P2[i] + Q2[i] - 1) < 1e-15, "P + Q = %.17g", P2[i] + Q2[i]);
+    }
+    free(Q2), free(P2);
+    release_all(7, a, x, q, a2, x2, q2, p2);
 }
 
 /* The derivative rows against central differences of igamma in float64. */
