@@ -7,7 +7,7 @@ import builtins
 import collections as _collections
 
 from . import _C
-from ._functions import _dims, _int, _number, _tensors
+from ._functions import _dims, _int, _number, _output_fits, _tensors
 
 __all__ = ["svd", "qr", "pinverse", "nuclear_norm", "frobenius_norm", "put", "index_reduce",
            "histogram", "histogramdd", "nextafter", "scalar_tensor", "empty_strided", "asarray",
@@ -203,6 +203,8 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     d = input.shape[-1]
     flat = input.reshape(-1, d)
     _histogram_input("histogramdd", input, weight, flat.shape[0])
+    # D pairs of edges at least, each dim its own pass (an expanded input can claim 2^41 dims)
+    _output_fits((2 * d,), input.dtype, "histogramdd", f"D = {d} (two edges a dim at least)")
     per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
     if len(per_dim) != d:
         raise _C.InvalidArgumentError(f"[histogramdd] bins must give one entry per dimension ({d}), "

@@ -594,7 +594,11 @@ def _trapezoid_terms(y, x, dx, dim, who):
     n = y.shape[d]
     if n == 0:
         return None, d
-    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) * 0.5
+    hi, lo = y.narrow(d, 1, n - 1), y.narrow(d, 0, n - 1)
+    if not (y.is_floating_point() or y.is_complex()):  # int8 127 + 1 must not wrap: add exactly
+        avg = ((hi.double() + lo.double()) * 0.5).to(_C.get_default_dtype())
+    else:
+        avg = (hi + lo) * 0.5
     if x is None:
         return avg * (1.0 if dx is None else dx), d
     spacing = diff(x).reshape([-1 if i == d else 1 for i in range(y.ndim)]) if x.ndim == 1 else diff(x, dim=d)

@@ -54,9 +54,16 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     if not isinstance(count, int) or isinstance(count, bool) or count == 0 or count < -1:
         raise ValueError(f"[frombuffer] count must be -1 or positive, got {count!r}")
     try:
-        nbytes = memoryview(buffer).nbytes
+        view = memoryview(buffer)
     except TypeError:
         raise TypeError(f"[frombuffer] a {type(buffer).__name__} does not expose the buffer protocol") from None
+    except BufferError as e:  # an exporter that refuses a plain (contiguous) view
+        raise BufferError(f"[frombuffer] the {type(buffer).__name__} cannot lend its memory as one "
+                          f"contiguous buffer ({e})") from None
+    if not view.c_contiguous:
+        raise BufferError(f"[frombuffer] the {type(buffer).__name__}'s memory is not contiguous "
+                          f"(strides {view.strides}); copy it first")
+    nbytes = view.nbytes
     size = _C.empty(0, dtype=dtype).element_size()
     if offset >= nbytes and nbytes:
         raise ValueError(f"[frombuffer] offset {offset} is past the buffer's {nbytes} bytes")

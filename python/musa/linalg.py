@@ -17,7 +17,7 @@ import collections as _collections
 import math as _math
 
 from . import _C
-from ._functions import _tensors, _dim
+from ._functions import _dim, _int, _tensors
 
 LinAlgError = _C.LinAlgError
 
@@ -527,7 +527,7 @@ def matrix_power(A, n, *, out=None):
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise _C.InvalidArgumentError(f"[linalg.matrix_power] A must be batches of square "
                                       f"matrices, got shape {tuple(A.shape)}")
-    n = int(n)
+    n = _int(n, "linalg.matrix_power", "n")
     if n < 0:
         A, n = inv(A), -n
     r = None

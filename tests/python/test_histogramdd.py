@@ -46,6 +46,8 @@ def test_histogramdd_edges_batches_and_errors():
         musa.histogramdd(musa.tensor(X), weight=musa.ones(3))
     with pytest.raises(TypeError, match=r"\[histogramdd\] expected a floating point"):
         musa.histogramdd(musa.tensor([[1, 2]]))
+    with pytest.raises(MemoryError, match=r"\[histogramdd\] D = 2199023255552 \(two edges a dim at least\)"):
+        musa.histogramdd(musa.ones(1).expand(1, 1 << 41))  # every dim a pass: refused up front
     with pytest.raises(ValueError, match=r"\[histogramdd\] bins must be a positive int"):
         musa.histogramdd(musa.tensor(X), bins=0)
     # histogram still agrees with torch after sharing its binning with histogramdd

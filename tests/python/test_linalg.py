@@ -161,6 +161,10 @@ def test_small_helpers(rng):
     close(*both(lambda m, a: m.linalg.matrix_power(a, 5), A))
     close(*both(lambda m, a: m.linalg.matrix_power(a, -2), A))
     close(*both(lambda m, a: m.linalg.matrix_power(a, 0), A))
+    close(*both(lambda m, a: m.linalg.matrix_power(a, m.tensor(2)), A))  # a 0-d integer tensor
+    for n in (2.5, math.inf):  # torch: "argument 'n' must be int, not float"
+        with pytest.raises(TypeError, match=r"\[linalg.matrix_power\] n must be an int, not float"):
+            musa.linalg.matrix_power(M(A), n)
     close(*both(lambda m, a: m.linalg.multi_dot([a, a, a]), A))
     close(*both(lambda m, a: m.linalg.vecdot(a, a), A))
 

@@ -93,6 +93,10 @@ def test_frombuffer_shares_memory_as_torch():
         musa.frombuffer([1, 2], dtype=musa.float32)
     with pytest.raises(TypeError, match=r"\[frombuffer\] dtype must be a musa dtype, got None"):
         musa.frombuffer(b, dtype=None)
+    with pytest.raises(BufferError, match=r"\[frombuffer\] the memoryview's memory is not contiguous \(strides \(2,\)\)"):
+        musa.frombuffer(memoryview(b)[::2], dtype=musa.uint8)
+    with pytest.raises(BufferError, match=r"\[frombuffer\] the Tensor's memory is not contiguous"):
+        musa.frombuffer(musa.ones(1).expand(4), dtype=musa.float32)
     assert musa.frombuffer(b, dtype=musa.float32, requires_grad=True).requires_grad
 
 
