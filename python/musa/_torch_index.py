@@ -595,8 +595,10 @@ def _trapezoid_terms(y, x, dx, dim, who):
     if n == 0:
         return None, d
     hi, lo = y.narrow(d, 1, n - 1), y.narrow(d, 0, n - 1)
-    if not (y.is_floating_point() or y.is_complex()):  # int8 127 + 1 must not wrap: add exactly
-        avg = ((hi.double() + lo.double()) * 0.5).to(_C.get_default_dtype())
+    if not (y.is_floating_point() or y.is_complex()):  # int8 127 + 1 must not wrap: add exactly,
+        avg = (hi.double() + lo.double()) * 0.5         # round once to the result's dtype
+        if x is None or x.dtype != _C.float64:
+            avg = avg.to(_C.get_default_dtype())
     else:
         avg = (hi + lo) * 0.5
     if x is None:

@@ -245,6 +245,10 @@ def test_trapezoid_of_small_integers_does_not_wrap():
     assert musa.trapezoid(y).dtype == musa.float32
     big = musa.tensor([2**40 + 1, 2**40 + 3], dtype=musa.int64)  # summed exactly, rounded once
     assert musa.trapezoid(big, dx=2.0).item() == float(np.float32(2 * (2**40 + 2)))
+    x = musa.tensor([0.0, 0.5], dtype=musa.float64)  # float64 points: float64 all the way, as torch
+    got = musa.trapezoid(big, x)
+    want = torch.trapezoid(torch.tensor([2**40 + 1, 2**40 + 3]), torch.tensor([0.0, 0.5], dtype=torch.float64))
+    assert got.dtype == musa.float64 and got.item() == want.item() == 0.5 * (2**40 + 2)
 
 
 def test_frexp_and_angle_against_torch():
