@@ -112,10 +112,13 @@ def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
     if not isinstance(input, _C.Tensor):
         raise TypeError(f"[rsub] argument 'input' must be Tensor, not {type(input).__name__}")
-    alpha = _number(alpha, "rsub", "alpha")
+    if not isinstance(alpha, _C.Tensor):
+        _number(alpha, "rsub", "alpha")  # (checked; an int stays an int)
     if not isinstance(other, _C.Tensor):
-        _number(other, "rsub", "other")  # (checked; an int stays an int)
-    return other - (input * alpha if alpha != 1 else input)
+        _number(other, "rsub", "other")
+    # sub's alpha: alpha * input in the promoted dtype (fuzz-py seed 11420: float16
+    # input, float64 other), and an int alpha keeps integers integers
+    return _C.sub(other, input, alpha=alpha)
 
 
 def fill(input, value):

@@ -68,6 +68,12 @@ def test_small_functions_as_torch():
     np.testing.assert_allclose(musa.rsub(m(a0), m(b0), alpha=2.5).numpy(),
                                torch.rsub(t(a0), t(b0), alpha=2.5).numpy())
     np.testing.assert_array_equal(musa.rsub(m(a0), 3).numpy(), torch.rsub(t(a0), 3).numpy())
+    # fuzz-py seed 11420: alpha * input in the promoted dtype, not in float16 first
+    h, o = np.array([2.873, -3.039], np.float16), np.array([-0.741, 2.794])
+    np.testing.assert_array_equal(musa.rsub(musa.tensor(h), musa.tensor(o), alpha=1.5).numpy(),
+                                  torch.rsub(torch.tensor(h), torch.tensor(o), alpha=1.5).numpy())
+    r = musa.rsub(musa.tensor([1, 2]), 3, alpha=2)  # an int alpha keeps integers integers
+    assert r.dtype == musa.int64 and r.tolist() == torch.rsub(torch.tensor([1, 2]), 3, alpha=2).tolist()
     f = musa.fill(musa.ones(2, 2, dtype=musa.int32), 7)
     assert f.dtype == musa.int32 and f.tolist() == [[7, 7], [7, 7]]
     with pytest.raises(ValueError, match=r"\[fill\] value must be a number or a 0-d tensor"):
