@@ -164,6 +164,11 @@ static double temme_tail(double a, double x, int upper) {
     return upper ? 0.5 * erfc(z) + r : 0.5 * erfc(-z) - r;
 }
 
+/* Whether both tails are computed directly (a small, x < a + 1). */
+static int both_direct(double a, double x) {
+    return a < SMALL_A && x < a + 1;
+}
+
 /* log P (upper = 0) or log Q (upper = 1), for finite a > 0 and x > 0. */
 static double log_tail(double a, double x, int upper) {
     if (a > TEMME_A) {
@@ -172,7 +177,7 @@ static double log_tail(double a, double x, int upper) {
         return t > 0 ? log(t) : -INFINITY;
     }
     int lower_series = x < a + 1;
-    if (upper && lower_series && a < SMALL_A) {
+    if (upper && both_direct(a, x)) {
         double q = upper_small(a, x);
         if (q > 0) return log(q);
     }
@@ -192,11 +197,6 @@ static int igamma_edge(double a, double x, double *p) {
     if (isinf(a)) return *p = isinf(x) ? NAN : 0, 1;
     if (isinf(x)) return *p = 1, 1;
     return 0;
-}
-
-/* Whether both tails are computed directly (a small, x < a + 1). */
-static int both_direct(double a, double x) {
-    return a < SMALL_A && x < a + 1;
 }
 
 double musa_igamma_f64(double a, double x) {
