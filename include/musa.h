@@ -1592,6 +1592,7 @@ typedef struct musa_plan_stats {
     int kernels;        /* kernel instructions */
     int fused_groups;   /* fused-tile instructions */
     int fused_nodes;    /* nodes inside them */
+    int chains;         /* fused groups run in registers (float32 chains, docs/jit.md) */
     int multi_updates;  /* multi-tensor update instructions (update rows run as one kernel) */
     int multi_nodes;    /* update nodes inside them */
     int parallel_steps; /* steps running several instructions concurrently */

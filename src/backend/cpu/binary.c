@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdatomic.h>
 
+#include "chain.h"
 #include "elem.h"
 #include "vmath.h"
 #include "iter.h"
@@ -512,4 +513,34 @@ musa_loop_fn cpu_gelu_backward_loop(const musa_kview *out, const musa_kview *in,
                                     const void *attrs) {
     MUSA_UNUSED(out);
     return float_loop(gelu_grad_loops(attrs), in);
+}
+
+/* ---- chains (chain.h): the float32 loops a chain may run ---- */
+
+#define CHAIN_BLK(NAME)                                                                            \
+    static void NAME##_chain(float *o, const float *a, const float *b) {                           \
+        NAME##_f32_blk(NULL, o, a, b, MUSA_CHAIN_N);                                               \
+    }
+#define CHAIN_BINARY(X) X(pow) X(maximum) X(minimum) X(copysign) X(gelu_erf_grad) X(gelu_tanh_grad)
+CHAIN_BINARY(CHAIN_BLK)
+
+bool cpu_binary_chain_op(musa_loop_fn fn, musa_chain_ins *ins) {
+    static const struct {
+        musa_loop_fn fn;
+        musa_chain_op op;
+    } reg[] = {{add_f32, MUSA_CHOP_ADD}, {sub_f32, MUSA_CHOP_SUB},    {mul_f32, MUSA_CHOP_MUL},
+               {div_f32, MUSA_CHOP_DIV}, {pow_2_f32, MUSA_CHOP_POW2}, {pow_3_f32, MUSA_CHOP_POW3}};
+    for (size_t k = 0; k < sizeof reg / sizeof reg[0]; k++)
+        if (fn == reg[k].fn) {
+            ins->op = (uint8_t)reg[k].op;
+            return true;
+        }
+#define CHAIN_CASE(NAME)                                                                           \
+    if (fn == NAME##_f32) {                                                                        \
+        ins->op = MUSA_CHOP_BLK2, ins->blk2 = NAME##_chain;                                        \
+        return true;                                                                               \
+    }
+    CHAIN_BINARY(CHAIN_CASE)
+#undef CHAIN_CASE
+    return false;
 }

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "chain.h"
 #include "elem.h"
 #include "vmath.h"
 #include "iter.h"
@@ -254,3 +255,27 @@ static const musa_loop_fn loops_bitwise_not[MUSA_DTYPE_COUNT] = {
     [MUSA_DTYPE_UINT8] = bitwise_not_u8,
     [MUSA_DTYPE_BOOL] = bitwise_not_b};
 DEF_KERNEL(bitwise_not, MUSA_GRAIN_CHEAP)
+
+/* ---- chains (chain.h): the float32 block of each loop a chain may run ---- */
+
+#define CHAIN_BLK(NAME)                                                                            \
+    static void NAME##_chain(float *o, const float *a) {                                           \
+        NAME##_f32_blk(o, a, MUSA_CHAIN_N);                                                        \
+    }
+#define CHAIN_UNARY(X)                                                                             \
+    X(neg)                                                                                         \
+    X(abs)                                                                                         \
+    X(relu) X(exp) X(expm1) X(log) X(log1p) X(sqrt) X(rsqrt) X(reciprocal) X(sin) X(cos) X(tanh)   \
+        X(sigmoid) X(erf) X(gelu_erf) X(gelu_tanh)
+CHAIN_UNARY(CHAIN_BLK)
+
+bool cpu_unary_chain_op(musa_loop_fn fn, musa_chain_ins *ins) {
+#define CHAIN_CASE(NAME)                                                                           \
+    if (fn == NAME##_f32) {                                                                        \
+        ins->op = MUSA_CHOP_BLK1, ins->blk1 = NAME##_chain;                                        \
+        return true;                                                                               \
+    }
+    CHAIN_UNARY(CHAIN_CASE)
+#undef CHAIN_CASE
+    return false;
+}

@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 
+#include "../../backend/cpu/chain.h"
 #include "../plan.h"
 
 /* Slots (the first four; inputs, parameters and outputs follow). */
@@ -86,6 +87,10 @@ typedef struct fused {
     size_t stage_off;   /* the staging tile of streamed outputs, from the chunk's start */
     int max_chunks;
     musa_loop_fn *loop; /* [n] the lean members' loops, resolved at each run; NULL: none is lean */
+    musa_chain *chain;  /* a flat float32 group in registers (chain.h); NULL: tiles only */
+    kref *chain_ext;    /* [chain->n_ext] where each full operand is (cut per tile) */
+    kref *chain_scal;   /* [chain->n_scal] where each single element is */
+    bool chain_on;      /* this run's loops are all ones a chain knows (set at each run) */
 } fused;
 
 /* Consecutive update nodes (INPLACE rows) of one op with equal attributes,

@@ -134,6 +134,116 @@ static bool lean_member(const builder *b, const musa_gnode *n, const musa_gvalue
     return info->loop(kv, kv + 1, &n->attrs) != NULL;
 }
 
+/* A chain's operand index for the place r of a full operand (ext) or a
+ * single element (scal): the same place, the same index. -1: too many. */
+static int chain_place(kref *refs, int *n, int max, kref r) {
+    for (int k = 0; k < *n; k++)
+        if (refs[k].slot == r.slot && refs[k].off == r.off) return k;
+    if (*n == max) return -1;
+    refs[*n] = r;
+    return (*n)++;
+}
+
+/* The program of a flat lean group of float32 members of one output and
+ * one or two inputs, run in registers (chain.h): f->chain, or NULL where the
+ * group is not such a group (it then runs tile by tile). Each member's
+ * result stays in the accumulator for the next member; one read again later
+ * is spilled, one read after the group is stored (streamed where the tiles
+ * would stream it). Which operation a member is comes from its loop, at
+ * each run (run.c). */
+static int build_chain(builder *b, fused *f, const int32_t *mem, int cnt) {
+    const musa_graph *g = b->g;
+    f->chain = NULL;
+    musa_chain *c = TMP_NEW(b, musa_chain, 1);
+    kref *ext = TMP_NEW(b, kref, MUSA_CHAIN_EXT), *scal = TMP_NEW(b, kref, MUSA_CHAIN_SCAL);
+    int32_t *spilled = TMP_NEW(b, int32_t, MUSA_CHAIN_SPILL);
+    int *spill_last = TMP_NEW(b, int, MUSA_CHAIN_SPILL);
+    if (!c || !ext || !scal || !spilled || !spill_last) return MUSA_ERR_NOMEM;
+    memset(c, 0, sizeof *c);
+    int32_t acc = -1;
+#define EMIT(...)                                                                                  \
+    do {                                                                                           \
+        if (c->n_ins == MUSA_CHAIN_INS) return MUSA_OK;                                            \
+        c->ins[c->n_ins++] = (musa_chain_ins){__VA_ARGS__};                                        \
+    } while (0)
+    for (int i = 0; i < cnt; i++) {
+        const musa_gnode *n = &g->nodes.data[mem[i]];
+        const kcall *k = &f->m[i];
+        if (!k->lean || n->n_out != 1 || n->n_in < 1 || n->n_in > 2) return MUSA_OK;
+        for (int q = 0; q < n->n_out + n->n_in; q++)
+            if (k->kv[q].dtype != MUSA_DTYPE_FLOAT32) return MUSA_OK;
+        uint8_t src[2], idx[2];
+        for (int q = 0; q < n->n_in; q++) {
+            int32_t v = n->in[q];
+            bool made = false; /* by an earlier member */
+            for (int i2 = 0; i2 < i && !made; i2++) made = g->nodes.data[mem[i2]].out[0] == v;
+            int x = 0;
+            if (made && v == acc) {
+                src[q] = MUSA_CH_ACC;
+            } else if (made) {
+                while (x < c->n_spill && spilled[x] != v) x++;
+                if (x == c->n_spill)
+                    return MUSA_OK; /* (cannot be: a value read later is spilled) */
+                src[q] = MUSA_CH_SLOT;
+            } else if (!k->lean[n->n_out + q]) {
+                x = chain_place(scal, &c->n_scal, MUSA_CHAIN_SCAL, k->ref[n->n_out + q]);
+                src[q] = MUSA_CH_SCALAR;
+            } else {
+                x = chain_place(ext, &c->n_ext, MUSA_CHAIN_EXT, k->ref[n->n_out + q]);
+                if (x >= 0) c->ext_in |= 1u << x;
+                src[q] = MUSA_CH_EXT;
+            }
+            if (x < 0) return MUSA_OK;
+            idx[q] = (uint8_t)x;
+        }
+        int16_t mi = (int16_t)i;
+        if (n->n_in == 1) {
+            if (src[0] != MUSA_CH_ACC) EMIT(.code = MUSA_CH_LOAD, .src = src[0], .idx = idx[0]);
+            EMIT(.code = MUSA_CH_UNARY, .member = mi);
+        } else if (src[0] == MUSA_CH_ACC) {
+            EMIT(.code = MUSA_CH_BIN, .src = src[1], .idx = idx[1], .member = mi);
+        } else if (src[1] == MUSA_CH_ACC) {
+            EMIT(.code = MUSA_CH_BINR, .src = src[0], .idx = idx[0], .member = mi);
+        } else {
+            EMIT(.code = MUSA_CH_LOAD, .src = src[0], .idx = idx[0]);
+            EMIT(.code = MUSA_CH_BIN, .src = src[1], .idx = idx[1], .member = mi);
+        }
+        int32_t v = n->out[0];
+        acc = v;
+        if (!b->internal[v]) {
+            int x = c->n_ext < MUSA_CHAIN_EXT ? c->n_ext++ : -1;
+            if (x < 0) return MUSA_OK;
+            ext[x] = k->ref[0];
+            EMIT(.code = k->cut[0] == MUSA_CUT_STREAM ? MUSA_CH_STREAM : MUSA_CH_STORE,
+                 .idx = (uint8_t)x);
+        }
+        int last = i; /* the last member to read it, if after the next one */
+        for (int i2 = i + 2; i2 < cnt; i2++) {
+            const musa_gnode *n2 = &g->nodes.data[mem[i2]];
+            for (int q = 0; q < n2->n_in; q++)
+                if (n2->in[q] == v) last = i2;
+        }
+        if (last > i) { /* spilled, to a slot whose value nothing reads any more */
+            int x = 0;
+            while (x < c->n_spill && spill_last[x] > i) x++;
+            if (x == MUSA_CHAIN_SPILL) return MUSA_OK;
+            if (x == c->n_spill) c->n_spill++;
+            spilled[x] = v, spill_last[x] = last;
+            EMIT(.code = MUSA_CH_SPILL, .idx = (uint8_t)x);
+        }
+    }
+#undef EMIT
+    f->chain = PLAN_NEW(b, musa_chain, 1);
+    f->chain_ext = PLAN_NEW(b, kref, MUSA_CHAIN_EXT);
+    f->chain_scal = PLAN_NEW(b, kref, MUSA_CHAIN_SCAL);
+    if (!f->chain || !f->chain_ext || !f->chain_scal) return MUSA_ERR_NOMEM;
+    *f->chain = *c;
+    memcpy(f->chain_ext, ext, sizeof(kref) * MUSA_CHAIN_EXT);
+    memcpy(f->chain_scal, scal, sizeof(kref) * MUSA_CHAIN_SCAL);
+    b->p->stats.chains++;
+    return MUSA_OK;
+}
+
 /* Fused group made of nodes mem[0..cnt). */
 static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     const musa_graph *g = b->g;
@@ -303,7 +413,7 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
     tile_off += stage;
     f->tile_bytes = tile_off;
     f->chunk_bytes = musa_sat_add_size(tile_off, musa_plan_align(member_scratch));
-    return MUSA_OK;
+    return flat && lean && !getenv("MUSA_NO_CHAIN") ? build_chain(b, f, mem, cnt) : MUSA_OK;
 }
 
 /* A kernel call of node n with its views and their places. */

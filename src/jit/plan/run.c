@@ -163,12 +163,54 @@ static void resolve_lean(run_ctx *r, fused *f) {
     }
 }
 
+/* Whether this run's member loops are all ones the group's chain knows:
+ * sets each instruction's operation and reads the single elements. */
+static bool resolve_chain(run_ctx *r, fused *f) {
+    musa_chain *c = f->chain;
+    for (int k = 0; k < c->n_ins; k++) {
+        musa_chain_ins *in = &c->ins[k];
+        if (in->code != MUSA_CH_BIN && in->code != MUSA_CH_BINR && in->code != MUSA_CH_UNARY)
+            continue;
+        musa_loop_fn fn = f->loop[in->member];
+        if (!fn) return false;
+        bool known =
+            in->code == MUSA_CH_UNARY ? cpu_unary_chain_op(fn, in) : cpu_binary_chain_op(fn, in);
+        if (!known ||
+            (in->code == MUSA_CH_BINR && (in->op == MUSA_CHOP_POW2 || in->op == MUSA_CHOP_POW3)))
+            return false;
+    }
+    for (int k = 0; k < c->n_scal; k++) {
+        const char *x = at(r->base[f->chain_scal[k].slot], f->chain_scal[k].off);
+        if (!x) return false;
+        memcpy(&c->scal[k], x, sizeof(float));
+    }
+    return true;
+}
+
+/* Tiles t0.. of a group run as its chain. */
+static void run_chain_tiles(run_ctx *r, const fused *f, int64_t t0, int64_t t1) {
+    const musa_chain *c = f->chain;
+    char *base[MUSA_CHAIN_EXT], *p[MUSA_CHAIN_EXT];
+    for (int k = 0; k < c->n_ext; k++)
+        base[k] = at(r->base[f->chain_ext[k].slot], f->chain_ext[k].off);
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t r0 = t * f->tile_rows, rows = MUSA_MIN(f->tile_rows, f->rows - r0);
+        for (int k = 0; k < c->n_ext; k++) p[k] = base[k] + r0 * (int64_t)sizeof(float);
+        musa_chain_run(c, rows, p);
+    }
+    stream_fence();
+}
+
 static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
     fused *f = fc->in->f;
     run_ctx *r = fc->r;
     musa_kview kv[8 + MUSA_MAX_OUTPUTS];
     char *dest[MUSA_MAX_OUTPUTS];
     int rc = MUSA_OK;
+    if (f->chain_on) {
+        run_chain_tiles(r, f, t0, t1);
+        return MUSA_OK;
+    }
     for (int64_t t = t0; t < t1 && !rc; t++) {
         int64_t r0 = t * f->tile_rows, rows = MUSA_MIN(f->tile_rows, f->rows - r0);
         for (int i = 0; i < f->n; i++) {
@@ -236,6 +278,7 @@ static int run_fused_instr(run_ctx *r, instr *in) {
     fc.tiles = f->tile_rows ? (f->rows + f->tile_rows - 1) / f->tile_rows : 0;
     if (fc.tiles == 0) return MUSA_OK;
     if (f->loop) resolve_lean(r, f);
+    f->chain_on = f->chain && resolve_chain(r, f);
     int chunks = f->serial ? 1 : musa_pool_intra_threads();
     if (chunks > f->max_chunks) chunks = f->max_chunks;
     if (chunks > fc.tiles) chunks = (int)fc.tiles;
@@ -760,6 +803,7 @@ char *musa_plan_text(const musa_plan *p) {
                 int lean = 0;
                 for (int i = 0; i < in->f->n; i++) lean += in->f->m[i].lean != NULL;
                 if (lean) APPEND(", %d lean", lean);
+                if (in->f->chain) APPEND(", in registers (%d instructions)", in->f->chain->n_ins);
             }
         }
         APPEND("\n");
