@@ -74,8 +74,8 @@ static musa_plan *build(const musa_tensor *x, musa_graph **gout) {
 /* x with the values that take functions' special paths in its first lanes */
 static musa_tensor *input(int64_t n, double lo, double hi) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 1, &n, lo, hi, L_CONTIG);
-    const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 88.0f,
-                             -100.0f, 1e30f};
+    const float special[] = {NAN,    INFINITY, -INFINITY, 0.0f,    -0.0f,
+                             1e-40f, -1e-40f,  88.0f,     -100.0f, 1e30f};
     float *d = musa_tensor_data(x);
     for (int64_t i = 0; i < n && i < (int64_t)(sizeof special / sizeof special[0]); i++)
         d[(i * 7) % n] = special[i];

@@ -30,15 +30,22 @@ static inline void st(float *p, v16 v) {
 }
 
 /* The source operand of an instruction into t. */
-static inline __attribute__((always_inline)) void fetch(v16 *t, const v16 *acc,
-                                                        const musa_chain_ins *in,
-                                                        const float *const *ext, int64_t i,
-                                                        const v16 *scal, float (*slot)[MUSA_CHAIN_N]) {
+static inline __attribute__((always_inline)) void
+fetch(v16 *t, const v16 *acc, const musa_chain_ins *in, const float *const *ext, int64_t i,
+      const v16 *scal, float (*slot)[MUSA_CHAIN_N]) {
     switch (in->src) {
-    case MUSA_CH_EXT: EACH t[u] = ld(ext[in->idx] + i + u * VL); break;
-    case MUSA_CH_SCALAR: EACH t[u] = scal[in->idx]; break;
-    case MUSA_CH_SLOT: EACH t[u] = ld(slot[in->idx] + u * VL); break;
-    default: EACH t[u] = acc[u]; break;
+    case MUSA_CH_EXT:
+        EACH t[u] = ld(ext[in->idx] + i + u * VL);
+        break;
+    case MUSA_CH_SCALAR:
+        EACH t[u] = scal[in->idx];
+        break;
+    case MUSA_CH_SLOT:
+        EACH t[u] = ld(slot[in->idx] + u * VL);
+        break;
+    default:
+        EACH t[u] = acc[u];
+        break;
     }
 }
 
@@ -46,10 +53,18 @@ static inline __attribute__((always_inline)) void fetch(v16 *t, const v16 *acc,
 static inline __attribute__((always_inline)) void arith(v16 *acc, const v16 *a, const v16 *b,
                                                         int op) {
     switch (op) {
-    case MUSA_CHOP_ADD: EACH acc[u] = a[u] + b[u]; break;
-    case MUSA_CHOP_SUB: EACH acc[u] = a[u] - b[u]; break;
-    case MUSA_CHOP_MUL: EACH acc[u] = a[u] * b[u]; break;
-    default: EACH acc[u] = a[u] / b[u]; break;
+    case MUSA_CHOP_ADD:
+        EACH acc[u] = a[u] + b[u];
+        break;
+    case MUSA_CHOP_SUB:
+        EACH acc[u] = a[u] - b[u];
+        break;
+    case MUSA_CHOP_MUL:
+        EACH acc[u] = a[u] * b[u];
+        break;
+    default:
+        EACH acc[u] = a[u] / b[u];
+        break;
     }
 }
 
@@ -91,7 +106,8 @@ static void run_block(const musa_chain *c, const float *const *ext, int64_t i, c
             }
             fetch(t, acc, in, ext, i, scal, slot);
             if (in->op == MUSA_CHOP_BLK2) {
-                EACH st(buf[0] + u * VL, rev ? t[u] : acc[u]), st(buf[1] + u * VL, rev ? acc[u] : t[u]);
+                EACH st(buf[0] + u * VL, rev ? t[u] : acc[u]),
+                    st(buf[1] + u * VL, rev ? acc[u] : t[u]);
                 in->blk2(buf[0], buf[0], buf[1]);
                 EACH acc[u] = ld(buf[0] + u * VL);
             } else if (rev) {
@@ -106,9 +122,15 @@ static void run_block(const musa_chain *c, const float *const *ext, int64_t i, c
             in->blk1(buf[0], buf[0]);
             EACH acc[u] = ld(buf[0] + u * VL);
             break;
-        case MUSA_CH_SPILL: EACH st(slot[in->idx] + u * VL, acc[u]); break;
-        case MUSA_CH_STORE: EACH st((float *)ext[in->idx] + i + u * VL, acc[u]); break;
-        default: EACH put((float *)ext[in->idx] + i + u * VL, acc[u], true); break;
+        case MUSA_CH_SPILL:
+            EACH st(slot[in->idx] + u * VL, acc[u]);
+            break;
+        case MUSA_CH_STORE:
+            EACH st((float *)ext[in->idx] + i + u * VL, acc[u]);
+            break;
+        default:
+            EACH put((float *)ext[in->idx] + i + u * VL, acc[u], true);
+            break;
         }
     }
 }

@@ -81,8 +81,8 @@ typedef struct musa_chain_ins {
 typedef struct musa_chain {
     int n_ins, n_ext, n_scal, n_spill;
     musa_chain_ins ins[MUSA_CHAIN_INS];
-    uint32_t ext_in;                 /* bit k: ext k is read (else written) */
-    float scal[MUSA_CHAIN_SCAL];     /* the single elements' values, read at each run */
+    uint32_t ext_in;             /* bit k: ext k is read (else written) */
+    float scal[MUSA_CHAIN_SCAL]; /* the single elements' values, read at each run */
 } musa_chain;
 
 /* Whether a member whose loop is `fn` can run in a chain, and how: sets

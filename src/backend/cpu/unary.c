@@ -265,7 +265,8 @@ DEF_KERNEL(bitwise_not, MUSA_GRAIN_CHEAP)
 #define CHAIN_UNARY(X)                                                                             \
     X(neg)                                                                                         \
     X(abs)                                                                                         \
-    X(relu) X(exp) X(expm1) X(log) X(log1p) X(sqrt) X(rsqrt) X(reciprocal) X(sin) X(cos) X(tanh)   \
+    X(relu)                                                                                        \
+    X(exp) X(expm1) X(log) X(log1p) X(sqrt) X(rsqrt) X(reciprocal) X(sin) X(cos) X(tanh)           \
         X(sigmoid) X(erf) X(gelu_erf) X(gelu_tanh)
 CHAIN_UNARY(CHAIN_BLK)
 
