@@ -262,12 +262,12 @@ DEF_KERNEL(bitwise_not, MUSA_GRAIN_CHEAP)
     static void NAME##_chain(float *o, const float *a) {                                           \
         NAME##_f32_blk(o, a, MUSA_CHAIN_N);                                                        \
     }
+/* (clang-format rewraps this list differently on each run) */
+// clang-format off
 #define CHAIN_UNARY(X)                                                                             \
-    X(neg)                                                                                         \
-    X(abs)                                                                                         \
-    X(relu)                                                                                        \
-    X(exp) X(expm1) X(log) X(log1p) X(sqrt) X(rsqrt) X(reciprocal) X(sin) X(cos) X(tanh)           \
-        X(sigmoid) X(erf) X(gelu_erf) X(gelu_tanh)
+    X(neg) X(abs) X(relu) X(exp) X(expm1) X(log) X(log1p) X(sqrt) X(rsqrt) X(reciprocal) X(sin)   \
+    X(cos) X(tanh) X(sigmoid) X(erf) X(gelu_erf) X(gelu_tanh)
+// clang-format on
 CHAIN_UNARY(CHAIN_BLK)
 
 bool cpu_unary_chain_op(musa_loop_fn fn, musa_chain_ins *ins) {
