@@ -4,7 +4,8 @@
  * The accumulator is MUSA_CHAIN_N / 16 vectors of 16 floats (GCC's vector
  * extension: AVX-512 registers here, pairs of AVX2 registers elsewhere),
  * indexed only by constants so that it stays in registers across the
- * instruction switch; one dispatch per instruction per block.
+ * instruction switch: per instruction and block, a switch on its code and
+ * one on its source or operation, all of them the same from block to block.
  */
 #include "chain.h"
 
@@ -68,14 +69,13 @@ static inline __attribute__((always_inline)) void arith(v16 *acc, const v16 *a, 
     }
 }
 
-static inline void put(float *p, v16 v, bool stream) {
+/* v to p past the caches where p is 64-byte aligned */
+static inline void stream(float *p, v16 v) {
 #ifdef __AVX512F__
-    if (stream && !((uintptr_t)p & 63)) {
+    if (!((uintptr_t)p & 63)) {
         _mm512_stream_ps(p, (__m512)v);
         return;
     }
-#else
-    (void)stream;
 #endif
     st(p, v);
 }
@@ -129,7 +129,7 @@ static void run_block(const musa_chain *c, const float *const *ext, int64_t i, c
             EACH st((float *)ext[in->idx] + i + u * VL, acc[u]);
             break;
         default:
-            EACH put((float *)ext[in->idx] + i + u * VL, acc[u], true);
+            EACH stream((float *)ext[in->idx] + i + u * VL, acc[u]);
             break;
         }
     }
