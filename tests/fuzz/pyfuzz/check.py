@@ -90,6 +90,10 @@ TORCH_WRONG = {
     # seed 9359: unique_consecutive(x, True) returns an empty inverse (return_inverse=True
     # spelled out gives the right one)
     "unique_consecutive": (("positional flag", "a positional return_inverse gives an empty inverse"),),
+    # seed 11868: training batch_norm of a channel holding -3e38 and 2.459 gave the bias
+    # (2.124) in float32 and bfloat16: the variance overflowed to inf (float64 torch and
+    # musa in every dtype: x-hat = -1 and 1, 2.487 and 1.761)
+    "batch_norm": (("square overflow", "the variance overflows where the values' squares do"),),
 }
 # seed 7562: 1.13 masks a shift count to the register's width (int32 -6 << 5
 # and << -1 differ); musa shifts as NumPy and PyTorch 2 (docs/pytorch.md)
@@ -478,6 +482,10 @@ def wrong_when(what, tensors, musa, env, src):
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    bool(((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
+    if what == "square overflow":  # a value whose square is past float32's range
+        return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
+                   bool((np.abs(to_array(v, musa).astype(np.float64)) > 1.8e19).any())
+                   for v in tensors)
     if what == "0-d":
         return any(v.dim() == 0 for v in tensors)
     if what == "empty":
