@@ -40,6 +40,8 @@
 #define DEPTH      3  /* cheap mode: longest chain recomputed for one value */
 #define DEPTH_BIG  12 /* budget mode */
 #define MAX_CHAIN  16
+#define MAX_VIEWS  16 /* budget mode: views of a recomputed value cloned with it */
+#define MAX_CLONE  (MAX_CHAIN + MAX_VIEWS)
 #define MAX_ROUNDS 4096 /* budget mode: values recomputed at most */
 
 typedef struct remat {
@@ -109,12 +111,14 @@ static int chain_for(remat *r, int64_t i, int32_t at, int depth, int32_t *chain)
     return cn;
 }
 
-/* Clone chain[0..cn) right before node `at` and point the reads of output
- * j of its last node at or after `at` to the clone. */
-static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at) {
+/* Clone chain[0..cn) right before node `at` and point the reads at or
+ * after `at` of output j of chain[cn - nviews - 1] (the value recomputed),
+ * and of the outputs of the views after it (views of that value that late
+ * reads see: chain[cn - nviews..cn), in node order), to the clones. */
+static int clone_chain(remat *r, const int32_t *chain, int cn, int nviews, int j, int32_t at) {
     musa_graph *g = r->g;
-    int32_t map_from[MAX_CHAIN * MUSA_MAX_OUTPUTS], map_to[MAX_CHAIN * MUSA_MAX_OUTPUTS];
-    int nm = 0;
+    int32_t map_from[MAX_CLONE * MUSA_MAX_OUTPUTS], map_to[MAX_CLONE * MUSA_MAX_OUTPUTS];
+    int nm = 0, np = cn - nviews, first_view = 0; /* np: the producers' nodes */
     if (g->nodes.len + cn > r->cap_nodes)
         return musa_err(MUSA_ERR_RUNTIME, "[jit] remat: node budget exhausted");
     for (int c = 0; c < cn; c++) {
@@ -130,7 +134,7 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at
         /* a batch norm whose statistics live on: y again from them, one pass */
         bool apply = (src.op == MUSA_OP_batch_norm || src.op == MUSA_OP_layer_norm) &&
                      src.n_in == 3 && src.n_out == 3 &&
-                     (c < cn - 1 || j == 0) && /* not when its statistics are the target */
+                     (c < np - 1 || j == 0) && /* not when its statistics are the target */
                      src.out[1] < r->nv && src.out[2] < r->nv && r->last[src.out[1]] >= at &&
                      r->last[src.out[2]] >= at;
         if (apply) {
@@ -144,27 +148,47 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at
         }
         if (id < 0) return id;
         g->nodes.data[id].loc = src.loc;
+        /* a product written in another layout (a matmul writing its rows
+         * permuted, simplify.c) is written the same way again: the views
+         * cloned after it are views only of that layout */
+        for (int q = 0; !apply && !(musa_ops[src.op].flags & MUSA_OPF_VIEW) && q < src.n_out; q++) {
+            musa_gvalue *o = &g->values.data[outs[q]];
+            const musa_gvalue *was = &g->values.data[src.out[q]];
+            memcpy(o->strides, was->strides, sizeof o->strides);
+            o->offset = was->offset;
+        }
         r->pos[id] = at;
+        if (c == np) first_view = nm;
         for (int q = 0; q < (apply ? 1 : src.n_out); q++)
             map_from[nm] = src.out[q], map_to[nm++] = outs[q];
     }
-    const musa_gnode *n0 = &g->nodes.data[chain[cn - 1]];
+    const musa_gnode *n0 = &g->nodes.data[chain[np - 1]];
     int32_t v = n0->out[j], clone = -1;
     for (int q = 0; q < nm; q++)
         if (map_from[q] == v) clone = map_to[q];
     if (clone < 0)
         return musa_err(MUSA_ERR_RUNTIME, "[jit] remat: the clone of %%%d is missing", v);
+    /* the values redirected: v, then its views' */
+    int32_t from[1 + MAX_CLONE * MUSA_MAX_OUTPUTS], to[1 + MAX_CLONE * MUSA_MAX_OUTPUTS];
+    int nfrom = 1;
+    from[0] = v, to[0] = clone;
+    for (int q = nviews ? first_view : nm; q < nm; q++)
+        from[nfrom] = map_from[q], to[nfrom++] = map_to[q];
     int32_t new_last = r->first[v];
     for (int64_t u = 0; u < at; u++) { /* original nodes only: clones are past nn0 */
         const musa_gnode *un = &g->nodes.data[u];
         for (int k = 0; !un->dead && k < un->n_in; k++)
-            if (un->in[k] == v && u > new_last) new_last = (int32_t)u;
+            if (g->values.data[un->in[k]].root == v && u > new_last) new_last = (int32_t)u;
     }
     for (int64_t u = at; u < g->nodes.len; u++) {
         musa_gnode *un = &g->nodes.data[u];
         if (un->dead || r->pos[u] != u) continue; /* a clone reads its own chain */
         for (int k = 0; k < un->n_in; k++)
-            if (un->in[k] == v) un->in[k] = clone;
+            for (int q = 0; q < nfrom; q++)
+                if (un->in[k] == from[q]) {
+                    un->in[k] = to[q];
+                    break;
+                }
         /* a view now of the clone (or of a view of it) has the clone's
          * storage: without this its reads kept v's buffer alive to them */
         if (musa_ops[un->op].flags & MUSA_OPF_VIEW)
@@ -172,7 +196,7 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int j, int32_t at
                 g->values.data[un->out[q]].root = g->values.data[un->in[0]].root;
     }
     r->last[v] = new_last;
-    for (int c = 0; c < cn; c++) /* inputs of the chain are read at `at` now */
+    for (int c = 0; c < np; c++) /* inputs of the chain are read at `at` now */
         for (int k = 0; k < g->nodes.data[chain[c]].n_in; k++) {
             int32_t in = g->nodes.data[chain[c]].in[k];
             if (in < r->nv && r->last[in] < at) r->last[in] = at;
@@ -223,7 +247,7 @@ static int remat_cheap(remat *r, int *changed) {
             int32_t chain[MAX_CHAIN];
             int cn = chain_for(r, i, at, DEPTH, chain);
             if (!cn) continue;
-            rc = clone_chain(r, chain, cn, j, at);
+            rc = clone_chain(r, chain, cn, 0, j, at);
             *changed += cn;
         }
     }
@@ -277,6 +301,40 @@ static double node_cost(const musa_graph *g, const musa_gnode *n) {
     return bytes * BYTE_COST;
 }
 
+/* Budget mode: the views of root value v made before `at` that reads at or
+ * after `at` see, directly or through later views (q, k and v split from
+ * one projection and read again by attention's backward), appended in node
+ * order to chain after its n nodes; vfirst/vnext list each root's view
+ * nodes in node order. Returns how many, or -1 when they do not fit or one
+ * is an output or mutation value. */
+static int late_views(const remat *r, const int32_t *vfirst, const int32_t *vnext, int32_t v,
+                      int32_t at, int32_t *chain, int n) {
+    const musa_graph *g = r->g;
+    int32_t fam[4 * MAX_VIEWS];
+    uint8_t need[4 * MAX_VIEWS] = {0};
+    int nf = 0, nv = 0;
+    for (int32_t w = vfirst[v]; w >= 0 && w < at; w = vnext[w]) {
+        if (nf == 4 * MAX_VIEWS) return -1;
+        fam[nf++] = w;
+    }
+    for (int f = nf - 1; f >= 0; f--) { /* a needed view needs the view it reads */
+        const musa_gnode *w = &g->nodes.data[fam[f]];
+        for (int q = 0; q < w->n_out; q++) {
+            if (r->keep[w->out[q]]) return -1;
+            if (r->last[w->out[q]] >= at) need[f] = 1;
+        }
+        int32_t src = g->values.data[w->in[0]].producer;
+        for (int e = 0; need[f] && e < f; e++)
+            if (fam[e] == src) need[e] = 1;
+    }
+    for (int f = 0; f < nf; f++) {
+        if (!need[f]) continue;
+        if (nv == MAX_VIEWS || n + nv == MAX_CLONE) return -1;
+        chain[n + nv++] = fam[f];
+    }
+    return nv;
+}
+
 /* Budget mode: one value recomputed per round, until the peak fits or
  * nothing helps: of the values whose recomputation lowers the estimated
  * peak, the one that frees the most bytes per unit of recompute time
@@ -285,16 +343,20 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
     musa_graph *g = r->g;
     int rc = MUSA_OK;
     int64_t *live = NULL;
-    int32_t *after = NULL;   /* value -> its first read after the peak, or -1 */
-    uint8_t *blocked = NULL; /* value is read at the peak, or read through a view */
+    int32_t *after = NULL; /* value -> its first read after the peak (a root: or of a view of it) */
+    uint8_t *blocked = NULL; /* value is read at the peak (a root: or a view of it) */
+    int32_t *vfirst = NULL, *vnext = NULL, *vlast = NULL; /* each root's view nodes */
     for (int round = 0; round < MAX_ROUNDS && !rc; round++) {
         int64_t nn = g->nodes.len;
         r->nv = g->values.len;
-        free(live), free(after), free(blocked);
+        free(live), free(after), free(blocked), free(vfirst), free(vnext), free(vlast);
         live = musa_malloc(sizeof(int64_t) * (size_t)(nn + 1), "remat");
         after = musa_malloc(sizeof(int32_t) * (size_t)r->nv, "remat");
         blocked = musa_calloc((size_t)r->nv, 1, "remat");
-        if (!live || !after || !blocked) {
+        vfirst = musa_malloc(sizeof(int32_t) * (size_t)r->nv, "remat");
+        vlast = musa_malloc(sizeof(int32_t) * (size_t)r->nv, "remat");
+        vnext = musa_malloc(sizeof(int32_t) * (size_t)(nn + 1), "remat");
+        if (!live || !after || !blocked || !vfirst || !vlast || !vnext) {
             rc = MUSA_ERR_NOMEM;
             break;
         }
@@ -304,21 +366,30 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
         for (int64_t i = 1; i < nn; i++)
             if (live[i] > live[peak_at]) peak_at = i;
         if (nn == 0 || live[peak_at] <= budget) break;
-        for (int64_t v = 0; v < r->nv; v++) after[v] = -1;
+        for (int64_t v = 0; v < r->nv; v++) after[v] = vfirst[v] = vlast[v] = -1;
         for (int64_t u = 0; u < nn; u++) {
             const musa_gnode *un = &g->nodes.data[u];
+            vnext[u] = -1;
+            if (!un->dead && (musa_ops[un->op].flags & MUSA_OPF_VIEW) && un->n_out > 0) {
+                int32_t root = g->values.data[un->out[0]].root;
+                if (vlast[root] >= 0)
+                    vnext[vlast[root]] = (int32_t)u;
+                else
+                    vfirst[root] = (int32_t)u;
+                vlast[root] = (int32_t)u;
+            }
             for (int k = 0; !un->dead && k < un->n_in; k++) {
                 int32_t v = un->in[k], root = g->values.data[v].root;
-                if (root != v) blocked[root] = 1;
-                if (u == peak_at) blocked[v] = 1;
+                if (u == peak_at) blocked[v] = blocked[root] = 1;
                 if (u > peak_at && after[v] < 0) after[v] = (int32_t)u;
+                if (u > peak_at && after[root] < 0) after[root] = (int32_t)u;
             }
         }
         /* the best candidate: live across the peak, not read there */
         int64_t best_gain = 0, best_i = -1;
         double best_cost = 1;
-        int best_j = 0, best_cn = 0;
-        int32_t best_at = -1, best_chain[MAX_CHAIN];
+        int best_j = 0, best_cn = 0, best_views = 0;
+        int32_t best_at = -1, best_chain[MAX_CLONE];
         for (int64_t i = 0; i < peak_at; i++) {
             const musa_gnode *n = &g->nodes.data[i];
             if (n->dead || !recomputable(n, true)) continue;
@@ -327,9 +398,11 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
                 const musa_gvalue *x = &g->values.data[v];
                 if (r->keep[v] || x->root != v || blocked[v] || at < 0) continue;
                 int64_t b = musa_gvalue_bytes(x);
-                int32_t chain[MAX_CHAIN];
+                int32_t chain[MAX_CLONE];
                 int cn = chain_for(r, i, at, DEPTH_BIG, chain);
                 if (!cn) continue;
+                int nviews = vfirst[v] >= 0 ? late_views(r, vfirst, vnext, v, at, chain, cn) : 0;
+                if (nviews < 0) continue;
                 /* the chain's other values are new, briefly live at `at` */
                 int64_t extra = 0;
                 double cost = 1;
@@ -343,24 +416,25 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
                 /* b / cost against best_gain / best_cost */
                 double mine = (double)b * best_cost, theirs = (double)best_gain * cost;
                 if (best_i >= 0 && (mine < theirs || (mine == theirs && b <= best_gain))) continue;
-                best_gain = b, best_cost = cost, best_i = i, best_j = j, best_at = at, best_cn = cn;
-                memcpy(best_chain, chain, sizeof(int32_t) * (size_t)cn);
+                best_gain = b, best_cost = cost, best_i = i, best_j = j, best_at = at;
+                best_cn = cn + nviews, best_views = nviews;
+                memcpy(best_chain, chain, sizeof(int32_t) * (size_t)best_cn);
             }
         }
         if (best_i < 0) break; /* nothing lowers the peak */
-        rc = clone_chain(r, best_chain, best_cn, best_j, best_at);
+        rc = clone_chain(r, best_chain, best_cn, best_views, best_j, best_at);
         if (!rc) rc = reorder(r, nn);
         *changed += best_cn;
     }
-    free(live), free(after), free(blocked);
+    free(live), free(after), free(blocked), free(vfirst), free(vnext), free(vlast);
     return rc;
 }
 
 int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx) {
     if (g->breaks.len) return MUSA_OK;
     int64_t budget = ctx ? ctx->remat_budget : 0;
-    /* every round adds at most MAX_CHAIN nodes */
-    int64_t cap = g->nodes.len * (MAX_CHAIN + 1) + 16 + (budget > 0 ? MAX_ROUNDS * MAX_CHAIN : 0);
+    /* every round adds at most MAX_CLONE nodes */
+    int64_t cap = g->nodes.len * (MAX_CHAIN + 1) + 16 + (budget > 0 ? MAX_ROUNDS * MAX_CLONE : 0);
     int64_t nv = g->values.len + cap * MUSA_MAX_OUTPUTS;
     remat r = {.g = g, .nv = g->values.len, .cap_nodes = cap};
     r.pos = musa_malloc(sizeof(int32_t) * (size_t)cap, "remat");
