@@ -15,15 +15,18 @@
  *   eager casts a weight once per step, and so does a plan.
  * - With a budget (musa_pass_ctx.remat_budget, from musa.Config's
  *   memory_budget): while the estimated peak of live intermediate bytes is
- *   over it, a value live across the peak and not read there whose
- *   producer is deterministic (matmuls and convolutions included:
- *   activation checkpointing) and recomputable from values live at its next
- *   read is recomputed there, if that lowers the peak: of those, the one
- *   that frees the most bytes per unit of estimated recompute time (a
- *   softmax's probabilities from the scores' matmul before a 4x larger
- *   product's output). The estimate counts
- *   each node value's bytes from its producer to its last read, outputs and
- *   mutated values to the end; fusion and the planner's layout move the real
+ *   over it, a value live across the peak and not read there (itself or
+ *   through a view) whose producer is deterministic (matmuls and
+ *   convolutions included: activation checkpointing) and recomputable from
+ *   values live at its next read is recomputed there, if that lowers the
+ *   peak; the views of it that later reads see (q, k and v split from one
+ *   projection) are made again from the clone, and a clone writes the
+ *   layout its original wrote (a matmul writing permuted rows, simplify.c).
+ *   Of those, the one that frees the most bytes per unit of estimated
+ *   recompute time (a softmax's probabilities from the scores' matmul
+ *   before a 4x larger product's output). The estimate counts each node
+ *   value's bytes from its producer to its last read, outputs and mutated
+ *   values to the end; fusion and the planner's layout move the real
  *   figure, so the caller checks the plan and may ask again with less.
  *
  * Recomputed values are bitwise the originals (same kernels, same inputs;
