@@ -7,7 +7,9 @@
  * read, point the late reads at the clone):
  * - Always: cheap values - views, non-random elementwise nodes and ONEPASS
  *   ops (norms, softmax: a pass or two over their data) - read 16 nodes or
- *   more after their first read, recomputed from values live at the late
+ *   more after their first read (8 under a budget: GPT-tiny's second MLP's
+ *   activation, read 12 nodes later by its weight gradient, at the peak),
+ *   recomputed from values live at the late
  *   read anyway, directly or through a chain of up to 3 cheap nodes
  *   (relu(batch_norm(conv_out)) from conv_out, which the norm's backward
  *   keeps). No value is kept alive longer, and no decision needs sizes.
@@ -40,6 +42,7 @@
 #include "../graph.h"
 
 #define GAP        16 /* cheap mode: a read this many nodes after the first is "late" */
+#define GAP_BUDGET 8  /* the same under a budget */
 #define DEPTH      3  /* cheap mode: longest chain recomputed for one value */
 #define DEPTH_BIG  12 /* budget mode */
 #define MAX_CHAIN  16
@@ -226,7 +229,7 @@ static bool of_weights(const musa_graph *g, const musa_gnode *n) {
 }
 
 /* Cheap mode (see the file comment). */
-static int remat_cheap(remat *r, int *changed) {
+static int remat_cheap(remat *r, int gap, int *changed) {
     musa_graph *g = r->g;
     int64_t nn0 = g->nodes.len;
     int rc = MUSA_OK;
@@ -238,10 +241,10 @@ static int remat_cheap(remat *r, int *changed) {
         int nj = (musa_ops[n0.op].flags & MUSA_OPF_ONEPASS) ? 1 : n0.n_out;
         for (int j = 0; j < nj && !rc; j++) {
             int32_t v = n0.out[j];
-            if (r->keep[v] || r->first[v] == INT32_MAX || r->last[v] <= r->first[v] + GAP) continue;
+            if (r->keep[v] || r->first[v] == INT32_MAX || r->last[v] <= r->first[v] + gap) continue;
             /* reads of v at or after `at` are late */
             int32_t at = -1;
-            for (int64_t u = r->first[v] + GAP; u < nn0 && at < 0; u++) {
+            for (int64_t u = r->first[v] + gap; u < nn0 && at < 0; u++) {
                 const musa_gnode *un = &g->nodes.data[u];
                 for (int k = 0; !un->dead && k < un->n_in; k++)
                     if (un->in[k] == v) at = (int32_t)u;
@@ -447,7 +450,7 @@ int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx) {
     int rc = MUSA_ERR_NOMEM, changed = 0;
     if (r.pos && r.first && r.last && r.keep) {
         scan(&r);
-        rc = remat_cheap(&r, &changed);
+        rc = remat_cheap(&r, budget > 0 ? GAP_BUDGET : GAP, &changed);
         if (!rc && budget > 0) {
             r.any_op = true;
             rc = remat_budget(&r, budget, &changed);
