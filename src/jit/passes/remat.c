@@ -8,7 +8,7 @@
  * - Always: cheap values - views, non-random elementwise nodes and ONEPASS
  *   ops (norms, softmax: a pass or two over their data) - read 16 nodes or
  *   more after their first read (8 under a budget: GPT-tiny's second MLP's
- *   activation, read 12 nodes later by its weight gradient, at the peak),
+ *   activation, read 15 nodes later by its weight gradient, at the peak),
  *   recomputed from values live at the late
  *   read anyway, directly or through a chain of up to 3 cheap nodes
  *   (relu(batch_norm(conv_out)) from conv_out, which the norm's backward
