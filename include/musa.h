@@ -1837,6 +1837,11 @@ MUSA_API void musa_alloc_get_stats(musa_alloc_stats *stats);
 MUSA_API void musa_alloc_reset_peak(void);
 /* Return cached blocks to the system. */
 MUSA_API void musa_alloc_empty_cache(void);
+/* Return the C heap's free pages to the system (glibc's malloc_trim; elsewhere
+ * nothing), keeping the cache: what a compilation freed (its graphs, the plan
+ * builder's tables) otherwise stays resident below the blocks allocated
+ * after it. musa.jit calls it once a capture is planned. */
+MUSA_API void musa_alloc_trim(void);
 /* The bytes a tensor of `bytes` holds in the statistics (its size class). */
 MUSA_API size_t musa_alloc_size(size_t bytes);
 

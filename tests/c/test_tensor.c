@@ -62,6 +62,50 @@ TEST(allocator_cache_is_bounded_by_the_peak_in_use) {
     musa_alloc_empty_cache();
 }
 
+/* Resident bytes now (Linux), or -1. */
+static long long resident_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long pages = -1, rss = -1;
+    if (!f) return -1;
+    if (fscanf(f, "%lld %lld", &pages, &rss) != 2) rss = -1;
+    fclose(f);
+    return rss < 0 ? -1 : rss * 4096;
+}
+
+/* musa_alloc_trim gives back heap pages freed below a live block (where
+ * free() alone keeps them: only the heap's top is returned), and keeps the
+ * allocator's cache. */
+TEST(allocator_trim_returns_freed_heap_pages_and_keeps_the_cache) {
+    musa_tensor *t = musa_empty(1, (int64_t[]){1000}, MUSA_DTYPE_FLOAT32);
+    musa_tensor_release(t);
+    musa_alloc_stats s0, s1;
+    musa_alloc_get_stats(&s0);
+    CHECK(s0.cached_bytes >= 4000);
+    enum { N = 16384, SIZE = 2000 }; /* 32 MiB in blocks below the mmap threshold */
+    char **blocks = malloc(sizeof(char *) * N);
+    CHECK(blocks != NULL);
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(SIZE);
+        CHECK(blocks[i] != NULL);
+        memset(blocks[i], i & 0xff, SIZE);
+    }
+    for (int i = 0; i < N - 1; i++) free(blocks[i]); /* the last one pins the heap's top */
+    long long before = resident_bytes();
+    musa_alloc_trim();
+    long long after = resident_bytes();
+    musa_alloc_get_stats(&s1);
+    CHECK(s1.cached_bytes == s0.cached_bytes);
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+    /* (AddressSanitizer's own malloc keeps its pages) */
+    if (before > 0 && after > 0)
+        CHECK_MSG(before - after >= (16LL << 20), "resident %lld -> %lld bytes", before, after);
+#else
+    (void)before, (void)after;
+#endif
+    free(blocks[N - 1]);
+    free(blocks);
+}
+
 static int deleted;
 static void on_delete(void *ctx) {
     deleted += *(int *)ctx;

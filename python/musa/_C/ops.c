@@ -927,3 +927,7 @@ DEF(empty_cache, PM_FN, "") {
     musa_alloc_empty_cache();
     Py_RETURN_NONE;
 }
+DEF(_alloc_trim, PM_FN, "") {
+    musa_alloc_trim();
+    Py_RETURN_NONE;
+}

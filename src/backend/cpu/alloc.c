@@ -352,6 +352,12 @@ void musa_alloc_empty_cache(void) {
     pthread_mutex_unlock(&A.mu);
 }
 
+void musa_alloc_trim(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 size_t musa_alloc_size(size_t bytes) {
     return musa_cpu_alloc_class_size(bytes);
 }
