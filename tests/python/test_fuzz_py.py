@@ -110,6 +110,12 @@ def test_pytorch_bugs_are_not_compared():
     x = musa.tensor([[[-3e38], [3.3]], [[2.5], [-3.0]]], dtype=musa.bfloat16)
     assert torch_wrong("batch_norm", {"a0": x, "a1": musa.zeros(2), "a5": True})
     assert not torch_wrong("batch_norm", {"a0": x.clamp(-1e19, 1e19), "a1": musa.zeros(2)})
+    # seed 12423: 1.13 normalizes a row of one element to a nonzero value
+    x, src = musa.tensor([[[1.524]]], dtype=musa.bfloat16), "out = musa.layer_norm(a0, a1)"
+    assert torch_wrong("layer_norm", {"a0": x, "a1": (1,)}, src)
+    assert torch_wrong("layer_norm", {"a0": x, "a1": 1}, src)
+    assert not torch_wrong("layer_norm", {"a0": x.expand(1, 1, 2), "a1": (2,)}, src)
+    assert not torch_wrong("layer_norm", {"a0": x.expand(1, 2, 1), "a1": (2, 1)}, src)
 
 
 

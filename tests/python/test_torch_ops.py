@@ -594,6 +594,19 @@ def test_slogdet_of_a_nan_pivot_has_sign_zero():
     assert m.sign.numpy().tolist()[:2] == [0.0, 0.0]
 
 
+def test_soft_margin_loss_negates_the_input_not_an_unsigned_target():
+    # fuzz_py seed 12501: a uint8 target of 2 was negated first, to 254, and
+    # the loss was log(1 + exp(254 * 1.108)) = 281.43; PyTorch gives 0.1035
+    x = musa.tensor([1.108, -0.5], dtype=musa.float32)
+    y = musa.tensor([2, 1], dtype=musa.uint8)
+    got = musa.nn.functional.soft_margin_loss(x, y, reduction="none")
+    want = torch.nn.functional.soft_margin_loss(torch.tensor([1.108, -0.5]),
+                                                torch.tensor([2, 1], dtype=torch.uint8),
+                                                reduction="none")
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    assert abs(float(got[0]) - 0.10349877) < 1e-6
+
+
 def test_multilabel_soft_margin_loss_divides_by_the_input_classes():
     # fuzz_py seed 1545: a (3, 1) input against a (3, 5) target was averaged
     # over the 5 broadcast classes; PyTorch sums and divides by input's 1

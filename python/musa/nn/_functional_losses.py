@@ -236,9 +236,11 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """log(1 + exp(-target * input))."""
+    """log(1 + exp(-input * target)): the input is negated, not the target,
+    which may be unsigned (uint8 2 negated is 254)."""
     _tensors("soft_margin_loss", input=input, target=target)
-    return _reduce(_C.softplus(-target * input), reduction, "soft_margin_loss", size_average, reduce)
+    return _reduce(_C.softplus(-input * target), reduction, "soft_margin_loss", size_average,
+                   reduce)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,

@@ -94,6 +94,9 @@ TORCH_WRONG = {
     # (2.124) in float32 and bfloat16: the variance overflowed to inf (float64 torch and
     # musa in every dtype: x-hat = -1 and 1, 2.487 and 1.761)
     "batch_norm": (("square overflow", "the variance overflows where the values' squares do"),),
+    # seed 12423: layer_norm over (1,) of bfloat16 1.524, weight -1.55, gave 0.918 (float32
+    # 3e-6, float64 -6e-15); a row of one element is its own mean: musa gives 0
+    "layer_norm": (("one-element rows", "a row of one element normalizes to nonzero"),),
 }
 # seed 7562: 1.13 masks a shift count to the register's width (int32 -6 << 5
 # and << -1 differ); musa shifts as NumPy and PyTorch 2 (docs/pytorch.md)
@@ -482,6 +485,12 @@ def wrong_when(what, tensors, musa, env, src):
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    bool(((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
+    if what == "one-element rows":  # normalized_shape, the second argument, holds one element
+        names = re.findall(r"\ba\d+\b", src.split("\n")[0])
+        shape = env.get(names[1]) if len(names) >= 2 else None
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            shape = (shape,)
+        return isinstance(shape, (tuple, list)) and all(d == 1 for d in shape)
     if what == "square overflow":  # a value whose square is past float32's range
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    bool((np.abs(to_array(v, musa).astype(np.float64)) > 1.8e19).any())
