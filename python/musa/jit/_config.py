@@ -30,8 +30,10 @@ class Config:
     memory_budget: bytes a compiled plan may need (its predicted peak, as
         compiled.memory_plan() reports it), or None (default: no limit).
         Over budget, the planner recomputes more values instead of keeping
-        them (longer chains of cheap ops, then matmuls and convolutions:
-        activation checkpointing; results stay bitwise the same) and raises
+        them (longer chains of cheap ops, then matmuls and convolutions,
+        with the views of them that later reads see, such as attention's
+        q, k and v: activation checkpointing; results stay bitwise the
+        same) and raises
         MemoryError, naming the smallest peak it reached and what makes it
         up, when even that does not fit.
     channels_last: keep the activations of convolution chains channels-last
