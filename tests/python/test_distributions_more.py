@@ -46,6 +46,20 @@ def test_igamma_igammac_match_torch_and_differentiate():
                                rtol=1e-6)
 
 
+def test_incomplete_gamma_at_the_top_of_doubles():
+    # libFuzzer (op_call): from x = 5e307, 1 / (x + 1 - a) is subnormal and the
+    # continued fraction never met its tolerance, running all its 1e8 terms
+    # (50 ms an element); past 1e300 the fraction is 1 / (x + 1 - a) to
+    # double precision, and the tails are 1 and 0
+    a = np.array([1e-300, 0.5, 2.5, 1e3, 1e6, 2.0])
+    x = np.array([5e307, 1e308, 1.7e308, 6e307, 1.2e308, 1e301])
+    np.testing.assert_array_equal(musa.igamma(t64(musa, a), t64(musa, x)).numpy(), np.ones(6))
+    np.testing.assert_array_equal(musa.igammac(t64(musa, a), t64(musa, x)).numpy(), np.zeros(6))
+    np.testing.assert_array_equal(torch.igammac(torch.tensor(a), torch.tensor(x)).numpy(),
+                                  np.zeros(6))
+    assert np.isfinite(musa._standard_gamma_grad(t64(musa, a), t64(musa, x)).numpy()).all()
+
+
 def test_standard_gamma_grad_beats_torchs_approximation():
     """Against the implicit derivative from P by differences in float64."""
     a = np.array([0.05, 0.7, 3.0, 45.0, 900.0])

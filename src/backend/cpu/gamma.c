@@ -106,6 +106,11 @@ static double log_series(double a, double x) {
 static double log_fraction(double a, double x) {
     const double tiny = 1e-300;
     double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+    /* Past 1e300 the fraction is 1 / b to double precision (the next term is
+     * (1 - a) / b^2 relative, with a <= TEMME_A), and from b = 4.5e307 the
+     * loop's 1 / b is subnormal: it never met its tolerance, and ran all
+     * SERIES_MAX terms (50 ms an element; libFuzzer's op_call found it). */
+    if (b > 1e300) return -log(b);
     for (int i = 1; i < SERIES_MAX; i++) {
         double an = -i * (i - a);
         b += 2;
