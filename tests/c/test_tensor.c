@@ -94,7 +94,7 @@ TEST(allocator_trim_returns_freed_heap_pages_and_keeps_the_cache) {
     musa_alloc_stats s0, s1;
     musa_alloc_get_stats(&s0);
     CHECK(s0.cached_bytes >= 4000);
-    enum { N = 16384, SIZE = 2000 }; /* 32 MiB in blocks below the mmap threshold */
+    enum { N = 16384, SIZE = 2000 }; /* 32.8 MB in blocks below the mmap threshold */
     char **blocks = malloc(sizeof(char *) * N);
     CHECK(blocks != NULL);
     for (int i = 0; i < N; i++) {
