@@ -82,6 +82,23 @@ static musa_tensor *input(int64_t n, double lo, double hi) {
     return x;
 }
 
+/* A run of p on (x, w) gives ref's bits. */
+static bool runs_to(musa_plan *p, musa_tensor *x, musa_tensor *w, musa_tensor **ref) {
+    musa_tensor *in[2] = {x, w}, *out[2] = {NULL, NULL};
+    bool ok = musa_plan_run(p, 2, in, 2, out) == MUSA_OK && same_bits(out[0], ref[0]) &&
+              same_bits(out[1], ref[1]);
+    release_all(2, out[0], out[1]);
+    return ok;
+}
+
+/* Frees what a test made: the plan, its graph, the references and inputs. */
+static void release_case(musa_plan *p, musa_graph *g, musa_tensor **ref, musa_tensor *x,
+                         musa_tensor *w) {
+    musa_plan_free(p);
+    musa_graph_free(g);
+    release_all(4, ref[0], ref[1], x, w);
+}
+
 TEST(chains_run_every_member_kind_bitwise_eager) {
     useed(11);
     /* tails of every length class; 3M floats (12 MB) streams its outputs */
@@ -98,17 +115,9 @@ TEST(chains_run_every_member_kind_bitwise_eager) {
         CHECK_MSG(musa_plan_get_stats(p)->chains == 1, "n %lld: %d chains\n%s", (long long)n,
                   musa_plan_get_stats(p)->chains, text ? text : "");
         free(text);
-        for (int run = 0; run < 2; run++) { /* the second run reuses the resolved program */
-            musa_tensor *in[2] = {x, w}, *out[2] = {NULL, NULL};
-            CHECK_OK(musa_plan_run(p, 2, in, 2, out));
-            CHECK_MSG(same_bits(out[0], ref[0]) && same_bits(out[1], ref[1]), "n %lld run %d",
-                      (long long)n, run);
-            musa_tensor_release(out[0]), musa_tensor_release(out[1]);
-        }
-        musa_plan_free(p);
-        musa_graph_free(g);
-        musa_tensor_release(ref[0]), musa_tensor_release(ref[1]);
-        musa_tensor_release(x), musa_tensor_release(w);
+        for (int run = 0; run < 2; run++) /* the second run reuses the resolved program */
+            CHECK_MSG(runs_to(p, x, w, ref), "n %lld run %d", (long long)n, run);
+        release_case(p, g, ref, x, w);
     }
 }
 
@@ -123,14 +132,8 @@ TEST(no_chain_switch_runs_tiles_with_the_same_bits) {
     musa_plan *p = build(x, &g);
     unsetenv("MUSA_NO_CHAIN");
     CHECK(p && musa_plan_get_stats(p)->chains == 0 && musa_plan_get_stats(p)->fused_groups >= 1);
-    musa_tensor *in[2] = {x, w}, *out[2] = {NULL, NULL};
-    CHECK(p && musa_plan_run(p, 2, in, 2, out) == MUSA_OK);
-    CHECK(same_bits(out[0], ref[0]) && same_bits(out[1], ref[1]));
-    musa_tensor_release(out[0]), musa_tensor_release(out[1]);
-    musa_plan_free(p);
-    musa_graph_free(g);
-    musa_tensor_release(ref[0]), musa_tensor_release(ref[1]);
-    musa_tensor_release(x), musa_tensor_release(w);
+    CHECK(p && runs_to(p, x, w, ref));
+    release_case(p, g, ref, x, w);
 }
 
 /* A float64 group, or an int member, keeps its tiles. */
