@@ -351,6 +351,51 @@ def test_sgd_with_dampening_recompiles_once_for_the_first_step():
     assert step_c.compiles == 2 and "optimizer state changed" in step_c.recompile_log[0]
 
 
+def test_clearing_a_parameters_optimizer_state_recompiles_and_matches_eager():
+    eager, comp = twins(ZOO["mlp"][0])
+    oe = musa.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    oc = musa.optim.SGD(comp.parameters(), lr=0.1, momentum=0.9)
+    step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
+    musa.manual_seed(4)
+    for i in range(6):
+        if i == 3:  # the fast path's guard sees one parameter lose its momentum
+            oe.state[next(iter(eager.parameters()))].clear()
+            oc.state[next(iter(comp.parameters()))].clear()
+        x, y = musa.randn(8, 64), musa.randint(0, 10, (8,))
+        assert float(step_e(x, y)) == float(step_c(x, y))
+    for p, q in zip(eager.parameters(), comp.parameters()):
+        assert np.array_equal(q.detach().numpy(), p.detach().numpy())
+    # the state is whole again on the next step: the first variant serves it
+    assert step_c.compiles == 2 and "optimizer state changed" in step_c.recompile_log[0]
+
+
+def test_guard_values_built_in_c_are_the_python_ones():
+    from collections import OrderedDict, defaultdict
+
+    from musa import _C
+    group = {"params": [1], "lr": 0.1, "momentum": 0.9, "nesterov": False, 3: None}
+    assert _C._items_except(group, ("params", "lr")) == tuple(
+        kv for kv in group.items() if kv[0] not in ("params", "lr"))
+    assert _C._items_except({}, ("params",)) == ()
+    states = [{}, {"momentum_buffer": 1, "step": 2}, OrderedDict(a=1), defaultdict(int, b=2)]
+    assert _C._keys_of_each(states) == tuple(map(tuple, states))
+    assert _C._keys_of_each(()) == ()
+    with pytest.raises(TypeError, match=r"\[_items_except\] expected \(dict, tuple\), got \(list"):
+        _C._items_except([], ())
+    with pytest.raises(TypeError, match=r"\[_keys_of_each\] expected a sequence"):
+        _C._keys_of_each(5)
+
+    class Unequal:  # a key whose comparison raises: the error comes through
+        def __eq__(self, other):
+            raise ValueError("no comparing")
+
+        def __hash__(self):
+            return 1
+
+    with pytest.raises(ValueError, match="no comparing"):
+        _C._items_except({Unequal(): 1}, ("params",))
+
+
 def test_last_smaller_batch_recompiles_once_and_is_logged():
     eager, comp = twins(make_cnn)
     oe = musa.optim.SGD(eager.parameters(), lr=0.05)

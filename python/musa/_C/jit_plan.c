@@ -270,6 +270,72 @@ DEF(_jit_call_matches, PM_FN, "args:O state:O") {
                            fast_guards_hold(PyTuple_GET_ITEM(st, 3)));
 }
 
+/* Guard values built in C, since Plan.call computes them on every call
+ * (the optimizer's guards, musa/optim/optimizer.py: 0.6-0.9 us each in
+ * Python, a few percent of a small model's step). */
+
+/* _items_except(d, excluded): tuple((k, v) for k, v in d.items() if k not
+ * in excluded), in the dict's order. */
+DEF(_items_except, PM_FN, "d:O excluded:O") {
+    PyObject *d = a[0].o, *ex = a[1].o;
+    if (!PyDict_Check(d) || !PyTuple_Check(ex)) {
+        PyErr_Format(PyExc_TypeError, "[%s] expected (dict, tuple), got (%s, %s)", who,
+                     Py_TYPE(d)->tp_name, Py_TYPE(ex)->tp_name);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(PyDict_GET_SIZE(d)), *k, *v;
+    Py_ssize_t pos = 0, n = 0;
+    while (out && PyDict_Next(d, &pos, &k, &v)) {
+        if (n == PyTuple_GET_SIZE(out)) { /* a finalizer the tuples ran grew it */
+            PyErr_Format(PyExc_RuntimeError, "[%s] the dict changed size", who);
+            Py_CLEAR(out);
+            break;
+        }
+        int skip = PySequence_Contains(ex, k);
+        PyObject *kv = skip == 0 ? PyTuple_Pack(2, k, v) : NULL;
+        if (skip > 0) continue;
+        if (!kv)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, n++, kv);
+    }
+    if (out && n < PyTuple_GET_SIZE(out) && _PyTuple_Resize(&out, n) < 0) return NULL;
+    return out;
+}
+
+/* _keys_of_each(seq): tuple(tuple(x) for x in seq) (a dict gives its keys,
+ * in order). */
+DEF(_keys_of_each, PM_FN, "seq:O") {
+    PyObject *seq = PySequence_Fast(a[0].o, "[_keys_of_each] expected a sequence of dicts");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyTuple_New(n);
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(seq, i), *t;
+        if (PyDict_CheckExact(x)) {
+            PyObject *k, *v;
+            Py_ssize_t pos = 0, j = 0;
+            t = PyTuple_New(PyDict_GET_SIZE(x));
+            while (t && PyDict_Next(x, &pos, &k, &v)) {
+                if (j == PyTuple_GET_SIZE(t)) {
+                    PyErr_Format(PyExc_RuntimeError, "[%s] a dict changed size", who);
+                    Py_CLEAR(t);
+                    break;
+                }
+                PyTuple_SET_ITEM(t, j++, Py_NewRef(k));
+            }
+        } else {
+            t = PySequence_Tuple(x);
+        }
+        if (!t)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, t);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
 int pm_plan_init(PyObject *module) {
     if (!(Plan_Type = (PyTypeObject *)PyType_FromSpec(&plan_spec))) return -1;
     Py_INCREF(Plan_Type);

@@ -66,8 +66,9 @@ _UNGUARDED = ("params", "lr")
 
 
 def state_keys_of(states):
-    """Which state each parameter has (the optimizer-state guard's value)."""
-    return tuple(map(tuple, states))
+    """Which state each parameter has (the optimizer-state guard's value):
+    tuple(map(tuple, states)), built in C."""
+    return _C._keys_of_each(states)
 
 
 def _guard_options(group, states, state_keys=None):
@@ -78,11 +79,10 @@ def _guard_options(group, states, state_keys=None):
     if not _capture.capturing():
         return
 
-    def opts():  # checked at every compiled call: kept cheap (no sort; insertion order)
-        return tuple([kv for kv in group.items() if kv[0] not in _UNGUARDED])
-
-    def keys():
-        return state_keys_of(states)
+    # checked at every compiled call: kept cheap (in C, called from C with no
+    # Python frame; no sort: insertion order)
+    opts = functools.partial(_C._items_except, group, _UNGUARDED)
+    keys = functools.partial(_C._keys_of_each, states)
 
     _capture.guard(("optim-group", id(group)), opts, opts(), "optimizer options")
     _capture.guard(("optim-state", id(group)), keys, keys() if state_keys is None else state_keys,
