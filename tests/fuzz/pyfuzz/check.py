@@ -42,7 +42,11 @@ RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "be
           "feature_dropout_", "dropout_", "alpha_dropout_", "feature_alpha_dropout_",
           "new_empty_strided", "new",  # (Tensor.new(sizes) is uninitialised)
           # the elements past the old ones are uninitialised in torch (zeros in musa)
-          "resize_", "resize_as_"}
+          "resize_", "resize_as_",
+          # randomized SVD: a random sketch, and the singular vectors' signs follow it (seed
+          # 12887: pca_lowrank's U column of 0.2352 against torch's -0.2352); test_histogramdd
+          # compares the singular values and the reconstruction
+          "svd_lowrank", "pca_lowrank"}
 # Results not compared with torch at all, with the reason.
 NO_COMPARE = {
     "data_ptr": "an address", "__hash__": "an id", "__repr__": "text", "__format__": "text",
