@@ -257,6 +257,16 @@ def test_pixel_shuffle(r, shape):
         F.pixel_shuffle(musa.ones(1, 3, 2, 2), 2)
 
 
+def test_pixel_shuffle_of_empty_inputs_follows_the_shape_rule():
+    # PyTorch 1.13 returns an empty input in its own shape ((1, 0, 2) by 2 stays
+    # (1, 0, 2), where (1, 2, 2) gives (4, 1, 1)); the rule holds at any size here
+    assert F.pixel_unshuffle(musa.zeros(1, 0, 2, dtype=musa.uint8), 2).shape == (4, 0, 1)
+    assert F.pixel_shuffle(musa.zeros(4, 0, 1), 2).shape == (1, 0, 2)
+    assert F.pixel_shuffle(musa.zeros(0, 8, 1, 3), 2).shape == (0, 2, 2, 6)
+    with pytest.raises(RuntimeError, match=r"\[pixel_unshuffle\]"):
+        F.pixel_unshuffle(musa.zeros(1, 0, 3), 2)
+
+
 @pytest.mark.parametrize("kw,shape", [
     ({"scale_factor": 2, "mode": "nearest"}, (1, 2, 3, 4)),
     ({"size": (5, 7), "mode": "nearest"}, (2, 1, 3, 4)),

@@ -89,6 +89,10 @@ TORCH_WRONG = {
     # seed 9022: y of shape (0,) and x of shape (1, 0) gave shape (0, 0), broadcasting the
     # empty x's differences; musa returns the empty y (its result for any empty y)
     "cumulative_trapezoid": (("empty", "an empty y with a higher-rank x takes x's shape"),),
+    # seed 13243: pixel_unshuffle of a (1, 0, 2) uint8 tensor by 2 gave (1, 0, 2), where a
+    # (1, 2, 2) one gives (4, 1, 1); musa gives (4, 0, 1), the shape rule of any size
+    "pixel_unshuffle": (("empty", "an empty input comes back in its own shape"),),
+    "pixel_shuffle": (("empty", "an empty input comes back in its own shape"),),
     # seed 9314: softsign(int8 127) is -0.992: 1 + |x| computed in int8 wraps to -128
     "softsign": (("int8", "1 + |x| wraps around in 8-bit integers"),),
     # seed 9359: unique_consecutive(x, True) returns an empty inverse (return_inverse=True
