@@ -116,6 +116,13 @@ def test_pytorch_bugs_are_not_compared():
     assert torch_wrong("layer_norm", {"a0": x, "a1": 1}, src)
     assert not torch_wrong("layer_norm", {"a0": x.expand(1, 1, 2), "a1": (2,)}, src)
     assert not torch_wrong("layer_norm", {"a0": x.expand(1, 2, 1), "a1": (2, 1)}, src)
+    # seed 13393: and groups of one element, in float32 too (musa: exactly 0)
+    x, src = musa.tensor([[[-3.925], [-1.782], [-2.464]]]), "out = F.group_norm(a0, a1, a2, a3)"
+    assert torch_wrong("group_norm", {"a0": x, "a1": 3}, src)
+    assert not torch_wrong("group_norm", {"a0": x, "a1": 1}, src)
+    assert not torch_wrong("group_norm", {"a0": x.expand(1, 3, 2).contiguous(), "a1": 3}, src)
+    assert musa.equal(musa.nn.functional.group_norm(x, 3, musa.tensor([-2.055, -1.3, -0.9])),
+                      musa.zeros(1, 3, 1))
 
 
 

@@ -85,7 +85,10 @@ TORCH_WRONG = {
     "group_norm": (("expanded", "group_norm of an expanded (stride 0) input is garbage"),
                    # seed 8977: one group of (-1.557, -1.81), weight 2.209, bias 0.075 gave 2.5
                    # (float32 torch 2.283, musa's bfloat16 2.281)
-                   ("bfloat16", "bfloat16 group_norm loses its statistics' precision")),
+                   ("bfloat16", "bfloat16 group_norm loses its statistics' precision"),
+                   # seed 13393: groups of one element normalize to nonzero in float32
+                   # (-1.2e-4 for -3.925 times weight -2.055; float64 gives 0, as musa does)
+                   ("one-element groups", "one-element groups normalize to nonzero values")),
     # seed 9022: y of shape (0,) and x of shape (1, 0) gave shape (0, 0), broadcasting the
     # empty x's differences; musa returns the empty y (its result for any empty y)
     "cumulative_trapezoid": (("empty", "an empty y with a higher-rank x takes x's shape"),),
@@ -493,6 +496,12 @@ def wrong_when(what, tensors, musa, env, src):
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    bool(((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
+    if what == "one-element groups":  # (N, C, *) input a0 in groups a1 of one element each
+        names = re.findall(r"\ba\d+\b", src.split("\n")[0])
+        x, groups = (env.get(names[0]), env.get(names[1])) if len(names) >= 2 else (None, None)
+        if not isinstance(x, musa.Tensor) or x.dim() < 2 or not isinstance(groups, int) or groups <= 0:
+            return False
+        return numel(x) // max(x.shape[0], 1) == groups
     if what == "one-element rows":  # normalized_shape, the second argument, holds one element
         names = re.findall(r"\ba\d+\b", src.split("\n")[0])
         shape = env.get(names[1]) if len(names) >= 2 else None
