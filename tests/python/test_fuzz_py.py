@@ -5,6 +5,7 @@ exceptions as documented. The fuzzing proper runs in `bash run.sh sanitize`
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -12,7 +13,8 @@ FUZZ = os.path.join(os.path.dirname(__file__), "..", "fuzz")
 sys.path.insert(0, FUZZ)
 
 from pyfuzz.api import api  # noqa: E402
-from pyfuzz.check import classify, compare, ill_conditioned, torch_wrong, unsafe_conversion  # noqa: E402
+from pyfuzz.check import (classify, compare, ill_conditioned, run_source,  # noqa: E402
+                           torch_wrong, unsafe_conversion)
 from pyfuzz.gen import generate  # noqa: E402
 
 
@@ -116,6 +118,19 @@ def test_pytorch_bugs_are_not_compared():
     assert torch_wrong("layer_norm", {"a0": x, "a1": 1}, src)
     assert not torch_wrong("layer_norm", {"a0": x.expand(1, 1, 2), "a1": (2,)}, src)
     assert not torch_wrong("layer_norm", {"a0": x.expand(1, 2, 1), "a1": (2, 1)}, src)
+    # seed 13546: an in-place call's conditions read its arguments as they were (igamma_
+    # wrote its result over the subnormal a)
+    a = musa.tensor([0.5, 1e-40, 2.0], dtype=musa.bfloat16)
+    call = types.SimpleNamespace(target=types.SimpleNamespace(short="igamma_"), lines=[],
+                                 call="out = a0.igamma_(a1)")
+    env, exc, stage = run_source(call, {"a0": a, "a1": musa.tensor([0.3, 0.313, 1.0])})
+    assert stage == "ok" and not (a.float().abs() < 1e-38).any()
+    assert torch_wrong("igamma_", env, call.call)
+    # seed 13542: 1.13's narrow_copy reads a non-contiguous input in memory order
+    x = musa.arange(40.0).reshape(2, 4, 5).transpose(0, 1)
+    assert torch_wrong("narrow_copy", {"a0": x, "a1": 1, "a2": 0, "a3": 2})
+    assert not torch_wrong("narrow_copy", {"a0": x.contiguous(), "a1": 1, "a2": 0, "a3": 2})
+    assert float(musa.narrow_copy(x, 1, 0, 2)[0, 1, 0]) == 20.0
     # seed 13393: and groups of one element, in float32 too (musa: exactly 0)
     x, src = musa.tensor([[[-3.925], [-1.782], [-2.464]]]), "out = F.group_norm(a0, a1, a2, a3)"
     assert torch_wrong("group_norm", {"a0": x, "a1": 3}, src)

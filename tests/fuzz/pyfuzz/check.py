@@ -96,6 +96,10 @@ TORCH_WRONG = {
     # (1, 2, 2) one gives (4, 1, 1); musa gives (4, 0, 1), the shape rule of any size
     "pixel_unshuffle": (("empty", "an empty input comes back in its own shape"),),
     "pixel_shuffle": (("empty", "an empty input comes back in its own shape"),),
+    # seed 13542: narrow_copy of a transposed (4, 2, 5) float64 tensor along dim 1 read the
+    # elements in the memory's order (10. where the view holds 20.: arange(40.) reshaped
+    # (2, 4, 5) and transposed)
+    "narrow_copy": (("non-contiguous", "a non-contiguous input is read in memory order"),),
     # seed 9314: softsign(int8 127) is -0.992: 1 + |x| computed in int8 wraps to -128
     "softsign": (("int8", "1 + |x| wraps around in 8-bit integers"),),
     # seed 9359: unique_consecutive(x, True) returns an empty inverse (return_inverse=True
@@ -214,6 +218,24 @@ def torch_target_exists(t, torch_ns):
     return t.form != "prop" or hasattr(torch_ns["musa"].Tensor, t.short)
 
 
+BEFORE = "__args_before_the_call__"  # an in-place call's arguments, as they were
+
+
+def in_place(name):
+    return name.endswith("_") and not name.endswith("__")
+
+
+def clone_arg(v):
+    """A tensor argument's copy (a small one), else the argument."""
+    clone = getattr(v, "clone", None)
+    if clone is None or not hasattr(v, "shape") or numel(v) > LARGE:
+        return v
+    try:
+        return clone()
+    except Exception:  # noqa: BLE001 - the argument as it is
+        return v
+
+
 def run_source(call, ns):
     """Run a call's source in a copy of ns; return (namespace, exception, stage)."""
     env = dict(ns)
@@ -223,6 +245,8 @@ def run_source(call, ns):
         if isinstance(e, KeyboardInterrupt):
             raise
         return env, e, "args"
+    if in_place(call.target.short):  # the conditions of TORCH_WRONG read the inputs
+        env[BEFORE] = {k: clone_arg(v) for k, v in env.items() if re.fullmatch(r"a\d+", k)}
     try:
         exec(call.call, env)
     except BaseException as e:  # noqa: BLE001 - reported
@@ -460,6 +484,7 @@ def args_of(env):
 
 def torch_wrong(fn, env, src=""):
     import musa
+    env = {**env, **env.get(BEFORE, {})}  # an in-place call's arguments as they were
     tensors = [v for v in args_of(env) if isinstance(v, musa.Tensor)]
     return any(wrong_when(what, tensors, musa, env, src) for what, _ in TORCH_WRONG.get(fn, ()))
 
@@ -496,6 +521,8 @@ def wrong_when(what, tensors, musa, env, src):
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    bool(((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
+    if what == "non-contiguous":
+        return any(not v.is_contiguous() for v in tensors)
     if what == "one-element groups":  # (N, C, *) input a0 in groups a1 of one element each
         names = re.findall(r"\ba\d+\b", src.split("\n")[0])
         x, groups = (env.get(names[0]), env.get(names[1])) if len(names) >= 2 else (None, None)
