@@ -112,13 +112,16 @@ def test_max_batch_fits_the_budget_and_one_more_does_not():
         s.max_batch(1 << 30)
 
 
-def deep_step(budget=None):
+def deep_step(budget=None, dynamic=None):
     musa.manual_seed(0)
     layers = []
     for _ in range(6):
         layers += [nn.Linear(128, 128), nn.Tanh()]
     net = nn.Sequential(*layers, nn.Linear(128, 10))
-    return net, make_step(net, config=musa.Config(memory_budget=budget))
+    config = musa.Config(memory_budget=budget)
+    if dynamic:
+        config.dynamic = dynamic
+    return net, make_step(net, config=config)
 
 
 def test_memory_budget_recomputes_to_fit_with_the_same_results():
@@ -140,6 +143,32 @@ def test_memory_budget_recomputes_to_fit_with_the_same_results():
     # the run itself stays within the prediction (the inputs and state were already held)
     assert musa.memory_stats()["peak_bytes"] - base <= mp["peak_bytes"]
     assert free.memory_plan()["remat_budget"] == 0  # no budget: nothing extra recomputed
+
+
+def test_memory_budget_holds_each_size_of_a_dynamic_dim():
+    data = {b: (musa.randn(b, 128), musa.randint(0, 10, (b,))) for b in (512, 300, 700)}
+    peaks = {}
+    for b, (x, y) in data.items():
+        _, free = deep_step()
+        free(x, y)
+        peaks[b] = free.memory_plan()["peak_bytes"]
+    budget = int(peaks[512] * 0.9)
+    assert peaks[300] < budget < peaks[512] < peaks[700]
+    net_f, free = deep_step()  # compiled per size, no budget: eager's bits
+    net_t, tight = deep_step(budget, dynamic={"x": {0: (1, 1024)}, "y": {0: (1, 1024)}})
+    for b in (512, 300, 512, 300):
+        assert float(tight(*data[b])) == float(free(*data[b])), b
+        mp = tight.memory_plan()  # the plan of the size just run
+        assert mp["peak_bytes"] <= budget
+        assert (mp["remat_budget"] > 0) == (b == 512), b  # only the size over budget recomputes
+    assert tight.compiles == 1 and "s0" in str(tight.get_graph())  # one capture for both sizes
+    for p, q in zip(net_t.parameters(), net_f.parameters()):
+        assert musa.equal(p, q)
+    before = [p.detach().clone() for p in net_t.parameters()]
+    with pytest.raises(MemoryError, match=r"memory_budget .* cannot be met"):
+        tight(*data[700])  # the least it can reach at 700 is over the budget
+    for p, b in zip(net_t.parameters(), before):
+        assert musa.equal(p, b)
 
 
 def test_memory_budget_that_cannot_be_met_says_so_and_leaves_the_model_alone():

@@ -147,7 +147,8 @@ class CompiledFunction:
 
     def memory_plan(self):
         """What a run of the last compiled variant needs in memory, from its
-        plan (nothing runs): ``peak_bytes`` (what musa.memory_stats() will
+        plan (nothing runs; with dynamic dims, the plan of the size last
+        run): ``peak_bytes`` (what musa.memory_stats() will
         count at the run's peak, within the tensors the run touches), its
         ``parts`` (inputs, parameters and state, the plan's block, outputs),
         every ``tensors`` entry and the ``largest_intermediates`` with the op
@@ -534,7 +535,7 @@ class CompiledFunction:
                 self._note_recompile(f"dynamic dims of {self._name} do not hold at {shapes}: {e}")
                 return self._fn(*args, **kwargs)
             seg = variant.add_plan(shapes, g, self.config)
-            self._last = seg
+        self._last = seg  # memory_plan() and the other views describe the size last run
         drop_grads(seg.outputs)
         res = seg.plan.run(inputs)
         copy_back(leaves, inputs, res)
