@@ -322,3 +322,45 @@ def test_memory_budget_recomputes_values_read_through_views():
     assert tight.memory_plan()["peak_bytes"] <= peak0 * 0.7
     text = str(tight.get_graph())
     assert text.count("slice(") > str(free.get_graph()).count("slice("), text
+
+
+def test_changing_a_config_setting_replans_on_the_next_call(caplog):
+    import copy
+    x, y = musa.randn(512, 128), musa.randint(0, 10, (512,))
+    net_f, free = deep_step()
+    net, step = deep_step()
+    for _ in range(2):
+        assert float(step(x, y)) == float(free(x, y))
+    peak0 = step.memory_plan()["peak_bytes"]
+    # the budget set after the first calls holds from the next call on
+    step.config.set_memory_budget(int(peak0 * 0.9))
+    assert step.memory_plan()["peak_bytes"] == peak0  # the last plan, until then
+    with caplog.at_level("WARNING", logger="musa.jit"):
+        for _ in range(2):
+            assert float(step(x, y)) == float(free(x, y))  # recomputing: the same bits
+    assert step.memory_plan()["peak_bytes"] <= peak0 * 0.9 and step.compiles == 2
+    assert step.recompile_log[-1].endswith("recompiling make_step.<locals>.step: config changed: "
+                                           "memory_budget")
+    assert "config changed: memory_budget" in caplog.text
+    # any planned setting: fusion off, then a limit that changes no plan
+    step.config.fusion_level = 0
+    assert float(step(x, y)) == float(free(x, y))
+    assert step.plan_stats()["fused_groups"] == 0 and step.compiles == 3
+    step.config.max_variants = 20
+    assert float(step(x, y)) == float(free(x, y))
+    assert step.compiles == 3
+    # a copy of the config serves none of the compiled functions
+    other = copy.copy(step.config)
+    other.set_fusion_level(2)
+    assert float(step(x, y)) == float(free(x, y))
+    assert step.compiles == 3 and step.plan_stats()["fused_groups"] == 0
+    # two functions of one config both replan
+    shared = musa.Config()
+    f, g = musa.jit(lambda a: a * 2 + 1, config=shared), musa.jit(lambda a: a.exp() - 1, config=shared)
+    a = musa.randn(64, 64)
+    f(a), g(a)
+    shared.set_fusion_level(0)
+    f(a), g(a)
+    assert f.compiles == 2 and g.compiles == 2
+    for p, q in zip(net.parameters(), net_f.parameters()):
+        assert musa.equal(p, q)

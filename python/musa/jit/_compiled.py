@@ -85,6 +85,8 @@ class CompiledFunction:
         self.recompile_log = []
         self.compiles = 0
         self._saved_call = None  # (spec, [(shape, dtype)]) of the last capture: what save() saves
+        self._config_note = None  # why the next capture recompiles: a setting changed
+        self.config._attach(self)
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
 
@@ -235,6 +237,11 @@ class CompiledFunction:
                 if entry is None:
                     if self._cache:
                         self._log_recompile(key, spec)
+                    elif self._config_note:
+                        line = f"musa.jit: recompiling {self._name}: {self._config_note}"
+                        self.recompile_log.append(line)
+                        log.warning(line)
+                    self._config_note = None
                     if self._eager_all:
                         return self._fn(*args, **kwargs)
                     return self._capture(key, leaves, spec, args, kwargs)
@@ -300,6 +307,18 @@ class CompiledFunction:
         copy_back(leaves, inputs, res)
         return finish(last.outputs, res, leaves)
 
+
+    def _config_changed(self, what):
+        """Config setting `what` changed: the variants planned under the old
+        settings go, and the next call captures again (a logged recompile).
+        memory_plan() and the other views keep describing the last plan
+        until then."""
+        with self._lock:
+            if self._cache:  # a fresh start: the variant count too
+                self._cache.clear()
+                self._fast = None
+                self._variants, self._eager_all = 0, False
+                self._config_note = f"config changed: {what}"
 
     def _run_overlapping(self, args, kwargs, what=""):
         """Run a call whose arguments share memory eagerly (logged once)."""

@@ -2,10 +2,17 @@
 
 Invariants: every setting is validated when set, so a Config that exists is
 usable; ``dynamic`` maps an argument (name or position) to {dim: (min, max)}
-with 0 <= min <= max.
+with 0 <= min <= max. A Config knows the compiled functions that use it
+(weakly): changing a setting drops the plans they made under the old one, so
+their next calls capture again (logged as a recompile). Copies and pickles
+are used by no compiled function.
 """
 
+import weakref
+
 UNBOUNDED = 1 << 62  # the upper end of a dynamic range given without one
+# settings that change no plan: changing them recompiles nothing
+_NOT_PLANNED = frozenset({"max_variants"})
 
 
 class Config:
@@ -92,6 +99,30 @@ class Config:
                 lo, hi = rng if rng is not None else (1, UNBOUNDED)
                 self.dynamic_dim(arg, d, lo, hi)
 
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if not name.startswith("_") and name not in _NOT_PLANNED:
+            self._changed(name)
+
+    def _changed(self, what):
+        """Setting `what` changed: the compiled functions using this config
+        drop the plans they made under the old settings."""
+        for user in list(self.__dict__.get("_users", ())):
+            user._config_changed(what)
+
+    def _attach(self, user):
+        """Register a compiled function that plans with this config."""
+        users = self.__dict__.get("_users")
+        if users is None:
+            users = weakref.WeakSet()
+            object.__setattr__(self, "_users", users)
+        users.add(user)
+
+    def __getstate__(self):  # a copy (or a pickle) serves no compiled function yet
+        state = dict(self.__dict__)
+        state.pop("_users", None)
+        return state
+
     def enable_memory_arena(self, on=True):
         """Plan intermediates into one arena (True) or give each its own region."""
         self.memory_arena = bool(on)
@@ -125,6 +156,7 @@ class Config:
                 or min < 0 or max < min:
             raise ValueError(f"[Config.dynamic_dim] bad dim/range {dim!r}, ({min!r}, {max!r})")
         self.dynamic.setdefault(arg, {})[dim] = (min, max)
+        self._changed("dynamic")
         return self
 
     def disable_pass(self, name):
