@@ -62,6 +62,10 @@ class Config:
         "auto" (default) is symbolic unless the function itself reads tensor
         values on the host (.item(), print, ...), and falls back to tracing,
         logged, when a symbolic capture meets a host read.
+
+    A setting changed after a compiled function has run applies from its
+    next call, which captures again (logged as a recompile); max_variants
+    changes no plan and recompiles nothing.
     """
 
     CAPTURES = ("auto", "trace", "symbolic")
