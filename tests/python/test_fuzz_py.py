@@ -131,6 +131,11 @@ def test_pytorch_bugs_are_not_compared():
     assert torch_wrong("narrow_copy", {"a0": x, "a1": 1, "a2": 0, "a3": 2})
     assert not torch_wrong("narrow_copy", {"a0": x.contiguous(), "a1": 1, "a2": 0, "a3": 2})
     assert float(musa.narrow_copy(x, 1, 0, 2)[0, 1, 0]) == 20.0
+    # seed 14043: 1.13's gcd with the type's minimum among the values is negative
+    a, b = musa.tensor([-5], dtype=musa.int8), musa.tensor([0, -128, 0], dtype=musa.int8)
+    assert torch_wrong("gcd", {"a0": a, "a1": b})
+    assert not torch_wrong("gcd", {"a0": a, "a1": b + 1})
+    assert musa.gcd(a, b).tolist() == [5, 1, 5]
     # seed 13393: and groups of one element, in float32 too (musa: exactly 0)
     x, src = musa.tensor([[[-3.925], [-1.782], [-2.464]]]), "out = F.group_norm(a0, a1, a2, a3)"
     assert torch_wrong("group_norm", {"a0": x, "a1": 3}, src)

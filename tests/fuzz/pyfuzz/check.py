@@ -100,6 +100,9 @@ TORCH_WRONG = {
     # elements in the memory's order (10. where the view holds 20.: arange(40.) reshaped
     # (2, 4, 5) and transposed)
     "narrow_copy": (("non-contiguous", "a non-contiguous input is read in memory order"),),
+    # seed 14043: gcd(int8 -5, -128) is -1 (musa and NumPy: 1); |-128| wraps to -128 in int8
+    "gcd": (("integer minimum", "|x| of the type's minimum wraps, and the gcd comes out negative"),),
+    "gcd_": (("integer minimum", "|x| of the type's minimum wraps, and the gcd comes out negative"),),
     # seed 9314: softsign(int8 127) is -0.992: 1 + |x| computed in int8 wraps to -128
     "softsign": (("int8", "1 + |x| wraps around in 8-bit integers"),),
     # seed 9359: unique_consecutive(x, True) returns an empty inverse (return_inverse=True
@@ -521,6 +524,11 @@ def wrong_when(what, tensors, musa, env, src):
         return any(str(v.dtype).split(".")[-1] in FLOATS and numel(v) <= LARGE and
                    bool(((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
+    if what == "integer minimum":  # an integer tensor holding its type's least value
+        lows = {"int8": -2**7, "int16": -2**15, "int32": -2**31, "int64": -2**63}
+        return any(str(v.dtype).split(".")[-1] in lows and numel(v) <= LARGE and
+                   bool((to_array(v, musa) == lows[str(v.dtype).split(".")[-1]]).any())
+                   for v in tensors)
     if what == "non-contiguous":
         return any(not v.is_contiguous() for v in tensors)
     if what == "one-element groups":  # (N, C, *) input a0 in groups a1 of one element each
