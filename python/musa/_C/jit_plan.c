@@ -291,13 +291,14 @@ DEF(_items_except, PM_FN, "d:O excluded:O") {
             Py_CLEAR(out);
             break;
         }
-        int skip = PySequence_Contains(ex, k);
-        PyObject *kv = skip == 0 ? PyTuple_Pack(2, k, v) : NULL;
+        int skip = PySequence_Contains(ex, k); /* -1: k's comparison raised */
         if (skip > 0) continue;
-        if (!kv)
+        PyObject *kv = skip == 0 ? PyTuple_Pack(2, k, v) : NULL;
+        if (!kv) {
             Py_CLEAR(out);
-        else
-            PyTuple_SET_ITEM(out, n++, kv);
+            break;
+        }
+        PyTuple_SET_ITEM(out, n++, kv);
     }
     if (out && n < PyTuple_GET_SIZE(out) && _PyTuple_Resize(&out, n) < 0) return NULL;
     return out;

@@ -307,7 +307,6 @@ class CompiledFunction:
         copy_back(leaves, inputs, res)
         return finish(last.outputs, res, leaves)
 
-
     def _config_changed(self, what):
         """Config setting `what` changed: the variants planned under the old
         settings go, and the next call captures again (a logged recompile).

@@ -225,7 +225,9 @@ BEFORE = "__args_before_the_call__"  # an in-place call's arguments, as they wer
 
 
 def in_place(name):
-    return name.endswith("_") and not name.endswith("__")
+    """May the call write into its first argument (add_, __iadd__; some
+    dunders that do not, such as __add__, are taken too)?"""
+    return name.endswith("_")
 
 
 def clone_arg(v):
@@ -463,7 +465,7 @@ def check_call(call, ours, theirs, mark=lambda: None):
             diff = compare(a, b, musa, torch, keep=cast_mask(fn, env, call, out, musa))
         except Exception:  # noqa: BLE001 - torch's result cannot be read (meta tensors)
             return rec
-        if diff is None and (fn.endswith("_") or "=" in call.call.split("\n")[0][:-1]) and \
+        if diff is None and (in_place(fn) or "=" in call.call.split("\n")[0][:-1]) and \
                 call.lines and not random_result(fn):
             recv = call.lines[0].split(" = ")[0]
             try:
@@ -525,10 +527,9 @@ def wrong_when(what, tensors, musa, env, src):
                    bool(((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any())
                    for v in tensors for x in [to_array(v, musa).astype(np.float64)])
     if what == "integer minimum":  # an integer tensor holding its type's least value
-        lows = {"int8": -2**7, "int16": -2**15, "int32": -2**31, "int64": -2**63}
-        return any(str(v.dtype).split(".")[-1] in lows and numel(v) <= LARGE and
-                   bool((to_array(v, musa) == lows[str(v.dtype).split(".")[-1]]).any())
-                   for v in tensors)
+        return any(t in ("int8", "int16", "int32", "int64") and numel(v) <= LARGE and
+                   bool((to_array(v, musa) == np.iinfo(t).min).any())
+                   for v in tensors for t in [str(v.dtype).split(".")[-1]])
     if what == "non-contiguous":
         return any(not v.is_contiguous() for v in tensors)
     if what == "one-element groups":  # (N, C, *) input a0 in groups a1 of one element each
