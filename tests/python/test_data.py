@@ -1,6 +1,7 @@
 """musa.utils.data: datasets, samplers, default_collate (checked against
 torch's) and DataLoader batching, shuffling, drop_last, len and errors."""
 import collections
+import os
 
 import numpy as np
 import pytest
@@ -377,10 +378,33 @@ def test_workers_leave_no_queue_threads_behind():
     for persistent in (False, True):
         before = feeders()
         dl = DataLoader(ds, batch_size=6, num_workers=2, persistent_workers=persistent)
-        assert sorted(int(v) for (b,) in dl for v in b) == list(range(40))
+        got, started = [], set()
+        for (b,) in dl:
+            got += [int(v) for v in b]
+            started |= {t.native_id for t in feeders() - before}
+        assert sorted(got) == list(range(40))
         if persistent:
             dl._pool.shutdown()
         assert feeders() <= before
+        # ... and so have their OS threads (a joined thread may still be
+        # tearing down, which under ASan holds allocator locks a fork copies)
+        assert started and not [t for t in started if os.path.exists(f"/proc/self/task/{t}")]
+
+
+def test_waiting_for_threads_to_end_is_bounded():
+    import threading
+    import time
+    from musa.utils.data._workers import _wait_gone
+    go = threading.Event()
+    t = threading.Thread(target=go.wait)
+    t.start()
+    t0 = time.monotonic()
+    _wait_gone([t.native_id], limit=0.2)  # still running: gives up at the limit
+    assert 0.2 <= time.monotonic() - t0 < 5 and os.path.exists(f"/proc/self/task/{t.native_id}")
+    go.set()
+    t.join()
+    _wait_gone([t.native_id])
+    assert not os.path.exists(f"/proc/self/task/{t.native_id}")
 
 
 def test_worker_errors_reach_the_main_process():

@@ -10,8 +10,10 @@ in sampler order; a failing sample raises in the main process with the
 worker's traceback; a worker that dies is reported with its exit code.
 """
 import multiprocessing as mp
+import os
 import queue
 import random
+import time
 import traceback
 from multiprocessing import resource_tracker, shared_memory
 
@@ -124,6 +126,19 @@ def _worker_loop(wid, n, seed, dataset, fetch, index_q, result_q, init_fn, itera
         result_q.put(out)
 
 
+def _wait_gone(tids, limit=2.0):
+    """Wait (at most limit seconds) until the threads of these native ids
+    have ended. A joined thread's Python part has finished, but its OS thread
+    may still be tearing down: under ASan that returns the thread's allocator
+    cache under the size-class locks (a pool forked then hung within 150
+    pools under load: the worker's new threads waited on an inherited lock).
+    Linux names live threads in /proc/self/task."""
+    deadline = time.monotonic() + limit
+    for tid in tids:
+        while os.path.exists(f"/proc/self/task/{tid}") and time.monotonic() < deadline:
+            time.sleep(1e-4)
+
+
 class WorkerPool:
     """num_workers forked workers; run() yields batches in order."""
 
@@ -227,20 +242,25 @@ class WorkerPool:
                 p.terminate()
                 p.join(timeout=5)
         # Each index queue's feeder thread (it pickles what put() queued and
-        # writes it to the pipe) ends here, not in the background: a thread
-        # allocating while the next pool forks leaves the child a lock that
-        # no one will release. glibc's malloc takes its locks across fork;
-        # the ASan runtime of GCC 12 does not, and the sanitize job's worker
-        # tests hung in 2 of 12 runs. A queue whose worker did not exit
-        # cleanly may hold data no one will read: it is not waited for.
+        # writes it to the pipe) ends here, OS thread included, not in the
+        # background: a thread allocating while the next pool forks leaves
+        # the child a lock that no one will release. glibc's malloc takes its
+        # locks across fork; the ASan runtime of GCC 12 does not, and the
+        # sanitize job's worker tests hung in 2 of 12 runs. A queue whose
+        # worker did not exit cleanly may hold data no one will read: it is
+        # not waited for.
+        joined = []
         for q, p in zip(self.index_qs, self.procs):
             try:
                 if p.exitcode != 0:
                     q.cancel_join_thread()
                 q.close()
                 q.join_thread()
+                if p.exitcode == 0 and q._thread is not None:
+                    joined.append(q._thread.native_id)
             except (OSError, ValueError, AssertionError):
                 pass
+        _wait_gone(joined)
         # batches still queued: free their blocks
         try:
             while True:
