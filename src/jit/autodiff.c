@@ -10,14 +10,15 @@
  * new node of the same graph, reading those values. Gradients reaching one
  * value from several uses are summed with recorded adds, in the order the
  * eager engine sums them: the nodes run in the engine's order (engine.c: its
- * discovery from the roots and its ready stack, here with the outputs as
- * roots, in order), each adding its inputs' gradients first to last. For a
- * function of one output that is eager's order whatever the caller's graph
- * around it; with several, eager's depends on how the caller's backward
- * reaches them. An op whose low-precision output the capture recorded as a
- * float32 value and a rounding cast (capture.c) is one node here, as on
- * eager's tape: its formula sees the rounded output and that output's
- * gradient, so it saves and computes what eager does, bit for bit.
+ * discovery from the roots and its ready stack, here with the caller's use
+ * of each output as a root: engine_order), each adding its inputs'
+ * gradients first to last. For a function of one output that is eager's
+ * order whatever the caller's graph around it; with several, eager's
+ * depends on how the caller's backward reaches them, and this is the order
+ * of a caller that sums them or feeds them to one op. An op whose low-precision output the capture
+ * recorded as a float32 value and a rounding cast (capture.c) is one node here, as on eager's tape:
+ * its formula sees the rounded output and that output's gradient, so it saves and computes what
+ * eager does, bit for bit.
  *
  * Invariants: forward nodes are untouched; new nodes are appended after
  * them; a value gets a gradient only if it depends on a `wrt` value, so
@@ -135,26 +136,34 @@ static int32_t tape_node(const musa_graph *g, const uint8_t *dep, int32_t v) {
     return n->dead || (musa_ops[n->op].flags & MUSA_OPF_NONDIFF) ? -1 : x->producer;
 }
 
-/* The forward nodes in the order eager's engine would run their backward
- * formulas (engine.c: discover, then the ready stack), from the outputs'
- * nodes as roots: order[0..*count). Nodes no output's gradient reaches are
- * left out. */
+/* The order in which eager's engine (engine.c: discover, then the ready
+ * stack) would run the forward nodes' backward formulas, as order[0..*count).
+ * The caller's use of each output is a node too, encoded -(k + 1) for output
+ * k: a caller reaches every output, so an output's node waits for that use
+ * as well as for the function's own uses of it, and the caller's gradient
+ * for output k joins the sum when that use runs. The uses are ready first,
+ * in output order, and the stack runs the last first: as eager's engine
+ * does for a caller that sums the outputs (loss = o1 + o2 + o3, or the
+ * roots of one backward call) or feeds them to one op. Nodes no output's
+ * gradient reaches are left out. */
 static int engine_order(const musa_graph *g, const uint8_t *dep, int n_out, const int *outs,
                         int32_t *order, int64_t *count) {
-    int64_t nn = g->nodes.len, nt = 0;
-    int32_t *task = musa_malloc(sizeof(int32_t) * (size_t)(nn ? nn : 1), "autodiff");
-    int32_t *deps = musa_calloc((size_t)(nn ? nn : 1), sizeof(int32_t), "autodiff");
-    int32_t *stack = musa_malloc(sizeof(int32_t) * (size_t)(nn ? nn : 1), "autodiff");
+    int64_t nn = g->nodes.len, nt = 0, cap = nn + n_out + 1;
+    int32_t *task = musa_malloc(sizeof(int32_t) * (size_t)cap, "autodiff");
+    int32_t *deps = musa_calloc((size_t)cap, sizeof(int32_t), "autodiff");
+    int32_t *stack = musa_malloc(sizeof(int32_t) * (size_t)cap, "autodiff");
     if (!task || !deps || !stack) {
         free(task), free(deps), free(stack);
         return MUSA_ERR_NOMEM;
     }
     for (int64_t i = 0; i < nn; i++) task[i] = -1;
     int64_t sp = 0, done = 0;
-    /* discovery: task numbers in the engine's order, and dependencies */
+    /* discovery from the outputs' nodes, each depending on the caller's use */
     for (int k = 0; k < n_out; k++) {
         int32_t r = tape_node(g, dep, outs[k]);
-        if (r >= 0 && task[r] < 0) task[r] = (int32_t)nt++, order[task[r]] = r, stack[sp++] = r;
+        if (r < 0) continue;
+        deps[r]++;
+        if (task[r] < 0) task[r] = (int32_t)nt++, stack[sp++] = r;
     }
     while (sp) {
         const musa_gnode *n = &g->nodes.data[stack[--sp]];
@@ -162,26 +171,28 @@ static int engine_order(const musa_graph *g, const uint8_t *dep, int n_out, cons
             int32_t m = tape_node(g, dep, n->in[i]);
             if (m < 0) continue;
             deps[m]++;
-            if (task[m] < 0) task[m] = (int32_t)nt++, order[task[m]] = m, stack[sp++] = m;
+            if (task[m] < 0) task[m] = (int32_t)nt++, stack[sp++] = m;
         }
     }
-    /* the ready stack: the tasks without dependencies in task order, then
-     * each node's inputs' nodes as their last consumer runs */
+    /* the ready stack: the caller's uses, then each node as its last
+     * consumer runs */
     int32_t *ready = stack;
     int64_t nr = 0;
-    for (int64_t t = 0; t < nt; t++)
-        if (!deps[order[t]]) ready[nr++] = order[t];
-    int32_t *ran = task; /* reused: task numbers are no longer needed */
+    for (int k = 0; k < n_out; k++) ready[nr++] = -(k + 1);
     while (nr) {
         int32_t ni = ready[--nr];
-        ran[done++] = ni;
+        order[done++] = ni;
+        if (ni < 0) {
+            int32_t m = tape_node(g, dep, outs[-ni - 1]);
+            if (m >= 0 && --deps[m] == 0) ready[nr++] = m;
+            continue;
+        }
         const musa_gnode *n = &g->nodes.data[ni];
         for (int i = 0; i < n->n_in; i++) {
             int32_t m = tape_node(g, dep, n->in[i]);
             if (m >= 0 && --deps[m] == 0) ready[nr++] = m;
         }
     }
-    memcpy(order, ran, sizeof(int32_t) * (size_t)done);
     *count = done;
     free(task), free(deps), free(stack);
     return MUSA_OK;
@@ -229,20 +240,23 @@ int musa_graph_autodiff(musa_graph *g, int n_out, const int *outs, const int *go
     int rc = musa_graph_capture_resume(g, MUSA_MODE_SYMBOLIC);
     musa_tls.grad_disabled = true;
     musa_tls.anomaly_forward = false;
-    for (int k = 0; k < n_out && !rc; k++) {
-        if (!dep[outs[k]]) continue;
-        if (grad[outs[k]] < 0)
-            grad[outs[k]] = gouts[k];
-        else {
-            musa_tensor *gt = stand_in(g, gouts[k]);
-            rc = gt ? accumulate(g, grad, outs[k], gt) : musa_last_error_code();
-            musa_tensor_release(gt);
-        }
-    }
-    int32_t *order = rc ? NULL : musa_malloc(sizeof(int32_t) * (size_t)(nn ? nn : 1), "autodiff");
+    int32_t *order =
+        rc ? NULL : musa_malloc(sizeof(int32_t) * (size_t)(nn + n_out + 1), "autodiff");
     int64_t n_order = 0;
     if (!rc) rc = order ? engine_order(g, dep, n_out, outs, order, &n_order) : MUSA_ERR_NOMEM;
     for (int64_t t = 0; t < n_order && !rc; t++) {
+        if (order[t] < 0) { /* the caller's use of output k: its gradient */
+            int k = -order[t] - 1;
+            if (!dep[outs[k]]) continue;
+            if (grad[outs[k]] < 0) {
+                grad[outs[k]] = gouts[k];
+                continue;
+            }
+            musa_tensor *gt = stand_in(g, gouts[k]);
+            rc = gt ? accumulate(g, grad, outs[k], gt) : musa_last_error_code();
+            musa_tensor_release(gt);
+            continue;
+        }
         const musa_gnode *n = &g->nodes.data[order[t]];
         bool has_grad = false;
         for (int j = 0; j < n->n_out; j++) has_grad |= grad[eager_out(rounded, n->out[j])] >= 0;

@@ -795,26 +795,32 @@ def test_a_compiled_step_over_a_model_follows_its_train_and_eval_modes():
     assert any("BatchNorm1d.training changed" in line for line in compiled.recompile_log)
 
 
-@pytest.mark.xfail(strict=True, reason="known (docs/jit.md: with several outputs, eager's "
-                   "order depends on how the caller's backward reaches them): three gradient "
-                   "contributions to one input are summed in another order than eager's "
-                   "(jit fuzzer seed 1095110, found 2026-12-06)")
-def test_three_gradient_contributions_to_one_input_add_in_eager_order():
+@pytest.mark.parametrize("caller", ["sum", "sum reversed", "roots", "one op"])
+def test_three_gradient_contributions_to_one_input_add_in_eager_order(caller):
     # b reaches the loss through its mean (an output, also read by another
-    # output) and as both operands of b / b: three terms into b.grad, which
-    # eager and the compiled backward sum in different orders. The two
-    # b / b terms cancel, so where 1 / b is large the rounding of their
-    # partial sum shows: 0.00549316 against eager's 0.00549451 (seed 1095110)
+    # output) and as both operands of b / b: three terms into b.grad. The
+    # two b / b terms cancel, so where 1 / b is large the rounding of their
+    # partial sum shows (jit fuzzer seed 1095110: 0.00549316 against eager's
+    # 0.00549451). Eager runs the mean's backward only after the caller's
+    # use of m, so the compiled backward must wait for it too.
     def f(a, b):
         m = b.mean()
         return m, (b / b) * a, m * 2.0
+
+    def backward(outs):
+        if caller == "roots":
+            return musa.autograd.backward([(o * 0.5).sum() for o in outs])
+        if caller == "one op":
+            return musa.stack([outs[0] * 0.5, (outs[1] * 0.5).sum(), outs[2] * 0.5]).sum().backward()
+        order = outs[::-1] if caller == "sum reversed" else outs
+        sum((o * 0.5).sum() for o in order).backward()
 
     musa.manual_seed(0)
     base = [musa.randn(273) for _ in range(2)]
     grads = []
     for g in (f, musa.jit(f)):
         xs = [x.clone().requires_grad_(True) for x in base]
-        sum((o * 0.5).sum() for o in g(*xs)).backward()
+        backward(g(*xs))
         grads.append([x.grad.numpy() for x in xs])
     assert np.array_equal(grads[0][0], grads[1][0])
     assert np.array_equal(grads[0][1], grads[1][1])
