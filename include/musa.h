@@ -681,6 +681,16 @@ MUSA_API musa_tensor *musa_index_select(musa_tensor *x, int64_t dim, musa_tensor
 /* A copy of x with src's slices added at the rows named by index. */
 MUSA_API musa_tensor *musa_index_add(musa_tensor *x, int64_t dim, musa_tensor *index,
                                      musa_tensor *src);
+/* Weighted taps along dim: with index and weight both (m, K), the result
+ * has m rows in dim, row j being x's rows index[j, 0..K-1] times
+ * weight[j, 0..K-1], summed left to right, each product rounded (the
+ * separable core of linear and cubic interpolation: nn.functional's
+ * interpolate and ONNX Resize). x and weight are floating point, weight
+ * read in x's compute precision (float64 for float64, else float32, the
+ * result rounded once); every index must lie in [0, size of dim). Both x
+ * and weight take gradients. */
+MUSA_API musa_tensor *musa_resample(musa_tensor *x, int64_t dim, musa_tensor *index,
+                                    musa_tensor *weight);
 /* x with `value` where mask (broadcast to x) is true. */
 MUSA_API musa_tensor *musa_masked_fill(musa_tensor *x, musa_tensor *mask, double value);
 /* Constant padding. pads has 2*k entries (before, after) for the last k

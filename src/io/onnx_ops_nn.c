@@ -388,26 +388,17 @@ static int op_Resize(ARGS) {
                     ow[j] = (float)(exclude && total != 0 ? ws[j] / total : ws[j]);
             }
         }
-        int64_t ishape[2] = {out_size, taps}, wshape[MUSA_MAX_DIMS + 1];
-        for (int e = 0; e < nd; e++) wshape[e] = e == d ? out_size : 1;
+        int64_t ishape[2] = {out_size, taps};
         musa_tensor *it = T(onnx_const(ix, 2, ishape, MUSA_DTYPE_INT64));
         musa_tensor *wt = T(onnx_const(w, 2, ishape, MUSA_DTYPE_FLOAT32));
         free(ix), free(w);
         if (!it || !wt) return ERR;
-        musa_tensor *acc = NULL;
-        for (int j = 0; j < taps; j++) { /* sum over taps of rows times weights */
-            musa_tensor *ij = T(musa_contiguous(T(musa_select(it, 1, j))));
-            musa_tensor *xj = ij ? T(musa_index_select(x, d, ij)) : NULL;
-            if (!xj) return ERR;
-            if (taps == 1) {
-                acc = xj;
-                break;
-            }
-            musa_tensor *wj = T(musa_cast(T(musa_reshape(T(musa_select(wt, 1, j)), nd, wshape)),
-                                          (musa_dtype)x->dtype));
-            musa_tensor *term = wj ? T(musa_mul(xj, wj)) : NULL;
-            if (!term || !(acc = acc ? T(musa_add(acc, term)) : term)) return ERR;
-        }
+        musa_tensor *acc; /* nearest: the rows; else the sum over taps of rows times weights */
+        if (taps == 1)
+            acc = T(musa_index_select(x, d, T(musa_reshape(it, 1, &out_size))));
+        else
+            acc = T(musa_resample(x, d, it, wt));
+        if (!acc) return ERR;
         x = acc;
     }
     return put(out, x == in[0] ? T(musa_tensor_retain(x)) : x);

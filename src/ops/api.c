@@ -406,6 +406,14 @@ musa_tensor *musa_index_add(musa_tensor *x, int64_t dim, musa_tensor *index, mus
     return dim_op3(MUSA_OP_index_add, x, dim, index, src, 3);
 }
 
+musa_tensor *musa_resample(musa_tensor *x, int64_t dim, musa_tensor *index, musa_tensor *weight) {
+    musa_attrs_resample a;
+    musa_attrs_init(MUSA_ATTRS_resample, &a);
+    a.dim = dim;
+    musa_tensor *in[3] = {x, index, weight};
+    return musa_call(MUSA_OP_resample, 3, in, &a);
+}
+
 musa_tensor *musa_pad(musa_tensor *x, int npads, const int64_t *pads, double value) {
     musa_attrs_pad a;
     musa_attrs_init(MUSA_ATTRS_pad, &a);

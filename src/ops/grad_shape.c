@@ -227,6 +227,61 @@ int grad_index_select(const musa_grad_args *a, musa_tensor **gin) {
     RET(musa_index_add(T(grad_zeros_like_input(a, 0)), d->dim, a->in[1], G));
 }
 
+/* d weight[j, k] = the sum over every other dim of g[.., j, ..] times
+ * x[.., index[j, k], ..], in weight's dtype: for resample, x is its input
+ * and g its output's gradient; for resample_backward, x is the gradient of
+ * its output and g its input. */
+static musa_tensor *resample_weight_grad(musa_tensor *g, musa_tensor *x, musa_tensor *index,
+                                         int64_t dim, musa_dtype dtype) {
+    musa_temps t = {0};
+    int64_t K = index->shape[1], dims[MUSA_MAX_DIMS];
+    int nd = 0;
+    for (int e = 0; e < x->ndim; e++)
+        if (e != dim) dims[nd++] = e;
+    musa_tensor **cols = musa_calloc((size_t)K, sizeof *cols, "resample");
+    musa_tensor *r = NULL;
+    int64_t k = 0;
+    for (; cols && k < K; k++) {
+        musa_tensor *ik = T(musa_contiguous(T(musa_select(index, 1, k))));
+        musa_tensor *sel = ik ? T(musa_index_select(x, dim, ik)) : NULL;
+        musa_tensor *p = sel ? T(musa_mul(g, sel)) : NULL;
+        if (!p || !(cols[k] = T(musa_sum(p, nd, dims, false)))) break;
+    }
+    if (cols && k == K) {
+        musa_tensor *w = T(musa_stack((int)K, cols, 1));
+        r = w && (musa_dtype)w->dtype != dtype ? musa_cast(w, dtype) : musa_tensor_retain(w);
+    }
+    free(cols);
+    musa_temps_release(&t);
+    return r;
+}
+
+/* The two directions differ in which tensor is resampled where: each is
+ * the other's adjoint, and the weight's gradient pairs the same two
+ * tensors. */
+static int resample_grads(const musa_grad_args *a, musa_tensor **gin, musa_op_id adjoint,
+                          musa_tensor *g, musa_tensor *x) {
+    musa_attrs_resample r = *(const musa_attrs_resample *)a->attrs;
+    musa_tensor *in[3] = {G, a->in[1], a->in[2]};
+    gin[0] = gin[1] = gin[2] = NULL;
+    if (a->needs[0] && !(gin[0] = musa_call(adjoint, 3, in, &r))) return musa_last_error_code();
+    if (a->needs[2] &&
+        !(gin[2] = resample_weight_grad(g, x, a->in[1], r.dim, (musa_dtype)a->in_meta[2].dtype))) {
+        musa_tensor_release(gin[0]);
+        gin[0] = NULL;
+        return musa_last_error_code();
+    }
+    return MUSA_OK;
+}
+
+int grad_resample(const musa_grad_args *a, musa_tensor **gin) {
+    return resample_grads(a, gin, MUSA_OP_resample_backward, G, a->in[0]);
+}
+
+int grad_resample_backward(const musa_grad_args *a, musa_tensor **gin) {
+    return resample_grads(a, gin, MUSA_OP_resample, a->in[0], G);
+}
+
 int grad_index_add(const musa_grad_args *a, musa_tensor **gin) {
     const musa_attrs_dim *d = a->attrs;
     int rc = MUSA_OK;

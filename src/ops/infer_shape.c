@@ -561,6 +561,75 @@ int infer_index_add(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
     return MUSA_OK;
 }
 
+/* ---- resample: weighted taps along one dim ---- */
+
+/* The checks both directions share: x (the input, or the gradient of the
+ * output) floating point with a dim to resample; index (m, K) of integers
+ * and weight (m, K) floating point, K >= 1. Sets the compute dtypes. */
+static int resample_operands(const musa_op_info *op, musa_tensor *const *in, musa_attrs_resample *a,
+                             musa_infer *r) {
+    const musa_tensor *x = in[0], *idx = in[1], *w = in[2];
+    int64_t d;
+    int rc = musa_wrap_dim(op->name, a->dim, x->ndim, &d);
+    if (rc || (rc = need_index_dtype(op, in, 1, r))) return rc;
+    a->dim = d;
+    if (x->ndim == 0)
+        return musa_err(MUSA_ERR_VALUE, "[%s] a 0-d input has no dim to resample", op->name);
+    if (!musa_is_float((musa_dtype)x->dtype) || !musa_is_float((musa_dtype)w->dtype))
+        return musa_err(
+            MUSA_ERR_TYPE, "[%s] input and weight must be floating point, got %s and %s", op->name,
+            musa_dtype_name((musa_dtype)x->dtype), musa_dtype_name((musa_dtype)w->dtype));
+    if (idx->ndim != 2 || !musa_shape_equal(idx->ndim, idx->shape, w->ndim, w->shape) ||
+        idx->shape[1] < 1) {
+        char s1[128], s2[128];
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] index and weight must both be (outputs, taps) with at least one "
+                        "tap, got %s and %s",
+                        op->name, musa_shape_str(idx->ndim, idx->shape, s1, sizeof s1),
+                        musa_shape_str(w->ndim, w->shape, s2, sizeof s2));
+    }
+    int8_t c = x->dtype == MUSA_DTYPE_FLOAT64 ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
+    r->in_dtype[0] = r->in_dtype[2] = c;
+    return MUSA_OK;
+}
+
+int infer_resample(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                   musa_infer *r) {
+    MUSA_UNUSED(n_in);
+    musa_attrs_resample *a = attrs;
+    int rc = resample_operands(op, in, a, r);
+    if (rc) return rc;
+    const musa_tensor *x = in[0];
+    int64_t shape[MUSA_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    a->size = x->shape[a->dim];
+    shape[a->dim] = in[1]->shape[0];
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
+    return MUSA_OK;
+}
+
+/* The gradient of resample's output in, its input's gradient out: `size`
+ * rows along dim. */
+int infer_resample_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
+                            musa_infer *r) {
+    MUSA_UNUSED(n_in);
+    musa_attrs_resample *a = attrs;
+    int rc = resample_operands(op, in, a, r);
+    if (rc) return rc;
+    const musa_tensor *g = in[0];
+    if (a->size < 0 || g->shape[a->dim] != in[1]->shape[0])
+        return musa_err(MUSA_ERR_VALUE,
+                        "[%s] the gradient has %lld rows in dim %lld for %lld outputs; size %lld",
+                        op->name, (long long)g->shape[a->dim], (long long)a->dim,
+                        (long long)in[1]->shape[0], (long long)a->size);
+    int64_t shape[MUSA_MAX_DIMS];
+    memcpy(shape, g->shape, sizeof shape);
+    shape[a->dim] = a->size;
+    if ((rc = musa_shape_check(op->name, g->ndim, shape, NULL))) return rc;
+    musa_infer_out(r, 0, (musa_dtype)g->dtype, g->ndim, shape);
+    return MUSA_OK;
+}
+
 int infer_pad(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
               musa_infer *r) {
     MUSA_UNUSED(n_in);

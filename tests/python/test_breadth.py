@@ -286,6 +286,46 @@ def test_interpolate(kw, shape):
             arr(*shape), tol=1e-5)
 
 
+def test_interpolate_is_one_resample_per_dim_compiled_saved_and_trained(tmp_path):
+    # linear modes and bicubic run as one resample op per spatial dim: the
+    # graph holds them, a saved model reloads them bit for bit, and a
+    # compiled training step gives eager's gradients
+    musa.manual_seed(0)
+    m = musa.nn.Sequential(musa.nn.Conv2d(2, 3, 3, padding=1),
+                           musa.nn.Upsample(scale_factor=2, mode="bilinear"),
+                           musa.nn.Upsample(size=(11, 13), mode="bicubic", align_corners=True)).eval()
+    x = musa.randn(2, 2, 5, 6)
+    traced = musa.jit.trace(m, (x,))
+    assert str(traced.get_graph()).count("resample(") == 4
+    traced.save(str(tmp_path / "up.musa"))
+    with musa.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_array_equal(musa.jit.load(str(tmp_path / "up.musa"))(x).detach().numpy(), want)
+
+    def step(x, w):
+        y = F.interpolate(x * w, size=(7, 9), mode="bicubic")
+        return (y * y).sum()
+
+    xs, w0 = musa.randn(2, 3, 4, 5), arr(1, 3, 1, 1)
+    grads = []
+    for f in (step, musa.jit(step)):
+        w = musa.tensor(w0, requires_grad=True)
+        f(xs, w).backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(*grads)
+
+
+def test_resample_names_bad_indices_and_shapes():
+    x, w = musa.randn(2, 4), musa.ones(3, 2)
+    with pytest.raises(IndexError, match=r"^\[resample\] index 4 is out of bounds for a dim of size 4"):
+        musa._C.resample(x, 1, musa.tensor([[0, 1], [2, 3], [3, 4]]), w)
+    with pytest.raises(ValueError, match=r"^\[resample\] index and weight must both be \(outputs, "
+                                         r"taps\)"):
+        musa._C.resample(x, 1, musa.tensor([0, 1]), w)
+    with pytest.raises(TypeError, match=r"^\[resample\] input and weight must be floating point"):
+        musa._C.resample(musa.arange(8).reshape(2, 4), 1, musa.zeros(3, 2, dtype=musa.int64), w)
+
+
 def test_interpolate_linear_keeps_an_inf_at_a_whole_tap():
     # (beside fuzz-py's non-finite findings) a + (b - a) w made inf + nan of
     # an inf at a tap of weight 1; PyTorch's a w0 + b w1 keeps it, and its

@@ -91,6 +91,10 @@ def zoo(lib):
         "resnet_block": (resblock(lib), (2, 3, 8, 8)),
         "transformer_block": (block(lib), (2, 5, 16)),
         "lstm": (lstmnet(lib), (2, 4, 6)),
+        "upsample": (lib.Sequential(lib.Conv2d(2, 3, 3, padding=1),
+                                    lib.Upsample(scale_factor=2, mode="bilinear"),
+                                    lib.Upsample(size=(11, 13), mode="bicubic", align_corners=True)),
+                     (2, 2, 5, 6)),
     }
 
 

@@ -724,6 +724,10 @@ DEF(scatter_amin, PM_FN | PM_NOEXPORT, "input:T dim:i index:T src:T") {
 DEF(index_select, FM, "input:T dim:i index:T") {
     return pm_ret(musa_index_select(a[0].t, a[1].i, a[2].t));
 }
+/* weighted taps along dim (interpolate's and ONNX Resize's core; musa.h) */
+DEF(resample, PM_FN | PM_NOEXPORT, "input:T dim:i index:T weight:T") {
+    return pm_ret(musa_resample(a[0].t, a[1].i, a[2].t, a[3].t));
+}
 DEF(index_add, FM, "input:T dim:i index:T source:T * alpha:S=None") {
     musa_tensor *tmp, *src = scaled(a[0].t, &a[4], a[3].t, &tmp);
     musa_tensor *r = src ? musa_index_add(a[0].t, a[1].i, a[2].t, src) : NULL;

@@ -191,11 +191,12 @@ def _take(x, dim, idx):
     return x.index_select(dim, idx)
 
 
-def _weight(w, dim, ndim, dtype):
-    """A weight per index along dim, shaped to broadcast there."""
-    shape = [1] * ndim
-    shape[dim] = w.shape[0]
-    return _C.reshape(w.to(dtype), shape)
+def _taps(x, dim, index, weights):
+    """Sum over taps k of x's rows index[k] times weights[k] along dim, in
+    one pass (_C.resample): index and weights are lists of (out,) tensors,
+    the weights read in x's compute precision."""
+    wdt = _C.float64 if x.dtype == _C.float64 else _C.float32
+    return _C.resample(x, dim, _C.stack(index, 1), _C.stack([w.to(wdt) for w in weights], 1))
 
 
 def _linear_dim(x, dim, out_size, scale, align_corners):
@@ -207,9 +208,7 @@ def _linear_dim(x, dim, out_size, scale, align_corners):
     i1 = _C.clamp(_C.add(i0, 1), max=n - 1)
     # a w0 + b w1, as PyTorch: a + (b - a) w1 made an inf at a tap of
     # weight 1 NaN (inf + (b - inf) 0), and its neighbours' blends NaN
-    w0, w1 = _weight(_C.sub(1.0, lam), dim, x.ndim, x.dtype), _weight(lam, dim, x.ndim, x.dtype)
-    a, b = _take(x, dim, i0), _take(x, dim, i1)
-    return _C.add(_C.mul(a, w0), _C.mul(b, w1))
+    return _taps(x, dim, [i0, i1], [_C.sub(1.0, lam), lam])
 
 
 def _cubic_weights(t, a=-0.75):
@@ -229,12 +228,8 @@ def _cubic_dim(x, dim, out_size, scale, align_corners):
     i0 = _C.floor(src)
     t = _C.sub(src, i0)
     i0 = i0.to(_C.int64)
-    out = None
-    for k, w in enumerate(_cubic_weights(t)):
-        idx = _C.clamp(_C.add(i0, k - 1), min=0, max=n - 1)
-        term = _C.mul(_take(x, dim, idx), _weight(w, dim, x.ndim, x.dtype))
-        out = term if out is None else _C.add(out, term)
-    return out
+    index = [_C.clamp(_C.add(i0, k - 1), min=0, max=n - 1) for k in range(4)]
+    return _taps(x, dim, index, _cubic_weights(t))
 
 
 def _nearest_dim(x, dim, out_size, scale, exact):

@@ -168,6 +168,24 @@ def convert(b, info, name_of, value_info):
         return emit("GatherElements", ins, axis=a["dim"])
     if op == "index_select":
         return emit("Gather", ins, axis=a["dim"])
+    if op == "resample":  # the taps' rows Gathered, times their weights, added in order
+        d, taps = a["dim"], value_info(info.inputs[1]).shape[1]
+        shape = [1] * len(x_info.shape)
+        shape[d] = -1
+        terms = []
+        for k in range(taps):
+            kk = b.const(np.array(k, np.int64))
+            rows = b.node("Gather", [ins[0], b.node("Gather", [ins[1], kk], axis=1)], axis=d)
+            w = b.node("Gather", [ins[2], kk], axis=1)
+            w = b.node("Cast", [w], to=onnx_dtype(x_info.dtype))
+            terms.append((rows, b.node("Reshape", [w, b.ints(shape)])))
+        if taps == 1:
+            return emit("Mul", list(terms[0]))
+        acc = b.node("Mul", list(terms[0]), doc=doc)
+        for k, (rows, w) in enumerate(terms[1:], 1):
+            term = b.node("Mul", [rows, w], doc=doc)
+            acc = emit("Add", [acc, term]) if k == taps - 1 else b.node("Add", [acc, term], doc=doc)
+        return acc
     if op in ("tril", "triu"):
         return emit("Trilu", [ins[0], b.const(np.array(a["k"], np.int64))], upper=int(op == "triu"))
     if op == "cumsum":

@@ -170,3 +170,33 @@ TEST(grad_scaled_dot_product_attention) {
     GC(f_attn_mask, 3, true, in64(3, S(2, 2, 4), -1, 1, L_STRIDED),
        in64(3, S(2, 3, 4), -1, 1, L_CONTIG), in64(3, S(2, 3, 2), -1, 1, L_CONTIG));
 }
+
+/* resample along the middle dim, index with a repeat; x and weight both
+ * take gradients */
+static musa_tensor *f_resample(musa_tensor *const *in) {
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, S(3, 2), (double[]){0, 1, 3, 3, 2, 0});
+    musa_tensor *r = musa_resample(in[0], 1, i, in[1]);
+    musa_tensor_release(i);
+    return r;
+}
+TEST(grad_resample) {
+    GC(f_resample, 2, true, in64(3, S(2, 4, 3), -1, 1, L_TRANSPOSED),
+       in64(2, S(3, 2), -1, 1, L_CONTIG));
+}
+
+static musa_tensor *f_resample_bwd(musa_tensor *const *in) {
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, S(3, 2), (double[]){0, 1, 3, 3, 2, 0});
+    int id = musa_op_lookup("resample_backward");
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_int(a, "dim", -1);
+    musa_attrs_set_int(a, "size", 5);
+    musa_tensor *args[3] = {in[0], i, in[1]}, *out[1] = {NULL};
+    musa_op_call(id, 3, args, a, out);
+    musa_attrs_free(a);
+    musa_tensor_release(i);
+    return out[0];
+}
+TEST(grad_resample_backward) {
+    GC(f_resample_bwd, 2, true, in64(2, S(2, 3), -1, 1, L_CONTIG),
+       in64(2, S(3, 2), -1, 1, L_CONTIG));
+}

@@ -417,6 +417,105 @@ TEST(pool_backward_checks_the_gradient_shape) {
     release_all(2, g, ok);
 }
 
+/* resample: rows of x along dim picked by index (m, K), times weight,
+ * summed over the K taps left to right with each product rounded */
+TEST(op_resample) {
+    for (int lay = 0; lay < 2; lay++) { /* a transposed view, and contiguous */
+        musa_tensor *x =
+            rnd(MUSA_DTYPE_FLOAT32, 3, S(2, 5, 3), -4, 4, lay ? L_CONTIG : L_TRANSPOSED);
+        musa_tensor *i =
+            from_list(MUSA_DTYPE_INT32, 2, S(4, 2), (double[]){0, 1, 4, 4, 2, 0, 3, 3});
+        musa_tensor *w = from_list(MUSA_DTYPE_FLOAT64, 2, S(4, 2),
+                                   (double[]){0.25, 0.75, 1, 0, -0.5, 1.5, 0.1, 0.2});
+        musa_tensor *y = musa_resample(x, 1, i, w);
+        CHECK_SHAPE(y, 3, 2, 4, 3);
+        CHECK(y && musa_tensor_dtype(y) == MUSA_DTYPE_FLOAT32);
+        double *xv = values(x), *yv = values(y), *iv = values(i), *wv = values(w), want[24];
+        for (int o = 0; o < 2; o++)
+            for (int j = 0; j < 4; j++)
+                for (int c = 0; c < 3; c++) {
+                    float a = (float)xv[o * 15 + (int)iv[2 * j] * 3 + c] * (float)wv[2 * j];
+                    float b = (float)xv[o * 15 + (int)iv[2 * j + 1] * 3 + c] * (float)wv[2 * j + 1];
+                    want[o * 12 + j * 3 + c] = a + b;
+                }
+        for (int k = 0; xv && yv && k < 24; k++) CHECK(yv[k] == want[k]); /* bit for bit */
+        free(xv), free(yv), free(iv), free(wv);
+        release_all(4, x, i, w, y);
+    }
+    /* the last dim, three taps, bfloat16 in and out (computed in float32) */
+    musa_tensor *x = rnd(MUSA_DTYPE_BFLOAT16, 2, S(3, 4), -4, 4, L_CONTIG);
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, S(2, 3), (double[]){0, 1, 2, 3, 3, 0});
+    musa_tensor *w =
+        from_list(MUSA_DTYPE_FLOAT32, 2, S(2, 3), (double[]){0.5, 0.25, 0.25, 1, 2, -1});
+    musa_tensor *y = musa_resample(x, -1, i, w);
+    CHECK_SHAPE(y, 2, 3, 2);
+    CHECK(y && musa_tensor_dtype(y) == MUSA_DTYPE_BFLOAT16);
+    double *xv = values(x), want[6];
+    for (int r = 0; xv && r < 3; r++) {
+        want[r * 2] = 0.5 * xv[r * 4] + 0.25 * xv[r * 4 + 1] + 0.25 * xv[r * 4 + 2];
+        want[r * 2 + 1] = xv[r * 4 + 3] + 2 * xv[r * 4 + 3] - xv[r * 4];
+    }
+    CHECK(near("resample bfloat16", y, want, 6, 1));
+    free(xv);
+    /* empty: no outputs, and an input with no rows around the dim */
+    musa_tensor *i0 = musa_zeros(2, S(0, 2), MUSA_DTYPE_INT64),
+                *w0 = musa_zeros(2, S(0, 2), MUSA_DTYPE_FLOAT32);
+    musa_tensor *y0 = musa_resample(x, 1, i0, w0);
+    CHECK_SHAPE(y0, 2, 3, 0);
+    musa_tensor *xe = musa_zeros(2, S(0, 4), MUSA_DTYPE_FLOAT32);
+    musa_tensor *ye = musa_resample(xe, 1, i, w);
+    CHECK_SHAPE(ye, 2, 0, 2);
+    /* bad input: the op and the values named, nothing written */
+    musa_tensor *bad = from_list(MUSA_DTYPE_INT64, 2, S(2, 3), (double[]){0, 1, 2, 3, 4, 0});
+    CHECK_ERR(FAILS(musa_resample(x, 1, bad, w)), MUSA_ERR_INDEX,
+              "[resample] index 4 is out of bounds for a dim of size 4");
+    musa_tensor *neg = from_list(MUSA_DTYPE_INT64, 2, S(1, 1), (double[]){-1});
+    musa_tensor *w1 = musa_ones(2, S(1, 1), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_resample(x, 1, neg, w1)), MUSA_ERR_INDEX, "index -1 is out of bounds");
+    CHECK_ERR(FAILS(musa_resample(x, 1, i, w1)), MUSA_ERR_VALUE,
+              "[resample] index and weight must both be (outputs, taps) with at least one tap, "
+              "got (2, 3) and (1, 1)");
+    musa_tensor *ik = musa_zeros(2, S(2, 0), MUSA_DTYPE_INT64),
+                *wk = musa_zeros(2, S(2, 0), MUSA_DTYPE_FLOAT32);
+    CHECK_ERR(FAILS(musa_resample(x, 1, ik, wk)), MUSA_ERR_VALUE, "at least one tap");
+    musa_tensor *xi = musa_zeros(2, S(3, 4), MUSA_DTYPE_INT64);
+    CHECK_ERR(FAILS(musa_resample(xi, 1, i, w)), MUSA_ERR_TYPE,
+              "[resample] input and weight must be floating point, got int64 and float32");
+    CHECK_ERR(FAILS(musa_resample(x, 1, w, w)), MUSA_ERR_TYPE, "index must be an integer tensor");
+    musa_tensor *s = musa_number(2.0);
+    CHECK_ERR(FAILS(musa_resample(s, 0, i, w)), MUSA_ERR_VALUE, "no dim to resample");
+    CHECK_ERR(FAILS(musa_resample(x, 2, i, w)), MUSA_ERR_INDEX, "dim 2");
+    release_all(15, x, i, w, y, i0, w0, y0, xe, ye, bad, neg, w1, ik, wk, xi);
+    musa_tensor_release(s);
+}
+
+/* resample_backward is resample's adjoint: <resample(x), g> = <x, back(g)>,
+ * with repeated indices adding up */
+TEST(op_resample_backward) {
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT64, 3, S(2, 5, 3), -1, 1, L_CONTIG);
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 2, S(4, 2), (double[]){0, 1, 4, 4, 2, 0, 3, 3});
+    musa_tensor *w = rnd(MUSA_DTYPE_FLOAT64, 2, S(4, 2), -1, 1, L_CONTIG);
+    musa_tensor *y = musa_resample(x, 1, i, w);
+    musa_tensor *g = rnd(MUSA_DTYPE_FLOAT64, 3, S(2, 4, 3), -1, 1, L_TRANSPOSED);
+    int id = musa_op_lookup("resample_backward");
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_int(a, "dim", 1);
+    musa_attrs_set_int(a, "size", 5);
+    musa_tensor *in[3] = {g, i, w}, *out[1] = {NULL};
+    CHECK(musa_op_call(id, 3, in, a, out) == MUSA_OK);
+    CHECK_SHAPE(out[0], 3, 2, 5, 3);
+    CHECK_NEAR(dot(y, g), dot(x, out[0]), 1e-12);
+    musa_attrs_set_int(a, "size", 4); /* index 4 no longer fits */
+    musa_tensor *bad[1] = {NULL};
+    CHECK_ERR(musa_op_call(id, 3, in, a, bad) == MUSA_OK, MUSA_ERR_INDEX,
+              "[resample_backward] index 4 is out of bounds for a dim of size 4");
+    musa_tensor *in2[3] = {x, i, w}; /* a gradient of 5 rows for 4 outputs */
+    CHECK_ERR(musa_op_call(id, 3, in2, a, bad) == MUSA_OK, MUSA_ERR_VALUE,
+              "[resample_backward] the gradient has 5 rows in dim 1 for 4 outputs");
+    musa_attrs_free(a);
+    release_all(6, x, i, w, y, g, out[0]);
+}
+
 /* ---- softmax, cross-entropy, linear ---- */
 
 static void softmax_ref(const double *x, int64_t outer, int64_t D, int64_t inner, bool take_log,
