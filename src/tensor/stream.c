@@ -185,16 +185,20 @@ static void run_task(musa_stream *s, task *t) {
     } else {
         free(t->holds);
     }
+    /* Freed before the task is reported done: a waiter may fork next, and
+     * under ASan (GCC 12) a thread inside the allocator at a fork leaves
+     * the child its locks held (docs/design.md, "Fork"). */
+    uint64_t seq = t->seq;
+    free(t);
     pthread_mutex_lock(&s->mu);
     if (rc && !s->err_seq) {
         s->err_code = rc;
-        s->err_seq = t->seq;
+        s->err_seq = seq;
         snprintf(s->err_msg, sizeof s->err_msg, "%s", msg);
     }
-    atomic_store(&s->done, t->seq);
+    atomic_store(&s->done, seq);
     pthread_cond_broadcast(&s->done_cv);
     pthread_mutex_unlock(&s->mu);
-    free(t);
 }
 
 static void *worker_main(void *arg) {
