@@ -4,7 +4,8 @@
  * x is viewed as (outer, n, inner) around the dim, the result as
  * (outer, m, inner); index and weight are (m, K):
  *
- *   out[o, j, i] = x[o, index[j, 0], i] * weight[j, 0] + ... + x[o, index[j, K-1], i] * weight[j, K-1]
+ *   out[o, j, i] = x[o, index[j, 0], i] * weight[j, 0] + ...
+ *                  + x[o, index[j, K-1], i] * weight[j, K-1]
  *
  * summed left to right, each product rounded (no fused multiply-add), so a
  * linear interpolation is a * w0 + b * w1 as PyTorch computes it. The
@@ -45,7 +46,7 @@ typedef struct {
                         const int64_t *ix = j->ix + r * j->K;                                      \
                         const T *wr = w + r * j->K;                                                \
                         T acc = x[ix[0]] * wr[0];                                                  \
-                        for (int64_t k = 1; k < j->K; k++) acc = acc + x[ix[k]] * wr[k];          \
+                        for (int64_t k = 1; k < j->K; k++) acc = acc + x[ix[k]] * wr[k];           \
                         y[r] = acc;                                                                \
                     }                                                                              \
                 continue;                                                                          \
@@ -104,8 +105,9 @@ static int run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, cons
     const int64_t *ix = (const int64_t *)in[1].data;
     for (int64_t e = 0; e < m * K; e++) /* every index, before anything is written */
         if (ix[e] < 0 || ix[e] >= n)
-            return musa_err(MUSA_ERR_INDEX, "[%s] index %lld is out of bounds for a dim of size %lld",
-                            ctx->op_name, (long long)ix[e], (long long)n);
+            return musa_err(MUSA_ERR_INDEX,
+                            "[%s] index %lld is out of bounds for a dim of size %lld", ctx->op_name,
+                            (long long)ix[e], (long long)n);
     int64_t outer = 1, inner = 1;
     for (int e = 0; e < d; e++) outer *= x->shape[e];
     for (int e = d + 1; e < x->ndim; e++) inner *= x->shape[e];
