@@ -309,8 +309,20 @@ def argsort(input, dim=-1, descending=False):
 
 
 def masked_select(input, mask):
+    """The elements of input where mask (broadcast with it) is true, as a
+    1-D tensor. A uint8 mask counts nonzero as true, as PyTorch (which
+    deprecates it) does."""
     _tensors("masked_select", input=input, mask=mask)
-    return input[mask.broadcast_to(input.shape) if tuple(mask.shape) != tuple(input.shape) else mask]
+    if mask.dtype not in (_C.bool, _C.uint8):
+        raise TypeError(f"[masked_select] mask must be a bool (or uint8) tensor, got {mask.dtype}")
+    if mask.dtype == _C.uint8:
+        import warnings
+        warnings.warn("[masked_select] a uint8 mask counts nonzero as true, as in PyTorch, which "
+                      "deprecates it; use a bool mask", UserWarning, stacklevel=2)
+        mask = _C.ne(mask, 0)
+    from ._torch_ops import broadcast_shapes
+    shape = broadcast_shapes(input.shape, mask.shape)
+    return input.broadcast_to(shape)[mask.broadcast_to(shape)]
 
 
 def count_nonzero(input, dim=None):

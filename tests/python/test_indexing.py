@@ -1,4 +1,6 @@
 """x[key] and x[key] = v against NumPy, and indexing gradients."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,42 @@ def test_index_errors():
         t[{}]
     with pytest.raises(TypeError):
         del t[0]
+
+
+def test_uint8_index_is_a_mask_as_in_pytorch():
+    # PyTorch reads a uint8 index as a mask (deprecated, with a warning);
+    # musa took it for integer positions and answered another question
+    # (fuzz-py seed 14874, through masked_select)
+    torch = pytest.importorskip("torch")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for key in (np.array([1, 0, 2], np.uint8), np.array(1, np.uint8), np.array(0, np.uint8),
+                np.array([[0, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 5]], np.uint8)):
+        # a musa tensor, and a NumPy array (0-d ones index as ints, as NumPy scalars do)
+        for wrap in (musa.tensor, lambda k: k) if key.ndim else (musa.tensor,):
+            with pytest.warns(UserWarning, match=r"\[index\] a uint8 index is a mask"):
+                got = musa.tensor(x)[wrap(key)]
+            with warnings.catch_warnings():  # (torch warns once)
+                warnings.simplefilter("ignore")
+                want = torch.tensor(x)[torch.tensor(key)]
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    t, m = musa.tensor(x), musa.tensor([1, 0, 1], dtype=musa.uint8)
+    with pytest.warns(UserWarning):
+        t[m] = -1.0
+    assert t.numpy()[:, 0].tolist() == [-1.0, 4.0, -1.0]
+
+
+def test_masked_select_takes_bool_or_uint8_masks_and_broadcasts_both_ways():
+    torch = pytest.importorskip("torch")
+    a = np.array([[2], [3], [4]], np.uint8)
+    for mask in (np.array(0, np.uint8), np.array(1, np.uint8), np.array([1, 0], np.uint8)):
+        with pytest.warns(UserWarning, match=r"\[masked_select\] a uint8 mask"):
+            got = musa.tensor(a).masked_select(musa.tensor(mask))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = torch.tensor(a).masked_select(torch.tensor(mask))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    got = musa.masked_select(musa.tensor([1, 2]), musa.tensor([[True], [False]]))
+    assert got.tolist() == torch.masked_select(torch.tensor([1, 2]), torch.tensor([[True], [False]])).tolist()
+    with pytest.raises(TypeError, match=r"^\[masked_select\] mask must be a bool \(or uint8\) tensor, got "
+                                        r"musa.int64"):
+        musa.tensor([1.0, 2.0]).masked_select(musa.tensor([1, 0]))

@@ -24,6 +24,20 @@ static bool is_scalar_shape(PyObject *o) {
     return r;
 }
 
+/* A uint8 tensor index is a mask, as PyTorch reads it (deprecated there in
+ * favour of bool, with a warning): a new bool tensor, or NULL with a Python
+ * error set. */
+static musa_tensor *uint8_mask(musa_tensor *t, const char *who) {
+    if (PyErr_WarnFormat(PyExc_UserWarning, 1,
+                         "[%s] a uint8 index is a mask (nonzero: taken), as in PyTorch, which "
+                         "deprecates it; index with a bool tensor",
+                         who) < 0)
+        return NULL;
+    musa_tensor *m = musa_cast(t, MUSA_DTYPE_BOOL);
+    if (!m) pm_raise_int();
+    return m;
+}
+
 static int add_entry(key_entries *k, PyObject *o, const char *who) {
     if (k->n == MAX_ENTRIES) {
         PyErr_Format(PyExc_IndexError, "[%s] too many index entries (at most %d)", who,
@@ -71,6 +85,11 @@ static int add_entry(key_entries *k, PyObject *o, const char *who) {
     } else if (!pm_is_tensor(o) && PyObject_HasAttrString(o, "shape") && !is_scalar_shape(o)) {
         musa_tensor *t = pm_tensor_from_data(o, -1, who); /* a NumPy array of indices or a mask */
         if (!t) return -1;
+        if (musa_tensor_dtype(t) == MUSA_DTYPE_UINT8) {
+            musa_tensor *m = uint8_mask(t, who);
+            musa_tensor_release(t);
+            if (!(t = m)) return -1;
+        }
         e->kind = MUSA_INDEX_TENSOR;
         e->tensor = k->owned[k->n] = t;
     } else if (PyIndex_Check(o) && !pm_is_tensor(o)) {
@@ -81,7 +100,11 @@ static int add_entry(key_entries *k, PyObject *o, const char *who) {
     } else if (pm_is_tensor(o)) {
         musa_tensor *t = pm_t(o);
         musa_dtype d = musa_tensor_dtype(t);
-        if (musa_tensor_ndim(t) == 0 && d != MUSA_DTYPE_BOOL && !musa_dtype_is_floating(d)) {
+        if (d == MUSA_DTYPE_UINT8) {
+            if (!(t = uint8_mask(t, who))) return -1;
+            e->kind = MUSA_INDEX_TENSOR;
+            e->tensor = k->owned[k->n] = t;
+        } else if (musa_tensor_ndim(t) == 0 && d != MUSA_DTYPE_BOOL && !musa_dtype_is_floating(d)) {
             int64_t v; /* a 0-d integer tensor indexes like an int */
             if (musa_tensor_item_int(t, &v)) return pm_raise_int();
             e->kind = MUSA_INDEX_INT;
