@@ -17,7 +17,7 @@ import torch
 import musa
 import musa.nn.functional as F
 from musa import _C
-from musa.nn._functional_more import _source
+from musa.nn._functional_more import _linear_taps
 
 torch.set_num_threads(2)
 ROUNDS = 3
@@ -25,20 +25,15 @@ ROUNDS = 3
 
 def old_linear_dim(x, dim, out_size, scale, align_corners):
     """The composition resample replaced: two gathers, two products, a sum."""
-    n = x.shape[dim]
-    src = _source(scale, n, out_size, align_corners, False)
-    i0 = _C.clamp(_C.floor(src), max=float(n - 1))
-    lam = _C.sub(src, i0)
-    i0 = i0.to(_C.int64)
-    i1 = _C.clamp(_C.add(i0, 1), max=n - 1)
+    (i0, i1), (w0, w1) = _linear_taps(x.shape[dim], out_size, scale, align_corners)
 
     def weight(w):
         shape = [1] * x.ndim
         shape[dim] = w.shape[0]
         return _C.reshape(w.to(x.dtype), shape)
 
-    return _C.add(_C.mul(x.index_select(dim, i0), weight(_C.sub(1.0, lam))),
-                  _C.mul(x.index_select(dim, i1), weight(lam)))
+    return _C.add(_C.mul(x.index_select(dim, i0), weight(w0)),
+                  _C.mul(x.index_select(dim, i1), weight(w1)))
 
 
 def old_linear(x, size):

@@ -199,16 +199,20 @@ def _taps(x, dim, index, weights):
     return _C.resample(x, dim, _C.stack(index, 1), _C.stack([w.to(wdt) for w in weights], 1))
 
 
-def _linear_dim(x, dim, out_size, scale, align_corners):
-    n = x.shape[dim]
+def _linear_taps(n, out_size, scale, align_corners):
+    """The two taps of each output along a dim of n: ([i0, i1], [w0, w1])."""
     src = _source(scale, n, out_size, align_corners, False)
     i0 = _C.clamp(_C.floor(src), max=float(n - 1))
     lam = _C.sub(src, i0)
     i0 = i0.to(_C.int64)
     i1 = _C.clamp(_C.add(i0, 1), max=n - 1)
+    return [i0, i1], [_C.sub(1.0, lam), lam]
+
+
+def _linear_dim(x, dim, out_size, scale, align_corners):
     # a w0 + b w1, as PyTorch: a + (b - a) w1 made an inf at a tap of
     # weight 1 NaN (inf + (b - inf) 0), and its neighbours' blends NaN
-    return _taps(x, dim, [i0, i1], [_C.sub(1.0, lam), lam])
+    return _taps(x, dim, *_linear_taps(x.shape[dim], out_size, scale, align_corners))
 
 
 def _cubic_weights(t, a=-0.75):
