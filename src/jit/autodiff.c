@@ -15,10 +15,11 @@
  * gradients first to last. For a function of one output that is eager's
  * order whatever the caller's graph around it; with several, eager's
  * depends on how the caller's backward reaches them, and this is the order
- * of a caller that sums them or feeds them to one op. An op whose low-precision output the capture
- * recorded as a float32 value and a rounding cast (capture.c) is one node here, as on eager's tape:
- * its formula sees the rounded output and that output's gradient, so it saves and computes what
- * eager does, bit for bit.
+ * of a caller that sums them or feeds them to one op. An op whose
+ * low-precision output the capture recorded as a float32 value and a
+ * rounding cast (capture.c) is one node here, as on eager's tape: its
+ * formula sees the rounded output and that output's gradient, so it saves
+ * and computes what eager does, bit for bit.
  *
  * Invariants: forward nodes are untouched; new nodes are appended after
  * them; a value gets a gradient only if it depends on a `wrt` value, so
