@@ -130,8 +130,9 @@ def _wait_gone(tids, limit=2.0):
     """Wait (at most limit seconds) until the threads of these native ids
     have ended. A joined thread's Python part has finished, but its OS thread
     may still be tearing down: under ASan that returns the thread's allocator
-    cache under the size-class locks (a pool forked then hung within 150
-    pools under load: the worker's new threads waited on an inherited lock).
+    cache under the size-class locks (pools made in a loop under load hung
+    at the 70th, 130th and 530th: the worker's new threads waited on an
+    inherited lock).
     Linux names live threads in /proc/self/task."""
     deadline = time.monotonic() + limit
     for tid in tids:
