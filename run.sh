@@ -362,7 +362,8 @@ tsan)
     ;;
 format | format-check)
     setup clang-format
-    mapfile -t files < <(git ls-files '*.c' '*.h')
+    # tracked files and new ones not yet added (not ignored ones: build trees)
+    mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.h')
     if [ "$1" = format ]; then
         clang-format -i "${files[@]}"
     else
