@@ -593,6 +593,8 @@ static int resample_operands(const musa_op_info *op, musa_tensor *const *in, mus
     return MUSA_OK;
 }
 
+/* resample: m rows along dim out. resample_backward: the gradient of
+ * resample's output in (m rows), its input's gradient out (`size` rows). */
 int infer_resample(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                    musa_infer *r) {
     MUSA_UNUSED(n_in);
@@ -600,33 +602,22 @@ int infer_resample(const musa_op_info *op, musa_tensor *const *in, int n_in, voi
     int rc = resample_operands(op, in, a, r);
     if (rc) return rc;
     const musa_tensor *x = in[0];
-    int64_t shape[MUSA_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    a->size = x->shape[a->dim];
-    shape[a->dim] = in[1]->shape[0];
-    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
-    return MUSA_OK;
-}
-
-/* The gradient of resample's output in, its input's gradient out: `size`
- * rows along dim. */
-int infer_resample_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
-                            musa_infer *r) {
-    MUSA_UNUSED(n_in);
-    musa_attrs_resample *a = attrs;
-    int rc = resample_operands(op, in, a, r);
-    if (rc) return rc;
-    const musa_tensor *g = in[0];
-    if (a->size < 0 || g->shape[a->dim] != in[1]->shape[0])
+    int64_t rows = in[1]->shape[0];
+    if (op != &musa_ops[MUSA_OP_resample_backward]) {
+        a->size = x->shape[a->dim];
+    } else if (a->size < 0 || x->shape[a->dim] != rows) {
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] the gradient has %lld rows in dim %lld for %lld outputs; size %lld",
-                        op->name, (long long)g->shape[a->dim], (long long)a->dim,
-                        (long long)in[1]->shape[0], (long long)a->size);
+                        op->name, (long long)x->shape[a->dim], (long long)a->dim, (long long)rows,
+                        (long long)a->size);
+    } else {
+        rows = a->size;
+    }
     int64_t shape[MUSA_MAX_DIMS];
-    memcpy(shape, g->shape, sizeof shape);
-    shape[a->dim] = a->size;
-    if ((rc = musa_shape_check(op->name, g->ndim, shape, NULL))) return rc;
-    musa_infer_out(r, 0, (musa_dtype)g->dtype, g->ndim, shape);
+    memcpy(shape, x->shape, sizeof shape);
+    shape[a->dim] = rows;
+    if ((rc = musa_shape_check(op->name, x->ndim, shape, NULL))) return rc;
+    musa_infer_out(r, 0, (musa_dtype)x->dtype, x->ndim, shape);
     return MUSA_OK;
 }
 
