@@ -18,6 +18,14 @@ int musa_vec_grow_(void **data, int64_t *cap, int64_t need, size_t elem) {
     return 0;
 }
 
+void musa_vec_shrink_(void **data, int64_t *cap, int64_t len, size_t elem) {
+    if (*cap <= len || len <= 0) return;
+    void *p = realloc(*data, (size_t)len * elem); /* len * elem <= cap * elem: no overflow */
+    if (!p) return;
+    *data = p;
+    *cap = len;
+}
+
 static int map_rehash(musa_map *m, int64_t ncap) {
     uint64_t *keys = musa_malloc(sizeof(uint64_t) * (size_t)ncap, "map");
     uint64_t *vals = musa_malloc(sizeof(uint64_t) * (size_t)ncap, "map");

@@ -27,6 +27,11 @@ int musa_vec_grow_(void **data, int64_t *cap, int64_t need, size_t elem);
     ((n) <= (v)->cap ? 0 : musa_vec_grow_((void **)&(v)->data, &(v)->cap, (n), sizeof(*(v)->data)))
 #define musa_vec_push(v, x)                                                                        \
     (musa_vec_reserve((v), (v)->len + 1) ? MUSA_ERR_NOMEM : ((v)->data[(v)->len++] = (x), 0))
+/* Give back the capacity past len (a graph done growing); never fails: a
+ * block realloc cannot shrink stays as it is. */
+void musa_vec_shrink_(void **data, int64_t *cap, int64_t len, size_t elem);
+#define musa_vec_shrink(v)                                                                         \
+    musa_vec_shrink_((void **)&(v)->data, &(v)->cap, (v)->len, sizeof(*(v)->data))
 #define musa_vec_free(v)                                                                           \
     do {                                                                                           \
         free((v)->data);                                                                           \

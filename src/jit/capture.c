@@ -346,6 +346,7 @@ int musa_graph_capture_end(musa_graph *g) {
     g->capturing = false;
     musa_tensor_epoch = 0;
     if (g->capture_error) return musa_err(g->capture_error, "%s", g->capture_msg);
+    musa_graph_shrink(g);
     return MUSA_OK;
 }
 

@@ -289,6 +289,13 @@ void musa_graph_compact(musa_graph *g) {
     g->nodes.len = w;
 }
 
+void musa_graph_shrink(musa_graph *g) {
+    musa_vec_shrink(&g->values);
+    musa_vec_shrink(&g->nodes);
+    musa_vec_shrink(&g->inputs);
+    musa_vec_shrink(&g->outputs);
+}
+
 int musa_graph_place(musa_graph *g, int64_t nn0, const int32_t *pos) {
     int64_t nn = g->nodes.len, extra = nn - nn0;
     if (extra <= 0) return MUSA_OK;

@@ -208,6 +208,10 @@ void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to);
 void musa_graph_analyse(musa_graph *g);
 /* Drop dead nodes (and renumber nothing else: value ids stay). */
 void musa_graph_compact(musa_graph *g);
+/* Give back the tables' spare capacity (a graph done growing: captured or
+ * optimised). Nodes are some 750 bytes (their attribute record inline), so
+ * doubling left up to half of a large graph's tables unused. */
+void musa_graph_shrink(musa_graph *g);
 /* Move the nodes appended since nn0 into place: node k >= nn0 goes right
  * before original node pos[k] (pos[k] == nn0: at the end), new nodes with
  * one position in the order they were added. Producers follow; a break

@@ -19,6 +19,18 @@
  *     (q @ k^T) * scale, masked, softmax, are one group, as is a
  *     normalisation followed by its activation.
  *
+ * Memory: a group runs at the position of its last member, so a node that
+ * joins a group across other work (a node no flat group takes, such as a
+ * matmul, between the group's last member and it) holds every input the
+ * group read until then. A chain of gradient sums (the 32 per-step products
+ * of an LSTM's recurrent weight, each added to the running sum as it is
+ * made) became one group that ran after the last product: all 32 products
+ * (1 MiB each) were live at once, and the step's arena was 42.5 MB (11.8 MB
+ * now). So a node joins across other work only while the inputs the group
+ * read from outside (their bytes, counted once per member) are at most the
+ * size of the node's output; otherwise the group is sealed (the node reads
+ * it) and the node starts another.
+ *
  * Invariants: a group runs at the position of its last member, so a group
  * is sealed as soon as a node outside it reads one of its values (nothing
  * outside may read a member before the group ran, and no member may depend
@@ -34,7 +46,37 @@ typedef struct group {
     bool sealed;
     bool headed;
     int32_t members;
+    int64_t work_at;  /* `work` when the last member joined */
+    size_t ext_bytes; /* node values (views: their own bytes) members read from outside,
+                       * once per member */
 } group;
+
+/* Bytes of the node values that member n reads from outside group gi (-1:
+ * every one; not inputs, parameters or constants: those live through the
+ * whole run). */
+static size_t outside_bytes(const musa_graph *g, const musa_gnode *n, const int32_t *vgroup,
+                            int32_t gi) {
+    size_t b = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        const musa_gvalue *x = &g->values.data[n->in[k]];
+        if (g->values.data[x->root].kind != MUSA_V_NODE ||
+            (gi >= 0 && (vgroup[n->in[k]] == gi || vgroup[x->root] == gi)))
+            continue;
+        size_t e = musa_dtype_info[x->dtype].size;
+        for (int d = 0; d < x->ndim; d++) e *= (size_t)x->shape[d];
+        b += e;
+    }
+    return b;
+}
+
+/* Whether a node whose output is o may join open group gr at this point:
+ * right after its last member, or holding little (see "Memory" above). */
+static bool join_ok(const group *gr, const musa_gvalue *o, int64_t work) {
+    if (gr->work_at == work) return true;
+    size_t out = musa_dtype_info[o->dtype].size;
+    for (int d = 0; d < o->ndim; d++) out *= (size_t)o->shape[d];
+    return gr->ext_bytes <= out;
+}
 
 /* pow's kernel picks its loop from the exponent's view (a*a for one
  * scalar 2): an exponent of several elements broadcast along rows, (5, 1)
@@ -81,10 +123,12 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
     group *gs = musa_calloc((size_t)(nn ? nn : 1), sizeof *gs, "fuse");
     int32_t *vgroup = musa_malloc(sizeof(int32_t) * (size_t)(nv ? nv : 1), "fuse");
     int32_t *read = musa_calloc((size_t)(nv ? nv : 1), sizeof(int32_t), "fuse");
-    if (!gs || !vgroup || !read) {
-        free(gs), free(vgroup), free(read);
+    int64_t *wpos = musa_calloc((size_t)(nn ? nn : 1), sizeof(int64_t), "fuse");
+    if (!gs || !vgroup || !read || !wpos) {
+        free(gs), free(vgroup), free(read), free(wpos);
         return MUSA_ERR_NOMEM;
     }
+    int64_t work = 0; /* nodes seen so far that no flat group takes (matmuls, reductions, ...) */
     for (int64_t v = 0; v < nv; v++) vgroup[v] = -1;
     int ngroups = 0;
     for (int64_t i = 0; i < nn; i++) {
@@ -110,7 +154,9 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
             /* an open group producing one of the inputs, with this shape */
             for (int k = 0; k < n->n_in && join < 0 && !branches; k++) {
                 int32_t gi = vgroup[n->in[k]];
-                if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], o)) join = gi;
+                if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], o) &&
+                    join_ok(&gs[gi], o, work))
+                    join = gi;
             }
             /* or a matmul/conv whose output nobody read yet: it heads a group */
             if (join < 0 && !branches && level >= 2) {
@@ -130,7 +176,11 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
                         (musa_ops[hn->op].flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_THREADS)) ||
                         inner * 16 > MUSA_HEAD_TILE_ELEMS || !musa_graph_split0_ok(g, h))
                         continue;
+                    group head = {.work_at = wpos[h],
+                                  .ext_bytes = outside_bytes(g, hn, vgroup, -1)};
+                    if (!join_ok(&head, o, work)) continue;
                     group *gr = &gs[ngroups];
+                    *gr = head;
                     gr->first = h;
                     gr->ndim = o->ndim;
                     memcpy(gr->shape, o->shape, sizeof gr->shape);
@@ -152,8 +202,9 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
             for (int k = 0; k < n->n_in && !branches; k++) {
                 int32_t gi = vgroup[n->in[k]];
                 if (gi < 0 || gi == join || gs[gi].sealed || !same_shape(&gs[gi], o) ||
-                    gs[gi].headed)
+                    gs[gi].headed || !join_ok(&gs[gi], o, work))
                     continue;
+                gs[join].ext_bytes += gs[gi].ext_bytes;
                 for (int64_t j = gs[gi].first; j < i; j++) {
                     musa_gnode *m = &g->nodes.data[j];
                     if (m->dead || m->group != gi) continue;
@@ -174,7 +225,7 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
             int32_t gi = vgroup[n->in[0]];
             const musa_gvalue *o = &g->values.data[n->out[0]];
             if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], o) &&
-                same_shape(&gs[gi], &g->values.data[n->in[0]])) {
+                same_shape(&gs[gi], &g->values.data[n->in[0]]) && join_ok(&gs[gi], o, work)) {
                 n->group = gi;
                 gs[gi].members++;
                 vgroup[n->out[0]] = gi;
@@ -182,13 +233,20 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
             }
         } else if (level >= 2 && musa_graph_row_reduction(g, n)) {
             int32_t gi = vgroup[n->in[0]];
-            if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], &g->values.data[n->in[0]])) {
+            if (gi >= 0 && !gs[gi].sealed && same_shape(&gs[gi], &g->values.data[n->in[0]]) &&
+                join_ok(&gs[gi], &g->values.data[n->out[0]], work)) {
                 n->group = gi;
                 gs[gi].members++;
                 gs[gi].sealed = true; /* a reduction ends its group */
                 vgroup[n->out[0]] = gi;
                 join = gi;
             }
+        }
+        if (!(musa_ops[n->op].flags & MUSA_OPF_VIEW) && !fusible_ew(g, n)) work++;
+        wpos[i] = work;
+        if (join >= 0) {
+            gs[join].ext_bytes += outside_bytes(g, n, vgroup, join);
+            gs[join].work_at = work;
         }
         /* Reading a value of another group seals that group. */
         for (int k = 0; k < n->n_in; k++) {
@@ -211,6 +269,6 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
             changed++;
     }
     if (ctx) ctx->changes += changed;
-    free(gs), free(vgroup), free(read);
+    free(gs), free(vgroup), free(read), free(wpos);
     return MUSA_OK;
 }

@@ -70,6 +70,7 @@ int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
         if (ps->fn == musa_pass_attention && !ctx->fuse_attention) continue;
         if ((rc = run(g, ps, ctx))) return rc;
     }
+    musa_graph_shrink(g);
     return MUSA_OK;
 }
 
