@@ -290,11 +290,17 @@ musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)
 #define MUSA_HEAD_TILE_ELEMS 65536
 
 /* Output elements from which a non-elementwise kernel counts as heavy
- * (musa_graph_pairable). 4096 elements (16 KiB of float32): smaller kernels
- * are too short for a task of their own to pay for handing it to the OpenMP
- * team. The value was set with the pairing, not tuned by a measurement of
- * its own; the upper bound was measured (below). */
-#define MUSA_HEAVY_ELEMS 4096
+ * (musa_graph_pairable): smaller kernels are too short for a task of their
+ * own to pay for handing it to the OpenMP team. At 4096 (the first value,
+ * not measured) a GRU's training step (2 layers, hidden 128, batch 16, 40
+ * steps) paired 80 gate-gradient pads of 6144 elements: 4.00 ms a step
+ * against 3.65-3.88 ms unpaired and 3.97 ms on one thread, and with another
+ * process on the second core each pair's barrier waited for a descheduled
+ * thread (steps of 4 to 700 ms). At 16384 the LSTM, GRU and transformer
+ * encoder steps measured here were as fast or faster (LSTM 13.6-13.8 ms
+ * against 14.0-14.2), and MLP, GPT-tiny and ResNet-18 plans lost only
+ * GPT-tiny's pair of embedding-gradient index_adds (8192 elements). */
+#define MUSA_HEAVY_ELEMS 16384
 /* Output elements above which a heavy kernel runs alone with every thread:
  * on ResNet-18 training (2 threads) two convolutions as single-threaded
  * tasks ran 15% slower than one after the other with both threads each. */
