@@ -255,6 +255,7 @@ typedef struct musa_pass {
 } musa_pass;
 
 int musa_pass_simplify(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_padsum(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_cse(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_fold(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_dce(musa_graph *g, musa_pass_ctx *ctx);

@@ -872,6 +872,48 @@ TEST(fusion_does_not_hold_products_until_a_late_group) {
     musa_tensor_release(ref), musa_tensor_release(x);
 }
 
+/* A GRU's gate gradients: pieces of (rows, 12) along dim 1, each zero-padded
+ * to the whole and summed, twice (the second sum shares two of the pads,
+ * and leaves the first 4 columns zero). */
+static musa_tensor *pad_sums(musa_tensor *x) {
+    musa_temps t = {0};
+    musa_tensor *a = musa_tmp(&t, musa_mul(x, musa_tmp(&t, musa_number(-1))));
+    musa_tensor *b = musa_tmp(&t, musa_tanh(x)), *c = musa_tmp(&t, musa_exp(x));
+    int64_t pa[2] = {0, 8}, pb[2] = {4, 4}, pc[2] = {8, 0};
+    musa_tensor *ppa = musa_tmp(&t, musa_pad(a, 2, pa, 0));
+    musa_tensor *ppb = musa_tmp(&t, musa_pad(b, 2, pb, 0));
+    musa_tensor *ppc = musa_tmp(&t, musa_pad(c, 2, pc, 0));
+    musa_tensor *s1 = musa_tmp(&t, musa_add(musa_tmp(&t, musa_add(ppc, ppa)), ppb));
+    musa_tensor *s2 = musa_tmp(&t, musa_add(ppc, ppb));
+    musa_tensor *y = musa_mul(s1, s2);
+    musa_temps_release(&t);
+    return y;
+}
+
+TEST(sums_of_zero_pads_become_cats_with_eager_bits) {
+    int64_t sh[2] = {6, 4};
+    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, sh, -2, 2, L_CONTIG);
+    float *d = musa_tensor_data(x);
+    d[0] = -0.0f, d[5] = 0.0f, d[6] = NAN; /* -x of +0.0 is -0.0: the sum makes it +0.0 */
+    musa_tensor *ref = pad_sums(x);
+    musa_graph *g = NULL;
+    musa_plan *p = compile_unary(pad_sums, x, 0, NULL, &g);
+    CHECK(p);
+    int pads = 0, cats = 0;
+    for (int i = 0; g && i < musa_graph_num_nodes(g); i++) {
+        const char *op = musa_graph_node_op(g, i);
+        pads += op && !strcmp(op, "pad"), cats += op && !strcmp(op, "cat");
+    }
+    CHECK_MSG(cats == 2 && pads == 1, "%d cats, %d pads", cats, pads); /* s2 keeps its left edge */
+    musa_tensor *out = NULL;
+    CHECK(p && musa_plan_run(p, 1, &x, 1, &out) == MUSA_OK);
+    CHECK(out && ref &&
+          !memcmp(musa_tensor_data(out), musa_tensor_data(ref), 6 * 12 * sizeof(float)));
+    release_all(3, out, ref, x);
+    musa_plan_free(p);
+    musa_graph_free(g);
+}
+
 TEST(c_api_refuses_null_and_bad_arguments) {
     CHECK(musa_graph_num_nodes(NULL) == 0 && musa_graph_node_op(NULL, 0) == NULL);
     CHECK(musa_graph_value_of(NULL, NULL) == -1 && musa_graph_output(NULL, 0) == -1);

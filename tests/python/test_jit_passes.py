@@ -28,7 +28,7 @@ def text(g):
 
 CASES = {
     "simplify": (
-        lambda x: (-(-(((x * 1) + 0 - 0) / 1))).t().t().reshape(6, 2).reshape(3, 4) ** 1 * 3,
+        lambda x: (-(-(((x * 1) + -0.0 - 0) / 1))).t().t().reshape(6, 2).reshape(3, 4) ** 1 * 3,
         ["fold", "simplify", "dce"],
         """graph(%0 "x0": float32[3, 4]) {
   %30 = const 3
@@ -117,6 +117,25 @@ def test_pipeline_runs_every_pass_and_can_disable_by_name():
     assert [op for op, _ in g2.ops()].count("matmul") == 1
     with pytest.raises(ValueError, match="unknown pass 'nope'"):
         g2.run_pass("nope")
+
+
+@pytest.mark.parametrize("op, kept", [
+    (lambda x: x + 0, True),         # -0.0 + +0.0 is +0.0: not x
+    (lambda x: 0 + x, True),
+    (lambda x: x + -0.0, False),     # x + -0.0 is x, bit for bit
+    (lambda x: x - 0, False),
+    (lambda x: x - -0.0, True),      # x - -0.0 is x + 0
+])
+def test_simplify_drops_only_exact_zero_units(op, kept):
+    def fn(x):
+        return op(x) * 2
+    x = musa.tensor([-0.0, 0.0, -1.5, float("nan")])
+    g, _ = capture(fn, x)
+    for p in ("fold", "simplify", "dce"):
+        g.run_pass(p, verify=True)
+    assert (" add(" in g.text() or " sub(" in g.text()) == kept, g.text()
+    got, want = g.compile().run([x])[0].numpy(), fn(x).numpy()
+    assert got.tobytes() == want.tobytes(), (got, want)
 
 
 def test_simplify_never_returns_an_argument_for_a_new_tensor():

@@ -15,6 +15,7 @@ const musa_pass musa_pass_table[] = {
      * write permuted results, as it does for matmuls */
     {"attention", musa_pass_attention, 0},
     {"simplify", musa_pass_simplify, 0},
+    {"padsum", musa_pass_padsum, 0}, /* sums of zero pads: a split's gradient */
     {"cse", musa_pass_cse, 0},
     {"fold", musa_pass_fold, 0},
     {"simplify", musa_pass_simplify, 0}, /* again: folding exposes x * 1, x @ I */

@@ -2,7 +2,8 @@
  * simplify.c - algebraic simplification (pass "simplify").
  *
  * Rules, one small function each, tried in the order of the rule table:
- * - unit operands: x*1, 1*x, x+0, 0+x, x-0, x/1, x**1 -> x, where the unit is
+ * - unit operands: x*1, 1*x, x+(-0), (-0)+x, x-(+0), x/1, x**1 -> x (signed zeros:
+ *   x + +0 turns -0 into +0, so it stays), where the unit is
  *   a one-element CONST, possibly behind one cast node (a Python number cast
  *   to the op's dtype; casts keep 0 and 1 exact);
  * - x@I, I@x -> x for a CONST square identity matrix, without transposes;
@@ -11,9 +12,8 @@
  *   view(view(x, s1), s2) -> view(x, s2), by rewiring the outer node;
  * - a view whose output has its input's layout -> its input (identity
  *   permutes, whole slices, same-shape view/expand/squeeze); detach stays;
- * - add(pad(a), pad(b)) with zero pads of one dim whose windows touch ->
- *   pad(cat(a, b)) (a split's gradient), cat(cat(a, b), c) -> cat(a, b, c),
- *   and a pad of nothing -> its input;
+ * - cat(cat(a, b), c) -> cat(a, b, c), and a pad of nothing -> its input
+ *   (sums of zero pads, a split's gradient, become cats in pass "padsum");
  * - clone(permute(matmul(a, b))) -> the matmul writing the permuted layout
  *   (its output's strides change; the one exception to the layout
  *   invariant below, safe because only the permute reads that output).
@@ -143,24 +143,30 @@ static int rewire(musa_graph *g, int32_t i, int32_t src, const musa_attrs_any *a
 
 /* ---- rules ---- */
 
-/* The op's unit u: x op u == x (and u op x when the op commutes). */
+/* The op's unit u: x op u == x, bit for bit (and u op x when the op
+ * commutes). The zeros are signed: -0.0 + +0.0 is +0.0, so x + 0 is x
+ * only for the unit -0.0, and x - 0 only for +0.0 (x - -0.0 is x + 0). */
 static const struct {
     int op;
     double unit;
 } units[] = {
-    {MUSA_OP_mul, 1.0}, {MUSA_OP_add, 0.0}, {MUSA_OP_sub, 0.0},
+    {MUSA_OP_mul, 1.0}, {MUSA_OP_add, -0.0}, {MUSA_OP_sub, 0.0},
     {MUSA_OP_div, 1.0}, {MUSA_OP_pow, 1.0},
 };
+
+static bool is_unit(double c, double unit) {
+    return c == unit && signbit(c) == signbit(unit);
+}
 
 static int rule_unit(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
     for (int r = 0; r < MUSA_ARRAY_LEN(units); r++) {
         if (n->op != units[r].op) continue;
         double c;
-        if (scalar_of(g, n->in[1], &c) && c == units[r].unit && replace_by(g, i, n->in[0]))
+        if (scalar_of(g, n->in[1], &c) && is_unit(c, units[r].unit) && replace_by(g, i, n->in[0]))
             return 1;
         if ((musa_ops[n->op].flags & MUSA_OPF_COMMUTATIVE) && scalar_of(g, n->in[0], &c) &&
-            c == units[r].unit)
+            is_unit(c, units[r].unit))
             return replace_by(g, i, n->in[1]);
         return 0;
     }
@@ -220,79 +226,6 @@ static int rule_noop_view(musa_graph *g, int32_t i) {
     if (!(f & MUSA_OPF_VIEW) || (f & MUSA_OPF_NONDIFF)) return 0;
     if (g->values.data[n->out[0]].root != g->values.data[n->in[0]].root) return 0;
     return replace_by(g, i, n->in[0]);
-}
-
-/* The one dim a zero pad pads (its width before in *left), or -1 when it
- * pads none, several, or with another value. */
-static int pad_dim(const musa_gnode *p, int ndim, int64_t *left) {
-    const musa_attrs_pad *a = &p->attrs.pad;
-    int d = -1;
-    if (a->value != 0) return -1;
-    for (int k = 0; k < a->pads.n / 2; k++) {
-        if (a->pads.v[2 * k] < 0 || a->pads.v[2 * k + 1] < 0) return -1;
-        if (!a->pads.v[2 * k] && !a->pads.v[2 * k + 1]) continue;
-        if (d >= 0) return -1;
-        d = ndim - 1 - k, *left = a->pads.v[2 * k];
-    }
-    return d;
-}
-
-/* add(pad(a), pad(b)), zero pads of one dim whose windows touch, is
- * pad(cat(a, b)): the gradient of a split (q, k, v from one matmul)
- * becomes one copy instead of zero-filled buffers added together. The later
- * pad node becomes the cat, the add the pad, the earlier pad dies. */
-static int rule_pad_sum(musa_graph *g, int32_t i) {
-    musa_gnode *n = &g->nodes.data[i];
-    if (n->op != MUSA_OP_add || n->n_in != 2) return 0;
-    int32_t pa = musa_graph_producer(g, n->in[0], MUSA_OP_pad),
-            pb = musa_graph_producer(g, n->in[1], MUSA_OP_pad);
-    if (pa < 0 || pb < 0 || pa == pb) return 0;
-    const musa_gvalue *o = &g->values.data[n->out[0]];
-    int32_t ins[2] = {g->nodes.data[pa].in[0], g->nodes.data[pb].in[0]};
-    int64_t left[2] = {0, 0};
-    int d = pad_dim(&g->nodes.data[pa], o->ndim, &left[0]);
-    if (d < 0 || d != pad_dim(&g->nodes.data[pb], o->ndim, &left[1])) return 0;
-    for (int k = 0; k < 2; k++) {
-        const musa_gvalue *x = &g->values.data[n->in[k]], *src = &g->values.data[ins[k]];
-        if (x->dtype != o->dtype || src->dtype != o->dtype ||
-            !musa_shape_equal(x->ndim, x->shape, o->ndim, o->shape) ||
-            musa_graph_uses_of(g, n->in[k]) != 1)
-            return 0;
-    }
-    int first = left[0] + g->values.data[ins[0]].shape[d] == left[1]   ? 0
-                : left[1] + g->values.data[ins[1]].shape[d] == left[0] ? 1
-                                                                       : -1;
-    if (first < 0) return 0;
-    int32_t later = pa > pb ? pa : pb, earlier = pa > pb ? pb : pa;
-    int32_t *cin = MUSA_ARENA_NEW(&g->arena, int32_t, 2);
-    if (!cin) return MUSA_ERR_NOMEM;
-    cin[0] = ins[first], cin[1] = ins[1 - first];
-    musa_gnode saved_later = g->nodes.data[later], saved_n = *n;
-    musa_gvalue saved_lv = g->values.data[saved_later.out[0]], saved_o = *o;
-    musa_gnode *c = &g->nodes.data[later];
-    c->op = MUSA_OP_cat, c->n_in = 2, c->in = cin;
-    memset(&c->attrs, 0, sizeof c->attrs);
-    c->attrs.dim.dim = d;
-    int rc = musa_graph_infer_node(g, later);
-    if (!rc) {
-        n = &g->nodes.data[i];
-        int64_t right = saved_o.shape[d] - left[first] - g->values.data[c->out[0]].shape[d];
-        n->op = MUSA_OP_pad, n->n_in = 1, n->in[0] = c->out[0];
-        memset(&n->attrs, 0, sizeof n->attrs);
-        n->attrs.pad.pads.n = 2 * (saved_o.ndim - d);
-        n->attrs.pad.pads.v[2 * (saved_o.ndim - 1 - d)] = left[first];
-        n->attrs.pad.pads.v[2 * (saved_o.ndim - 1 - d) + 1] = right;
-        rc = right < 0 ? MUSA_ERR_VALUE : musa_graph_infer_node(g, i);
-    }
-    const musa_gvalue *now = &g->values.data[saved_n.out[0]];
-    if (rc || !musa_gvalue_same_layout(now, &saved_o) || now->dtype != saved_o.dtype) {
-        if (rc) musa_clear_error();
-        g->nodes.data[later] = saved_later, g->values.data[saved_later.out[0]] = saved_lv;
-        g->nodes.data[i] = saved_n, g->values.data[saved_n.out[0]] = saved_o;
-        return 0;
-    }
-    g->nodes.data[earlier].dead = true;
-    return 1;
 }
 
 /* cat(cat(a, b), c) along one dim -> cat(a, b, c) when the inner cat has no
@@ -397,17 +330,11 @@ static int rule_matmul_writes_permuted(musa_graph *g, int32_t i) {
 /* Chain rules come before rule_noop_view, which then removes a chain that
  * composed to the identity. */
 static const rule_fn rules[] = {
-    rule_unit,
-    rule_matmul_identity,
-    rule_double_neg,
-    rule_noop_cast,
-    rule_permute_chain,
-    rule_view_chain,
-    rule_noop_view,
-    rule_pad_sum,
-    rule_cat_chain,
-    rule_noop_pad,
-    rule_matmul_writes_permuted,
+    rule_unit,          rule_matmul_identity,
+    rule_double_neg,    rule_noop_cast,
+    rule_permute_chain, rule_view_chain,
+    rule_noop_view,     rule_cat_chain,
+    rule_noop_pad,      rule_matmul_writes_permuted,
 };
 
 /* One pass over the nodes in order; adds the rewrites to *changes. */
