@@ -277,7 +277,13 @@ void musa_graph_analyse(musa_graph *g) {
 void musa_graph_compact(musa_graph *g) {
     int64_t w = 0;
     for (int64_t i = 0; i < g->nodes.len; i++) {
-        if (g->nodes.data[i].dead) continue;
+        if (g->nodes.data[i].dead) {
+            /* its outputs have no producer now: their old index would name
+             * another node, or lie past the table's end */
+            for (int j = 0; j < g->nodes.data[i].n_out; j++)
+                g->values.data[g->nodes.data[i].out[j]].producer = -1;
+            continue;
+        }
         musa_gnode *n = &g->nodes.data[i];
         for (int j = 0; j < n->n_out; j++) g->values.data[n->out[j]].producer = (int32_t)w;
         for (int64_t b = 0; b < g->breaks.len; b++)

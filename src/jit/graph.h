@@ -206,7 +206,7 @@ musa_tensor *musa_graph_meta(const musa_graph *g, int32_t id, bool tagged);
 void musa_graph_replace_uses(musa_graph *g, int32_t from, int32_t to);
 /* Recount uses and roots. */
 void musa_graph_analyse(musa_graph *g);
-/* Drop dead nodes (and renumber nothing else: value ids stay). */
+/* Drop dead nodes; their outputs get producer -1 (value ids stay). */
 void musa_graph_compact(musa_graph *g);
 /* Give back the tables' spare capacity (a graph done growing: captured or
  * optimised). Nodes are some 750 bytes (their attribute record inline), so
