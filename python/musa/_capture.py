@@ -10,7 +10,7 @@ from typing import Any, NamedTuple, Optional
 
 from . import _C
 
-__all__ = ["guard", "outside_capture", "capturing"]
+__all__ = ["guard", "fixed", "outside_capture", "capturing"]
 
 _tls = threading.local()
 
@@ -38,18 +38,42 @@ def guard(key, fn, value, what=None):
         guards.setdefault(key, Guard(fn, value, what))
 
 
+def fixed(key, fn, value, what):
+    """Register, while a capture runs, Python state that the recorded ops
+    read as it is now and that the rest of the captured function must not
+    change: a compiled call runs only the recorded ops, so it would not
+    repeat the change (an lr scheduler's step() after the optimizer's, in
+    the compiled function). The jit raises when fn() != value at the
+    capture's end. No-op outside captures."""
+    fixed_ = getattr(_tls, "fixed", None)
+    if fixed_ is not None and _C._jit_capturing():
+        fixed_.setdefault(key, Guard(fn, value, what))
+
+
+def changed_fixed(fixed_):
+    """The (what, then, now) of each state in a collect's ``fixed`` that
+    changed since it was registered."""
+    out = []
+    for g in fixed_.values():
+        now = g.fn()
+        if now != g.value:
+            out.append((g.what, g.value, now))
+    return out
+
+
 class collect:
-    """Gather the guards registered while the block runs (used by the jit
-    around a capture): ``with collect() as c: ...``, then ``c.guards`` maps
-    key -> Guard."""
+    """Gather the guards (and fixed state) registered while the block runs
+    (used by the jit around a capture): ``with collect() as c: ...``, then
+    ``c.guards`` maps key -> Guard, and so does ``c.fixed``."""
 
     def __enter__(self):
-        self._outer = getattr(_tls, "guards", None)
+        self._outer = getattr(_tls, "guards", None), getattr(_tls, "fixed", None)
         self.guards = _tls.guards = {}
+        self.fixed = _tls.fixed = {}
         return self
 
     def __exit__(self, *exc):
-        _tls.guards = self._outer
+        _tls.guards, _tls.fixed = self._outer
 
 
 class outside_capture:

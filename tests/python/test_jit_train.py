@@ -824,3 +824,39 @@ def test_three_gradient_contributions_to_one_input_add_in_eager_order(caller):
         grads.append([x.grad.numpy() for x in xs])
     assert np.array_equal(grads[0][0], grads[1][0])
     assert np.array_equal(grads[0][1], grads[1][1])
+
+
+@pytest.mark.parametrize("capture", ["symbolic", "trace"])
+def test_a_scheduler_step_inside_a_compiled_step_raises(capture):
+    """A compiled call runs only the recorded ops: an lr change the function
+    makes after the optimizer's step would happen at the capture only (the
+    compiled step silently kept that lr). It raises, naming both values; the
+    same step with the scheduler outside matches eager."""
+    def train(compiled, inside):
+        musa.manual_seed(0)
+        lin = nn.Linear(8, 3)
+        opt = musa.optim.SGD(lin.parameters(), lr=0.1)
+        sch = musa.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = lin(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            if inside:
+                sch.step()
+            return loss.detach()
+
+        if compiled:
+            step = musa.jit(step, config=musa.Config(capture=capture))
+        musa.manual_seed(1)
+        losses = []
+        for _ in range(4):
+            losses.append(float(step(musa.randn(4, 8))))
+            if not inside:
+                sch.step()
+        return losses
+
+    with pytest.raises(RuntimeError, match=r"lr changed during the call \(0\.1 -> 0\.05\)"):
+        train(True, True)
+    assert train(True, False) == train(False, False) == train(False, True)

@@ -408,6 +408,17 @@ class CompiledFunction:
                 return self._run_overlapping(args, kwargs, "needs tracing, and ")
             with _capture.collect() as collected:
                 cap, out, reason = self._trace(leaves, spec)
+        changed = _capture.changed_fixed(collected.fixed)
+        if changed:
+            if symbolic:
+                cap.graph.restore_grads()
+            what, then, now = changed[0]
+            raise RuntimeError(
+                f"[jit] {self._name}: {what} changed during the call ({then!r} -> {now!r}) "
+                f"after the step that reads it was recorded; a compiled call runs only the "
+                f"recorded ops and would not change it again (an lr scheduler's step() "
+                f"inside the compiled function?). Make the change outside it: "
+                f"loss = step(x, y); scheduler.step()")
         key = self._guard_key(key, collected.guards)
         try:
             out = self._compile_capture(entry, key, cap, out, reason, leaves, spec, args, kwargs)

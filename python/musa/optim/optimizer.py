@@ -85,6 +85,10 @@ def _guard_options(group, states, state_keys=None):
     keys = functools.partial(_C._keys_of_each, states)
 
     _capture.guard(("optim-group", id(group)), opts, opts(), "optimizer options")
+    # lr is read at run time, from the group: a change the function makes
+    # after this update (a scheduler's step) a compiled call would not make
+    _capture.fixed(("optim-lr", id(group)), functools.partial(group.__getitem__, "lr"),
+                   group["lr"], "the optimizer's lr")
     _capture.guard(("optim-state", id(group)), keys, keys() if state_keys is None else state_keys,
                    "optimizer state")
 
