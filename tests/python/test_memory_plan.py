@@ -10,7 +10,7 @@ import musa.nn as nn
 import musa.nn.functional as F
 
 
-def make_step(net, dynamic=None, config=None):
+def make_step(net, dynamic=None, config=None, compiled=True):
     opt = musa.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 
     def step(x, y):
@@ -20,6 +20,8 @@ def make_step(net, dynamic=None, config=None):
         opt.step()
         return loss.detach()
 
+    if not compiled:
+        return step
     if config is not None:
         return musa.jit(step, config=config)
     return musa.jit(step, dynamic=dynamic)
@@ -386,17 +388,7 @@ def test_a_recurrent_step_plans_no_more_than_eager_holds():
 
     def train(compiled):
         musa.manual_seed(0)
-        net = Lstm()
-        opt = musa.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(net(x), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
-        step = musa.jit(step) if compiled else step
+        step = make_step(Lstm(), compiled=compiled)
         losses = [float(step(x, y)) for _ in range(2)]
         base = musa.memory_stats()["current_bytes"]
         musa.reset_peak_memory_stats()
