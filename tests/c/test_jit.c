@@ -193,25 +193,6 @@ static musa_tensor *gelu_chain(musa_tensor *x) {
     return y;
 }
 
-static musa_plan *compile_unary(musa_tensor *(*f)(musa_tensor *), musa_tensor *x, int level,
-                                const musa_plan_options *opt, musa_graph **gout) {
-    musa_graph *g = musa_graph_new();
-    musa_tensor *m = musa_empty_meta((musa_dtype)x->dtype, x->ndim, x->shape);
-    musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC);
-    musa_graph_add_input(g, m, "x");
-    musa_tensor *y = f(m);
-    if (y) musa_graph_set_outputs(g, 1, &y);
-    int rc = musa_graph_capture_end(g);
-    musa_tensor_release(y), musa_tensor_release(m);
-    musa_pass_ctx ctx = {.fusion_level = level, .verify = true};
-    if (rc || !y || musa_graph_optimize(g, &ctx)) {
-        musa_graph_free(g);
-        return NULL;
-    }
-    *gout = g;
-    return musa_plan_build(g, opt);
-}
-
 TEST(fused_elementwise_chain_is_bitwise_eager) {
     useed(3);
     int64_t shapes[3][3] = {{100003, 0, 0}, {7, 333, 0}, {3, 5, 2000}};
@@ -220,7 +201,7 @@ TEST(fused_elementwise_chain_is_bitwise_eager) {
         musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, nds[c], shapes[c], -4, 4, L_CONTIG);
         musa_tensor *ref = gelu_chain(x);
         musa_graph *g = NULL;
-        musa_plan *p = compile_unary(gelu_chain, x, 1, NULL, &g);
+        musa_plan *p = jit_compile_unary(gelu_chain, x, 1, NULL, &g);
         CHECK(p);
         const musa_plan_stats *st = musa_plan_get_stats(p);
         CHECK_MSG(st->fused_groups == 1 && st->kernels == 0, "groups %d kernels %d",
@@ -276,7 +257,7 @@ TEST(fused_broadcast_and_row_reduction_match_eager) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, xs, -1, 1, L_CONTIG);
     musa_tensor *ref = broadcast_chain(x);
     musa_graph *g = NULL;
-    musa_plan *p = compile_unary(broadcast_chain, x, 1, NULL, &g);
+    musa_plan *p = jit_compile_unary(broadcast_chain, x, 1, NULL, &g);
     CHECK(p);
     const musa_plan_stats *st = musa_plan_get_stats(p);
     CHECK(st->fused_groups >= 1 && st->fused_nodes >= 4);
@@ -310,7 +291,7 @@ TEST(memory_plan_reuses_and_never_overlaps_live_buffers) {
     for (int arena = 0; arena <= 1; arena++) {
         musa_graph *g = NULL;
         musa_plan_options opt = {.num_threads = 1, .memory_arena = arena, .poison = true};
-        musa_plan *p = compile_unary(long_chain, x, 0, &opt, &g);
+        musa_plan *p = jit_compile_unary(long_chain, x, 0, &opt, &g);
         CHECK(p);
         const musa_plan_stats *st = musa_plan_get_stats(p);
         const musa_plan_buffer *b;
@@ -457,7 +438,7 @@ TEST(independent_branches_run_concurrently_with_serial_results) {
     for (int th = 1; th <= 2; th++) {
         musa_graph *g = NULL;
         musa_plan_options opt = {.num_threads = th, .memory_arena = true};
-        musa_plan *p = compile_unary(two_branches, x, 1, &opt, &g);
+        musa_plan *p = jit_compile_unary(two_branches, x, 1, &opt, &g);
         CHECK(p);
         const musa_plan_stats *st = musa_plan_get_stats(p);
         CHECK(st->parallel_steps == (th == 2 ? 1 : 0));
@@ -857,7 +838,7 @@ TEST(fusion_does_not_hold_products_until_a_late_group) {
     musa_tensor *ref = product_sum(x);
     musa_graph *g = NULL;
     musa_plan_options o = {.num_threads = 1, .memory_arena = true};
-    musa_plan *p = compile_unary(product_sum, x, 2, &o, &g);
+    musa_plan *p = jit_compile_unary(product_sum, x, 2, &o, &g);
     CHECK(p);
     if (p) {
         CHECK(run_same(p, x, ref));
@@ -870,48 +851,6 @@ TEST(fusion_does_not_hold_products_until_a_late_group) {
     musa_plan_free(p);
     musa_graph_free(g);
     musa_tensor_release(ref), musa_tensor_release(x);
-}
-
-/* A GRU's gate gradients: pieces of (rows, 12) along dim 1, each zero-padded
- * to the whole and summed, twice (the second sum shares two of the pads,
- * and leaves the first 4 columns zero). */
-static musa_tensor *pad_sums(musa_tensor *x) {
-    musa_temps t = {0};
-    musa_tensor *a = musa_tmp(&t, musa_mul(x, musa_tmp(&t, musa_number(-1))));
-    musa_tensor *b = musa_tmp(&t, musa_tanh(x)), *c = musa_tmp(&t, musa_exp(x));
-    int64_t pa[2] = {0, 8}, pb[2] = {4, 4}, pc[2] = {8, 0};
-    musa_tensor *ppa = musa_tmp(&t, musa_pad(a, 2, pa, 0));
-    musa_tensor *ppb = musa_tmp(&t, musa_pad(b, 2, pb, 0));
-    musa_tensor *ppc = musa_tmp(&t, musa_pad(c, 2, pc, 0));
-    musa_tensor *s1 = musa_tmp(&t, musa_add(musa_tmp(&t, musa_add(ppc, ppa)), ppb));
-    musa_tensor *s2 = musa_tmp(&t, musa_add(ppc, ppb));
-    musa_tensor *y = musa_mul(s1, s2);
-    musa_temps_release(&t);
-    return y;
-}
-
-TEST(sums_of_zero_pads_become_cats_with_eager_bits) {
-    int64_t sh[2] = {6, 4};
-    musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, sh, -2, 2, L_CONTIG);
-    float *d = musa_tensor_data(x);
-    d[0] = -0.0f, d[5] = 0.0f, d[6] = NAN; /* -x of +0.0 is -0.0: the sum makes it +0.0 */
-    musa_tensor *ref = pad_sums(x);
-    musa_graph *g = NULL;
-    musa_plan *p = compile_unary(pad_sums, x, 0, NULL, &g);
-    CHECK(p);
-    int pads = 0, cats = 0;
-    for (int i = 0; g && i < musa_graph_num_nodes(g); i++) {
-        const char *op = musa_graph_node_op(g, i);
-        pads += op && !strcmp(op, "pad"), cats += op && !strcmp(op, "cat");
-    }
-    CHECK_MSG(cats == 2 && pads == 1, "%d cats, %d pads", cats, pads); /* s2 keeps its left edge */
-    musa_tensor *out = NULL;
-    CHECK(p && musa_plan_run(p, 1, &x, 1, &out) == MUSA_OK);
-    CHECK(out && ref &&
-          !memcmp(musa_tensor_data(out), musa_tensor_data(ref), 6 * 12 * sizeof(float)));
-    release_all(3, out, ref, x);
-    musa_plan_free(p);
-    musa_graph_free(g);
 }
 
 TEST(c_api_refuses_null_and_bad_arguments) {

@@ -5,6 +5,8 @@
 #include "util.h"
 
 #include "base/dtype.h"
+#include "jit/graph.h"
+#include "jit/plan.h"
 
 #include <stdarg.h>
 
@@ -331,4 +333,23 @@ int custom_cube3_op(void) {
 musa_tensor *custom_cube3(musa_tensor *x) {
     musa_tensor *y = NULL;
     return musa_custom_op_call(custom_cube3_op(), 1, &x, 1, &y) ? NULL : y;
+}
+
+musa_plan *jit_compile_unary(musa_tensor *(*f)(musa_tensor *), musa_tensor *x, int level,
+                             const musa_plan_options *opt, musa_graph **gout) {
+    musa_graph *g = musa_graph_new();
+    musa_tensor *m = musa_empty_meta((musa_dtype)x->dtype, x->ndim, x->shape);
+    musa_graph_capture_begin(g, MUSA_CAPTURE_SYMBOLIC);
+    musa_graph_add_input(g, m, "x");
+    musa_tensor *y = f(m);
+    if (y) musa_graph_set_outputs(g, 1, &y);
+    int rc = musa_graph_capture_end(g);
+    musa_tensor_release(y), musa_tensor_release(m);
+    musa_pass_ctx ctx = {.fusion_level = level, .verify = true};
+    if (rc || !y || musa_graph_optimize(g, &ctx)) {
+        musa_graph_free(g);
+        return NULL;
+    }
+    *gout = g;
+    return musa_plan_build(g, opt);
 }

@@ -91,4 +91,10 @@ int64_t numel_of(int ndim, const int64_t *shape);
 /* Release a list of tensors (NULLs allowed). */
 void release_all(int n, ...);
 
+/* The plan of f(x) for x's shape: captured symbolically, optimised at
+ * fusion `level` (verified), built with opt (NULL: defaults); the graph in
+ * *gout (the caller frees both). NULL if any step fails. */
+musa_plan *jit_compile_unary(musa_tensor *(*f)(musa_tensor *), musa_tensor *x, int level,
+                             const musa_plan_options *opt, musa_graph **gout);
+
 #endif

@@ -15,7 +15,9 @@
  * turns a -0.0 into +0.0 and changes nothing else (NaN payloads stay), so
  * each piece gets an add of +0.0, placed right after the piece is made so
  * that fusion takes it into its producer's group; without it a piece's
- * -0.0 came out as -0.0.
+ * -0.0 came out as -0.0. A piece already free of -0.0 (a view of a cat of
+ * such pieces: an RNN's step gradient inside the whole sequence's) keeps
+ * no add (drop_needless_adds).
  *
  * The tree: the root add and the adds below it whose only use is their
  * parent (they die), down to pads of one dim with value 0, of the root's
@@ -26,7 +28,9 @@
  */
 #include "../graph.h"
 
-#define MAX_LEAVES 32
+/* Pieces of one sum at most: an RNN's input projection, made for every
+ * time step at once, takes a piece per step. */
+#define MAX_LEAVES 4096
 
 typedef struct leaf {
     int32_t in;    /* the piece: the pad's input */
@@ -91,7 +95,9 @@ static int by_left(const void *a, const void *b) {
 
 typedef struct {
     musa_graph *g;
-    MUSA_VEC(int32_t) pos; /* each new node's place (musa_graph_place) */
+    MUSA_VEC(int32_t) pos;   /* each new node's place (musa_graph_place) */
+    tree *t;                 /* the tree being looked at (large: on the heap) */
+    MUSA_VEC(int32_t) plus0; /* the pieces' adds of +0.0 (nodes) */
 } rw;
 
 /* Append op(in) to go right before original node `at` (its location that
@@ -113,49 +119,51 @@ static int rewrite(rw *R, int32_t i) {
     if (n->dead || n->op != MUSA_OP_add || n->n_in != 2) return 0;
     musa_gvalue o = g->values.data[n->out[0]];
     if (o.dtype == MUSA_DTYPE_BOOL || o.ndim == 0) return 0;
-    tree t = {0};
-    if (!collect(g, n->in[0], &o, &t) || !collect(g, n->in[1], &o, &t) || t.n < 2) return 0;
-    qsort(t.leaves, (size_t)t.n, sizeof t.leaves[0], by_left);
-    for (int k = 1; k < t.n; k++)
-        if (t.leaves[k - 1].left + t.leaves[k - 1].width != t.leaves[k].left) return 0;
-    int64_t start = t.leaves[0].left, end = t.leaves[t.n - 1].left + t.leaves[t.n - 1].width;
-    if (end > o.shape[t.d]) return 0;
+    tree *t = R->t;
+    t->n = t->n_adds = t->d = 0;
+    if (!collect(g, n->in[0], &o, t) || !collect(g, n->in[1], &o, t) || t->n < 2) return 0;
+    qsort(t->leaves, (size_t)t->n, sizeof t->leaves[0], by_left);
+    for (int k = 1; k < t->n; k++)
+        if (t->leaves[k - 1].left + t->leaves[k - 1].width != t->leaves[k].left) return 0;
+    int64_t start = t->leaves[0].left, end = t->leaves[t->n - 1].left + t->leaves[t->n - 1].width;
+    if (end > o.shape[t->d]) return 0;
     /* each piece plus +0.0 (what adding it to zeros did), right after the
      * piece is made so that fusion takes it into its producer's group */
     musa_tensor *zero = musa_scalar(0.0, (musa_dtype)o.dtype);
     int32_t z = zero ? musa_graph_const(g, zero) : -1;
     musa_tensor_release(zero);
     if (z < 0) return MUSA_ERR_NOMEM;
-    int32_t *in = MUSA_ARENA_NEW(&g->arena, int32_t, t.n);
+    int32_t *in = MUSA_ARENA_NEW(&g->arena, int32_t, t->n);
     if (!in) return MUSA_ERR_NOMEM;
     int rc = MUSA_OK;
-    for (int k = 0; k < t.n && !rc; k++) {
-        int32_t pair[2] = {t.leaves[k].in, z};
+    for (int k = 0; k < t->n && !rc; k++) {
+        int32_t pair[2] = {t->leaves[k].in, z};
         int32_t made = g->values.data[pair[0]].producer;
         int32_t at = g->values.data[pair[0]].kind == MUSA_V_NODE && made >= 0 ? made + 1 : i;
         rc = add_before(R, MUSA_OP_add, 2, pair, NULL, at, i, &in[k]);
+        if (!rc && musa_vec_push(&R->plus0, (int32_t)g->nodes.len - 1)) rc = MUSA_ERR_NOMEM;
     }
     if (rc) return rc;
     musa_attrs_dim ca;
     musa_attrs_init(MUSA_ATTRS_dim, &ca);
-    ca.dim = t.d;
-    bool edges = start > 0 || end < o.shape[t.d];
+    ca.dim = t->d;
+    bool edges = start > 0 || end < o.shape[t->d];
     int32_t *one = MUSA_ARENA_NEW(&g->arena, int32_t, 1);
     if (!one) return MUSA_ERR_NOMEM;
-    if (edges && (rc = add_before(R, MUSA_OP_cat, t.n, in, &ca, i, i, one))) return rc;
+    if (edges && (rc = add_before(R, MUSA_OP_cat, t->n, in, &ca, i, i, one))) return rc;
     /* the root becomes the cat, or the pad of it */
     musa_gnode *root = &g->nodes.data[i];
     musa_gnode saved = *root;
     if (edges) {
         musa_attrs_pad pa;
         musa_attrs_init(MUSA_ATTRS_pad, &pa);
-        pa.pads.n = 2 * (o.ndim - t.d);
-        pa.pads.v[2 * (o.ndim - 1 - t.d)] = start;
-        pa.pads.v[2 * (o.ndim - 1 - t.d) + 1] = o.shape[t.d] - end;
+        pa.pads.n = 2 * (o.ndim - t->d);
+        pa.pads.v[2 * (o.ndim - 1 - t->d)] = start;
+        pa.pads.v[2 * (o.ndim - 1 - t->d) + 1] = o.shape[t->d] - end;
         root->op = MUSA_OP_pad, root->n_in = 1, root->in = one;
         memcpy(&root->attrs, &pa, sizeof pa);
     } else {
-        root->op = MUSA_OP_cat, root->n_in = t.n, root->in = in;
+        root->op = MUSA_OP_cat, root->n_in = t->n, root->in = in;
         memcpy(&root->attrs, &ca, sizeof ca);
     }
     rc = musa_graph_infer_node(g, i);
@@ -167,17 +175,66 @@ static int rewrite(rw *R, int32_t i) {
         g->values.data[saved.out[0]] = o;
         return 0;
     }
-    for (int k = 0; k < t.n_adds; k++) g->nodes.data[t.adds[k]].dead = true;
+    for (int k = 0; k < t->n_adds; k++) g->nodes.data[t->adds[k]].dead = true;
     return 1;
+}
+
+/* Whether v holds no -0.0 for certain: made by one of the pass's adds of
+ * +0.0 (still live), or a view, a cat or a zero pad of such values. */
+static bool canonical(const musa_graph *g, const uint8_t *is_plus0, int32_t v, int depth) {
+    const musa_gvalue *x = &g->values.data[v];
+    if (x->kind != MUSA_V_NODE || x->producer < 0 || depth > 64) return false;
+    const musa_gnode *p = &g->nodes.data[x->producer];
+    if (p->dead) return false;
+    if (is_plus0[x->producer]) return true;
+    if (p->op == MUSA_OP_cat) {
+        for (int k = 0; k < p->n_in; k++)
+            if (!canonical(g, is_plus0, p->in[k], depth + 1)) return false;
+        return p->n_in > 0;
+    }
+    if ((musa_ops[p->op].flags & MUSA_OPF_VIEW) && p->n_in == 1)
+        return canonical(g, is_plus0, p->in[0], depth + 1);
+    if (p->op == MUSA_OP_pad && p->attrs.pad.value == 0)
+        return canonical(g, is_plus0, p->in[0], depth + 1);
+    return false;
+}
+
+/* A piece that is already canonical (an RNN's step gradient, itself a cat
+ * of pieces this pass gave their +0.0, cut out of the whole sequence's
+ * sum) needs no add of its own: its add goes, its cat reads the piece. */
+static void drop_needless_adds(rw *R) {
+    musa_graph *g = R->g;
+    uint8_t *is_plus0 = musa_calloc((size_t)g->nodes.len + 1, 1, "padsum");
+    if (!is_plus0) {
+        musa_clear_error(); /* keep every add: the same bits, one pass more */
+        return;
+    }
+    for (int64_t k = 0; k < R->plus0.len; k++) is_plus0[R->plus0.data[k]] = 1;
+    for (int64_t k = 0; k < R->plus0.len; k++) { /* in creation order: outer sums first */
+        int32_t a = R->plus0.data[k];
+        musa_gnode *n = &g->nodes.data[a];
+        is_plus0[a] = 0; /* its own piece must be canonical without it */
+        if (!canonical(g, is_plus0, n->in[0], 0)) {
+            is_plus0[a] = 1;
+            continue;
+        }
+        musa_graph_replace_uses(g, n->out[0], n->in[0]);
+        n->dead = true;
+    }
+    free(is_plus0);
 }
 
 int musa_pass_padsum(musa_graph *g, musa_pass_ctx *ctx) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[padsum] graph is NULL");
     musa_graph_analyse(g);
-    rw R = {.g = g};
+    rw R = {.g = g, .t = musa_malloc(sizeof(tree), "padsum")};
+    if (!R.t) return MUSA_ERR_NOMEM;
     int64_t nn0 = g->nodes.len;
     /* pos is indexed by node: the original nodes' entries are unused */
-    if (musa_vec_reserve(&R.pos, nn0 + 16)) return MUSA_ERR_NOMEM;
+    if (musa_vec_reserve(&R.pos, nn0 + 16)) {
+        free(R.t);
+        return MUSA_ERR_NOMEM;
+    }
     R.pos.len = nn0;
     int changed = 0, rc = MUSA_OK;
     for (int64_t i = nn0 - 1; i >= 0 && !rc; i--) {
@@ -185,8 +242,13 @@ int musa_pass_padsum(musa_graph *g, musa_pass_ctx *ctx) {
         if (r < 0) rc = r;
         changed += r > 0;
     }
-    if (!rc && changed) rc = musa_graph_place(g, nn0, R.pos.data);
+    if (!rc && changed) {
+        drop_needless_adds(&R);
+        rc = musa_graph_place(g, nn0, R.pos.data);
+    }
     musa_vec_free(&R.pos);
+    musa_vec_free(&R.plus0);
+    free(R.t);
     if (rc) return rc;
     musa_graph_analyse(g);
     if (ctx) ctx->changes += changed;

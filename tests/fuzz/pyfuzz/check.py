@@ -115,6 +115,10 @@ TORCH_WRONG = {
     # seed 12423: layer_norm over (1,) of bfloat16 1.524, weight -1.55, gave 0.918 (float32
     # 3e-6, float64 -6e-15); a row of one element is its own mean: musa gives 0
     "layer_norm": (("one-element rows", "a row of one element normalizes to nonzero"),),
+    # seed 15480: bfloat16 dist(x, y, p=0.2) over 60 elements gave 3.070e9 against 2.8286e9
+    # exact (float64 from the same bfloat16 inputs; float32 torch 2.8286e9); musa's bfloat16
+    # 2.8018e9 is within 2 bfloat16 ulp
+    "dist": (("bfloat16", "bfloat16 p-norms lose their sum's precision"),),
 }
 # seed 7562: 1.13 masks a shift count to the register's width (int32 -6 << 5
 # and << -1 differ); musa shifts as NumPy and PyTorch 2 (docs/pytorch.md)
