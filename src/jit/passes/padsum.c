@@ -95,9 +95,10 @@ static int by_left(const void *a, const void *b) {
 
 typedef struct {
     musa_graph *g;
-    MUSA_VEC(int32_t) pos;   /* each new node's place (musa_graph_place) */
-    tree *t;                 /* the tree being looked at (large: on the heap) */
-    MUSA_VEC(int32_t) plus0; /* the pieces' adds of +0.0 (nodes) */
+    MUSA_VEC(int32_t) pos;          /* each new node's place (musa_graph_place) */
+    tree *t;                        /* the tree being looked at (large: on the heap) */
+    MUSA_VEC(int32_t) plus0;        /* the pieces' adds of +0.0 (nodes) */
+    int32_t zero[MUSA_DTYPE_COUNT]; /* the +0.0 constant of each dtype, once made (else -1) */
 } rw;
 
 /* Append op(in) to go right before original node `at` (its location that
@@ -129,10 +130,13 @@ static int rewrite(rw *R, int32_t i) {
     if (end > o.shape[t->d]) return 0;
     /* each piece plus +0.0 (what adding it to zeros did), right after the
      * piece is made so that fusion takes it into its producer's group */
-    musa_tensor *zero = musa_scalar(0.0, (musa_dtype)o.dtype);
-    int32_t z = zero ? musa_graph_const(g, zero) : -1;
-    musa_tensor_release(zero);
-    if (z < 0) return MUSA_ERR_NOMEM;
+    int32_t z = R->zero[o.dtype];
+    if (z < 0) {
+        musa_tensor *zero = musa_scalar(0.0, (musa_dtype)o.dtype);
+        z = R->zero[o.dtype] = zero ? musa_graph_const(g, zero) : -1;
+        musa_tensor_release(zero);
+        if (z < 0) return MUSA_ERR_NOMEM;
+    }
     int32_t *in = MUSA_ARENA_NEW(&g->arena, int32_t, t->n);
     if (!in) return MUSA_ERR_NOMEM;
     int rc = MUSA_OK;
@@ -229,6 +233,7 @@ int musa_pass_padsum(musa_graph *g, musa_pass_ctx *ctx) {
     musa_graph_analyse(g);
     rw R = {.g = g, .t = musa_malloc(sizeof(tree), "padsum")};
     if (!R.t) return MUSA_ERR_NOMEM;
+    for (int d = 0; d < MUSA_DTYPE_COUNT; d++) R.zero[d] = -1;
     int64_t nn0 = g->nodes.len;
     /* pos is indexed by node: the original nodes' entries are unused */
     if (musa_vec_reserve(&R.pos, nn0 + 16)) {
