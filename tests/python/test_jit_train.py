@@ -6,6 +6,7 @@ gradients, and the digits CNN trained in static mode."""
 import copy
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -860,3 +861,34 @@ def test_a_scheduler_step_inside_a_compiled_step_raises(capture):
     with pytest.raises(RuntimeError, match=r"lr changed during the call \(0\.1 -> 0\.05\)"):
         train(True, True)
     assert train(True, False) == train(False, False) == train(False, True)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_an_embedding_bag_step_compiles_with_eager_losses(mode, padding_idx):
+    """embedding_bag read its offsets (and, for max, each bag's count) on
+    the host, so a step using it ran eagerly under musa.jit, with a
+    warning; its bags are ops now, an empty bag and padding included."""
+    x, off = musa.tensor([3, 1, 2, 3, 3, 7, 8, 9, 3, 4, 5, 6]), musa.tensor([0, 3, 3, 7])
+
+    def losses(compiled):
+        musa.manual_seed(0)
+        eb = nn.EmbeddingBag(50, 8, mode=mode, padding_idx=padding_idx)
+        opt = musa.optim.SGD(eb.parameters(), lr=0.1)
+
+        def step(x, off):
+            opt.zero_grad()
+            loss = eb(x, off).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        fn = musa.jit(step) if compiled else step
+        out = [float(fn(x, off)) for _ in range(3)]
+        return out, (fn.compiles if compiled else None)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs eagerly" warning
+        got, compiles = losses(True)
+    assert compiles == 1
+    assert got == losses(False)[0]

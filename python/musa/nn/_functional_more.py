@@ -6,6 +6,7 @@ import math
 import warnings
 
 from .. import _C
+from .. import _capture
 from .._functions import _number, _tensors
 from ..autograd import no_grad
 
@@ -570,26 +571,25 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     elif input.ndim == 1:
         if offsets is None or offsets.ndim != 1:
             raise ValueError("[embedding_bag] offsets has to be a 1-D tensor when input is 1-D")
-        starts = [int(v) for v in offsets.tolist()]
         n = input.shape[0]
-        if include_last_offset:
-            if not starts or starts[-1] != n and starts[-1] > n:
+        b = offsets.shape[0] - (1 if include_last_offset else 0)
+        if include_last_offset and b < 0:
+            raise ValueError("[embedding_bag] the last offset must be the input length")
+        if not _capture.capturing():  # a captured step reads no values on the host
+            starts = [int(v) for v in offsets.tolist()]
+            if include_last_offset and starts[-1] > n:
                 raise ValueError("[embedding_bag] the last offset must be the input length")
-            starts = starts[:-1]
-        if starts and (starts[0] != 0 or any(b < a for a, b in zip(starts, starts[1:])) or
-                       starts[-1] > n):
-            raise ValueError(f"[embedding_bag] offsets must start at 0, not decrease and stay "
-                             f"within the input ({n}), got {starts}")
-        b = len(starts)
+            starts = starts[:b]
+            if starts and (starts[0] != 0 or any(q < p for p, q in zip(starts, starts[1:])) or
+                           starts[-1] > n):
+                raise ValueError(f"[embedding_bag] offsets must start at 0, not decrease and "
+                                 f"stay within the input ({n}), got {starts}")
         flat = input
         # each entry's bag: how many bags start at or before it, less one
-        # (equal starts are empty bags; a start at n owns nothing)
-        inner = [v for v in starts if v < n]
-        marks = _C.zeros([n], dtype=_C.int64)
-        if inner:
-            marks = marks.index_add(0, _C.tensor(inner, dtype=_C.int64),
-                                    _C.ones([len(inner)], dtype=_C.int64))
-        bag_of = marks.cumsum(0) - 1
+        # (equal starts are empty bags; a start at n owns nothing: slot n)
+        starts_t = offsets[:b].to(_C.int64).clamp(0, n)
+        marks = _C.zeros([n + 1], dtype=_C.int64).index_add(0, starts_t, _C.ones_like(starts_t))
+        bag_of = marks[:n].cumsum(0) - 1
     else:
         raise ValueError(f"[embedding_bag] input has to be 1-D or 2-D, got shape {tuple(input.shape)}")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
@@ -597,18 +597,20 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         rows = _C.mul(rows, _C.reshape(per_sample_weights, [-1, 1]))
     dim = weight.shape[1]
     bags = bag_of
+    # an entry equal to padding_idx counts in no bag (its row: zeros, or -inf for max)
+    kept = None
     if padding_idx is not None:
-        kept = _C.nonzero(flat.reshape(-1) != padding_idx % weight.shape[0]).reshape(-1)
-        if kept.shape[0] != flat.numel():
-            bags, rows = bag_of.index_select(0, kept), rows.index_select(0, kept)
-    # bags ascend, so each bag's rows are one run of them
-    counts = _C.zeros([b], dtype=_C.int64).index_add(0, bags, _C.ones_like(bags))
+        kept = _C.reshape(flat, [-1]) != padding_idx % weight.shape[0]
+        fill = float("-inf") if mode == "max" else 0.0
+        rows = _C.where(_C.reshape(kept, [-1, 1]), rows, _C.full([], fill, dtype=rows.dtype))
+    counts = _C.zeros([b], dtype=_C.int64).index_add(
+        0, bags, kept.to(_C.int64) if kept is not None else _C.ones_like(bags))
     if mode == "max":
-        outs, lo = [], 0
-        for c in counts.tolist():
-            outs.append(rows[lo:lo + c].amax(0) if c else _C.zeros([dim], dtype=weight.dtype))
-            lo += c
-        return _C.stack(outs, 0) if outs else _C.zeros([0, dim], dtype=weight.dtype)
+        idx = _C.reshape(bags, [-1, 1]).expand(bags.shape[0], dim)
+        out = _C.full([b, dim], float("-inf"), dtype=weight.dtype).scatter_reduce(
+            0, idx, rows, "amax", include_self=True)
+        return _C.where(_C.reshape(counts > 0, [-1, 1]), out,
+                        _C.zeros([], dtype=weight.dtype))
     out = _C.zeros([b, dim], dtype=weight.dtype).index_add(0, bags, rows)
     if mode == "mean":
         out = _C.div(out, counts.clamp(min=1).to(weight.dtype).reshape(-1, 1))
