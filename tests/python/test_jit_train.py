@@ -892,3 +892,18 @@ def test_an_embedding_bag_step_compiles_with_eager_losses(mode, padding_idx):
         got, compiles = losses(True)
     assert compiles == 1
     assert got == losses(False)[0]
+
+
+def test_bad_embedding_bag_offsets_are_refused_in_a_compiled_step():
+    """Eager checks the offsets on the host; a compiled step cannot read
+    them there, so a bad offsets tensor makes the plan refuse the run."""
+    eb = nn.EmbeddingBag(50, 4)
+    step = musa.jit(lambda x, off: eb(x, off).sum())
+    x = musa.tensor([1, 2, 3, 4, 5])
+    good = float(step(x, musa.tensor([0, 2])))
+    assert good == float(eb(x, musa.tensor([0, 2])).sum())
+    for bad in ([1, 2], [0, 9], [0, -1], [3, 2]):
+        with pytest.raises(ValueError, match=r"\[embedding_bag\] offsets must start at 0"):
+            eb(x, musa.tensor(bad))
+        with pytest.raises(IndexError, match=r"index_select"):
+            step(x, musa.tensor(bad))

@@ -6,7 +6,6 @@ import math
 import warnings
 
 from .. import _C
-from .. import _capture
 from .._functions import _number, _tensors
 from ..autograd import no_grad
 
@@ -575,7 +574,18 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         b = offsets.shape[0] - (1 if include_last_offset else 0)
         if include_last_offset and b < 0:
             raise ValueError("[embedding_bag] the last offset must be the input length")
-        if not _capture.capturing():  # a captured step reads no values on the host
+        starts_t = offsets.to(_C.int64)
+        if _C._jit_capturing():
+            # no host read inside a capture (it would cut the plan): there a
+            # bad offsets tensor makes this index_select refuse when the plan runs
+            if b > 0:
+                bad = (starts_t[0] != 0).logical_or((starts_t < 0).any()).logical_or(
+                    (starts_t > n).any())
+                if b > 1:
+                    bad = bad.logical_or((starts_t[1:b] < starts_t[:b - 1]).any())
+                starts_t = starts_t + _C.zeros([1], dtype=_C.int64).index_select(
+                    0, _C.reshape(bad.to(_C.int64), [1]))
+        else:
             starts = [int(v) for v in offsets.tolist()]
             if include_last_offset and starts[-1] > n:
                 raise ValueError("[embedding_bag] the last offset must be the input length")
@@ -587,7 +597,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         flat = input
         # each entry's bag: how many bags start at or before it, less one
         # (equal starts are empty bags; a start at n owns nothing: slot n)
-        starts_t = offsets[:b].to(_C.int64).clamp(0, n)
+        starts_t = starts_t[:b]
         marks = _C.zeros([n + 1], dtype=_C.int64).index_add(0, starts_t, _C.ones_like(starts_t))
         bag_of = marks[:n].cumsum(0) - 1
     else:

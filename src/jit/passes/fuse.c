@@ -62,9 +62,7 @@ static size_t outside_bytes(const musa_graph *g, const musa_gnode *n, const int3
         if (g->values.data[x->root].kind != MUSA_V_NODE ||
             (gi >= 0 && (vgroup[n->in[k]] == gi || vgroup[x->root] == gi)))
             continue;
-        size_t e = musa_dtype_info[x->dtype].size;
-        for (int d = 0; d < x->ndim; d++) e *= (size_t)x->shape[d];
-        b += e;
+        b += (size_t)musa_gvalue_bytes(x);
     }
     return b;
 }
@@ -72,10 +70,7 @@ static size_t outside_bytes(const musa_graph *g, const musa_gnode *n, const int3
 /* Whether a node whose output is o may join open group gr at this point:
  * right after its last member, or holding little (see "Memory" above). */
 static bool join_ok(const group *gr, const musa_gvalue *o, int64_t work) {
-    if (gr->work_at == work) return true;
-    size_t out = musa_dtype_info[o->dtype].size;
-    for (int d = 0; d < o->ndim; d++) out *= (size_t)o->shape[d];
-    return gr->ext_bytes <= out;
+    return gr->work_at == work || gr->ext_bytes <= (size_t)musa_gvalue_bytes(o);
 }
 
 /* pow's kernel picks its loop from the exponent's view (a*a for one

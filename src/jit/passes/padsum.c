@@ -152,8 +152,8 @@ static int rewrite(rw *R, int32_t i) {
     musa_attrs_init(MUSA_ATTRS_dim, &ca);
     ca.dim = t->d;
     bool edges = start > 0 || end < o.shape[t->d];
-    int32_t *one = MUSA_ARENA_NEW(&g->arena, int32_t, 1);
-    if (!one) return MUSA_ERR_NOMEM;
+    int32_t *one = edges ? MUSA_ARENA_NEW(&g->arena, int32_t, 1) : NULL; /* the pad's input */
+    if (edges && !one) return MUSA_ERR_NOMEM;
     if (edges && (rc = add_before(R, MUSA_OP_cat, t->n, in, &ca, i, i, one))) return rc;
     /* the root becomes the cat, or the pad of it */
     musa_gnode *root = &g->nodes.data[i];
