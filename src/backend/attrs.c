@@ -77,13 +77,15 @@ const musa_attr_field *musa_attrs_field(musa_attrs_kind kind, const char *name) 
 }
 
 /* Records are zeroed before fields are set, and musa_ints entries past n are
- * kept zero by every setter, so bytewise hashing and comparison are exact. */
+ * kept zero by every setter, so bytewise hashing and comparison are exact.
+ * Records of kind none hold nothing and may be NULL (a graph node's). */
 uint64_t musa_attrs_hash(musa_attrs_kind kind, const void *rec) {
+    if (kind == MUSA_ATTRS_none) return (uint64_t)kind;
     return musa_hash_bytes(rec, musa_attrs_desc_of(kind)->size, (uint64_t)kind);
 }
 
 bool musa_attrs_equal(musa_attrs_kind kind, const void *a, const void *b) {
-    return memcmp(a, b, musa_attrs_desc_of(kind)->size) == 0;
+    return kind == MUSA_ATTRS_none || memcmp(a, b, musa_attrs_desc_of(kind)->size) == 0;
 }
 
 #define APPEND(...)                                                                                \

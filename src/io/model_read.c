@@ -547,7 +547,7 @@ static int read_dynamic(musa_model *m, const musa_file *f) {
                                  (long long)node, musa_ops[gn->op].name);
         int want = fd->type == MUSA_ATTR_INT
                        ? 1
-                       : ((const musa_ints *)((const char *)&gn->attrs + fd->offset))->n;
+                       : ((const musa_ints *)((const char *)gn->attrs + fd->offset))->n;
         if (!vals || !sl || vals->type != MUSA_JSON_ARRAY || sl->type != MUSA_JSON_ARRAY ||
             vals->n != want || sl->n != want)
             return musa_file_bad(f, LOAD, s, "%s: values and slope must be arrays of %d integers",

@@ -38,7 +38,7 @@ static void sb_attrs(musa_sbuf *b, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
     musa_sb_printf(b, "{");
     if (n->op == MUSA_OP_custom) { /* by name: indices belong to the process */
-        const char *name = musa_custom_op_name((int)n->attrs.custom.index);
+        const char *name = musa_custom_op_name((int)n->attrs->custom.index);
         musa_sb_printf(b, "\"name\": ");
         musa_sb_json_str(b, name ? name : "");
         musa_sb_printf(b, "}");
@@ -49,7 +49,7 @@ static void sb_attrs(musa_sbuf *b, const musa_gnode *n) {
         return;
     }
     const musa_attrs_desc *d = musa_attrs_desc_of(info->attrs_kind);
-    const char *rec = (const char *)&n->attrs;
+    const char *rec = (const char *)n->attrs;
     for (const musa_attr_field *f = d->fields; f->name; f++) {
         musa_sb_printf(b, "%s\"%s\": ", f == d->fields ? "" : ", ", f->name);
         const void *p = rec + f->offset;

@@ -101,7 +101,7 @@ static int backward_node(musa_graph *g, int32_t ni, int32_t *grad, const uint8_t
     musa_grad_args args = {.in = in,
                            .out = out,
                            .gout = gout,
-                           .attrs = &n.attrs,
+                           .attrs = n.attrs,
                            .in_meta = meta,
                            .needs = needs,
                            .n_in = n.n_in};

@@ -165,8 +165,7 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
     n.n_out = (int8_t)n_out;
     n.group = -1;
     n.loc = loc;
-    if (info->attrs_kind != MUSA_ATTRS_none)
-        memcpy(&n.attrs, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
+    if (musa_graph_set_attrs(g, &n, attrs)) goto nomem;
     int32_t node_id = (int32_t)g->nodes.len;
     /* The graph's own inference sees the cast inputs: a low-precision op
      * computed in float32 gives a float32 output there, where eager rounded
@@ -174,7 +173,7 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
      * as the float32 value and a cast after the node (the same rounding). */
     int8_t graph_dt[MUSA_MAX_OUTPUTS], eager_dt[MUSA_MAX_OUTPUTS];
     for (int j = 0; j < n_out; j++) eager_dt[j] = out[j]->dtype;
-    if (graph_out_dtypes(info, n_in, in, &n.attrs, n_out, eager_dt, graph_dt)) goto nomem;
+    if (graph_out_dtypes(info, n_in, in, n.attrs, n_out, eager_dt, graph_dt)) goto nomem;
     int32_t raw[MUSA_MAX_OUTPUTS], cast_to[MUSA_MAX_OUTPUTS];
     int ncast = 0;
     for (int j = 0; j < n_out; j++) {
@@ -246,8 +245,8 @@ static int record(void *rec, musa_op_id op, int n_in, musa_tensor *const *in, co
         c.out[0] = cast_to[j];
         c.group = -1;
         c.loc = loc;
-        musa_attrs_cast *ca = (musa_attrs_cast *)&c.attrs;
-        musa_attrs_init(MUSA_ATTRS_cast, ca);
+        if (musa_graph_set_attrs(g, &c, NULL)) goto nomem;
+        musa_attrs_cast *ca = &c.attrs->cast;
         ca->dtype = (musa_dtype)g->values.data[cast_to[j]].dtype;
         if (musa_vec_push(&g->nodes, c)) goto nomem;
     }

@@ -111,7 +111,7 @@ int musa_graph_infer_into(musa_graph *g, musa_gnode *n, int32_t *fresh_out) {
         }
     musa_infer r;
     musa_infer_init(&r, info, dt, n->n_in);
-    if ((rc = info->infer(info, tin, n->n_in, &n->attrs, &r)) ||
+    if ((rc = info->infer(info, tin, n->n_in, n->attrs, &r)) ||
         (rc = musa_infer_check_outputs(info, &r))) {
         musa_err_prefix(info->name);
         goto done;
@@ -179,14 +179,10 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
     n.in = n_in ? MUSA_ARENA_NEW(&g->arena, int32_t, n_in) : NULL;
     if (n_in && !n.in) return MUSA_ERR_NOMEM;
     if (n_in) memcpy(n.in, in, sizeof(int32_t) * (size_t)n_in); /* creation ops: both NULL */
-    if (info->attrs_kind != MUSA_ATTRS_none) {
-        if (attrs)
-            memcpy(&n.attrs, attrs, musa_attrs_desc_of(info->attrs_kind)->size);
-        else
-            musa_attrs_init(info->attrs_kind, &n.attrs);
-    }
+    int rc = musa_graph_set_attrs(g, &n, attrs);
+    if (rc) return rc;
     int32_t fresh[MUSA_MAX_OUTPUTS];
-    int rc = musa_graph_infer_into(g, &n, fresh);
+    rc = musa_graph_infer_into(g, &n, fresh);
     if (rc) return rc;
     int32_t id = (int32_t)g->nodes.len;
     for (int j = 0; j < n.n_out; j++) {
@@ -197,6 +193,32 @@ int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_
     }
     if (musa_vec_push(&g->nodes, n)) return MUSA_ERR_NOMEM;
     return id;
+}
+
+size_t musa_gnode_attrs_size(const musa_gnode *n) {
+    musa_attrs_kind kind = musa_ops[n->op].attrs_kind;
+    return kind == MUSA_ATTRS_none ? 0 : musa_attrs_desc_of(kind)->size;
+}
+
+int musa_graph_set_attrs(musa_graph *g, musa_gnode *n, const void *src) {
+    size_t size = musa_gnode_attrs_size(n);
+    n->attrs = NULL;
+    if (!size) return MUSA_OK;
+    n->attrs = musa_arena_alloc(&g->arena, size, _Alignof(musa_attrs_any));
+    if (!n->attrs)
+        return musa_err(MUSA_ERR_NOMEM, "[jit] out of memory for %s's attributes",
+                        musa_ops[n->op].name);
+    if (src)
+        memcpy(n->attrs, src, size);
+    else
+        musa_attrs_init(musa_ops[n->op].attrs_kind, n->attrs);
+    return MUSA_OK;
+}
+
+void musa_gnode_private_attrs(musa_gnode *copy, musa_attrs_any *buf) {
+    if (!copy->attrs) return;
+    memcpy(buf, copy->attrs, musa_gnode_attrs_size(copy));
+    copy->attrs = buf;
 }
 
 int musa_graph_infer_node(musa_graph *g, int32_t n) {
@@ -371,7 +393,7 @@ bool musa_graph_row_reduction(const musa_graph *g, const musa_gnode *n) {
         info->n_out != 1 || n->n_in != 1)
         return false;
     const musa_gvalue *x = &g->values.data[n->in[0]];
-    const musa_attrs_reduce *a = &n->attrs.reduce;
+    const musa_attrs_reduce *a = &n->attrs->reduce;
     if (x->ndim < 2 || a->dims.n == 0) return false;
     for (int i = 0; i < a->dims.n; i++) {
         int64_t d = a->dims.v[i] < 0 ? a->dims.v[i] + x->ndim : a->dims.v[i];
@@ -396,7 +418,7 @@ static bool rows_independent(const musa_graph *g, const musa_gnode *n) {
     case MUSA_OP_softmax:
     case MUSA_OP_log_softmax: {
         int nd = g->values.data[n->in[0]].ndim;
-        int64_t d = n->attrs.dim.dim < 0 ? n->attrs.dim.dim + nd : n->attrs.dim.dim;
+        int64_t d = n->attrs->dim.dim < 0 ? n->attrs->dim.dim + nd : n->attrs->dim.dim;
         return d != 0;
     }
     default:
@@ -418,6 +440,8 @@ bool musa_graph_split0_ok(const musa_graph *g, int32_t ni) {
     int64_t saved = x->shape[0];
     tmp->values.data[n->in[0]].shape[0] = 1;
     musa_gnode copy = *n;
+    musa_attrs_any own;
+    musa_gnode_private_attrs(&copy, &own);
     musa_gvalue out_saved = *y;
     int rc = musa_graph_infer_into(tmp, &copy, NULL);
     const musa_gvalue *r = &g->values.data[n->out[0]];

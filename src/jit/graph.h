@@ -86,7 +86,12 @@ typedef struct musa_gnode {
     int32_t *in; /* [n_in], arena */
     int32_t out[MUSA_MAX_OUTPUTS];
     int32_t group; /* fusion group (musa_fuse), or -1 */
-    musa_attrs_any attrs;
+    /* The op's attribute record, in the graph's arena and only as large as
+     * its kind (musa_attrs_desc_of(kind)->size); NULL for ops without
+     * attributes. Nodes are many (a recurrent model's step has thousands,
+     * in two graphs) and a whole musa_attrs_any is 688 bytes. A copy of a
+     * node shares the record: see musa_gnode_private_attrs. */
+    musa_attrs_any *attrs;
     const char *loc;
 } musa_gnode;
 
@@ -185,13 +190,24 @@ int32_t musa_graph_const(musa_graph *g, musa_tensor *t);
  * negative status with the error set. */
 int32_t musa_graph_add_node(musa_graph *g, musa_op_id op, int n_in, const int32_t *in,
                             const void *attrs, int32_t *out);
+/* Give node n a record of its op's attribute kind in g's arena: a copy of
+ * src, or the kind's defaults (src NULL); none for an op without
+ * attributes. A pass that changes a node's op calls this after. */
+int musa_graph_set_attrs(musa_graph *g, musa_gnode *n, const void *src);
+/* Bytes of n's attribute record (0: the op has none). */
+size_t musa_gnode_attrs_size(const musa_gnode *n);
+/* Point a copy of a node at a private copy of its record, held in buf: a
+ * probe that infers the copy (inference may normalise attributes), or a
+ * pass that may restore them, leaves the node's own record as it was. */
+void musa_gnode_private_attrs(musa_gnode *copy, musa_attrs_any *buf);
 /* Re-run inference for node n (after a pass changed its inputs); its output
  * values take the result. */
 int musa_graph_infer_node(musa_graph *g, int32_t n);
 /* Run n's op inference on meta tensors of its inputs. With fresh_out, the
  * outputs are new values (ids written there); else n's output values are
  * overwritten (dtype, shape, layout). Returns a status with the op's error
- * set. The op's infer may normalise n->attrs: probes pass a copy of n. */
+ * set. The op's infer may normalise n->attrs: probes pass a copy of n
+ * (musa_gnode_private_attrs). */
 int musa_graph_infer_into(musa_graph *g, musa_gnode *n, int32_t *fresh_out);
 /* A view node whose input moved to another buffer (a pass replaced it)
  * takes that buffer's root and offset: re-inferred. No-op otherwise. */

@@ -289,7 +289,7 @@ static const void *attr_slot(const musa_graph *g, int node, const char *name, mu
                  op, musa_attr_type_name(f->type), musa_attr_type_name(type));
         return NULL;
     }
-    return (const char *)&n->attrs + f->offset;
+    return (const char *)n->attrs + f->offset;
 }
 
 int musa_graph_node_attr_int(const musa_graph *g, int node, const char *name, int64_t *out) {

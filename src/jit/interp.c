@@ -40,7 +40,7 @@ int musa_graph_run_eager(const musa_graph *g, int n_in, musa_tensor *const *inpu
             break;
         }
         for (int k = 0; k < n->n_in; k++) ins[k] = env[n->in[k]];
-        rc = musa_dispatch((musa_op_id)n->op, n->n_in, ins, &n->attrs, outs);
+        rc = musa_dispatch((musa_op_id)n->op, n->n_in, ins, n->attrs, outs);
         if (ins != ins_buf) free(ins);
         for (int j = 0; j < n->n_out; j++) {
             if (!rc)

@@ -113,12 +113,12 @@ char *musa_graph_text(const musa_graph *g) {
         for (int j = 0; j < n->n_out; j++) musa_sb_printf(&b, "%s%%%d", j ? ", " : "", n->out[j]);
         /* a custom op by its registered name: custom[mylib::scale](%0) */
         const char *custom =
-            n->op == MUSA_OP_custom ? musa_custom_op_name((int)n->attrs.custom.index) : NULL;
+            n->op == MUSA_OP_custom ? musa_custom_op_name((int)n->attrs->custom.index) : NULL;
         musa_sb_printf(&b, " = %s%s%s%s(", info->name, custom ? "[" : "", custom ? custom : "",
                        custom ? "]" : "");
         for (int k = 0; k < n->n_in; k++) musa_sb_printf(&b, "%s%%%d", k ? ", " : "", n->in[k]);
         if (info->attrs_kind != MUSA_ATTRS_none && !custom) {
-            musa_attrs_format(info->attrs_kind, &n->attrs, false, attrs, sizeof attrs);
+            musa_attrs_format(info->attrs_kind, n->attrs, false, attrs, sizeof attrs);
             if (attrs[0]) musa_sb_printf(&b, "%s%s", n->n_in ? ", " : "", attrs);
         }
         musa_sb_printf(&b, ")  # ");
@@ -231,7 +231,7 @@ char *musa_graph_json(const musa_graph *g) {
         musa_sb_printf(&b, ", \"outputs\": ");
         sb_value_list(&b, g, n->out, n->n_out);
         if (info->attrs_kind != MUSA_ATTRS_none)
-            musa_attrs_format(info->attrs_kind, &n->attrs, true, attrs, sizeof attrs);
+            musa_attrs_format(info->attrs_kind, n->attrs, true, attrs, sizeof attrs);
         else
             snprintf(attrs, sizeof attrs, "{}");
         musa_sb_printf(&b, ", \"attrs\": %s", attrs);

@@ -114,7 +114,7 @@ static int copy_node(musa_graph *s, const musa_graph *g, const musa_gnode *n, co
     for (int k = 0; k < n->n_in; k++) in[k] = map[n->in[k]];
     int32_t out[MUSA_MAX_OUTPUTS];
     int32_t id =
-        musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, attrs ? attrs : &n->attrs, out);
+        musa_graph_add_node(s, (musa_op_id)n->op, n->n_in, in, attrs ? attrs : n->attrs, out);
     if (in != ins) free(in);
     if (id < 0) return id;
     s->nodes.data[id].loc = n->loc;
@@ -239,7 +239,7 @@ uint64_t musa_graph_fingerprint(const musa_graph *g, int begin, int end) {
         if (n->dead) continue;
         const musa_op_info *info = &musa_ops[n->op];
         h = musa_hash_u64(h ^ (uint64_t)n->op);
-        h = musa_hash_u64(h ^ musa_attrs_hash(info->attrs_kind, &n->attrs));
+        h = musa_hash_u64(h ^ musa_attrs_hash(info->attrs_kind, n->attrs));
         for (int k = 0; k < n->n_in; k++) {
             const musa_gvalue *v = &g->values.data[n->in[k]];
             h = musa_hash_u64(h ^ (uint64_t)n->in[k]);
@@ -284,7 +284,9 @@ musa_graph *musa_graph_respecialize(const musa_graph *g, const int64_t (*shapes)
     for (int64_t i = 0; i < g->nodes.len; i++) {
         const musa_gnode *n = &g->nodes.data[i];
         if (n->dead) continue;
-        musa_attrs_any a = n->attrs;
+        musa_attrs_any a;
+        memset(&a, 0, sizeof a);
+        if (n->attrs) memcpy(&a, n->attrs, musa_gnode_attrs_size(n));
         for (int k = 0; k < n_over; k++) {
             if (over[k].node != i) continue;
             const musa_attr_field *f = musa_attrs_field(musa_ops[n->op].attrs_kind, over[k].field);

@@ -62,6 +62,8 @@ int musa_graph_verify(const musa_graph *g) {
         musa_gvalue saved[MUSA_MAX_OUTPUTS];
         for (int j = 0; j < n->n_out; j++) saved[j] = g->values.data[n->out[j]];
         musa_gnode copy = *n;
+        musa_attrs_any own;
+        musa_gnode_private_attrs(&copy, &own);
         int r2 = musa_graph_infer_into((musa_graph *)g, &copy, NULL);
         bool same = r2 == MUSA_OK;
         for (int j = 0; j < n->n_out; j++) {

@@ -64,13 +64,13 @@ static const musa_gvalue *val(const musa_graph *g, int32_t v) {
  * rounds). */
 static bool const_scalar(const musa_graph *g, int32_t v, double *x) {
     int32_t c = musa_graph_producer(g, v, MUSA_OP_cast);
-    int to = c >= 0 ? g->nodes.data[c].attrs.cast.dtype : -1;
+    int to = c >= 0 ? g->nodes.data[c].attrs->cast.dtype : -1;
     if (c >= 0 && to != MUSA_DTYPE_FLOAT32 && to != MUSA_DTYPE_FLOAT64) return false;
     if (c >= 0) v = g->nodes.data[c].in[0];
     int32_t f = musa_graph_producer(g, v, MUSA_OP_full);
     const musa_gvalue *s = val(g, v);
     if (f >= 0 && s->ndim == 0)
-        *x = g->nodes.data[f].attrs.full.value;
+        *x = g->nodes.data[f].attrs->full.value;
     else if (s->kind == MUSA_V_CONST && s->tensor && s->tensor->storage && s->tensor->numel == 1) {
         if (musa_tensor_item(s->tensor, x)) {
             musa_clear_error();
@@ -88,14 +88,14 @@ static bool same_shape(const musa_gvalue *a, const musa_gvalue *b) {
 
 /* The dim a softmax (or its backward) node n runs over, of nd. */
 static int64_t last_dim(const musa_gnode *n, int nd) {
-    return n->attrs.dim.dim < 0 ? n->attrs.dim.dim + nd : n->attrs.dim.dim;
+    return n->attrs->dim.dim < 0 ? n->attrs->dim.dim + nd : n->attrs->dim.dim;
 }
 
 /* Node i's matmul attributes are (ta, tb). */
 static bool matmul_is(const musa_graph *g, int32_t i, bool ta, bool tb) {
     const musa_gnode *n = &g->nodes.data[i];
-    return n->op == MUSA_OP_matmul && n->attrs.matmul.transpose_a == ta &&
-           n->attrs.matmul.transpose_b == tb;
+    return n->op == MUSA_OP_matmul && n->attrs->matmul.transpose_a == ta &&
+           n->attrs->matmul.transpose_b == tb;
 }
 
 /* The other operand of a binary node n reading x, or -1. */
@@ -167,10 +167,10 @@ static bool match_forward(const musa_graph *g, int32_t i, match *m) {
     int32_t s = peel_mask_and_scale(g, x, m);
     if (s < 0) return false;
     m->mm1 = musa_graph_producer(g, s, MUSA_OP_matmul);
-    if (m->mm1 < 0 || g->nodes.data[m->mm1].attrs.matmul.transpose_a) return false;
+    if (m->mm1 < 0 || g->nodes.data[m->mm1].attrs->matmul.transpose_a) return false;
     const musa_gnode *mm1 = &g->nodes.data[m->mm1];
     m->q = mm1->in[0], m->k_in = mm1->in[1];
-    m->k_transposed = !mm1->attrs.matmul.transpose_b;
+    m->k_transposed = !mm1->attrs->matmul.transpose_b;
     /* q (..., Tq, E), k (..., Tk, E), v (..., Tk, Ev): equal batch dims, one float dtype */
     const musa_gvalue *q = val(g, m->q), *k = val(g, m->k_in), *v = val(g, m->v);
     int dt = q->dtype;

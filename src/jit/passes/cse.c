@@ -80,7 +80,7 @@ static uint64_t node_hash(const musa_graph *g, const musa_gnode *n) {
     } else {
         for (int k = 0; k < n->n_in; k++) h = musa_hash_u64(h ^ input_key(g, n->in[k]));
     }
-    if (kind != MUSA_ATTRS_none) h = musa_hash_u64(h ^ musa_attrs_hash(kind, &n->attrs));
+    if (kind != MUSA_ATTRS_none) h = musa_hash_u64(h ^ musa_attrs_hash(kind, n->attrs));
     return h == UINT64_MAX ? 0 : h; /* the map reserves UINT64_MAX */
 }
 
@@ -102,7 +102,7 @@ static bool same_outputs(const musa_graph *g, const musa_gnode *a, const musa_gn
 static bool same_node(const musa_graph *g, const musa_gnode *a, const musa_gnode *b) {
     musa_attrs_kind kind = musa_ops[a->op].attrs_kind;
     if (a->op != b->op || a->n_in != b->n_in || a->n_out != b->n_out) return false;
-    if (kind != MUSA_ATTRS_none && !musa_attrs_equal(kind, &a->attrs, &b->attrs)) return false;
+    if (kind != MUSA_ATTRS_none && !musa_attrs_equal(kind, a->attrs, b->attrs)) return false;
     if (!same_inputs(g, a, b, false) && !(commutes(a) && same_inputs(g, a, b, true))) return false;
     return same_outputs(g, a, b);
 }

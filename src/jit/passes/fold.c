@@ -74,7 +74,7 @@ static bool evaluate(const musa_graph *g, const musa_gnode *n, musa_tensor **out
     musa_tls.mode = MUSA_MODE_EAGER;
     musa_tls.recorder = NULL;
     musa_tls.grad_disabled = true;
-    int rc = musa_dispatch((musa_op_id)n->op, n->n_in, ins, &n->attrs, outs);
+    int rc = musa_dispatch((musa_op_id)n->op, n->n_in, ins, n->attrs, outs);
     musa_tls = saved;
     if (ins != buf) free(ins);
     if (rc == MUSA_OK) return true;

@@ -133,7 +133,7 @@ static bool act(const lay *L, int32_t v) {
 }
 
 static bool conv_ok(const lay *L, const musa_gnode *n) {
-    const musa_attrs_conv *a = &n->attrs.conv;
+    const musa_attrs_conv *a = &n->attrs->conv;
     bool fwd = n->op == MUSA_OP_conv2d, bwd_w = n->op == MUSA_OP_conv2d_backward_weight;
     if (a->channels_last || !act(L, n->in[0]) || (bwd_w && !act(L, n->in[1])) ||
         (!fwd && a->shape.n != 4))
@@ -150,7 +150,7 @@ static bool conv_ok(const lay *L, const musa_gnode *n) {
 /* A convolution: its activations in and out NHWC. */
 static int conv(lay *L, const musa_gnode *n, int32_t at) {
     int32_t in[3] = {n->in[0], n->in[1], n->n_in > 2 ? n->in[2] : -1}, out;
-    musa_attrs_conv a = n->attrs.conv;
+    musa_attrs_conv a = n->attrs->conv;
     a.channels_last = true;
     int rc = MUSA_OK;
     if (n->op == MUSA_OP_conv2d_backward_input) { /* gy, w -> gx */
@@ -179,7 +179,7 @@ static int norm(lay *L, const musa_gnode *n, int32_t at) {
     int rows = n->op == MUSA_OP_batch_norm_backward ? 2 : 1, rc = MUSA_OK;
     for (int k = 0; k < n->n_in; k++) in[k] = n->in[k];
     for (int k = 0; k < rows && !rc; k++) rc = rows_of(L, in[k], at, n->loc, &in[k]);
-    if (!rc) rc = add(L, (musa_op_id)n->op, n->n_in, in, &n->attrs, at, n->loc, out);
+    if (!rc) rc = add(L, (musa_op_id)n->op, n->n_in, in, n->attrs, at, n->loc, out);
     int32_t y;
     if (rc || (rc = reshaped(L, out[0], 4, val(L, L->cl[n->in[rows - 1]])->shape, at, n->loc, &y)))
         return rc;
@@ -215,7 +215,7 @@ static int elementwise(lay *L, const musa_gnode *n, int32_t at) {
         if (numel(L, in[k]) != 1) rc = to_cl(L, in[k], at, &in[k]);
     }
     int32_t out;
-    if (!rc) rc = add(L, (musa_op_id)n->op, n->n_in, in, &n->attrs, at, n->loc, &out);
+    if (!rc) rc = add(L, (musa_op_id)n->op, n->n_in, in, n->attrs, at, n->loc, &out);
     if (!rc) became(L, n->out[0], out);
     if (in != stack) free(in);
     return rc;

@@ -49,7 +49,7 @@ typedef struct tree {
 /* The dim a zero pad pads (its width before in *left), or -1 when it pads
  * none, several, or with another value. */
 static int pad_dim(const musa_gnode *p, int ndim, int64_t *left) {
-    const musa_attrs_pad *a = &p->attrs.pad;
+    const musa_attrs_pad *a = &p->attrs->pad;
     int d = -1;
     if (a->value != 0) return -1;
     for (int k = 0; k < a->pads.n / 2; k++) {
@@ -165,12 +165,12 @@ static int rewrite(rw *R, int32_t i) {
         pa.pads.v[2 * (o.ndim - 1 - t->d)] = start;
         pa.pads.v[2 * (o.ndim - 1 - t->d) + 1] = o.shape[t->d] - end;
         root->op = MUSA_OP_pad, root->n_in = 1, root->in = one;
-        memcpy(&root->attrs, &pa, sizeof pa);
+        rc = musa_graph_set_attrs(g, root, &pa);
     } else {
         root->op = MUSA_OP_cat, root->n_in = t->n, root->in = in;
-        memcpy(&root->attrs, &ca, sizeof ca);
+        rc = musa_graph_set_attrs(g, root, &ca);
     }
-    rc = musa_graph_infer_node(g, i);
+    if (!rc) rc = musa_graph_infer_node(g, i);
     const musa_gvalue *now = &g->values.data[saved.out[0]];
     if (rc || !musa_gvalue_same_layout(now, &o) || now->dtype != o.dtype) {
         /* cannot be (same shape, dtype, contiguous); leave the sum as it was */
@@ -198,7 +198,7 @@ static bool canonical(const musa_graph *g, const uint8_t *is_plus0, int32_t v, i
     }
     if ((musa_ops[p->op].flags & MUSA_OPF_VIEW) && p->n_in == 1)
         return canonical(g, is_plus0, p->in[0], depth + 1);
-    if (p->op == MUSA_OP_pad && p->attrs.pad.value == 0)
+    if (p->op == MUSA_OP_pad && p->attrs->pad.value == 0)
         return canonical(g, is_plus0, p->in[0], depth + 1);
     return false;
 }

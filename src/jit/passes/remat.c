@@ -148,9 +148,9 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int nviews, int j
             id = musa_graph_add_node(g,
                                      src.op == MUSA_OP_batch_norm ? MUSA_OP_batch_norm_apply
                                                                   : MUSA_OP_layer_norm_apply,
-                                     5, ain, &src.attrs, outs);
+                                     5, ain, src.attrs, outs);
         } else {
-            id = musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, &src.attrs, outs);
+            id = musa_graph_add_node(g, (musa_op_id)src.op, src.n_in, ins, src.attrs, outs);
         }
         if (id < 0) return id;
         g->nodes.data[id].loc = src.loc;
@@ -291,7 +291,7 @@ static double node_cost(const musa_graph *g, const musa_gnode *n) {
     double outn = (double)musa_gvalue_bytes(out) / musa_dtype_info[out->dtype].size, k = 0;
     const musa_gvalue *a = &g->values.data[n->in[0]];
     if (n->n_in >= 2 && n->op == MUSA_OP_matmul && a->ndim) /* a's columns, or rows if transposed */
-        k = (double)a->shape[a->ndim - 1 - (a->ndim > 1 && n->attrs.matmul.transpose_a)];
+        k = (double)a->shape[a->ndim - 1 - (a->ndim > 1 && n->attrs->matmul.transpose_a)];
     else if (n->n_in >= 2 && n->op == MUSA_OP_linear && a->ndim)
         k = (double)a->shape[a->ndim - 1];
     else if (n->n_in >= 2 && n->op == MUSA_OP_conv2d) { /* in channels per group x kernel */

@@ -127,16 +127,19 @@ static bool is_identity(const musa_graph *g, int32_t v) {
 static int rewire(musa_graph *g, int32_t i, int32_t src, const musa_attrs_any *attrs) {
     musa_gnode *n = &g->nodes.data[i];
     int32_t out = n->out[0], old_in = n->in[0];
-    musa_attrs_any old_attrs = n->attrs;
+    musa_gnode old = *n;
+    musa_attrs_any old_attrs;
+    musa_gnode_private_attrs(&old, &old_attrs);
+    size_t size = musa_gnode_attrs_size(n);
     musa_gvalue saved = g->values.data[out];
     n->in[0] = src;
-    if (attrs) n->attrs = *attrs;
+    if (attrs && size) memcpy(n->attrs, attrs, size);
     int rc = musa_graph_infer_node(g, i);
     const musa_gvalue *v = &g->values.data[out];
     if (rc == MUSA_OK && v->root == saved.root && musa_gvalue_same_layout(v, &saved)) return 1;
     if (rc) musa_clear_error();
     n->in[0] = old_in;
-    n->attrs = old_attrs;
+    if (size) memcpy(n->attrs, &old_attrs, size);
     g->values.data[out] = saved;
     return 0;
 }
@@ -175,7 +178,7 @@ static int rule_unit(musa_graph *g, int32_t i) {
 
 static int rule_matmul_identity(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
-    if (n->op != MUSA_OP_matmul || n->attrs.matmul.transpose_a || n->attrs.matmul.transpose_b)
+    if (n->op != MUSA_OP_matmul || n->attrs->matmul.transpose_a || n->attrs->matmul.transpose_b)
         return 0;
     if (is_identity(g, n->in[1]) && replace_by(g, i, n->in[0])) return 1;
     return is_identity(g, n->in[0]) ? replace_by(g, i, n->in[1]) : 0;
@@ -200,9 +203,10 @@ static int rule_permute_chain(musa_graph *g, int32_t i) {
     if (n->op != MUSA_OP_permute) return 0;
     int32_t p = musa_graph_producer(g, n->in[0], MUSA_OP_permute);
     if (p < 0) return 0;
-    const musa_ints *inner = &g->nodes.data[p].attrs.dims.dims, *outer = &n->attrs.dims.dims;
+    const musa_ints *inner = &g->nodes.data[p].attrs->dims.dims, *outer = &n->attrs->dims.dims;
     if (inner->n != outer->n) return 0;
-    musa_attrs_any a = n->attrs;
+    musa_attrs_any a;
+    memcpy(&a, n->attrs, musa_gnode_attrs_size(n));
     for (int d = 0; d < outer->n; d++) {
         int64_t k = outer->v[d];
         if (k < 0 || k >= inner->n) return 0;
@@ -235,7 +239,7 @@ static int rule_cat_chain(musa_graph *g, int32_t i) {
     if (n->op != MUSA_OP_cat) return 0;
     for (int q = 0; q < n->n_in; q++) {
         int32_t p = musa_graph_producer(g, n->in[q], MUSA_OP_cat);
-        if (p < 0 || g->nodes.data[p].attrs.dim.dim != n->attrs.dim.dim ||
+        if (p < 0 || g->nodes.data[p].attrs->dim.dim != n->attrs->dim.dim ||
             musa_graph_uses_of(g, n->in[q]) != 1)
             continue;
         const musa_gnode *in = &g->nodes.data[p];
@@ -269,8 +273,8 @@ static int rule_cat_chain(musa_graph *g, int32_t i) {
 static int rule_noop_pad(musa_graph *g, int32_t i) {
     const musa_gnode *n = &g->nodes.data[i];
     if (n->op != MUSA_OP_pad) return 0;
-    for (int k = 0; k < n->attrs.pad.pads.n; k++)
-        if (n->attrs.pad.pads.v[k]) return 0;
+    for (int k = 0; k < n->attrs->pad.pads.n; k++)
+        if (n->attrs->pad.pads.v[k]) return 0;
     return replace_by(g, i, n->in[0]);
 }
 
@@ -307,7 +311,7 @@ static int rule_matmul_writes_permuted(musa_graph *g, int32_t i) {
     const musa_gvalue *c = &g->values.data[cv];
     int64_t want[MUSA_MAX_DIMS];
     musa_contiguous_strides(c->ndim, c->shape, want);
-    const musa_ints *dims = &perm->attrs.dims.dims;
+    const musa_ints *dims = &perm->attrs->dims.dims;
     if (x->root != v || x->offset != 0 || dims->n != x->ndim || y->ndim != x->ndim ||
         c->dtype != x->dtype)
         return 0;

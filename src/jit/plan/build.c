@@ -130,7 +130,7 @@ static bool joins_run(const builder *b, int open, const musa_gnode *n) {
     const musa_graph *g = b->g;
     const musa_gnode *head = &g->nodes.data[b->members[b->mstart[open]]];
     if (n->op != head->op || n->n_in != head->n_in ||
-        !musa_attrs_equal(musa_ops[n->op].attrs_kind, &n->attrs, &head->attrs))
+        !musa_attrs_equal(musa_ops[n->op].attrs_kind, n->attrs, head->attrs))
         return false;
     for (int k = 0; k < n->n_in; k++)
         if (b->run_of[g->values.data[n->in[k]].root] == open + 1) return false;

@@ -26,7 +26,7 @@ static int fill_kcall(builder *b, kcall *k, const musa_gnode *n) {
     const musa_op_info *info = &musa_ops[n->op];
     k->kernel = info->kernel;
     k->op = (musa_op_id)n->op;
-    k->attrs = &n->attrs;
+    k->attrs = n->attrs;
     k->name = info->name;
     k->loc = n->loc;
     k->n_in = n->n_in;
@@ -131,7 +131,7 @@ static bool lean_member(const builder *b, const musa_gnode *n, const musa_gvalue
             return false;
         kv[q] = (musa_kview){.dtype = x->dtype, .ndim = full, .shape = {numel(gs)}, .strides = {1}};
     }
-    return info->loop(kv, kv + 1, &n->attrs) != NULL;
+    return info->loop(kv, kv + 1, n->attrs) != NULL;
 }
 
 /* A chain's operand index for the place r of a full operand (ext) or a
