@@ -543,10 +543,11 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     """input with runs of equal consecutive elements (of the flattened input,
     or slices along dim) collapsed to one."""
     _tensors("unique_consecutive", input=input)
-    x = input.reshape(-1) if dim is None else movedim(input, _dim(dim, input.ndim, "unique_consecutive"), 0)
+    d = None if dim is None else _dim(dim, input.ndim, "unique_consecutive")
+    x = input.reshape(-1) if d is None else movedim(input, d, 0)
     n = x.shape[0] if x.ndim else 1
-    if n == 0:
-        outs = (x,)
+    if n == 0:  # nothing along dim: the input's shape, as it came
+        outs = (x if d is None else movedim(x, 0, d),)
         if return_inverse:
             outs += (_C.zeros(input.shape if dim is None else (0,), dtype=_C.int64),)
         if return_counts:
@@ -558,8 +559,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     group = _C.cumsum(starts.long(), 0) - 1
     keep = _C.nonzero(starts).reshape(-1)
     out = x.index_select(0, keep)
-    if dim is not None:
-        out = movedim(out, 0, _dim(dim, input.ndim, "unique_consecutive"))
+    if d is not None:
+        out = movedim(out, 0, d)
     result = (out,)
     if return_inverse:
         result += (group.reshape(input.shape) if dim is None else group,)

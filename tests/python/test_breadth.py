@@ -198,6 +198,18 @@ def test_unique():
     assert musa.tensor(x).unique().tolist() == [1, 2, 3, 5]
 
 
+@pytest.mark.parametrize("shape,dim", [((1, 0), 1), ((0, 3), 0), ((2, 0, 3), 1), ((2, 0, 3), -2),
+                                       ((0,), None), ((2, 3), 1)])
+def test_unique_consecutive_empty_dims_keep_the_input_shape(shape, dim):
+    # fuzz-py seed 16216: along an empty dim 1 of a (1, 0) tensor musa gave (0, 1)
+    x = np.arange(int(np.prod(shape))).reshape(shape) % 2
+    kw = dict(return_inverse=True, return_counts=True, dim=dim)
+    mu = musa.unique_consecutive(musa.tensor(x), **kw)
+    tu = torch.unique_consecutive(torch.tensor(x), **kw)
+    for m, t in zip(mu, tu):
+        assert tuple(m.shape) == tuple(t.shape) and m.tolist() == t.tolist()
+
+
 # ---- activations ----
 
 @pytest.mark.parametrize("name,kw", [
