@@ -166,7 +166,8 @@ static inline void musa_plan_kview_of(const musa_gvalue *v, musa_kview *kv) {
 /* ---- memory placement (memory.c) ---- */
 
 /* Arena offsets for bufs[0..n) (their bytes and lifetimes set): with
- * `reuse`, best fit, largest first; without, one after another. Returns the
+ * `reuse`, best fit in the best of a few orders (largest first, and
+ * others: memory.c); without, one after another. Returns the
  * arena's size in bytes. Cannot fail: short of memory to plan with, it lays
  * the buffers out one after another. */
 size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse);
