@@ -231,11 +231,13 @@ static size_t place(placer *P, const musa_plan_buffer *bufs, int n, int order, s
 }
 
 /* The most bytes live at once (aligned as placed): no arena is smaller, so
- * an order that reaches it ends the search. SIZE_MAX when short of memory. */
+ * an order that reaches it ends the search. 0 (no floor) when short of
+ * memory. */
 static size_t live_peak(const musa_plan_buffer *bufs, int n, int max_step) {
     size_t *delta = calloc((size_t)max_step + 2, sizeof *delta), peak = 0, live = 0;
     size_t *gone = calloc((size_t)max_step + 2, sizeof *gone);
-    if (delta && gone) {
+    bool ok = delta && gone;
+    if (ok) {
         for (int i = 0; i < n; i++) {
             size_t b = musa_plan_align(bufs[i].bytes);
             delta[bufs[i].first] = musa_sat_add_size(delta[bufs[i].first], b);
@@ -247,7 +249,7 @@ static size_t live_peak(const musa_plan_buffer *bufs, int n, int max_step) {
         }
     }
     free(delta), free(gone);
-    return delta && gone ? peak : SIZE_MAX;
+    return ok ? peak : 0;
 }
 
 size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse) {
