@@ -145,9 +145,9 @@ static size_t best_gap(const by_offset *nb, int m, const musa_plan_buffer *bufs,
  * - SPAN: longest-lived first, then largest.
  * Greedy placement leaves gaps that depend on the order: the arena is the
  * smallest the orders give (ties keep the earlier order; an order that
- * reaches the live peak, which no arena can be below, ends the search). Measured on the
- * zoo's compiled steps, largest first alone left 1.0-13.7% above the live
- * peak on four of twelve (docs/benchmarks.md). */
+ * reaches the live peak, which no arena can be below, ends the search).
+ * Measured on the zoo's compiled steps, largest first alone left 1.0-13.7%
+ * above the live peak on four of twelve (docs/benchmarks.md). */
 enum { ORDER_SIZE, ORDER_AREA, ORDER_SPAN, N_ORDERS };
 
 static double area(const musa_plan_buffer *x) {
