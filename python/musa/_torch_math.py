@@ -301,7 +301,10 @@ def logit(input, eps=None):
     p = input if input.is_floating_point() else input.float()
     if eps is not None:
         eps = _number(eps, "logit", "eps")
-        p = _C.clamp(p, eps, 1.0 - eps)
+        lo, hi = _C.tensor(eps, dtype=p.dtype), _C.tensor(1.0 - eps, dtype=p.dtype)
+        # PyTorch's order: below eps gives eps, else above 1 - eps gives 1 - eps. With eps > 0.5
+        # the bounds cross, and clamp (max, then min) gave 1 - eps everywhere (fuzz-py seed 16824)
+        p = _C.where(_C.lt(p, lo), lo, _C.where(_C.gt(p, hi), hi, p))
     return _C.log(p / (1.0 - p))
 
 

@@ -879,3 +879,32 @@ def test_tensor_split_with_unsorted_indices_slices_as_torch():
         got = [p.tolist() for p in musa.tensor_split(musa.tensor([4, 2, 7, 9]), musa.tensor(idx))]
         want = [p.tolist() for p in torch.tensor_split(torch.tensor([4, 2, 7, 9]), torch.tensor(idx))]
         assert got == want, idx
+
+
+@pytest.mark.parametrize("eps", [1.0, 0.7, 0.5, 0.2, 1e-6, -0.1])
+def test_logit_eps_bounds_as_documented_even_when_they_cross(eps):
+    """p is eps below eps, else 1 - eps above 1 - eps (PyTorch's documented
+    cases, in that order): with eps > 0.5 the bounds cross, where clamp
+    gave 1 - eps everywhere (fuzz seed 16824). torch's float32 kernel
+    agrees; its float64 one does not even agree with itself there (the
+    vectorised body clamps, the tail does not), so float64 is checked
+    against the definition."""
+    data = [0.0, 5.0, 0.3, 0.5, 0.6, 1.0, float("nan"), -1.0, 1e-7, 0.9999999]
+    x32 = musa.tensor(data, dtype=musa.float32)
+    np.testing.assert_allclose(_np(musa.logit(x32, eps=eps)),
+                               _np(torch.logit(torch.tensor(data), eps=eps)), rtol=1e-6)
+    x = np.array(data)
+    p = np.where(x < eps, eps, np.where(x > 1 - eps, 1 - eps, x))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.log(p / (1 - p))
+    got = _np(musa.logit(musa.tensor(data, dtype=musa.float64), eps=eps))
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    if 0 <= eps < 0.5:  # gradients where torch's are sane: zero outside the bounds
+        inside = [0.3, 0.5, 0.6, 0.2, 0.9, 1e-3, 2.0, -1.0]
+        xm = musa.tensor(inside, dtype=musa.float64, requires_grad=True)
+        xt = torch.tensor(inside, dtype=torch.float64, requires_grad=True)
+        musa.logit(xm, eps=eps).sum().backward()
+        torch.logit(xt, eps=eps).sum().backward()
+        np.testing.assert_allclose(_np(xm.grad), _np(xt.grad), rtol=1e-12)
+    assert musa.tensor([5, 2, 0, 6], dtype=musa.int32).logit(True).tolist() == \
+        torch.tensor([5, 2, 0, 6], dtype=torch.int32).logit(True).tolist()
