@@ -62,3 +62,10 @@ def test_errors():
     with pytest.raises(ValueError, match=r"use_separate_proj_weight needs"):
         F.multi_head_attention_forward(x, x, x, 4, 2, None, None, None, None, False, 0.0, musa.zeros(4, 4), None,
                                        use_separate_proj_weight=True)
+    # fuzz seed 17041: a number for a tensor failed inside on .ndim
+    with pytest.raises(TypeError, match=r"\[multi_head_attention_forward\] query must be a Tensor, got float"):
+        F.multi_head_attention_forward(1.5, x, x, 4, 2, musa.zeros(12, 4), None, None, None, False, 0.0,
+                                       musa.zeros(4, 4), None)
+    with pytest.raises(TypeError, match=r"k_proj_weight must be a Tensor or None, got str"):
+        F.multi_head_attention_forward(x, x, x, 4, 2, musa.zeros(12, 4), None, None, None, False, 0.0,
+                                       musa.zeros(4, 4), None, k_proj_weight="w")

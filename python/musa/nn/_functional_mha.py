@@ -35,6 +35,16 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     key/value (sequence-first) with the given projections."""
     if static_k is not None or static_v is not None:
         raise NotImplementedError("[multi_head_attention_forward] static_k and static_v are not supported")
+    from .. import Tensor
+    given = dict(query=query, key=key, value=value, in_proj_weight=in_proj_weight,
+                 in_proj_bias=in_proj_bias, bias_k=bias_k, bias_v=bias_v, out_proj_weight=out_proj_weight,
+                 out_proj_bias=out_proj_bias, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                 q_proj_weight=q_proj_weight, k_proj_weight=k_proj_weight, v_proj_weight=v_proj_weight)
+    for name, t in given.items():  # fuzz seed 17041: a float query failed on .ndim
+        if not (isinstance(t, Tensor) or (t is None and name not in ("query", "key", "value"))):
+            raise TypeError(f"[multi_head_attention_forward] {name} must be a Tensor"
+                            f"{'' if name in ('query', 'key', 'value') else ' or None'}, "
+                            f"got {type(t).__name__}")
     try:
         embed_dim_to_check, num_heads = operator.index(embed_dim_to_check), operator.index(num_heads)
     except TypeError:
