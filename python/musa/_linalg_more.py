@@ -141,6 +141,10 @@ def matrix_exp(A):
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
+    if A.dtype == _C.float32:
+        # in float64, rounded once: float32's squarings compound the approximant's rounding
+        # (a 1-norm of 65,000 takes 14 of them; fuzz seed 17272 came out 30% low)
+        return matrix_exp(A.double()).float()
     norm = float(A.detach().abs().sum(-2).amax()) if A.numel() else 0.0
     if not _math.isfinite(norm):
         return A + _C.full_like(A, float("nan"))  # NaN where the input is not finite, as torch

@@ -727,6 +727,19 @@ def test_matrix_exp_gradient_float32_and_special_matrices(rng):
         LA.matrix_exp(musa.zeros(2, 3, dtype=musa.float64))
 
 
+def test_matrix_exp_float32_of_a_large_norm_is_float64_rounded_once():
+    # fuzz-py seed 17272: a 1-norm of 65,000 took 14 squarings in float32, and came out 30% low
+    A = np.array([[-1.004, -2.816, -2.263, 1.052], [2.61, 0.277, 0.0, 0.0],
+                  [-2.464, -0.846, 3.84, -2.513], [-2.22, 65504.0, 3.717, 3.14]], dtype=np.float32)
+    want = torch.linalg.matrix_exp(torch.tensor(A, dtype=torch.float64)).numpy()
+    a = musa.tensor(A, requires_grad=True)
+    got = LA.matrix_exp(a)
+    assert got.dtype == musa.float32
+    np.testing.assert_allclose(got.detach().numpy(), want.astype(np.float32), rtol=2e-6)
+    got.sum().backward()  # differentiable through the float64 work
+    assert a.grad.dtype == musa.float32 and np.isfinite(a.grad.numpy()).all()
+
+
 @pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1])
 def test_cond_equals_torchs_including_singular_matrices(rng, p):
     A0 = rng.normal(size=(2, 4, 4))
