@@ -33,9 +33,7 @@ def guard(key, fn, value, what=None):
     other value recompiles, and the recompile log says `what` changed
     (default: "Python state <key>"). key identifies the guard across
     captures. No-op outside captures."""
-    guards = getattr(_tls, "guards", None)
-    if guards is not None and _C._jit_capturing():
-        guards.setdefault(key, Guard(fn, value, what))
+    _register("guards", key, fn, value, what)
 
 
 def fixed(key, fn, value, what):
@@ -45,9 +43,16 @@ def fixed(key, fn, value, what):
     repeat the change (an lr scheduler's step() after the optimizer's, in
     the compiled function). The jit raises when fn() != value at the
     capture's end. No-op outside captures."""
-    fixed_ = getattr(_tls, "fixed", None)
-    if fixed_ is not None and _C._jit_capturing():
-        fixed_.setdefault(key, Guard(fn, value, what))
+    _register("fixed", key, fn, value, what)
+
+
+def _register(table, key, fn, value, what):
+    """Add a Guard under key to this thread's `table` of the capture being
+    collected (the first registration of a key wins); nothing is built
+    outside captures, where eager optimizer steps call this every step."""
+    held = getattr(_tls, table, None)
+    if held is not None and _C._jit_capturing():
+        held.setdefault(key, Guard(fn, value, what))
 
 
 def changed_fixed(fixed_):

@@ -170,7 +170,11 @@ static int rewrite(rw *R, int32_t i) {
         root->op = MUSA_OP_cat, root->n_in = t->n, root->in = in;
         rc = musa_graph_set_attrs(g, root, &ca);
     }
-    if (!rc) rc = musa_graph_infer_node(g, i);
+    if (rc) { /* out of memory: the error stands */
+        g->nodes.data[i] = saved;
+        return rc;
+    }
+    rc = musa_graph_infer_node(g, i);
     const musa_gvalue *now = &g->values.data[saved.out[0]];
     if (rc || !musa_gvalue_same_layout(now, &o) || now->dtype != o.dtype) {
         /* cannot be (same shape, dtype, contiguous); leave the sum as it was */

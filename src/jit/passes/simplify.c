@@ -127,10 +127,9 @@ static bool is_identity(const musa_graph *g, int32_t v) {
 static int rewire(musa_graph *g, int32_t i, int32_t src, const musa_attrs_any *attrs) {
     musa_gnode *n = &g->nodes.data[i];
     int32_t out = n->out[0], old_in = n->in[0];
-    musa_gnode old = *n;
-    musa_attrs_any old_attrs;
-    musa_gnode_private_attrs(&old, &old_attrs);
     size_t size = musa_gnode_attrs_size(n);
+    musa_attrs_any old_attrs;
+    if (size) memcpy(&old_attrs, n->attrs, size);
     musa_gvalue saved = g->values.data[out];
     n->in[0] = src;
     if (attrs && size) memcpy(n->attrs, attrs, size);
