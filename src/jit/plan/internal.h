@@ -36,6 +36,9 @@ typedef enum musa_instr_kind {
     MUSA_INSTR_MULTI = 2,  /* update rows of one op and attributes: one multi-tensor kernel */
 } musa_instr_kind;
 
+/* Views a run copies onto its stack for one kernel call (kcall.kv). */
+#define MUSA_PLAN_KV_STACK (8 + MUSA_MAX_OUTPUTS)
+
 #define MUSA_PLAN_ALIGN 64 /* bytes: every buffer, tile and scratch starts aligned */
 
 /* Sizes saturate at SIZE_MAX (no allocation meets it): a value or
@@ -60,7 +63,10 @@ typedef struct kcall {
     const char *name;
     const char *loc;
     int32_t n_in, n_out;
-    musa_kview *kv; /* [n_out + n_in], data pointers patched at each run */
+    musa_kview *kv; /* [n_out + n_in] with at most MUSA_PLAN_KV_STACK: a list shared with
+                     * equal calls (lower.c), read-only, copied onto the stack at each
+                     * run; longer lists and update rows: its own, data pointers patched
+                     * at each run */
     kref *ref;      /* [n_out + n_in] */
     uint8_t *cut;   /* [n_out + n_in] fused members: this view is cut along dim 0 per tile;
                      * MUSA_CUT_STREAM on an output: written past the caches (run_tiles) */

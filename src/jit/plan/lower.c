@@ -21,7 +21,14 @@
 #define LEAN_TILE_BUDGET ((size_t)24 << 10)
 #define STREAM_MIN_BYTES ((size_t)8 << 20) /* a streamed output: larger than a core's L2 */
 
-static int fill_kcall(builder *b, kcall *k, const musa_gnode *n) {
+/* kcall views that a run copies onto its stack (at most MUSA_PLAN_KV_STACK)
+ * are built in the builder's scratch and interned at the end of lowering;
+ * longer lists, and update rows (patched in place), are the plan's own. */
+static bool kv_shared(int nk) {
+    return nk <= MUSA_PLAN_KV_STACK;
+}
+
+static int fill_kcall(builder *b, kcall *k, const musa_gnode *n, bool own) {
     const musa_graph *g = b->g;
     const musa_op_info *info = &musa_ops[n->op];
     k->kernel = info->kernel;
@@ -32,7 +39,7 @@ static int fill_kcall(builder *b, kcall *k, const musa_gnode *n) {
     k->n_in = n->n_in;
     k->n_out = n->n_out;
     int nk = n->n_in + n->n_out;
-    k->kv = PLAN_NEW(b, musa_kview, nk);
+    k->kv = own || !kv_shared(nk) ? PLAN_NEW(b, musa_kview, nk) : TMP_NEW(b, musa_kview, nk);
     k->ref = PLAN_NEW(b, kref, nk);
     k->cut = PLAN_NEW(b, uint8_t, nk);
     if (!k->kv || !k->ref || !k->cut) return MUSA_ERR_NOMEM;
@@ -305,7 +312,7 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
         const musa_gnode *n = &g->nodes.data[mem[i]];
         const musa_op_info *info = &musa_ops[n->op];
         kcall *k = &f->m[i];
-        int rc = fill_kcall(b, k, n);
+        int rc = fill_kcall(b, k, n, false);
         if (rc) return rc;
         bool ew = (info->flags & MUSA_OPF_ELEMENTWISE) != 0;
         for (int q = 0; q < k->n_out + k->n_in; q++) {
@@ -417,8 +424,8 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
 }
 
 /* A kernel call of node n with its views and their places. */
-static int lower_kcall(builder *b, kcall *k, const musa_gnode *n) {
-    int rc = fill_kcall(b, k, n);
+static int lower_kcall(builder *b, kcall *k, const musa_gnode *n, bool own) {
+    int rc = fill_kcall(b, k, n, own);
     if (rc) return rc;
     for (int j = 0; j < n->n_out; j++) k->ref[j] = b->p->vloc[n->out[j]];
     for (int i = 0; i < n->n_in; i++) k->ref[n->n_out + i] = b->p->vloc[n->in[i]];
@@ -433,11 +440,86 @@ static int build_multi(builder *b, multi *u, const int32_t *mem, int cnt) {
     u->rows = PLAN_NEW(b, musa_kview *, cnt);
     if (!u->m || !u->rows) return MUSA_ERR_NOMEM;
     for (int r = 0; r < cnt; r++) {
-        int rc = lower_kcall(b, &u->m[r], &b->g->nodes.data[mem[r]]);
+        int rc = lower_kcall(b, &u->m[r], &b->g->nodes.data[mem[r]], true);
         if (rc) return rc;
         u->rows[r] = u->m[r].kv;
     }
     u->scratch = cpu_update_multi_workspace(cnt);
+    return MUSA_OK;
+}
+
+/* ---- shared views ---- */
+
+/* Kernel calls of one op on the same shapes (a recurrent model's every time
+ * step) have equal view lists: the plan keeps one copy of each list, which
+ * runs only read (run.c copies it onto the stack and sets the data
+ * pointers). A view is 144 bytes, so this was most of a small recurrent
+ * model's plan. */
+typedef struct {
+    const musa_kview *kv; /* NULL: an empty entry */
+    uint64_t h;
+    int n;
+} kv_entry;
+
+typedef struct {
+    kv_entry *e;
+    size_t cap; /* a power of two, at least twice the lists */
+} kv_table;
+
+static uint64_t kv_hash(const musa_kview *kv, int n) {
+    const unsigned char *p = (const unsigned char *)kv;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    for (size_t i = 0; i + 8 <= sizeof(musa_kview) * (size_t)n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x100000001B3ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* k's views become the plan's copy of an equal list (made on first sight). */
+static int intern_kv(builder *b, kv_table *t, kcall *k) {
+    int n = k->n_out + k->n_in;
+    if (!kv_shared(n)) return MUSA_OK;
+    size_t bytes = sizeof(musa_kview) * (size_t)n;
+    uint64_t h = kv_hash(k->kv, n);
+    for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        kv_entry *e = &t->e[i];
+        if (!e->kv) {
+            musa_kview *copy = PLAN_NEW(b, musa_kview, n);
+            if (!copy) return nomem();
+            memcpy(copy, k->kv, bytes);
+            *e = (kv_entry){.kv = copy, .h = h, .n = n};
+            k->kv = copy;
+            return MUSA_OK;
+        }
+        if (e->h == h && e->n == n && !memcmp(e->kv, k->kv, bytes)) {
+            k->kv = (musa_kview *)e->kv; /* shared: runs only read it */
+            return MUSA_OK;
+        }
+    }
+}
+
+static int intern_views(builder *b) {
+    musa_plan *p = b->p;
+    size_t lists = 0;
+    for (int i = 0; i < p->n_instrs; i++)
+        lists += p->instrs[i].kind == MUSA_INSTR_KERNEL  ? 1
+                 : p->instrs[i].kind == MUSA_INSTR_FUSED ? (size_t)p->instrs[i].f->n
+                                                         : 0;
+    kv_table t = {.cap = 16};
+    while (t.cap < 2 * lists) t.cap *= 2;
+    if (!(t.e = TMP_NEW(b, kv_entry, t.cap))) return nomem();
+    memset(t.e, 0, sizeof(kv_entry) * t.cap);
+    for (int i = 0; i < p->n_instrs; i++) {
+        instr *in = &p->instrs[i];
+        int rc = MUSA_OK;
+        if (in->kind == MUSA_INSTR_KERNEL) rc = intern_kv(b, &t, &in->k);
+        for (int m = 0; in->kind == MUSA_INSTR_FUSED && !rc && m < in->f->n; m++)
+            rc = intern_kv(b, &t, &in->f->m[m]);
+        if (rc) return rc;
+    }
     return MUSA_OK;
 }
 
@@ -461,7 +543,7 @@ int musa_plan_lower(builder *b) {
             int32_t first = b->mstart[i], cnt = b->mstart[i + 1] - first;
             in->scratch_off = step_scratch;
             if (in->kind == MUSA_INSTR_KERNEL) {
-                if ((rc = lower_kcall(b, &in->k, &g->nodes.data[in->node]))) return rc;
+                if ((rc = lower_kcall(b, &in->k, &g->nodes.data[in->node], false))) return rc;
                 step_scratch = musa_sat_add_size(step_scratch, musa_plan_align(in->k.scratch));
             } else if (in->kind == MUSA_INSTR_MULTI) {
                 if (!(in->u = PLAN_NEW(b, multi, 1))) return nomem();
@@ -484,5 +566,5 @@ int musa_plan_lower(builder *b) {
     p->stats.scratch_bytes = scratch;
     p->stats.held_bytes = p->arena_bytes;
     p->stats.instructions = b->ni;
-    return MUSA_OK;
+    return intern_views(b);
 }

@@ -90,8 +90,13 @@ static int call_kernel(const kcall *k, musa_kview *kv, char *scratch) {
 static int run_kernel_instr(run_ctx *r, instr *in) {
     kcall *k = &in->k;
     int nk = k->n_out + k->n_in;
-    for (int q = 0; q < nk; q++) k->kv[q].data = at(r->base[k->ref[q].slot], k->ref[q].off);
-    int rc = call_kernel(k, k->kv, at(r->scratch, (int64_t)in->scratch_off));
+    musa_kview stack[MUSA_PLAN_KV_STACK];
+    musa_kview *kv = nk <= MUSA_PLAN_KV_STACK ? stack : k->kv; /* a shared list is read-only */
+    for (int q = 0; q < nk; q++) {
+        if (kv == stack) kv[q] = k->kv[q];
+        kv[q].data = at(r->base[k->ref[q].slot], k->ref[q].off);
+    }
+    int rc = call_kernel(k, kv, at(r->scratch, (int64_t)in->scratch_off));
     if (rc) r->fail_loc = k->loc, r->fail_name = k->name;
     return rc;
 }
@@ -204,7 +209,7 @@ static void run_chain_tiles(run_ctx *r, const fused *f, int64_t t0, int64_t t1) 
 static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
     fused *f = fc->in->f;
     run_ctx *r = fc->r;
-    musa_kview kv[8 + MUSA_MAX_OUTPUTS];
+    musa_kview kv[MUSA_PLAN_KV_STACK];
     char *dest[MUSA_MAX_OUTPUTS];
     int rc = MUSA_OK;
     if (f->chain_on) {
