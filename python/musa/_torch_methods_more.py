@@ -65,7 +65,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
                           f"(strides {view.strides}); copy it first")
     nbytes = view.nbytes
     size = _C.empty(0, dtype=dtype).element_size()
-    if offset >= nbytes and nbytes:
+    if offset > nbytes or (offset == nbytes and nbytes):  # an empty buffer takes offset 0 only
         raise ValueError(f"[frombuffer] offset {offset} is past the buffer's {nbytes} bytes")
     avail = (nbytes - offset) // size
     if count == -1:

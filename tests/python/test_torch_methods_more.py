@@ -89,6 +89,11 @@ def test_frombuffer_shares_memory_as_torch():
         musa.frombuffer(b, dtype=musa.float32, offset=1)
     with pytest.raises(ValueError, match=r"\[frombuffer\] offset 16 is past"):
         musa.frombuffer(b, dtype=musa.float32, offset=16)
+    # an empty buffer: offset 0 gives an empty tensor, any other offset is past it
+    # (fuzz-py seed 17802: NumPy's own message came through)
+    assert musa.frombuffer(bytearray(), dtype=musa.uint8).shape == (0,)
+    with pytest.raises(ValueError, match=r"\[frombuffer\] offset 3 is past the buffer's 0 bytes"):
+        musa.frombuffer(bytearray(), dtype=musa.uint8, offset=3)
     with pytest.raises(TypeError, match=r"\[frombuffer\] a list does not expose"):
         musa.frombuffer([1, 2], dtype=musa.float32)
     with pytest.raises(TypeError, match=r"\[frombuffer\] dtype must be a musa dtype, got None"):
