@@ -115,6 +115,13 @@ TORCH_WRONG = {
     # seed 12423: layer_norm over (1,) of bfloat16 1.524, weight -1.55, gave 0.918 (float32
     # 3e-6, float64 -6e-15); a row of one element is its own mean: musa gives 0
     "layer_norm": (("one-element rows", "a row of one element normalizes to nonzero"),),
+    # seed 17949: bfloat16 dot of (3.891, -2.516, -3.375) and (1.547, 3.984, -1.156) gave
+    # -0.0625; exact (and float32 torch, and musa) -0.1025: the sum is kept in bfloat16
+    "dot": (("bfloat16", "bfloat16 dot products accumulate in bfloat16"),),
+    # seed 17952: gradient of int8 (-1, 127) along its dim gave -64 at the ends: 127 - (-1)
+    # taken in int8 wraps to -128 (musa: 64, the difference of the values)
+    "gradient": (("int8", "integer differences are taken in their own type, which wraps"),
+                 ("int16", "integer differences are taken in their own type, which wraps")),
     # seed 15480: bfloat16 dist(x, y, p=0.2) over 60 elements gave 3.070e9 against 2.8286e9
     # exact (float64 from the same bfloat16 inputs; float32 torch 2.8286e9); musa's bfloat16
     # 2.8018e9 is within 2 bfloat16 ulp
@@ -304,9 +311,10 @@ def to_array(x, lib):
 RTOL = {"float64": 1e-6, "float32": 1e-4, "float16": 1e-2, "bfloat16": 3e-2}
 
 
-def compare(a, b, musa, torch, path="out", keep=None):
+def compare(a, b, musa, torch, path="out", keep=None, floor=0.0):
     """None if musa's a agrees with torch's b, else what differs (only
-    where keep is true, when given)."""
+    where keep is true, when given); floor: the least relative tolerance
+    (input_rtol)."""
     import numpy as np
     if isinstance(a, musa.Tensor) and isinstance(b, torch.Tensor):
         if tuple(a.shape) != tuple(b.shape):
@@ -318,7 +326,7 @@ def compare(a, b, musa, torch, path="out", keep=None):
             return f"dtype: {path}: {da} vs torch {db}"
         x, y = to_array(a, musa), to_array(b, torch)
         if da in FLOATS or db in FLOATS:
-            rtol = max(RTOL.get(da, 0), RTOL.get(db, 0), 1e-6)
+            rtol = max(RTOL.get(da, 0), RTOL.get(db, 0), floor, 1e-6)
             x, y = x.astype(np.float64), y.astype(np.float64)
             fin = np.isfinite(y)
             scale = max(1.0, float(np.abs(y[fin]).max()) if fin.any() else 1.0)
@@ -338,7 +346,7 @@ def compare(a, b, musa, torch, path="out", keep=None):
         if len(a) != len(b):
             return f"{path}: length {len(a)} vs torch {len(b)}"
         for k, (x, y) in enumerate(zip(a, b)):
-            d = compare(x, y, musa, torch, f"{path}[{k}]")
+            d = compare(x, y, musa, torch, f"{path}[{k}]", floor=floor)
             if d:
                 return d
         return None
@@ -466,7 +474,8 @@ def check_call(call, ours, theirs, mark=lambda: None):
             if fn == "topk":  # sorted=False leaves the order open: compare the values as sets
                 a, b = a.reshape(-1).sort()[0], b.reshape(-1).sort()[0]
         try:
-            diff = compare(a, b, musa, torch, keep=cast_mask(fn, env, call, out, musa))
+            diff = compare(a, b, musa, torch, keep=cast_mask(fn, env, call, out, musa),
+                           floor=input_rtol(env, musa))
         except Exception:  # noqa: BLE001 - torch's result cannot be read (meta tensors)
             return rec
         if diff is None and (in_place(fn) or "=" in call.call.split("\n")[0][:-1]) and \
@@ -489,6 +498,15 @@ def check_call(call, ours, theirs, mark=lambda: None):
 
 def args_of(env):
     return [v for k, v in env.items() if re.fullmatch(r"a\d+", k)]
+
+
+def input_rtol(env, musa):
+    """The loosest tolerance of the call's tensor arguments: a result computed
+    in bfloat16 and written to a float32 out= tensor is as precise as bfloat16
+    (seed 18027: rsqrt of bfloat16 0.2412 into float32, 2.03125 against
+    torch's 2.046875, one bfloat16 ulp; the nearest is 2.03125)."""
+    return max((RTOL.get(str(v.dtype).split(".")[-1], 0) for v in args_of(env)
+                if isinstance(v, musa.Tensor)), default=0)
 
 
 def torch_wrong(fn, env, src=""):
