@@ -1827,7 +1827,10 @@ MUSA_API int musa_npy_save(const char *path, const musa_tensor *t);
 /* ------------------------------------------------------------------------ */
 
 /* Threads used by musa, oneDNN (OpenMP) and BLAS together; n >= 1. The
- * default is the number of online CPUs. */
+ * default is the number of online CPUs. Processes that share cores should
+ * split them (or run with OMP_WAIT_POLICY=PASSIVE): OpenMP threads spin
+ * between regions, and two spinning teams on the same cores slowed an eager
+ * training step 5.8x here (docs/design.md, "Threads"). */
 MUSA_API int musa_set_num_threads(int n);
 MUSA_API int musa_get_num_threads(void);
 
