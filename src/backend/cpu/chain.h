@@ -80,10 +80,13 @@ typedef struct musa_chain_ins {
 
 typedef struct musa_chain {
     int n_ins, n_ext, n_scal, n_spill;
-    musa_chain_ins ins[MUSA_CHAIN_INS];
     uint32_t ext_in;             /* bit k: ext k is read (else written) */
     float scal[MUSA_CHAIN_SCAL]; /* the single elements' values, read at each run */
+    musa_chain_ins ins[];        /* [n_ins] (a plan keeps no more; its builder MUSA_CHAIN_INS) */
 } musa_chain;
+
+/* Bytes of a chain of n instructions. */
+#define MUSA_CHAIN_BYTES(n) (sizeof(musa_chain) + sizeof(musa_chain_ins) * (size_t)(n))
 
 /* Whether a member whose loop is `fn` can run in a chain, and how: sets
  * the op (and block function) of instruction `ins` for a unary member (BLK1)

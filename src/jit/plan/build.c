@@ -610,7 +610,7 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
     b.threads = p->opt.num_threads > 0 ? p->opt.num_threads : musa_get_num_threads();
     if (b.threads > musa_pool_threads()) b.threads = musa_pool_threads();
     p->vloc = PLAN_NEW(&b, kref, b.nv + 1);
-    p->bufs = PLAN_NEW(&b, musa_plan_buffer, b.nv + 1);
+    p->bufs = TMP_NEW(&b, musa_plan_buffer, b.nv + 1); /* the plan keeps n_bufs of them */
     int rc = !p->vloc || !p->bufs ? nomem() : MUSA_OK;
     if (!rc) rc = plan_groups(&b);
     if (!rc) rc = plan_emit(&b);
@@ -629,6 +629,12 @@ musa_plan *musa_plan_build(const musa_graph *g, const musa_plan_options *opt) {
     }
     if (!rc) rc = plan_arena(&b);
     if (!rc) rc = musa_plan_lower(&b);
+    if (!rc) { /* the buffers, out of the builder's scratch (sized for every value) */
+        musa_plan_buffer *keep = PLAN_NEW(&b, musa_plan_buffer, p->n_bufs + 1);
+        if (keep) memcpy(keep, p->bufs, sizeof *keep * (size_t)p->n_bufs);
+        rc = keep ? MUSA_OK : nomem();
+        p->bufs = keep;
+    }
     musa_arena_free(&b.tmp);
     if (rc) {
         musa_plan_free(p);

@@ -161,12 +161,13 @@ static int chain_place(kref *refs, int *n, int max, kref r) {
 static int build_chain(builder *b, fused *f, const int32_t *mem, int cnt) {
     const musa_graph *g = b->g;
     f->chain = NULL;
-    musa_chain *c = TMP_NEW(b, musa_chain, 1);
+    musa_chain *c =
+        musa_arena_alloc(&b->tmp, MUSA_CHAIN_BYTES(MUSA_CHAIN_INS), _Alignof(musa_chain));
     kref *ext = TMP_NEW(b, kref, MUSA_CHAIN_EXT), *scal = TMP_NEW(b, kref, MUSA_CHAIN_SCAL);
     int32_t *spilled = TMP_NEW(b, int32_t, MUSA_CHAIN_SPILL);
     int *spill_last = TMP_NEW(b, int, MUSA_CHAIN_SPILL);
     if (!c || !ext || !scal || !spilled || !spill_last) return MUSA_ERR_NOMEM;
-    memset(c, 0, sizeof *c);
+    memset(c, 0, MUSA_CHAIN_BYTES(MUSA_CHAIN_INS));
     int32_t acc = -1;
 #define EMIT(...)                                                                                  \
     do {                                                                                           \
@@ -240,13 +241,15 @@ static int build_chain(builder *b, fused *f, const int32_t *mem, int cnt) {
         }
     }
 #undef EMIT
-    f->chain = PLAN_NEW(b, musa_chain, 1);
-    f->chain_ext = PLAN_NEW(b, kref, MUSA_CHAIN_EXT);
-    f->chain_scal = PLAN_NEW(b, kref, MUSA_CHAIN_SCAL);
+    /* the plan keeps the instructions and operands the chain has (a builder's
+     * chain holds room for MUSA_CHAIN_INS: 2.3 KB, a recurrent model has dozens) */
+    f->chain = musa_arena_alloc(&b->p->arena, MUSA_CHAIN_BYTES(c->n_ins), _Alignof(musa_chain));
+    f->chain_ext = PLAN_NEW(b, kref, c->n_ext + 1);
+    f->chain_scal = PLAN_NEW(b, kref, c->n_scal + 1);
     if (!f->chain || !f->chain_ext || !f->chain_scal) return MUSA_ERR_NOMEM;
-    *f->chain = *c;
-    memcpy(f->chain_ext, ext, sizeof(kref) * MUSA_CHAIN_EXT);
-    memcpy(f->chain_scal, scal, sizeof(kref) * MUSA_CHAIN_SCAL);
+    memcpy(f->chain, c, MUSA_CHAIN_BYTES(c->n_ins));
+    memcpy(f->chain_ext, ext, sizeof(kref) * (size_t)c->n_ext);
+    memcpy(f->chain_scal, scal, sizeof(kref) * (size_t)c->n_scal);
     b->p->stats.chains++;
     return MUSA_OK;
 }
