@@ -477,6 +477,17 @@ def test_tensor_split_takes_integer_tensors_and_ints_only():
     assert [p.shape for p in a.tensor_split(musa.tensor([1, 4]), 1)] == [(2, 1), (2, 3), (2, 2)]
 
 
+def test_tensor_split_refuses_more_pieces_than_memory_holds():
+    # fuzz-py seed 18887: 2^31 sections of an expanded dim of 2^62 elements ran out of
+    # memory building their bounds, with Python's empty MemoryError
+    big = musa.full((1,), 1, dtype=musa.int64).expand(1 << 62)
+    with pytest.raises(MemoryError, match=r"\[tensor_split\] 2147483648 sections of a dim of size "
+                                          r"4611686018427387904: too many tensors \(at most 16777216\)"):
+        musa.tensor_split(big, 1 << 31)
+    assert [p.shape for p in musa.tensor_split(big, 3)] == [((1 << 62) // 3 + 1,)] + [((1 << 62) // 3,)] * 2
+    assert len(musa.tensor_split(musa.arange(4), 1 << 20)) == 1 << 20  # empty pieces, as torch
+
+
 
 @pytest.mark.parametrize("fn", ["var", "std", "var_mean", "std_mean"])
 def test_a_bool_in_the_place_of_dim_is_unbiased(fn):

@@ -25,7 +25,7 @@ PYTHON_SIG_ERRORS = re.compile(
 # and repetition, before any __radd__; PyTorch raises the same)
 PYTHON_OP_ERRORS = re.compile(r"unsupported operand type|not supported between instances of|"
                               r"bad operand type for|unsupported format string passed to|"
-                              r"Unknown format code|can only concatenate (tuple|list)|"
+                              r"Unknown format code|can only concatenate (tuple|list|str)|"
                               r"can't multiply sequence by non-int")
 STANDARD = ("TypeError", "ValueError", "IndexError", "RuntimeError", "MemoryError",
             "NotImplementedError", "OverflowError", "ZeroDivisionError", "BufferError")
