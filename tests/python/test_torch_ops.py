@@ -418,6 +418,12 @@ def test_integer_add_products_keep_their_dtype_and_truncate_factors_as_pytorch(n
                                          rf"(beta|alpha) must not be a floating point number"):
                     getattr(musa, name)(*margs, beta=beta, alpha=alpha)
                 continue
+            if beta == 0 and tdt.is_floating_point:
+                # torch 1.13's float32 baddbmm with beta=0 once gave a NaN in one element
+                # (a CI run; 20,000 local tries did not repeat it): the same product from a
+                # zero input with beta=1 is the reference
+                want = getattr(torch, name)(torch.zeros_like(targs[0]), *targs[1:], beta=1,
+                                            alpha=alpha)
             got = getattr(musa, name)(*margs, beta=beta, alpha=alpha)
             assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6,
