@@ -82,7 +82,7 @@ typedef struct musa_chain {
     int n_ins, n_ext, n_scal, n_spill;
     uint32_t ext_in;             /* bit k: ext k is read (else written) */
     float scal[MUSA_CHAIN_SCAL]; /* the single elements' values, read at each run */
-    musa_chain_ins ins[];        /* [n_ins] (a plan keeps no more; its builder MUSA_CHAIN_INS) */
+    musa_chain_ins ins[];        /* [n_ins] in a plan; the builder's has room for MUSA_CHAIN_INS */
 } musa_chain;
 
 /* Bytes of a chain of n instructions. */

@@ -39,6 +39,13 @@ typedef enum musa_instr_kind {
 /* Views a run copies onto its stack for one kernel call (kcall.kv). */
 #define MUSA_PLAN_KV_STACK (8 + MUSA_MAX_OUTPUTS)
 
+/* A call of nk views shares its list with equal calls (interned by lower.c,
+ * read-only, copied onto the stack at each run); longer lists are the
+ * call's own, patched in place. */
+static inline bool musa_plan_kv_shared(int nk) {
+    return nk <= MUSA_PLAN_KV_STACK;
+}
+
 #define MUSA_PLAN_ALIGN 64 /* bytes: every buffer, tile and scratch starts aligned */
 
 /* Sizes saturate at SIZE_MAX (no allocation meets it): a value or

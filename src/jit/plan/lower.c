@@ -21,13 +21,9 @@
 #define LEAN_TILE_BUDGET ((size_t)24 << 10)
 #define STREAM_MIN_BYTES ((size_t)8 << 20) /* a streamed output: larger than a core's L2 */
 
-/* kcall views that a run copies onto its stack (at most MUSA_PLAN_KV_STACK)
- * are built in the builder's scratch and interned at the end of lowering;
- * longer lists, and update rows (patched in place), are the plan's own. */
-static bool kv_shared(int nk) {
-    return nk <= MUSA_PLAN_KV_STACK;
-}
-
+/* Lists a run copies onto its stack (musa_plan_kv_shared) are built in the
+ * builder's scratch and interned at the end of lowering; longer lists, and
+ * update rows (patched in place: own), are the plan's own. */
 static int fill_kcall(builder *b, kcall *k, const musa_gnode *n, bool own) {
     const musa_graph *g = b->g;
     const musa_op_info *info = &musa_ops[n->op];
@@ -39,7 +35,8 @@ static int fill_kcall(builder *b, kcall *k, const musa_gnode *n, bool own) {
     k->n_in = n->n_in;
     k->n_out = n->n_out;
     int nk = n->n_in + n->n_out;
-    k->kv = own || !kv_shared(nk) ? PLAN_NEW(b, musa_kview, nk) : TMP_NEW(b, musa_kview, nk);
+    k->kv =
+        own || !musa_plan_kv_shared(nk) ? PLAN_NEW(b, musa_kview, nk) : TMP_NEW(b, musa_kview, nk);
     k->ref = PLAN_NEW(b, kref, nk);
     k->cut = PLAN_NEW(b, uint8_t, nk);
     if (!k->kv || !k->ref || !k->cut) return MUSA_ERR_NOMEM;
@@ -484,7 +481,7 @@ static uint64_t kv_hash(const musa_kview *kv, int n) {
 /* k's views become the plan's copy of an equal list (made on first sight). */
 static int intern_kv(builder *b, kv_table *t, kcall *k) {
     int n = k->n_out + k->n_in;
-    if (!kv_shared(n)) return MUSA_OK;
+    if (!musa_plan_kv_shared(n)) return MUSA_OK;
     size_t bytes = sizeof(musa_kview) * (size_t)n;
     uint64_t h = kv_hash(k->kv, n);
     for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {

@@ -91,7 +91,7 @@ static int run_kernel_instr(run_ctx *r, instr *in) {
     kcall *k = &in->k;
     int nk = k->n_out + k->n_in;
     musa_kview stack[MUSA_PLAN_KV_STACK];
-    musa_kview *kv = nk <= MUSA_PLAN_KV_STACK ? stack : k->kv; /* a shared list is read-only */
+    musa_kview *kv = musa_plan_kv_shared(nk) ? stack : k->kv; /* a shared list is read-only */
     for (int q = 0; q < nk; q++) {
         if (kv == stack) kv[q] = k->kv[q];
         kv[q].data = at(r->base[k->ref[q].slot], k->ref[q].off);
