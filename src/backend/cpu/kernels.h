@@ -113,6 +113,9 @@ int musa_cpu_copy(const musa_kview *dst, const musa_kview *src);
 
 /* dst += src (src broadcast to dst; same dtype). */
 int musa_cpu_add_into(const musa_kview *dst, const musa_kview *src);
+/* o[k] += a[k] for k < n, both contiguous of dtype dt, on the calling
+ * thread: add's own loop, so the same bits as musa_cpu_add_into. */
+void musa_cpu_add_run(musa_dtype dt, void *o, const void *a, int64_t n);
 /* Set every element of v to value (converted like musa_cast). */
 void musa_cpu_fill(const musa_kview *v, double value);
 /* Address of element `linear` (row-major order) of v. */

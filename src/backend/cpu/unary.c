@@ -20,10 +20,11 @@
 
 /* Same-dtype loop: x is the loaded value, EXPR the result. Every element
  * goes through one fixed-length block loop (vectorised with libmvec's SIMD
- * functions), the last partial block and strided runs through a padded
- * local copy: an element's result never depends on where a thread's range
- * or a fused tile starts, or on the layout (scalar libm and its SIMD
- * variants can differ in the last bit). */
+ * functions; contiguous runs in blocks of MUSA_VBLK, then MUSA_VTAIL), the
+ * last partial block and strided runs through a padded local copy: an
+ * element's result never depends on where a thread's range or a fused tile
+ * starts, or on the layout (scalar libm and its SIMD variants can differ
+ * in the last bit). */
 #define DEF_U(NAME, SN, T, C, EXPR) DEF_U_SIMD(NAME, SN, T, C, EXPR, omp simd)
 /* ... calling libm: a 64-byte vector a step (vmath.h) */
 #define DEF_UM(NAME, SN, T, C, EXPR)                                                               \
@@ -57,9 +58,12 @@
     static void NAME##_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                    \
         (void)ctx;                                                                                 \
         int64_t i0 = 0;                                                                            \
-        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T))                              \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                            \
             for (; i0 + MUSA_VBLK <= n; i0 += MUSA_VBLK)                                           \
                 NAME##_##SN##_blk((T *)p[0] + i0, (const T *)p[1] + i0, MUSA_VBLK);                \
+            for (; i0 + MUSA_VTAIL <= n; i0 += MUSA_VTAIL)                                         \
+                NAME##_##SN##_blk((T *)p[0] + i0, (const T *)p[1] + i0, MUSA_VTAIL);               \
+        }                                                                                          \
         for (; i0 < n; i0 += MUSA_VTAIL) {                                                         \
             T ib[MUSA_VTAIL], ob[MUSA_VTAIL];                                                      \
             int64_t m = n - i0 < MUSA_VTAIL ? n - i0 : MUSA_VTAIL;                                 \

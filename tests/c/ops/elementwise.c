@@ -594,6 +594,35 @@ TEST(copy_rows_and_tiles) {
         }
 }
 
+/* Unary and binary loops over views whose contiguous runs are shorter
+ * than a block (an attention head's rows: 16 to 63 elements) take blocks
+ * of MUSA_VTAIL in place, then a padded copy for the rest: the bits equal
+ * those over a contiguous copy of the view (libm calls included), for run
+ * lengths of whole tail blocks, a part of one, and both. */
+TEST(short_runs_equal_contiguous) {
+    const int64_t lens[4] = {32, 48, 17, 40};
+    for (int li = 0; li < 4; li++)
+        for (int dt = 0; dt < 2; dt++) {
+            musa_dtype t = dt ? MUSA_DTYPE_FLOAT64 : MUSA_DTYPE_FLOAT32;
+            musa_tensor *x = rnd(t, 4, (int64_t[]){2, 3, 5, lens[li]}, -4, 4, L_CONTIG);
+            musa_tensor *v = musa_permute(x, 4, (int64_t[]){0, 2, 1, 3}), *c = musa_contiguous(v);
+            musa_tensor *s = musa_scalar(0.5, t);
+            musa_tensor *r[2][3];
+            for (int k = 0; k < 2; k++) {
+                musa_tensor *in = k ? c : v;
+                r[k][0] = musa_tanh(in), r[k][1] = musa_add(in, s), r[k][2] = musa_mul(in, c);
+            }
+            for (int j = 0; j < 3; j++) {
+                double *a = values(r[0][j]), *b = values(r[1][j]);
+                int64_t n = musa_tensor_numel(c);
+                CHECK_MSG(memcmp(a, b, sizeof(double) * (size_t)n) == 0, "run %lld, %s, op %d",
+                          (long long)lens[li], musa_dtype_name(t), j);
+                free(a), free(b);
+            }
+            release_all(10, x, v, c, s, r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2]);
+        }
+}
+
 TEST(inplace_ops) {
     musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){3, 4}, -2, 2, L_CONTIG);
     musa_tensor *b = rnd(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){4}, -2, 2, L_CONTIG);

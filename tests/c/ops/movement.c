@@ -241,6 +241,38 @@ TEST(op_index_add) {
     release_all(6, x, i, src, y, bsrc, bad);
 }
 
+/* index_add over dim 0 of contiguous rows (the fast path: column ranges
+ * split over threads, each adding every index's row in index order) gives
+ * the bits of the general path, which a transposed source takes, for rows
+ * wide enough for several tasks. Repeated indices add in index order:
+ * 1 + 1e8 - 1e8 is 0 in float32 (the reverse order gives 1); int8 wraps
+ * and bfloat16 rounds after each add. */
+TEST(index_add_rows_in_index_order) {
+    const int64_t cols = 70001, n = 4;
+    musa_tensor *i = from_list(MUSA_DTYPE_INT64, 1, (int64_t[]){n}, (double[]){2, -1, 0, 2});
+    musa_dtype dts[3] = {MUSA_DTYPE_FLOAT32, MUSA_DTYPE_BFLOAT16, MUSA_DTYPE_INT8};
+    double *sv = malloc(sizeof(double) * (size_t)(n * cols));
+    for (int t = 0; t < 3; t++) {
+        musa_dtype dt = dts[t];
+        double big = dt == MUSA_DTYPE_INT8 ? 100 : 1e8, one = dt == MUSA_DTYPE_INT8 ? 100 : 1;
+        for (int64_t c = 0; c < cols; c++) /* stored (cols, n): src[k][c] = sv[c * n + k] */
+            sv[c * n + 0] = one + (double)(c % 3), sv[c * n + 1] = big,
+                       sv[c * n + 2] = (double)(c % 7), sv[c * n + 3] = -big;
+        musa_tensor *x = musa_zeros(2, (int64_t[]){3, cols}, dt);
+        musa_tensor *st = from_list(dt, 2, (int64_t[]){cols, n}, sv);
+        musa_tensor *sview = musa_transpose(st, 0, 1), *src = musa_contiguous(sview);
+        musa_tensor *y = musa_index_add(x, 0, i, src), *yg = musa_index_add(x, 0, i, sview);
+        double *yv = values(y), *gv = values(yg);
+        CHECK(memcmp(yv, gv, sizeof(double) * (size_t)(3 * cols)) == 0);
+        if (dt == MUSA_DTYPE_FLOAT32) CHECK(yv[2 * cols] == 0 && yv[0] == 0);
+        if (dt == MUSA_DTYPE_INT8) CHECK(yv[2 * cols] == (double)(int8_t)(100 + 100 - 100));
+        free(yv), free(gv);
+        release_all(6, x, st, sview, src, y, yg);
+    }
+    free(sv);
+    musa_tensor_release(i);
+}
+
 /* Regression (fuzz_op_call, index-add-0d-input-short-src): a 0-d input with
  * a 1-d source skipped the source's length check; the kernel read one
  * source element per index past the end of a shorter source. */
