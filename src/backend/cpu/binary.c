@@ -201,7 +201,7 @@ static int binary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *i
     const musa_kview *ops[3] = {&out[0], &in[0], &in[1]};
     musa_iter it;
     musa_iter_init(&it, ops, 3);
-    musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, &flags);
+    musa_iter_run_elementwise(&it, MUSA_GRAIN_CHEAP, fn, &flags);
     if (atomic_load(&flags.zero_div))
         return musa_err(MUSA_ERR_ZERO_DIVISION, "[%s] integer division by zero", ctx->op_name);
     if (atomic_load(&flags.neg_power))
@@ -428,7 +428,7 @@ int cpu_where(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n
     const musa_kview *ops[4] = {&out[0], &in[0], &in[1], &in[2]};
     musa_iter it;
     musa_iter_init(&it, ops, 4);
-    musa_iter_run(&it, MUSA_GRAIN_CHEAP, where_loop(out), NULL);
+    musa_iter_run_elementwise(&it, MUSA_GRAIN_CHEAP, where_loop(out), NULL);
     return MUSA_OK;
 }
 
@@ -488,7 +488,7 @@ int cpu_clamp(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n
     const musa_kview *ops[2] = {&out[0], &in[0]};
     musa_iter it;
     musa_iter_init(&it, ops, 2);
-    musa_iter_run(&it, MUSA_GRAIN_CHEAP, fn, &cb);
+    musa_iter_run_elementwise(&it, MUSA_GRAIN_CHEAP, fn, &cb);
     return MUSA_OK;
 }
 
@@ -499,7 +499,7 @@ int musa_cpu_add_into(const musa_kview *dst, const musa_kview *src) {
     binary_flags flags;
     atomic_init(&flags.zero_div, 0);
     atomic_init(&flags.neg_power, 0);
-    musa_iter_run(&it, MUSA_GRAIN_CHEAP, loops_add[dst->dtype], &flags);
+    musa_iter_run_elementwise(&it, MUSA_GRAIN_CHEAP, loops_add[dst->dtype], &flags);
     return MUSA_OK;
 }
 

@@ -171,7 +171,7 @@ int musa_cpu_copy(const musa_kview *dst, const musa_kview *src) {
         musa_parallel_for(tasks, MUSA_MAX(1, MUSA_GRAIN_CHEAP / (TILE * TILE)), copy_tiles, &j);
         return MUSA_OK;
     }
-    musa_iter_run(&it, MUSA_GRAIN_CHEAP, copy_loops[dst->dtype][src->dtype], NULL);
+    musa_iter_run_elementwise(&it, MUSA_GRAIN_CHEAP, copy_loops[dst->dtype][src->dtype], NULL);
     return MUSA_OK;
 }
 

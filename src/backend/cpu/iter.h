@@ -21,6 +21,7 @@ typedef struct musa_iter {
     int64_t shape[MUSA_MAX_DIMS];                      /* dim 0 is innermost */
     int64_t strides[MUSA_MAX_DIMS][MUSA_ITER_MAX_OPS]; /* bytes, [dim][operand] */
     char *data[MUSA_ITER_MAX_OPS];
+    int64_t esize[MUSA_ITER_MAX_OPS]; /* element sizes, bytes */
     int64_t numel;
 } musa_iter;
 
@@ -29,6 +30,13 @@ void musa_iter_init(musa_iter *it, const musa_kview *const *ops, int nops);
 /* Run fn over every element; ranges of at least `grain` elements go to the
  * thread pool when numel > grain. */
 void musa_iter_run(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ctx);
+/* The same for elementwise loops, which touch operand k only at
+ * p[k] + i * s[k] (not gather's or scatter's, which offset a pointer by an
+ * index): where inputs are transposed against the output (contiguous along
+ * another dim than the output's innermost), fn runs on the rows of tiles
+ * whose transposed inputs were first gathered into contiguous local rows
+ * (iter.c). */
+void musa_iter_run_elementwise(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ctx);
 
 /* Default grains: cheap ops (add, copy) and expensive ones (exp, tanh). */
 #define MUSA_GRAIN_CHEAP 32768

@@ -160,7 +160,7 @@ static int unary_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *in
     const musa_kview *ops[2] = {&out[0], &in[0]};
     musa_iter it;
     musa_iter_init(&it, ops, 2);
-    musa_iter_run(&it, grain, fn, NULL);
+    musa_iter_run_elementwise(&it, grain, fn, NULL);
     return MUSA_OK;
 }
 
