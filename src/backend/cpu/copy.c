@@ -100,21 +100,6 @@ typedef struct {
     int64_t nt0, nt1; /* tiles along dims 0 and 1 */
 } tiles_job;
 
-#define DEF_TILE_COPY(BITS)                                                                        \
-    static void tile_copy_##BITS(char *d, const char *s, int64_t n0, int64_t n1, int64_t ds1,      \
-                                 int64_t ss0) {                                                    \
-        typedef uint##BITS##_t T;                                                                  \
-        for (int64_t a = 0; a < n1; a++) {                                                         \
-            T *o = (T *)(d + a * ds1);                                                             \
-            const char *in = s + a * (int64_t)sizeof(T);                                           \
-            for (int64_t b = 0; b < n0; b++) o[b] = *(const T *)(in + b * ss0);                    \
-        }                                                                                          \
-    }
-DEF_TILE_COPY(8)
-DEF_TILE_COPY(16)
-DEF_TILE_COPY(32)
-DEF_TILE_COPY(64)
-
 static void copy_tiles(void *arg, int64_t t0, int64_t t1) {
     const tiles_job *j = arg;
     const musa_iter *it = j->it;
@@ -133,21 +118,7 @@ static void copy_tiles(void *arg, int64_t t0, int64_t t1) {
         int64_t n0 = MUSA_MIN(TILE, it->shape[0] - b0), n1 = MUSA_MIN(TILE, it->shape[1] - a0);
         d += b0 * it->strides[0][0] + a0 * it->strides[1][0];
         s += b0 * it->strides[0][1] + a0 * it->strides[1][1];
-        int64_t ds1 = it->strides[1][0], ss0 = it->strides[0][1];
-        switch (es) {
-        case 1:
-            tile_copy_8(d, s, n0, n1, ds1, ss0);
-            break;
-        case 2:
-            tile_copy_16(d, s, n0, n1, ds1, ss0);
-            break;
-        case 4:
-            tile_copy_32(d, s, n0, n1, ds1, ss0);
-            break;
-        default:
-            tile_copy_64(d, s, n0, n1, ds1, ss0);
-            break;
-        }
+        musa_tile_transpose(d, it->strides[1][0], s, it->strides[0][1], n0, n1, (int64_t)es);
     }
 }
 

@@ -163,18 +163,38 @@ typedef struct {
     int64_t nt0, nt1;               /* tiles along dims 0 and d1 */
 } tile_job;
 
-#define DEF_GATHER(BITS)                                                                           \
-    static void gather_##BITS(char *dst, const char *src, int64_t n0, int64_t n1, int64_t s0) {    \
+#define DEF_TILE_COPY(BITS)                                                                        \
+    static void tile_copy_##BITS(char *d, const char *s, int64_t n0, int64_t n1, int64_t ds1,      \
+                                 int64_t ss0) {                                                    \
         typedef uint##BITS##_t T;                                                                  \
-        for (int64_t b = 0; b < n0; b++) {                                                         \
-            const T *in = (const T *)(src + b * s0);                                               \
-            for (int64_t a = 0; a < n1; a++) ((T *)dst)[a * n0 + b] = in[a];                       \
+        for (int64_t a = 0; a < n1; a++) {                                                         \
+            T *o = (T *)(d + a * ds1);                                                             \
+            const char *in = s + a * (int64_t)sizeof(T);                                           \
+            for (int64_t b = 0; b < n0; b++) o[b] = *(const T *)(in + b * ss0);                    \
         }                                                                                          \
     }
-DEF_GATHER(8)
-DEF_GATHER(16)
-DEF_GATHER(32)
-DEF_GATHER(64)
+DEF_TILE_COPY(8)
+DEF_TILE_COPY(16)
+DEF_TILE_COPY(32)
+DEF_TILE_COPY(64)
+
+void musa_tile_transpose(char *d, int64_t ds1, const char *s, int64_t ss0, int64_t n0, int64_t n1,
+                         int64_t es) {
+    switch (es) {
+    case 1:
+        tile_copy_8(d, s, n0, n1, ds1, ss0);
+        break;
+    case 2:
+        tile_copy_16(d, s, n0, n1, ds1, ss0);
+        break;
+    case 4:
+        tile_copy_32(d, s, n0, n1, ds1, ss0);
+        break;
+    default:
+        tile_copy_64(d, s, n0, n1, ds1, ss0);
+        break;
+    }
+}
 
 static void run_tiles(void *arg, int64_t t0, int64_t t1) {
     const tile_job *j = arg;
@@ -199,20 +219,7 @@ static void run_tiles(void *arg, int64_t t0, int64_t t1) {
         for (int k = 0; k < nops; k++) {
             s[k] = it->strides[0][k];
             if (!j->gather[k]) continue;
-            switch (it->esize[k]) {
-            case 1:
-                gather_8(buf[k], p[k], n0, n1, s[k]);
-                break;
-            case 2:
-                gather_16(buf[k], p[k], n0, n1, s[k]);
-                break;
-            case 4:
-                gather_32(buf[k], p[k], n0, n1, s[k]);
-                break;
-            default:
-                gather_64(buf[k], p[k], n0, n1, s[k]);
-                break;
-            }
+            musa_tile_transpose(buf[k], n0 * it->esize[k], p[k], s[k], n0, n1, it->esize[k]);
             p[k] = buf[k], s[k] = it->esize[k];
         }
         for (int64_t a = 0; a < n1; a++) {

@@ -38,6 +38,12 @@ void musa_iter_run(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ct
  * (iter.c). */
 void musa_iter_run_elementwise(const musa_iter *it, int64_t grain, musa_loop_fn fn, void *ctx);
 
+/* d[a * ds1 + b * es] = s[b * ss0 + a * es] for b < n0, a < n1 (bytes; es
+ * of 1, 2, 4 or 8): a tile of n1 rows of n0 elements read along its
+ * columns, for tiles that fit L1. */
+void musa_tile_transpose(char *d, int64_t ds1, const char *s, int64_t ss0, int64_t n0, int64_t n1,
+                         int64_t es);
+
 /* Default grains: cheap ops (add, copy) and expensive ones (exp, tanh). */
 #define MUSA_GRAIN_CHEAP 32768
 #define MUSA_GRAIN_MATH  4096
