@@ -1,6 +1,8 @@
 """PyTorch breadth (issue 17): each new function and layer against torch
 (values; gradients by gradcheck in float64, and against torch's), the
 compatibility names, and their errors."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -235,6 +237,24 @@ def test_activation_modules(cls, args):
         y = musa.tensor(x)
         inplace(y)
         close(y, t(torch.tensor(x)))
+
+
+def test_celu_and_scaled_elu_compute_bfloat16_in_float32():
+    # fuzz-py seed 19274: celu(bfloat16 -3.484, alpha=-0.05) was -7.64e28, x / alpha
+    # rounded to bfloat16 (69.5 for 69.69) before the exp; exactly -9.20e28
+    vals = [-3.477, -1.2, 0.5, -0.001, 2.0, 65504.0]
+    x = musa.tensor(vals, dtype=musa.bfloat16)
+    tx = torch.tensor(vals, dtype=torch.bfloat16)
+    got = F.celu(x, alpha=-0.05).float().tolist()
+    assert got == torch.nn.functional.celu(tx, alpha=-0.05).float().tolist()
+    assert got[0] == float(torch.tensor(-0.05 * math.expm1(-3.484375 / -0.05)).bfloat16())
+    y, ty = x.clone(), tx.clone()
+    F.elu_(y, alpha=1.5, scale=2.0, input_scale=20.0)
+    torch.ops.aten.elu_(ty, 1.5, 2.0, 20.0)
+    assert y.float().tolist() == ty.float().tolist()
+    g = musa.tensor([-1.0, 0.5], dtype=musa.bfloat16, requires_grad=True)
+    F.celu(g, alpha=0.5).sum().backward()
+    assert g.grad.dtype == musa.bfloat16 and g.grad.float().tolist() == [0.1357421875, 1.0]
 
 
 def test_celu_rejects_zero_alpha():

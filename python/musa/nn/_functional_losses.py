@@ -157,7 +157,7 @@ def elu_(input, alpha=1.0, scale=1.0, input_scale=1.0):
     _tensors("elu_", input=input)
     a = _number(alpha, "elu_", "alpha")
     x = input.clone()  # what backward reads, kept from the overwrite
-    return input.copy_(_C.where(x > 0, x * s, _C.expm1(x * t) * (a * s)))
+    return input.copy_(_f()._wide(lambda y: _C.where(y > 0, y * s, _C.expm1(y * t) * (a * s)), x))
 
 
 # ---- losses ----

@@ -42,6 +42,16 @@ def _apply(fn, input, inplace, who):
     return input.copy_(fn(source))
 
 
+def _wide(fn, x):
+    """fn(x), a composite of ops, computed in float32 for a float16 or
+    bfloat16 x and rounded once at the end, as PyTorch's kernels compute
+    those dtypes: rounded after each op, an exp's argument (celu's x / alpha
+    near 70) lost most of the result's digits."""
+    if x.dtype in (_C.bfloat16, _C.float16):
+        return _C.cast(fn(_C.cast(x, _C.float32)), x.dtype)
+    return fn(x)
+
+
 # ---- activations ----
 
 def relu(input, inplace=False):
@@ -93,8 +103,9 @@ def celu(input, alpha=1.0, inplace=False):
         return _apply(lambda x: _C.elu(x, 1.0), input, inplace, "celu")
     # as PyTorch computes it: x where x > 0, else alpha (exp(x / alpha) - 1)
     # (elu(x / alpha) alpha made a large x / alpha inf: celu(1e308, 0.5))
-    return _apply(lambda x: _C.where(_C.gt(x, 0), x, _C.mul(_C.expm1(_C.div(x, alpha)), alpha)), input,
-                  inplace, "celu")
+    _tensors("celu", input=input)
+    return _apply(lambda x: _wide(lambda y: _C.where(_C.gt(y, 0), y, _C.mul(_C.expm1(_C.div(y, alpha)), alpha)),
+                                  x), input, inplace, "celu")
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946

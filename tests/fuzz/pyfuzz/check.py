@@ -163,8 +163,11 @@ for _f in ("celu", "celu_"):
     TORCH_WRONG[_f] = (("huge number", "exp(x / alpha) - 1 loses x / alpha for a huge alpha"),)
 # seed 9914: lp_pool1d/2d of a bool input is 0 in 1.13 (the power and the
 # sum in bool); musa pools the values as numbers, as float inputs do
+# seed 19188: lp_pool1d(int64 [-6, 1], 2, 2) is 6 in 1.13: the mean of the
+# squares, 18.5, is taken in int64 (18) before the root; musa gives sqrt(37)
 for _f in ("lp_pool1d", "lp_pool2d"):
-    TORCH_WRONG[_f] = (("bool", "bool inputs pool to 0 (pow and sum kept in bool)"),)
+    TORCH_WRONG[_f] = (("bool", "bool inputs pool to 0 (pow and sum kept in bool)"),
+                       ("integer", "integer inputs are averaged in their own type, which truncates"))
 
 # ndtr(x) for x < -5: 1.13 computes 1 + erf(x / sqrt 2) and loses the tail
 # (ndtr(-8.2) is 1.11e-16, exactly 1.20e-16); musa's erfc keeps it
@@ -552,6 +555,9 @@ def wrong_when(what, tensors, musa, env, src):
         return any(t in ("int8", "int16", "int32", "int64") and numel(v) <= LARGE and
                    bool((to_array(v, musa) == np.iinfo(t).min).any())
                    for v in tensors for t in [str(v.dtype).split(".")[-1]])
+    if what == "integer":  # a tensor of an integer dtype (bool is not one)
+        return any(str(v.dtype).split(".")[-1] in ("int8", "int16", "int32", "int64", "uint8")
+                   for v in tensors)
     if what == "non-contiguous":
         return any(not v.is_contiguous() for v in tensors)
     if what == "one-element groups":  # (N, C, *) input a0 in groups a1 of one element each
