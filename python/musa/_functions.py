@@ -164,7 +164,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         if isinstance(other, _C.Tensor) and not other.is_floating_point():
             b = _C.cast(other, _C.float64)
     diff = _C.abs(_C.sub(a, b))
-    tol = _C.add(_C.mul(_C.abs(other if isinstance(other, _C.Tensor) else _C.tensor(other)), rtol), atol)
+    ref = other if isinstance(other, _C.Tensor) else _C.tensor(other)
+    if not ref.is_floating_point():  # |x| of an integer type's least value wraps (int8 -128)
+        ref = _C.cast(ref, _C.float64)
+    tol = _C.add(_C.mul(_C.abs(ref), rtol), atol)
     # an infinite difference (an infinity against anything but itself) is never close
     close = _C.logical_and(_C.le(diff, tol), _C.logical_not(_C.isinf(diff)))
     close = _C.logical_or(close, _C.eq(input, other))  # infinities of the same sign

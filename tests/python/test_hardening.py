@@ -635,6 +635,17 @@ def test_isclose_of_unsigned_integers():
     assert musa.isclose(musa.tensor([2**62]), 2**62 + 1, rtol=0, atol=2).tolist() == [True]
 
 
+def test_isclose_tolerance_of_an_integer_minimum():
+    # fuzz-py seed 19801: rtol * |other| took |int8 -128| in int8, which wraps to -128,
+    # so 1 and -128 were not close at rtol 1.75 (225.56 allowed for a difference of 129)
+    a = musa.tensor(1, dtype=musa.int8)
+    b = musa.tensor([6, -128], dtype=musa.int8)
+    assert musa.isclose(a, b, rtol=1.75, atol=1.56).tolist() == [True, True]
+    assert a.allclose(b, 1.75, 1.56)
+    x = musa.tensor([1.0, -127.0])  # a float input against int8 -128: the same |other|
+    assert musa.isclose(x, musa.tensor([0, -128], dtype=musa.int8), rtol=0.01, atol=0).tolist() == [False, True]
+
+
 def test_as_strided_starts_at_the_views_offset_by_default():
     x = musa.arange(9.0)[1:]
     assert musa.as_strided(x, (3,), (3,)).tolist() == [1.0, 4.0, 7.0]
