@@ -158,15 +158,15 @@ def any(input, dim=None, keepdim=False):
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     _tensors("isclose", input=input)
-    a, b = input, other
-    if not input.is_floating_point():  # in float64: a uint8 difference wraps around (4 - 5 = 255)
-        a = _C.cast(input, _C.float64)
-        if isinstance(other, _C.Tensor) and not other.is_floating_point():
-            b = _C.cast(other, _C.float64)
-    diff = _C.abs(_C.sub(a, b))
+    # integers in float64: a uint8 difference wraps around (4 - 5 = 255), and
+    # |x| of an integer type's least value (int8 -128) wraps to itself
     ref = other if isinstance(other, _C.Tensor) else _C.tensor(other)
-    if not ref.is_floating_point():  # |x| of an integer type's least value wraps (int8 -128)
+    if not ref.is_floating_point():
         ref = _C.cast(ref, _C.float64)
+    a, b = input, other
+    if not input.is_floating_point():
+        a, b = _C.cast(input, _C.float64), ref if isinstance(other, _C.Tensor) else other
+    diff = _C.abs(_C.sub(a, b))
     tol = _C.add(_C.mul(_C.abs(ref), rtol), atol)
     # an infinite difference (an infinity against anything but itself) is never close
     close = _C.logical_and(_C.le(diff, tol), _C.logical_not(_C.isinf(diff)))
