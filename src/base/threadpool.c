@@ -17,6 +17,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdalign.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SPIN_ITERS 4000 /* pause loops before sleeping: a few microseconds */
@@ -339,4 +340,77 @@ void musa_parallel_for(int64_t n, int64_t grain, musa_range_fn fn, void *ctx) {
         pf_runner(&job, omp_get_thread_num());
         tls_serial_depth--;
     }
+}
+
+/* ---- whether a core writes what the other has read cheaply ---- */
+
+#define PROBE_WORDS    ((32 << 10) / 8)
+#define PROBE_EVERY_NS 100000000LL /* a verdict is kept for 100 ms */
+
+static alignas(64) uint64_t probe_buf[PROBE_WORDS];
+static volatile uint64_t probe_sink;
+static atomic_int_fast64_t probe_at; /* CLOCK_MONOTONIC ns of the last probe; 0: never */
+static atomic_int probe_verdict = 1; /* the last probe's answer */
+static atomic_int probe_forced = -1; /* musa_pool_force_sharing */
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t probe_write_ns(uint64_t v) {
+    int64_t t0 = mono_ns();
+    for (size_t i = 0; i < PROBE_WORDS; i++) probe_buf[i] = v + i;
+    return mono_ns() - t0;
+}
+
+static void probe_read(void) {
+    uint64_t s = 0;
+    for (size_t i = 0; i < PROBE_WORDS; i++) s += probe_buf[i];
+    probe_sink = s;
+}
+
+/* This thread rewriting 32 KiB that OpenMP's thread 1 (the one that runs
+ * a parallel_for's second run) has just read, against rewriting them after
+ * reading them itself: the median of 3 against the best of 3, after one
+ * empty region (the first region after an idle spell may wake thread 1 on
+ * this core, where its read costs nothing). The write is the costly
+ * direction: reading a line the other core wrote took 1.5x (fast state)
+ * and 3.7x (slow state) a local read, writing one the other core read 2.8x
+ * and 13x (bench_cores). Here, 32 KiB: 0.2 us locally, 0.5-1.0 us after
+ * the other core's read in the fast state, 3.8-4.7 us in the slow one. */
+static bool probe_sharing(void) {
+    int64_t local = INT64_MAX, remote[3];
+    bool two = false;
+#pragma omp parallel num_threads(2)
+    if (omp_get_thread_num() == 1) two = true;
+    if (!two) return true; /* no second thread: nothing to share */
+    for (uint64_t r = 0; r < 3; r++) {
+        probe_write_ns(r);
+        probe_read();
+        int64_t t = probe_write_ns(r << 20);
+        local = t < local ? t : local;
+#pragma omp parallel num_threads(2)
+        if (omp_get_thread_num() == 1) probe_read();
+        remote[r] = probe_write_ns(r << 40);
+    }
+    int64_t lo = MUSA_MIN(remote[0], remote[1]), hi = MUSA_MAX(remote[0], remote[1]);
+    int64_t median = remote[2] < lo ? lo : remote[2] > hi ? hi : remote[2];
+    return median < 4 * local + 1000;
+}
+
+bool musa_pool_sharing_cheap(void) {
+    int forced = atomic_load_explicit(&probe_forced, memory_order_relaxed);
+    if (forced >= 0) return forced;
+    int_fast64_t now = mono_ns(), at = atomic_load_explicit(&probe_at, memory_order_relaxed);
+    if ((at && now - at < PROBE_EVERY_NS) || !atomic_compare_exchange_strong(&probe_at, &at, now))
+        return atomic_load_explicit(&probe_verdict, memory_order_relaxed);
+    bool cheap = probe_sharing();
+    atomic_store_explicit(&probe_verdict, cheap, memory_order_relaxed);
+    return cheap;
+}
+
+void musa_pool_force_sharing(int verdict) {
+    atomic_store(&probe_forced, verdict < 0 ? -1 : verdict > 0);
 }

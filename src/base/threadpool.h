@@ -65,6 +65,18 @@ void musa_task_group_init(musa_task_group *g);
 void musa_task_submit(musa_task_group *g, musa_task *t);
 /* Help run queued tasks until every task of g has finished. */
 void musa_task_group_wait(musa_task_group *g);
+/* Whether a core can write lines another core has just read at a few
+ * times the speed of its own cache: a probe (32 KiB read on OpenMP's
+ * thread 1, then rewritten here, against rewritten after a read here;
+ * cheap under 4x + 1 us), rerun at most every 100 ms. Call it on a free
+ * thread (not inside a task or a parallel_for body). The 2-core VM this
+ * was built on switches between states: writing 64 KiB the other core had
+ * read took 1.8 us in one and 8.7 in the other, against 0.66 locally
+ * (bench_cores). sgemm in matmul.c splits small GEMMs over the cores
+ * only while it is cheap; the split never changes results. */
+bool musa_pool_sharing_cheap(void);
+/* Tests: 1 or 0 fixes musa_pool_sharing_cheap's answer, -1 probes again. */
+void musa_pool_force_sharing(int verdict);
 /* Counters for tests and benchmarks: tasks run by workers / by waiters. */
 void musa_pool_counters(uint64_t *by_workers, uint64_t *by_callers);
 

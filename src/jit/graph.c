@@ -368,8 +368,8 @@ bool musa_graph_pairable(const musa_graph *g, const musa_gnode *n) {
         (info->flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_VIEW | MUSA_OPF_ORDERED | MUSA_OPF_THREADS |
                         MUSA_OPF_INPLACE | MUSA_OPF_REDUCTION | MUSA_OPF_CREATION)))
         return false;
-    /* GEMMs (attention's kernels included) are never paired. Measured on the 2-core AMD machine: a
-     * GEMM under MUSA_SMALL_GEMM_MACS runs on one thread anyway, and pairing the MLP's (64 x 128
+    /* GEMMs (attention's kernels included) are never paired. Measured on the 2-core AMD machine,
+     * when a GEMM under MUSA_SMALL_GEMM_MACS still ran on one thread: pairing the MLP's (64 x 128
      * outputs) made its step 25-38 us slower (110 against 72 us). The products themselves got no
      * slower; what the main thread did next with memory the other core had touched did (the
      * profiler: the SGD update 3.0 -> 20.2 us, relu's backward 1.2 -> 5.5 us), as bench_cores

@@ -215,8 +215,81 @@ int musa_cpu_gemm_threads(double macs) {
     return musa_cpu_omp_threads(macs < MUSA_SMALL_GEMM_MACS ? 1 : musa_pool_intra_threads());
 }
 
-static void set_omp_threads(int64_t M, int64_t N, int64_t K) {
-    musa_cpu_gemm_threads((double)M * (double)N * (double)K);
+/* float32 C = alpha A B + beta C on dnnl_sgemm. A GEMM under
+ * MUSA_SMALL_GEMM_MACS (one OpenMP thread) and of at least
+ * MUSA_SPLIT_GEMM_MACS runs as one single-threaded dnnl_sgemm per band of
+ * C's rows (or of its columns, when it has more of them and fewer than 32
+ * rows) on musa's pool, while musa_pool_sharing_cheap says the cores share
+ * data cheaply. Row bands match the rows an elementwise op that reads C
+ * next gives each thread. Each band runs the same K loop; the bits equal
+ * one call's on every shape and transpose tried (test
+ * matmul_bands_equal_one_call, against one thread).
+ * Measured on the 2-core machine, one call against two bands: 64x128x128
+ * 8.5 -> 5.9 us, 64x80x128 5.7 -> 4.3, 128x128x120 16.4 -> 9.7,
+ * 100x1000x20 25.0 -> 15.4; at 64x64x128 (524,288) 4.6 both ways. Above
+ * MUSA_SMALL_GEMM_MACS, oneDNN's own two threads were as fast as two bands
+ * (128^3 10.0 against 10.1 us, 512x128x384 99.8 against 101.7). */
+#define MUSA_SPLIT_GEMM_MACS (5 << 17)
+typedef struct {
+    char ta, tb;
+    int64_t M, N, K, lda, ldb, ldc, band, bands;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    bool rows;
+    atomic_int rc;
+} sgemm_job;
+
+static void sgemm_bands(void *ctx, int64_t b, int64_t e) {
+    sgemm_job *j = (sgemm_job *)ctx;
+    musa_cpu_omp_threads(1);
+    for (int64_t i = b; i < e; i++) {
+        int64_t o = i * j->band, n = i + 1 < j->bands ? j->band : (j->rows ? j->M : j->N) - o;
+        dnnl_status_t st;
+        if (j->rows)
+            st = dnnl_sgemm(j->ta, j->tb, n, j->N, j->K, j->alpha,
+                            j->A + (j->ta == 'N' ? o * j->lda : o), j->lda, j->B, j->ldb, j->beta,
+                            j->C + o * j->ldc, j->ldc);
+        else
+            st = dnnl_sgemm(j->ta, j->tb, j->M, n, j->K, j->alpha, j->A, j->lda,
+                            j->B + (j->tb == 'N' ? o : o * j->ldb), j->ldb, j->beta, j->C + o,
+                            j->ldc);
+        if (st != dnnl_success) atomic_store(&j->rc, (int)st);
+    }
+}
+
+static dnnl_status_t sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                           float *C, int64_t ldc) {
+    double macs = (double)M * (double)N * (double)K;
+    int threads = musa_pool_intra_threads();
+    if (macs >= MUSA_SPLIT_GEMM_MACS && macs < MUSA_SMALL_GEMM_MACS && threads > 1 &&
+        MUSA_MAX(M, N) >= 32 && musa_pool_sharing_cheap()) {
+        sgemm_job j = {.ta = ta,
+                       .tb = tb,
+                       .M = M,
+                       .N = N,
+                       .K = K,
+                       .lda = lda,
+                       .ldb = ldb,
+                       .ldc = ldc,
+                       .alpha = alpha,
+                       .beta = beta,
+                       .A = A,
+                       .B = B,
+                       .C = C,
+                       .rows = M >= 32 || M >= N};
+        /* bands of a multiple of 8, the last one taking the rest: none of
+         * a few rows, which oneDNN might run on another kernel */
+        int64_t len = j.rows ? M : N;
+        j.band = MUSA_MAX(len / threads / 8 * 8, 8);
+        j.bands = len / j.band;
+        atomic_init(&j.rc, 0);
+        musa_parallel_for(j.bands, 1, sgemm_bands, &j);
+        return (dnnl_status_t)atomic_load(&j.rc);
+    }
+    musa_cpu_gemm_threads(macs);
+    return dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* One GEMM C = A B for float32/float64 data (es = 4 or 8). */
@@ -260,9 +333,8 @@ static int gemm_float(int cdt, const mat2 *A, const char *a, const mat2 *B, cons
                         "[matmul] internal: no GEMM layout for (%lld x %lld) @ (%lld x %lld)",
                         (long long)M, (long long)K, (long long)K, (long long)N);
     if (cdt == MUSA_DTYPE_FLOAT32) {
-        set_omp_threads(M, N, K);
-        dnnl_status_t st = dnnl_sgemm(ta, tb, M, N, K, 1.0f, (const float *)pa, lda,
-                                      (const float *)pb, ldb, 0.0f, (float *)pc, ldc);
+        dnnl_status_t st = sgemm(ta, tb, M, N, K, 1.0f, (const float *)pa, lda, (const float *)pb,
+                                 ldb, 0.0f, (float *)pc, ldc);
         if (st != dnnl_success)
             return musa_err(MUSA_ERR_RUNTIME, "[matmul] dnnl_sgemm failed with status %d", (int)st);
     } else {
@@ -423,9 +495,8 @@ int musa_cpu_gemm(int dtype, char ta, char tb, int64_t M, int64_t N, int64_t K, 
         return MUSA_OK;
     }
     if (dtype == MUSA_DTYPE_FLOAT32) {
-        set_omp_threads(M, N, K);
-        dnnl_status_t st =
-            dnnl_sgemm(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
+        dnnl_status_t st = sgemm(ta, tb, M, N, K, (float)alpha, (const float *)A, lda,
+                                 (const float *)B, ldb, (float)beta, (float *)C, ldc);
         if (st != dnnl_success)
             return musa_err(MUSA_ERR_RUNTIME, "[gemm] dnnl_sgemm failed with status %d", (int)st);
         return MUSA_OK;

@@ -4,6 +4,7 @@
  * dtype, the transpose attributes, and shape errors.
  */
 #include "../util.h"
+#include "base/threadpool.h"
 
 /* Reference product of (.., M, K) and (.., K, N) value arrays. */
 static void ref_mm(const double *a, const double *b, double *c, int64_t M, int64_t K, int64_t N) {
@@ -125,4 +126,57 @@ TEST(matmul_transpose_attrs_and_errors) {
     musa_tensor *p = musa_matmul(a, d);
     CHECK(p && musa_tensor_dtype(p) == MUSA_DTYPE_FLOAT64);
     release_all(12, a, b, out[0], at_, bt, ref, s, bo, x3, y3, d, p);
+}
+
+/* float32 GEMMs from MUSA_SPLIT_GEMM_MACS to MUSA_SMALL_GEMM_MACS run on two
+ * threads as bands of rows or columns when the cores share data cheaply
+ * (matmul.c): the bytes must equal one call's (the split forced off), for
+ * each transpose, uneven and narrow bands, random shapes, and linear's
+ * accumulation onto the bias. */
+TEST(matmul_bands_equal_one_call) {
+    enum { FIXED = 6, SHAPES = 60 };
+    int64_t shapes[SHAPES][3] = {{64, 128, 128}, {100, 1000, 20}, {20, 1000, 100},
+                                 {33, 200, 130}, {128, 128, 120}, {17, 2000, 40}};
+    uint64_t rng = 12345;
+    for (int s = FIXED; s < SHAPES;) { /* random shapes in the banded range */
+        int64_t d[3];
+        for (int i = 0; i < 3; i++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            d[i] = 1 + (int64_t)((rng >> 33) % (i == 1 ? 3000 : 300));
+        }
+        double macs = (double)d[0] * (double)d[1] * (double)d[2];
+        if (macs < (5 << 17) || macs >= (1 << 21) || (d[0] < 32 && d[2] < 32)) continue;
+        memcpy(shapes[s++], d, sizeof d);
+    }
+    int saved = musa_get_num_threads();
+    CHECK_OK(musa_set_num_threads(2));
+    for (int s = 0; s < SHAPES; s++)
+        for (int l = 0; l < 4; l++) {
+            int64_t M = shapes[s][0], K = shapes[s][1], N = shapes[s][2];
+            musa_tensor *a = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){M, K}, -2, 2,
+                                 (l & 1) ? L_TRANSPOSED : L_CONTIG);
+            musa_tensor *b = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){K, N}, -2, 2,
+                                 (l & 2) ? L_TRANSPOSED : L_CONTIG);
+            musa_tensor *w = rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){N, K}, -2, 2, L_CONTIG);
+            musa_tensor *bias = rnd(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){N}, -2, 2, L_CONTIG);
+            musa_tensor *y[2], *z[2];
+            for (int t = 0; t < 2; t++) {
+                musa_pool_force_sharing(t); /* 0: one call; 1: bands */
+                y[t] = musa_matmul(a, b);
+                z[t] = musa_linear(a, w, bias);
+            }
+            musa_pool_force_sharing(-1);
+            CHECK_MSG(y[0] && y[1] && z[0] && z[1], "%s", musa_last_error());
+            if (harness_failed()) break;
+            for (int t = 0; t < 2; t++) {
+                musa_tensor *p = t ? z[0] : y[0], *q = t ? z[1] : y[1];
+                CHECK_MSG(memcmp(musa_tensor_data(p), musa_tensor_data(q),
+                                 (size_t)(M * N) * sizeof(float)) == 0,
+                          "%s (%lld x %lld x %lld), layouts %d: bands differ from one call",
+                          t ? "linear" : "matmul", (long long)M, (long long)K, (long long)N, l);
+            }
+            release_all(8, a, b, w, bias, y[0], y[1], z[0], z[1]);
+            if (harness_failed()) break;
+        }
+    CHECK_OK(musa_set_num_threads(saved));
 }
