@@ -352,6 +352,7 @@ static volatile uint64_t probe_sink;
 static atomic_int_fast64_t probe_at; /* CLOCK_MONOTONIC ns of the last probe; 0: never */
 static atomic_int probe_verdict = 1; /* the last probe's answer */
 static atomic_int probe_forced = -1; /* musa_pool_force_sharing */
+static atomic_flag probe_busy = ATOMIC_FLAG_INIT; /* one probe at a time: probe_buf is shared */
 
 static int64_t mono_ns(void) {
     struct timespec ts;
@@ -404,10 +405,12 @@ bool musa_pool_sharing_cheap(void) {
     int forced = atomic_load_explicit(&probe_forced, memory_order_relaxed);
     if (forced >= 0) return forced;
     int_fast64_t now = mono_ns(), at = atomic_load_explicit(&probe_at, memory_order_relaxed);
-    if ((at && now - at < PROBE_EVERY_NS) || !atomic_compare_exchange_strong(&probe_at, &at, now))
+    if ((at && now - at < PROBE_EVERY_NS) || !atomic_compare_exchange_strong(&probe_at, &at, now) ||
+        atomic_flag_test_and_set(&probe_busy))
         return atomic_load_explicit(&probe_verdict, memory_order_relaxed);
     bool cheap = probe_sharing();
     atomic_store_explicit(&probe_verdict, cheap, memory_order_relaxed);
+    atomic_flag_clear(&probe_busy);
     return cheap;
 }
 

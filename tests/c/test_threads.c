@@ -143,6 +143,28 @@ TEST(pool_from_several_threads) {
     CHECK_OK(musa_set_num_threads(saved));
 }
 
+/* The sharing probe (threadpool.c) from several threads at once: one of
+ * them probes, the others take the verdict (ThreadSanitizer checks the
+ * probe's buffer is never written by two). */
+static void probe_work(worker *w) {
+    for (int i = 0; i < 200; i++) {
+        int v = musa_pool_sharing_cheap();
+        if (v != 0 && v != 1) failf(w, "verdict %d", v);
+    }
+}
+
+TEST(sharing_probe_forced_and_from_several_threads) {
+    int saved = musa_get_num_threads();
+    CHECK_OK(musa_set_num_threads(2));
+    musa_pool_force_sharing(1);
+    CHECK(musa_pool_sharing_cheap());
+    musa_pool_force_sharing(0);
+    CHECK(!musa_pool_sharing_cheap());
+    musa_pool_force_sharing(-1);
+    CHECK_WORKERS(THREADS, probe_work, NULL);
+    CHECK_OK(musa_set_num_threads(saved));
+}
+
 static void resize_or_work(worker *w) {
     if (w->id > 0) {
         pool_work(w);

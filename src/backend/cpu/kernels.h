@@ -77,8 +77,9 @@ MUSA_WS(ws_xent);
  * saves. Measured with dnnl_sgemm on the 2-core machine: 64x64x128 took 5.9
  * us on one thread and 9.3 us on two, 128x128x128 21.1 and 19.7 us,
  * 128x256x128 42.5 and 27.3 us. float32 ones from 655,360 multiply-adds up
- * split into bands on musa's pool instead (sgemm in matmul.c). The choice
- * depends on the shape only, so eager calls and plans make the same one. */
+ * split into bands on musa's pool instead (sgemm in matmul.c). Neither
+ * choice changes the bits, so eager calls and plans agree whichever they
+ * make. */
 #define MUSA_SMALL_GEMM_MACS (1 << 21)
 /* Set OpenMP's thread count (oneDNN reads it) for a GEMM of `macs`
  * multiply-adds: one thread below MUSA_SMALL_GEMM_MACS, else every thread

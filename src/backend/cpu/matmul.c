@@ -223,7 +223,7 @@ int musa_cpu_gemm_threads(double macs) {
  * data cheaply. Row bands match the rows an elementwise op that reads C
  * next gives each thread. Each band runs the same K loop; the bits equal
  * one call's on every shape and transpose tried (test
- * matmul_bands_equal_one_call, against one thread).
+ * matmul_bands_equal_one_call: 60 shapes, 4 layouts, matmul and linear).
  * Measured on the 2-core machine, one call against two bands: 64x128x128
  * 8.5 -> 5.9 us, 64x80x128 5.7 -> 4.3, 128x128x120 16.4 -> 9.7,
  * 100x1000x20 25.0 -> 15.4; at 64x64x128 (524,288) 4.6 both ways. Above
