@@ -788,3 +788,22 @@ def test_a_plan_refuses_values_and_workspaces_too_large_to_count(case):
         args = (musa.zeros(1, 1, 1, 1), musa.zeros(1, 1, 1, 1))
     with pytest.raises(MemoryError, match=r"^\[(alloc|topk|scaled_dot_product_attention)\]"):
         musa.jit(f)(*args)
+
+
+def test_norm_over_nothing_with_a_huge_p_is_zero():
+    # fuzz-py seed 21181: pdist of (3, 0) float16 rows with p = 1e308 gave 1
+    # (torch: 0): 1/p rounded to 0 in float16 and 0^0 = 1
+    x = musa.zeros((3, 0), dtype=musa.float16)
+    assert musa.pdist(x, 1e308).tolist() == [0.0, 0.0, 0.0]
+    for dt in (musa.float16, musa.float32, musa.float64):
+        assert musa.norm(musa.zeros((2, 0), dtype=dt), 1e308, -1).tolist() == [0.0, 0.0]
+        assert musa.norm(musa.zeros((2, 0), dtype=dt), 3.0, -1, keepdim=True).shape == (2, 1)
+
+
+def test_ctc_loss_lengths_of_strings_name_the_op():
+    # fuzz-py seed 21010: a string as input_lengths raised int()'s bare ValueError
+    lp = musa.zeros(4, 2, 3).log_softmax(2)
+    with pytest.raises(TypeError, match=r"^\[ctc_loss\] input_lengths must be"):
+        F.ctc_loss(lp, musa.ones(2, 1, dtype=musa.int64), "x", [1, 1])
+    with pytest.raises(TypeError, match=r"^\[ctc_loss\] target_lengths must be"):
+        F.ctc_loss(lp, musa.ones(2, 1, dtype=musa.int64), [4, 4], [1.0, 1.0])

@@ -23,7 +23,7 @@ def _lengths(v, n, what):
     elif isinstance(v, int):
         v = [v]
     try:
-        v = [int(x) for x in v]
+        v = [operator.index(x) for x in v]
     except TypeError:
         raise TypeError(f"[ctc_loss] {what} must be a tensor or a sequence of ints, got "
                         f"{v!r}") from None
