@@ -212,8 +212,13 @@ musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
     } else if (p == p) { /* (sum |x|^p)^(1/p); for p < 0 a zero element gives 0 */
         musa_tensor *a =
             musa_tmp(&t, musa_pow(musa_tmp(&t, musa_abs(x)), musa_tmp(&t, musa_number(p))));
-        r = musa_pow(musa_tmp(&t, musa_sum(a, ndims, dims, keepdim)),
-                     musa_tmp(&t, musa_number(1.0 / p)));
+        musa_tensor *s = musa_tmp(&t, musa_sum(a, ndims, dims, keepdim));
+        r = musa_pow(s, musa_tmp(&t, musa_number(1.0 / p)));
+        if (p > 0 && r) { /* a sum of 0 gives 0, also where 1/p rounds to 0 (0^0 = 1) */
+            musa_tmp(&t, r);
+            r = musa_where(musa_tmp(&t, musa_eq(s, musa_tmp(&t, musa_number(0)))),
+                           musa_tmp(&t, musa_number(0)), r);
+        }
     } else {
         musa_err(MUSA_ERR_VALUE, "[norm] p must be a number, got %g", p);
     }

@@ -798,6 +798,9 @@ def test_norm_over_nothing_with_a_huge_p_is_zero():
     for dt in (musa.float16, musa.float32, musa.float64):
         assert musa.norm(musa.zeros((2, 0), dtype=dt), 1e308, -1).tolist() == [0.0, 0.0]
         assert musa.norm(musa.zeros((2, 0), dtype=dt), 3.0, -1, keepdim=True).shape == (2, 1)
+    # rows of zeros too: a sum of 0 gives 0 whatever 1/p rounds to
+    assert musa.norm(musa.zeros((2, 2), dtype=musa.float16), 1e308, -1).tolist() == [0.0, 0.0]
+    assert musa.norm(musa.tensor([[1.0, -2.0], [0.0, 0.0]]), 3.0, -1).tolist()[1] == 0.0
 
 
 def test_ctc_loss_lengths_of_strings_name_the_op():
