@@ -205,16 +205,13 @@ musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
     } else if (p == 0) { /* the count of nonzero elements (no gradient, as in PyTorch) */
         musa_tensor *nz = musa_tmp(&t, musa_ne(x, musa_tmp(&t, musa_number(0))));
         r = musa_sum(musa_tmp(&t, musa_cast(nz, (musa_dtype)x->dtype)), ndims, dims, keepdim);
-    } else if (p > 0 && empty_reduction(x, ndims, dims)) {
-        /* 0: the sum over nothing; the formula below took 0^(1/p), which is
-         * 1 where 1/p rounds to 0 in x's dtype (float16, p = 1e308) */
-        r = musa_sum(musa_tmp(&t, musa_abs(x)), ndims, dims, keepdim);
     } else if (p == p) { /* (sum |x|^p)^(1/p); for p < 0 a zero element gives 0 */
         musa_tensor *a =
             musa_tmp(&t, musa_pow(musa_tmp(&t, musa_abs(x)), musa_tmp(&t, musa_number(p))));
         musa_tensor *s = musa_tmp(&t, musa_sum(a, ndims, dims, keepdim));
         r = musa_pow(s, musa_tmp(&t, musa_number(1.0 / p)));
-        if (p > 0 && r) { /* a sum of 0 gives 0, also where 1/p rounds to 0 (0^0 = 1) */
+        if (p > 0 && r) { /* a sum of 0 (over nothing too) gives 0, also where 1/p rounds
+                           * to 0 in x's dtype (float16, p = 1e308: 0^0 = 1) */
             musa_tmp(&t, r);
             r = musa_where(musa_tmp(&t, musa_eq(s, musa_tmp(&t, musa_number(0)))),
                            musa_tmp(&t, musa_number(0)), r);
