@@ -683,6 +683,36 @@ def test_elementwise_tiles_grow_with_the_group_and_stay_bitwise_eager(n):
     assert all(r == 2048 or (r >= 2048 and r * 4 * threads <= n) for r in tile_rows(comp))
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+def test_product_heads_keep_sixteen_rows_a_tile_and_stay_bitwise_eager(threads):
+    # a product heading a fused group is cut into tiles of at least 16 rows;
+    # one over fewer can round otherwise than eager's single call, so the
+    # last tile takes every row left (130 rows cut 128 + 2 rounded otherwise)
+    import musa.nn.functional as F
+    saved = musa.get_num_threads()
+    musa.set_num_threads(threads)
+    try:
+        musa.manual_seed(0)
+        for M, K, N in [(18, 64, 4096), (17, 300, 4096), (36, 100, 2048), (130, 40, 512),
+                        (129, 64, 512), (513, 7, 128), (64, 128, 128), (36, 292, 33)]:
+            x, w, b = musa.randn(M, K), musa.randn(N, K), musa.randn(N)
+
+            def lin(x, w, b):
+                return musa.relu(F.linear(x, w, b)) * 2
+
+            def mm(x, w):
+                return musa.tanh(x @ w.t()) + 1
+            for fn, args in ((lin, (x, w, b)), (mm, (x, w))):
+                c = musa.jit(fn)
+                for call in range(2):
+                    got = c(*args)
+                    assert np.array_equal(got.numpy(), fn(*args).numpy()), (M, K, N, call)
+                (rows,) = tile_rows(c)
+                assert rows >= 16 or rows == M, c.plan_text()
+    finally:
+        musa.set_num_threads(saved)
+
+
 def gelu_tanh_chain(x):
     return x * 0.5 * (1 + musa.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 

@@ -81,6 +81,17 @@ MUSA_WS(ws_xent);
  * choice changes the bits, so eager calls and plans agree whichever they
  * make. */
 #define MUSA_SMALL_GEMM_MACS (1 << 21)
+/* The fewest rows of C that one dnnl_sgemm call of a cut product may take.
+ * A call over fewer than 16 rows of A can run other kernels, whose sums
+ * round otherwise: products cut into pieces of 8 to 15 rows differed from
+ * one call in 47 of 600 random shapes here, pieces of 16 rows or more in
+ * none of 1,300 (both transposes, 1 and 2 threads); column pieces of 8
+ * were equal in all 600 tried. Found as 8-row bands of a 33 x 200 x 130
+ * linear on 4 threads, and as a fused head's last tile of 2 rows (18 x 64
+ * x 4096). Row bands (sgemm in matmul.c) and the tiles of a product heading
+ * a fused group (at least 16 rows, passes/fuse.c; the last one takes the
+ * rest, plan/lower.c) keep to it, so cutting never changes the bits. */
+#define MUSA_GEMM_MIN_ROWS 16
 /* Set OpenMP's thread count (oneDNN reads it) for a GEMM of `macs`
  * multiply-adds: one thread below MUSA_SMALL_GEMM_MACS, else every thread
  * this thread may use (matmul.c). Returns the count it had before. */

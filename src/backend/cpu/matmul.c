@@ -279,10 +279,10 @@ static dnnl_status_t sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, fl
                        .B = B,
                        .C = C,
                        .rows = M >= 32 || M >= N};
-        /* bands of a multiple of 8, the last one taking the rest: none of
-         * a few rows, which oneDNN might run on another kernel */
+        /* bands of a multiple of 8, the last one taking the rest; row bands
+         * of at least MUSA_GEMM_MIN_ROWS */
         int64_t len = j.rows ? M : N;
-        j.band = MUSA_MAX(len / threads / 8 * 8, 8);
+        j.band = MUSA_MAX(len / threads / 8 * 8, j.rows ? MUSA_GEMM_MIN_ROWS : 8);
         j.bands = len / j.band;
         atomic_init(&j.rc, 0);
         musa_parallel_for(j.bands, 1, sgemm_bands, &j);

@@ -94,6 +94,7 @@ typedef struct fused {
     kcall *m;           /* [n], in program order */
     int64_t rows;       /* extent of dim 0 of the group's shape */
     int64_t tile_rows;  /* rows per tile */
+    int64_t tiles;      /* the last one takes the rows left (a head's: however many) */
     bool serial;        /* a matmul/conv heads it: tiles in order, the head parallel inside */
     size_t chunk_bytes; /* tile buffers + member scratch, per chunk */
     size_t tile_bytes;  /* tile buffers, per chunk */

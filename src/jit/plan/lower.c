@@ -303,6 +303,13 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
                                                TILE_BUDGET, false);
     f->tile_rows = inner > 0 ? MUSA_MAX(1, per / inner) : f->rows;
     if (f->tile_rows > f->rows) f->tile_rows = f->rows ? f->rows : 1;
+    /* The last tile takes the rows left; a head's takes them all, however
+     * many, so that no product runs on fewer than MUSA_GEMM_MIN_ROWS rows
+     * (a head tile has at least that many, passes/fuse.c): a 130 x 40 x 512
+     * linear cut 128 + 2 was not bitwise eager's. */
+    f->tiles = f->serial ? f->rows / f->tile_rows : (f->rows + f->tile_rows - 1) / f->tile_rows;
+    int64_t tile_max =
+        f->serial && f->tiles ? f->rows - (f->tiles - 1) * f->tile_rows : f->tile_rows;
     size_t tile_off = 0, member_scratch = 0;
     kref *vloc = b->p->vloc;
     tile_slot *slots = TMP_NEW(b, tile_slot, (size_t)cnt * MUSA_MAX_OUTPUTS);
@@ -348,7 +355,7 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
             if (!b->internal[v]) continue;
             const musa_gvalue *x = &g->values.data[v];
             size_t row_bytes = musa_dtype_info[x->dtype].size * (size_t)(flat ? 1 : inner);
-            size_t need = musa_plan_align(row_bytes * (size_t)f->tile_rows);
+            size_t need = musa_plan_align(row_bytes * (size_t)tile_max);
             int last = i;
             for (int i2 = i + 1; i2 < cnt; i2++) {
                 const musa_gnode *n2 = &g->nodes.data[mem[i2]];
@@ -379,7 +386,7 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
             if (nk <= (int)(sizeof kvs / sizeof kvs[0])) {
                 for (int q = 0; q < nk; q++) {
                     kvs[q] = k->kv[q];
-                    if (k->cut[q] && kvs[q].ndim > 0) kvs[q].shape[0] = f->tile_rows;
+                    if (k->cut[q] && kvs[q].ndim > 0) kvs[q].shape[0] = tile_max;
                 }
                 size_t s = info->workspace(kvs, k->n_out, kvs + k->n_out, k->n_in, k->attrs);
                 k->scratch = MUSA_MAX(k->scratch, s);

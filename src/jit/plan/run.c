@@ -192,6 +192,11 @@ static bool resolve_chain(run_ctx *r, fused *f) {
     return true;
 }
 
+/* Rows of tile t, which starts at row r0: the last one takes the rest. */
+static int64_t tile_rows(const fused *f, int64_t t, int64_t r0) {
+    return t + 1 < f->tiles ? f->tile_rows : f->rows - r0;
+}
+
 /* Tiles t0.. of a group run as its chain. */
 static void run_chain_tiles(run_ctx *r, const fused *f, int64_t t0, int64_t t1) {
     const musa_chain *c = f->chain;
@@ -199,7 +204,7 @@ static void run_chain_tiles(run_ctx *r, const fused *f, int64_t t0, int64_t t1) 
     for (int k = 0; k < c->n_ext; k++)
         base[k] = at(r->base[f->chain_ext[k].slot], f->chain_ext[k].off);
     for (int64_t t = t0; t < t1; t++) {
-        int64_t r0 = t * f->tile_rows, rows = MUSA_MIN(f->tile_rows, f->rows - r0);
+        int64_t r0 = t * f->tile_rows, rows = tile_rows(f, t, r0);
         for (int k = 0; k < c->n_ext; k++) p[k] = base[k] + r0 * (int64_t)sizeof(float);
         musa_chain_run(c, rows, p);
     }
@@ -217,7 +222,7 @@ static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
         return MUSA_OK;
     }
     for (int64_t t = t0; t < t1 && !rc; t++) {
-        int64_t r0 = t * f->tile_rows, rows = MUSA_MIN(f->tile_rows, f->rows - r0);
+        int64_t r0 = t * f->tile_rows, rows = tile_rows(f, t, r0);
         for (int i = 0; i < f->n; i++) {
             const kcall *k = &f->m[i];
             int nk = k->n_out + k->n_in;
@@ -280,7 +285,7 @@ static int run_fused_instr(run_ctx *r, instr *in) {
     fused *f = in->f;
     fused_ctx fc = {.r = r, .in = in};
     atomic_init(&fc.rc, 0);
-    fc.tiles = f->tile_rows ? (f->rows + f->tile_rows - 1) / f->tile_rows : 0;
+    fc.tiles = f->tiles;
     if (fc.tiles == 0) return MUSA_OK;
     if (f->loop) resolve_lean(r, f);
     f->chain_on = f->chain && resolve_chain(r, f);
