@@ -340,7 +340,7 @@ def _nn_case(rng, dtype):
 
     def t(*shape):
         return tensor(rng, list(shape), dtype)
-    kind = int(rng.integers(8))
+    kind = int(rng.integers(9))
     if kind == 0:
         w, b = t(H, C), t(H)
         return [t(B, C)], lambda x: F.gelu(F.linear(x * 2, w, b)) + 1
@@ -361,6 +361,10 @@ def _nn_case(rng, dtype):
         return [t(B, C, 6, 6)], lambda x: F.max_pool2d(x * 3, 2) + F.avg_pool2d(x, 2)
     if kind == 6:
         return [t(B, H, C)], lambda x: F.log_softmax(x * 2, -1) - x.mean(-1, keepdim=True)
+    if kind == 8:  # a head cut into tiles, the last with the rows left over (17 to 140 rows)
+        R, K, N = int(rng.integers(17, 141)), int(rng.integers(1, 65)), int(rng.choice([512, 4096]))
+        w, b = t(N, K), t(N)
+        return [t(R, K)], lambda x: F.log_softmax(F.layer_norm(F.gelu(F.linear(x, w, b)), (N,)), -1)
     a = t(B, H, C)
     return [t(B, C, H)], lambda x: musa.tanh(musa.bmm(a, x)) * 0.5
 
