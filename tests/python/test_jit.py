@@ -713,6 +713,20 @@ def test_product_heads_keep_sixteen_rows_a_tile_and_stay_bitwise_eager(threads):
         musa.set_num_threads(saved)
 
 
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3, 0), (0, 0, 4), (3, 0), (0, 5)])
+def test_fused_groups_over_no_rows_and_no_elements(shape):
+    # a group whose rows and inner elements are both 0 has no tiles (its
+    # tile count once divided by a tile of 0 rows: SIGFPE while lowering)
+    fns = [lambda x: (x * 2).sum(-1) + 1, lambda x: musa.relu(x @ x.transpose(-1, -2)) * 2,
+           lambda x: x * 2 + 1, lambda x: musa.softmax(x * 2, -1) - 1]
+    for fn in fns:
+        x = musa.randn(*shape)
+        c = musa.jit(fn)
+        for call in range(2):
+            got, want = c(x), fn(x)
+            assert got.shape == want.shape and np.array_equal(got.numpy(), want.numpy())
+
+
 def gelu_tanh_chain(x):
     return x * 0.5 * (1 + musa.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
 

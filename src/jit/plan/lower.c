@@ -307,7 +307,9 @@ static int build_fused(builder *b, fused *f, const int32_t *mem, int cnt) {
      * many, so that no product runs on fewer than MUSA_GEMM_MIN_ROWS rows
      * (a head tile has at least that many, passes/fuse.c): a 130 x 40 x 512
      * linear cut 128 + 2 was not bitwise eager's. */
-    f->tiles = f->serial ? f->rows / f->tile_rows : (f->rows + f->tile_rows - 1) / f->tile_rows;
+    f->tiles = !f->tile_rows ? 0 /* no rows, no inner elements */
+               : f->serial   ? f->rows / f->tile_rows
+                             : (f->rows + f->tile_rows - 1) / f->tile_rows;
     int64_t tile_max =
         f->serial && f->tiles ? f->rows - (f->tiles - 1) * f->tile_rows : f->tile_rows;
     size_t tile_off = 0, member_scratch = 0;
