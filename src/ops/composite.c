@@ -182,6 +182,20 @@ static bool empty_reduction(const musa_tensor *x, int ndims, const int64_t *dims
     return false;
 }
 
+/* s^e where s != 0, and 0 where s == 0 (s >= 0, e > 0: s^e is 0 there
+ * too), with the power taken of 1 there instead: the value is the power's,
+ * and the gradient at s = 0 is 0, not e s^(e-1) * 0 = inf * 0 = NaN. So the
+ * norm of a zero vector, and the zero elements of any vector under
+ * 0 < p < 1, differentiate to 0, as in PyTorch. e = 0.5 takes sqrt. */
+static musa_tensor *zero_safe_pow(musa_temps *t, musa_tensor *s, double e) {
+    musa_tensor *zero = musa_tmp(t, musa_number(0));
+    musa_tensor *z = musa_tmp(t, musa_eq(s, zero));
+    musa_tensor *safe = musa_tmp(t, musa_where(z, musa_tmp(t, musa_number(1)), s));
+    musa_tensor *f =
+        musa_tmp(t, e == 0.5 ? musa_sqrt(safe) : musa_pow(safe, musa_tmp(t, musa_number(e))));
+    return musa_where(z, zero, f);
+}
+
 musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims, bool keepdim) {
     if (!x || need_float("norm", x)) return NULL;
     /* max |x| and the negative powers (min-like as p -> -inf) have no value
@@ -193,10 +207,17 @@ musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
                  p);
         return NULL;
     }
+    /* p is taken as a float, as PyTorch takes it (float64 too): past float's
+     * range (from FLT_MAX's rounding midpoint) it is infinite, and the norm
+     * is the max (or min) |x|, not 0 or inf from |x|^p out of range (not over
+     * nothing, where a positive p gives 0 as above) */
+    if (!isinf(p) && fabs(p) >= 0x1.ffffffp+127 && !empty_reduction(x, ndims, dims))
+        p = p > 0 ? INFINITY : -INFINITY;
     musa_temps t = {0};
     musa_tensor *r = NULL;
     if (p == 2) {
-        r = musa_sqrt(musa_tmp(&t, musa_sum(musa_tmp(&t, musa_mul(x, x)), ndims, dims, keepdim)));
+        r = zero_safe_pow(
+            &t, musa_tmp(&t, musa_sum(musa_tmp(&t, musa_mul(x, x)), ndims, dims, keepdim)), 0.5);
     } else if (p == 1) {
         r = musa_sum(musa_tmp(&t, musa_abs(x)), ndims, dims, keepdim);
     } else if (isinf(p)) {
@@ -205,17 +226,16 @@ musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
     } else if (p == 0) { /* the count of nonzero elements (no gradient, as in PyTorch) */
         musa_tensor *nz = musa_tmp(&t, musa_ne(x, musa_tmp(&t, musa_number(0))));
         r = musa_sum(musa_tmp(&t, musa_cast(nz, (musa_dtype)x->dtype)), ndims, dims, keepdim);
-    } else if (p == p) { /* (sum |x|^p)^(1/p); for p < 0 a zero element gives 0 */
+    } else if (p > 0) { /* (sum |x|^p)^(1/p). A sum of 0 (over nothing too) gives 0, also
+                         * where 1/p rounds to 0 in x's dtype (float16, p = 1e308: 0^0 = 1) */
+        musa_tensor *a = zero_safe_pow(&t, musa_tmp(&t, musa_abs(x)), p);
+        r = zero_safe_pow(&t, musa_tmp(&t, musa_sum(musa_tmp(&t, a), ndims, dims, keepdim)),
+                          1.0 / p);
+    } else if (p == p) { /* p < 0: a zero element gives 0 */
         musa_tensor *a =
             musa_tmp(&t, musa_pow(musa_tmp(&t, musa_abs(x)), musa_tmp(&t, musa_number(p))));
         musa_tensor *s = musa_tmp(&t, musa_sum(a, ndims, dims, keepdim));
         r = musa_pow(s, musa_tmp(&t, musa_number(1.0 / p)));
-        if (p > 0 && r) { /* a sum of 0 (over nothing too) gives 0, also where 1/p rounds
-                           * to 0 in x's dtype (float16, p = 1e308: 0^0 = 1) */
-            musa_tmp(&t, r);
-            r = musa_where(musa_tmp(&t, musa_eq(s, musa_tmp(&t, musa_number(0)))),
-                           musa_tmp(&t, musa_number(0)), r);
-        }
     } else {
         musa_err(MUSA_ERR_VALUE, "[norm] p must be a number, got %g", p);
     }

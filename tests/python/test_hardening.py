@@ -803,6 +803,32 @@ def test_norm_over_nothing_with_a_huge_p_is_zero():
     assert musa.norm(musa.tensor([[1.0, -2.0], [0.0, 0.0]]), 3.0, -1).tolist()[1] == 0.0
 
 
+def test_norm_of_zeros_differentiates_to_zero_and_a_p_past_float_is_the_max():
+    # the norm of a zero vector had a NaN gradient (sqrt'(0) * 0, (s^(1/p))'
+    # at 0 times 0), as did zero elements under 0 < p < 1; torch gives 0
+    for p in (2.0, 3.0, 0.5, 1.5):
+        x = musa.zeros(3, requires_grad=True)
+        n = musa.linalg.vector_norm(x, p)
+        n.backward()
+        assert n.item() == 0.0 and x.grad.tolist() == [0.0, 0.0, 0.0], p
+    x = musa.tensor([0.0, 1.0], requires_grad=True)
+    musa.linalg.vector_norm(x, 0.5).backward()
+    assert x.grad.tolist() == [0.0, 1.0]
+    x = musa.tensor([[3.0, -4.0], [0.0, 0.0]], requires_grad=True)
+    musa.norm(x, dim=1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.6, -0.8], [0.0, 0.0]], rtol=1e-6)
+    # a p beyond float's range is infinite, as torch takes it (float64 too):
+    # (0.5, 0.25) at p = 1e39 gave 0 (0.5^p underflows) and (2, 0.5) inf
+    for dt in (musa.float32, musa.float16, musa.bfloat16, musa.float64):
+        assert musa.linalg.vector_norm(musa.tensor([2.0, 0.5], dtype=dt), 1e39).item() == 2.0
+        assert musa.linalg.vector_norm(musa.tensor([0.5, 0.25], dtype=dt), 1e39).item() == 0.5
+        assert musa.linalg.vector_norm(musa.tensor([0.5, 0.25], dtype=dt), -1e39).item() == 0.25
+    # ... but not over nothing, where a positive p gives 0 as before; a p
+    # within float's range keeps |x|^p, underflow and all, as in torch
+    assert musa.norm(musa.zeros((2, 0)), 1e39, -1).tolist() == [0.0, 0.0]
+    assert musa.linalg.vector_norm(musa.tensor([0.5, 0.25], dtype=musa.float64), 3e38).item() == 0.0
+
+
 def test_ctc_loss_lengths_of_strings_name_the_op():
     # fuzz-py seed 21010: a string as input_lengths raised int()'s bare ValueError
     lp = musa.zeros(4, 2, 3).log_softmax(2)
