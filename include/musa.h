@@ -543,7 +543,10 @@ MUSA_API musa_tensor *musa_logsumexp(musa_tensor *x, int ndims, const int64_t *d
 /* p-norm over dims, any p as PyTorch defines it: (sum |x|^p)^(1/p), the
  * max (INFINITY) or min (-INFINITY) of |x|, and for p = 0 the count of
  * nonzero elements; NaN p is MUSA_ERR_VALUE, and so are p < 0 and p = INFINITY
- * over an empty reduction (they have no identity; PyTorch's vector_norm refuses them too). */
+ * over an empty reduction (they have no identity; PyTorch's vector_norm refuses them too).
+ * p is taken as a float, as PyTorch does: from 3.403e38 it is INFINITY (except
+ * over an empty reduction, which gives 0). For p > 0 the gradient at a zero
+ * vector, and at the zero elements under p < 1, is 0, as in PyTorch. */
 MUSA_API musa_tensor *musa_norm(musa_tensor *x, double p, int ndims, const int64_t *dims,
                                 bool keepdim);
 /* The 2-norm of all elements of n tensors together, in one pass; a 0-d
