@@ -104,7 +104,6 @@ static int run_kernel_instr(run_ctx *r, instr *in) {
 typedef struct fused_ctx {
     run_ctx *r;
     instr *in;
-    int64_t tiles;
     int chunks;
     atomic_int rc;
     const kcall *failed;
@@ -269,7 +268,8 @@ static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
 static void fused_chunk(void *ctx, int64_t c0, int64_t c1) {
     fused_ctx *fc = ctx;
     for (int64_t c = c0; c < c1; c++) {
-        int64_t t0 = c * fc->tiles / fc->chunks, t1 = (c + 1) * fc->tiles / fc->chunks;
+        int64_t tiles = fc->in->f->tiles;
+        int64_t t0 = c * tiles / fc->chunks, t1 = (c + 1) * tiles / fc->chunks;
         char *chunk =
             at(fc->r->scratch, (int64_t)(fc->in->scratch_off + (size_t)c * fc->in->f->chunk_bytes));
         int rc = run_tiles(fc, t0, t1, chunk);
@@ -285,13 +285,12 @@ static int run_fused_instr(run_ctx *r, instr *in) {
     fused *f = in->f;
     fused_ctx fc = {.r = r, .in = in};
     atomic_init(&fc.rc, 0);
-    fc.tiles = f->tiles;
-    if (fc.tiles == 0) return MUSA_OK;
+    if (f->tiles == 0) return MUSA_OK;
     if (f->loop) resolve_lean(r, f);
     f->chain_on = f->chain && resolve_chain(r, f);
     int chunks = f->serial ? 1 : musa_pool_intra_threads();
     if (chunks > f->max_chunks) chunks = f->max_chunks;
-    if (chunks > fc.tiles) chunks = (int)fc.tiles;
+    if (chunks > f->tiles) chunks = (int)f->tiles;
     if (chunks < 1) chunks = 1;
     fc.chunks = chunks;
     if (chunks == 1)
