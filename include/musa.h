@@ -836,7 +836,13 @@ MUSA_API musa_tensor *musa_log_softmax(musa_tensor *x, int64_t dim);
  * of queries at a time from a saved log-sum-exp per query. Operands may
  * be strided views (a head split of a projection reads in place). A mask
  * that keeps exactly the causal triangle runs as causal, which computes
- * only the products below the diagonal (docs/nn.md, "Attention"). */
+ * only the products below the diagonal (docs/nn.md, "Attention"). The op's
+ * attribute `exact` (musa_op_call; 0 here) is the attention pass's: 1, 2
+ * or 3 make float32 calls compute the written-out ops' bits (q k^T, no
+ * scale, `* scale` or `/ scale`, masked_fill(-inf), softmax, @ v, and
+ * their backward formulas), the whole reduction of every product summed
+ * in order with fused multiply-adds; other values fail with
+ * MUSA_ERR_VALUE. */
 MUSA_API musa_tensor *musa_scaled_dot_product_attention(musa_tensor *q, musa_tensor *k,
                                                         musa_tensor *v, musa_tensor *mask,
                                                         double scale, bool causal);
@@ -1429,12 +1435,15 @@ typedef struct musa_pass_ctx {
      * sum orders), so it is off by default. musa.Config(channels_last=True)
      * sets it. */
     bool channels_last;
-    /* Replace written-out attention (q k^T, an optional scale and mask,
-     * softmax, @ v), and the backward the eager formulas record for it, by
-     * the fused scaled_dot_product_attention kernels (pass "attention",
-     * first): the softmax's probabilities are no longer saved for the
-     * backward. Results change in rounding, so it is off by default.
-     * musa.Config(fuse_attention=True) sets it. */
+    /* The attention pass (first) replaces written-out attention (q k^T, an
+     * optional scale and mask, softmax, @ v), and the backward the eager
+     * formulas record for it, by the fused scaled_dot_product_attention
+     * kernels: the softmax's probabilities are no longer saved for the
+     * backward. Without this flag it does so only where the kernels then
+     * give the written-out ops' bits (float32 heads of 16 to 128 queries,
+     * keys and dims); with it, everywhere, with the fused formulas, whose
+     * results differ in rounding. musa.Config(fuse_attention=True) sets it;
+     * disabling the pass by name turns both off. */
     bool fuse_attention;
 } musa_pass_ctx;
 /* The name of pass i in pipeline order, or NULL past the last one. */

@@ -378,6 +378,14 @@ int grad_linear(const musa_grad_args *a, musa_tensor **gin) {
     return rc;
 }
 
+/* x scaled as the attention's attributes say: by scale, or divided by it
+ * (exact 3: the attention pass's `/ d`). */
+static musa_tensor *attention_scaled(const musa_attrs_attention *at, musa_tensor *x,
+                                     musa_temps *tp) {
+    musa_tensor *c = musa_tmp(tp, musa_number(at->scale));
+    return at->exact == 3 ? musa_div(x, c) : musa_mul(x, c);
+}
+
 /* The attention's probabilities from its inputs, with public ops (the
  * differentiable form for create_graph): softmax(q k^T scale, masked). */
 static musa_tensor *attention_probs(const musa_grad_args *a, musa_temps *tp) {
@@ -385,8 +393,8 @@ static musa_tensor *attention_probs(const musa_grad_args *a, musa_temps *tp) {
     const musa_attrs_attention *at = a->attrs;
     musa_tensor *q = a->in[0], *k = a->in[1];
     int nd = q->ndim;
-    musa_tensor *s = TT(musa_mul(TT(musa_matmul(q, TT(musa_transpose(k, nd - 2, nd - 1)))),
-                                 TT(musa_number(at->scale))));
+    musa_tensor *s =
+        TT(attention_scaled(at, TT(musa_matmul(q, TT(musa_transpose(k, nd - 2, nd - 1)))), tp));
     musa_tensor *allowed = a->n_in == 4 ? a->in[3] : NULL;
     if (at->causal) {
         int64_t sh[2] = {q->shape[nd - 2], k->shape[nd - 2]};
@@ -423,9 +431,8 @@ int grad_attention(const musa_grad_args *a, musa_tensor **gin) {
         musa_tensor *inner = T(musa_sub(gp, d));
         if (a->gout[1]) inner = T(musa_add(inner, T(musa_unsqueeze(a->gout[1], -1))));
         musa_tensor *ds = T(musa_mul(p, inner));
-        musa_tensor *sc = T(musa_number(at->scale));
-        g3[0] = musa_mul(T(musa_matmul(ds, k)), sc);
-        g3[1] = musa_mul(T(musa_matmul(T(musa_transpose(ds, nd - 2, nd - 1)), q)), sc);
+        g3[0] = attention_scaled(at, T(musa_matmul(ds, k)), &t);
+        g3[1] = attention_scaled(at, T(musa_matmul(T(musa_transpose(ds, nd - 2, nd - 1)), q)), &t);
         g3[2] = musa_matmul(T(musa_transpose(p, nd - 2, nd - 1)), g);
         if (!g3[0] || !g3[1] || !g3[2]) rc = musa_last_error_code();
     }

@@ -750,16 +750,27 @@ static int attention_operands(const musa_op_info *op, musa_tensor *const *in, in
     return MUSA_OK;
 }
 
+/* The attribute `exact` (0: the fused formulas; 1-3: the written-out
+ * ops' bits, with no scale, `* scale` or `/ scale`: the attention pass's) */
+static int attention_attrs(const musa_op_info *op, const void *attrs) {
+    const musa_attrs_attention *a = attrs;
+    if (a && (a->exact < 0 || a->exact > 3))
+        return musa_err(MUSA_ERR_VALUE, "[%s] exact must be 0, 1, 2 or 3, got %lld", op->name,
+                        (long long)a->exact);
+    return MUSA_OK;
+}
+
 int infer_attention(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                     musa_infer *r) {
-    MUSA_UNUSED(attrs);
+    int rc = attention_attrs(op, attrs);
+    if (rc) return rc;
     if (n_in != 3 && n_in != 4)
         return musa_err(MUSA_ERR_VALUE,
                         "[%s] takes query, key, value and an optional mask, got %d "
                         "tensors",
                         op->name, n_in);
     musa_dtype t;
-    int rc = attention_operands(op, in, n_in, r, &t);
+    rc = attention_operands(op, in, n_in, r, &t);
     if (rc) return rc;
     int nd = in[0]->ndim;
     int64_t shape[MUSA_MAX_DIMS];
@@ -774,14 +785,15 @@ int infer_attention(const musa_op_info *op, musa_tensor *const *in, int n_in, vo
  * forward's result (float16 ones computed in float32, rounded once). */
 int infer_attention_backward(const musa_op_info *op, musa_tensor *const *in, int n_in, void *attrs,
                              musa_infer *r) {
-    MUSA_UNUSED(attrs);
+    int rc = attention_attrs(op, attrs);
+    if (rc) return rc;
     if (n_in != 6 && n_in != 7)
         return musa_err(MUSA_ERR_VALUE, "[%s] takes 6 or 7 tensors, got %d", op->name, n_in);
     musa_infer sub = *r;
     sub.in_dtype = r->in_dtype + 1;
     musa_tensor *fw[4] = {in[1], in[2], in[3], in[n_in - 1]};
     musa_dtype t;
-    int rc = attention_operands(op, fw, n_in == 7 ? 4 : 3, &sub, &t);
+    rc = attention_operands(op, fw, n_in == 7 ? 4 : 3, &sub, &t);
     if (rc) return rc;
     const musa_tensor *g = in[0], *o = in[4], *lse = in[5];
     int nd = in[1]->ndim;

@@ -251,16 +251,19 @@ def test_saved_model_keeps_the_option(tmp_path):
     assert np.array_equal(arr(loaded(x)), arr(want))  # the loader fuses it too
 
 
-def _random_case(seed):
+def _random_case(seed, heads=False):
     """A random written-out attention: shapes, k given as k or as k^T, a
     scale or not, a mask (masking where True or keeping where True) or not,
     dtype, which arguments require grad, and sometimes an extra output that
-    must keep the ops (the probabilities or the scores)."""
+    must keep the ops (the probabilities or the scores). heads: sizes the
+    default eager-bits fusion takes (test_attention_exact.py)."""
     rng = np.random.default_rng(seed)
     nb = int(rng.integers(0, 3))
     batch = [int(rng.integers(1, 4)) for _ in range(nb)]
-    tq, tk = (int(rng.choice([1, 3, 8, 17])) for _ in range(2))
-    e, ev = (int(rng.choice([1, 4, 8])) for _ in range(2))
+    tq, tk = (int(rng.choice([16, 17, 33, 64, 128] if heads else [1, 3, 8, 17]))
+              for _ in range(2))
+    e, ev = (int(rng.choice([16, 24, 40] if heads else [1, 4, 8])),
+             int(rng.choice([2, 8, 40] if heads else [1, 4, 8])))
     dtype = musa.float64 if rng.random() < 0.3 else musa.float32
     k_as_kt = rng.random() < 0.3
     scale = rng.choice(["none", "mul", "rmul", "div"])

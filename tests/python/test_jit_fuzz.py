@@ -340,7 +340,7 @@ def _nn_case(rng, dtype):
 
     def t(*shape):
         return tensor(rng, list(shape), dtype)
-    kind = int(rng.integers(9))
+    kind = int(rng.integers(10))
     if kind == 0:
         w, b = t(H, C), t(H)
         return [t(B, C)], lambda x: F.gelu(F.linear(x * 2, w, b)) + 1
@@ -365,6 +365,18 @@ def _nn_case(rng, dtype):
         R, K, N = int(rng.integers(17, 141)), int(rng.integers(1, 65)), int(rng.choice([512, 4096]))
         w, b = t(N, K), t(N)
         return [t(R, K)], lambda x: F.log_softmax(F.layer_norm(F.gelu(F.linear(x, w, b)), (N,)), -1)
+    if kind == 9:  # written-out attention: fused with eager's bits from 16 queries, keys and dims
+        Tq, Tk = (int(rng.integers(12, 73)) for _ in range(2))
+        E, Ev = int(rng.integers(12, 41)), int(rng.integers(1, 41))
+        form, c = int(rng.integers(3)), float(rng.choice([0.125, 0.3, -0.7]))
+        mask = musa.tensor(np.triu(np.ones((Tq, Tk)), 1) if rng.random() < 0.5 else
+                           rng.random((Tq, Tk)) < rng.uniform(0, 0.5)) != 0
+
+        def attend(q, k, v):
+            s = q @ k.transpose(-2, -1)
+            s = s * c if form == 0 else s / c if form == 1 else s
+            return F.softmax(s.masked_fill(mask, float("-inf")), dim=-1) @ v
+        return [t(B, 2, Tq, E), t(B, 2, Tk, E), t(B, 2, Tk, Ev)], attend
     a = t(B, H, C)
     return [t(B, C, H)], lambda x: musa.tanh(musa.bmm(a, x)) * 0.5
 

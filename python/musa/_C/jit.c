@@ -177,14 +177,14 @@ static PyObject *graph_verify(PyObject *self, PyObject *u) {
 static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char **name) {
     static char *kwlist_opt[] = {"fusion_level",  "disabled",       "verify", "remat_budget",
                                  "channels_last", "fuse_attention", NULL};
-    static char *kwlist_pass[] = {"name", "fusion_level", "verify", NULL};
-    int verify = 0;
+    static char *kwlist_pass[] = {"name", "fusion_level", "verify", "fuse_attention", NULL};
+    int verify = 0, fuse = 0;
     memset(ctx, 0, sizeof *ctx);
     ctx->fusion_level = 2;
     if (name)
-        return PyArg_ParseTupleAndKeywords(args, kw, "s|ip", kwlist_pass, name, &ctx->fusion_level,
-                                           &verify)
-                   ? (ctx->verify = verify, 0)
+        return PyArg_ParseTupleAndKeywords(args, kw, "s|ipp", kwlist_pass, name, &ctx->fusion_level,
+                                           &verify, &fuse)
+                   ? (ctx->verify = verify, ctx->fuse_attention = fuse, 0)
                    : -1;
     long long budget = 0;
     int channels_last = 0, fuse_attention = 0;

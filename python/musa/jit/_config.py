@@ -49,12 +49,14 @@ class Config:
         default: results then differ from eager in rounding (other
         convolution kernels, other orders of the batch norm sums), where
         every other setting computes eager's bits.
-    fuse_attention: run attention written out as ops (q @ k^T, an optional
-        scale and mask, softmax over the last dim, @ v) as the fused
-        scaled_dot_product_attention kernels, forward and backward, so the
+    fuse_attention: run every attention written out as ops (q @ k^T, an
+        optional scale and mask, softmax over the last dim, @ v) on the fused
+        scaled_dot_product_attention formulas, forward and backward, so the
         softmax's probabilities are not saved for the backward (docs/jit.md,
-        "Fused attention"). Off by default: results then differ from eager
-        in rounding.
+        "Fused attention"); results then differ from eager in rounding. Off
+        by default, where the pass fuses only heads whose fused kernels give
+        eager's bits (float32, 16 to 128 queries, keys and dims);
+        disable_passes=("attention",) turns both off.
     capture: how the first call of each signature is captured. "trace"
         runs the function eagerly while recording (its result is eager's);
         "symbolic" records on meta tensors, computing nothing, then runs the

@@ -28,10 +28,11 @@ class TrainingNode:
 
     def __init__(self, cap, leaves, cfg, name):
         g = cap.graph
-        if cfg.fuse_attention and "attention" not in cfg.disable_passes:
+        if "attention" not in cfg.disable_passes:
             # before autodiff, which then builds the fused node's backward; the
-            # forward segment's pipeline finds nothing left to fuse
-            g.run_pass("attention")
+            # forward segment's pipeline finds nothing left to fuse (without
+            # fuse_attention, only where the fused kernels give eager's bits)
+            g.run_pass("attention", fuse_attention=cfg.fuse_attention)
             cap.out_ids = g.outputs
         self.name = name
         n_in = g.num_inputs

@@ -111,6 +111,12 @@ int musa_cpu_omp_threads(int n);
  * them. For fused kernels (attention.c). */
 void musa_cpu_softmax_rows_f32(float *x, int64_t n, int64_t len, float *lse);
 void musa_cpu_softmax_rows_f64(double *x, int64_t n, int64_t len, double *lse);
+/* Whether fused attention can give eager's bits (attrs exact, attention.c)
+ * for float32 q (.., Tq, E), k (.., Tk, E), v (.., Tk, Ev): its products
+ * then run on attention_mm.c's kernels, which sum like dnnl_sgemm. */
+bool musa_cpu_attention_exact_ok(int dtype, int64_t Tq, int64_t Tk, int64_t E, int64_t Ev);
+void musa_cpu_softmax_backward_rows_f32(float *gx, const float *g, const float *y, int64_t n,
+                                        int64_t len);
 
 /* C = alpha A B + beta C for float32 (oneDNN) or float64 (BLAS), row-major,
  * with transpose flags 'N'/'T'. Uses the threads this thread may use. */

@@ -297,6 +297,18 @@ DEF_SOFTMAX(f64, d, double, exp, musa_exp_masked_d, log)
 DEF_SOFTMAX_ROWS(f32, float)
 DEF_SOFTMAX_ROWS(f64, double)
 
+/* softmax_backward's contiguous-row formula (sm_bwd) over n rows of len:
+ * gx = y (g - sum(g y)), gx may be g. For fused attention's eager-bits
+ * mode (attention.c). */
+void musa_cpu_softmax_backward_rows_f32(float *gx, const float *g, const float *y, int64_t n,
+                                        int64_t len) {
+    for (int64_t r = 0; r < n; r++) {
+        const float *gr = g + r * len, *yr = y + r * len;
+        float *o = gx + r * len, at = (float)row_dot_f32(gr, yr, len);
+        _Pragma("omp simd") for (int64_t d = 0; d < len; d++) o[d] = yr[d] * (gr[d] - at);
+    }
+}
+
 static int softmax_run(const musa_kctx *ctx, musa_kview *out, const musa_kview *x,
                        const musa_kview *g, int64_t dim, bool log, bool backward) {
     char *ws = ctx->scratch;

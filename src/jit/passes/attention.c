@@ -1,7 +1,6 @@
 /*
  * attention.c - written-out attention to the fused kernel (pass
- * "attention"; the pipeline runs it only with musa_pass_ctx's
- * fuse_attention, set by musa.Config(fuse_attention=True)).
+ * "attention"; two modes, below).
  *
  * Models written before F.scaled_dot_product_attention existed compute
  * attention in four ops:
@@ -35,14 +34,29 @@
  *   the two products giving dq and dk (or dk^T). Anything else (another
  *   reader, a create_graph backward's composed softmax formula) leaves the
  *   graph as it is.
- * The results are attention's, computed in another order: the fused kernel
- * scales inside its product, and its backward uses rowsum(dO * O) where the
- * softmax formula sums dP * P. That is why the pass is an option: by
- * default a plan computes eager's bits.
+ * Two modes:
+ * - By default, eager's bits: the node's attribute `exact` (1: no scale,
+ *   2: `* c`, 3: `/ c`, with c in `scale`) makes the kernels compute the
+ *   written-out ops' own arithmetic, a head at a time (backend attention.c,
+ *   "eager's bits"): the probabilities stay in cache and are not saved for
+ *   the backward, which recomputes them. Only where that is exact
+ *   (musa_cpu_attention_exact_ok: float32; 16 to 128 queries, keys and
+ *   dims, 2 to 128 value columns; the backward's masked gradient a +0): the
+ *   written-out products run on dnnl_sgemm, which sums like our kernels
+ *   only from 16 rows and 2 columns. Elsewhere the graph stays as it is.
+ * - With musa_pass_ctx's fuse_attention (musa.Config(fuse_attention=True)):
+ *   every match, in float32 and float64, on the fused formulas (exact 0):
+ *   attention's results computed in another order (the kernel scales inside
+ *   its product, skips what lies past a causal diagonal, and its backward
+ *   uses rowsum(dO * O) where the softmax formula sums dP * P), within
+ *   rounding of eager's.
  */
 #include <math.h>
 
+#include "../../backend/cpu/kernels.h"
 #include "../graph.h"
+
+enum { ATTN_NONE = 1, ATTN_MUL, ATTN_DIV }; /* musa_attrs_attention.exact */
 
 typedef struct {
     /* forward */
@@ -51,6 +65,8 @@ typedef struct {
     bool k_transposed;        /* k_in is kt = k^T */
     bool mask_keeps;          /* where(mask, x, -inf): true attends (else true masks) */
     double scale;
+    double c;  /* the scale's constant, as the graph applies it */
+    int exact; /* eager's bits: ATTN_NONE, ATTN_MUL or ATTN_DIV (0: the fused formulas) */
     /* backward (-1: absent) */
     int32_t dp_mm, dv_mm, sm_bwd, dq_mm, dk_mm, dout;
 } match;
@@ -133,6 +149,7 @@ static int32_t peel_mask_and_scale(const musa_graph *g, int32_t x, match *m) {
             musa_graph_uses_of(g, inner) != 1)
             return -1;
         m->scale_node = s >= 0 ? s : d, m->scale = s >= 0 ? c : 1.0 / c;
+        m->c = c, m->exact = s >= 0 ? ATTN_MUL : ATTN_DIV;
         x = inner;
     }
     return x;
@@ -149,6 +166,8 @@ static bool match_forward(const musa_graph *g, int32_t i, match *m) {
                  .mm2 = i,
                  .mask = -1,
                  .scale = 1.0,
+                 .c = 1.0,
+                 .exact = ATTN_NONE,
                  .dp_mm = -1,
                  .dv_mm = -1,
                  .sm_bwd = -1,
@@ -184,6 +203,14 @@ static bool match_forward(const musa_graph *g, int32_t i, match *m) {
     return v->shape[nd - 2] == tk && val(g, s)->shape[nd - 1] == tk;
 }
 
+/* Eager's bits mode: whether the kernel can give them for this match. */
+static bool exact_fits(const musa_graph *g, const match *m) {
+    const musa_gvalue *q = val(g, m->q), *v = val(g, m->v);
+    int nd = q->ndim;
+    return musa_cpu_attention_exact_ok(q->dtype, q->shape[nd - 2], v->shape[nd - 2],
+                                       q->shape[nd - 1], v->shape[nd - 1]);
+}
+
 /* The one live node reading v, or -1 (none, several, or v escapes). */
 static int32_t only_reader(const musa_graph *g, int32_t v) {
     if (musa_graph_escapes(g, v)) return -1;
@@ -210,7 +237,9 @@ static int32_t match_grad_chain(const musa_graph *g, const match *m, int32_t d) 
         const musa_gnode *n = &g->nodes.data[w];
         int32_t zero = m->mask_keeps ? n->in[2] : n->in[1],
                 grad = m->mask_keeps ? n->in[1] : n->in[2];
-        if (n->in[0] != m->mask || grad != d || !const_scalar(g, zero, &c) || c != 0) return -1;
+        if (n->in[0] != m->mask || grad != d || !const_scalar(g, zero, &c) || c != 0 ||
+            (m->exact && signbit(c))) /* the kernel writes +0 there */
+            return -1;
         d = n->out[0];
     }
     if (m->scale_node >= 0) { /* the same scalar, applied the same way */
@@ -317,7 +346,8 @@ static int rewrite(rw *R, const match *m) {
     int rc = m->k_transposed ? swapped(R, m->k_in, at, loc, &k) : MUSA_OK;
     if (!rc && mask >= 0 && !m->mask_keeps)
         rc = add(R, MUSA_OP_logical_not, 1, &mask, NULL, at, loc, &mask);
-    musa_attrs_attention a = {.scale = m->scale, .causal = false};
+    musa_attrs_attention a = {
+        .scale = m->exact ? m->c : m->scale, .causal = false, .exact = m->exact};
     int32_t in[7] = {m->q, k, m->v, mask};
     if (!rc)
         rc = add(R, MUSA_OP_scaled_dot_product_attention, mask >= 0 ? 4 : 3, in, &a, at, loc, fw);
@@ -354,10 +384,15 @@ int musa_pass_attention(musa_graph *g, musa_pass_ctx *ctx) {
     if (musa_vec_reserve(&R.pos, R.nn0 + 16)) return MUSA_ERR_NOMEM;
     R.pos.len = R.nn0; /* indexed by node: the original nodes' entries are unused */
     int rc = MUSA_OK;
+    bool fast = ctx && ctx->fuse_attention;
     for (int32_t i = 0; i < (int32_t)R.nn0 && !rc; i++) {
         match m;
-        if (g->nodes.data[i].dead || !match_forward(g, i, &m) || !match_backward(g, &m)) continue;
-        rc = rewrite(&R, &m);
+        if (g->nodes.data[i].dead || !match_forward(g, i, &m)) continue;
+        if (fast)
+            m.exact = 0;
+        else if (!exact_fits(g, &m))
+            continue;
+        if (match_backward(g, &m)) rc = rewrite(&R, &m);
     }
     if (!rc && R.changed) rc = musa_graph_place(g, R.nn0, R.pos.data);
     if (!rc && R.changed) musa_graph_analyse(g);

@@ -11,8 +11,9 @@
 #include "../graph.h"
 
 const musa_pass musa_pass_table[] = {
-    /* first (only with ctx->fuse_attention): simplify then lets its kernels
-     * write permuted results, as it does for matmuls */
+    /* first (eager's bits, or with ctx->fuse_attention the fused formulas):
+     * simplify then lets its kernels write permuted results, as it does for
+     * matmuls */
     {"attention", musa_pass_attention, 0},
     {"simplify", musa_pass_simplify, 0},
     {"padsum", musa_pass_padsum, 0}, /* sums of zero pads: a split's gradient */
@@ -68,7 +69,6 @@ int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
     for (const musa_pass *ps = musa_pass_table; ps->name; ps++) {
         if (ctx->fusion_level < ps->min_fusion_level || disabled(ctx->disabled, ps->name)) continue;
         if (ps->fn == musa_pass_channels_last && !ctx->channels_last) continue;
-        if (ps->fn == musa_pass_attention && !ctx->fuse_attention) continue;
         if ((rc = run(g, ps, ctx))) return rc;
     }
     musa_graph_shrink(g);

@@ -251,3 +251,59 @@ TEST(scaled_dot_product_attention_rejects_bad_operands) {
     musa_attrs_free(a);
     release_all(9, q, k5, kb, qi, mf, mb, m, v2, lse);
 }
+
+/* The eager-bits mode (attribute exact 1-3, set by the attention pass) is
+ * the written-out ops bit for bit: q k^T, the scale as `* c`, `/ c` or
+ * none, masked_fill(-inf), softmax, @ v. Float64 runs the fused formulas;
+ * a mode past 3 is an error. */
+static bool bits_equal(const musa_tensor *a, const musa_tensor *b) {
+    return a && b && musa_tensor_numel(a) == musa_tensor_numel(b) &&
+           !memcmp(musa_tensor_data(a), musa_tensor_data(b),
+                   (size_t)musa_tensor_numel(a) * sizeof(float));
+}
+
+TEST(scaled_dot_product_attention_exact_is_the_written_out_ops) {
+    const double c = 0.17677669529663687; /* 1 / sqrt(32): rounds in float32 */
+    int id = musa_op_lookup("scaled_dot_product_attention");
+    musa_tensor *q = rnd(MUSA_DTYPE_FLOAT32, 3, S(2, 32, 16), -2, 2, L_CONTIG);
+    musa_tensor *k = rnd(MUSA_DTYPE_FLOAT32, 3, S(2, 40, 16), -2, 2, L_STRIDED);
+    musa_tensor *v = rnd(MUSA_DTYPE_FLOAT32, 3, S(2, 40, 8), -1, 1, L_CONTIG);
+    double keep[32 * 40];
+    for (int i = 0; i < 32 * 40; i++) keep[i] = (i * 7 + i / 40) % 5 != 0;
+    musa_tensor *m = from_list(MUSA_DTYPE_BOOL, 2, S(32, 40), keep);
+    musa_tensor *masked = musa_logical_not(m), *num = musa_number(c);
+    musa_tensor *kt = musa_transpose(k, 1, 2), *s = musa_matmul(q, kt);
+    for (int mode = 1; mode <= 3; mode++) {
+        musa_tensor *scaled = mode == 2 ? musa_mul(s, num) : mode == 3 ? musa_div(s, num) : NULL;
+        musa_tensor *f = musa_masked_fill(scaled ? scaled : s, masked, -INFINITY);
+        musa_tensor *p = musa_softmax(f, -1), *want = musa_matmul(p, v);
+        musa_attrs *a = musa_attrs_new(id);
+        musa_attrs_set_float(a, "scale", mode == 1 ? 1 : c);
+        musa_attrs_set_int(a, "exact", mode);
+        musa_tensor *out[2] = {NULL, NULL};
+        CHECK_OK(musa_op_call(id, 4, (musa_tensor *[]){q, k, v, m}, a, out));
+        CHECK(bits_equal(out[0], want));
+        musa_attrs_free(a);
+        release_all(6, scaled, f, p, want, out[0], out[1]);
+    }
+    /* float64 data take the fused formulas (eager's bits are float32's) */
+    musa_tensor *q64 = rnd(MUSA_DTYPE_FLOAT64, 3, S(1, 16, 16), -1, 1, L_CONTIG);
+    musa_attrs *a = musa_attrs_new(id);
+    musa_attrs_set_int(a, "exact", 2);
+    musa_tensor *out[2] = {NULL, NULL};
+    CHECK_OK(musa_op_call(id, 3, (musa_tensor *[]){q64, q64, q64}, a, out));
+    release_all(2, out[0], out[1]);
+    musa_attrs_set_int(a, "exact", 7);
+    CHECK_ERR(musa_op_call(id, 3, (musa_tensor *[]){q64, q64, q64}, a, out) == MUSA_OK,
+              MUSA_ERR_VALUE, "[scaled_dot_product_attention] exact must be 0, 1, 2 or 3, got 7");
+    int bid = musa_op_lookup("scaled_dot_product_attention_backward");
+    musa_attrs *ba = musa_attrs_new(bid);
+    musa_attrs_set_int(ba, "exact", -1);
+    musa_tensor *lse = musa_ones(2, S(1, 16), MUSA_DTYPE_FLOAT64), *g3[3] = {NULL};
+    CHECK_ERR(musa_op_call(bid, 6, (musa_tensor *[]){q64, q64, q64, q64, q64, lse}, ba, g3) ==
+                  MUSA_OK,
+              MUSA_ERR_VALUE, "exact must be 0, 1, 2 or 3, got -1");
+    musa_attrs_free(a), musa_attrs_free(ba);
+    release_all(9, q, k, v, m, masked, num, kt, s, q64);
+    musa_tensor_release(lse);
+}
