@@ -313,7 +313,7 @@ bool musa_cpu_attention_exact_ok(int dtype, int64_t Tq, int64_t Tk, int64_t E, i
      * Tq x E x Tk and E x Tk x Tq or Tk x E x Tq. Measured here, one
      * thread, K up to 128, all four layouts: dnnl_sgemm sums each element
      * in order with fused multiply-adds when M >= 16 and N >= 2; below 16
-     * rows, or in one column, other kernels sum otherwise (20 of 84 K and
+     * rows, or in one column, other kernels sum otherwise (19 or 20 of 84 K and
      * layout pairs at every M < 16). At most 128: attention_mm.c's kernels
      * take every product. */
     static pthread_once_t once = PTHREAD_ONCE_INIT;
