@@ -12,6 +12,7 @@ import pytest
 import musa
 import musa.nn as nn
 import musa.nn.functional as F
+from test_attention_pass import GPTBlock, _random_case
 
 
 def arr(t):
@@ -140,28 +141,14 @@ def test_nan_inputs_and_rows_that_see_no_key():
     assert np.isnan(want[0, 0, 4]).all() and np.array_equal(want, got, equal_nan=True)
 
 
-class Block(nn.Module):
-    """A GPT block's attention: heads as strided views of one projection,
-    a causal buffer."""
-
-    def __init__(self, d=64, heads=4, seq=32):
-        super().__init__()
-        self.heads, self.qkv, self.proj = heads, nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.register_buffer("future", musa.tril(musa.ones(seq, seq)) == 0)
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.qkv(x).split(c, dim=2)
-        q, k, v = (z.reshape(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        att = q.matmul(k.transpose(2, 3)) * (1.0 / math.sqrt(c // self.heads))
-        att = F.softmax(att.masked_fill(self.future[:t, :t], float("-inf")), dim=-1)
-        return x + self.proj(att.matmul(v).transpose(1, 2).reshape(b, t, c))
+def block():
+    return GPTBlock(64, 4, 32)  # heads of 32 queries and 16 dims: fused
 
 
 def test_training_steps_follow_eager_bit_for_bit():
     def run(compiled):
         musa.manual_seed(0)
-        net = nn.Sequential(Block(), Block())
+        net = nn.Sequential(block(), block())
         opt = musa.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
         x = musa.randn(4, 32, 64)
 
@@ -187,7 +174,7 @@ def test_compiled_module_with_backward_outside():
     # compiled training: the pass runs before static autodiff, whose
     # backward node keeps the mode
     musa.manual_seed(0)
-    net = Block()
+    net = block()
     x = musa.randn(2, 32, 64)
     compiled = musa.jit(net)
     res = []
@@ -204,7 +191,7 @@ def test_compiled_module_with_backward_outside():
 
 def test_saved_model_runs_the_fused_heads_with_eagers_bits(tmp_path):
     musa.manual_seed(0)
-    net = Block().eval()
+    net = block().eval()
     x = musa.randn(2, 32, 64)
     with musa.no_grad():
         want = net(x)
@@ -222,7 +209,6 @@ def test_random_attention_programs_keep_eagers_bits(seed):
     k^T, scale forms, masks, gradients inside or outside the compiled
     function, an extra output that keeps the ops, float64 now and then):
     eager's bits, fused when float32 and nothing else reads P or S."""
-    from test_attention_pass import _random_case
     fn, run, extra, dtype = _random_case(seed, heads=True)
     want = run(fn)
     c = musa.jit(fn)

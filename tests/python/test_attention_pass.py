@@ -113,29 +113,33 @@ def test_compiled_forward_with_backward_outside():
     assert "scaled_dot_product_attention_backward(" in bwd and "softmax" not in bwd
 
 
+class GPTBlock(nn.Module):
+    """A GPT block's attention, written out: heads as strided views of one
+    projection, a causal buffer, a residual (test_attention_exact.py too)."""
+
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.heads, self.qkv, self.proj = heads, nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.register_buffer("future", musa.tril(musa.ones(seq, seq)) == 0)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.reshape(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = q.matmul(k.transpose(2, 3)) * (1.0 / math.sqrt(c // self.heads))
+        att = F.softmax(att.masked_fill(self.future[:t, :t], float("-inf")), dim=-1)
+        return x + self.proj(att.matmul(v).transpose(1, 2).reshape(b, t, c))
+
+
 def test_gpt_training_tracks_eager_and_saves_memory():
     """GPT-style blocks (heads as strided views of one projection, a causal
     buffer, residuals): the compiled step with the option follows eager's
     losses, and its plan holds no probabilities (a smaller arena)."""
-    d, heads, seq = 32, 4, 16
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.register_buffer("future", musa.tril(musa.ones(seq, seq)) == 0)
-
-        def forward(self, x):
-            b, t, c = x.shape
-            q, k, v = self.qkv(x).split(c, dim=2)
-            q, k, v = (z.reshape(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
-            att = q.matmul(k.transpose(2, 3)) * (1.0 / math.sqrt(c // heads))
-            att = F.softmax(att.masked_fill(self.future[:t, :t], float("-inf")), dim=-1)
-            return x + self.proj(att.matmul(v).transpose(1, 2).reshape(b, t, c))
+    d, seq = 32, 16
 
     def run(cfg):
         musa.manual_seed(0)
-        net = nn.Sequential(Block(), Block())
+        net = nn.Sequential(GPTBlock(d, 4, seq), GPTBlock(d, 4, seq))
         opt = musa.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
         x = musa.randn(4, seq, d)
 

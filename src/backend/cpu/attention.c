@@ -205,7 +205,7 @@ static void scale_exact(const att_job *j, float *x, int64_t n) {
 static bool any_bits(const float *x, int64_t rows, int64_t cols, int64_t ld, uint32_t mask,
                      uint32_t want) {
     typedef uint32_t v16u __attribute__((vector_size(64)));
-    v16u f = {0}, m = mask - (v16u){0}, w = want - (v16u){0};
+    v16u f = {0}, m = (v16u){0} + mask, w = (v16u){0} + want; /* (broadcasts) */
     uint32_t tail = 0;
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * ld;
