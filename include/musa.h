@@ -842,7 +842,9 @@ MUSA_API musa_tensor *musa_log_softmax(musa_tensor *x, int64_t dim);
  * scale, `* scale` or `/ scale`, masked_fill(-inf), softmax, @ v, and
  * their backward formulas), the whole reduction of every product summed
  * in order with fused multiply-adds; other values fail with
- * MUSA_ERR_VALUE. */
+ * MUSA_ERR_VALUE. The attribute `plus_zero` (the padsum pass's; false
+ * here) adds +0.0 to every element the op writes but the log-sum-exp,
+ * turning -0.0 into +0.0 as the adds to zeros that it replaces did. */
 MUSA_API musa_tensor *musa_scaled_dot_product_attention(musa_tensor *q, musa_tensor *k,
                                                         musa_tensor *v, musa_tensor *mask,
                                                         double scale, bool causal);

@@ -141,6 +141,50 @@ def test_nan_inputs_and_rows_that_see_no_key():
     assert np.isnan(want[0, 0, 4]).all() and np.array_equal(want, got, equal_nan=True)
 
 
+def test_split_heads_take_their_plus_zero_in_the_kernel():
+    """q, k and v cut from one tensor: eager's gradient of the whole is a
+    sum of zero pads, whose adds turn the pieces' -0.0 into +0.0. The
+    compiled backward's kernel adds that +0.0 itself (plus_zero), and the
+    adds go: the same bits."""
+    b, h, t, e = 2, 2, 32, 16
+    c = h * e
+    future = musa.tril(musa.ones(t, t)) == 0
+    musa.manual_seed(0)
+    x = musa.randn(b, t, 3 * c)
+    # q of the smallest subnormal, signs alternating: the last key's
+    # gradient, one product each, underflows to -0.0 where it is negative
+    x[:, :, :c] = musa.tensor(np.where(np.arange(c) % 2 == 0, 1.0, -1.0).astype(np.float32)
+                              * np.float32(1.4e-45))
+
+    def heads(z):
+        return z.reshape(b, t, h, e).transpose(1, 2)
+
+    def step(x):
+        q, k, v = x.split(c, dim=2)
+        y = written_out(heads(q), heads(k), heads(v), "mul_mask", future)
+        (y * y).sum().backward()
+        return y.detach()
+
+    # the pieces themselves hold -0.0 (else this test shows nothing)
+    q, k, v = (heads(z).detach().contiguous().requires_grad_(True) for z in x.split(c, dim=2))
+    (written_out(q, k, v, "mul_mask", future) ** 2).sum().backward()
+    dk = arr(k.grad)
+    assert ((dk == 0) & np.signbit(dk)).sum() > 0
+    compiled = musa.jit(step)
+    res = []
+    for fn in (step, compiled):
+        x.requires_grad_(True)
+        x.grad = None
+        y = fn(x)
+        res.append((arr(y).copy(), arr(x.grad).copy()))
+        x = x.detach()
+    for a, g in zip(*res):
+        assert np.array_equal(a.view(np.uint32), g.view(np.uint32))
+    g = str(compiled.get_graph())
+    assert "plus_zero=true" in g and fused_ops(compiled) == (1, 1, 0)
+    assert " add(" not in g.split("scaled_dot_product_attention_backward(")[1]
+
+
 def block():
     return GPTBlock(64, 4, 32)  # heads of 32 queries and 16 dims: fused
 

@@ -30,6 +30,7 @@
 #include <dnnl.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -46,20 +47,30 @@ typedef struct {
     int dt;
 } amat;
 
+/* A slot's own run of tasks: it takes them first, in order, then helps
+ * the other slots with theirs (as musa_parallel_for's threads do), so a
+ * head's inputs are mostly read by the core that the row-split kernels
+ * before it wrote them on. */
+typedef struct {
+    alignas(64) _Atomic int64_t next;
+    int64_t end;
+} att_range;
+
 typedef struct {
     int64_t nb, bshape[MUSA_MAX_DIMS], BH, Tq, Tk, E, Ev;
     double scale;
     bool causal, f64; /* float64 data: float64 arithmetic */
     int exact;        /* musa_attrs_attention's: 0, or eager's bits (float32) */
     int64_t bq;       /* query rows per block: BQ, or all of them for eager's bits */
+    bool plus_zero;   /* musa_attrs_attention's: outputs + 0.0 (store_rows) */
     amat q, k, v, o, g, dq, dk, dv, mask;
     char *lse;
     int64_t lse_bs[MUSA_MAX_DIMS];
     bool has_mask;
     size_t slot_bytes;
     char *scratch;
-    int slots;
-    _Atomic int64_t next;
+    int64_t slots;
+    att_range *runs; /* slot s's own tasks, [slots] */
 } att_job;
 
 /* View v (batch dims first, then rows and columns) as an amat; a bool mask
@@ -356,7 +367,7 @@ static void fwd_exact(att_job *j, int64_t bh, char *ws) {
      * row that does is NaN throughout */
     exact_mm(Tq, Ev, Tk, P, Tk, false, V, ldv, false, O, ldo, pack, band_of(j, ATT_K_BELOW),
              j->causal && all_finite(V, Tk, Ev, ldv));
-    store_rows_f32(&j->o, ob, 0, Tq, Ev, O);
+    store_rows_f32(j, &j->o, ob, 0, Tq, Ev, O);
 }
 
 static void bwd_exact(att_job *j, int64_t bh, char *ws) {
@@ -394,9 +405,9 @@ static void bwd_exact(att_job *j, int64_t bh, char *ws) {
              c && all_finite(K, Tk, E, ldk)); /* dS K */
     exact_mm(Tk, E, Tq, dS, Tk, true, Q, ldq, false, dK, lddk, pack, above,
              c && all_finite(Q, Tq, E, ldq)); /* dS^T Q */
-    store_rows_f32(&j->dq, dqb, 0, Tq, E, dQ);
-    store_rows_f32(&j->dk, dkb, 0, Tk, E, dK);
-    store_rows_f32(&j->dv, dvb, 0, Tk, Ev, dV);
+    store_rows_f32(j, &j->dq, dqb, 0, Tq, E, dQ);
+    store_rows_f32(j, &j->dk, dkb, 0, Tk, E, dK);
+    store_rows_f32(j, &j->dv, dvb, 0, Tk, Ev, dV);
 }
 
 /* Scratch of one task: staging and packs of every operand (an upper bound;
@@ -426,17 +437,19 @@ static int64_t job_tasks(const att_job *j, bool bwd) {
 
 static void att_run(void *arg, int64_t s0, int64_t s1, bool bwd) {
     att_job *j = arg;
-    int64_t tasks = job_tasks(j, bwd);
     for (int64_t s = s0; s < s1; s++) {
         char *ws = j->scratch + (size_t)s * j->slot_bytes;
-        for (int64_t t; (t = atomic_fetch_add(&j->next, 1)) < tasks;) {
-            if (musa_interrupt_pending()) return; /* reported by the caller */
-            if (j->f64)
-                (bwd ? bwd_task_f64 : fwd_task_f64)(j, t, ws);
-            else if (j->exact)
-                (bwd ? bwd_exact : fwd_exact)(j, t, ws);
-            else
-                (bwd ? bwd_task_f32 : fwd_task_f32)(j, t, ws);
+        for (int64_t k = 0; k < j->slots; k++) {
+            att_range *r = &j->runs[(s + k) % j->slots]; /* its own run, then the others' */
+            for (int64_t t; (t = atomic_fetch_add(&r->next, 1)) < r->end;) {
+                if (musa_interrupt_pending()) return; /* reported by the caller */
+                if (j->f64)
+                    (bwd ? bwd_task_f64 : fwd_task_f64)(j, t, ws);
+                else if (j->exact)
+                    (bwd ? bwd_exact : fwd_exact)(j, t, ws);
+                else
+                    (bwd ? bwd_task_f32 : fwd_task_f32)(j, t, ws);
+            }
         }
     }
 }
@@ -463,6 +476,7 @@ static void job_of(att_job *j, const musa_kview *out, const musa_kview *in, int 
     /* eager's bits are float32's (the pass asks for them only there) */
     j->exact = j->f64 ? 0 : (int)a->exact;
     j->bq = j->exact ? MUSA_MAX(j->Tq, 1) : BQ;
+    j->plus_zero = a->plus_zero;
     int nb = (int)j->nb;
     j->q = amat_of(q, nb), j->k = amat_of(k, nb), j->v = amat_of(v, nb);
     j->has_mask = n_in == (bwd ? 7 : 4);
@@ -516,7 +530,13 @@ static int att_call(const musa_kctx *ctx, musa_kview *out, const musa_kview *in,
         return musa_err(MUSA_ERR_RUNTIME, "[%s] internal: workspace of %zu bytes is short",
                         ctx->op_name, ctx->scratch_bytes);
     j.scratch = ctx->scratch;
-    atomic_init(&j.next, 0);
+    att_range runs[MUSA_MAX_THREADS];
+    j.slots = slots, j.runs = runs;
+    for (int64_t s = 0; s < slots; s++) {
+        int64_t per = tasks / slots, extra = tasks % slots; /* no product to overflow */
+        atomic_init(&runs[s].next, per * s + MUSA_MIN(s, extra));
+        runs[s].end = per * (s + 1) + MUSA_MIN(s + 1, extra);
+    }
     musa_parallel_for(slots, 1, bwd ? bwd_slots : fwd_slots, &j);
     return MUSA_OK; /* an interrupt left work undone: the dispatcher reports it */
 }

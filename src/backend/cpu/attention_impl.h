@@ -61,9 +61,15 @@ static T *SUF(out_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int6
     return d;
 }
 
-static void SUF(store_rows)(const amat *m, int64_t base, int64_t r0, int64_t n, int64_t cols,
-                            const T *src) {
-    if ((const char *)src == at(m, base, r0)) return;
+static void SUF(store_rows)(const att_job *j, const amat *m, int64_t base, int64_t r0, int64_t n,
+                            int64_t cols, T *src) {
+    bool in_place = (const char *)src == at(m, base, r0);
+    if (j->plus_zero) { /* -0 becomes +0, nothing else changes */
+        int64_t ld = in_place ? m->rs : cols;
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < cols; c++) src[r * ld + c] += (T)0;
+    }
+    if (in_place) return;
     musa_kview s = {
         .data = (char *)src, .dtype = CDT, .ndim = 2, .shape = {n, cols}, .strides = {cols, 1}};
     musa_kview t = {.data = at(m, base, r0),
@@ -133,7 +139,7 @@ static void SUF(fwd_task)(att_job *j, int64_t t, char *ws) {
             lse[r] = -INFINITY;
             for (int64_t c = 0; c < j->Ev; c++) O[r * ldo + c] = 0;
         }
-        SUF(store_rows)(&j->o, ob, i0, n, j->Ev, O);
+        SUF(store_rows)(j, &j->o, ob, i0, n, j->Ev, O);
         return;
     }
     const T *Q = SUF(rows)(&j->q, qb, i0, n, j->E, &ws, &ldq);
@@ -156,7 +162,7 @@ static void SUF(fwd_task)(att_job *j, int64_t t, char *ws) {
                       .band = band_of(j, ATT_K_BELOW),
                       .diag = i0};
     SUF(mm)(&prod_pv, pack);
-    SUF(store_rows)(&j->o, ob, i0, n, j->Ev, O);
+    SUF(store_rows)(j, &j->o, ob, i0, n, j->Ev, O);
 }
 
 static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
@@ -189,7 +195,7 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
         T *dQ = SUF(out_rows)(&j->dq, dqb, i0, n, j->E, &w, &lddq);
         if (kn == 0) {
             for (int64_t r = 0; r < n; r++) memset(dQ + r * lddq, 0, sizeof(T) * (size_t)j->E);
-            SUF(store_rows)(&j->dq, dqb, i0, n, j->E, dQ);
+            SUF(store_rows)(j, &j->dq, dqb, i0, n, j->E, dQ);
             continue;
         }
         const T *Q = SUF(rows)(&j->q, qb, i0, n, j->E, &w, &ldq);
@@ -276,10 +282,10 @@ static void SUF(bwd_task)(att_job *j, int64_t bh, char *ws) {
                           .band = band_of(j, ATT_K_ABOVE),
                           .diag = i0};
         SUF(mm)(&prod_dk, pack);
-        SUF(store_rows)(&j->dq, dqb, i0, n, j->E, dQ);
+        SUF(store_rows)(j, &j->dq, dqb, i0, n, j->E, dQ);
     }
-    SUF(store_rows)(&j->dk, dkb, 0, Tk, j->E, dK);
-    SUF(store_rows)(&j->dv, dvb, 0, Tk, j->Ev, dV);
+    SUF(store_rows)(j, &j->dk, dkb, 0, Tk, j->E, dK);
+    SUF(store_rows)(j, &j->dv, dvb, 0, Tk, j->Ev, dV);
 }
 
 #undef T

@@ -17,7 +17,9 @@
  * that fusion takes it into its producer's group; without it a piece's
  * -0.0 came out as -0.0. A piece already free of -0.0 (a view of a cat of
  * such pieces: an RNN's step gradient inside the whole sequence's) keeps
- * no add (drop_needless_adds).
+ * no add (drop_needless_adds), nor do an attention backward's outputs when
+ * all of them are pieces of the sum: the kernel adds the +0.0 as it
+ * stores them (absorb_into_attention).
  *
  * The tree: the root add and the adds below it whose only use is their
  * parent (they die), down to pads of one dim with value 0, of the root's
@@ -26,6 +28,8 @@
  * becomes the cat (or the pad of a new cat); new nodes go in place with
  * musa_graph_place.
  */
+#include <string.h>
+
 #include "../graph.h"
 
 /* Pieces of one sum at most: an RNN's input projection, made for every
@@ -112,6 +116,53 @@ static int add_before(rw *R, musa_op_id op, int n_in, const int32_t *in, const v
     return musa_vec_push(&R->pos, at) ? MUSA_ERR_NOMEM : MUSA_OK;
 }
 
+/* The node whose output v is, through views that only it reads (v itself
+ * read once), or -1. */
+static int32_t made_through_views(const musa_graph *g, int32_t v) {
+    for (int depth = 0; depth < 64; depth++) {
+        const musa_gvalue *x = &g->values.data[v];
+        if (x->kind != MUSA_V_NODE || x->producer < 0 || x->uses != 1) return -1;
+        const musa_gnode *p = &g->nodes.data[x->producer];
+        if (p->dead) return -1;
+        if (!(musa_ops[p->op].flags & MUSA_OPF_VIEW) || p->n_in != 1) return x->producer;
+        v = p->in[0];
+    }
+    return -1;
+}
+
+/* An attention backward whose every used output (dq, dk, dv) is a piece
+ * of this sum, through views read by nothing else, adds the +0.0 itself
+ * as it stores them (attribute plus_zero): those pieces get no add, and
+ * the cat reads the outputs in place. GPT-tiny's q, k and v gradients
+ * were three adds over permuted views, a pass each over the block's
+ * activations. Marks such leaves in bare[]. */
+static int absorb_into_attention(musa_graph *g, const tree *t, bool *bare) {
+    for (int k = 0; k < t->n; k++) {
+        int32_t p = made_through_views(g, t->leaves[k].in);
+        if (bare[k] || p < 0 ||
+            g->nodes.data[p].op != MUSA_OP_scaled_dot_product_attention_backward)
+            continue;
+        const musa_gnode *pn = &g->nodes.data[p];
+        int used = 0, pieces = 0, of[3] = {-1, -1, -1}; /* each output's leaf */
+        for (int o = 0; o < pn->n_out && o < 3; o++) {
+            const musa_gvalue *out = &g->values.data[pn->out[o]];
+            used += out->uses > 0;
+            for (int q = k; q < t->n && of[o] < 0; q++)
+                if (made_through_views(g, t->leaves[q].in) == p &&
+                    g->values.data[t->leaves[q].in].root == pn->out[o])
+                    of[o] = q, pieces++;
+        }
+        if (pn->n_out != 3 || pieces != used) continue;
+        musa_attrs_attention at = pn->attrs->attention;
+        at.plus_zero = true;
+        int rc = musa_graph_set_attrs(g, &g->nodes.data[p], &at);
+        if (rc) return rc;
+        for (int o = 0; o < 3; o++)
+            if (of[o] >= 0) bare[of[o]] = true;
+    }
+    return MUSA_OK;
+}
+
 /* Rewrite root add i when it sums a tree of side-by-side zero pads: 1 when
  * rewritten, 0 when not such a sum, < 0 an error. */
 static int rewrite(rw *R, int32_t i) {
@@ -138,9 +189,15 @@ static int rewrite(rw *R, int32_t i) {
         if (z < 0) return MUSA_ERR_NOMEM;
     }
     int32_t *in = MUSA_ARENA_NEW(&g->arena, int32_t, t->n);
-    if (!in) return MUSA_ERR_NOMEM;
-    int rc = MUSA_OK;
+    bool *bare = MUSA_ARENA_NEW(&g->arena, bool, t->n);
+    if (!in || !bare) return MUSA_ERR_NOMEM;
+    memset(bare, 0, (size_t)t->n);
+    int rc = absorb_into_attention(g, t, bare);
     for (int k = 0; k < t->n && !rc; k++) {
+        if (bare[k]) {
+            in[k] = t->leaves[k].in;
+            continue;
+        }
         int32_t pair[2] = {t->leaves[k].in, z};
         int32_t made = g->values.data[pair[0]].producer;
         int32_t at = g->values.data[pair[0]].kind == MUSA_V_NODE && made >= 0 ? made + 1 : i;
@@ -195,6 +252,8 @@ static bool canonical(const musa_graph *g, const uint8_t *is_plus0, int32_t v, i
     const musa_gnode *p = &g->nodes.data[x->producer];
     if (p->dead) return false;
     if (is_plus0[x->producer]) return true;
+    if (p->op == MUSA_OP_scaled_dot_product_attention_backward && p->attrs->attention.plus_zero)
+        return true;
     if (p->op == MUSA_OP_cat) {
         for (int k = 0; k < p->n_in; k++)
             if (!canonical(g, is_plus0, p->in[k], depth + 1)) return false;
@@ -234,6 +293,10 @@ static void drop_needless_adds(rw *R) {
 
 int musa_pass_padsum(musa_graph *g, musa_pass_ctx *ctx) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[padsum] graph is NULL");
+    /* what simplify left unread goes first: absorb_into_attention counts
+     * the reads of the attention's outputs */
+    int rc = musa_pass_dce(g, NULL);
+    if (rc) return rc;
     musa_graph_analyse(g);
     rw R = {.g = g, .t = musa_malloc(sizeof(tree), "padsum")};
     if (!R.t) return MUSA_ERR_NOMEM;
@@ -245,7 +308,7 @@ int musa_pass_padsum(musa_graph *g, musa_pass_ctx *ctx) {
         return MUSA_ERR_NOMEM;
     }
     R.pos.len = nn0;
-    int changed = 0, rc = MUSA_OK;
+    int changed = 0;
     for (int64_t i = nn0 - 1; i >= 0 && !rc; i--) {
         int r = rewrite(&R, (int32_t)i);
         if (r < 0) rc = r;

@@ -307,3 +307,45 @@ TEST(scaled_dot_product_attention_exact_is_the_written_out_ops) {
     release_all(9, q, k, v, m, masked, num, kt, s, q64);
     musa_tensor_release(lse);
 }
+
+/* The attribute plus_zero (the padsum pass's) adds +0.0 to what the
+ * backward stores: a key's gradient that underflows to -0.0 (one product,
+ * the last key of a causal head, q the smallest subnormal) comes out
+ * +0.0, and every other element keeps its bits. */
+TEST(scaled_dot_product_attention_backward_plus_zero) {
+    int id = musa_op_lookup("scaled_dot_product_attention");
+    int bid = musa_op_lookup("scaled_dot_product_attention_backward");
+    double qv[16 * 16];
+    for (int i = 0; i < 16 * 16; i++) qv[i] = (i % 2 ? -1 : 1) * 1.401298464324817e-45;
+    musa_tensor *q = from_list(MUSA_DTYPE_FLOAT32, 3, S(1, 16, 16), qv);
+    musa_tensor *k = rnd(MUSA_DTYPE_FLOAT32, 3, S(1, 16, 16), -2, 2, L_CONTIG);
+    musa_tensor *v = rnd(MUSA_DTYPE_FLOAT32, 3, S(1, 16, 16), -2, 2, L_CONTIG);
+    musa_tensor *g = rnd(MUSA_DTYPE_FLOAT32, 3, S(1, 16, 16), -1, 1, L_CONTIG);
+    for (int exact = 0; exact <= 1; exact++) {
+        musa_attrs *a = musa_attrs_new(id), *ba = musa_attrs_new(bid);
+        for (int w = 0; w < 2; w++) {
+            musa_attrs_set_bool(w ? ba : a, "causal", true);
+            musa_attrs_set_int(w ? ba : a, "exact", exact);
+        }
+        musa_tensor *o[2] = {NULL, NULL}, *plain[3] = {NULL}, *plus[3] = {NULL};
+        CHECK_OK(musa_op_call(id, 3, (musa_tensor *[]){q, k, v}, a, o));
+        musa_tensor *in[6] = {g, q, k, v, o[0], o[1]};
+        CHECK_OK(musa_op_call(bid, 6, in, ba, plain));
+        musa_attrs_set_bool(ba, "plus_zero", true);
+        CHECK_OK(musa_op_call(bid, 6, in, ba, plus));
+        int neg = 0, bad = 0;
+        for (int t = 0; t < 3; t++) {
+            const float *x = musa_tensor_data(plain[t]), *y = musa_tensor_data(plus[t]);
+            for (int i = 0; i < 16 * 16; i++) {
+                neg += x[i] == 0 && signbit(x[i]);
+                float want = x[i] + 0.0f;
+                bad += memcmp(&want, &y[i], sizeof want) != 0;
+            }
+        }
+        CHECK(neg > 0 || !exact); /* the fused formulas sum from +0 into dK: no -0 */
+        CHECK(bad == 0);
+        musa_attrs_free(a), musa_attrs_free(ba);
+        release_all(8, o[0], o[1], plain[0], plain[1], plain[2], plus[0], plus[1], plus[2]);
+    }
+    release_all(4, q, k, v, g);
+}
