@@ -52,15 +52,31 @@ static void choose_remat(const musa_graph *g, int begin, uint8_t *need, const ui
     }
 }
 
+/* Whether value r is one of the first n_inputs graph inputs (which the
+ * segment takes) and no mutation writes it (a view of it made again later
+ * would read the new data). */
+static bool taken_input(const musa_graph *g, int32_t r, int n_inputs) {
+    for (int64_t i = 0; i < g->mutations.len; i++)
+        if (g->mutations.data[i].target == r) return false;
+    for (int64_t i = 0; i < n_inputs && i < g->inputs.len; i++)
+        if (g->inputs.data[i] == r) return true;
+    return false;
+}
+
 /* The view nodes that make value v from its root, last first, into chain;
- * their count, or -1 unless v and its root are node values made before
- * begin and v a view of it (in a chain of at most cap nodes). */
-static int view_chain(const musa_graph *g, int begin, int32_t v, int32_t *chain, int cap) {
+ * their count, or -1 unless v is a view (in a chain of at most cap nodes)
+ * made before begin of a node value made before begin or of an input the
+ * segment takes (taken_input). */
+static int view_chain(const musa_graph *g, int begin, int32_t v, int32_t *chain, int cap,
+                      int n_inputs) {
     const musa_gvalue *x = &g->values.data[v];
     int32_t r = x->root;
     if (r == v || x->kind != MUSA_V_NODE || x->producer < 0 || x->producer >= begin) return -1;
     const musa_gvalue *root = &g->values.data[r];
-    if (root->kind != MUSA_V_NODE || root->producer < 0 || root->producer >= begin) return -1;
+    if (root->kind == MUSA_V_INPUT
+            ? !taken_input(g, r, n_inputs)
+            : root->kind != MUSA_V_NODE || root->producer < 0 || root->producer >= begin)
+        return -1;
     int n = 0;
     for (int32_t u = v; u != r;) {
         const musa_gvalue *y = &g->values.data[u];
@@ -79,9 +95,14 @@ static int view_chain(const musa_graph *g, int begin, int32_t v, int32_t *chain,
  * k and v cut from one matmul), the base is carried instead and the views
  * are made again here: no copies, no more memory, and the ops that read
  * them see eager's strides (a GEMM's rounding can follow its operands'
- * layout, so a contiguous copy gave other bits than eager). */
+ * layout, so a contiguous copy gave other bits than eager). A view of an
+ * input the segment takes anyway is always made again: a compiled
+ * function's backward read k^T, a view of its argument (q, k and v cut
+ * from one tensor), as a contiguous copy, and dnnl_sgemm rounded its
+ * product of 13 rows otherwise than eager's over the view (jit fuzzer,
+ * seed 1592892). */
 static void carry_bases(const musa_graph *g, int begin, uint8_t *need, const uint8_t *keep,
-                        uint8_t *remat) {
+                        uint8_t *remat, int n_inputs) {
     int64_t nv = g->values.len;
     int64_t *cover = musa_calloc((size_t)(nv ? nv : 1), sizeof *cover, "segment");
     if (!cover) return; /* an optimisation: without it the views are copied out */
@@ -89,14 +110,15 @@ static void carry_bases(const musa_graph *g, int begin, uint8_t *need, const uin
     for (int pass = 0; pass < 2; pass++)
         for (int64_t v = 0; v < nv; v++) {
             if (!need[v] || keep[v]) continue;
-            int n = view_chain(g, begin, (int32_t)v, chain, 16);
+            int n = view_chain(g, begin, (int32_t)v, chain, 16, n_inputs);
             if (n < 0) continue;
             int32_t r = g->values.data[v].root;
+            bool input = g->values.data[r].kind == MUSA_V_INPUT;
             if (pass == 0) {
                 cover[r] += musa_gvalue_bytes(&g->values.data[v]);
                 continue;
             }
-            if (cover[r] < musa_gvalue_bytes(&g->values.data[r])) continue;
+            if (!input && cover[r] < musa_gvalue_bytes(&g->values.data[r])) continue;
             for (int k = 0; k < n; k++) remat[chain[k]] = 1;
             need[v] = 0;
             need[r] = 1;
@@ -175,9 +197,9 @@ musa_graph *musa_graph_segment(const musa_graph *g, int begin, int end, int n_ou
         need[g->mutations.data[i].target] = need[g->mutations.data[i].value] = 1;
         keep[g->mutations.data[i].value] = 1;
     }
-    carry_bases(g, begin, need, keep, remat);
-    if (o.remat) choose_remat(g, begin, need, keep, remat);
     if (n_inputs < 0 || n_inputs > g->inputs.len) n_inputs = (int)g->inputs.len;
+    carry_bases(g, begin, need, keep, remat, n_inputs);
+    if (o.remat) choose_remat(g, begin, need, keep, remat);
     for (int64_t i = 0; i < n_inputs; i++) {
         int32_t v = g->inputs.data[i];
         if ((map[v] = copy_value(s, &g->values.data[v], MUSA_V_INPUT)) < 0 ||

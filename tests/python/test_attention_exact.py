@@ -233,6 +233,32 @@ def test_compiled_module_with_backward_outside():
     assert "scaled_dot_product_attention_backward(" in node.bwd.graph.text()
 
 
+@pytest.mark.parametrize("t", [13, 32])
+def test_backward_outside_reads_views_of_the_argument_as_eager(t):
+    """q, k and v cut from the function's argument, the backward called
+    outside: the backward plan makes k^T again as a view of the argument
+    rather than reading a contiguous copy the forward saved, so its GEMMs
+    see eager's strides. At 13 rows (left written out) dnnl_sgemm rounded
+    dS @ k otherwise over the copy (jit fuzzer, seed 1592892)."""
+    b, h, e = 1, 2, 37
+    future = musa.tril(musa.ones(t, t)) == 0
+
+    def heads(x):
+        q, k, v = (z.reshape(b, t, h, e).transpose(1, 2) for z in x.split(h * e, dim=2))
+        return written_out(q, k, v, "mul_mask", future)
+
+    musa.manual_seed(3)
+    x0 = musa.randn(b, t, 3 * h * e)
+    res = []
+    for fn in (heads, musa.jit(heads)):
+        x = x0.clone().requires_grad_(True)
+        y = fn(x)
+        (y * y).sum().backward()
+        res.append((arr(y).copy(), arr(x.grad).copy()))
+    for a, g in zip(*res):
+        assert np.array_equal(a.view(np.uint32), g.view(np.uint32))
+
+
 def test_saved_model_runs_the_fused_heads_with_eagers_bits(tmp_path):
     musa.manual_seed(0)
     net = block().eval()

@@ -369,6 +369,9 @@ def _nn_case(rng, dtype):
         Tq, Tk = (int(rng.integers(12, 73)) for _ in range(2))
         E, Ev = int(rng.integers(12, 41)), int(rng.integers(1, 41))
         form, c = int(rng.integers(3)), float(rng.choice([0.125, 0.3, -0.7]))
+        split = rng.random() < 0.4  # q, k and v cut from one tensor (padsum's plus_zero)
+        if split:
+            Tk, Ev = Tq, E
         mask = musa.tensor(np.triu(np.ones((Tq, Tk)), 1) if rng.random() < 0.5 else
                            rng.random((Tq, Tk)) < rng.uniform(0, 0.5)) != 0
 
@@ -376,6 +379,11 @@ def _nn_case(rng, dtype):
             s = q @ k.transpose(-2, -1)
             s = s * c if form == 0 else s / c if form == 1 else s
             return F.softmax(s.masked_fill(mask, float("-inf")), dim=-1) @ v
+        if split:
+            def heads(x):
+                return attend(*(z.reshape(B, Tq, 2, E).transpose(1, 2)
+                                for z in x.split(2 * E, dim=2)))
+            return [t(B, Tq, 6 * E)], heads
         return [t(B, 2, Tq, E), t(B, 2, Tk, E), t(B, 2, Tk, Ev)], attend
     a = t(B, H, C)
     return [t(B, C, H)], lambda x: musa.tanh(musa.bmm(a, x)) * 0.5
