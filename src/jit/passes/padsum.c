@@ -144,7 +144,7 @@ static int absorb_into_attention(musa_graph *g, const tree *t, bool *bare) {
             continue;
         const musa_gnode *pn = &g->nodes.data[p];
         int used = 0, pieces = 0, of[3] = {-1, -1, -1}; /* each output's leaf */
-        for (int o = 0; o < pn->n_out && o < 3; o++) {
+        for (int o = 0; o < 3; o++) {                   /* dq, dk, dv: the op's three outputs */
             const musa_gvalue *out = &g->values.data[pn->out[o]];
             used += out->uses > 0;
             for (int q = k; q < t->n && of[o] < 0; q++)
@@ -152,7 +152,7 @@ static int absorb_into_attention(musa_graph *g, const tree *t, bool *bare) {
                     g->values.data[t->leaves[q].in].root == pn->out[o])
                     of[o] = q, pieces++;
         }
-        if (pn->n_out != 3 || pieces != used) continue;
+        if (pieces != used) continue;
         musa_attrs_attention at = pn->attrs->attention;
         at.plus_zero = true;
         int rc = musa_graph_set_attrs(g, &g->nodes.data[p], &at);
