@@ -24,6 +24,10 @@ Rows, per model:
 - for models with convolutions (ResNet-18), musa static and static AMP again
   with Config(channels_last=True) ("NHWC" rows): activations channels-last
   inside the plan, results equal to eager's up to rounding.
+- for models with convolutions, musa static again with Config(winograd=True)
+  ("Winograd" row): 3x3 convolutions of 64 channels or more on oneDNN's
+  Winograd primitive where its workspace fits in the plan's arena; results
+  equal to eager's up to rounding.
 - for models with written-out attention (GPT-tiny), musa static again with
   Config(fuse_attention=True) ("fused attn" row): the attention's ops, and
   their backward, on the fused kernels; results equal to eager's up to
@@ -92,6 +96,7 @@ ROWS = ("musa-dynamic", "musa-static", "pytorch-eager", "torchscript", "musa-dyn
 # models with convolutions also run musa static with Config(channels_last=True)
 CONV_MODELS = ("resnet18",)
 CL_ROWS = ("musa-static-cl", "musa-static-amp-cl")
+WG_ROWS = ("musa-static-wg",)
 # models with written-out attention also run musa static with
 # Config(fuse_attention=True) ("fused attention" row)
 ATTENTION_MODELS = ("gpt",)
@@ -103,6 +108,7 @@ MEMORY_BUDGETS = {"gpt": 37 << 18}
 MB_ROWS = ("musa-static-mb",)
 # the float32 option rows beside musa static: (row, short label, the Config it sets)
 OPTION_ROWS = (("musa-static-cl", "NHWC", "Config(channels_last=True)"),
+               ("musa-static-wg", "Winograd", "Config(winograd=True)"),
                ("musa-static-fa", "fused-attn", "Config(fuse_attention=True)"),
                ("musa-static-mb", "budget",
                 f"Config(memory_budget={MEMORY_BUDGETS['gpt'] / 2**20:.2f} MiB)"))
@@ -110,7 +116,7 @@ LABELS = {"musa-dynamic": "musa dynamic", "musa-static": "musa static",
           "pytorch-eager": "PyTorch eager", "torchscript": "TorchScript",
           "musa-dynamic-amp": "musa dynamic AMP", "musa-static-amp": "musa static AMP",
           "pytorch-eager-amp": "PyTorch AMP", "musa-static-cl": "musa static NHWC",
-          "musa-static-amp-cl": "musa static AMP NHWC", "musa-static-fa": "musa static fused attn",
+          "musa-static-amp-cl": "musa static AMP NHWC", "musa-static-fa": "musa static fused attn", "musa-static-wg": "musa static Winograd",
           "musa-static-mb": "musa static budget"}
 WARMUP = 2        # steps after the first left out of the median
 LOSSES = 5        # first losses compared between musa static and dynamic
@@ -206,6 +212,7 @@ def run_row(row, name, steps):
         budget = MEMORY_BUDGETS[name] if row.endswith("-mb") else None
         step = lib.jit(step, config=lib.Config(channels_last=row.endswith("-cl"),
                                                fuse_attention=row.endswith("-fa"),
+                                               winograd=row.endswith("-wg"),
                                                memory_budget=budget))
     losses = [float(step(*data[0]))]
     first = time.perf_counter() - t0
@@ -311,6 +318,7 @@ def rows_of(name, rows):
     """The rows model name runs: the channels-last ones too where it has
     convolutions (and the static rows run)."""
     extra = [r for r in CL_ROWS if name in CONV_MODELS and r.replace("-cl", "") in rows]
+    extra += [r for r in WG_ROWS if name in CONV_MODELS and r.replace("-wg", "") in rows]
     extra += [r for r in FA_ROWS if name in ATTENTION_MODELS and r.replace("-fa", "") in rows]
     extra += [r for r in MB_ROWS if name in MEMORY_BUDGETS and r.replace("-mb", "") in rows]
     return list(rows) + extra
@@ -447,7 +455,7 @@ def draw(path, names, rows, summ, ratios, title):
               "musa-dynamic-amp": "#a1d99b", "musa-static-amp": "#238b45",
               "pytorch-eager-amp": "#fdd0a2", "musa-static-cl": "#08306b",
               "musa-static-amp-cl": "#00441b", "musa-static-fa": "#6a51a3",
-              "musa-static-mb": "#4292c6"}
+              "musa-static-mb": "#4292c6", "musa-static-wg": "#084594"}
     all_rows = rows
     fig, axes = plt.subplots(2, len(names), figsize=(max(4.6 * len(names), 9.0), 8.0),
                              squeeze=False)
@@ -492,7 +500,7 @@ def draw(path, names, rows, summ, ratios, title):
                             f"(target <= {t.rss}: {verdict(r['ok_mem'])})", fontsize=8)
         if not present:
             ax_t.set_yticks([])
-    shown = [r for r in all_rows] + [r for r in CL_ROWS + FA_ROWS + MB_ROWS
+    shown = [r for r in all_rows] + [r for r in CL_ROWS + WG_ROWS + FA_ROWS + MB_ROWS
                                      if any(r in rows_of(n, all_rows) for n in names)]
     handles = [Patch(color=colors[r], label=LABELS[r]) for r in shown]
     handles += [Patch(facecolor="white", edgecolor="black", label="peak RSS growth (plain)"),

@@ -781,7 +781,12 @@ typedef enum musa_reduction {
     MUSA_REDUCTION_SUM = 2,
 } musa_reduction;
 
-/* x (N, C, H, W), weight (Cout, C/groups, kh, kw), bias (Cout) or NULL. */
+/* x (N, C, H, W), weight (Cout, C/groups, kh, kw), bias (Cout) or NULL.
+ * Through musa_op_call, conv2d and its two backward ops take attribute
+ * `winograd` (false here; the jit pass "winograd" sets it): float32 calls
+ * of 64 channels or more in and out (whole blocks of 16), 3x3, stride 1,
+ * no dilation, then run oneDNN's Winograd primitive (faster, with a larger
+ * workspace and other rounding); other calls ignore it. */
 MUSA_API musa_tensor *musa_conv2d(musa_tensor *x, musa_tensor *weight, musa_tensor *bias,
                                   const int64_t *stride, const int64_t *padding,
                                   const int64_t *dilation, int64_t groups);
@@ -1447,6 +1452,14 @@ typedef struct musa_pass_ctx {
      * results differ in rounding. musa.Config(fuse_attention=True) sets it;
      * disabling the pass by name turns both off. */
     bool fuse_attention;
+    /* Run float32 3x3 stride-1 convolutions (and their backward products)
+     * on oneDNN's Winograd primitive where it has one and its workspace
+     * fits in the plan's arena without raising its peak (pass "winograd",
+     * after channels_last, which marks them with attribute winograd).
+     * About twice as fast here; results change in rounding (about 1e-6
+     * relative), so it is off by default. musa.Config(winograd=True)
+     * sets it. */
+    bool winograd;
 } musa_pass_ctx;
 /* The name of pass i in pipeline order, or NULL past the last one. */
 MUSA_API const char *musa_graph_pass_name(int i);
@@ -1619,6 +1632,8 @@ typedef struct musa_plan_stats {
     int chains;         /* fused groups run in registers (float32 chains, docs/jit.md) */
     int multi_updates;  /* multi-tensor update instructions (update rows run as one kernel) */
     int multi_nodes;    /* update nodes inside them */
+    int winograd;       /* convolutions on oneDNN's Winograd primitive (attribute winograd,
+                         * where the workspace fits in the arena's gaps) */
     int parallel_steps; /* steps running several instructions concurrently */
     int views;          /* view nodes turned into aliases */
     int inplace;        /* buffers reused in place */
@@ -1771,6 +1786,7 @@ typedef struct musa_model_save_options {
     int num_threads;
     bool channels_last;  /* musa_pass_ctx's: the loader plans convolutions NHWC */
     bool fuse_attention; /* musa_pass_ctx's: the loader fuses written-out attention */
+    bool winograd;       /* musa_pass_ctx's: the loader plans Winograd convolutions */
     int n_slopes;        /* a dynamic graph's size-following attributes */
     const musa_attr_slope *slopes;
     const char *extra_key;  /* one more header member (NULL: none), e.g. "python" */

@@ -468,8 +468,9 @@ static int read_config(musa_model *m, const musa_file *f) {
         return musa_file_bad(f, LOAD, c ? c : musa_file_json(f), "config must be an object");
     int64_t fl, nt;
     static const char *const c_keys[] = {"fusion_level", "num_threads",   "memory_arena",
-                                         "disabled",     "channels_last", "fuse_attention"};
-    int rc = musa_file_check_keys(f, LOAD, c, "config", c_keys, 6);
+                                         "disabled",     "channels_last", "fuse_attention",
+                                         "winograd"};
+    int rc = musa_file_check_keys(f, LOAD, c, "config", c_keys, 7);
     if (rc) return rc;
     if ((rc = musa_file_int(f, LOAD, musa_json_get(c, "fusion_level"), "config.fusion_level", 0, 2,
                             &fl)) ||
@@ -485,16 +486,19 @@ static int read_config(musa_model *m, const musa_file *f) {
         return musa_file_bad(f, LOAD, dis ? dis : c,
                              "config.disabled must be a string of pass names");
     snprintf(m->disabled, sizeof m->disabled, "%s", dis->str);
-    const musa_json *cl = musa_json_get(c, "channels_last"); /* optional */
-    if (cl && cl->type != MUSA_JSON_BOOL)
-        return musa_file_bad(f, LOAD, cl, "config.channels_last must be a boolean");
-    const musa_json *fa = musa_json_get(c, "fuse_attention"); /* optional */
-    if (fa && fa->type != MUSA_JSON_BOOL)
-        return musa_file_bad(f, LOAD, fa, "config.fuse_attention must be a boolean");
+    bool flag[3]; /* optional booleans: absent means false */
+    static const char *const flags[3] = {"channels_last", "fuse_attention", "winograd"};
+    for (int i = 0; i < 3; i++) {
+        const musa_json *b = musa_json_get(c, flags[i]);
+        if (b && b->type != MUSA_JSON_BOOL)
+            return musa_file_bad(f, LOAD, b, "config.%s must be a boolean", flags[i]);
+        flag[i] = b && b->boolean;
+    }
     m->ctx = (musa_pass_ctx){.fusion_level = (int)fl,
                              .disabled = m->disabled[0] ? m->disabled : NULL,
-                             .channels_last = cl && cl->boolean,
-                             .fuse_attention = fa && fa->boolean};
+                             .channels_last = flag[0],
+                             .fuse_attention = flag[1],
+                             .winograd = flag[2]};
     m->popt = (musa_plan_options){.num_threads = (int)nt, .memory_arena = ar->boolean};
     return MUSA_OK;
 }

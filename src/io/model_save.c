@@ -191,6 +191,7 @@ static int graph_members(const musa_graph *g, const musa_model_save_options *o, 
     musa_sb_json_str(&c, o->disabled ? o->disabled : "");
     if (o->channels_last) musa_sb_printf(&c, ", \"channels_last\": true");
     if (o->fuse_attention) musa_sb_printf(&c, ", \"fuse_attention\": true");
+    if (o->winograd) musa_sb_printf(&c, ", \"winograd\": true");
     musa_sb_printf(&c, "}");
 
     musa_sb_printf(&dy, "[");

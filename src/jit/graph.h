@@ -278,6 +278,7 @@ int musa_pass_dce(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_channels_last(musa_graph *g, musa_pass_ctx *ctx);
+int musa_pass_winograd(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_attention(musa_graph *g, musa_pass_ctx *ctx);
 
 /* The pipeline table (NULL-terminated) and a runner. */

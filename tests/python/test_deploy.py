@@ -373,6 +373,8 @@ BAD_GRAPHS = [
      r"config.fuse_attention must be a boolean"),
     ("config option not a boolean (channels_last)",
      lambda h: h["config"].update(channels_last=1), r"config.channels_last must be a boolean"),
+    ("config option not a boolean (winograd)",
+     lambda h: h["config"].update(winograd=None), r"config.winograd must be a boolean"),
     ("not a model", lambda h: h.update(kind="object"), r'holds a "object", not a model'),
     ("unknown member", lambda h: h["graph"]["inputs"][0].update(fame="x"),
      r'graph.inputs\[0\] has an unknown member "fame"'),

@@ -120,7 +120,8 @@ static PyObject *model_wrap(musa_model *m) {
 }
 
 /* _model_save(graph, path, options, slopes, python_json): options a dict
- * (fusion_level, disabled, memory_arena, num_threads, channels_last, fuse_attention), slopes a list
+ * (fusion_level, disabled, memory_arena, num_threads, channels_last, fuse_attention, winograd),
+ * slopes a list
  * of (node, field, values, slope). */
 DEF(_model_save, PM_FN, "graph:O path:O options:O slopes:O python:O") {
     musa_graph *g = pm_graph(a[0].o, who);
@@ -136,6 +137,7 @@ DEF(_model_save, PM_FN, "graph:O path:O options:O slopes:O python:O") {
         o.channels_last = PyObject_IsTrue(v) == 1;
     if ((v = PyDict_GetItemString(opts, "fuse_attention")))
         o.fuse_attention = PyObject_IsTrue(v) == 1;
+    if ((v = PyDict_GetItemString(opts, "winograd"))) o.winograd = PyObject_IsTrue(v) == 1;
     if ((v = PyDict_GetItemString(opts, "disabled")) && v != Py_None &&
         !(o.disabled = PyUnicode_AsUTF8(v)))
         return NULL;

@@ -175,8 +175,8 @@ static PyObject *graph_verify(PyObject *self, PyObject *u) {
 }
 
 static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char **name) {
-    static char *kwlist_opt[] = {"fusion_level",  "disabled",       "verify", "remat_budget",
-                                 "channels_last", "fuse_attention", NULL};
+    static char *kwlist_opt[] = {"fusion_level",  "disabled",       "verify",   "remat_budget",
+                                 "channels_last", "fuse_attention", "winograd", NULL};
     static char *kwlist_pass[] = {"name", "fusion_level", "verify", "fuse_attention", NULL};
     int verify = 0, fuse = 0;
     memset(ctx, 0, sizeof *ctx);
@@ -187,13 +187,14 @@ static int pass_ctx(PyObject *args, PyObject *kw, musa_pass_ctx *ctx, const char
                    ? (ctx->verify = verify, ctx->fuse_attention = fuse, 0)
                    : -1;
     long long budget = 0;
-    int channels_last = 0, fuse_attention = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|izpLpp", kwlist_opt, &ctx->fusion_level,
+    int channels_last = 0, fuse_attention = 0, winograd = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|izpLppp", kwlist_opt, &ctx->fusion_level,
                                      &ctx->disabled, &verify, &budget, &channels_last,
-                                     &fuse_attention))
+                                     &fuse_attention, &winograd))
         return -1;
     ctx->channels_last = channels_last;
     ctx->fuse_attention = fuse_attention;
+    ctx->winograd = winograd;
     if (budget < 0) {
         PyErr_Format(PyExc_ValueError, "[jit] optimize: remat_budget must be >= 0, got %lld",
                      budget);

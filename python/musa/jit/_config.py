@@ -29,7 +29,7 @@ class Config:
     dynamic: {argument name or index: {dim: (min, max)}} dims that may vary
         without recompiling.
     disable_passes: pass names to skip ("simplify", "cse", "fold", "dce", "remat",
-        "attention", "channels_last", "fuse").
+        "attention", "channels_last", "winograd", "fuse").
     max_variants: compiled variants per function before it runs eagerly.
     verify: run the IR verifier after every pass.
     remat: in compiled training, recompute cheap elementwise values in the
@@ -57,6 +57,13 @@ class Config:
         by default, where the pass fuses only heads whose fused kernels give
         eager's bits (float32, 16 to 128 queries, keys and dims);
         disable_passes=("attention",) turns both off.
+    winograd: run float32 3x3 stride-1 convolutions, forward and backward,
+        on oneDNN's Winograd primitive, about twice as fast here, where it
+        has one for the shape and its workspace (the transformed tiles,
+        often several times the activations) fits in the plan's arena
+        without raising its peak (docs/jit.md, "Winograd convolutions").
+        Off by default: results then differ from eager in rounding (about
+        1e-6 relative).
     capture: how the first call of each signature is captured. "trace"
         runs the function eagerly while recording (its result is eager's);
         "symbolic" records on meta tensors, computing nothing, then runs the
@@ -74,7 +81,8 @@ class Config:
 
     def __init__(self, fusion_level=2, memory_arena=True, num_threads=None, dynamic=None,
                  disable_passes=(), max_variants=8, verify=False, poison=False, remat=True,
-                 capture="auto", memory_budget=None, channels_last=False, fuse_attention=False):
+                 capture="auto", memory_budget=None, channels_last=False, fuse_attention=False,
+                 winograd=False):
         if fusion_level not in (0, 1, 2):
             raise ValueError(f"[Config] fusion_level must be 0, 1 or 2, got {fusion_level!r}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -95,6 +103,7 @@ class Config:
         self.capture = capture
         self.channels_last = bool(channels_last)
         self.fuse_attention = bool(fuse_attention)
+        self.winograd = bool(winograd)
         self.memory_budget = None
         if memory_budget is not None:
             self.set_memory_budget(memory_budget)
@@ -174,4 +183,4 @@ class Config:
                 f"num_threads={self.num_threads}, dynamic={self.dynamic}, "
                 f"disable_passes={self.disable_passes}, max_variants={self.max_variants}, "
                 f"capture={self.capture!r}, channels_last={self.channels_last}, "
-                f"fuse_attention={self.fuse_attention})")
+                f"fuse_attention={self.fuse_attention}, winograd={self.winograd})")

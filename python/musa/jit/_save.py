@@ -132,7 +132,8 @@ def save(compiled, path):
     options = {"fusion_level": cfg.fusion_level, "memory_arena": cfg.memory_arena,
                "num_threads": cfg.num_threads or 0,
                "disabled": ",".join(cfg.disable_passes) or None,
-               "channels_last": cfg.channels_last, "fuse_attention": cfg.fuse_attention}
+               "channels_last": cfg.channels_last, "fuse_attention": cfg.fuse_attention,
+               "winograd": cfg.winograd}
     import json  # (here, not at import: a compiled step that never saves need not load it)
     _C._model_save(cap.graph, os.fspath(path), options, slopes, json.dumps(python))
 

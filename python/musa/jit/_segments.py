@@ -70,7 +70,7 @@ class Segment:
             graph.optimize(fusion_level=cfg.fusion_level,
                            disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify,
                            remat_budget=target, channels_last=cfg.channels_last,
-                           fuse_attention=cfg.fuse_attention)
+                           fuse_attention=cfg.fuse_attention, winograd=cfg.winograd)
             self.plan = graph.compile(num_threads=cfg.num_threads or 0,
                                       memory_arena=cfg.memory_arena, poison=cfg.poison,
                                       loaned_outputs=loaned)

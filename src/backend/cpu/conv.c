@@ -27,6 +27,7 @@ typedef struct {
     int64_t Cg, Cog, K, P; /* per group: channels in/out, K = Cg kh kw, P = Ho Wo */
     bool direct;           /* 1x1, stride 1, no padding: cols = input */
     bool cl;               /* channels_last: x, y and their gradients are NHWC */
+    bool wino;             /* winograd: oneDNN's Winograd primitive where it has one */
     int cdt;
     size_t es;
 } conv_geom;
@@ -34,6 +35,7 @@ typedef struct {
 static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_attrs_conv *a,
                  int cdt) {
     g->cl = a->channels_last;
+    g->wino = a->winograd;
     g->N = xs[0], g->C = xs[g->cl ? 3 : 1], g->H = xs[g->cl ? 1 : 2], g->W = xs[g->cl ? 2 : 3];
     g->Co = ws[0], g->kh = ws[2], g->kw = ws[3];
     g->sh = a->stride.v[0], g->sw = a->stride.v[1];
@@ -53,12 +55,24 @@ static void geom(conv_geom *g, const int64_t *xs, const int64_t *ws, const musa_
     g->es = nn_es(cdt);
 }
 
-/* oneDNN's workspace for this convolution, or (size_t)-1 to use im2col. */
+/* oneDNN's workspace for this convolution, or (size_t)-1 to use im2col.
+ * With winograd, float32, the Winograd primitive where oneDNN builds one
+ * for the shape (s->wino says whether), else the direct one. */
 static size_t dnnl_ws_as(const conv_geom *g, int kind, bool bias, musa_conv_shape *s, bool bf16) {
     if ((!bf16 && g->cdt != MUSA_DTYPE_FLOAT32) || !g->N || !g->C || !g->Co || !g->P)
         return (size_t)-1;
-    *s = (musa_conv_shape){g->N,  g->C,  g->H,  g->W,  g->Co, g->kh, g->kw,     g->Ho, g->Wo,
-                           g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->groups, bf16,  g->cl};
+    /* Winograd only where it is faster here: 64 channels or more in and out,
+     * in whole blocks of 16 (3x3, N 8 or 32: 1.2-2.2x faster from 64
+     * channels, 0.7-1.3x at 32, 0.4-0.9x at 16, 0.2x with a network's 3
+     * input channels; docs/benchmarks.md) */
+    bool wino = g->wino && !bf16 && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 &&
+                g->sw == 1 && g->dh == 1 && g->dw == 1 && g->C >= 64 && g->Co >= 64 &&
+                g->C % 16 == 0 && g->Co % 16 == 0;
+    *s = (musa_conv_shape){g->N,  g->C,  g->H,  g->W,  g->Co, g->kh,     g->kw, g->Ho, g->Wo, g->sh,
+                           g->sw, g->ph, g->pw, g->dh, g->dw, g->groups, bf16,  g->cl, wino};
+    size_t ws = musa_dnnl_conv_workspace(kind, s, bias);
+    if (ws != (size_t)-1 || !s->wino) return ws;
+    s->wino = 0;
     return musa_dnnl_conv_workspace(kind, s, bias);
 }
 
@@ -641,13 +655,21 @@ int cpu_conv2d_backward_weight(const musa_kctx *ctx, musa_kview *out, const musa
                     attrs);
 }
 
+size_t musa_cpu_conv_dnnl_workspace(int kind, const int64_t *xs, const int64_t *ws,
+                                    const void *attrs, int dtype, bool bias, bool *wino) {
+    conv_geom g;
+    geom(&g, xs, ws, attrs, MUSA_DTYPE_FLOAT32);
+    musa_conv_shape s = {0};
+    size_t need = dtype == MUSA_DTYPE_FLOAT32 || dtype == MUSA_DTYPE_BFLOAT16
+                      ? dnnl_ws_as(&g, kind, bias, &s, dtype == MUSA_DTYPE_BFLOAT16)
+                      : (size_t)-1;
+    if (wino) *wino = need != (size_t)-1 && s.wino;
+    return need;
+}
+
 bool musa_cpu_conv_channels_last_ok(int kind, const int64_t *xs, const int64_t *ws,
                                     const void *attrs, int dtype, bool bias) {
     musa_attrs_conv a = *(const musa_attrs_conv *)attrs;
     a.channels_last = true;
-    conv_geom g;
-    geom(&g, xs, ws, &a, MUSA_DTYPE_FLOAT32);
-    musa_conv_shape s;
-    if (dtype != MUSA_DTYPE_FLOAT32 && dtype != MUSA_DTYPE_BFLOAT16) return false;
-    return dnnl_ws_as(&g, kind, bias, &s, dtype == MUSA_DTYPE_BFLOAT16) != (size_t)-1;
+    return musa_cpu_conv_dnnl_workspace(kind, xs, ws, &a, dtype, bias, NULL) != (size_t)-1;
 }

@@ -233,8 +233,9 @@ static bool build(entry *e) {
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
     dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     dnnl_convolution_desc_t fd;
+    dnnl_alg_kind_t alg = s->wino ? dnnl_convolution_winograd : dnnl_convolution_direct;
     bool ok = dnnl_dilated_convolution_forward_desc_init(
-                  &fd, dnnl_forward_training, dnnl_convolution_direct, &x_any, &w_any,
+                  &fd, dnnl_forward_training, alg, &x_any, &w_any,
                   e->kind == MUSA_CONV_FWD && e->bias ? &b_md : NULL, &y_any, strides, dil, pl,
                   pr) == dnnl_success &&
               dnnl_primitive_desc_create(&e->fwd_pd, &fd, attr, engine, NULL) == dnnl_success;
@@ -246,9 +247,8 @@ static bool build(entry *e) {
              plan_arg(e, DNNL_ARG_DST, &y_user, dnnl_query_dst_md, 0, true);
     } else if (ok && e->kind == MUSA_CONV_BWD_DATA) {
         dnnl_convolution_desc_t bd;
-        ok = dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &x_any,
-                                                              &w_any, &y_any, strides, dil, pl,
-                                                              pr) == dnnl_success &&
+        ok = dnnl_dilated_convolution_backward_data_desc_init(
+                 &bd, alg, &x_any, &w_any, &y_any, strides, dil, pl, pr) == dnnl_success &&
              dnnl_primitive_desc_create(&e->pd, &bd, attr, engine, e->fwd_pd) == dnnl_success &&
              plan_arg(e, DNNL_ARG_DIFF_DST, &y_user, dnnl_query_diff_dst_md, 0, false) &&
              plan_arg(e, DNNL_ARG_WEIGHTS, &w_user, dnnl_query_weights_md, 0, false) &&
@@ -256,8 +256,7 @@ static bool build(entry *e) {
     } else if (ok) {
         dnnl_convolution_desc_t bd;
         ok = dnnl_dilated_convolution_backward_weights_desc_init(
-                 &bd, dnnl_convolution_direct, &x_any, &w_any, NULL, &y_any, strides, dil, pl,
-                 pr) == dnnl_success &&
+                 &bd, alg, &x_any, &w_any, NULL, &y_any, strides, dil, pl, pr) == dnnl_success &&
              dnnl_primitive_desc_create(&e->pd, &bd, attr, engine, e->fwd_pd) == dnnl_success &&
              plan_arg(e, DNNL_ARG_SRC, &x_user, dnnl_query_src_md, 0, false) &&
              plan_arg(e, DNNL_ARG_DIFF_DST, &y_user, dnnl_query_diff_dst_md, 0, false) &&

@@ -20,6 +20,7 @@ typedef struct {
     int64_t N, C, H, W, Co, kh, kw, Ho, Wo, sh, sw, ph, pw, dh, dw, groups;
     int64_t bf16; /* 1: bfloat16 buffers (float32 accumulation), 0: float32 */
     int64_t nhwc; /* 1: x, y and their gradients are NHWC buffers (no reorders) */
+    int64_t wino; /* 1: oneDNN's Winograd algorithm (float32 3x3 stride 1; else no primitive) */
 } musa_conv_shape;
 
 /* Workspace the oneDNN path needs for this convolution, or (size_t)-1 when

@@ -65,6 +65,12 @@ MUSA_WS(ws_conv2d_bwd_weight);
  * the primitive). */
 bool musa_cpu_conv_channels_last_ok(int kind, const int64_t *xs, const int64_t *ws,
                                     const void *attrs, int dtype, bool bias);
+/* The workspace of such a convolution on oneDNN with attrs as they are (xs
+ * in the layout attrs give), or (size_t)-1 when it has no primitive for it;
+ * *wino (may be NULL) says whether it is the Winograd one (attrs'
+ * winograd, where oneDNN has one). */
+size_t musa_cpu_conv_dnnl_workspace(int kind, const int64_t *xs, const int64_t *ws,
+                                    const void *attrs, int dtype, bool bias, bool *wino);
 MUSA_WS(ws_norm);
 MUSA_WS(ws_layer_norm_backward);
 MUSA_WS(ws_scaled_dot_product_attention);

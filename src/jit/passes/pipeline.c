@@ -23,6 +23,7 @@ const musa_pass musa_pass_table[] = {
     {"dce", musa_pass_dce, 0},
     {"remat", musa_pass_remat, 0},
     {"channels_last", musa_pass_channels_last, 0}, /* only with ctx->channels_last */
+    {"winograd", musa_pass_winograd, 0},           /* only with ctx->winograd */
     {"fuse", musa_pass_fuse, 1},
     {NULL, NULL, 0},
 };
@@ -69,6 +70,7 @@ int musa_graph_optimize(musa_graph *g, musa_pass_ctx *ctx) {
     for (const musa_pass *ps = musa_pass_table; ps->name; ps++) {
         if (ctx->fusion_level < ps->min_fusion_level || disabled(ctx->disabled, ps->name)) continue;
         if (ps->fn == musa_pass_channels_last && !ctx->channels_last) continue;
+        if (ps->fn == musa_pass_winograd && !ctx->winograd) continue;
         if ((rc = run(g, ps, ctx))) return rc;
     }
     musa_graph_shrink(g);

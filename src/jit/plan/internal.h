@@ -83,6 +83,10 @@ typedef struct kcall {
                      * operand, 0 for a single element; NULL: the kernel runs */
 } kcall;
 
+/* Whether kernel call k is a convolution that runs oneDNN's Winograd
+ * primitive (attribute winograd, pass "winograd"; lower.c). */
+bool musa_plan_kcall_winograd(const kcall *k);
+
 /* A fused member's output that no later member reads, in a flat group too
  * large for the caches, goes through a staging tile and then to memory with
  * non-temporal stores: no read for ownership of the destination, and the

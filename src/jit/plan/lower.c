@@ -532,6 +532,88 @@ static int intern_views(builder *b) {
     return MUSA_OK;
 }
 
+/* Bytes of instruction in's workspace: its kernel's, its update run's, or
+ * its fused group's chunks. */
+static size_t instr_scratch(const instr *in) {
+    if (in->kind == MUSA_INSTR_KERNEL) return in->k.scratch;
+    if (in->kind == MUSA_INSTR_MULTI) return in->u->scratch;
+    return musa_sat_mul_size(in->f->chunk_bytes, (size_t)in->f->max_chunks);
+}
+
+/* Workspace of step s, its instructions' side by side; with set, each
+ * instruction's offset in it. */
+static size_t step_scratch(musa_plan *p, int s, bool set) {
+    size_t bytes = 0;
+    for (int c = 0; c < p->steps[s].count; c++) {
+        instr *in = &p->instrs[p->steps[s].first + c];
+        if (set) in->scratch_off = bytes;
+        bytes = musa_sat_add_size(bytes, musa_plan_align(instr_scratch(in)));
+    }
+    return bytes;
+}
+
+bool musa_plan_kcall_winograd(const kcall *k) {
+    return (k->op == MUSA_OP_conv2d || k->op == MUSA_OP_conv2d_backward_input ||
+            k->op == MUSA_OP_conv2d_backward_weight) &&
+           ((const musa_attrs_conv *)k->attrs)->winograd;
+}
+
+/* A convolution call asked to run Winograd, with its workspace on the
+ * direct primitive in *direct. */
+static bool winograd_call(const kcall *k, size_t *direct) {
+    if (!musa_plan_kcall_winograd(k)) return false;
+    musa_attrs_conv a = *(const musa_attrs_conv *)k->attrs;
+    a.winograd = false;
+    *direct = musa_ops[k->op].workspace(k->kv, k->n_out, k->kv + k->n_out, k->n_in, &a);
+    return *direct != (size_t)-1;
+}
+
+/* Winograd convolutions whose workspace fits in the arena: a step's
+ * workspace goes in a gap of the buffers live at it, and a Winograd one
+ * (the transformed tiles: several times the activations of a small late
+ * layer) may find none and grow the arena. Such a step's convolutions run
+ * direct (their calls get a copy of their attributes without winograd),
+ * so the arena is what the plan needs with the direct primitives. */
+static int fit_winograd(builder *b, size_t *bytes, size_t *off) {
+    musa_plan *p = b->p;
+    int ns = p->n_steps;
+    size_t *direct = TMP_NEW(b, size_t, ns + 1), d;
+    if (!direct) return nomem();
+    bool any = false;
+    for (int s = 0; s < ns; s++) {
+        direct[s] = 0;
+        for (int c = 0; c < p->steps[s].count; c++) {
+            instr *in = &p->instrs[p->steps[s].first + c];
+            bool wino = in->kind == MUSA_INSTR_KERNEL && winograd_call(&in->k, &d);
+            any |= wino;
+            direct[s] = musa_sat_add_size(direct[s], musa_plan_align(wino ? d : instr_scratch(in)));
+        }
+    }
+    if (!any) return MUSA_OK;
+    size_t limit = p->arena_bytes, reach = p->arena_bytes;
+    musa_plan_place_scratch(p->bufs, p->n_bufs, ns, direct, off, &limit);
+    musa_plan_place_scratch(p->bufs, p->n_bufs, ns, bytes, off, &reach);
+    for (int s = 0; s < ns; s++) {
+        bool fits = musa_sat_add_size(off[s], musa_plan_align(bytes[s])) <= limit;
+        for (int c = 0; c < p->steps[s].count; c++) {
+            instr *in = &p->instrs[p->steps[s].first + c];
+            if (in->kind != MUSA_INSTR_KERNEL || !winograd_call(&in->k, &d)) continue;
+            if (fits) {
+                p->stats.winograd++;
+                continue;
+            }
+            musa_attrs_conv *a = PLAN_NEW(b, musa_attrs_conv, 1);
+            if (!a) return nomem();
+            *a = *(const musa_attrs_conv *)in->k.attrs;
+            a->winograd = false;
+            in->k.attrs = a;
+            in->k.scratch = d;
+        }
+        if (!fits) bytes[s] = step_scratch(p, s, false);
+    }
+    return MUSA_OK;
+}
+
 /* Kernel calls with their views and places, fused groups with their tiles;
  * each step's scratch (its instructions' side by side) goes in a gap of the
  * arena buffers live at that step, so workspaces reuse memory activations
@@ -542,31 +624,29 @@ int musa_plan_lower(builder *b) {
     int ns = p->n_steps;
     size_t *bytes = TMP_NEW(b, size_t, ns + 1), *off = TMP_NEW(b, size_t, ns + 1);
     if (!bytes || !off) return nomem();
-    size_t scratch = 0;
     for (int s = 0; s < ns; s++) {
-        size_t step_scratch = 0;
         for (int c = 0; c < p->steps[s].count; c++) {
             int i = p->steps[s].first + c;
             instr *in = &p->instrs[i];
             int rc;
             int32_t first = b->mstart[i], cnt = b->mstart[i + 1] - first;
-            in->scratch_off = step_scratch;
             if (in->kind == MUSA_INSTR_KERNEL) {
-                if ((rc = lower_kcall(b, &in->k, &g->nodes.data[in->node], false))) return rc;
-                step_scratch = musa_sat_add_size(step_scratch, musa_plan_align(in->k.scratch));
+                rc = lower_kcall(b, &in->k, &g->nodes.data[in->node], false);
             } else if (in->kind == MUSA_INSTR_MULTI) {
-                if (!(in->u = PLAN_NEW(b, multi, 1))) return nomem();
-                if ((rc = build_multi(b, in->u, b->members + first, cnt))) return rc;
-                step_scratch = musa_sat_add_size(step_scratch, musa_plan_align(in->u->scratch));
+                rc = (in->u = PLAN_NEW(b, multi, 1))
+                         ? build_multi(b, in->u, b->members + first, cnt)
+                         : nomem();
             } else {
-                if ((rc = build_fused(b, in->f, b->members + first, cnt))) return rc;
-                step_scratch = musa_sat_add_size(
-                    step_scratch, musa_sat_mul_size(in->f->chunk_bytes, (size_t)in->f->max_chunks));
+                rc = build_fused(b, in->f, b->members + first, cnt);
             }
+            if (rc) return rc;
         }
-        scratch = MUSA_MAX(scratch, step_scratch);
-        bytes[s] = step_scratch;
+        bytes[s] = step_scratch(p, s, false);
     }
+    int rc = fit_winograd(b, bytes, off);
+    if (rc) return rc;
+    size_t scratch = 0;
+    for (int s = 0; s < ns; s++) scratch = MUSA_MAX(scratch, step_scratch(p, s, true));
     musa_plan_place_scratch(p->bufs, p->n_bufs, ns, bytes, off, &p->arena_bytes);
     for (int s = 0; s < ns; s++)
         for (int c = 0; c < p->steps[s].count; c++)

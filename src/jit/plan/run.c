@@ -793,7 +793,7 @@ char *musa_plan_text(const musa_plan *p) {
         for (int c = 0; c < sp->count; c++) {
             const instr *in = &p->instrs[sp->first + c];
             if (in->kind == MUSA_INSTR_KERNEL) {
-                APPEND(" %s", in->k.name);
+                APPEND(" %s%s", in->k.name, musa_plan_kcall_winograd(&in->k) ? " (winograd)" : "");
             } else if (in->kind == MUSA_INSTR_MULTI) {
                 int64_t elems = 0; /* the rows' parameters: input 0 of each */
                 for (int i = 0; i < in->u->n; i++)

@@ -234,6 +234,63 @@ TEST(conv2d_channels_last) {
     release_all(4, x, w, w5, x32);
 }
 
+/* Attribute winograd: the three convolution ops of 64 channels or more, 3x3
+ * and stride 1, run oneDNN's Winograd primitive (results within float32
+ * tolerance of float64 loops, and not the direct primitive's bits, so
+ * another algorithm ran); shapes it does not serve (32 channels, stride 2)
+ * run the direct primitive, bit for bit. */
+TEST(conv2d_winograd) {
+    static const struct {
+        int64_t x[4], w[4], st[2], pd[2];
+        bool wino;
+    } cases[] = {
+        {{2, 64, 8, 8}, {64, 64, 3, 3}, {1, 1}, {1, 1}, true},
+        {{1, 64, 7, 10}, {80, 64, 3, 3}, {1, 1}, {0, 1}, true},
+        {{2, 32, 8, 8}, {32, 32, 3, 3}, {1, 1}, {1, 1}, false},
+        {{2, 64, 8, 8}, {64, 64, 3, 3}, {2, 2}, {1, 1}, false},
+    };
+    const char *ops[3] = {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"};
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++)
+        for (int op = 0; op < 3; op++) {
+            cg c = make_cg(cases[k].x, cases[k].w, cases[k].st, cases[k].pd, S(1, 1), 1);
+            int64_t ys[4] = {c.N, c.Co, c.Ho, c.Wo};
+            musa_tensor *x = rnd(MUSA_DTYPE_FLOAT32, 4, cases[k].x, -1, 1, L_CONTIG);
+            musa_tensor *w = rnd(MUSA_DTYPE_FLOAT32, 4, cases[k].w, -1, 1, L_CONTIG);
+            musa_tensor *gy = rnd(MUSA_DTYPE_FLOAT32, 4, ys, -1, 1, L_CONTIG);
+            musa_tensor *b = rnd(MUSA_DTYPE_FLOAT32, 1, &c.Co, -1, 1, L_CONTIG);
+            musa_tensor *in[3] = {op == 1 ? gy : x, op == 2 ? gy : w, b}, *direct = NULL,
+                        *wino = NULL;
+            int n_in = op ? 2 : 3, id = musa_op_lookup(ops[op]);
+            musa_attrs *a = musa_attrs_new(id);
+            musa_attrs_set_ints(a, "stride", 2, cases[k].st);
+            musa_attrs_set_ints(a, "padding", 2, cases[k].pd);
+            if (op) musa_attrs_set_ints(a, "shape", 4, op == 2 ? cases[k].w : cases[k].x);
+            CHECK_OK(musa_op_call(id, n_in, in, a, &direct));
+            musa_attrs_set_bool(a, "winograd", true);
+            CHECK_OK(musa_op_call(id, n_in, in, a, &wino));
+            musa_attrs_free(a);
+            double *xv = values(x), *wv = values(w), *gv = values(gy), *bv = values(b);
+            int64_t n = musa_tensor_numel(op == 0 ? gy : op == 1 ? x : w);
+            double *want = calloc((size_t)n, sizeof(double));
+            if (op == 0) {
+                for (int64_t i = 0; i < n; i++) want[i] = bv[(i / (c.Ho * c.Wo)) % c.Co];
+                CONV_LOOP(c, want[yi] += xv[xi] * wv[wi]);
+            } else if (op == 1) {
+                CONV_LOOP(c, want[xi] += gv[yi] * wv[wi]);
+            } else {
+                CONV_LOOP(c, want[wi] += gv[yi] * xv[xi]);
+            }
+            char what[80];
+            snprintf(what, sizeof what, "%s winograd case %d", ops[op], k);
+            CHECK(near(what, wino, want, n, 8));
+            CHECK_MSG(same_values(wino, direct) != cases[k].wino,
+                      "%s case %d: Winograd %s the direct primitive's bits", ops[op], k,
+                      cases[k].wino ? "gave" : "changed");
+            free(xv), free(wv), free(gv), free(bv), free(want);
+            release_all(6, x, w, gy, b, direct, wino);
+        }
+}
+
 static double dot(musa_tensor *a, musa_tensor *b) {
     musa_tensor *m = musa_mul(a, b), *s = musa_sum(m, 0, NULL, false);
     double v = NAN;
