@@ -1616,6 +1616,13 @@ typedef struct musa_plan_options {
      * root another output or a break also reads gets a buffer of its own.
      * Such plans run on the calling thread even under a stream. 0: none. */
     int loaned_outputs;
+    /* Bytes the workspaces of convolutions marked winograd (pass
+     * "winograd") may add to the plan's block beyond what the direct
+     * primitives need: each such convolution whose Winograd workspace finds
+     * no gap below that runs direct. 0: none (the option costs no memory).
+     * musa.Config(winograd=True, memory_budget=...) gives the room the
+     * budget leaves. */
+    size_t winograd_room;
 } musa_plan_options;
 
 typedef struct musa_plan_stats {
@@ -1626,17 +1633,18 @@ typedef struct musa_plan_stats {
     size_t held_bytes;      /* the block a plan holds: intermediates and, in their gaps, scratch */
     size_t loaned_bytes;    /* loaned outputs placed in that block (musa_plan_options) */
     int instructions;
-    int kernels;        /* kernel instructions */
-    int fused_groups;   /* fused-tile instructions */
-    int fused_nodes;    /* nodes inside them */
-    int chains;         /* fused groups run in registers (float32 chains, docs/jit.md) */
-    int multi_updates;  /* multi-tensor update instructions (update rows run as one kernel) */
-    int multi_nodes;    /* update nodes inside them */
-    int winograd;       /* convolutions on oneDNN's Winograd primitive (attribute winograd,
-                         * where the workspace fits in the arena's gaps) */
-    int parallel_steps; /* steps running several instructions concurrently */
-    int views;          /* view nodes turned into aliases */
-    int inplace;        /* buffers reused in place */
+    int kernels;         /* kernel instructions */
+    int fused_groups;    /* fused-tile instructions */
+    int fused_nodes;     /* nodes inside them */
+    int chains;          /* fused groups run in registers (float32 chains, docs/jit.md) */
+    int multi_updates;   /* multi-tensor update instructions (update rows run as one kernel) */
+    int multi_nodes;     /* update nodes inside them */
+    int winograd;        /* convolutions on oneDNN's Winograd primitive (attribute
+                          * winograd, where the workspace fits: winograd_room) */
+    int winograd_direct; /* convolutions marked winograd that run direct: no room */
+    int parallel_steps;  /* steps running several instructions concurrently */
+    int views;           /* view nodes turned into aliases */
+    int inplace;         /* buffers reused in place */
     uint64_t runs;
     uint64_t parallel_tasks; /* instructions run as concurrent tasks */
     uint64_t arena_renewals; /* runs that found loaned outputs still held: a new block */

@@ -95,3 +95,21 @@ def test_saved_model_keeps_the_option(tmp_path):
     with musa.no_grad():
         musa.jit.trace(net, (x,)).save(tmp_path / "d.musa")
     assert "winograd" not in musa.jit.load(tmp_path / "d.musa").header()["config"]
+
+
+def test_a_memory_budget_gives_winograd_its_room():
+    _, _, fit = train(musa.Config(winograd=True), steps=1)
+    plan = fit.memory_plan()
+    assert plan["winograd_direct"] == 3 * LAYERS - plan["winograd"] > 0
+    # a budget at the plan's own peak leaves no room: the same plan
+    _, _, same = train(musa.Config(winograd=True, memory_budget=plan["peak_bytes"]), steps=1)
+    assert same.memory_plan()["winograd"] == plan["winograd"]
+    assert same.memory_plan()["held_bytes"] == plan["held_bytes"]
+    # room for every workspace: all run Winograd, and the peak stays within it
+    budget = plan["peak_bytes"] + (256 << 20)
+    losses, net, roomy = train(musa.Config(winograd=True, memory_budget=budget), steps=2)
+    big = roomy.memory_plan()
+    assert big["winograd"] == 3 * LAYERS and big["winograd_direct"] == 0
+    assert plan["held_bytes"] < big["held_bytes"] and big["peak_bytes"] <= budget
+    eager_losses, _, _ = train(None, steps=2)
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)

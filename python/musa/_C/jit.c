@@ -221,13 +221,18 @@ static PyObject *graph_run_pass(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *graph_compile(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"num_threads", "memory_arena", "poison", "loaned_outputs", NULL};
+    static char *kwlist[] = {"num_threads",    "memory_arena",  "poison",
+                             "loaned_outputs", "winograd_room", NULL};
     musa_plan_options o = {.num_threads = 0, .memory_arena = true, .poison = false};
     int arena = 1, poison = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ippi", kwlist, &o.num_threads, &arena, &poison,
-                                     &o.loaned_outputs))
+    Py_ssize_t room = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ippin", kwlist, &o.num_threads, &arena, &poison,
+                                     &o.loaned_outputs, &room))
         return NULL;
-    o.memory_arena = arena, o.poison = poison;
+    if (room < 0)
+        return PyErr_Format(PyExc_ValueError, "[jit] compile: winograd_room must be >= 0, got %zd",
+                            room);
+    o.memory_arena = arena, o.poison = poison, o.winograd_room = (size_t)room;
     musa_plan *p = musa_plan_build(G(self), &o);
     return p ? pm_plan_wrap(p, self, G(self)) : pm_raise();
 }

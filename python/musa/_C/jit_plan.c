@@ -193,16 +193,17 @@ static PyObject *plan_stats(PyObject *self, PyObject *u) {
     (void)u;
     const musa_plan_stats *s = musa_plan_get_stats(P(self));
     return Py_BuildValue(
-        "{s:n,s:n,s:n,s:n,s:n,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:K,s:K,s:K}",
+        "{s:n,s:n,s:n,s:n,s:n,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:K,s:K,s:K}",
         "arena_bytes", (Py_ssize_t)s->arena_bytes, "naive_bytes", (Py_ssize_t)s->naive_bytes,
         "live_peak_bytes", (Py_ssize_t)s->live_peak_bytes, "scratch_bytes",
         (Py_ssize_t)s->scratch_bytes, "held_bytes", (Py_ssize_t)s->held_bytes, "loaned_bytes",
         (Py_ssize_t)s->loaned_bytes, "instructions", s->instructions, "kernels", s->kernels,
         "fused_groups", s->fused_groups, "fused_nodes", s->fused_nodes, "chains", s->chains,
         "multi_updates", s->multi_updates, "multi_nodes", s->multi_nodes, "winograd", s->winograd,
-        "parallel_steps", s->parallel_steps, "views", s->views, "inplace", s->inplace, "runs",
-        (unsigned long long)s->runs, "parallel_tasks", (unsigned long long)s->parallel_tasks,
-        "arena_renewals", (unsigned long long)s->arena_renewals);
+        "winograd_direct", s->winograd_direct, "parallel_steps", s->parallel_steps, "views",
+        s->views, "inplace", s->inplace, "runs", (unsigned long long)s->runs, "parallel_tasks",
+        (unsigned long long)s->parallel_tasks, "arena_renewals",
+        (unsigned long long)s->arena_renewals);
 }
 
 /* [bool] per graph output: lent from the arena (loaned_outputs). */

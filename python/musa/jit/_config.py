@@ -42,7 +42,9 @@ class Config:
         q, k and v: activation checkpointing; results stay bitwise the
         same) and raises
         MemoryError, naming the smallest peak it reached and what makes it
-        up, when even that does not fit.
+        up, when even that does not fit. With winograd, the room a budget
+        leaves above the plan's peak also lets more convolutions run
+        Winograd (their workspaces may grow the plan's block into it).
     channels_last: keep the activations of convolution chains channels-last
         (NHWC) inside the plan, so oneDNN's convolutions run without layout
         reorders around them (docs/jit.md, "Channels-last"). Off by
@@ -61,7 +63,8 @@ class Config:
         on oneDNN's Winograd primitive, about twice as fast here, where it
         has one for the shape and its workspace (the transformed tiles,
         often several times the activations) fits in the plan's arena
-        without raising its peak (docs/jit.md, "Winograd convolutions").
+        without raising its peak, or within memory_budget when one is set
+        (docs/jit.md, "Winograd convolutions").
         Off by default: results then differ from eager in rounding (about
         1e-6 relative).
     capture: how the first call of each signature is captured. "trace"

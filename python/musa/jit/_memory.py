@@ -104,6 +104,15 @@ def _mib(n):
     return f"{n / (1 << 20):.2f} MiB"
 
 
+def winograd_room(seg, budget):
+    """The bytes Winograd convolutions' workspaces may add to seg's plan
+    block under budget (the room above its predicted peak), or 0 when none
+    of its convolutions marked winograd runs direct."""
+    if not seg.plan.stats()["winograd_direct"]:
+        return 0
+    return max(budget - plan_memory(seg)["peak_bytes"], 0)
+
+
 def next_remat_budget(seg, budget, tries):
     """After planning seg: None when its predicted peak fits in budget bytes,
     else the remat pass's budget for the next try (its estimate of live

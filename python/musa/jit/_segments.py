@@ -63,6 +63,7 @@ class Segment:
             mutations = self.end == self.src.nodes_len
         budget = cfg.memory_budget
         target = 0  # remat_budget: the remat pass's estimate of live intermediate bytes
+        room = 0  # winograd_room: what Winograd workspaces may add to the plan's block
         tries = []
         while True:
             self.cut = (list(outs), mutations, n_inputs, remat)
@@ -73,15 +74,21 @@ class Segment:
                            fuse_attention=cfg.fuse_attention, winograd=cfg.winograd)
             self.plan = graph.compile(num_threads=cfg.num_threads or 0,
                                       memory_arena=cfg.memory_arena, poison=cfg.poison,
-                                      loaned_outputs=loaned)
+                                      loaned_outputs=loaned, winograd_room=room)
             self.graph, self.outs, self.carried = graph, list(outs), carried
             self.remat_budget = target
             if budget is None:
                 return
-            from ._memory import next_remat_budget
-            target = next_remat_budget(self, budget, tries)
-            if target is None:
-                return
+            from ._memory import next_remat_budget, winograd_room
+            nxt = next_remat_budget(self, budget, tries)
+            if nxt is None:
+                # within budget: once more with the room it leaves for the
+                # Winograd convolutions that ran direct (same remat target)
+                room = 0 if room else winograd_room(self, budget)
+                if not room:
+                    return
+                continue
+            target = nxt
 
     @property
     def raw_text(self):

@@ -572,8 +572,9 @@ static bool winograd_call(const kcall *k, size_t *direct) {
  * workspace goes in a gap of the buffers live at it, and a Winograd one
  * (the transformed tiles: several times the activations of a small late
  * layer) may find none and grow the arena. Such a step's convolutions run
- * direct (their calls get a copy of their attributes without winograd),
- * so the arena is what the plan needs with the direct primitives. */
+ * direct (their calls get a copy of their attributes without winograd)
+ * unless its workspace ends within the arena the plan needs with the
+ * direct primitives plus the options' winograd_room. */
 static int fit_winograd(builder *b, size_t *bytes, size_t *off) {
     musa_plan *p = b->p;
     int ns = p->n_steps;
@@ -592,6 +593,7 @@ static int fit_winograd(builder *b, size_t *bytes, size_t *off) {
     if (!any) return MUSA_OK;
     size_t limit = p->arena_bytes, reach = p->arena_bytes;
     musa_plan_place_scratch(p->bufs, p->n_bufs, ns, direct, off, &limit);
+    limit = musa_sat_add_size(limit, p->opt.winograd_room);
     musa_plan_place_scratch(p->bufs, p->n_bufs, ns, bytes, off, &reach);
     for (int s = 0; s < ns; s++) {
         bool fits = musa_sat_add_size(off[s], musa_plan_align(bytes[s])) <= limit;
@@ -602,6 +604,7 @@ static int fit_winograd(builder *b, size_t *bytes, size_t *off) {
                 p->stats.winograd++;
                 continue;
             }
+            p->stats.winograd_direct++;
             musa_attrs_conv *a = PLAN_NEW(b, musa_attrs_conv, 1);
             if (!a) return nomem();
             *a = *(const musa_attrs_conv *)in->k.attrs;
