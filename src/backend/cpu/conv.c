@@ -62,7 +62,7 @@ static size_t dnnl_ws_as(const conv_geom *g, int kind, bool bias, musa_conv_shap
     if ((!bf16 && g->cdt != MUSA_DTYPE_FLOAT32) || !g->N || !g->C || !g->Co || !g->P)
         return (size_t)-1;
     /* Winograd only where it is faster here: 64 channels or more in and out,
-     * in whole blocks of 16 (3x3, N 8 or 32: 1.2-2.2x faster from 64
+     * in whole blocks of 16 (3x3, N 8 or 32: 1.0-2.2x faster from 64
      * channels, 0.7-1.3x at 32, 0.4-0.9x at 16, 0.2x with a network's 3
      * input channels; docs/benchmarks.md) */
     bool wino = g->wino && !bf16 && g->groups == 1 && g->kh == 3 && g->kw == 3 && g->sh == 1 &&
