@@ -279,6 +279,13 @@ int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_channels_last(musa_graph *g, musa_pass_ctx *ctx);
 int musa_pass_winograd(musa_graph *g, musa_pass_ctx *ctx);
+/* A convolution node's kind (MUSA_CONV_FWD, _BWD_DATA, _BWD_WEIGHTS of
+ * backend/cpu/conv_dnnl.h) with its input's (N, C, H, W) and weight's dims
+ * (a backward op's missing operand from its attribute shape), as the node
+ * holds them; -1 for any other node, a dead one, or operands not 4-d
+ * (layout.c; the channels_last and winograd passes). */
+int musa_pass_conv_dims(const musa_graph *g, const musa_gnode *n, const int64_t **x,
+                        const int64_t **w);
 int musa_pass_attention(musa_graph *g, musa_pass_ctx *ctx);
 
 /* The pipeline table (NULL-terminated) and a runner. */

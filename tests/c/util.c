@@ -262,6 +262,14 @@ bool near(const char *what, musa_tensor *t, const double *want, int64_t n, doubl
     return ok;
 }
 
+double dot(musa_tensor *a, musa_tensor *b) {
+    musa_tensor *m = musa_mul(a, b), *s = musa_sum(m, 0, NULL, false);
+    double v = NAN;
+    musa_tensor_item(s, &v);
+    release_all(2, m, s);
+    return v;
+}
+
 bool same_values(const musa_tensor *a, const musa_tensor *b) {
     if (!a || !b || musa_tensor_dtype(a) != musa_tensor_dtype(b) ||
         !same_shape(a, musa_tensor_ndim(b), musa_tensor_shape(b)))

@@ -54,6 +54,9 @@ bool close_to(const char *what, musa_dtype d, const double *got, const double *w
 bool near(const char *what, musa_tensor *t, const double *want, int64_t n, double scale);
 
 bool same_shape(const musa_tensor *t, int ndim, const int64_t *shape);
+/* The sum of a * b over every element (broadcasting), as a double: adjoint
+ * checks, <A x, z> = <x, A^T z>. NaN when an op fails. */
+double dot(musa_tensor *a, musa_tensor *b);
 /* a and b (either may be NULL: false) have one dtype and shape and equal
  * values bit for bit, NaN equal to NaN. */
 bool same_values(const musa_tensor *a, const musa_tensor *b);

@@ -132,19 +132,31 @@ static bool act(const lay *L, int32_t v) {
     return v < L->nv0 && is4(L, v);
 }
 
-static bool conv_ok(const lay *L, const musa_gnode *n) {
+int musa_pass_conv_dims(const musa_graph *g, const musa_gnode *n, const int64_t **x,
+                        const int64_t **w) {
+    int kind = n->op == MUSA_OP_conv2d                   ? MUSA_CONV_FWD
+               : n->op == MUSA_OP_conv2d_backward_input  ? MUSA_CONV_BWD_DATA
+               : n->op == MUSA_OP_conv2d_backward_weight ? MUSA_CONV_BWD_WEIGHTS
+                                                         : -1;
+    if (kind < 0 || n->dead) return -1;
     const musa_attrs_conv *a = &n->attrs->conv;
-    bool fwd = n->op == MUSA_OP_conv2d, bwd_w = n->op == MUSA_OP_conv2d_backward_weight;
-    if (a->channels_last || !act(L, n->in[0]) || (bwd_w && !act(L, n->in[1])) ||
-        (!fwd && a->shape.n != 4))
+    const musa_gvalue *in0 = &g->values.data[n->in[0]], *in1 = &g->values.data[n->in[1]];
+    if (in0->ndim != 4 || in1->ndim != 4 || (kind != MUSA_CONV_FWD && a->shape.n != 4)) return -1;
+    *x = kind == MUSA_CONV_BWD_DATA ? a->shape.v : in0->shape;
+    *w = kind == MUSA_CONV_BWD_WEIGHTS ? a->shape.v : in1->shape;
+    return kind;
+}
+
+/* A convolution that can go channels-last (false for other nodes). */
+static bool conv_ok(const lay *L, const musa_gnode *n) {
+    const int64_t *x, *w;
+    int kind = musa_pass_conv_dims(L->g, n, &x, &w);
+    if (kind < 0 || n->attrs->conv.channels_last || !act(L, n->in[0]) ||
+        (kind == MUSA_CONV_BWD_WEIGHTS && !act(L, n->in[1])))
         return false;
-    const int64_t *x =
-        n->op == MUSA_OP_conv2d_backward_input ? a->shape.v : val(L, n->in[0])->shape;
-    const int64_t *w = bwd_w ? a->shape.v : val(L, n->in[1])->shape;
-    int kind = fwd ? MUSA_CONV_FWD : bwd_w ? MUSA_CONV_BWD_WEIGHTS : MUSA_CONV_BWD_DATA;
     int64_t xs[4] = {x[0], x[2], x[3], x[1]};
-    return musa_cpu_conv_channels_last_ok(kind, xs, w, a, val(L, n->in[0])->dtype,
-                                          fwd && n->n_in == 3);
+    return musa_cpu_conv_channels_last_ok(kind, xs, w, n->attrs, val(L, n->in[0])->dtype,
+                                          kind == MUSA_CONV_FWD && n->n_in == 3);
 }
 
 /* A convolution: its activations in and out NHWC. */
@@ -240,13 +252,11 @@ static int rewrite(lay *L) {
         musa_gnode n = g->nodes.data[i]; /* a copy: adding nodes moves the array */
         if (n.dead) continue;
         int rc;
-        bool conv_op = n.op == MUSA_OP_conv2d || n.op == MUSA_OP_conv2d_backward_input ||
-                       n.op == MUSA_OP_conv2d_backward_weight;
         bool bn_bwd = n.op == MUSA_OP_batch_norm_backward;
         bool norm_op = (n.op == MUSA_OP_batch_norm || n.op == MUSA_OP_batch_norm_apply || bn_bwd) &&
                        act(L, n.in[0]) && (!bn_bwd || act(L, n.in[1])) &&
                        (has_cl(L, n.in[0]) || (bn_bwd && has_cl(L, n.in[1])));
-        if (conv_op && conv_ok(L, &n))
+        if (conv_ok(L, &n))
             rc = conv(L, &n, i);
         else if (norm_op)
             rc = norm(L, &n, i);

@@ -22,40 +22,25 @@
 #include "../../backend/cpu/kernels.h"
 #include "../graph.h"
 
-/* The oneDNN workspace of convolution node n with attribute winograd as
- * given, or (size_t)-1 (not a float32 convolution oneDNN runs); *used:
- * whether that is the Winograd primitive. */
-static size_t conv_ws(const musa_graph *g, const musa_gnode *n, bool winograd, bool *used) {
-    *used = false;
-    const musa_attrs_conv *a = &n->attrs->conv;
-    const musa_gvalue *in0 = &g->values.data[n->in[0]], *in1 = &g->values.data[n->in[1]];
-    int kind = n->op == MUSA_OP_conv2d                  ? MUSA_CONV_FWD
-               : n->op == MUSA_OP_conv2d_backward_input ? MUSA_CONV_BWD_DATA
-                                                        : MUSA_CONV_BWD_WEIGHTS;
-    const int64_t *x = kind == MUSA_CONV_BWD_DATA ? a->shape.v : in0->shape;
-    const int64_t *w = kind == MUSA_CONV_BWD_WEIGHTS ? a->shape.v : in1->shape;
-    if (in0->dtype != MUSA_DTYPE_FLOAT32 || in0->ndim != 4 || in1->ndim != 4 ||
-        (kind != MUSA_CONV_FWD && a->shape.n != 4))
-        return (size_t)-1;
-    musa_attrs_conv with = *a;
-    with.winograd = winograd;
-    return musa_cpu_conv_dnnl_workspace(kind, x, w, &with, MUSA_DTYPE_FLOAT32,
-                                        kind == MUSA_CONV_FWD && n->n_in == 3, used);
-}
-
-static bool is_conv(const musa_gnode *n) {
-    return !n->dead && (n->op == MUSA_OP_conv2d || n->op == MUSA_OP_conv2d_backward_input ||
-                        n->op == MUSA_OP_conv2d_backward_weight);
+/* Whether convolution node n, asked for Winograd, would run oneDNN's
+ * Winograd primitive (float32; the kernel decides the shapes). */
+static bool winograd_ok(const musa_graph *g, const musa_gnode *n) {
+    const int64_t *x, *w;
+    int kind = musa_pass_conv_dims(g, n, &x, &w);
+    if (kind < 0 || g->values.data[n->in[0]].dtype != MUSA_DTYPE_FLOAT32) return false;
+    musa_attrs_conv with = n->attrs->conv;
+    with.winograd = true;
+    bool used = false;
+    musa_cpu_conv_dnnl_workspace(kind, x, w, &with, MUSA_DTYPE_FLOAT32,
+                                 kind == MUSA_CONV_FWD && n->n_in == 3, &used);
+    return used;
 }
 
 int musa_pass_winograd(musa_graph *g, musa_pass_ctx *ctx) {
     if (!g) return musa_err(MUSA_ERR_VALUE, "[winograd] graph is NULL");
     for (int64_t i = 0; i < g->nodes.len; i++) {
         musa_gnode *n = &g->nodes.data[i];
-        bool used;
-        if (!is_conv(n) || n->attrs->conv.winograd || conv_ws(g, n, true, &used) == (size_t)-1 ||
-            !used)
-            continue;
+        if (!winograd_ok(g, n) || n->attrs->conv.winograd) continue;
         musa_attrs_conv a = n->attrs->conv;
         a.winograd = true;
         int rc = musa_graph_set_attrs(g, n, &a);
