@@ -613,6 +613,38 @@ def test_remat_recomputes_layer_norm_outputs_from_their_statistics():
     assert "layer_norm_apply" in step_c.plan_text()
 
 
+def test_remat_false_recomputes_nothing_in_a_whole_step():
+    # Config(remat=False) turns the remat pass off too, not only the
+    # forward/backward split of compiled modules: the step saves what the
+    # backward reads (a larger plan, the same bits), and a memory_budget is
+    # then only checked, at once, without rebuilding
+    def make():
+        blocks = []
+        for cin, cout in ((1, 6), (6, 8), (8, 8)):
+            blocks += [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+        return nn.Sequential(*blocks, nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
+
+    x, y = musa.randn(8, 1, 8, 8), musa.randint(0, 10, (8,))
+    losses, peaks = {}, {}
+    for remat in (True, False):
+        musa.manual_seed(0)
+        m = make()
+        step = musa.jit(make_step(m, musa.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)),
+                        config=musa.Config(remat=remat))
+        losses[remat] = [float(step(x, y)) for _ in range(3)]
+        assert ("batch_norm_apply" in step.plan_text()) == remat
+        peaks[remat] = step.memory_plan()["peak_bytes"]
+    assert losses[True] == losses[False]
+    assert peaks[False] > peaks[True]
+    musa.manual_seed(0)
+    m = make()
+    step = musa.jit(make_step(m, musa.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)),
+                    config=musa.Config(remat=False, memory_budget=peaks[True]))
+    with pytest.raises(MemoryError, match=r"with remat=False \(nothing recomputed\) the plan "
+                                          rf"needs .* \({peaks[False]} bytes"):
+        step(x, y)
+
+
 def make_step_3d(model, opt):
     """A whole step whose model gives (B, T, 10) logits, flattened for the loss."""
     def step(x, y):

@@ -33,7 +33,8 @@ class Config:
     max_variants: compiled variants per function before it runs eagerly.
     verify: run the IR verifier after every pass.
     remat: in compiled training, recompute cheap elementwise values in the
-        backward instead of saving them (default on).
+        backward instead of saving them (default on). False recomputes
+        nothing: no remat pass, and a memory_budget is then only checked.
     memory_budget: bytes a compiled plan may need (its predicted peak, as
         compiled.memory_plan() reports it), or None (default: no limit).
         Over budget, the planner recomputes more values instead of keeping
@@ -180,6 +181,13 @@ class Config:
     def disable_pass(self, name):
         self.disable_passes = self.disable_passes + (name,)
         return self
+
+    def passes_off(self):
+        """The passes a build skips, comma-separated (None: none):
+        disable_passes, and the remat pass under remat=False."""
+        off = self.disable_passes + (() if self.remat or "remat" in self.disable_passes
+                                     else ("remat",))
+        return ",".join(off) or None
 
     def __repr__(self):
         return (f"musa.Config(fusion_level={self.fusion_level}, memory_arena={self.memory_arena}, "

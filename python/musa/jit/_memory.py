@@ -113,13 +113,14 @@ def winograd_room(seg, budget):
     return max(budget - plan_memory(seg)["peak_bytes"], 0)
 
 
-def next_remat_budget(seg, budget, tries):
+def next_remat_budget(seg, budget, tries, remat=True):
     """After planning seg: None when its predicted peak fits in budget bytes,
     else the remat pass's budget for the next try (its estimate of live
     intermediate bytes: the room left by inputs, parameters and outputs, then less
     by what the last plan was over, at least an eighth). tries lists the
     peaks so far. Raises MemoryError naming the smallest peak reached and
-    what makes it up when no room is left, or after 8 tries."""
+    what makes it up when no room is left, after 8 tries, or at once
+    without remat (Config(remat=False): nothing is recomputed)."""
     m = plan_memory(seg)
     peak = m["peak_bytes"]
     if peak <= budget:
@@ -130,14 +131,16 @@ def next_remat_budget(seg, budget, tries):
     else:  # down by the excess, and at least an eighth
         target = seg.remat_budget - max(peak - budget, seg.remat_budget // 8)
     tries.append(peak)
-    if len(tries) >= 8:
+    if len(tries) >= 8 or not remat:
         target = 0
     if target > 0:
         return target
     parts = ", ".join(f"{k} {_mib(v)}" for k, v in m["parts"].items())
     big = "; ".join(f"{_mib(x['bytes'])} from {x['op']}" + (f" at {x['loc']}" if x["loc"] else "")
                     for x in m["largest_intermediates"][:3])
+    how = ("recomputing activations the plan needs" if remat else
+           "with remat=False (nothing recomputed) the plan needs")
     raise MemoryError(f"[jit] memory_budget {_mib(budget)} ({budget} bytes) cannot be met: "
-                      f"recomputing activations the plan needs {_mib(min(tries))} at best "
+                      f"{how} {_mib(min(tries))} at best "
                       f"({min(tries)} bytes; the last plan: {parts}); largest intermediates: "
                       f"{big or 'none'}")

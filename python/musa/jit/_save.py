@@ -131,7 +131,7 @@ def save(compiled, path):
     }
     options = {"fusion_level": cfg.fusion_level, "memory_arena": cfg.memory_arena,
                "num_threads": cfg.num_threads or 0,
-               "disabled": ",".join(cfg.disable_passes) or None,
+               "disabled": cfg.passes_off(),
                "channels_last": cfg.channels_last, "fuse_attention": cfg.fuse_attention,
                "winograd": cfg.winograd}
     import json  # (here, not at import: a compiled step that never saves need not load it)

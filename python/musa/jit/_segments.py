@@ -69,7 +69,7 @@ class Segment:
             self.cut = (list(outs), mutations, n_inputs, remat)
             graph, carried = self.src.segment(self.begin, self.end, *self.cut)
             graph.optimize(fusion_level=cfg.fusion_level,
-                           disabled=",".join(cfg.disable_passes) or None, verify=cfg.verify,
+                           disabled=cfg.passes_off(), verify=cfg.verify,
                            remat_budget=target, channels_last=cfg.channels_last,
                            fuse_attention=cfg.fuse_attention, winograd=cfg.winograd)
             self.plan = graph.compile(num_threads=cfg.num_threads or 0,
@@ -80,7 +80,7 @@ class Segment:
             if budget is None:
                 return
             from ._memory import next_remat_budget, winograd_room
-            nxt = next_remat_budget(self, budget, tries)
+            nxt = next_remat_budget(self, budget, tries, cfg.remat)
             if nxt is None:
                 # within budget: once more with the room it leaves for the
                 # Winograd convolutions that ran direct (same remat target)
