@@ -130,7 +130,7 @@ DEF_ROW_DOT(f64, double)
         }                                                                                          \
         return s;                                                                                  \
     }
-DEF_EXP_SUM(f32, float, expf, musa_exp_masked_f)
+DEF_EXP_SUM(f32, float, MUSA_EXPF, musa_exp_masked_f)
 DEF_EXP_SUM(f64, double, exp, musa_exp_masked_d)
 
 /* Rows shorter than a vector (D < MUSA_SIMD_LANES), R contiguous ones at a
@@ -273,7 +273,7 @@ DEF_SHORT_ROWS(f64, double, musa_exp_masked_d)
                 }                                                                                  \
         }                                                                                          \
     }
-DEF_SOFTMAX(f32, f, float, expf, musa_exp_masked_f, logf)
+DEF_SOFTMAX(f32, f, float, MUSA_EXPF, musa_exp_masked_f, logf)
 DEF_SOFTMAX(f64, d, double, exp, musa_exp_masked_d, log)
 
 #define DEF_SOFTMAX_ROWS(SUF, T)                                                                   \
@@ -490,7 +490,7 @@ static inline bool xe_target(xe_job *j, int64_t t) {
             }                                                                                      \
         }                                                                                          \
     }
-DEF_XENT(f32, float, expf)
+DEF_XENT(f32, float, MUSA_EXPF)
 DEF_XENT(f64, double, exp)
 
 static void xe_geom(const musa_kview *x, int64_t *N, int64_t *C, int64_t *S) {

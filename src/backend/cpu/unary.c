@@ -177,7 +177,7 @@ UNARY_ALL(ceil, ceilf(x), ceil(x), x)
 UNARY_ALL(round, nearbyintf(x), nearbyint(x), x)
 UNARY_ALL(trunc, truncf(x), trunc(x), x)
 
-UNARY_MATH(exp, expf(x), exp(x))
+UNARY_MATH(exp, MUSA_EXPF(x), exp(x))
 UNARY_MATH(expm1, expm1f(x), expm1(x))
 UNARY_MATH(log, logf(x), log(x))
 UNARY_MATH(log1p, log1pf(x), log1p(x))
@@ -191,7 +191,7 @@ UNARY_MATH(tanh, tanhf(x), tanh(x))
  * the negative tail keeps its relative accuracy down to the denormals
  * (1 / (1 + exp(-x)) gave 0 below -88.7 in float32 as exp(-x) overflowed). */
 static inline float logistic_f(float x) {
-    float e = expf(-fabsf(x));
+    float e = MUSA_EXPF(-fabsf(x));
     return (x < 0 ? e : 1.0f) / (1.0f + e);
 }
 static inline double logistic_d(double x) {

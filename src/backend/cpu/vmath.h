@@ -38,6 +38,19 @@ MUSA_SIMD_DECL1(tanh, double)
 MUSA_SIMD_DECL1(erf, double)
 MUSA_SIMD_DECL2(pow, double)
 
+/* float32 exp: musa's own (vexp.c: at most 0.92 ulp, 1.5x libmvec's speed,
+ * the same bits from its scalar and vector versions) where the build has
+ * AVX-512F and AVX-512VL, libmvec's expf elsewhere. Every float32 exp in
+ * the kernels goes through MUSA_EXPF. */
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+/* const: no side effects and no errno, as GCC knows of expf, so its loops
+ * vectorise the same way */
+_Pragma("omp declare simd notinbranch") extern float musa_expf(float) __attribute__((const));
+#define MUSA_EXPF musa_expf
+#else
+#define MUSA_EXPF expf
+#endif
+
 /* The pragma for a loop over elements of compute type C (float, double)
  * that calls these functions: one 64-byte vector of elements per step.
  * GCC's tuning prefers 256-bit vectors even on AVX-512, so a plain
@@ -104,7 +117,7 @@ MUSA_SIMD_DECL2(pow, double)
         memcpy(&x, &b, sizeof b);                                                                  \
         return x;                                                                                  \
     }
-MUSA_EXP_MASKED_FN(f, float, uint32_t, expf)
+MUSA_EXP_MASKED_FN(f, float, uint32_t, MUSA_EXPF)
 MUSA_EXP_MASKED_FN(d, double, uint64_t, exp)
 
 /* GELU, x Phi(x): exact (with erf) or with the tanh approximation, as
@@ -128,7 +141,7 @@ MUSA_EXP_MASKED_FN(d, double, uint64_t, exp)
         T du = (T)0.79788456080286535588 * ((T)1 + (T)(3 * 0.044715) * x2);                        \
         return g * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du);                       \
     }
-MUSA_GELU_FNS(f, float, erff, expf, tanhf)
+MUSA_GELU_FNS(f, float, erff, MUSA_EXPF, tanhf)
 MUSA_GELU_FNS(d, double, erf, exp, tanh)
 
 #endif

@@ -166,3 +166,51 @@ TEST(math_accuracy_float64) {
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0] && !harness_failed(); i++)
         check_case(&CASES[i], MUSA_DTYPE_FLOAT64);
 }
+
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#include <immintrin.h>
+
+/* musa's float32 exp (src/backend/cpu/vexp.c), which the kernels call on
+ * such builds: its scalar function and its 4-, 8- and 16-lane vector
+ * variants (what GCC calls from loops of different widths) must give the
+ * same bits for every input, NaN aside (a NaN for a NaN), or an element's
+ * exp would depend on the loop that computed it. Every 257th bit pattern,
+ * both signs, and the edges. */
+float musa_expf(float);
+__m128 _ZGVbN4v_musa_expf(__m128);
+__m256 _ZGVdN8v_musa_expf(__m256);
+__m512 _ZGVeN16v_musa_expf(__m512);
+
+TEST(musa_expf_scalar_and_vector_variants_agree) {
+    enum { L = 16 };
+    int64_t nsweep = (int64_t)((1ull << 32) / 257) / L * L;
+    int64_t nedge = (int64_t)(sizeof EDGES / sizeof EDGES[0]), n = nsweep + (nedge + L - 1) / L * L;
+    int64_t differ = 0;
+    float first_x = 0, xs[L], s[L], v16[L], v8[L], v4[L];
+    for (int64_t i0 = 0; i0 < n; i0 += L) {
+        for (int l = 0; l < L; l++) {
+            int64_t i = i0 + l;
+            if (i < nsweep) {
+                uint32_t b = (uint32_t)((uint64_t)i * 257);
+                memcpy(&xs[l], &b, sizeof b);
+            } else {
+                xs[l] = i - nsweep < nedge ? (float)EDGES[i - nsweep] : 0.0f;
+            }
+            s[l] = musa_expf(xs[l]);
+        }
+        _mm512_storeu_ps(v16, _ZGVeN16v_musa_expf(_mm512_loadu_ps(xs)));
+        for (int h = 0; h < L; h += 8)
+            _mm256_storeu_ps(v8 + h, _ZGVdN8v_musa_expf(_mm256_loadu_ps(xs + h)));
+        for (int q = 0; q < L; q += 4)
+            _mm_storeu_ps(v4 + q, _ZGVbN4v_musa_expf(_mm_loadu_ps(xs + q)));
+        for (int l = 0; l < L; l++) {
+            bool same = isnan(xs[l]) ? isnan(s[l]) && isnan(v16[l]) && isnan(v8[l]) && isnan(v4[l])
+                                     : !memcmp(&s[l], &v16[l], 4) && !memcmp(&s[l], &v8[l], 4) &&
+                                           !memcmp(&s[l], &v4[l], 4);
+            if (!same && !differ++) first_x = xs[l];
+        }
+    }
+    CHECK_MSG(differ == 0, "musa_expf: %lld inputs where the variants differ, the first %a",
+              (long long)differ, first_x);
+}
+#endif
