@@ -481,6 +481,13 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
         L = LU_data[..., :k].tril(-1) + _C.eye(m, k, dtype=LU_data.dtype)
         U = LU_data[..., :k, :].triu()
     if unpack_pivots:
+        _tensors("lu_unpack", LU_pivots=LU_pivots)
+        batch = tuple(LU_data.shape[:-2])
+        if tuple(LU_pivots.shape[:-1]) != batch:  # (torch reads past its pivots here)
+            raise _C.InvalidArgumentError(
+                f"[lu_unpack] LU_pivots must have LU_data's batch shape {batch} before its last "
+                f"dim, got shape {tuple(LU_pivots.shape)} for LU_data of shape "
+                f"{tuple(LU_data.shape)}")
         perm = _perm_of("lu_unpack", LU_pivots, m)
         P = _rows_of(perm, LU_data.dtype).transpose(-2, -1)
     return _LuUnpack(P, L, U)

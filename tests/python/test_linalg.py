@@ -607,6 +607,22 @@ def test_lu_solve_values_and_gradients_equal_torchs(rng, left, adjoint):
         close(b.lu_solve(LU, piv), tx)
 
 
+def test_lu_unpack_wants_the_pivots_batched_like_the_factors():
+    # found by fuzz_py (seed 22509): pivots (1, 1) for a 2-d LU made a (1, 1, 1)
+    # P, where torch gives (1, 1) and, for pivots of another batch, reads past them
+    LU, piv = musa.linalg.lu_factor(musa.randn(3, 2, 2))
+    for bad in (piv[0:1], piv[:, None], piv.reshape(-1)):
+        with pytest.raises(ValueError, match=r"\[lu_unpack\] LU_pivots must have LU_data's "
+                                             r"batch shape \(3,\)"):
+            musa.lu_unpack(LU, bad)
+    with pytest.raises(ValueError, match=r"batch shape \(\) before its last dim, got shape "
+                                         r"\(1, 1\)"):
+        musa.lu_unpack(musa.tensor([[1.7]]), musa.tensor([[1]], dtype=musa.int32))
+    assert musa.lu_unpack(LU, piv, unpack_pivots=False).P.numel() == 0
+    P, L, U = musa.lu_unpack(LU, piv)
+    assert P.shape == (3, 2, 2) and L.shape == (3, 2, 2) and U.shape == (3, 2, 2)
+
+
 def test_lu_unpack_older_spellings_and_singular_matrices(rng):
     A0 = rng.uniform(-1, 1, (2, 5, 3))
     LU, piv = LA.lu_factor(M(A0))
