@@ -12,9 +12,9 @@
  * 2^18 float64 patterns across all exponents) against libm in long double.
  * It prints figures; it never fails. docs/benchmarks.md has a run. The
  * columns mean what they say in a GCC build for AVX-512 (MUSA_NATIVE on such
- * a CPU); elsewhere the program says what is missing. A last line times
- * musa's own float32 exp (src/backend/cpu/vexp.c, what the kernels call on
- * AVX-512) the same way, 16 lanes at a time.
+ * a CPU); elsewhere the program says what is missing. Two last lines time
+ * musa's own float32 exp and erf (src/backend/cpu/vmath.c, what the
+ * kernels call on AVX-512) the same way, 16 lanes at a time.
  *
  *     ./build/bench_vmath
  */
@@ -67,10 +67,12 @@ MVEC_ALL(sinf, sin)
 MVEC_ALL(tanhf, tanh)
 MVEC_ALL(erff, erf)
 
-#if defined(__AVX512F__) && defined(__AVX512VL__)
-SIMD1(musa_expf, float); /* vexp.c, in musa_static */
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+SIMD1(musa_expf, float); /* src/backend/cpu/vmath.c, in musa_static */
+SIMD1(musa_erff, float);
 MVEC(musa_expf, float, 16, musa512f)
-#define WITH_MUSA_EXP 1
+MVEC(musa_erff, float, 16, musa512f)
+#define WITH_MUSA_MATH 1
 #endif
 
 #ifdef WITH_SLEEF
@@ -219,16 +221,26 @@ int main(void) {
         }
         free(x), free(ref);
     }
-#ifdef WITH_MUSA_EXP
+#ifdef WITH_MUSA_MATH
     if (have512) {
+        static const struct {
+            const char *name;
+            vfn f;
+            long double (*ref)(long double);
+            double lo, hi;
+        } OWN[] = {{"exp", musa512f_musa_expf, expl, -10, 10},
+                   {"erf", musa512f_musa_erff, erfl, -4, 4}};
         int64_t n;
         double *x = sweep(0, &n);
         long double *ref = malloc(sizeof(long double) * (size_t)n);
-        for (int i = 0; i < N; i++)
-            af[i] = (float)(-10 + 20 * (i * 0.61803398875 - (int)(i * 0.61803398875)));
-        for (int64_t i = 0; i < n; i++) ref[i] = expl((long double)(float)x[i]);
-        printf("exp    float32 musa_expf (vexp.c, 16 lanes): %.3f / %.2f\n",
-               ns_per_elem(musa512f_musa_expf, of, af), max_ulp(musa512f_musa_expf, 0, x, ref, n));
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < N; i++)
+                af[i] = (float)(OWN[k].lo + (OWN[k].hi - OWN[k].lo) *
+                                                (i * 0.61803398875 - (int)(i * 0.61803398875)));
+            for (int64_t i = 0; i < n; i++) ref[i] = OWN[k].ref((long double)(float)x[i]);
+            printf("%-6s float32 musa's own (vmath.c, 16 lanes): %8.3f / %5.2f\n", OWN[k].name,
+                   ns_per_elem(OWN[k].f, of, af), max_ulp(OWN[k].f, 0, x, ref, n));
+        }
         free(x), free(ref);
     }
 #endif

@@ -199,7 +199,7 @@ static inline double logistic_d(double x) {
     return (x < 0 ? e : 1.0) / (1.0 + e);
 }
 UNARY_MATH(sigmoid, logistic_f(x), logistic_d(x))
-UNARY_MATH(erf, erff(x), erf(x))
+UNARY_MATH(erf, MUSA_ERFF(x), erf(x))
 /* 1 - erf(x) without the cancellation: erfc(5) is 1.5e-12, where float32's
  * 1 - erf(5) is 0 */
 UNARY_FLOAT(erfc, erfcf(x), erfc(x))

@@ -167,21 +167,32 @@ TEST(math_accuracy_float64) {
         check_case(&CASES[i], MUSA_DTYPE_FLOAT64);
 }
 
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
 #include <immintrin.h>
 
-/* musa's float32 exp (src/backend/cpu/vexp.c), which the kernels call on
- * such builds: its scalar function and its 4-, 8- and 16-lane vector
- * variants (what GCC calls from loops of different widths) must give the
- * same bits for every input, NaN aside (a NaN for a NaN), or an element's
- * exp would depend on the loop that computed it. Every 257th bit pattern,
- * both signs, and the edges. */
-float musa_expf(float);
-__m128 _ZGVbN4v_musa_expf(__m128);
-__m256 _ZGVdN8v_musa_expf(__m256);
-__m512 _ZGVeN16v_musa_expf(__m512);
+/* musa's float32 exp and erf (src/backend/cpu/vmath.c), which the kernels
+ * call on such builds: each one's scalar function and its 4-, 8- and
+ * 16-lane vector variants (what GCC calls from loops of different widths)
+ * must give the same bits for every input, NaN aside (a NaN for a NaN), or
+ * an element's result would depend on the loop that computed it. Every
+ * 257th bit pattern, both signs, and the edges. */
+#define OWN_VARIANTS(F)                                                                            \
+    float musa_##F(float);                                                                         \
+    __m128 _ZGVbN4v_musa_##F(__m128);                                                              \
+    __m256 _ZGVdN8v_musa_##F(__m256);                                                              \
+    __m512 _ZGVeN16v_musa_##F(__m512);
+OWN_VARIANTS(expf)
+OWN_VARIANTS(erff)
 
-TEST(musa_expf_scalar_and_vector_variants_agree) {
+typedef struct {
+    const char *name;
+    float (*s)(float);
+    __m128 (*b4)(__m128);
+    __m256 (*d8)(__m256);
+    __m512 (*e16)(__m512);
+} own_fn;
+
+static void check_variants(const own_fn *f) {
     enum { L = 16 };
     int64_t nsweep = (int64_t)((1ull << 32) / 257) / L * L;
     int64_t nedge = (int64_t)(sizeof EDGES / sizeof EDGES[0]), n = nsweep + (nedge + L - 1) / L * L;
@@ -196,13 +207,11 @@ TEST(musa_expf_scalar_and_vector_variants_agree) {
             } else {
                 xs[l] = i - nsweep < nedge ? (float)EDGES[i - nsweep] : 0.0f;
             }
-            s[l] = musa_expf(xs[l]);
+            s[l] = f->s(xs[l]);
         }
-        _mm512_storeu_ps(v16, _ZGVeN16v_musa_expf(_mm512_loadu_ps(xs)));
-        for (int h = 0; h < L; h += 8)
-            _mm256_storeu_ps(v8 + h, _ZGVdN8v_musa_expf(_mm256_loadu_ps(xs + h)));
-        for (int q = 0; q < L; q += 4)
-            _mm_storeu_ps(v4 + q, _ZGVbN4v_musa_expf(_mm_loadu_ps(xs + q)));
+        _mm512_storeu_ps(v16, f->e16(_mm512_loadu_ps(xs)));
+        for (int h = 0; h < L; h += 8) _mm256_storeu_ps(v8 + h, f->d8(_mm256_loadu_ps(xs + h)));
+        for (int q = 0; q < L; q += 4) _mm_storeu_ps(v4 + q, f->b4(_mm_loadu_ps(xs + q)));
         for (int l = 0; l < L; l++) {
             bool same = isnan(xs[l]) ? isnan(s[l]) && isnan(v16[l]) && isnan(v8[l]) && isnan(v4[l])
                                      : !memcmp(&s[l], &v16[l], 4) && !memcmp(&s[l], &v8[l], 4) &&
@@ -210,7 +219,15 @@ TEST(musa_expf_scalar_and_vector_variants_agree) {
             if (!same && !differ++) first_x = xs[l];
         }
     }
-    CHECK_MSG(differ == 0, "musa_expf: %lld inputs where the variants differ, the first %a",
+    CHECK_MSG(differ == 0, "musa_%s: %lld inputs where the variants differ, the first %a", f->name,
               (long long)differ, first_x);
+}
+
+TEST(musa_expf_and_erff_scalar_and_vector_variants_agree) {
+    const own_fn fns[] = {
+        {"expf", musa_expf, _ZGVbN4v_musa_expf, _ZGVdN8v_musa_expf, _ZGVeN16v_musa_expf},
+        {"erff", musa_erff, _ZGVbN4v_musa_erff, _ZGVdN8v_musa_erff, _ZGVeN16v_musa_erff},
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) check_variants(&fns[i]);
 }
 #endif
