@@ -9,7 +9,8 @@
  * parts, so r is exact to a few units of the last place of x), e^r by
  * Horner's rule over the Taylor terms to r^7 (|r| <= ln 2 / 2: the first
  * term left out is under 2^-27 of the sum), and 2^n applied by an exact
- * scaling that rounds once, denormals included (vscalefps, ldexpf). x is
+ * scaling that rounds once, denormals included (vscalefps; two products by
+ * powers of two in the scalar function). x is
  * clamped to [-104, 89] first: below, e^x rounds to +0 (e^-104 is under half
  * the smallest denormal), above, to +inf (e^88.73 overflows); -inf gives +0
  * and +inf gives +inf through the clamp, NaN stays NaN.
@@ -44,6 +45,8 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #define EXP_L2E 1.44269504088896341f
 #define EXP_HI  0.693145751953125f      /* ln 2, its high bits (exact times n) */
@@ -59,6 +62,14 @@
 
 float musa_expf(float x);
 
+/* 2^k for k in [-126, 127], exactly */
+static inline float pow2f(int k) {
+    uint32_t b = (uint32_t)(k + 127) << 23;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
 float musa_expf(float x) {
     if (x != x) return x + x;
     x = x > EXP_MAX ? EXP_MAX : x < EXP_MIN ? EXP_MIN : x;
@@ -72,7 +83,12 @@ float musa_expf(float x) {
     p = fmaf(p, r, EXP_C2);
     p = fmaf(p, r, 1.0f);
     p = fmaf(p, r, 1.0f);
-    return ldexpf(p, (int)n);
+    /* p 2^n as vscalefps makes it: two exact powers of two, the first
+     * product exact (p 2^(n/2) stays normal for n in [-150, 128]), so one
+     * rounding, by the hardware, under the same MXCSR modes as the vector
+     * variants (a denormal result flushes in both where FTZ is set) */
+    int k = (int)n, k1 = k / 2;
+    return p * pow2f(k1) * pow2f(k - k1);
 }
 
 /* The vector body (PS the intrinsics' prefix, V the float type; it needs no
