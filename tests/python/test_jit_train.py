@@ -576,16 +576,18 @@ def test_embedding_step_compiles_once_whatever_the_smallest_index():
         step_e(musa.tensor([[0, -2, 1, 1]]), musa.tensor([0]))
 
 
+def conv_bn_relu_net():
+    """Three conv-BatchNorm-ReLU blocks over 8x8 inputs and a linear head."""
+    blocks = []
+    for cin, cout in ((1, 6), (6, 8), (8, 8)):
+        blocks += [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+    return nn.Sequential(*blocks, nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
+
+
 def test_remat_recomputes_batch_norm_outputs_from_their_statistics():
     # relu(batch_norm(conv)) read again in the backward is recomputed there
     # from the conv output and the stored mean/invstd: one pass, the same bits
-    def make():
-        blocks = []
-        for cin, cout in ((1, 6), (6, 8), (8, 8)):
-            blocks += [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
-        return nn.Sequential(*blocks, nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
-
-    eager, comp = twins(make)
+    eager, comp = twins(conv_bn_relu_net)
     oe = musa.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
     oc = musa.optim.SGD(comp.parameters(), lr=0.05, momentum=0.9)
     step_e, step_c = make_step(eager, oe), musa.jit(make_step(comp, oc))
@@ -618,17 +620,11 @@ def test_remat_false_recomputes_nothing_in_a_whole_step():
     # forward/backward split of compiled modules: the step saves what the
     # backward reads (a larger plan, the same bits), and a memory_budget is
     # then only checked, at once, without rebuilding
-    def make():
-        blocks = []
-        for cin, cout in ((1, 6), (6, 8), (8, 8)):
-            blocks += [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
-        return nn.Sequential(*blocks, nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
-
     x, y = musa.randn(8, 1, 8, 8), musa.randint(0, 10, (8,))
     losses, peaks = {}, {}
     for remat in (True, False):
         musa.manual_seed(0)
-        m = make()
+        m = conv_bn_relu_net()
         step = musa.jit(make_step(m, musa.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)),
                         config=musa.Config(remat=remat))
         losses[remat] = [float(step(x, y)) for _ in range(3)]
@@ -637,7 +633,7 @@ def test_remat_false_recomputes_nothing_in_a_whole_step():
     assert losses[True] == losses[False]
     assert peaks[False] > peaks[True]
     musa.manual_seed(0)
-    m = make()
+    m = conv_bn_relu_net()
     step = musa.jit(make_step(m, musa.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)),
                     config=musa.Config(remat=False, memory_budget=peaks[True]))
     with pytest.raises(MemoryError, match=r"with remat=False \(nothing recomputed\) the plan "
