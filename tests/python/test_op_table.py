@@ -113,3 +113,52 @@ def test_the_namespace_is_the_registry_of_exports():
         assert name in vars(_C) and name not in exports and not hasattr(musa, name)
     # musa.conv2d is torch.conv2d's spelling of F.conv2d (musa/_torch_nn_names.py), not the binding
     assert "conv2d" in vars(_C) and "conv2d" not in exports and musa.conv2d is not _C.conv2d
+
+
+def test_hand_written_functions_take_out_too():
+    x = musa.tensor([[3.0, -1.0], [0.5, 2.0]])
+    o = musa.empty(2, 2)
+    assert musa.add(x, x, alpha=2, out=o) is o and o.tolist() == (x * 3).tolist()
+    assert musa.add(x, o, out=o) is o and o.tolist() == (x * 4).tolist()  # out is an input
+    assert musa.cat([x, x], dim=1, out=musa.empty(2, 4)).tolist() == musa.cat([x, x], 1).tolist()
+    assert musa.sum(x, out=musa.empty(())).item() == 4.5
+    assert musa.where(x > 0, x, 0.0, out=o).tolist() == [[3.0, 0.0], [0.5, 2.0]]
+    # tuple results: a tuple of outs, returned with the result's names
+    v, i = musa.empty(2), musa.empty(2, dtype=musa.int64)
+    r = musa.max(x, 1, out=(v, i))
+    assert r.values is v and r.indices is i and type(r) is type(musa.max(x, 1))
+    assert v.tolist() == [3.0, 2.0] and i.tolist() == [0, 1]
+    assert musa.sort(x, out=[musa.empty(2, 2), musa.empty(2, 2, dtype=musa.int64)])[1].tolist() \
+        == [[1, 0], [0, 1]]
+    # factories: made in out's dtype
+    z = musa.empty(3, dtype=musa.int64)
+    assert musa.arange(3, out=z) is z and z.tolist() == [0, 1, 2] and z.dtype is musa.int64
+    # an empty out is resized (PyTorch's torch.empty(0) idiom), here and in generated ops
+    e = musa.empty(0)
+    assert musa.cumsum(x, 0, out=e) is e and e.tolist() == [[3.0, -1.0], [3.5, 1.0]]
+    e = musa.empty(0, dtype=musa.float64)
+    assert musa.exp(musa.zeros(3), out=e) is e and e.tolist() == [1.0] * 3
+    assert e.dtype is musa.float64
+    # autograd: the write records history as copy_ does
+    a = musa.tensor([1.0, 2.0], requires_grad=True)
+    musa.sum(a * a, 0, out=musa.empty(())).backward()
+    assert a.grad.tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match=r"\[cat\] out is a leaf tensor that requires grad"):
+        musa.cat([x], out=musa.empty(0, requires_grad=True))
+    with pytest.raises(ValueError, match=r"\[sum\] output has shape \(3,\) but the result has "
+                                         r"shape \(2,\)"):
+        musa.sum(x, 1, out=musa.empty(3))
+    with pytest.raises(TypeError, match=r"\[amax\] result type float32 can't be cast to the "
+                                        r"output type int64"):
+        musa.amax(x, 0, out=musa.empty(2, dtype=musa.int64))
+    with pytest.raises(ValueError, match=r"\[add\] cannot write into a tensor whose elements "
+                                         r"overlap"):
+        musa.add(x, x, out=musa.zeros(1, 2).expand(2, 2))
+    with pytest.raises(TypeError, match=r"\[max\] out must be a tuple of 2 tensors"):
+        musa.max(x, 1, out=v)
+    with pytest.raises(TypeError, match=r"\[sub\] out must be a Tensor, got list"):
+        musa.sub(x, x, out=[1.0])
+    with pytest.raises(TypeError, match=r"\[add\] got an unexpected keyword argument 'out'"):
+        x.add(x, out=o)  # methods take none, as in PyTorch
+    with pytest.raises(TypeError, match=r"\[reshape\] got an unexpected keyword argument 'out'"):
+        musa.reshape(x, (4,), out=musa.empty(4))  # nor views

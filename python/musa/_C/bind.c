@@ -14,6 +14,7 @@
  * Errors are TypeErrors naming the function and the argument, as Python's
  * own functions do.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +228,112 @@ static const char *numpy_alias(const char *kn) {
     return NULL;
 }
 
+/* ---- out= (PM_OUT) ---- */
+
+/* "(2, 3)", "(3,)", "()": a shape as the core's messages write it. */
+static const char *shape_str(int nd, const int64_t *sh, char *buf, size_t cap) {
+    size_t k = (size_t)snprintf(buf, cap, "(");
+    for (int d = 0; d < nd && k < cap; d++)
+        k += (size_t)snprintf(buf + k, cap - k, d ? ", %lld" : "%lld", (long long)sh[d]);
+    if (k < cap) snprintf(buf + k, cap - k, nd == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* Write result r into out as PyTorch's out= does: a dtype r casts to (bool
+ * to integer to floating, not back), no overlapping elements, and r's
+ * shape; an empty out (PyTorch's idiom torch.empty(0)) is resized to it,
+ * one of another shape is an error (PyTorch warns and resizes). The copy
+ * records autograd history as copy_ does (as the generated ops' out= does;
+ * PyTorch refuses out= under autograd). */
+static int write_out(const char *who, PyObject *res, PyObject *out) {
+    char s1[128], s2[128];
+    musa_tensor *r = pm_t(res), *o = pm_t(out);
+    if (musa_is_grad_enabled() && musa_tensor_requires_grad(o) && musa_tensor_is_leaf(o))
+        return musa_set_error(MUSA_ERR_RUNTIME,
+                              "[%s] out is a leaf tensor that requires grad: it cannot be "
+                              "written (wrap the call in no_grad, or pass a clone)",
+                              who);
+    musa_dtype rd = musa_tensor_dtype(r), od = musa_tensor_dtype(o);
+    int rk = rd == MUSA_DTYPE_BOOL ? 0 : musa_dtype_is_floating(rd) ? 2 : 1;
+    int ok = od == MUSA_DTYPE_BOOL ? 0 : musa_dtype_is_floating(od) ? 2 : 1;
+    if (rk > ok)
+        return musa_set_error(MUSA_ERR_TYPE,
+                              "[%s] result type %s can't be cast to the output type %s", who,
+                              musa_dtype_name(rd), musa_dtype_name(od));
+    int nd = musa_tensor_ndim(o), rn = musa_tensor_ndim(r);
+    const int64_t *sh = musa_tensor_shape(o), *st = musa_tensor_strides(o);
+    if (nd != rn || memcmp(sh, musa_tensor_shape(r), sizeof(int64_t) * (size_t)nd)) {
+        if (musa_tensor_numel(o) != 0)
+            return musa_set_error(MUSA_ERR_VALUE,
+                                  "[%s] output has shape %s but the result has shape %s", who,
+                                  shape_str(nd, sh, s1, sizeof s1),
+                                  shape_str(rn, musa_tensor_shape(r), s2, sizeof s2));
+        musa_tensor *n = musa_empty(rn, musa_tensor_shape(r), od);
+        PyObject *w = n && !musa_copy_(n, r) ? pm_wrap(musa_tensor_retain(n)) : NULL;
+        musa_tensor_release(n);
+        if (!w) return -1;
+        PyObject *x = PyObject_CallMethod(out, "_rebind_", "O", w);
+        Py_DECREF(w);
+        Py_XDECREF(x);
+        return x ? 0 : -1;
+    }
+    for (int d = 0; d < nd; d++)
+        if (st[d] == 0 && sh[d] > 1)
+            return musa_set_error(MUSA_ERR_VALUE,
+                                  "[%s] cannot write into a tensor whose elements overlap (an "
+                                  "expanded view); clone it first",
+                                  who);
+    return musa_copy_(o, r);
+}
+
+/* A function's result res (a new reference, or NULL) written into out:
+ * out itself, or for a tuple result (values and indices) a tuple of the
+ * same type holding out's tensors. Steals res. */
+PyObject *pm_into_out(const char *who, PyObject *res, PyObject *out) {
+    if (!res) return NULL;
+    PyObject *ret = NULL, *outs = NULL;
+    if (pm_is_tensor(res)) {
+        if (!pm_is_tensor(out))
+            PyErr_Format(PyExc_TypeError, "[%s] out must be a Tensor, got %s", who,
+                         Py_TYPE(out)->tp_name);
+        else if (write_out(who, res, out))
+            pm_raise();
+        else
+            ret = Py_NewRef(out);
+    } else if (PyTuple_Check(res)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(res);
+        outs = PyTuple_Check(out) || PyList_Check(out) ? PySequence_Tuple(out) : NULL;
+        if (!outs || PyTuple_GET_SIZE(outs) != n) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "[%s] out must be a tuple of %zd tensors, got %s", who, n,
+                         Py_TYPE(out)->tp_name);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *ri = PyTuple_GET_ITEM(res, i), *oi = PyTuple_GET_ITEM(outs, i);
+            if (!pm_is_tensor(oi)) {
+                PyErr_Format(PyExc_TypeError, "[%s] out[%zd] must be a Tensor, got %s", who, i,
+                             Py_TYPE(oi)->tp_name);
+                goto done;
+            }
+            if (!pm_is_tensor(ri) || write_out(who, ri, oi)) {
+                pm_raise();
+                goto done;
+            }
+        }
+        /* a named result type (values, indices: a struct sequence, made from
+         * one sequence) keeps its names */
+        ret = Py_IS_TYPE(res, &PyTuple_Type) ? Py_NewRef(outs)
+                                             : PyObject_CallOneArg((PyObject *)Py_TYPE(res), outs);
+    } else {
+        PyErr_Format(PyExc_TypeError, "[%s] got an unexpected keyword argument 'out'", who);
+    }
+done:
+    Py_XDECREF(outs);
+    Py_DECREF(res);
+    return ret;
+}
+
 static int arg_index(const pm_binding *b, int from, const char *kn) {
     int m = from;
     while (m < b->nargs && strcmp(b->argname[m], kn)) m++;
@@ -244,7 +351,7 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
         a[0].given = true;
         k = 1;
     }
-    PyObject *res = NULL;
+    PyObject *res = NULL, *out = NULL; /* out: PM_OUT's out= (borrowed) */
     /* positional */
     for (Py_ssize_t i = 0; i < nargs; i++) {
         if (k < b->kwonly_from && b->kind[k] == 'V') {
@@ -284,6 +391,10 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
         int m = arg_index(b, self ? 1 : 0, kn);
         const char *alias = m == b->nargs ? numpy_alias(kn) : NULL;
         if (alias) m = arg_index(b, self ? 1 : 0, alias);
+        if (m == b->nargs && !self && (b->flags & PM_OUT) && !strcmp(kn, "out")) {
+            out = args[nargs + j] == Py_None ? NULL : args[nargs + j];
+            continue;
+        }
         if (m == b->nargs) {
             PyErr_Format(PyExc_TypeError, "[%s] got an unexpected keyword argument '%s'", b->name,
                          kn);
@@ -297,6 +408,11 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
         a[m].given = true;
         if (convert(b, m, args[nargs + j], a)) goto done;
     }
+    if (out && (b->flags & PM_OUT_DTYPE) && pm_is_tensor(out)) { /* made in out's dtype */
+        int m = arg_index(b, 0, "dtype");
+        if (m < b->nargs && !a[m].given)
+            a[m].given = true, a[m].dtype = musa_tensor_dtype(pm_t(out));
+    }
     /* defaults and missing arguments */
     for (int m = 0; m < b->nargs; m++) {
         if (a[m].given) continue;
@@ -308,6 +424,7 @@ PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize
         apply_default(b, m, a);
     }
     res = b->body(a, b->name);
+    if (out) res = pm_into_out(b->name, res, out);
 done:
     cleanup(b, a);
     return res;

@@ -142,10 +142,10 @@ DEF(scaled_dot_product_attention, NN,
     return pm_ret(
         musa_scaled_dot_product_attention(a[0].t, a[1].t, a[2].t, a[3].t, a[4].f, a[5].b));
 }
-DEF(softmax, FM, "input:T dim:i") {
+DEF(softmax, FM | PM_OUT, "input:T dim:i") {
     return pm_ret(musa_softmax(a[0].t, a[1].i));
 }
-DEF(log_softmax, FM, "input:T dim:i") {
+DEF(log_softmax, FM | PM_OUT, "input:T dim:i") {
     return pm_ret(musa_log_softmax(a[0].t, a[1].i));
 }
 DEF(cross_entropy, NN,

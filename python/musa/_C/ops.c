@@ -53,18 +53,22 @@ DEF(tensor, PM_FN, "data:O * dtype:d=None device:O=None requires_grad:b=False") 
     return finish_new(who, t, a[2].o, a[3].b);
 }
 
-DEF(zeros, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(zeros, PM_FN | PM_OUT | PM_OUT_DTYPE,
+    "size:V * dtype:d=None device:O=None requires_grad:b=False") {
     return finish_new(who, musa_zeros(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
                       a[3].b);
 }
-DEF(ones, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(ones, PM_FN | PM_OUT | PM_OUT_DTYPE,
+    "size:V * dtype:d=None device:O=None requires_grad:b=False") {
     return finish_new(who, musa_ones(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
 }
-DEF(empty, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(empty, PM_FN | PM_OUT | PM_OUT_DTYPE,
+    "size:V * dtype:d=None device:O=None requires_grad:b=False") {
     return finish_new(who, musa_empty(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
                       a[3].b);
 }
-DEF(full, PM_FN, "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(full, PM_FN | PM_OUT | PM_OUT_DTYPE,
+    "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False") {
     int d = a[2].dtype;
     if (d < 0) /* from the fill value, as PyTorch */
         d = PyBool_Check(a[1].o)   ? MUSA_DTYPE_BOOL
@@ -134,7 +138,7 @@ DEF(randint, PM_FN,
 }
 
 /* arange(end) / arange(start, end, step=1) */
-DEF(arange, PM_FN,
+DEF(arange, PM_FN | PM_OUT | PM_OUT_DTYPE,
     "start:O end:O=None step:O=None * dtype:d=None device:O=None requires_grad:b=False") {
     PyObject *vals[3] = {a[0].o, a[1].o, a[2].o};
     double v[3] = {0, 0, 1};
@@ -161,11 +165,13 @@ DEF(arange, PM_FN,
     int d = a[3].dtype >= 0 ? a[3].dtype : all_int ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
     return finish_new(who, musa_arange(start, end, step, d), a[4].o, a[5].b);
 }
-DEF(linspace, PM_FN, "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(linspace, PM_FN | PM_OUT | PM_OUT_DTYPE,
+    "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False") {
     return finish_new(who, musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)),
                       a[4].o, a[5].b);
 }
-DEF(eye, PM_FN, "n:i m:O=None * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(eye, PM_FN | PM_OUT | PM_OUT_DTYPE,
+    "n:i m:O=None * dtype:d=None device:O=None requires_grad:b=False") {
     int64_t m = a[0].i;
     if (a[1].o != Py_None && pm_int64(a[1].o, &m, who, "m")) return NULL;
     if (m < 0 || a[0].i < 0) {
@@ -198,10 +204,16 @@ DEF(set_rng_state, PM_FN, "state:O") {
 /* ---- ops bound by the rows of ops.def whose py column is `gen` ---- */
 
 /* f(..., out=t): the op's result written into t (PyTorch's out=: t has the
- * result's shape and a dtype it casts to), which is returned. */
+ * result's shape and a dtype it casts to; an empty t is resized to it),
+ * which is returned. */
 static PyObject *into(const char *name, int *op, int n_in, const pm_arg *a, const pm_arg *out) {
     if (*op < 0) *op = musa_op_lookup(name);
     musa_tensor *ins[2] = {a[0].t, n_in > 1 ? a[1].t : NULL}, *outs[1] = {out->t};
+    if (musa_tensor_numel(out->t) == 0) { /* maybe resized: through the result */
+        musa_tensor *r[1] = {NULL};
+        return pm_into_out(name, musa_op_call(*op, n_in, ins, NULL, r) ? pm_raise() : pm_wrap(r[0]),
+                           out->o);
+    }
     if (musa_op_call(*op, n_in, ins, NULL, outs)) return pm_raise();
     return Py_NewRef(out->o);
 }
@@ -256,7 +268,7 @@ DEF(_op_table, PM_FN, "") {
 DEF(contiguous, FM, "input:T") {
     return pm_ret(musa_contiguous(a[0].t));
 }
-DEF(nonzero, FM, "input:T") {
+DEF(nonzero, FM | PM_OUT, "input:T") {
     return pm_ret(musa_nonzero(a[0].t));
 }
 
@@ -277,19 +289,19 @@ static musa_tensor *scaled(musa_tensor *input, pm_arg *alpha, musa_tensor *other
     musa_tensor_release(o);
     return *tmp;
 }
-DEF(add, FM, "input:S other:S * alpha:S=None") {
+DEF(add, FM | PM_OUT, "input:S other:S * alpha:S=None") {
     musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
     musa_tensor *r = o || !a[1].t ? musa_add(a[0].t, o) : NULL;
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
-DEF(sub, FM, "input:S other:S * alpha:S=None") {
+DEF(sub, FM | PM_OUT, "input:S other:S * alpha:S=None") {
     musa_tensor *tmp, *o = scaled(a[0].t, &a[2], a[1].t, &tmp);
     musa_tensor *r = o || !a[1].t ? musa_sub(a[0].t, o) : NULL;
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
-DEF(div, FM, "input:S other:S * rounding_mode:O=None") {
+DEF(div, FM | PM_OUT, "input:S other:S * rounding_mode:O=None") {
     PyObject *m = a[2].o;
     if (m == Py_None) return pm_ret(musa_div(a[0].t, a[1].t));
     const char *s = PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
@@ -312,10 +324,10 @@ DEF(div, FM, "input:S other:S * rounding_mode:O=None") {
     PyErr_SetString(PyExc_ValueError, "[div] rounding_mode must be None, 'floor' or 'trunc'");
     return NULL;
 }
-DEF(where, FM, "condition:T input:S other:S") {
+DEF(where, FM | PM_OUT, "condition:T input:S other:S") {
     return pm_ret(musa_where(a[0].t, a[1].t, a[2].t));
 }
-DEF(clamp, FM, "input:T min:O=None max:O=None") {
+DEF(clamp, FM | PM_OUT, "input:T min:O=None max:O=None") {
     double lo, hi;
     bool has_lo = a[1].o != Py_None, has_hi = a[2].o != Py_None;
     if (pm_is_tensor(a[1].o) || pm_is_tensor(a[2].o)) { /* tensor bounds: maximum / minimum */
@@ -404,7 +416,7 @@ static musa_tensor *result_as(musa_tensor *r, int dtype) {
     return c;
 }
 #define REDUCE(name)                                                                               \
-    DEF(name, FM, "input:T dim:I=None keepdim:b=False * dtype:d=None") {                           \
+    DEF(name, FM | PM_OUT, "input:T dim:I=None keepdim:b=False * dtype:d=None") {                  \
         musa_tensor *x = with_dtype(a[0].t, a[3].dtype);                                           \
         musa_tensor *r = musa_##name(x, NDIMS(a[1]), a[1].v, a[2].b);                              \
         musa_tensor_release(x);                                                                    \
@@ -413,13 +425,13 @@ static musa_tensor *result_as(musa_tensor *r, int dtype) {
 REDUCE(sum)
 REDUCE(mean)
 REDUCE(prod)
-DEF(amax, FM, "input:T dim:I=None keepdim:b=False") {
+DEF(amax, FM | PM_OUT, "input:T dim:I=None keepdim:b=False") {
     return pm_ret(musa_amax(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
 }
-DEF(amin, FM, "input:T dim:I=None keepdim:b=False") {
+DEF(amin, FM | PM_OUT, "input:T dim:I=None keepdim:b=False") {
     return pm_ret(musa_amin(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
 }
-DEF(logsumexp, FM, "input:T dim:I keepdim:b=False") {
+DEF(logsumexp, FM | PM_OUT, "input:T dim:I keepdim:b=False") {
     return pm_ret(musa_logsumexp(a[0].t, NDIMS(a[1]), a[1].v, a[2].b));
 }
 
@@ -446,12 +458,12 @@ static int bool_dim_is_unbiased(pm_arg *a, const char *who) {
     a[2].o = a[1].o, a[2].given = true, a[1].n = -1;
     return 0;
 }
-DEF(var, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
+DEF(var, FM | PM_OUT, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
     int64_t c;
     if (bool_dim_is_unbiased(a, who) || correction_of(&a[2], &a[4], &c, who)) return NULL;
     return pm_ret(musa_var(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
 }
-DEF(std, FM, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
+DEF(std, FM | PM_OUT, "input:T dim:I=None unbiased:O=None keepdim:b=False * correction:O=None") {
     int64_t c;
     if (bool_dim_is_unbiased(a, who) || correction_of(&a[2], &a[4], &c, who)) return NULL;
     return pm_ret(musa_std(a[0].t, NDIMS(a[1]), a[1].v, c, a[3].b));
@@ -491,35 +503,35 @@ static PyObject *max_min(pm_arg *a, bool is_max, const char *who) {
                     : musa_min_dim(a[0].t, dim, a[2].b, &v, &i);
     return pm_pair(rc, v, i);
 }
-DEF(max, FM, "input:T dim:O=None keepdim:b=False") {
+DEF(max, FM | PM_OUT, "input:T dim:O=None keepdim:b=False") {
     return max_min(a, true, who);
 }
-DEF(min, FM, "input:T dim:O=None keepdim:b=False") {
+DEF(min, FM | PM_OUT, "input:T dim:O=None keepdim:b=False") {
     return max_min(a, false, who);
 }
-DEF(argmax, FM, "input:T dim:O=None keepdim:b=False") {
+DEF(argmax, FM | PM_OUT, "input:T dim:O=None keepdim:b=False") {
     int64_t dim = MUSA_DIM_ALL;
     if (a[1].o != Py_None && pm_int64(a[1].o, &dim, who, "dim")) return NULL;
     return pm_ret(musa_argmax(a[0].t, dim, a[2].b));
 }
-DEF(argmin, FM, "input:T dim:O=None keepdim:b=False") {
+DEF(argmin, FM | PM_OUT, "input:T dim:O=None keepdim:b=False") {
     int64_t dim = MUSA_DIM_ALL;
     if (a[1].o != Py_None && pm_int64(a[1].o, &dim, who, "dim")) return NULL;
     return pm_ret(musa_argmin(a[0].t, dim, a[2].b));
 }
-DEF(cumsum, FM, "input:T dim:i * dtype:d=None") {
+DEF(cumsum, FM | PM_OUT, "input:T dim:i * dtype:d=None") {
     musa_tensor *x = with_dtype(a[0].t, a[2].dtype);
     musa_tensor *r = musa_cumsum(x, a[1].i);
     musa_tensor_release(x);
     return pm_ret(result_as(r, a[2].dtype));
 }
-DEF(cumprod, FM, "input:T dim:i * dtype:d=None") {
+DEF(cumprod, FM | PM_OUT, "input:T dim:i * dtype:d=None") {
     musa_tensor *x = with_dtype(a[0].t, a[2].dtype);
     musa_tensor *r = musa_cumprod(x, a[1].i);
     musa_tensor_release(x);
     return pm_ret(result_as(r, a[2].dtype));
 }
-DEF(logcumsumexp, FM, "input:T dim:i") {
+DEF(logcumsumexp, FM | PM_OUT, "input:T dim:i") {
     return pm_ret(musa_logcumsumexp(a[0].t, a[1].i));
 }
 static PyObject *cum_extremum(pm_arg *a, bool is_max) {
@@ -527,19 +539,19 @@ static PyObject *cum_extremum(pm_arg *a, bool is_max) {
     int rc = is_max ? musa_cummax(a[0].t, a[1].i, &v, &i) : musa_cummin(a[0].t, a[1].i, &v, &i);
     return pm_pair(rc, v, i); /* (rc first: v and i are set by the call) */
 }
-DEF(cummax, FM, "input:T dim:i") {
+DEF(cummax, FM | PM_OUT, "input:T dim:i") {
     return cum_extremum(a, true);
 }
-DEF(cummin, FM, "input:T dim:i") {
+DEF(cummin, FM | PM_OUT, "input:T dim:i") {
     return cum_extremum(a, false);
 }
 /* stable: accepted for PyTorch's signature; musa's sort is always stable */
-DEF(sort, FM, "input:T dim:i=-1 descending:b=False * stable:O=None") {
+DEF(sort, FM | PM_OUT, "input:T dim:i=-1 descending:b=False * stable:O=None") {
     musa_tensor *v = NULL, *i = NULL;
     int rc = musa_sort(a[0].t, a[1].i, a[2].b, &v, &i);
     return pm_pair(rc, v, i);
 }
-DEF(topk, FM, "input:T k:i dim:i=-1 largest:b=True sorted:b=True") {
+DEF(topk, FM | PM_OUT, "input:T k:i dim:i=-1 largest:b=True sorted:b=True") {
     musa_tensor *v = NULL, *i = NULL;
     int rc = musa_topk(a[0].t, a[1].i, a[2].i, a[3].b, &v, &i);
     return pm_pair(rc, v, i);
@@ -685,16 +697,16 @@ DEF(_split, FM, "input:T split_size:i dim:i=0") {
 DEF(chunk, FM, "input:T chunks:i dim:i=0") {
     return pieces(musa_chunk, "chunk", a[0].t, a[1].i, a[2].i);
 }
-DEF(cat, PM_FN, "tensors:L dim:i=0") {
+DEF(cat, PM_FN | PM_OUT, "tensors:L dim:i=0") {
     return pm_ret(musa_cat(a[0].n, a[0].list, a[1].i));
 }
-DEF(stack, PM_FN, "tensors:L dim:i=0") {
+DEF(stack, PM_FN | PM_OUT, "tensors:L dim:i=0") {
     return pm_ret(musa_stack(a[0].n, a[0].list, a[1].i));
 }
-DEF(gather, FM, "input:T dim:i index:T") {
+DEF(gather, FM | PM_OUT, "input:T dim:i index:T") {
     return pm_ret(musa_gather(a[0].t, a[1].i, a[2].t));
 }
-DEF(scatter, FM, "input:T dim:i index:T src:S") {
+DEF(scatter, FM | PM_OUT, "input:T dim:i index:T src:S") {
     musa_tensor *src = a[3].t;
     musa_tensor *tmp = NULL;
     if (musa_tensor_ndim(src) == 0) { /* a scalar value: broadcast to the index */
@@ -708,7 +720,7 @@ DEF(scatter, FM, "input:T dim:i index:T src:S") {
     musa_tensor_release(tmp);
     return pm_ret(r);
 }
-DEF(scatter_add, FM, "input:T dim:i index:T src:T") {
+DEF(scatter_add, FM | PM_OUT, "input:T dim:i index:T src:T") {
     return pm_ret(musa_scatter_add(a[0].t, a[1].i, a[2].t, a[3].t));
 }
 /* the reductions of scatter_reduce (musa._torch_index), include_self=True */
@@ -721,14 +733,14 @@ DEF(scatter_amax, PM_FN | PM_NOEXPORT, "input:T dim:i index:T src:T") {
 DEF(scatter_amin, PM_FN | PM_NOEXPORT, "input:T dim:i index:T src:T") {
     return pm_ret(musa_scatter_amin(a[0].t, a[1].i, a[2].t, a[3].t));
 }
-DEF(index_select, FM, "input:T dim:i index:T") {
+DEF(index_select, FM | PM_OUT, "input:T dim:i index:T") {
     return pm_ret(musa_index_select(a[0].t, a[1].i, a[2].t));
 }
 /* weighted taps along dim (interpolate's and ONNX Resize's core; musa.h) */
 DEF(resample, PM_FN | PM_NOEXPORT, "input:T dim:i index:T weight:T") {
     return pm_ret(musa_resample(a[0].t, a[1].i, a[2].t, a[3].t));
 }
-DEF(index_add, FM, "input:T dim:i index:T source:T * alpha:S=None") {
+DEF(index_add, FM | PM_OUT, "input:T dim:i index:T source:T * alpha:S=None") {
     musa_tensor *tmp, *src = scaled(a[0].t, &a[4], a[3].t, &tmp);
     musa_tensor *r = src ? musa_index_add(a[0].t, a[1].i, a[2].t, src) : NULL;
     musa_tensor_release(tmp);
@@ -743,10 +755,10 @@ DEF(flip, FM, "input:T dims:V") {
 DEF(repeat, PM_METH, "self:T repeats:V") {
     return pm_ret(musa_repeat(a[0].t, NDIMS(a[1]), a[1].v));
 }
-DEF(tril, FM, "input:T diagonal:i=0") {
+DEF(tril, FM | PM_OUT, "input:T diagonal:i=0") {
     return pm_ret(musa_tril(a[0].t, a[1].i));
 }
-DEF(triu, FM, "input:T diagonal:i=0") {
+DEF(triu, FM | PM_OUT, "input:T diagonal:i=0") {
     return pm_ret(musa_triu(a[0].t, a[1].i));
 }
 /* musa.nn.functional.one_hot */

@@ -153,10 +153,18 @@ typedef struct pm_binding {
 /* PM_FN: a function of musa._C, which the musa package re-exports as
  * musa.<name> (the names listed in _C._exports) unless the name starts with
  * '_' or the binding says PM_NOEXPORT (musa.nn.functional's functions and
- * helpers that other modules wrap). PM_METH: a Tensor method. */
-enum { PM_FN = 1, PM_METH = 2, PM_NOEXPORT = 4 };
+ * helpers that other modules wrap). PM_METH: a Tensor method. PM_OUT: the
+ * function (not the method) also takes PyTorch's keyword out=, a tensor (a
+ * tuple of them for tuple results) that the result is written into and
+ * that is returned (bind.c); PM_OUT_DTYPE: a factory whose dtype, when not
+ * given, is out's. */
+enum { PM_FN = 1, PM_METH = 2, PM_NOEXPORT = 4, PM_OUT = 8, PM_OUT_DTYPE = 16 };
 
 void pm_register(pm_binding *b);
+/* out= (PM_OUT's, and an empty out of the generated ops): write the result
+ * res (stolen; a tensor, or a tuple of them) into out and return out (for
+ * a tuple, a tuple of res's type). */
+PyObject *pm_into_out(const char *who, PyObject *res, PyObject *out);
 PyObject *pm_call(pm_binding *b, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                   PyObject *kwnames);
 /* Add the registered functions to the module, and their registry
