@@ -53,6 +53,7 @@ from ._memory_format import *  # noqa: E402,F401,F403
 from ._memory_format import wrap_factories as _wrap_factories  # noqa: E402
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from ._generator import with_generator as _with_generator  # noqa: E402
+from ._functions import with_out as _with_out  # noqa: E402
 
 # the random functions take generator= (a musa.Generator) as in PyTorch
 for _n in ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "normal",
@@ -61,6 +62,24 @@ for _n in ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "
 # PyTorch's private spellings, which torch.distributions-style code calls
 _standard_gamma, _standard_gamma_grad = standard_gamma, standard_gamma_grad  # noqa: F821
 _sample_dirichlet = sample_dirichlet  # noqa: F821
+# PyTorch's out= on the functions written in Python (the C bindings, and mm,
+# bmm, mv and dot, take it themselves): the result is written into out
+for _n in ("absolute", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "arctan2", "atan2",
+           "baddbmm", "deg2rad", "float_power", "fmax", "fmin", "frac", "greater", "greater_equal",
+           "heaviside", "hypot", "isneginf", "isposinf", "ldexp", "less", "less_equal", "logit",
+           "nan_to_num", "negative", "not_equal", "rad2deg", "sgn", "signbit", "sinc", "xlogy",
+           "aminmax", "ger", "inner", "kron", "kthvalue", "mode", "msort", "nanmean", "nanquantile",
+           "quantile", "vdot", "median", "nansum", "diff", "norm", "all", "any", "angle", "cross",
+           "digamma", "erfinv", "frexp", "lgamma", "polygamma", "cosh", "sinh", "tan", "diag",
+           "exp2", "lerp", "log10", "log2", "masked_select", "outer", "square", "bucketize",
+           "histc", "index_copy", "narrow_copy", "renorm", "searchsorted", "take_along_dim",
+           "cholesky", "cholesky_inverse", "cholesky_solve", "column_stack", "dstack", "hstack",
+           "vstack", "row_stack", "inverse", "logaddexp", "logaddexp2", "lu_solve", "lu_unpack",
+           "mvlgamma", "triangular_solve", "conj_physical", "nextafter", "matrix_power"):
+    globals()[_n] = _with_out(globals()[_n], _n)
+for _n in ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "normal",
+           "logspace"):  # factories: made in out's dtype
+    globals()[_n] = _with_out(globals()[_n], _n, factory=True)
 # the *_like factories and clone take memory_format= (after generator= is bound)
 _wrap_factories(_sys_modules[__name__])
 from . import cuda  # noqa: E402,F401

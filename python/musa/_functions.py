@@ -16,6 +16,27 @@ __all__ = [
 
 # ---- argument checks shared by the functions written in Python ----
 
+def with_out(fn, who, factory=False):
+    """fn taking PyTorch's keyword out=: its result written into out (a
+    tensor, or a tuple of them for a tuple result) with the C bindings'
+    rules (_C._into_out: the result's shape, or an empty out resized; a
+    dtype the result casts to), and out returned. factory: without dtype=,
+    fn makes out's dtype (rand(3, out=float64_tensor) draws float64s)."""
+    into = _C._into_out
+
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if factory and kwargs.get("dtype") is None and isinstance(out, _C.Tensor):
+            kwargs["dtype"] = out.dtype
+        return into(who, fn(*args, **kwargs), out)
+    wrapper.__name__ = getattr(fn, "__name__", who)
+    wrapper.__qualname__ = wrapper.__name__
+    wrapper.__doc__ = getattr(fn, "__doc__", None)
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
 def _tensors(who, **args):
     """TypeError naming who and the argument unless each one is a Tensor (in
     the words of the C bindings' own check)."""
@@ -195,34 +216,34 @@ def equal(input, other):
     return tuple(input.shape) == tuple(other.shape) and bool(all(_C.eq(input, other)))
 
 
-def mm(input, mat2):
+def mm(input, mat2, *, out=None):
     _tensors("mm", input=input, mat2=mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"[mm] expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
-    return _C.matmul(input, mat2)
+    return _C.matmul(input, mat2, out=out)
 
 
-def bmm(input, mat2):
+def bmm(input, mat2, *, out=None):
     _tensors("bmm", input=input, mat2=mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"[bmm] expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"[bmm] batch sizes differ ({input.shape[0]} and {mat2.shape[0]})")
-    return _C.matmul(input, mat2)
+    return _C.matmul(input, mat2, out=out)
 
 
-def mv(input, vec):
+def mv(input, vec, *, out=None):
     _tensors("mv", input=input, vec=vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"[mv] expected a 2-D and a 1-D tensor, got {input.ndim}-D and {vec.ndim}-D")
-    return _C.matmul(input, vec)
+    return _C.matmul(input, vec, out=out)
 
 
-def dot(input, other):
+def dot(input, other, *, out=None):
     _tensors("dot", input=input, other=other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"[dot] expected 1-D tensors, got {input.ndim}-D and {other.ndim}-D")
-    return _C.matmul(input, other)
+    return _C.matmul(input, other, out=out)
 
 
 def outer(input, vec2):

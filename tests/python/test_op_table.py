@@ -162,3 +162,33 @@ def test_hand_written_functions_take_out_too():
         x.add(x, out=o)  # methods take none, as in PyTorch
     with pytest.raises(TypeError, match=r"\[reshape\] got an unexpected keyword argument 'out'"):
         musa.reshape(x, (4,), out=musa.empty(4))  # nor views
+
+
+def test_functions_written_in_python_take_out():
+    x = musa.tensor([[2.0, -1.0], [0.5, 3.0]])
+    o = musa.empty(2, 2)
+    assert musa.mm(x, x, out=o) is o and o.tolist() == (x @ x).tolist()  # matmul writes it
+    assert musa.addmm(x, x, x, beta=2, out=o) is o and o.tolist() == (2 * x + x @ x).tolist()
+    e = musa.empty(0)
+    assert musa.hstack([x, x], out=e) is e and e.shape == (2, 4)
+    assert musa.quantile(x, 0.5, dim=1, out=musa.empty(2)).tolist() == [0.5, 1.75]
+    v, i = musa.empty(0), musa.empty(0, dtype=musa.int64)
+    r = musa.median(x, 0, out=(v, i))  # a namedtuple result: its type and names kept
+    assert r.values is v and r.indices is i and type(r) is type(musa.median(x, 0))
+    assert v.tolist() == [0.5, -1.0] and i.tolist() == [1, 0]
+    # random factories draw in out's dtype, with generator= too
+    d = musa.empty(4, dtype=musa.float64)
+    g = musa.Generator().manual_seed(7)
+    assert musa.rand(4, generator=g, out=d) is d and d.dtype is musa.float64
+    assert d.tolist() == musa.rand(4, generator=musa.Generator().manual_seed(7),
+                                   dtype=musa.float64).tolist()
+    p = musa.empty(0, dtype=musa.int64)
+    assert sorted(musa.randperm(5, out=p).tolist()) == [0, 1, 2, 3, 4] and p.dtype is musa.int64
+    with pytest.raises(ValueError, match=r"\[addmm\] output has shape \(3,\) but the result has "
+                                         r"shape \(2, 2\)"):
+        musa.addmm(x, x, x, out=musa.empty(3))
+    with pytest.raises(TypeError, match=r"\[median\] out must be a tuple of 2 tensors"):
+        musa.median(x, 0, out=v)
+    with pytest.raises(TypeError, match=r"\[addmv\] result type float32 can't be cast to the "
+                                        r"output type int64"):
+        musa.addmv(x[0], x, x[0], out=musa.empty(2, dtype=musa.int64))

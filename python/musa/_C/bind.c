@@ -321,10 +321,17 @@ PyObject *pm_into_out(const char *who, PyObject *res, PyObject *out) {
                 goto done;
             }
         }
-        /* a named result type (values, indices: a struct sequence, made from
-         * one sequence) keeps its names */
-        ret = Py_IS_TYPE(res, &PyTuple_Type) ? Py_NewRef(outs)
-                                             : PyObject_CallOneArg((PyObject *)Py_TYPE(res), outs);
+        /* a named result type (values, indices) keeps its names: a struct
+         * sequence is made from one sequence, a namedtuple by its _make */
+        PyObject *type = (PyObject *)Py_TYPE(res), *make = NULL;
+        if (Py_IS_TYPE(res, &PyTuple_Type))
+            ret = Py_NewRef(outs);
+        else if (PyObject_HasAttrString(type, "_make") &&
+                 (make = PyObject_GetAttrString(type, "_make")))
+            ret = PyObject_CallOneArg(make, outs);
+        else if (!PyErr_Occurred())
+            ret = PyObject_CallOneArg(type, outs);
+        Py_XDECREF(make);
     } else {
         PyErr_Format(PyExc_TypeError, "[%s] got an unexpected keyword argument 'out'", who);
     }

@@ -218,6 +218,17 @@ static PyObject *into(const char *name, int *op, int n_in, const pm_arg *a, cons
     return Py_NewRef(out->o);
 }
 
+/* _into_out(who, result, out): pm_into_out for functions written in Python
+ * (musa/_functions.py, with_out); out None returns result. */
+DEF(_into_out, PM_FN, "who:O result:O out:O") {
+    const char *w = PyUnicode_Check(a[0].o) ? PyUnicode_AsUTF8(a[0].o) : NULL;
+    if (!w) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "[_into_out] who must be a str");
+        return NULL;
+    }
+    return a[2].o == Py_None ? Py_NewRef(a[1].o) : pm_into_out(w, Py_NewRef(a[1].o), a[2].o);
+}
+
 /* The binding follows the row's public function (its fn column), with
  * out=; a row whose Python signature differs (keywords, other names) says
  * py hand and has its DEF below. */
