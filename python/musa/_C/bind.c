@@ -452,8 +452,20 @@ int pm_bindings_add_functions(PyObject *module) {
     for (pm_binding *b = bindings; b; b = b->next) {
         if (parse_spec(b)) goto fail;
         if (b->flags & PM_FN) {
+            /* the function's doc is its spec, with PM_OUT's out= (not the method's) */
+            const char *doc = b->spec;
+            if (b->flags & PM_OUT) {
+                size_t n = strlen(b->spec) + 16;
+                char *d = PyMem_Malloc(n); /* kept for the module's life, as defs */
+                if (!d) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                snprintf(d, n, "%s%s out:T=None", b->spec, strchr(b->spec, '*') ? "" : " *");
+                doc = d;
+            }
             defs[nf] = (PyMethodDef){b->name, (PyCFunction)(void (*)(void))b->fn,
-                                     METH_FASTCALL | METH_KEYWORDS, b->spec};
+                                     METH_FASTCALL | METH_KEYWORDS, doc};
             PyObject *f = PyCFunction_NewEx(&defs[nf], NULL, NULL);
             if (!f || PyModule_AddObject(module, b->name, f)) {
                 Py_XDECREF(f);
