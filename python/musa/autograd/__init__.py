@@ -215,3 +215,11 @@ class set_detect_anomaly:
     def __exit__(self, *exc):
         _C._set_anomaly_enabled(self.prev)
 
+
+
+def __getattr__(name):
+    # musa.autograd.functional (jacobian, hessian, vjp, ...) on first use
+    if name == "functional":
+        import importlib
+        return importlib.import_module(".functional", __name__)
+    raise AttributeError(f"module 'musa.autograd' has no attribute '{name}'")
