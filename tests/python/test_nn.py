@@ -381,6 +381,75 @@ def test_forward_hook_handle_as_context_manager():
     assert seen == [(lin, 1, (3, 2))]
 
 
+def _hooked_linear(lib):
+    lin = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]]))
+        lin.bias.copy_(lib.tensor([0.1, -0.2]))
+    return lin
+
+
+def _lists(ts):
+    return [None if t is None else t.tolist() for t in ts]
+
+
+def test_full_backward_hook_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        lin, seen = _hooked_linear(lib), []
+        h = lin.register_full_backward_hook(
+            lambda m, gi, go: seen.append((m is lin, _lists(gi), _lists(go))))
+        x = lib.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], requires_grad=True)
+        (lin(x) * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        seen.append(x.grad.tolist())
+        lin(lib.tensor([[1.0, 2.0, 3.0]])).sum().backward()  # no input needs a gradient
+        h.remove()
+        with lin.register_full_backward_hook(lambda m, gi, go: (gi[0] * 10,)):
+            x = lib.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+            lin(x).sum().backward()  # the hook's grad_input replaces the gradient
+        seen.append(x.grad.tolist())
+        x = lib.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+        lin(x).sum().backward()  # removed: no hook
+        seen.append(x.grad.tolist())
+        return seen
+
+    got, want = run(musa), run(torch)
+    assert got == want and len(got) == 5 and got[2][1] == [None]
+
+
+def test_full_backward_pre_hook_replaces_grad_output():
+    lin, seen = _hooked_linear(musa), []
+    lin.register_full_backward_pre_hook(lambda m, go: seen.append(_lists(go)) or (go[0] * 2,))
+    x = musa.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    lin(x).sum().backward()
+    assert seen == [[[[1.0, 1.0]]]]
+    assert x.grad.tolist() == [[4.0, -1.5, 3.0]]  # 2 * (the weight's column sums)
+    assert lin.weight.grad.tolist() == [[2.0, 4.0, 6.0], [2.0, 4.0, 6.0]]
+    with pytest.raises(RuntimeError, match=r"\[Module.register_full_backward_hook\] a backward "
+                                           r"hook must return None or a tuple of 1 gradients"):
+        lin.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+        lin(x).sum().backward()
+
+
+def test_backward_hooks_on_tuple_outputs_and_non_tensor_arguments():
+    class Two(nn.Module):
+        def forward(self, a, scale, b):
+            return a * scale, b.exp(), "tag"
+
+    m, seen = Two(), []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append((_lists(gi), _lists(go))))
+    a = musa.tensor([1.0, 2.0], requires_grad=True)
+    b = musa.tensor([0.0], requires_grad=True)
+    y, z, tag = m(a, 3.0, b)
+    assert tag == "tag"
+    (y.sum() + z.sum()).backward()
+    assert seen == [([[3.0, 3.0], None, [1.0]], [[1.0, 1.0], [1.0]])]
+    with musa.no_grad():  # nothing hooked without grad mode
+        m(a, 3.0, b)
+    assert len(seen) == 1
+
+
 # ---- repr ----
 
 def test_repr_nested_matches_torch():

@@ -64,6 +64,8 @@ class Module:
         set_(self, "_non_persistent_buffers_set", set())
         set_(self, "_forward_hooks", OrderedDict())
         set_(self, "_forward_pre_hooks", OrderedDict())
+        set_(self, "_backward_hooks", OrderedDict())
+        set_(self, "_backward_pre_hooks", OrderedDict())
         set_(self, "_modules", OrderedDict())
 
     @property
@@ -456,6 +458,27 @@ class Module:
         replaces the output."""
         return self._add_hook(self._forward_hooks, hook)
 
+    def register_full_backward_hook(self, hook):
+        """hook(module, grad_input, grad_output) runs in the backward pass
+        once the gradients with respect to the module's inputs are known:
+        grad_input has one entry per positional argument (None for
+        non-tensors and inputs without a gradient), grad_output one per
+        tensor output. A non-None result replaces grad_input."""
+        return self._add_hook(self._backward_hooks_dict("_backward_hooks"), hook)
+
+    def register_full_backward_pre_hook(self, hook):
+        """hook(module, grad_output) runs in the backward pass when the
+        gradients with respect to the module's outputs are known, before
+        the module's own backward; a non-None result replaces grad_output."""
+        return self._add_hook(self._backward_hooks_dict("_backward_pre_hooks"), hook)
+
+    def _backward_hooks_dict(self, name):
+        d = self.__dict__.get(name)
+        if d is None:  # (a module unpickled from before these hooks existed)
+            d = OrderedDict()
+            object.__setattr__(self, name, d)
+        return d
+
     @staticmethod
     def _add_hook(hooks, hook):
         key = object()
@@ -510,17 +533,26 @@ class Module:
         jit.save(self, path)
 
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        d = self.__dict__
+        back, back_pre = d.get("_backward_hooks"), d.get("_backward_pre_hooks")
+        if not (self._forward_pre_hooks or self._forward_hooks or back or back_pre):
             return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        call = None
+        if (back or back_pre) and _C.is_grad_enabled():
+            from ._backward_hooks import hook_inputs
+            args, call = hook_inputs(self, args, (back or {}).values(), (back_pre or {}).values())
         out = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, out)
             if result is not None:
                 out = result
+        if call is not None:
+            from ._backward_hooks import hook_outputs
+            out = hook_outputs(call, out)
         return out
 
     # ---- printing ----
