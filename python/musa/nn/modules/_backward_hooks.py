@@ -67,25 +67,24 @@ class _Call:
         return tuple(full[p] for p in self.positions)
 
 
-class _Inputs(Function):
+class _Identity(Function):
+    """The tensors again (new aliases), with the call on ctx; unused
+    outputs' gradients stay None."""
+
     @staticmethod
     def forward(ctx, call, *xs):
         ctx.call = call
         ctx.set_materialize_grads(False)
         return tuple(x.view_as(x) for x in xs)
 
+
+class _Inputs(_Identity):
     @staticmethod
     def backward(ctx, *grads):
         return (None,) + ctx.call.run_hooks(grads)
 
 
-class _Outputs(Function):
-    @staticmethod
-    def forward(ctx, call, *ys):
-        ctx.call = call
-        ctx.set_materialize_grads(False)
-        return tuple(y.view_as(y) for y in ys)
-
+class _Outputs(_Identity):
     @staticmethod
     def backward(ctx, *grads):
         call = ctx.call
