@@ -251,3 +251,29 @@ def test_digits_demo_under_amp_is_within_one_point_of_float32():
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     gaps = [line for line in out.stdout.splitlines() if "points below the float32 cnn" in line]
     assert len(gaps) == 2 and all(line.endswith("(ok)") for line in gaps), gaps
+
+
+def test_cuda_amp_names_run_disabled_without_cuda():
+    """torch.cuda.amp code (GradScaler + autocast) trains on the CPU in
+    float32, as PyTorch does where CUDA is unavailable."""
+    import warnings
+    lin = musa.nn.Linear(2, 1)
+    opt = musa.optim.SGD(lin.parameters(), lr=0.1)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        scaler = musa.cuda.amp.GradScaler()
+        with musa.cuda.amp.autocast():
+            loss = lin(musa.ones(3, 2)).sum()
+    assert [str(x.message).split(",")[0] for x in w] == [
+        "musa.cuda.amp.GradScaler is enabled", "musa.amp.autocast: device_type 'cuda' is not "
+        "available; autocast is off in this region"]
+    assert loss.dtype is musa.float32 and not scaler.is_enabled() and scaler.get_scale() == 1.0
+    w0 = lin.weight.detach().clone()
+    scaled = scaler.scale(loss)
+    assert scaled is loss
+    scaled.backward()
+    scaler.step(opt)
+    scaler.update()
+    assert musa.allclose(lin.weight, w0 - 0.1 * 3)  # d(sum)/dw = 3 per weight
+    fwd = musa.cuda.amp.custom_fwd(cast_inputs=musa.float32)(lambda ctx, x: x)
+    assert fwd(None, 5) == 5 and musa.cuda.amp.custom_bwd(fwd) is fwd

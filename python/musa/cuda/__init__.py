@@ -1,5 +1,5 @@
 """musa.cuda: CUDA is recognised but not available in this build."""
-from . import _C
+from .. import _C
 
 
 def is_available():
@@ -21,3 +21,11 @@ def manual_seed(seed):
 
 def manual_seed_all(seed):
     pass
+
+
+def __getattr__(name):
+    # musa.cuda.amp (torch.cuda.amp's names) on first use
+    if name == "amp":
+        import importlib
+        return importlib.import_module(".amp", __name__)
+    raise AttributeError(f"module 'musa.cuda' has no attribute '{name}'")
