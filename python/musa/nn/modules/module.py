@@ -464,20 +464,13 @@ class Module:
         grad_input has one entry per positional argument (None for
         non-tensors and inputs without a gradient), grad_output one per
         tensor output. A non-None result replaces grad_input."""
-        return self._add_hook(self._backward_hooks_dict("_backward_hooks"), hook)
+        return self._add_hook(self._backward_hooks, hook)
 
     def register_full_backward_pre_hook(self, hook):
         """hook(module, grad_output) runs in the backward pass when the
         gradients with respect to the module's outputs are known, before
         the module's own backward; a non-None result replaces grad_output."""
-        return self._add_hook(self._backward_hooks_dict("_backward_pre_hooks"), hook)
-
-    def _backward_hooks_dict(self, name):
-        d = self.__dict__.get(name)
-        if d is None:  # (a module unpickled from before these hooks existed)
-            d = OrderedDict()
-            object.__setattr__(self, name, d)
-        return d
+        return self._add_hook(self._backward_pre_hooks, hook)
 
     @staticmethod
     def _add_hook(hooks, hook):
@@ -503,6 +496,8 @@ class Module:
     def __setstate__(self, state):
         config = state.pop("_compiled_config", None)
         self.__dict__.update(state)
+        for name in ("_backward_hooks", "_backward_pre_hooks"):  # pickled before they existed
+            self.__dict__.setdefault(name, OrderedDict())
         if config is not None:
             self.compile(config)
 
@@ -533,10 +528,10 @@ class Module:
         jit.save(self, path)
 
     def _call_impl(self, *args, **kwargs):
-        d = self.__dict__
-        back, back_pre = d.get("_backward_hooks"), d.get("_backward_pre_hooks")
-        if not (self._forward_pre_hooks or self._forward_hooks or back or back_pre):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
+        back, back_pre = self._backward_hooks, self._backward_pre_hooks
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
@@ -544,7 +539,7 @@ class Module:
         call = None
         if (back or back_pre) and _C.is_grad_enabled():
             from ._backward_hooks import hook_inputs
-            args, call = hook_inputs(self, args, (back or {}).values(), (back_pre or {}).values())
+            args, call = hook_inputs(self, args, back.values(), back_pre.values())
         out = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, out)
