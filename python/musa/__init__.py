@@ -75,10 +75,10 @@ for _n in ("absolute", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr",
            "histc", "index_copy", "narrow_copy", "renorm", "searchsorted", "take_along_dim",
            "cholesky", "cholesky_inverse", "cholesky_solve", "column_stack", "dstack", "hstack",
            "vstack", "row_stack", "inverse", "logaddexp", "logaddexp2", "lu_solve", "lu_unpack",
-           "mvlgamma", "triangular_solve", "conj_physical", "nextafter", "matrix_power"):
+           "mvlgamma", "triangular_solve", "conj_physical", "nextafter", "matrix_power",
+           "bernoulli", "multinomial"):
     globals()[_n] = _with_out(globals()[_n], _n)
-for _n in ("rand", "randn", "randint", "randperm", "bernoulli", "multinomial", "normal",
-           "logspace"):  # factories: made in out's dtype
+for _n in ("rand", "randn", "randint", "randperm", "normal", "logspace"):  # in out's dtype
     globals()[_n] = _with_out(globals()[_n], _n, factory=True)
 # the *_like factories and clone take memory_format= (after generator= is bound)
 _wrap_factories(_sys_modules[__name__])

@@ -37,6 +37,12 @@ def with_out(fn, who, factory=False):
     return wrapper
 
 
+def writes_out(who):
+    """Decorator: with_out(fn, who) for a function declaring out=None
+    (musa.linalg's)."""
+    return lambda fn: with_out(fn, who)
+
+
 def _tensors(who, **args):
     """TypeError naming who and the argument unless each one is a Tensor (in
     the words of the C bindings' own check)."""

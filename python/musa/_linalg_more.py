@@ -5,6 +5,7 @@ import math as _math
 
 from . import _C
 from ._functions import _tensors
+from ._functions import writes_out as _writes_out
 
 
 def _linalg():
@@ -12,6 +13,7 @@ def _linalg():
     return linalg
 
 
+@_writes_out("linalg.solve_ex")
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(result, info): solve(A, B); where A is singular, info holds LU's
     i + 1 for a zero U[i, i] per matrix (0 elsewhere) and the result is what
@@ -20,7 +22,6 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     factors are read again per matrix, so under musa.jit a singular A
     raises."""
     LA = _linalg()
-    LA._no_out("linalg.solve_ex", out)
     try:
         X = LA.solve(A, B, left=left)
         return LA._solve_ex_t(X, _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
@@ -34,13 +35,13 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return LA._solve_ex_t(X.squeeze(-1) if vector and left else X, info)
 
 
+@_writes_out("linalg.cond")
 def cond(A, p=None, *, out=None):
     """The condition number of A in norm p: sigma_max / sigma_min for p None
     or 2 (-2: the inverse), from the singular values, any shape; else
     norm(A, p) norm(inv(A), p) for square A ('fro', 'nuc', +-inf, +-1),
     inf where A is singular, as torch."""
     LA = _linalg()
-    LA._no_out("linalg.cond", out)
     _tensors("linalg.cond", A=A)
     LA._matrices("linalg.cond", A)
     if p is None or p in (2, -2):
@@ -85,11 +86,11 @@ def torch_vander(x, N=None, increasing=False):
     return v if increasing else v.flip(-1)
 
 
+@_writes_out("linalg.tensorinv")
 def tensorinv(A, ind=2, *, out=None):
     """The inverse of A taken as a matrix of its first ind dims by the rest:
     the result has shape A.shape[ind:] + A.shape[:ind]."""
     LA = _linalg()
-    LA._no_out("linalg.tensorinv", out)
     _tensors("linalg.tensorinv", A=A)
     if not isinstance(ind, int) or isinstance(ind, bool) or ind <= 0 or ind > A.ndim:
         raise _C.InvalidArgumentError(f"[linalg.tensorinv] ind must be a positive int at most "
@@ -101,11 +102,11 @@ def tensorinv(A, ind=2, *, out=None):
     return LA.inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
 
 
+@_writes_out("linalg.tensorsolve")
 def tensorsolve(A, B, dims=None, *, out=None):
     """X with tensordot(A, X, X.ndim) = B: A's dims past B.ndim are X's
     (dims: A's dims moved to the end first)."""
     LA = _linalg()
-    LA._no_out("linalg.tensorsolve", out)
     _tensors("linalg.tensorsolve", A=A, B=B)
     if dims is not None:
         from ._functions import _dims
@@ -167,6 +168,7 @@ def matrix_exp(A):
     return R
 
 
+@_writes_out("householder_product")
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 H_2 ... H_k for A (*, m, n), m >= n, and
     tau (*, k), k <= n: H_i = I - tau_i v_i v_i^T with v_i = (0, ..., 0, 1,
@@ -174,7 +176,6 @@ def householder_product(A, tau, *, out=None):
     applied right to left to the identity's first n columns, differentiably."""
     LA = _linalg()
     _tensors("householder_product", A=A, tau=tau)
-    LA._no_out("householder_product", out)
     LA._matrices("householder_product", A)
     m, n = A.shape[-2], A.shape[-1]
     if m < n:

@@ -6,7 +6,7 @@ is, by autograd Functions whose derivatives are closed forms."""
 import math as _math
 
 from . import _C
-from ._functions import _int, _number, _tensors
+from ._functions import _int, _number, _tensors, with_out
 from ._torch_math import promote_types as _promote_types
 from ._torch_special import _as_f64, _hurwitz_zeta_real, lgamma
 from .autograd import Function as _Function
@@ -245,9 +245,7 @@ def _polynomial(name, shifted=False):
     first, step = _FAMILIES[name]
     who = ("shifted_" + name) if shifted else name
 
-    def fn(input, n, *, out=None):
-        if out is not None:
-            raise _C.InvalidArgumentError(f"[{who}] out= is not supported; use the result")
+    def fn(input, n):
         if not isinstance(input, _C.Tensor):
             x = _C.tensor(_number(input, who, "input"), dtype=_C.get_default_dtype())
         else:
@@ -286,7 +284,7 @@ def _polynomial(name, shifted=False):
     fn.__doc__ = (f"torch.special.{who}(input, n): the degree-n polynomial (n truncated to an "
                   f"integer; 0 for n < 0) at input{', shifted to [0, 1] (x -> 2x - 1)' if shifted else ''}, "
                   f"by its three-term recurrence; differentiable in input.")
-    return fn
+    return with_out(fn, who)
 
 
 for _name in list(_FAMILIES):

@@ -7,7 +7,7 @@ import builtins
 import collections as _collections
 
 from . import _C
-from ._functions import _dims, _int, _number, _output_fits, _tensors
+from ._functions import _dims, _int, _number, _output_fits, _tensors, writes_out
 
 __all__ = ["svd", "qr", "pinverse", "nuclear_norm", "frobenius_norm", "put", "index_reduce",
            "histogram", "histogramdd", "nextafter", "scalar_tensor", "empty_strided", "asarray",
@@ -31,12 +31,11 @@ def _LA():
     return linalg
 
 
-def svd(input, some=True, compute_uv=True, *, out=None):
+@writes_out("svd")
+def svd(input, some=True, compute_uv=True):
     """torch.svd: (U, S, V) with A = U diag(S) V^T (V, not Vh); some=False
     gives the full U and V; without compute_uv, U and V are zeros of shape
     (m, m) and (n, n), as torch's."""
-    if out is not None:
-        raise _C.InvalidArgumentError("[svd] out= is not supported; use the result")
     LA = _LA()
     LA._matrices("svd", input)
     if not compute_uv:
@@ -48,10 +47,9 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return _svd_t(U, S, Vh.transpose(-2, -1))
 
 
-def qr(input, some=True, *, out=None):
+@writes_out("qr")
+def qr(input, some=True):
     """torch.qr: linalg.qr in mode 'reduced' (some) or 'complete'."""
-    if out is not None:
-        raise _C.InvalidArgumentError("[qr] out= is not supported; use the result")
     return _qr_t(*_LA().qr(input, mode="reduced" if some else "complete"))
 
 

@@ -15,7 +15,7 @@ from .autograd import no_grad as _no_grad
 __all__ = ["multinomial", "normal", "randint_like", "sample_dirichlet"]
 
 
-def multinomial(input, num_samples, replacement=False, *, out=None):
+def multinomial(input, num_samples, replacement=False):
     """num_samples category indices (int64) per row of non-negative weights
     input (K,) or (rows, K). With replacement: the inverse of each row's
     cumulative distribution (in float64, normalised by its own total, so a
@@ -23,8 +23,6 @@ def multinomial(input, num_samples, replacement=False, *, out=None):
     of E / w for E ~ Exp(1) (Efraimidis and Spirakis), in the order a draw
     one at a time would make. The weights are checked on the host, as
     PyTorch does."""
-    if out is not None:
-        raise _C.InvalidArgumentError("[multinomial] out= is not supported; use the result")
     _tensors("multinomial", input=input)
     if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
         raise _C.InvalidArgumentError(f"[multinomial] num_samples must be a positive int, got "
@@ -64,13 +62,11 @@ def multinomial(input, num_samples, replacement=False, *, out=None):
     return idx.reshape(num_samples) if input.ndim == 1 else idx
 
 
-def normal(mean=0.0, std=1.0, size=None, *, out=None, dtype=None, layout=None, device=None,
+def normal(mean=0.0, std=1.0, size=None, *, dtype=None, layout=None, device=None,
            requires_grad=False):
     """mean + std * N(0, 1): mean and std tensors broadcast against each
     other (the result has their shape), or numbers with size. As in
     PyTorch the draw passes no gradient to mean or std."""
-    if out is not None:
-        raise _C.InvalidArgumentError("[normal] out= is not supported; use the result")
     is_t = isinstance(mean, _C.Tensor), isinstance(std, _C.Tensor)
     with _no_grad():
         if not any(is_t):

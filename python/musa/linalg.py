@@ -18,6 +18,7 @@ import math as _math
 
 from . import _C
 from ._functions import _dim, _int, _tensors
+from ._functions import writes_out as _writes_out
 
 LinAlgError = _C.LinAlgError
 
@@ -82,10 +83,10 @@ def _eps(dtype):
 
 # ---- the op-table rows ----
 
+@_writes_out("linalg.solve")
 def solve(A, B, *, left=True, out=None):
     """X with A X = B (left=False: X A = B). B is (.., n, k), or a vector
     (n,) / (.., n) giving a vector X; batch dims broadcast."""
-    _no_out("linalg.solve", out)
     _tensors("linalg.solve", A=A, B=B)
     if not left:
         if B.ndim < 2:
@@ -95,25 +96,25 @@ def solve(A, B, *, left=True, out=None):
     return _C.linalg_solve(A, B)
 
 
+@_writes_out("linalg.slogdet")
 def slogdet(A, *, out=None):
     """(sign, logabsdet) of det A; a singular A gives (0, -inf)."""
-    _no_out("linalg.slogdet", out)
     return _slogdet_t(*_C.linalg_slogdet(A))
 
 
+@_writes_out("linalg.cholesky")
 def cholesky(A, *, upper=False, out=None):
     """L lower with A = L L^T (from A's lower triangle), or U = L^T."""
-    _no_out("linalg.cholesky", out)
     return _C.linalg_cholesky(A, upper=bool(upper))
 
 
+@_writes_out("linalg.solve_triangular")
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with A X = B (left=False: X A = B) for triangular A: only its upper
     (or lower) triangle is read, and with unitriangular its diagonal is
     taken as ones. B is (.., n, k) (left) or (.., k, n); batch dims
     broadcast. A zero on the diagonal gives infinities or NaNs, unchecked,
     as in PyTorch."""
-    _no_out("linalg.solve_triangular", out)
     return _C.linalg_solve_triangular(A, B, upper=bool(upper), left=bool(left),
                                       unitriangular=bool(unitriangular))
 
@@ -124,13 +125,13 @@ def _pivoting(who, pivot):
                                       f"CPU, as in PyTorch; use pivot=True")
 
 
+@_writes_out("linalg.lu_factor_ex")
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """(LU, pivots, info): A = P L U with partial pivoting (LAPACK's getrf),
     A (.., m, n). LU packs L (unit lower, its diagonal not stored) and U;
     pivots (.., min(m, n)) int32 are 1-based, as LAPACK's and torch's; info
     is 0, or i + 1 where U[i, i] is exactly zero (check_errors=True raises
     then). LU is differentiable (U invertible, as in torch)."""
-    _no_out("linalg.lu_factor_ex", out)
     _pivoting("linalg.lu_factor_ex", pivot)
     LU, pivots, info, _perm = _C.linalg_lu_factor(A)
     if check_errors:
@@ -148,21 +149,21 @@ def _check_lu(who, info):
                 f"division by zero; to factor it anyway call linalg.lu or linalg.lu_factor_ex")
 
 
+@_writes_out("linalg.lu_factor")
 def lu_factor(A, *, pivot=True, out=None):
     """(LU, pivots) of lu_factor_ex; a singular U raises (reading info on
     the host: a graph break under musa.jit; lu_factor_ex does not read it)."""
-    _no_out("linalg.lu_factor", out)
     _pivoting("linalg.lu_factor", pivot)
     LU, pivots, info = lu_factor_ex(A)
     _check_lu("linalg.lu_factor", info)
     return _lu_factor_t(LU, pivots)
 
 
+@_writes_out("linalg.lu")
 def lu(A, *, pivot=True, out=None):
     """(P, L, U) with A = P L U: P (.., m, m) a permutation matrix, L
     (.., m, k) unit lower, U (.., k, n) upper, k = min(m, n); differentiable
     in L and U."""
-    _no_out("linalg.lu", out)
     _pivoting("linalg.lu", pivot)
     return _lu_t(*_C.linalg_lu(A))
 
@@ -192,11 +193,11 @@ def _rows_of(perm, dtype):
     return (perm.unsqueeze(-1) == _C.arange(perm.shape[-1], dtype=_C.int64)).to(dtype)
 
 
+@_writes_out("linalg.lu_solve")
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (left=False: X A = B; adjoint: with A^T) from A's
     lu_factor: a permutation and two triangular solves. Differentiable in
     LU and B; the pivots are read on the host."""
-    _no_out("linalg.lu_solve", out)
     _tensors("linalg.lu_solve", LU=LU, B=B)
     _matrices("linalg.lu_solve", LU, square=True)
     if B.ndim < 2:
@@ -222,6 +223,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     return tri(_mT(LU), y, upper=False, left=False)
 
 
+@_writes_out("linalg.cholesky_ex")
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): cholesky(A) and, per matrix, 0 or the order of the first
     leading minor that is not positive-definite (that matrix's L is then
@@ -229,7 +231,6 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     the factorization per matrix again after a failure, so under musa.jit,
     which runs no Python then, a matrix that is not positive-definite
     raises."""
-    _no_out("linalg.cholesky_ex", out)
     try:
         L = _C.linalg_cholesky(A, upper=bool(upper))
         return _cholesky_ex_t(L, _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
@@ -251,25 +252,25 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
                           _C.tensor(info, dtype=_C.int32).reshape(batch))
 
 
+@_writes_out("linalg.eigh")
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read
     from its lower ('L') or upper ('U') triangle."""
-    _no_out("linalg.eigh", out)
     return _eigh_t(*_C.linalg_eigh(A, _uplo("linalg.eigh", UPLO)))
 
 
+@_writes_out("linalg.svd")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending."""
-    _no_out("linalg.svd", out)
     if driver is not None:
         raise _C.InvalidArgumentError("[linalg.svd] driver= is only supported on CUDA, as in "
                                       "PyTorch")
     return _svd_t(*_C.linalg_svd(A, bool(full_matrices)))
 
 
+@_writes_out("linalg.qr")
 def qr(A, mode="reduced", *, out=None):
     """(Q, R) with A = Q R; mode 'reduced', 'complete' or 'r' (Q empty)."""
-    _no_out("linalg.qr", out)
     if mode not in _QR_MODES:
         raise _C.InvalidArgumentError(f"[linalg.qr] mode must be 'reduced', 'complete' or 'r', "
                                       f"got {mode!r}")
@@ -278,34 +279,34 @@ def qr(A, mode="reduced", *, out=None):
 
 # ---- compositions ----
 
+@_writes_out("linalg.inv")
 def inv(A, *, out=None):
     """A^{-1} = solve(A, I)."""
-    _no_out("linalg.inv", out)
     return _C.linalg_inv(A)
 
 
+@_writes_out("linalg.inv_ex")
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info) as PyTorch's; info is 0 (a singular A raises)."""
-    _no_out("linalg.inv_ex", out)
     r = _C.linalg_inv(A)
     return _inv_ex_t(r, _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
 
 
+@_writes_out("linalg.det")
 def det(A, *, out=None):
     """det A = sign exp(logabsdet); 1 for 0 by 0 matrices."""
-    _no_out("linalg.det", out)
     return _C.linalg_det(A)
 
 
+@_writes_out("linalg.eigvalsh")
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues of symmetric A, ascending."""
-    _no_out("linalg.eigvalsh", out)
     return _C.linalg_eigh(A, _uplo("linalg.eigvalsh", UPLO))[0]
 
 
+@_writes_out("linalg.svdvals")
 def svdvals(A, *, driver=None, out=None):
     """The singular values of A, descending."""
-    _no_out("linalg.svdvals", out)
     if driver is not None:
         raise _C.InvalidArgumentError("[linalg.svdvals] driver= is only supported on CUDA, as in "
                                       "PyTorch")
@@ -338,10 +339,10 @@ def _as_tensor(v, like):
     return float(v)  # a number, so musa.jit keeps it a constant
 
 
+@_writes_out("linalg.pinv")
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse, from the SVD (or, hermitian, from
     eigh), singular values at or under the cutoff taken as zero."""
-    _no_out("linalg.pinv", out)
     _matrices("linalg.pinv", A, square=hermitian)
     if hermitian:
         w, V = _C.linalg_eigh(A, False)
@@ -354,10 +355,10 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return _mT(Vh) @ (sinv.unsqueeze(-1) * _mT(U))
 
 
+@_writes_out("linalg.matrix_rank")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """The number of singular values (hermitian: |eigenvalues|) above
     max(atol, rtol * the largest), int64 shaped like A's batch."""
-    _no_out("linalg.matrix_rank", out)
     _matrices("linalg.matrix_rank", A, square=hermitian)
     if tol is not None:  # the older spelling: an absolute cutoff
         atol, rtol = tol, 0.0
@@ -411,10 +412,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 # ---- norms ----
 
+@_writes_out("linalg.vector_norm")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """sum(|x|^ord)^(1/ord) over dim (None: all), any ord: inf and -inf take
     max and min |x|, 0 counts the nonzero elements."""
-    _no_out("linalg.vector_norm", out)
     _tensors("linalg.vector_norm", x=x)
     if isinstance(ord, str):
         raise _C.InvalidArgumentError(f"[linalg.vector_norm] ord must be a number, got {ord!r}")
@@ -432,11 +433,11 @@ def _floating(who, x, dtype):
     return x
 
 
+@_writes_out("linalg.matrix_norm")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """A matrix norm over the two dims `dim`: 'fro', 'nuc', inf / -inf
     (max / min row sum of |A|), 1 / -1 (max / min column sum), 2 / -2
     (largest / smallest singular value)."""
-    _no_out("linalg.matrix_norm", out)
     who = "linalg.matrix_norm"
     _tensors(who, A=A)
     A = _floating(who, A, dtype)
@@ -466,10 +467,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return r
 
 
+@_writes_out("linalg.norm")
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """vector_norm for one dim (or all with ord None), matrix_norm for two
     dims, or, with dim None, by A's dims: 1-d vector, 2-d matrix."""
-    _no_out("linalg.norm", out)
     _tensors("linalg.norm", A=A)
     if isinstance(dim, int):
         dim = (dim,)
@@ -491,8 +492,8 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
 
 # ---- conveniences PyTorch also has under torch.linalg ----
 
+@_writes_out("linalg.matmul")
 def matmul(input, other, *, out=None):
-    _no_out("linalg.matmul", out)
     return _C.matmul(input, other)
 
 
@@ -500,16 +501,16 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return A.diagonal(offset, dim1, dim2)
 
 
+@_writes_out("linalg.vecdot")
 def vecdot(x, y, *, dim=-1, out=None):
     """sum(x * y) over dim (real tensors)."""
-    _no_out("linalg.vecdot", out)
     return (x * y).sum(dim)
 
 
+@_writes_out("linalg.multi_dot")
 def multi_dot(tensors, *, out=None):
     """The product of a list of matrices (the first and last may be
     vectors), left to right."""
-    _no_out("linalg.multi_dot", out)
     tensors = list(tensors)
     if len(tensors) < 2:
         raise _C.InvalidArgumentError(f"[linalg.multi_dot] expected at least 2 tensors, got "
@@ -520,9 +521,9 @@ def multi_dot(tensors, *, out=None):
     return r
 
 
+@_writes_out("linalg.matrix_power")
 def matrix_power(A, n, *, out=None):
     """A^n for an integer n by repeated squaring (n < 0: of inv(A))."""
-    _no_out("linalg.matrix_power", out)
     _tensors("linalg.matrix_power", A=A)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise _C.InvalidArgumentError(f"[linalg.matrix_power] A must be batches of square "
@@ -548,9 +549,6 @@ def _uplo(who, UPLO):
     return UPLO == "U"
 
 
-def _no_out(who, out):
-    if out is not None:
-        raise _C.InvalidArgumentError(f"[{who}] out= is not supported; use the result")
 
 
 from ._linalg_more import (solve_ex, cond, vander, tensorinv, tensorsolve, matrix_exp,  # noqa: E402

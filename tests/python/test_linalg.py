@@ -792,3 +792,25 @@ def test_solve_ex_reports_singular_matrices_and_vander_tensor_functions(rng):
     with pytest.raises(musa.InvalidArgumentError, match=r"\[linalg.tensorinv\] the product of "
                                                         r"the first 1 dims \(4\) must equal"):
         LA.tensorinv(M(A), 1)
+
+
+def test_linalg_functions_write_into_out():
+    A = musa.tensor([[4.0, 1.0], [1.0, 3.0]])
+    o = musa.empty(0)
+    assert musa.linalg.cholesky(A, out=o) is o
+    assert musa.allclose(o, musa.linalg.cholesky(A))
+    sign, logabs = musa.empty(()), musa.empty(())
+    r = musa.linalg.slogdet(A, out=(sign, logabs))
+    assert r.sign is sign and r.logabsdet is logabs and sign.item() == 1.0
+    assert abs(logabs.item() - math.log(11.0)) < 1e-6
+    x, info = musa.empty(2), musa.empty((), dtype=musa.int32)
+    musa.linalg.solve_ex(A, musa.tensor([1.0, 2.0]), out=(x, info))
+    assert musa.allclose(A @ x, musa.tensor([1.0, 2.0])) and info.item() == 0
+    U, S, V = musa.empty(0), musa.empty(0), musa.empty(0)
+    musa.svd(A, out=(U, S, V))  # torch.svd's (U, S, V), and musa.special's polynomials
+    assert musa.allclose(U @ musa.diag(S) @ V.T, A, atol=1e-6)
+    t = musa.special.chebyshev_polynomial_t(musa.tensor([0.5]), 3, out=musa.empty(1))
+    assert t.tolist() == [-1.0]
+    with pytest.raises(ValueError, match=r"\[linalg.inv\] output has shape \(3,\) but the result "
+                                         r"has shape \(2, 2\)"):
+        musa.linalg.inv(A, out=musa.empty(3))
