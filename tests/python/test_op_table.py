@@ -192,3 +192,14 @@ def test_functions_written_in_python_take_out():
     with pytest.raises(TypeError, match=r"\[addmv\] result type float32 can't be cast to the "
                                         r"output type int64"):
         musa.addmv(x[0], x, x[0], out=musa.empty(2, dtype=musa.int64))
+
+
+def test_into_out_rejects_results_it_cannot_write():
+    o = musa.empty(1)
+    with pytest.raises(TypeError, match=r"\[f\] out= needs tensor results, but result 1 is a int"):
+        _C._into_out("f", (musa.ones(1), 3), (o, musa.empty(1)))
+    with pytest.raises(TypeError, match=r"\[f\] got an unexpected keyword argument 'out'"):
+        _C._into_out("f", 3, o)
+    with pytest.raises(TypeError, match=r"\[_into_out\] who must be a str"):
+        _C._into_out(3, musa.ones(1), o)
+    assert _C._into_out("f", 3, None) == 3  # no out: the result as it is

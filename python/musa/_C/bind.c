@@ -316,7 +316,13 @@ PyObject *pm_into_out(const char *who, PyObject *res, PyObject *out) {
                              Py_TYPE(oi)->tp_name);
                 goto done;
             }
-            if (!pm_is_tensor(ri) || write_out(who, ri, oi)) {
+            if (!pm_is_tensor(ri)) {
+                PyErr_Format(PyExc_TypeError,
+                             "[%s] out= needs tensor results, but result %zd is a %s", who, i,
+                             Py_TYPE(ri)->tp_name);
+                goto done;
+            }
+            if (write_out(who, ri, oi)) {
                 pm_raise();
                 goto done;
             }
