@@ -230,60 +230,42 @@ static const char *numpy_alias(const char *kn) {
 
 /* ---- out= (PM_OUT) ---- */
 
-/* "(2, 3)", "(3,)", "()": a shape as the core's messages write it. */
-static const char *shape_str(int nd, const int64_t *sh, char *buf, size_t cap) {
-    size_t k = (size_t)snprintf(buf, cap, "(");
-    for (int d = 0; d < nd && k < cap; d++)
-        k += (size_t)snprintf(buf + k, cap - k, d ? ", %lld" : "%lld", (long long)sh[d]);
-    if (k < cap) snprintf(buf + k, cap - k, nd == 1 ? ",)" : ")");
-    return buf;
-}
-
-/* Write result r into out as PyTorch's out= does: a dtype r casts to (bool
- * to integer to floating, not back), no overlapping elements, and r's
- * shape; an empty out (PyTorch's idiom torch.empty(0)) is resized to it,
- * one of another shape is an error (PyTorch warns and resizes). The copy
- * records autograd history as copy_ does (as the generated ops' out= does;
- * PyTorch refuses out= under autograd). */
+/* Write result r into out as PyTorch's out= does. The write is the op
+ * table's `clone` into a provided output, so the dispatcher's checks of a
+ * provided output (musa_check_provided_out: r's shape, a dtype r casts to,
+ * no overlapping elements) are the generated ops' own, and the write
+ * records autograd history as theirs does (PyTorch refuses out= under
+ * autograd); its errors are renamed to `who`. An empty out (PyTorch's idiom
+ * torch.empty(0)) is first resized to r's shape; one of another shape is
+ * an error (PyTorch warns and resizes). */
 static int write_out(const char *who, PyObject *res, PyObject *out) {
-    char s1[128], s2[128];
-    musa_tensor *r = pm_t(res), *o = pm_t(out);
+    static int clone_op = -1;
+    musa_tensor *r = pm_t(res), *o = pm_t(out), *n = NULL;
     if (musa_is_grad_enabled() && musa_tensor_requires_grad(o) && musa_tensor_is_leaf(o))
         return musa_set_error(MUSA_ERR_RUNTIME,
                               "[%s] out is a leaf tensor that requires grad: it cannot be "
                               "written (wrap the call in no_grad, or pass a clone)",
                               who);
-    musa_dtype rd = musa_tensor_dtype(r), od = musa_tensor_dtype(o);
-    int rk = rd == MUSA_DTYPE_BOOL ? 0 : musa_dtype_is_floating(rd) ? 2 : 1;
-    int ok = od == MUSA_DTYPE_BOOL ? 0 : musa_dtype_is_floating(od) ? 2 : 1;
-    if (rk > ok)
-        return musa_set_error(MUSA_ERR_TYPE,
-                              "[%s] result type %s can't be cast to the output type %s", who,
-                              musa_dtype_name(rd), musa_dtype_name(od));
     int nd = musa_tensor_ndim(o), rn = musa_tensor_ndim(r);
-    const int64_t *sh = musa_tensor_shape(o), *st = musa_tensor_strides(o);
-    if (nd != rn || memcmp(sh, musa_tensor_shape(r), sizeof(int64_t) * (size_t)nd)) {
-        if (musa_tensor_numel(o) != 0)
-            return musa_set_error(MUSA_ERR_VALUE,
-                                  "[%s] output has shape %s but the result has shape %s", who,
-                                  shape_str(nd, sh, s1, sizeof s1),
-                                  shape_str(rn, musa_tensor_shape(r), s2, sizeof s2));
-        musa_tensor *n = musa_empty(rn, musa_tensor_shape(r), od);
-        PyObject *w = n && !musa_copy_(n, r) ? pm_wrap(musa_tensor_retain(n)) : NULL;
-        musa_tensor_release(n);
-        if (!w) return -1;
-        PyObject *x = PyObject_CallMethod(out, "_rebind_", "O", w);
-        Py_DECREF(w);
+    if (musa_tensor_numel(o) == 0 && (nd != rn || memcmp(musa_tensor_shape(o), musa_tensor_shape(r),
+                                                         sizeof(int64_t) * (size_t)nd)))
+        if (!(n = musa_empty(rn, musa_tensor_shape(r), musa_tensor_dtype(o)))) return -1;
+    if (clone_op < 0) clone_op = musa_op_lookup("clone");
+    musa_tensor *ins[1] = {r}, *outs[1] = {n ? n : o};
+    int rc = musa_op_call(clone_op, 1, ins, NULL, outs);
+    if (rc) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", musa_last_error());
+        if (!strncmp(msg, "[clone]", 7)) musa_set_error(rc, "[%s]%s", who, msg + 7);
+    } else if (n) {
+        PyObject *w = pm_wrap(musa_tensor_retain(n)), *x = NULL;
+        if (w) x = PyObject_CallMethod(out, "_rebind_", "O", w);
+        Py_XDECREF(w);
         Py_XDECREF(x);
-        return x ? 0 : -1;
+        rc = x ? 0 : -1;
     }
-    for (int d = 0; d < nd; d++)
-        if (st[d] == 0 && sh[d] > 1)
-            return musa_set_error(MUSA_ERR_VALUE,
-                                  "[%s] cannot write into a tensor whose elements overlap (an "
-                                  "expanded view); clone it first",
-                                  who);
-    return musa_copy_(o, r);
+    musa_tensor_release(n);
+    return rc;
 }
 
 /* A function's result res (a new reference, or NULL) written into out:
