@@ -11,10 +11,6 @@
 
 #include <string.h>
 
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
-
 #define VL 16
 #define NV (MUSA_CHAIN_N / VL)
 
@@ -69,17 +65,6 @@ static inline __attribute__((always_inline)) void arith(v16 *acc, const v16 *a, 
     }
 }
 
-/* v to p past the caches where p is 64-byte aligned */
-static inline void stream(float *p, v16 v) {
-#ifdef __AVX512F__
-    if (!((uintptr_t)p & 63)) {
-        _mm512_stream_ps(p, (__m512)v);
-        return;
-    }
-#endif
-    st(p, v);
-}
-
 /* One block of MUSA_CHAIN_N elements at element i of every operand. */
 static void run_block(const musa_chain *c, const float *const *ext, int64_t i, const v16 *scal) {
     v16 acc[NV], t[NV];
@@ -125,11 +110,8 @@ static void run_block(const musa_chain *c, const float *const *ext, int64_t i, c
         case MUSA_CH_SPILL:
             EACH st(slot[in->idx] + u * VL, acc[u]);
             break;
-        case MUSA_CH_STORE:
+        default: /* MUSA_CH_STORE */
             EACH st((float *)ext[in->idx] + i + u * VL, acc[u]);
-            break;
-        default:
-            EACH stream((float *)ext[in->idx] + i + u * VL, acc[u]);
             break;
         }
     }

@@ -40,8 +40,7 @@ typedef enum musa_chain_code {
     MUSA_CH_BINR,     /* acc = source op acc */
     MUSA_CH_UNARY,    /* acc = op(acc) */
     MUSA_CH_SPILL,    /* spill slot idx = acc */
-    MUSA_CH_STORE,    /* ext idx = acc */
-    MUSA_CH_STREAM,   /* ext idx = acc, past the caches (non-temporal where aligned) */
+    MUSA_CH_STORE,    /* ext idx = acc (plain stores: lower.c says why) */
 } musa_chain_code;
 
 typedef enum musa_chain_src {
@@ -95,8 +94,7 @@ bool cpu_unary_chain_op(musa_loop_fn fn, musa_chain_ins *ins);
 bool cpu_binary_chain_op(musa_loop_fn fn, musa_chain_ins *ins);
 
 /* Runs the chain over n elements from ext[k] (each operand's element 0;
- * contiguous float32). Streamed stores need a fence before another thread
- * reads them (the caller's). */
+ * contiguous float32). */
 void musa_chain_run(const musa_chain *c, int64_t n, char *const *ext);
 
 #endif

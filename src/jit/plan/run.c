@@ -207,7 +207,6 @@ static void run_chain_tiles(run_ctx *r, const fused *f, int64_t t0, int64_t t1) 
         for (int k = 0; k < c->n_ext; k++) p[k] = base[k] + r0 * (int64_t)sizeof(float);
         musa_chain_run(c, rows, p);
     }
-    stream_fence();
 }
 
 static int run_tiles(fused_ctx *fc, int64_t t0, int64_t t1, char *chunk) {
