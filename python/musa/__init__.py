@@ -100,8 +100,11 @@ def _lazy(name):
 def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
     if name in ("nn", "optim", "utils", "amp", "jit", "profiler", "viz", "library", "backends",
-                "accelerator", "linalg", "distributions", "distributed", "onnx", "special"):
+                "accelerator", "linalg", "distributions", "distributed", "onnx", "special",
+                "compiler"):
         return _lazy(name)
+    if name == "compile":  # torch.compile's place (musa.compiler)
+        return _lazy("compiler").compile
     if name == "make_dot":
         return _lazy("viz").make_dot
     if name == "Profiler":  # the seed's spelling of musa.profiler.profile

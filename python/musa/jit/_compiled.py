@@ -21,6 +21,7 @@ Invariants:
 import threading
 import types
 import warnings
+import weakref
 
 from .. import _C, _capture
 from ._args import (TENSOR, contiguous, copy_back, flatten_call, leaf_names, new_tuple,
@@ -32,6 +33,8 @@ from ._segments import (Miss, build_segments, chain, describe_outcome, drop_grad
                         merge, run_path)
 from ._tracing import Trace, Unsupported, needs_tape_node, reads_host, trace
 from ._training import TrainingNode
+
+_ALL = weakref.WeakSet()  # every CompiledFunction: musa.compiler.reset() drops their plans
 
 
 class _Log:
@@ -66,8 +69,10 @@ class Entry:
 class CompiledFunction:
     """A function captured into static graphs, one per call signature."""
 
-    def __init__(self, fn, config=None, *, name=None, extra_key=None, retrace=True):
+    def __init__(self, fn, config=None, *, name=None, extra_key=None, retrace=True,
+                 fullgraph=False):
         self._fn = fn
+        self._fullgraph = fullgraph  # musa.compile(fullgraph=True): no breaks, no eager runs
         self.config = config or Config()
         # Captures and merges run one at a time; an entry is filed in the
         # cache only once complete, so lock-free lookups never see a partial one.
@@ -87,6 +92,7 @@ class CompiledFunction:
         self._saved_call = None  # (spec, [(shape, dtype)]) of the last capture: what save() saves
         self._config_note = None  # why the next capture recompiles: a setting changed
         self.config._attach(self)
+        _ALL.add(self)
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
 
@@ -95,7 +101,8 @@ class CompiledFunction:
     def compile(self, config=None):
         """A compiled callable with this config; captures on its first call."""
         return CompiledFunction(self._fn, config or self.config, name=self._name,
-                                extra_key=self._extra_key, retrace=self._retrace)
+                                extra_key=self._extra_key, retrace=self._retrace,
+                                fullgraph=self._fullgraph)
 
     def _compiled_yet(self):
         if self._last is None:
@@ -312,12 +319,17 @@ class CompiledFunction:
         settings go, and the next call captures again (a logged recompile).
         memory_plan() and the other views keep describing the last plan
         until then."""
+        self._drop_plans(f"config changed: {what}")
+
+    def _drop_plans(self, note=None):
+        """Forget every variant (and the variant count): the next call
+        captures again, logged with `note` when one is given."""
         with self._lock:
             if self._cache:  # a fresh start: the variant count too
                 self._cache.clear()
                 self._fast = None
                 self._variants, self._eager_all = 0, False
-                self._config_note = f"config changed: {what}"
+                self._config_note = note
 
     def _run_overlapping(self, args, kwargs, what=""):
         """Run a call whose arguments share memory eagerly (logged once)."""
@@ -360,6 +372,12 @@ class CompiledFunction:
             self.compiles += 1
         return t
 
+    def _not_full(self, reason):
+        """musa.compile(fullgraph=True) refuses a capture that is not one
+        graph (a graph break, or a call that would run eagerly)."""
+        raise RuntimeError(f"[compile] fullgraph=True, but {self._name} is not one graph: "
+                           f"{reason}")
+
     def _run_eagerly(self, entry, reason, out):
         """Mark the entry eager (one warning, naming why); returns out."""
         self._fast = None  # the entries change
@@ -398,6 +416,10 @@ class CompiledFunction:
                 cap, out, reason, symbolic = t.capture, None, None, True
             elif self.config.capture == "symbolic":
                 cap, out, reason = None, None, t.reason or "it reads tensor values on the host"
+            elif self._fullgraph:  # before tracing: nothing has run
+                self._not_full(f"capturing it without running it stopped at: "
+                               f"{t.reason or 'a host read'} (a host read such as t.item(), "
+                               f"bool(t) or `if t > 0:` cuts the graph)")
             else:
                 log.warning("musa.jit: %s: symbolic capture not possible (%s); tracing it",
                             self._name, t.reason or "it reads tensor values on the host")
@@ -443,6 +465,8 @@ class CompiledFunction:
         """Plan a capture into entry and file it; returns the call's result
         where it is known already (traced or run eagerly)."""
         by_size = False
+        if self._fullgraph and (cap is None or cap.breaks):
+            self._not_full(reason or "it reads tensor values on the host")
         if cap is None:
             out = self._run_eagerly(entry, reason, out)
             if self.config.capture == "symbolic":  # nothing ran for real yet
@@ -463,6 +487,8 @@ class CompiledFunction:
                         entry.train = TrainingNode(cap, leaves, self.config, self._name)
                         self._last, by_size = entry.train.fwd, True
             except Unsupported as e:
+                if self._fullgraph:
+                    self._not_full(str(e))
                 out = self._run_eagerly(entry, str(e), out)
             if not entry.train and not entry.eager:
                 if not (key.merges_dynamic and not cap.breaks and
