@@ -218,8 +218,9 @@ class set_detect_anomaly:
 
 
 def __getattr__(name):
-    # musa.autograd.functional (jacobian, hessian, vjp, ...) on first use
-    if name == "functional":
+    # musa.autograd.functional (jacobian, hessian, vjp, ...), grad_mode and
+    # profiler (PyTorch's paths to the same objects) on first use
+    if name in ("functional", "grad_mode", "profiler"):
         import importlib
-        return importlib.import_module(".functional", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'musa.autograd' has no attribute '{name}'")
