@@ -50,6 +50,7 @@ from ._torch_compat import *  # noqa: E402,F401,F403
 from ._torch_names_more import *  # noqa: E402,F401,F403
 from ._torch_methods_more import *  # noqa: E402,F401,F403
 from ._memory_format import *  # noqa: E402,F401,F403
+from ._layout import *  # noqa: E402,F401,F403
 from ._memory_format import wrap_factories as _wrap_factories  # noqa: E402
 from ._generator import Generator, default_generator  # noqa: E402,F401
 from ._generator import with_generator as _with_generator  # noqa: E402

@@ -451,9 +451,10 @@ def abs_(input):
 numel = _C.numel
 
 
-def randperm(n, *, dtype=None, requires_grad=False):
+def randperm(n, *, dtype=None, requires_grad=False, layout=None, device=None, pin_memory=False):
     """A random permutation of 0..n-1 from the musa generator (seeded by
     musa.manual_seed)."""
+    _C._factory_options("randperm", device, layout, pin_memory)
     perm = _C.sort(_C.rand(n, dtype=_C.float64)).indices
     if dtype is not None and dtype is not _C.int64:
         perm = _C.cast(perm, dtype)

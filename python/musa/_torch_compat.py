@@ -264,6 +264,7 @@ def _shape(a, b):
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False):
     """A 0-d tensor of s (the default float dtype unless dtype says)."""
+    _C._factory_options("scalar_tensor", device, layout, pin_memory)
     value = s if isinstance(s, bool) else _number(s, "scalar_tensor", "s")
     return _C.tensor(value, dtype=dtype or _C.get_default_dtype(), requires_grad=requires_grad)
 
@@ -271,6 +272,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=Fals
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False):
     """An uninitialised tensor of size laid out by stride (in elements)."""
+    _C._factory_options("empty_strided", device, layout, pin_memory)
     size = tuple(_dims(size, "empty_strided", "size"))
     stride = tuple(_dims(stride, "empty_strided", "stride"))
     if len(size) != len(stride):

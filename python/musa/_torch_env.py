@@ -172,7 +172,8 @@ def get_printoptions():
 
 # ---- windows ----
 
-def _window(who, window_length, periodic, dtype, requires_grad, fn):
+def _window(who, window_length, periodic, dtype, requires_grad, device, layout, fn):
+    _C._factory_options(who, device, layout)
     if not isinstance(window_length, int) or isinstance(window_length, bool) or window_length < 0:
         raise ValueError(f"[{who}] window_length must be a non-negative int, got "
                          f"{window_length!r}")
@@ -200,7 +201,7 @@ def _cosines(*coef):
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                 requires_grad=False):
     """0.5 - 0.5 cos(2 pi n / (N - 1)); periodic: of N + 1 points, the last dropped."""
-    return _window("hann_window", window_length, periodic, dtype, requires_grad,
+    return _window("hann_window", window_length, periodic, dtype, requires_grad, device, layout,
                    _cosines(0.5, -0.5))
 
 
@@ -209,21 +210,21 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
     """alpha - beta cos(2 pi n / (N - 1))."""
     from ._functions import _number
     alpha, beta = _number(alpha, "hamming_window", "alpha"), _number(beta, "hamming_window", "beta")
-    return _window("hamming_window", window_length, periodic, dtype, requires_grad,
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad, device, layout,
                    _cosines(alpha, -beta))
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
     """0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad,
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, device, layout,
                    _cosines(0.42, -0.5, 0.08))
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
     """1 - |2 n / (N - 1) - 1|."""
-    return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, device, layout,
                    lambda k, m: 1 - (2 * k / m - 1).abs())
 
 
@@ -236,4 +237,4 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
     def fn(k, m):
         r = (1 - (2 * k / m - 1) ** 2).clamp(min=0).sqrt()
         return _C.i0(r * beta) / _C.i0(_C.full((), beta, dtype=_C.float64))
-    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, fn)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, device, layout, fn)

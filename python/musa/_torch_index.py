@@ -423,10 +423,12 @@ def _tri_indices(row, col, offset, upper, dtype, who):
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """(2, N): the row and column indices of the lower triangle."""
+    _C._factory_options("tril_indices", device, layout)
     return _tri_indices(row, col, offset, False, dtype or _C.int64, "tril_indices")
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    _C._factory_options("triu_indices", device, layout)
     return _tri_indices(row, col, offset, True, dtype or _C.int64, "triu_indices")
 
 
@@ -628,13 +630,15 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return y if terms is None else _C.cumsum(terms, d)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, **kwargs):
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None,
+             requires_grad=False):
     """steps points from base**start to base**end, evenly spaced in the
     exponent."""
+    _C._factory_options("logspace", device, layout)
     base = _number(base, "logspace", "base")
     exps = _C.linspace(start, end, steps, dtype=_C.float64)
-    out = _C.pow(base, exps)
-    return out.to(dtype or _C.get_default_dtype())
+    out = _C.pow(base, exps).to(dtype or _C.get_default_dtype())
+    return out.requires_grad_() if requires_grad else out
 
 
 def renorm(input, p, dim, maxnorm):

@@ -186,8 +186,10 @@ def unsafe_chunk(input, chunks, dim=0):
     return tuple(input.chunk(_int(chunks, "unsafe_chunk", "chunks"), dim))
 
 
-def range(start=0, end=None, step=1, *, dtype=None, out=None, **kwargs):
+def range(start=0, end=None, step=1, *, dtype=None, out=None, layout=None, device=None,
+          requires_grad=False):
     """torch.range (deprecated there): start to end inclusive, in steps."""
+    _C._factory_options("range", device, layout)
     if end is None:
         start, end = 0, start
     start, end, step = (_number(v, "range", n) for v, n in ((start, "start"), (end, "end"),
@@ -203,7 +205,8 @@ def range(start=0, end=None, step=1, *, dtype=None, out=None, **kwargs):
     if n > 1 << 40:
         raise ValueError(f"[range] {n} elements is too many")
     dt = dtype or _C.get_default_dtype()
-    return _C.arange(n, dtype=_C.float64).mul(step).add(start).to(dt)
+    r = _C.arange(n, dtype=_C.float64).mul(step).add(start).to(dt)
+    return r.requires_grad_() if requires_grad else r
 
 
 def gradient(input, *, spacing=1, dim=None, edge_order=1):

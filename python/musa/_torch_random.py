@@ -63,10 +63,11 @@ def multinomial(input, num_samples, replacement=False):
 
 
 def normal(mean=0.0, std=1.0, size=None, *, dtype=None, layout=None, device=None,
-           requires_grad=False):
+           requires_grad=False, pin_memory=False):
     """mean + std * N(0, 1): mean and std tensors broadcast against each
     other (the result has their shape), or numbers with size. As in
     PyTorch the draw passes no gradient to mean or std."""
+    _C._factory_options("normal", device, layout, pin_memory)
     is_t = isinstance(mean, _C.Tensor), isinstance(std, _C.Tensor)
     with _no_grad():
         if not any(is_t):
@@ -97,6 +98,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
     """randint(low, high) of input's shape (and dtype unless given);
     randint_like(input, high) as in PyTorch."""
     _tensors("randint_like", input=input)
+    _C._factory_options("randint_like", device, layout)
     if high is None:
         low, high = 0, low
     return _C.randint(low, high, tuple(input.shape), dtype=dtype or input.dtype)

@@ -20,20 +20,68 @@
 
 /* ---- creation ---- */
 
-/* requires_grad / device handling shared by the creation functions; who
- * names the caller in errors */
-static PyObject *finish_new(const char *who, musa_tensor *t, PyObject *device, bool requires_grad) {
-    if (!t) return pm_raise();
+/* The layout objects (musa.strided and its kind), registered by the Python
+ * package at import (_register_layout): layout= takes None or strided. */
+static PyObject *strided_layout;
+
+DEF(_register_layout, PM_FN, "strided:O") {
+    Py_XDECREF(strided_layout);
+    strided_layout = Py_NewRef(a[0].o);
+    Py_RETURN_NONE;
+}
+
+/* layout= and pin_memory= of a creation function: dense (strided) tensors
+ * in ordinary memory are all musa makes */
+static int check_layout(const char *who, PyObject *layout, bool pin_memory) {
+    if (pin_memory) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "[%s] pin_memory=True pins host memory for a CUDA device; musa has none", who);
+        return -1;
+    }
+    if (layout == Py_None || layout == strided_layout) return 0;
+    if (strided_layout && Py_TYPE(layout) == Py_TYPE(strided_layout)) {
+        PyErr_Format(PyExc_NotImplementedError,
+                     "[%s] layout=%R: musa tensors are strided (no sparse tensors)", who, layout);
+        return -1;
+    }
+    PyErr_Format(PyExc_TypeError, "[%s] layout must be a musa.layout (musa.strided), got %s", who,
+                 Py_TYPE(layout)->tp_name);
+    return -1;
+}
+
+/* device=, layout= and pin_memory= of a creation function: -1 with the
+ * error set unless they name what musa makes (dense tensors on the cpu) */
+static int check_options(const char *who, PyObject *device, PyObject *layout, bool pin_memory) {
     musa_device dev;
-    if (pm_device_from(device, &dev, who)) {
+    if (pm_device_from(device, &dev, who) || check_layout(who, layout, pin_memory)) return -1;
+    if (musa_device_check(dev)) {
+        pm_raise();
+        return -1;
+    }
+    return 0;
+}
+
+/* the check for the creation functions written in Python */
+DEF(_factory_options, PM_FN, "who:O device:O=None layout:O=None pin_memory:b=False") {
+    const char *name = PyUnicode_Check(a[0].o) ? PyUnicode_AsUTF8(a[0].o) : NULL;
+    if (!name) {
+        PyErr_SetString(PyExc_TypeError, "[_factory_options] who must be a str");
+        return NULL;
+    }
+    if (check_options(name, a[1].o, a[2].o, a[3].b)) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The creation functions' options, shared: opt[0] device, opt[1]
+ * requires_grad, opt[2] layout, opt[3] pin_memory (the spec's last four
+ * before out). who names the caller in errors. */
+static PyObject *finish_new(const char *who, musa_tensor *t, const pm_arg *opt) {
+    if (!t) return pm_raise();
+    if (check_options(who, opt[0].o, opt[2].o, opt[3].b)) {
         musa_tensor_release(t);
         return NULL;
     }
-    if (musa_device_check(dev)) {
-        musa_tensor_release(t);
-        return pm_raise();
-    }
-    if (requires_grad && musa_tensor_set_requires_grad(t, true)) {
+    if (opt[1].b && musa_tensor_set_requires_grad(t, true)) {
         musa_tensor_release(t);
         return pm_raise();
     }
@@ -44,31 +92,31 @@ static int dtype_or_default(int d) {
     return d < 0 ? (int)pm_default_dtype() : d;
 }
 
-DEF(tensor, PM_FN, "data:O * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(tensor, PM_FN,
+    "data:O * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
     musa_device dev;
     if (pm_device_from(a[2].o, &dev, who)) return NULL;
     if (musa_device_check(dev)) return pm_raise();
     musa_tensor *t = pm_tensor_from_data(a[0].o, a[1].dtype, who);
     if (!t) return NULL;
-    return finish_new(who, t, a[2].o, a[3].b);
+    return finish_new(who, t, &a[2]);
 }
 
 DEF(zeros, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, musa_zeros(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
-                      a[3].b);
+    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, musa_zeros(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
 DEF(ones, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, musa_ones(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, musa_ones(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
 DEF(empty, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, musa_empty(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
-                      a[3].b);
+    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, musa_empty(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
 DEF(full, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False") {
+    "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
+    "pin_memory:b=False") {
     int d = a[2].dtype;
     if (d < 0) /* from the fill value, as PyTorch */
         d = PyBool_Check(a[1].o)   ? MUSA_DTYPE_BOOL
@@ -76,7 +124,7 @@ DEF(full, PM_FN | PM_OUT | PM_OUT_DTYPE,
                                    : (int)pm_default_dtype();
     double v;
     if (pm_double(a[1].o, &v, who, "fill_value")) return NULL;
-    return finish_new(who, musa_full(a[0].n, a[0].v, v, d), a[3].o, a[4].b);
+    return finish_new(who, musa_full(a[0].n, a[0].v, v, d), &a[3]);
 }
 
 static musa_tensor *like(musa_tensor *x, int dtype,
@@ -84,38 +132,46 @@ static musa_tensor *like(musa_tensor *x, int dtype,
     return make(musa_tensor_ndim(x), musa_tensor_shape(x),
                 dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)dtype);
 }
-DEF(zeros_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_zeros), a[2].o, a[3].b);
+DEF(zeros_like, FM,
+    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_zeros), &a[2]);
 }
-DEF(ones_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_ones), a[2].o, a[3].b);
+DEF(ones_like, FM,
+    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_ones), &a[2]);
 }
-DEF(empty_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_empty), a[2].o, a[3].b);
+DEF(empty_like, FM,
+    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_empty), &a[2]);
 }
-DEF(rand_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_rand), a[2].o, a[3].b);
+DEF(rand_like, FM,
+    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_rand), &a[2]);
 }
-DEF(randn_like, FM, "input:T * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_randn), a[2].o, a[3].b);
+DEF(randn_like, FM,
+    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, like(a[0].t, a[1].dtype, musa_randn), &a[2]);
 }
-DEF(full_like, FM, "input:T fill_value:f * dtype:d=None device:O=None requires_grad:b=False") {
+DEF(full_like, FM,
+    "input:T fill_value:f * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
+    "pin_memory:b=False") {
     musa_tensor *x = a[0].t;
     musa_dtype d = a[2].dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)a[2].dtype;
-    return finish_new(who, musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), a[3].o,
-                      a[4].b);
+    return finish_new(who, musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), &a[3]);
 }
 
-DEF(rand, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, musa_rand(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o, a[3].b);
+DEF(rand, PM_FN,
+    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, musa_rand(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
-DEF(randn, PM_FN, "size:V * dtype:d=None device:O=None requires_grad:b=False") {
-    return finish_new(who, musa_randn(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), a[2].o,
-                      a[3].b);
+DEF(randn, PM_FN,
+    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+    return finish_new(who, musa_randn(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
 /* randint(high, size) or randint(low, high, size) */
 DEF(randint, PM_FN,
-    "low:i high:O=None size:I=None * dtype:d=None device:O=None requires_grad:b=False") {
+    "low:i high:O=None size:I=None * dtype:d=None device:O=None requires_grad:b=False "
+    "layout:O=None pin_memory:b=False") {
     int64_t low = 0, high = a[0].i;
     pm_arg *size = &a[2];
     int64_t tmp[MUSA_MAX_DIMS];
@@ -134,12 +190,13 @@ DEF(randint, PM_FN,
         return NULL;
     }
     int d = a[3].dtype < 0 ? MUSA_DTYPE_INT64 : a[3].dtype;
-    return finish_new(who, musa_randint(low, high, n, size->v, d), a[4].o, a[5].b);
+    return finish_new(who, musa_randint(low, high, n, size->v, d), &a[4]);
 }
 
 /* arange(end) / arange(start, end, step=1) */
 DEF(arange, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "start:O end:O=None step:O=None * dtype:d=None device:O=None requires_grad:b=False") {
+    "start:O end:O=None step:O=None * dtype:d=None device:O=None requires_grad:b=False "
+    "layout:O=None pin_memory:b=False") {
     PyObject *vals[3] = {a[0].o, a[1].o, a[2].o};
     double v[3] = {0, 0, 1};
     bool all_int = true;
@@ -163,15 +220,17 @@ DEF(arange, PM_FN | PM_OUT | PM_OUT_DTYPE,
     double start = v[0], end = v[1], step = v[2];
     if (vals[1] == Py_None) start = 0, end = v[0];
     int d = a[3].dtype >= 0 ? a[3].dtype : all_int ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
-    return finish_new(who, musa_arange(start, end, step, d), a[4].o, a[5].b);
+    return finish_new(who, musa_arange(start, end, step, d), &a[4]);
 }
 DEF(linspace, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False") {
+    "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
+    "pin_memory:b=False") {
     return finish_new(who, musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)),
-                      a[4].o, a[5].b);
+                      &a[4]);
 }
 DEF(eye, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "n:i m:O=None * dtype:d=None device:O=None requires_grad:b=False") {
+    "n:i m:O=None * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
+    "pin_memory:b=False") {
     int64_t m = a[0].i;
     if (a[1].o != Py_None && pm_int64(a[1].o, &m, who, "m")) return NULL;
     if (m < 0 || a[0].i < 0) {
@@ -179,7 +238,7 @@ DEF(eye, PM_FN | PM_OUT | PM_OUT_DTYPE,
                      (long long)a[0].i, (long long)m);
         return NULL;
     }
-    return finish_new(who, musa_eye(a[0].i, m, dtype_or_default(a[2].dtype)), a[3].o, a[4].b);
+    return finish_new(who, musa_eye(a[0].i, m, dtype_or_default(a[2].dtype)), &a[3]);
 }
 
 DEF(manual_seed, PM_FN, "seed:i") {

@@ -9,5 +9,7 @@ from .parameter import Parameter, UninitializedBuffer, UninitializedParameter  #
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from . import functional, init, utils, parallel  # noqa: F401
+from .parallel import DataParallel  # noqa: F401  (torch.nn.DataParallel's place)
 
-__all__ = ["Parameter", "functional", "init", "utils", "parallel"] + _modules_all
+__all__ = ["Parameter", "functional", "init", "utils", "parallel", "DataParallel"] + _modules_all
+

@@ -25,6 +25,15 @@ class DataParallel(Module):
         return self.module(*inputs, **kwargs)
 
 
+def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0,
+                  module_kwargs=None):
+    """PyTorch's functional DataParallel: module(*inputs, **module_kwargs),
+    which is what it does without GPUs."""
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,) if inputs is not None else ()
+    return module(*inputs, **(module_kwargs or {}))
+
+
 def __getattr__(name):
     # imported on first use: `import musa.nn` stays free of musa.distributed
     if name == "DistributedDataParallel":
@@ -33,4 +42,4 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["DataParallel", "DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
