@@ -2,22 +2,14 @@
 the sparse layouts exist so that code comparing against them runs, and
 asking a factory for one is a NotImplementedError naming it."""
 from . import _C
+from ._memory_format import _Named
 
 __all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
            "sparse_bsc"]
 
 
-class layout:
+class layout(_Named):
     """A tensor layout (Tensor.layout, the layout= of the factories)."""
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return "musa." + self._name
-
-    def __reduce__(self):
-        return self._name
 
 
 strided = layout("strided")

@@ -9,8 +9,9 @@ from . import _C
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
 
 
-class memory_format:
-    """A memory layout for the memory_format= arguments."""
+class _Named:
+    """A constant of the musa namespace: it prints as musa.<name> and
+    pickles as that same object."""
 
     def __init__(self, name):
         self._name = name
@@ -20,6 +21,10 @@ class memory_format:
 
     def __reduce__(self):
         return self._name
+
+
+class memory_format(_Named):
+    """A memory layout for the memory_format= arguments."""
 
 
 contiguous_format = memory_format("contiguous_format")

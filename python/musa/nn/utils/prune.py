@@ -271,38 +271,46 @@ def _channels_mask(t, dim, channels):
     return _C.zeros_like(t) + sel.reshape(shape)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes `amount` whole channels along dim, chosen at random."""
+class _Structured(BasePruningMethod):
+    """Prunes `amount` whole channels along dim: all but the n - amount
+    channels of highest score (_scores: one per channel)."""
     PRUNING_TYPE = "structured"
+
+    def compute_mask(self, t, default_mask):
+        who = type(self).__name__
+        dim = _check_structured(t, self.dim, who)
+        n = t.shape[dim]
+        k = _to_prune(self.amount, n, who)
+        if k == 0:
+            return default_mask
+        keep = self._scores(t, dim).topk(n - k, largest=True).indices
+        return _channels_mask(t, dim, keep) * default_mask.to(t.dtype)
+
+
+class RandomStructured(_Structured):
+    """Prunes `amount` whole channels along dim, chosen at random."""
 
     def __init__(self, amount, dim=-1):
         _check_amount(amount, "RandomStructured")
         self.amount, self.dim = amount, dim
 
-    def compute_mask(self, t, default_mask):
-        dim = _check_structured(t, self.dim, "RandomStructured")
-        n = t.shape[dim]
-        k = _to_prune(self.amount, n, "RandomStructured")
-        if k == 0:
-            return default_mask
-        keep = _C.rand(n).topk(n - k).indices
-        return _channels_mask(t, dim, keep) * default_mask.to(t.dtype)
+    def _scores(self, t, dim):
+        return _C.rand(t.shape[dim])
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the `amount` channels along dim of smallest L`n` norm (n: a
     number, inf, -inf, "fro", or "nuc" over two remaining dims)."""
-    PRUNING_TYPE = "structured"
 
     def __init__(self, amount, n, dim=-1):
         _check_amount(amount, "LnStructured")
         self.amount, self.n, self.dim = amount, n, dim
 
-    def _norms(self, t, dim):
+    def _scores(self, t, dim):
         from ... import linalg
         others = tuple(d for d in range(t.dim()) if d != dim)
         if self.n == "nuc":
@@ -315,15 +323,6 @@ class LnStructured(BasePruningMethod):
             raise ValueError(f"[LnStructured] n={self.n!r}: a number, inf, -inf, 'fro' or "
                              f"'nuc'")
         return linalg.vector_norm(t, order, dim=others)
-
-    def compute_mask(self, t, default_mask):
-        dim = _check_structured(t, self.dim, "LnStructured")
-        n = t.shape[dim]
-        k = _to_prune(self.amount, n, "LnStructured")
-        if k == 0:
-            return default_mask
-        keep = self._norms(t, dim).topk(n - k, largest=True).indices
-        return _channels_mask(t, dim, keep) * default_mask.to(t.dtype)
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
