@@ -225,38 +225,37 @@ def _zero_at(mask, flat_indices):
     return flat.reshape(mask.shape)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries chosen at random (the default generator)."""
+class _Unstructured(BasePruningMethod):
+    """Prunes the `amount` entries of lowest score (_scores: one per entry)."""
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
-        _check_amount(amount, "RandomUnstructured")
+        _check_amount(amount, type(self).__name__)
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        k = _to_prune(self.amount, t.numel(), "RandomUnstructured")
+        k = _to_prune(self.amount, t.numel(), type(self).__name__)
         if k == 0:
             return default_mask.clone()
-        return _zero_at(default_mask, _C.rand_like(t).reshape(-1).topk(k).indices)
+        return _zero_at(default_mask, self._scores(t).reshape(-1).topk(k, largest=False).indices)
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` entries chosen at random (the default generator)."""
+
+    def _scores(self, t):
+        return _C.rand_like(t)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the `amount` entries of smallest magnitude."""
-    PRUNING_TYPE = "unstructured"
 
-    def __init__(self, amount):
-        _check_amount(amount, "L1Unstructured")
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        k = _to_prune(self.amount, t.numel(), "L1Unstructured")
-        if k == 0:
-            return default_mask.clone()
-        return _zero_at(default_mask, t.abs().reshape(-1).topk(k, largest=False).indices)
+    def _scores(self, t):
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
