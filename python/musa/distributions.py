@@ -524,6 +524,7 @@ from ._distributions_extra import __all__ as _extra  # noqa: E402
 
 from ._distributions_rest import *  # noqa: E402,F401,F403
 from ._distributions_rest import __all__ as _rest  # noqa: E402
+from . import _dist_constraints  # noqa: E402,F401  (the rest of constraints)
 
 __all__ += _more + _transformed + _extra + _rest + ["constraints", "transforms"]
 
