@@ -3,7 +3,10 @@ for functions musa already had (hardshrink, prelu, matrix_power, the split
 forms, the complex API's real-dtype identities, is_inference; real and
 imag as properties; new and new_empty_strided), and torch.matrix_power,
 adjoint, get_device, is_signed, fill_, frombuffer,
-is_inference_mode_enabled, set_default_tensor_type and init_num_threads."""
+is_inference_mode_enabled, set_default_tensor_type and init_num_threads;
+Tensor.apply_, map_ and map2_, which call a Python function per element."""
+import numbers
+
 from . import _C
 from ._functions import _tensors
 
@@ -114,6 +117,51 @@ def init_num_threads():
 
 # ---- methods ----
 
+def _per_element(self, who, fn, others):
+    """self[i] = fn(self[i], other[i] ...) for every element, in place, the
+    others broadcast to self's shape; each result converted to self's dtype
+    as Python converts it (int() truncates). Not recorded by autograd."""
+    if not callable(fn):
+        raise TypeError(f"[Tensor.{who}] expected a callable, got {type(fn).__name__}")
+    if self.requires_grad:
+        raise RuntimeError(f"[Tensor.{who}] cannot call {who} on a tensor that requires grad; "
+                           f"use t.detach().{who}(...)")
+    for i, o in enumerate(others):
+        if not isinstance(o, _C.Tensor):
+            raise TypeError(f"[Tensor.{who}] argument {i} must be a tensor, got "
+                            f"{type(o).__name__}")
+    cols = [self.reshape(-1).tolist()] + [o.expand(self.shape).reshape(-1).tolist()
+                                          for o in others]
+    conv = (float if self.is_floating_point() else bool if self.dtype is _C.bool else int)
+    new = []
+    for vals in zip(*cols):
+        r = fn(*vals)
+        if not isinstance(r, numbers.Number):
+            raise TypeError(f"[Tensor.{who}] the function must return a number, got "
+                            f"{type(r).__name__}")
+        new.append(conv(r))
+    from .autograd import no_grad
+    with no_grad():
+        self.copy_(_C.tensor(new, dtype=self.dtype).reshape(tuple(self.shape)))
+    return self
+
+
+def apply_(self, callable):
+    """self[i] = callable(self[i]) for every element, in place (a Python
+    call per element)."""
+    return _per_element(self, "apply_", callable, ())
+
+
+def map_(self, tensor, callable):
+    """self[i] = callable(self[i], tensor[i]), tensor broadcast to self."""
+    return _per_element(self, "map_", callable, (tensor,))
+
+
+def map2_(self, x, y, callable):
+    """self[i] = callable(self[i], x[i], y[i]), x and y broadcast to self."""
+    return _per_element(self, "map2_", callable, (x, y))
+
+
 def _bind():
     from . import _torch_names_more as N
     from ._torch_nn_names import _F
@@ -144,6 +192,7 @@ def _bind():
                  "resolve_conj", "resolve_neg", "is_neg", "conj", "conj_physical", "is_inference"):
         setattr(T, name, getattr(N, name))
     T.matrix_power = matrix_power
+    T.apply_, T.map_, T.map2_ = apply_, map_, map2_
     T.real = property(N.real)
     T.imag = property(imag)
 

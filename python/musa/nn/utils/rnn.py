@@ -9,7 +9,7 @@ from ... import _C
 from ..._functions import _tensors
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence",
-           "unpad_sequence", "unpack_sequence"]
+           "unpad_sequence", "unpack_sequence", "invert_permutation"]
 
 
 class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
@@ -46,9 +46,16 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return False
 
 
-def _invert(perm):
-    inv = _C.zeros_like(perm)
-    return inv.scatter(0, perm, _C.arange(perm.numel(), dtype=perm.dtype))
+def invert_permutation(permutation):
+    """The inverse of a permutation of 0..n-1 (a 1-D integer tensor), or
+    None for None."""
+    if permutation is None:
+        return None
+    inv = _C.zeros_like(permutation)
+    return inv.scatter(0, permutation, _C.arange(permutation.numel(), dtype=permutation.dtype))
+
+
+_invert = invert_permutation
 
 
 def _lengths(lengths, who):
