@@ -127,12 +127,31 @@ class OptimizedModule(Module):
     def __init__(self, mod, config, fullgraph=False):
         super().__init__()
         self._orig_mod = mod
+        self._compile(config, fullgraph)
+
+    def _compile(self, config, fullgraph):
+        """The compiled forward of _orig_mod (None: the eager backend)."""
         compiled = None
         if config is not None:
+            mod = self._orig_mod
             compiled = _compiled.CompiledFunction(_module_forward(mod), config,
                                                   extra_key=_training_flag(mod),
                                                   fullgraph=fullgraph)
         object.__setattr__(self, "_compiled_forward", compiled)
+
+    def __getstate__(self):
+        # plans are bound to this module: copies and pickles keep how it was
+        # compiled and compile again on their first call
+        state = super().__getstate__()
+        compiled = state.pop("_compiled_forward", None)
+        state["_compile_with"] = (None if compiled is None
+                                  else (compiled.config, compiled._fullgraph))
+        return state
+
+    def __setstate__(self, state):
+        how = state.pop("_compile_with", None)
+        super().__setstate__(state)
+        self._compile(*(how or (None, False)))
 
     def forward(self, *args, **kwargs):
         run = self.__dict__["_compiled_forward"]

@@ -175,3 +175,18 @@ def test_reset_and_is_compiling():
     assert bool((g(x) == x + 1).all())
     assert g.compiles == 2 and seen == [True, True]
     assert musa.compiler.is_compiling() is False
+
+
+def test_copies_and_pickles_compile_again():
+    import pickle
+    musa.manual_seed(0)
+    compiled = musa.compile(nn.Linear(3, 2), fullgraph=True, options={"fusion_level": 1})
+    x = musa.randn(4, 3)
+    y = compiled(x)
+    for twin in (copy.deepcopy(compiled), pickle.loads(pickle.dumps(compiled))):
+        assert twin._orig_mod is not compiled._orig_mod
+        run = twin.__dict__["_compiled_forward"]
+        assert run._fullgraph and run.config.fusion_level == 1 and run.compiles == 0
+        assert bool((twin(x) == y).all()) and run.compiles == 1
+    eager = copy.deepcopy(musa.compile(nn.Linear(3, 2), backend="eager"))
+    assert eager.__dict__["_compiled_forward"] is None
