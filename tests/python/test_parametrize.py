@@ -1,5 +1,9 @@
 """torch.nn.utils.parametrize and parametrizations (orthogonal,
-spectral_norm) against torch 1.13, and linalg.householder_product."""
+spectral_norm, weight_norm; parametrizations of several tensors) against torch
+1.13, and linalg.householder_product."""
+import copy
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -213,3 +217,61 @@ def test_set_on_a_parameter_under_no_grad():
     assert isinstance(p, nn.Parameter) and p.requires_grad and p.is_leaf and p.shape == (3,)
     (p * 2).sum().backward()
     np.testing.assert_array_equal(p.grad.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_a_parametrization_of_several_tensors_against_torch():
+    """right_inverse returning a sequence: original0, original1, ... (torch
+    1.13 has the mechanism; the script's lines must print the same)."""
+    import subprocess
+    import sys
+    script = r'''
+import sys, importlib, numpy as np
+lib = importlib.import_module(sys.argv[1]); nn = importlib.import_module(sys.argv[1] + ".nn")
+P = importlib.import_module(sys.argv[1] + ".nn.utils.parametrize")
+class Split(nn.Module):
+    def forward(self, a, b): return a + b
+    def right_inverse(self, w): return (w * 0.25, w * 0.75)
+m = nn.Linear(3, 2)
+with lib.no_grad():
+    m.weight.copy_(lib.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))); m.bias.zero_()
+P.register_parametrization(m, "weight", Split())
+print(sorted(k for k in m.state_dict()), m.weight.tolist())
+print(m.parametrizations.weight.original0.tolist(), m.parametrizations.weight.original1.requires_grad)
+m(lib.ones(1, 3)).sum().backward(); print(m.parametrizations.weight.original0.grad.tolist())
+m.weight = lib.ones(2, 3) * 4; print(m.parametrizations.weight.original1.tolist())
+try: P.remove_parametrizations(m, "weight", leave_parametrized=False)
+except ValueError: print("ValueError")
+P.remove_parametrizations(m, "weight")
+print(sorted(k for k, _ in m.named_parameters()), m.weight.tolist(), type(m.weight).__name__)
+'''
+    pytest.importorskip("torch")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    outs = [subprocess.run([sys.executable, "-c", script, lib], capture_output=True, text=True,
+                           env=env, check=True).stdout for lib in ("musa", "torch")]
+    assert outs[0] == outs[1] and outs[0].count("\n") == 6
+
+
+@pytest.mark.parametrize("dim", [0, 1, None, -1])
+def test_weight_norm_parametrization_matches_the_hook_form(dim):
+    from musa.nn.utils import parametrizations, weight_norm
+    musa.manual_seed(0)
+    a = nn.Conv2d(3, 4, 3)
+    b = copy.deepcopy(a)
+    parametrizations.weight_norm(a, dim=dim)
+    weight_norm(b, dim=dim)
+    p = a.parametrizations.weight
+    assert sorted(n for n, _ in a.named_parameters()) == [
+        "bias", "parametrizations.weight.original0", "parametrizations.weight.original1"]
+    np.testing.assert_allclose(p.original0.detach().numpy(), b.weight_g.detach().numpy())
+    np.testing.assert_allclose(p.original1.detach().numpy(), b.weight_v.detach().numpy())
+    x = musa.randn(2, 3, 6, 6)
+    ya, yb = a(x), b(x)
+    np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-6, atol=1e-6)
+    ya.square().sum().backward()
+    yb.square().sum().backward()
+    np.testing.assert_allclose(p.original0.grad.numpy(), b.weight_g.grad.numpy(), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(p.original1.grad.numpy(), b.weight_v.grad.numpy(), rtol=1e-5,
+                               atol=1e-5)
+    with pytest.raises(ValueError, match=r"\[weight_norm\] .*'nothing'"):
+        parametrizations.weight_norm(nn.Linear(2, 2), name="nothing")

@@ -1,13 +1,14 @@
-"""torch.nn.utils.parametrizations: spectral_norm and orthogonal as
-parametrizations (parametrize.py), so the constrained weight is a property
-recomputed from parametrizations.weight.original, and state dicts carry
-torch's keys (parametrizations.weight.original, .0._u, .0._v, .0.base)."""
+"""torch.nn.utils.parametrizations: spectral_norm, orthogonal and
+weight_norm as parametrizations (parametrize.py), so the constrained weight
+is a property recomputed from parametrizations.weight.original (weight_norm:
+original0 = g, original1 = v), and state dicts carry torch's keys
+(parametrizations.weight.original, .0._u, .0._v, .0.base)."""
 from ... import _C
 from ...autograd import no_grad
 from ..modules.module import Module
 from . import parametrize
 
-__all__ = ["orthogonal", "spectral_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 def _normalize(x, eps):  # a vector over its 2-norm (at least eps)
@@ -187,4 +188,31 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
     parametrize.register_parametrization(module, name, _Orthogonal(weight, orthogonal_map,
                                                                    use_trivialization=use_trivialization),
                                          unsafe=True)
+    return module
+
+
+class _WeightNorm(Module):
+    """g v / |v|, the norm over every dim but dim (dim None: over all)."""
+
+    def __init__(self, dim=0):
+        super().__init__()
+        self.dim = -1 if dim is None else dim
+
+    def forward(self, weight_g, weight_v):
+        from .weight_norm import _norm_except
+        return weight_v * (weight_g / _norm_except(weight_v, self.dim))
+
+    def right_inverse(self, weight):
+        from .weight_norm import _norm_except
+        return _norm_except(weight, self.dim), weight
+
+
+def weight_norm(module, name="weight", dim=0):
+    """Reparametrise module.<name> as g v / |v| (PyTorch 2's form of
+    nn.utils.weight_norm): g is parametrizations.<name>.original0 and v
+    original1."""
+    if not isinstance(getattr(module, name, None), _C.Tensor):
+        raise ValueError(f"[weight_norm] Module '{type(module).__name__}' has no parameter or "
+                         f"buffer with name '{name}'")
+    parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
     return module

@@ -50,7 +50,9 @@ def _register_tensor(module, name, value):
 class ParametrizationList(ModuleList):
     """The chain for one tensor: original (a Parameter or buffer, set
     through the chain's right_inverse when registered) and the modules,
-    applied in order by forward()."""
+    applied in order by forward(). When the first module's right_inverse
+    returns a sequence, the chain keeps one tensor per element (original0,
+    original1, ...) and the first module's forward takes them all."""
 
     def __init__(self, modules, original, unsafe=False):
         if not modules:
@@ -65,31 +67,57 @@ class ParametrizationList(ModuleList):
                         new = m.right_inverse(new)
                     except NotImplementedError:
                         pass  # taken as the identity, as torch
-        if not isinstance(new, _C.Tensor):
-            raise ValueError(f"[register_parametrization] right_inverse must return a tensor, got "
-                             f"{type(new).__name__}")
-        if new.dtype != original.dtype:
-            raise ValueError(f"[register_parametrization] right_inverse may not change the dtype: "
-                             f"{original.dtype} became {new.dtype}")
-        with no_grad():
-            original.set_(new)  # the same Parameter object: optimizers that hold it keep working
-        _register_tensor(self, "original", original)
+        self.is_tensor = isinstance(new, _C.Tensor)
+        if not self.is_tensor and not isinstance(new, (tuple, list)):
+            raise ValueError(f"[register_parametrization] right_inverse must return a tensor or "
+                             f"a sequence of tensors, got {type(new).__name__}")
+        self.ntensors = 1 if self.is_tensor else len(new)
+        if self.is_tensor:
+            if new.dtype != original.dtype:
+                raise ValueError(f"[register_parametrization] right_inverse may not change the "
+                                 f"dtype: {original.dtype} became {new.dtype}")
+            with no_grad():
+                original.set_(new)  # the same Parameter object: optimizers that hold it keep working
+            _register_tensor(self, "original", original)
+            return
+        for i, t in enumerate(new):
+            if not isinstance(t, _C.Tensor):
+                raise ValueError(f"[register_parametrization] right_inverse's element {i} must be "
+                                 f"a tensor, got {type(t).__name__}")
+            t = t.detach().clone()
+            if isinstance(original, Parameter):
+                t = Parameter(t, requires_grad=original.requires_grad)
+            _register_tensor(self, f"original{i}", t)
+
+    def _originals(self):
+        return [getattr(self, f"original{i}") for i in range(self.ntensors)]
 
     def right_inverse(self, value):
         """Assignment to the parametrized tensor: value through each
-        module's right_inverse, from the last, into original."""
+        module's right_inverse, from the last, into the original(s)."""
         with no_grad():
             for m in reversed(self):
                 if not hasattr(m, "right_inverse"):
                     raise RuntimeError(f"[parametrize] parametrization {type(m).__name__} does not "
                                        "implement right_inverse")
                 value = m.right_inverse(value)
-            if not isinstance(value, _C.Tensor) or value.dtype != self.original.dtype:
-                raise ValueError("[parametrize] right_inverse must give a tensor of the original's dtype")
-            self.original.set_(value)
+            if self.is_tensor:
+                if not isinstance(value, _C.Tensor) or value.dtype != self.original.dtype:
+                    raise ValueError("[parametrize] right_inverse must give a tensor of the "
+                                     "original's dtype")
+                self.original.set_(value)
+                return
+            if not isinstance(value, (tuple, list)) or len(value) != self.ntensors:
+                raise ValueError(f"[parametrize] right_inverse must give a sequence of "
+                                 f"{self.ntensors} tensors")
+            for i, (orig, v) in enumerate(zip(self._originals(), value)):
+                if not isinstance(v, _C.Tensor) or v.dtype != orig.dtype:
+                    raise ValueError(f"[parametrize] right_inverse's element {i} must be a tensor "
+                                     f"of dtype {orig.dtype}")
+                orig.set_(v)
 
     def forward(self):
-        x = self[0](self.original)
+        x = self[0](self.original) if self.is_tensor else self[0](*self._originals())
         for m in list(self)[1:]:
             x = m(x)
         return x
@@ -130,12 +158,11 @@ def _inject_property(module, name):
     setattr(type(module), name, property(get, set_))
 
 
-def _check_keeps(tensor_name, parametrization, y):
-    """That parametrization(y) has y's shape and dtype (unless unsafe)."""
-    x = parametrization(y)
-    if not isinstance(x, _C.Tensor) or x.dtype != y.dtype or tuple(x.shape) != tuple(y.shape):
+def _check_keeps(tensor_name, shape, dtype, x):
+    """That x, the tensor parametrized, has its shape and dtype (unless unsafe)."""
+    if not isinstance(x, _C.Tensor) or x.dtype != dtype or tuple(x.shape) != shape:
         raise ValueError(f"[register_parametrization] the parametrization must keep {tensor_name}'s shape "
-                         f"{tuple(y.shape)} and dtype {y.dtype}, got "
+                         f"{shape} and dtype {dtype}, got "
                          f"{tuple(x.shape) if isinstance(x, _C.Tensor) else type(x).__name__}")
 
 
@@ -149,7 +176,8 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
         if not unsafe:
-            _check_keeps(tensor_name, parametrization, getattr(module, tensor_name))
+            y = getattr(module, tensor_name)
+            _check_keeps(tensor_name, tuple(y.shape), y.dtype, parametrization(y))
         chain = module.parametrizations[tensor_name]
         chain.append(parametrization)
         chain.unsafe |= unsafe
@@ -160,9 +188,10 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     original = getattr(module, tensor_name)
     if original is None:
         raise ValueError(f"[register_parametrization] {tensor_name} is None")
-    if not unsafe:
-        _check_keeps(tensor_name, parametrization, original)
+    shape, dtype = tuple(original.shape), original.dtype  # (the chain sets original)
     chain = ParametrizationList([parametrization], original, unsafe=unsafe)
+    if not unsafe:  # what the chain gives from its original(s), as PyTorch checks it
+        _check_keeps(tensor_name, shape, dtype, chain())
     delattr(module, tensor_name)
     if not is_parametrized(module):
         _inject_class(module)
@@ -180,13 +209,24 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         raise ValueError(f"[remove_parametrizations] Module {type(module).__name__} does not have a "
                          f"parametrization on {tensor_name}")
     chain = module.parametrizations[tensor_name]
-    original = chain.original
-    if leave_parametrized:
+    if not chain.is_tensor:  # originals of other shapes: the current value, as a new tensor
+        if not leave_parametrized:
+            raise ValueError(f"[remove_parametrizations] {tensor_name} is parametrized by a "
+                             f"sequence of tensors: it cannot be left unparametrized "
+                             f"(leave_parametrized=False)")
+        with no_grad():
+            value = getattr(module, tensor_name).detach().clone()
+        first = chain.original0
+        original = Parameter(value, requires_grad=first.requires_grad) \
+            if isinstance(first, Parameter) else value
+    else:
+        original = chain.original
+    if leave_parametrized and chain.is_tensor:
         with no_grad():
             value = getattr(module, tensor_name)
             if value.dtype != original.dtype:
-                raise ValueError("[remove_parametrizations] the parametrized tensor's dtype differs from the "
-                                 "original's: use leave_parametrized=False")
+                raise ValueError("[remove_parametrizations] the parametrized tensor's dtype differs "
+                                 "from the original's: use leave_parametrized=False")
             original.set_(value)
     delattr(type(module), tensor_name)
     del module.parametrizations[tensor_name]
