@@ -544,11 +544,6 @@ def exponential_(self, lambd=1.0):
 
 
 @_method
-def share_memory_(self):
-    return self
-
-
-@_method
 def pin_memory(self):
     return self
 

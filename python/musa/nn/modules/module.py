@@ -365,6 +365,10 @@ class Module:
         return self.to("cuda" if device is None else device)
 
     def share_memory(self):
+        """Move every parameter's and buffer's data to shared memory
+        (Tensor.share_memory_), for processes forked after the call."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
         return self
 
     # ---- state ----
