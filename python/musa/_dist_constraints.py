@@ -68,6 +68,12 @@ class _Multinomial(Constraint):
         return _C.logical_and(_C.ge(x, 0).all(-1), _C.le(x.sum(-1), self.upper_bound))
 
 
+def _check_dim(who, dim, value):
+    if not -value.dim() <= dim < value.dim():
+        raise ValueError(f"[constraints.{who}] dim {dim} is out of range for a value of "
+                         f"{value.dim()} dims")
+
+
 def _constraints_of(cseq, who):
     cseq = list(cseq)
     if not all(isinstance(c, Constraint) for c in cseq):
@@ -90,9 +96,7 @@ class _Cat(Constraint):
         self.event_dim = max((c.event_dim for c in self.cseq), default=0)
 
     def check(self, value):
-        if not -value.dim() <= self.dim < value.dim():
-            raise ValueError(f"[constraints.cat] dim {self.dim} is out of range for a value of "
-                             f"{value.dim()} dims")
+        _check_dim("cat", self.dim, value)
         if sum(self.lengths) != value.shape[self.dim]:
             raise ValueError(f"[constraints.cat] the lengths {self.lengths} do not add up to "
                              f"the value's size {value.shape[self.dim]} along dim {self.dim}")
@@ -113,9 +117,7 @@ class _Stack(Constraint):
         self.event_dim = max((c.event_dim for c in self.cseq), default=0)
 
     def check(self, value):
-        if not -value.dim() <= self.dim < value.dim():
-            raise ValueError(f"[constraints.stack] dim {self.dim} is out of range for a value "
-                             f"of {value.dim()} dims")
+        _check_dim("stack", self.dim, value)
         if value.shape[self.dim] != len(self.cseq):
             raise ValueError(f"[constraints.stack] {len(self.cseq)} constraints for a size of "
                              f"{value.shape[self.dim]} along dim {self.dim}")
