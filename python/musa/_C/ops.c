@@ -72,9 +72,13 @@ DEF(_factory_options, PM_FN, "who:O device:O=None layout:O=None pin_memory:b=Fal
     Py_RETURN_NONE;
 }
 
-/* The creation functions' options, shared: opt[0] device, opt[1]
- * requires_grad, opt[2] layout, opt[3] pin_memory (the spec's last four
- * before out). who names the caller in errors. */
+/* The creation functions' options, the end of every creation function's
+ * spec (before out), in finish_new's order */
+#define FACTORY_OPTS "device:O=None requires_grad:b=False layout:O=None pin_memory:b=False"
+
+/* Finishes a creation function: opt[0] device, opt[1] requires_grad,
+ * opt[2] layout, opt[3] pin_memory (FACTORY_OPTS's arguments). who names
+ * the caller in errors. */
 static PyObject *finish_new(const char *who, musa_tensor *t, const pm_arg *opt) {
     if (!t) return pm_raise();
     if (check_options(who, opt[0].o, opt[2].o, opt[3].b)) {
@@ -92,8 +96,7 @@ static int dtype_or_default(int d) {
     return d < 0 ? (int)pm_default_dtype() : d;
 }
 
-DEF(tensor, PM_FN,
-    "data:O * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+DEF(tensor, PM_FN, "data:O * dtype:d=None " FACTORY_OPTS) {
     musa_device dev;
     if (pm_device_from(a[2].o, &dev, who)) return NULL;
     if (musa_device_check(dev)) return pm_raise();
@@ -102,21 +105,16 @@ DEF(tensor, PM_FN,
     return finish_new(who, t, &a[2]);
 }
 
-DEF(zeros, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+DEF(zeros, PM_FN | PM_OUT | PM_OUT_DTYPE, "size:V * dtype:d=None " FACTORY_OPTS) {
     return finish_new(who, musa_zeros(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
-DEF(ones, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+DEF(ones, PM_FN | PM_OUT | PM_OUT_DTYPE, "size:V * dtype:d=None " FACTORY_OPTS) {
     return finish_new(who, musa_ones(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
-DEF(empty, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+DEF(empty, PM_FN | PM_OUT | PM_OUT_DTYPE, "size:V * dtype:d=None " FACTORY_OPTS) {
     return finish_new(who, musa_empty(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
-DEF(full, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "size:I fill_value:O * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
-    "pin_memory:b=False") {
+DEF(full, PM_FN | PM_OUT | PM_OUT_DTYPE, "size:I fill_value:O * dtype:d=None " FACTORY_OPTS) {
     int d = a[2].dtype;
     if (d < 0) /* from the fill value, as PyTorch */
         d = PyBool_Check(a[1].o)   ? MUSA_DTYPE_BOOL
@@ -132,46 +130,30 @@ static musa_tensor *like(musa_tensor *x, int dtype,
     return make(musa_tensor_ndim(x), musa_tensor_shape(x),
                 dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)dtype);
 }
-DEF(zeros_like, FM,
-    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_zeros), &a[2]);
-}
-DEF(ones_like, FM,
-    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_ones), &a[2]);
-}
-DEF(empty_like, FM,
-    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_empty), &a[2]);
-}
-DEF(rand_like, FM,
-    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_rand), &a[2]);
-}
-DEF(randn_like, FM,
-    "input:T * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
-    return finish_new(who, like(a[0].t, a[1].dtype, musa_randn), &a[2]);
-}
-DEF(full_like, FM,
-    "input:T fill_value:f * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
-    "pin_memory:b=False") {
+/* name(input, dtype=None, ...): make's tensor of input's shape (and dtype) */
+#define LIKE_FACTORY(name, make)                                                                   \
+    DEF(name, FM, "input:T * dtype:d=None " FACTORY_OPTS) {                                        \
+        return finish_new(who, like(a[0].t, a[1].dtype, make), &a[2]);                             \
+    }
+LIKE_FACTORY(zeros_like, musa_zeros)
+LIKE_FACTORY(ones_like, musa_ones)
+LIKE_FACTORY(empty_like, musa_empty)
+LIKE_FACTORY(rand_like, musa_rand)
+LIKE_FACTORY(randn_like, musa_randn)
+DEF(full_like, FM, "input:T fill_value:f * dtype:d=None " FACTORY_OPTS) {
     musa_tensor *x = a[0].t;
     musa_dtype d = a[2].dtype < 0 ? musa_tensor_dtype(x) : (musa_dtype)a[2].dtype;
     return finish_new(who, musa_full(musa_tensor_ndim(x), musa_tensor_shape(x), a[1].f, d), &a[3]);
 }
 
-DEF(rand, PM_FN,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+DEF(rand, PM_FN, "size:V * dtype:d=None " FACTORY_OPTS) {
     return finish_new(who, musa_rand(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
-DEF(randn, PM_FN,
-    "size:V * dtype:d=None device:O=None requires_grad:b=False layout:O=None pin_memory:b=False") {
+DEF(randn, PM_FN, "size:V * dtype:d=None " FACTORY_OPTS) {
     return finish_new(who, musa_randn(a[0].n, a[0].v, dtype_or_default(a[1].dtype)), &a[2]);
 }
 /* randint(high, size) or randint(low, high, size) */
-DEF(randint, PM_FN,
-    "low:i high:O=None size:I=None * dtype:d=None device:O=None requires_grad:b=False "
-    "layout:O=None pin_memory:b=False") {
+DEF(randint, PM_FN, "low:i high:O=None size:I=None * dtype:d=None " FACTORY_OPTS) {
     int64_t low = 0, high = a[0].i;
     pm_arg *size = &a[2];
     int64_t tmp[MUSA_MAX_DIMS];
@@ -195,8 +177,7 @@ DEF(randint, PM_FN,
 
 /* arange(end) / arange(start, end, step=1) */
 DEF(arange, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "start:O end:O=None step:O=None * dtype:d=None device:O=None requires_grad:b=False "
-    "layout:O=None pin_memory:b=False") {
+    "start:O end:O=None step:O=None * dtype:d=None " FACTORY_OPTS) {
     PyObject *vals[3] = {a[0].o, a[1].o, a[2].o};
     double v[3] = {0, 0, 1};
     bool all_int = true;
@@ -222,15 +203,11 @@ DEF(arange, PM_FN | PM_OUT | PM_OUT_DTYPE,
     int d = a[3].dtype >= 0 ? a[3].dtype : all_int ? MUSA_DTYPE_INT64 : (int)pm_default_dtype();
     return finish_new(who, musa_arange(start, end, step, d), &a[4]);
 }
-DEF(linspace, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "start:f end:f steps:i * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
-    "pin_memory:b=False") {
+DEF(linspace, PM_FN | PM_OUT | PM_OUT_DTYPE, "start:f end:f steps:i * dtype:d=None " FACTORY_OPTS) {
     return finish_new(who, musa_linspace(a[0].f, a[1].f, a[2].i, dtype_or_default(a[3].dtype)),
                       &a[4]);
 }
-DEF(eye, PM_FN | PM_OUT | PM_OUT_DTYPE,
-    "n:i m:O=None * dtype:d=None device:O=None requires_grad:b=False layout:O=None "
-    "pin_memory:b=False") {
+DEF(eye, PM_FN | PM_OUT | PM_OUT_DTYPE, "n:i m:O=None * dtype:d=None " FACTORY_OPTS) {
     int64_t m = a[0].i;
     if (a[1].o != Py_None && pm_int64(a[1].o, &m, who, "m")) return NULL;
     if (m < 0 || a[0].i < 0) {
