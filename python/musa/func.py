@@ -27,6 +27,7 @@ Arguments and results may be trees of tuples, lists and dicts of tensors.
 """
 from . import _C
 from .autograd import enable_grad as _enable_grad, grad as _grad
+from .autograd.functional import _autograd_grad, _zeros_for
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
            "functional_call", "stack_module_state"]
@@ -119,13 +120,11 @@ def _split_aux(out, has_aux, who):
 
 def _grads(outputs, inputs, grad_outputs, create_graph):
     """d outputs / d inputs against grad_outputs; zeros where an input is
-    unused or no output has history."""
-    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
-    got = (None,) * len(inputs)
-    if pairs and inputs:
-        got = _grad([o for o, _ in pairs], list(inputs), [g for _, g in pairs],
-                    retain_graph=True, create_graph=create_graph, allow_unused=True)
-    return [g if g is not None else _C.zeros_like(x) for g, x in zip(got, inputs)]
+    unused or no output has history (autograd.functional's helpers)."""
+    if not inputs:
+        return []
+    got = _autograd_grad(outputs, list(inputs), grad_outputs, create_graph, retain_graph=True)
+    return list(_zeros_for(got, inputs, False, "output", "func"))
 
 
 def _keep(t, nested):

@@ -79,17 +79,20 @@ DEF(_factory_options, PM_FN, "who:O device:O=None layout:O=None pin_memory:b=Fal
 /* Finishes a creation function: opt[0] device, opt[1] requires_grad,
  * opt[2] layout, opt[3] pin_memory (FACTORY_OPTS's arguments). who names
  * the caller in errors. */
+static PyObject *with_grad(musa_tensor *t, bool requires_grad) {
+    if (requires_grad && musa_tensor_set_requires_grad(t, true)) {
+        musa_tensor_release(t);
+        return pm_raise();
+    }
+    return pm_wrap(t);
+}
 static PyObject *finish_new(const char *who, musa_tensor *t, const pm_arg *opt) {
     if (!t) return pm_raise();
     if (check_options(who, opt[0].o, opt[2].o, opt[3].b)) {
         musa_tensor_release(t);
         return NULL;
     }
-    if (opt[1].b && musa_tensor_set_requires_grad(t, true)) {
-        musa_tensor_release(t);
-        return pm_raise();
-    }
-    return pm_wrap(t);
+    return with_grad(t, opt[1].b);
 }
 
 static int dtype_or_default(int d) {
@@ -97,12 +100,11 @@ static int dtype_or_default(int d) {
 }
 
 DEF(tensor, PM_FN, "data:O * dtype:d=None " FACTORY_OPTS) {
-    musa_device dev;
-    if (pm_device_from(a[2].o, &dev, who)) return NULL;
-    if (musa_device_check(dev)) return pm_raise();
+    /* the options first: a bad device is refused before the data is read */
+    if (check_options(who, a[2].o, a[4].o, a[5].b)) return NULL;
     musa_tensor *t = pm_tensor_from_data(a[0].o, a[1].dtype, who);
     if (!t) return NULL;
-    return finish_new(who, t, &a[2]);
+    return with_grad(t, a[3].b);
 }
 
 DEF(zeros, PM_FN | PM_OUT | PM_OUT_DTYPE, "size:V * dtype:d=None " FACTORY_OPTS) {
