@@ -1,10 +1,12 @@
 """Train the digits CNN data-parallel: one process per replica, started by
-MPI's launcher, each training on its share of every batch
-(DistributedSampler), gradients averaged by DistributedDataParallel.
+musa's launcher (over TCP) or MPI's, each training on its share of every
+batch (DistributedSampler), gradients averaged by DistributedDataParallel.
 
+    PYTHONPATH=python /usr/bin/python3 -m musa.distributed.run --nproc-per-node 2 \
+        examples/train_digits_ddp.py [--static]
     mpirun -np 2 /usr/bin/python3 examples/train_digits_ddp.py [--static]
 
-(as root add --allow-run-as-root; on a machine with fewer cores than
+(for mpirun: as root add --allow-run-as-root; on a machine with fewer cores than
 processes add --oversubscribe; across machines add --hostfile FILE, see
 docs/distributed.md). The global batch is 64 whatever the number of
 processes, so the training is the one a single process would do with batch
@@ -33,7 +35,7 @@ GLOBAL_BATCH = 64
 
 def main():
     static = "--static" in sys.argv[1:]
-    dist.init_process_group("mpi")
+    dist.init_process_group()  # "mpi" under mpirun, "gloo" under musa.distributed.run
     rank, world = dist.get_rank(), dist.get_world_size()
     if GLOBAL_BATCH % world:
         raise SystemExit(f"the global batch {GLOBAL_BATCH} does not split over {world} processes")

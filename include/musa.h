@@ -2053,7 +2053,7 @@ MUSA_API int musa_stream_wait_event(musa_stream *s, const musa_event *e);
 MUSA_API int musa_event_elapsed_time(const musa_event *start, const musa_event *end, double *ms);
 
 /* ------------------------------------------------------------------------ */
-/* Distributed: collectives on MPI                                          */
+/* Distributed: collectives on MPI or TCP                                   */
 /* ------------------------------------------------------------------------ */
 /*
  * Data-parallel training runs one process per replica, started by MPI's
@@ -2066,6 +2066,21 @@ MUSA_API int musa_event_elapsed_time(const musa_event *start, const musa_event *
  *     musa_tensor *g = ...;                              // this rank's gradient
  *     musa_dist_all_reduce(g, MUSA_REDUCE_AVG);          // the mean over ranks
  *     musa_dist_finalize();
+ *
+ * Processes started any other way (fork, a shell loop, a cluster's
+ * launcher) form the group over TCP instead, knowing their rank, the world
+ * size and where rank 0 listens:
+ *
+ *     musa_dist_init_tcp("10.0.0.1", 29500, rank, world_size, 1800.0);
+ *
+ * The ranks connect through rank 0, then into a ring of TCP connections
+ * that every collective runs over (ring all-reduce). Each collective first
+ * checks with its neighbour that both called the same thing, so ranks that
+ * diverge fail naming both calls. A peer that exits makes its neighbours
+ * fail at once ("rank 2 closed its connection"); every other wait fails
+ * after the timeout without progress; after a failure every call fails
+ * with the first error. Non-blocking all-reduces complete before they
+ * return on this backend.
  *
  * Every rank must call the same collectives in the same order with tensors
  * of one dtype and shape; the public functions check that between ranks (one
@@ -2092,14 +2107,26 @@ typedef enum musa_reduce_op {
  * no-op; after musa_dist_finalize it fails (MPI cannot start again). A
  * process not started by mpirun is a group of one. */
 MUSA_API int musa_dist_init(void);
+/* Join a group of world_size processes over TCP: rank 0 listens on port
+ * (all interfaces), the others connect to host:port, retrying until rank 0
+ * is up. Every wait (the rendezvous, each collective) fails with
+ * MUSA_ERR_RUNTIME after timeout_s seconds without progress. Fails with
+ * MUSA_ERR_VALUE for a bad argument, MUSA_ERR_RUNTIME when a group is up
+ * already. After musa_dist_finalize a TCP group can be formed again. */
+MUSA_API int musa_dist_init_tcp(const char *host, int port, int rank, int world_size,
+                                double timeout_s);
+/* "mpi" or "tcp"; NULL when no group is up. */
+MUSA_API const char *musa_dist_backend(void);
 MUSA_API bool musa_dist_is_initialized(void);
 /* This process's rank and the group's size; -1 when not initialized. */
 MUSA_API int musa_dist_rank(void);
 MUSA_API int musa_dist_world_size(void);
-/* Finish the collectives in flight, then leave the group (MPI_Finalize). */
+/* Finish the collectives in flight, then leave the group (MPI_Finalize;
+ * over TCP, close the ring). */
 MUSA_API int musa_dist_finalize(void);
 /* End every process of the job with this exit code (MPI_Abort), now: for
- * a rank that failed while the others may wait for it in a collective. */
+ * a rank that failed while the others may wait for it in a collective.
+ * Over TCP this process exits and its neighbours' calls fail at once. */
 MUSA_API void musa_dist_abort(int code);
 MUSA_API int musa_dist_barrier(void);
 

@@ -103,7 +103,7 @@ def __getattr__(name):
     # subpackages imported on first use, so `import musa` stays fast
     if name in ("nn", "optim", "utils", "amp", "jit", "profiler", "viz", "library", "backends",
                 "accelerator", "linalg", "distributions", "distributed", "onnx", "special",
-                "compiler", "func", "random", "testing"):
+                "compiler", "func", "random", "testing", "multiprocessing"):
         return _lazy(name)
     if name == "compile":  # torch.compile's place (musa.compiler)
         return _lazy("compiler").compile

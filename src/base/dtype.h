@@ -89,6 +89,19 @@ static inline musa_bf16 musa_f32_to_bf16(float f) {
     return (musa_bf16)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
+/* float16 held as its 16 bits (buffers of raw words: the collectives) */
+static inline float musa_f16_bits_to_f32(uint16_t h) {
+    musa_f16 x;
+    memcpy(&x, &h, 2);
+    return (float)x;
+}
+static inline uint16_t musa_f32_to_f16_bits(float f) {
+    musa_f16 x = (musa_f16)f;
+    uint16_t h;
+    memcpy(&h, &x, 2);
+    return h;
+}
+
 /* double -> bfloat16 with a single rounding: round to float32 with
  * round-to-odd, then to bfloat16 with round-to-nearest-even. */
 static inline musa_bf16 musa_f64_to_bf16(double d) {

@@ -21,9 +21,11 @@
 #include <unistd.h>
 
 #include "../base/base.h"
+#include "../base/threadpool.h"
 #include "../base/vec.h"
 
 enum { GROUP_NONE, GROUP_UP, GROUP_DONE, GROUP_FORKED };
+enum { BACKEND_MPI = 1, BACKEND_TCP };
 
 typedef struct inflight {
     void *buf;
@@ -31,13 +33,18 @@ typedef struct inflight {
 } inflight;
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
-static const musa_mpi_api *api;
+static const musa_mpi_api *api, *mpi_api; /* the group's backend; the MPI shim once loaded */
+static int backend;                       /* api's kind */
 static int group_state = GROUP_NONE, group_rank = -1, group_size = 0;
 static MUSA_VEC(inflight) flights;
 static int n_flights; /* flights.len, for lock-free polling */
 
-/* MPI's status as a musa error naming who. Called with the lock held. */
+/* The backend's failure as a musa error naming who (MUSA_ERR_INTERRUPTED
+ * when musa_interrupt stopped it). Called with the lock held. */
 static int mpi_failed(const char *who, const char *err) {
+    if (musa_interrupt_take())
+        return musa_err(MUSA_ERR_INTERRUPTED, "[%s] interrupted: %s (rank %d of %d)", who, err,
+                        group_rank, group_size);
     return musa_err(MUSA_ERR_RUNTIME, "[%s] %s (rank %d of %d)", who, err, group_rank, group_size);
 }
 
@@ -77,21 +84,38 @@ static void register_atfork(void) {
     pthread_atfork(NULL, NULL, forked_child);
 }
 
+/* Start the group on backend a (the lock held). */
+static int start_locked(const musa_mpi_api *a, int kind) {
+    char err[512];
+    int r = -1, s = 0;
+    if (a->init(&r, &s, err, sizeof err))
+        return musa_err(MUSA_ERR_RUNTIME, "[init_process_group] %s", err);
+    api = a, backend = kind;
+    group_rank = r, group_size = s;
+    __atomic_store_n(&group_state, GROUP_UP, __ATOMIC_RELEASE);
+    return MUSA_OK;
+}
+
+/* Why a group cannot start now (the lock held), or MUSA_OK. */
+static int cannot_start_locked(void) {
+    if (group_state == GROUP_FORKED)
+        return musa_err(MUSA_ERR_RUNTIME, "[init_process_group] this process was forked from a "
+                                          "rank: the process group cannot be used here");
+    return MUSA_OK;
+}
+
 int musa_dist_init(void) {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&mpi_lock);
     int rc = MUSA_OK;
     if (group_state == GROUP_UP) goto out;
-    if (group_state == GROUP_DONE || group_state == GROUP_FORKED) {
-        rc = musa_err(MUSA_ERR_RUNTIME,
-                      group_state == GROUP_DONE
-                          ? "[init_process_group] the process group was destroyed; MPI cannot "
-                            "start again in this process"
-                          : "[init_process_group] this process was forked from a rank: MPI "
-                            "cannot be used here");
+    if ((rc = cannot_start_locked())) goto out;
+    if (group_state == GROUP_DONE) {
+        rc = musa_err(MUSA_ERR_RUNTIME, "[init_process_group] the MPI process group was "
+                                        "destroyed; MPI cannot start again in this process");
         goto out;
     }
-    if (!api) {
+    if (!mpi_api) {
         char why[512] = "";
         void *h = load_shim(why, sizeof why);
         musa_mpi_api_fn fn = h ? (musa_mpi_api_fn)dlsym(h, MUSA_MPI_API_SYMBOL) : NULL;
@@ -104,18 +128,48 @@ int musa_dist_init(void) {
             if (h) dlclose(h);
             goto out;
         }
-        api = a;
+        mpi_api = a;
     }
-    char err[512];
-    int r = -1, s = 0;
-    if (api->init(&r, &s, err, sizeof err)) {
-        rc = musa_err(MUSA_ERR_RUNTIME, "[init_process_group] %s", err);
-        goto out;
-    }
-    group_rank = r, group_size = s, group_state = GROUP_UP;
+    rc = start_locked(mpi_api, BACKEND_MPI);
 out:
     pthread_mutex_unlock(&mpi_lock);
     return rc;
+}
+
+int musa_dist_init_tcp(const char *host, int port, int rank, int world_size, double timeout_s) {
+    if (!host || !*host || strlen(host) > 255)
+        return musa_err(MUSA_ERR_VALUE, "[init_process_group] the address of rank 0 must be a "
+                                        "host name or IPv4 address of 1 to 255 characters");
+    if (port < 1 || port > 65535)
+        return musa_err(MUSA_ERR_VALUE, "[init_process_group] port %d is not in 1..65535", port);
+    if (world_size < 1 || rank < 0 || rank >= world_size)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[init_process_group] rank %d of world_size %d: the rank must be in "
+                        "0..world_size-1",
+                        rank, world_size);
+    if (!(timeout_s > 0) || timeout_s > 1e6)
+        return musa_err(MUSA_ERR_VALUE,
+                        "[init_process_group] timeout %g s: it must be positive and at most "
+                        "1e6 s",
+                        timeout_s);
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&mpi_lock);
+    int rc = cannot_start_locked();
+    if (!rc && group_state == GROUP_UP)
+        rc = musa_err(MUSA_ERR_RUNTIME,
+                      "[init_process_group] the process group is already initialized (backend "
+                      "%s, rank %d of %d)",
+                      musa_dist_backend(), group_rank, group_size);
+    if (!rc)
+        rc = start_locked(musa_tcp_api(host, port, rank, world_size, (int)(timeout_s * 1000 + 0.5)),
+                          BACKEND_TCP);
+    pthread_mutex_unlock(&mpi_lock);
+    return rc;
+}
+
+const char *musa_dist_backend(void) {
+    if (!musa_dist_is_initialized()) return NULL;
+    return backend == BACKEND_TCP ? "tcp" : "mpi";
 }
 
 bool musa_dist_is_initialized(void) {
@@ -139,7 +193,7 @@ int musa_comm_ready(const char *who) {
     if (__atomic_load_n(&group_state, __ATOMIC_ACQUIRE) == GROUP_FORKED)
         return musa_err(MUSA_ERR_RUNTIME,
                         "[%s] this process was forked from rank %d (a DataLoader worker?): the "
-                        "process group belongs to that rank, and MPI cannot be used here",
+                        "process group belongs to that rank and cannot be used here",
                         who, group_rank);
     return musa_err(MUSA_ERR_RUNTIME,
                     "[%s] the default process group is not initialized: call "
@@ -178,7 +232,9 @@ int musa_dist_finalize(void) {
         char err[512];
         if (api->finalize(err, sizeof err) && !rc)
             rc = musa_err(MUSA_ERR_RUNTIME, "[destroy_process_group] %s", err);
-        __atomic_store_n(&group_state, GROUP_DONE, __ATOMIC_RELEASE);
+        /* MPI cannot start again; a TCP group can */
+        __atomic_store_n(&group_state, backend == BACKEND_MPI ? GROUP_DONE : GROUP_NONE,
+                         __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&mpi_lock);
     return rc;

@@ -2,13 +2,16 @@
  * comm.h - the communication layer under musa's collectives.
  *
  * Two halves:
- * - the MPI shim (shim/mpi_shim.c, built as libmusa_mpi.so and linked with
- *   Open MPI): MPI calls on raw buffers, behind the table musa_mpi_api. It
- *   knows nothing of musa but this header and the dtype numbering;
- * - comm.c, in libmusa: loads the shim on first use (dlopen, so a process
- *   that never communicates never loads MPI), holds the process group's
- *   state, serialises MPI calls (MPI_THREAD_SERIALIZED), and keeps the
- *   table of collectives in flight, keyed by their buffer.
+ * - a backend: a table of collectives on raw buffers (musa_mpi_api). The
+ *   MPI shim (shim/mpi_shim.c, built as libmusa_mpi.so and linked with
+ *   Open MPI) fills it with MPI calls, knowing nothing of musa but this
+ *   header and the dtype numbering; tcp.c (in libmusa) fills it with a ring
+ *   of TCP connections (musa_dist_init_tcp);
+ * - comm.c, in libmusa: picks the backend (loading the shim on first use,
+ *   with dlopen, so a process that never uses MPI never loads it), holds
+ *   the process group's state, serialises the backend's calls (MPI's
+ *   MPI_THREAD_SERIALIZED), and keeps the table of collectives in flight,
+ *   keyed by their buffer.
  *
  * Buffers are contiguous arrays of `count` elements of a musa dtype. The
  * reduction `op` is a musa_reduce_op; MUSA_REDUCE_AVG is done as a sum
@@ -51,6 +54,10 @@ typedef struct musa_mpi_api {
 /* The shim's one exported symbol. */
 typedef const musa_mpi_api *(*musa_mpi_api_fn)(void);
 #define MUSA_MPI_API_SYMBOL "musa_mpi_api_v1"
+
+/* The same table over TCP (tcp.c, in libmusa), set up for one group: rank
+ * 0 at host:port, waits bounded by timeout_ms. */
+const musa_mpi_api *musa_tcp_api(const char *host, int port, int rank, int size, int timeout_ms);
 
 /* ---- libmusa's side (comm.c) ---- */
 

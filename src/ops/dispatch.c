@@ -171,6 +171,8 @@ static int run_kernel(const musa_op_info *info, int n_in, const musa_kview *kin,
                 int64_t n = musa_kview_numel(i < n_in ? &kin[i] : &kout[i - n_in]);
                 if (!musa_add_i64(work, n, &work)) work = INT64_MAX;
             }
+            /* a collective waits for other processes, however small it is */
+            if (info->flags & MUSA_OPF_EFFECT) work = INT64_MAX;
             long_op = musa_long_op_begin(work);
         }
         rc = info->kernel(&ctx, kout, kin, n_in, attrs);

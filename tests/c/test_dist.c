@@ -3,10 +3,16 @@
  *
  * Run directly, `dist_under_mpirun` starts this binary again under
  * `mpirun -np 2` with the rank_* tests selected, and checks that both ranks
- * pass them; in the parent the rank_* tests do nothing. Each rank's tensors
- * are a function of its rank, so every rank knows the expected results.
+ * pass them; `dist_over_tcp` starts it twice with MUSA_TEST_TCP_RANK and
+ * MUSA_TEST_TCP_PORT set, and the rank_* tests then form the group with
+ * musa_dist_init_tcp. In the parent the rank_* tests do nothing. Each
+ * rank's tensors are a function of its rank, so every rank knows the
+ * expected results.
  */
+#include <math.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +24,103 @@ static size_t start_bytes;
 
 static bool under_mpirun(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+}
+static bool over_tcp(void) {
+    return getenv("MUSA_TEST_TCP_RANK") != NULL;
+}
+static bool as_rank(void) {
+    return under_mpirun() || over_tcp();
+}
+static int join_group(void) {
+    if (!over_tcp()) return musa_dist_init();
+    return musa_dist_init_tcp("127.0.0.1", atoi(getenv("MUSA_TEST_TCP_PORT")),
+                              atoi(getenv("MUSA_TEST_TCP_RANK")), 2, 60.0);
+}
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof a;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) &&
+        !getsockname(fd, (struct sockaddr *)&a, &len))
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+/* element i of t in row-major order, as a double */
+static double get_f(const musa_tensor *t, int64_t i) {
+    double *v = values(t);
+    double r = v ? v[i] : NAN;
+    free(v);
+    return r;
+}
+
+static musa_tensor *ramp(int64_t n, musa_dtype dt, double start) {
+    musa_tensor *a = musa_arange(start, start + (double)n, 1, MUSA_DTYPE_FLOAT64);
+    musa_tensor *c = musa_cast(a, dt);
+    musa_tensor_release(a);
+    return c;
+}
+
+TEST(dist_over_tcp) {
+    if (as_rank()) return;
+    char self[4096], port[16];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(n > 0);
+    self[n] = 0;
+    snprintf(port, sizeof port, "%d", free_port());
+    CHECK(strcmp(port, "0") != 0);
+    pid_t kids[2];
+    for (int r = 0; r < 2; r++) {
+        kids[r] = fork();
+        CHECK(kids[r] >= 0);
+        if (kids[r] == 0) {
+            char rank[4];
+            snprintf(rank, sizeof rank, "%d", r);
+            setenv("MUSA_TEST_TCP_RANK", rank, 1);
+            setenv("MUSA_TEST_TCP_PORT", port, 1);
+            execl(self, self, "rank_collectives", "rank_in_flight", "rank_mismatch", (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int r = 0; r < 2; r++) {
+        int status = 0;
+        CHECK(waitpid(kids[r], &status, 0) == kids[r]);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank %d ended with status %d", r,
+                  status);
+    }
+}
+
+TEST(dist_tcp_arguments) {
+    if (as_rank()) return;
+    CHECK_ERR(musa_dist_init_tcp("", 1, 0, 1, 1) == MUSA_OK, MUSA_ERR_VALUE, "host name");
+    CHECK_ERR(musa_dist_init_tcp("localhost", 0, 0, 1, 1) == MUSA_OK, MUSA_ERR_VALUE,
+              "port 0 is not in 1..65535");
+    CHECK_ERR(musa_dist_init_tcp("localhost", 5, 2, 2, 1) == MUSA_OK, MUSA_ERR_VALUE,
+              "rank 2 of world_size 2");
+    CHECK_ERR(musa_dist_init_tcp("localhost", 5, 0, 1, NAN) == MUSA_OK, MUSA_ERR_VALUE,
+              "it must be positive");
+    /* a group of one needs no sockets, and forms again after finalize */
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(musa_dist_init_tcp("localhost", 5, 0, 1, 1));
+        CHECK(musa_dist_world_size() == 1 && strcmp(musa_dist_backend(), "tcp") == 0);
+        CHECK_ERR(musa_dist_init_tcp("localhost", 5, 0, 1, 1) == MUSA_OK, MUSA_ERR_RUNTIME,
+                  "already initialized");
+        musa_tensor *x = ramp(3, MUSA_DTYPE_FLOAT32, 1);
+        CHECK_OK(musa_dist_all_reduce(x, MUSA_REDUCE_SUM));
+        CHECK(get_f(x, 2) == 3);
+        musa_tensor_release(x);
+        CHECK_OK(musa_dist_finalize());
+        CHECK(musa_dist_backend() == NULL);
+    }
+    /* nobody at the port: the rendezvous gives up after the timeout */
+    char port[16];
+    snprintf(port, sizeof port, "%d", free_port());
+    CHECK_ERR(musa_dist_init_tcp("127.0.0.1", atoi(port), 1, 2, 0.3) == MUSA_OK, MUSA_ERR_RUNTIME,
+              "cannot reach rank 0");
+    CHECK(!musa_dist_is_initialized());
 }
 
 TEST(dist_under_mpirun) {
@@ -53,27 +156,12 @@ TEST(dist_under_mpirun) {
     CHECK_MSG(summaries == 2, "expected both ranks to pass 3 tests, saw %d summaries", summaries);
 }
 
-/* element i of t in row-major order, as a double */
-static double get_f(const musa_tensor *t, int64_t i) {
-    double *v = values(t);
-    double r = v ? v[i] : NAN;
-    free(v);
-    return r;
-}
-
-static musa_tensor *ramp(int64_t n, musa_dtype dt, double start) {
-    musa_tensor *a = musa_arange(start, start + (double)n, 1, MUSA_DTYPE_FLOAT64);
-    musa_tensor *c = musa_cast(a, dt);
-    musa_tensor_release(a);
-    return c;
-}
-
 TEST(rank_collectives) {
-    if (!under_mpirun()) return;
+    if (!as_rank()) return;
     musa_alloc_stats st;
     musa_alloc_get_stats(&st);
     start_bytes = st.current_bytes;
-    CHECK_OK(musa_dist_init());
+    CHECK_OK(join_group());
     CHECK_OK(musa_dist_init()); /* a no-op */
     int rank = musa_dist_rank(), size = musa_dist_world_size();
     CHECK(size == 2 && (rank == 0 || rank == 1));
@@ -114,7 +202,7 @@ TEST(rank_collectives) {
 }
 
 TEST(rank_in_flight) {
-    if (!under_mpirun()) return;
+    if (!as_rank()) return;
     int rank = musa_dist_rank();
     musa_tensor *p = ramp(5, MUSA_DTYPE_FLOAT32, rank), *q = ramp(3, MUSA_DTYPE_FLOAT32, 100);
     musa_tensor *parts[2] = {p, q};
@@ -138,7 +226,7 @@ TEST(rank_in_flight) {
 }
 
 TEST(rank_mismatch) {
-    if (!under_mpirun()) return;
+    if (!as_rank()) return;
     int rank = musa_dist_rank();
     musa_tensor *x = musa_ones(1, (int64_t[]){2 + rank}, MUSA_DTYPE_FLOAT32);
     CHECK_ERR(musa_dist_all_reduce(x, MUSA_REDUCE_SUM) == MUSA_OK, MUSA_ERR_VALUE,
@@ -150,7 +238,16 @@ TEST(rank_mismatch) {
     musa_tensor_release(x), musa_tensor_release(y);
     CHECK(musa_comm_pending() == 0);
     CHECK_OK(musa_dist_finalize());
-    CHECK_ERR(musa_dist_init() == MUSA_OK, MUSA_ERR_RUNTIME, "cannot start again");
+    if (under_mpirun()) {
+        CHECK_ERR(musa_dist_init() == MUSA_OK, MUSA_ERR_RUNTIME, "cannot start again");
+    } else { /* a TCP group forms again */
+        CHECK_OK(join_group());
+        musa_tensor *z = ramp(4, MUSA_DTYPE_INT64, musa_dist_rank());
+        CHECK_OK(musa_dist_all_reduce(z, MUSA_REDUCE_MIN));
+        for (int i = 0; i < 4; i++) CHECK(get_f(z, i) == i);
+        musa_tensor_release(z);
+        CHECK_OK(musa_dist_finalize());
+    }
     musa_alloc_stats st;
     musa_alloc_get_stats(&st);
     CHECK_MSG(st.current_bytes == start_bytes, "tensors leaked: %zu bytes live, %zu at the start",

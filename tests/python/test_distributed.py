@@ -1,9 +1,12 @@
 """musa.distributed and DistributedDataParallel: the workers in dist/ run
-under `mpirun -np 2` (as root with --allow-run-as-root --oversubscribe);
+under `mpirun -np 2` (as root with --allow-run-as-root --oversubscribe)
+and, over TCP, under `python3 -m musa.distributed.run` (backend "gloo");
 the sampler runs here, against torch's."""
 import math
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -15,7 +18,7 @@ from musa.utils.data.distributed import DistributedSampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MPIRUN = shutil.which("mpirun")
-needs_mpi = pytest.mark.skipif(MPIRUN is None or not musa.distributed.is_available(),
+needs_mpi = pytest.mark.skipif(MPIRUN is None or not musa.distributed.is_mpi_available(),
                                reason="Open MPI (openmpi-bin, libopenmpi-dev) is not installed")
 
 
@@ -31,39 +34,65 @@ def mpirun(script, *args, np_=2, timeout=240):
     cmd = [MPIRUN, "-np", str(np_), "--oversubscribe"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    cmd += [sys.executable, os.path.join(HERE, "dist", script), *args]
+    path = script if os.path.isabs(script) else os.path.join(HERE, "dist", script)
+    cmd += [sys.executable, path, *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env())
 
 
-@needs_mpi
-def test_every_collective_and_dtype_matches_numpy():
-    r = mpirun("collectives.py")
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tcprun(script, *args, np_=2, timeout=240):
+    """np_ processes of script over TCP, started by musa's launcher"""
+    e = env()
+    e["MUSA_TEST_BACKEND"] = "gloo"
+    path = script if os.path.isabs(script) else os.path.join(HERE, "dist", script)
+    cmd = [sys.executable, "-m", "musa.distributed.run", "--nproc-per-node", str(np_),
+           "--master-port", str(free_port()), path, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+
+
+def launch(backend, script, *args, **kw):
+    return (mpirun if backend == "mpi" else tcprun)(script, *args, **kw)
+
+
+BACKENDS = [pytest.param("mpi", marks=needs_mpi), "gloo"]
+
+
+@pytest.mark.parametrize("backend,np_", [pytest.param("mpi", 2, marks=needs_mpi), ("gloo", 2),
+                                         ("gloo", 3)])
+def test_every_collective_and_dtype_matches_numpy(backend, np_):
+    r = launch(backend, "collectives.py", np_=np_)
     assert r.returncode == 0, r.stdout + r.stderr
-    for rank in (0, 1):
-        assert f"rank {rank}: 164 passed, 0 failed" in r.stdout, r.stdout
+    for rank in range(np_):
+        m = re.search(f"rank {rank}: ([0-9]+) passed, 0 failed", r.stdout)
+        assert m and int(m.group(1)) >= 164, r.stdout
 
 
-@needs_mpi
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode", ["eager", "compiled", "no_sync"])
-def test_ddp_matches_single_process_training(mode):
-    r = mpirun("ddp_train.py", mode)
+def test_ddp_matches_single_process_training(mode, backend):
+    r = launch(backend, "ddp_train.py", mode)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count(f"{mode}: max |param - single process|") == 2, r.stdout
     if mode == "compiled":
         assert "4 buckets, plan has 4 starts and 4 waits" in r.stdout, r.stdout
 
 
-@needs_mpi
-def test_ddp_unused_parameters():
-    r = mpirun("ddp_unused.py")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ddp_unused_parameters(backend):
+    r = launch(backend, "ddp_unused.py")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("find_unused_parameters max diff") == 2
 
 
-@needs_mpi
-def test_a_failing_rank_ends_the_job_with_its_message():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_failing_rank_ends_the_job_with_its_message(backend):
     t0 = time.monotonic()
-    r = mpirun("fail.py", timeout=60)
+    r = launch(backend, "fail.py", timeout=60)
     took = time.monotonic() - t0
     assert r.returncode != 0
     assert "rank one gave up on purpose" in r.stderr
@@ -140,22 +169,21 @@ def test_sampler_in_a_dataloader():
     assert sorted(seen) == [float(i) for i in range(10)]
 
 
-@needs_mpi
-@pytest.mark.parametrize("static", [False, True])
-def test_digits_ddp_example(static):
+@pytest.mark.parametrize("backend,static", [pytest.param("mpi", False, marks=needs_mpi),
+                                            pytest.param("mpi", True, marks=needs_mpi),
+                                            ("gloo", False)])
+def test_digits_ddp_example(backend, static):
     """examples/train_digits_ddp.py on 2 processes reaches 95 % with
     identical replicas (the example checks both and exits 1 otherwise)."""
-    cmd = [MPIRUN, "-np", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0
-                                                      else [])
-    cmd += [sys.executable, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples",
-                                         "train_digits_ddp.py")] + (["--static"] if static else [])
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env())
+    example = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples",
+                           "train_digits_ddp.py")
+    r = launch(backend, example, *(["--static"] if static else []), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "(ok); replicas identical" in r.stdout
 
 
-@needs_mpi
-def test_sync_batch_norm_trains_as_batch_norm_on_the_whole_batch():
-    r = mpirun("sync_bn.py")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sync_batch_norm_trains_as_batch_norm_on_the_whole_batch(backend):
+    r = launch(backend, "sync_bn.py")
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("SyncBatchNorm max |difference from one process|") == 2, r.stdout

@@ -9,6 +9,33 @@ DEF(_dist_init, PM_FN, "") {
     Py_BEGIN_ALLOW_THREADS rc = musa_dist_init();
     Py_END_ALLOW_THREADS return pm_none_or_raise(rc);
 }
+DEF(_dist_init_tcp, PM_FN, "host:O port:i rank:i world_size:i timeout:f") {
+    const char *host = PyUnicode_Check(a[0].o) ? PyUnicode_AsUTF8(a[0].o) : NULL;
+    if (!host) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "[init_process_group] the address must be a str, not %s",
+                         Py_TYPE(a[0].o)->tp_name);
+        return NULL;
+    }
+    for (int k = 1; k < 4; k++)
+        if (a[k].i < INT32_MIN || a[k].i > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "[init_process_group] %s %lld is out of range",
+                         k == 1   ? "port"
+                         : k == 2 ? "rank"
+                                  : "world_size",
+                         (long long)a[k].i);
+            return NULL;
+        }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc =
+        musa_dist_init_tcp(host, (int)a[1].i, (int)a[2].i, (int)a[3].i, a[4].f);
+    Py_END_ALLOW_THREADS return pm_none_or_raise(rc);
+}
+DEF(_dist_backend, PM_FN, "") {
+    const char *b = musa_dist_backend();
+    if (!b) Py_RETURN_NONE;
+    return PyUnicode_FromString(b);
+}
 DEF(_dist_finalize, PM_FN, "") {
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = musa_dist_finalize();

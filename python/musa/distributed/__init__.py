@@ -1,14 +1,19 @@
-"""musa.distributed: torch.distributed's interface on MPI.
+"""musa.distributed: torch.distributed's interface, over TCP ("gloo") or MPI.
 
-Start one process per replica with MPI's launcher; each learns its rank and
-the world size from it:
+One process per replica. Processes started by musa.multiprocessing.spawn
+(or by any launcher that sets MASTER_ADDR, MASTER_PORT, RANK and
+WORLD_SIZE) join over TCP:
 
-    mpirun -np 2 python3 train.py
+    def main(rank, world_size):
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29500",
+                                rank=rank, world_size=world_size)
+        t = musa.ones(4) * dist.get_rank()
+        dist.all_reduce(t)                  # in place: the sum over ranks
 
-    import musa.distributed as dist
-    dist.init_process_group("mpi")
-    t = musa.ones(4) * dist.get_rank()
-    dist.all_reduce(t)                      # in place: the sum over ranks
+    musa.multiprocessing.spawn(main, args=(2,), nprocs=2)
+
+Processes started by MPI's launcher (mpirun -np 2 python3 train.py) call
+dist.init_process_group("mpi") and learn their rank from it.
 
 Collectives take tensors of every dtype and layout and check, between ranks,
 that every rank passed the same dtype and shape. They are ops, so a
@@ -23,7 +28,8 @@ import sys as _sys
 from .. import _C
 from ..autograd import no_grad as _no_grad
 
-__all__ = ["ReduceOp", "Work", "is_available", "is_mpi_available", "is_initialized",
+__all__ = ["ReduceOp", "Work", "Backend", "is_available", "is_mpi_available", "is_gloo_available",
+           "is_nccl_available", "is_initialized",
            "init_process_group", "destroy_process_group", "get_rank", "get_world_size",
            "get_backend", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
            "reduce_scatter", "reduce_scatter_tensor", "barrier", "GroupMember"]
@@ -39,20 +45,29 @@ class ReduceOp(_enum.IntEnum):
 
 
 class GroupMember:
-    """torch.distributed's name for the default group (musa has one: MPI's
-    world)."""
+    """torch.distributed's name for the default group (musa has one: every
+    rank of the job)."""
     WORLD = None
 
 
 def is_available():
+    """True: the TCP backend ("gloo") is part of every build."""
+    return True
+
+
+def is_mpi_available():
     """Whether this build has its MPI backend (libmusa_mpi.so, built when
     Open MPI's development files were installed)."""
     return _os.path.exists(_os.path.join(_os.path.dirname(_os.path.dirname(__file__)),
                                          "libmusa_mpi.so")) or bool(_os.environ.get("MUSA_MPI_SHIM"))
 
 
-def is_mpi_available():
-    return is_available()
+def is_gloo_available():
+    return True
+
+
+def is_nccl_available():
+    return False
 
 
 def is_initialized():
@@ -77,32 +92,137 @@ def _at_exit():
         _C._dist_finalize()
 
 
+class Backend(str):
+    """The backends' names, as torch.distributed.Backend spells them: GLOO
+    (musa's TCP backend), MPI; NCCL needs CUDA GPUs, which musa does not
+    drive. Backend("GLOO") == "gloo"."""
+    GLOO = "gloo"
+    MPI = "mpi"
+    NCCL = "nccl"
+    UNDEFINED = "undefined"
+
+    def __new__(cls, name):
+        if not isinstance(name, str):
+            raise ValueError(f"[Backend] the backend name must be a str, not {type(name).__name__}")
+        value = name.lower()
+        if value not in ("gloo", "mpi", "tcp"):
+            raise ValueError(f"[Backend] unknown backend {name!r}: musa has 'gloo' (TCP) and 'mpi'"
+                             + ("; 'nccl' needs CUDA GPUs" if value == "nccl" else ""))
+        return str.__new__(cls, "gloo" if value == "tcp" else value)
+
+
+def _int_arg(who, name, value):
+    try:
+        if not isinstance(value, bool):
+            return int(value)
+    except (TypeError, ValueError):
+        pass
+    raise ValueError(f"[{who}] {name} must be an int, not {value!r}")
+
+
+def _tcp_address(init_method, world_size, rank):
+    """host, port, rank and world size for the TCP backend, from init_method
+    ("env://" or None: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE; or
+    "tcp://host:port", with rank and world_size given or in its query)."""
+    from urllib.parse import parse_qs, urlparse
+    who = "init_process_group"
+    env = _os.environ
+    if init_method is None or init_method == "env://":
+        missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if k not in env]
+        if rank in (-1, None):
+            rank = env.get("RANK")
+            if rank is None:
+                missing.append("RANK")
+        if world_size in (-1, None):
+            world_size = env.get("WORLD_SIZE")
+            if world_size is None:
+                missing.append("WORLD_SIZE")
+        if missing:
+            raise ValueError(f"[{who}] backend 'gloo' with init_method 'env://' reads "
+                             f"{', '.join(missing)} from the environment, and "
+                             f"{'it is' if len(missing) == 1 else 'they are'} not set (or pass "
+                             f"init_method='tcp://host:port', rank= and world_size=)")
+        host, port = env["MASTER_ADDR"], env["MASTER_PORT"]
+    elif isinstance(init_method, str) and init_method.startswith("tcp://"):
+        u = urlparse(init_method)
+        try:
+            host, port = u.hostname, u.port
+        except ValueError:
+            host = port = None
+        if not host or port is None:
+            raise ValueError(f"[{who}] init_method {init_method!r} must be 'tcp://host:port'")
+        q = parse_qs(u.query)
+        if rank in (-1, None) and "rank" in q:
+            rank = q["rank"][0]
+        if world_size in (-1, None) and "world_size" in q:
+            world_size = q["world_size"][0]
+        if rank in (-1, None) or world_size in (-1, None):
+            raise ValueError(f"[{who}] init_method 'tcp://' needs rank= and world_size=")
+    else:
+        raise ValueError(f"[{who}] init_method {init_method!r} is not supported: musa takes "
+                         f"'env://' and 'tcp://host:port' (no 'file://' or store)")
+    port = _int_arg(who, "the port (MASTER_PORT)", port)
+    return host, port, _int_arg(who, "rank", rank), _int_arg(who, "world_size", world_size)
+
+
+def _timeout_seconds(timeout):
+    import datetime
+    if timeout is None:
+        return 1800.0  # PyTorch's default
+    if isinstance(timeout, datetime.timedelta):
+        return timeout.total_seconds()
+    raise TypeError(f"[init_process_group] timeout must be a datetime.timedelta, not "
+                    f"{type(timeout).__name__}")
+
+
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
                        store=None, group_name="", pg_options=None):
-    """Join the job's process group: rank and world size come from MPI's
-    launcher (a process started without one is a group of one). backend:
-    "mpi" (or None). world_size and rank, when given, must agree with MPI's.
-    From here on an uncaught exception on any rank ends every rank."""
+    """Join the job's process group.
+
+    backend "gloo": over TCP, for processes started any way
+    (musa.multiprocessing.spawn, a launcher that sets MASTER_ADDR,
+    MASTER_PORT, RANK and WORLD_SIZE): init_method "env://" (the default)
+    reads those variables, "tcp://host:port" names rank 0's address, and
+    rank and world_size arguments override. backend "mpi": rank and world
+    size come from MPI's launcher (mpirun; a process started without one is
+    a group of one), and world_size and rank, when given, must agree.
+    backend None: "mpi" under mpirun or when nothing says where rank 0 is,
+    else "gloo". timeout (a datetime.timedelta, 30 minutes by default)
+    bounds every wait of the TCP backend. From here on an uncaught exception
+    on any rank ends every rank."""
     global _previous_excepthook
-    if backend is not None and str(backend).lower() != "mpi":
-        raise ValueError(f"[init_process_group] backend {backend!r} is not available: musa "
-                         f"communicates through MPI (backend='mpi')")
+    who = "init_process_group"
+    if backend is not None:
+        if not isinstance(backend, str):
+            raise ValueError(f"[{who}] backend must be a str, not {type(backend).__name__}")
+        if backend.lower() == "nccl":
+            raise ValueError(f"[{who}] backend 'nccl' needs CUDA GPUs; musa runs on the CPU "
+                             f"with backend 'gloo' (TCP) or 'mpi'")
+        backend = Backend(backend.replace("Backend.", ""))
+    elif "OMPI_COMM_WORLD_SIZE" not in _os.environ and (
+            init_method is not None or "MASTER_ADDR" in _os.environ):
+        backend = Backend.GLOO
+    else:
+        backend = Backend.MPI
     if store is not None:
-        raise ValueError("[init_process_group] a store is not used by the MPI backend; start the "
-                         "processes with mpirun")
+        raise ValueError(f"[{who}] musa takes no store: pass init_method ('env://' or "
+                         f"'tcp://host:port') for backend 'gloo', or start under mpirun for 'mpi'")
     if _C._dist_is_initialized():
-        raise RuntimeError("[init_process_group] trying to initialize the default process group "
-                           "twice")
-    # Open MPI's launcher says the rank and size before MPI starts: check
-    # them first (without a launcher this is a group of one)
-    size = int(_os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
-    me = int(_os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    if world_size not in (-1, None) and int(world_size) != size:
-        raise ValueError(f"[init_process_group] world_size={world_size}, but MPI started "
-                         f"{size} processes")
-    if rank not in (-1, None) and int(rank) != me:
-        raise ValueError(f"[init_process_group] rank={rank}, but MPI says this is rank {me}")
-    _C._dist_init()
+        raise RuntimeError(f"[{who}] trying to initialize the default process group twice")
+    seconds = _timeout_seconds(timeout)
+    if backend == "gloo":
+        host, port, rank, world_size = _tcp_address(init_method, world_size, rank)
+        _C._dist_init_tcp(host, port, rank, world_size, seconds)
+    else:
+        # Open MPI's launcher says the rank and size before MPI starts: check
+        # them first (without a launcher this is a group of one)
+        size = int(_os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+        me = int(_os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+        if world_size not in (-1, None) and int(world_size) != size:
+            raise ValueError(f"[{who}] world_size={world_size}, but MPI started {size} processes")
+        if rank not in (-1, None) and int(rank) != me:
+            raise ValueError(f"[{who}] rank={rank}, but MPI says this is rank {me}")
+        _C._dist_init()
     if _previous_excepthook is None:
         _previous_excepthook = _sys.excepthook
         _sys.excepthook = _abort_on_exception
@@ -110,8 +230,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
 
 
 def destroy_process_group(group=None):
-    """Leave the process group (MPI_Finalize): finishes the collectives in
-    flight first. MPI cannot start again in this process."""
+    """Leave the process group: finishes the collectives in flight first.
+    A "gloo" group can be formed again; MPI cannot start again in this
+    process (MPI_Finalize)."""
     _check_group("destroy_process_group", group)
     _require("destroy_process_group")
     _C._dist_finalize()
@@ -125,7 +246,7 @@ def _require(who):
 
 def _check_group(who, group):
     if group is not None and group is not GroupMember.WORLD:
-        raise ValueError(f"[{who}] musa has one process group (MPI's world); pass group=None")
+        raise ValueError(f"[{who}] musa has one process group (every rank); pass group=None")
 
 
 def get_rank(group=None):
@@ -141,9 +262,10 @@ def get_world_size(group=None):
 
 
 def get_backend(group=None):
+    """"gloo" (TCP) or "mpi"."""
     _check_group("get_backend", group)
     _require("get_backend")
-    return "mpi"
+    return Backend(_C._dist_backend())
 
 
 def _op(who, op):

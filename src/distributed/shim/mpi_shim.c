@@ -51,15 +51,10 @@ static uint16_t f_bf16(float f) {
     return musa_f32_to_bf16(f);
 }
 static float f16_f(uint16_t h) {
-    musa_f16 x;
-    memcpy(&x, &h, 2);
-    return (float)x;
+    return musa_f16_bits_to_f32(h);
 }
 static uint16_t f_f16(float f) {
-    musa_f16 x = (musa_f16)f;
-    uint16_t h;
-    memcpy(&h, &x, 2);
-    return h;
+    return musa_f32_to_f16_bits(f);
 }
 
 #define HALF_OP(name, to, from, expr)                                                              \

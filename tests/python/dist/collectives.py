@@ -1,7 +1,8 @@
-"""Worker for test_distributed.py (mpirun -np 2): every collective and dtype
+"""Worker for test_distributed.py (mpirun -np 2, or 2 and 3 ranks over TCP): every collective and dtype
 against NumPy's result from every rank's data, which each rank can rebuild
 (rank r's tensor is a function of r). Prints one line per failure and ends
 with a summary line; exits 1 on any failure."""
+import os
 import sys
 
 import numpy as np
@@ -29,12 +30,15 @@ def as_musa(a, dtype):
 def check(name, got, want):
     g = np.array(got.float().tolist() if got.dtype in (musa.bfloat16, musa.float16) else got.tolist())
     g = g.reshape(tuple(got.shape))
-    if g.shape != want.shape or not np.allclose(g.astype(np.float64), want.astype(np.float64)):
+    # 16-bit floats hold AVG's thirds (3 ranks) to within their rounding
+    rtol = 1e-2 if got.dtype in (musa.bfloat16, musa.float16) else 1e-5
+    if g.shape != want.shape or not np.allclose(g.astype(np.float64), want.astype(np.float64),
+                                                rtol=rtol):
         failures.append(f"{name}: got {g.tolist()} want {want.tolist()}")
 
 
 def main():
-    dist.init_process_group("mpi")
+    dist.init_process_group(os.environ.get("MUSA_TEST_BACKEND", "mpi"))
     rank, world = dist.get_rank(), dist.get_world_size()
     n_checks = 0
     for dt in DTYPES:

@@ -50,7 +50,7 @@ class DistributedDataParallel(Module):
         if not isinstance(module, Module):
             raise TypeError(f"[{who}] module must be a Module, not {type(module).__name__}")
         if process_group is not None:
-            raise ValueError(f"[{who}] musa has one process group (MPI's world); pass "
+            raise ValueError(f"[{who}] musa has one process group (every rank); pass "
                              f"process_group=None")
         if not dist.is_initialized():
             raise RuntimeError(f"[{who}] the default process group is not initialized: call "
