@@ -327,6 +327,7 @@ bench)
     done
     # the collectives, 2 ranks: musa's all_reduce against MPI_Allreduce
     mpirun -np 2 --oversubscribe $(mpi_root_flag) build/bench_dist
+    PYTHONPATH=python "$PYTHON" bench/bench_allreduce.py # over TCP and MPI, against memcpy
     PYTHONPATH=python "$PYTHON" bench/bench_python.py
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
@@ -334,7 +335,7 @@ bench)
     PYTHONPATH=python "$PYTHON" bench/bench_bounds.py # the GEMMs' bound on the table's ratios
     PYTHONPATH=python "$PYTHON" bench/bench_streams.py
     PYTHONPATH=python "$PYTHON" bench/bench_loader.py
-    PYTHONPATH=python "$PYTHON" bench/bench_ddp.py # 1 and 2 processes, ResNet-18
+    PYTHONPATH=python "$PYTHON" bench/bench_ddp.py # 1 and 2 processes, ResNet-18, MPI and TCP
     ;;
 onnx-suite)
     setup python3-onnx

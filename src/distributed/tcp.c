@@ -41,6 +41,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +54,10 @@
 #include "../base/threadpool.h"
 #include "comm.h"
 
-#define MAGIC 0x4d555341u /* "MUSA" */
-#define PROTO 1u
-#define CHUNK (256 << 10) /* broadcast's pipeline unit */
+#define MAGIC   0x4d555341u /* "MUSA" */
+#define PROTO   1u
+#define CHUNK   (256 << 10) /* broadcast's pipeline unit */
+#define SPIN_NS 50000       /* how long a waiting transfer spins before it sleeps */
 
 enum { K_ALLREDUCE = 1, K_BROADCAST, K_ALLGATHER, K_REDUCE_SCATTER, K_BARRIER };
 static const char *kind_name[] = {"?",          "all_reduce",     "broadcast",
@@ -69,10 +71,13 @@ static struct {
     char broken[400]; /* the first failure, once the ring is unusable */
 } T = {.next = -1, .prev = -1};
 
-static int64_t now_ms(void) {
+static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static int64_t now_ms(void) {
+    return now_ns() / 1000000;
 }
 
 static void close_fd(int *fd) {
@@ -100,51 +105,58 @@ static int gone(int peer, const char *doing, char *err, size_t n) {
 
 /* Send s[0..sn) on sfd and receive r[0..rn) from rfd at once (either may be
  * empty), each side failing after timeout_ms without progress. srank and
- * rrank name the peers in messages. Returns 0, or -1 with err set. */
+ * rrank name the peers in messages. Returns 0, or -1 with err set.
+ * Non-blocking calls first; when neither side moves, spin for SPIN_NS
+ * before sleeping in poll: a peer's answer usually comes within
+ * microseconds, and waking from poll costs tens of them. */
 static int xfer(int sfd, const void *s, size_t sn, int srank, int rfd, void *r, size_t rn,
                 int rrank, int timeout_ms, char *err, size_t n) {
     size_t so = 0, ro = 0;
-    int64_t last = now_ms();
-    while (so < sn || ro < rn) {
-        struct pollfd p[2];
-        int np = 0, is = -1, ir = -1;
-        if (so < sn) p[np] = (struct pollfd){.fd = sfd, .events = POLLOUT}, is = np++;
-        if (ro < rn) p[np] = (struct pollfd){.fd = rfd, .events = POLLIN}, ir = np++;
-        int64_t left = timeout_ms - (now_ms() - last);
-        if (musa_interrupt_pending()) { /* Ctrl-C (the dispatcher reports it) */
-            snprintf(err, n, "interrupted while waiting for rank %d", ro < rn ? rrank : srank);
-            return -1;
-        }
-        if (left <= 0) {
-            snprintf(err, n, "timed out after %.1f s waiting for rank %d", timeout_ms / 1000.0,
-                     ro < rn ? rrank : srank);
-            return -1;
-        }
-        int k = poll(p, (nfds_t)np, (int)(left > 100 ? 100 : left));
-        if (k < 0 && errno != EINTR) {
-            snprintf(err, n, "poll: %s", strerror(errno));
-            return -1;
-        }
-        if (k <= 0) continue;
-        if (is >= 0 && p[is].revents) {
+    int64_t last = now_ms(), idle = -1;
+    for (;;) {
+        bool moved = false;
+        if (so < sn) {
             ssize_t w = send(sfd, (const char *)s + so, sn - so, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (w > 0) {
-                so += (size_t)w, last = now_ms();
-            } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            if (w > 0)
+                so += (size_t)w, moved = true;
+            else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 return gone(srank, "sending to", err, n);
-            }
         }
-        if (ir >= 0 && p[ir].revents) {
+        if (ro < rn) {
             ssize_t g = recv(rfd, (char *)r + ro, rn - ro, MSG_DONTWAIT);
             if (g > 0) {
-                ro += (size_t)g, last = now_ms();
+                ro += (size_t)g, moved = true;
             } else if (g == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
                 if (g == 0) errno = ECONNRESET;
                 return gone(rrank, "receiving from", err, n);
             }
         }
+        if (so == sn && ro == rn) return 0;
+        if (moved) {
+            last = now_ms(), idle = -1;
+            continue;
+        }
+        if (musa_interrupt_pending()) { /* Ctrl-C (the dispatcher reports it) */
+            snprintf(err, n, "interrupted while waiting for rank %d", ro < rn ? rrank : srank);
+            return -1;
+        }
+        int64_t left = timeout_ms - (now_ms() - last);
+        if (left <= 0) {
+            snprintf(err, n, "timed out after %.1f s waiting for rank %d", timeout_ms / 1000.0,
+                     ro < rn ? rrank : srank);
+            return -1;
+        }
+        if (idle < 0) idle = now_ns();
+        if (now_ns() - idle < SPIN_NS) continue;
+        struct pollfd p[2];
+        int np = 0;
+        if (so < sn) p[np++] = (struct pollfd){.fd = sfd, .events = POLLOUT};
+        if (ro < rn) p[np++] = (struct pollfd){.fd = rfd, .events = POLLIN};
+        if (poll(p, (nfds_t)np, (int)(left > 100 ? 100 : left)) < 0 && errno != EINTR) {
+            snprintf(err, n, "poll: %s", strerror(errno));
+            return -1;
+        }
     }
-    return 0;
 }
 
 static int ring(const void *s, size_t sn, void *r, size_t rn, char *err, size_t n) {
@@ -225,6 +237,19 @@ static void reduce(void *dst, const void *src, int64_t count, int dtype, int op)
 
 /* ---- the header every collective starts with ---- */
 
+/* A header (host order) in words: "all_reduce (float32, op 0) of 16 bytes" */
+static void describe(char *buf, size_t n, const uint32_t *h) {
+    int k = h[2] >= 1 && h[2] <= K_BARRIER ? (int)h[2] : 0;
+    unsigned long long bytes = h[5] | (unsigned long long)h[6] << 32;
+    if (k == K_ALLREDUCE || k == K_REDUCE_SCATTER)
+        snprintf(buf, n, "%s (%s, op %u) of %llu bytes", kind_name[k],
+                 musa_dtype_name((musa_dtype)h[3]), h[4], bytes);
+    else if (k == K_BROADCAST)
+        snprintf(buf, n, "%s (src %u) of %llu bytes", kind_name[k], h[4], bytes);
+    else
+        snprintf(buf, n, "%s of %llu bytes", kind_name[k], bytes);
+}
+
 /* Pass this rank's call to the next rank and check the previous one's. */
 static int agree(int kind, int dtype, int64_t arg, uint64_t bytes, char *err, size_t n) {
     if (T.broken[0]) {
@@ -245,14 +270,11 @@ static int agree(int kind, int dtype, int64_t arg, uint64_t bytes, char *err, si
         return fail(err);
     }
     if (memcmp(theirs, mine, sizeof mine)) {
-        int k = theirs[2] <= K_BARRIER ? (int)theirs[2] : 0;
-        uint64_t b = theirs[5] | (uint64_t)theirs[6] << 32;
-        snprintf(err, n,
-                 "the ranks disagree at collective %u: rank %d called %s (dtype %u, %s %u) of "
-                 "%llu bytes, this rank %s (dtype %d, %s %lld) of %llu bytes",
-                 T.seq, prev, kind_name[k], theirs[3], k == K_BROADCAST ? "src" : "op", theirs[4],
-                 (unsigned long long)b, kind_name[kind], dtype, kind == K_BROADCAST ? "src" : "op",
-                 (long long)arg, (unsigned long long)bytes);
+        char a[160], b[160];
+        describe(a, sizeof a, theirs);
+        describe(b, sizeof b, mine);
+        snprintf(err, n, "the ranks disagree at collective %u: rank %d called %s, this rank %s",
+                 T.seq, prev, a, b);
         return fail(err);
     }
     return 0;
@@ -278,7 +300,7 @@ static int ring_reduce_scatter(char *work, const int64_t *off, const int64_t *cn
     char *tmp = malloc((size_t)(most ? most : 1) * (size_t)es);
     if (!tmp) {
         snprintf(err, n, "out of memory for a %lld-byte buffer", (long long)most * es);
-        return -1;
+        return fail(err);
     }
     int rc = 0;
     for (int s = 0; s < P - 1 && !rc; s++) {
@@ -309,7 +331,7 @@ static int split(int64_t count, int64_t **off, int64_t **cnt, char *err, size_t 
     *off = malloc(sizeof(int64_t) * 2 * (size_t)P);
     if (!*off) {
         snprintf(err, n, "out of memory");
-        return -1;
+        return fail(err);
     }
     *cnt = *off + P;
     for (int b = 0; b < P; b++) {
@@ -352,7 +374,7 @@ static int t_reduce_scatter(const void *send, void *recv, int64_t count, int dty
     if (!work || split((int64_t)P * count, &off, &cnt, err, n)) {
         free(work);
         snprintf(err, n, "out of memory for a %zu-byte buffer", total);
-        return -1;
+        return fail(err);
     }
     memcpy(work, send, total);
     int rc = ring_reduce_scatter(work, off, cnt, es, dtype, op, 0, err, n);

@@ -169,8 +169,8 @@ def test_init_argument_errors(monkeypatch):
 
 
 def test_rank_0_ignores_strangers_and_refuses_bad_hellos():
-    """Rank 0's rendezvous reads what anyone sends to its port: noise and
-    truncated messages are dropped; a well-formed hello with a rank outside
+    """Rank 0's rendezvous reads what anyone sends to its port: noise
+    (random bytes, hellos cut short) is dropped; a well-formed hello with a rank outside
     the group ends the rendezvous, and that process is told why."""
     import struct
     import threading
@@ -194,10 +194,16 @@ def test_rank_0_ignores_strangers_and_refuses_bad_hellos():
                 th.join(0.01)
         raise AssertionError("rank 0 never listened")
 
-    for noise in (b"GET / HTTP/1.0\r\n\r\n" + bytes(range(256)), b"MUS",
-                  struct.pack("!5I", 0x4D555341, 99, 1, 2, 5)):  # another protocol version
+    import random
+    rng = random.Random(0)
+    hello = struct.pack("!2I", 0x4D555341, 1)  # a valid start, then cut short
+    noise = [b"GET / HTTP/1.0\r\n\r\n" + bytes(range(256)), b"MUS",
+             struct.pack("!5I", 0x4D555341, 99, 1, 2, 5)]  # another protocol version
+    noise += [rng.randbytes(rng.randrange(0, 64)) for _ in range(20)]
+    noise += [hello + rng.randbytes(rng.randrange(0, 12)) for _ in range(10)]
+    for msg in noise:
         with connect() as s:
-            s.sendall(noise)
+            s.sendall(msg)
     with connect() as s:
         s.sendall(struct.pack("!5I", 0x4D555341, 1, 7, 2, 5))
         head = b""
