@@ -13,14 +13,18 @@ failure in the parent with the child's traceback:
     if __name__ == "__main__":
         musa.multiprocessing.spawn(main, args=(2,), nprocs=2)
 
-Tensors sent through a Queue or passed to a Process are pickled by value
-(copied), under every start method; share a model's memory with the
-processes forked after `Module.share_memory()` (Hogwild) instead. The
-sharing strategies are recorded for torch's API but change nothing.
+Importing it makes tensors sent through multiprocessing's queues and pipes,
+or passed to processes started with spawn or forkserver, travel as shared
+memory (reductions.py): the sender's tensor moves to shared memory, the
+receiver maps the same memory, and writes on either side reach the other
+(Hogwild with `spawn`). Processes forked after `Module.share_memory()`
+share it too. The strategy is always file descriptors ("file_system" is
+accepted for torch's API and behaves alike).
 """
 import multiprocessing as _mp
 from multiprocessing import *  # noqa: F401,F403  (Process, Queue, Pool, get_context, ...)
 
+from .reductions import init_reductions
 from .spawn import (ProcessContext, ProcessException, ProcessExitedException,  # noqa: F401
                     ProcessRaisedException, SpawnContext, spawn, start_processes)
 
@@ -42,10 +46,12 @@ def get_sharing_strategy():
 
 
 def set_sharing_strategy(new_strategy):
-    """Accepted for torch's API: musa pickles tensors by value, so the
-    strategy changes nothing."""
+    """Accepted for torch's API: musa always passes file descriptors."""
     global _strategy
     if new_strategy not in _STRATEGIES:
         raise ValueError(f"[set_sharing_strategy] unknown strategy {new_strategy!r}: "
                          f"{sorted(_STRATEGIES)}")
     _strategy = new_strategy
+
+
+init_reductions()

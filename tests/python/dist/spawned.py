@@ -104,3 +104,36 @@ def exits(rank):
 def quiet(rank, path):
     with open(os.path.join(path, f"rank{rank}"), "w") as f:
         f.write(str(os.getpid()))
+
+
+# ---- tensors through multiprocessing (test_shared_memory.py) ----
+
+def add_in_place(rank, tensors, done):
+    """Writes into the tensors it was given (spawn pickles them)."""
+    for t in tensors:
+        t.add_(100 * (rank + 1))
+    done.put(rank)
+
+
+def echo(q_in, q_out, go, done):
+    """Gets a tensor, writes into it, sends back a new one and writes into
+    that after the parent has it."""
+    t = q_in.get()
+    with musa.no_grad():
+        t.mul_(-1)
+    mine = musa.arange(4.0)
+    q_out.put((mine, type(t).__name__, t.requires_grad, t.is_shared()))
+    go.wait(30)
+    mine.add_(1000)
+    done.set()
+
+
+def hogwild(rank, model, steps):
+    musa.manual_seed(rank)
+    opt = musa.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        x = musa.randn(16, 3)
+        loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
