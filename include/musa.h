@@ -224,6 +224,10 @@ MUSA_API void *musa_tensor_data(const musa_tensor *t);
 MUSA_API int musa_tensor_sync(const musa_tensor *t);
 /* Whether two tensors share storage. */
 MUSA_API bool musa_tensor_shares_storage(const musa_tensor *a, const musa_tensor *b);
+/* The whole storage t looks into, as a new 1-D uint8 tensor of all its
+ * bytes (offset 0) sharing the memory: what Python's untyped_storage()
+ * wraps. NULL and MUSA_ERR_VALUE for a meta tensor. */
+MUSA_API musa_tensor *musa_tensor_storage_bytes(const musa_tensor *t);
 /* The version counter shared by all views of a storage; bumped by every
  * in-place write. Autograd uses it to detect modified saved tensors. */
 MUSA_API uint64_t musa_tensor_version(const musa_tensor *t);

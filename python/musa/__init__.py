@@ -50,6 +50,8 @@ from ._torch_compat import *  # noqa: E402,F401,F403
 from ._torch_names_more import *  # noqa: E402,F401,F403
 from ._torch_methods_more import *  # noqa: E402,F401,F403
 from . import _shared_memory  # noqa: E402,F401  (Tensor.share_memory_, is_shared)
+from . import storage  # noqa: E402,F401  (Tensor.untyped_storage, storage, is_set_to)
+from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
 from ._memory_format import *  # noqa: E402,F401,F403
 from ._layout import *  # noqa: E402,F401,F403
 from ._memory_format import wrap_factories as _wrap_factories  # noqa: E402

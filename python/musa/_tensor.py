@@ -773,12 +773,16 @@ def resize_as_(self, other, memory_format=None):
 def set_(self, source=None, storage_offset=0, size=None, stride=None):
     """This tensor becomes source (sharing its storage, without its
     history), or, with size and stride, a view of source's storage; with
-    no source, an empty tensor."""
+    no source, an empty tensor. source may be a storage (UntypedStorage, or
+    a TypedStorage of self's dtype): all of it, 1-D, or the view that
+    storage_offset, size and stride describe."""
     # (a leaf that requires grad takes it only under no_grad, as in torch)
     if self.requires_grad and self.is_leaf and _C.is_grad_enabled():
         raise RuntimeError("[Tensor.set_] a leaf Variable that requires grad is being used in an "
                            "in-place operation")
     keep_grad = self.requires_grad and self.is_leaf
+    if hasattr(source, "_tensor_of"):  # a storage (musa.storage): its elements, 1-D
+        source = source._tensor_of(self.dtype, "Tensor.set_")
     if source is not None:
         F._tensors("Tensor.set_", source=source)
     if source is None:

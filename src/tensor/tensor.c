@@ -353,6 +353,16 @@ bool musa_tensor_shares_storage(const musa_tensor *a, const musa_tensor *b) {
     return a && b && a->storage && a->storage == b->storage;
 }
 
+musa_tensor *musa_tensor_storage_bytes(const musa_tensor *t) {
+    if (!t || !t->storage) {
+        musa_err(MUSA_ERR_VALUE, "[untyped_storage] %s",
+                 t ? "a meta tensor has no storage" : "the tensor is NULL");
+        return NULL;
+    }
+    int64_t n = (int64_t)t->storage->nbytes, one = 1;
+    return musa_tensor_on_storage(t->storage, MUSA_DTYPE_UINT8, 1, &n, &one, 0);
+}
+
 uint64_t musa_tensor_version(const musa_tensor *t) {
     return t && t->storage ? atomic_load(&t->storage->version) : 0;
 }

@@ -147,6 +147,24 @@ TEST(from_blob_shares_memory) {
               MUSA_ERR_VALUE, "negative strides");
 }
 
+TEST(storage_bytes_are_the_whole_storage) {
+    musa_tensor *t = musa_arange(0, 6, 1, MUSA_DTYPE_FLOAT32);
+    musa_tensor *v = musa_select(t, 0, 4); /* a 0-d view at offset 4 */
+    musa_tensor *b = musa_tensor_storage_bytes(v);
+    CHECK(b && musa_tensor_ndim(b) == 1 && musa_tensor_shape(b)[0] == 24);
+    CHECK(musa_tensor_dtype(b) == MUSA_DTYPE_UINT8 && musa_tensor_offset(b) == 0);
+    CHECK(musa_tensor_data(b) == musa_tensor_data(t) && musa_tensor_shares_storage(b, t));
+    CHECK_OK(musa_fill_(b, 0)); /* writes reach the tensor */
+    double x;
+    CHECK_OK(musa_tensor_item(v, &x));
+    CHECK(x == 0);
+    musa_tensor *m = musa_empty_meta(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){2});
+    CHECK_ERR(FAILS(musa_tensor_storage_bytes(m)), MUSA_ERR_VALUE,
+              "[untyped_storage] a meta tensor has no storage");
+    CHECK_ERR(FAILS(musa_tensor_storage_bytes(NULL)), MUSA_ERR_VALUE, "the tensor is NULL");
+    musa_tensor_release(t), musa_tensor_release(v), musa_tensor_release(b), musa_tensor_release(m);
+}
+
 /* Regression (fuzz_op_call, unaligned-from-blob): kernels load elements as
  * their C types, so wrapping memory at an odd address must be refused, not
  * read with misaligned loads (UBSan reported them in the cast kernel). */
