@@ -89,7 +89,8 @@ static int start_locked(const musa_mpi_api *a, int kind) {
     char err[512];
     int r = -1, s = 0;
     if (a->init(&r, &s, err, sizeof err))
-        return musa_err(MUSA_ERR_RUNTIME, "[init_process_group] %s", err);
+        return musa_err(musa_interrupt_take() ? MUSA_ERR_INTERRUPTED : MUSA_ERR_RUNTIME,
+                        "[init_process_group] %s", err);
     api = a, backend = kind;
     group_rank = r, group_size = s;
     __atomic_store_n(&group_state, GROUP_UP, __ATOMIC_RELEASE);

@@ -454,11 +454,15 @@ static int listen_on(int port, int *fd_out, int *port_out, char *err, size_t n) 
 static int accept_by(int lfd, int64_t deadline, uint32_t *ip, const char *what, char *err,
                      size_t n) {
     for (;;) {
+        if (musa_interrupt_pending()) {
+            snprintf(err, n, "interrupted while waiting for %s", what);
+            return -1;
+        }
         int64_t left = deadline - now_ms();
         struct pollfd p = {.fd = lfd, .events = POLLIN};
-        int k = left > 0 ? poll(&p, 1, (int)(left > 1000 ? 1000 : left)) : 0;
+        int k = left > 0 ? poll(&p, 1, (int)(left > 100 ? 100 : left)) : 0;
         if (k < 0 && errno == EINTR) continue;
-        if (k <= 0 && left <= 1000) {
+        if (k <= 0 && left <= 100) {
             snprintf(err, n, "timed out after %.1f s waiting for %s", T.timeout_ms / 1000.0, what);
             return -1;
         }
@@ -495,6 +499,10 @@ static int connect_by(uint32_t ip, int port, int64_t deadline, const char *what,
         if (now_ms() >= deadline || (e != ECONNREFUSED && e != ETIMEDOUT && e != EINTR &&
                                      e != ENETUNREACH && e != EHOSTUNREACH && e != ECONNRESET)) {
             snprintf(err, n, "cannot reach %s at %s:%d: %s", what, addr, port, strerror(e));
+            return -1;
+        }
+        if (musa_interrupt_pending()) {
+            snprintf(err, n, "interrupted while trying to reach %s at %s:%d", what, addr, port);
             return -1;
         }
         usleep(20000);

@@ -222,13 +222,16 @@ def test_rank_0_ignores_strangers_and_refuses_bad_hellos():
     assert not dist.is_initialized()
 
 
-def test_ctrl_c_stops_a_waiting_collective():
+def test_ctrl_c_stops_a_waiting_rendezvous_and_collective():
     import subprocess
     e = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(musa.__path__[0])]))
     r = subprocess.run([sys.executable, os.path.join(HERE, "dist", "interrupt.py"),
-                        str(free_port())], capture_output=True, text=True, timeout=60, env=e)
+                        str(free_port()), str(free_port())], capture_output=True, text=True,
+                       timeout=60, env=e)
     assert r.returncode == 0, r.stdout + r.stderr
-    m = re.search(r"KeyboardInterrupt after ([0-9.]+) s", r.stdout)
+    m = re.search(r"rendezvous: KeyboardInterrupt after ([0-9.]+) s", r.stdout)
+    assert m and float(m.group(1)) < 10, r.stdout + r.stderr
+    m = re.search(r"\nKeyboardInterrupt after ([0-9.]+) s", r.stdout)
     assert m and float(m.group(1)) < 10, r.stdout + r.stderr
     assert "then: [barrier] the process group failed earlier and cannot be used: interrupted" \
         in r.stdout, r.stdout

@@ -26,10 +26,11 @@ DEF(_dist_init_tcp, PM_FN, "host:O port:i rank:i world_size:i timeout:f") {
                          (long long)a[k].i);
             return NULL;
         }
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc =
-        musa_dist_init_tcp(host, (int)a[1].i, (int)a[2].i, (int)a[3].i, a[4].f);
-    Py_END_ALLOW_THREADS return pm_none_or_raise(rc);
+    /* the rendezvous may wait long: other threads run, and Ctrl-C stops it */
+    pm_long_op(true);
+    int rc = musa_dist_init_tcp(host, (int)a[1].i, (int)a[2].i, (int)a[3].i, a[4].f);
+    pm_long_op(false);
+    return pm_none_or_raise(rc);
 }
 DEF(_dist_backend, PM_FN, "") {
     const char *b = musa_dist_backend();
