@@ -313,6 +313,9 @@ def storage(self):
 def is_set_to(self, tensor):
     """Whether self and tensor look at the same elements of one storage in
     the same way (storage, offset, sizes and strides)."""
+    if not isinstance(tensor, _C.Tensor):
+        raise TypeError(f"[Tensor.is_set_to] tensor must be a Tensor, not "
+                        f"{type(tensor).__name__}")
     return (self.dtype == tensor.dtype and self.device == tensor.device
             and self.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
             and self.storage_offset() == tensor.storage_offset()
