@@ -222,9 +222,6 @@ class TypedStorage(_Storage):
             raise RuntimeError(f"[{who}] the storage holds {self.dtype}, the tensor is {dtype}")
         return self._untyped._tensor_of(dtype, who)
 
-    def _untyped_storage(self):
-        return self._untyped
-
     def element_size(self):
         return _C.empty(0, dtype=self.dtype).element_size()
 

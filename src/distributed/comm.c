@@ -25,7 +25,6 @@
 #include "../base/vec.h"
 
 enum { GROUP_NONE, GROUP_UP, GROUP_DONE, GROUP_FORKED };
-enum { BACKEND_MPI = 1, BACKEND_TCP };
 
 typedef struct inflight {
     void *buf;
@@ -34,7 +33,6 @@ typedef struct inflight {
 
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static const musa_mpi_api *api, *mpi_api; /* the group's backend; the MPI shim once loaded */
-static int backend;                       /* api's kind */
 static int group_state = GROUP_NONE, group_rank = -1, group_size = 0;
 static MUSA_VEC(inflight) flights;
 static int n_flights; /* flights.len, for lock-free polling */
@@ -85,13 +83,13 @@ static void register_atfork(void) {
 }
 
 /* Start the group on backend a (the lock held). */
-static int start_locked(const musa_mpi_api *a, int kind) {
+static int start_locked(const musa_mpi_api *a) {
     char err[512];
     int r = -1, s = 0;
     if (a->init(&r, &s, err, sizeof err))
         return musa_err(musa_interrupt_take() ? MUSA_ERR_INTERRUPTED : MUSA_ERR_RUNTIME,
                         "[init_process_group] %s", err);
-    api = a, backend = kind;
+    api = a;
     group_rank = r, group_size = s;
     __atomic_store_n(&group_state, GROUP_UP, __ATOMIC_RELEASE);
     return MUSA_OK;
@@ -131,7 +129,7 @@ int musa_dist_init(void) {
         }
         mpi_api = a;
     }
-    rc = start_locked(mpi_api, BACKEND_MPI);
+    rc = start_locked(mpi_api);
 out:
     pthread_mutex_unlock(&mpi_lock);
     return rc;
@@ -162,15 +160,15 @@ int musa_dist_init_tcp(const char *host, int port, int rank, int world_size, dou
                       "%s, rank %d of %d)",
                       musa_dist_backend(), group_rank, group_size);
     if (!rc)
-        rc = start_locked(musa_tcp_api(host, port, rank, world_size, (int)(timeout_s * 1000 + 0.5)),
-                          BACKEND_TCP);
+        rc =
+            start_locked(musa_tcp_api(host, port, rank, world_size, (int)(timeout_s * 1000 + 0.5)));
     pthread_mutex_unlock(&mpi_lock);
     return rc;
 }
 
 const char *musa_dist_backend(void) {
     if (!musa_dist_is_initialized()) return NULL;
-    return backend == BACKEND_TCP ? "tcp" : "mpi";
+    return api == mpi_api ? "mpi" : "tcp";
 }
 
 bool musa_dist_is_initialized(void) {
@@ -234,8 +232,7 @@ int musa_dist_finalize(void) {
         if (api->finalize(err, sizeof err) && !rc)
             rc = musa_err(MUSA_ERR_RUNTIME, "[destroy_process_group] %s", err);
         /* MPI cannot start again; a TCP group can */
-        __atomic_store_n(&group_state, backend == BACKEND_MPI ? GROUP_DONE : GROUP_NONE,
-                         __ATOMIC_RELEASE);
+        __atomic_store_n(&group_state, api == mpi_api ? GROUP_DONE : GROUP_NONE, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&mpi_lock);
     return rc;

@@ -1,7 +1,8 @@
 /*
  * interop.c - zero-copy exchange with NumPy and other frameworks: the
  * buffer protocol (so numpy.asarray(t) shares memory), numpy(),
- * from_numpy(), and DLPack (__dlpack__, __dlpack_device__, from_dlpack).
+ * from_numpy(), DLPack (__dlpack__, __dlpack_device__, from_dlpack), and
+ * a tensor's whole storage as bytes (musa.storage's UntypedStorage).
  */
 #include <string.h>
 
@@ -408,4 +409,11 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
     PyCapsule_SetName(cap, "used_dltensor"); /* ours now: the deleter runs when the tensor dies */
     Py_DECREF(cap);
     return pm_wrap(t);
+}
+
+/* ---- storages ---- */
+
+/* The whole storage a tensor looks into, as a uint8 tensor sharing it. */
+DEF(_storage_bytes, PM_FN, "tensor:T") {
+    return pm_ret(musa_tensor_storage_bytes(a[0].t));
 }

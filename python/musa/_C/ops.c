@@ -62,10 +62,6 @@ static int check_options(const char *who, PyObject *device, PyObject *layout, bo
 }
 
 /* the check for the creation functions written in Python */
-DEF(_storage_bytes, PM_FN, "tensor:T") {
-    return pm_ret(musa_tensor_storage_bytes(a[0].t));
-}
-
 DEF(_factory_options, PM_FN, "who:O device:O=None layout:O=None pin_memory:b=False") {
     const char *name = PyUnicode_Check(a[0].o) ? PyUnicode_AsUTF8(a[0].o) : NULL;
     if (!name) {
