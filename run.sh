@@ -43,8 +43,9 @@ PACKAGES=(build-essential cmake gzip libdnnl-dev libopenblas-dev libprotobuf-c-d
           protobuf-c-compiler python3-dev python3-numpy python3-pytest)
 # the reference the Python tests compare against; make_dot's renderer; Open MPI
 # (libmusa_mpi.so, the collectives' backend, and mpirun for the 2-rank tests)
-# and python3-onnx (musa.onnx's checker, helpers and the backend node tests)
-TEST_PACKAGES=(python3-torch graphviz openmpi-bin libopenmpi-dev python3-onnx)
+# python3-onnx (musa.onnx's checker, helpers and the backend node tests) and
+# python3-matplotlib (SummaryWriter.add_figure's test)
+TEST_PACKAGES=(python3-torch graphviz openmpi-bin libopenmpi-dev python3-onnx python3-matplotlib)
 BENCH_PACKAGES=(libsleef-dev openmpi-bin libopenmpi-dev) # SLEEF's columns in bench_vmath; bench_dist
 TABLE_PACKAGES=(python3-torch python3-matplotlib) # the PyTorch rows and the chart
 # ThreadSanitizer: clang, its runtime, and LLVM's OpenMP (libomp and Archer,

@@ -9,19 +9,25 @@ write them, and `tensorboard --logdir runs` reads them.
         w.add_histogram("fc.weight", model.fc.weight, step)
 
 Scalars, groups of scalars, histograms (numpy's bins, or PyTorch's
-"tensorflow" default buckets), images (PNG, written here with zlib) and
-text. Not here: graphs, embeddings, audio, video, figures, meshes,
-hparams and PR curves.
+"tensorflow" default buckets), images and batches of them (PNG, written
+here with zlib), matplotlib figures, text, audio (WAV), PR curves,
+hyperparameters with their metrics, custom-scalar layouts, embeddings for
+the projector (_projector.py) and model graphs (_graph.py: a musa capture
+of the model, scoped by module). Not here: video and meshes.
 """
+import io
 import os
 import socket
 import struct
 import time
+import warnings
+import wave
 import zlib
 from datetime import datetime
 
 from ... import _C
 from . import _events as E
+from . import _plugins as P
 
 __all__ = ["SummaryWriter"]
 
@@ -79,11 +85,10 @@ def _number(x, who):
 
 def _array(values, who):
     import numpy as np
-    if isinstance(values, _C.Tensor):
+    if isinstance(values, _C.Tensor):  # uint8 pixels stay uint8
         values = values.detach()
-        if not values.is_floating_point():
-            values = values.double()
-        values = values.float().numpy() if values.dtype == _C.bfloat16 else values.numpy()
+        values = values.float().numpy() if values.dtype in (_C.bfloat16, _C.float16) else \
+            values.numpy()
     return np.asarray(values)
 
 
@@ -98,6 +103,13 @@ def _tf_bins():
     return np.array([-x for x in reversed(pos)] + [0.0] + pos)
 
 
+def _to_uint8(a):
+    """Pixels as uint8: uint8 kept, floats in [0, 1] scaled (and clipped)."""
+    import numpy as np
+    scale = 1 if a.dtype == np.uint8 else 255
+    return np.ascontiguousarray((a.astype(np.float32) * scale).clip(0, 255).astype(np.uint8))
+
+
 def _png(pixels):
     """PNG bytes of an (H, W, C) uint8 array, C 1, 3 or 4 (zlib, no filter)."""
     h, w, c = pixels.shape
@@ -109,6 +121,49 @@ def _png(pixels):
                 + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, kind, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+def _layout(a, dataformats, allowed, target, who):
+    """a laid out as dataformats (the letters of one of allowed, in any
+    order), transposed to target; a missing C becomes one channel."""
+    import numpy as np
+    fmt = str(dataformats).upper()
+    if not any(sorted(fmt) == sorted(x) for x in allowed) or a.ndim != len(fmt):
+        raise ValueError(f"[{who}] dataformats {dataformats!r} does not fit an array of shape "
+                         f"{a.shape} (expected one of {', '.join(allowed)}, in any order)")
+    if "C" not in fmt:
+        a, fmt = a[..., None], fmt + "C"
+    return np.transpose(a, [fmt.index(x) for x in target])
+
+
+def _grid(nhwc, per_row, who):
+    """(N, H, W, C) images tiled per_row to a row (the last row padded with
+    black), as one (H', W', C) image."""
+    import numpy as np
+    n, h, w, c = nhwc.shape
+    if n == 0:
+        raise ValueError(f"[{who}] the batch has no image")
+    cols = min(n, per_row)
+    rows = -(-n // cols)
+    out = np.zeros((rows * h, cols * w, c), dtype=nhwc.dtype)
+    for i in range(n):
+        r, k = divmod(i, cols)
+        out[r * h:(r + 1) * h, k * w:(k + 1) * w] = nhwc[i]
+    return out
+
+
+def _hparam(name, x, who):
+    """(kind, value) of one hyperparameter: str, bool or float."""
+    if isinstance(x, _C.Tensor):
+        x = _number(x, who)
+    if type(x).__name__ == "bool_":  # numpy's
+        x = bool(x)
+    if isinstance(x, (str, bool)):
+        return type(x), x
+    if isinstance(x, (int, float)) or (hasattr(x, "__float__") and not hasattr(x, "__len__")):
+        return float, float(x)
+    raise ValueError(f"[{who}] hparam {name!r}: a value must be an int, float, str, bool or "
+                     f"one-element tensor, got {type(x).__name__}")
 
 
 class SummaryWriter:
@@ -128,6 +183,7 @@ class SummaryWriter:
         self._writer = _FileWriter(self.log_dir, flush_secs, max_queue, filename_suffix,
                                    purge_step)
         self._group_writers = {}
+        self._embeddings = []  # the projector config's entries (_projector.py)
 
     def get_logdir(self):
         return self.log_dir
@@ -180,25 +236,53 @@ class SummaryWriter:
         self._add(E.histogram_value(tag, v.min(), v.max(), v.size, v.sum(), v.dot(v),
                                     limits.tolist(), counts.tolist()), global_step, walltime)
 
+    def _image(self, tag, hwc, global_step, walltime, who):
+        """Write an (H, W, C) array: floats in [0, 1] or uint8."""
+        if hwc.shape[2] not in (1, 3, 4):
+            raise ValueError(f"[{who}] an image has 1, 3 or 4 channels, got {hwc.shape[2]}")
+        pixels = _to_uint8(hwc)
+        h, w, c = pixels.shape
+        self._add(E.image_value(tag, h, w, c, _png(pixels)), global_step, walltime)
+
     def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
         """An image: floats in [0, 1] (or uint8) laid out as dataformats
         (CHW, HWC or HW), 1, 3 or 4 channels."""
+        a = _layout(_array(img_tensor, "add_image"), dataformats, ("CHW", "HW"), "HWC",
+                    "add_image")
+        self._image(tag, a, global_step, walltime, "add_image")
+
+    def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
+        """A batch of images as one grid, 8 to a row (PyTorch's layout):
+        dataformats NCHW, NHWC, NHW (or another order of those letters)."""
+        a = _layout(_array(img_tensor, "add_images"), dataformats, ("NCHW", "NHW"), "NHWC",
+                    "add_images")
+        self._image(tag, _grid(a, 8, "add_images"), global_step, walltime, "add_images")
+
+    def add_figure(self, tag, figure, global_step=None, close=True, walltime=None):
+        """A matplotlib figure (or a list of them, as a grid), rendered by
+        matplotlib's Agg backend; close closes it afterwards."""
         import numpy as np
-        a = _array(img_tensor, "add_image")
-        fmt = dataformats.upper()
-        if sorted(fmt) not in (sorted("CHW"), sorted("HW")) or a.ndim != len(fmt):
-            raise ValueError(f"[add_image] dataformats {dataformats!r} does not fit an image of "
-                             f"shape {a.shape}")
-        if fmt == "HW":
-            a, fmt = a[None], "CHW"
-        a = np.transpose(a, [fmt.index(x) for x in "HWC"])
-        if a.shape[2] not in (1, 3, 4):
-            raise ValueError(f"[add_image] an image has 1, 3 or 4 channels, got {a.shape[2]}")
-        scale = 1 if a.dtype == np.uint8 else 255
-        pixels = np.ascontiguousarray((a.astype(np.float32) * scale).clip(0, 255)
-                                      .astype(np.uint8))
-        h, w, c = pixels.shape
-        self._add(E.image_value(tag, h, w, c, _png(pixels)), global_step, walltime)
+        figs = figure if isinstance(figure, (list, tuple)) else [figure]
+        if not figs or not all(hasattr(f, "savefig") and hasattr(f, "canvas") for f in figs):
+            raise TypeError(f"[add_figure] expected a matplotlib Figure or a list of them, got "
+                            f"{type(figure).__name__}")
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        images = []
+        for f in figs:
+            canvas = FigureCanvasAgg(f)
+            canvas.draw()
+            images.append(np.array(canvas.buffer_rgba())[:, :, :3])
+            if close:
+                import matplotlib.pyplot as plt
+                plt.close(f)
+        if isinstance(figure, (list, tuple)):
+            if len({im.shape for im in images}) != 1:
+                raise ValueError(f"[add_figure] the figures differ in size: "
+                                 f"{sorted({im.shape[:2] for im in images})}")
+            self._image(tag, _grid(np.stack(images), 8, "add_figure"), global_step, walltime,
+                        "add_figure")
+        else:
+            self._image(tag, images[0], global_step, walltime, "add_figure")
 
     def add_text(self, tag, text_string, global_step=None, walltime=None):
         """Text (markdown) under tag, shown by TensorBoard's text plugin."""
@@ -206,6 +290,149 @@ class SummaryWriter:
             raise TypeError(f"[add_text] text_string must be a str, got "
                             f"{type(text_string).__name__}")
         self._add(E.text_value(tag, text_string), global_step, walltime)
+
+    def add_audio(self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None):
+        """Sound: samples in [-1, 1] (clipped, with a warning, beyond), of
+        shape (L,), (1, L) or (channels, L), written as 16-bit WAV."""
+        import numpy as np
+        a = _array(snd_tensor, "add_audio").astype(np.float64)
+        if a.ndim == 2 and a.shape[0] == 1:
+            a = a[0]
+        if a.ndim not in (1, 2) or a.shape[-1] == 0:
+            raise ValueError(f"[add_audio] expected samples of shape (L,) or (channels, L), got "
+                             f"{a.shape}")
+        rate = _number(sample_rate, "add_audio")
+        if not (rate >= 1 and rate == int(rate)):
+            raise ValueError(f"[add_audio] sample_rate must be a positive whole number, got "
+                             f"{sample_rate!r}")
+        if not np.isfinite(a).all():
+            raise ValueError("[add_audio] the samples must be finite")
+        if np.abs(a).max() > 1:
+            warnings.warn("[add_audio] samples beyond [-1, 1] were clipped", stacklevel=2)
+        a = a.reshape(-1, a.shape[-1]).T  # (L, channels): frames, interleaved
+        pcm = (a.clip(-1, 1) * 32767).round().astype("<i2")
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as f:
+            f.setnchannels(pcm.shape[1])
+            f.setsampwidth(2)
+            f.setframerate(int(rate))
+            f.writeframes(pcm.tobytes())
+        self._add(E.audio_value(tag, rate, pcm.shape[1], pcm.shape[0], buf.getvalue()),
+                  global_step, walltime)
+
+    def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127,
+                     weights=None, walltime=None):
+        """A precision-recall curve: labels (true/false, or 1/0) against
+        predictions in [0, 1], at num_thresholds (at most 127) evenly spaced
+        thresholds; weights, if given, weigh each example."""
+        import numpy as np
+        y = _array(labels, "add_pr_curve").reshape(-1)
+        p = _array(predictions, "add_pr_curve").astype(np.float64).reshape(-1)
+        if y.shape != p.shape:
+            raise ValueError(f"[add_pr_curve] labels and predictions differ in size: "
+                             f"{y.size} and {p.size}")
+        if not np.isin(y, (0, 1)).all():
+            raise ValueError("[add_pr_curve] labels must be true/false or 1/0")
+        if not ((p >= 0) & (p <= 1)).all():
+            raise ValueError("[add_pr_curve] predictions must lie in [0, 1]")
+        if isinstance(num_thresholds, bool) or not isinstance(num_thresholds, int) or \
+                num_thresholds < 2:
+            raise ValueError(f"[add_pr_curve] num_thresholds must be an int of at least 2, got "
+                             f"{num_thresholds!r}")
+        n = min(num_thresholds, 127)
+        wt = np.ones_like(p) if weights is None else \
+            np.broadcast_to(_array(weights, "add_pr_curve").astype(np.float64), p.shape)
+        # each example counts at every threshold up to its prediction's
+        bucket = np.floor(p * (n - 1)).astype(np.int64)
+        pos = np.bincount(bucket, weights=wt * (y == 1), minlength=n)
+        neg = np.bincount(bucket, weights=wt * (y == 0), minlength=n)
+        tp, fp = np.cumsum(pos[::-1])[::-1], np.cumsum(neg[::-1])[::-1]
+        tn, fn = fp[0] - fp, tp[0] - tp
+        precision = tp / np.maximum(tp + fp, 1e-7)
+        recall = tp / np.maximum(tp + fn, 1e-7)
+        data = np.stack([tp, fp, tn, fn, precision, recall])
+        self._add(E.tensor_value(tag, E.float_tensor(data.reshape(-1), data.shape), "pr_curves",
+                                 P.pr_curve_content(n)), global_step, walltime)
+
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
+                    global_step=None):
+        """One session of the HParams dashboard, in its own run directory
+        (<log_dir>/<run_name>, by default the time): the hyperparameters
+        (int, float, str, bool or one-element tensors), the metrics' values
+        as scalars, and hparam_domain_discrete's lists of the values a
+        hyperparameter takes over the experiment."""
+        if not isinstance(hparam_dict, dict) or not isinstance(metric_dict, dict):
+            raise TypeError("[add_hparams] hparam_dict and metric_dict must be dicts")
+        hp = {str(k): _hparam(k, v, "add_hparams") for k, v in hparam_dict.items()}
+        metrics = {str(k): _number(v, "add_hparams") for k, v in metric_dict.items()}
+        domains = hparam_domain_discrete or {}
+        if not isinstance(domains, dict):
+            raise TypeError(f"[add_hparams] hparam_domain_discrete must be a dict, got "
+                            f"{type(domains).__name__}")
+        for k, vals in domains.items():
+            if k not in hp or not isinstance(vals, list) or \
+                    not all(_hparam(k, v, "add_hparams")[0] is hp[k][0] for v in vals):
+                raise TypeError(f"[add_hparams] hparam_domain_discrete[{k!r}] must be a list of "
+                                f"values of the type of hparam_dict[{k!r}]")
+        domains = {k: [_hparam(k, v, "add_hparams")[1] for v in vals]
+                   for k, vals in domains.items()}
+        run = os.path.join(self.log_dir, str(run_name) if run_name else str(time.time()))
+        now = time.time()
+        records = [(P.EXPERIMENT_TAG, "experiment", P.experiment(hp, metrics, domains)),
+                   (P.SESSION_START_TAG, "session_start_info", P.session_start(hp, now)),
+                   (P.SESSION_END_TAG, "session_end_info", P.session_end(now))]
+        with SummaryWriter(log_dir=run) as w:
+            for tag, which, message in records:
+                w._add(E.metadata_value(tag, P.HPARAMS, P.hparams_content(which, message)),
+                       global_step, None)
+            for k, v in metrics.items():
+                w.add_scalar(k, v, global_step)
+
+    def add_custom_scalars(self, layout):
+        """The Custom Scalars dashboard's layout: {category: {chart title:
+        ["Multiline", [tag regexps]] or ["Margin", [value, lower, upper]]}}."""
+        if not isinstance(layout, dict):
+            raise TypeError(f"[add_custom_scalars] layout must be a dict, got "
+                            f"{type(layout).__name__}")
+        cats = []
+        for cat, charts in layout.items():
+            if not isinstance(charts, dict):
+                raise TypeError(f"[add_custom_scalars] layout[{cat!r}] must be a dict of charts")
+            out = []
+            for title, spec in charts.items():
+                ok = isinstance(spec, (list, tuple)) and len(spec) == 2 and \
+                    spec[0] in ("Multiline", "Margin") and isinstance(spec[1], (list, tuple)) \
+                    and all(isinstance(t, str) for t in spec[1])
+                if not ok or (spec[0] == "Margin" and len(spec[1]) != 3):
+                    raise ValueError(f"[add_custom_scalars] chart {title!r}: expected "
+                                     f"['Multiline', [tags]] or ['Margin', [value, lower, "
+                                     f"upper]], got {spec!r}")
+                out.append((str(title), spec[0], list(spec[1])))
+            cats.append((str(cat), False, out))
+        self._add(E.tensor_value(P.CUSTOM_SCALARS_TAG, E.string_tensor([P.layout(cats)], []),
+                                 "custom_scalars"), None, None)
+
+    def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled"):
+        self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
+
+    def add_custom_scalars_marginchart(self, tags, category="default", title="untitled"):
+        self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
+
+    def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default",
+                      metadata_header=None):
+        """Points for the Projector: mat (N, D), with per-point metadata (N
+        labels, or N rows under metadata_header) and label_img (N, C, H, W)
+        thumbnails. Writes <log_dir>/<step>/<tag>/ and projector_config.pbtxt."""
+        from ._projector import add_embedding
+        add_embedding(self, mat, metadata, label_img, global_step, tag, metadata_header)
+
+    def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
+        """The model's graph for TensorBoard's Graphs dashboard: a capture of
+        model(*input_to_model) (musa.jit's tracer; nothing is compiled),
+        its nodes scoped by the modules that ran them."""
+        from ._graph import graph_def
+        gd = graph_def(model, input_to_model, verbose)
+        self._writer.write(E.event(time.time(), graph_def=gd))
 
     def flush(self):
         for w in [self._writer, *self._group_writers.values()]:
