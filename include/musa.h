@@ -158,8 +158,9 @@ typedef enum musa_dtype {
     MUSA_DTYPE_INT32 = 5,
     MUSA_DTYPE_INT8 = 6,
     MUSA_DTYPE_UINT8 = 7,
-    MUSA_DTYPE_BOOL = 8, /* one byte, 0 or 1 */
-    MUSA_DTYPE_COUNT = 9,
+    MUSA_DTYPE_BOOL = 8,  /* one byte, 0 or 1 */
+    MUSA_DTYPE_INT16 = 9, /* added after bool: codes in saved files stay */
+    MUSA_DTYPE_COUNT = 10,
 } musa_dtype;
 
 /* "float32", "int64", ...; "?" for an invalid value. */

@@ -16,7 +16,7 @@ from sys import modules as _sys_modules
 
 from . import _C
 from ._C import (  # noqa: F401  (types, dtypes and the functions not bound by DEF)
-    Tensor, dtype, device, float32, float64, float16, bfloat16, int64, int32, int8, uint8,
+    Tensor, dtype, device, float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8,
     set_default_dtype, get_default_dtype, is_grad_enabled, InvalidArgumentError, InvalidTypeError,
 )
 from ._C import bool as _bool_dtype
@@ -32,6 +32,7 @@ double = float64
 half = float16
 long = int64
 int = int32
+short = int16
 bool = _bool_dtype
 cfloat = None
 

@@ -78,10 +78,7 @@ HalfTensor = _typed("HalfTensor", _C.float16)
 BFloat16Tensor = _typed("BFloat16Tensor", _C.bfloat16)
 LongTensor = _typed("LongTensor", _C.int64)
 IntTensor = _typed("IntTensor", _C.int32)
-ShortTensor = _typed("ShortTensor", _C.int16) if hasattr(_C, "int16") else None
+ShortTensor = _typed("ShortTensor", _C.int16)
 CharTensor = _typed("CharTensor", _C.int8)
 ByteTensor = _typed("ByteTensor", _C.uint8)
 BoolTensor = _typed("BoolTensor", _C.bool)
-if ShortTensor is None:
-    __all__.remove("ShortTensor")
-    del ShortTensor

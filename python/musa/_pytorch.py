@@ -54,22 +54,22 @@ _MAX_PICKLE = 1 << 30  # bytes of data.pkl (a zip may claim any size; it is read
 _STORAGES = {
     "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
     "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
-    "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool",
+    "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool", "ShortStorage": "int16",
 }
 _NO_DTYPE = {  # storage classes and dtypes musa has no dtype for
-    "ShortStorage": "int16", "ComplexFloatStorage": "complex64",
+    "ComplexFloatStorage": "complex64",
     "ComplexDoubleStorage": "complex128", "ComplexHalfStorage": "complex32",
     "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
     "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4",
-    "int16": "int16", "complex32": "complex32", "complex64": "complex64",
+    "complex32": "complex32", "complex64": "complex64",
     "complex128": "complex128",
 }
-_MUSA_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8",
-                "bool")
+_MUSA_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+                "uint8", "bool")
 _NUMPY = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int64": "<i8", "int32": "<i4",
-          "int8": "i1", "uint8": "u1"}
+          "int16": "<i2", "int8": "i1", "uint8": "u1"}
 _SIZES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
-          "int8": 1, "uint8": 1, "bool": 1}
+          "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
 # Opcodes that build data, look up and call globals, and load persistent
 # ids (protocols 2 to 5, as torch.save writes with any pickle_protocol).

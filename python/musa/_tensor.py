@@ -12,7 +12,8 @@ Tensor = _C.Tensor
 
 _CAST_METHODS = {
     "float": _C.float32, "double": _C.float64, "half": _C.float16, "bfloat16": _C.bfloat16,
-    "long": _C.int64, "int": _C.int32, "char": _C.int8, "byte": _C.uint8, "bool": _C.bool,
+    "long": _C.int64, "int": _C.int32, "short": _C.int16, "char": _C.int8, "byte": _C.uint8,
+    "bool": _C.bool,
 }
 
 
@@ -71,7 +72,7 @@ def _rebuild(data, dtype_name, shape, requires_grad):
 
 _NUMPY_NAMES = {
     "float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64",
-    "int32": "int32", "int8": "int8", "uint8": "uint8", "bool": "bool",
+    "int32": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
 }
 
 
@@ -215,7 +216,8 @@ def type(self, dtype=None):
     if dtype is None:
         return "musa." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                           "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-                          "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}[
+                          "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                          "bool": "BoolTensor"}[
             str(self.dtype).split(".")[1]]
     return self.to(dtype)
 

@@ -85,7 +85,8 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     else:
         from . import from_numpy
         np_dtype = {_C.float32: np.float32, _C.float64: np.float64, _C.float16: np.float16,
-                    _C.int64: np.int64, _C.int32: np.int32, _C.int8: np.int8, _C.uint8: np.uint8,
+                    _C.int64: np.int64, _C.int32: np.int32, _C.int16: np.int16, _C.int8: np.int8,
+                    _C.uint8: np.uint8,
                     _C.bool: np.bool_}[dtype]
         t = from_numpy(np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset))
     return t.requires_grad_() if requires_grad else t

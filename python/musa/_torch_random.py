@@ -141,7 +141,8 @@ def random_(self, *args, **kw):
             from_ = args[0]
     name = str(self.dtype).split(".")[-1]
     top = {"float32": 1 << 24, "float64": 1 << 53, "float16": 1 << 11, "bfloat16": 1 << 8,
-           "int8": 128, "uint8": 256, "int32": 1 << 31, "int64": 1 << 63, "bool": 2}[name]
+           "int8": 128, "uint8": 256, "int16": 1 << 15, "int32": 1 << 31, "int64": 1 << 63,
+           "bool": 2}[name]
     lo = _int(from_, "Tensor.random_", "from")
     hi = top if to is None else _int(to, "Tensor.random_", "to")
     if hi <= lo:

@@ -407,7 +407,8 @@ class _Locator:
 _TENSOR_DEFAULTS = {"$tensor": False, "$parameter": True}  # requires_grad when not written
 _TAGS = {"$tuple", "$set", "$frozenset", "$dict", "$odict", "$int", "$float", "$bytes", "$dtype",
          "$tensor", "$parameter"}
-_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
+_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool",
+           "int16")  # a dtype's code is its place here: new ones go last
 
 
 class _Decoder:

@@ -10,8 +10,9 @@ const musa_dtype_traits musa_dtype_info[MUSA_DTYPE_COUNT] = {
     [MUSA_DTYPE_BFLOAT16] = {"bfloat16", 2, MUSA_CAT_FLOAT, 10, true},
     [MUSA_DTYPE_INT64] = {"int64", 8, MUSA_CAT_INT, 4, true},
     [MUSA_DTYPE_INT32] = {"int32", 4, MUSA_CAT_INT, 3, true},
-    [MUSA_DTYPE_INT8] = {"int8", 1, MUSA_CAT_INT, 2, true},
-    [MUSA_DTYPE_UINT8] = {"uint8", 1, MUSA_CAT_INT, 2, false},
+    [MUSA_DTYPE_INT16] = {"int16", 2, MUSA_CAT_INT, 2, true},
+    [MUSA_DTYPE_INT8] = {"int8", 1, MUSA_CAT_INT, 1, true},
+    [MUSA_DTYPE_UINT8] = {"uint8", 1, MUSA_CAT_INT, 1, false},
     [MUSA_DTYPE_BOOL] = {"bool", 1, MUSA_CAT_BOOL, 0, false},
 };
 
@@ -36,7 +37,7 @@ int musa_dtype_from_name(const char *name) {
         {"half", MUSA_DTYPE_FLOAT16},  {"long", MUSA_DTYPE_INT64},
         {"int", MUSA_DTYPE_INT32},     {"bf16", MUSA_DTYPE_BFLOAT16},
         {"fp16", MUSA_DTYPE_FLOAT16},  {"fp32", MUSA_DTYPE_FLOAT32},
-        {"fp64", MUSA_DTYPE_FLOAT64},
+        {"fp64", MUSA_DTYPE_FLOAT64},  {"short", MUSA_DTYPE_INT16},
     };
     if (!name) return -1;
     for (int d = 0; d < MUSA_DTYPE_COUNT; d++)
@@ -55,7 +56,7 @@ musa_dtype musa_promote_types(musa_dtype a, musa_dtype b) {
         return ta->rank > tb->rank ? a : b;
     }
     /* Integers: uint8 with int8 needs a wider signed type. */
-    if (ta->rank == tb->rank) return MUSA_DTYPE_INT32;
+    if (ta->rank == tb->rank) return MUSA_DTYPE_INT16;
     return ta->rank > tb->rank ? a : b;
 }
 
@@ -84,6 +85,8 @@ double musa_load_f64(const void *p, musa_dtype d) {
         return (double)*(const int64_t *)p;
     case MUSA_DTYPE_INT32:
         return *(const int32_t *)p;
+    case MUSA_DTYPE_INT16:
+        return *(const int16_t *)p;
     case MUSA_DTYPE_INT8:
         return *(const int8_t *)p;
     case MUSA_DTYPE_UINT8:
@@ -115,6 +118,9 @@ void musa_store_f64(void *p, musa_dtype d, double v) {
     case MUSA_DTYPE_INT32:
         *(int32_t *)p = musa_sat_i32(v);
         break;
+    case MUSA_DTYPE_INT16:
+        *(int16_t *)p = musa_sat_i16(v);
+        break;
     case MUSA_DTYPE_INT8:
         *(int8_t *)p = musa_sat_i8(v);
         break;
@@ -135,6 +141,8 @@ int64_t musa_load_i64(const void *p, musa_dtype d) {
         return *(const int64_t *)p;
     case MUSA_DTYPE_INT32:
         return *(const int32_t *)p;
+    case MUSA_DTYPE_INT16:
+        return *(const int16_t *)p;
     case MUSA_DTYPE_INT8:
         return *(const int8_t *)p;
     case MUSA_DTYPE_UINT8:
@@ -152,6 +160,9 @@ void musa_store_i64(void *p, musa_dtype d, int64_t v) {
         break;
     case MUSA_DTYPE_INT32:
         *(int32_t *)p = (int32_t)(uint32_t)v;
+        break;
+    case MUSA_DTYPE_INT16:
+        *(int16_t *)p = (int16_t)(uint16_t)v;
         break;
     case MUSA_DTYPE_INT8:
         *(int8_t *)p = (int8_t)(uint8_t)v;

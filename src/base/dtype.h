@@ -126,6 +126,7 @@ static inline musa_bf16 musa_f64_to_bf16(double d) {
         return (T)x;                                                                               \
     }
 MUSA_DEF_SAT(musa_sat_i32, int32_t, INT32_MIN, INT32_MAX)
+MUSA_DEF_SAT(musa_sat_i16, int16_t, INT16_MIN, INT16_MAX)
 MUSA_DEF_SAT(musa_sat_i8, int8_t, INT8_MIN, INT8_MAX)
 MUSA_DEF_SAT(musa_sat_u8, uint8_t, 0, UINT8_MAX)
 #undef MUSA_DEF_SAT

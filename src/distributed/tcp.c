@@ -212,6 +212,9 @@ static void reduce(void *dst, const void *src, int64_t count, int dtype, int op)
     case MUSA_DTYPE_INT32:
         RED_TYPE(int32_t);
         break;
+    case MUSA_DTYPE_INT16:
+        RED_TYPE(int16_t);
+        break;
     case MUSA_DTYPE_INT8:
         RED_TYPE(int8_t);
         break;

@@ -27,7 +27,7 @@ static const struct {
 } DESCRS[] = {
     {"<f4", MUSA_DTYPE_FLOAT32}, {"<f8", MUSA_DTYPE_FLOAT64}, {"<f2", MUSA_DTYPE_FLOAT16},
     {"<i8", MUSA_DTYPE_INT64},   {"<i4", MUSA_DTYPE_INT32},   {"|i1", MUSA_DTYPE_INT8},
-    {"|u1", MUSA_DTYPE_UINT8},   {"|b1", MUSA_DTYPE_BOOL},
+    {"|u1", MUSA_DTYPE_UINT8},   {"|b1", MUSA_DTYPE_BOOL},    {"<i2", MUSA_DTYPE_INT16},
 };
 
 typedef struct cursor {

@@ -82,6 +82,8 @@ int musa_onnx_dtype(int64_t code) {
         return MUSA_DTYPE_UINT8;
     case 3:
         return MUSA_DTYPE_INT8;
+    case 5:
+        return MUSA_DTYPE_INT16;
     case 6:
         return MUSA_DTYPE_INT32;
     case 7:

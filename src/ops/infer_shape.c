@@ -12,7 +12,8 @@
 static int need_index_dtype(const musa_op_info *op, musa_tensor *const *in, int i, musa_infer *r) {
     musa_dtype d = (musa_dtype)in[i]->dtype;
     if (d == MUSA_DTYPE_INT64) return MUSA_OK;
-    if (d == MUSA_DTYPE_INT32 || d == MUSA_DTYPE_UINT8 || d == MUSA_DTYPE_INT8) {
+    if (d == MUSA_DTYPE_INT32 || d == MUSA_DTYPE_INT16 || d == MUSA_DTYPE_UINT8 ||
+        d == MUSA_DTYPE_INT8) {
         r->in_dtype[i] = MUSA_DTYPE_INT64;
         return MUSA_OK;
     }
@@ -785,6 +786,8 @@ static bool fits_dtype(musa_dtype dt, double v) {
         return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
     case MUSA_DTYPE_INT32:
         return v >= -2147483648.0 && v <= 2147483647.0;
+    case MUSA_DTYPE_INT16:
+        return v >= -32768 && v <= 32767;
     case MUSA_DTYPE_INT8:
         return v >= -128 && v <= 127;
     case MUSA_DTYPE_UINT8:

@@ -211,7 +211,11 @@ TEST(dtype_names_and_promotion) {
     CHECK(musa_dtype_from_name("bfloat16") == MUSA_DTYPE_BFLOAT16);
     CHECK(musa_dtype_from_name("nope") == -1 && musa_dtype_from_name(NULL) == -1);
     CHECK(!strcmp(musa_dtype_name((musa_dtype)77), "?") && musa_dtype_size((musa_dtype)-1) == 0);
-    CHECK(musa_promote_types(MUSA_DTYPE_INT8, MUSA_DTYPE_UINT8) == MUSA_DTYPE_INT32);
+    CHECK(musa_promote_types(MUSA_DTYPE_INT8, MUSA_DTYPE_UINT8) == MUSA_DTYPE_INT16);
+    CHECK(musa_promote_types(MUSA_DTYPE_INT16, MUSA_DTYPE_INT8) == MUSA_DTYPE_INT16);
+    CHECK(musa_promote_types(MUSA_DTYPE_INT16, MUSA_DTYPE_INT32) == MUSA_DTYPE_INT32);
+    CHECK(musa_dtype_from_name("short") == MUSA_DTYPE_INT16 &&
+          musa_dtype_size(MUSA_DTYPE_INT16) == 2);
     CHECK(musa_promote_types(MUSA_DTYPE_BOOL, MUSA_DTYPE_UINT8) == MUSA_DTYPE_UINT8);
     CHECK(musa_promote_types(MUSA_DTYPE_INT64, MUSA_DTYPE_FLOAT16) == MUSA_DTYPE_FLOAT16);
     CHECK(musa_promote_types(MUSA_DTYPE_FLOAT16, MUSA_DTYPE_BFLOAT16) == MUSA_DTYPE_FLOAT32);

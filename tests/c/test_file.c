@@ -437,3 +437,22 @@ TEST(file_writer_depth_matches_the_reader_and_scales) {
     musa_file_close(f);
     unlink(path);
 }
+
+TEST(npy_int16_round_trip) {
+    int16_t vals[4] = {-32768, -2, 300, 32767};
+    musa_tensor *x = musa_from_data(vals, 2, (int64_t[]){2, 2}, MUSA_DTYPE_INT16);
+    CHECK(x);
+    const char *path = tmp_path("i16.npy");
+    CHECK_OK(musa_npy_save(path, x));
+    size_t n = 0;
+    unsigned char *bytes = read_whole(path, &n);
+    CHECK(bytes && n > 10);
+    bytes[n] = 0; /* (read_whole leaves a byte spare) the header is text before any NUL */
+    CHECK(strstr((char *)bytes + 10, "'descr': '<i2'")); /* NumPy's own name for it */
+    musa_tensor *y = musa_npy_read_memory(bytes, n);
+    CHECK(y && musa_tensor_dtype(y) == MUSA_DTYPE_INT16 && musa_tensor_ndim(y) == 2);
+    CHECK(!memcmp(musa_tensor_data(y), vals, sizeof vals));
+    free(bytes);
+    musa_tensor_release(x), musa_tensor_release(y);
+    unlink(path);
+}

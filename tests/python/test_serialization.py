@@ -23,7 +23,7 @@ import musa.nn as nn
 import musa.optim as optim
 
 DTYPES = [musa.float32, musa.float64, musa.float16, musa.bfloat16, musa.int64, musa.int32,
-          musa.int8, musa.uint8, musa.bool]
+          musa.int16, musa.int8, musa.uint8, musa.bool]
 
 
 def roundtrip(obj, tmp_path, **kw):
@@ -137,8 +137,8 @@ def test_tensors_of_every_dtype(tmp_path, dtype):
     elif dtype.is_floating_point:
         vals = [1.5, -0.0, float("inf"), float("-inf"), 65504.0 if dtype == musa.float16 else 3e38]
     else:
-        info = np.iinfo({musa.int64: np.int64, musa.int32: np.int32, musa.int8: np.int8,
-                         musa.uint8: np.uint8}[dtype])
+        info = np.iinfo({musa.int64: np.int64, musa.int32: np.int32, musa.int16: np.int16,
+                         musa.int8: np.int8, musa.uint8: np.uint8}[dtype])
         vals = [int(info.min), 0, int(info.max)]
     t = musa.tensor(vals, dtype=dtype)
     objs = [t, t.reshape(1, -1), t[0], musa.empty(0, dtype=dtype), musa.empty(2, 0, 3, dtype=dtype)]

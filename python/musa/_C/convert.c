@@ -528,6 +528,8 @@ static int format_dtype(const char *f, Py_ssize_t itemsize) {
         return itemsize == 8 ? MUSA_DTYPE_INT64 : itemsize == 4 ? MUSA_DTYPE_INT32 : -1;
     case 'i':
         return itemsize == 4 ? MUSA_DTYPE_INT32 : -1;
+    case 'h':
+        return itemsize == 2 ? MUSA_DTYPE_INT16 : -1;
     case 'b':
         return MUSA_DTYPE_INT8;
     case 'B':

@@ -22,6 +22,8 @@ static const char *buffer_format(musa_dtype d) {
         return "q";
     case MUSA_DTYPE_INT32:
         return "i";
+    case MUSA_DTYPE_INT16:
+        return "h";
     case MUSA_DTYPE_INT8:
         return "b";
     case MUSA_DTYPE_UINT8:
@@ -274,6 +276,7 @@ static bool dl_dtype(musa_dtype d, DLDataType *o) {
         return true;
     case MUSA_DTYPE_INT64:
     case MUSA_DTYPE_INT32:
+    case MUSA_DTYPE_INT16:
     case MUSA_DTYPE_INT8:
         o->code = kDLInt;
         return true;
@@ -384,6 +387,7 @@ DEF(from_dlpack, PM_FN, "ext_tensor:O") {
         else if (c == kDLInt)
             d = bits == 64   ? MUSA_DTYPE_INT64
                 : bits == 32 ? MUSA_DTYPE_INT32
+                : bits == 16 ? MUSA_DTYPE_INT16
                 : bits == 8  ? MUSA_DTYPE_INT8
                              : -1;
         else if (c == kDLUInt && bits == 8)

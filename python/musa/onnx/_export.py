@@ -13,7 +13,7 @@ import numpy as np
 from .. import _C
 
 _ONNX_DTYPE = {  # musa dtype name -> TensorProto enum value
-    "float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9, "float16": 10,
+    "float32": 1, "uint8": 2, "int8": 3, "int16": 5, "int32": 6, "int64": 7, "bool": 9, "float16": 10,
     "float64": 11, "bfloat16": 16,
 }
 
@@ -118,9 +118,12 @@ def convert(b, info, name_of, value_info):
     if op == "cast":
         return emit("Cast", ins, to=onnx_dtype(y_info.dtype))
     if op == "sum":
+        x = ins[0]
+        if x_info.dtype != y_info.dtype:  # small integers and bool sum in int64, as musa's do
+            x = b.node("Cast", [x], doc=doc, to=onnx_dtype(y_info.dtype))
         if a["dims"]:
-            return emit("ReduceSum", [ins[0], b.ints(a["dims"])], keepdims=int(a["keepdim"]))
-        return emit("ReduceSum", ins, keepdims=int(a["keepdim"]))
+            return emit("ReduceSum", [x, b.ints(a["dims"])], keepdims=int(a["keepdim"]))
+        return emit("ReduceSum", [x], keepdims=int(a["keepdim"]))
     if op in _REDUCE:
         kw = {"axes": list(a["dims"])} if a["dims"] else {}
         return emit(_REDUCE[op], ins, keepdims=int(a["keepdim"]), **kw)
@@ -238,5 +241,6 @@ def _swap_last(ndim):
 
 def to_np_dtype(dtype):
     return {"float32": np.float32, "float64": np.float64, "float16": np.float16,
-            "int64": np.int64, "int32": np.int32, "int8": np.int8, "uint8": np.uint8,
+            "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8,
+            "uint8": np.uint8,
             "bool": np.bool_}[str(dtype).replace("musa.", "")]

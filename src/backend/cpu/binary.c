@@ -109,6 +109,7 @@ typedef struct {
 #define BIN_INTS(NAME, IE)                                                                         \
     DEF_B(NAME, i64, int64_t, int64_t, int64_t, ST_i64, IE)                                        \
     DEF_B(NAME, i32, int32_t, int32_t, int32_t, ST_i32, IE)                                        \
+    DEF_B(NAME, i16, int16_t, int16_t, int16_t, ST_i16, IE)                                        \
     DEF_B(NAME, i8, int8_t, int8_t, int8_t, ST_i8, IE)                                             \
     DEF_B(NAME, u8, uint8_t, uint8_t, uint8_t, ST_u8, IE)
 #define FLOAT_ENTRIES(NAME)                                                                        \
@@ -116,7 +117,7 @@ typedef struct {
     [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16
 #define INT_ENTRIES(NAME)                                                                          \
     [MUSA_DTYPE_INT64] = NAME##_i64, [MUSA_DTYPE_INT32] = NAME##_i32,                              \
-    [MUSA_DTYPE_INT8] = NAME##_i8, [MUSA_DTYPE_UINT8] = NAME##_u8
+    [MUSA_DTYPE_INT8] = NAME##_i8, [MUSA_DTYPE_UINT8] = NAME##_u8, [MUSA_DTYPE_INT16] = NAME##_i16
 
 #define BINARY_ARITH(NAME, FE, DE, IE, BE)                                                         \
     BIN_FLOATS(NAME, FE, DE)                                                                       \
@@ -146,6 +147,7 @@ typedef struct {
     DEF_B(NAME, bf16, musa_bf16, float, uint8_t, (uint8_t), a OPR b)                               \
     DEF_B(NAME, i64, int64_t, int64_t, uint8_t, (uint8_t), a OPR b)                                \
     DEF_B(NAME, i32, int32_t, int32_t, uint8_t, (uint8_t), a OPR b)                                \
+    DEF_B(NAME, i16, int16_t, int16_t, uint8_t, (uint8_t), a OPR b)                                \
     DEF_B(NAME, i8, int8_t, int8_t, uint8_t, (uint8_t), a OPR b)                                   \
     DEF_B(NAME, u8, uint8_t, uint8_t, uint8_t, (uint8_t), a OPR b)                                 \
     DEF_B(NAME, b, uint8_t, uint8_t, uint8_t, (uint8_t), a OPR b)                                  \
@@ -471,6 +473,7 @@ DEF_CLAMP_F(f16, musa_f16, float)
 DEF_CLAMP_F(bf16, musa_bf16, float)
 DEF_CLAMP_I(i64, int64_t, int64_t)
 DEF_CLAMP_I(i32, int32_t, int32_t)
+DEF_CLAMP_I(i16, int16_t, int16_t)
 DEF_CLAMP_I(i8, int8_t, int8_t)
 DEF_CLAMP_I(u8, uint8_t, uint8_t)
 

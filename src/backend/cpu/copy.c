@@ -33,6 +33,7 @@
     DEF_COPY(bf16, musa_bf16, SN, ST)                                                              \
     DEF_COPY(i64, int64_t, SN, ST)                                                                 \
     DEF_COPY(i32, int32_t, SN, ST)                                                                 \
+    DEF_COPY(i16, int16_t, SN, ST)                                                                 \
     DEF_COPY(i8, int8_t, SN, ST)                                                                   \
     DEF_COPY(u8, uint8_t, SN, ST)                                                                  \
     DEF_COPY(b, uint8_t, SN, ST)
@@ -46,13 +47,13 @@ static const musa_loop_fn copy_loops[MUSA_DTYPE_COUNT][MUSA_DTYPE_COUNT] = {
         [MUSA_DTYPE_FLOAT16] = copy_##DN##_f16, [MUSA_DTYPE_BFLOAT16] = copy_##DN##_bf16,          \
         [MUSA_DTYPE_INT64] = copy_##DN##_i64, [MUSA_DTYPE_INT32] = copy_##DN##_i32,                \
         [MUSA_DTYPE_INT8] = copy_##DN##_i8, [MUSA_DTYPE_UINT8] = copy_##DN##_u8,                   \
-        [MUSA_DTYPE_BOOL] = copy_##DN##_b,                                                         \
+        [MUSA_DTYPE_INT16] = copy_##DN##_i16, [MUSA_DTYPE_BOOL] = copy_##DN##_b,                   \
     }
     [MUSA_DTYPE_FLOAT32] = ROW(f32), [MUSA_DTYPE_FLOAT64] = ROW(f64),
     [MUSA_DTYPE_FLOAT16] = ROW(f16), [MUSA_DTYPE_BFLOAT16] = ROW(bf16),
     [MUSA_DTYPE_INT64] = ROW(i64),   [MUSA_DTYPE_INT32] = ROW(i32),
     [MUSA_DTYPE_INT8] = ROW(i8),     [MUSA_DTYPE_UINT8] = ROW(u8),
-    [MUSA_DTYPE_BOOL] = ROW(b),
+    [MUSA_DTYPE_INT16] = ROW(i16),   [MUSA_DTYPE_BOOL] = ROW(b),
 #undef ROW
 };
 

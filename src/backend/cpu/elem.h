@@ -18,6 +18,7 @@
     X(bf16, musa_bf16, float, MUSA_DTYPE_BFLOAT16)                                                 \
     X(i64, int64_t, int64_t, MUSA_DTYPE_INT64)                                                     \
     X(i32, int32_t, int32_t, MUSA_DTYPE_INT32)                                                     \
+    X(i16, int16_t, int16_t, MUSA_DTYPE_INT16)                                                     \
     X(i8, int8_t, int8_t, MUSA_DTYPE_INT8)                                                         \
     X(u8, uint8_t, uint8_t, MUSA_DTYPE_UINT8)                                                      \
     X(b, uint8_t, uint8_t, MUSA_DTYPE_BOOL)
@@ -31,6 +32,7 @@
 #define MUSA_FOR_INTS(X)                                                                           \
     X(i64, int64_t, int64_t, MUSA_DTYPE_INT64)                                                     \
     X(i32, int32_t, int32_t, MUSA_DTYPE_INT32)                                                     \
+    X(i16, int16_t, int16_t, MUSA_DTYPE_INT16)                                                     \
     X(i8, int8_t, int8_t, MUSA_DTYPE_INT8)                                                         \
     X(u8, uint8_t, uint8_t, MUSA_DTYPE_UINT8)
 
@@ -46,6 +48,7 @@
 #define LD_bf16(x) musa_bf16_to_f32(x)
 #define LD_i64(x)  (x)
 #define LD_i32(x)  (x)
+#define LD_i16(x)  (x)
 #define LD_i8(x)   (x)
 #define LD_u8(x)   (x)
 #define LD_b(x)    (x)
@@ -71,6 +74,8 @@ static inline int64_t musa_to_i64_d(double v) {
     _Generic((v), float : musa_sat_i64, double : musa_sat_i64, default : musa_wrap_i64)(v)
 #define ST_i32(v)                                                                                  \
     _Generic((v), float : musa_sat_i32, double : musa_sat_i32, default : musa_wrap_i32)(v)
+#define ST_i16(v)                                                                                  \
+    _Generic((v), float : musa_sat_i16, double : musa_sat_i16, default : musa_wrap_i16)(v)
 #define ST_i8(v) _Generic((v), float : musa_sat_i8, double : musa_sat_i8, default : musa_wrap_i8)(v)
 #define ST_u8(v) _Generic((v), float : musa_sat_u8, double : musa_sat_u8, default : musa_wrap_u8)(v)
 #define ST_b(v)  ((uint8_t)((v) != 0))
@@ -81,6 +86,9 @@ static inline int64_t musa_wrap_i64(int64_t v) {
 }
 static inline int32_t musa_wrap_i32(int64_t v) {
     return (int32_t)(uint32_t)(uint64_t)v;
+}
+static inline int16_t musa_wrap_i16(int64_t v) {
+    return (int16_t)(uint16_t)(uint64_t)v;
 }
 static inline int8_t musa_wrap_i8(int64_t v) {
     return (int8_t)(uint8_t)(uint64_t)v;

@@ -62,7 +62,7 @@ void musa_cpu_fill(const musa_kview *v, double value) {
         [MUSA_DTYPE_FLOAT16] = fill_f16, [MUSA_DTYPE_BFLOAT16] = fill_bf16,
         [MUSA_DTYPE_INT64] = fill_i64,   [MUSA_DTYPE_INT32] = fill_i32,
         [MUSA_DTYPE_INT8] = fill_i8,     [MUSA_DTYPE_UINT8] = fill_u8,
-        [MUSA_DTYPE_BOOL] = fill_b};
+        [MUSA_DTYPE_INT16] = fill_i16,   [MUSA_DTYPE_BOOL] = fill_b};
     _Alignas(8) char scalar[8];
     musa_store_f64(scalar, (musa_dtype)v->dtype, value);
     musa_iter it;

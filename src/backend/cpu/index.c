@@ -195,7 +195,7 @@ int cpu_scatter(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int
             [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16,                \
             [MUSA_DTYPE_INT64] = NAME##_i64,   [MUSA_DTYPE_INT32] = NAME##_i32,                    \
             [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8,                     \
-            [MUSA_DTYPE_BOOL] = NAME##_b};                                                         \
+            [MUSA_DTYPE_INT16] = NAME##_i16,   [MUSA_DTYPE_BOOL] = NAME##_b};                      \
         return scatter_common(ctx, out, in, attrs, loops[in[0].dtype]);                            \
     }
 DEF_SCATTER_KERNEL(scatter_add)

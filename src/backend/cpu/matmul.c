@@ -397,6 +397,9 @@ static void mm_slices(void *arg, int64_t b0, int64_t b1) {
         case MUSA_DTYPE_INT32:
             imm_i32(&p->a, pa, &p->b, pb, &p->c, pc);
             break;
+        case MUSA_DTYPE_INT16:
+            imm_i16(&p->a, pa, &p->b, pb, &p->c, pc);
+            break;
         case MUSA_DTYPE_INT8:
             imm_i8(&p->a, pa, &p->b, pb, &p->c, pc);
             break;

@@ -93,13 +93,15 @@
     DEF_U(NAME, bf16, musa_bf16, float, FE)                                                        \
     DEF_U(NAME, i64, int64_t, int64_t, IE)                                                         \
     DEF_U(NAME, i32, int32_t, int32_t, IE)                                                         \
+    DEF_U(NAME, i16, int16_t, int16_t, IE)                                                         \
     DEF_U(NAME, i8, int8_t, int8_t, IE)                                                            \
     DEF_U(NAME, u8, uint8_t, uint8_t, IE)                                                          \
     static const musa_loop_fn loops_##NAME[MUSA_DTYPE_COUNT] = {                                   \
         [MUSA_DTYPE_FLOAT32] = NAME##_f32, [MUSA_DTYPE_FLOAT64] = NAME##_f64,                      \
         [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16,                    \
         [MUSA_DTYPE_INT64] = NAME##_i64,   [MUSA_DTYPE_INT32] = NAME##_i32,                        \
-        [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8};                        \
+        [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8,                         \
+        [MUSA_DTYPE_INT16] = NAME##_i16};                                                          \
     DEF_KERNEL(NAME, MUSA_GRAIN_CHEAP)
 
 #define UNARY_FLOAT(NAME, FE, DE) UNARY_FLOAT_LOOPS(NAME, FE, DE, DEF_U)
@@ -128,6 +130,7 @@
     DEF_UB(NAME, bf16, musa_bf16, float, FE)                                                       \
     DEF_UB(NAME, i64, int64_t, int64_t, IE)                                                        \
     DEF_UB(NAME, i32, int32_t, int32_t, IE)                                                        \
+    DEF_UB(NAME, i16, int16_t, int16_t, IE)                                                        \
     DEF_UB(NAME, i8, int8_t, int8_t, IE)                                                           \
     DEF_UB(NAME, u8, uint8_t, uint8_t, IE)                                                         \
     DEF_UB(NAME, b, uint8_t, uint8_t, IE)                                                          \
@@ -136,7 +139,7 @@
         [MUSA_DTYPE_FLOAT16] = NAME##_f16, [MUSA_DTYPE_BFLOAT16] = NAME##_bf16,                    \
         [MUSA_DTYPE_INT64] = NAME##_i64,   [MUSA_DTYPE_INT32] = NAME##_i32,                        \
         [MUSA_DTYPE_INT8] = NAME##_i8,     [MUSA_DTYPE_UINT8] = NAME##_u8,                         \
-        [MUSA_DTYPE_BOOL] = NAME##_b};                                                             \
+        [MUSA_DTYPE_INT16] = NAME##_i16,   [MUSA_DTYPE_BOOL] = NAME##_b};                          \
     DEF_KERNEL(NAME, MUSA_GRAIN_CHEAP)
 
 #define DEF_KERNEL(NAME, GRAIN)                                                                    \
@@ -249,15 +252,14 @@ UNARY_PRED(isinf, isinf(x), 0 * x)
 /* ~x: integers and bool (logical not). */
 DEF_U(bitwise_not, i64, int64_t, int64_t, ~x)
 DEF_U(bitwise_not, i32, int32_t, int32_t, ~x)
+DEF_U(bitwise_not, i16, int16_t, int16_t, ~x)
 DEF_U(bitwise_not, i8, int8_t, int8_t, ~x)
 DEF_U(bitwise_not, u8, uint8_t, uint8_t, ~x)
 DEF_U(bitwise_not, b, uint8_t, uint8_t, !x)
 static const musa_loop_fn loops_bitwise_not[MUSA_DTYPE_COUNT] = {
-    [MUSA_DTYPE_INT64] = bitwise_not_i64,
-    [MUSA_DTYPE_INT32] = bitwise_not_i32,
-    [MUSA_DTYPE_INT8] = bitwise_not_i8,
-    [MUSA_DTYPE_UINT8] = bitwise_not_u8,
-    [MUSA_DTYPE_BOOL] = bitwise_not_b};
+    [MUSA_DTYPE_INT64] = bitwise_not_i64, [MUSA_DTYPE_INT32] = bitwise_not_i32,
+    [MUSA_DTYPE_INT16] = bitwise_not_i16, [MUSA_DTYPE_INT8] = bitwise_not_i8,
+    [MUSA_DTYPE_UINT8] = bitwise_not_u8,  [MUSA_DTYPE_BOOL] = bitwise_not_b};
 DEF_KERNEL(bitwise_not, MUSA_GRAIN_CHEAP)
 
 /* ---- chains (chain.h): the float32 block of each loop a chain may run ---- */

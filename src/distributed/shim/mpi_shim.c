@@ -93,6 +93,9 @@ static int mpi_type(int dtype, MPI_Datatype *t) {
     case MUSA_DTYPE_INT32:
         *t = MPI_INT32_T;
         return 0;
+    case MUSA_DTYPE_INT16:
+        *t = MPI_INT16_T;
+        return 0;
     case MUSA_DTYPE_INT8:
         *t = MPI_INT8_T;
         return 0;

@@ -367,8 +367,8 @@ def compare(a, b, musa, torch, path="out", keep=None, floor=0.0):
     if type(a).__name__ in ("dtype", "device") or isinstance(a, str):
         if str(a).split(".")[-1] == str(b).split(".")[-1] or isinstance(a, str):
             return None
-        # a dtype musa does not have (int16: seed 6371's int8 with uint8 gives
-        # int32 in musa, as its add does): another promotion rule, logged
+        # a dtype musa does not have (complex: seed 6371's int8 with uint8 gave
+        # int32 before musa had int16): another promotion rule, logged
         lacks = type(b).__name__ == "dtype" and not hasattr(musa, str(b).split(".")[-1])
         return ("dtype: " if lacks else "") + f"{path}: {a} vs torch {b}"
     return None  # other objects (grad_fn, arrays): not compared

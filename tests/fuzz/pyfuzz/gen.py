@@ -13,10 +13,11 @@ import re
 
 from .api import BINARY_OPS, UNARY_OPS
 
-DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool"]
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
+          "bool"]
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
-INT_RANGE = {"int64": (-2**63, 2**63 - 1), "int32": (-2**31, 2**31 - 1), "int8": (-128, 127),
-             "uint8": (0, 255)}
+INT_RANGE = {"int64": (-2**63, 2**63 - 1), "int32": (-2**31, 2**31 - 1),
+             "int16": (-2**15, 2**15 - 1), "int8": (-128, 127), "uint8": (0, 255)}
 EDGE_FLOATS = ["0.0", "-0.0", "nan", "inf", "-inf", "3e38", "-3e38", "1e-40", "65504.0", "1e300"]
 EDGE_SCALARS = ["0", "-1", "1", "2", "True", "False", "2**31", "-2**31", "2**63", "-2**63 - 1",
                 "2**62", "2**70", "-2**70", "0.5", "-0.0", "nan", "inf", "-inf", "1e308", "1e-45"]

@@ -251,7 +251,7 @@ def _broadcast_coalesced(tensors):
 
 def _dtype_code(dtype):
     return ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8",
-            "bool"].index(str(dtype).replace("musa.", ""))
+            "bool", "int16"].index(str(dtype).replace("musa.", ""))
 
 
 def _reached_leaves(out):
