@@ -1,9 +1,12 @@
-"""musa.utils.benchmark: Timer and Measurement (the statistics are checked
-on given raw times; the timing itself only for shape, never for speed)."""
+"""musa.utils.benchmark: Timer, Measurement and Compare (the statistics and
+tables are checked on given raw times, against PyTorch's; the timing itself
+only for shape, never for speed)."""
+import random
+
 import pytest
 
 import musa
-from musa.utils.benchmark import Measurement, Timer
+from musa.utils.benchmark import Compare, Measurement, Timer
 
 
 def spec(**kw):
@@ -68,3 +71,67 @@ def test_unsupported_forms():
         t.repeat()
     with pytest.raises(NotImplementedError, match="blocked_autorange"):
         t.autorange()
+
+
+def _measurements(lib, seed, envs):
+    """Random measurements (1 to 7 blocks, medians from 1 ns to 3 s, some
+    noisy), as musa's or as PyTorch's."""
+    rng = random.Random(seed)
+    out = []
+    for threads in (1, 4):
+        for env in envs:
+            for sub in ("a", "bb"):
+                for desc in ("x", "yy", "zzzz"):
+                    if rng.random() < 0.2:
+                        continue
+                    k = rng.choice([1e-8, 1e-6, 1e-3, 1])
+                    raw = [rng.uniform(1, 3) * k * rng.choice([1, 1, 1.5])
+                           for _ in range(rng.choice([1, 3, 7]))]
+                    if lib == "musa":
+                        out.append(Measurement(10, raw, spec(stmt="f(x)", label="lbl",
+                                                             sub_label=sub, description=desc,
+                                                             env=env, num_threads=threads)))
+                    else:
+                        from torch.utils.benchmark.utils.common import TaskSpec
+                        import torch.utils.benchmark as tb
+                        out.append(tb.Measurement(10, raw, TaskSpec("f(x)", "pass", "", "lbl", sub,
+                                                                    desc, env, threads)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compare_prints_pytorchs_tables(seed):
+    tb = pytest.importorskip("torch.utils.benchmark")
+    envs = (None,) if seed % 2 else ("e1", "env2")
+    for mods in ([], ["trim"], ["warn"], ["trim", "warn"], ["color"], ["rowcolor", "warn"]):
+        got = []
+        for lib, cls in (("musa", Compare), ("torch", tb.Compare)):
+            c = cls(_measurements(lib, seed, envs))
+            for mod in mods:
+                {"trim": c.trim_significant_figures, "warn": c.highlight_warnings,
+                 "color": c.colorize, "rowcolor": lambda: c.colorize(rowwise=True)}[mod]()
+            got.append(str(c))
+        assert got[0] == got[1], mods
+    ms, ts = _measurements("musa", seed, envs), _measurements("torch", seed, envs)
+    for m, t in zip(ms, ts):
+        assert (m.significant_figures, m.has_warnings) == (t.significant_figures,
+                                                          t.has_warnings)
+
+
+def test_compare_of_timers_and_errors(capsys):
+    x = musa.ones(8)
+    ms = [Timer(stmt, globals={"x": x}, label="ops", sub_label=f"n={n}", description=name,
+                num_threads=1).blocked_autorange(min_run_time=0.01)
+          for n in (8,) for stmt, name in (("x + x", "add"), ("x * x", "mul"))]
+    ms.append(Timer("x + x", globals={"x": x}, label="other").blocked_autorange(
+        min_run_time=0.01))
+    c = Compare(ms[:1])
+    c.extend_results(ms[1:])
+    c.print()
+    out = capsys.readouterr().out
+    assert out.count("Times are in") == 2 and "[" in out and " ops " in out and " other " in out
+    head = [line for line in out.splitlines() if "add" in line][0]
+    assert "|" in head and "mul" in head
+    assert "1 threads: -" in out and "  n=8" in out
+    with pytest.raises(ValueError, match=r"\[Compare\] expected Measurements"):
+        Compare([1.0])
