@@ -633,9 +633,14 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None,
              requires_grad=False):
     """steps points from base**start to base**end, evenly spaced in the
-    exponent."""
+    exponent. For an integer dtype start and end are first made integers
+    (toward zero), as PyTorch does (logspace(3, 0.5, 4, dtype=int64) is
+    1000, 100, 10, 1)."""
     _C._factory_options("logspace", device, layout)
     base = _number(base, "logspace", "base")
+    if dtype is not None and not dtype.is_floating_point and dtype is not _C.bool:
+        start, end = (_math.trunc(_number(v, "logspace", n)) for v, n in ((start, "start"),
+                                                                           (end, "end")))
     exps = _C.linspace(start, end, steps, dtype=_C.float64)
     out = _C.pow(base, exps).to(dtype or _C.get_default_dtype())
     return out.requires_grad_() if requires_grad else out

@@ -136,6 +136,13 @@ def test_pytorch_bugs_are_not_compared():
     assert torch_wrong("gcd", {"a0": a, "a1": b})
     assert not torch_wrong("gcd", {"a0": a, "a1": b + 1})
     assert musa.gcd(a, b).tolist() == [5, 1, 5]
+    # seeds 23522, 23557: softmin negates in the input's integer type before the cast
+    a = musa.tensor([127, -128], dtype=musa.int8)
+    assert torch_wrong("softmin", {"a0": a, "a1": musa.float64})
+    assert torch_wrong("softmin", {"a0": musa.tensor([5, 1], dtype=musa.uint8)})
+    assert not torch_wrong("softmin", {"a0": musa.tensor([127, -127], dtype=musa.int8)})
+    assert musa.equal(musa.nn.functional.softmin(a, 0, dtype=musa.float64),
+                      musa.softmax(-a.double(), 0))
     # seed 13393: and groups of one element, in float32 too (musa: exactly 0)
     x, src = musa.tensor([[[-3.925], [-1.782], [-2.464]]]), "out = F.group_norm(a0, a1, a2, a3)"
     assert torch_wrong("group_norm", {"a0": x, "a1": 3}, src)

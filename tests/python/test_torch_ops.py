@@ -167,7 +167,10 @@ CASES = {
                            [np.array([1, 1, 2, 2, 3, 1, 1, 2])], False),
     "trapezoid": (lambda L, a, x: (L.trapezoid(a), L.trapezoid(a, x), L.trapz(a, dx=0.5, dim=0),
                                    L.cumulative_trapezoid(a, x)), [M, np.sort(arr(4))]),
-    "logspace": (lambda L: (L.logspace(0, 2, 5, dtype=L.float64), L.logspace(-1, 1, 3, base=2, dtype=L.float64)),
+    "logspace": (lambda L: (L.logspace(0, 2, 5, dtype=L.float64), L.logspace(-1, 1, 3, base=2, dtype=L.float64),
+                            # integer dtypes: start and end made integers first (fuzz seed 23517)
+                            L.logspace(3, 0.5, 4, dtype=L.int64), L.logspace(-2.5, 3, 5, dtype=L.int32),
+                            L.logspace(2, 3.7, 3, base=2, dtype=L.int16)),
                  [], False),
     "renorm": (lambda L, a: a.renorm(2, 0, 1.0), [M]),
     "scatters": (lambda L, a, b, c: (L.select_scatter(a, b, 0, 1), L.slice_scatter(a, c, 1, 0, 4, 2)),

@@ -105,6 +105,11 @@ TORCH_WRONG = {
     "gcd_": (("integer minimum", "|x| of the type's minimum wraps, and the gcd comes out negative"),),
     # seed 9314: softsign(int8 127) is -0.992: 1 + |x| computed in int8 wraps to -128
     "softsign": (("int8", "1 + |x| wraps around in 8-bit integers"),),
+    # seeds 23522, 23557: softmin(int8 [127, -128], dtype=float64) is softmax([-127, -128]):
+    # -x is taken in the input's type, where -(-128) wraps, before the cast to dtype; and
+    # in uint8 every nonzero -x wraps (-5 is 251)
+    "softmin": (("integer minimum", "-x of the type's least value wraps before the cast"),
+                ("uint8", "-x of an unsigned value wraps before the cast")),
     # seed 9359: unique_consecutive(x, True) returns an empty inverse (return_inverse=True
     # spelled out gives the right one)
     "unique_consecutive": (("positional flag", "a positional return_inverse gives an empty inverse"),),
