@@ -302,6 +302,9 @@ static void fill(reader *r, state *s, void *p, int64_t n, musa_dtype dt) {
         case MUSA_DTYPE_INT32:
             ((int32_t *)p)[i] = (int32_t)v;
             break;
+        case MUSA_DTYPE_INT16:
+            ((int16_t *)p)[i] = (int16_t)v;
+            break;
         case MUSA_DTYPE_INT8:
             ((int8_t *)p)[i] = (int8_t)v;
             break;
