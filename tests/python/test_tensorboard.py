@@ -445,6 +445,7 @@ def test_embedding(tmp_path):
                         tag="a/b")
         w.add_embedding(mat[:2], metadata=[["p", 1], ["q", 2]], metadata_header=["name", "k"],
                         global_step=3)
+        w.add_embedding(mat[:3], metadata=musa.tensor([7, 8, 9]), tag="labels")
     d = tmp_path / "00000" / "a%2fb"
     rows = [line.split("\t") for line in (d / "tensors.tsv").read_text().splitlines()]
     assert np.array(rows, dtype=np.float64).tolist() == mat.astype(np.float64).tolist()
@@ -455,8 +456,9 @@ def test_embedding(tmp_path):
     assert (sprite[0:4, 6:12, 0] == want).all() and (sprite[4:8, 12:18] == 0).all()
     assert (tmp_path / "00003" / "default" / "metadata.tsv").read_text() == \
         "name\tk\np\t1\nq\t2\n"
+    assert (tmp_path / "00000" / "labels" / "metadata.tsv").read_text() == "7\n8\n9\n"
     cfg = (tmp_path / "projector_config.pbtxt").read_text()
-    assert cfg.count("embeddings {") == 2
+    assert cfg.count("embeddings {") == 3
     assert 'tensor_name: "a/b:00000"' in cfg and 'tensor_path: "00000/a%2fb/tensors.tsv"' in cfg
     assert "single_image_dim: 6\n    single_image_dim: 4" in cfg
     assert 'tensor_name: "default:00003"' in cfg and "00003/default/metadata.tsv" in cfg

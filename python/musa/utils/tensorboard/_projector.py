@@ -42,8 +42,8 @@ def add_embedding(writer, mat, metadata, label_img, global_step, tag, metadata_h
     step = 0 if global_step is None else int(global_step)
     sub = f"{step:05d}/{_escape_dir(tag)}"
     path = os.path.join(writer.log_dir, sub)
-    if metadata is not None:
-        metadata = list(metadata)
+    if metadata is not None:  # a tensor of labels as its values (not "tensor(3)")
+        metadata = metadata.tolist() if hasattr(metadata, "tolist") else list(metadata)
         if len(metadata) != n:
             raise ValueError(f"[add_embedding] {len(metadata)} metadata rows for {n} points")
         if metadata_header is not None:
