@@ -10,10 +10,11 @@ write them, and `tensorboard --logdir runs` reads them.
 
 Scalars, groups of scalars, histograms (numpy's bins, or PyTorch's
 "tensorflow" default buckets), images and batches of them (PNG, written
-here with zlib), matplotlib figures, text, audio (WAV), PR curves,
-hyperparameters with their metrics, custom-scalar layouts, embeddings for
-the projector (_projector.py) and model graphs (_graph.py: a musa capture
-of the model, scoped by module). Not here: video and meshes.
+here with zlib), videos (animated GIFs, _gif.py), matplotlib figures,
+text, audio (WAV), PR curves, hyperparameters with their metrics,
+custom-scalar layouts, embeddings for the projector (_projector.py) and
+model graphs (_graph.py: a musa capture of the model, scoped by module).
+Not here: meshes.
 """
 import io
 import os
@@ -319,6 +320,33 @@ class SummaryWriter:
             f.writeframes(pcm.tobytes())
         self._add(E.audio_value(tag, rate, pcm.shape[1], pcm.shape[0], buf.getvalue()),
                   global_step, walltime)
+
+    def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None):
+        """Videos (N, T, C, H, W), floats in [0, 1] or uint8, C 1 or 3, as
+        one animated GIF: the N videos tiled in a grid as PyTorch tiles
+        them (N padded to a power of two, rows the power of two nearest
+        its square root from below), fps frames a second."""
+        import numpy as np
+        from ._gif import encode
+        v = _array(vid_tensor, "add_video")
+        if v.ndim != 5 or 0 in v.shape or v.shape[2] not in (1, 3):
+            raise ValueError(f"[add_video] expected videos of shape (N, T, C, H, W) with C 1 or "
+                             f"3 and no empty dim, got {v.shape}")
+        rate = _number(fps, "add_video")
+        if not 0 < rate <= 100:
+            raise ValueError(f"[add_video] fps must be in (0, 100], got {fps!r}")
+        n, t, c, h, w = v.shape
+        padded = 1 << (n - 1).bit_length()
+        rows = 1 << ((n.bit_length() - 1) // 2)
+        cols = padded // rows
+        grid = np.zeros((t, rows * h, cols * w, c), dtype=np.float32)
+        scale = 1 if v.dtype == np.uint8 else 255
+        for i in range(n):
+            r, k = divmod(i, cols)
+            grid[:, r * h:(r + 1) * h, k * w:(k + 1) * w] = v[i].transpose(0, 2, 3, 1) * scale
+        frames = grid.clip(0, 255).astype(np.uint8)
+        self._add(E.image_value(tag, rows * h, cols * w, c, encode(frames, rate)), global_step,
+                  walltime)
 
     def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127,
                      weights=None, walltime=None):
