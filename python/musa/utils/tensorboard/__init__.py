@@ -339,14 +339,12 @@ class SummaryWriter:
         padded = 1 << (n - 1).bit_length()
         rows = 1 << ((n.bit_length() - 1) // 2)
         cols = padded // rows
-        grid = np.zeros((t, rows * h, cols * w, c), dtype=np.float32)
-        scale = 1 if v.dtype == np.uint8 else 255
+        grid = np.zeros((t, rows * h, cols * w, c), dtype=v.dtype)
         for i in range(n):
             r, k = divmod(i, cols)
-            grid[:, r * h:(r + 1) * h, k * w:(k + 1) * w] = v[i].transpose(0, 2, 3, 1) * scale
-        frames = grid.clip(0, 255).astype(np.uint8)
-        self._add(E.image_value(tag, rows * h, cols * w, c, encode(frames, rate)), global_step,
-                  walltime)
+            grid[:, r * h:(r + 1) * h, k * w:(k + 1) * w] = v[i].transpose(0, 2, 3, 1)
+        self._add(E.image_value(tag, rows * h, cols * w, c, encode(_to_uint8(grid), rate)),
+                  global_step, walltime)
 
     def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127,
                      weights=None, walltime=None):

@@ -52,12 +52,11 @@ def _scopes(model):
     return mods, tensors
 
 
-def _capture(model, args):
+def _capture(model, args, mods):
     """The captured _C.Graph and marks: (node count, scope) at every module
-    entry and exit."""
+    entry and exit; mods: each module's scope path (_scopes)."""
     from ...nn import Module
     from ... import no_grad
-    mods, _ = _scopes(model)
     stack, marks = [type(model).__name__], [(0, type(model).__name__)]
     g = _C.Graph()
 
@@ -112,13 +111,13 @@ def graph_def(model, input_to_model, verbose):
     else:
         args = (input_to_model,)
     args = tuple(a.detach() if isinstance(a, _C.Tensor) else a for a in args)
+    mods, tensors = _scopes(model)
     try:
-        g, marks = _capture(model, args)
+        g, marks = _capture(model, args, mods)
     except (RuntimeError, ValueError, NotImplementedError) as e:
         raise RuntimeError(f"[add_graph] the model could not be traced: {e}") from e
     if verbose:
         print(g.text())
-    _, tensors = _scopes(model)
 
     def scope_of(node):  # the last mark at or before the node
         lo, hi = 0, len(marks) - 1
