@@ -82,6 +82,9 @@ typedef struct musa_gnode {
      * low-precision dtype eager's kernel wrote (capture.c): static autodiff
      * treats the op and this cast as eager's one tape node. */
     bool rounding;
+    /* Made by the remat pass to recompute a value just before its late
+     * reads: the scheduler does not hoist it (plan/build.c). */
+    bool recomputed;
     int32_t n_in;
     int32_t *in; /* [n_in], arena */
     int32_t out[MUSA_MAX_OUTPUTS];

@@ -15,6 +15,14 @@
  *   keeps). No value is kept alive longer, and no decision needs sizes.
  *   Functions of the weights alone (autocast's weight casts) are kept:
  *   eager casts a weight once per step, and so does a plan.
+ *   Then, without a budget, the budget mode's search restricted to such
+ *   cheap values (chains of up to 3) and to values of at least 1/32 of the
+ *   estimated peak ("peak mode"): while a value live across the peak and
+ *   not read there can be recomputed at its next read and that lowers the
+ *   peak, up to 16 times. (GPT-tiny's second GELU output, read by its
+ *   weight gradient 15 nodes later, across the plan's peak: 1 MiB of 7.17.)
+ *   Its estimate counts an elementwise node's output in the buffer of an
+ *   input that dies there, as the planner lays them out.
  * - With a budget (musa_pass_ctx.remat_budget, from musa.Config's
  *   memory_budget): while the estimated peak of live intermediate bytes is
  *   over it, a value live across the peak and not read there (itself or
@@ -41,14 +49,16 @@
  */
 #include "../graph.h"
 
-#define GAP        16 /* cheap mode: a read this many nodes after the first is "late" */
-#define GAP_BUDGET 8  /* the same under a budget */
-#define DEPTH      3  /* cheap mode: longest chain recomputed for one value */
-#define DEPTH_BIG  12 /* budget mode */
-#define MAX_CHAIN  16
-#define MAX_VIEWS  16 /* budget mode: views of a recomputed value cloned with it */
-#define MAX_CLONE  (MAX_CHAIN + MAX_VIEWS)
-#define MAX_ROUNDS 4096 /* budget mode: values recomputed at most */
+#define GAP          16 /* cheap mode: a read this many nodes after the first is "late" */
+#define GAP_BUDGET   8  /* the same under a budget */
+#define DEPTH        3  /* cheap mode: longest chain recomputed for one value */
+#define DEPTH_BIG    12 /* budget mode */
+#define MAX_CHAIN    16
+#define MAX_VIEWS    16 /* budget mode: views of a recomputed value cloned with it */
+#define MAX_CLONE    (MAX_CHAIN + MAX_VIEWS)
+#define MAX_ROUNDS   4096 /* budget mode: values recomputed at most */
+#define ROUNDS_CHEAP 16   /* peak mode: the same */
+#define MIN_SHARE    32   /* peak mode: a value recomputed frees this share of the peak or more */
 
 typedef struct remat {
     musa_graph *g;
@@ -154,6 +164,7 @@ static int clone_chain(remat *r, const int32_t *chain, int cn, int nviews, int j
         }
         if (id < 0) return id;
         g->nodes.data[id].loc = src.loc;
+        g->nodes.data[id].recomputed = true;
         /* a product written in another layout (a matmul writing its rows
          * permuted, simplify.c) is written the same way again: the views
          * cloned after it are views only of that layout */
@@ -277,6 +288,30 @@ static void profile(const remat *r, int64_t *live) {
         int64_t b = musa_gvalue_bytes(x);
         live[x->producer] += b, live[end + 1] -= b;
     }
+    /* Without a budget: an elementwise node writes over an input root of its
+     * size that dies there, as the planner does (plan/build.c), so that input
+     * ends a node early. (GPT-tiny's estimate otherwise peaked at a GELU's
+     * backward, which writes in place, rather than where its plan does, and
+     * kept the second block's GELU output. Under a budget the Python side
+     * checks the plan and asks again; there the adjustment led a deep tanh
+     * MLP's plan to 2.79 MB where it had reached 2.58.) */
+    for (int64_t i = 0; i < nn && !r->any_op; i++) {
+        const musa_gnode *n = &g->nodes.data[i];
+        if (n->dead || n->n_out != 1 ||
+            !(musa_ops[n->op].flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_OVERWRITE)))
+            continue;
+        int64_t b = musa_gvalue_bytes(&g->values.data[n->out[0]]);
+        for (int k = 0; k < n->n_in; k++) {
+            int32_t v = g->values.data[n->in[k]].root;
+            const musa_gvalue *x = &g->values.data[v];
+            if (v < r->nv && x->kind == MUSA_V_NODE && x->producer >= 0 && x->producer < i &&
+                !r->keep[v] && r->last[v] == i && musa_gvalue_bytes(x) == b &&
+                !(musa_ops[g->nodes.data[x->producer].op].flags & MUSA_OPF_INPLACE)) {
+                live[i] -= b, live[i + 1] += b;
+                break;
+            }
+        }
+    }
     for (int64_t i = 1; i <= nn; i++) live[i] += live[i - 1];
 }
 
@@ -352,6 +387,7 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
     int32_t *after = NULL; /* value -> its first read after the peak (a root: or of a view of it) */
     uint8_t *blocked = NULL; /* value is read at the peak (a root: or a view of it) */
     int32_t *vfirst = NULL, *vnext = NULL, *vlast = NULL; /* each root's view nodes */
+    int64_t last_peak = 0;
     for (int round = 0; round < MAX_ROUNDS && !rc; round++) {
         int64_t nn = g->nodes.len;
         r->nv = g->values.len;
@@ -372,6 +408,10 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
         for (int64_t i = 1; i < nn; i++)
             if (live[i] > live[peak_at]) peak_at = i;
         if (nn == 0 || live[peak_at] <= budget) break;
+        /* without a budget: while each round lowers the peak, a few times */
+        if (budget == 0 && ((round > 0 && live[peak_at] >= last_peak) || round == ROUNDS_CHEAP))
+            break;
+        last_peak = live[peak_at];
         for (int64_t v = 0; v < r->nv; v++) after[v] = vfirst[v] = vlast[v] = -1;
         for (int64_t u = 0; u < nn; u++) {
             const musa_gnode *un = &g->nodes.data[u];
@@ -398,14 +438,18 @@ static int remat_budget(remat *r, int64_t budget, int *changed) {
         int32_t best_at = -1, best_chain[MAX_CLONE];
         for (int64_t i = 0; i < peak_at; i++) {
             const musa_gnode *n = &g->nodes.data[i];
-            if (n->dead || !recomputable(n, true)) continue;
-            for (int j = 0; j < n->n_out; j++) {
+            if (n->dead || !recomputable(n, r->any_op) || (!r->any_op && of_weights(g, n)))
+                continue;
+            /* without a budget, as in cheap mode: a one-pass op's statistics stay */
+            int nj = !r->any_op && (musa_ops[n->op].flags & MUSA_OPF_ONEPASS) ? 1 : n->n_out;
+            for (int j = 0; j < nj; j++) {
                 int32_t v = n->out[j], at = after[v];
                 const musa_gvalue *x = &g->values.data[v];
                 if (r->keep[v] || x->root != v || blocked[v] || at < 0) continue;
                 int64_t b = musa_gvalue_bytes(x);
+                if (!r->any_op && b < live[peak_at] / MIN_SHARE) continue;
                 int32_t chain[MAX_CLONE];
-                int cn = chain_for(r, i, at, DEPTH_BIG, chain);
+                int cn = chain_for(r, i, at, r->any_op ? DEPTH_BIG : DEPTH, chain);
                 if (!cn) continue;
                 int nviews = vfirst[v] >= 0 ? late_views(r, vfirst, vnext, v, at, chain, cn) : 0;
                 if (nviews < 0) continue;
@@ -451,8 +495,8 @@ int musa_pass_remat(musa_graph *g, musa_pass_ctx *ctx) {
     if (r.pos && r.first && r.last && r.keep) {
         scan(&r);
         rc = remat_cheap(&r, budget > 0 ? GAP_BUDGET : GAP, &changed);
-        if (!rc && budget > 0) {
-            r.any_op = true;
+        if (!rc) {
+            r.any_op = budget > 0;
             rc = remat_budget(&r, budget, &changed);
         }
     }

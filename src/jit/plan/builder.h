@@ -40,6 +40,8 @@ typedef struct builder {
     int32_t *vlast; /* [nv] last step that reads the root, n_steps: after the plan, -1: none */
     /* slots, buffers */
     int32_t *buf_of; /* [nv] root -> its arena buffer, or a musa_buf_place */
+    bool peak_order; /* the arena may take the peak-first order (memory.c) */
+    bool peak_won;   /* it did */
 } builder;
 
 static inline int nomem(void) {

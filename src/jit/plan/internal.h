@@ -185,10 +185,13 @@ static inline void musa_plan_kview_of(const musa_gvalue *v, musa_kview *kv) {
 
 /* Arena offsets for bufs[0..n) (their bytes and lifetimes set): with
  * `reuse`, best fit in the best of a few orders (largest first, and
- * others: memory.c); without, one after another. Returns the
- * arena's size in bytes. Cannot fail: short of memory to plan with, it lays
- * the buffers out one after another. */
-size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse);
+ * others: memory.c; the order that stacks the buffers live at the peak
+ * only with peak_order, *peak_won (when not NULL) set when it gave the
+ * offsets); without, one after another. Returns the arena's size in bytes.
+ * Cannot fail: short of memory to plan with, it lays the buffers out one
+ * after another. */
+size_t musa_plan_assign_offsets(musa_plan_buffer *bufs, int n, bool reuse, bool peak_order,
+                                bool *peak_won);
 /* Scratch of bytes[s] for each step s < n_steps, placed in the arena in the
  * lowest best-fitting gap between the buffers live at s (off[s]; 0 where
  * bytes[s] is 0); *arena_bytes grows where no gap fits. Cannot fail (short
