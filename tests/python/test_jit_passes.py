@@ -433,6 +433,23 @@ def test_fusion_levels_group_what_they_document():
     assert musa.Config().fusion_level == 2
 
 
+@pytest.mark.parametrize("rows,heads", [(64, True), (128, True), (129, False), (1024, False)])
+def test_a_product_heads_a_group_only_when_it_is_one_tile(rows, heads):
+    """Cut into tiles, a product ran slower than whole with its epilogue
+    after it (passes/fuse.c: 512x128x512 linear + GELU 365 us against 281):
+    one with more than 65536 output elements runs whole, the GELU as its own
+    instruction over the product's output."""
+    def f(x, w, b):
+        return musa.nn.functional.gelu(musa.nn.functional.linear(x, w, b))
+
+    x, w, b = musa.randn(rows, 64), musa.randn(512, 64), musa.randn(512)
+    c = musa.jit(f)
+    assert musa.equal(c(x, w, b), f(x, w, b))
+    groups = _groups(c)
+    assert groups == ([("linear", 0), ("gelu", 0)] if heads else [("linear", -1), ("gelu", -1)])
+    assert c.plan_stats()["instructions"] == (1 if heads else 2)
+
+
 @pytest.mark.parametrize("name,fn", [
     ("softmax dim 0", lambda x: x.softmax(0) * 2),
     ("log_softmax dim 0", lambda x: x.log_softmax(0) + 1),

@@ -39,6 +39,21 @@
  */
 #include "../graph.h"
 
+/* A product (matmul, linear, convolution: the GEMM-shaped ops) heads a
+ * group only when its whole output is one head tile, so the group never
+ * cuts it: products cut into tiles of MUSA_HEAD_TILE_ELEMS ran slower than
+ * the whole product followed by its epilogue as a pass of its own (linear
+ * + GELU, 2 threads, best of 100, eager / cut into tiles / whole:
+ * 512x128x512 287 / 365 / 281 us, 4096x256x1024 7.4 / 10.5-11.3 / 7.6 ms,
+ * 32768x64x128 2.76 / 3.53-3.61 / 2.69-2.74 ms, 256x1024x1024 1.59 /
+ * 2.15-2.26 / 1.60 ms): each tile is a smaller GEMM that streams the
+ * whole weight again. The epilogue's pass then runs over the product's
+ * output in place where it dies there, so the group saved no memory
+ * either. */
+static bool cut_product(const musa_gnode *head, int64_t out_elems) {
+    return (musa_ops[head->op].flags & MUSA_OPF_AMP_LOW) && out_elems > MUSA_HEAD_TILE_ELEMS;
+}
+
 typedef struct group {
     int32_t first; /* first member */
     int32_t ndim;
@@ -169,7 +184,8 @@ int musa_pass_fuse(musa_graph *g, musa_pass_ctx *ctx) {
                     /* THREADS: a different batch picks other kernels, other rounding */
                     if (hn->group >= 0 ||
                         (musa_ops[hn->op].flags & (MUSA_OPF_ELEMENTWISE | MUSA_OPF_THREADS)) ||
-                        inner * 16 > MUSA_HEAD_TILE_ELEMS || !musa_graph_split0_ok(g, h))
+                        inner * 16 > MUSA_HEAD_TILE_ELEMS || !musa_graph_split0_ok(g, h) ||
+                        cut_product(hn, inner * o->shape[0]))
                         continue;
                     group head = {.work_at = wpos[h],
                                   .ext_bytes = outside_bytes(g, hn, vgroup, -1)};
