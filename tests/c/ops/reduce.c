@@ -290,6 +290,49 @@ TEST(argmax_flat_ties_nan) {
     release_all(6, x, a, k, n, an, mn);
 }
 
+/* Rows longer than the vectorised float32 fast path's blocks (reduce.c,
+ * f32_extreme_run and arg_range): the first of tied extremes, a -0.0 that
+ * comes before +0.0, a NaN after the largest value, a row of -inf. */
+static void extreme_row(double *v, int64_t n, int kind) {
+    for (int64_t i = 0; i < n; i++) v[i] = (double)((i * 37) % 101) / 10 - 3;
+    if (kind == 0) v[70] = v[200] = 50; /* ties: the first */
+    if (kind == 1)                      /* zeros, -0.0 first */
+        for (int64_t i = 0; i < n; i++) v[i] = i < 100 ? -1 : i == 100 ? -0.0 : 0.0;
+    if (kind == 2) v[10] = 50, v[250] = NAN, v[260] = NAN; /* NaN wins: the first */
+    if (kind == 3)
+        for (int64_t i = 0; i < n; i++) v[i] = -INFINITY;
+}
+
+TEST(extremes_of_long_float32_rows) {
+    enum { N = 300 };
+    static const int64_t want_arg[4] = {70, 100, 250, 0};
+    for (int kind = 0; kind < 4; kind++) {
+        double v[N];
+        extreme_row(v, N, kind);
+        musa_tensor *x = from_list(MUSA_DTYPE_FLOAT32, 1, (int64_t[]){N}, v);
+        musa_tensor *am = musa_amax(x, 0, NULL, false), *ag = musa_argmax(x, 0, false);
+        musa_tensor *mv = NULL, *mi = NULL;
+        CHECK_OK(musa_max_dim(x, 0, false, &mv, &mi));
+        double a, m;
+        int64_t g, i;
+        CHECK_OK(musa_tensor_item(am, &a));
+        CHECK_OK(musa_tensor_item(mv, &m));
+        CHECK_OK(musa_tensor_item_int(ag, &g));
+        CHECK_OK(musa_tensor_item_int(mi, &i));
+        CHECK_MSG(g == want_arg[kind] && i == want_arg[kind],
+                  "kind %d: argmax %lld, max index %lld", kind, (long long)g, (long long)i);
+        if (kind == 2) {
+            CHECK(a != a && m != m);
+        } else {
+            double want = v[want_arg[kind]];
+            CHECK_MSG(a == want && m == want && signbit(a) == signbit(want) &&
+                          signbit(m) == signbit(want),
+                      "kind %d: amax %g, max %g, want %g", kind, a, m, want);
+        }
+        release_all(5, x, am, ag, mv, mi);
+    }
+}
+
 TEST(op_norm_list) {
     musa_tensor *ts[4] = {
         rnd(MUSA_DTYPE_FLOAT32, 2, (int64_t[]){30, 40}, -2, 2, L_CONTIG),
