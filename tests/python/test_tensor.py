@@ -232,6 +232,27 @@ def test_reductions_match_numpy():
     np.testing.assert_allclose(k.values.numpy(), -np.sort(-a, 2)[..., :2])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bfloat16"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_is_the_stable_sorts_first_k(dtype, largest):
+    """topk with k at most a sixteenth of the line selects through a heap
+    (src/backend/cpu/sort.c) and must give the stable sort's first k,
+    values and indices: ties in index order, NaN the largest, -0.0 and +0.0
+    equal, on lines longer than the heap."""
+    rng = np.random.RandomState(3)
+    a = np.round(rng.randn(6, 700) * 3)
+    if dtype != "int64":
+        a[0, ::50] = np.nan
+        a[1] = np.where(rng.rand(700) < 0.5, 0.0, -0.0)
+        a[2, ::7] = np.inf
+    t = musa.tensor(a).to(getattr(musa, dtype))
+    s = t.sort(1, descending=largest)
+    for k in (1, 5, 43):
+        v, i = t.topk(k, 1, largest=largest)
+        assert musa.equal(i, s.indices[:, :k]), k
+        assert v.float().numpy().tobytes() == s.values[:, :k].float().numpy().tobytes(), k
+
+
 def test_views_share_storage():
     t = musa.arange(12).reshape(3, 4)
     v = t.view(4, 3)
