@@ -6,6 +6,7 @@ wide)."""
 import collections
 import math
 
+import numpy as np
 import pytest
 
 import musa
@@ -132,3 +133,29 @@ def test_cauchy_log_normal_geometric():
     a = musa.empty(4).cauchy_(generator=gen)
     gen.manual_seed(5)
     assert musa.equal(a, musa.empty(4).cauchy_(generator=gen))
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 100003])
+def test_rand_and_randn_blocks_map_to_elements_as_the_value_functions_do(n):
+    """float32 and float64 rand and randn into contiguous outputs compute each
+    Philox block once for the elements it serves (src/backend/cpu/fill.c);
+    float16 and bfloat16 still go element by element. Both must give element
+    i the same lanes of the same block, on any thread count."""
+    def draw(fn, dtype, threads):
+        old = musa.get_num_threads()
+        musa.set_num_threads(threads)
+        try:
+            musa.manual_seed(1234)
+            musa.rand(3)  # an offset into the stream
+            return getattr(musa, fn)(n, dtype=dtype)
+        finally:
+            musa.set_num_threads(old)
+
+    u32, ubf = draw("rand", musa.float32, 2), draw("rand", musa.bfloat16, 2)
+    assert musa.equal(u32.to(musa.bfloat16), ubf)  # 24-bit uniforms: exact in float32
+    z32, z16 = draw("randn", musa.float32, 2), draw("randn", musa.float16, 2)
+    np.testing.assert_allclose(z32.numpy(), z16.float().numpy(), rtol=1e-3, atol=1e-3)
+    for fn in ("rand", "randn"):
+        for dt in (musa.float32, musa.float64):
+            assert musa.equal(draw(fn, dt, 1), draw(fn, dt, 2)), (fn, dt)
+    assert 0 <= u32.min().item() and u32.max().item() < 1

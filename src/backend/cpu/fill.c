@@ -15,6 +15,7 @@
 #include "elem.h"
 #include "kernels.h"
 #include "random.h"
+#include "vmath.h"
 
 typedef musa_value_fn value_fn;
 
@@ -192,6 +193,110 @@ static double bernoulli_value(const void *ctx, int64_t i) {
     return rand_f64(ctx, i) < p ? 1.0 : 0.0;
 }
 
+/* ---- rand and randn into contiguous float32 and float64 ----
+ *
+ * The same values as rand_f32 ... randn_f64 above, element by element, but
+ * each Philox block computed once for the elements it serves (4 float32
+ * uniforms, 2 float32 normals...), BLOCKS blocks at a time in a loop that
+ * vectorises, and Box-Muller's log and cos through the vector math
+ * functions for float32. Element by element through the value functions, a
+ * 4096 x 1024 float32 randn took 88.9 ms (PyTorch 13.2) and rand 24.6
+ * (10.5). */
+#define BLOCKS 64
+
+typedef struct {
+    char *out;
+    uint64_t seed, first;
+    bool f64, normal;
+} rand_job;
+
+/* Philox blocks first .. first + BLOCKS - 1 under seed, lane j of block k at
+ * r[j][k]. */
+static void philox_blocks(uint64_t seed, uint64_t first, uint32_t r[4][BLOCKS]) {
+    _Pragma("omp simd") for (int k = 0; k < BLOCKS; k++) {
+        uint64_t block = first + (uint64_t)k;
+        uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
+        uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+        for (int round = 0; round < 10; round++) {
+            uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+            c1 = (uint32_t)p1;
+            c3 = (uint32_t)p0;
+            c0 = n0;
+            c2 = n2;
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        r[0][k] = c0, r[1][k] = c1, r[2][k] = c2, r[3][k] = c3;
+    }
+}
+
+/* Box-Muller of the uniform pairs (u1 in (0, 1], u2), n at most BLOCKS * 4:
+ * through the vector log and cos for float32 outputs (the same float32
+ * bits as the scalar functions' on every element of a 4M-element draw
+ * checked), the scalar ones for float64, whose last bits the vector ones
+ * changed in more than half the elements */
+__attribute__((optimize("no-tree-vectorize"))) static void
+box_muller_scalar(double *z, const double *u1, const double *u2, int n) {
+    for (int k = 0; k < n; k++) z[k] = sqrt(-2.0 * log(u1[k])) * cos(2.0 * M_PI * u2[k]);
+}
+
+static void box_muller(double *z, const double *u1, const double *u2, int n, bool f64) {
+    if (f64) {
+        box_muller_scalar(z, u1, u2, n);
+        return;
+    }
+    MUSA_SIMD_MATH(double)
+    for (int k = 0; k < n; k++) z[k] = sqrt(-2.0 * log(u1[k])) * cos(2.0 * M_PI * u2[k]);
+}
+
+/* Elements [b, e) of the output. Element i's block and lanes are those of
+ * the value functions: float32 uniforms lane i % 4 of block i / 4; float64
+ * uniforms lanes 2 (i % 2), +1 of block i / 2; float32 normals the same
+ * lane pair; float64 normals all four lanes of block i. */
+static void rand_range(void *arg, int64_t b, int64_t e) {
+    const rand_job *j = arg;
+    int per = j->normal ? (j->f64 ? 1 : 2) : (j->f64 ? 2 : 4); /* elements a block serves */
+    uint32_t r[4][BLOCKS];
+    double u1[BLOCKS * 4], u2[BLOCKS * 4], z[BLOCKS * 4];
+    for (int64_t i0 = b - b % per; i0 < e; i0 += (int64_t)per * BLOCKS) {
+        philox_blocks(j->seed, j->first + (uint64_t)(i0 / per), r);
+        int n = per * BLOCKS;
+        for (int k = 0; k < n; k++) {
+            int blk = k / per, l = k % per;
+            if (!j->normal && !j->f64)
+                u1[k] = u32_unit(r[l][blk]);
+            else if (!j->f64 || !j->normal) /* float64 uniforms, float32 normals: lanes 2l, 2l+1 */
+                u1[k] = j->f64 ? u64_unit(r[2 * l][blk], r[2 * l + 1][blk])
+                               : 1.0 - u32_unit(r[2 * l][blk]),
+                u2[k] = u32_unit(r[2 * l + 1][blk]);
+            else
+                u1[k] = 1.0 - u64_unit(r[0][blk], r[1][blk]),
+                u2[k] = u64_unit(r[2][blk], r[3][blk]);
+        }
+        const double *v = u1;
+        if (j->normal) box_muller(z, u1, u2, n, j->f64), v = z;
+        int64_t lo = i0 < b ? b : i0, hi = i0 + n < e ? i0 + n : e;
+        if (j->f64)
+            for (int64_t i = lo; i < hi; i++) ((double *)j->out)[i] = v[i - i0];
+        else
+            for (int64_t i = lo; i < hi; i++) ((float *)j->out)[i] = (float)v[i - i0];
+    }
+}
+
+/* rand or randn into a contiguous float32 or float64 output; false where
+ * the output is something else (the value functions then fill it) */
+static bool rand_fast(const musa_kview *out, bool normal) {
+    bool f64 = out->dtype == MUSA_DTYPE_FLOAT64;
+    if ((!f64 && out->dtype != MUSA_DTYPE_FLOAT32) || !musa_kview_contiguous(out)) return false;
+    uint64_t n = (uint64_t)musa_kview_numel(out), per = normal ? (f64 ? 1 : 2) : (f64 ? 2 : 4);
+    rand_job j = {.out = out->data, .f64 = f64, .normal = normal};
+    musa_rng_reserve((n + per - 1) / per, &j.seed, &j.first);
+    /* chunks of whole block runs, so no block is computed twice */
+    musa_parallel_for((int64_t)n, (int64_t)per * BLOCKS, rand_range, &j);
+    return true;
+}
+
 static void run_random(const musa_kview *out, value_fn fn, uint64_t blocks_per_elem_num,
                        uint64_t blocks_per_elem_den, rng_ctx *c) {
     uint64_t n = (uint64_t)musa_kview_numel(out);
@@ -204,6 +309,7 @@ int cpu_rand(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n_
              const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     rng_ctx c = {0};
+    if (rand_fast(&out[0], false)) return MUSA_OK;
     if (out[0].dtype == MUSA_DTYPE_FLOAT64)
         run_random(&out[0], rand_f64, 1, 2, &c);
     else
@@ -215,6 +321,7 @@ int cpu_randn(const musa_kctx *ctx, musa_kview *out, const musa_kview *in, int n
               const void *attrs) {
     MUSA_UNUSED(ctx), MUSA_UNUSED(in), MUSA_UNUSED(n_in), MUSA_UNUSED(attrs);
     rng_ctx c = {0};
+    if (rand_fast(&out[0], true)) return MUSA_OK;
     if (out[0].dtype == MUSA_DTYPE_FLOAT64)
         run_random(&out[0], randn_f64, 1, 1, &c);
     else
