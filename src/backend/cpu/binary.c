@@ -446,10 +446,22 @@ typedef struct {
     int64_t ilo, ihi; /* integer bounds */
 } clamp_bounds;
 
+/* (contiguous runs as loops of their own, which vectorise: with the
+ * strides left variable, clamping 4M float32 took 640 us, PyTorch 241) */
 #define DEF_CLAMP_F(SN, T, C)                                                                      \
     static void clamp_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                     \
         const clamp_bounds *cb = ctx;                                                              \
         const C lo = (C)cb->lo, hi = (C)cb->hi;                                                    \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                            \
+            T *o = (T *)p[0];                                                                      \
+            const T *v = (const T *)p[1];                                                          \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                C x = LD_##SN(v[i]);                                                               \
+                x = x < lo ? lo : x;                                                               \
+                o[i] = ST_##SN(x > hi ? hi : x);                                                   \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         for (int64_t i = 0; i < n; i++) {                                                          \
             C x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                          \
             x = x < lo ? lo : x;                                                                   \
@@ -460,6 +472,17 @@ typedef struct {
 #define DEF_CLAMP_I(SN, T, C)                                                                      \
     static void clamp_##SN(void *ctx, int64_t n, char **p, const int64_t *s) {                     \
         const clamp_bounds *cb = ctx;                                                              \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                            \
+            T *o = (T *)p[0];                                                                      \
+            const T *v = (const T *)p[1];                                                          \
+            const int64_t ilo = cb->ilo, ihi = cb->ihi;                                            \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                int64_t x = LD_##SN(v[i]);                                                         \
+                x = x < ilo ? ilo : x;                                                             \
+                o[i] = ST_##SN(x > ihi ? ihi : x);                                                 \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         for (int64_t i = 0; i < n; i++) {                                                          \
             int64_t x = LD_##SN(*(const T *)(p[1] + i * s[1]));                                    \
             x = x < cb->ilo ? cb->ilo : x;                                                         \
