@@ -286,6 +286,35 @@ typedef struct {
     musa_dtype dt;
 } rows_add;
 
+/* Column c of rows of one element each (bincount's counts, a 1-D
+ * index_add): each index's element added in index order, as add's loop
+ * adds it (int64 wrapping), without a call per element; float32, float64
+ * and int64, false for the other dtypes. 4M indices into 100 counts took
+ * 86 ms a call at a time (PyTorch's bincount 3 ms). */
+#define ADD_ELEMENTS(T, U)                                                                         \
+    for (int64_t k = 0; k < j->n; k++) {                                                           \
+        int64_t i = *(const int64_t *)(j->index->data + k * is);                                   \
+        i += i < 0 ? j->size : 0;                                                                  \
+        T *o = (T *)j->out + i * j->row + c;                                                       \
+        *o = (T)((U)*o + (U)((const T *)j->src)[k * j->row + c]);                                  \
+    }
+static bool add_elements(const rows_add *j, int64_t c) {
+    int64_t is = (j->index->ndim ? j->index->strides[0] : 0) * 8;
+    switch (j->dt) {
+    case MUSA_DTYPE_FLOAT32:
+        ADD_ELEMENTS(float, float)
+        return true;
+    case MUSA_DTYPE_FLOAT64:
+        ADD_ELEMENTS(double, double)
+        return true;
+    case MUSA_DTYPE_INT64:
+        ADD_ELEMENTS(int64_t, uint64_t)
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void add_rows(void *arg, int64_t c0, int64_t c1) {
     const rows_add *j = arg;
     size_t es = musa_dtype_info[j->dt].size;
@@ -293,6 +322,7 @@ static void add_rows(void *arg, int64_t c0, int64_t c1) {
         for (int64_t r = 0; r < j->size; r++)
             memcpy(j->out + (size_t)(r * j->row + c0) * es, j->x + (size_t)(r * j->row + c0) * es,
                    (size_t)(c1 - c0) * es);
+    if (c1 - c0 == 1 && add_elements(j, c0)) return;
     for (int64_t k = 0; k < j->n; k++) {
         int64_t i = *(const int64_t *)(j->index->data +
                                        (j->index->ndim ? k * j->index->strides[0] : 0) * 8);
