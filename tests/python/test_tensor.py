@@ -462,3 +462,28 @@ def test_integer_linspace_steps_between_the_converted_ends(dtype):
                            e - step * (steps - 1 - i)) for i in range(steps)]
         got = musa.linspace(start, end, steps, dtype=getattr(musa, dtype))
         assert got.tolist() == want, (start, end, steps)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_floor_ceil_trunc_match_libm_bit_for_bit(dtype):
+    """The kernels step nearbyint's result back where it passed x (a loop
+    that vectorises; src/backend/cpu/unary.c): signed zeros (ceil(-0.7) is
+    -0.0), halves, values past 2^23, infinities and NaN as numpy's libm
+    gives them, contiguous and strided."""
+    import warnings
+    np_dt = getattr(np, dtype)
+    bits = np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = [0.0, -0.0, 0.5, -0.5, 0.7, -0.7, 1.5, -1.5, 2.5, -2.5, np.inf, -np.inf, np.nan,
+             8388607.5, -8388607.5, 16777217.0, 1e-45, -1e-45, 0.49999997, -0.49999997]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = np.concatenate([bits, np.array(edges, np.float32)]).astype(np_dt)
+    t = musa.tensor(a)
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize]
+    for name in ("floor", "ceil", "trunc"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = getattr(np, name)(a)
+        for got, w in ((getattr(t, name)().numpy(), want), (getattr(t[::3], name)().numpy(), want[::3])):
+            same = (got.view(u) == w.view(u)) | (np.isnan(got) & np.isnan(w))
+            assert same.all(), (name, a[::1][~same][:5] if got.size == a.size else None)
