@@ -330,6 +330,7 @@ bench)
     mpirun -np 2 --oversubscribe $(mpi_root_flag) build/bench_dist
     PYTHONPATH=python "$PYTHON" bench/bench_allreduce.py # over TCP and MPI, against memcpy
     PYTHONPATH=python "$PYTHON" bench/bench_python.py
+    "$PYTHON" bench/bench_ops.py # eager ops against PyTorch
     PYTHONPATH=python "$PYTHON" bench/bench_jit.py
     MUSA_NUM_THREADS=1 PYTHONPATH=python "$PYTHON" bench/bench_math.py
     PYTHONPATH=python "$PYTHON" bench/bench_bf16.py
