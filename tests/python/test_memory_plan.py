@@ -403,3 +403,28 @@ def test_a_recurrent_step_plans_no_more_than_eager_holds():
     assert losses == eager_losses
     arena = step.memory_plan()["arena_bytes"]
     assert arena < eager_growth, (arena, eager_growth)
+
+
+def test_no_budget_recomputes_nothing_that_barely_lowers_the_peak():
+    """Without a budget, remat's peak search recomputed a training-mode batch
+    norm's output (8 MiB; no backward under no_grad) after its statistics'
+    updates: a whole pass more for a peak 768 bytes lower (the steps where
+    the output stays live keep their levels). A value is recomputed only
+    where the estimate falls by a quarter of it at least."""
+    bn = musa.nn.BatchNorm2d(64)
+    x = musa.randn(32, 64, 32, 32)
+
+    def f(x):
+        with musa.no_grad():
+            return bn(x).relu()
+
+    c = musa.jit(f)
+    ref_bn = musa.nn.BatchNorm2d(64)
+    ref_bn.load_state_dict(bn.state_dict())
+    got = c(x)
+    with musa.no_grad():
+        want = ref_bn(x).relu()
+    assert musa.equal(got, want)
+    assert musa.equal(bn.running_var, ref_bn.running_var)
+    kernels = [line.split(":", 1)[1].strip() for line in c.plan_text().splitlines()[1:]]
+    assert kernels.count("batch_norm") == 1, kernels
