@@ -217,16 +217,7 @@ static void philox_blocks(uint64_t seed, uint64_t first, uint32_t r[4][BLOCKS]) 
         uint64_t block = first + (uint64_t)k;
         uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32), c2 = 0, c3 = 0;
         uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-        for (int round = 0; round < 10; round++) {
-            uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-            c1 = (uint32_t)p1;
-            c3 = (uint32_t)p0;
-            c0 = n0;
-            c2 = n2;
-            k0 += 0x9E3779B9u;
-            k1 += 0xBB67AE85u;
-        }
+        MUSA_PHILOX_ROUNDS(c0, c1, c2, c3, k0, k1)
         r[0][k] = c0, r[1][k] = c1, r[2][k] = c2, r[3][k] = c3;
     }
 }

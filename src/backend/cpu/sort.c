@@ -95,7 +95,8 @@ static void sort_line(const sort_job *j, pair *p, int64_t l) {
     char *pv = j->vl.ndim ? musa_kview_elem(&j->vl, l, j->es) : j->vl.data;
     char *pi = j->il.ndim ? musa_kview_elem(&j->il, l, 8) : j->il.data;
     int64_t n = j->n, k = j->k;
-    if (k && k <= n / 16) {
+    if (k == 0) return; /* topk(0): nothing to write */
+    if (k <= n / 16) {
         for (int64_t i = 0; i < k; i++) p[i] = (pair){key_at(j, px, i), i};
         for (int64_t at = k / 2 - 1; at >= 0; at--) sift_down(p, k, at);
         for (int64_t i = k; i < n; i++) {
