@@ -487,3 +487,16 @@ def test_floor_ceil_trunc_match_libm_bit_for_bit(dtype):
         for got, w in ((getattr(t, name)().numpy(), want), (getattr(t[::3], name)().numpy(), want[::3])):
             same = (got.view(u) == w.view(u)) | (np.isnan(got) & np.isnan(w))
             assert same.all(), (name, a[::1][~same][:5] if got.size == a.size else None)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumsum_lines_in_parallel_are_double_sums_rounded_once(dim):
+    """Scans run their lines on every thread, float32 contiguous lines
+    without a dtype switch per element (src/backend/cpu/index.c): each
+    element is the float64 running sum of its line, rounded to float32 once,
+    whatever thread ran the line."""
+    a = np.random.RandomState(7).randn(257, 1031).astype(np.float32)
+    t = musa.tensor(a)
+    want = np.cumsum(a.astype(np.float64), axis=dim).astype(np.float32)
+    assert t.cumsum(dim).numpy().tobytes() == want.tobytes()
+    assert t.t().cumsum(dim).numpy().tobytes() == np.cumsum(a.T.astype(np.float64), axis=dim).astype(np.float32).tobytes()

