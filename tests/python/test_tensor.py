@@ -500,3 +500,16 @@ def test_cumsum_lines_in_parallel_are_double_sums_rounded_once(dim):
     want = np.cumsum(a.astype(np.float64), axis=dim).astype(np.float32)
     assert t.cumsum(dim).numpy().tobytes() == want.tobytes()
     assert t.t().cumsum(dim).numpy().tobytes() == np.cumsum(a.T.astype(np.float64), axis=dim).astype(np.float32).tobytes()
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (7, 5), (3, 4, 6), (1, 1), (0, 3), (4, 0)])
+def test_tril_triu_zero_each_rows_run(shape):
+    """tril and triu zero one run of columns per row (a memset where rows are
+    contiguous; src/backend/cpu/index.c), for every diagonal offset, on
+    contiguous and transposed inputs."""
+    a = np.random.RandomState(0).randn(*shape).astype(np.float32)
+    t = musa.tensor(a)
+    for k in (-10, -3, -1, 0, 1, 2, 10):
+        for tt, aa in ((t, a), (t.transpose(-1, -2), np.swapaxes(a, -1, -2))):
+            assert (tt.tril(k).numpy() == np.tril(aa, k)).all(), k
+            assert (tt.triu(k).numpy() == np.triu(aa, k)).all(), k

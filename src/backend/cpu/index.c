@@ -420,10 +420,19 @@ static int tri(musa_kview *out, const musa_kview *x, int64_t k, bool lower) {
     b.ndim = o->ndim - 2;
     for (int64_t bi = 0; bi < batch; bi++) {
         char *m = b.ndim ? musa_kview_elem(&b, bi, es) : o->data;
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < cols; j++)
-                if (lower ? j - i > k : j - i < k)
-                    memset(m + (i * rs + j * cs) * (int64_t)es, 0, es);
+        for (int64_t i = 0; i < rows; i++) {
+            /* row i's zeros: columns j > i + k (lower) or j < i + k, one
+             * run (a memset where the row is contiguous: element by element,
+             * tril of 4096 x 1024 float32 took 3.2x PyTorch's time) */
+            int64_t lo = lower ? MUSA_MAX(0, MUSA_MIN(cols, i + k + 1)) : 0;
+            int64_t hi = lower ? cols : MUSA_MAX(0, MUSA_MIN(cols, i + k));
+            if (lo >= hi) continue;
+            if (cs == 1) {
+                memset(m + (i * rs + lo) * (int64_t)es, 0, (size_t)(hi - lo) * es);
+                continue;
+            }
+            for (int64_t j = lo; j < hi; j++) memset(m + (i * rs + j * cs) * (int64_t)es, 0, es);
+        }
     }
     return MUSA_OK;
 }
