@@ -127,26 +127,42 @@ MUSA_FOR_FLOATS(DEF_PAIRWISE)
  * keep the first: -0.0 before +0.0 gives -0.0). A run with a NaN is left
  * to the scalar fold, whose NaN rules stay as they are. */
 #define F32_BLOCK 64
+#define F32_LANES 32 /* two AVX-512 vectors of independent maxima */
 /* The run's largest (is_max) or smallest element; *nan set when it holds a
- * NaN (the value is then meaningless). */
+ * NaN (the value is then meaningless). Lanes of its own rather than an
+ * OpenMP max reduction: clang starts those at the lowest finite float, not
+ * -inf, and a row of -inf came out as -FLT_MAX. */
 static float f32_extreme(const float *x, int64_t n, bool is_max, bool *nan) {
-    float m = is_max ? -INFINITY : INFINITY;
-    int bad = 0;
-    if (is_max) {
-        _Pragma("omp simd reduction(max : m) reduction(| : bad)") for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            m = v > m ? v : m;
-            bad |= v != v;
-        }
-    } else {
-        _Pragma("omp simd reduction(min : m) reduction(| : bad)") for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            m = v < m ? v : m;
-            bad |= v != v;
+    float m[F32_LANES];
+    int bad[F32_LANES];
+    for (int k = 0; k < F32_LANES; k++) m[k] = is_max ? -INFINITY : INFINITY, bad[k] = 0;
+    int64_t i = 0;
+    for (; i + F32_LANES <= n; i += F32_LANES) {
+        if (is_max) {
+            _Pragma("omp simd") for (int k = 0; k < F32_LANES; k++) {
+                float v = x[i + k];
+                m[k] = v > m[k] ? v : m[k];
+                bad[k] |= v != v;
+            }
+        } else {
+            _Pragma("omp simd") for (int k = 0; k < F32_LANES; k++) {
+                float v = x[i + k];
+                m[k] = v < m[k] ? v : m[k];
+                bad[k] |= v != v;
+            }
         }
     }
-    *nan = bad != 0;
-    return m;
+    for (int k = 0; i < n; i++, k++) { /* the tail, one element to each lane */
+        float v = x[i];
+        m[k] = (is_max ? v > m[k] : v < m[k]) ? v : m[k];
+        bad[k] |= v != v;
+    }
+    float r = m[0];
+    int any = bad[0];
+    for (int k = 1; k < F32_LANES; k++)
+        r = (is_max ? m[k] > r : m[k] < r) ? m[k] : r, any |= bad[k];
+    *nan = any != 0;
+    return r;
 }
 
 /* The index of the first element of x[0..n) that compares equal to m (n if
