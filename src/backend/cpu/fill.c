@@ -222,6 +222,12 @@ static void philox_blocks(uint64_t seed, uint64_t first, uint32_t r[4][BLOCKS]) 
     }
 }
 
+/* one float64 normal through the scalar log and cos: not inlined, so no
+ * compiler turns a loop of it into calls of the vector functions */
+__attribute__((noinline)) static double box_muller_one(double u1, double u2) {
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
 /* Box-Muller of the uniform pairs (u1 in (0, 1], u2), n at most BLOCKS * 4:
  * through the vector log and cos for float32 outputs, the scalar ones for
  * float64. The vector functions' doubles differ from the scalar ones' in
@@ -230,12 +236,6 @@ static void philox_blocks(uint64_t seed, uint64_t first, uint32_t r[4][BLOCKS]) 
  * of a float32 rounding boundary (about 2^-29 of them: none of the 8.4M
  * float32 normals compared did); float64 normals would change in their
  * last bits, so they keep the scalar functions. */
-/* one float64 normal through the scalar log and cos: not inlined, so no
- * compiler turns a loop of it into calls of the vector functions */
-__attribute__((noinline)) static double box_muller_one(double u1, double u2) {
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
 static void box_muller(double *z, const double *u1, const double *u2, int n, bool f64) {
     if (f64) {
         for (int k = 0; k < n; k++) z[k] = box_muller_one(u1[k], u2[k]);
